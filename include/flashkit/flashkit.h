@@ -1,0 +1,743 @@
+/*
+ * flashkit - GPU kernels for attention, GEMM, Monarch matrices and FFT convolution
+ * behind one stable C ABI.
+ *
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef FLASHKIT_H
+#define FLASHKIT_H
+
+/**
+ * @file flashkit.h
+ * @brief The flashkit C ABI: the only interface every consumer (C, C++, Python, Java, Rust,
+ *        embedding runtimes) uses.
+ *
+ * @mainpage flashkit
+ *
+ * ## Introduction
+ *
+ * flashkit computes four families of operations used by transformer and long-convolution
+ * models:
+ *
+ * - **attention** (FlashAttention class; Dao et al. 2022, 2023; Shah et al. 2024),
+ * - **GEMM** with fused epilogues (bias, ReLU, GELU),
+ * - **Monarch** matrix multiply and the block-diagonal linear layer (Dao et al. 2022,
+ *   "Monarch: Expressive Structured Matrices for Efficient and Accurate Training"; Fu et al.
+ *   2023, "Monarch Mixer"),
+ * - **FFT convolution** of long sequences (Fu et al. 2023, "FlashFFTConv").
+ *
+ * Every operation runs on a CPU backend (always present) and, where the library was built with
+ * CUDA and a GPU is present, on CUDA kernels chosen at run time from the GPU's compute
+ * capability: Hopper (sm_90a) fast paths, an sm80-class path for every other NVIDIA GPU, and a
+ * `generic` CUDA path that is correct for every valid input.
+ *
+ * ## How to read this header
+ *
+ * Sections, top to bottom: version; status codes and errors; logging; data types and tensors;
+ * contexts and launches; then one section per operation family. Each function says what it
+ * returns, who owns what, and which status a wrong argument gets.
+ *
+ * ## Conventions that hold everywhere
+ *
+ * - **Handles** (`fk_context_t`, `fk_fftconv_plan_t`) are opaque and created through an
+ *   out-parameter. A context is immutable after creation and may be shared between threads;
+ *   a plan may be used from several threads at once as long as each call has its own output.
+ * - **Parameter structs** start with `uint32_t struct_size`. Always fill them with the matching
+ *   `fk_*_init()` first: it sets `struct_size` and every default. Fields are only ever appended,
+ *   so a program built against an older header keeps working with a newer library.
+ * - **Tensors** are borrowed DLPack views (`const DLTensor*`, see dlpack.h). flashkit never
+ *   takes ownership and never keeps a pointer after a call returns (plans copy what they keep).
+ *   Strides are in elements; `strides == NULL` means compact row-major. Unless an operation
+ *   says otherwise the last dimension must be contiguous (stride 1) and every other stride may
+ *   be anything, including larger than compact (padded rows). Data pointers (`data` plus
+ *   `byte_offset`) must be aligned to the element size.
+ * - **Devices**: a CPU context accepts tensors on `kDLCPU` or `kDLCUDAHost` (pinned host
+ *   memory); a CUDA context accepts `kDLCUDA` or `kDLCUDAManaged` tensors whose `device_id` is
+ *   the context's device. Anything else is `FK_ERROR_WRONG_DEVICE`.
+ * - **Errors**: every function returns an `fk_status_t`. On failure nothing was written to any
+ *   output, and fk_get_last_error_message() returns a sentence naming the argument and the rule
+ *   it broke, e.g. `"q: head_dim 300 > 256"`. The library never prints, never aborts and never
+ *   calls exit().
+ * - **Zero-sized** problems (any dimension 0) succeed without launching any work, except where an
+ *   operation defines a value for them (GEMM with K = 0 writes `beta * C`).
+ * - **Asynchrony**: on the CUDA backend every call is enqueued on the launch's stream and returns
+ *   before the work finishes; on the CPU backend calls are synchronous.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/** @defgroup export Symbol export
+ *  @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** @brief Marks a public symbol. Everything else in libflashkit.so is hidden. */
+#if defined(FLASHKIT_STATIC)
+#define FK_API
+#elif defined(_WIN32)
+#if defined(FLASHKIT_BUILDING)
+#define FK_API __declspec(dllexport)
+#else
+#define FK_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#define FK_API __attribute__((visibility("default")))
+#else
+#define FK_API
+#endif
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @defgroup version Version
+ *  The project version follows semantic versioning; its single source is the `VERSION` file at
+ *  the top of the source tree (the build refuses to configure if these macros disagree with it).
+ *  The ABI number is separate: it is the SONAME suffix (`libflashkit.so.<FK_ABI_VERSION>`) and
+ *  changes only when a binary built against an older header could break.
+ *  @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+#define FK_VERSION_MAJOR 0 /**< Major version: incompatible API changes. */
+#define FK_VERSION_MINOR 1 /**< Minor version: added functionality. */
+#define FK_VERSION_PATCH 0 /**< Patch version: fixes. */
+/** @brief The version as one number: major * 10000 + minor * 100 + patch. */
+#define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
+#define FK_ABI_VERSION 0 /**< ABI number, the SONAME suffix. */
+
+/**
+ * @brief Runtime version of the loaded library.
+ * @return `FK_VERSION_NUMBER` of the library actually loaded (compare with the macro to detect
+ *         a header/library mismatch).
+ */
+FK_API unsigned fk_get_version_number(void);
+
+/**
+ * @brief Runtime version string of the loaded library, e.g. `"0.1.0"`.
+ * @return Static text; never NULL; do not free.
+ */
+FK_API const char* fk_get_version(void);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @defgroup status Status codes and errors
+ *  Status codes are grouped by category: the category of a code is `code / 100 * 100`, see
+ *  fk_status_category(). Codes are only ever appended.
+ *  @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** @brief Result of every flashkit call. */
+typedef enum fk_status_t {
+  FK_SUCCESS = 0, /**< The call succeeded. */
+
+  /* --- 100: invalid argument: the caller passed something the documentation forbids --- */
+  FK_ERROR_INVALID_ARGUMENT = 100, /**< A value is out of its documented range. */
+  FK_ERROR_NULL_POINTER = 101,     /**< A required pointer (handle, tensor, data) is NULL. */
+  FK_ERROR_BAD_STRUCT_SIZE = 102,  /**< A struct's `struct_size` is not one this library knows;
+                                        call its `fk_*_init()` first. */
+  FK_ERROR_DTYPE_MISMATCH = 103,   /**< A tensor's dtype is unsupported or differs from another's. */
+  FK_ERROR_SHAPE_MISMATCH = 104,   /**< A tensor's rank or extents are wrong. */
+  FK_ERROR_BAD_STRIDES = 105,      /**< A required dimension is not contiguous, or a stride is
+                                        negative. */
+  FK_ERROR_WRONG_DEVICE = 106,     /**< A tensor lives on a device the context cannot use. */
+  FK_ERROR_MISALIGNED = 107,       /**< A data pointer is not aligned as required. */
+
+  /* --- 200: not supported: valid request that this build or device cannot serve --- */
+  FK_ERROR_NOT_SUPPORTED = 200,       /**< A feature or combination is not implemented. */
+  FK_ERROR_BACKEND_UNAVAILABLE = 201, /**< The requested backend is not compiled in or no
+                                           device is present. */
+
+  /* --- 300: out of memory --- */
+  FK_ERROR_OUT_OF_MEMORY = 300,         /**< Host or device allocation failed. */
+  FK_ERROR_WORKSPACE_TOO_SMALL = 301,   /**< The caller's workspace is smaller than needed. */
+
+  /* --- 400: device error --- */
+  FK_ERROR_DEVICE = 400,        /**< The CUDA runtime or driver reported an error. */
+  FK_ERROR_KERNEL_LAUNCH = 401, /**< A kernel failed to launch. */
+
+  /* --- 500: internal error: a flashkit bug; please report it --- */
+  FK_ERROR_INTERNAL = 500 /**< An invariant of the library was broken. */
+} fk_status_t;
+
+/**
+ * @brief The category of a status: one of FK_SUCCESS, FK_ERROR_INVALID_ARGUMENT,
+ *        FK_ERROR_NOT_SUPPORTED, FK_ERROR_OUT_OF_MEMORY, FK_ERROR_DEVICE, FK_ERROR_INTERNAL.
+ */
+FK_API fk_status_t fk_status_category(fk_status_t status);
+
+/**
+ * @brief Short static description of a status code, e.g. `"invalid argument: shape mismatch"`.
+ * @return Static text; never NULL (unknown codes give `"unknown status"`).
+ */
+FK_API const char* fk_status_string(fk_status_t status);
+
+/**
+ * @brief The message of the last failed call on this thread.
+ *
+ * The message names the argument and the rule it broke, e.g. `"q: head_dim 300 > 256"`.
+ * It is thread-local: another thread's failure does not change it. A successful call does not
+ * clear it; check the returned status first.
+ * @return Pointer to thread-local storage, valid until the next flashkit call on this thread;
+ *         an empty string if no call has failed on this thread.
+ */
+FK_API const char* fk_get_last_error_message(void);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @defgroup logging Logging
+ *  flashkit never prints. A caller who wants diagnostics (which kernel variant ran, why a fast
+ *  path was not taken) installs a callback.
+ *  @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** @brief Severity of a log message. */
+typedef enum fk_log_level_t {
+  FK_LOG_ERROR = 0, /**< A call failed; the message repeats fk_get_last_error_message(). */
+  FK_LOG_WARN = 1,  /**< Something the caller may want to fix (a slow path taken). */
+  FK_LOG_INFO = 2,  /**< Context creation, device facts. */
+  FK_LOG_DEBUG = 3  /**< Kernel variant chosen for each call. */
+} fk_log_level_t;
+
+/**
+ * @brief Log callback type.
+ * @param level     Severity.
+ * @param message   NUL-terminated text, valid only during the call.
+ * @param user_data The pointer given to fk_set_log_callback().
+ */
+typedef void (*fk_log_callback_t)(fk_log_level_t level, const char* message, void* user_data);
+
+/**
+ * @brief Installs (or, with `callback == NULL`, removes) the process-wide log callback.
+ *
+ * Messages at or below `max_level` are delivered. The callback may be called from any thread
+ * that calls flashkit, concurrently; it must not call flashkit.
+ * @return FK_SUCCESS, or FK_ERROR_INVALID_ARGUMENT if `max_level` is not a fk_log_level_t.
+ */
+FK_API fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_t max_level,
+                                       void* user_data);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @defgroup tensors Data types and tensors
+ *  Tensors are DLPack `DLTensor` views. Supported element types, as `DLDataType`
+ *  `{code, bits, lanes}`: fp32 `{kDLFloat, 32, 1}`, fp16 `{kDLFloat, 16, 1}`, bf16
+ *  `{kDLBfloat, 16, 1}`. Integer index tensors (`cu_seqlens_*`) are int32 `{kDLInt, 32, 1}`.
+ *  FP8 codes are reserved with DLPack 1.1 numbering (the installed dlpack.h may be older):
+ *  no operation accepts them yet (FK_ERROR_NOT_SUPPORTED).
+ *  @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** @brief DLPack 1.1 type code of float8 e4m3fn (OCP FP8 E4M3, finite, NaN = 0x7F/0xFF). */
+#define FK_DLPACK_FLOAT8_E4M3FN 10
+/** @brief DLPack 1.1 type code of float8 e5m2 (OCP FP8 E5M2, IEEE-like). */
+#define FK_DLPACK_FLOAT8_E5M2 12
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @defgroup context Contexts and launches
+ *  A context binds flashkit to one backend and device. Create one per device and share it.
+ *  @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** @brief Opaque context handle. Immutable after creation; safe to share between threads. */
+typedef struct fk_context fk_context_t;
+
+/** @brief Which backend a context runs on. */
+typedef enum fk_backend_t {
+  FK_BACKEND_AUTO = 0, /**< CUDA if compiled in and a device is present, else CPU. The
+                            environment variable `FLASHKIT_BACKEND` (`cpu` or `cuda`) overrides
+                            AUTO, never an explicit choice. */
+  FK_BACKEND_CPU = 1,  /**< The CPU backend: every operation, multithreaded, synchronous. */
+  FK_BACKEND_CUDA = 2  /**< The CUDA backend. FK_ERROR_BACKEND_UNAVAILABLE if not compiled in or
+                            no device. */
+} fk_backend_t;
+
+/**
+ * @brief Kernel family: which generation of kernels the dispatcher may pick.
+ *
+ * AUTO picks the best family the device supports, per call (a call that the fast family does
+ * not cover falls back to `GENERIC`). Forcing a family (context option or the environment
+ * variable `FLASHKIT_KERNEL_FAMILY` = `generic`, `sm80` or `sm90`, which overrides AUTO only)
+ * restricts the dispatcher to that family plus the generic fallback; forcing a family the
+ * device cannot run (sm90 on an sm80 GPU) fails at context creation with
+ * FK_ERROR_NOT_SUPPORTED.
+ */
+typedef enum fk_kernel_family_t {
+  FK_KERNEL_FAMILY_AUTO = 0,    /**< Best available, per call. */
+  FK_KERNEL_FAMILY_CPU = 1,     /**< The CPU backend's kernels (reported, not forced). */
+  FK_KERNEL_FAMILY_GENERIC = 2, /**< Plain CUDA kernels, correct for every valid input. */
+  FK_KERNEL_FAMILY_SM80 = 3,    /**< mma.sync + cp.async kernels for compute capability >= 8.0. */
+  FK_KERNEL_FAMILY_SM90 = 4     /**< TMA + wgmma kernels for compute capability 9.0 (sm_90a). */
+} fk_kernel_family_t;
+
+/** @brief Options for fk_context_create(). Fill with fk_context_options_init(). */
+typedef struct fk_context_options_t {
+  uint32_t struct_size;  /**< sizeof(fk_context_options_t); set by the init function. */
+  int32_t backend;       /**< An fk_backend_t. Default FK_BACKEND_AUTO. */
+  int32_t device_ordinal;/**< CUDA device ordinal (as in cudaSetDevice). Default 0. */
+  int32_t kernel_family; /**< An fk_kernel_family_t to force. Default FK_KERNEL_FAMILY_AUTO. */
+  int32_t num_threads;   /**< CPU backend threads; 0 (default) uses the hardware concurrency,
+                              or the environment variable `FLASHKIT_NUM_THREADS` if set. */
+  uint32_t flags;        /**< Reserved; must be 0. */
+} fk_context_options_t;
+
+/**
+ * @brief Fills `options` with defaults and sets its `struct_size`.
+ * @return FK_SUCCESS, or FK_ERROR_NULL_POINTER if `options` is NULL.
+ */
+FK_API fk_status_t fk_context_options_init(fk_context_options_t* options);
+
+/**
+ * @brief Creates a context.
+ *
+ * For CUDA this reads the device's compute capability, SM count, shared memory per block and L2
+ * size once; it does not change the calling thread's current device.
+ * @param options NULL for all defaults, else an initialised fk_context_options_t.
+ * @param[out] context Receives the new handle on success; untouched on failure. Release with
+ *             fk_context_destroy().
+ * @return FK_SUCCESS; FK_ERROR_NULL_POINTER (`context` NULL); FK_ERROR_BAD_STRUCT_SIZE;
+ *         FK_ERROR_INVALID_ARGUMENT (unknown backend or family, negative ordinal or threads,
+ *         nonzero flags, unparsable environment variable); FK_ERROR_BACKEND_UNAVAILABLE (CUDA
+ *         requested but not compiled in, no device, or ordinal out of range);
+ *         FK_ERROR_NOT_SUPPORTED (forced family the device cannot run); FK_ERROR_OUT_OF_MEMORY.
+ */
+FK_API fk_status_t fk_context_create(const fk_context_options_t* options,
+                                     fk_context_t** context);
+
+/**
+ * @brief Destroys a context. The caller must ensure no call using it is still running and no
+ *        plan created from it is still alive. NULL is accepted and does nothing.
+ * @return FK_SUCCESS.
+ */
+FK_API fk_status_t fk_context_destroy(fk_context_t* context);
+
+/** @brief What a context runs on. Filled by fk_context_get_info(). */
+typedef struct fk_context_info_t {
+  uint32_t struct_size;   /**< sizeof(fk_context_info_t); set by fk_context_info_init(). */
+  int32_t backend;        /**< FK_BACKEND_CPU or FK_BACKEND_CUDA (never AUTO). */
+  int32_t kernel_family;  /**< Best family this context dispatches to (CPU for the CPU backend). */
+  int32_t device_ordinal; /**< CUDA ordinal, or -1 on the CPU backend. */
+  int32_t cc_major;       /**< Compute capability major (9 on H100/H200), 0 on CPU. */
+  int32_t cc_minor;       /**< Compute capability minor, 0 on CPU. */
+  int32_t sm_count;       /**< Streaming multiprocessors, 0 on CPU. */
+  int32_t num_threads;    /**< CPU backend worker threads (1 on CUDA). */
+  int64_t l2_bytes;       /**< L2 cache size in bytes, 0 on CPU. */
+  int64_t smem_per_block_optin; /**< Opt-in shared memory per block in bytes, 0 on CPU. */
+  char device_name[128];  /**< NUL-terminated, e.g. "NVIDIA H200" or "cpu". */
+} fk_context_info_t;
+
+/** @brief Sets `info->struct_size`; FK_ERROR_NULL_POINTER if `info` is NULL. */
+FK_API fk_status_t fk_context_info_init(fk_context_info_t* info);
+
+/**
+ * @brief Reports the backend, device and kernel family of a context.
+ * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE.
+ */
+FK_API fk_status_t fk_context_get_info(const fk_context_t* context, fk_context_info_t* info);
+
+/** @brief Static name of a backend ("auto", "cpu", "cuda"); "unknown" otherwise. */
+FK_API const char* fk_backend_name(fk_backend_t backend);
+
+/** @brief Static name of a kernel family ("auto", "cpu", "generic", "sm80", "sm90"). */
+FK_API const char* fk_kernel_family_name(fk_kernel_family_t family);
+
+/**
+ * @brief Per-call launch settings. NULL wherever a `const fk_launch_t*` is taken means "the
+ *        context's defaults": the default (legacy) CUDA stream and library-managed scratch.
+ */
+typedef struct fk_launch_t {
+  uint32_t struct_size;    /**< sizeof(fk_launch_t); set by fk_launch_init(). */
+  uint32_t flags;          /**< Reserved; must be 0. */
+  void* stream;            /**< A `cudaStream_t` (CUDA backend); NULL is the default stream.
+                                Ignored on the CPU backend. */
+  void* workspace;         /**< Optional caller scratch memory on the context's device; NULL
+                                lets flashkit allocate (stream-ordered) what it needs. */
+  uint64_t workspace_bytes;/**< Size of `workspace` in bytes. */
+} fk_launch_t;
+
+/** @brief Fills `launch` with defaults (NULL stream, no workspace) and sets its `struct_size`. */
+FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @defgroup attention Attention
+ *
+ *  `out = softmax(mask(softcap(softmax_scale * Q K^T))) V`, computed without materialising the
+ *  score matrix (FlashAttention: Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient
+ *  Exact Attention with IO-Awareness", Algorithm 1; FlashAttention-2, Dao 2023, Section 3;
+ *  FlashAttention-3, Shah et al. 2024, Section 3).
+ *
+ *  **Batched form** (`cu_seqlens_q == cu_seqlens_k == NULL`):
+ *  - `q`   `(batch, seqlen_q, nheads,   head_dim)`
+ *  - `k`,`v` `(batch, seqlen_k, nheads_k, head_dim)`
+ *  - `out` `(batch, seqlen_q, nheads,   head_dim)`
+ *  - `lse` `(batch, nheads, seqlen_q)`, fp32, optional.
+ *
+ *  **Variable-length form** (both `cu_seqlens_q` and `cu_seqlens_k` given): sequences are
+ *  packed without padding.
+ *  - `q`,`out` `(total_q, nheads, head_dim)`; `k`,`v` `(total_k, nheads_k, head_dim)`
+ *  - `cu_seqlens_q` `(batch + 1,)` int32, `cu_seqlens_q[0] == 0`, non-decreasing, last entry
+ *    `== total_q`; sequence `b` is rows `[cu_seqlens_q[b], cu_seqlens_q[b+1])`. Likewise
+ *    `cu_seqlens_k` for keys. Empty sequences are allowed.
+ *  - `lse` `(nheads, total_q)`, fp32, optional.
+ *
+ *  **Common rules**
+ *  - dtype: q, k, v and out share one dtype: fp32, fp16 or bf16. Accumulation is fp32.
+ *  - head_dim from 1 to 256; q and k have the same head_dim, v's head_dim must equal it too.
+ *  - GQA/MQA: `nheads % nheads_k == 0`; query head `h` uses key/value head
+ *    `h / (nheads / nheads_k)`.
+ *  - Layout: last dimension (head_dim) contiguous; other strides arbitrary (non-negative).
+ *  - Masking (FlashAttention convention): with `seqlen_q != seqlen_k` the masks are aligned to
+ *    the **bottom-right** corner: query row `i` is at position `i + seqlen_k - seqlen_q`.
+ *    `causal` keeps keys `j <= i + seqlen_k - seqlen_q`. A sliding window `(left, right)` keeps
+ *    keys with `i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right`, where
+ *    -1 means unbounded on that side; causal is the window `(left, 0)`.
+ *  - A query row that sees no key (fully masked, or `seqlen_k == 0`) gives `out = 0` and
+ *    `lse = -inf`, never NaN.
+ *  - softcap (Gemma 2): when `softcap > 0` the scores become `softcap * tanh(s / softcap)` with
+ *    `s = softmax_scale * q.k`, before masking.
+ *  - `lse` is the natural logarithm of the softmax denominator of each row, in FlashAttention's
+ *    layout, computed on the (scaled, capped) scores.
+ *  @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** @brief Largest head_dim any attention call accepts. */
+#define FK_ATTENTION_MAX_HEAD_DIM 256
+
+/** @brief Attention options. Fill with fk_attention_params_init(). */
+typedef struct fk_attention_params_t {
+  uint32_t struct_size;      /**< sizeof(fk_attention_params_t); set by the init function. */
+  float softmax_scale;       /**< Multiplier of Q K^T. NaN (the default) means
+                                  `1 / sqrt(head_dim)`. Any finite value is allowed. */
+  int32_t causal;            /**< Nonzero for a causal mask (bottom-right aligned). Default 0. */
+  int32_t window_size_left;  /**< Keys allowed to the left of the diagonal; -1 (default) is
+                                  unbounded. Must be >= -1. */
+  int32_t window_size_right; /**< Keys allowed to the right; -1 (default) is unbounded, forced
+                                  to 0 by `causal`. Must be >= -1. */
+  float softcap;             /**< Score cap; 0 (default) disables it; must be >= 0 and finite. */
+} fk_attention_params_t;
+
+/** @brief Fills `params` with defaults (non-causal, no window, no softcap, default scale). */
+FK_API fk_status_t fk_attention_params_init(fk_attention_params_t* params);
+
+/**
+ * @brief Attention forward.
+ *
+ * @param context      The context (device and backend).
+ * @param launch       Stream and workspace, or NULL for defaults.
+ * @param params       Options, or NULL for defaults.
+ * @param q            Queries, see the group description for shapes.
+ * @param k            Keys.
+ * @param v            Values.
+ * @param cu_seqlens_q NULL (batched form) or int32 `(batch + 1,)` contiguous (varlen form).
+ * @param cu_seqlens_k NULL or int32 `(batch + 1,)`; must be given together with `cu_seqlens_q`.
+ *                     On the CUDA backend both live on the device and are read there.
+ * @param out          Output, same dtype and shape as `q` (head_dim of `v`).
+ * @param lse          NULL, or fp32 log-sum-exp output, last dimension contiguous.
+ * @return FK_SUCCESS;
+ *   FK_ERROR_NULL_POINTER (context, q, k, v, out, or a tensor's data with nonzero size);
+ *   FK_ERROR_BAD_STRUCT_SIZE (params or launch);
+ *   FK_ERROR_SHAPE_MISMATCH (ranks, batch/seqlen/head counts disagree, head_dim > 256 or 0,
+ *   nheads % nheads_k != 0, cu_seqlens lengths);
+ *   FK_ERROR_DTYPE_MISMATCH (q, k, v, out differ or are not fp32/fp16/bf16; lse not fp32;
+ *   cu_seqlens not int32);
+ *   FK_ERROR_BAD_STRIDES (head_dim not contiguous, negative strides, cu_seqlens not compact);
+ *   FK_ERROR_INVALID_ARGUMENT (window sizes < -1, softcap < 0 or not finite, softmax_scale
+ *   infinite, cu_seqlens not starting at 0, decreasing, or not ending at total; only one of the
+ *   two cu_seqlens given);
+ *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE.
+ *   On the CUDA backend the monotonicity of cu_seqlens is checked by reading them back, which
+ *   synchronises the stream.
+ */
+FK_API fk_status_t fk_attention_forward(const fk_context_t* context, const fk_launch_t* launch,
+                                        const fk_attention_params_t* params, const DLTensor* q,
+                                        const DLTensor* k, const DLTensor* v,
+                                        const DLTensor* cu_seqlens_q,
+                                        const DLTensor* cu_seqlens_k, const DLTensor* out,
+                                        const DLTensor* lse);
+
+/**
+ * @brief Names the kernel variant fk_attention_forward() would run for these arguments,
+ *        e.g. `"cuda.generic.attention"` or `"cpu.attention"`.
+ *
+ * Validates exactly as fk_attention_forward() does (same statuses) and runs nothing.
+ * @param[out] variant_name Receives static text on success.
+ */
+FK_API fk_status_t fk_attention_select_kernel(const fk_context_t* context,
+                                              const fk_attention_params_t* params,
+                                              const DLTensor* q, const DLTensor* k,
+                                              const DLTensor* v, const DLTensor* cu_seqlens_q,
+                                              const DLTensor* cu_seqlens_k, const DLTensor* out,
+                                              const DLTensor* lse, const char** variant_name);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @defgroup gemm GEMM
+ *
+ *  `D = epilogue(alpha * op(A) @ op(B) + beta * C)` with `op(X) = X` or `X^T`, accumulated in
+ *  fp32 (the BLAS GEMM contract, with cuBLASLt-style fused epilogues).
+ *
+ *  - `a`: `(M, K)`, or `(K, M)` when `trans_a`; optionally with a leading batch dimension.
+ *  - `b`: `(K, N)`, or `(N, K)` when `trans_b`; optionally batched.
+ *  - `c`: optional `(M, N)` or `(batch, M, N)`; read only when `beta != 0`.
+ *  - `bias`: optional vector `(N,)`, one value per output column (output feature), added to
+ *    every row.
+ *  - `d`: output `(M, N)` or `(batch, M, N)`.
+ *  - Epilogue order: `t = alpha * acc + beta * c + bias`, then the activation.
+ *  - Batched: any operand of rank 3 has a batch dimension; `d`'s batch is the batch count and an
+ *    operand of rank 2 (or batch stride 0) is broadcast to every batch.
+ *  - Strides: the two matrix dimensions may have any non-negative strides (row-major,
+ *    column-major via strides, or padded); `trans_a/trans_b` are the BLAS alternative.
+ *  - dtypes: a and b share one of fp32/fp16/bf16; c and d share one of fp32/fp16/bf16; bias is
+ *    any of the three.
+ *  - K = 0 gives `epilogue(beta * C + bias)` (zeros before the epilogue without C), never
+ *    untouched memory.
+ *  @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** @brief Elementwise activation applied last in a GEMM epilogue. */
+typedef enum fk_activation_t {
+  FK_ACTIVATION_NONE = 0,      /**< Identity. */
+  FK_ACTIVATION_RELU = 1,      /**< max(x, 0). */
+  FK_ACTIVATION_GELU_TANH = 2, /**< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+                                    (Hendrycks & Gimpel 2016, the tanh approximation). */
+  FK_ACTIVATION_GELU_ERF = 3   /**< 0.5 x (1 + erf(x / sqrt(2))), exact GELU (BERT's). */
+} fk_activation_t;
+
+/** @brief GEMM options. Fill with fk_gemm_params_init(). */
+typedef struct fk_gemm_params_t {
+  uint32_t struct_size; /**< sizeof(fk_gemm_params_t); set by the init function. */
+  int32_t trans_a;      /**< Nonzero: `a` is stored `(K, M)` and used transposed. Default 0. */
+  int32_t trans_b;      /**< Nonzero: `b` is stored `(N, K)` and used transposed. Default 0. */
+  float alpha;          /**< Scale of the product. Default 1. */
+  float beta;           /**< Scale of `c`. Default 0. `beta != 0` requires `c`. */
+  int32_t activation;   /**< An fk_activation_t. Default FK_ACTIVATION_NONE. */
+} fk_gemm_params_t;
+
+/** @brief Fills `params` with defaults (no transposes, alpha 1, beta 0, no activation). */
+FK_API fk_status_t fk_gemm_params_init(fk_gemm_params_t* params);
+
+/**
+ * @brief GEMM with fused epilogue.
+ * @param c    NULL or the addend (see group description); required when `beta != 0`.
+ * @param bias NULL or `(N,)`, contiguous.
+ * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
+ *   FK_ERROR_SHAPE_MISMATCH (rank not 2 or 3, inner dimensions or batch counts disagree, bias
+ *   length not N); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (negative stride, bias not
+ *   contiguous); FK_ERROR_INVALID_ARGUMENT (unknown activation, beta != 0 without c, alpha or
+ *   beta not finite); FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE.
+ */
+FK_API fk_status_t fk_gemm(const fk_context_t* context, const fk_launch_t* launch,
+                           const fk_gemm_params_t* params, const DLTensor* a, const DLTensor* b,
+                           const DLTensor* c, const DLTensor* bias, const DLTensor* d);
+
+/** @brief Names the variant fk_gemm() would run; validates like fk_gemm(). */
+FK_API fk_status_t fk_gemm_select_kernel(const fk_context_t* context,
+                                         const fk_gemm_params_t* params, const DLTensor* a,
+                                         const DLTensor* b, const DLTensor* c,
+                                         const DLTensor* bias, const DLTensor* d,
+                                         const char** variant_name);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @defgroup monarch Monarch matrices
+ *
+ *  **Two-factor Monarch multiply** (Dao et al. 2022, "Monarch", Section 3, Definition 3.1:
+ *  `M = P L P^T R` with block-diagonal `L`, `R` and the "reshape-transpose" permutation `P`;
+ *  the block-diagonal factor `R` is applied first). flashkit takes the factors in the shapes
+ *  and argument order of the m2 repository's `blockdiag_butterfly_multiply(x, w1_bfly,
+ *  w2_bfly)` (HazyResearch/m2, `bert/src/mm/blockdiag_butterfly_multiply.py`), which also
+ *  allows rectangular blocks:
+ *  - `x`   `(tokens, n)` with `n = nblocks1 * p`
+ *  - `w1`  `(nblocks1, q, p)`: R, `nblocks1` blocks each `(q, p)` (out x in)
+ *  - `w2`  `(nblocks2, s, r)`: L, with `nblocks1 * q == nblocks2 * r`
+ *  - `out` `(tokens, nblocks2 * s)`
+ *
+ *  Computed as: `y1[t, i*q + a] = sum_c w1[i, a, c] * x[t, i*p + c]` (first factor); the
+ *  permutation reads `y1` as a `(r, nblocks2)` grid and transposes it,
+ *  `z[t, j, b] = y1[t, b*nblocks2 + j]`; then `out[t, m*nblocks2 + j] = sum_b w2[j, m, b] *
+ *  z[t, j, b]` (second factor, output in `(s, nblocks2)` order). This is m2's function
+ *  element for element; with square blocks (`p == q == r == s == sqrt(n)`) it is Dao et al.'s
+ *  `M = P L P^T R` with `R = blockdiag(w1)` and `L = blockdiag(w2)`.
+ *
+ *  **Block-diagonal linear** (M2-BERT's `BlockdiagLinear`, Fu et al. 2023, Section 3):
+ *  - `x` `(tokens, nblocks * p)`, `w` `(nblocks, q, p)`, `out` `(tokens, nblocks * q)`,
+ *    `out[t, i*q + a] = sum_c w[i, a, c] * x[t, i*p + c]` (+ `bias[i*q + a]`).
+ *
+ *  Both: x, weights and out share one dtype (fp32, fp16, bf16), fp32 accumulation; optional
+ *  `bias` `(n_out,)` of any float dtype, contiguous; x and out need a contiguous last dimension
+ *  (any row stride); weights must be compact (contiguous).
+ *  @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** @brief Monarch options (reserved for growth). Fill with fk_monarch_params_init(). */
+typedef struct fk_monarch_params_t {
+  uint32_t struct_size; /**< sizeof(fk_monarch_params_t); set by the init function. */
+  uint32_t flags;       /**< Reserved; must be 0. */
+} fk_monarch_params_t;
+
+/** @brief Fills `params` with defaults. */
+FK_API fk_status_t fk_monarch_params_init(fk_monarch_params_t* params);
+
+/**
+ * @brief Two-factor Monarch multiply `out = M x` (+ bias), see the group description.
+ * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
+ *   FK_ERROR_SHAPE_MISMATCH (ranks; `n != nblocks1 * p`; `nblocks1 * q != nblocks2 * r`; out or
+ *   bias length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (weights not compact, last
+ *   dimension of x/out not contiguous); FK_ERROR_INVALID_ARGUMENT (nonzero flags);
+ *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE.
+ */
+FK_API fk_status_t fk_monarch(const fk_context_t* context, const fk_launch_t* launch,
+                              const fk_monarch_params_t* params, const DLTensor* x,
+                              const DLTensor* w1, const DLTensor* w2, const DLTensor* bias,
+                              const DLTensor* out);
+
+/** @brief Names the variant fk_monarch() would run; validates like fk_monarch(). */
+FK_API fk_status_t fk_monarch_select_kernel(const fk_context_t* context,
+                                            const fk_monarch_params_t* params,
+                                            const DLTensor* x, const DLTensor* w1,
+                                            const DLTensor* w2, const DLTensor* bias,
+                                            const DLTensor* out, const char** variant_name);
+
+/**
+ * @brief Block-diagonal linear `out = blockdiag(w) x` (+ bias), see the group description.
+ * @return As fk_monarch().
+ */
+FK_API fk_status_t fk_blockdiag_linear(const fk_context_t* context, const fk_launch_t* launch,
+                                       const fk_monarch_params_t* params, const DLTensor* x,
+                                       const DLTensor* w, const DLTensor* bias,
+                                       const DLTensor* out);
+
+/** @brief Names the variant fk_blockdiag_linear() would run; validates like it. */
+FK_API fk_status_t fk_blockdiag_linear_select_kernel(const fk_context_t* context,
+                                                     const fk_monarch_params_t* params,
+                                                     const DLTensor* x, const DLTensor* w,
+                                                     const DLTensor* bias, const DLTensor* out,
+                                                     const char** variant_name);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @defgroup fftconv FFT convolution
+ *
+ *  Long convolution of each channel of `u` with its own filter, by FFT: `O(N log N)` per row
+ *  (as in Hyena, Poli et al. 2023, and FlashFFTConv, Fu et al. 2023, Section 3).
+ *
+ *  A plan fixes `(channels, seqlen, filter_len, fft_size, dtype, mode)`; it owns its twiddle
+ *  tables and may be used for any batch size.
+ *
+ *  - `u`, `y`, `pregate`, `postgate`: `(batch, channels, seqlen)`, the plan's dtype (fp32, fp16
+ *    or bf16), last dimension contiguous, other strides arbitrary.
+ *  - `k`: `(channels, filter_len)`, any float dtype, last dimension contiguous.
+ *  - `D`: optional `(channels,)`, any float dtype, contiguous: skip term.
+ *  - Result, per batch `b` and channel `c`, with `v = pregate * u` (or `u`) and
+ *    `t = 0 .. seqlen-1`:
+ *    `y = postgate * (conv(v, k) + D[c] * v)` (each factor only if given), where
+ *    - **causal** (linear): `conv[t] = sum_{s=0}^{t} k[s] v[t-s]`. Needs
+ *      `fft_size >= seqlen + min(filter_len, seqlen) - 1`; smaller is FK_ERROR_INVALID_ARGUMENT,
+ *      never a silently circular result.
+ *    - **circular**: `conv[t] = sum_{s=0}^{fft_size-1} k[s] v[(t - s) mod fft_size]` with `v`
+ *      and `k` zero-padded to `fft_size`. Needs `seqlen <= fft_size`, `filter_len <= fft_size`.
+ *    - **bidirectional** (non-causal, centred; M2-BERT's sequence mixer): `filter_len` must be
+ *      odd, `filter_len = 2 R + 1`, and `conv[t] = sum_{j=-R}^{R} k[R + j] v[t - j]` with `v`
+ *      zero outside `[0, seqlen)`. Needs `fft_size >= seqlen + min(R, seqlen - 1)`. M2's
+ *      `(k_fwd, k_bwd)` pair maps to `k[R + j] = k_fwd[j]` for `j >= 0` and
+ *      `k[R - d] = k_bwd[d - 1]` for `d >= 1`.
+ *  - `fft_size` must be a power of two (as in FlashFFTConv); 0 picks the smallest power of two
+ *    the mode needs.
+ *  @{ */
+/* ------------------------------------------------------------------------------------------ */
+
+/** @brief Opaque FFT-convolution plan. */
+typedef struct fk_fftconv_plan fk_fftconv_plan_t;
+
+/** @brief Boundary handling of an FFT convolution. */
+typedef enum fk_fftconv_mode_t {
+  FK_FFTCONV_CAUSAL = 0,       /**< Linear causal convolution (Hyena, FlashFFTConv). */
+  FK_FFTCONV_CIRCULAR = 1,     /**< Circular convolution of length fft_size. */
+  FK_FFTCONV_BIDIRECTIONAL = 2 /**< Centred two-sided filter (M2-BERT). */
+} fk_fftconv_mode_t;
+
+/** @brief The filter's values do not change between calls: the plan may cache its spectrum,
+ *         keyed on the filter's data pointer, shape and strides. */
+#define FK_FFTCONV_FILTER_CONSTANT 1u
+
+/** @brief Plan options. Fill with fk_fftconv_plan_options_init(). */
+typedef struct fk_fftconv_plan_options_t {
+  uint32_t struct_size; /**< sizeof(fk_fftconv_plan_options_t); set by the init function. */
+  int32_t mode;         /**< An fk_fftconv_mode_t. Default FK_FFTCONV_CAUSAL. */
+  int64_t channels;     /**< Channels (H), >= 0. */
+  int64_t seqlen;       /**< Sequence length (L), >= 0. */
+  int64_t filter_len;   /**< Filter taps per channel; 0 (default) means `seqlen`. */
+  int64_t fft_size;     /**< Power of two, or 0 (default) for the smallest valid one. */
+  DLDataType dtype;     /**< dtype of u, y and the gates. Default fp32. */
+  uint32_t flags;       /**< 0 or FK_FFTCONV_FILTER_CONSTANT. */
+} fk_fftconv_plan_options_t;
+
+/** @brief Fills `options` with defaults (causal, fp32, zero sizes). */
+FK_API fk_status_t fk_fftconv_plan_options_init(fk_fftconv_plan_options_t* options);
+
+/**
+ * @brief Creates an FFT-convolution plan on a context. The plan keeps a reference to the
+ *        context, which must outlive it.
+ * @param[out] plan Receives the plan; untouched on failure.
+ * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
+ *   FK_ERROR_INVALID_ARGUMENT (negative sizes, unknown mode or flags, fft_size not a power of
+ *   two, too small for the mode, or above 2^22; bidirectional filter_len even);
+ *   FK_ERROR_DTYPE_MISMATCH (dtype not fp32/fp16/bf16); FK_ERROR_OUT_OF_MEMORY.
+ */
+FK_API fk_status_t fk_fftconv_plan_create(const fk_context_t* context,
+                                          const fk_fftconv_plan_options_t* options,
+                                          fk_fftconv_plan_t** plan);
+
+/** @brief Destroys a plan; NULL does nothing. No call using it may be in flight. */
+FK_API fk_status_t fk_fftconv_plan_destroy(fk_fftconv_plan_t* plan);
+
+/**
+ * @brief The plan's resolved settings (fft_size after defaulting, etc.).
+ * @param[out] options Receives a copy; its `struct_size` must be set (fk_*_init()).
+ */
+FK_API fk_status_t fk_fftconv_plan_get_options(const fk_fftconv_plan_t* plan,
+                                               fk_fftconv_plan_options_t* options);
+
+/**
+ * @brief Runs the convolution; see the group description.
+ * @param pregate  NULL or `(batch, channels, seqlen)`.
+ * @param postgate NULL or `(batch, channels, seqlen)`.
+ * @param D        NULL or `(channels,)`.
+ * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE (launch);
+ *   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not
+ *   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;
+ *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE.
+ */
+FK_API fk_status_t fk_fftconv_forward(const fk_fftconv_plan_t* plan, const fk_launch_t* launch,
+                                      const DLTensor* u, const DLTensor* k, const DLTensor* D,
+                                      const DLTensor* pregate, const DLTensor* postgate,
+                                      const DLTensor* y);
+
+/** @brief Names the variant fk_fftconv_forward() would run; validates like it. */
+FK_API fk_status_t fk_fftconv_select_kernel(const fk_fftconv_plan_t* plan, const DLTensor* u,
+                                            const DLTensor* k, const DLTensor* D,
+                                            const DLTensor* pregate, const DLTensor* postgate,
+                                            const DLTensor* y, const char** variant_name);
+
+/** @} */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FLASHKIT_H */

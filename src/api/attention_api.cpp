@@ -1,0 +1,323 @@
+// fk_attention_forward: argument checking (every rule in the header's attention group) and
+// dispatch. Kernels receive a fully resolved AttentionProblem.
+#include <cinttypes>
+#include <cmath>
+#include <vector>
+
+#include "api/validate.h"
+#include "core/cuda_runtime.h"
+#include "dispatch/dispatch.h"
+
+using namespace flashkit;
+
+namespace {
+
+// Reads cu_seqlens (host or device) and checks: starts at 0, non-decreasing, ends at total.
+// Returns the largest sequence length in *max_len.
+fk_status_t check_cu_seqlens(const fk_context_t* ctx, const fk_launch_t& launch,
+                             const char* name, const TensorView& cu, int64_t total,
+                             int64_t* max_len) {
+  const int64_t n = cu.shape[0];
+  std::vector<int32_t> host(static_cast<size_t>(n));
+  if (cu.device == Device::Host) {
+    const int32_t* p = static_cast<const int32_t*>(cu.data);
+    for (int64_t i = 0; i < n; ++i) host[i] = p[i];
+  } else {
+    FK_RETURN_IF_ERROR(cuda::copy_to_host_sync(host.data(), cu.data, n * sizeof(int32_t),
+                                               ctx->device_ordinal, launch.stream));
+  }
+  if (host[0] != 0) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT, "%s: first entry must be 0, got %d", name,
+                     host[0]);
+  }
+  int64_t mx = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (host[i] < host[i - 1]) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT,
+                       "%s: not monotonic: entry %" PRId64 " (%d) < entry %" PRId64 " (%d)", name,
+                       i, host[i], i - 1, host[i - 1]);
+    }
+    mx = std::max<int64_t>(mx, host[i] - host[i - 1]);
+  }
+  if (host[n - 1] != total) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "%s: last entry %d must equal the packed row count %" PRId64, name,
+                     host[n - 1], total);
+  }
+  *max_len = mx;
+  return FK_SUCCESS;
+}
+
+fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
+                          const fk_attention_params_t* user_params, const DLTensor* q_,
+                          const DLTensor* k_, const DLTensor* v_, const DLTensor* cuq_,
+                          const DLTensor* cuk_, const DLTensor* out_, const DLTensor* lse_,
+                          AttentionProblem* p, bool* empty) {
+  FK_RETURN_IF_ERROR(check_context(ctx));
+  fk_attention_params_t prm;
+  fk_attention_params_init(&prm);
+  FK_RETURN_IF_ERROR(load_struct("params", user_params, &prm));
+
+  TensorView q, k, v, out;
+  OptTensor lse, cuq, cuk;
+  FK_RETURN_IF_ERROR(to_view(ctx, "q", q_, &q));
+  FK_RETURN_IF_ERROR(to_view(ctx, "k", k_, &k));
+  FK_RETURN_IF_ERROR(to_view(ctx, "v", v_, &v));
+  FK_RETURN_IF_ERROR(to_view(ctx, "out", out_, &out));
+  FK_RETURN_IF_ERROR(to_opt_view(ctx, "lse", lse_, &lse));
+  FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_q", cuq_, &cuq, true));
+  FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_k", cuk_, &cuk, true));
+
+  if (cuq.valid != cuk.valid) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT, "%s: cu_seqlens_q and cu_seqlens_k must be given "
+                     "together (varlen form) or both be NULL (batched form)",
+                     cuq.valid ? "cu_seqlens_k" : "cu_seqlens_q");
+  }
+  const bool varlen = cuq.valid;
+  const int r = varlen ? 3 : 4;  // rank of q, k, v, out
+  const char* qdims = varlen ? "(total_q, nheads, head_dim)" : "(batch, seqlen_q, nheads, head_dim)";
+  const char* kdims =
+      varlen ? "(total_k, nheads_k, head_dim)" : "(batch, seqlen_k, nheads_k, head_dim)";
+  FK_RETURN_IF_ERROR(expect_rank("q", q, r, qdims));
+  FK_RETURN_IF_ERROR(expect_rank("k", k, r, kdims));
+  FK_RETURN_IF_ERROR(expect_rank("v", v, r, kdims));
+  FK_RETURN_IF_ERROR(expect_rank("out", out, r, qdims));
+
+  FK_RETURN_IF_ERROR(expect_float("q", q));
+  FK_RETURN_IF_ERROR(expect_same_dtype("k", k, "q", q));
+  FK_RETURN_IF_ERROR(expect_same_dtype("v", v, "q", q));
+  FK_RETURN_IF_ERROR(expect_same_dtype("out", out, "q", q));
+
+  const int hd = r - 1, hh = r - 2;  // head_dim and head-count dimensions
+  const int64_t head_dim = q.shape[hd];
+  if (head_dim > FK_ATTENTION_MAX_HEAD_DIM) {
+    return set_error(FK_ERROR_SHAPE_MISMATCH, "q: head_dim %" PRId64 " > %d", head_dim,
+                     FK_ATTENTION_MAX_HEAD_DIM);
+  }
+  if (head_dim < 1) {
+    return set_error(FK_ERROR_SHAPE_MISMATCH, "q: head_dim %" PRId64 " must be at least 1",
+                     head_dim);
+  }
+  FK_RETURN_IF_ERROR(expect_dim("k", k, hd, "head_dim", head_dim, "q"));
+  FK_RETURN_IF_ERROR(expect_dim("v", v, hd, "head_dim", head_dim, "q"));
+  const int64_t nheads = q.shape[hh], nheads_k = k.shape[hh];
+  FK_RETURN_IF_ERROR(expect_dim("v", v, hh, "nheads_k", nheads_k, "k"));
+  if ((nheads_k == 0 && nheads != 0) || (nheads_k != 0 && nheads % nheads_k != 0)) {
+    return set_error(FK_ERROR_SHAPE_MISMATCH,
+                     "k: nheads (%" PRId64 ", from q) must be a multiple of nheads_k (%" PRId64
+                     ") for GQA/MQA",
+                     nheads, nheads_k);
+  }
+  for (int d = 0; d < r; ++d) {
+    if (out.shape[d] != q.shape[d]) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH,
+                       "out: dimension %d is %" PRId64 " but q's is %" PRId64
+                       " (out must have q's shape)",
+                       d, out.shape[d], q.shape[d]);
+    }
+  }
+  FK_RETURN_IF_ERROR(expect_dim("v", v, 0, varlen ? "total_k" : "batch", k.shape[0], "k"));
+  if (!varlen) {
+    FK_RETURN_IF_ERROR(expect_dim("k", k, 0, "batch", q.shape[0], "q"));
+    FK_RETURN_IF_ERROR(expect_dim("v", v, 1, "seqlen_k", k.shape[1], "k"));
+  }
+  FK_RETURN_IF_ERROR(expect_last_contiguous("q", q, "head_dim"));
+  FK_RETURN_IF_ERROR(expect_last_contiguous("k", k, "head_dim"));
+  FK_RETURN_IF_ERROR(expect_last_contiguous("v", v, "head_dim"));
+  FK_RETURN_IF_ERROR(expect_last_contiguous("out", out, "head_dim"));
+
+  // Options.
+  if (prm.window_size_left < -1) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT, "params.window_size_left: %d < -1",
+                     prm.window_size_left);
+  }
+  if (prm.window_size_right < -1) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT, "params.window_size_right: %d < -1",
+                     prm.window_size_right);
+  }
+  if (!(prm.softcap >= 0.0f) || std::isinf(prm.softcap)) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "params.softcap: %g must be finite and >= 0 (0 disables it)",
+                     static_cast<double>(prm.softcap));
+  }
+  if (std::isinf(prm.softmax_scale)) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "params.softmax_scale: must be finite (NaN selects 1/sqrt(head_dim))");
+  }
+
+  p->dtype = q.dtype;
+  p->device = q.device;
+  p->q = q.data;
+  p->k = k.data;
+  p->v = v.data;
+  p->out = out.data;
+  p->lse = nullptr;
+  p->varlen = varlen;
+  p->nheads = nheads;
+  p->nheads_k = nheads_k;
+  p->head_dim = head_dim;
+  p->softmax_scale = std::isnan(prm.softmax_scale)
+                         ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))
+                         : prm.softmax_scale;
+  p->causal = prm.causal != 0;
+  p->window_left = prm.window_size_left;
+  p->window_right = p->causal ? 0 : prm.window_size_right;
+  if (p->causal && prm.window_size_right > 0) {
+    // causal is the window (left, 0): a positive right window contradicts it.
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "params.window_size_right: %d > 0 contradicts causal (causal is the window "
+                     "(left, 0))",
+                     prm.window_size_right);
+  }
+  p->softcap = prm.softcap;
+
+  if (varlen) {
+    const TensorView& cq = cuq.t;
+    const TensorView& ck = cuk.t;
+    if (cq.dtype != DType::I32) {
+      return set_error(FK_ERROR_DTYPE_MISMATCH, "cu_seqlens_q: dtype must be int32, got %s",
+                       dtype_name(cq.dtype));
+    }
+    if (ck.dtype != DType::I32) {
+      return set_error(FK_ERROR_DTYPE_MISMATCH, "cu_seqlens_k: dtype must be int32, got %s",
+                       dtype_name(ck.dtype));
+    }
+    FK_RETURN_IF_ERROR(expect_rank("cu_seqlens_q", cq, 1, "(batch + 1,)"));
+    FK_RETURN_IF_ERROR(expect_rank("cu_seqlens_k", ck, 1, "(batch + 1,)"));
+    if (cq.shape[0] < 1) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH, "cu_seqlens_q: needs at least one entry (0)");
+    }
+    FK_RETURN_IF_ERROR(expect_dim("cu_seqlens_k", ck, 0, "length", cq.shape[0], "cu_seqlens_q"));
+    FK_RETURN_IF_ERROR(expect_last_contiguous("cu_seqlens_q", cq, "batch + 1"));
+    FK_RETURN_IF_ERROR(expect_last_contiguous("cu_seqlens_k", ck, "batch + 1"));
+    p->batch = cq.shape[0] - 1;
+    p->total_q = q.shape[0];
+    p->total_k = k.shape[0];
+    p->cu_seqlens_q = static_cast<const int32_t*>(cq.data);
+    p->cu_seqlens_k = static_cast<const int32_t*>(ck.data);
+    if (p->total_q > INT32_MAX || p->total_k > INT32_MAX) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH,
+                       "q: total rows %" PRId64 " exceed int32 cu_seqlens range", p->total_q);
+    }
+    FK_RETURN_IF_ERROR(check_cu_seqlens(ctx, launch, "cu_seqlens_q", cq, p->total_q, &p->seqlen_q));
+    FK_RETURN_IF_ERROR(check_cu_seqlens(ctx, launch, "cu_seqlens_k", ck, p->total_k, &p->seqlen_k));
+    p->q_batch_stride = p->k_batch_stride = p->v_batch_stride = p->o_batch_stride = 0;
+    p->q_row_stride = q.stride[0];
+    p->q_head_stride = q.stride[1];
+    p->k_row_stride = k.stride[0];
+    p->k_head_stride = k.stride[1];
+    p->v_row_stride = v.stride[0];
+    p->v_head_stride = v.stride[1];
+    p->o_row_stride = out.stride[0];
+    p->o_head_stride = out.stride[1];
+  } else {
+    p->batch = q.shape[0];
+    p->seqlen_q = q.shape[1];
+    p->seqlen_k = k.shape[1];
+    p->total_q = p->batch * p->seqlen_q;
+    p->total_k = p->batch * p->seqlen_k;
+    p->cu_seqlens_q = p->cu_seqlens_k = nullptr;
+    p->q_batch_stride = q.stride[0];
+    p->q_row_stride = q.stride[1];
+    p->q_head_stride = q.stride[2];
+    p->k_batch_stride = k.stride[0];
+    p->k_row_stride = k.stride[1];
+    p->k_head_stride = k.stride[2];
+    p->v_batch_stride = v.stride[0];
+    p->v_row_stride = v.stride[1];
+    p->v_head_stride = v.stride[2];
+    p->o_batch_stride = out.stride[0];
+    p->o_row_stride = out.stride[1];
+    p->o_head_stride = out.stride[2];
+  }
+
+  if (lse.valid) {
+    const TensorView& l = lse.t;
+    if (l.dtype != DType::F32) {
+      return set_error(FK_ERROR_DTYPE_MISMATCH, "lse: dtype must be fp32, got %s",
+                       dtype_name(l.dtype));
+    }
+    if (varlen) {
+      FK_RETURN_IF_ERROR(expect_rank("lse", l, 2, "(nheads, total_q)"));
+      FK_RETURN_IF_ERROR(expect_dim("lse", l, 0, "nheads", nheads, "q"));
+      FK_RETURN_IF_ERROR(expect_dim("lse", l, 1, "total_q", p->total_q, "q"));
+      p->lse_batch_stride = 0;
+      p->lse_head_stride = l.stride[0];
+    } else {
+      FK_RETURN_IF_ERROR(expect_rank("lse", l, 3, "(batch, nheads, seqlen_q)"));
+      FK_RETURN_IF_ERROR(expect_dim("lse", l, 0, "batch", p->batch, "q"));
+      FK_RETURN_IF_ERROR(expect_dim("lse", l, 1, "nheads", nheads, "q"));
+      FK_RETURN_IF_ERROR(expect_dim("lse", l, 2, "seqlen_q", p->seqlen_q, "q"));
+      p->lse_batch_stride = l.stride[0];
+      p->lse_head_stride = l.stride[1];
+    }
+    FK_RETURN_IF_ERROR(expect_last_contiguous("lse", l, varlen ? "total_q" : "seqlen_q"));
+    p->lse_row_stride = 1;
+    p->lse = static_cast<float*>(l.data);
+  } else {
+    p->lse_batch_stride = p->lse_head_stride = p->lse_row_stride = 0;
+  }
+  // Nothing to compute when there are no output rows (batch, seqlen_q or nheads is 0).
+  *empty = (p->total_q == 0 || nheads == 0 || p->batch == 0);
+  return FK_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+fk_status_t fk_attention_params_init(fk_attention_params_t* params) {
+  if (!params) return set_error(FK_ERROR_NULL_POINTER, "params: NULL");
+  params->struct_size = sizeof *params;
+  params->softmax_scale = NAN;
+  params->causal = 0;
+  params->window_size_left = -1;
+  params->window_size_right = -1;
+  params->softcap = 0.0f;
+  return FK_SUCCESS;
+}
+
+fk_status_t fk_attention_forward(const fk_context_t* context, const fk_launch_t* launch,
+                                 const fk_attention_params_t* params, const DLTensor* q,
+                                 const DLTensor* k, const DLTensor* v,
+                                 const DLTensor* cu_seqlens_q, const DLTensor* cu_seqlens_k,
+                                 const DLTensor* out, const DLTensor* lse) {
+  return guarded([&]() -> fk_status_t {
+    FK_RETURN_IF_ERROR(check_context(context));
+    fk_launch_t l;
+    FK_RETURN_IF_ERROR(load_launch(launch, &l));
+    AttentionProblem p{};
+    bool empty = false;
+    FK_RETURN_IF_ERROR(build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                     out, lse, &p, &empty));
+    if (empty) return FK_SUCCESS;
+    const AttentionVariant* var = select_attention(context, p);
+    if (!var) return set_error(FK_ERROR_INTERNAL, "attention: no kernel variant matched");
+    log_variant("attention", var->name);
+    return var->run(make_exec_context(context, &l), p);
+  });
+}
+
+fk_status_t fk_attention_select_kernel(const fk_context_t* context,
+                                       const fk_attention_params_t* params, const DLTensor* q,
+                                       const DLTensor* k, const DLTensor* v,
+                                       const DLTensor* cu_seqlens_q,
+                                       const DLTensor* cu_seqlens_k, const DLTensor* out,
+                                       const DLTensor* lse, const char** variant_name) {
+  return guarded([&]() -> fk_status_t {
+    FK_RETURN_IF_ERROR(check_context(context));
+    if (!variant_name) return set_error(FK_ERROR_NULL_POINTER, "variant_name: NULL");
+    fk_launch_t l;
+    fk_launch_init(&l);
+    AttentionProblem p{};
+    bool empty = false;
+    FK_RETURN_IF_ERROR(build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                     out, lse, &p, &empty));
+    const AttentionVariant* var = select_attention(context, p);
+    if (!var) return set_error(FK_ERROR_INTERNAL, "attention: no kernel variant matched");
+    *variant_name = var->name;
+    return FK_SUCCESS;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,215 @@
+// Context creation: resolve the backend (AUTO -> CUDA when present), read the device's facts
+// once, and resolve the kernel family the dispatcher may use.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <thread>
+
+#include "api/validate.h"
+#include "core/context.h"
+#include "core/cuda_runtime.h"
+
+using namespace flashkit;
+
+namespace {
+
+// Parses FLASHKIT_* environment variables; an unparsable value is an error, not ignored.
+fk_status_t env_backend(fk_backend_t* backend) {
+  const char* s = std::getenv("FLASHKIT_BACKEND");
+  if (!s || !*s) return FK_SUCCESS;
+  std::string v(s);
+  if (v == "cpu") *backend = FK_BACKEND_CPU;
+  else if (v == "cuda") *backend = FK_BACKEND_CUDA;
+  else if (v == "auto") *backend = FK_BACKEND_AUTO;
+  else
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "FLASHKIT_BACKEND: '%s' is not one of auto, cpu, cuda", s);
+  return FK_SUCCESS;
+}
+
+fk_status_t env_family(fk_kernel_family_t* family) {
+  const char* s = std::getenv("FLASHKIT_KERNEL_FAMILY");
+  if (!s || !*s) return FK_SUCCESS;
+  std::string v(s);
+  if (v == "auto") *family = FK_KERNEL_FAMILY_AUTO;
+  else if (v == "generic") *family = FK_KERNEL_FAMILY_GENERIC;
+  else if (v == "sm80") *family = FK_KERNEL_FAMILY_SM80;
+  else if (v == "sm90") *family = FK_KERNEL_FAMILY_SM90;
+  else
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "FLASHKIT_KERNEL_FAMILY: '%s' is not one of auto, generic, sm80, sm90", s);
+  return FK_SUCCESS;
+}
+
+fk_status_t env_threads(int32_t* threads) {
+  const char* s = std::getenv("FLASHKIT_NUM_THREADS");
+  if (!s || !*s) return FK_SUCCESS;
+  char* end = nullptr;
+  long n = std::strtol(s, &end, 10);
+  if (*end != '\0' || n < 1 || n > 4096) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "FLASHKIT_NUM_THREADS: '%s' is not an integer in [1, 4096]", s);
+  }
+  *threads = static_cast<int32_t>(n);
+  return FK_SUCCESS;
+}
+
+// The fastest family a device of this compute capability can run.
+fk_kernel_family_t best_family_for(const DeviceCaps& caps) {
+  if (caps.cc_major == 9 && caps.cc_minor == 0) return FK_KERNEL_FAMILY_SM90;  // sm_90a SASS
+  if (caps.cc_major >= 8) return FK_KERNEL_FAMILY_SM80;
+  return FK_KERNEL_FAMILY_GENERIC;
+}
+
+}  // namespace
+
+extern "C" {
+
+fk_status_t fk_context_options_init(fk_context_options_t* options) {
+  if (!options) return set_error(FK_ERROR_NULL_POINTER, "options: NULL");
+  std::memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+  options->backend = FK_BACKEND_AUTO;
+  options->device_ordinal = 0;
+  options->kernel_family = FK_KERNEL_FAMILY_AUTO;
+  options->num_threads = 0;
+  options->flags = 0;
+  return FK_SUCCESS;
+}
+
+fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t** context) {
+  return guarded([&]() -> fk_status_t {
+    if (!context) return set_error(FK_ERROR_NULL_POINTER, "context: NULL out-parameter");
+    fk_context_options_t o;
+    fk_context_options_init(&o);
+    FK_RETURN_IF_ERROR(load_struct("options", options, &o));
+    if (o.backend < FK_BACKEND_AUTO || o.backend > FK_BACKEND_CUDA) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT, "options.backend: %d is not an fk_backend_t",
+                       o.backend);
+    }
+    if (o.kernel_family < FK_KERNEL_FAMILY_AUTO || o.kernel_family > FK_KERNEL_FAMILY_SM90 ||
+        o.kernel_family == FK_KERNEL_FAMILY_CPU) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT,
+                       "options.kernel_family: %d is not AUTO, GENERIC, SM80 or SM90",
+                       o.kernel_family);
+    }
+    if (o.device_ordinal < 0) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT, "options.device_ordinal: %d is negative",
+                       o.device_ordinal);
+    }
+    if (o.num_threads < 0) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT, "options.num_threads: %d is negative",
+                       o.num_threads);
+    }
+    if (o.flags != 0) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT, "options.flags: must be 0, got %u",
+                       static_cast<unsigned>(o.flags));
+    }
+    fk_backend_t backend = static_cast<fk_backend_t>(o.backend);
+    if (backend == FK_BACKEND_AUTO) FK_RETURN_IF_ERROR(env_backend(&backend));
+    fk_kernel_family_t family = static_cast<fk_kernel_family_t>(o.kernel_family);
+    if (family == FK_KERNEL_FAMILY_AUTO) FK_RETURN_IF_ERROR(env_family(&family));
+    int32_t threads = o.num_threads;
+    if (threads == 0) FK_RETURN_IF_ERROR(env_threads(&threads));
+    if (threads == 0) {
+      unsigned hw = std::thread::hardware_concurrency();
+      threads = hw ? static_cast<int32_t>(hw) : 1;
+    }
+
+    if (backend == FK_BACKEND_AUTO) {
+      backend = (cuda::compiled() && cuda::device_count() > o.device_ordinal) ? FK_BACKEND_CUDA
+                                                                             : FK_BACKEND_CPU;
+    }
+
+    std::unique_ptr<fk_context_t> ctx(new fk_context_t());
+    ctx->backend = backend;
+    if (backend == FK_BACKEND_CPU) {
+      ctx->best_family = FK_KERNEL_FAMILY_CPU;
+      ctx->forced_family = FK_KERNEL_FAMILY_AUTO;  // families are CUDA notions
+      ctx->device_ordinal = -1;
+      ctx->num_threads = threads;
+      std::strncpy(ctx->caps.name, "cpu", sizeof ctx->caps.name - 1);
+    } else {
+      if (!cuda::compiled()) {
+        return set_error(FK_ERROR_BACKEND_UNAVAILABLE,
+                         "options.backend: CUDA requested but flashkit was built without CUDA");
+      }
+      const int n = cuda::device_count();
+      if (o.device_ordinal >= n) {
+        return set_error(FK_ERROR_BACKEND_UNAVAILABLE,
+                         "options.device_ordinal: CUDA device %d requested but %d device(s) "
+                         "are visible",
+                         o.device_ordinal, n);
+      }
+      fk_status_t st = cuda::query_device(o.device_ordinal, &ctx->caps);
+      if (st != FK_SUCCESS) return st;
+      ctx->device_ordinal = o.device_ordinal;
+      ctx->num_threads = 1;
+      ctx->best_family = best_family_for(ctx->caps);
+      if (family == FK_KERNEL_FAMILY_SM90 && ctx->best_family != FK_KERNEL_FAMILY_SM90) {
+        return set_error(FK_ERROR_NOT_SUPPORTED,
+                         "kernel_family: sm90 kernels need compute capability 9.0, device %d "
+                         "is %d.%d",
+                         o.device_ordinal, ctx->caps.cc_major, ctx->caps.cc_minor);
+      }
+      if (family == FK_KERNEL_FAMILY_SM80 && ctx->caps.cc_major < 8) {
+        return set_error(FK_ERROR_NOT_SUPPORTED,
+                         "kernel_family: sm80 kernels need compute capability >= 8.0, device "
+                         "%d is %d.%d",
+                         o.device_ordinal, ctx->caps.cc_major, ctx->caps.cc_minor);
+      }
+      ctx->forced_family = family;
+    }
+    log_message(FK_LOG_INFO, "context: backend %s, device '%s' (cc %d.%d, %d SMs), family %s",
+                fk_backend_name(ctx->backend), ctx->caps.name, ctx->caps.cc_major,
+                ctx->caps.cc_minor, ctx->caps.sm_count,
+                fk_kernel_family_name(ctx->forced_family != FK_KERNEL_FAMILY_AUTO
+                                          ? ctx->forced_family
+                                          : ctx->best_family));
+    *context = ctx.release();
+    return FK_SUCCESS;
+  });
+}
+
+fk_status_t fk_context_destroy(fk_context_t* context) {
+  delete context;
+  return FK_SUCCESS;
+}
+
+fk_status_t fk_context_info_init(fk_context_info_t* info) {
+  if (!info) return set_error(FK_ERROR_NULL_POINTER, "info: NULL");
+  std::memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  return FK_SUCCESS;
+}
+
+fk_status_t fk_context_get_info(const fk_context_t* context, fk_context_info_t* info) {
+  FK_RETURN_IF_ERROR(check_context(context));
+  if (!info) return set_error(FK_ERROR_NULL_POINTER, "info: NULL");
+  if (info->struct_size != sizeof *info) {
+    return set_error(FK_ERROR_BAD_STRUCT_SIZE,
+                     "info: struct_size %u is not %u; call fk_context_info_init() first",
+                     static_cast<unsigned>(info->struct_size),
+                     static_cast<unsigned>(sizeof *info));
+  }
+  fk_context_info_t r;
+  fk_context_info_init(&r);
+  r.backend = context->backend;
+  r.kernel_family = context->forced_family != FK_KERNEL_FAMILY_AUTO ? context->forced_family
+                                                                     : context->best_family;
+  r.device_ordinal = context->device_ordinal;
+  r.cc_major = context->caps.cc_major;
+  r.cc_minor = context->caps.cc_minor;
+  r.sm_count = context->caps.sm_count;
+  r.num_threads = context->num_threads;
+  r.l2_bytes = context->caps.l2_bytes;
+  r.smem_per_block_optin = context->caps.smem_per_block_optin;
+  std::memcpy(r.device_name, context->caps.name, sizeof r.device_name);
+  r.device_name[sizeof r.device_name - 1] = '\0';
+  *info = r;
+  return FK_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,203 @@
+#include "api/validate.h"
+
+#include <cinttypes>
+
+namespace flashkit {
+
+fk_status_t check_context(const fk_context_t* ctx) {
+  if (!ctx) return set_error(FK_ERROR_NULL_POINTER, "context: NULL handle");
+  return FK_SUCCESS;
+}
+
+static fk_status_t decode_dtype(const char* name, DLDataType dt, bool allow_int32, DType* out) {
+  if (dt.lanes != 1) {
+    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: vector dtypes (lanes %u) are not supported",
+                     name, static_cast<unsigned>(dt.lanes));
+  }
+  if (dt.code == kDLFloat && dt.bits == 32) { *out = DType::F32; return FK_SUCCESS; }
+  if (dt.code == kDLFloat && dt.bits == 16) { *out = DType::F16; return FK_SUCCESS; }
+  if (dt.code == kDLBfloat && dt.bits == 16) { *out = DType::BF16; return FK_SUCCESS; }
+  if (dt.code == kDLInt && dt.bits == 32 && allow_int32) { *out = DType::I32; return FK_SUCCESS; }
+  if (dt.code == FK_DLPACK_FLOAT8_E4M3FN || dt.code == FK_DLPACK_FLOAT8_E5M2) {
+    return set_error(FK_ERROR_NOT_SUPPORTED,
+                     "%s: fp8 (DLPack type code %u) is not supported by this operation yet",
+                     name, static_cast<unsigned>(dt.code));
+  }
+  if (allow_int32) {
+    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype (code %u, %u bits) must be int32", name,
+                     static_cast<unsigned>(dt.code), static_cast<unsigned>(dt.bits));
+  }
+  return set_error(FK_ERROR_DTYPE_MISMATCH,
+                   "%s: dtype (code %u, %u bits) must be fp32, fp16 or bf16", name,
+                   static_cast<unsigned>(dt.code), static_cast<unsigned>(dt.bits));
+}
+
+fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t,
+                    TensorView* out, bool allow_int32) {
+  if (!t) return set_error(FK_ERROR_NULL_POINTER, "%s: NULL tensor", name);
+  if (t->ndim < 0 || t->ndim > kMaxRank) {
+    return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: rank %d is not supported (at most %d)", name,
+                     t->ndim, kMaxRank);
+  }
+  if (t->ndim > 0 && !t->shape) return set_error(FK_ERROR_NULL_POINTER, "%s: shape is NULL", name);
+  TensorView v;
+  FK_RETURN_IF_ERROR(decode_dtype(name, t->dtype, allow_int32, &v.dtype));
+  v.rank = t->ndim;
+  int64_t numel = 1;
+  for (int i = 0; i < v.rank; ++i) {
+    if (t->shape[i] < 0) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: dimension %d has negative extent %" PRId64,
+                       name, i, static_cast<int64_t>(t->shape[i]));
+    }
+    v.shape[i] = t->shape[i];
+    numel *= t->shape[i];
+  }
+  // Compact row-major strides when the producer gives none (DLPack convention).
+  int64_t compact = 1;
+  for (int i = v.rank - 1; i >= 0; --i) {
+    if (t->strides) {
+      if (t->strides[i] < 0) {
+        return set_error(FK_ERROR_BAD_STRIDES,
+                         "%s: dimension %d has negative stride %" PRId64
+                         " (negative strides are not supported)",
+                         name, i, static_cast<int64_t>(t->strides[i]));
+      }
+      v.stride[i] = t->strides[i];
+    } else {
+      v.stride[i] = compact;
+    }
+    compact *= v.shape[i] > 0 ? v.shape[i] : 1;
+  }
+  char* base = static_cast<char*>(t->data);
+  if (!base && numel > 0) return set_error(FK_ERROR_NULL_POINTER, "%s: data is NULL", name);
+  if (base) base += t->byte_offset;
+  if (base && reinterpret_cast<uintptr_t>(base) % dtype_bytes(v.dtype) != 0) {
+    return set_error(FK_ERROR_MISALIGNED,
+                     "%s: data + byte_offset (%p) is not aligned to its element size (%d bytes)",
+                     name, static_cast<void*>(base), dtype_bytes(v.dtype));
+  }
+  v.data = base;
+  // Devices.
+  const DLDeviceType dev = t->device.device_type;
+  if (ctx->backend == FK_BACKEND_CPU) {
+    if (dev != kDLCPU && dev != kDLCUDAHost) {
+      return set_error(FK_ERROR_WRONG_DEVICE,
+                       "%s: tensor is on device type %d but the context is on the CPU backend "
+                       "(needs kDLCPU or kDLCUDAHost memory)",
+                       name, static_cast<int>(dev));
+    }
+    v.device = Device::Host;
+  } else {
+    if (dev != kDLCUDA && dev != kDLCUDAManaged) {
+      return set_error(FK_ERROR_WRONG_DEVICE,
+                       "%s: tensor is on device type %d but the context is on CUDA device %d "
+                       "(needs kDLCUDA or kDLCUDAManaged memory)",
+                       name, static_cast<int>(dev), ctx->device_ordinal);
+    }
+    if (t->device.device_id != ctx->device_ordinal) {
+      return set_error(FK_ERROR_WRONG_DEVICE,
+                       "%s: tensor is on CUDA device %d but the context is on CUDA device %d",
+                       name, t->device.device_id, ctx->device_ordinal);
+    }
+    v.device = Device::Cuda;
+    v.device_id = t->device.device_id;
+  }
+  *out = v;
+  return FK_SUCCESS;
+}
+
+fk_status_t to_opt_view(const fk_context_t* ctx, const char* name, const DLTensor* t,
+                        OptTensor* out, bool allow_int32) {
+  out->valid = false;
+  if (!t) return FK_SUCCESS;
+  FK_RETURN_IF_ERROR(to_view(ctx, name, t, &out->t, allow_int32));
+  out->valid = true;
+  return FK_SUCCESS;
+}
+
+fk_status_t expect_rank(const char* name, const TensorView& t, int rank, const char* dims) {
+  if (t.rank != rank) {
+    return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: expected rank %d %s, got rank %d", name, rank,
+                     dims, t.rank);
+  }
+  return FK_SUCCESS;
+}
+
+fk_status_t expect_last_contiguous(const char* name, const TensorView& t, const char* dim) {
+  if (t.rank == 0) return FK_SUCCESS;
+  const int last = t.rank - 1;
+  if (t.shape[last] > 1 && t.stride[last] != 1) {
+    return set_error(FK_ERROR_BAD_STRIDES,
+                     "%s: the last dimension (%s) must be contiguous (stride 1), got stride %" PRId64,
+                     name, dim, t.stride[last]);
+  }
+  return FK_SUCCESS;
+}
+
+fk_status_t expect_compact(const char* name, const TensorView& t) {
+  int64_t expected = 1;
+  for (int i = t.rank - 1; i >= 0; --i) {
+    if (t.shape[i] > 1 && t.stride[i] != expected) {
+      return set_error(FK_ERROR_BAD_STRIDES,
+                       "%s: must be compact row-major; dimension %d has stride %" PRId64
+                       ", expected %" PRId64,
+                       name, i, t.stride[i], expected);
+    }
+    expected *= t.shape[i];
+  }
+  return FK_SUCCESS;
+}
+
+fk_status_t expect_float(const char* name, const TensorView& t) {
+  if (t.dtype == DType::I32) {
+    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype must be fp32, fp16 or bf16, got int32",
+                     name);
+  }
+  return FK_SUCCESS;
+}
+
+fk_status_t expect_same_dtype(const char* name, const TensorView& t, const char* other_name,
+                              const TensorView& other) {
+  if (t.dtype != other.dtype) {
+    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype %s differs from %s's dtype %s", name,
+                     dtype_name(t.dtype), other_name, dtype_name(other.dtype));
+  }
+  return FK_SUCCESS;
+}
+
+fk_status_t expect_dim(const char* name, const TensorView& t, int dim, const char* dim_name,
+                       int64_t expected, const char* expected_from) {
+  if (t.shape[dim] != expected) {
+    return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: %s is %" PRId64 " but %s gives %" PRId64, name,
+                     dim_name, t.shape[dim], expected_from, expected);
+  }
+  return FK_SUCCESS;
+}
+
+fk_status_t load_launch(const fk_launch_t* user, fk_launch_t* out) {
+  fk_launch_init(out);
+  FK_RETURN_IF_ERROR(load_struct("launch", user, out));
+  if (out->flags != 0) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT, "launch: flags must be 0, got %u",
+                     static_cast<unsigned>(out->flags));
+  }
+  if (!out->workspace && out->workspace_bytes != 0) {
+    return set_error(FK_ERROR_NULL_POINTER,
+                     "launch: workspace is NULL but workspace_bytes is %llu",
+                     static_cast<unsigned long long>(out->workspace_bytes));
+  }
+  return FK_SUCCESS;
+}
+
+void log_variant(const char* op, const char* variant) {
+  log_message(FK_LOG_DEBUG, "%s: running %s", op, variant);
+}
+
+}  // namespace flashkit
+
+extern "C" fk_status_t fk_launch_init(fk_launch_t* launch) {
+  if (!launch) return flashkit::set_error(FK_ERROR_NULL_POINTER, "launch: NULL");
+  std::memset(launch, 0, sizeof *launch);
+  launch->struct_size = sizeof *launch;
+  return FK_SUCCESS;
+}

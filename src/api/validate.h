@@ -1,0 +1,70 @@
+// Argument checking shared by every entry point: turns a borrowed DLTensor into a TensorView
+// or returns the status and message that name the argument and the rule it broke.
+#pragma once
+
+#include <cstring>
+#include <exception>
+#include <new>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "flashkit/flashkit.h"
+
+namespace flashkit {
+
+// Converts `t` (named `name` in messages) into `out`, checking: not NULL; rank <= kMaxRank;
+// extents >= 0; strides >= 0; dtype is fp32/fp16/bf16 (or int32 when `allow_int32`); data not
+// NULL when non-empty; data aligned to the element size; device usable by `ctx`.
+fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t,
+                    TensorView* out, bool allow_int32 = false);
+
+// Same, for an optional tensor: NULL gives `out->valid == false`.
+fk_status_t to_opt_view(const fk_context_t* ctx, const char* name, const DLTensor* t,
+                        OptTensor* out, bool allow_int32 = false);
+
+fk_status_t expect_rank(const char* name, const TensorView& t, int rank, const char* dims);
+fk_status_t expect_last_contiguous(const char* name, const TensorView& t, const char* dim);
+fk_status_t expect_compact(const char* name, const TensorView& t);
+fk_status_t expect_float(const char* name, const TensorView& t);
+fk_status_t expect_same_dtype(const char* name, const TensorView& t, const char* other_name,
+                              const TensorView& other);
+fk_status_t expect_dim(const char* name, const TensorView& t, int dim, const char* dim_name,
+                       int64_t expected, const char* expected_from);
+fk_status_t check_context(const fk_context_t* ctx);
+
+// Copies a caller's struct (whose first member is uint32_t struct_size) over defaults. Accepts
+// exactly the sizes this library knows (today: sizeof(T)); NULL keeps the defaults.
+template <class T>
+fk_status_t load_struct(const char* name, const T* user, T* out) {
+  if (!user) return FK_SUCCESS;
+  if (user->struct_size != sizeof(T)) {
+    return set_error(FK_ERROR_BAD_STRUCT_SIZE,
+                     "%s: struct_size %u is not %u; fill it with its fk_*_init() function",
+                     name, static_cast<unsigned>(user->struct_size),
+                     static_cast<unsigned>(sizeof(T)));
+  }
+  std::memcpy(out, user, sizeof(T));
+  return FK_SUCCESS;
+}
+
+fk_status_t load_launch(const fk_launch_t* user, fk_launch_t* out);
+
+// Runs `body` and converts escaping exceptions into statuses: the C ABI never throws.
+template <class F>
+fk_status_t guarded(F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return set_error(FK_ERROR_OUT_OF_MEMORY, "host allocation failed");
+  } catch (const std::exception& e) {
+    return set_error(FK_ERROR_INTERNAL, "internal error: %s", e.what());
+  } catch (...) {
+    return set_error(FK_ERROR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+// Logs which variant ran (debug level) and returns its status.
+void log_variant(const char* op, const char* variant);
+
+}  // namespace flashkit

@@ -1,0 +1,27 @@
+// The few CUDA runtime services the API layer needs (device discovery, reading back small
+// index tensors). Implemented in src/cuda/common/runtime.cu, or by src/core/cuda_stub.cpp in a
+// CPU-only build, so src/api/ never includes CUDA headers.
+#pragma once
+
+#include <cstddef>
+
+#include "core/backend.h"
+
+namespace flashkit {
+namespace cuda {
+
+// True when the library was built with nvcc.
+bool compiled();
+
+// Number of CUDA devices usable by this process (0 when the driver is missing).
+int device_count();
+
+// Reads compute capability, SM count, L2 size, opt-in shared memory and name.
+fk_status_t query_device(int ordinal, DeviceCaps* caps);
+
+// Copies `bytes` from device memory to host memory ordered on `stream`, then waits for it.
+fk_status_t copy_to_host_sync(void* dst, const void* src, size_t bytes, int ordinal,
+                              void* stream);
+
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,75 @@
+// The variant tables, one per op, fastest first. Adding a kernel = adding a row here.
+#include "dispatch/dispatch.h"
+
+namespace flashkit {
+
+bool family_allowed(const fk_context_t* ctx, fk_backend_t backend, fk_kernel_family_t family) {
+  if (backend != ctx->backend) return false;
+  if (backend == FK_BACKEND_CPU) return true;
+  if (family == FK_KERNEL_FAMILY_GENERIC) return true;
+  if (ctx->forced_family != FK_KERNEL_FAMILY_AUTO && ctx->forced_family != family) return false;
+  switch (family) {
+    case FK_KERNEL_FAMILY_SM90: return ctx->caps.cc_major == 9 && ctx->caps.cc_minor == 0;
+    case FK_KERNEL_FAMILY_SM80: return ctx->caps.cc_major >= 8;
+    default: return false;
+  }
+}
+
+#define FK_COUNT(t) (sizeof(t) / sizeof((t)[0]))
+
+static const AttentionVariant kAttention[] = {
+#if defined(FLASHKIT_WITH_CUDA)
+    {"cuda.generic.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
+     cuda::generic::attention},
+#endif
+    {"cpu.attention", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::attention},
+};
+
+static const GemmVariant kGemm[] = {
+#if defined(FLASHKIT_WITH_CUDA)
+    {"cuda.generic.gemm", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr, cuda::generic::gemm},
+#endif
+    {"cpu.gemm", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::gemm},
+};
+
+static const MonarchVariant kMonarch[] = {
+#if defined(FLASHKIT_WITH_CUDA)
+    {"cuda.generic.monarch", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
+     cuda::generic::monarch},
+#endif
+    {"cpu.monarch", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::monarch},
+};
+
+static const BlockdiagVariant kBlockdiag[] = {
+#if defined(FLASHKIT_WITH_CUDA)
+    {"cuda.generic.blockdiag_linear", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
+     cuda::generic::blockdiag},
+#endif
+    {"cpu.blockdiag_linear", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::blockdiag},
+};
+
+static const FFTConvVariant kFFTConv[] = {
+#if defined(FLASHKIT_WITH_CUDA)
+    {"cuda.generic.fftconv", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
+     cuda::generic::fftconv},
+#endif
+    {"cpu.fftconv", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::fftconv},
+};
+
+const AttentionVariant* select_attention(const fk_context_t* ctx, const AttentionProblem& p) {
+  return select_variant(ctx, kAttention, FK_COUNT(kAttention), p);
+}
+const GemmVariant* select_gemm(const fk_context_t* ctx, const GemmProblem& p) {
+  return select_variant(ctx, kGemm, FK_COUNT(kGemm), p);
+}
+const MonarchVariant* select_monarch(const fk_context_t* ctx, const MonarchProblem& p) {
+  return select_variant(ctx, kMonarch, FK_COUNT(kMonarch), p);
+}
+const BlockdiagVariant* select_blockdiag(const fk_context_t* ctx, const BlockdiagProblem& p) {
+  return select_variant(ctx, kBlockdiag, FK_COUNT(kBlockdiag), p);
+}
+const FFTConvVariant* select_fftconv(const fk_context_t* ctx, const FFTConvProblem& p) {
+  return select_variant(ctx, kFFTConv, FK_COUNT(kFFTConv), p);
+}
+
+}  // namespace flashkit

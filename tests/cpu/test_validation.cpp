@@ -1,0 +1,657 @@
+// One test per validation rule: the status, a message naming the argument, and outputs left
+// untouched (poisoned before the call, still poisoned after). Plus context, logging and
+// thread-local error behaviour.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+using fktest::DT;
+using fktest::HostTensor;
+
+namespace {
+
+struct Ctx {
+  fk_context_t* ctx = nullptr;
+  Ctx() {
+    fk_context_options_t o;
+    fk_context_options_init(&o);
+    o.backend = FK_BACKEND_CPU;
+    REQUIRE(fk_context_create(&o, &ctx) == FK_SUCCESS);
+  }
+  ~Ctx() { fk_context_destroy(ctx); }
+};
+
+std::string last() { return fk_get_last_error_message(); }
+
+// Expects `status` and a message containing every fragment.
+void expect_error(fk_status_t got, fk_status_t want, std::vector<std::string> fragments) {
+  INFO("message: " << last());
+  CHECK(got == want);
+  for (auto& f : fragments) CHECK(last().find(f) != std::string::npos);
+}
+
+// A valid attention problem (batched) that each test breaks in one way.
+struct Attn {
+  HostTensor q, k, v, out, lse;
+  fk_attention_params_t prm;
+  Attn(DT t = DT::F32, int64_t b = 2, int64_t sq = 5, int64_t sk = 7, int64_t h = 4,
+       int64_t hk = 2, int64_t d = 8) {
+    std::mt19937_64 rng(fktest::test_seed());
+    q.init(t, {b, sq, h, d});
+    k.init(t, {b, sk, hk, d});
+    v.init(t, {b, sk, hk, d});
+    out.init(t, {b, sq, h, d});
+    lse.init(DT::F32, {b, h, sq});
+    q.fill_normal(rng);
+    k.fill_normal(rng);
+    v.fill_normal(rng);
+    out.poison();
+    lse.poison();
+    fk_attention_params_init(&prm);
+  }
+  fk_status_t run(fk_context_t* c, const DLTensor* cq = nullptr, const DLTensor* ck = nullptr,
+                  bool with_lse = true) {
+    return fk_attention_forward(c, nullptr, &prm, q.view(), k.view(), v.view(), cq, ck,
+                                out.view(), with_lse ? lse.view() : nullptr);
+  }
+  bool untouched() const { return out.all_poison() && lse.all_poison(); }
+};
+
+struct Gemm {
+  HostTensor a, b, c, bias, d;
+  fk_gemm_params_t prm;
+  Gemm(int64_t M = 3, int64_t N = 4, int64_t K = 5) {
+    std::mt19937_64 rng(fktest::test_seed() + 1);
+    a.init(DT::F32, {M, K});
+    b.init(DT::F32, {K, N});
+    c.init(DT::F32, {M, N});
+    bias.init(DT::F32, {N});
+    d.init(DT::F32, {M, N});
+    a.fill_normal(rng);
+    b.fill_normal(rng);
+    c.fill_normal(rng);
+    bias.fill_normal(rng);
+    d.poison();
+    fk_gemm_params_init(&prm);
+  }
+  fk_status_t run(fk_context_t* ctx, bool with_c = false, bool with_bias = false) {
+    return fk_gemm(ctx, nullptr, &prm, a.view(), b.view(), with_c ? c.view() : nullptr,
+                   with_bias ? bias.view() : nullptr, d.view());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("context: creation rules", "[validation][context]") {
+  fk_context_options_t o;
+  fk_context_t* ctx = reinterpret_cast<fk_context_t*>(0x1);
+  fk_context_options_init(&o);
+  SECTION("NULL out-parameter") {
+    expect_error(fk_context_create(&o, nullptr), FK_ERROR_NULL_POINTER, {"context"});
+  }
+  SECTION("wrong struct_size") {
+    o.struct_size = 7;
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_BAD_STRUCT_SIZE, {"options", "struct_size"});
+    CHECK(ctx == reinterpret_cast<fk_context_t*>(0x1));
+  }
+  SECTION("unknown backend") {
+    o.backend = 9;
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"options.backend"});
+  }
+  SECTION("unknown or CPU kernel family") {
+    o.kernel_family = 17;
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"options.kernel_family"});
+    o.kernel_family = FK_KERNEL_FAMILY_CPU;
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"options.kernel_family"});
+  }
+  SECTION("negative device ordinal") {
+    o.device_ordinal = -2;
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"options.device_ordinal"});
+  }
+  SECTION("negative threads") {
+    o.num_threads = -1;
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"options.num_threads"});
+  }
+  SECTION("nonzero flags") {
+    o.flags = 4;
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"options.flags"});
+  }
+  SECTION("CUDA device ordinal beyond the visible devices") {
+    o.backend = FK_BACKEND_CUDA;
+    o.device_ordinal = 4096;
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_BACKEND_UNAVAILABLE, {"CUDA"});
+  }
+  SECTION("unparsable environment variable") {
+    setenv("FLASHKIT_BACKEND", "tpu", 1);
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_BACKEND", "tpu"});
+    unsetenv("FLASHKIT_BACKEND");
+    setenv("FLASHKIT_KERNEL_FAMILY", "sm70", 1);
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_KERNEL_FAMILY"});
+    unsetenv("FLASHKIT_KERNEL_FAMILY");
+    setenv("FLASHKIT_NUM_THREADS", "lots", 1);
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_NUM_THREADS"});
+    unsetenv("FLASHKIT_NUM_THREADS");
+  }
+  SECTION("environment selects the CPU backend under AUTO") {
+    setenv("FLASHKIT_BACKEND", "cpu", 1);
+    fk_context_t* c = nullptr;
+    REQUIRE(fk_context_create(&o, &c) == FK_SUCCESS);
+    fk_context_info_t info;
+    fk_context_info_init(&info);
+    REQUIRE(fk_context_get_info(c, &info) == FK_SUCCESS);
+    CHECK(info.backend == FK_BACKEND_CPU);
+    CHECK(info.kernel_family == FK_KERNEL_FAMILY_CPU);
+    CHECK(info.num_threads >= 1);
+    CHECK(std::string(info.device_name) == "cpu");
+    fk_context_destroy(c);
+    unsetenv("FLASHKIT_BACKEND");
+  }
+  SECTION("info needs an initialised struct") {
+    Ctx c;
+    fk_context_info_t info{};
+    expect_error(fk_context_get_info(c.ctx, &info), FK_ERROR_BAD_STRUCT_SIZE, {"info"});
+    expect_error(fk_context_get_info(nullptr, &info), FK_ERROR_NULL_POINTER, {"context"});
+  }
+  SECTION("destroying NULL is a no-op") { CHECK(fk_context_destroy(nullptr) == FK_SUCCESS); }
+}
+
+TEST_CASE("status: categories and strings", "[validation][status]") {
+  CHECK(fk_status_category(FK_SUCCESS) == FK_SUCCESS);
+  CHECK(fk_status_category(FK_ERROR_MISALIGNED) == FK_ERROR_INVALID_ARGUMENT);
+  CHECK(fk_status_category(FK_ERROR_BACKEND_UNAVAILABLE) == FK_ERROR_NOT_SUPPORTED);
+  CHECK(fk_status_category(FK_ERROR_WORKSPACE_TOO_SMALL) == FK_ERROR_OUT_OF_MEMORY);
+  CHECK(fk_status_category(FK_ERROR_KERNEL_LAUNCH) == FK_ERROR_DEVICE);
+  CHECK(fk_status_category(FK_ERROR_INTERNAL) == FK_ERROR_INTERNAL);
+  CHECK(std::string(fk_status_string(FK_ERROR_SHAPE_MISMATCH)).find("shape") != std::string::npos);
+  CHECK(std::string(fk_status_string(static_cast<fk_status_t>(12345))) == "unknown status");
+  CHECK(std::string(fk_backend_name(FK_BACKEND_CUDA)) == "cuda");
+  CHECK(std::string(fk_kernel_family_name(FK_KERNEL_FAMILY_SM90)) == "sm90");
+}
+
+TEST_CASE("errors: the last-error message is thread-local", "[validation][status]") {
+  Ctx c;
+  Gemm g;
+  g.prm.alpha = INFINITY;
+  REQUIRE(g.run(c.ctx) == FK_ERROR_INVALID_ARGUMENT);
+  const std::string mine = last();
+  CHECK(mine.find("params.alpha") != std::string::npos);
+  std::thread t([&] {
+    Gemm g2;
+    g2.prm.activation = 42;
+    CHECK(g2.run(c.ctx) == FK_ERROR_INVALID_ARGUMENT);
+    CHECK(last().find("params.activation") != std::string::npos);
+  });
+  t.join();
+  CHECK(last() == mine);
+}
+
+TEST_CASE("logging: callback receives the variant and errors", "[validation][log]") {
+  struct Sink {
+    std::vector<std::string> lines;
+  } sink;
+  auto cb = [](fk_log_level_t, const char* msg, void* ud) {
+    static_cast<Sink*>(ud)->lines.emplace_back(msg);
+  };
+  expect_error(fk_set_log_callback(cb, static_cast<fk_log_level_t>(9), &sink),
+               FK_ERROR_INVALID_ARGUMENT, {"max_level"});
+  REQUIRE(fk_set_log_callback(cb, FK_LOG_DEBUG, &sink) == FK_SUCCESS);
+  Ctx c;
+  Gemm g;
+  REQUIRE(g.run(c.ctx) == FK_SUCCESS);
+  g.prm.beta = 1.0f;
+  CHECK(g.run(c.ctx) == FK_ERROR_NULL_POINTER);
+  REQUIRE(fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr) == FK_SUCCESS);
+  bool saw_variant = false, saw_error = false;
+  for (auto& l : sink.lines) {
+    if (l.find("cpu.gemm") != std::string::npos) saw_variant = true;
+    if (l.find("beta") != std::string::npos) saw_error = true;
+  }
+  CHECK(saw_variant);
+  CHECK(saw_error);
+}
+
+TEST_CASE("attention: validation rules", "[validation][attention]") {
+  Ctx c;
+  SECTION("valid call succeeds and reports its kernel") {
+    Attn a;
+    REQUIRE(a.run(c.ctx) == FK_SUCCESS);
+    const char* name = nullptr;
+    REQUIRE(fk_attention_select_kernel(c.ctx, &a.prm, a.q.view(), a.k.view(), a.v.view(), nullptr,
+                                       nullptr, a.out.view(), a.lse.view(), &name) == FK_SUCCESS);
+    CHECK(std::string(name) == "cpu.attention");
+  }
+  SECTION("NULL context") {
+    Attn a;
+    expect_error(a.run(nullptr), FK_ERROR_NULL_POINTER, {"context"});
+    CHECK(a.untouched());
+  }
+  SECTION("NULL q") {
+    Attn a;
+    expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, nullptr, a.k.view(), a.v.view(),
+                                      nullptr, nullptr, a.out.view(), nullptr),
+                 FK_ERROR_NULL_POINTER, {"q"});
+    CHECK(a.untouched());
+  }
+  SECTION("NULL data with a nonzero size") {
+    Attn a;
+    a.v.dl.data = nullptr;
+    expect_error(a.run(c.ctx), FK_ERROR_NULL_POINTER, {"v", "data"});
+    CHECK(a.untouched());
+  }
+  SECTION("wrong params struct_size") {
+    Attn a;
+    a.prm.struct_size = 8;
+    expect_error(a.run(c.ctx), FK_ERROR_BAD_STRUCT_SIZE, {"params"});
+    CHECK(a.untouched());
+  }
+  SECTION("wrong launch struct_size and flags") {
+    Attn a;
+    fk_launch_t l;
+    fk_launch_init(&l);
+    l.struct_size = 1;
+    expect_error(fk_attention_forward(c.ctx, &l, &a.prm, a.q.view(), a.k.view(), a.v.view(),
+                                      nullptr, nullptr, a.out.view(), nullptr),
+                 FK_ERROR_BAD_STRUCT_SIZE, {"launch"});
+    fk_launch_init(&l);
+    l.flags = 1;
+    expect_error(fk_attention_forward(c.ctx, &l, &a.prm, a.q.view(), a.k.view(), a.v.view(),
+                                      nullptr, nullptr, a.out.view(), nullptr),
+                 FK_ERROR_INVALID_ARGUMENT, {"launch", "flags"});
+    CHECK(a.untouched());
+  }
+  SECTION("dtype mismatch between q and k") {
+    Attn a;
+    a.k.init(DT::F16, {2, 7, 2, 8});
+    expect_error(a.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"k", "fp16", "fp32"});
+    CHECK(a.untouched());
+  }
+  SECTION("unsupported dtype (int32 q)") {
+    Attn a;
+    a.q.dl.dtype = DLDataType{kDLInt, 32, 1};
+    expect_error(a.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"q"});
+    CHECK(a.untouched());
+  }
+  SECTION("fp8 codes are reserved but not supported") {
+    Attn a;
+    a.q.dl.dtype = DLDataType{FK_DLPACK_FLOAT8_E4M3FN, 8, 1};
+    expect_error(a.run(c.ctx), FK_ERROR_NOT_SUPPORTED, {"q", "fp8"});
+    CHECK(a.untouched());
+  }
+  SECTION("wrong rank") {
+    Attn a;
+    a.q.dl.ndim = 3;
+    expect_error(a.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"q", "rank 4"});
+    CHECK(a.untouched());
+  }
+  SECTION("last dimension not contiguous") {
+    Attn a;
+    a.k.init(DT::F32, {2, 7, 2, 8}, {7 * 2 * 16, 2 * 16, 16, 2});
+    expect_error(a.run(c.ctx), FK_ERROR_BAD_STRIDES, {"k", "contiguous"});
+    CHECK(a.untouched());
+  }
+  SECTION("negative stride") {
+    Attn a;
+    a.q.strides[1] = -a.q.strides[1];
+    expect_error(a.run(c.ctx), FK_ERROR_BAD_STRIDES, {"q", "negative"});
+    CHECK(a.untouched());
+  }
+  SECTION("nheads not divisible by nheads_k") {
+    Attn a(DT::F32, 1, 3, 3, 6, 4, 8);
+    expect_error(a.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"nheads", "multiple"});
+    CHECK(a.untouched());
+  }
+  SECTION("head_dim above 256") {
+    Attn a(DT::F32, 1, 2, 2, 1, 1, 300);
+    expect_error(a.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"q: head_dim 300 > 256"});
+    CHECK(a.untouched());
+  }
+  SECTION("head_dim of v differs") {
+    Attn a;
+    a.v.init(DT::F32, {2, 7, 2, 4});
+    expect_error(a.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"v", "head_dim"});
+    CHECK(a.untouched());
+  }
+  SECTION("batch mismatch") {
+    Attn a;
+    a.k.init(DT::F32, {3, 7, 2, 8});
+    a.v.init(DT::F32, {3, 7, 2, 8});
+    expect_error(a.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"batch"});
+    CHECK(a.untouched());
+  }
+  SECTION("out shape differs from q") {
+    Attn a;
+    a.out.init(DT::F32, {2, 6, 4, 8});
+    a.out.poison();
+    expect_error(a.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"out"});
+    CHECK(a.untouched());
+  }
+  SECTION("host tensor's device is not the context's") {
+    Attn a;
+    a.v.dl.device = DLDevice{kDLCUDA, 0};
+    expect_error(a.run(c.ctx), FK_ERROR_WRONG_DEVICE, {"v", "CPU"});
+    CHECK(a.untouched());
+  }
+  SECTION("misaligned data pointer") {
+    Attn a;
+    a.q.dl.byte_offset = 2;  // fp32 needs 4-byte alignment
+    expect_error(a.run(c.ctx), FK_ERROR_MISALIGNED, {"q", "aligned"});
+    CHECK(a.untouched());
+  }
+  SECTION("lse must be fp32 with shape (batch, nheads, seqlen_q)") {
+    Attn a;
+    HostTensor bad(DT::F16, {2, 4, 5});
+    bad.poison();
+    expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, a.q.view(), a.k.view(), a.v.view(),
+                                      nullptr, nullptr, a.out.view(), bad.view()),
+                 FK_ERROR_DTYPE_MISMATCH, {"lse", "fp32"});
+    HostTensor bad2(DT::F32, {2, 5, 4});
+    bad2.poison();
+    expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, a.q.view(), a.k.view(), a.v.view(),
+                                      nullptr, nullptr, a.out.view(), bad2.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"lse"});
+    CHECK(a.out.all_poison());
+    CHECK(bad.all_poison());
+    CHECK(bad2.all_poison());
+  }
+  SECTION("window sizes below -1, contradicting causal") {
+    Attn a;
+    a.prm.window_size_left = -3;
+    expect_error(a.run(c.ctx), FK_ERROR_INVALID_ARGUMENT, {"window_size_left"});
+    a.prm.window_size_left = -1;
+    a.prm.window_size_right = -2;
+    expect_error(a.run(c.ctx), FK_ERROR_INVALID_ARGUMENT, {"window_size_right"});
+    a.prm.window_size_right = 3;
+    a.prm.causal = 1;
+    expect_error(a.run(c.ctx), FK_ERROR_INVALID_ARGUMENT, {"window_size_right", "causal"});
+    CHECK(a.untouched());
+  }
+  SECTION("softcap negative or infinite, scale infinite") {
+    Attn a;
+    a.prm.softcap = -1.0f;
+    expect_error(a.run(c.ctx), FK_ERROR_INVALID_ARGUMENT, {"softcap"});
+    a.prm.softcap = INFINITY;
+    expect_error(a.run(c.ctx), FK_ERROR_INVALID_ARGUMENT, {"softcap"});
+    a.prm.softcap = 0.0f;
+    a.prm.softmax_scale = INFINITY;
+    expect_error(a.run(c.ctx), FK_ERROR_INVALID_ARGUMENT, {"softmax_scale"});
+    CHECK(a.untouched());
+  }
+  SECTION("varlen rules") {
+    std::mt19937_64 rng(fktest::test_seed() + 7);
+    HostTensor q(DT::F32, {9, 2, 8}), k(DT::F32, {11, 2, 8}), v(DT::F32, {11, 2, 8});
+    HostTensor out(DT::F32, {9, 2, 8});
+    q.fill_normal(rng);
+    k.fill_normal(rng);
+    v.fill_normal(rng);
+    out.poison();
+    auto cu = [](std::vector<int32_t> vals) {
+      HostTensor t(DT::I32, {int64_t(vals.size())});
+      for (size_t i = 0; i < vals.size(); ++i) t.set({int64_t(i)}, vals[i]);
+      return t;
+    };
+    fk_attention_params_t prm;
+    fk_attention_params_init(&prm);
+    auto run = [&](const HostTensor* cq, const HostTensor* ck) {
+      return fk_attention_forward(c.ctx, nullptr, &prm, q.view(), k.view(), v.view(),
+                                  cq ? cq->view() : nullptr, ck ? ck->view() : nullptr,
+                                  out.view(), nullptr);
+    };
+    HostTensor good_q = cu({0, 4, 4, 9}), good_k = cu({0, 5, 6, 11});
+    SECTION("only one of the two") {
+      expect_error(run(std::addressof(good_q), nullptr), FK_ERROR_INVALID_ARGUMENT, {"cu_seqlens_k", "together"});
+    }
+    SECTION("not monotonic") {
+      HostTensor bad = cu({0, 5, 4, 9});
+      expect_error(run(std::addressof(bad), std::addressof(good_k)), FK_ERROR_INVALID_ARGUMENT, {"cu_seqlens_q", "monotonic"});
+    }
+    SECTION("first entry not 0") {
+      HostTensor bad = cu({1, 5, 6, 11});
+      expect_error(run(std::addressof(good_q), std::addressof(bad)), FK_ERROR_INVALID_ARGUMENT, {"cu_seqlens_k", "first"});
+    }
+    SECTION("last entry not the row count") {
+      HostTensor bad = cu({0, 4, 4, 8});
+      expect_error(run(std::addressof(bad), std::addressof(good_k)), FK_ERROR_INVALID_ARGUMENT, {"cu_seqlens_q", "last"});
+    }
+    SECTION("lengths differ") {
+      HostTensor bad = cu({0, 11});
+      expect_error(run(std::addressof(good_q), std::addressof(bad)), FK_ERROR_SHAPE_MISMATCH, {"cu_seqlens_k"});
+    }
+    SECTION("not int32") {
+      HostTensor bad(DT::F32, {4});
+      expect_error(run(std::addressof(bad), std::addressof(good_k)), FK_ERROR_DTYPE_MISMATCH, {"cu_seqlens_q", "int32"});
+    }
+    SECTION("valid call with an empty sequence succeeds") {
+      REQUIRE(run(std::addressof(good_q), std::addressof(good_k)) == FK_SUCCESS);
+      return;
+    }
+    CHECK(out.all_poison());
+  }
+  SECTION("zero-sized batch succeeds without touching anything") {
+    Attn a(DT::F32, 0, 5, 7, 4, 2, 8);
+    CHECK(a.run(c.ctx) == FK_SUCCESS);
+    CHECK(a.untouched());
+  }
+}
+
+TEST_CASE("gemm: validation rules", "[validation][gemm]") {
+  Ctx c;
+  SECTION("inner dimensions differ") {
+    Gemm g;
+    g.b.init(DT::F32, {6, 4});
+    expect_error(g.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"b", "K"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("d shape") {
+    Gemm g;
+    g.d.init(DT::F32, {3, 5});
+    g.d.poison();
+    expect_error(g.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"d", "N"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("beta without c") {
+    Gemm g;
+    g.prm.beta = 0.5f;
+    expect_error(g.run(c.ctx), FK_ERROR_NULL_POINTER, {"c", "beta"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("bias length") {
+    Gemm g;
+    g.bias.init(DT::F32, {3});
+    expect_error(g.run(c.ctx, false, true), FK_ERROR_SHAPE_MISMATCH, {"bias"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("unknown activation, non-finite alpha and beta") {
+    Gemm g;
+    g.prm.activation = 7;
+    expect_error(g.run(c.ctx), FK_ERROR_INVALID_ARGUMENT, {"params.activation"});
+    g.prm.activation = 0;
+    g.prm.alpha = NAN;
+    expect_error(g.run(c.ctx), FK_ERROR_INVALID_ARGUMENT, {"params.alpha"});
+    g.prm.alpha = 1;
+    g.prm.beta = INFINITY;
+    expect_error(g.run(c.ctx, true), FK_ERROR_INVALID_ARGUMENT, {"params.beta"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("a and b dtypes differ; c and d dtypes differ") {
+    Gemm g;
+    g.b.init(DT::BF16, {5, 4});
+    expect_error(g.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"b"});
+    Gemm h;
+    h.c.init(DT::F16, {3, 4});
+    h.prm.beta = 1;
+    expect_error(h.run(c.ctx, true), FK_ERROR_DTYPE_MISMATCH, {"c"});
+    CHECK(g.d.all_poison());
+    CHECK(h.d.all_poison());
+  }
+  SECTION("batch counts disagree") {
+    Gemm g;
+    g.a.init(DT::F32, {2, 3, 5});
+    g.d.init(DT::F32, {3, 3, 4});
+    g.d.poison();
+    expect_error(g.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"a", "batch"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("rank") {
+    Gemm g;
+    g.a.dl.ndim = 1;
+    expect_error(g.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"a", "rank"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("M = 0 succeeds without writing") {
+    Gemm g(0, 4, 5);
+    CHECK(g.run(c.ctx) == FK_SUCCESS);
+  }
+}
+
+TEST_CASE("monarch and blockdiag: validation rules", "[validation][monarch]") {
+  Ctx c;
+  std::mt19937_64 rng(fktest::test_seed() + 3);
+  HostTensor x(DT::F32, {5, 16}), w1(DT::F32, {4, 4, 4}), w2(DT::F32, {4, 4, 4});
+  HostTensor out(DT::F32, {5, 16});
+  x.fill_normal(rng);
+  w1.fill_normal(rng);
+  w2.fill_normal(rng);
+  out.poison();
+  fk_monarch_params_t prm;
+  fk_monarch_params_init(&prm);
+  SECTION("valid") {
+    CHECK(fk_monarch(c.ctx, nullptr, &prm, x.view(), w1.view(), w2.view(), nullptr, out.view()) ==
+          FK_SUCCESS);
+    return;
+  }
+  SECTION("factor shapes do not chain") {
+    HostTensor bad(DT::F32, {3, 4, 4});
+    expect_error(fk_monarch(c.ctx, nullptr, &prm, x.view(), w1.view(), bad.view(), nullptr, out.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"w2", "nblocks2"});
+  }
+  SECTION("x width is not nblocks1 * p") {
+    HostTensor bad(DT::F32, {5, 12});
+    expect_error(fk_monarch(c.ctx, nullptr, &prm, bad.view(), w1.view(), w2.view(), nullptr, out.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"x", "n"});
+  }
+  SECTION("weights not compact") {
+    HostTensor bad(DT::F32, {4, 4, 4}, {32, 8, 1});
+    expect_error(fk_monarch(c.ctx, nullptr, &prm, x.view(), bad.view(), w2.view(), nullptr, out.view()),
+                 FK_ERROR_BAD_STRIDES, {"w1", "compact"});
+  }
+  SECTION("nonzero flags") {
+    prm.flags = 1;
+    expect_error(fk_monarch(c.ctx, nullptr, &prm, x.view(), w1.view(), w2.view(), nullptr, out.view()),
+                 FK_ERROR_INVALID_ARGUMENT, {"params.flags"});
+  }
+  SECTION("blockdiag width and bias length") {
+    HostTensor w(DT::F32, {4, 3, 4}), o(DT::F32, {5, 12}), bias(DT::F32, {11});
+    o.poison();
+    expect_error(fk_blockdiag_linear(c.ctx, nullptr, &prm, x.view(), w.view(), bias.view(), o.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"bias"});
+    HostTensor o2(DT::F32, {5, 13});
+    o2.poison();
+    expect_error(fk_blockdiag_linear(c.ctx, nullptr, &prm, x.view(), w.view(), nullptr, o2.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"out", "n_out"});
+    CHECK(o.all_poison());
+    CHECK(o2.all_poison());
+  }
+  CHECK(out.all_poison());
+}
+
+TEST_CASE("fftconv: plan and call validation rules", "[validation][fftconv]") {
+  Ctx c;
+  fk_fftconv_plan_options_t o;
+  fk_fftconv_plan_options_init(&o);
+  o.channels = 3;
+  o.seqlen = 100;
+  fk_fftconv_plan_t* plan = nullptr;
+  SECTION("fft_size too small for causal mode") {
+    o.fft_size = 128;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
+                 {"options.fft_size", "too small", "199"});
+    CHECK(plan == nullptr);
+  }
+  SECTION("circular mode accepts the same size") {
+    o.fft_size = 128;
+    o.mode = FK_FFTCONV_CIRCULAR;
+    REQUIRE(fk_fftconv_plan_create(c.ctx, &o, &plan) == FK_SUCCESS);
+    fk_fftconv_plan_options_t got;
+    fk_fftconv_plan_options_init(&got);
+    REQUIRE(fk_fftconv_plan_get_options(plan, &got) == FK_SUCCESS);
+    CHECK(got.fft_size == 128);
+    CHECK(got.filter_len == 100);
+    fk_fftconv_plan_destroy(plan);
+  }
+  SECTION("auto fft_size is the smallest valid power of two") {
+    REQUIRE(fk_fftconv_plan_create(c.ctx, &o, &plan) == FK_SUCCESS);
+    fk_fftconv_plan_options_t got;
+    fk_fftconv_plan_options_init(&got);
+    REQUIRE(fk_fftconv_plan_get_options(plan, &got) == FK_SUCCESS);
+    CHECK(got.fft_size == 256);
+    fk_fftconv_plan_destroy(plan);
+  }
+  SECTION("fft_size not a power of two") {
+    o.fft_size = 300;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
+                 {"fft_size", "power of two"});
+  }
+  SECTION("fft_size above 2^22") {
+    o.fft_size = int64_t(1) << 23;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT, {"fft_size"});
+  }
+  SECTION("bidirectional needs an odd filter") {
+    o.mode = FK_FFTCONV_BIDIRECTIONAL;
+    o.filter_len = 10;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
+                 {"filter_len", "odd"});
+  }
+  SECTION("negative sizes, unknown mode and flags, bad dtype") {
+    o.channels = -1;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT, {"options.channels"});
+    o.channels = 3;
+    o.mode = 5;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT, {"options.mode"});
+    o.mode = 0;
+    o.flags = 8;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT, {"options.flags"});
+    o.flags = 0;
+    o.dtype = DLDataType{kDLInt, 32, 1};
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_DTYPE_MISMATCH, {"options.dtype"});
+    o.struct_size = 4;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_BAD_STRUCT_SIZE, {"options"});
+    CHECK(plan == nullptr);
+  }
+  SECTION("call arguments") {
+    REQUIRE(fk_fftconv_plan_create(c.ctx, &o, &plan) == FK_SUCCESS);
+    std::mt19937_64 rng(fktest::test_seed() + 5);
+    HostTensor u(DT::F32, {2, 3, 100}), k(DT::F32, {3, 100}), y(DT::F32, {2, 3, 100});
+    u.fill_normal(rng);
+    k.fill_normal(rng);
+    y.poison();
+    HostTensor u_bad(DT::F32, {2, 4, 100});
+    expect_error(fk_fftconv_forward(plan, nullptr, u_bad.view(), k.view(), nullptr, nullptr, nullptr, y.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"u", "channels"});
+    HostTensor u_f16(DT::F16, {2, 3, 100});
+    expect_error(fk_fftconv_forward(plan, nullptr, u_f16.view(), k.view(), nullptr, nullptr, nullptr, y.view()),
+                 FK_ERROR_DTYPE_MISMATCH, {"u", "plan"});
+    HostTensor k_bad(DT::F32, {3, 99});
+    expect_error(fk_fftconv_forward(plan, nullptr, u.view(), k_bad.view(), nullptr, nullptr, nullptr, y.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"k", "filter_len"});
+    HostTensor D_bad(DT::F32, {2});
+    expect_error(fk_fftconv_forward(plan, nullptr, u.view(), k.view(), D_bad.view(), nullptr, nullptr, y.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"D", "channels"});
+    HostTensor gate_bad(DT::F32, {1, 3, 100});
+    expect_error(fk_fftconv_forward(plan, nullptr, u.view(), k.view(), nullptr, gate_bad.view(), nullptr, y.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"pregate", "batch"});
+    expect_error(fk_fftconv_forward(nullptr, nullptr, u.view(), k.view(), nullptr, nullptr, nullptr, y.view()),
+                 FK_ERROR_NULL_POINTER, {"plan"});
+    CHECK(y.all_poison());
+    const char* name = nullptr;
+    REQUIRE(fk_fftconv_select_kernel(plan, u.view(), k.view(), nullptr, nullptr, nullptr, y.view(), &name) == FK_SUCCESS);
+    CHECK(std::string(name) == "cpu.fftconv");
+    fk_fftconv_plan_destroy(plan);
+  }
+}
