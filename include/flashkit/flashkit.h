@@ -293,6 +293,7 @@ typedef struct fk_context_options_t {
 
 /**
  * @brief Fills `options` with defaults and sets its `struct_size`.
+ * @param[out] options The struct to fill.
  * @return FK_SUCCESS, or FK_ERROR_NULL_POINTER if `options` is NULL.
  */
 FK_API fk_status_t fk_context_options_init(fk_context_options_t* options);
@@ -317,6 +318,7 @@ FK_API fk_status_t fk_context_create(const fk_context_options_t* options,
 /**
  * @brief Destroys a context. The caller must ensure no call using it is still running and no
  *        plan created from it is still alive. NULL is accepted and does nothing.
+ * @param context The handle from fk_context_create(), or NULL.
  * @return FK_SUCCESS.
  */
 FK_API fk_status_t fk_context_destroy(fk_context_t* context);
@@ -336,19 +338,33 @@ typedef struct fk_context_info_t {
   char device_name[128];  /**< NUL-terminated, e.g. "NVIDIA H200" or "cpu". */
 } fk_context_info_t;
 
-/** @brief Sets `info->struct_size`; FK_ERROR_NULL_POINTER if `info` is NULL. */
+/**
+ * @brief Zeroes `info` and sets its `struct_size`.
+ * @param[out] info The struct to prepare for fk_context_get_info().
+ * @return FK_SUCCESS, or FK_ERROR_NULL_POINTER if `info` is NULL.
+ */
 FK_API fk_status_t fk_context_info_init(fk_context_info_t* info);
 
 /**
  * @brief Reports the backend, device and kernel family of a context.
- * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE.
+ * @param context The context.
+ * @param[out] info Prepared with fk_context_info_init(); filled on success.
+ * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE (`info` not prepared).
  */
 FK_API fk_status_t fk_context_get_info(const fk_context_t* context, fk_context_info_t* info);
 
-/** @brief Static name of a backend ("auto", "cpu", "cuda"); "unknown" otherwise. */
+/**
+ * @brief Static name of a backend.
+ * @param backend Any value.
+ * @return "auto", "cpu", "cuda", or "unknown".
+ */
 FK_API const char* fk_backend_name(fk_backend_t backend);
 
-/** @brief Static name of a kernel family ("auto", "cpu", "generic", "sm80", "sm90"). */
+/**
+ * @brief Static name of a kernel family.
+ * @param family Any value.
+ * @return "auto", "cpu", "generic", "sm80", "sm90", or "unknown".
+ */
 FK_API const char* fk_kernel_family_name(fk_kernel_family_t family);
 
 /**
@@ -365,7 +381,11 @@ typedef struct fk_launch_t {
   uint64_t workspace_bytes;/**< Size of `workspace` in bytes. */
 } fk_launch_t;
 
-/** @brief Fills `launch` with defaults (NULL stream, no workspace) and sets its `struct_size`. */
+/**
+ * @brief Fills `launch` with defaults (NULL stream, no workspace) and sets its `struct_size`.
+ * @param[out] launch The struct to fill.
+ * @return FK_SUCCESS, or FK_ERROR_NULL_POINTER.
+ */
 FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
 
 /** @} */
@@ -428,7 +448,12 @@ typedef struct fk_attention_params_t {
   float softcap;             /**< Score cap; 0 (default) disables it; must be >= 0 and finite. */
 } fk_attention_params_t;
 
-/** @brief Fills `params` with defaults (non-causal, no window, no softcap, default scale). */
+/**
+ * @brief Fills `params` with defaults: non-causal, window (-1, -1), softcap 0, softmax_scale
+ *        NaN (meaning `1 / sqrt(head_dim)`).
+ * @param[out] params The struct to fill.
+ * @return FK_SUCCESS, or FK_ERROR_NULL_POINTER.
+ */
 FK_API fk_status_t fk_attention_params_init(fk_attention_params_t* params);
 
 /**
@@ -472,7 +497,10 @@ FK_API fk_status_t fk_attention_forward(const fk_context_t* context, const fk_la
  *        e.g. `"cuda.generic.attention"` or `"cpu.attention"`.
  *
  * Validates exactly as fk_attention_forward() does (same statuses) and runs nothing.
+ * @param context, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse As for
+ *        fk_attention_forward().
  * @param[out] variant_name Receives static text on success.
+ * @return As fk_attention_forward(); FK_ERROR_NULL_POINTER if `variant_name` is NULL.
  */
 FK_API fk_status_t fk_attention_select_kernel(const fk_context_t* context,
                                               const fk_attention_params_t* params,
@@ -526,13 +554,25 @@ typedef struct fk_gemm_params_t {
   int32_t activation;   /**< An fk_activation_t. Default FK_ACTIVATION_NONE. */
 } fk_gemm_params_t;
 
-/** @brief Fills `params` with defaults (no transposes, alpha 1, beta 0, no activation). */
+/**
+ * @brief Fills `params` with defaults: no transposes, alpha 1, beta 0, no activation.
+ * @param[out] params The struct to fill.
+ * @return FK_SUCCESS, or FK_ERROR_NULL_POINTER.
+ */
 FK_API fk_status_t fk_gemm_params_init(fk_gemm_params_t* params);
 
 /**
  * @brief GEMM with fused epilogue.
- * @param c    NULL or the addend (see group description); required when `beta != 0`.
- * @param bias NULL or `(N,)`, contiguous.
+ * @param context The context.
+ * @param launch  Stream and workspace, or NULL for defaults.
+ * @param params  Options, or NULL for defaults.
+ * @param a    `(M, K)` (`(K, M)` with trans_a), optionally `(batch, ., .)`; fp32/fp16/bf16; any
+ *             non-negative strides; element-aligned.
+ * @param b    `(K, N)` (`(N, K)` with trans_b), optionally batched; a's dtype.
+ * @param c    NULL or the addend `(M, N)` / `(batch, M, N)`, d's dtype; required when
+ *             `beta != 0`, ignored when `beta == 0`.
+ * @param bias NULL or `(N,)`, contiguous, any float dtype: one value per output column.
+ * @param d    Output `(M, N)` or `(batch, M, N)`, fp32/fp16/bf16; must not overlap the inputs.
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
  *   FK_ERROR_SHAPE_MISMATCH (rank not 2 or 3, inner dimensions or batch counts disagree, bias
  *   length not N); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (negative stride, bias not
@@ -543,7 +583,13 @@ FK_API fk_status_t fk_gemm(const fk_context_t* context, const fk_launch_t* launc
                            const fk_gemm_params_t* params, const DLTensor* a, const DLTensor* b,
                            const DLTensor* c, const DLTensor* bias, const DLTensor* d);
 
-/** @brief Names the variant fk_gemm() would run; validates like fk_gemm(). */
+/**
+ * @brief Names the variant fk_gemm() would run, e.g. `"cpu.gemm"`; validates like fk_gemm()
+ *        and runs nothing.
+ * @param context, params, a, b, c, bias, d As for fk_gemm().
+ * @param[out] variant_name Receives static text on success.
+ * @return As fk_gemm(); FK_ERROR_NULL_POINTER if `variant_name` is NULL.
+ */
 FK_API fk_status_t fk_gemm_select_kernel(const fk_context_t* context,
                                          const fk_gemm_params_t* params, const DLTensor* a,
                                          const DLTensor* b, const DLTensor* c,
@@ -589,11 +635,23 @@ typedef struct fk_monarch_params_t {
   uint32_t flags;       /**< Reserved; must be 0. */
 } fk_monarch_params_t;
 
-/** @brief Fills `params` with defaults. */
+/**
+ * @brief Fills `params` with defaults.
+ * @param[out] params The struct to fill.
+ * @return FK_SUCCESS, or FK_ERROR_NULL_POINTER.
+ */
 FK_API fk_status_t fk_monarch_params_init(fk_monarch_params_t* params);
 
 /**
  * @brief Two-factor Monarch multiply `out = M x` (+ bias), see the group description.
+ * @param context The context.
+ * @param launch  Stream and workspace, or NULL for defaults.
+ * @param params  Options, or NULL for defaults.
+ * @param x    `(tokens, nblocks1 * p)`, fp32/fp16/bf16, last dimension contiguous.
+ * @param w1   `(nblocks1, q, p)`, x's dtype, compact: the first factor R (applied first).
+ * @param w2   `(nblocks2, s, r)`, x's dtype, compact, `nblocks2 * r == nblocks1 * q`: L.
+ * @param bias NULL or `(nblocks2 * s,)`, any float dtype, contiguous.
+ * @param out  `(tokens, nblocks2 * s)`, x's dtype, last dimension contiguous.
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
  *   FK_ERROR_SHAPE_MISMATCH (ranks; `n != nblocks1 * p`; `nblocks1 * q != nblocks2 * r`; out or
  *   bias length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (weights not compact, last
@@ -605,7 +663,12 @@ FK_API fk_status_t fk_monarch(const fk_context_t* context, const fk_launch_t* la
                               const DLTensor* w1, const DLTensor* w2, const DLTensor* bias,
                               const DLTensor* out);
 
-/** @brief Names the variant fk_monarch() would run; validates like fk_monarch(). */
+/**
+ * @brief Names the variant fk_monarch() would run; validates like fk_monarch().
+ * @param context, params, x, w1, w2, bias, out As for fk_monarch().
+ * @param[out] variant_name Receives static text on success.
+ * @return As fk_monarch(); FK_ERROR_NULL_POINTER if `variant_name` is NULL.
+ */
 FK_API fk_status_t fk_monarch_select_kernel(const fk_context_t* context,
                                             const fk_monarch_params_t* params,
                                             const DLTensor* x, const DLTensor* w1,
@@ -614,6 +677,13 @@ FK_API fk_status_t fk_monarch_select_kernel(const fk_context_t* context,
 
 /**
  * @brief Block-diagonal linear `out = blockdiag(w) x` (+ bias), see the group description.
+ * @param context The context.
+ * @param launch  Stream and workspace, or NULL for defaults.
+ * @param params  Options, or NULL for defaults.
+ * @param x    `(tokens, nblocks * p)`, fp32/fp16/bf16, last dimension contiguous.
+ * @param w    `(nblocks, q, p)`, x's dtype, compact.
+ * @param bias NULL or `(nblocks * q,)`, any float dtype, contiguous.
+ * @param out  `(tokens, nblocks * q)`, x's dtype, last dimension contiguous.
  * @return As fk_monarch().
  */
 FK_API fk_status_t fk_blockdiag_linear(const fk_context_t* context, const fk_launch_t* launch,
@@ -621,7 +691,12 @@ FK_API fk_status_t fk_blockdiag_linear(const fk_context_t* context, const fk_lau
                                        const DLTensor* w, const DLTensor* bias,
                                        const DLTensor* out);
 
-/** @brief Names the variant fk_blockdiag_linear() would run; validates like it. */
+/**
+ * @brief Names the variant fk_blockdiag_linear() would run; validates like it.
+ * @param context, params, x, w, bias, out As for fk_blockdiag_linear().
+ * @param[out] variant_name Receives static text on success.
+ * @return As fk_blockdiag_linear(); FK_ERROR_NULL_POINTER if `variant_name` is NULL.
+ */
 FK_API fk_status_t fk_blockdiag_linear_select_kernel(const fk_context_t* context,
                                                      const fk_monarch_params_t* params,
                                                      const DLTensor* x, const DLTensor* w,
@@ -687,12 +762,18 @@ typedef struct fk_fftconv_plan_options_t {
   uint32_t flags;       /**< 0 or FK_FFTCONV_FILTER_CONSTANT. */
 } fk_fftconv_plan_options_t;
 
-/** @brief Fills `options` with defaults (causal, fp32, zero sizes). */
+/**
+ * @brief Fills `options` with defaults: causal, fp32, all sizes 0, no flags.
+ * @param[out] options The struct to fill.
+ * @return FK_SUCCESS, or FK_ERROR_NULL_POINTER.
+ */
 FK_API fk_status_t fk_fftconv_plan_options_init(fk_fftconv_plan_options_t* options);
 
 /**
  * @brief Creates an FFT-convolution plan on a context. The plan keeps a reference to the
  *        context, which must outlive it.
+ * @param context The context whose backend and device the plan runs on.
+ * @param options Initialised with fk_fftconv_plan_options_init() and filled in.
  * @param[out] plan Receives the plan; untouched on failure.
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
  *   FK_ERROR_INVALID_ARGUMENT (negative sizes, unknown mode or flags, fft_size not a power of
@@ -703,21 +784,32 @@ FK_API fk_status_t fk_fftconv_plan_create(const fk_context_t* context,
                                           const fk_fftconv_plan_options_t* options,
                                           fk_fftconv_plan_t** plan);
 
-/** @brief Destroys a plan; NULL does nothing. No call using it may be in flight. */
+/**
+ * @brief Destroys a plan; NULL does nothing. No call using it may be in flight.
+ * @param plan The plan, or NULL.
+ * @return FK_SUCCESS.
+ */
 FK_API fk_status_t fk_fftconv_plan_destroy(fk_fftconv_plan_t* plan);
 
 /**
- * @brief The plan's resolved settings (fft_size after defaulting, etc.).
- * @param[out] options Receives a copy; its `struct_size` must be set (fk_*_init()).
+ * @brief The plan's resolved settings (fft_size and filter_len after defaulting).
+ * @param plan The plan.
+ * @param[out] options Receives a copy; prepare it with fk_fftconv_plan_options_init().
+ * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE.
  */
 FK_API fk_status_t fk_fftconv_plan_get_options(const fk_fftconv_plan_t* plan,
                                                fk_fftconv_plan_options_t* options);
 
 /**
  * @brief Runs the convolution; see the group description.
- * @param pregate  NULL or `(batch, channels, seqlen)`.
- * @param postgate NULL or `(batch, channels, seqlen)`.
- * @param D        NULL or `(channels,)`.
+ * @param plan     The plan (fixes channels, seqlen, filter_len, fft_size, dtype, mode).
+ * @param launch   Stream and workspace, or NULL for defaults.
+ * @param u        Input `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous.
+ * @param k        Filter `(channels, filter_len)`, any float dtype, filter_len contiguous.
+ * @param D        NULL or skip weights `(channels,)`, any float dtype, contiguous.
+ * @param pregate  NULL or `(batch, channels, seqlen)`, the plan's dtype.
+ * @param postgate NULL or `(batch, channels, seqlen)`, the plan's dtype.
+ * @param y        Output `(batch, channels, seqlen)`, the plan's dtype; may not alias u.
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE (launch);
  *   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not
  *   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;
@@ -728,7 +820,12 @@ FK_API fk_status_t fk_fftconv_forward(const fk_fftconv_plan_t* plan, const fk_la
                                       const DLTensor* pregate, const DLTensor* postgate,
                                       const DLTensor* y);
 
-/** @brief Names the variant fk_fftconv_forward() would run; validates like it. */
+/**
+ * @brief Names the variant fk_fftconv_forward() would run; validates like it.
+ * @param plan, u, k, D, pregate, postgate, y As for fk_fftconv_forward().
+ * @param[out] variant_name Receives static text on success.
+ * @return As fk_fftconv_forward(); FK_ERROR_NULL_POINTER if `variant_name` is NULL.
+ */
 FK_API fk_status_t fk_fftconv_select_kernel(const fk_fftconv_plan_t* plan, const DLTensor* u,
                                             const DLTensor* k, const DLTensor* D,
                                             const DLTensor* pregate, const DLTensor* postgate,
