@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The GPU check: build here, then run the `gpu` suites on a machine with an NVIDIA GPU (the
+# H200 we test on) and print a short summary.
+#
+#   scripts/gpu-check.sh --build-only   (here, no GPU) build preset "gpu" and stage what the
+#                                       device needs in .device/ (library, KissFFT, test
+#                                       binaries, the SWIG wrapper source, dlpack.h)
+#   scripts/gpu-check.sh --run-only     (on the GPU machine, .device/ carried) run the checks
+#   scripts/gpu-check.sh                both, on a machine that has the toolchain and a GPU
+#
+# On the device tool:  run(command="scripts/gpu-check.sh --run-only", carry=[".device"])
+# Extra suites: FK_GPU_CHECK_PYTHON=0 skips the Python/torch checks, FK_GPU_CHECK_DEMO=0 the
+# demo, FK_GPU_CHECK_SANITIZER=0 compute-sanitizer.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+stage=$root/.device
+mode=${1:-all}
+
+build() {
+  set -e
+  source scripts/setup-deps.sh
+  FK_DEPS_PROFILE=test fk_install_deps
+  fk_log "building preset gpu (CUDA kernels for sm_90a, sm_80, compute_80)"
+  cmake --preset gpu -DFLASHKIT_BUILD_PYTHON=ON >/dev/null
+  cmake --build --preset gpu -j "$(nproc)"
+  rm -rf "$stage" && mkdir -p "$stage/lib" "$stage/bin" "$stage/include" "$stage/python"
+  cp -a build-gpu/libflashkit.so* build-gpu/libkissfft-float.so* "$stage/lib/"
+  cp build-gpu/tests/flashkit_tests_gpu build-gpu/tests/flashkit_tests_cpu "$stage/bin/"
+  cp -r /usr/include/dlpack "$stage/include/"
+  # The SWIG wrapper is compiled on the device against its own Python (3.12 there, 3.11 here).
+  wrap=$(find build-gpu/bindings/python -name '*_wrap.c*' 2>/dev/null | head -n 1 || true)
+  if [ -n "$wrap" ]; then
+    cp "$wrap" "$stage/python/"
+    pkgsrc=$(find build-gpu/bindings/python -maxdepth 2 -name flashkit -type d | head -n 1 || true)
+    [ -n "$pkgsrc" ] && cp -rL "$pkgsrc" "$stage/python/flashkit"
+  fi
+  du -sh "$stage" | awk '{print "[flashkit] staged " $1 " in .device/"}'
+  set +e
+}
+
+summary=()
+record() { summary+=("$(printf '%-34s %s' "$1" "$2")"); }
+
+run_checks() {
+  if ! command -v nvidia-smi >/dev/null 2>&1; then
+    echo "SKIP: no NVIDIA driver on this machine (nvidia-smi missing)"; return 0
+  fi
+  [ -d "$stage/lib" ] || { echo "no .device/ staging: run scripts/gpu-check.sh --build-only first"; return 1; }
+  export LD_LIBRARY_PATH=$stage/lib:${LD_LIBRARY_PATH:-}
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+  mkdir -p "${OUT:-/tmp/fk-out}"
+  local out=${OUT:-/tmp/fk-out}
+
+  "$stage/bin/flashkit_tests_gpu" --order rand 2>&1 | tee "$out/gpu_tests.log" | tail -n 25
+  local rc=${PIPESTATUS[0]}
+  record "C++ gpu suite" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)") $(grep -E '^(All tests passed|test cases:)' "$out/gpu_tests.log" | tail -n 1)"
+
+  if [ "${FK_GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
+    for tool in memcheck racecheck; do
+      compute-sanitizer --tool $tool --error-exitcode 9 "$stage/bin/flashkit_tests_gpu" "[sanitize]" \
+        >"$out/sanitizer_$tool.log" 2>&1
+      local src=$?
+      record "compute-sanitizer $tool" "$([ $src -eq 0 ] && echo PASS || echo "FAIL (rc $src, see sanitizer_$tool.log)") $(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.log" | tail -n 1)"
+    done
+  fi
+
+  if [ "${FK_GPU_CHECK_PYTHON:-1}" = 1 ] && [ -d "$stage/python/flashkit" ]; then
+    python_checks "$out"
+  fi
+  echo
+  echo "==== flashkit gpu-check summary ===="
+  printf '%s\n' "${summary[@]}"
+}
+
+python_checks() {
+  local out=$1 wrap py=python3
+  wrap=$(ls "$stage"/python/*_wrap.c* 2>/dev/null | head -n 1)
+  local ext_name
+  ext_name=$(sed -n 's/^#define SWIG_name *"\(.*\)"/\1/p' "$wrap" | head -n 1)
+  local suffix
+  suffix=$($py -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  local incs
+  incs=$($py -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  if g++ -O2 -shared -fPIC -std=c++17 -w -I"$incs" -I"$stage/include" -I"$root/include" \
+       "$wrap" -L"$stage/lib" -lflashkit -Wl,-rpath,'$ORIGIN' \
+       -o "$stage/python/flashkit/${ext_name}${suffix}" 2>"$out/python_build.log"; then
+    cp -a "$stage"/lib/*.so* "$stage/python/flashkit/"
+    record "python extension ($($py -V 2>&1))" "built"
+  else
+    record "python extension" "FAIL (see python_build.log)"; return
+  fi
+  export PYTHONPATH=$stage/python:${PYTHONPATH:-}
+  $py -m pytest -q -m gpu tests/python -p no:cacheprovider 2>&1 | tee "$out/python_gpu.log" | tail -n 15
+  record "pytest -m gpu (torch CUDA)" "$(tail -n 1 "$out/python_gpu.log")"
+  if [ "${FK_GPU_CHECK_DEMO:-1}" = 1 ] && [ -f examples/python/embed.py ]; then
+    for dt in float32 bfloat16; do
+      HF_HUB_OFFLINE=1 $py examples/python/embed.py --device cuda --dtype $dt --batch 64 \
+        --json "$out/demo_$dt.json" >"$out/demo_$dt.log" 2>&1
+      local drc=$?
+      record "demo (cuda, $dt, 64 sentences)" "$([ $drc -eq 0 ] && echo PASS || echo "FAIL rc $drc") $(grep -iE 'agreement|per batch' "$out/demo_$dt.log" | tr '\n' ' ' | cut -c1-110)"
+    done
+  fi
+}
+
+case "$mode" in
+  --build-only) build ;;
+  --run-only) run_checks ;;
+  all|*) build && run_checks ;;
+esac
