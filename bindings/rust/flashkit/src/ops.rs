@@ -1,0 +1,455 @@
+//! Attention, GEMM, Monarch and block-diagonal linear.
+
+use std::os::raw::c_char;
+
+use flashkit_sys as sys;
+
+use crate::context::{Context, Launch};
+use crate::error::{check, static_str, Result};
+use crate::tensor::{opt_ptr, Tensor, TensorMut};
+
+/// Attention options (`fk_attention_params_t`). `Default` gives the library's defaults
+/// (`fk_attention_params_init()`): scale `1/sqrt(head_dim)`, not causal, no window, no softcap.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttentionParams {
+    /// Multiplier of `Q K^T`; `None` means `1 / sqrt(head_dim)`. Must be finite.
+    pub softmax_scale: Option<f32>,
+    /// Causal mask, aligned to the bottom-right corner when `seqlen_q != seqlen_k`.
+    pub causal: bool,
+    /// Keys allowed left of the diagonal; -1 is unbounded. Must be >= -1.
+    pub window_size_left: i32,
+    /// Keys allowed right of the diagonal; -1 is unbounded (0 when `causal`). Must be >= -1.
+    pub window_size_right: i32,
+    /// Score cap `softcap * tanh(s / softcap)` (Gemma 2); 0 disables it. Must be >= 0, finite.
+    pub softcap: f32,
+}
+
+impl Default for AttentionParams {
+    fn default() -> Self {
+        let raw = raw_attention_params();
+        AttentionParams {
+            softmax_scale: if raw.softmax_scale.is_nan() { None } else { Some(raw.softmax_scale) },
+            causal: raw.causal != 0,
+            window_size_left: raw.window_size_left,
+            window_size_right: raw.window_size_right,
+            softcap: raw.softcap,
+        }
+    }
+}
+
+fn raw_attention_params() -> sys::fk_attention_params_t {
+    // SAFETY: plain-old-data; the init function fills every field.
+    let mut raw: sys::fk_attention_params_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { sys::fk_attention_params_init(&mut raw) };
+    raw
+}
+
+impl AttentionParams {
+    fn to_raw(self) -> sys::fk_attention_params_t {
+        let mut raw = raw_attention_params();
+        raw.softmax_scale = self.softmax_scale.unwrap_or(f32::NAN);
+        raw.causal = i32::from(self.causal);
+        raw.window_size_left = self.window_size_left;
+        raw.window_size_right = self.window_size_right;
+        raw.softcap = self.softcap;
+        raw
+    }
+}
+
+/// Packed variable-length sequences for [`attention`]: `cu_seqlens_q` and `cu_seqlens_k`, int32
+/// `(batch + 1,)`, contiguous, starting at 0, non-decreasing, ending at `total_q` / `total_k`.
+#[derive(Clone, Copy, Debug)]
+pub struct VarLen<'t, 'a> {
+    /// Cumulative query sequence lengths.
+    pub cu_seqlens_q: &'t Tensor<'a>,
+    /// Cumulative key sequence lengths.
+    pub cu_seqlens_k: &'t Tensor<'a>,
+}
+
+type Variant = *const c_char;
+
+/// Attention forward: `out = softmax(mask(softcap(scale Q K^T))) V`, without materialising the
+/// score matrix (FlashAttention).
+///
+/// Shapes (batched form, `varlen = None`):
+/// - `q`, `out`: `(batch, seqlen_q, nheads, head_dim)`
+/// - `k`, `v`: `(batch, seqlen_k, nheads_k, head_dim)`
+/// - `lse`: `(batch, nheads, seqlen_q)`, f32, optional
+///
+/// Variable-length form (`varlen = Some(..)`): `q`, `out` `(total_q, nheads, head_dim)`, `k`,
+/// `v` `(total_k, nheads_k, head_dim)`, `lse` `(nheads, total_q)`.
+///
+/// dtypes: `q`, `k`, `v`, `out` share one of f32, f16, bf16; `lse` is f32. `head_dim` is 1 to
+/// 256; `nheads % nheads_k == 0` (GQA/MQA); the last dimension must be contiguous. A query row
+/// that sees no key gives `out = 0` and `lse = -inf`.
+///
+/// # Errors
+/// As `fk_attention_forward()`: [`Status::ShapeMismatch`](crate::Status::ShapeMismatch) (ranks,
+/// extents that disagree, `head_dim` 0 or above 256, `nheads % nheads_k != 0`),
+/// `DtypeMismatch`, `BadStrides`, `InvalidArgument` (window < -1, bad softcap or scale,
+/// malformed `cu_seqlens`), `WrongDevice`, `Misaligned`, `Device`. The message names the
+/// argument, e.g. `"q: head_dim 300 > 256"`.
+#[allow(clippy::too_many_arguments)]
+pub fn attention(
+    context: &Context,
+    launch: Option<&Launch>,
+    params: &AttentionParams,
+    q: &Tensor<'_>,
+    k: &Tensor<'_>,
+    v: &Tensor<'_>,
+    varlen: Option<VarLen<'_, '_>>,
+    out: &mut TensorMut<'_>,
+    lse: Option<&mut TensorMut<'_>>,
+) -> Result<()> {
+    let p = params.to_raw();
+    let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
+    let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
+    let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());
+    let lse = lse.map(|t| t.as_dlpack());
+    // SAFETY: every DLTensor describes memory its view borrows for the whole call (checked
+    // against its slice, or vouched for by an unsafe constructor); outputs are exclusive
+    // borrows; the context is alive.
+    check(unsafe {
+        sys::fk_attention_forward(
+            context.as_raw(),
+            Launch::ptr(launch),
+            &p,
+            &q,
+            &k,
+            &v,
+            opt_ptr(&cu_q),
+            opt_ptr(&cu_k),
+            &o,
+            opt_ptr(&lse),
+        )
+    })
+}
+
+/// Names the kernel variant [`attention`] would run for these arguments (e.g.
+/// `"cpu.attention"`); validates exactly as it does and runs nothing.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_select_kernel(
+    context: &Context,
+    params: &AttentionParams,
+    q: &Tensor<'_>,
+    k: &Tensor<'_>,
+    v: &Tensor<'_>,
+    varlen: Option<VarLen<'_, '_>>,
+    out: &TensorMut<'_>,
+    lse: Option<&TensorMut<'_>>,
+) -> Result<&'static str> {
+    let p = params.to_raw();
+    let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
+    let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
+    let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());
+    let lse = lse.map(|t| t.as_dlpack());
+    let mut name: Variant = std::ptr::null();
+    // SAFETY: as in `attention`; nothing is written but `name`.
+    check(unsafe {
+        sys::fk_attention_select_kernel(
+            context.as_raw(),
+            &p,
+            &q,
+            &k,
+            &v,
+            opt_ptr(&cu_q),
+            opt_ptr(&cu_k),
+            &o,
+            opt_ptr(&lse),
+            &mut name,
+        )
+    })?;
+    Ok(static_str(name))
+}
+
+/// Elementwise activation applied last in a GEMM epilogue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Activation {
+    /// Identity.
+    #[default]
+    None,
+    /// `max(x, 0)`.
+    Relu,
+    /// GELU, tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+    GeluTanh,
+    /// Exact GELU: `0.5 x (1 + erf(x / sqrt(2)))`.
+    GeluErf,
+}
+
+impl Activation {
+    fn code(self) -> i32 {
+        (match self {
+            Activation::None => sys::FK_ACTIVATION_NONE,
+            Activation::Relu => sys::FK_ACTIVATION_RELU,
+            Activation::GeluTanh => sys::FK_ACTIVATION_GELU_TANH,
+            Activation::GeluErf => sys::FK_ACTIVATION_GELU_ERF,
+        }) as i32
+    }
+
+    /// The activation for a C `fk_activation_t` value.
+    pub fn from_code(code: i32) -> Option<Activation> {
+        match u32::try_from(code).ok()? {
+            sys::FK_ACTIVATION_NONE => Some(Activation::None),
+            sys::FK_ACTIVATION_RELU => Some(Activation::Relu),
+            sys::FK_ACTIVATION_GELU_TANH => Some(Activation::GeluTanh),
+            sys::FK_ACTIVATION_GELU_ERF => Some(Activation::GeluErf),
+            _ => None,
+        }
+    }
+}
+
+/// GEMM options (`fk_gemm_params_t`). `Default` gives the library's defaults
+/// (`fk_gemm_params_init()`): no transposes, alpha 1, beta 0, no activation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmParams {
+    /// `a` is stored `(K, M)` and used transposed.
+    pub trans_a: bool,
+    /// `b` is stored `(N, K)` and used transposed.
+    pub trans_b: bool,
+    /// Scale of the product; finite.
+    pub alpha: f32,
+    /// Scale of `c`; finite. Nonzero requires `c`.
+    pub beta: f32,
+    /// Epilogue activation.
+    pub activation: Activation,
+}
+
+fn raw_gemm_params() -> sys::fk_gemm_params_t {
+    // SAFETY: plain-old-data; the init function fills every field.
+    let mut raw: sys::fk_gemm_params_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { sys::fk_gemm_params_init(&mut raw) };
+    raw
+}
+
+impl Default for GemmParams {
+    fn default() -> Self {
+        let raw = raw_gemm_params();
+        GemmParams {
+            trans_a: raw.trans_a != 0,
+            trans_b: raw.trans_b != 0,
+            alpha: raw.alpha,
+            beta: raw.beta,
+            activation: Activation::from_code(raw.activation).unwrap_or_default(),
+        }
+    }
+}
+
+impl GemmParams {
+    fn to_raw(self) -> sys::fk_gemm_params_t {
+        let mut raw = raw_gemm_params();
+        raw.trans_a = i32::from(self.trans_a);
+        raw.trans_b = i32::from(self.trans_b);
+        raw.alpha = self.alpha;
+        raw.beta = self.beta;
+        raw.activation = self.activation.code();
+        raw
+    }
+}
+
+/// GEMM with fused epilogue: `d = activation(alpha * op(a) @ op(b) + beta * c + bias)`,
+/// accumulated in f32.
+///
+/// - `a`: `(M, K)`, or `(K, M)` with `trans_a`; optionally `(batch, ., .)`.
+/// - `b`: `(K, N)`, or `(N, K)` with `trans_b`; optionally batched.
+/// - `c`: optional `(M, N)` or `(batch, M, N)`, read only when `beta != 0` (then required).
+/// - `bias`: optional `(N,)`, contiguous, any float dtype.
+/// - `d`: `(M, N)` or `(batch, M, N)`. A rank-2 operand is broadcast over the batch.
+///
+/// dtypes: `a`, `b` share one of f32/f16/bf16; `c`, `d` share one. `K = 0` writes
+/// `activation(beta * c + bias)`.
+///
+/// # Errors
+/// As `fk_gemm()`: `ShapeMismatch`, `DtypeMismatch`, `BadStrides`, `InvalidArgument` (beta
+/// without `c`, non-finite alpha/beta), `WrongDevice`, `Misaligned`, `Device`.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm(
+    context: &Context,
+    launch: Option<&Launch>,
+    params: &GemmParams,
+    a: &Tensor<'_>,
+    b: &Tensor<'_>,
+    c: Option<&Tensor<'_>>,
+    bias: Option<&Tensor<'_>>,
+    d: &mut TensorMut<'_>,
+) -> Result<()> {
+    let p = params.to_raw();
+    let (a, b, dd) = (a.as_dlpack(), b.as_dlpack(), d.as_dlpack());
+    let (c, bias) = (c.map(|t| t.as_dlpack()), bias.map(|t| t.as_dlpack()));
+    // SAFETY: see `attention`.
+    check(unsafe {
+        sys::fk_gemm(
+            context.as_raw(),
+            Launch::ptr(launch),
+            &p,
+            &a,
+            &b,
+            opt_ptr(&c),
+            opt_ptr(&bias),
+            &dd,
+        )
+    })
+}
+
+/// Names the variant [`gemm`] would run (e.g. `"cpu.gemm"`); validates like it.
+pub fn gemm_select_kernel(
+    context: &Context,
+    params: &GemmParams,
+    a: &Tensor<'_>,
+    b: &Tensor<'_>,
+    c: Option<&Tensor<'_>>,
+    bias: Option<&Tensor<'_>>,
+    d: &TensorMut<'_>,
+) -> Result<&'static str> {
+    let p = params.to_raw();
+    let (a, b, dd) = (a.as_dlpack(), b.as_dlpack(), d.as_dlpack());
+    let (c, bias) = (c.map(|t| t.as_dlpack()), bias.map(|t| t.as_dlpack()));
+    let mut name: Variant = std::ptr::null();
+    // SAFETY: see `attention`.
+    check(unsafe {
+        sys::fk_gemm_select_kernel(
+            context.as_raw(),
+            &p,
+            &a,
+            &b,
+            opt_ptr(&c),
+            opt_ptr(&bias),
+            &dd,
+            &mut name,
+        )
+    })?;
+    Ok(static_str(name))
+}
+
+fn raw_monarch_params() -> sys::fk_monarch_params_t {
+    // SAFETY: plain-old-data; the init function fills every field.
+    let mut raw: sys::fk_monarch_params_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { sys::fk_monarch_params_init(&mut raw) };
+    raw
+}
+
+/// Two-factor Monarch multiply `out = M x (+ bias)` with `M = P L P^T R` (Dao et al. 2022),
+/// factors in the layout of m2's `blockdiag_butterfly_multiply(x, w1, w2)`:
+///
+/// - `x` `(tokens, nblocks1 * p)`, last dimension contiguous
+/// - `w1` `(nblocks1, q, p)`: R, applied first; compact
+/// - `w2` `(nblocks2, s, r)`: L, with `nblocks1 * q == nblocks2 * r`; compact
+/// - `bias` optional `(nblocks2 * s,)`, any float dtype
+/// - `out` `(tokens, nblocks2 * s)`
+///
+/// `x`, weights and `out` share one of f32/f16/bf16; f32 accumulation.
+///
+/// # Errors
+/// As `fk_monarch()`: `ShapeMismatch`, `DtypeMismatch`, `BadStrides` (weights not compact),
+/// `WrongDevice`, `Misaligned`, `Device`.
+#[allow(clippy::too_many_arguments)]
+pub fn monarch(
+    context: &Context,
+    launch: Option<&Launch>,
+    x: &Tensor<'_>,
+    w1: &Tensor<'_>,
+    w2: &Tensor<'_>,
+    bias: Option<&Tensor<'_>>,
+    out: &mut TensorMut<'_>,
+) -> Result<()> {
+    let p = raw_monarch_params();
+    let (x, w1, w2, o) = (x.as_dlpack(), w1.as_dlpack(), w2.as_dlpack(), out.as_dlpack());
+    let bias = bias.map(|t| t.as_dlpack());
+    // SAFETY: see `attention`.
+    check(unsafe {
+        sys::fk_monarch(context.as_raw(), Launch::ptr(launch), &p, &x, &w1, &w2, opt_ptr(&bias), &o)
+    })
+}
+
+/// Names the variant [`monarch`] would run; validates like it.
+pub fn monarch_select_kernel(
+    context: &Context,
+    x: &Tensor<'_>,
+    w1: &Tensor<'_>,
+    w2: &Tensor<'_>,
+    bias: Option<&Tensor<'_>>,
+    out: &TensorMut<'_>,
+) -> Result<&'static str> {
+    let p = raw_monarch_params();
+    let (x, w1, w2, o) = (x.as_dlpack(), w1.as_dlpack(), w2.as_dlpack(), out.as_dlpack());
+    let bias = bias.map(|t| t.as_dlpack());
+    let mut name: Variant = std::ptr::null();
+    // SAFETY: see `attention`.
+    check(unsafe {
+        sys::fk_monarch_select_kernel(
+            context.as_raw(),
+            &p,
+            &x,
+            &w1,
+            &w2,
+            opt_ptr(&bias),
+            &o,
+            &mut name,
+        )
+    })?;
+    Ok(static_str(name))
+}
+
+/// Block-diagonal linear (M2-BERT's `BlockdiagLinear`):
+/// `out[t, i*q + a] = sum_c w[i, a, c] * x[t, i*p + c] (+ bias[i*q + a])`.
+///
+/// - `x` `(tokens, nblocks * p)`, last dimension contiguous
+/// - `w` `(nblocks, q, p)`, compact
+/// - `bias` optional `(nblocks * q,)`, any float dtype
+/// - `out` `(tokens, nblocks * q)`
+///
+/// # Errors
+/// As [`monarch`].
+pub fn blockdiag_linear(
+    context: &Context,
+    launch: Option<&Launch>,
+    x: &Tensor<'_>,
+    w: &Tensor<'_>,
+    bias: Option<&Tensor<'_>>,
+    out: &mut TensorMut<'_>,
+) -> Result<()> {
+    let p = raw_monarch_params();
+    let (x, w, o) = (x.as_dlpack(), w.as_dlpack(), out.as_dlpack());
+    let bias = bias.map(|t| t.as_dlpack());
+    // SAFETY: see `attention`.
+    check(unsafe {
+        sys::fk_blockdiag_linear(
+            context.as_raw(),
+            Launch::ptr(launch),
+            &p,
+            &x,
+            &w,
+            opt_ptr(&bias),
+            &o,
+        )
+    })
+}
+
+/// Names the variant [`blockdiag_linear`] would run; validates like it.
+pub fn blockdiag_linear_select_kernel(
+    context: &Context,
+    x: &Tensor<'_>,
+    w: &Tensor<'_>,
+    bias: Option<&Tensor<'_>>,
+    out: &TensorMut<'_>,
+) -> Result<&'static str> {
+    let p = raw_monarch_params();
+    let (x, w, o) = (x.as_dlpack(), w.as_dlpack(), out.as_dlpack());
+    let bias = bias.map(|t| t.as_dlpack());
+    let mut name: Variant = std::ptr::null();
+    // SAFETY: see `attention`.
+    check(unsafe {
+        sys::fk_blockdiag_linear_select_kernel(
+            context.as_raw(),
+            &p,
+            &x,
+            &w,
+            opt_ptr(&bias),
+            &o,
+            &mut name,
+        )
+    })?;
+    Ok(static_str(name))
+}

@@ -1,0 +1,416 @@
+//! The safe API against the raw C ABI: errors carry exactly the status and message C reports,
+//! contexts and plans work across threads, dtype tags and context info.
+use std::ffi::CStr;
+use std::ptr;
+
+use flashkit::sys;
+use flashkit::{
+    attention, gemm, Backend, Context, ContextOptions, DType, ErrorCategory, FFTConvOptions,
+    FFTConvPlan, GemmParams, KernelFamily, Status, Tensor, TensorMut,
+};
+
+/// The calling thread's C last-error message.
+fn c_last_error() -> String {
+    unsafe { CStr::from_ptr(sys::fk_get_last_error_message()) }.to_str().unwrap().to_string()
+}
+
+/// A compact f32 CPU DLTensor built by hand (independently of the crate's views).
+fn raw_f32(data: &mut [f32], shape: &mut [i64]) -> sys::DLTensor {
+    sys::DLTensor {
+        data: data.as_mut_ptr().cast(),
+        device: sys::DLDevice { device_type: sys::kDLCPU, device_id: 0 },
+        ndim: shape.len() as i32,
+        dtype: sys::DLDataType { code: sys::kDLFloat as u8, bits: 32, lanes: 1 },
+        shape: shape.as_mut_ptr(),
+        strides: ptr::null_mut(),
+        byte_offset: 0,
+    }
+}
+
+fn raw_cpu_context() -> *mut sys::fk_context_t {
+    let mut opts: sys::fk_context_options_t = unsafe { std::mem::zeroed() };
+    let mut ctx = ptr::null_mut();
+    unsafe {
+        assert_eq!(sys::fk_context_options_init(&mut opts), sys::FK_SUCCESS);
+        opts.backend = sys::FK_BACKEND_CPU as i32;
+        assert_eq!(sys::fk_context_create(&opts, &mut ctx), sys::FK_SUCCESS);
+    }
+    ctx
+}
+
+#[test]
+fn bad_head_dim_gives_the_c_status_and_message() {
+    // head_dim 300 > 256: q, k, v, out all (1, 2, 1, 300).
+    let n = 2 * 300;
+    let (mut q, mut k, mut v, mut out) =
+        (vec![0.5f32; n], vec![0.5f32; n], vec![0.5f32; n], vec![0f32; n]);
+
+    // The raw C call.
+    let (c_status, c_message) = {
+        let ctx = raw_cpu_context();
+        let mut shapes = [[1i64, 2, 1, 300]; 4];
+        let [s0, s1, s2, s3] = &mut shapes;
+        let (tq, tk, tv, to) =
+            (raw_f32(&mut q, s0), raw_f32(&mut k, s1), raw_f32(&mut v, s2), raw_f32(&mut out, s3));
+        let status = unsafe {
+            sys::fk_attention_forward(
+                ctx,
+                ptr::null(),
+                ptr::null(),
+                &tq,
+                &tk,
+                &tv,
+                ptr::null(),
+                ptr::null(),
+                &to,
+                ptr::null(),
+            )
+        };
+        let message = c_last_error();
+        unsafe { sys::fk_context_destroy(ctx) };
+        (status, message)
+    };
+    assert_eq!(c_status, sys::FK_ERROR_SHAPE_MISMATCH);
+    assert_eq!(c_message, "q: head_dim 300 > 256", "the header's documented example");
+
+    // Clobber the thread's last message so the safe call must produce its own.
+    unsafe { sys::fk_context_options_init(ptr::null_mut()) };
+    assert_ne!(c_last_error(), c_message);
+
+    // The same call through the safe API.
+    let ctx = Context::cpu().unwrap();
+    let shape = [1, 2, 1, 300];
+    let (qt, kt, vt) = (
+        Tensor::new(&q, &shape).unwrap(),
+        Tensor::new(&k, &shape).unwrap(),
+        Tensor::new(&v, &shape).unwrap(),
+    );
+    let mut ot = TensorMut::new(&mut out, &shape).unwrap();
+    let err =
+        attention(&ctx, None, &Default::default(), &qt, &kt, &vt, None, &mut ot, None).unwrap_err();
+    assert_eq!(err.message(), c_message);
+    assert_eq!(err.code(), c_status);
+    assert_eq!(err.status(), Status::ShapeMismatch);
+    assert_eq!(err.category(), ErrorCategory::InvalidArgument);
+    assert!(err.to_string().contains("q: head_dim 300 > 256"), "{err}");
+
+    // select_kernel validates the same way.
+    let err2 = flashkit::attention_select_kernel(
+        &ctx,
+        &Default::default(),
+        &qt,
+        &kt,
+        &vt,
+        None,
+        &ot,
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(err2, err);
+}
+
+#[test]
+fn gemm_shape_error_matches_c() {
+    // a (2, 3) @ b (4, 2): inner dimensions disagree.
+    let (mut a, mut b, mut d) = (vec![1f32; 6], vec![1f32; 8], vec![0f32; 4]);
+    let (c_status, c_message) = {
+        let ctx = raw_cpu_context();
+        let (mut sa, mut sb, mut sd) = ([2i64, 3], [4i64, 2], [2i64, 2]);
+        let (ta, tb, td) =
+            (raw_f32(&mut a, &mut sa), raw_f32(&mut b, &mut sb), raw_f32(&mut d, &mut sd));
+        let status = unsafe {
+            sys::fk_gemm(ctx, ptr::null(), ptr::null(), &ta, &tb, ptr::null(), ptr::null(), &td)
+        };
+        let message = c_last_error();
+        unsafe { sys::fk_context_destroy(ctx) };
+        (status, message)
+    };
+    assert_ne!(c_status, sys::FK_SUCCESS);
+    assert!(!c_message.is_empty());
+
+    let ctx = Context::cpu().unwrap();
+    let at = Tensor::new(&a, &[2, 3]).unwrap();
+    let bt = Tensor::new(&b, &[4, 2]).unwrap();
+    let mut dt = TensorMut::new(&mut d, &[2, 2]).unwrap();
+    let err = gemm(&ctx, None, &GemmParams::default(), &at, &bt, None, None, &mut dt).unwrap_err();
+    assert_eq!((err.code(), err.message()), (c_status, c_message.as_str()));
+}
+
+#[test]
+fn plan_and_context_errors_match_c() {
+    // fft_size 12 is not a power of two.
+    let ctx = Context::cpu().unwrap();
+    let opts = FFTConvOptions { channels: 1, seqlen: 8, fft_size: 12, ..Default::default() };
+    let (c_status, c_message) = unsafe {
+        let mut raw: sys::fk_fftconv_plan_options_t = std::mem::zeroed();
+        sys::fk_fftconv_plan_options_init(&mut raw);
+        raw.channels = 1;
+        raw.seqlen = 8;
+        raw.fft_size = 12;
+        let mut plan = ptr::null_mut();
+        let status = sys::fk_fftconv_plan_create(ctx.as_raw(), &raw, &mut plan);
+        assert!(plan.is_null());
+        (status, c_last_error())
+    };
+    assert_eq!(c_status, sys::FK_ERROR_INVALID_ARGUMENT);
+    let err = FFTConvPlan::new(&ctx, &opts).unwrap_err();
+    assert_eq!((err.code(), err.message()), (c_status, c_message.as_str()));
+    assert_eq!(err.status(), Status::InvalidArgument);
+
+    // Negative thread count.
+    let (c_status, c_message) = unsafe {
+        let mut raw: sys::fk_context_options_t = std::mem::zeroed();
+        sys::fk_context_options_init(&mut raw);
+        raw.backend = sys::FK_BACKEND_CPU as i32;
+        raw.num_threads = -3;
+        let mut c = ptr::null_mut();
+        let status = sys::fk_context_create(&raw, &mut c);
+        assert!(c.is_null());
+        (status, c_last_error())
+    };
+    let err = Context::new(&ContextOptions {
+        backend: Backend::Cpu,
+        num_threads: -3,
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert_eq!((err.code(), err.message()), (c_status, c_message.as_str()));
+}
+
+#[test]
+fn errors_are_per_thread() {
+    // Two threads fail differently at the same time; each Error holds its own thread's message.
+    let ctx = Context::cpu().unwrap();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = [12i64, 24]
+            .into_iter()
+            .map(|fft_size| {
+                let ctx = &ctx;
+                s.spawn(move || {
+                    let mut messages = Vec::new();
+                    for _ in 0..200 {
+                        let opts = FFTConvOptions {
+                            channels: 1,
+                            seqlen: 4,
+                            fft_size,
+                            ..Default::default()
+                        };
+                        messages
+                            .push(FFTConvPlan::new(ctx, &opts).unwrap_err().message().to_string());
+                    }
+                    (fft_size, messages)
+                })
+            })
+            .collect();
+        for h in handles {
+            let (fft_size, messages) = h.join().unwrap();
+            for m in messages {
+                assert!(
+                    m.contains(&fft_size.to_string()),
+                    "thread with fft_size {fft_size} got '{m}'"
+                );
+            }
+        }
+    });
+}
+
+#[test]
+fn context_and_plan_are_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Context>();
+    assert_send_sync::<FFTConvPlan<'static>>();
+    assert_send_sync::<Tensor<'static>>();
+
+    let ctx = Context::cpu().unwrap();
+    let (channels, seqlen) = (3i64, 64i64);
+    let plan = FFTConvPlan::new(
+        &ctx,
+        &FFTConvOptions { channels, seqlen, filter_len: 16, ..Default::default() },
+    )
+    .unwrap();
+    let n = (channels * seqlen) as usize;
+    let u: Vec<f32> = (0..n).map(|i| ((i * 37 % 101) as f32) / 50.0 - 1.0).collect();
+    let k: Vec<f32> = (0..(channels * 16) as usize).map(|i| 1.0 / (1.0 + i as f32)).collect();
+    let ut = Tensor::new(&u, &[1, channels, seqlen]).unwrap();
+    let kt = Tensor::new(&k, &[channels, 16]).unwrap();
+
+    let mut reference = vec![0f32; n];
+    plan.forward(
+        None,
+        &ut,
+        &kt,
+        None,
+        None,
+        None,
+        &mut TensorMut::new(&mut reference, &[1, channels, seqlen]).unwrap(),
+    )
+    .unwrap();
+
+    // One plan, one context, eight threads at once, each with its own output.
+    let mut outputs = vec![vec![f32::NAN; n]; 8];
+    std::thread::scope(|s| {
+        for out in outputs.iter_mut() {
+            let (plan, ut, kt) = (&plan, &ut, &kt);
+            s.spawn(move || {
+                for _ in 0..20 {
+                    let mut yt =
+                        TensorMut::new(out.as_mut_slice(), &[1, channels, seqlen]).unwrap();
+                    plan.forward(None, ut, kt, None, None, None, &mut yt).unwrap();
+                }
+            });
+        }
+    });
+    for out in &outputs {
+        assert_eq!(out, &reference);
+    }
+
+    // A context can move to another thread and be dropped there.
+    let moved = Context::cpu().unwrap();
+    std::thread::spawn(move || drop(moved.info().unwrap())).join().unwrap();
+}
+
+#[test]
+fn cpu_context_info() {
+    let ctx = Context::cpu().unwrap();
+    let info = ctx.info().unwrap();
+    assert_eq!(info.backend, Backend::Cpu);
+    assert_eq!(info.kernel_family, KernelFamily::Cpu);
+    assert_eq!(info.device_ordinal, -1);
+    assert_eq!(info.compute_capability, (0, 0));
+    assert!(info.num_threads >= 1);
+    assert_eq!(info.device_name, "cpu");
+    assert_eq!(Backend::Cpu.name(), "cpu");
+    assert_eq!(KernelFamily::Sm90.name(), "sm90");
+
+    let two = Context::new(&ContextOptions {
+        backend: Backend::Cpu,
+        num_threads: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(two.info().unwrap().num_threads, 2);
+    assert_eq!(flashkit::version_number(), sys::FK_VERSION_NUMBER);
+    assert!(!flashkit::version().is_empty());
+}
+
+#[test]
+fn cuda_request_without_cuda_is_backend_unavailable_or_works() {
+    match Context::new(&ContextOptions { backend: Backend::Cuda, ..Default::default() }) {
+        Ok(ctx) => assert_eq!(ctx.info().unwrap().backend, Backend::Cuda),
+        Err(e) => {
+            assert_eq!(e.status(), Status::BackendUnavailable);
+            assert_eq!(e.category(), ErrorCategory::NotSupported);
+            assert!(!e.message().is_empty());
+        }
+    }
+}
+
+/// f32 -> IEEE half bits, for values exactly representable in half (small integers here).
+fn f16_bits(x: f32) -> u16 {
+    if x == 0.0 {
+        return 0;
+    }
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32 - 127 + 15;
+    assert!((1..31).contains(&exp), "{x} is not a normal half");
+    let mant = b & 0x7f_ffff;
+    assert_eq!(mant & 0x1fff, 0, "{x} is not exact in half");
+    sign | ((exp as u16) << 10) | (mant >> 13) as u16
+}
+
+/// f32 -> bfloat16 bits, for values exact in bf16.
+fn bf16_bits(x: f32) -> u16 {
+    assert_eq!(x.to_bits() & 0xffff, 0, "{x} is not exact in bf16");
+    (x.to_bits() >> 16) as u16
+}
+
+#[test]
+fn half_precision_views_through_bit_patterns() {
+    // d (2x2, f32) = a (2x3) @ b (3x2) with a, b in f16 and then bf16: small integers, exact.
+    let a = [1.0f32, 2.0, 3.0, -1.0, 0.5, 4.0];
+    let b = [2.0f32, 1.0, 0.0, -2.0, 1.5, 1.0];
+    let expected = [6.5f32, 0.0, 4.0, 2.0];
+    let ctx = Context::cpu().unwrap();
+    for (dtype, conv) in [(DType::F16, f16_bits as fn(f32) -> u16), (DType::BF16, bf16_bits)] {
+        let ab: Vec<u16> = a.iter().map(|&x| conv(x)).collect();
+        let bb: Vec<u16> = b.iter().map(|&x| conv(x)).collect();
+        let at = Tensor::from_bits(&ab, dtype, &[2, 3]).unwrap();
+        let bt = Tensor::from_bits(&bb, dtype, &[3, 2]).unwrap();
+        assert_eq!(at.dtype(), dtype);
+        let mut d = [f32::NAN; 4];
+        gemm(
+            &ctx,
+            None,
+            &GemmParams::default(),
+            &at,
+            &bt,
+            None,
+            None,
+            &mut TensorMut::new(&mut d, &[2, 2]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(d, expected, "{dtype:?}");
+
+        // Half output too: d16 = a @ b in the same dtype.
+        let mut d16 = [0u16; 4];
+        gemm(
+            &ctx,
+            None,
+            &GemmParams::default(),
+            &at,
+            &bt,
+            None,
+            None,
+            &mut TensorMut::from_bits(&mut d16, dtype, &[2, 2]).unwrap(),
+        )
+        .unwrap();
+        let want: Vec<u16> = expected.iter().map(|&x| conv(x)).collect();
+        assert_eq!(d16.to_vec(), want, "{dtype:?}");
+    }
+}
+
+#[test]
+fn strided_and_chained_views() {
+    // GEMM reading a padded (row stride 4) a, then feeding its output into a second GEMM.
+    let ctx = Context::cpu().unwrap();
+    let a_padded = [1.0f32, 2.0, 99.0, 99.0, 3.0, 4.0, 99.0, 99.0]; // (2, 2), row stride 4
+    let eye = [1.0f32, 0.0, 0.0, 1.0];
+    let at = Tensor::with_strides(&a_padded, &[2, 2], &[4, 1]).unwrap();
+    let it = Tensor::new(&eye, &[2, 2]).unwrap();
+    let mut d1 = [0f32; 4];
+    let mut d2 = [0f32; 4];
+    let mut d1t = TensorMut::new(&mut d1, &[2, 2]).unwrap();
+    gemm(&ctx, None, &GemmParams::default(), &at, &it, None, None, &mut d1t).unwrap();
+    let params = GemmParams { alpha: 2.0, ..Default::default() };
+    gemm(
+        &ctx,
+        None,
+        &params,
+        &d1t.as_tensor(),
+        &it,
+        None,
+        None,
+        &mut TensorMut::new(&mut d2, &[2, 2]).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(d1, [1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(d2, [2.0, 4.0, 6.0, 8.0]);
+
+    // A view that would read past its slice never reaches C.
+    let err = Tensor::with_strides(&a_padded, &[2, 2], &[8, 1]).unwrap_err();
+    assert_eq!(err.status(), Status::ShapeMismatch);
+    assert!(err.message().starts_with("flashkit-rs: "), "{}", err.message());
+}
+
+#[test]
+fn plan_reports_resolved_options() {
+    let ctx = Context::cpu().unwrap();
+    let plan = ctx
+        .fftconv_plan(&FFTConvOptions { channels: 2, seqlen: 100, ..Default::default() })
+        .unwrap();
+    let opts = plan.options().unwrap();
+    assert_eq!(opts.filter_len, 100, "filter_len 0 means seqlen");
+    assert!(opts.fft_size >= 199 && opts.fft_size.count_ones() == 1, "fft_size {}", opts.fft_size);
+    assert_eq!(opts.dtype, DType::F32);
+}
