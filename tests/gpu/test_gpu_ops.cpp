@@ -1,0 +1,1149 @@
+// GPU suite: every operation through the public C ABI on a CUDA context, against the float64
+// reference (tests/reference/reference.hpp), on fresh random inputs plus the edge cases each op
+// documents. Each output buffer is poisoned (0xFF bytes: NaN in every float dtype) on the device
+// before the call, so an element the kernel forgot reads back as NaN, and padding between
+// logical elements must come back still poisoned.
+//
+// The kernel family is the context's default (AUTO); run with FLASHKIT_KERNEL_FAMILY=generic,
+// sm80 or sm90 to pin one. Small cases carry the tag [sanitize] so that
+//   compute-sanitizer --tool memcheck flashkit_tests_gpu "[sanitize]"
+// stays quick. Failures print the op, shapes, dtype, the variant that ran, the errors and the
+// seed (FLASHKIT_TEST_SEED reproduces a run).
+#if defined(FLASHKIT_TEST_WITH_CUDA)
+
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reference/reference.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using fktest::DT;
+using fktest::HostTensor;
+
+#define REQUIRE_CUDA(expr)                                                              \
+  do {                                                                                  \
+    const cudaError_t err_ = (expr);                                                    \
+    INFO(#expr << ": " << cudaGetErrorName(err_) << " (" << cudaGetErrorString(err_) << ")"); \
+    REQUIRE(err_ == cudaSuccess);                                                       \
+  } while (0)
+
+#define REQUIRE_FK(expr)                                                                \
+  do {                                                                                  \
+    const fk_status_t st_ = (expr);                                                     \
+    INFO(#expr << " -> " << fk_status_string(st_) << ": " << fk_get_last_error_message()); \
+    REQUIRE(st_ == FK_SUCCESS);                                                         \
+  } while (0)
+
+// The CUDA context every case uses (device 0), created once.
+const fk_context_t* gpu() {
+  struct Holder {
+    fk_context_t* ctx = nullptr;
+    ~Holder() { fk_context_destroy(ctx); }
+  };
+  static Holder h;
+  if (!h.ctx) {
+    fk_context_options_t o;
+    fk_context_options_init(&o);
+    o.backend = FK_BACKEND_CUDA;
+    REQUIRE_FK(fk_context_create(&o, &h.ctx));
+  }
+  return h.ctx;
+}
+
+std::mt19937_64 rng_for(uint64_t tag) {
+  return std::mt19937_64(fktest::test_seed() ^ (tag * 0x9E3779B97F4A7C15ull));
+}
+
+// Strides with `pad` extra elements after every row of every dimension but the last.
+std::vector<int64_t> padded(const std::vector<int64_t>& shape, int64_t pad) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (int i = int(shape.size()) - 2; i >= 0; --i)
+    st[size_t(i)] = st[size_t(i) + 1] * std::max<int64_t>(shape[size_t(i) + 1], 1) + pad;
+  return st;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::ostringstream o;
+  o << "(";
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
+  o << ")";
+  return o.str();
+}
+
+// A device copy of a HostTensor: same strides and byte span, DLTensor on kDLCUDA.
+struct DeviceTensor {
+  HostTensor* host = nullptr;
+  void* ptr = nullptr;
+  DLTensor dl{};
+
+  explicit DeviceTensor(HostTensor& h) : host(std::addressof(h)) {
+    REQUIRE_CUDA(cudaMalloc(&ptr, h.bytes.size()));
+    REQUIRE_CUDA(cudaMemcpy(ptr, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
+    dl = h.dl;
+    dl.data = ptr;
+    dl.device = DLDevice{kDLCUDA, 0};
+  }
+  ~DeviceTensor() { cudaFree(ptr); }
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+
+  const DLTensor* operator&() const { return &dl; }
+  void poison() { REQUIRE_CUDA(cudaMemset(ptr, 0xFF, host->bytes.size())); }
+  // Waits for all device work, then copies the bytes back into the host tensor.
+  void download() {
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    REQUIRE_CUDA(cudaMemcpy(host->bytes.data(), ptr, host->bytes.size(), cudaMemcpyDeviceToHost));
+  }
+};
+
+// Tolerances: outputs are rounded once to their dtype (half an ulp: 2^-24, 2^-11, 2^-8
+// relative) on top of fp32 arithmetic; the bounds leave room for the fp32 accumulation.
+double tol(DT t) {
+  switch (t) {
+    case DT::F32: return 2e-5;
+    case DT::F16: return 2e-3;
+    case DT::BF16: return 1.6e-2;
+    default: return 0;
+  }
+}
+
+// Checks `got` against `ref`: every element written (no NaN from the poison), padding bytes
+// untouched, |got - ref| <= tol * slack * (|scale_i| + rms(scale)) elementwise, and relative L2
+// error <= tol * slack. `scale` is the magnitude rounding errors are proportional to (for a
+// GEMM sum |a||b|, since a cancelling dot product keeps its terms' error); defaults to |ref|.
+void check_output(const HostTensor& got, const std::vector<double>& ref, DT dt,
+                  const std::string& what, double slack = 1.0,
+                  const std::vector<double>* scale = nullptr) {
+  const std::vector<double> g = got.to_vector();
+  REQUIRE(g.size() == ref.size());
+  const std::vector<double>& sc = scale ? *scale : ref;
+  double sum_sc = 0, num = 0, den = 0, max_err = 0;
+  int64_t n_finite = 0, unwritten = 0, inf_mismatch = 0, worst = -1;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(g[i])) {
+      ++unwritten;
+      continue;
+    }
+    if (std::isinf(ref[i]) || std::isinf(g[i])) {
+      if (g[i] != ref[i]) ++inf_mismatch;
+      continue;
+    }
+    sum_sc += sc[i] * sc[i];
+    ++n_finite;
+  }
+  const double rms = n_finite ? std::sqrt(sum_sc / double(n_finite)) : 0.0;
+  int64_t bad = 0;
+  const double t = tol(dt) * slack;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(g[i]) || std::isinf(ref[i]) || std::isinf(g[i])) continue;
+    const double e = std::fabs(g[i] - ref[i]);
+    num += e * e;
+    den += ref[i] * ref[i];
+    if (e > max_err) {
+      max_err = e;
+      worst = int64_t(i);
+    }
+    if (e > t * (std::fabs(sc[i]) + rms) + 1e-30) ++bad;
+  }
+  const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+
+  // Padding: bytes outside the logical elements must still hold the poison.
+  std::vector<char> logical(got.bytes.size(), 0);
+  const int eb = fktest::dt_bytes(got.dtype);
+  got.for_each([&](const std::vector<int64_t>& idx) {
+    const int64_t off = got.offset(idx) * eb;
+    for (int b = 0; b < eb; ++b) logical[size_t(off + b)] = 1;
+  });
+  int64_t touched = 0;
+  for (size_t b = 0; b < got.bytes.size(); ++b)
+    if (!logical[b] && got.bytes[b] != 0xFF) ++touched;
+
+  INFO(what << " [" << fktest::dt_name(dt) << ", shape " << shape_str(got.shape) << "]: "
+            << unwritten << " unwritten (NaN), " << inf_mismatch << " inf mismatches, "
+            << touched << " padding bytes written, rel_l2 " << rel << " (tol " << t
+            << "), max_abs " << max_err << " at flat index " << worst << " (got "
+            << (worst >= 0 ? g[size_t(worst)] : 0.0) << ", ref "
+            << (worst >= 0 ? ref[size_t(worst)] : 0.0) << "), " << bad
+            << " elements over the elementwise bound, rms magnitude " << rms << ", seed "
+            << fktest::test_seed());
+  CHECK(unwritten == 0);
+  CHECK(inf_mismatch == 0);
+  CHECK(touched == 0);
+  CHECK(rel <= t);
+  CHECK(bad == 0);
+}
+
+DT dtype_by_index(int i) {
+  static const DT kTypes[] = {DT::F32, DT::F16, DT::BF16};
+  return kTypes[((i % 3) + 3) % 3];
+}
+
+// =============================================================================================
+// Attention
+// =============================================================================================
+
+struct AttnCase {
+  int64_t batch = 1, seqlen_q = 1, seqlen_k = 1, nheads = 1, nheads_k = 1, head_dim = 64;
+  DT dtype = DT::F32;
+  bool causal = false;
+  int64_t window_left = -1, window_right = -1;
+  float softcap = 0;
+  float softmax_scale = NAN;
+  int64_t pad = 0;  // padding of every non-last dimension of q, k, v, out
+  bool with_lse = true;
+  cudaStream_t stream = nullptr;
+};
+
+std::string describe(const AttnCase& c) {
+  std::ostringstream o;
+  o << "attention b" << c.batch << " sq" << c.seqlen_q << " sk" << c.seqlen_k << " h"
+    << c.nheads << "/" << c.nheads_k << " d" << c.head_dim << " " << fktest::dt_name(c.dtype)
+    << (c.causal ? " causal" : "") << " window(" << c.window_left << "," << c.window_right
+    << ") softcap " << c.softcap << " scale " << c.softmax_scale << " pad " << c.pad;
+  return o.str();
+}
+
+fkref::AttentionParams ref_params(const AttnCase& c) {
+  fkref::AttentionParams p;
+  p.softmax_scale = c.softmax_scale;
+  p.causal = c.causal;
+  p.window_left = c.window_left;
+  p.window_right = c.window_right;
+  p.softcap = c.softcap;
+  return p;
+}
+
+fk_attention_params_t fk_params(const AttnCase& c) {
+  fk_attention_params_t p;
+  fk_attention_params_init(&p);
+  p.softmax_scale = c.softmax_scale;
+  p.causal = c.causal ? 1 : 0;
+  p.window_size_left = int32_t(c.window_left);
+  p.window_size_right = int32_t(c.window_right);
+  p.softcap = c.softcap;
+  return p;
+}
+
+void run_attention(const AttnCase& c, uint64_t tag) {
+  INFO(describe(c));
+  auto rng = rng_for(tag);
+  const std::vector<int64_t> qs{c.batch, c.seqlen_q, c.nheads, c.head_dim};
+  const std::vector<int64_t> ks{c.batch, c.seqlen_k, c.nheads_k, c.head_dim};
+  HostTensor q(c.dtype, qs, padded(qs, c.pad)), k(c.dtype, ks, padded(ks, c.pad)),
+      v(c.dtype, ks, padded(ks, c.pad)), out(c.dtype, qs, padded(qs, c.pad));
+  const std::vector<int64_t> ls{c.batch, c.nheads, c.seqlen_q};
+  HostTensor lse(DT::F32, ls, padded(ls, c.pad));
+  q.fill_normal(rng);
+  k.fill_normal(rng);
+  v.fill_normal(rng);
+
+  DeviceTensor dq(q), dk(k), dv(v), dout(out), dlse(lse);
+  dout.poison();
+  dlse.poison();
+  const fk_attention_params_t params = fk_params(c);
+  const char* variant = "?";
+  REQUIRE_FK(fk_attention_select_kernel(gpu(), &params, &dq, &dk, &dv, nullptr, nullptr, &dout,
+                                        c.with_lse ? &dlse : nullptr, &variant));
+  INFO("variant " << variant);
+  fk_launch_t launch;
+  fk_launch_init(&launch);
+  launch.stream = c.stream;
+  REQUIRE_FK(fk_attention_forward(gpu(), &launch, &params, &dq, &dk, &dv, nullptr, nullptr,
+                                  &dout, c.with_lse ? &dlse : nullptr));
+  if (c.stream) REQUIRE_CUDA(cudaStreamSynchronize(c.stream));
+  dout.download();
+  dlse.download();
+
+  std::vector<double> ref_out, ref_lse;
+  fkref::attention(q.to_vector(), k.to_vector(), v.to_vector(), c.batch, c.seqlen_q, c.seqlen_k,
+                   c.nheads, c.nheads_k, c.head_dim, ref_params(c), ref_out, ref_lse);
+  check_output(out, ref_out, c.dtype, "attention out");
+  if (c.with_lse) {
+    check_output(lse, ref_lse, DT::F32, "attention lse", 5.0);
+  } else {
+    CHECK(lse.all_poison());
+  }
+}
+
+TEST_CASE("gpu attention: head dims x sequence lengths x masks", "[gpu][attention]") {
+  const int64_t head_dims[] = {32, 64, 72, 96, 128, 160, 256};
+  const int64_t seqlens[][2] = {{1, 1}, {113, 203}, {128, 217}, {239, 1}, {1023, 1024}};
+  int i = 0;
+  for (int64_t d : head_dims) {
+    for (const auto& sl : seqlens) {
+      AttnCase c;
+      c.seqlen_q = sl[0];
+      c.seqlen_k = sl[1];
+      c.head_dim = d;
+      c.dtype = dtype_by_index(i);
+      // Rotate the masking features so that every head dim meets each of them.
+      switch (i % 5) {
+        case 0: break;
+        case 1: c.causal = true; break;
+        case 2: c.window_left = 37; c.window_right = 5; break;
+        case 3: c.causal = true; c.softcap = 5.0f; c.softmax_scale = 0.5f; break;
+        case 4: c.window_left = 0; c.window_right = -1; c.nheads = 4; c.nheads_k = 2; break;
+      }
+      const bool big = sl[0] * sl[1] > 1000000;
+      c.nheads = big ? 1 : std::max<int64_t>(c.nheads, 2);
+      if (c.nheads % c.nheads_k) c.nheads_k = 1;
+      c.batch = big ? 1 : 2;
+      c.pad = (i % 2) ? 3 : 0;
+      run_attention(c, 1000 + uint64_t(i));
+      ++i;
+    }
+  }
+}
+
+TEST_CASE("gpu attention: every dtype with causal masks", "[gpu][attention]") {
+  int i = 0;
+  for (DT dt : {DT::F32, DT::F16, DT::BF16}) {
+    for (int64_t d : {int64_t(1), int64_t(8), int64_t(33), int64_t(128), int64_t(200)}) {
+      AttnCase c;
+      c.batch = 2;
+      c.seqlen_q = 77;
+      c.seqlen_k = 150;
+      c.nheads = 3;
+      c.nheads_k = 3;
+      c.head_dim = d;
+      c.dtype = dt;
+      c.causal = (i % 2) == 0;
+      run_attention(c, 2000 + uint64_t(i++));
+    }
+  }
+}
+
+TEST_CASE("gpu attention: fully masked rows give zeros and lse -inf", "[gpu][attention][sanitize]") {
+  // seqlen_q > seqlen_k with a causal mask: bottom-right alignment leaves the first
+  // seqlen_q - seqlen_k rows without any key.
+  AttnCase c;
+  c.batch = 2;
+  c.seqlen_q = 40;
+  c.seqlen_k = 9;
+  c.nheads = 2;
+  c.head_dim = 16;
+  c.causal = true;
+  run_attention(c, 3000);
+  // A sliding window (2, 0) with seqlen_q > seqlen_k: rows whose window lies left of key 0
+  // see nothing.
+  c.causal = false;
+  c.window_left = 2;
+  c.window_right = 0;
+  c.dtype = DT::BF16;
+  run_attention(c, 3001);
+  // seqlen_k = 0: k and v are empty, every row sees no key.
+  c.window_left = c.window_right = -1;
+  c.seqlen_k = 0;
+  c.dtype = DT::F16;
+  run_attention(c, 3002);
+}
+
+TEST_CASE("gpu attention: windows, softcap, scale", "[gpu][attention]") {
+  const int64_t windows[][2] = {{0, 0}, {16, 16}, {-1, 3}, {100, -1}, {1, 1000}};
+  int i = 0;
+  for (const auto& w : windows) {
+    AttnCase c;
+    c.batch = 1;
+    c.seqlen_q = 300;
+    c.seqlen_k = 257;
+    c.nheads = 2;
+    c.head_dim = 64;
+    c.window_left = w[0];
+    c.window_right = w[1];
+    c.dtype = dtype_by_index(i);
+    c.softcap = (i % 2) ? 20.0f : 0.0f;
+    c.softmax_scale = (i % 3 == 2) ? 0.3f : NAN;
+    run_attention(c, 4000 + uint64_t(i++));
+  }
+}
+
+TEST_CASE("gpu attention: GQA and MQA", "[gpu][attention]") {
+  const int64_t groups[][2] = {{8, 2}, {8, 1}, {6, 3}};
+  int i = 0;
+  for (const auto& g : groups) {
+    AttnCase c;
+    c.batch = 2;
+    c.seqlen_q = 65;
+    c.seqlen_k = 130;
+    c.nheads = g[0];
+    c.nheads_k = g[1];
+    c.head_dim = 96;
+    c.dtype = dtype_by_index(i);
+    c.causal = i == 1;
+    c.pad = 2;
+    run_attention(c, 5000 + uint64_t(i++));
+  }
+}
+
+TEST_CASE("gpu attention: small cases", "[gpu][attention][sanitize]") {
+  AttnCase c;
+  c.batch = 2;
+  c.seqlen_q = 19;
+  c.seqlen_k = 45;
+  c.nheads = 4;
+  c.nheads_k = 2;
+  c.head_dim = 40;
+  c.causal = true;
+  c.softcap = 10.0f;
+  c.pad = 1;
+  run_attention(c, 6000);
+  c.dtype = DT::BF16;
+  c.head_dim = 256;
+  c.causal = false;
+  c.window_left = 4;
+  c.window_right = 7;
+  run_attention(c, 6001);
+  c.dtype = DT::F16;
+  c.head_dim = 3;
+  c.with_lse = false;
+  run_attention(c, 6002);
+}
+
+// Varlen: sequence lengths include empty queries, empty keys (rows with no key: zeros, -inf).
+void run_attention_varlen(const std::vector<int32_t>& lq, const std::vector<int32_t>& lk,
+                          int64_t nheads, int64_t nheads_k, int64_t d, DT dt, bool causal,
+                          int64_t wl, int64_t wr, uint64_t tag) {
+  std::vector<int32_t> cu_q{0}, cu_k{0};
+  for (size_t b = 0; b < lq.size(); ++b) {
+    cu_q.push_back(cu_q.back() + lq[b]);
+    cu_k.push_back(cu_k.back() + lk[b]);
+  }
+  const int64_t tq = cu_q.back(), tk = cu_k.back();
+  std::ostringstream desc;
+  desc << "varlen attention h" << nheads << "/" << nheads_k << " d" << d << " "
+       << fktest::dt_name(dt) << (causal ? " causal" : "") << " window(" << wl << "," << wr
+       << ") cu_q";
+  for (auto x : cu_q) desc << " " << x;
+  desc << " cu_k";
+  for (auto x : cu_k) desc << " " << x;
+  INFO(desc.str());
+  auto rng = rng_for(tag);
+  const std::vector<int64_t> qs{tq, nheads, d}, ks{tk, nheads_k, d};
+  HostTensor q(dt, qs, padded(qs, 1)), k(dt, ks), v(dt, ks, padded(ks, 2)), out(dt, qs, padded(qs, 1));
+  HostTensor lse(DT::F32, {nheads, tq});
+  HostTensor hcq(DT::I32, {int64_t(cu_q.size())}), hck(DT::I32, {int64_t(cu_k.size())});
+  for (size_t i = 0; i < cu_q.size(); ++i) {
+    hcq.set({int64_t(i)}, cu_q[i]);
+    hck.set({int64_t(i)}, cu_k[i]);
+  }
+  q.fill_normal(rng);
+  k.fill_normal(rng);
+  v.fill_normal(rng);
+  DeviceTensor dq(q), dk(k), dv(v), dout(out), dlse(lse), dcq(hcq), dck(hck);
+  dout.poison();
+  dlse.poison();
+  AttnCase c;
+  c.causal = causal;
+  c.window_left = wl;
+  c.window_right = wr;
+  const fk_attention_params_t params = fk_params(c);
+  REQUIRE_FK(fk_attention_forward(gpu(), nullptr, &params, &dq, &dk, &dv, &dcq, &dck, &dout, &dlse));
+  dout.download();
+  dlse.download();
+  std::vector<double> ref_out, ref_lse;
+  fkref::attention_varlen(q.to_vector(), k.to_vector(), v.to_vector(), cu_q, cu_k, nheads,
+                          nheads_k, d, ref_params(c), ref_out, ref_lse);
+  check_output(out, ref_out, dt, "varlen attention out");
+  check_output(lse, ref_lse, DT::F32, "varlen attention lse", 5.0);
+}
+
+TEST_CASE("gpu attention: varlen with empty sequences", "[gpu][attention][varlen]") {
+  run_attention_varlen({5, 0, 130, 1, 64, 0}, {7, 3, 100, 0, 64, 0}, 4, 2, 64, DT::F32, false,
+                       -1, -1, 7000);
+  run_attention_varlen({5, 0, 130, 1, 64, 0}, {7, 3, 100, 0, 64, 0}, 4, 2, 64, DT::BF16, true,
+                       -1, -1, 7001);
+  run_attention_varlen({200, 17, 33}, {150, 300, 33}, 3, 1, 128, DT::F16, false, 20, 4, 7002);
+  run_attention_varlen({0, 0}, {5, 0}, 2, 2, 32, DT::F32, true, -1, -1, 7003);
+}
+
+TEST_CASE("gpu attention: varlen small", "[gpu][attention][varlen][sanitize]") {
+  run_attention_varlen({3, 0, 17}, {0, 4, 20}, 2, 1, 24, DT::F16, true, -1, -1, 7100);
+}
+
+TEST_CASE("gpu attention: non-default stream through fk_launch_t", "[gpu][attention][stream][sanitize]") {
+  cudaStream_t s = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  AttnCase c;
+  c.batch = 2;
+  c.seqlen_q = 70;
+  c.seqlen_k = 70;
+  c.nheads = 2;
+  c.head_dim = 64;
+  c.causal = true;
+  c.dtype = DT::BF16;
+  c.stream = s;
+  run_attention(c, 8000);
+  REQUIRE_CUDA(cudaStreamDestroy(s));
+}
+
+// =============================================================================================
+// GEMM
+// =============================================================================================
+
+struct GemmCase {
+  int64_t batch = 0;  // 0: rank-2 operands
+  int64_t M = 1, N = 1, K = 1;
+  DT ab = DT::F32, cd = DT::F32, bias_dt = DT::F32;
+  bool trans_a = false, trans_b = false;
+  bool col_major_a = false;  // a (M, K) described with column-major strides instead
+  bool with_c = false, with_bias = false;
+  bool broadcast_b = false;  // b rank 2 while a is batched
+  float alpha = 1, beta = 0;
+  int act = 0;
+  int64_t pad = 0;
+  cudaStream_t stream = nullptr;
+  void* workspace = nullptr;
+  uint64_t workspace_bytes = 0;
+};
+
+std::string describe(const GemmCase& c) {
+  std::ostringstream o;
+  o << "gemm batch " << c.batch << " M" << c.M << " N" << c.N << " K" << c.K << " ab "
+    << fktest::dt_name(c.ab) << " cd " << fktest::dt_name(c.cd) << " trans " << c.trans_a
+    << c.trans_b << (c.col_major_a ? " col-major a" : "") << (c.with_c ? " +C" : "")
+    << (c.with_bias ? " +bias" : "") << (c.broadcast_b ? " broadcast b" : "") << " alpha "
+    << c.alpha << " beta " << c.beta << " act " << c.act << " pad " << c.pad;
+  return o.str();
+}
+
+std::vector<int64_t> with_batch(int64_t batch, std::vector<int64_t> s) {
+  if (batch > 0) s.insert(s.begin(), batch);
+  return s;
+}
+
+void run_gemm(const GemmCase& c, uint64_t tag) {
+  INFO(describe(c));
+  auto rng = rng_for(tag);
+  const int64_t nb = std::max<int64_t>(c.batch, 1);
+  const std::vector<int64_t> as = with_batch(c.batch, c.trans_a ? std::vector<int64_t>{c.K, c.M}
+                                                                 : std::vector<int64_t>{c.M, c.K});
+  std::vector<int64_t> a_strides = padded(as, c.pad);
+  if (c.col_major_a && !c.trans_a) {
+    // Logical (M, K) stored column-major: element (m, k) at m + k * (M + pad).
+    const int64_t ld = c.M + c.pad;
+    a_strides = with_batch(c.batch, {1, ld});
+    if (c.batch > 0) a_strides[0] = ld * std::max<int64_t>(c.K, 1);
+  }
+  const std::vector<int64_t> bs =
+      with_batch(c.broadcast_b ? 0 : c.batch,
+                 c.trans_b ? std::vector<int64_t>{c.N, c.K} : std::vector<int64_t>{c.K, c.N});
+  const std::vector<int64_t> ds = with_batch(c.batch, {c.M, c.N});
+  HostTensor a(c.ab, as, a_strides), b(c.ab, bs, padded(bs, c.pad)), d(c.cd, ds, padded(ds, c.pad));
+  HostTensor cm(c.cd, ds, padded(ds, c.pad + 1)), bias(c.bias_dt, {c.N});
+  a.fill_normal(rng);
+  b.fill_normal(rng);
+  cm.fill_normal(rng);
+  bias.fill_normal(rng);
+
+  DeviceTensor da(a), db(b), dd(d), dc(cm), dbias(bias);
+  dd.poison();
+  fk_gemm_params_t p;
+  fk_gemm_params_init(&p);
+  p.trans_a = c.trans_a;
+  p.trans_b = c.trans_b;
+  p.alpha = c.alpha;
+  p.beta = c.beta;
+  p.activation = c.act;
+  const char* variant = "?";
+  REQUIRE_FK(fk_gemm_select_kernel(gpu(), &p, &da, &db, c.with_c ? &dc : nullptr,
+                                   c.with_bias ? &dbias : nullptr, &dd, &variant));
+  INFO("variant " << variant);
+  fk_launch_t launch;
+  fk_launch_init(&launch);
+  launch.stream = c.stream;
+  launch.workspace = c.workspace;
+  launch.workspace_bytes = c.workspace_bytes;
+  REQUIRE_FK(fk_gemm(gpu(), &launch, &p, &da, &db, c.with_c ? &dc : nullptr,
+                     c.with_bias ? &dbias : nullptr, &dd));
+  if (c.stream) REQUIRE_CUDA(cudaStreamSynchronize(c.stream));
+  dd.download();
+
+  fkref::GemmParams rp;
+  rp.trans_a = c.trans_a;
+  rp.trans_b = c.trans_b;
+  rp.alpha = c.alpha;
+  rp.beta = c.beta;
+  rp.activation = c.act;
+  const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = cm.to_vector(),
+                            biasv = bias.to_vector();
+  const int64_t b_batch = c.broadcast_b ? 1 : nb;
+  const std::vector<double> ref =
+      fkref::gemm(av, nb, bv, b_batch, c.with_c ? &cv : nullptr, nb,
+                  c.with_bias ? &biasv : nullptr, nb, c.M, c.N, c.K, rp);
+  // Error scale: the same GEMM on magnitudes, no activation (GELU/ReLU have slope <= 1.13).
+  auto absv = [](std::vector<double> x) {
+    for (auto& e : x) e = std::fabs(e);
+    return x;
+  };
+  fkref::GemmParams sp = rp;
+  sp.alpha = std::fabs(c.alpha);
+  sp.beta = std::fabs(c.beta);
+  sp.activation = 0;
+  const std::vector<double> cva = absv(cv), biasa = absv(biasv);
+  const std::vector<double> scale =
+      fkref::gemm(absv(av), nb, absv(bv), b_batch, c.with_c ? &cva : nullptr, nb,
+                  c.with_bias ? &biasa : nullptr, nb, c.M, c.N, c.K, sp);
+  check_output(d, ref, c.cd, "gemm d", 1.0, &scale);
+}
+
+TEST_CASE("gpu gemm: sizes 1/7/127/129 cubed, transposes, dtypes, epilogues", "[gpu][gemm]") {
+  const int64_t sizes[] = {1, 7, 127, 129};
+  int i = 0;
+  for (int64_t M : sizes)
+    for (int64_t N : sizes)
+      for (int64_t K : sizes) {
+        GemmCase c;
+        c.M = M;
+        c.N = N;
+        c.K = K;
+        c.trans_a = (i & 1) != 0;
+        c.trans_b = (i & 2) != 0;
+        c.ab = dtype_by_index(i / 4);
+        c.cd = dtype_by_index(i / 12);
+        c.bias_dt = dtype_by_index(i / 5);
+        c.act = i % 4;
+        c.with_bias = (i % 3) == 0;
+        c.with_c = (i % 5) < 2;
+        c.beta = c.with_c ? ((i % 5) == 0 ? 1.0f : -0.5f) : 0.0f;
+        c.alpha = (i % 7) == 0 ? 0.25f : 1.0f;
+        c.pad = (i % 6) == 0 ? 3 : 0;
+        run_gemm(c, 10000 + uint64_t(i++));
+      }
+}
+
+TEST_CASE("gpu gemm: K = 0 writes act(beta C + bias)", "[gpu][gemm][sanitize]") {
+  for (int act = 0; act < 4; ++act) {
+    GemmCase c;
+    c.M = 33;
+    c.N = 70;
+    c.K = 0;
+    c.act = act;
+    c.with_c = act != 1;
+    c.beta = c.with_c ? 0.75f : 0.0f;
+    c.with_bias = act != 2;
+    c.cd = dtype_by_index(act);
+    run_gemm(c, 11000 + uint64_t(act));
+  }
+}
+
+TEST_CASE("gpu gemm: each activation", "[gpu][gemm]") {
+  for (int act = 0; act < 4; ++act)
+    for (DT dt : {DT::F32, DT::BF16}) {
+      GemmCase c;
+      c.M = 150;
+      c.N = 96;
+      c.K = 200;
+      c.ab = dt;
+      c.cd = dt;
+      c.act = act;
+      c.with_bias = true;
+      c.with_c = true;
+      c.beta = 1.0f;
+      c.alpha = 0.1f;
+      run_gemm(c, 12000 + uint64_t(act) * 2 + (dt == DT::F32 ? 0 : 1));
+    }
+}
+
+TEST_CASE("gpu gemm: batched, broadcast, strides, mixed dtypes", "[gpu][gemm]") {
+  GemmCase c;
+  c.batch = 3;
+  c.M = 100;
+  c.N = 65;
+  c.K = 70;
+  c.with_c = true;
+  c.beta = 0.5f;
+  c.with_bias = true;
+  c.pad = 2;
+  run_gemm(c, 13000);
+  c.broadcast_b = true;
+  c.trans_b = true;
+  c.ab = DT::F16;
+  c.cd = DT::F32;
+  c.bias_dt = DT::BF16;
+  run_gemm(c, 13001);
+  c.broadcast_b = false;
+  c.trans_b = false;
+  c.col_major_a = true;
+  c.ab = DT::BF16;
+  c.cd = DT::F16;
+  c.act = 3;
+  run_gemm(c, 13002);
+  GemmCase r;
+  r.M = 257;
+  r.N = 129;
+  r.K = 1000;
+  r.col_major_a = true;
+  r.trans_b = true;
+  r.pad = 5;
+  run_gemm(r, 13003);
+}
+
+TEST_CASE("gpu gemm: batch above the 65535 grid limit", "[gpu][gemm]") {
+  GemmCase c;
+  c.batch = 70001;
+  c.M = 3;
+  c.N = 2;
+  c.K = 5;
+  c.with_bias = true;
+  run_gemm(c, 14000);
+}
+
+TEST_CASE("gpu gemm: small", "[gpu][gemm][sanitize]") {
+  GemmCase c;
+  c.batch = 2;
+  c.M = 70;
+  c.N = 66;
+  c.K = 17;
+  c.trans_a = true;
+  c.with_c = true;
+  c.beta = -1.0f;
+  c.with_bias = true;
+  c.act = 2;
+  c.pad = 1;
+  c.ab = DT::BF16;
+  run_gemm(c, 15000);
+}
+
+TEST_CASE("gpu gemm: non-default stream and caller workspace", "[gpu][gemm][stream][sanitize]") {
+  cudaStream_t s = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  void* ws = nullptr;
+  REQUIRE_CUDA(cudaMalloc(&ws, 1 << 20));
+  GemmCase c;
+  c.M = 90;
+  c.N = 40;
+  c.K = 33;
+  c.with_bias = true;
+  c.stream = s;
+  c.workspace = ws;
+  c.workspace_bytes = 1 << 20;
+  run_gemm(c, 16000);
+  REQUIRE_CUDA(cudaFree(ws));
+  REQUIRE_CUDA(cudaStreamDestroy(s));
+}
+
+// =============================================================================================
+// Monarch and block-diagonal linear
+// =============================================================================================
+
+struct MonarchCase {
+  int64_t tokens = 1, nblocks1 = 1, q = 1, p = 1, nblocks2 = 1, s = 1, r = 1;
+  DT dtype = DT::F32, bias_dt = DT::F32;
+  bool with_bias = false;
+  int64_t pad = 0;  // row padding of x and out
+  void* workspace = nullptr;
+  uint64_t workspace_bytes = 0;
+  cudaStream_t stream = nullptr;
+};
+
+std::string describe(const MonarchCase& c) {
+  std::ostringstream o;
+  o << "monarch tokens " << c.tokens << " w1 (" << c.nblocks1 << "," << c.q << "," << c.p
+    << ") w2 (" << c.nblocks2 << "," << c.s << "," << c.r << ") " << fktest::dt_name(c.dtype)
+    << (c.with_bias ? " +bias" : "") << " pad " << c.pad << " workspace " << c.workspace_bytes;
+  return o.str();
+}
+
+void run_monarch(const MonarchCase& c, uint64_t tag) {
+  INFO(describe(c));
+  auto rng = rng_for(tag);
+  const int64_t n = c.nblocks1 * c.p, n_out = c.nblocks2 * c.s;
+  HostTensor x(c.dtype, {c.tokens, n}, {n + c.pad, 1});
+  HostTensor w1(c.dtype, {c.nblocks1, c.q, c.p}), w2(c.dtype, {c.nblocks2, c.s, c.r});
+  HostTensor bias(c.bias_dt, {n_out}), out(c.dtype, {c.tokens, n_out}, {n_out + c.pad, 1});
+  x.fill_normal(rng);
+  w1.fill_normal(rng, 1.0 / std::sqrt(double(c.p)));
+  w2.fill_normal(rng, 1.0 / std::sqrt(double(c.r)));
+  bias.fill_normal(rng);
+  DeviceTensor dx(x), dw1(w1), dw2(w2), dbias(bias), dout(out);
+  dout.poison();
+  fk_monarch_params_t mp;
+  fk_monarch_params_init(&mp);
+  fk_launch_t launch;
+  fk_launch_init(&launch);
+  launch.stream = c.stream;
+  launch.workspace = c.workspace;
+  launch.workspace_bytes = c.workspace_bytes;
+  REQUIRE_FK(fk_monarch(gpu(), &launch, &mp, &dx, &dw1, &dw2, c.with_bias ? &dbias : nullptr, &dout));
+  if (c.stream) REQUIRE_CUDA(cudaStreamSynchronize(c.stream));
+  dout.download();
+  const std::vector<double> biasv = bias.to_vector();
+  const std::vector<double> ref =
+      fkref::monarch(x.to_vector(), w1.to_vector(), w2.to_vector(), c.with_bias ? &biasv : nullptr,
+                     c.tokens, c.nblocks1, c.q, c.p, c.nblocks2, c.s, c.r);
+  check_output(out, ref, c.dtype, "monarch out", 2.0);
+}
+
+void run_blockdiag(int64_t tokens, int64_t nblocks, int64_t q, int64_t p, DT dt, bool with_bias,
+                   int64_t pad, uint64_t tag) {
+  std::ostringstream desc;
+  desc << "blockdiag tokens " << tokens << " w (" << nblocks << "," << q << "," << p << ") "
+       << fktest::dt_name(dt) << (with_bias ? " +bias" : "") << " pad " << pad;
+  INFO(desc.str());
+  auto rng = rng_for(tag);
+  HostTensor x(dt, {tokens, nblocks * p}, {nblocks * p + pad, 1}), w(dt, {nblocks, q, p});
+  HostTensor bias(DT::F32, {nblocks * q}), out(dt, {tokens, nblocks * q}, {nblocks * q + pad, 1});
+  x.fill_normal(rng);
+  w.fill_normal(rng, 1.0 / std::sqrt(double(p)));
+  bias.fill_normal(rng);
+  DeviceTensor dx(x), dw(w), dbias(bias), dout(out);
+  dout.poison();
+  fk_monarch_params_t mp;
+  fk_monarch_params_init(&mp);
+  REQUIRE_FK(fk_blockdiag_linear(gpu(), nullptr, &mp, &dx, &dw, with_bias ? &dbias : nullptr, &dout));
+  dout.download();
+  const std::vector<double> biasv = bias.to_vector();
+  const std::vector<double> ref = fkref::blockdiag(x.to_vector(), w.to_vector(),
+                                                   with_bias ? &biasv : nullptr, tokens, nblocks, q, p);
+  check_output(out, ref, dt, "blockdiag out");
+}
+
+TEST_CASE("gpu monarch: square blocks, nblocks 4 and 16", "[gpu][monarch]") {
+  int i = 0;
+  for (int64_t nb : {int64_t(4), int64_t(16)})
+    for (DT dt : {DT::F32, DT::F16, DT::BF16}) {
+      MonarchCase c;
+      c.tokens = 133;
+      c.nblocks1 = c.nblocks2 = nb;
+      c.p = c.q = c.r = c.s = nb;  // n = nb^2: Dao et al.'s sqrt(n) x sqrt(n) blocks
+      c.dtype = dt;
+      c.with_bias = (i % 2) == 0;
+      c.pad = (i % 3) == 1 ? 5 : 0;
+      run_monarch(c, 20000 + uint64_t(i++));
+    }
+  MonarchCase big;
+  big.tokens = 257;
+  big.nblocks1 = big.nblocks2 = 16;
+  big.p = big.q = big.r = big.s = 64;  // n = 1024 with 16 blocks of 64
+  big.with_bias = true;
+  run_monarch(big, 20100);
+}
+
+TEST_CASE("gpu monarch: rectangular blocks", "[gpu][monarch]") {
+  MonarchCase c;
+  c.tokens = 77;
+  c.nblocks1 = 4;
+  c.p = 24;
+  c.q = 12;  // mid = 48
+  c.nblocks2 = 16;
+  c.r = 3;
+  c.s = 5;
+  c.with_bias = true;
+  c.bias_dt = DT::BF16;
+  c.pad = 3;
+  run_monarch(c, 21000);
+  c.nblocks1 = 16;
+  c.p = 8;
+  c.q = 32;  // mid = 512
+  c.nblocks2 = 4;
+  c.r = 128;
+  c.s = 64;
+  c.dtype = DT::BF16;
+  run_monarch(c, 21001);
+  c.dtype = DT::F16;
+  c.tokens = 1;
+  run_monarch(c, 21002);
+}
+
+TEST_CASE("gpu monarch: caller workspace, tiny workspace, stream", "[gpu][monarch][stream][sanitize]") {
+  cudaStream_t s = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  void* ws = nullptr;
+  REQUIRE_CUDA(cudaMalloc(&ws, 1 << 20));
+  MonarchCase c;
+  c.tokens = 50;
+  c.nblocks1 = c.nblocks2 = 4;
+  c.p = c.q = c.r = c.s = 8;
+  c.with_bias = true;
+  c.stream = s;
+  c.workspace = ws;
+  c.workspace_bytes = 1 << 20;  // large enough for the fp32 intermediate
+  run_monarch(c, 22000);
+  c.workspace_bytes = 64;  // too small: the library allocates instead
+  run_monarch(c, 22001);
+  REQUIRE_CUDA(cudaFree(ws));
+  REQUIRE_CUDA(cudaStreamDestroy(s));
+}
+
+TEST_CASE("gpu blockdiag linear", "[gpu][monarch][blockdiag]") {
+  run_blockdiag(100, 4, 32, 32, DT::F32, true, 0, 23000);
+  run_blockdiag(100, 16, 16, 16, DT::BF16, false, 3, 23001);
+  run_blockdiag(31, 16, 7, 20, DT::F16, true, 1, 23002);
+  run_blockdiag(5, 4, 130, 3, DT::F32, true, 2, 23003);
+}
+
+TEST_CASE("gpu blockdiag linear: small", "[gpu][monarch][blockdiag][sanitize]") {
+  run_blockdiag(9, 4, 5, 6, DT::BF16, true, 2, 23100);
+}
+
+// =============================================================================================
+// FFT convolution
+// =============================================================================================
+
+struct ConvCase {
+  fk_fftconv_mode_t mode = FK_FFTCONV_CAUSAL;
+  int64_t batch = 1, channels = 1, seqlen = 1, filter_len = 0, fft_size = 0;
+  DT dtype = DT::F32, k_dt = DT::F32, d_dt = DT::F32;
+  bool with_D = false, pre = false, post = false, constant = false;
+  int64_t pad = 0;
+  int repeats = 1;  // calls on one plan (exercises the cached spectrum with constant filters)
+  cudaStream_t stream = nullptr;
+};
+
+std::string describe(const ConvCase& c) {
+  static const char* modes[] = {"causal", "circular", "bidirectional"};
+  std::ostringstream o;
+  o << "fftconv " << modes[c.mode] << " batch " << c.batch << " channels " << c.channels
+    << " seqlen " << c.seqlen << " filter_len " << c.filter_len << " fft_size " << c.fft_size
+    << " " << fktest::dt_name(c.dtype) << " k " << fktest::dt_name(c.k_dt)
+    << (c.with_D ? " +D" : "") << (c.pre ? " +pregate" : "") << (c.post ? " +postgate" : "")
+    << (c.constant ? " constant filter" : "") << " pad " << c.pad;
+  return o.str();
+}
+
+void run_fftconv(const ConvCase& c, uint64_t tag) {
+  INFO(describe(c));
+  auto rng = rng_for(tag);
+  const int64_t fl = c.filter_len ? c.filter_len : c.seqlen;
+  fk_fftconv_plan_options_t o;
+  fk_fftconv_plan_options_init(&o);
+  o.mode = c.mode;
+  o.channels = c.channels;
+  o.seqlen = c.seqlen;
+  o.filter_len = fl;
+  o.fft_size = c.fft_size;
+  o.dtype = fktest::dl_dtype(c.dtype);
+  o.flags = c.constant ? FK_FFTCONV_FILTER_CONSTANT : 0u;
+  fk_fftconv_plan_t* plan = nullptr;
+  REQUIRE_FK(fk_fftconv_plan_create(gpu(), &o, &plan));
+  std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
+      plan, fk_fftconv_plan_destroy);
+  fk_fftconv_plan_options_t resolved;
+  fk_fftconv_plan_options_init(&resolved);
+  REQUIRE_FK(fk_fftconv_plan_get_options(plan, &resolved));
+  INFO("resolved fft_size " << resolved.fft_size);
+
+  const std::vector<int64_t> as{c.batch, c.channels, c.seqlen};
+  HostTensor u(c.dtype, as, padded(as, c.pad)), y(c.dtype, as, padded(as, c.pad + 1));
+  HostTensor pre(c.dtype, as), post(c.dtype, as, padded(as, 2));
+  HostTensor k(c.k_dt, {c.channels, fl}, {fl + c.pad, 1}), D(c.d_dt, {c.channels});
+  u.fill_normal(rng);
+  // Decaying filters, as long-convolution models use, keep the output magnitude O(1).
+  k.for_each([&](const std::vector<int64_t>& i) {
+    std::normal_distribution<double> nd(0.0, 1.0);
+    k.set(i, nd(rng) * std::exp(-double(i[1]) / (0.3 * double(fl) + 1.0)) / std::sqrt(1.0 + 0.3 * fl));
+  });
+  pre.fill_uniform(rng, -1.0, 1.0);
+  post.fill_uniform(rng, -1.0, 1.0);
+  D.fill_normal(rng);
+
+  DeviceTensor du(u), dy(y), dpre(pre), dpost(post), dk(k), dD(D);
+  const char* variant = "?";
+  REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, c.with_D ? &dD : nullptr,
+                                      c.pre ? &dpre : nullptr, c.post ? &dpost : nullptr, &dy,
+                                      &variant));
+  INFO("variant " << variant);
+  const std::vector<double> Dv = D.to_vector(), prev = pre.to_vector(), postv = post.to_vector();
+  const std::vector<double> ref = fkref::fftconv(
+      u.to_vector(), k.to_vector(), c.with_D ? &Dv : nullptr, c.pre ? &prev : nullptr,
+      c.post ? &postv : nullptr, c.batch, c.channels, c.seqlen, fl,
+      static_cast<fkref::ConvMode>(c.mode), resolved.fft_size);
+  for (int rep = 0; rep < c.repeats; ++rep) {
+    INFO("call " << rep + 1 << " of " << c.repeats << " on the plan");
+    dy.poison();
+    fk_launch_t launch;
+    fk_launch_init(&launch);
+    launch.stream = c.stream;
+    REQUIRE_FK(fk_fftconv_forward(plan, &launch, &du, &dk, c.with_D ? &dD : nullptr,
+                                  c.pre ? &dpre : nullptr, c.post ? &dpost : nullptr, &dy));
+    if (c.stream) REQUIRE_CUDA(cudaStreamSynchronize(c.stream));
+    dy.download();
+    // FFT round trips carry log2(fft_size) rounding steps per element.
+    check_output(y, ref, c.dtype, "fftconv y", 4.0);
+  }
+}
+
+TEST_CASE("gpu fftconv: fft sizes 256..65536, every mode", "[gpu][fftconv]") {
+  const int64_t sizes[] = {256, 1024, 4096, 8192, 16384, 65536};
+  const fk_fftconv_mode_t modes[] = {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR,
+                                     FK_FFTCONV_BIDIRECTIONAL};
+  int i = 0;
+  for (int64_t n : sizes)
+    for (fk_fftconv_mode_t m : modes) {
+      ConvCase c;
+      c.mode = m;
+      c.fft_size = n;
+      // Filter lengths that make the direct-sum reference affordable at the large sizes.
+      const int64_t short_filter = n <= 4096 ? 0 : 301;
+      switch (m) {
+        case FK_FFTCONV_CAUSAL:
+          c.seqlen = n / 2 + 3;  // needs n >= seqlen + min(filter_len, seqlen) - 1
+          c.filter_len = short_filter ? short_filter : n / 2 - 5;
+          break;
+        case FK_FFTCONV_CIRCULAR:
+          c.seqlen = n - 7;
+          c.filter_len = short_filter ? short_filter : n;
+          break;
+        case FK_FFTCONV_BIDIRECTIONAL:
+          c.seqlen = n / 2 + 1;
+          c.filter_len = short_filter ? short_filter : n - 1;  // R = n/2 - 1 <= n - seqlen
+          break;
+      }
+      c.batch = 1 + (i % 3);
+      c.channels = n >= 16384 ? 2 : 5;
+      c.dtype = dtype_by_index(i);
+      c.with_D = (i % 2) == 0;
+      c.pre = (i % 3) == 0;
+      c.post = (i % 4) < 2;
+      c.pad = (i % 5) == 0 ? 4 : 0;
+      run_fftconv(c, 30000 + uint64_t(i++));
+    }
+}
+
+TEST_CASE("gpu fftconv: 111 channels, gates, D, each mode", "[gpu][fftconv]") {
+  int i = 0;
+  for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
+    ConvCase c;
+    c.mode = m;
+    c.batch = 3;
+    c.channels = 111;
+    c.seqlen = 500;
+    c.filter_len = m == FK_FFTCONV_BIDIRECTIONAL ? 201 : 0;
+    c.with_D = true;
+    c.pre = true;
+    c.post = true;
+    c.dtype = dtype_by_index(i);
+    c.k_dt = dtype_by_index(i + 1);
+    c.d_dt = dtype_by_index(i + 2);
+    c.pad = 3;
+    run_fftconv(c, 31000 + uint64_t(i++));
+  }
+}
+
+TEST_CASE("gpu fftconv: constant filter cached across calls and batch sizes", "[gpu][fftconv]") {
+  ConvCase c;
+  c.batch = 4;
+  c.channels = 7;
+  c.seqlen = 3000;
+  c.constant = true;
+  c.repeats = 3;
+  c.with_D = true;
+  run_fftconv(c, 32000);
+  c.fft_size = 32768;  // four-step path with a cached spectrum
+  c.seqlen = 9000;
+  c.filter_len = 120;
+  c.batch = 1;
+  run_fftconv(c, 32001);
+}
+
+TEST_CASE("gpu fftconv: constant filter, a new filter pointer is a new spectrum",
+          "[gpu][fftconv][sanitize]") {
+  // One plan, two filters at different addresses: the cached spectrum is keyed on the pointer,
+  // so the second call must not reuse the first filter's spectrum.
+  const int64_t batch = 2, channels = 3, seqlen = 200;
+  fk_fftconv_plan_options_t o;
+  fk_fftconv_plan_options_init(&o);
+  o.channels = channels;
+  o.seqlen = seqlen;
+  o.flags = FK_FFTCONV_FILTER_CONSTANT;
+  fk_fftconv_plan_t* plan = nullptr;
+  REQUIRE_FK(fk_fftconv_plan_create(gpu(), &o, &plan));
+  std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
+      plan, fk_fftconv_plan_destroy);
+  fk_fftconv_plan_options_t resolved;
+  fk_fftconv_plan_options_init(&resolved);
+  REQUIRE_FK(fk_fftconv_plan_get_options(plan, &resolved));
+  auto rng = rng_for(36000);
+  HostTensor u(DT::F32, {batch, channels, seqlen}), y(DT::F32, {batch, channels, seqlen});
+  HostTensor k1(DT::F32, {channels, seqlen}), k2(DT::F32, {channels, seqlen});
+  u.fill_normal(rng);
+  k1.fill_normal(rng, 0.05);
+  k2.fill_normal(rng, 0.05);
+  DeviceTensor du(u), dy(y), dk1(k1), dk2(k2);
+  for (int call = 0; call < 4; ++call) {
+    HostTensor& k = (call % 2) ? k2 : k1;
+    DeviceTensor& dk = (call % 2) ? dk2 : dk1;
+    INFO("call " << call << " with filter " << (call % 2 ? "k2" : "k1"));
+    dy.poison();
+    REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &dk, nullptr, nullptr, nullptr, &dy));
+    dy.download();
+    const std::vector<double> ref =
+        fkref::fftconv(u.to_vector(), k.to_vector(), nullptr, nullptr, nullptr, batch, channels,
+                       seqlen, seqlen, fkref::ConvMode::Causal, resolved.fft_size);
+    check_output(y, ref, DT::F32, "fftconv y", 4.0);
+  }
+}
+
+TEST_CASE("gpu fftconv: odd shapes", "[gpu][fftconv][sanitize]") {
+  ConvCase c;
+  c.seqlen = 1;  // fft_size 1
+  c.batch = 3;
+  c.channels = 2;
+  c.with_D = true;
+  run_fftconv(c, 33000);
+  c.seqlen = 2;
+  run_fftconv(c, 33001);
+  c.mode = FK_FFTCONV_BIDIRECTIONAL;
+  c.seqlen = 5;
+  c.filter_len = 21;  // R = 10 > seqlen - 1: wrapped taps never reach an output
+  run_fftconv(c, 33002);
+  c.mode = FK_FFTCONV_CAUSAL;
+  c.seqlen = 100;
+  c.filter_len = 1000;  // longer than the sequence
+  c.fft_size = 4096;    // larger than needed
+  c.dtype = DT::BF16;
+  c.pre = c.post = true;
+  run_fftconv(c, 33003);
+  c.mode = FK_FFTCONV_CIRCULAR;
+  c.seqlen = 37;
+  c.filter_len = 64;
+  c.fft_size = 64;
+  c.dtype = DT::F16;
+  c.k_dt = DT::BF16;
+  run_fftconv(c, 33004);
+}
+
+TEST_CASE("gpu fftconv: four-step path, small", "[gpu][fftconv][sanitize]") {
+  ConvCase c;
+  c.mode = FK_FFTCONV_BIDIRECTIONAL;
+  c.fft_size = 16384;
+  c.seqlen = 10000;
+  c.filter_len = 65;
+  c.batch = 3;
+  c.channels = 2;
+  c.with_D = true;
+  c.post = true;
+  run_fftconv(c, 34000);
+}
+
+TEST_CASE("gpu fftconv: non-default stream", "[gpu][fftconv][stream]") {
+  cudaStream_t s = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ConvCase c;
+  c.batch = 2;
+  c.channels = 3;
+  c.seqlen = 1000;
+  c.stream = s;
+  c.constant = true;
+  c.repeats = 2;
+  run_fftconv(c, 35000);
+  c.fft_size = 65536;
+  c.seqlen = 20000;
+  c.filter_len = 50;
+  run_fftconv(c, 35001);
+  REQUIRE_CUDA(cudaStreamDestroy(s));
+}
+
+}  // namespace
+
+#endif  // FLASHKIT_TEST_WITH_CUDA
