@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+/**
+ * Attention options ({@code fk_attention_params_t}); the defaults match
+ * {@code fk_attention_params_init()}: non-causal, no window, no softcap, scale 1/sqrt(head_dim).
+ * Setters return {@code this} for chaining.
+ */
+public final class AttentionParams {
+  private float softmaxScale = Float.NaN;
+  private boolean causal;
+  private int windowLeft = -1;
+  private int windowRight = -1;
+  private float softcap;
+
+  /** Multiplier of Q K^T; NaN (default) means 1/sqrt(head_dim). */
+  public AttentionParams softmaxScale(float scale) {
+    this.softmaxScale = scale;
+    return this;
+  }
+
+  /** Causal mask, aligned to the bottom-right corner when seqlen_q != seqlen_k. */
+  public AttentionParams causal(boolean causal) {
+    this.causal = causal;
+    return this;
+  }
+
+  /** Sliding window: keys allowed left / right of the diagonal; -1 is unbounded. */
+  public AttentionParams window(int left, int right) {
+    this.windowLeft = left;
+    this.windowRight = right;
+    return this;
+  }
+
+  /** Score cap (Gemma 2); 0 disables it. */
+  public AttentionParams softcap(float softcap) {
+    this.softcap = softcap;
+    return this;
+  }
+
+  public float softmaxScale() {
+    return softmaxScale;
+  }
+
+  public boolean causal() {
+    return causal;
+  }
+
+  public int windowLeft() {
+    return windowLeft;
+  }
+
+  public int windowRight() {
+    return windowRight;
+  }
+
+  public float softcap() {
+    return softcap;
+  }
+
+  /** A native struct holding these values; the caller deletes it. */
+  fk_attention_params_t toNative() {
+    fk_attention_params_t p = new fk_attention_params_t();
+    FlashkitNative.fk_attention_params_init(p);
+    p.setSoftmax_scale(softmaxScale);
+    p.setCausal(causal ? 1 : 0);
+    p.setWindow_size_left(windowLeft);
+    p.setWindow_size_right(windowRight);
+    p.setSoftcap(softcap);
+    return p;
+  }
+}

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+/** Which backend a context runs on ({@code fk_backend_t}). */
+public enum Backend {
+  /** CUDA if compiled in and a device is present, else CPU ({@code FLASHKIT_BACKEND} overrides). */
+  AUTO(fk_backend_t.FK_BACKEND_AUTO),
+  /** The CPU backend: every operation, multithreaded, synchronous. */
+  CPU(fk_backend_t.FK_BACKEND_CPU),
+  /** The CUDA backend. */
+  CUDA(fk_backend_t.FK_BACKEND_CUDA);
+
+  private final int value;
+
+  Backend(int value) {
+    this.value = value;
+  }
+
+  /** The C enum value. */
+  public int value() {
+    return value;
+  }
+
+  /** The library's name for it ("auto", "cpu", "cuda"). */
+  public String nativeName() {
+    return FlashkitNative.fk_backend_name(value);
+  }
+
+  static Backend fromValue(int value) {
+    for (Backend b : values()) {
+      if (b.value == value) return b;
+    }
+    throw new IllegalArgumentException("unknown backend " + value);
+  }
+}

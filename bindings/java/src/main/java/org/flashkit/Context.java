@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A flashkit context ({@code fk_context_t}): one backend and device. Create one per device and
+ * share it; it is immutable and safe to use from several threads at once.
+ *
+ * <pre>{@code
+ * try (Context ctx = Context.cpu();
+ *      Tensor q = ..., k = ..., v = ..., out = ...) {
+ *   AttentionParams p = new AttentionParams().causal(true);
+ *   System.out.println(ctx.attentionSelectKernel(p, q, k, v, null, null, out, null));
+ *   ctx.attention(p, q, k, v, out);
+ * }
+ * }</pre>
+ *
+ * <p>Every operation throws a {@link FlashkitException} subclass when the library rejects the
+ * call (with the library's message), IllegalStateException when this context or a tensor is
+ * closed. Optional tensors are passed as null. {@link #close()} also closes the FFT convolution
+ * plans still open on this context (the C ABI requires plans to go first).
+ */
+public final class Context implements AutoCloseable {
+  private volatile long handle;
+  private final Set<FFTConvPlan> plans = ConcurrentHashMap.newKeySet();
+
+  /** Options for {@link Context#create(Options)}; defaults as {@code fk_context_options_init()}. */
+  public static final class Options {
+    private Backend backend = Backend.AUTO;
+    private int deviceOrdinal;
+    private KernelFamily kernelFamily = KernelFamily.AUTO;
+    private int numThreads;
+
+    public Options backend(Backend backend) {
+      if (backend == null) throw new NullPointerException("backend");
+      this.backend = backend;
+      return this;
+    }
+
+    /** CUDA device ordinal. */
+    public Options deviceOrdinal(int ordinal) {
+      this.deviceOrdinal = ordinal;
+      return this;
+    }
+
+    /** Forces a kernel family (AUTO picks the best per call). */
+    public Options kernelFamily(KernelFamily family) {
+      if (family == null) throw new NullPointerException("family");
+      this.kernelFamily = family;
+      return this;
+    }
+
+    /** CPU worker threads; 0 uses the hardware concurrency (or FLASHKIT_NUM_THREADS). */
+    public Options numThreads(int threads) {
+      this.numThreads = threads;
+      return this;
+    }
+  }
+
+  private Context(long handle) {
+    this.handle = handle;
+  }
+
+  /** A context with the given options. */
+  public static Context create(Options options) {
+    fk_context_options_t o = new fk_context_options_t();
+    try {
+      FlashkitNative.fk_context_options_init(o);
+      o.setBackend(options.backend.value());
+      o.setDevice_ordinal(options.deviceOrdinal);
+      o.setKernel_family(options.kernelFamily.value());
+      o.setNum_threads(options.numThreads);
+      return new Context(FlashkitNative.fk_context_create(o));
+    } finally {
+      o.delete();
+    }
+  }
+
+  /** A context with all defaults (CUDA if available, else CPU). */
+  public static Context create() {
+    return create(new Options());
+  }
+
+  /** A CPU-backend context using the hardware concurrency. */
+  public static Context cpu() {
+    return create(new Options().backend(Backend.CPU));
+  }
+
+  /** A CPU-backend context with {@code numThreads} workers. */
+  public static Context cpu(int numThreads) {
+    return create(new Options().backend(Backend.CPU).numThreads(numThreads));
+  }
+
+  long handle() {
+    long h = handle;
+    if (h == 0) throw new IllegalStateException("Context is closed");
+    return h;
+  }
+
+  /** Whether {@link #close()} has been called. */
+  public boolean isClosed() {
+    return handle == 0;
+  }
+
+  /** Backend, device and kernel family of this context. */
+  public ContextInfo info() {
+    fk_context_info_t i = new fk_context_info_t();
+    try {
+      FlashkitNative.fk_context_info_init(i);
+      FlashkitNative.fk_context_get_info(handle(), i);
+      return new ContextInfo(i);
+    } finally {
+      i.delete();
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Attention
+  // -------------------------------------------------------------------------------------------
+
+  /** Batched attention {@code out = softmax(mask(softcap(scale Q K^T))) V}, no LSE output. */
+  public void attention(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor out) {
+    attention(params, q, k, v, null, null, out, null, null);
+  }
+
+  /**
+   * Attention forward; see {@code fk_attention_forward()}. Pass both cu_seqlens (int32) for the
+   * variable-length form, neither for the batched form; {@code lse} (fp32) may be null.
+   */
+  public void attention(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor cuSeqlensQ,
+      Tensor cuSeqlensK, Tensor out, Tensor lse) {
+    attention(params, q, k, v, cuSeqlensQ, cuSeqlensK, out, lse, null);
+  }
+
+  /** As above, on the given launch (stream, workspace); null launch means the defaults. */
+  public void attention(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor cuSeqlensQ,
+      Tensor cuSeqlensK, Tensor out, Tensor lse, Launch launch) {
+    fk_attention_params_t p = nativeParams(params);
+    try {
+      FlashkitNative.fk_attention_forward(handle(), Launch.encode(launch), p, h(q), h(k), h(v),
+          h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse));
+    } finally {
+      p.delete();
+    }
+  }
+
+  /** The kernel variant {@link #attention} would run, e.g. "cpu.attention"; validates the same. */
+  public String attentionSelectKernel(AttentionParams params, Tensor q, Tensor k, Tensor v,
+      Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out, Tensor lse) {
+    fk_attention_params_t p = nativeParams(params);
+    try {
+      return FlashkitNative.fk_attention_select_kernel(handle(), p, h(q), h(k), h(v),
+          h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse));
+    } finally {
+      p.delete();
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // GEMM
+  // -------------------------------------------------------------------------------------------
+
+  /** {@code d = activation(alpha op(a) op(b) + beta c + bias)}; c and bias may be null. */
+  public void gemm(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias, Tensor d) {
+    gemm(params, a, b, c, bias, d, null);
+  }
+
+  public void gemm(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias, Tensor d,
+      Launch launch) {
+    fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    try {
+      FlashkitNative.fk_gemm(handle(), Launch.encode(launch), p, h(a), h(b), h(c), h(bias), h(d));
+    } finally {
+      p.delete();
+    }
+  }
+
+  /** The kernel variant {@link #gemm} would run; validates the same. */
+  public String gemmSelectKernel(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias,
+      Tensor d) {
+    fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    try {
+      return FlashkitNative.fk_gemm_select_kernel(handle(), p, h(a), h(b), h(c), h(bias), h(d));
+    } finally {
+      p.delete();
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Monarch and block-diagonal linear
+  // -------------------------------------------------------------------------------------------
+
+  /** Two-factor Monarch multiply {@code out = M x (+ bias)}; bias may be null. */
+  public void monarch(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
+    monarch(x, w1, w2, bias, out, null);
+  }
+
+  public void monarch(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out, Launch launch) {
+    fk_monarch_params_t p = monarchParams();
+    try {
+      FlashkitNative.fk_monarch(handle(), Launch.encode(launch), p, h(x), h(w1), h(w2), h(bias),
+          h(out));
+    } finally {
+      p.delete();
+    }
+  }
+
+  public String monarchSelectKernel(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
+    fk_monarch_params_t p = monarchParams();
+    try {
+      return FlashkitNative.fk_monarch_select_kernel(handle(), p, h(x), h(w1), h(w2), h(bias),
+          h(out));
+    } finally {
+      p.delete();
+    }
+  }
+
+  /** Block-diagonal linear {@code out = blockdiag(w) x (+ bias)}; bias may be null. */
+  public void blockdiagLinear(Tensor x, Tensor w, Tensor bias, Tensor out) {
+    blockdiagLinear(x, w, bias, out, null);
+  }
+
+  public void blockdiagLinear(Tensor x, Tensor w, Tensor bias, Tensor out, Launch launch) {
+    fk_monarch_params_t p = monarchParams();
+    try {
+      FlashkitNative.fk_blockdiag_linear(handle(), Launch.encode(launch), p, h(x), h(w), h(bias),
+          h(out));
+    } finally {
+      p.delete();
+    }
+  }
+
+  public String blockdiagLinearSelectKernel(Tensor x, Tensor w, Tensor bias, Tensor out) {
+    fk_monarch_params_t p = monarchParams();
+    try {
+      return FlashkitNative.fk_blockdiag_linear_select_kernel(handle(), p, h(x), h(w), h(bias),
+          h(out));
+    } finally {
+      p.delete();
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // FFT convolution plans
+  // -------------------------------------------------------------------------------------------
+
+  /** A new FFT convolution plan on this context; same as {@code new FFTConvPlan(this, options)}. */
+  public FFTConvPlan createFFTConvPlan(FFTConvPlan.Options options) {
+    return new FFTConvPlan(this, options);
+  }
+
+  void register(FFTConvPlan plan) {
+    plans.add(plan);
+  }
+
+  void unregister(FFTConvPlan plan) {
+    plans.remove(plan);
+  }
+
+  /**
+   * Closes the plans still open on this context, then destroys the context. Idempotent. No call
+   * using the context may be running.
+   */
+  @Override
+  public synchronized void close() {
+    long h = handle;
+    if (h == 0) return;
+    List<FFTConvPlan> open = new ArrayList<>(plans);
+    for (FFTConvPlan p : open) p.close();
+    handle = 0;
+    FlashkitNative.fk_context_destroy(h);
+  }
+
+  /** The plans currently open on this context (for diagnostics). */
+  Set<FFTConvPlan> openPlans() {
+    return Collections.unmodifiableSet(plans);
+  }
+
+  @Override
+  public String toString() {
+    return isClosed() ? "Context(closed)" : "Context(" + info() + ")";
+  }
+
+  private static long h(Tensor t) {
+    return Tensor.handleOf(t);
+  }
+
+  private static fk_attention_params_t nativeParams(AttentionParams params) {
+    return (params == null ? new AttentionParams() : params).toNative();
+  }
+
+  private static fk_monarch_params_t monarchParams() {
+    fk_monarch_params_t p = new fk_monarch_params_t();
+    FlashkitNative.fk_monarch_params_init(p);
+    return p;
+  }
+}

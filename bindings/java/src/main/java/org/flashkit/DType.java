@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+/** Element types flashkit tensors use (DLPack {@code {code, bits, lanes = 1}}). */
+public enum DType {
+  /** IEEE fp32. */
+  FLOAT32(FlashkitNativeConstants.kDLFloat, 32),
+  /** IEEE fp16 (stored as 16-bit patterns; Java has no half type). */
+  FLOAT16(FlashkitNativeConstants.kDLFloat, 16),
+  /** bfloat16 (stored as 16-bit patterns). */
+  BFLOAT16(FlashkitNativeConstants.kDLBfloat, 16),
+  /** int32, e.g. attention's cu_seqlens. */
+  INT32(FlashkitNativeConstants.kDLInt, 32);
+
+  private final int code;
+  private final int bits;
+
+  DType(int code, int bits) {
+    this.code = code;
+    this.bits = bits;
+  }
+
+  /** DLPack type code (kDLFloat, kDLBfloat, kDLInt). */
+  public int code() {
+    return code;
+  }
+
+  /** Width in bits. */
+  public int bits() {
+    return bits;
+  }
+
+  /** Width in bytes. */
+  public int bytes() {
+    return bits / 8;
+  }
+
+  static DType fromCode(int code, int bits) {
+    for (DType d : values()) {
+      if (d.code == code && d.bits == bits) return d;
+    }
+    throw new IllegalArgumentException("unsupported dtype code " + code + " bits " + bits);
+  }
+}

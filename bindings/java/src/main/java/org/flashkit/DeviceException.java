@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+/** A flashkit call failed with device error (status 400-499): the CUDA runtime or driver reported an error, or a kernel failed to launch. */
+public class DeviceException extends FlashkitException {
+  private static final long serialVersionUID = 1L;
+
+  /** Called by the native layer with the failed status and the library's message. */
+  public DeviceException(int statusCode, String message) {
+    super(statusCode, message);
+  }
+}

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+/**
+ * An FFT convolution plan ({@code fk_fftconv_plan_t}): fixes channels, seqlen, filter length,
+ * fft_size, dtype and mode, owns its twiddle tables, and serves any batch size. Usable from
+ * several threads at once as long as each call has its own output.
+ *
+ * <p>{@code y = postgate * (conv(pregate * u, k) + D * (pregate * u))}, each factor only if
+ * given; see {@link FFTConvMode} and {@code fk_fftconv_forward()} for the three conventions.
+ *
+ * <p>The plan refers to its context; closing the context closes the plan too.
+ */
+public final class FFTConvPlan implements AutoCloseable {
+  private volatile long handle;
+  private final Context context;
+
+  /** Plan options ({@code fk_fftconv_plan_options_t}); defaults: causal, fp32, sizes 0. */
+  public static final class Options {
+    private FFTConvMode mode = FFTConvMode.CAUSAL;
+    private long channels;
+    private long seqlen;
+    private long filterLen;
+    private long fftSize;
+    private DType dtype = DType.FLOAT32;
+    private boolean filterConstant;
+
+    public Options mode(FFTConvMode mode) {
+      if (mode == null) throw new NullPointerException("mode");
+      this.mode = mode;
+      return this;
+    }
+
+    public Options channels(long channels) {
+      this.channels = channels;
+      return this;
+    }
+
+    public Options seqlen(long seqlen) {
+      this.seqlen = seqlen;
+      return this;
+    }
+
+    /** Filter taps per channel; 0 (default) means seqlen. */
+    public Options filterLen(long filterLen) {
+      this.filterLen = filterLen;
+      return this;
+    }
+
+    /** A power of two, or 0 (default) for the smallest the mode needs. */
+    public Options fftSize(long fftSize) {
+      this.fftSize = fftSize;
+      return this;
+    }
+
+    /** dtype of u, y and the gates (FLOAT32, FLOAT16 or BFLOAT16). */
+    public Options dtype(DType dtype) {
+      if (dtype == null) throw new NullPointerException("dtype");
+      this.dtype = dtype;
+      return this;
+    }
+
+    /** The filter's values never change between calls: the plan may cache its spectrum. */
+    public Options filterConstant(boolean constant) {
+      this.filterConstant = constant;
+      return this;
+    }
+
+    public FFTConvMode mode() {
+      return mode;
+    }
+
+    public long channels() {
+      return channels;
+    }
+
+    public long seqlen() {
+      return seqlen;
+    }
+
+    public long filterLen() {
+      return filterLen;
+    }
+
+    public long fftSize() {
+      return fftSize;
+    }
+
+    public DType dtype() {
+      return dtype;
+    }
+
+    public boolean filterConstant() {
+      return filterConstant;
+    }
+
+    void writeTo(fk_fftconv_plan_options_t o) {
+      o.setMode(mode.value());
+      o.setChannels(channels);
+      o.setSeqlen(seqlen);
+      o.setFilter_len(filterLen);
+      o.setFft_size(fftSize);
+      DLDataType dt = new DLDataType();
+      try {
+        dt.setCode((short) dtype.code());
+        dt.setBits((short) dtype.bits());
+        dt.setLanes(1);
+        o.setDtype(dt);
+      } finally {
+        dt.delete();
+      }
+      o.setFlags(filterConstant ? FlashkitNativeConstants.FK_FFTCONV_FILTER_CONSTANT : 0);
+    }
+
+    static Options readFrom(fk_fftconv_plan_options_t o) {
+      DLDataType dt = o.getDtype();
+      return new Options()
+          .mode(FFTConvMode.fromValue(o.getMode()))
+          .channels(o.getChannels())
+          .seqlen(o.getSeqlen())
+          .filterLen(o.getFilter_len())
+          .fftSize(o.getFft_size())
+          .dtype(DType.fromCode(dt.getCode(), dt.getBits()))
+          .filterConstant((o.getFlags() & FlashkitNativeConstants.FK_FFTCONV_FILTER_CONSTANT) != 0);
+    }
+  }
+
+  /** Creates a plan on {@code context}; throws {@link FlashkitException} for invalid options. */
+  public FFTConvPlan(Context context, Options options) {
+    if (options == null) throw new NullPointerException("options");
+    this.context = context;
+    fk_fftconv_plan_options_t o = new fk_fftconv_plan_options_t();
+    try {
+      FlashkitNative.fk_fftconv_plan_options_init(o);
+      options.writeTo(o);
+      handle = FlashkitNative.fk_fftconv_plan_create(context.handle(), o);
+    } finally {
+      o.delete();
+    }
+    context.register(this);
+  }
+
+  long handle() {
+    long h = handle;
+    if (h == 0) throw new IllegalStateException("FFTConvPlan is closed");
+    return h;
+  }
+
+  /** Whether {@link #close()} has been called (directly or by closing the context). */
+  public boolean isClosed() {
+    return handle == 0;
+  }
+
+  /** The context this plan runs on. */
+  public Context context() {
+    return context;
+  }
+
+  /** The resolved options (fft_size and filter_len after defaulting). */
+  public Options options() {
+    fk_fftconv_plan_options_t o = new fk_fftconv_plan_options_t();
+    try {
+      FlashkitNative.fk_fftconv_plan_options_init(o);
+      FlashkitNative.fk_fftconv_plan_get_options(handle(), o);
+      return Options.readFrom(o);
+    } finally {
+      o.delete();
+    }
+  }
+
+  /** Runs the convolution; D, pregate and postgate may be null. */
+  public void forward(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y) {
+    forward(u, k, D, pregate, postgate, y, null);
+  }
+
+  /** Runs the convolution on the given launch (stream, workspace). */
+  public void forward(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y,
+      Launch launch) {
+    FlashkitNative.fk_fftconv_forward(handle(), Launch.encode(launch), Tensor.handleOf(u),
+        Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
+        Tensor.handleOf(postgate), Tensor.handleOf(y));
+  }
+
+  /** The kernel variant {@link #forward} would run, e.g. "cpu.fftconv"; validates the same. */
+  public String selectKernel(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate,
+      Tensor y) {
+    return FlashkitNative.fk_fftconv_select_kernel(handle(), Tensor.handleOf(u),
+        Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
+        Tensor.handleOf(postgate), Tensor.handleOf(y));
+  }
+
+  /** Destroys the plan. Idempotent. No call using it may be running. */
+  @Override
+  public synchronized void close() {
+    long h = handle;
+    if (h == 0) return;
+    handle = 0;
+    context.unregister(this);
+    FlashkitNative.fk_fftconv_plan_destroy(h);
+  }
+}

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+/** A flashkit call failed with invalid argument (status 100-199): the caller passed something the documentation forbids (null, wrong shape, dtype, strides, device, alignment or value). */
+public class InvalidArgumentException extends FlashkitException {
+  private static final long serialVersionUID = 1L;
+
+  /** Called by the native layer with the failed status and the library's message. */
+  public InvalidArgumentException(int statusCode, String message) {
+    super(statusCode, message);
+  }
+}

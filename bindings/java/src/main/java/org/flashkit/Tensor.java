@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+import java.nio.Buffer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import java.nio.ShortBuffer;
+import java.util.Arrays;
+
+/**
+ * A tensor view: a DLPack {@code DLTensor} built in native memory over data that lives elsewhere
+ * (a direct NIO buffer on the host, or a raw device pointer). flashkit only borrows the data for
+ * the duration of a call.
+ *
+ * <p>Host data must be a <em>direct</em> buffer in <em>native byte order</em> (see
+ * {@link #allocate}); the view keeps a reference to the buffer so the memory stays alive while
+ * the view is open. The view starts at the buffer's current position. Shapes and strides are in
+ * elements; {@code strides == null} means compact row-major.
+ *
+ * <p>{@link #close()} frees the native descriptor (not the data). A closed view cannot be passed
+ * to flashkit.
+ */
+public final class Tensor implements AutoCloseable {
+  private long handle; // DLTensor*, 0 once closed
+  private final Buffer buffer; // keeps host memory reachable; null for device pointers
+  private final DType dtype;
+  private final long[] shape;
+  private final long[] strides;
+  private final DeviceType deviceType;
+  private final int deviceId;
+
+  private Tensor(long dataAddress, Buffer buffer, DeviceType deviceType, int deviceId,
+      DType dtype, long[] shape, long[] strides) {
+    this.buffer = buffer;
+    this.dtype = dtype;
+    this.shape = shape.clone();
+    this.strides = strides == null ? null : strides.clone();
+    this.deviceType = deviceType;
+    this.deviceId = deviceId;
+    this.handle = FlashkitNative.fkj_tensor_create(dataAddress, deviceType.value(), deviceId,
+        dtype.code(), dtype.bits(), this.shape, this.strides);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Factories
+  // -------------------------------------------------------------------------------------------
+
+  /**
+   * A new zero-filled host tensor of {@code dtype} and {@code shape}, compact row-major, backed
+   * by a direct native-order buffer it owns (read it through {@link #floats()} etc.).
+   */
+  public static Tensor allocate(DType dtype, long... shape) {
+    long n = elementCount(shape);
+    long bytes = Math.max(1, n) * dtype.bytes();
+    if (bytes > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("shape: " + bytes + " bytes exceeds a Java buffer");
+    }
+    ByteBuffer b = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+    return of(b, dtype, shape, null);
+  }
+
+  /** An fp32 host tensor over a direct native-order FloatBuffer, compact row-major. */
+  public static Tensor of(FloatBuffer data, long... shape) {
+    return ofBuffer(data, data.order(), DType.FLOAT32, 4, shape, null);
+  }
+
+  /** An fp32 host tensor over a direct native-order FloatBuffer with strides in elements. */
+  public static Tensor of(FloatBuffer data, long[] shape, long[] strides) {
+    return ofBuffer(data, data.order(), DType.FLOAT32, 4, shape, strides);
+  }
+
+  /** An int32 host tensor (e.g. cu_seqlens) over a direct native-order IntBuffer, compact. */
+  public static Tensor of(IntBuffer data, long... shape) {
+    return ofBuffer(data, data.order(), DType.INT32, 4, shape, null);
+  }
+
+  /** An fp16 or bf16 host tensor over a direct native-order ShortBuffer of bit patterns. */
+  public static Tensor of(ShortBuffer data, DType dtype, long[] shape, long[] strides) {
+    if (dtype.bits() != 16) throw new IllegalArgumentException("dtype: " + dtype + " is not 16-bit");
+    return ofBuffer(data, data.order(), dtype, 2, shape, strides);
+  }
+
+  /** A host tensor of any dtype over a direct native-order ByteBuffer (from its position). */
+  public static Tensor of(ByteBuffer data, DType dtype, long[] shape, long[] strides) {
+    return ofBuffer(data, data.order(), dtype, 1, shape, strides);
+  }
+
+  /**
+   * A view of memory flashkit does not see through NIO, e.g. a CUDA device pointer from another
+   * library. The caller keeps the memory alive while the view is in use.
+   *
+   * @param address the data pointer, aligned to the element size
+   * @param deviceType where it lives; {@code deviceId} is the CUDA ordinal (0 for host memory)
+   * @param strides in elements, or null for compact row-major
+   */
+  public static Tensor ofAddress(long address, DeviceType deviceType, int deviceId, DType dtype,
+      long[] shape, long[] strides) {
+    checkShape(shape, strides);
+    return new Tensor(address, null, deviceType, deviceId, dtype, shape, strides);
+  }
+
+  private static Tensor ofBuffer(Buffer data, ByteOrder order, DType dtype, int unitBytes,
+      long[] shape, long[] strides) {
+    if (!data.isDirect()) {
+      throw new IllegalArgumentException(
+          "data: not a direct buffer (use ByteBuffer.allocateDirect(n).order(ByteOrder.nativeOrder()))");
+    }
+    if (dtype.bytes() > 1 && order != ByteOrder.nativeOrder()) {
+      throw new IllegalArgumentException(
+          "data: byte order " + order + " is not the native " + ByteOrder.nativeOrder()
+              + " (call .order(ByteOrder.nativeOrder()) on the ByteBuffer)");
+    }
+    checkShape(shape, strides);
+    long needBytes = spanElements(shape, strides) * dtype.bytes();
+    long haveBytes = (long) data.remaining() * unitBytes;
+    if (needBytes > haveBytes) {
+      throw new IllegalArgumentException("data: " + haveBytes + " bytes remain in the buffer but shape "
+          + Arrays.toString(shape) + (strides == null ? "" : " strides " + Arrays.toString(strides))
+          + " of " + dtype + " needs " + needBytes);
+    }
+    long address = FlashkitNative.fkj_direct_buffer_address(data) + (long) data.position() * unitBytes;
+    return new Tensor(address, data.slice(), DeviceType.CPU, 0, dtype, shape, strides);
+  }
+
+  private static void checkShape(long[] shape, long[] strides) {
+    if (shape == null) throw new NullPointerException("shape");
+    for (long e : shape) {
+      if (e < 0) throw new IllegalArgumentException("shape: negative extent in " + Arrays.toString(shape));
+    }
+    if (strides != null && strides.length != shape.length) {
+      throw new IllegalArgumentException("strides: " + strides.length + " entries for rank " + shape.length);
+    }
+  }
+
+  private static long elementCount(long[] shape) {
+    long n = 1;
+    for (long e : shape) n = Math.multiplyExact(n, e);
+    return n;
+  }
+
+  /** Elements from the first to one past the last addressed element. */
+  private static long spanElements(long[] shape, long[] strides) {
+    if (strides == null) return elementCount(shape);
+    long span = 1;
+    for (int i = 0; i < shape.length; ++i) {
+      if (shape[i] == 0) return 0;
+      if (strides[i] < 0) return elementCount(shape); // the library rejects it with its own message
+      span += (shape[i] - 1) * strides[i];
+    }
+    return span;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Accessors
+  // -------------------------------------------------------------------------------------------
+
+  /** The element type. */
+  public DType dtype() {
+    return dtype;
+  }
+
+  /** A copy of the extents. */
+  public long[] shape() {
+    return shape.clone();
+  }
+
+  /** A copy of the strides in elements, or null for compact row-major. */
+  public long[] strides() {
+    return strides == null ? null : strides.clone();
+  }
+
+  /** Number of logical elements. */
+  public long numel() {
+    return elementCount(shape);
+  }
+
+  /** Where the data lives. */
+  public DeviceType deviceType() {
+    return deviceType;
+  }
+
+  /** The device ordinal (0 for host memory). */
+  public int deviceId() {
+    return deviceId;
+  }
+
+  /** The host data as bytes in native order, starting at the view's first element. */
+  public ByteBuffer bytes() {
+    if (buffer == null) throw new IllegalStateException("tensor views device memory, not a Java buffer");
+    if (buffer instanceof ByteBuffer) {
+      return ((ByteBuffer) buffer).duplicate().order(ByteOrder.nativeOrder());
+    }
+    throw new IllegalStateException("tensor was made from a " + buffer.getClass().getSimpleName());
+  }
+
+  /** The host data as floats (fp32 tensors), starting at the view's first element. */
+  public FloatBuffer floats() {
+    if (dtype != DType.FLOAT32) throw new IllegalStateException("tensor is " + dtype + ", not FLOAT32");
+    if (buffer instanceof FloatBuffer) return ((FloatBuffer) buffer).duplicate();
+    return bytes().asFloatBuffer();
+  }
+
+  /** The host data as ints (int32 tensors), starting at the view's first element. */
+  public IntBuffer ints() {
+    if (dtype != DType.INT32) throw new IllegalStateException("tensor is " + dtype + ", not INT32");
+    if (buffer instanceof IntBuffer) return ((IntBuffer) buffer).duplicate();
+    return bytes().asIntBuffer();
+  }
+
+  /** The logical elements of an fp32 host tensor in row-major order (honours strides). */
+  public float[] toFloatArray() {
+    FloatBuffer f = floats();
+    long n = numel();
+    if (n > Integer.MAX_VALUE) throw new IllegalStateException("too many elements for an array");
+    float[] out = new float[(int) n];
+    if (strides == null) {
+      f.get(out);
+      return out;
+    }
+    long[] idx = new long[shape.length];
+    for (int i = 0; i < out.length; ++i) {
+      long off = 0;
+      for (int d = 0; d < shape.length; ++d) off += idx[d] * strides[d];
+      out[i] = f.get((int) off);
+      for (int d = shape.length - 1; d >= 0; --d) {
+        if (++idx[d] < shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+    return out;
+  }
+
+  /** Whether {@link #close()} has been called. */
+  public boolean isClosed() {
+    return handle == 0;
+  }
+
+  /** The native {@code DLTensor*}; throws if closed. */
+  long handle() {
+    if (handle == 0) throw new IllegalStateException("Tensor is closed");
+    return handle;
+  }
+
+  /** The native handle of an optional tensor: 0 (NULL) for null. */
+  static long handleOf(Tensor t) {
+    return t == null ? 0 : t.handle();
+  }
+
+  /** Frees the native descriptor; the data is not touched. Idempotent. */
+  @Override
+  public void close() {
+    long h = handle;
+    handle = 0;
+    FlashkitNative.fkj_tensor_destroy(h);
+  }
+
+  @Override
+  public String toString() {
+    return "Tensor(" + dtype + ", shape " + Arrays.toString(shape)
+        + (strides == null ? "" : ", strides " + Arrays.toString(strides)) + ", " + deviceType
+        + (isClosed() ? ", closed" : "") + ")";
+  }
+}

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.FloatBuffer;
+import org.junit.jupiter.api.Test;
+
+/** Context and FFTConvPlan lifetimes, enums and library facts. */
+class ContextTest {
+  @Test
+  void versionMatchesTheBindings() {
+    assertEquals(Flashkit.bindingsVersionNumber(), Flashkit.versionNumber());
+    assertTrue(Flashkit.version().matches("\\d+\\.\\d+\\.\\d+"), Flashkit.version());
+  }
+
+  @Test
+  void cpuContextReportsItself() {
+    try (Context ctx = Context.cpu(2)) {
+      ContextInfo info = ctx.info();
+      assertEquals(Backend.CPU, info.backend());
+      assertEquals(KernelFamily.CPU, info.kernelFamily());
+      assertEquals(2, info.numThreads());
+      assertEquals(-1, info.deviceOrdinal());
+      assertEquals("cpu", info.deviceName());
+    }
+  }
+
+  @Test
+  void closeIsIdempotentAndUseAfterCloseFails() {
+    Context ctx = Context.cpu(1);
+    ctx.close();
+    ctx.close();
+    assertTrue(ctx.isClosed());
+    assertThrows(IllegalStateException.class, ctx::info);
+  }
+
+  @Test
+  void enumsUseTheLibraryNames() {
+    assertEquals("cpu", Backend.CPU.nativeName());
+    assertEquals("cuda", Backend.CUDA.nativeName());
+    assertEquals("sm90", KernelFamily.SM90.nativeName());
+    assertEquals("generic", KernelFamily.GENERIC.nativeName());
+    assertEquals(Activation.GELU_TANH, Activation.fromValue(2));
+    assertEquals(FFTConvMode.BIDIRECTIONAL, FFTConvMode.fromValue(2));
+    assertEquals(Status.SHAPE_MISMATCH, Status.fromCode(104));
+    assertEquals(Status.INVALID_ARGUMENT, Status.SHAPE_MISMATCH.category());
+  }
+
+  @Test
+  void planResolvesOptionsAndClosesWithItsContext() {
+    Context ctx = Context.cpu(1);
+    FFTConvPlan plan = ctx.createFFTConvPlan(new FFTConvPlan.Options()
+        .mode(FFTConvMode.CAUSAL).channels(3).seqlen(20).filterLen(12).filterConstant(true));
+    FFTConvPlan.Options o = plan.options();
+    assertEquals(FFTConvMode.CAUSAL, o.mode());
+    assertEquals(3, o.channels());
+    assertEquals(20, o.seqlen());
+    assertEquals(12, o.filterLen());
+    assertEquals(32, o.fftSize()); // smallest power of two >= 20 + 12 - 1
+    assertEquals(DType.FLOAT32, o.dtype());
+    assertTrue(o.filterConstant());
+    assertEquals(1, ctx.openPlans().size());
+    ctx.close();
+    assertTrue(plan.isClosed());
+    assertThrows(IllegalStateException.class, plan::options);
+    plan.close(); // still fine
+  }
+
+  @Test
+  void planAndLaunchRunAConvolution() {
+    try (Context ctx = Context.cpu(1);
+         FFTConvPlan plan = new FFTConvPlan(ctx,
+             new FFTConvPlan.Options().channels(1).seqlen(6).filterLen(2));
+         Tensor u = Tensor.allocate(DType.FLOAT32, 1, 1, 6);
+         Tensor k = Tensor.allocate(DType.FLOAT32, 1, 2);
+         Tensor y = Tensor.allocate(DType.FLOAT32, 1, 1, 6)) {
+      u.floats().put(new float[] {1, 2, 3, 4, 5, 6});
+      k.floats().put(new float[] {1, -1}); // y[t] = u[t] - u[t-1]
+      assertFalse(plan.selectKernel(u, k, null, null, null, y).isEmpty());
+      plan.forward(u, k, null, null, null, y, Launch.onStream(0)); // stream ignored on CPU
+      float[] got = y.toFloatArray();
+      float[] want = {1, 1, 1, 1, 1, 1};
+      for (int i = 0; i < want.length; ++i) assertEquals(want[i], got[i], 1e-5f);
+      assertEquals(plan.context(), ctx);
+    }
+  }
+
+  @Test
+  void attentionThroughTheShortForm() {
+    try (Context ctx = Context.cpu(1);
+         Tensor q = Tensor.allocate(DType.FLOAT32, 1, 1, 1, 4);
+         Tensor k = Tensor.allocate(DType.FLOAT32, 1, 1, 1, 4);
+         Tensor v = Tensor.allocate(DType.FLOAT32, 1, 1, 1, 4);
+         Tensor out = Tensor.allocate(DType.FLOAT32, 1, 1, 1, 4)) {
+      v.floats().put(new float[] {1, 2, 3, 4});
+      ctx.attention(new AttentionParams().causal(true), q, k, v, out);
+      assertArrayEquals(new float[] {1, 2, 3, 4}, out.toFloatArray()); // one key: out = v
+      FloatBuffer f = out.floats();
+      assertEquals(4, f.remaining());
+    }
+  }
+}

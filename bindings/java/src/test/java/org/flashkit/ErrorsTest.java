@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A bad argument surfaces as the FlashkitException subclass of its status category, whose
+ * message is exactly what C's fk_get_last_error_message() returns for the failed call.
+ */
+class ErrorsTest {
+  private static Context ctx;
+
+  @BeforeAll
+  static void open() {
+    ctx = Context.cpu(1);
+  }
+
+  @AfterAll
+  static void close() {
+    ctx.close();
+  }
+
+  /** The message C holds for this thread right now, read through the raw C function. */
+  private static String cMessage() {
+    return FlashkitNative.fk_get_last_error_message();
+  }
+
+  private static Tensor nanFilled(long... shape) {
+    Tensor t = Tensor.allocate(DType.FLOAT32, shape);
+    var f = t.floats();
+    while (f.hasRemaining()) f.put(Float.NaN);
+    return t;
+  }
+
+  private static void assertUntouched(Tensor t) {
+    for (float x : t.toFloatArray()) assertTrue(Float.isNaN(x), "output was written on failure");
+  }
+
+  @Test
+  void headDimTooLargeIsInvalidArgumentWithCsMessage() {
+    try (Tensor q = Tensor.allocate(DType.FLOAT32, 1, 2, 1, 300);
+         Tensor k = Tensor.allocate(DType.FLOAT32, 1, 2, 1, 300);
+         Tensor v = Tensor.allocate(DType.FLOAT32, 1, 2, 1, 300);
+         Tensor out = nanFilled(1, 2, 1, 300)) {
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+          () -> ctx.attention(new AttentionParams(), q, k, v, out));
+      assertEquals(Status.SHAPE_MISMATCH, e.getStatus());
+      assertEquals(104, e.getStatusCode());
+      assertEquals("q: head_dim 300 > 256", e.getMessage()); // the header's own example
+      assertEquals(cMessage(), e.getMessage());
+      assertEquals(Flashkit.lastErrorMessage(), e.getMessage());
+      assertEquals("invalid argument: shape mismatch", e.getStatusString());
+      assertUntouched(out);
+
+      // select_kernel validates the same way and reports the same message.
+      InvalidArgumentException e2 = assertThrows(InvalidArgumentException.class,
+          () -> ctx.attentionSelectKernel(new AttentionParams(), q, k, v, null, null, out, null));
+      assertEquals(e.getMessage(), e2.getMessage());
+    }
+  }
+
+  @Test
+  void everyFailureIsAFlashkitException() {
+    try (Tensor a = Tensor.allocate(DType.FLOAT32, 2, 3);
+         Tensor b = Tensor.allocate(DType.FLOAT32, 3, 4);
+         Tensor d = nanFilled(2, 4)) {
+      // beta != 0 without c.
+      FlashkitException e = assertThrows(FlashkitException.class,
+          () -> ctx.gemm(new GemmParams().beta(0.5f), a, b, null, null, d));
+      assertInstanceOf(InvalidArgumentException.class, e);
+      assertEquals(Status.INVALID_ARGUMENT, e.getStatus().category());
+      assertEquals(cMessage(), e.getMessage());
+      assertFalse(e.getMessage().isEmpty());
+      assertUntouched(d);
+    }
+  }
+
+  @Test
+  void dtypeMismatchNamesTheTensor() {
+    try (Tensor q = Tensor.allocate(DType.FLOAT32, 1, 4, 2, 8);
+         Tensor k = Tensor.allocate(DType.INT32, 1, 4, 2, 8);
+         Tensor v = Tensor.allocate(DType.FLOAT32, 1, 4, 2, 8);
+         Tensor out = nanFilled(1, 4, 2, 8)) {
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+          () -> ctx.attention(new AttentionParams(), q, k, v, out));
+      assertEquals(Status.DTYPE_MISMATCH, e.getStatus());
+      assertEquals(cMessage(), e.getMessage());
+      assertTrue(e.getMessage().startsWith("k"), e.getMessage());
+      assertUntouched(out);
+    }
+  }
+
+  @Test
+  void badPlanOptionsAreInvalidArgument() {
+    FFTConvPlan.Options o = new FFTConvPlan.Options().channels(2).seqlen(16).fftSize(24);
+    InvalidArgumentException e =
+        assertThrows(InvalidArgumentException.class, () -> ctx.createFFTConvPlan(o));
+    assertEquals(Status.INVALID_ARGUMENT, e.getStatus());
+    assertEquals(cMessage(), e.getMessage());
+    assertTrue(ctx.openPlans().isEmpty());
+  }
+
+  @Test
+  void hostContextRejectsDeviceTensors() {
+    // A CUDA tensor on a CPU context: flashkit checks the device before touching the data.
+    try (Tensor x = Tensor.ofAddress(4096, DeviceType.CUDA, 0, DType.FLOAT32, new long[] {2, 4}, null);
+         Tensor w = Tensor.allocate(DType.FLOAT32, 2, 2, 2);
+         Tensor out = nanFilled(2, 4)) {
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+          () -> ctx.blockdiagLinear(x, w, null, out));
+      assertEquals(Status.WRONG_DEVICE, e.getStatus());
+      assertEquals(cMessage(), e.getMessage());
+      assertUntouched(out);
+    }
+  }
+
+  @Test
+  void unavailableBackendIsNotSupported() {
+    Context cuda = null;
+    try {
+      cuda = Context.create(new Context.Options().backend(Backend.CUDA));
+    } catch (NotSupportedException e) {
+      assertEquals(Status.BACKEND_UNAVAILABLE, e.getStatus());
+      assertEquals(cMessage(), e.getMessage());
+      return;
+    } finally {
+      if (cuda != null) cuda.close();
+    }
+    Assumptions.assumeTrue(false, "a CUDA device is present: nothing to check here");
+  }
+
+  @Test
+  void statusCategoriesMapToExceptionClasses() {
+    assertDoesNotThrow(() -> FlashkitNative.fkj_check_status(0));
+    Object[][] table = {
+        {100, InvalidArgumentException.class}, {101, InvalidArgumentException.class},
+        {107, InvalidArgumentException.class}, {200, NotSupportedException.class},
+        {201, NotSupportedException.class}, {300, OutOfMemoryException.class},
+        {301, OutOfMemoryException.class}, {400, DeviceException.class},
+        {401, DeviceException.class}, {500, InternalException.class},
+        {999, InternalException.class},
+    };
+    for (Object[] row : table) {
+      int code = (Integer) row[0];
+      @SuppressWarnings("unchecked")
+      Class<? extends FlashkitException> cls = (Class<? extends FlashkitException>) row[1];
+      FlashkitException e = assertThrows(cls, () -> FlashkitNative.fkj_check_status(code));
+      assertEquals(code, e.getStatusCode());
+      assertEquals(cMessage(), e.getMessage());
+    }
+  }
+
+  @Test
+  void statusEnumMatchesTheLibrary() {
+    for (Status s : Status.values()) {
+      assertEquals(s.category().code(), FlashkitNative.fk_status_category(s.code()), s.name());
+      assertFalse(Flashkit.statusString(s.code()).equals("unknown status"), s.name());
+    }
+  }
+}

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import org.junit.jupiter.api.Test;
+
+/** Tensor views over NIO buffers: what is accepted, what is refused, and strides/offsets. */
+class TensorTest {
+  private static FloatBuffer directFloats(int n) {
+    return ByteBuffer.allocateDirect(4 * n).order(ByteOrder.nativeOrder()).asFloatBuffer();
+  }
+
+  @Test
+  void heapBuffersAreRefused() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Tensor.of(FloatBuffer.allocate(8), 2, 4));
+    assertTrue(e.getMessage().contains("direct"), e.getMessage());
+  }
+
+  @Test
+  void foreignByteOrderIsRefused() {
+    ByteOrder other = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN
+        ? ByteOrder.BIG_ENDIAN : ByteOrder.LITTLE_ENDIAN;
+    FloatBuffer f = ByteBuffer.allocateDirect(32).order(other).asFloatBuffer();
+    assertThrows(IllegalArgumentException.class, () -> Tensor.of(f, 2, 4));
+  }
+
+  @Test
+  void tooSmallBuffersAreRefused() {
+    assertThrows(IllegalArgumentException.class, () -> Tensor.of(directFloats(7), 2, 4));
+    // Padded rows need (rows - 1) * stride + cols elements.
+    assertThrows(IllegalArgumentException.class,
+        () -> Tensor.of(directFloats(12), new long[] {2, 4}, new long[] {9, 1}));
+    assertThrows(IllegalArgumentException.class,
+        () -> Tensor.of(directFloats(8), new long[] {2, 4}, new long[] {4}));
+  }
+
+  @Test
+  void describesItself() {
+    try (Tensor t = Tensor.allocate(DType.FLOAT32, 2, 3, 4)) {
+      assertArrayEquals(new long[] {2, 3, 4}, t.shape());
+      assertNull(t.strides());
+      assertEquals(24, t.numel());
+      assertEquals(DType.FLOAT32, t.dtype());
+      assertEquals(DeviceType.CPU, t.deviceType());
+      assertEquals(24, t.floats().remaining());
+    }
+  }
+
+  @Test
+  void closedTensorsCannotBeUsed() {
+    Tensor x = Tensor.allocate(DType.FLOAT32, 2, 4);
+    Tensor w = Tensor.allocate(DType.FLOAT32, 2, 2, 2);
+    Tensor out = Tensor.allocate(DType.FLOAT32, 2, 4);
+    x.close();
+    x.close();
+    assertTrue(x.isClosed());
+    try (Context ctx = Context.cpu(1)) {
+      assertThrows(IllegalStateException.class, () -> ctx.blockdiagLinear(x, w, null, out));
+    } finally {
+      w.close();
+      out.close();
+    }
+  }
+
+  @Test
+  void stridedAndOffsetViewsReachTheLibrary() {
+    // x: 2 tokens x 4 features, rows padded to 6 floats, starting 3 floats into the buffer.
+    FloatBuffer xs = directFloats(3 + 6 + 4);
+    float[] xv = {1, 2, 3, 4, 5, 6, 7, 8};
+    for (int r = 0; r < 2; ++r) for (int c = 0; c < 4; ++c) xs.put(3 + r * 6 + c, xv[r * 4 + c]);
+    xs.position(3);
+    try (Context ctx = Context.cpu(1);
+         Tensor x = Tensor.of(xs, new long[] {2, 4}, new long[] {6, 1});
+         Tensor w = Tensor.allocate(DType.FLOAT32, 2, 2, 2); // 2 blocks of 2x2
+         Tensor out = Tensor.allocate(DType.FLOAT32, 2, 4)) {
+      assertArrayEquals(xv, x.toFloatArray());
+      // Block 0 swaps its two inputs, block 1 doubles them.
+      w.floats().put(new float[] {0, 1, 1, 0, 2, 0, 0, 2});
+      ctx.blockdiagLinear(x, w, null, out);
+      assertArrayEquals(new float[] {2, 1, 6, 8, 6, 5, 14, 16}, out.toFloatArray());
+    }
+  }
+}

@@ -1,0 +1,356 @@
+/*
+ * flashkit - header-only C++17 RAII wrapper over the C ABI in flashkit.h.
+ *
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef FLASHKIT_HPP
+#define FLASHKIT_HPP
+
+/**
+ * @file flashkit.hpp
+ * @brief Optional C++17 convenience layer over flashkit.h: owning handles, exceptions, and a
+ *        small host tensor view. Everything here is inline and calls only the public C ABI, so
+ *        it adds no link dependency and no ABI of its own.
+ *
+ * - fk::Error: a `std::runtime_error` carrying the fk_status_t and the message of
+ *   fk_get_last_error_message() at the time of failure. fk::check() throws it.
+ * - fk::Context, fk::FFTConvPlan: move-only owners of `fk_context_t*` / `fk_fftconv_plan_t*`
+ *   (unique ownership). Their destructors release the handle and never throw.
+ * - fk::Tensor: a non-owning DLTensor view of caller memory that owns its shape and strides,
+ *   so it can be built inline: `fk::Tensor::cpu(data, {2, 64, 4, 32})`.
+ *
+ * @code
+ *   fk::Context ctx = fk::Context::cpu();
+ *   fk_attention_params_t p = fk::attention_params();
+ *   p.causal = 1;
+ *   std::string variant = ctx.attention_select_kernel(&p, q, k, v, nullptr, nullptr, out);
+ *   ctx.attention_forward(&p, q, k, v, nullptr, nullptr, out);  // throws fk::Error on failure
+ * @endcode
+ *
+ * A plan keeps a reference to its context (C ABI rule): destroy plans before their context.
+ */
+
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "flashkit/flashkit.h"
+
+namespace fk {
+
+/** @brief A failed flashkit call: its status and the library's message. */
+class Error : public std::runtime_error {
+ public:
+  /** @brief An error for `status` with the library's `message`. */
+  Error(fk_status_t status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  /** @brief The exact status code, e.g. FK_ERROR_SHAPE_MISMATCH. */
+  fk_status_t status() const noexcept { return status_; }
+  /** @brief The status category (FK_ERROR_INVALID_ARGUMENT, FK_ERROR_NOT_SUPPORTED, ...). */
+  fk_status_t category() const noexcept { return fk_status_category(status_); }
+  /** @brief Static text for the status, e.g. "invalid argument: shape mismatch". */
+  const char* status_string() const noexcept { return fk_status_string(status_); }
+
+ private:
+  fk_status_t status_;
+};
+
+/** @brief Throws fk::Error with the thread's last error message unless `status` is success. */
+inline void check(fk_status_t status) {
+  if (status != FK_SUCCESS) throw Error(status, fk_get_last_error_message());
+}
+
+/** @brief fk_attention_params_t with its defaults (fk_attention_params_init()). */
+inline fk_attention_params_t attention_params() {
+  fk_attention_params_t p;
+  check(fk_attention_params_init(&p));
+  return p;
+}
+/** @brief fk_gemm_params_t with its defaults (fk_gemm_params_init()). */
+inline fk_gemm_params_t gemm_params() {
+  fk_gemm_params_t p;
+  check(fk_gemm_params_init(&p));
+  return p;
+}
+/** @brief fk_monarch_params_t with its defaults (fk_monarch_params_init()). */
+inline fk_monarch_params_t monarch_params() {
+  fk_monarch_params_t p;
+  check(fk_monarch_params_init(&p));
+  return p;
+}
+/** @brief fk_fftconv_plan_options_t with its defaults (fk_fftconv_plan_options_init()). */
+inline fk_fftconv_plan_options_t fftconv_plan_options() {
+  fk_fftconv_plan_options_t o;
+  check(fk_fftconv_plan_options_init(&o));
+  return o;
+}
+/** @brief fk_context_options_t with its defaults (fk_context_options_init()). */
+inline fk_context_options_t context_options() {
+  fk_context_options_t o;
+  check(fk_context_options_init(&o));
+  return o;
+}
+/** @brief fk_launch_t with its defaults (fk_launch_init()): default stream, no workspace. */
+inline fk_launch_t launch() {
+  fk_launch_t l;
+  check(fk_launch_init(&l));
+  return l;
+}
+
+/**
+ * @brief A DLTensor view of memory the caller owns; the view owns its shape and strides.
+ *
+ * Copies re-point the DLTensor at their own shape/strides storage, so a copy stays valid after
+ * the original is gone. Converts implicitly to `const DLTensor*` for the C calls.
+ */
+class Tensor {
+ public:
+  /** @brief An empty view (no data, rank 0). */
+  Tensor() { bind(); }
+  /**
+   * @brief A view of `data`.
+   * @param data    First element (not owned).
+   * @param device  Where the memory lives, e.g. `{kDLCPU, 0}`.
+   * @param dtype   Element type, e.g. `{kDLFloat, 32, 1}`.
+   * @param shape   Extents.
+   * @param strides In elements; empty means compact row-major.
+   */
+  Tensor(void* data, DLDevice device, DLDataType dtype, std::vector<int64_t> shape,
+         std::vector<int64_t> strides = {})
+      : shape_(std::move(shape)), strides_(std::move(strides)) {
+    dl_.data = data;
+    dl_.device = device;
+    dl_.dtype = dtype;
+    dl_.byte_offset = 0;
+    bind();
+  }
+  /** @brief fp32 host tensor (kDLCPU), compact unless strides are given. */
+  static Tensor cpu(float* data, std::vector<int64_t> shape, std::vector<int64_t> strides = {}) {
+    return Tensor(data, DLDevice{kDLCPU, 0}, DLDataType{kDLFloat, 32, 1}, std::move(shape),
+                  std::move(strides));
+  }
+  /** @brief int32 host tensor (kDLCPU), e.g. `cu_seqlens`. */
+  static Tensor cpu(int32_t* data, std::vector<int64_t> shape) {
+    return Tensor(data, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 32, 1}, std::move(shape));
+  }
+
+  /** @brief Copies the view; the copy owns its own shape and strides. */
+  Tensor(const Tensor& o) : dl_(o.dl_), shape_(o.shape_), strides_(o.strides_) { bind(); }
+  /** @brief Moves the view; `o` becomes an empty view. */
+  Tensor(Tensor&& o) noexcept
+      : dl_(o.dl_), shape_(std::move(o.shape_)), strides_(std::move(o.strides_)) {
+    bind();
+    o.bind();
+  }
+  /** @brief Copy- or move-assigns the view. */
+  Tensor& operator=(Tensor o) noexcept {
+    dl_ = o.dl_;
+    shape_.swap(o.shape_);
+    strides_.swap(o.strides_);
+    bind();
+    return *this;
+  }
+
+  /** @brief The DLTensor, valid while this view lives. */
+  const DLTensor* get() const noexcept { return &dl_; }
+  /** @brief The DLTensor, so a view can be passed where the C API takes `const DLTensor*`. */
+  operator const DLTensor*() const noexcept { return &dl_; }
+  /** @brief The extents. */
+  const std::vector<int64_t>& shape() const noexcept { return shape_; }
+
+ private:
+  void bind() noexcept {
+    dl_.ndim = static_cast<int32_t>(shape_.size());
+    dl_.shape = shape_.empty() ? nullptr : shape_.data();
+    dl_.strides = strides_.empty() ? nullptr : strides_.data();
+  }
+  DLTensor dl_{};
+  std::vector<int64_t> shape_;
+  std::vector<int64_t> strides_;
+};
+
+/** @brief Owns an fk_context_t (move-only). All op calls throw fk::Error on failure. */
+class Context {
+ public:
+  /** @brief A context with the default options (FK_BACKEND_AUTO). */
+  Context() { check(fk_context_create(nullptr, &handle_)); }
+  /** @brief A context with `options` (see fk_context_create()). */
+  explicit Context(const fk_context_options_t& options) {
+    check(fk_context_create(&options, &handle_));
+  }
+  /** @brief A CPU-backend context; `num_threads` 0 uses the hardware concurrency. */
+  static Context cpu(int32_t num_threads = 0) {
+    fk_context_options_t o = context_options();
+    o.backend = FK_BACKEND_CPU;
+    o.num_threads = num_threads;
+    return Context(o);
+  }
+  /** @brief Takes ownership of a handle created with fk_context_create(). */
+  static Context adopt(fk_context_t* handle) noexcept { return Context(handle); }
+
+  /** @brief Destroys the context (never throws). Plans made from it must be gone. */
+  ~Context() { reset(); }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  /** @brief Takes over `o`'s handle; `o` becomes empty. */
+  Context(Context&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+  /** @brief Destroys the current handle and takes over `o`'s. */
+  Context& operator=(Context&& o) noexcept {
+    if (this != &o) {
+      reset();
+      handle_ = std::exchange(o.handle_, nullptr);
+    }
+    return *this;
+  }
+
+  /** @brief The handle, for calls into the C API. */
+  fk_context_t* get() const noexcept { return handle_; }
+  /** @brief Gives up ownership; the caller must fk_context_destroy() the result. */
+  fk_context_t* release() noexcept { return std::exchange(handle_, nullptr); }
+  /** @brief Whether this object holds a handle (false after a move or release()). */
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+  /** @brief Backend, device and kernel family (fk_context_get_info()). */
+  fk_context_info_t info() const {
+    fk_context_info_t i;
+    check(fk_context_info_init(&i));
+    check(fk_context_get_info(handle_, &i));
+    return i;
+  }
+
+  /** @brief fk_attention_forward() on this context; throws fk::Error on failure. */
+  void attention_forward(const fk_attention_params_t* params, const DLTensor* q,
+                         const DLTensor* k, const DLTensor* v, const DLTensor* cu_seqlens_q,
+                         const DLTensor* cu_seqlens_k, const DLTensor* out,
+                         const DLTensor* lse = nullptr, const fk_launch_t* launch = nullptr) const {
+    check(fk_attention_forward(handle_, launch, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out,
+                               lse));
+  }
+  /** @brief fk_attention_select_kernel(): the variant name, e.g. "cpu.attention". */
+  std::string attention_select_kernel(const fk_attention_params_t* params, const DLTensor* q,
+                                      const DLTensor* k, const DLTensor* v,
+                                      const DLTensor* cu_seqlens_q, const DLTensor* cu_seqlens_k,
+                                      const DLTensor* out, const DLTensor* lse = nullptr) const {
+    const char* name = nullptr;
+    check(fk_attention_select_kernel(handle_, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out,
+                                     lse, &name));
+    return name;
+  }
+
+  /** @brief fk_gemm() on this context; throws fk::Error on failure. */
+  void gemm(const fk_gemm_params_t* params, const DLTensor* a, const DLTensor* b,
+            const DLTensor* c, const DLTensor* bias, const DLTensor* d,
+            const fk_launch_t* launch = nullptr) const {
+    check(fk_gemm(handle_, launch, params, a, b, c, bias, d));
+  }
+  /** @brief fk_gemm_select_kernel(): the variant name. */
+  std::string gemm_select_kernel(const fk_gemm_params_t* params, const DLTensor* a,
+                                 const DLTensor* b, const DLTensor* c, const DLTensor* bias,
+                                 const DLTensor* d) const {
+    const char* name = nullptr;
+    check(fk_gemm_select_kernel(handle_, params, a, b, c, bias, d, &name));
+    return name;
+  }
+
+  /** @brief fk_monarch() on this context; throws fk::Error on failure. */
+  void monarch(const fk_monarch_params_t* params, const DLTensor* x, const DLTensor* w1,
+               const DLTensor* w2, const DLTensor* bias, const DLTensor* out,
+               const fk_launch_t* launch = nullptr) const {
+    check(fk_monarch(handle_, launch, params, x, w1, w2, bias, out));
+  }
+  /** @brief fk_monarch_select_kernel(): the variant name. */
+  std::string monarch_select_kernel(const fk_monarch_params_t* params, const DLTensor* x,
+                                    const DLTensor* w1, const DLTensor* w2,
+                                    const DLTensor* bias, const DLTensor* out) const {
+    const char* name = nullptr;
+    check(fk_monarch_select_kernel(handle_, params, x, w1, w2, bias, out, &name));
+    return name;
+  }
+
+  /** @brief fk_blockdiag_linear() on this context; throws fk::Error on failure. */
+  void blockdiag_linear(const fk_monarch_params_t* params, const DLTensor* x, const DLTensor* w,
+                        const DLTensor* bias, const DLTensor* out,
+                        const fk_launch_t* launch = nullptr) const {
+    check(fk_blockdiag_linear(handle_, launch, params, x, w, bias, out));
+  }
+  /** @brief fk_blockdiag_linear_select_kernel(): the variant name. */
+  std::string blockdiag_linear_select_kernel(const fk_monarch_params_t* params,
+                                             const DLTensor* x, const DLTensor* w,
+                                             const DLTensor* bias, const DLTensor* out) const {
+    const char* name = nullptr;
+    check(fk_blockdiag_linear_select_kernel(handle_, params, x, w, bias, out, &name));
+    return name;
+  }
+
+ private:
+  explicit Context(fk_context_t* h) noexcept : handle_(h) {}
+  void reset() noexcept {
+    if (handle_) (void)fk_context_destroy(std::exchange(handle_, nullptr));
+  }
+  fk_context_t* handle_ = nullptr;
+};
+
+/** @brief Owns an fk_fftconv_plan_t (move-only). The context must outlive the plan. */
+class FFTConvPlan {
+ public:
+  /** @brief fk_fftconv_plan_create() on `context`; throws fk::Error for invalid options. */
+  FFTConvPlan(const Context& context, const fk_fftconv_plan_options_t& options) {
+    check(fk_fftconv_plan_create(context.get(), &options, &handle_));
+  }
+  /** @brief Destroys the plan (never throws). */
+  ~FFTConvPlan() { reset(); }
+  FFTConvPlan(const FFTConvPlan&) = delete;
+  FFTConvPlan& operator=(const FFTConvPlan&) = delete;
+  /** @brief Takes over `o`'s handle; `o` becomes empty. */
+  FFTConvPlan(FFTConvPlan&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+  /** @brief Destroys the current plan and takes over `o`'s. */
+  FFTConvPlan& operator=(FFTConvPlan&& o) noexcept {
+    if (this != &o) {
+      reset();
+      handle_ = std::exchange(o.handle_, nullptr);
+    }
+    return *this;
+  }
+
+  /** @brief The handle, for calls into the C API. */
+  fk_fftconv_plan_t* get() const noexcept { return handle_; }
+  /** @brief Gives up ownership; the caller must fk_fftconv_plan_destroy() the result. */
+  fk_fftconv_plan_t* release() noexcept { return std::exchange(handle_, nullptr); }
+  /** @brief Whether this object holds a plan (false after a move or release()). */
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+  /** @brief The resolved options (fft_size after defaulting, filter_len, ...). */
+  fk_fftconv_plan_options_t options() const {
+    fk_fftconv_plan_options_t o = fftconv_plan_options();
+    check(fk_fftconv_plan_get_options(handle_, &o));
+    return o;
+  }
+
+  /** @brief fk_fftconv_forward(); D, pregate and postgate may be null. Throws fk::Error. */
+  void forward(const DLTensor* u, const DLTensor* k, const DLTensor* D, const DLTensor* pregate,
+               const DLTensor* postgate, const DLTensor* y,
+               const fk_launch_t* launch = nullptr) const {
+    check(fk_fftconv_forward(handle_, launch, u, k, D, pregate, postgate, y));
+  }
+  /** @brief fk_fftconv_select_kernel(): the variant name, e.g. "cpu.fftconv". */
+  std::string select_kernel(const DLTensor* u, const DLTensor* k, const DLTensor* D,
+                            const DLTensor* pregate, const DLTensor* postgate,
+                            const DLTensor* y) const {
+    const char* name = nullptr;
+    check(fk_fftconv_select_kernel(handle_, u, k, D, pregate, postgate, y, &name));
+    return name;
+  }
+
+ private:
+  void reset() noexcept {
+    if (handle_) (void)fk_fftconv_plan_destroy(std::exchange(handle_, nullptr));
+  }
+  fk_fftconv_plan_t* handle_ = nullptr;
+};
+
+}  // namespace fk
+
+#endif /* FLASHKIT_HPP */
