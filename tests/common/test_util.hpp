@@ -4,7 +4,9 @@
 
 #include <dlpack/dlpack.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <random>

@@ -1,0 +1,244 @@
+// GEMM on the CPU backend against the float64 reference: every transpose combination, every
+// activation, bias, alpha/beta, K = 0 with and without C, degenerate and odd sizes, sizes that
+// cross the CPU kernel's cache blocks, strided (padded and column-major) operands, batches with
+// broadcast, and every dtype combination.
+#include "cpu_test_helpers.hpp"
+
+namespace {
+
+using fkcpu::check_output;
+using fktest::DT;
+using fktest::HostTensor;
+
+enum Layout { kCompact = 0, kPadded = 1, kColMajor = 2 };
+
+struct GemmCase {
+  int64_t batch = 0;  // 0: rank-2 operands
+  int64_t M = 37, N = 29, K = 41;
+  bool ta = false, tb = false;
+  float alpha = 1.0f, beta = 0.0f;
+  bool with_c = false, with_bias = false;
+  int act = FK_ACTIVATION_NONE;
+  DT ab = DT::F32, cd = DT::F32, bias_dt = DT::F32;
+  Layout layout = kCompact;
+  bool a_bcast = false, b_bcast = false, c_bcast = false;  // rank-2 operand, broadcast
+  bool b_stride0 = false;  // b rank 3 with batch stride 0
+  bool poison_c = false;   // c given but beta == 0: must not be read
+  int threads = 2;
+};
+
+// A (rows, cols) matrix, with a leading batch dimension when batch > 0.
+HostTensor mat(DT t, int64_t batch, int64_t rows, int64_t cols, Layout layout) {
+  std::vector<int64_t> shape, st;
+  int64_t rs, cs, bs;
+  switch (layout) {
+    case kPadded: rs = cols + 3; cs = 1; bs = rows * rs + 5; break;
+    case kColMajor: rs = 1; cs = rows + 2; bs = cols * cs + 1; break;
+    default: rs = cols; cs = 1; bs = rows * cols; break;
+  }
+  if (batch > 0) {
+    shape = {batch, rows, cols};
+    st = {bs, rs, cs};
+  } else {
+    shape = {rows, cols};
+    st = {rs, cs};
+  }
+  return HostTensor(t, shape, st);
+}
+
+void run_gemm(const GemmCase& c, uint64_t tag) {
+  auto rng = fkcpu::rng_for(tag);
+  const int64_t bd = c.batch;  // d's batch
+  HostTensor a = c.ta ? mat(c.ab, c.a_bcast ? 0 : bd, c.K, c.M, c.layout)
+                      : mat(c.ab, c.a_bcast ? 0 : bd, c.M, c.K, c.layout);
+  HostTensor b;
+  if (c.b_stride0 && bd > 0) {
+    // Batch stride 0: one matrix seen by every batch.
+    std::vector<int64_t> shape = c.tb ? std::vector<int64_t>{bd, c.N, c.K}
+                                      : std::vector<int64_t>{bd, c.K, c.N};
+    b = HostTensor(c.ab, shape, {0, shape[2], 1});
+  } else {
+    b = c.tb ? mat(c.ab, c.b_bcast ? 0 : bd, c.N, c.K, c.layout)
+             : mat(c.ab, c.b_bcast ? 0 : bd, c.K, c.N, c.layout);
+  }
+  HostTensor cm = mat(c.cd, c.c_bcast ? 0 : bd, c.M, c.N, c.layout);
+  HostTensor bias(c.bias_dt, {c.N});
+  HostTensor d = mat(c.cd, bd, c.M, c.N, c.layout);
+  a.fill_normal(rng);
+  b.fill_normal(rng);
+  cm.fill_normal(rng);
+  bias.fill_normal(rng);
+  if (c.poison_c) cm.poison();
+  d.poison();
+
+  fk_gemm_params_t p;
+  fk_gemm_params_init(&p);
+  p.trans_a = c.ta;
+  p.trans_b = c.tb;
+  p.alpha = c.alpha;
+  p.beta = c.beta;
+  p.activation = c.act;
+  const fk_status_t st = fk_gemm(fkcpu::cpu_context(c.threads), nullptr, &p, &a, &b,
+                                 c.with_c ? &cm : nullptr, c.with_bias ? &bias : nullptr, &d);
+  INFO("fk_gemm: " << fk_get_last_error_message());
+  REQUIRE(st == FK_SUCCESS);
+
+  fkref::GemmParams rp;
+  rp.trans_a = c.ta;
+  rp.trans_b = c.tb;
+  rp.alpha = c.alpha;
+  rp.beta = c.beta;
+  rp.activation = c.act;
+  const int64_t nb = std::max<int64_t>(bd, 1);
+  const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = cm.to_vector(),
+                            biasv = bias.to_vector();
+  const auto batch_of = [](const HostTensor& t) { return t.shape.size() == 3 ? t.shape[0] : 1; };
+  const std::vector<double> ref =
+      fkref::gemm(av, batch_of(a), bv, batch_of(b), c.with_c && !c.poison_c ? &cv : nullptr,
+                  batch_of(cm), c.with_bias ? &biasv : nullptr, nb, c.M, c.N, c.K, rp);
+  // The scale of the rounding errors: the same epilogue on |A| |B|, |C|, |bias|.
+  auto absv = [](std::vector<double> v) {
+    for (auto& x : v) x = std::fabs(x);
+    return v;
+  };
+  const std::vector<double> aa = absv(av), ba = absv(bv), ca = absv(cv), biasa = absv(biasv);
+  fkref::GemmParams sp = rp;
+  sp.alpha = std::fabs(rp.alpha);
+  sp.beta = std::fabs(rp.beta);
+  sp.activation = FK_ACTIVATION_NONE;
+  const std::vector<double> scale =
+      fkref::gemm(aa, batch_of(a), ba, batch_of(b), c.with_c && !c.poison_c ? &ca : nullptr,
+                  batch_of(cm), c.with_bias ? &biasa : nullptr, nb, c.M, c.N, c.K, sp);
+  // Outputs are also rounded to their own dtype: relative to |ref| itself.
+  std::vector<double> mag(ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) mag[i] = std::max(scale[i], std::fabs(ref[i]));
+  check_output(d, ref, c.cd, "d", 1.0, &mag);
+}
+
+}  // namespace
+
+TEST_CASE("cpu gemm: transposes x dtypes", "[cpu][gemm]") {
+  uint64_t tag = 1000;
+  for (DT ab : fkcpu::kFloatTypes)
+    for (DT cd : fkcpu::kFloatTypes)
+      for (int t = 0; t < 4; ++t) {
+        GemmCase c;
+        c.ab = ab;
+        c.cd = cd;
+        c.ta = t & 1;
+        c.tb = (t >> 1) & 1;
+        DYNAMIC_SECTION(fktest::dt_name(ab) << "->" << fktest::dt_name(cd) << " ta=" << c.ta
+                                            << " tb=" << c.tb) {
+          run_gemm(c, ++tag);
+        }
+      }
+}
+
+TEST_CASE("cpu gemm: sizes across cache blocks and odd sizes", "[cpu][gemm]") {
+  const int64_t sizes[][3] = {{1, 1, 1},   {1, 300, 17}, {130, 1, 33}, {1, 1, 600},
+                              {65, 257, 3}, {130, 300, 600}, {7, 9, 257}, {64, 256, 256}};
+  uint64_t tag = 1100;
+  for (auto& s : sizes)
+    for (int t = 0; t < 4; t += 3) {
+      GemmCase c;
+      c.M = s[0];
+      c.N = s[1];
+      c.K = s[2];
+      c.ta = t & 1;
+      c.tb = (t >> 1) & 1;
+      DYNAMIC_SECTION(s[0] << "x" << s[1] << "x" << s[2] << " t=" << t) { run_gemm(c, ++tag); }
+    }
+}
+
+TEST_CASE("cpu gemm: epilogue (alpha, beta, C, bias, activations)", "[cpu][gemm]") {
+  uint64_t tag = 1200;
+  for (int act : {FK_ACTIVATION_NONE, FK_ACTIVATION_RELU, FK_ACTIVATION_GELU_TANH,
+                  FK_ACTIVATION_GELU_ERF})
+    for (int variant = 0; variant < 3; ++variant) {
+      GemmCase c;
+      c.act = act;
+      c.alpha = variant == 0 ? 1.0f : -0.75f;
+      c.with_c = variant >= 1;
+      c.beta = variant >= 1 ? 0.5f : 0.0f;
+      c.with_bias = variant != 1;
+      c.bias_dt = variant == 2 ? DT::BF16 : DT::F32;
+      c.cd = variant == 2 ? DT::F16 : DT::F32;
+      DYNAMIC_SECTION("act " << act << " variant " << variant) { run_gemm(c, ++tag); }
+    }
+  SECTION("c given with beta 0 is not read") {
+    GemmCase c;
+    c.with_c = true;
+    c.poison_c = true;
+    c.beta = 0.0f;
+    c.with_bias = true;
+    run_gemm(c, 1290);
+  }
+  SECTION("alpha 0") {
+    GemmCase c;
+    c.alpha = 0.0f;
+    c.with_c = true;
+    c.beta = 2.0f;
+    run_gemm(c, 1291);
+  }
+}
+
+TEST_CASE("cpu gemm: K = 0", "[cpu][gemm]") {
+  uint64_t tag = 1300;
+  for (int with_c = 0; with_c < 2; ++with_c)
+    for (int with_bias = 0; with_bias < 2; ++with_bias)
+      for (int act : {FK_ACTIVATION_NONE, FK_ACTIVATION_GELU_ERF}) {
+        GemmCase c;
+        c.K = 0;
+        c.with_c = with_c;
+        c.beta = with_c ? 1.5f : 0.0f;
+        c.with_bias = with_bias;
+        c.act = act;
+        c.batch = 2;
+        DYNAMIC_SECTION("c=" << with_c << " bias=" << with_bias << " act=" << act) {
+          run_gemm(c, ++tag);
+        }
+      }
+}
+
+TEST_CASE("cpu gemm: strided operands", "[cpu][gemm]") {
+  uint64_t tag = 1400;
+  for (Layout l : {kPadded, kColMajor})
+    for (int t = 0; t < 4; ++t)
+      for (DT dt : {DT::F32, DT::BF16}) {
+        GemmCase c;
+        c.layout = l;
+        c.ta = t & 1;
+        c.tb = (t >> 1) & 1;
+        c.ab = dt;
+        c.cd = dt;
+        c.with_c = true;
+        c.beta = -1.0f;
+        c.with_bias = true;
+        c.M = 70;
+        c.N = 260;
+        c.K = 33;
+        DYNAMIC_SECTION("layout " << l << " t=" << t << " " << fktest::dt_name(dt)) {
+          run_gemm(c, ++tag);
+        }
+      }
+}
+
+TEST_CASE("cpu gemm: batched with broadcast", "[cpu][gemm]") {
+  uint64_t tag = 1500;
+  for (int v = 0; v < 6; ++v) {
+    GemmCase c;
+    c.batch = 3;
+    c.with_c = true;
+    c.beta = 0.25f;
+    c.with_bias = true;
+    c.a_bcast = v == 1;
+    c.b_bcast = v == 2 || v == 5;
+    c.c_bcast = v == 3 || v == 5;
+    c.b_stride0 = v == 4;
+    c.layout = v == 5 ? kPadded : kCompact;
+    c.ta = v == 2;
+    c.tb = v >= 3;
+    c.threads = v == 0 ? 1 : 3;
+    DYNAMIC_SECTION("variant " << v) { run_gemm(c, ++tag); }
+  }
+}
