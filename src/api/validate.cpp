@@ -52,10 +52,14 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
     v.shape[i] = t->shape[i];
     numel *= t->shape[i];
   }
-  // Compact row-major strides when the producer gives none (DLPack convention).
+  // Compact row-major strides when the producer gives none (DLPack convention). The stride of
+  // a dimension of extent 0 or 1, or of any dimension of an empty tensor, addresses nothing:
+  // producers leave arbitrary values there (NumPy, PyTorch), so it is normalised, not checked.
   int64_t compact = 1;
   for (int i = v.rank - 1; i >= 0; --i) {
-    if (t->strides) {
+    if (t->strides && (v.shape[i] <= 1 || numel == 0)) {
+      v.stride[i] = compact;
+    } else if (t->strides) {
       if (t->strides[i] < 0) {
         return set_error(FK_ERROR_BAD_STRIDES,
                          "%s: dimension %d has negative stride %" PRId64

@@ -1,0 +1,186 @@
+"""flashkit: attention, GEMM, Monarch and FFT convolution kernels behind one C ABI.
+
+The functions take arrays from any library that speaks DLPack (NumPy, PyTorch, CuPy, JAX) or
+the CUDA array interface, without copying them, and return results made by the same library on
+the same device (or write into ``out=``). NumPy bfloat16 works through ``ml_dtypes``.
+
+* CPU arrays run on flashkit's CPU backend; CUDA arrays on its CUDA kernels (when the library
+  was built with CUDA), on the device that holds them.
+* Work on the GPU is queued on the caller's stream: PyTorch's current stream for torch tensors,
+  CuPy's current stream for CuPy arrays; calls return before the GPU finishes, as in those
+  libraries.
+* Failures raise :class:`FlashkitError` subclasses whose message names the argument and the
+  rule it broke: :class:`InvalidArgumentError` (also a ``ValueError``),
+  :class:`NotSupportedError`, :class:`OutOfMemoryError`, :class:`DeviceError`,
+  :class:`InternalError`.
+* ``flashkit.flash_attn_interface`` offers FlashAttention 2's function signatures.
+* ``flashkit.capi`` is the raw SWIG binding of ``flashkit.h``.
+
+Example::
+
+    import numpy as np, flashkit
+    q = k = v = np.random.randn(2, 128, 8, 64).astype(np.float32)
+    out = flashkit.attention(q, k, v, causal=True)          # (2, 128, 8, 64) numpy array
+    print(flashkit.__version__, flashkit.Context().info())
+"""
+
+from . import capi
+from ._context import Context, default_context
+from ._dlpack import bfloat16, float16, float32
+from ._errors import (
+    DeviceError,
+    FlashkitError,
+    InternalError,
+    InvalidArgumentError,
+    NotSupportedError,
+    OutOfMemoryError,
+)
+from ._ops import FFTConv
+from . import _ops, flash_attn_interface
+from ._version import __version__
+
+__all__ = [
+    "__version__", "Context", "default_context", "attention", "gemm", "monarch",
+    "blockdiag_linear", "FFTConv", "set_log_callback", "library_version",
+    "FlashkitError", "InvalidArgumentError", "NotSupportedError", "OutOfMemoryError",
+    "DeviceError", "InternalError", "float32", "float16", "bfloat16",
+]
+
+
+def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+              return_lse=False, out=None):
+    """Attention forward, ``softmax(mask(softcap(softmax_scale * q k^T))) v``, without forming
+    the score matrix (FlashAttention; Dao et al. 2022, 2023).
+
+    Batched form (no ``cu_seqlens``):
+        q: ``(batch, seqlen_q, nheads, head_dim)``.
+        k, v: ``(batch, seqlen_k, nheads_k, head_dim)``.
+        returns out ``(batch, seqlen_q, nheads, head_dim)``; lse ``(batch, nheads, seqlen_q)``.
+
+    Variable-length form (``cu_seqlens_q`` and ``cu_seqlens_k`` both given):
+        q: ``(total_q, nheads, head_dim)``; k, v: ``(total_k, nheads_k, head_dim)``.
+        cu_seqlens_q, cu_seqlens_k: int32 ``(batch + 1,)``, starting at 0, non-decreasing,
+            ending at total_q / total_k; on the same device as q.
+        returns out ``(total_q, nheads, head_dim)``; lse ``(nheads, total_q)``.
+
+    Args:
+        q, k, v: one dtype: float32, float16 or bfloat16 (fp32 accumulation). head_dim 1..256,
+            contiguous; other strides arbitrary. GQA/MQA: ``nheads % nheads_k == 0``, query
+            head h reads key/value head ``h // (nheads // nheads_k)``.
+        softmax_scale: float, default ``1 / sqrt(head_dim)``.
+        causal: causal mask, aligned bottom-right when seqlen_q != seqlen_k (FlashAttention's
+            convention: query i sits at position ``i + seqlen_k - seqlen_q``).
+        window_size: ``(left, right)`` sliding window around that position; -1 is unbounded.
+        softcap: if > 0, scores become ``softcap * tanh(s / softcap)`` (Gemma 2).
+        max_seqlen_q, max_seqlen_k: accepted for FlashAttention compatibility; unused.
+        return_lse: also return the fp32 natural-log log-sum-exp of each row's scores.
+        out: optional output array (same dtype and shape as the result).
+
+    Returns:
+        ``out``, or ``(out, lse)`` with ``return_lse``. A query row that sees no key gives 0
+        and lse ``-inf``.
+
+    Raises:
+        InvalidArgumentError: shapes, dtypes, strides, devices, window or softcap out of range
+            (the message names the argument, e.g. ``"q: head_dim 300 > 256"``).
+        NotSupportedError: torch tensors that require grad while autograd is on.
+    """
+    return _ops.attention(None, q, k, v, softmax_scale=softmax_scale, causal=causal,
+                          window_size=window_size, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
+                          cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+                          max_seqlen_k=max_seqlen_k, return_lse=return_lse, out=out)
+
+
+def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bias=None,
+         activation=None, out=None):
+    """GEMM with a fused epilogue: ``out = act(alpha * op(a) @ op(b) + beta * c + bias)``,
+    accumulated in fp32 (the BLAS contract with cuBLASLt-style epilogues).
+
+    Args:
+        a: ``(M, K)`` (``(K, M)`` with ``trans_a``), optionally with a leading batch dimension.
+        b: ``(K, N)`` (``(N, K)`` with ``trans_b``), optionally batched.
+        c: optional ``(M, N)`` or ``(batch, M, N)``, read only when ``beta != 0``
+            (``beta != 0`` requires ``c``).
+        alpha, beta: finite floats.
+        trans_a, trans_b: use the operand transposed (any strides also work: a transposed
+            NumPy/torch view is fine without these flags).
+        bias: optional ``(N,)``, contiguous, any float dtype: one value per output column.
+        activation: None, ``"relu"``, ``"gelu"`` (= ``"gelu_erf"``, exact, torch's default) or
+            ``"gelu_tanh"``.
+        out: optional output ``(M, N)`` / ``(batch, M, N)``.
+
+    dtypes: a and b share float32/float16/bfloat16; c and out share one (default: c's dtype,
+    else a's). Batched: a rank-2 operand is broadcast over the batch.
+
+    Returns:
+        ``out`` (new array in a's library and device unless given).
+
+    Raises:
+        InvalidArgumentError: ranks, inner dimensions or batch counts disagree, bias length is
+            not N, unknown activation, ``beta != 0`` without c, non-finite alpha/beta.
+    """
+    return _ops.gemm(None, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
+                     bias=bias, activation=activation, out=out)
+
+
+def monarch(x, w1, w2, out=None, *, bias=None):
+    """Two-factor Monarch multiply ``out = P L P^T R x`` (Dao et al. 2022, Definition 3.1), in
+    the argument order and shapes of the m2 repository's ``blockdiag_butterfly_multiply``.
+
+    Args:
+        x: ``(..., n)`` with ``n = nblocks1 * p``; leading dimensions are flattened into
+            tokens (they must be mergeable without a copy). Last dimension contiguous.
+        w1: ``(nblocks1, q, p)``, R: block ``i`` maps ``x[..., i*p:(i+1)*p]`` to ``q`` values.
+        w2: ``(nblocks2, s, r)``, L, with ``nblocks1 * q == nblocks2 * r``.
+        out: optional ``(..., nblocks2 * s)``.
+        bias: optional ``(nblocks2 * s,)``, any float dtype, contiguous.
+
+    x, w1, w2 and out share float32/float16/bfloat16; weights must be compact; fp32
+    accumulation. Element for element: ``y1[t, i*q + a] = sum_c w1[i, a, c] x[t, i*p + c]``,
+    ``z[t, j, b] = y1[t, b*nblocks2 + j]``, ``out[t, m*nblocks2 + j] = sum_b w2[j, m, b]
+    z[t, j, b]``.
+
+    Returns:
+        ``out`` of shape ``x.shape[:-1] + (nblocks2 * s,)``.
+
+    Raises:
+        InvalidArgumentError: ranks, ``n != nblocks1 * p``, ``nblocks1 * q != nblocks2 * r``,
+            dtypes, non-compact weights.
+    """
+    return _ops.monarch(None, x, w1, w2, out, bias=bias)
+
+
+def blockdiag_linear(x, w, out=None, *, bias=None):
+    """Block-diagonal linear layer (M2-BERT's ``BlockdiagLinear``, Fu et al. 2023):
+    ``out[t, i*q + a] = sum_c w[i, a, c] x[t, i*p + c] (+ bias[i*q + a])``.
+
+    Args:
+        x: ``(..., nblocks * p)``; leading dimensions are flattened into tokens.
+        w: ``(nblocks, q, p)``, compact.
+        out: optional ``(..., nblocks * q)``.
+        bias: optional ``(nblocks * q,)``, any float dtype.
+
+    x, w and out share float32/float16/bfloat16 (fp32 accumulation).
+
+    Returns:
+        ``out`` of shape ``x.shape[:-1] + (nblocks * q,)``.
+
+    Raises:
+        InvalidArgumentError: ranks, ``x.shape[-1] != nblocks * p``, dtypes, strides.
+    """
+    return _ops.blockdiag_linear(None, x, w, out, bias=bias)
+
+
+def set_log_callback(callback, max_level=capi.FK_LOG_WARN):
+    """Installs ``callback(level: int, message: str)`` for flashkit's diagnostics at or below
+    ``max_level`` (``capi.FK_LOG_ERROR`` 0, ``FK_LOG_WARN`` 1, ``FK_LOG_INFO`` 2,
+    ``FK_LOG_DEBUG`` 3: which kernel variant ran). None removes it. The callback may be called
+    from any thread and must not call flashkit."""
+    capi.fk_py_set_log_callback(callback, int(max_level))
+
+
+def library_version():
+    """Version string of the loaded libflashkit.so (equals ``__version__`` for a consistent
+    install)."""
+    return capi.fk_get_version()

@@ -1,0 +1,196 @@
+"""flashkit.Context: one backend and device, and the default context of each device."""
+
+import threading
+
+from . import _dlpack, _errors, _ops, capi
+
+_BACKENDS = {capi.FK_BACKEND_CPU: "cpu", capi.FK_BACKEND_CUDA: "cuda"}
+_FAMILIES = {
+    None: capi.FK_KERNEL_FAMILY_AUTO,
+    "auto": capi.FK_KERNEL_FAMILY_AUTO,
+    "generic": capi.FK_KERNEL_FAMILY_GENERIC,
+    "sm80": capi.FK_KERNEL_FAMILY_SM80,
+    "sm90": capi.FK_KERNEL_FAMILY_SM90,
+}
+
+
+def _parse_device(device):
+    """("auto"|"cpu"|"cuda", ordinal) from "auto", "cpu", "cuda", "cuda:N", an int N (CUDA N) or
+    a torch.device."""
+    if isinstance(device, int) and not isinstance(device, bool):
+        return "cuda", device
+    text = str(device).strip().lower()
+    if text in ("auto", "cpu", "cuda"):
+        return text, 0
+    if text.startswith("cuda:"):
+        try:
+            ordinal = int(text[5:])
+        except ValueError:
+            ordinal = -1
+        if ordinal >= 0:
+            return "cuda", ordinal
+    raise _errors.InvalidArgumentError(
+        f"device: {device!r} is not 'auto', 'cpu', 'cuda' or 'cuda:N'", 100)
+
+
+class Context:
+    """A flashkit context: one backend (CPU or CUDA) and one device.
+
+    Args:
+        device: ``"auto"`` (CUDA device 0 when flashkit was built with CUDA and a GPU is
+            present, else the CPU; the environment variable ``FLASHKIT_BACKEND`` overrides
+            ``"auto"`` only), ``"cpu"``, ``"cuda"`` (device 0), ``"cuda:N"``, an int ``N`` or a
+            ``torch.device``.
+        kernel_family: ``None``/``"auto"`` (best per call), or force ``"generic"``, ``"sm80"`` or
+            ``"sm90"`` (CUDA only; the generic kernels stay as fallback).
+        num_threads: CPU worker threads; 0 uses ``FLASHKIT_NUM_THREADS`` or every core.
+
+    Raises:
+        InvalidArgumentError: unknown device string or kernel family, negative ``num_threads``.
+        NotSupportedError: CUDA asked for but not compiled in, no such device, or a forced
+            family the GPU cannot run.
+
+    The simple functions (``flashkit.attention`` ...) use the default context of their inputs'
+    device; a Context's methods of the same names run on that context instead. Contexts are
+    immutable and may be shared between threads. ``close()`` (or ``with``) releases it early;
+    otherwise it is released when garbage collected.
+    """
+
+    def __init__(self, device="auto", *, kernel_family=None, num_threads=0):
+        kind, ordinal = _parse_device(device)
+        if kernel_family not in _FAMILIES:
+            raise _errors.InvalidArgumentError(
+                f"kernel_family: {kernel_family!r} is not None, 'auto', 'generic', 'sm80' or "
+                "'sm90'", 100)
+        opts = capi.fk_context_options_t()
+        capi.fk_context_options_init(opts)
+        opts.backend = {"auto": capi.FK_BACKEND_AUTO, "cpu": capi.FK_BACKEND_CPU,
+                        "cuda": capi.FK_BACKEND_CUDA}[kind]
+        opts.device_ordinal = ordinal
+        opts.kernel_family = _FAMILIES[kernel_family]
+        opts.num_threads = int(num_threads)
+        self._handle = None
+        self._handle = capi.fk_context_create(opts)
+        info = self.info()
+        self.device = "cpu" if info["backend"] == "cpu" else f"cuda:{info['device_ordinal']}"
+
+    @property
+    def handle(self):
+        """The raw ``fk_context_t*`` for flashkit.capi calls."""
+        if self._handle is None:
+            raise _errors.InvalidArgumentError("context: used after close()", 101)
+        return self._handle
+
+    def info(self):
+        """What this context runs on.
+
+        Returns:
+            dict with ``backend`` ("cpu" or "cuda"), ``kernel_family`` ("cpu", "generic",
+            "sm80" or "sm90": the best family it dispatches to), ``device`` ("cpu" or
+            "cuda:N"), ``device_ordinal`` (-1 on the CPU), ``device_name``,
+            ``compute_capability`` ((major, minor); (0, 0) on the CPU), ``sm_count``,
+            ``num_threads``, ``l2_bytes``, ``smem_per_block_optin``, ``version`` (library).
+        """
+        raw = capi.fk_context_info_t()
+        capi.fk_context_info_init(raw)
+        capi.fk_context_get_info(self.handle, raw)
+        backend = _BACKENDS.get(raw.backend, capi.fk_backend_name(raw.backend))
+        return {
+            "backend": backend,
+            "kernel_family": capi.fk_kernel_family_name(raw.kernel_family),
+            "device": "cpu" if backend == "cpu" else f"cuda:{raw.device_ordinal}",
+            "device_ordinal": raw.device_ordinal,
+            "device_name": raw.device_name,
+            "compute_capability": (raw.cc_major, raw.cc_minor),
+            "sm_count": raw.sm_count,
+            "num_threads": raw.num_threads,
+            "l2_bytes": raw.l2_bytes,
+            "smem_per_block_optin": raw.smem_per_block_optin,
+            "version": capi.fk_get_version(),
+        }
+
+    def select_kernel(self, op, *args, **kwargs):
+        """Name of the kernel variant ``op`` would run on this context for these arguments,
+        e.g. ``"cpu.attention"`` or ``"cuda.sm90.attention"``. Validates exactly like the call
+        (same exceptions) and runs nothing.
+
+        Args:
+            op: ``"attention"``, ``"gemm"``, ``"monarch"``, ``"blockdiag_linear"`` or
+                ``"fftconv"``.
+            *args, **kwargs: the arguments of ``flashkit.<op>`` (for ``"fftconv"``:
+                ``(u, k, D=None, pregate=None, postgate=None, *, fft_size=None,
+                mode="causal")``).
+        """
+        impl = _ops.SELECTORS.get(op)
+        if impl is None:
+            raise _errors.InvalidArgumentError(
+                f"op: {op!r} is not one of {', '.join(sorted(_ops.SELECTORS))}", 100)
+        return impl(self, *args, **kwargs)
+
+    def attention(self, q, k, v, **kwargs):
+        """flashkit.attention on this context (same arguments)."""
+        return _ops.attention(self, q, k, v, **kwargs)
+
+    def gemm(self, a, b, c=None, **kwargs):
+        """flashkit.gemm on this context (same arguments)."""
+        return _ops.gemm(self, a, b, c, **kwargs)
+
+    def monarch(self, x, w1, w2, out=None, **kwargs):
+        """flashkit.monarch on this context (same arguments)."""
+        return _ops.monarch(self, x, w1, w2, out, **kwargs)
+
+    def blockdiag_linear(self, x, w, out=None, **kwargs):
+        """flashkit.blockdiag_linear on this context (same arguments)."""
+        return _ops.blockdiag_linear(self, x, w, out, **kwargs)
+
+    def close(self):
+        """Releases the context. Plans made on it (FFTConv caches) must be closed first."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            capi.fk_context_destroy(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the module may be gone already
+            pass
+
+    def __repr__(self):
+        if self._handle is None:
+            return "flashkit.Context(<closed>)"
+        info = self.info()
+        return (f"flashkit.Context(device={info['device']!r}, "
+                f"kernel_family={info['kernel_family']!r}, name={info['device_name']!r})")
+
+
+_defaults = {}
+_defaults_lock = threading.Lock()
+
+
+def default_context(device="auto"):
+    """The shared default Context of ``device`` ("cpu", "cuda:N", "auto"), created on first use.
+    The simple functions use the default context of their inputs' device."""
+    kind, ordinal = _parse_device(device)
+    key = (kind, ordinal)
+    ctx = _defaults.get(key)
+    if ctx is None:
+        with _defaults_lock:
+            ctx = _defaults.get(key)
+            if ctx is None:
+                ctx = Context(device if kind == "auto" else
+                              ("cpu" if kind == "cpu" else f"cuda:{ordinal}"))
+                _defaults[key] = ctx
+    return ctx
+
+
+def context_for(device_type, device_id):
+    """Default context for a DLPack device."""
+    if device_type in _dlpack._CUDA_DEVICES:
+        return default_context(f"cuda:{device_id}")
+    return default_context("cpu")

@@ -1,0 +1,571 @@
+"""The caller's arrays as DLTensor descriptors, and outputs made in the caller's library.
+
+flashkit's C ABI borrows ``const DLTensor*`` views for the length of one call. This module turns
+whatever the caller passed into such a view, without copying data:
+
+* NumPy arrays (including ``ml_dtypes.bfloat16``, which NumPy cannot export through DLPack):
+  read from ``__array_interface__``;
+* anything with ``__dlpack__`` (PyTorch, CuPy, JAX, NumPy-likes): the producer's capsule is
+  read, never renamed or consumed, and kept alive until the call returns (the capsule's own
+  destructor frees it afterwards, as the DLPack protocol intends for an unconsumed capsule);
+* anything with ``__cuda_array_interface__`` (Numba, older libraries): read from the dict.
+
+Every view is copied into a ``DLTensor`` struct built here with ctypes, so this module can also
+make strided sub-views (the packed ``qkv`` of FlashAttention's API) and collapse leading
+dimensions without asking the producer's library for anything.
+"""
+
+import ctypes
+
+import numpy as np
+
+from . import _errors
+
+# DLDeviceType / DLDataTypeCode values (dlpack.h; identical from 0.6 to 1.x).
+kDLCPU = 1
+kDLCUDA = 2
+kDLCUDAHost = 3
+kDLCUDAManaged = 13
+
+kDLInt = 0
+kDLUInt = 1
+kDLFloat = 2
+kDLBfloat = 4
+kDLBool = 6
+kDLFloat8_e4m3fn = 10  # DLPack 1.1 numbering, as FK_DLPACK_FLOAT8_E4M3FN
+kDLFloat8_e5m2 = 12  # as FK_DLPACK_FLOAT8_E5M2
+
+_CPU_DEVICES = (kDLCPU, kDLCUDAHost)
+_CUDA_DEVICES = (kDLCUDA, kDLCUDAManaged)
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):  # legacy capsule "dltensor"
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+class _DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):  # DLPack 1.x capsule "dltensor_versioned"
+    _fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64),
+                ("dl_tensor", DLTensor)]
+
+
+_DLPACK_FLAG_READ_ONLY = 1
+
+_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_PyCapsule_GetPointer.restype = ctypes.c_void_p
+_PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_PyCapsule_IsValid = ctypes.pythonapi.PyCapsule_IsValid
+_PyCapsule_IsValid.restype = ctypes.c_int
+_PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+# ------------------------------------------------------------------------------------------
+# Data types
+# ------------------------------------------------------------------------------------------
+
+class DType:
+    """A DLPack element type, with its names in the libraries flashkit meets."""
+
+    __slots__ = ("code", "bits", "name")
+
+    def __init__(self, code, bits, name):
+        self.code, self.bits, self.name = code, bits, name
+
+    @property
+    def itemsize(self):
+        return max(1, self.bits // 8)
+
+    def numpy(self):
+        """The NumPy dtype (bf16 and fp8 through ml_dtypes)."""
+        if self.code == kDLBfloat and self.bits == 16:
+            return np.dtype(_ml_dtypes().bfloat16)
+        if self.code == kDLFloat8_e4m3fn:
+            return np.dtype(_ml_dtypes().float8_e4m3fn)
+        if self.code == kDLFloat8_e5m2:
+            return np.dtype(_ml_dtypes().float8_e5m2)
+        kind = {kDLInt: "i", kDLUInt: "u", kDLFloat: "f", kDLBool: "b"}.get(self.code)
+        if kind is None:
+            raise _errors.NotSupportedError(f"dtype {self.name}: no NumPy equivalent")
+        return np.dtype(f"{kind}{self.itemsize}")
+
+    def __eq__(self, other):
+        return isinstance(other, DType) and (self.code, self.bits) == (other.code, other.bits)
+
+    def __hash__(self):
+        return hash((self.code, self.bits))
+
+    def __repr__(self):
+        return f"flashkit.dtype({self.name!r})"
+
+
+float32 = DType(kDLFloat, 32, "float32")
+float16 = DType(kDLFloat, 16, "float16")
+bfloat16 = DType(kDLBfloat, 16, "bfloat16")
+int32 = DType(kDLInt, 32, "int32")
+
+_BY_CODE = {(d.code, d.bits): d for d in (float32, float16, bfloat16, int32)}
+_ALIASES = {
+    "float32": float32, "fp32": float32, "f32": float32, "float": float32,
+    "float16": float16, "fp16": float16, "f16": float16, "half": float16,
+    "bfloat16": bfloat16, "bf16": bfloat16,
+    "int32": int32,
+}
+
+
+def _ml_dtypes():
+    try:
+        import ml_dtypes
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise _errors.NotSupportedError(
+            "bfloat16/float8 NumPy arrays need the ml_dtypes package (pip install ml_dtypes)"
+        ) from e
+    return ml_dtypes
+
+
+def dtype_from_code(code, bits):
+    d = _BY_CODE.get((code, bits))
+    if d is not None:
+        return d
+    names = {kDLInt: "int", kDLUInt: "uint", kDLFloat: "float", kDLBfloat: "bfloat",
+             kDLBool: "bool", kDLFloat8_e4m3fn: "float8_e4m3fn", kDLFloat8_e5m2: "float8_e5m2"}
+    name = names.get(code, f"code{code}_")
+    if code not in (kDLFloat8_e4m3fn, kDLFloat8_e5m2):
+        name = f"{name}{bits}"
+    return DType(code, bits, name)
+
+
+def dtype_from_numpy(dt):
+    dt = np.dtype(dt)
+    if dt.kind == "V" or dt.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        table = {"bfloat16": (kDLBfloat, 16), "float8_e4m3fn": (kDLFloat8_e4m3fn, 8),
+                 "float8_e5m2": (kDLFloat8_e5m2, 8)}
+        if dt.name in table:
+            return dtype_from_code(*table[dt.name])
+        raise _errors.InvalidArgumentError(f"dtype {dt}: not a numeric type", 103)
+    kind = {"f": kDLFloat, "i": kDLInt, "u": kDLUInt, "b": kDLBool}.get(dt.kind)
+    if kind is None:
+        # complex and objects: describe them so the library's dtype rule names them.
+        return DType(255, dt.itemsize * 8, dt.name)
+    return dtype_from_code(kind, dt.itemsize * 8)
+
+
+def as_dtype(spec):
+    """Accepts a flashkit DType, a name ('float32', 'fp16', 'bf16', ...), a NumPy or ml_dtypes
+    dtype, or a torch/jax dtype."""
+    if spec is None or isinstance(spec, DType):
+        return spec
+    if isinstance(spec, str):
+        d = _ALIASES.get(spec.lower())
+        if d is None:
+            raise _errors.InvalidArgumentError(
+                f"dtype: {spec!r} is not one of float32, float16, bfloat16", 103)
+        return d
+    if type(spec).__module__.startswith("torch"):  # torch.float32 -> "float32"
+        name = str(spec).rsplit(".", 1)[-1]
+        if name not in _ALIASES:
+            raise _errors.InvalidArgumentError(f"dtype: {spec} is not float32, float16 or "
+                                               "bfloat16", 103)
+        return _ALIASES[name]
+    try:
+        return dtype_from_numpy(spec)
+    except TypeError:
+        raise _errors.InvalidArgumentError(f"dtype: cannot interpret {spec!r} as a dtype", 103)
+
+
+# ------------------------------------------------------------------------------------------
+# Tensor views
+# ------------------------------------------------------------------------------------------
+
+class TensorRef:
+    """A borrowed, strided view of someone else's memory, plus what keeps it alive.
+
+    Attributes: ``name`` (argument name used in messages), ``data`` and ``byte_offset``,
+    ``device_type``/``device_id`` (DLPack), ``dtype`` (DType), ``shape`` and ``strides``
+    (tuples, strides in elements), ``lib`` (``"numpy"``, ``"torch"``, ``"cupy"``, ``"jax"``,
+    ``"other"``), ``obj`` (the caller's object), ``keep`` (objects to hold during the call),
+    ``readonly``.
+    """
+
+    __slots__ = ("name", "data", "byte_offset", "device_type", "device_id", "dtype", "shape",
+                 "strides", "lib", "obj", "keep", "readonly")
+
+    def __init__(self, name, data, byte_offset, device_type, device_id, dtype, shape, strides,
+                 lib, obj, keep, readonly=False):
+        self.name = name
+        self.data = data or 0
+        self.byte_offset = byte_offset
+        self.device_type = device_type
+        self.device_id = device_id
+        self.dtype = dtype
+        self.shape = tuple(int(s) for s in shape)
+        self.strides = _canonical_strides(self.shape, strides)
+        self.lib = lib
+        self.obj = obj
+        self.keep = keep
+        self.readonly = readonly
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def is_cuda(self):
+        return self.device_type in _CUDA_DEVICES
+
+    def device_str(self):
+        return f"cuda:{self.device_id}" if self.is_cuda else "cpu"
+
+    def _derived(self, shape, strides, byte_offset):
+        return TensorRef(self.name, self.data, byte_offset, self.device_type, self.device_id,
+                         self.dtype, shape, strides, self.lib, self.obj, self.keep,
+                         self.readonly)
+
+    def select(self, dim, index, name=None):
+        """The sub-view ``self[..., index, ...]`` along ``dim`` (that dimension removed)."""
+        dim = dim % self.ndim
+        off = self.byte_offset + index * self.strides[dim] * self.dtype.itemsize
+        v = self._derived(self.shape[:dim] + self.shape[dim + 1:],
+                          self.strides[:dim] + self.strides[dim + 1:], off)
+        if name:
+            v.name = name
+        return v
+
+    def flatten_leading(self, keep_last):
+        """Collapses every dimension but the last ``keep_last`` into one, when the strides
+        allow a single stride for it; otherwise raises InvalidArgumentError."""
+        lead = self.ndim - keep_last
+        if lead == 1:
+            return self
+        if lead == 0:
+            return self._derived((1,) + self.shape, (0,) + self.strides, self.byte_offset)
+        shape, strides = self.shape[:lead], self.strides[:lead]
+        # Extents of 1 have no meaningful stride; the others must nest exactly.
+        dims = [(n, st) for n, st in zip(shape, strides) if n != 1]
+        for (_, outer), (n_inner, inner) in zip(dims, dims[1:]):
+            if outer != inner * n_inner:
+                raise _errors.InvalidArgumentError(
+                    f"{self.name}: the leading dimensions {shape} cannot be merged into one "
+                    f"row dimension with strides {strides}; make the array contiguous", 105)
+        rows = 1
+        for n in shape:
+            rows *= n
+        row_stride = dims[-1][1] if dims else 0
+        return self._derived((rows,) + self.shape[lead:], (row_stride,) + self.strides[lead:],
+                             self.byte_offset)
+
+    def to_c(self, keep):
+        """Builds the ctypes DLTensor; appends what must outlive the call to ``keep`` and
+        returns the struct's address."""
+        nd = self.ndim
+        shape = (ctypes.c_int64 * max(nd, 1))(*self.shape)
+        strides = (ctypes.c_int64 * max(nd, 1))(*self.strides)
+        t = DLTensor()
+        t.data = self.data or None
+        t.device = DLDevice(self.device_type, self.device_id)
+        t.ndim = nd
+        t.dtype = DLDataType(self.dtype.code, self.dtype.bits, 1)
+        t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+        t.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
+        t.byte_offset = self.byte_offset
+        keep.extend((t, shape, strides, self.keep))
+        return ctypes.addressof(t)
+
+
+def _canonical_strides(shape, strides):
+    """Strides with the meaningless ones made compact: every stride of an empty tensor, and the
+    stride of each extent-1 dimension (NumPy and others leave arbitrary values, e.g. 0, there,
+    which would fail the library's contiguity rules for no reason)."""
+    if any(n == 0 for n in shape):
+        return _compact_strides(shape)
+    out = [int(s) for s in strides]
+    inner = 1
+    for i in range(len(shape) - 1, -1, -1):
+        if shape[i] == 1:
+            out[i] = inner
+        inner = out[i] * shape[i]
+    return tuple(out)
+
+
+def library_of(obj):
+    mod = type(obj).__module__.split(".", 1)[0]
+    if mod in ("numpy", "torch", "cupy", "numba"):
+        return mod
+    if mod in ("jax", "jaxlib"):
+        return "jax"
+    return "other"
+
+
+def _compact_strides(shape):
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(int(s), 1)
+    return tuple(reversed(strides))
+
+
+def _from_numpy(arr, name):
+    ai = arr.__array_interface__
+    dtype = dtype_from_numpy(arr.dtype)
+    itemsize = arr.dtype.itemsize
+    strides = []
+    for n, s in zip(arr.shape, arr.strides):
+        if s % itemsize and n > 1:
+            raise _errors.InvalidArgumentError(
+                f"{name}: byte stride {s} is not a multiple of the element size {itemsize}", 105)
+        strides.append(s // itemsize)
+    return TensorRef(name, ai["data"][0], 0, kDLCPU, 0, dtype, arr.shape, strides, "numpy", arr,
+                     arr, readonly=not arr.flags.writeable)
+
+
+def _read_capsule(capsule, name):
+    """(DLTensor struct, read-only flag) of a DLPack capsule that is not consumed."""
+    if _PyCapsule_IsValid(capsule, b"dltensor_versioned"):
+        ptr = _PyCapsule_GetPointer(capsule, b"dltensor_versioned")
+        mt = _DLManagedTensorVersioned.from_address(ptr)
+        if mt.version.major != 1:
+            raise _errors.NotSupportedError(
+                f"{name}: DLPack version {mt.version.major}.{mt.version.minor} is not supported "
+                "(flashkit reads 1.x)")
+        return mt.dl_tensor, bool(mt.flags & _DLPACK_FLAG_READ_ONLY)
+    if _PyCapsule_IsValid(capsule, b"dltensor"):
+        ptr = _PyCapsule_GetPointer(capsule, b"dltensor")
+        return _DLManagedTensor.from_address(ptr).dl_tensor, False
+    raise _errors.InvalidArgumentError(
+        f"{name}: __dlpack__() returned {capsule!r}, not an unused DLPack capsule")
+
+
+def _export_dlpack(obj, stream):
+    """Calls obj.__dlpack__, asking for DLPack 1.x and falling back to the legacy protocol."""
+    kwargs = {} if stream is None else {"stream": stream}
+    try:
+        return obj.__dlpack__(max_version=(1, 0), **kwargs)
+    except TypeError:
+        return obj.__dlpack__(**kwargs)
+
+
+def _from_dlpack(obj, name, lib, stream):
+    capsule = _export_dlpack(obj, stream)
+    t, readonly = _read_capsule(capsule, name)
+    nd = t.ndim
+    shape = tuple(t.shape[i] for i in range(nd))
+    strides = (tuple(t.strides[i] for i in range(nd)) if t.strides
+               else _compact_strides(shape))
+    dtype = dtype_from_code(t.dtype.code, t.dtype.bits)
+    if t.dtype.lanes != 1:
+        raise _errors.InvalidArgumentError(f"{name}: vector dtypes (lanes={t.dtype.lanes}) are "
+                                           "not supported", 103)
+    return TensorRef(name, t.data, t.byte_offset, t.device.device_type, t.device.device_id,
+                     dtype, shape, strides, lib, obj, (obj, capsule), readonly)
+
+
+def _from_cai(obj, name, lib):
+    cai = obj.__cuda_array_interface__
+    np_dtype = np.dtype(cai["typestr"])
+    dtype = dtype_from_numpy(np_dtype)
+    shape = tuple(cai["shape"])
+    if cai.get("strides") is None:
+        strides = _compact_strides(shape)
+    else:
+        strides = tuple(s // np_dtype.itemsize for s in cai["strides"])
+    ptr, readonly = cai["data"]
+    from . import _cuda
+    dev = _cuda.pointer_device(ptr) if ptr else 0
+    return TensorRef(name, ptr, 0, kDLCUDA, dev, dtype, shape, strides, lib, obj, obj,
+                     bool(readonly))
+
+
+def _torch_prepare(obj, name):
+    import torch
+
+    if obj.requires_grad:
+        if torch.is_grad_enabled():
+            raise _errors.NotSupportedError(
+                f"{name}: requires_grad=True, but flashkit has no backward pass yet: call under "
+                f"torch.no_grad() or pass {name}.detach()")
+        obj = obj.detach()
+    return obj
+
+
+def device_of(obj):
+    """(DLDeviceType, device_id, library) of an array-like without exporting it."""
+    lib = library_of(obj)
+    if isinstance(obj, np.ndarray):
+        return kDLCPU, 0, "numpy"
+    if hasattr(obj, "__dlpack_device__"):
+        dt, di = obj.__dlpack_device__()
+        return int(dt), int(di), lib
+    if hasattr(obj, "__cuda_array_interface__"):
+        from . import _cuda
+        ptr = obj.__cuda_array_interface__["data"][0]
+        return kDLCUDA, (_cuda.pointer_device(ptr) if ptr else 0), lib
+    if hasattr(obj, "__array_interface__"):
+        return kDLCPU, 0, "numpy"
+    return None
+
+
+def as_tensor(obj, name, stream=None, writable=False):
+    """A TensorRef for ``obj`` (argument ``name``), or None for None.
+
+    ``stream`` is the consumer stream handed to ``__dlpack__`` for CUDA producers (DLPack's
+    convention: 1 = the legacy default stream, otherwise a cudaStream_t), so the producer orders
+    its pending work before flashkit's.
+    """
+    if obj is None or isinstance(obj, TensorRef):
+        return obj
+    lib = library_of(obj)
+    if isinstance(obj, np.ndarray):
+        ref = _from_numpy(obj, name)
+    elif hasattr(obj, "__dlpack__"):
+        if lib == "torch":
+            obj = _torch_prepare(obj, name)
+        dev = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else kDLCPU
+        ref = _from_dlpack(obj, name, lib, stream if dev in _CUDA_DEVICES else None)
+    elif hasattr(obj, "__cuda_array_interface__"):
+        ref = _from_cai(obj, name, lib)
+    elif hasattr(obj, "__array_interface__"):
+        ref = _from_numpy(np.asarray(obj), name)
+    else:
+        raise _errors.InvalidArgumentError(
+            f"{name}: expected an array (an object with __dlpack__, __cuda_array_interface__ or "
+            f"__array_interface__), got {type(obj).__name__}", 101)
+    if writable and ref.readonly:
+        raise _errors.InvalidArgumentError(f"{name}: the output array is read-only")
+    return ref
+
+
+# ------------------------------------------------------------------------------------------
+# Streams and outputs in the caller's library
+# ------------------------------------------------------------------------------------------
+
+def launch_stream(obj, lib, device_type, device_id):
+    """The cudaStream_t (an int; 0 is the legacy default stream) that the caller's library is
+    working on for a CUDA input ``obj``: PyTorch's current stream for torch tensors, CuPy's
+    current stream for CuPy arrays, the producer's stream of a CUDA array interface; 0 for
+    everything else and on the CPU."""
+    if device_type not in _CUDA_DEVICES:
+        return 0
+    if lib == "torch":
+        import torch
+        return int(torch.cuda.current_stream(obj.device).cuda_stream)
+    if lib == "cupy":
+        import cupy
+        with cupy.cuda.Device(device_id):
+            return int(cupy.cuda.get_current_stream().ptr)
+    if not hasattr(obj, "__dlpack__"):
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if isinstance(cai, dict) and cai.get("stream") not in (None, 1):
+            return int(cai["stream"])
+    return 0
+
+
+def dlpack_stream(stream):
+    """DLPack's `stream` argument for a cudaStream_t (0, the legacy stream, is spelled 1)."""
+    return 1 if stream == 0 else stream
+
+
+def needs_host_sync(primary):
+    """Whether the caller's library cannot be told about flashkit's stream, so the stream must be
+    synchronised before the result is handed back (JAX, CUDA array interface producers)."""
+    return primary.is_cuda and primary.lib not in ("torch", "cupy")
+
+
+def empty(primary, shape, dtype, name):
+    """A new array of ``shape``/``dtype`` in the library and on the device of ``primary``."""
+    shape = tuple(int(s) for s in shape)
+    lib = primary.lib
+    if not primary.is_cuda:
+        if lib == "torch":
+            import torch
+            return torch.empty(shape, dtype=_torch_dtype(dtype), device=primary.obj.device)
+        if lib == "jax":
+            return _jax_empty(primary, shape, dtype)
+        return np.empty(shape, dtype=dtype.numpy())
+    if lib == "torch":
+        import torch
+        return torch.empty(shape, dtype=_torch_dtype(dtype), device=primary.obj.device)
+    if lib == "cupy":
+        import cupy
+        with cupy.cuda.Device(primary.device_id):
+            return cupy.empty(shape, dtype=dtype.numpy())
+    if lib == "jax":
+        return _jax_empty(primary, shape, dtype)
+    if lib == "numba":
+        from numba import cuda
+        return cuda.device_array(shape, dtype=dtype.numpy())
+    for alloc in (_try_torch_cuda, _try_cupy):
+        out = alloc(primary, shape, dtype)
+        if out is not None:
+            return out
+    raise _errors.NotSupportedError(
+        f"{name}: cannot allocate an output on {primary.device_str()} for a "
+        f"{type(primary.obj).__name__} input; pass {name}= explicitly")
+
+
+def _torch_dtype(dtype):
+    import torch
+    table = {float32: torch.float32, float16: torch.float16, bfloat16: torch.bfloat16,
+             int32: torch.int32}
+    if dtype not in table:
+        raise _errors.NotSupportedError(f"dtype {dtype.name}: flashkit computes in float32, "
+                                        "float16 or bfloat16 only")
+    return table[dtype]
+
+
+def _try_torch_cuda(primary, shape, dtype):
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.empty(shape, dtype=_torch_dtype(dtype), device=f"cuda:{primary.device_id}")
+
+
+def _try_cupy(primary, shape, dtype):
+    try:
+        import cupy
+    except ImportError:
+        return None
+    with cupy.cuda.Device(primary.device_id):
+        return cupy.empty(shape, dtype=dtype.numpy())
+
+
+def _jax_empty(primary, shape, dtype):
+    # JAX arrays are immutable and JAX has no uninitialised allocation: a fresh zeros buffer on
+    # the input's device is exported and written in place. It is referenced by nothing else.
+    import jax
+    import jax.numpy as jnp
+
+    jdt = {float32: jnp.float32, float16: jnp.float16, bfloat16: jnp.bfloat16,
+           int32: jnp.int32}.get(dtype)
+    if jdt is None:
+        raise _errors.NotSupportedError(f"dtype {dtype.name}: flashkit computes in float32, "
+                                        "float16 or bfloat16 only")
+    dev = next(iter(primary.obj.devices()))
+    out = jax.device_put(jnp.zeros(shape, dtype=jdt), dev)
+    out.block_until_ready()
+    return out
+

@@ -1,0 +1,185 @@
+"""FlashAttention 2's public functions, computed by flashkit.
+
+Code written for FlashAttention runs by changing the import::
+
+    # from flash_attn.flash_attn_interface import flash_attn_func
+    from flashkit.flash_attn_interface import flash_attn_func
+
+The six functions keep FlashAttention 2's names, argument names, defaults and layouts:
+``(batch, seqlen, nheads, headdim)`` for the batched form, ``(total, nheads, headdim)`` plus
+``cu_seqlens`` for the variable-length form, packed ``qkv``/``kv`` with the pack dimension
+before the heads. With ``return_attn_probs=True`` they return ``(out, softmax_lse, None)``;
+``softmax_lse`` is fp32, natural log, ``(batch, nheads, seqlen_q)`` or ``(nheads, total_q)``.
+The attention probabilities are never formed, hence ``None``.
+
+They accept any array flashkit accepts (torch tensors, but also NumPy, CuPy, JAX), so fp32
+works too. What flashkit does not compute yet raises :class:`flashkit.NotSupportedError`
+instead of giving a different answer: ``dropout_p > 0``, ``alibi_slopes``, a paged
+``block_table``, and gradients (a torch input with ``requires_grad=True`` while autograd is
+enabled; run under ``torch.no_grad()`` / ``torch.inference_mode()``). ``deterministic`` only
+concerns the backward pass and is accepted. ``max_seqlen*`` are accepted and not needed.
+"""
+
+from . import _dlpack, _errors, _ops
+
+__all__ = [
+    "flash_attn_func",
+    "flash_attn_kvpacked_func",
+    "flash_attn_qkvpacked_func",
+    "flash_attn_varlen_func",
+    "flash_attn_varlen_kvpacked_func",
+    "flash_attn_varlen_qkvpacked_func",
+]
+
+
+def _unsupported(func, dropout_p, alibi_slopes, block_table=None):
+    if dropout_p is not None and float(dropout_p) != 0.0:
+        raise _errors.NotSupportedError(
+            f"dropout_p: {dropout_p} > 0 is not supported by flashkit's {func} (no attention "
+            "dropout yet); pass dropout_p=0.0, as FlashAttention expects at evaluation")
+    if alibi_slopes is not None:
+        raise _errors.NotSupportedError(
+            f"alibi_slopes: ALiBi biases are not supported by flashkit's {func} yet")
+    if block_table is not None:
+        raise _errors.NotSupportedError(
+            f"block_table: a paged KV cache is not supported by flashkit's {func} yet")
+
+
+def _unpack(packed, name, dim, names):
+    """Strided views of a packed tensor (no copy): qkv[..., i, :, :] for i in 0..len(names)."""
+    ref = _dlpack.as_tensor(packed, name, _stream_hint(packed))
+    if ref.ndim <= dim or ref.shape[dim] != len(names):
+        raise _errors.InvalidArgumentError(
+            f"{name}: shape {ref.shape} has no dimension {dim} of size {len(names)} "
+            f"(expected the packed layout)", 104)
+    return [ref.select(dim, i, name=f"{name}[{n}]") for i, n in enumerate(names)]
+
+
+def _stream_hint(obj):
+    """The DLPack stream argument matching the stream the call will run on."""
+    dev = _dlpack.device_of(obj)
+    if dev is None:
+        return None
+    if dev[2] == "torch":
+        obj = _dlpack._torch_prepare(obj, "qkv")
+    return _dlpack.dlpack_stream(_dlpack.launch_stream(obj, dev[2], dev[0], dev[1]))
+
+
+def _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs, **varlen):
+    result = _ops.attention(None, q, k, v, softmax_scale=softmax_scale, causal=causal,
+                            window_size=window_size, softcap=softcap,
+                            return_lse=bool(return_attn_probs), **varlen)
+    if return_attn_probs:
+        out, lse = result
+        return out, lse, None
+    return result
+
+
+def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
+                    window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,
+                    return_attn_probs=False):
+    """FlashAttention 2's ``flash_attn_func``.
+
+    Args:
+        q: ``(batch_size, seqlen_q, nheads, headdim)``.
+        k, v: ``(batch_size, seqlen_k, nheads_k, headdim)``; ``nheads % nheads_k == 0``
+            (MQA/GQA: query heads ``h*g .. h*g+g-1`` share key head h).
+        dropout_p: must be 0.0 (else NotSupportedError).
+        softmax_scale: default ``1 / sqrt(headdim)``.
+        causal: causal mask aligned to the bottom-right corner.
+        window_size: ``(left, right)``; query i attends keys in
+            ``[i + seqlen_k - seqlen_q - left, i + seqlen_k - seqlen_q + right]``; -1 unbounded.
+        softcap: > 0 enables ``softcap * tanh(scores / softcap)``.
+        alibi_slopes: must be None (else NotSupportedError).
+        deterministic: accepted (only the backward pass would differ).
+        return_attn_probs: return ``(out, softmax_lse, None)``.
+
+    Returns:
+        out ``(batch_size, seqlen_q, nheads, headdim)``; with ``return_attn_probs`` also
+        softmax_lse ``(batch_size, nheads, seqlen_q)`` fp32 (natural log) and None.
+    """
+    _unsupported("flash_attn_func", dropout_p, alibi_slopes)
+    return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs)
+
+
+def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False,
+                             window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                             deterministic=False, return_attn_probs=False):
+    """FlashAttention 2's ``flash_attn_kvpacked_func``: as :func:`flash_attn_func` with
+    ``kv`` ``(batch_size, seqlen_k, 2, nheads_k, headdim)`` (k = ``kv[:, :, 0]``, v =
+    ``kv[:, :, 1]``, read in place)."""
+    _unsupported("flash_attn_kvpacked_func", dropout_p, alibi_slopes)
+    k, v = _unpack(kv, "kv", 2, ("k", "v"))
+    return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs)
+
+
+def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False,
+                              window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                              deterministic=False, return_attn_probs=False):
+    """FlashAttention 2's ``flash_attn_qkvpacked_func``: as :func:`flash_attn_func` with
+    ``qkv`` ``(batch_size, seqlen, 3, nheads, headdim)``, read in place.
+
+    Returns:
+        out ``(batch_size, seqlen, nheads, headdim)``; with ``return_attn_probs``
+        ``(out, softmax_lse (batch_size, nheads, seqlen), None)``.
+    """
+    _unsupported("flash_attn_qkvpacked_func", dropout_p, alibi_slopes)
+    q, k, v = _unpack(qkv, "qkv", 2, ("q", "k", "v"))
+    return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs)
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                           dropout_p=0.0, softmax_scale=None, causal=False,
+                           window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                           deterministic=False, return_attn_probs=False, block_table=None):
+    """FlashAttention 2's ``flash_attn_varlen_func`` (sequences packed without padding).
+
+    Args:
+        q: ``(total_q, nheads, headdim)``; k, v: ``(total_k, nheads_k, headdim)``.
+        cu_seqlens_q, cu_seqlens_k: int32 ``(batch_size + 1,)`` cumulative lengths, on q's
+            device; sequence b is rows ``[cu_seqlens[b], cu_seqlens[b+1])``.
+        max_seqlen_q, max_seqlen_k: accepted; flashkit does not need them.
+        block_table: must be None (else NotSupportedError).
+        Other arguments: as :func:`flash_attn_func` (masks are aligned per sequence).
+
+    Returns:
+        out ``(total_q, nheads, headdim)``; with ``return_attn_probs`` also softmax_lse
+        ``(nheads, total_q)`` fp32 and None.
+    """
+    _unsupported("flash_attn_varlen_func", dropout_p, alibi_slopes, block_table)
+    return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs,
+                cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
+
+
+def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                    max_seqlen_k, dropout_p=0.0, softmax_scale=None,
+                                    causal=False, window_size=(-1, -1), softcap=0.0,
+                                    alibi_slopes=None, deterministic=False,
+                                    return_attn_probs=False):
+    """FlashAttention 2's ``flash_attn_varlen_kvpacked_func``: as
+    :func:`flash_attn_varlen_func` with ``kv`` ``(total_k, 2, nheads_k, headdim)``."""
+    _unsupported("flash_attn_varlen_kvpacked_func", dropout_p, alibi_slopes)
+    k, v = _unpack(kv, "kv", 1, ("k", "v"))
+    return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs,
+                cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
+
+
+def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0,
+                                     softmax_scale=None, causal=False, window_size=(-1, -1),
+                                     softcap=0.0, alibi_slopes=None, deterministic=False,
+                                     return_attn_probs=False):
+    """FlashAttention 2's ``flash_attn_varlen_qkvpacked_func``: ``qkv``
+    ``(total, 3, nheads, headdim)`` with one ``cu_seqlens`` (int32 ``(batch_size + 1,)``) for
+    queries and keys.
+
+    Returns:
+        out ``(total, nheads, headdim)``; with ``return_attn_probs`` also softmax_lse
+        ``(nheads, total)`` fp32 and None.
+    """
+    _unsupported("flash_attn_varlen_qkvpacked_func", dropout_p, alibi_slopes)
+    q, k, v = _unpack(qkv, "qkv", 1, ("q", "k", "v"))
+    return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs,
+                cu_seqlens_q=cu_seqlens, cu_seqlens_k=cu_seqlens, max_seqlen_q=max_seqlen,
+                max_seqlen_k=max_seqlen)

@@ -1,0 +1,83 @@
+"""flashkit.attention on the CPU backend against the float64 reference."""
+
+import numpy as np
+import pytest
+
+import flashkit
+import fk_reference as ref
+
+CONFIGS = [
+    # (batch, seqlen_q, seqlen_k, nheads, nheads_k, head_dim, options)
+    (2, 17, 17, 4, 4, 32, {}),
+    (1, 33, 33, 4, 2, 64, {"causal": True}),
+    (2, 9, 23, 6, 2, 16, {"causal": True}),                 # GQA, seqlen_q < seqlen_k
+    (1, 23, 9, 2, 1, 40, {"causal": True}),                 # MQA, rows that see no key
+    (1, 31, 31, 2, 2, 32, {"window_size": (5, 3)}),
+    (1, 20, 28, 2, 1, 24, {"window_size": (4, 0), "softcap": 5.0}),
+    (2, 16, 16, 2, 2, 8, {"softmax_scale": 0.3, "softcap": 2.0, "causal": True}),
+    (1, 5, 7, 1, 1, 256, {}),
+]
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES)
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c[:6]}-{sorted(c[6])}")
+def test_attention_matches_reference(rng, dtype, cfg):
+    b, lq, lk, h, hk, d, opts = cfg
+    q = ref.randn(rng, (b, lq, h, d), dtype)
+    k = ref.randn(rng, (b, lk, hk, d), dtype)
+    v = ref.randn(rng, (b, lk, hk, d), dtype)
+    out, lse = flashkit.attention(q, k, v, return_lse=True, **opts)
+    assert isinstance(out, np.ndarray) and out.dtype == q.dtype and out.shape == q.shape
+    assert lse.dtype == np.float32 and lse.shape == (b, h, lq)
+    r_out, r_lse = ref.attention(q, k, v, **opts)
+    ref.assert_close(out, r_out, dtype, what="out")
+    ref.assert_close(lse, r_lse, "float32", factor=10, what="lse")
+
+
+def test_attention_fully_masked_rows_give_zero_and_minus_inf(rng):
+    q = ref.randn(rng, (1, 6, 1, 16))
+    k = ref.randn(rng, (1, 2, 1, 16))
+    out, lse = flashkit.attention(q, k, k, causal=True, return_lse=True)
+    # bottom-right alignment: query rows 0..3 sit before key 0
+    assert np.all(out[0, :4] == 0) and np.all(np.isneginf(lse[0, 0, :4]))
+    assert np.all(np.isfinite(lse[0, 0, 4:]))
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES)
+def test_attention_varlen(rng, dtype):
+    lens_q = [5, 0, 12, 7]
+    lens_k = [9, 3, 12, 4]
+    cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    h, hk, d = 4, 2, 32
+    q = ref.randn(rng, (cu_q[-1], h, d), dtype)
+    k = ref.randn(rng, (cu_k[-1], hk, d), dtype)
+    v = ref.randn(rng, (cu_k[-1], hk, d), dtype)
+    for opts in ({}, {"causal": True}, {"window_size": (2, 1), "softcap": 3.0}):
+        out, lse = flashkit.attention(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+                                      max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k),
+                                      return_lse=True, **opts)
+        assert out.shape == q.shape and lse.shape == (h, cu_q[-1])
+        r_out, r_lse = ref.attention(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, **opts)
+        ref.assert_close(out, r_out, dtype, what=f"out {opts}")
+        ref.assert_close(lse, r_lse, "float32", factor=10, what=f"lse {opts}")
+
+
+def test_attention_strided_inputs_and_out(rng):
+    # (batch, nheads, seqlen, head_dim) storage viewed as (batch, seqlen, nheads, head_dim)
+    q = ref.randn(rng, (2, 4, 19, 32)).transpose(0, 2, 1, 3)
+    k = ref.randn(rng, (2, 4, 21, 32)).transpose(0, 2, 1, 3)
+    v = ref.randn(rng, (2, 21, 4, 64))[..., ::2]  # last dim not contiguous -> rejected below
+    v_ok = np.ascontiguousarray(v)[..., :32]        # padded rows: row stride 64, contiguous dim
+    out = np.empty((2, 19, 4, 32), np.float32)
+    res = flashkit.attention(q, k, v_ok, out=out)
+    assert res is out
+    ref.assert_close(out, ref.attention(q, k, v_ok)[0], "float32", what="strided")
+    with pytest.raises(flashkit.InvalidArgumentError, match="v"):
+        flashkit.attention(q, k, v[..., :32] if v.shape[-1] >= 32 else v)
+
+
+def test_attention_zero_sized(rng):
+    q = ref.randn(rng, (0, 4, 2, 16))
+    out = flashkit.attention(q, q, q)
+    assert out.shape == (0, 4, 2, 16)

@@ -1,0 +1,128 @@
+"""flashkit.Context, default contexts, kernel selection, version, docs and logging."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import flashkit
+import fk_reference as ref
+from flashkit import capi
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_version_matches_VERSION_file():
+    assert flashkit.__version__ == (ROOT / "VERSION").read_text().strip()
+    assert flashkit.library_version() == flashkit.__version__
+    assert capi.fk_get_version_number() == capi.FK_VERSION_NUMBER
+
+
+def test_cpu_context_info():
+    with flashkit.Context("cpu", num_threads=2) as ctx:
+        info = ctx.info()
+        assert info["backend"] == "cpu" and info["kernel_family"] == "cpu"
+        assert info["device"] == "cpu" and info["device_ordinal"] == -1
+        assert info["compute_capability"] == (0, 0) and info["num_threads"] == 2
+        assert ctx.device == "cpu" and "cpu" in repr(ctx)
+    assert "closed" in repr(ctx)
+    with pytest.raises(flashkit.InvalidArgumentError, match="context"):
+        ctx.info()
+
+
+def test_auto_context_and_defaults():
+    info = flashkit.Context().info()
+    assert info["backend"] in ("cpu", "cuda")
+    assert flashkit.default_context("cpu") is flashkit.default_context("cpu")
+    assert flashkit.default_context("cpu").info()["backend"] == "cpu"
+
+
+def test_select_kernel_every_op(rng):
+    ctx = flashkit.Context("cpu")
+    q = ref.randn(rng, (1, 8, 2, 16))
+    a = ref.randn(rng, (8, 8))
+    x = ref.randn(rng, (4, 16))
+    w = ref.randn(rng, (4, 4, 4))
+    u = ref.randn(rng, (1, 2, 32))
+    k = ref.randn(rng, (2, 32))
+    names = {
+        "attention": ctx.select_kernel("attention", q, q, q, causal=True),
+        "gemm": ctx.select_kernel("gemm", a, a, activation="relu"),
+        "monarch": ctx.select_kernel("monarch", x, w, w),
+        "blockdiag_linear": ctx.select_kernel("blockdiag_linear", x, w),
+        "fftconv": ctx.select_kernel("fftconv", u, k),
+    }
+    for op, name in names.items():
+        assert isinstance(name, str) and name.startswith("cpu"), (op, name)
+    assert flashkit.FFTConv(32).select_kernel(u, k) == names["fftconv"]
+    with pytest.raises(flashkit.InvalidArgumentError, match="q"):
+        ctx.select_kernel("attention", a, a, a)
+
+
+def test_context_methods_run_on_that_context(rng):
+    ctx = flashkit.Context("cpu", num_threads=1)
+    a = ref.randn(rng, (5, 6))
+    ref.assert_close(ctx.gemm(a, a.T), ref.gemm(a, a.T), "float32")
+    q = ref.randn(rng, (1, 5, 1, 8))
+    ref.assert_close(ctx.attention(q, q, q), ref.attention(q, q, q)[0], "float32")
+    conv = flashkit.FFTConv(16)
+    u, k = ref.randn(rng, (1, 1, 16)), ref.randn(rng, (1, 16))
+    ref.assert_close(conv.run(ctx, u, k), ref.fftconv(u, k), "float32")
+    conv.close()
+
+
+def test_docstrings_from_doxygen():
+    doc = capi.fk_attention_forward.__doc__
+    assert "head_dim" in doc and "cu_seqlens_q" in doc
+    assert "FK_ERROR_SHAPE_MISMATCH" in capi.fk_gemm.__doc__
+    for fn in (flashkit.attention, flashkit.gemm, flashkit.monarch, flashkit.blockdiag_linear,
+               flashkit.FFTConv, flashkit.Context):
+        assert "Raises" in fn.__doc__ or "InvalidArgumentError" in fn.__doc__, fn
+
+
+def test_log_callback(rng):
+    seen = []
+    flashkit.set_log_callback(lambda level, msg: seen.append((level, msg)), capi.FK_LOG_DEBUG)
+    try:
+        a = ref.randn(rng, (4, 4))
+        flashkit.gemm(a, a)
+        with pytest.raises(flashkit.InvalidArgumentError):
+            flashkit.gemm(a, ref.randn(rng, (5, 4)))
+    finally:
+        flashkit.set_log_callback(None)
+    levels = {lvl for lvl, _ in seen}
+    assert capi.FK_LOG_DEBUG in levels and capi.FK_LOG_ERROR in levels
+    n = len(seen)
+    flashkit.gemm(a, a)
+    assert len(seen) == n  # removed
+    with pytest.raises(TypeError):
+        flashkit.set_log_callback(42)
+
+
+def test_gil_is_released_during_calls(rng):
+    # While one long C call runs, another Python thread must keep running: count its ticks
+    # inside the call's time window (with the GIL held there would be none).
+    import threading
+    import time
+    a = ref.randn(rng, (1024, 1024))
+    ctx = flashkit.Context("cpu", num_threads=1)
+    done = threading.Event()
+    ticks = []
+
+    def ticker():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        time.sleep(0.01)
+        start = time.perf_counter()
+        ctx.gemm(a, a)
+        end = time.perf_counter()
+    finally:
+        done.set()
+        t.join()
+    inside = [x for x in ticks if start < x < end]
+    assert len(inside) >= min(5, int((end - start) / 0.001) // 4), (end - start, len(inside))

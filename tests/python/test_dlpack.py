@@ -1,0 +1,134 @@
+"""DLPack and array-interface interop: inputs from every library, outputs in the caller's."""
+
+import numpy as np
+import pytest
+
+import flashkit
+import fk_reference as ref
+
+
+class DLPackOnly:
+    """An array known to flashkit only through the DLPack protocol."""
+
+    def __init__(self, arr, versioned=True):
+        self.arr = arr
+        self.versioned = versioned
+        self.capsules = []
+
+    def __dlpack_device__(self):
+        return self.arr.__dlpack_device__()
+
+    def __dlpack__(self, stream=None, max_version=None, **kwargs):
+        if max_version is not None and not self.versioned:
+            raise TypeError("legacy producer: no max_version")
+        if max_version is not None:
+            cap = self.arr.__dlpack__(max_version=max_version)
+        else:
+            cap = self.arr.__dlpack__()
+        self.capsules.append(cap)
+        return cap
+
+
+class ArrayInterfaceOnly:
+    def __init__(self, arr):
+        self.arr = arr
+        self.__array_interface__ = arr.__array_interface__
+
+
+@pytest.mark.parametrize("versioned", [True, False])
+def test_dlpack_only_producer(rng, versioned):
+    a = ref.randn(rng, (6, 8))
+    b = ref.randn(rng, (8, 5))
+    pa, pb = DLPackOnly(a, versioned), DLPackOnly(b, versioned)
+    d = flashkit.gemm(pa, pb)
+    assert isinstance(d, np.ndarray)  # CPU result of an unknown library: NumPy
+    ref.assert_close(d, ref.gemm(a, b), "float32")
+    # flashkit read the capsules without consuming them: they keep their producer's name and
+    # are released by their own destructor.
+    name = "dltensor_versioned" if versioned else "dltensor"
+    assert all(f'"{name}"' in repr(c) for c in pa.capsules + pb.capsules)
+
+
+def test_dlpack_output_written_in_place(rng):
+    a = ref.randn(rng, (4, 8))
+    out = np.zeros((4, 4), np.float32)
+    flashkit.gemm(a, a.T, out=DLPackOnly(out))
+    ref.assert_close(out, ref.gemm(a, a.T), "float32")
+
+
+def test_array_interface_only(rng):
+    a = ref.randn(rng, (3, 4))
+    d = flashkit.gemm(ArrayInterfaceOnly(a), ArrayInterfaceOnly(a.T.copy()))
+    ref.assert_close(d, ref.gemm(a, a.T), "float32")
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES)
+def test_numpy_roundtrip_keeps_dtype(rng, dtype):
+    x = ref.randn(rng, (2, 8, 2, 16), dtype)
+    out = flashkit.attention(x, x, x)
+    assert type(out) is np.ndarray and out.dtype == x.dtype
+
+
+def test_numpy_views_are_not_copied(rng):
+    base = ref.randn(rng, (10, 16))
+    out_base = np.zeros((12, 8), np.float32)
+    w = ref.randn(rng, (2, 4, 8))
+    flashkit.blockdiag_linear(base[2:7], w, out=out_base[3:8])
+    assert np.all(out_base[:3] == 0) and np.all(out_base[8:] == 0)
+    ref.assert_close(out_base[3:8], ref.blockdiag(base[2:7], w), "float32")
+
+
+# --- PyTorch / CuPy / JAX (CPU side; GPU tests are in test_gpu_torch.py) -------------------
+
+def test_torch_cpu_roundtrip(rng):
+    torch = pytest.importorskip("torch")
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        q = torch.randn(2, 12, 4, 32, dtype=dtype)
+        k = torch.randn(2, 12, 2, 32, dtype=dtype)
+        out, lse = flashkit.attention(q, k, k, causal=True, return_lse=True)
+        assert isinstance(out, torch.Tensor) and out.dtype == dtype and out.device == q.device
+        assert lse.dtype == torch.float32
+        name = {torch.float32: "float32", torch.float16: "float16",
+                torch.bfloat16: "bfloat16"}[dtype]
+        r, r_lse = ref.attention(q.float().numpy(), k.float().numpy(), k.float().numpy(),
+                                 causal=True)
+        ref.assert_close(out.float().numpy(), r, name)
+        ref.assert_close(lse.numpy(), r_lse, "float32", factor=10)
+
+
+def test_torch_requires_grad(rng):
+    torch = pytest.importorskip("torch")
+    a = torch.randn(4, 4, requires_grad=True)
+    with pytest.raises(flashkit.NotSupportedError, match="requires_grad"):
+        flashkit.gemm(a, a)
+    with torch.no_grad():
+        d = flashkit.gemm(a, a)
+    assert torch.allclose(d, (a @ a).detach(), atol=1e-5)
+
+
+def test_cupy_cpu_absent_or_roundtrip(rng):
+    cupy = pytest.importorskip("cupy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            pytest.skip("no CUDA device for CuPy")
+    except Exception:
+        pytest.skip("no CUDA device for CuPy")
+    try:
+        flashkit.Context("cuda")
+    except flashkit.NotSupportedError:
+        pytest.skip("flashkit built without CUDA")
+    a = cupy.asarray(ref.randn(rng, (16, 32)))
+    d = flashkit.gemm(a, a.T)
+    assert isinstance(d, cupy.ndarray)
+    ref.assert_close(cupy.asnumpy(d), ref.gemm(cupy.asnumpy(a), cupy.asnumpy(a).T), "float32")
+
+
+def test_jax_cpu_roundtrip(rng):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    cpu = jax.devices("cpu")[0]
+    a_np = ref.randn(rng, (8, 16))
+    a = jax.device_put(jnp.asarray(a_np), cpu)
+    d = flashkit.gemm(a, a.T)
+    assert isinstance(d, jax.Array) and next(iter(d.devices())) == cpu
+    ref.assert_close(np.asarray(d), ref.gemm(a_np, a_np.T), "float32")

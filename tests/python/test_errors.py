@@ -1,0 +1,211 @@
+"""Every error category reaches Python as its exception class, with a message naming the
+argument."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import flashkit
+import fk_reference as ref
+from flashkit import capi
+from flashkit.flash_attn_interface import flash_attn_func, flash_attn_varlen_func
+
+
+def test_hierarchy():
+    assert issubclass(flashkit.InvalidArgumentError, flashkit.FlashkitError)
+    assert issubclass(flashkit.InvalidArgumentError, ValueError)
+    assert issubclass(flashkit.OutOfMemoryError, MemoryError)
+    for cls in (flashkit.NotSupportedError, flashkit.OutOfMemoryError, flashkit.DeviceError,
+                flashkit.InternalError):
+        assert issubclass(cls, flashkit.FlashkitError)
+    assert flashkit.InvalidArgumentError.__module__ == "flashkit"
+
+
+@pytest.mark.parametrize("status,cls", [
+    (capi.FK_ERROR_INVALID_ARGUMENT, flashkit.InvalidArgumentError),
+    (capi.FK_ERROR_MISALIGNED, flashkit.InvalidArgumentError),
+    (capi.FK_ERROR_NOT_SUPPORTED, flashkit.NotSupportedError),
+    (capi.FK_ERROR_BACKEND_UNAVAILABLE, flashkit.NotSupportedError),
+    (capi.FK_ERROR_OUT_OF_MEMORY, flashkit.OutOfMemoryError),
+    (capi.FK_ERROR_WORKSPACE_TOO_SMALL, flashkit.OutOfMemoryError),
+    (capi.FK_ERROR_DEVICE, flashkit.DeviceError),
+    (capi.FK_ERROR_KERNEL_LAUNCH, flashkit.DeviceError),
+    (capi.FK_ERROR_INTERNAL, flashkit.InternalError),
+])
+def test_status_to_class_mapping(status, cls):
+    # Device and internal errors cannot be provoked with a bad argument on the CPU backend;
+    # the mapping the C layer uses for every failed call is checked here for all categories.
+    e = capi.error_for_status(status, "x: message")
+    assert type(e) is cls and e.status == status and str(e) == "x: message"
+    assert e.status_string == capi.fk_status_string(status)
+
+
+def _raises(cls, word, fn, *args, **kwargs):
+    with pytest.raises(cls) as info:
+        fn(*args, **kwargs)
+    assert word in str(info.value), f"message {str(info.value)!r} does not name {word!r}"
+    return info.value
+
+
+# --- invalid argument (100) from the C validator ------------------------------------------
+
+def test_invalid_head_dim(rng):
+    q = ref.randn(rng, (1, 4, 2, 300))
+    e = _raises(flashkit.InvalidArgumentError, "q", flashkit.attention, q, q, q)
+    assert "300" in str(e) and e.status == capi.FK_ERROR_SHAPE_MISMATCH
+
+
+def test_invalid_dtype_mismatch(rng):
+    q = ref.randn(rng, (1, 4, 2, 16))
+    k = ref.randn(rng, (1, 4, 2, 16), "float16")
+    e = _raises(flashkit.InvalidArgumentError, "k", flashkit.attention, q, k, k)
+    assert e.status == capi.FK_ERROR_DTYPE_MISMATCH
+
+
+def test_invalid_float64_input(rng):
+    a = rng.standard_normal((4, 4))
+    _raises(flashkit.InvalidArgumentError, "a", flashkit.gemm, a, a)
+
+
+def test_invalid_gemm_inner_dimension(rng):
+    a, b = ref.randn(rng, (4, 5)), ref.randn(rng, (6, 3))
+    _raises(flashkit.InvalidArgumentError, "b", flashkit.gemm, a, b)
+
+
+def test_invalid_beta_without_c(rng):
+    a = ref.randn(rng, (4, 4))
+    _raises(flashkit.InvalidArgumentError, "beta", flashkit.gemm, a, a, beta=1.0)
+
+
+def test_invalid_negative_stride(rng):
+    a = ref.randn(rng, (4, 4))[::-1]
+    e = _raises(flashkit.InvalidArgumentError, "a", flashkit.gemm, a, a)
+    assert e.status == capi.FK_ERROR_BAD_STRIDES
+
+
+def test_invalid_window_and_softcap(rng):
+    q = ref.randn(rng, (1, 4, 2, 16))
+    _raises(flashkit.InvalidArgumentError, "window", flashkit.attention, q, q, q,
+            window_size=(-3, 0))
+    _raises(flashkit.InvalidArgumentError, "softcap", flashkit.attention, q, q, q, softcap=-1.0)
+    _raises(flashkit.InvalidArgumentError, "window_size", flashkit.attention, q, q, q,
+            window_size=3)
+
+
+def test_invalid_cu_seqlens(rng):
+    q = ref.randn(rng, (10, 2, 16))
+    cu = np.array([0, 6, 4, 10], np.int32)
+    _raises(flashkit.InvalidArgumentError, "cu_seqlens_q", flashkit.attention, q, q, q,
+            cu_seqlens_q=cu, cu_seqlens_k=np.array([0, 4, 6, 10], np.int32))
+    _raises(flashkit.InvalidArgumentError, "cu_seqlens", flashkit.attention, q, q, q,
+            cu_seqlens_q=np.array([0, 10], np.int32))
+
+
+def test_invalid_monarch_shapes(rng):
+    x = ref.randn(rng, (3, 64))
+    w1 = ref.randn(rng, (8, 8, 8))
+    w2 = ref.randn(rng, (4, 8, 8))     # nb1*q = 64 != nb2*r = 32
+    _raises(flashkit.InvalidArgumentError, "w2", flashkit.monarch, x, w1, w2)
+
+
+def test_invalid_fftconv_shapes(rng):
+    conv = flashkit.FFTConv(32)
+    u = ref.randn(rng, (1, 2, 32))
+    _raises(flashkit.InvalidArgumentError, "k", conv, u, ref.randn(rng, (3, 32)))
+    _raises(flashkit.InvalidArgumentError, "u", conv, ref.randn(rng, (1, 2, 31)),
+            ref.randn(rng, (2, 32)))
+
+
+# --- invalid argument (100) from the Python layer -----------------------------------------
+
+def test_invalid_python_arguments(rng):
+    a = ref.randn(rng, (4, 4))
+    _raises(flashkit.InvalidArgumentError, "activation", flashkit.gemm, a, a, activation="swish")
+    _raises(flashkit.InvalidArgumentError, "a", flashkit.gemm, [[1.0]], a)
+    _raises(flashkit.InvalidArgumentError, "q", flashkit.attention, a, a, a)   # rank 2
+    _raises(flashkit.InvalidArgumentError, "device", flashkit.Context, "tpu")
+    _raises(flashkit.InvalidArgumentError, "kernel_family", flashkit.Context, "cpu",
+            kernel_family="sm70")
+    _raises(flashkit.InvalidArgumentError, "op", flashkit.Context("cpu").select_kernel, "conv")
+    _raises(flashkit.InvalidArgumentError, "dtype", flashkit.FFTConv, 8, dtype="int8")
+    ro = ref.randn(rng, (4, 4))
+    ro.flags.writeable = False
+    _raises(flashkit.InvalidArgumentError, "out", flashkit.gemm, a, a, out=ro)
+
+
+# --- not supported (200) ------------------------------------------------------------------
+
+def test_not_supported_fp8(rng):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = rng.standard_normal((4, 4)).astype(ml_dtypes.float8_e4m3fn)
+    e = _raises(flashkit.NotSupportedError, "a", flashkit.gemm, a, a)
+    assert e.status == capi.FK_ERROR_NOT_SUPPORTED
+
+
+def test_not_supported_backend():
+    e = _raises(flashkit.NotSupportedError, "options.", flashkit.Context, "cuda:97")
+    assert e.status == capi.FK_ERROR_BACKEND_UNAVAILABLE
+
+
+def test_not_supported_flash_attn_arguments(rng):
+    q = ref.randn(rng, (1, 4, 2, 16))
+    _raises(flashkit.NotSupportedError, "dropout_p", flash_attn_func, q, q, q, dropout_p=0.1)
+    _raises(flashkit.NotSupportedError, "alibi_slopes", flash_attn_func, q, q, q,
+            alibi_slopes=np.ones(2, np.float32))
+    qv = q[0]
+    cu = np.array([0, 4], np.int32)
+    _raises(flashkit.NotSupportedError, "block_table", flash_attn_varlen_func, qv, qv, qv, cu, cu,
+            4, 4, block_table=np.zeros((1, 1), np.int32))
+
+
+# --- out of memory (300) ------------------------------------------------------------------
+
+def test_out_of_memory():
+    # 2**40 query heads sharing one key head (zero strides, no real memory): the CPU backend's
+    # per-head scratch cannot be allocated. Run in a child process with a time limit so that a
+    # backend which instead started computing cannot hang the suite.
+    code = textwrap.dedent("""
+        import numpy as np, flashkit
+        from numpy.lib.stride_tricks import as_strided
+        H = 1 << 40
+        q = as_strided(np.ones(64, np.float32), shape=(1, 1, H, 64), strides=(0, 0, 0, 4))
+        out = as_strided(np.empty(64, np.float32), shape=(1, 1, H, 64), strides=(0, 0, 0, 4),
+                         writeable=True)
+        k = np.ones((1, 1, 1, 64), np.float32)
+        try:
+            flashkit.attention(q, k, k, out=out)
+        except flashkit.OutOfMemoryError as e:
+            print("OOM", e.status, e)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("OOM 300"), r.stdout + r.stderr
+
+
+# --- messages come from the calling thread ------------------------------------------------
+
+def test_error_message_is_per_thread(rng):
+    import threading
+    q = ref.randn(rng, (1, 4, 2, 300))
+    a = ref.randn(rng, (4, 5))
+    messages = {}
+
+    def bad_gemm():
+        for _ in range(50):
+            try:
+                flashkit.gemm(a, a)
+            except flashkit.InvalidArgumentError as e:
+                messages.setdefault("gemm", set()).add(str(e)[:2])
+
+    t = threading.Thread(target=bad_gemm)
+    t.start()
+    for _ in range(50):
+        try:
+            flashkit.attention(q, q, q)
+        except flashkit.InvalidArgumentError as e:
+            messages.setdefault("attn", set()).add(str(e)[:2])
+    t.join()
+    assert messages == {"gemm": {"b:"}, "attn": {"q:"}}

@@ -1,0 +1,70 @@
+"""flashkit.gemm on the CPU backend against the float64 reference."""
+
+import numpy as np
+import pytest
+
+import flashkit
+import fk_reference as ref
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES)
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_gemm_plain(rng, dtype, trans_a, trans_b):
+    m, n, k = 37, 29, 70
+    a = ref.randn(rng, (k, m) if trans_a else (m, k), dtype)
+    b = ref.randn(rng, (n, k) if trans_b else (k, n), dtype)
+    d = flashkit.gemm(a, b, trans_a=trans_a, trans_b=trans_b)
+    assert d.shape == (m, n) and d.dtype == a.dtype
+    ref.assert_close(d, ref.gemm(a, b, trans_a=trans_a, trans_b=trans_b), dtype)
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES)
+@pytest.mark.parametrize("act", [None, "relu", "gelu", "gelu_tanh"])
+def test_gemm_epilogue(rng, dtype, act):
+    m, n, k = 16, 24, 40
+    a = ref.randn(rng, (m, k), dtype)
+    b = ref.randn(rng, (k, n), dtype)
+    c = ref.randn(rng, (m, n), dtype)
+    bias = ref.randn(rng, (n,), "float32")
+    d = flashkit.gemm(a, b, c, alpha=0.7, beta=-1.3, bias=bias, activation=act)
+    ref.assert_close(d, ref.gemm(a, b, c, alpha=0.7, beta=-1.3, bias=bias, act=act), dtype)
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES)
+def test_gemm_batched_and_broadcast(rng, dtype):
+    a = ref.randn(rng, (3, 9, 20), dtype)
+    b = ref.randn(rng, (20, 11), dtype)        # broadcast over the batch
+    c = ref.randn(rng, (3, 9, 11), dtype)
+    d = flashkit.gemm(a, b, c, beta=1.0)
+    assert d.shape == (3, 9, 11)
+    ref.assert_close(d, ref.gemm(a, b, c, beta=1.0), dtype)
+    b3 = ref.randn(rng, (3, 11, 20), dtype)
+    d2 = flashkit.gemm(a[0], b3, trans_b=True)  # a broadcast, b batched and transposed
+    ref.assert_close(d2, ref.gemm(a[0], b3, trans_b=True), dtype)
+
+
+def test_gemm_strided_views_and_out(rng):
+    base = ref.randn(rng, (50, 64))
+    a = base[:30, :40]                # padded rows
+    b = ref.randn(rng, (25, 40)).T     # column-major view of (40, 25)
+    out = np.full((30, 25), np.nan, np.float32)
+    assert flashkit.gemm(a, b, out=out) is out
+    ref.assert_close(out, ref.gemm(a, b), "float32")
+
+
+def test_gemm_mixed_output_dtype(rng):
+    a = ref.randn(rng, (8, 16), "bfloat16")
+    b = ref.randn(rng, (16, 4), "bfloat16")
+    c = ref.randn(rng, (8, 4), "float32")
+    d = flashkit.gemm(a, b, c, beta=0.5)
+    assert d.dtype == np.float32
+    ref.assert_close(d, ref.gemm(a, b, c, beta=0.5), "float32", factor=10)
+
+
+def test_gemm_k_zero_writes_beta_c(rng):
+    a = np.empty((5, 0), np.float32)
+    b = np.empty((0, 3), np.float32)
+    c = ref.randn(rng, (5, 3))
+    d = flashkit.gemm(a, b, c, beta=2.0, bias=np.ones(3, np.float32))
+    np.testing.assert_allclose(d, 2.0 * c + 1.0, rtol=1e-6)

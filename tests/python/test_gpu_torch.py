@@ -1,0 +1,263 @@
+"""GPU suite: torch CUDA tensors through flashkit's CUDA backend, against torch's own ops.
+
+Tolerance rule (FlashAttention's): flashkit's max error against the float64 reference is at most
+twice the error of torch's kernel on the same inputs, plus a small absolute term.
+Skips without torch, without a CUDA device or without a CUDA-enabled flashkit.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import flashkit
+import fk_reference as ref
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device visible to torch", allow_module_level=True)
+try:
+    flashkit.Context("cuda:0")
+except flashkit.NotSupportedError as e:
+    pytest.skip(f"flashkit has no CUDA backend here: {e}", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+DEV = "cuda:0"
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+ATOL = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 4e-3}
+
+
+@pytest.fixture
+def gen(request):
+    import zlib
+    g = torch.Generator(device=DEV)
+    g.manual_seed(zlib.crc32(request.node.nodeid.encode()))
+    return g
+
+
+def randn(gen, shape, dtype, scale=1.0):
+    return (torch.randn(shape, generator=gen, device=DEV, dtype=torch.float32) * scale).to(dtype)
+
+
+def np64(t):
+    return t.detach().float().cpu().numpy().astype(np.float64)
+
+
+def check_rule(fk, anchor, expected, dtype, what):
+    """flashkit's error <= 2 x the anchor's error + atol."""
+    torch.cuda.synchronize()
+    err_fk = np.abs(np64(fk) - expected).max()
+    err_anchor = np.abs(np64(anchor) - expected).max()
+    bound = 2 * err_anchor + ATOL[dtype] * max(1.0, np.abs(expected).max())
+    assert err_fk <= bound, f"{what}: flashkit error {err_fk:.3g} > {bound:.3g} " \
+                            f"(torch error {err_anchor:.3g})"
+
+
+def test_cuda_context_info():
+    info = flashkit.Context("cuda:0").info()
+    assert info["backend"] == "cuda" and info["device"] == "cuda:0"
+    assert info["compute_capability"] == torch.cuda.get_device_capability(0)
+    assert info["kernel_family"] in ("generic", "sm80", "sm90")
+
+
+# ------------------------------------------------------------------------------------------
+# Attention vs scaled_dot_product_attention
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("heads", [(8, 8), (8, 2)], ids=["mha", "gqa"])
+def test_attention_vs_sdpa(gen, dtype, causal, heads):
+    td = TORCH_DTYPES[dtype]
+    b, s, d = 2, 192, 64
+    h, hk = heads
+    q = randn(gen, (b, s, h, d), td)
+    k = randn(gen, (b, s, hk, d), td)
+    v = randn(gen, (b, s, hk, d), td)
+    out, lse = flashkit.attention(q, k, v, causal=causal, return_lse=True)
+    assert out.device == q.device and out.dtype == td and lse.dtype == torch.float32
+    kr = k.repeat_interleave(h // hk, dim=2)
+    vr = v.repeat_interleave(h // hk, dim=2)
+    anchor = F.scaled_dot_product_attention(q.transpose(1, 2), kr.transpose(1, 2),
+                                            vr.transpose(1, 2), is_causal=causal).transpose(1, 2)
+    expected, expected_lse = ref.attention(np64(q), np64(k), np64(v), causal=causal)
+    check_rule(out, anchor, expected, dtype, "attention")
+    torch.cuda.synchronize()
+    assert np.abs(lse.cpu().numpy() - expected_lse).max() < 1e-3 * max(1, s)
+
+
+def test_attention_window_softcap_varlen(gen):
+    td = torch.bfloat16
+    lens = [37, 0, 64, 5]
+    cu = torch.tensor([0] + list(np.cumsum(lens)), dtype=torch.int32, device=DEV)
+    total = int(cu[-1])
+    q = randn(gen, (total, 4, 128), td)
+    k = randn(gen, (total, 2, 128), td)
+    v = randn(gen, (total, 2, 128), td)
+    opts = dict(causal=True, window_size=(16, 0), softcap=8.0)
+    out, lse = flashkit.attention(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, return_lse=True,
+                                  **opts)
+    torch.cuda.synchronize()
+    cu_np = cu.cpu().numpy()
+    r_out, r_lse = ref.attention(np64(q), np64(k), np64(v), cu_seqlens_q=cu_np,
+                                 cu_seqlens_k=cu_np, **opts)
+    ref.assert_close(out.float().cpu().numpy(), r_out, "bfloat16")
+    ref.assert_close(lse.cpu().numpy(), r_lse, "float32", factor=50)
+
+
+def test_flash_attn_interface_cuda(gen):
+    from flashkit.flash_attn_interface import flash_attn_func, flash_attn_qkvpacked_func
+    qkv = randn(gen, (2, 96, 3, 4, 64), torch.float16)
+    out, lse, probs = flash_attn_qkvpacked_func(qkv, causal=True, return_attn_probs=True)
+    q, k, v = qkv.unbind(2)
+    anchor = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                            v.transpose(1, 2), is_causal=True).transpose(1, 2)
+    expected, expected_lse = ref.attention(np64(q), np64(k), np64(v), causal=True)
+    check_rule(out, anchor, expected, "float16", "qkvpacked")
+    assert probs is None and tuple(lse.shape) == (2, 4, 96)
+    out2 = flash_attn_func(q, k, v, causal=True)
+    check_rule(out2, anchor, expected, "float16", "flash_attn_func")
+    with pytest.raises(flashkit.NotSupportedError, match="requires_grad"):
+        flash_attn_func(q.clone().requires_grad_(True), k, v)
+
+
+# ------------------------------------------------------------------------------------------
+# GEMM vs torch.matmul
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_gemm_vs_matmul(gen, dtype):
+    td = TORCH_DTYPES[dtype]
+    a = randn(gen, (3, 200, 320), td)
+    b = randn(gen, (320, 176), td)
+    bias = randn(gen, (176,), td)
+    d = flashkit.gemm(a, b, bias=bias, activation="gelu")
+    anchor = F.gelu(torch.matmul(a, b) + bias)
+    expected = ref.gemm(np64(a), np64(b), bias=np64(bias), act="gelu")
+    check_rule(d, anchor, expected, dtype, "gemm+bias+gelu")
+    bt = randn(gen, (176, 320), td)
+    d2 = flashkit.gemm(a[0], bt, trans_b=True, alpha=0.5)
+    check_rule(d2, 0.5 * torch.matmul(a[0], bt.T), 0.5 * np64(a[0]) @ np64(bt).T, dtype,
+               "gemm trans_b")
+
+
+def test_non_default_stream(gen):
+    """Work queued on a side stream: flashkit must run on torch's current stream, after the
+    producer's kernels and before the consumer's, with no synchronisation in between."""
+    s = torch.cuda.Stream()
+    w = randn(gen, (2048, 2048), torch.float32, scale=1 / math.sqrt(2048))
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        x = torch.ones(2048, 2048, device=DEV)
+        for _ in range(30):          # slow producer on s
+            x = torch.tanh(x @ w)
+        a = x[:256].to(torch.bfloat16)
+        b = x[256:512].T.contiguous().to(torch.bfloat16)
+        d = flashkit.gemm(a, b)      # queued on s
+        d_attn = flashkit.attention(a.view(1, 256, 16, 128), a.view(1, 256, 16, 128),
+                                    a.view(1, 256, 16, 128), causal=True)
+        consumed = d.float() * 2     # consumer on s
+    s.synchronize()
+    expected = ref.gemm(np64(a), np64(b))
+    check_rule(d, torch.matmul(a, b), expected, "bfloat16", "gemm on side stream")
+    np.testing.assert_allclose(np64(consumed), 2 * np64(d), rtol=0, atol=0)
+    q = a.view(1, 256, 16, 128)
+    anchor = F.scaled_dot_product_attention(q.transpose(1, 2), q.transpose(1, 2),
+                                            q.transpose(1, 2), is_causal=True).transpose(1, 2)
+    check_rule(d_attn, anchor, ref.attention(np64(q), np64(q), np64(q), causal=True)[0],
+               "bfloat16", "attention on side stream")
+
+
+# ------------------------------------------------------------------------------------------
+# FFT convolution vs torch.fft; Monarch vs a torch composition
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fftconv_vs_torch_fft(gen, dtype):
+    td = TORCH_DTYPES[dtype]
+    bsz, ch, length = 4, 16, 1024
+    u = randn(gen, (bsz, ch, length), td)
+    k = randn(gen, (ch, length), torch.float32, scale=0.05)
+    D = randn(gen, (ch,), torch.float32)
+    y = flashkit.FFTConv(length)(u, k, D=D)
+    n = 2 * length
+    anchor = torch.fft.irfft(torch.fft.rfft(u.float(), n=n) * torch.fft.rfft(k, n=n),
+                             n=n)[..., :length] + D[:, None] * u.float()
+    expected = ref.fftconv(np64(u), np64(k), np64(D))
+    check_rule(y, anchor.to(td), expected, dtype, "fftconv")
+
+
+def test_monarch_vs_torch(gen):
+    td = torch.float16
+    w1 = randn(gen, (16, 16, 16), td, scale=0.25)
+    w2 = randn(gen, (16, 16, 16), td, scale=0.25)
+    x = randn(gen, (2, 64, 256), td)
+    out = flashkit.monarch(x, w1, w2)
+    # torch composition of the header's definition
+    y1 = torch.einsum("tic,iac->tia", x.reshape(128, 16, 16), w1).reshape(128, 16, 16)
+    z = y1.transpose(1, 2)                                       # (t, j, b)
+    anchor = torch.einsum("tjb,jmb->tmj", z, w2).reshape(2, 64, 256)
+    expected = ref.monarch(np64(x), np64(w1), np64(w2))
+    check_rule(out, anchor, expected, "float16", "monarch")
+    y = flashkit.blockdiag_linear(x, w1)
+    check_rule(y, y1.reshape(2, 64, 256), ref.blockdiag(np64(x), np64(w1)), "float16",
+               "blockdiag")
+
+
+# ------------------------------------------------------------------------------------------
+# Devices, selection, other libraries
+# ------------------------------------------------------------------------------------------
+
+def test_select_kernel_and_forced_family(gen):
+    q = randn(gen, (1, 64, 4, 64), torch.bfloat16)
+    name = flashkit.Context("cuda:0").select_kernel("attention", q, q, q)
+    assert name.startswith("cuda"), name
+    generic = flashkit.Context("cuda:0", kernel_family="generic")
+    assert generic.info()["kernel_family"] == "generic"
+    assert "generic" in generic.select_kernel("attention", q, q, q)
+    out = generic.attention(q, q, q)
+    expected = ref.attention(np64(q), np64(q), np64(q))[0]
+    torch.cuda.synchronize()
+    ref.assert_close(out.float().cpu().numpy(), expected, "bfloat16")
+
+
+def test_wrong_device_names_argument(gen):
+    q = randn(gen, (8, 2, 32), torch.float16)
+    cu_host = torch.tensor([0, 8], dtype=torch.int32)   # on the CPU
+    with pytest.raises(flashkit.InvalidArgumentError, match="cu_seqlens_q"):
+        flashkit.attention(q, q, q, cu_seqlens_q=cu_host, cu_seqlens_k=cu_host)
+    a = randn(gen, (4, 4), torch.float32)
+    with pytest.raises(flashkit.InvalidArgumentError, match="b"):
+        flashkit.gemm(a, torch.ones(4, 4))
+
+
+def test_cupy_roundtrip_on_its_stream():
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(7)
+    a_np = ref.randn(rng, (128, 96))
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.asarray(a_np)
+        d = flashkit.gemm(a, a.T)
+        d2 = d * 1.0
+    s.synchronize()
+    assert isinstance(d, cupy.ndarray)
+    ref.assert_close(cupy.asnumpy(d2), ref.gemm(a_np, a_np.T), "float32")
+
+
+def test_jax_gpu_roundtrip():
+    jax = pytest.importorskip("jax")
+    try:
+        gpu = jax.devices("gpu")[0]
+    except RuntimeError:
+        pytest.skip("JAX sees no GPU")
+    import jax.numpy as jnp
+    rng = np.random.default_rng(8)
+    a_np = ref.randn(rng, (64, 48))
+    a = jax.device_put(jnp.asarray(a_np), gpu)
+    d = flashkit.gemm(a, a.T)
+    assert isinstance(d, jax.Array) and next(iter(d.devices())) == gpu
+    ref.assert_close(np.asarray(d + 0), ref.gemm(a_np, a_np.T), "float32")

@@ -1,0 +1,52 @@
+"""flashkit.monarch and flashkit.blockdiag_linear against the float64 reference."""
+
+import numpy as np
+import pytest
+
+import flashkit
+import fk_reference as ref
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES)
+@pytest.mark.parametrize("shapes", [
+    ((8, 8, 8), (8, 8, 8)),           # square blocks, n = 64
+    ((4, 6, 5), (3, 7, 8)),           # rectangular: nb1*q = 24 = nb2*r
+    ((2, 16, 8), (4, 3, 8)),
+], ids=str)
+def test_monarch(rng, dtype, shapes):
+    w1 = ref.randn(rng, shapes[0], dtype, scale=0.5)
+    w2 = ref.randn(rng, shapes[1], dtype, scale=0.5)
+    n = shapes[0][0] * shapes[0][2]
+    x = ref.randn(rng, (13, n), dtype)
+    out = flashkit.monarch(x, w1, w2)
+    assert out.shape == (13, shapes[1][0] * shapes[1][1]) and out.dtype == x.dtype
+    ref.assert_close(out, ref.monarch(x, w1, w2), dtype)
+
+
+def test_monarch_bias_leading_dims_and_out(rng):
+    w1 = ref.randn(rng, (4, 4, 4))
+    w2 = ref.randn(rng, (4, 4, 4))
+    x = ref.randn(rng, (2, 3, 16))
+    bias = ref.randn(rng, (16,), "float16")
+    out = np.empty((2, 3, 16), np.float32)
+    assert flashkit.monarch(x, w1, w2, out, bias=bias) is out
+    ref.assert_close(out, ref.monarch(x, w1, w2, bias=bias), "float32")
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES)
+def test_blockdiag_linear(rng, dtype):
+    w = ref.randn(rng, (4, 12, 6), dtype, scale=0.5)
+    x = ref.randn(rng, (2, 5, 24), dtype)
+    bias = ref.randn(rng, (48,), "float32")
+    out = flashkit.blockdiag_linear(x, w, bias=bias)
+    assert out.shape == (2, 5, 48) and out.dtype == x.dtype
+    ref.assert_close(out, ref.blockdiag(x, w, bias=bias), dtype)
+
+
+def test_blockdiag_strided_rows(rng):
+    w = ref.randn(rng, (2, 3, 4))
+    big = ref.randn(rng, (7, 20))
+    x = big[:, :8]                       # row stride 20
+    ref.assert_close(flashkit.blockdiag_linear(x, w), ref.blockdiag(x, w), "float32")
+    with pytest.raises(flashkit.InvalidArgumentError, match="x"):
+        flashkit.blockdiag_linear(ref.randn(rng, (3, 4, 20))[:, :, :8].transpose(1, 0, 2), w)
