@@ -61,6 +61,12 @@ fk_status_t monarch(const ExecContext&, const MonarchProblem&);
 fk_status_t blockdiag(const ExecContext&, const BlockdiagProblem&);
 fk_status_t fftconv(const ExecContext&, const FFTConvProblem&);
 }  // namespace generic
+namespace sm80 {
+// mma.sync + cp.async kernels (compute capability >= 8.0); each with the predicate of its
+// dispatch-table row.
+bool attention_supported(const DeviceCaps&, const AttentionProblem&);
+fk_status_t attention(const ExecContext&, const AttentionProblem&);
+}  // namespace sm80
 }  // namespace cuda
 #endif
 

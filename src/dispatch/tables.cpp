@@ -19,6 +19,10 @@ bool family_allowed(const fk_context_t* ctx, fk_backend_t backend, fk_kernel_fam
 
 static const AttentionVariant kAttention[] = {
 #if defined(FLASHKIT_WITH_CUDA)
+    // sm80-class kernel: also the AUTO choice on compute capability 9.0 until an SM90 row
+    // precedes it (family_allowed() admits SM80 on every cc >= 8.0).
+    {"cuda.sm80.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
+     cuda::sm80::attention_supported, cuda::sm80::attention},
     {"cuda.generic.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
      cuda::generic::attention},
 #endif

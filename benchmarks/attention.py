@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Attention forward benchmark: flashkit against torch SDPA's flash (FlashAttention-2) and cuDNN
+backends, in the same process, on the same inputs.
+
+Grid (FlashAttention-2/3 papers): bf16, batch * seqlen = 16384, nheads * head_dim = 2048,
+head_dim in {64, 128, 256}, seqlen in {512, ..., 16k}, causal and not; plus one varlen row and
+one GQA row. FLOPs = 4 * batch * nheads * seqlen^2 * head_dim, halved for causal (the
+FlashAttention convention; the varlen row sums over sequences). Times: CUDA events around each
+call, after warm-up; the median over the repetitions.
+
+flashkit is loaded through ctypes from a folder holding libflashkit.so* (the Python bindings are
+not needed): DLTensors are built by hand from torch tensors. The kernel family is chosen with
+--family (auto, sm80, generic), which sets the context's kernel_family.
+
+    python3 benchmarks/attention.py --lib .device-attn --family sm80
+
+Prints one line per cell (TFLOP/s and ratios to each anchor, and the max |flashkit - flash|
+difference as a sanity check) and writes JSON to --json (default: $OUT/attention_bench.json
+when $OUT is set, else attention_bench.json).
+"""
+import argparse
+import ctypes
+import itertools
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+# ------------------------------------------------------------------------------------------------
+# flashkit through ctypes
+# ------------------------------------------------------------------------------------------------
+kDLCUDA = 2
+kDLInt, kDLFloat, kDLBfloat = 0, 2, 4
+FAMILIES = {"auto": 0, "generic": 2, "sm80": 3, "sm90": 4}
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class ContextOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("backend", ctypes.c_int32),
+                ("device_ordinal", ctypes.c_int32), ("kernel_family", ctypes.c_int32),
+                ("num_threads", ctypes.c_int32), ("flags", ctypes.c_uint32)]
+
+
+class Launch(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("flags", ctypes.c_uint32),
+                ("stream", ctypes.c_void_p), ("workspace", ctypes.c_void_p),
+                ("workspace_bytes", ctypes.c_uint64)]
+
+
+class AttnParams(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("softmax_scale", ctypes.c_float),
+                ("causal", ctypes.c_int32), ("window_size_left", ctypes.c_int32),
+                ("window_size_right", ctypes.c_int32), ("softcap", ctypes.c_float)]
+
+
+def dl_dtype(t):
+    return {torch.bfloat16: DLDataType(kDLBfloat, 16, 1), torch.float16: DLDataType(kDLFloat, 16, 1),
+            torch.float32: DLDataType(kDLFloat, 32, 1), torch.int32: DLDataType(kDLInt, 32, 1)}[t]
+
+
+class View:
+    """A DLTensor describing a torch CUDA tensor (keeps the shape/stride arrays alive)."""
+
+    def __init__(self, t):
+        self.t = t
+        self.shape = (ctypes.c_int64 * t.dim())(*t.shape)
+        self.strides = (ctypes.c_int64 * t.dim())(*t.stride())
+        self.dl = DLTensor(ctypes.c_void_p(t.data_ptr()), DLDevice(kDLCUDA, t.device.index or 0),
+                           t.dim(), dl_dtype(t.dtype), self.shape, self.strides, 0)
+
+    def ref(self):
+        return ctypes.byref(self.dl)
+
+
+class Flashkit:
+    def __init__(self, lib_dir, family):
+        path = lib_dir
+        if os.path.isdir(lib_dir):
+            for name in ("libflashkit.so", "libflashkit.so.0"):
+                if os.path.exists(os.path.join(lib_dir, name)):
+                    path = os.path.join(lib_dir, name)
+                    break
+        # libkissfft sits beside libflashkit (RUNPATH $ORIGIN).
+        self.lib = ctypes.CDLL(os.path.abspath(path))
+        L = self.lib
+        L.fk_get_last_error_message.restype = ctypes.c_char_p
+        opts = ContextOptions()
+        self._ok(L.fk_context_options_init(ctypes.byref(opts)), "fk_context_options_init")
+        opts.backend = 2  # CUDA
+        opts.kernel_family = FAMILIES[family]
+        self.ctx = ctypes.c_void_p()
+        self._ok(L.fk_context_create(ctypes.byref(opts), ctypes.byref(self.ctx)), "fk_context_create")
+        self.launch = Launch()
+        self._ok(L.fk_launch_init(ctypes.byref(self.launch)), "fk_launch_init")
+
+    def _ok(self, status, what):
+        if status != 0:
+            raise RuntimeError(f"{what}: status {status}: {self.lib.fk_get_last_error_message().decode()}")
+
+    def params(self, causal):
+        p = AttnParams()
+        self._ok(self.lib.fk_attention_params_init(ctypes.byref(p)), "fk_attention_params_init")
+        p.causal = 1 if causal else 0
+        return p
+
+    def prepare(self, q, k, v, out, lse, causal, cu_q=None, cu_k=None):
+        """Returns a zero-argument callable that runs the forward on the current stream."""
+        views = [View(t) for t in (q, k, v, out, lse)]
+        cuv = [View(cu_q), View(cu_k)] if cu_q is not None else None
+        p = self.params(causal)
+        name = ctypes.c_char_p()
+        args_io = [views[0].ref(), views[1].ref(), views[2].ref(),
+                   cuv[0].ref() if cuv else None, cuv[1].ref() if cuv else None,
+                   views[3].ref(), views[4].ref()]
+        self._ok(self.lib.fk_attention_select_kernel(self.ctx, ctypes.byref(p), *args_io,
+                                                     ctypes.byref(name)), "fk_attention_select_kernel")
+        self.variant = name.value.decode()
+        launch = self.launch
+
+        def run():
+            launch.stream = torch.cuda.current_stream().cuda_stream
+            st = self.lib.fk_attention_forward(self.ctx, ctypes.byref(launch), ctypes.byref(p), *args_io)
+            if st != 0:
+                self._ok(st, "fk_attention_forward")
+        run.keep = (views, cuv, p)
+        return run
+
+
+# ------------------------------------------------------------------------------------------------
+# Timing
+# ------------------------------------------------------------------------------------------------
+def time_ms(fn, warmup, reps):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def sdpa_fn(backend, q, k, v, causal, gqa=False):
+    # torch wants (B, H, S, D); transposed views of (B, S, H, D) keep the last dim contiguous.
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
+    def run():
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, enable_gqa=gqa)
+    return run
+
+
+def anchor(backend, q, k, v, causal, warmup, reps, gqa=False):
+    fn = sdpa_fn(backend, q, k, v, causal, gqa)
+    try:
+        out = fn()
+        ms = time_ms(fn, warmup, reps)
+        return ms, out.transpose(1, 2)
+    except Exception as e:  # backend refuses this shape
+        return None, repr(e).splitlines()[0][:120]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", default=os.environ.get("FLASHKIT_LIB", ".device-attn"),
+                    help="folder holding libflashkit.so (or the file itself)")
+    ap.add_argument("--family", choices=["auto", "sm80", "generic", "sm90"], default="auto")
+    ap.add_argument("--head-dims", default="64,128,256")
+    ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--tokens", type=int, default=16384)
+    ap.add_argument("--hidden", type=int, default=2048)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--no-anchors", action="store_true")
+    ap.add_argument("--no-extra", action="store_true", help="skip the varlen and GQA rows")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    props = torch.cuda.get_device_properties(dev)
+    fk = Flashkit(args.lib, args.family)
+    print(f"device {props.name} SMs {props.multi_processor_count} torch {torch.__version__} "
+          f"cudnn {torch.backends.cudnn.version()} flashkit family {args.family}", flush=True)
+    dt = torch.bfloat16
+    rows = []
+    head = (f"{'d':>4} {'S':>6} {'B':>3} {'H':>3} {'causal':>6} {'flashkit':>9} {'flash':>7} {'cudnn':>7}"
+            f" {'fk/flash':>8} {'fk/cudnn':>8} {'maxdiff':>8}  variant")
+    print(head, flush=True)
+
+    def report(r):
+        f = lambda x: f"{x:7.1f}" if isinstance(x, float) else f"{'n/a':>7}"
+        g = lambda x: f"{x:8.3f}" if isinstance(x, float) else f"{'n/a':>8}"
+        print(f"{r['head_dim']:>4} {r['seqlen']:>6} {r['batch']:>3} {r['nheads']:>3} {int(r['causal']):>6} "
+              f"{r['flashkit_tflops']:9.1f} {f(r['flash_tflops'])} {f(r['cudnn_tflops'])} "
+              f"{g(r['ratio_flash'])} {g(r['ratio_cudnn'])} {r['max_diff_vs_flash']:8.4f}  "
+              f"{r['variant']}{'  ' + r['note'] if r.get('note') else ''}", flush=True)
+
+    def cell(B, S, H, Hk, D, causal, label=None):
+        q = torch.randn(B, S, H, D, device=dev, dtype=dt)
+        k = torch.randn(B, S, Hk, D, device=dev, dtype=dt)
+        v = torch.randn(B, S, Hk, D, device=dev, dtype=dt)
+        out = torch.empty_like(q)
+        lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
+        flops = 4.0 * B * H * S * S * D / (2 if causal else 1)
+        run = fk.prepare(q, k, v, out, lse, causal)
+        reps = args.reps if args.family != "generic" else max(3, args.reps // 5)
+        ms = time_ms(run, args.warmup, reps)
+        r = dict(head_dim=D, seqlen=S, batch=B, nheads=H, nheads_k=Hk, causal=bool(causal),
+                 flashkit_ms=ms, flashkit_tflops=flops / ms / 1e9, variant=fk.variant, label=label,
+                 flash_tflops=None, cudnn_tflops=None, ratio_flash=None, ratio_cudnn=None,
+                 max_diff_vs_flash=float("nan"), note="")
+        if not args.no_anchors:
+            gqa = Hk != H
+            fms, fout = anchor(SDPBackend.FLASH_ATTENTION, q, k, v, causal, args.warmup, args.reps, gqa)
+            cms, cout = anchor(SDPBackend.CUDNN_ATTENTION, q, k, v, causal, args.warmup, args.reps, gqa)
+            if fms is not None:
+                r["flash_tflops"] = flops / fms / 1e9
+                r["ratio_flash"] = r["flashkit_tflops"] / r["flash_tflops"]
+                run()
+                torch.cuda.synchronize()
+                r["max_diff_vs_flash"] = (out.float() - fout.float()).abs().max().item()
+            else:
+                r["note"] += f"flash: {fout} "
+            if cms is not None:
+                r["cudnn_tflops"] = flops / cms / 1e9
+                r["ratio_cudnn"] = r["flashkit_tflops"] / r["cudnn_tflops"]
+                if fms is None:
+                    run()
+                    torch.cuda.synchronize()
+                    r["max_diff_vs_flash"] = (out.float() - cout.float()).abs().max().item()
+                    r["note"] += "(diff vs cudnn) "
+            else:
+                r["note"] += f"cudnn: {cout} "
+        rows.append(r)
+        report(r)
+        del q, k, v, out, lse
+        torch.cuda.empty_cache()
+
+    t0 = time.time()
+    for D in [int(x) for x in args.head_dims.split(",")]:
+        H = args.hidden // D
+        for S in [int(x) for x in args.seqlens.split(",")]:
+            B = max(1, args.tokens // S)
+            for causal in [int(x) for x in args.causal.split(",")]:
+                cell(B, S, H, H, D, bool(causal))
+
+    if not args.no_extra:
+        # GQA: 16 query heads on 2 KV heads (group 8), head_dim 128.
+        cell(4, 4096, 16, 2, 128, True, label="gqa")
+        cell(4, 4096, 16, 2, 128, False, label="gqa")
+        # Varlen: 16k tokens in sequences of mixed lengths, head_dim 128, causal. flashkit only
+        # (torch SDPA has no varlen entry); the call includes flashkit's cu_seqlens check, which
+        # reads them back and so synchronises the stream.
+        lens = [3000, 1500, 4096, 512, 2048, 777, 4453]
+        tot = sum(lens)
+        H, D = 16, 128
+        cu = torch.tensor([0] + list(itertools.accumulate(lens)), dtype=torch.int32, device=dev)
+        q = torch.randn(tot, H, D, device=dev, dtype=dt)
+        k = torch.randn(tot, H, D, device=dev, dtype=dt)
+        v = torch.randn(tot, H, D, device=dev, dtype=dt)
+        out = torch.empty_like(q)
+        lse = torch.empty(H, tot, device=dev, dtype=torch.float32)
+        for causal in (True, False):
+            flops = sum(4.0 * H * s * s * D for s in lens) / (2 if causal else 1)
+            run = fk.prepare(q, k, v, out, lse, causal, cu, cu)
+            ms = time_ms(run, args.warmup, args.reps)
+            # Anchor: the same sequences one by one through torch flash (sum of the times).
+            fms_total = 0.0
+            diff = 0.0
+            for i, s in enumerate(lens):
+                a, b = int(cu[i]), int(cu[i + 1])
+                qs, ks, vs = (t[a:b].unsqueeze(0) for t in (q, k, v))
+                fms, fout = anchor(SDPBackend.FLASH_ATTENTION, qs, ks, vs, causal, 1, 5)
+                if fms is None:
+                    fms_total = None
+                    break
+                fms_total += fms
+                run()
+                torch.cuda.synchronize()
+                diff = max(diff, (out[a:b].float() - fout[0].float()).abs().max().item())
+            r = dict(head_dim=D, seqlen=tot, batch=len(lens), nheads=H, nheads_k=H, causal=causal,
+                     flashkit_ms=ms, flashkit_tflops=flops / ms / 1e9, variant=fk.variant, label="varlen",
+                     flash_tflops=(flops / fms_total / 1e9) if fms_total else None, cudnn_tflops=None,
+                     ratio_flash=None, ratio_cudnn=None, max_diff_vs_flash=diff,
+                     note="varlen; flash = per-sequence calls summed")
+            if r["flash_tflops"]:
+                r["ratio_flash"] = r["flashkit_tflops"] / r["flash_tflops"]
+            rows.append(r)
+            report(r)
+
+    out_path = args.json or os.path.join(os.environ.get("OUT", "."), "attention_bench.json")
+    meta = dict(device=props.name, sms=props.multi_processor_count, torch=torch.__version__,
+                cudnn=torch.backends.cudnn.version(), family=args.family, warmup=args.warmup,
+                reps=args.reps, seconds=time.time() - t0, argv=sys.argv)
+    with open(out_path, "w") as f:
+        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+
+    # Short summary last: the grid's ratios.
+    grid = [r for r in rows if r["label"] is None and r["ratio_flash"] is not None]
+    if grid:
+        rf = [r["ratio_flash"] for r in grid]
+        rc = [r["ratio_cudnn"] for r in grid if r["ratio_cudnn"] is not None]
+        print(f"summary: {len(grid)} cells, fk/flash min {min(rf):.3f} median {statistics.median(rf):.3f} "
+              f"max {max(rf):.3f}; cells >= 1.0x flash: {sum(x >= 1.0 for x in rf)}/{len(rf)}"
+              + (f"; fk/cudnn median {statistics.median(rc):.3f}" if rc else ""))
+    print(f"json: {out_path}")
+
+
+if __name__ == "__main__":
+    main()

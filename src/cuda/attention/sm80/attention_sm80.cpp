@@ -1,0 +1,119 @@
+// Entry point and predicate of the sm80-class attention kernel ("cuda.sm80.attention"): which
+// problems it takes, and the translation of an AttentionProblem into its Params.
+//
+// It takes fp16 and bf16 (fp32 stays on the generic path), every head_dim up to 256 (padded to
+// the next bucket of tile_size.h), batched and varlen forms, GQA/MQA, causal, sliding window,
+// softcap and LSE, provided the 16-byte cp.async copies are legal: 16-byte aligned base
+// pointers and row, head and batch strides that are multiples of 8 elements (a stride whose
+// extent is 1 is never used and is not checked), and a device whose opt-in shared memory per
+// block holds the bucket's tiles (head_dim > 128 needs 132 KiB: A100 and Hopper yes, Ada and
+// consumer Blackwell at 99 KiB no). Everything else goes to the generic kernel.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/backend.h"
+#include "cuda/attention/sm80/launch.h"
+#include "cuda/attention/sm80/params.h"
+#include "cuda/attention/sm80/tile_size.h"
+#include "cuda/common/check.h"
+#include "cuda/common/device_guard.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm80 {
+namespace {
+
+constexpr int64_t kMaxLen = int64_t(1) << 30;  // positions stay in int32 inside the kernel
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+bool stride_ok(int64_t stride, int64_t extent) { return extent <= 1 || stride % 8 == 0; }
+
+}  // namespace
+
+bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
+  if (p.device != Device::Cuda) return false;
+  const int bucket = head_dim_bucket(p.head_dim);
+  if (bucket == 0) return false;
+  if (static_cast<int64_t>(smem_bytes_for_bucket(bucket)) > caps.smem_per_block_optin) return false;
+  if (p.seqlen_q > kMaxLen || p.seqlen_k > kMaxLen || p.nheads > kMaxLen || p.batch > kMaxLen)
+    return false;
+  if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0) return false;
+  if (!std::isfinite(p.softmax_scale)) return false;
+  const int64_t block_m = block_m_for_bucket(bucket);
+  const int64_t m_blocks = (p.seqlen_q + block_m - 1) / block_m;
+  if (m_blocks * p.nheads > INT32_MAX || m_blocks * p.nheads * p.batch > INT32_MAX) return false;
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.out)) return false;
+  const int64_t rows_q = p.varlen ? p.total_q : p.seqlen_q;
+  const int64_t rows_k = p.varlen ? p.total_k : p.seqlen_k;
+  const int64_t batches = p.varlen ? 1 : p.batch;
+  return stride_ok(p.q_row_stride, rows_q) && stride_ok(p.q_head_stride, p.nheads) &&
+         stride_ok(p.q_batch_stride, batches) && stride_ok(p.o_row_stride, rows_q) &&
+         stride_ok(p.o_head_stride, p.nheads) && stride_ok(p.o_batch_stride, batches) &&
+         stride_ok(p.k_row_stride, rows_k) && stride_ok(p.k_head_stride, p.nheads_k) &&
+         stride_ok(p.k_batch_stride, batches) && stride_ok(p.v_row_stride, rows_k) &&
+         stride_ok(p.v_head_stride, p.nheads_k) && stride_ok(p.v_batch_stride, batches);
+}
+
+fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
+  if (p.batch <= 0 || p.nheads <= 0 || p.seqlen_q <= 0) return FK_SUCCESS;
+  if (!attention_supported(*ctx.caps, p)) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.sm80.attention: problem outside the kernel's predicate");
+  }
+  DeviceGuard guard(ctx.device_ordinal);
+  FK_RETURN_IF_ERROR(guard.status());
+
+  Params k{};
+  k.q = p.q;
+  k.k = p.k;
+  k.v = p.v;
+  k.out = p.out;
+  k.lse = p.lse;
+  k.cu_seqlens_q = p.varlen ? p.cu_seqlens_q : nullptr;
+  k.cu_seqlens_k = p.varlen ? p.cu_seqlens_k : nullptr;
+  k.q_batch_stride = p.q_batch_stride;
+  k.q_row_stride = p.q_row_stride;
+  k.q_head_stride = p.q_head_stride;
+  k.k_batch_stride = p.k_batch_stride;
+  k.k_row_stride = p.k_row_stride;
+  k.k_head_stride = p.k_head_stride;
+  k.v_batch_stride = p.v_batch_stride;
+  k.v_row_stride = p.v_row_stride;
+  k.v_head_stride = p.v_head_stride;
+  k.o_batch_stride = p.o_batch_stride;
+  k.o_row_stride = p.o_row_stride;
+  k.o_head_stride = p.o_head_stride;
+  k.lse_batch_stride = p.lse_batch_stride;
+  k.lse_head_stride = p.lse_head_stride;
+  k.batch = static_cast<int32_t>(p.batch);
+  k.nheads = static_cast<int32_t>(p.nheads);
+  k.group = static_cast<int32_t>(p.nheads / p.nheads_k);
+  k.seqlen_q = static_cast<int32_t>(p.seqlen_q);
+  k.seqlen_k = static_cast<int32_t>(p.seqlen_k);
+  k.head_dim = static_cast<int32_t>(p.head_dim);
+  const int64_t block_m = block_m_for_bucket(head_dim_bucket(p.head_dim));
+  k.num_m_blocks = static_cast<int32_t>((p.seqlen_q + block_m - 1) / block_m);
+  // Window sizes come from int32 parameters; causal is the window (left, 0).
+  k.window_left = static_cast<int32_t>(p.window_left < 0 ? -1 : p.window_left);
+  k.window_right = p.causal ? 0 : static_cast<int32_t>(p.window_right < 0 ? -1 : p.window_right);
+  const double log2e = 1.4426950408889634;
+  k.softcap = p.softcap > 0.0f;
+  k.scale_log2 = static_cast<float>(static_cast<double>(p.softmax_scale) * log2e);
+  k.cap_pre = k.softcap ? static_cast<float>(static_cast<double>(p.softmax_scale) / p.softcap) : 0.0f;
+  k.cap_post = k.softcap ? static_cast<float>(static_cast<double>(p.softcap) * log2e) : 0.0f;
+
+  const bool bf16 = p.dtype == DType::BF16;
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+  switch (head_dim_bucket(p.head_dim)) {
+    case 64: return launch_hdim64(k, bf16, stream);
+    case 96: return launch_hdim96(k, bf16, stream);
+    case 128: return launch_hdim128(k, bf16, stream);
+    default: return launch_hdim256(k, bf16, stream);
+  }
+}
+
+}  // namespace sm80
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,183 @@
+// The sm80-class attention forward kernel: one block per (query tile, head, sequence), composed
+// of the mainloop (mainloop.cuh), the online softmax (softmax.cuh) and the epilogue
+// (epilogue.cuh). FlashAttention-2's forward pass (Dao 2023, Algorithm 1 and Section 3.2): the
+// query tile stays in shared memory, key/value tiles stream through with cp.async, and each
+// warp owns its query rows end to end, so no partial results are exchanged between warps.
+//
+// Pipeline (two tiles in flight, K and V alternating in their own buffers): the copy of V(n) is
+// issued before S = Q K(n)^T and lands during it; the copy of K(n-1) is issued as soon as every
+// warp is done with K(n) and lands during the softmax and O += P V(n). Key tiles are walked from
+// the last to the first, so a tile that needs masking (sequence end, causal diagonal) comes
+// first and the rest run without mask arithmetic, except under a sliding window's left edge.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/attention/sm80/epilogue.cuh"
+#include "cuda/attention/sm80/mainloop.cuh"
+#include "cuda/attention/sm80/params.h"
+#include "cuda/attention/sm80/softmax.cuh"
+#include "cuda/attention/sm80/tile_size.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm80 {
+
+template <class T, int kHeadDim>
+__global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 128 ? 2 : 1)
+    attention_fwd_kernel(const Params p) {
+  using ML = Mainloop<T, kHeadDim>;
+  using SM = OnlineSoftmax<ML::kMTiles, ML::kSTiles>;
+  using EP = Epilogue<T, kHeadDim>;
+  constexpr int kBlockM = ML::kBlockM, kBlockN = ML::kBlockN, kMTiles = ML::kMTiles;
+  constexpr int kWarpRows = 16 * kMTiles;
+
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sK = sQ + SmemLayout<kHeadDim>::kQElems;
+  T* sV = sK + SmemLayout<kHeadDim>::kKVElems;
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+
+  // ---- Which tile. Unmasked: the query tiles of one (sequence, head) are adjacent, so that they
+  // share K/V in L2. Masked (causal, window): tiles differ in length, so the longest (last) query
+  // tiles of every head go first and the grid ends on short ones (H200, benchmarks/attention.py:
+  // +7% on the causal cells against ordering by head with the longest tile first in each head).
+  const int64_t bh_count = static_cast<int64_t>(p.batch) * p.nheads;
+  int m_block;
+  int64_t bh;
+  if (p.window_left >= 0 || p.window_right >= 0) {
+    m_block = p.num_m_blocks - 1 - static_cast<int>(blockIdx.x / bh_count);
+    bh = blockIdx.x % bh_count;
+  } else {
+    m_block = static_cast<int>(blockIdx.x % p.num_m_blocks);
+    bh = blockIdx.x / p.num_m_blocks;
+  }
+  const int h = static_cast<int>(bh % p.nheads);
+  const int b = static_cast<int>(bh / p.nheads);
+  const int hk = h / p.group;
+
+  int row0_q = 0, row0_k = 0, len_q = p.seqlen_q, len_k = p.seqlen_k;
+  if (p.cu_seqlens_q != nullptr) {
+    row0_q = p.cu_seqlens_q[b];
+    len_q = p.cu_seqlens_q[b + 1] - row0_q;
+    row0_k = p.cu_seqlens_k[b];
+    len_k = p.cu_seqlens_k[b + 1] - row0_k;
+  }
+  const int m0 = m_block * kBlockM;
+  if (m0 >= len_q) return;  // uniform across the block
+
+  const T* gQ = static_cast<const T*>(p.q) + b * p.q_batch_stride +
+                static_cast<int64_t>(row0_q + m0) * p.q_row_stride + h * p.q_head_stride;
+  const T* gK = static_cast<const T*>(p.k) + b * p.k_batch_stride +
+                static_cast<int64_t>(row0_k) * p.k_row_stride + hk * p.k_head_stride;
+  const T* gV = static_cast<const T*>(p.v) + b * p.v_batch_stride +
+                static_cast<int64_t>(row0_k) * p.v_row_stride + hk * p.v_head_stride;
+
+  // ---- Keys visible to each row (bottom-right alignment: row i sits at key i + shift),
+  // clamped to [0, len_k - 1]; lo > hi means none.
+  const int64_t shift = static_cast<int64_t>(len_k) - len_q;
+  auto key_lo = [&](int64_t i) -> int {
+    const int64_t lo = p.window_left >= 0 ? i + shift - p.window_left : 0;
+    return static_cast<int>(min(max(lo, int64_t(0)), static_cast<int64_t>(len_k)));
+  };
+  auto key_hi = [&](int64_t i) -> int {
+    const int64_t hi = p.window_right >= 0 ? i + shift + p.window_right : len_k - 1;
+    return static_cast<int>(max(min(hi, static_cast<int64_t>(len_k) - 1), int64_t(-1)));
+  };
+  const int m_last = min(m0 + kBlockM, len_q) - 1;
+  const int tile_lo = key_lo(m0), tile_hi = key_hi(m_last);
+  const int n_block_min = tile_lo / kBlockN;
+  const int n_block_max = tile_hi >= tile_lo ? tile_hi / kBlockN + 1 : n_block_min;
+  // A key tile needs the per-element mask unless every row of the block sees all of it.
+  const int all_rows_lo = key_lo(m0 + kBlockM - 1), all_rows_hi = key_hi(m0);
+
+  const uint32_t sQa = smem_u32(sQ), sKa = smem_u32(sK), sVa = smem_u32(sV);
+  const uint32_t q_addr = ML::q_lane_addr(sQa, warp, lane);
+  const uint32_t k_addr = ML::k_lane_addr(sKa, lane);
+  const uint32_t v_addr = ML::v_lane_addr(sVa, lane);
+
+  // ---- Prologue: Q and the first (highest) K tile.
+  ML::template load_tile<kBlockM>(sQa, gQ, p.q_row_stride, len_q - m0, p.head_dim, tid);
+  if (n_block_max > n_block_min) {
+    ML::load_kv_tile(sKa, gK, p.k_row_stride, (n_block_max - 1) * kBlockN, len_k, p.head_dim,
+                     tid);
+  }
+  cp_async_commit();
+
+  float acc_o[kMTiles][ML::kOTiles][4];
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int dt = 0; dt < ML::kOTiles; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[mt][dt][e] = 0.0f;
+  SM softmax;
+  softmax.init();
+
+  for (int n = n_block_max - 1; n >= n_block_min; --n) {
+    const int n0 = n * kBlockN;
+    float acc_s[kMTiles][ML::kSTiles][4];
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < ML::kSTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[mt][nt][e] = 0.0f;
+
+    cp_async_wait<0>();  // K(n) (and Q) landed ...
+    __syncthreads();     // ... for every thread, and every warp is done reading V(n+1)
+    ML::load_kv_tile(sVa, gV, p.v_row_stride, n0, len_k, p.head_dim, tid);
+    cp_async_commit();
+
+    ML::gemm_qk(acc_s, q_addr, k_addr);
+
+    cp_async_wait<0>();  // V(n) landed ...
+    __syncthreads();     // ... and every warp is done reading K(n)
+    if (n > n_block_min) {
+      ML::load_kv_tile(sKa, gK, p.k_row_stride, n0 - kBlockN, len_k, p.head_dim, tid);
+      cp_async_commit();
+    }
+
+    // Plain scores with a positive scale stay raw: the scale is folded into the exponent's FFMA
+    // (exp2(s * scale_log2 - m)), and masking -inf survives it. Softcap (applied before the
+    // mask) and non-positive scales turn the scores into logits first.
+    const bool raw = !p.softcap && p.scale_log2 > 0.0f;
+    if (!raw) SM::to_logits(acc_s, p);
+    if (n0 < all_rows_lo || n0 + kBlockN - 1 > all_rows_hi) {
+      // Per-row bounds, recomputed here rather than held in registers across the loop.
+      int row_lo[kMTiles][2], row_hi[kMTiles][2];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int64_t i = m0 + warp * kWarpRows + mt * 16 + (lane >> 2) + 8 * r;
+          row_lo[mt][r] = key_lo(i);
+          row_hi[mt][r] = key_hi(i);
+        }
+      SM::mask(acc_s, n0 + 2 * (lane & 3), row_lo, row_hi);
+    }
+    uint32_t p_frag[kMTiles][ML::kSTiles / 2][4];
+    softmax.template update<T>(acc_s, acc_o, p_frag, raw ? p.scale_log2 : 1.0f);
+    ML::gemm_pv(acc_o, p_frag, v_addr);
+  }
+
+  // ---- Epilogue. The warp stages its output in its own Q rows; wait for the Q copies of every
+  // thread first (a block with no visible key never waited for them).
+  float lse[kMTiles][2];
+  softmax.finalize(acc_o, lse);
+  cp_async_wait<0>();
+  __syncthreads();
+  const int i0 = m0 + warp * kWarpRows;
+  T* gO = static_cast<T*>(p.out) + b * p.o_batch_stride +
+          static_cast<int64_t>(row0_q + i0) * p.o_row_stride + h * p.o_head_stride;
+  float* gL = p.lse != nullptr
+                  ? p.lse + b * p.lse_batch_stride + h * p.lse_head_stride + (row0_q + i0)
+                  : nullptr;
+  EP::store(acc_o, lse, sQ + warp * kWarpRows * ML::kPitch, gO, p.o_row_stride, len_q - i0, p.head_dim,
+            gL, lane);
+}
+
+}  // namespace sm80
+}  // namespace cuda
+}  // namespace flashkit

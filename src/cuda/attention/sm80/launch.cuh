@@ -1,0 +1,32 @@
+// Grid and launch of the sm80-class attention kernel for one (element type, head-dim bucket):
+// one block per (query tile, head, sequence), flattened into grid.x (the predicate in
+// attention_sm80.cpp keeps the count below 2^31).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/attention/sm80/kernel.cuh"
+#include "cuda/common/check.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm80 {
+
+template <class T, int kHeadDim>
+fk_status_t launch(const Params& p, cudaStream_t stream) {
+  constexpr int kThreads = TileShape<kHeadDim>::kWarps * 32;
+  constexpr size_t kSmem = SmemLayout<kHeadDim>::kBytes;
+  auto kernel = attention_fwd_kernel<T, kHeadDim>;
+  // Above 48 KB a kernel must opt in to dynamic shared memory (a per-device, host-side setting:
+  // cheap, so it is simply repeated on every call, on the call's current device).
+  FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(kSmem)),
+              "cuda.sm80.attention: cudaFuncSetAttribute(max dynamic shared memory)");
+  const int64_t blocks = static_cast<int64_t>(p.num_m_blocks) * p.nheads * p.batch;
+  kernel<<<static_cast<unsigned>(blocks), kThreads, kSmem, stream>>>(p);
+  return check_launch("cuda.sm80.attention kernel");
+}
+
+}  // namespace sm80
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,182 @@
+// Mainloop pieces of the sm80-class attention kernel: global -> shared tile copies (cp.async,
+// zero fill past the sequence end and past head_dim) and the two warp-level GEMMs of
+// FlashAttention-2 (Dao 2023, Algorithm 1, lines 8 and 10): S = Q K^T with fp32 accumulators,
+// and O += P V with P taken from registers (the S accumulators converted in place, so P never
+// touches shared memory).
+//
+// Fragment conventions (PTX ISA, mma.m16n8k16 with .row.col): lane = 4 g + t. An A fragment
+// holds rows g and g+8, columns 2t, 2t+1 and 2t+8, 2t+9 of a 16x16 tile; a B fragment holds rows
+// (k) 2t, 2t+1 and 2t+8, 2t+9 of column (n) g; the accumulator holds rows g and g+8, columns 2t,
+// 2t+1 of a 16x8 tile. K in shared memory is [key][d], which is B = K^T in the "col" layout
+// ldmatrix reads directly; V is [key][d] too, so its B fragments come from ldmatrix.trans.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/attention/sm80/primitives.cuh"
+#include "cuda/attention/sm80/tile_size.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm80 {
+
+template <class T, int kHeadDim>
+struct Mainloop {
+  using Shape = TileShape<kHeadDim>;
+  static constexpr int kBlockM = Shape::kBlockM;
+  static constexpr int kBlockN = Shape::kBlockN;
+  static constexpr int kThreads = Shape::kWarps * 32;
+  static constexpr int kPitch = SmemLayout<kHeadDim>::kPitch;
+  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
+  static constexpr int kMTiles = kBlockM / (16 * Shape::kWarps);  // 16-row MMA tiles per warp
+  static constexpr int kSTiles = kBlockN / 8;   // n8 tiles of S per row tile
+  static constexpr int kOTiles = kHeadDim / 8;  // n8 tiles of O per row tile
+  static_assert(kMTiles >= 1 && kBlockM == kMTiles * 16 * Shape::kWarps, "whole row tiles");
+  static_assert(kHeadDim % 16 == 0 && kBlockN % 16 == 0, "MMA k-steps of 16");
+
+  // Issues the copies of a kRows x kHeadDim tile: row r of the tile is at gmem + r * row_stride.
+  // Rows >= rows_valid and columns >= head_dim are zero-filled (nothing is read for them), so a
+  // partial tile needs no masking of the data itself, and padded head dims add zeros to Q K^T.
+  // gmem (row 0) must be a valid row. Threads take consecutive 16-byte chunks of a row, so each
+  // warp reads whole 16-byte-aligned row segments (coalesced).
+  template <int kRows>
+  static __device__ __forceinline__ void load_tile(uint32_t smem, const T* gmem,
+                                                   int64_t row_stride, int rows_valid,
+                                                   int head_dim, int tid) {
+    constexpr int kTotal = kRows * kChunks;
+    static_assert(kTotal % kThreads == 0, "whole chunks per thread");
+    if constexpr (kThreads % kChunks == 0) {
+      // Fixed column per thread, rows kStep apart: one pointer, advanced by kStep rows.
+      constexpr int kStep = kThreads / kChunks;
+      const int row0 = tid / kChunks, col = (tid % kChunks) * 8;
+      const int col_bytes = 2 * max(0, min(8, head_dim - col));
+      const T* src = gmem + row0 * row_stride + col;
+      const int64_t step = kStep * row_stride;
+      uint32_t dst = smem + 2u * static_cast<uint32_t>(row0 * kPitch + col);
+#pragma unroll
+      for (int i = 0; i < kTotal / kThreads; ++i) {
+        const int bytes = row0 + i * kStep < rows_valid ? col_bytes : 0;
+        cp_async_16(dst + 2u * (i * kStep * kPitch), bytes > 0 ? src : gmem, bytes);
+        src += step;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kTotal / kThreads; ++i) {
+        const int idx = tid + i * kThreads;
+        const int row = idx / kChunks, col = (idx % kChunks) * 8;
+        const int bytes = row < rows_valid ? 2 * max(0, min(8, head_dim - col)) : 0;
+        const T* src = bytes > 0 ? gmem + row * row_stride + col : gmem;
+        cp_async_16(smem + 2u * static_cast<uint32_t>(row * kPitch + col), src, bytes);
+      }
+    }
+  }
+
+  // The same copy for a whole tile (kRows valid rows, head_dim == kHeadDim): no predicates, one
+  // pointer per thread advanced by a fixed number of rows. Every key tile but the one at the
+  // sequence end takes this path, so the steady state spends few instructions on addresses.
+  template <int kRows>
+  static __device__ __forceinline__ void load_tile_full(uint32_t smem, const T* gmem,
+                                                        int64_t row_stride, int tid) {
+    constexpr int kTotal = kRows * kChunks;
+    static_assert(kTotal % kThreads == 0, "whole chunks per thread");
+    if constexpr (kThreads % kChunks == 0) {
+      constexpr int kStep = kThreads / kChunks;
+      const int row0 = tid / kChunks, col = (tid % kChunks) * 8;
+      const T* src = gmem + row0 * row_stride + col;
+      const int64_t step = kStep * row_stride;
+      const uint32_t dst = smem + 2u * static_cast<uint32_t>(row0 * kPitch + col);
+#pragma unroll
+      for (int i = 0; i < kTotal / kThreads; ++i) {
+        cp_async_16_full(dst + 2u * (i * kStep * kPitch), src);
+        src += step;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kTotal / kThreads; ++i) {
+        const int idx = tid + i * kThreads;
+        const int row = idx / kChunks, col = (idx % kChunks) * 8;
+        cp_async_16_full(smem + 2u * static_cast<uint32_t>(row * kPitch + col),
+                         gmem + row * row_stride + col);
+      }
+    }
+  }
+
+  // Loads key/value tile n0 of a sequence of len_k rows: the whole-tile path unless the tile
+  // crosses the sequence end or head_dim is padded.
+  static __device__ __forceinline__ void load_kv_tile(uint32_t smem, const T* gmem,
+                                                      int64_t row_stride, int n0, int len_k,
+                                                      int head_dim, int tid) {
+    const T* g = gmem + static_cast<int64_t>(n0) * row_stride;
+    if (head_dim == kHeadDim && n0 + kBlockN <= len_k) {
+      load_tile_full<kBlockN>(smem, g, row_stride, tid);
+    } else {
+      load_tile<kBlockN>(smem, g, row_stride, len_k - n0, head_dim, tid);
+    }
+  }
+
+  // ldmatrix row addresses of this lane (bytes, shared window), for k-step 0 / tile 0.
+  // Q (A operand): matrices (rows 0-7, 8-15) x (cols 0-7, 8-15) of the warp's first row tile
+  // (the warp owns rows [warp * 16 kMTiles, (warp + 1) * 16 kMTiles)).
+  static __device__ __forceinline__ uint32_t q_lane_addr(uint32_t sQ, int warp, int lane) {
+    return sQ + 2u * static_cast<uint32_t>((warp * 16 * kMTiles + (lane & 15)) * kPitch +
+                                           (lane >> 4) * 8);
+  }
+  // K (B operand, non-transposed): matrices (keys 0-7, d 0-7), (keys 0-7, d 8-15), (keys 8-15,
+  // d 0-7), (keys 8-15, d 8-15) = b0, b1 of key tile 0 and b0, b1 of key tile 1.
+  static __device__ __forceinline__ uint32_t k_lane_addr(uint32_t sK, int lane) {
+    return sK + 2u * static_cast<uint32_t>(((lane & 7) + ((lane >> 4) << 3)) * kPitch +
+                                           ((lane >> 3) & 1) * 8);
+  }
+  // V (B operand, transposed): matrices (keys 0-7, d 0-7), (keys 8-15, d 0-7), (keys 0-7, d
+  // 8-15), (keys 8-15, d 8-15) = b0, b1 of d tile 0 and b0, b1 of d tile 1.
+  static __device__ __forceinline__ uint32_t v_lane_addr(uint32_t sV, int lane) {
+    return sV + 2u * static_cast<uint32_t>(((lane & 7) + (((lane >> 3) & 1) << 3)) * kPitch +
+                                           (lane >> 4) * 8);
+  }
+
+  // acc_s += Q K^T for the warp's rows and the kBlockN keys of the tile in shared memory. Each K
+  // fragment is loaded once and used for all kMTiles row tiles.
+  static __device__ __forceinline__ void gemm_qk(float (&acc_s)[kMTiles][kSTiles][4],
+                                                 uint32_t q_addr, uint32_t k_addr) {
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      uint32_t a[kMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) ldsm_x4(a[mt], q_addr + 2u * (mt * 16 * kPitch) + kk * 32);
+#pragma unroll
+      for (int np = 0; np < kBlockN / 16; ++np) {
+        uint32_t b[4];
+        ldsm_x4(b, k_addr + 2u * (np * 16 * kPitch) + kk * 32);
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          Elt<T>::mma(acc_s[mt][2 * np], a[mt], b[0], b[1]);
+          Elt<T>::mma(acc_s[mt][2 * np + 1], a[mt], b[2], b[3]);
+        }
+      }
+    }
+  }
+
+  // acc_o += P V: P is the A operand straight from registers (one 16x16 fragment per 16 keys and
+  // row tile); each V fragment feeds all row tiles.
+  static __device__ __forceinline__ void gemm_pv(float (&acc_o)[kMTiles][kOTiles][4],
+                                                 const uint32_t (&p)[kMTiles][kBlockN / 16][4],
+                                                 uint32_t v_addr) {
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+#pragma unroll
+      for (int dp = 0; dp < kHeadDim / 16; ++dp) {
+        uint32_t b[4];
+        ldsm_x4_trans(b, v_addr + 2u * (kk * 16 * kPitch) + dp * 32);
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          Elt<T>::mma(acc_o[mt][2 * dp], p[mt][kk], b[0], b[1]);
+          Elt<T>::mma(acc_o[mt][2 * dp + 1], p[mt][kk], b[2], b[3]);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace sm80
+}  // namespace cuda
+}  // namespace flashkit

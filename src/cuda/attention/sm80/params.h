@@ -1,0 +1,46 @@
+// What the sm80-class attention kernel reads: the AttentionProblem reduced to the values the
+// device needs, with the softmax constants precomputed on the host (scale folded into the base-2
+// exponent: exp(scale * s) = exp2(scale * log2(e) * s)). Built by attention_sm80.cpp, passed by
+// value as the kernel parameter.
+#pragma once
+
+#include <cstdint>
+
+namespace flashkit {
+namespace cuda {
+namespace sm80 {
+
+struct Params {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* out;
+  float* lse;                    // nullptr: not requested
+  const int32_t* cu_seqlens_q;   // nullptr: batched form
+  const int32_t* cu_seqlens_k;
+
+  // Strides in elements (head_dim is contiguous); batch strides are 0 in the varlen form.
+  int64_t q_batch_stride, q_row_stride, q_head_stride;
+  int64_t k_batch_stride, k_row_stride, k_head_stride;
+  int64_t v_batch_stride, v_row_stride, v_head_stride;
+  int64_t o_batch_stride, o_row_stride, o_head_stride;
+  int64_t lse_batch_stride, lse_head_stride;  // lse rows are contiguous
+
+  int32_t batch, nheads, group;  // group = nheads / nheads_k (GQA/MQA)
+  int32_t seqlen_q, seqlen_k;    // batched: the extents; varlen: the longest sequence
+  int32_t head_dim;              // <= the kernel's bucket
+  int32_t num_m_blocks;          // query tiles per (batch, head) for seqlen_q
+  // Window, bottom-right aligned, causal already folded in as right = 0; -1 = unbounded.
+  int32_t window_left, window_right;
+
+  // Score transform into base-2 logits x (log2(e) folded in):
+  //   no softcap: x = s * scale_log2               (scale_log2 = scale * log2(e))
+  //   softcap:    x = tanh(s * cap_pre) * cap_post (cap_pre = scale / cap, cap_post = cap * log2(e))
+  bool softcap;
+  float scale_log2;
+  float cap_pre, cap_post;
+};
+
+}  // namespace sm80
+}  // namespace cuda
+}  // namespace flashkit
