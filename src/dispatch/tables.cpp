@@ -1,6 +1,10 @@
 // The variant tables, one per op, fastest first. Adding a kernel = adding a row here.
 #include "dispatch/dispatch.h"
 
+#if defined(FLASHKIT_WITH_SM90_GEMM)
+#include "cuda/gemm/sm90/gemm_sm90.h"
+#endif
+
 namespace flashkit {
 
 bool family_allowed(const fk_context_t* ctx, fk_backend_t backend, fk_kernel_family_t family) {
@@ -30,6 +34,10 @@ static const AttentionVariant kAttention[] = {
 };
 
 static const GemmVariant kGemm[] = {
+#if defined(FLASHKIT_WITH_SM90_GEMM)
+    {"cuda.sm90.gemm", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90, cuda::sm90::gemm_supported,
+     cuda::sm90::gemm},
+#endif
 #if defined(FLASHKIT_WITH_CUDA)
     {"cuda.generic.gemm", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr, cuda::generic::gemm},
 #endif

@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""GEMM benchmark: flashkit's fk_gemm against torch.matmul (cuBLAS), in one process, on the same
+random inputs, with CUDA events.
+
+flashkit is loaded through ctypes straight from a build folder (the Python bindings are not
+needed): set FLASHKIT_LIB to libflashkit.so, or pass --lib. Operands are torch tensors handed
+over as DLTensor views built with ctypes, on torch's current stream.
+
+Per shape: warm-up, then the median of --reps timed calls; when one input set is smaller than
+3x the L2 cache, several sets are rotated so that the inputs come from memory, not L2.
+Prints a table of TFLOP/s and ratios (last), and writes JSON to $OUT/gemm_bench.json (or --json).
+
+Shapes (issue 7): (M, N, K) in {4096^3, 8192^3, 16384^3, (8192, 8192, 1024), (16, 8192, 8192),
+(128, 8192, 8192), (4096, 12288, 4096)}, plus GEMM + bias + GELU at 8192^3 and 4096^3 against
+torch.matmul followed by torch's bias add and GELU.
+
+  python3 benchmarks/gemm.py --lib build/libflashkit.so [--dtype bf16 fp16] [--layout nn tn]
+"""
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import sys
+
+import torch
+
+SHAPES = [
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (16384, 16384, 16384),
+    (8192, 8192, 1024),
+    (16, 8192, 8192),
+    (128, 8192, 8192),
+    (4096, 4096 * 3, 4096),
+]
+FUSED_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096)]
+
+# cuBLAS through torch.matmul on this H200 model, 2026-11-30 (anchor-baseline-h200.txt).
+ANCHOR = {
+    ("bf16", 4096, 4096, 4096): 715.9, ("bf16", 8192, 8192, 8192): 773.5,
+    ("bf16", 16384, 16384, 16384): 696.3, ("bf16", 8192, 8192, 1024): 523.8,
+    ("bf16", 16, 8192, 8192): 46.4, ("bf16", 128, 8192, 8192): 334.9,
+    ("fp16", 4096, 4096, 4096): 718.1, ("fp16", 8192, 8192, 8192): 747.9,
+    ("fp16", 16384, 16384, 16384): 663.6, ("fp16", 8192, 8192, 1024): 507.6,
+    ("fp16", 16, 8192, 8192): 42.4, ("fp16", 128, 8192, 8192): 350.0,
+}
+
+# ------------------------------------------------------------------------------------------
+# ctypes view of the C ABI (include/flashkit/flashkit.h, dlpack.h)
+# ------------------------------------------------------------------------------------------
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class ContextOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32), ("backend", ctypes.c_int32),
+        ("device_ordinal", ctypes.c_int32), ("kernel_family", ctypes.c_int32),
+        ("num_threads", ctypes.c_int32), ("flags", ctypes.c_uint32),
+    ]
+
+
+class Launch(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("stream", ctypes.c_void_p),
+        ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_uint64),
+    ]
+
+
+class GemmParams(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32), ("trans_a", ctypes.c_int32), ("trans_b", ctypes.c_int32),
+        ("alpha", ctypes.c_float), ("beta", ctypes.c_float), ("activation", ctypes.c_int32),
+    ]
+
+
+FK_BACKEND_CUDA = 2
+KDL_CUDA = 2
+DL_CODES = {torch.float32: (2, 32), torch.float16: (2, 16), torch.bfloat16: (4, 16)}
+ACT = {"none": 0, "relu": 1, "gelu_tanh": 2, "gelu_erf": 3}
+
+
+class Flashkit:
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        L = self.lib
+        L.fk_status_string.restype = ctypes.c_char_p
+        L.fk_get_last_error_message.restype = ctypes.c_char_p
+        P = ctypes.POINTER
+        L.fk_gemm.argtypes = [ctypes.c_void_p, P(Launch), P(GemmParams)] + [P(DLTensor)] * 5
+        L.fk_gemm_select_kernel.argtypes = [ctypes.c_void_p, P(GemmParams)] + [P(DLTensor)] * 5 + [
+            P(ctypes.c_char_p)]
+        opts = ContextOptions()
+        self.check(L.fk_context_options_init(ctypes.byref(opts)), "fk_context_options_init")
+        opts.backend = FK_BACKEND_CUDA
+        opts.device_ordinal = torch.cuda.current_device()
+        self.ctx = ctypes.c_void_p()
+        self.check(L.fk_context_create(ctypes.byref(opts), ctypes.byref(self.ctx)), "fk_context_create")
+        self._keep = []
+
+    def check(self, status, what):
+        if status != 0:
+            raise RuntimeError(f"{what}: {self.lib.fk_status_string(status).decode()}: "
+                               f"{self.lib.fk_get_last_error_message().decode()}")
+
+    def dl(self, t):
+        if t is None:
+            return None
+        shape = (ctypes.c_int64 * t.dim())(*t.shape)
+        strides = (ctypes.c_int64 * t.dim())(*t.stride())
+        code, bits = DL_CODES[t.dtype]
+        d = DLTensor(t.data_ptr(), DLDevice(KDL_CUDA, t.device.index or 0), t.dim(),
+                     DLDataType(code, bits, 1), shape, strides, 0)
+        self._keep.append((shape, strides, d))
+        return ctypes.pointer(d)
+
+    def make_call(self, a, b, d, c=None, bias=None, trans_a=False, trans_b=False, alpha=1.0,
+                  beta=0.0, act="none"):
+        """Returns (callable, variant name); the callable enqueues one fk_gemm on the current stream."""
+        p = GemmParams()
+        self.check(self.lib.fk_gemm_params_init(ctypes.byref(p)), "fk_gemm_params_init")
+        p.trans_a, p.trans_b, p.alpha, p.beta, p.activation = int(trans_a), int(trans_b), alpha, beta, ACT[act]
+        args = [self.dl(x) for x in (a, b, c, bias, d)]
+        name = ctypes.c_char_p()
+        self.check(self.lib.fk_gemm_select_kernel(self.ctx, ctypes.byref(p), *args, ctypes.byref(name)),
+                   "fk_gemm_select_kernel")
+        launch = Launch()
+        self.check(self.lib.fk_launch_init(ctypes.byref(launch)), "fk_launch_init")
+        launch.stream = torch.cuda.current_stream().cuda_stream
+        self._keep.append((p, launch, args))
+        fn = self.lib.fk_gemm
+        ctx = self.ctx
+
+        def call():
+            st = fn(ctx, ctypes.byref(launch), ctypes.byref(p), *args)
+            if st != 0:
+                self.check(st, "fk_gemm")
+
+        return call, name.value.decode()
+
+
+# ------------------------------------------------------------------------------------------
+# Timing
+# ------------------------------------------------------------------------------------------
+
+
+def time_ms(fns, warmup, reps):
+    """Median milliseconds of one call, cycling through `fns` (one per input set)."""
+    for i in range(warmup):
+        fns[i % len(fns)]()
+    torch.cuda.synchronize()
+    times = []
+    for i in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        f = fns[i % len(fns)]
+        s.record()
+        f()
+        e.record()
+        times.append((s, e))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in times)
+
+
+def input_sets(M, N, K, dtype, layout, l2_bytes, with_bias):
+    elem = torch.finfo(dtype).bits // 8
+    set_bytes = (M * K + K * N + M * N) * elem
+    n = max(1, min(8, -(-3 * l2_bytes // set_bytes)))
+    sets = []
+    for _ in range(n):
+        a = torch.randn(M, K, device="cuda", dtype=dtype)
+        # layout "nn": b (K, N) row-major (torch.matmul(a, b)); "tn": weight (N, K), a @ w.T
+        b = torch.randn(K, N, device="cuda", dtype=dtype) if layout == "nn" else \
+            torch.randn(N, K, device="cuda", dtype=dtype)
+        bias = torch.randn(N, device="cuda", dtype=dtype) if with_bias else None
+        d = torch.empty(M, N, device="cuda", dtype=dtype)
+        sets.append((a, b, bias, d))
+    return sets
+
+
+def tune(fk, l2, args):
+    """Diagnostics for tuning: flashkit bf16 TFLOP/s over a K sweep (per-tile fixed cost vs
+    per-k-step cost), both B layouts, the raster group size (env knob read per call), and the
+    host time of one fk_gemm call."""
+    out = []
+    dtype = torch.bfloat16
+
+    def measure(M, N, K, layout="nn", label=""):
+        sets = input_sets(M, N, K, dtype, layout, l2, with_bias=False)
+        calls = [fk.make_call(a, b, d, trans_b=(layout == "tn"))[0] for a, b, _, d in sets]
+        t = time_ms(calls, args.warmup, args.reps)
+        tf = 2.0 * M * N * K / t * 1e-9
+        out.append(dict(kind="tune", label=label, M=M, N=N, K=K, layout=layout, flashkit_ms=t,
+                        flashkit_tflops=tf))
+        print(f"  tune {label:<18} {layout} {M}x{N}x{K}: {t * 1e3:9.1f} us  {tf:7.1f} TFLOP/s", flush=True)
+        return calls, t
+
+    for K in (64, 256, 1024, 4096):
+        measure(8192, 8192, K, label="k-sweep")
+    for layout in ("tn",):
+        for shp in SHAPES[:2]:
+            measure(*shp, layout=layout, label="layout")
+    if args.tune_raster:
+        for g in ("1", "4", "16"):
+            os.environ["FLASHKIT_SM90_GEMM_GROUP"] = g
+            for shp in SHAPES[:2]:
+                measure(*shp, label=f"group {g}")
+        os.environ.pop("FLASHKIT_SM90_GEMM_GROUP", None)
+        os.environ["FLASHKIT_SM90_GEMM_RASTER"] = "n"
+        for shp in SHAPES[:2]:
+            measure(*shp, label="raster n")
+        os.environ.pop("FLASHKIT_SM90_GEMM_RASTER", None)
+    os.environ["FLASHKIT_SM90_GEMM_EPILOGUE"] = "generic"
+    for shp in SHAPES[:2]:
+        measure(*shp, label="generic epilogue")
+    os.environ.pop("FLASHKIT_SM90_GEMM_EPILOGUE", None)
+    for sp in ("1", "2", "8"):
+        os.environ["FLASHKIT_SM90_GEMM_SPLITS"] = sp
+        for shp in SHAPES[4:6]:
+            measure(*shp, label=f"splits {sp}")
+    os.environ.pop("FLASHKIT_SM90_GEMM_SPLITS", None)
+    # Host cost of one call: enqueue 50 calls of a small problem without waiting.
+    import time
+    calls, _ = measure(256, 256, 256, label="small")
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(50):
+        calls[0]()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    host_us = (t1 - t0) / 50 * 1e6
+    out.append(dict(kind="host", host_us_per_call=host_us))
+    print(f"  host time per fk_gemm call (ctypes included): {host_us:.1f} us", flush=True)
+    return out
+
+
+def torch_mm(a, b, layout):
+    return torch.matmul(a, b) if layout == "nn" else torch.matmul(a, b.t())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", default=os.environ.get("FLASHKIT_LIB", ".device-gemm/libflashkit.so"))
+    ap.add_argument("--dtype", nargs="+", default=["bf16", "fp16"])
+    ap.add_argument("--layout", nargs="+", default=["nn"], help="nn: a @ b; tn: a @ w.T")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="only 4096^3 and 8192^3")
+    ap.add_argument("--tune", action="store_true",
+                    help="diagnostics: K sweep, layouts, raster group sizes, host time per call")
+    ap.add_argument("--tune-raster", action="store_true", help="with --tune: also raster group sizes")
+    ap.add_argument("--skip-main", action="store_true", help="skip the main shape list")
+    ap.add_argument("--profile", type=int, nargs=3, metavar=("M", "N", "K"),
+                    help="only run 3 bf16 flashkit calls of this shape (for ncu -k regex:sm90 -s 2)")
+    ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "gemm_bench.json"))
+    args = ap.parse_args()
+
+    fk = Flashkit(args.lib)
+    if args.profile:
+        M, N, K = args.profile
+        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+        d = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        f, variant = fk.make_call(a, b, d)
+        for _ in range(3):
+            f()
+        torch.cuda.synchronize()
+        print(f"profiled {M}x{N}x{K} [{variant}]")
+        return 0
+    prop = torch.cuda.get_device_properties(0)
+    l2 = getattr(prop, "L2_cache_size", 50 * 2**20)
+    print(f"device {prop.name} SMs {prop.multi_processor_count} L2 {l2 >> 20} MiB "
+          f"torch {torch.__version__} cuda {torch.version.cuda}", flush=True)
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
+    shapes = [] if args.skip_main else (SHAPES[:2] if args.quick else SHAPES)
+    rows = []
+    torch.manual_seed(0)
+
+    for dname in args.dtype:
+        dtype = dtypes[dname]
+        for layout in args.layout:
+            for (M, N, K) in shapes:
+                sets = input_sets(M, N, K, dtype, layout, l2, with_bias=False)
+                calls = []
+                variant = "?"
+                for a, b, _, d in sets:
+                    f, variant = fk.make_call(a, b, d, trans_b=(layout == "tn"))
+                    calls.append(f)
+                # correctness against cuBLAS on the first set
+                calls[0]()
+                ref = torch_mm(sets[0][0], sets[0][1], layout).float()
+                err = ((sets[0][3].float() - ref).norm() / ref.norm()).item()
+                t_fk = time_ms(calls, args.warmup, args.reps)
+                t_tc = time_ms([lambda s=s: torch_mm(s[0], s[1], layout) for s in sets],
+                               args.warmup, args.reps)
+                flops = 2.0 * M * N * K
+                r = dict(kind="gemm", dtype=dname, layout=layout, M=M, N=N, K=K, variant=variant,
+                         sets=len(sets), flashkit_ms=t_fk, torch_ms=t_tc,
+                         flashkit_tflops=flops / t_fk * 1e-9, torch_tflops=flops / t_tc * 1e-9,
+                         ratio=t_tc / t_fk, rel_err_vs_torch=err,
+                         anchor_tflops=ANCHOR.get((dname, M, N, K)))
+                rows.append(r)
+                print(f"  {dname} {layout} {M}x{N}x{K}: flashkit {r['flashkit_tflops']:.1f} "
+                      f"torch {r['torch_tflops']:.1f} TFLOP/s ratio {r['ratio']:.3f} err {err:.2e} "
+                      f"[{variant}]", flush=True)
+                del sets, calls
+                torch.cuda.empty_cache()
+
+    # Fused epilogue: flashkit GEMM + bias + GELU (tanh) against matmul, then bias add and GELU.
+    for dname in ([] if args.skip_main else args.dtype):
+        dtype = dtypes[dname]
+        for (M, N, K) in FUSED_SHAPES:
+            sets = input_sets(M, N, K, dtype, "nn", l2, with_bias=True)
+            calls = []
+            for a, b, bias, d in sets:
+                f, variant = fk.make_call(a, b, d, bias=bias, act="gelu_tanh")
+                calls.append(f)
+            calls[0]()
+            a0, b0, bias0, d0 = sets[0]
+            ref = torch.nn.functional.gelu(torch.matmul(a0, b0).float() + bias0.float(), approximate="tanh")
+            err = ((d0.float() - ref).norm() / ref.norm()).item()
+
+            def unfused(s):
+                return torch.nn.functional.gelu(torch.matmul(s[0], s[1]) + s[2], approximate="tanh")
+
+            t_fk = time_ms(calls, args.warmup, args.reps)
+            t_tc = time_ms([lambda s=s: unfused(s) for s in sets], args.warmup, args.reps)
+            t_lt = None
+            if hasattr(torch, "_addmm_activation"):  # cuBLASLt's fused GELU_BIAS epilogue
+                try:
+                    t_lt = time_ms([lambda s=s: torch._addmm_activation(s[2], s[0], s[1], use_gelu=True)
+                                    for s in sets], args.warmup, args.reps)
+                except RuntimeError:
+                    t_lt = None
+            flops = 2.0 * M * N * K
+            r = dict(kind="gemm_bias_gelu", dtype=dname, layout="nn", M=M, N=N, K=K, variant=variant,
+                     sets=len(sets), flashkit_ms=t_fk, torch_ms=t_tc,
+                     flashkit_tflops=flops / t_fk * 1e-9, torch_tflops=flops / t_tc * 1e-9,
+                     ratio=t_tc / t_fk, rel_err_vs_torch=err,
+                     torch_addmm_activation_ms=t_lt)
+            rows.append(r)
+            print(f"  fused {dname} {M}x{N}x{K}: flashkit {r['flashkit_tflops']:.1f} unfused torch "
+                  f"{r['torch_tflops']:.1f} ratio {r['ratio']:.3f} err {err:.2e}", flush=True)
+            del sets, calls
+            torch.cuda.empty_cache()
+
+    if args.tune:
+        rows += tune(fk, l2, args)
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as fh:
+        json.dump(dict(device=prop.name, torch=torch.__version__, rows=rows), fh, indent=1)
+
+    print()
+    print(f"{'op':<10}{'dtype':<6}{'lay':<4}{'M':>6}{'N':>7}{'K':>7}{'fk TF/s':>9}{'torch':>8}"
+          f"{'ratio':>7}{'anchor':>8}{'relerr':>9}  variant")
+    for r in rows:
+        if r["kind"] not in ("gemm", "gemm_bias_gelu"):
+            continue
+        anchor = r.get("anchor_tflops")
+        print(f"{'gemm' if r['kind'] == 'gemm' else 'bias+gelu':<10}{r['dtype']:<6}{r['layout']:<4}"
+              f"{r['M']:>6}{r['N']:>7}{r['K']:>7}{r['flashkit_tflops']:>9.1f}{r['torch_tflops']:>8.1f}"
+              f"{r['ratio']:>7.3f}{(f'{anchor:.0f}' if anchor else '-'):>8}{r['rel_err_vs_torch']:>9.1e}"
+              f"  {r['variant']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,382 @@
+// Epilogue of the Hopper GEMM: D = act(alpha * acc + beta * C + bias[n]), in that order (the
+// order flashkit.h documents), written in D's dtype (fp16, bf16 or fp32, a run-time switch).
+//
+// Each consumer warpgroup owns 64 rows x 256 columns of the tile. wgmma leaves a thread with
+// pairs of adjacent columns in 8-column groups (PTX ISA, "wgmma.mma_async register fragments"),
+// so storing straight from registers writes 4 bytes per thread and half-filled sectors. Instead
+// the warpgroup stages 64 x 64 fp32 chunks in shared memory and reads them back with each
+// thread holding 4 consecutive elements along D's unit-stride dimension: C is read and D written
+// with 8- or 16-byte accesses, 16 threads covering one 64-element row segment. The staging row
+// pitch of 68 words spreads the fragment writes over all 32 banks (two wavefronts per 256-byte
+// warp store, the minimum). Column-major D stages transposed so that reads stay contiguous.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
+
+#include <type_traits>
+
+#include "cuda/common/dtype.cuh"
+#include "cuda/gemm/sm90/launch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90 {
+
+constexpr int kEpiChunk = 64;              // columns (of the tile) staged per round
+constexpr int kEpiPitch = kEpiChunk + 4;   // words per staged row
+constexpr int kEpiRows = kTileM / 2;       // rows per consumer warpgroup
+
+struct EpilogueStorage {
+  float stage[2][kEpiRows * kEpiPitch];  // one buffer per consumer warpgroup
+  int32_t splitk_last;                   // split-K: this CTA's unit finished its tile last
+};
+
+// Split-K (tile_scheduler.cuh): a unit that covered only part of K stores its fp32 partial tile
+// and counts itself in with an atomic; the unit that counts last adds the other partials into
+// its accumulators and goes on to the epilogue (returns true); the others are done (false).
+// No unit ever waits for another, so the persistent grid cannot deadlock whatever the order in
+// which units run. Partials are laid out [element group j][consumer thread][4], so each
+// warp's 16-byte accesses cover 512 contiguous bytes. Memory order (the CUDA programming guide's
+// threadfence-reduction pattern): every thread fences its stores before the barrier that
+// precedes the counting atomic, and the last unit fences again before it reads the partials,
+// through L2 (ld.global.cg), never a stale L1 line.
+template <class Accum>
+__device__ __forceinline__ bool splitk_reduce(const SplitKParams& sk, int32_t splits, Accum& accum,
+                                              EpilogueStorage& smem, int mma_thread, int64_t tile,
+                                              int32_t split) {
+  constexpr int kVals = decltype(cute::size(accum))::value;  // 128 per thread
+  constexpr int kTileFloats = kTileM * kTileN;
+  static_assert(kVals * 256 == kTileFloats, "two consumer warpgroups own the tile");
+  float* own = sk.partials + (tile * splits + split) * int64_t(kTileFloats);
+  CUTE_UNROLL
+  for (int j = 0; j < kVals / 4; ++j) {
+    *reinterpret_cast<float4*>(own + j * 1024 + mma_thread * 4) =
+        make_float4(accum(4 * j), accum(4 * j + 1), accum(4 * j + 2), accum(4 * j + 3));
+  }
+  __threadfence();
+  cutlass::arch::NamedBarrier::sync(256, 2);  // all partial stores fenced
+  if (mma_thread == 0) {
+    const int32_t before = atomicAdd(sk.counters + tile, 1);
+    smem.splitk_last = before == splits - 1 ? 1 : 0;
+  }
+  cutlass::arch::NamedBarrier::sync(256, 2);
+  const bool last = smem.splitk_last != 0;
+  if (!last) return false;
+  __threadfence();
+  for (int32_t s = 0; s < splits; ++s) {
+    if (s == split) continue;
+    const float* other = sk.partials + (tile * splits + s) * int64_t(kTileFloats);
+    CUTE_UNROLL
+    for (int j = 0; j < kVals / 4; ++j) {
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(other + j * 1024 + mma_thread * 4));
+      accum(4 * j) += v.x;
+      accum(4 * j + 1) += v.y;
+      accum(4 * j + 2) += v.z;
+      accum(4 * j + 3) += v.w;
+    }
+  }
+  return true;
+}
+
+__device__ __forceinline__ float apply_activation(float x, int32_t act) {
+  switch (static_cast<Activation>(act)) {
+    case Activation::Relu: return fmaxf(x, 0.0f);
+    case Activation::GeluTanh: {
+      // Hendrycks & Gimpel 2016, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+      const float k0 = 0.7978845608028654f, k1 = 0.044715f;
+      return 0.5f * x * (1.0f + tanhf(k0 * (x + k1 * x * x * x)));
+    }
+    case Activation::GeluErf: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    default: return x;
+  }
+}
+
+// Four consecutive elements starting at `base + off`, `step` apart (step 1 when `vec`).
+__device__ __forceinline__ void load4(const void* base, int32_t dtype, int64_t off, int64_t step,
+                                      int count, bool vec, float out[4]) {
+  const DType t = static_cast<DType>(dtype);
+  if (vec && count == 4) {
+    if (t == DType::F32) {
+      const float4 v = *reinterpret_cast<const float4*>(static_cast<const float*>(base) + off);
+      out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+    } else {
+      const uint2 raw = *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(base) + off);
+      if (t == DType::F16) {
+        const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
+        const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+        out[0] = lo.x, out[1] = lo.y, out[2] = hi.x, out[3] = hi.y;
+      } else {
+        const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+        const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+        out[0] = lo.x, out[1] = lo.y, out[2] = hi.x, out[3] = hi.y;
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) out[j] = j < count ? load_float(base, t, off + j * step) : 0.0f;
+}
+
+__device__ __forceinline__ void store4(void* base, int32_t dtype, int64_t off, int64_t step,
+                                       int count, bool vec, const float v[4]) {
+  const DType t = static_cast<DType>(dtype);
+  if (vec && count == 4) {
+    if (t == DType::F32) {
+      *reinterpret_cast<float4*>(static_cast<float*>(base) + off) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+      uint2 raw;
+      if (t == DType::F16) {
+        const __half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
+        raw.x = *reinterpret_cast<const uint32_t*>(&lo);
+        raw.y = *reinterpret_cast<const uint32_t*>(&hi);
+      } else {
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(v[0], v[1]);
+        const __nv_bfloat162 hi = __floats2bfloat162_rn(v[2], v[3]);
+        raw.x = *reinterpret_cast<const uint32_t*>(&lo);
+        raw.y = *reinterpret_cast<const uint32_t*>(&hi);
+      }
+      *reinterpret_cast<uint2*>(static_cast<uint16_t*>(base) + off) = raw;
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (j < count) store_float(base, t, off + j * step, v[j]);
+}
+
+// Four consecutive elements of a buffer of `Out` (float, __half or __nv_bfloat16), 16- or
+// 8-byte aligned, converted to or from fp32 (round to nearest even).
+template <class Out>
+__device__ __forceinline__ void load4v(const void* p, float out[4]) {
+  if constexpr (std::is_same_v<Out, float>) {
+    const float4 v = *static_cast<const float4*>(p);
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+  } else {
+    const uint2 raw = *static_cast<const uint2*>(p);
+    float2 lo, hi;
+    if constexpr (std::is_same_v<Out, __half>) {
+      lo = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
+      hi = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+    } else {
+      lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+      hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+    }
+    out[0] = lo.x, out[1] = lo.y, out[2] = hi.x, out[3] = hi.y;
+  }
+}
+
+template <class Out>
+__device__ __forceinline__ void store4v(void* p, const float v[4]) {
+  if constexpr (std::is_same_v<Out, float>) {
+    *static_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+    uint2 raw;
+    if constexpr (std::is_same_v<Out, __half>) {
+      const __half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
+      raw.x = *reinterpret_cast<const uint32_t*>(&lo);
+      raw.y = *reinterpret_cast<const uint32_t*>(&hi);
+    } else {
+      const __nv_bfloat162 lo = __floats2bfloat162_rn(v[0], v[1]);
+      const __nv_bfloat162 hi = __floats2bfloat162_rn(v[2], v[3]);
+      raw.x = *reinterpret_cast<const uint32_t*>(&lo);
+      raw.y = *reinterpret_cast<const uint32_t*>(&hi);
+    }
+    *static_cast<uint2*>(p) = raw;
+  }
+}
+
+// Fast path of one staged chunk for one thread: all 4 elements along the unit-stride dimension
+// are inside D and vector-aligned (C too, when present), the dtype is a template parameter and
+// the rows the thread visits are unrolled by 4, so the loads, math and stores of different rows
+// overlap. The general path below runs ~4x the instructions per element, one row at a time
+// (H200, 8192 x 8192 x K sweep: ~10 us per tile against ~7.6 us with this path, where one
+// 64-wide k-step of the mainloop takes ~0.63 us). The thread's 4 elements along the unit-stride
+// dimension are fixed for the chunk (row mode: the bias is read once).
+//   buf_t: the thread's first staged element; d_off/c_off: its first output element (elements);
+//   d_slow_step/c_slow_step: the strides of the slow dimension; slow0: global slow coordinate of
+//   the thread's first row; rows advance by 8.
+template <class Out>
+__device__ __forceinline__ void epilogue_chunk_vec(const EpilogueParams& e, const float* buf_t,
+                                                   int64_t d_off, int64_t d_slow_step,
+                                                   int64_t c_off, int64_t c_slow_step,
+                                                   int64_t slow0, int64_t slow_extent,
+                                                   const float bias_fast[4], bool bias_slow) {
+  const bool use_c = e.c != nullptr;
+  const bool act = e.activation != int32_t(Activation::None);
+  const DType bias_t = static_cast<DType>(e.bias_dtype);
+  Out* d = static_cast<Out*>(e.d);
+  const Out* c = static_cast<const Out*>(e.c);
+  // Two rounds of 4 rows: the 4 staged rows are read first (independent shared loads in
+  // flight together), then processed; unrolling all 8 would double the code (the activation
+  // math is inlined per element) for little more overlap.
+#pragma unroll 1
+  for (int h = 0; h < kEpiRows / 32; ++h) {
+    float4 a[4];
+    CUTE_UNROLL
+    for (int q = 0; q < 4; ++q) {
+      a[q] = *reinterpret_cast<const float4*>(buf_t + (32 * h + 8 * q) * kEpiPitch);
+    }
+    CUTE_UNROLL
+    for (int q = 0; q < 4; ++q) {
+      const int g = 4 * h + q;
+      if (slow0 + 8 * g >= slow_extent) break;
+      float v[4] = {e.alpha * a[q].x + bias_fast[0], e.alpha * a[q].y + bias_fast[1],
+                    e.alpha * a[q].z + bias_fast[2], e.alpha * a[q].w + bias_fast[3]};
+      if (use_c) {
+        float cv[4];
+        load4v<Out>(c + c_off + 8 * g * c_slow_step, cv);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] = fmaf(e.beta, cv[j], v[j]);
+      }
+      if (bias_slow) {  // column-major D: the bias follows the walked-by-row dimension n
+        const float b = load_float(e.bias, bias_t, slow0 + 8 * g);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] += b;
+      }
+      if (act) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] = apply_activation(v[j], e.activation);
+      }
+      store4v<Out>(d + d_off + 8 * g * d_slow_step, v);
+    }
+  }
+}
+
+// Writes one output tile (tile indices m_tile, n_tile of batch l) from the accumulators of
+// consumer thread `mma_thread` (0..255). `accum` is the thread's wgmma fragment of the
+// TiledMma's 128 x 256 tile.
+template <class TiledMma, class Accum>
+__device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Accum& accum,
+                                               EpilogueStorage& smem, int mma_thread,
+                                               int32_t m_tile, int32_t n_tile, int64_t l) {
+  using namespace cute;
+  TiledMma tiled_mma;
+  auto thr = tiled_mma.get_slice(mma_thread);
+  // (row, col) inside the 128 x 256 tile of each accumulator element.
+  Tensor coords = thr.partition_C(make_identity_tensor(Shape<Int<kTileM>, Int<kTileN>>{}));
+  static_assert(decltype(size(coords))::value == decltype(size(accum))::value, "fragment shape");
+  // wgmma's fragment: element i covers column group i / 4 (8 columns), so chunk `ch` of 64
+  // columns is elements [32 ch, 32 ch + 32).
+  constexpr int kPerChunk = decltype(size(accum))::value / (kTileN / kEpiChunk);
+  static_assert(kPerChunk == 32, "64 x 256 wgmma fragment expected");
+
+  const int wg = mma_thread / 128, t = mma_thread % 128;
+  float* buf = smem.stage[wg];
+  const int row0 = wg * kEpiRows;  // first tile row of this warpgroup
+  const bool col_mode = e.col_mode != 0;
+  const int64_t m_base = int64_t(m_tile) * kTileM + row0;
+  const int64_t n_tile0 = int64_t(n_tile) * kTileN;
+  const int64_t d_off_l = l * e.d_batch_stride, c_off_l = l * e.c_batch_stride;
+  const bool use_c = e.c != nullptr;
+
+  // Code size matters here as much as speed: this runs once per tile, after a mainloop long
+  // enough to evict it from the instruction caches. A fully unrolled version (4 chunks x 8
+  // groups x every dtype and activation path, ~20 000 instructions) measured ~100 us per tile on
+  // the H200 (likely cause: its code fetched from L2 every tile). Only the register-to-shared
+  // copy is unrolled (wgmma's registers need compile-time indices); the chunk loop stays rolled.
+  constexpr int kChunks = kTileN / kEpiChunk;
+#pragma unroll 1
+  for (int ch = 0; ch < kChunks; ++ch) {
+    const int64_t n_base = n_tile0 + ch * kEpiChunk;
+    // Skip chunks entirely outside D (N tails); the condition is uniform over the warpgroup.
+    if (n_base >= e.N) break;
+    cutlass::arch::NamedBarrier::sync(128, wg);  // the previous chunk's reads are done
+    CUTE_UNROLL
+    for (int cc = 0; cc < kChunks; ++cc) {
+      if (cc != ch) continue;
+      CUTE_UNROLL
+      for (int i = cc * kPerChunk; i < (cc + 1) * kPerChunk; i += 2) {
+        const int r = get<0>(coords(i)) - row0;
+        const int c = get<1>(coords(i)) - cc * kEpiChunk;  // c even, c + 1 is element i + 1
+        if (!col_mode) {
+          *reinterpret_cast<float2*>(&buf[r * kEpiPitch + c]) = make_float2(accum(i), accum(i + 1));
+        } else {
+          buf[c * kEpiPitch + r] = accum(i);
+          buf[(c + 1) * kEpiPitch + r] = accum(i + 1);
+        }
+      }
+    }
+    cutlass::arch::NamedBarrier::sync(128, wg);
+    // Thread t always holds the same 4 elements along the unit-stride ("fast") dimension of
+    // the chunk and visits rows (slow coordinate) t / 16 + 8 g.
+    const int fast_l = (t % (kEpiChunk / 4)) * 4, slow_l = t / (kEpiChunk / 4);
+    const int64_t fast0 = (col_mode ? m_base : n_base) + fast_l;
+    const int64_t slow0 = (col_mode ? n_base : m_base) + slow_l;
+    const int64_t fast_extent = col_mode ? e.M : e.N, slow_extent = col_mode ? e.N : e.M;
+    const bool full4 = fast0 + 4 <= fast_extent;
+    if (e.fast_epilogue && full4 && e.d_vec && (!use_c || e.c_vec)) {
+      const int64_t d_fast = col_mode ? e.d_stride_m : e.d_stride_n;
+      const int64_t d_slow = col_mode ? e.d_stride_n : e.d_stride_m;
+      const int64_t c_fast = col_mode ? e.c_stride_m : e.c_stride_n;
+      const int64_t c_slow = col_mode ? e.c_stride_n : e.c_stride_m;
+      const int64_t d_off = d_off_l + slow0 * d_slow + fast0 * d_fast;
+      const int64_t c_off = c_off_l + slow0 * c_slow + fast0 * c_fast;
+      float bias_fast[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (e.bias != nullptr && !col_mode) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          bias_fast[j] = load_float(e.bias, static_cast<DType>(e.bias_dtype), fast0 + j);
+        }
+      }
+      const bool bias_slow = e.bias != nullptr && col_mode;
+      const float* buf_t = buf + slow_l * kEpiPitch + fast_l;
+      switch (static_cast<DType>(e.d_dtype)) {
+        case DType::F32:
+          epilogue_chunk_vec<float>(e, buf_t, d_off, d_slow, c_off, c_slow, slow0, slow_extent,
+                                    bias_fast, bias_slow);
+          break;
+        case DType::F16:
+          epilogue_chunk_vec<__half>(e, buf_t, d_off, d_slow, c_off, c_slow, slow0, slow_extent,
+                                     bias_fast, bias_slow);
+          break;
+        default:
+          epilogue_chunk_vec<__nv_bfloat16>(e, buf_t, d_off, d_slow, c_off, c_slow, slow0,
+                                            slow_extent, bias_fast, bias_slow);
+          break;
+      }
+      continue;
+    }
+    // General path: tails, unaligned or non-unit-stride C/D (any strides), one group at a time.
+#pragma unroll 1
+    for (int g = 0; g < (kEpiRows * kEpiChunk) / (4 * 128); ++g) {
+      const int lin = g * 128 + t;
+      const int fast = (lin % (kEpiChunk / 4)) * 4;  // along D's unit-stride dimension
+      const int slow = lin / (kEpiChunk / 4);
+      const float4 acc4 = *reinterpret_cast<const float4*>(&buf[slow * kEpiPitch + fast]);
+      const int64_t m = m_base + (col_mode ? fast : slow);
+      const int64_t n = n_base + (col_mode ? slow : fast);
+      if (m >= e.M || n >= e.N) continue;
+      const int count = int(min<int64_t>(4, col_mode ? e.M - m : e.N - n));
+      float v[4] = {e.alpha * acc4.x, e.alpha * acc4.y, e.alpha * acc4.z, e.alpha * acc4.w};
+      if (use_c) {
+        float cv[4];
+        load4(e.c, e.c_dtype, c_off_l + m * e.c_stride_m + n * e.c_stride_n,
+              col_mode ? e.c_stride_m : e.c_stride_n, count, e.c_vec != 0, cv);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] = fmaf(e.beta, cv[j], v[j]);
+      }
+      if (e.bias != nullptr) {
+        const DType bt = static_cast<DType>(e.bias_dtype);
+        if (col_mode) {
+          const float b = load_float(e.bias, bt, n);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) v[j] += b;
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) v[j] += j < count ? load_float(e.bias, bt, n + j) : 0.0f;
+        }
+      }
+      if (e.activation != int32_t(Activation::None)) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] = apply_activation(v[j], e.activation);
+      }
+      store4(e.d, e.d_dtype, d_off_l + m * e.d_stride_m + n * e.d_stride_n,
+             col_mode ? e.d_stride_m : e.d_stride_n, count, e.d_vec != 0, v);
+    }
+  }
+}
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,163 @@
+// Host entry of the Hopper GEMM: the dispatch predicate, the mapping of a validated GemmProblem
+// onto the kernel's operand descriptions (which of each operand's strides is the unit one),
+// the schedule from the heuristics table, and the per-dtype launch.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/common/check.h"
+#include "cuda/common/device_guard.h"
+#include "cuda/common/scratch.h"
+#include "cuda/gemm/sm90/gemm_sm90.h"
+#include "cuda/gemm/sm90/heuristics.h"
+#include "cuda/gemm/sm90/launch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90 {
+namespace {
+
+constexpr int64_t kMaxI32 = (int64_t(1) << 31) - 1;
+constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
+constexpr int64_t kAlignElems = 8;  // 16 bytes of fp16/bf16: the copy engine's alignment
+
+bool aligned(const void* p, uintptr_t bytes) {
+  return (reinterpret_cast<uintptr_t>(p) % bytes) == 0;
+}
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Operand X(row, k) = ptr + l * s_l + row * s_row + k * s_k (elements), `batch` batches.
+// Fails when the copy engine cannot read it: no unit stride along either dimension, or a
+// base address, leading dimension or batch stride that is not 16-byte aligned.
+bool describe_operand(const void* ptr, int64_t rows, int64_t k, int64_t s_row, int64_t s_k,
+                      int64_t s_l, int64_t batch, OperandDesc* o) {
+  if (!aligned(ptr, 16)) return false;
+  const auto ld_ok = [](int64_t s) { return s > 0 && s % kAlignElems == 0; };
+  // A dimension of extent 1 never advances, so its stride is free.
+  const bool k_major = (s_k == 1 || k == 1) && (rows == 1 || ld_ok(s_row));
+  const bool mn_major = (s_row == 1 || rows == 1) && (k == 1 || ld_ok(s_k));
+  if (!k_major && !mn_major) return false;
+  o->ptr = ptr;
+  o->rows = rows;
+  o->k = k;
+  o->k_major = k_major;
+  const int64_t inner = k_major ? k : rows;  // extent along the unit stride
+  const int64_t outer = k_major ? rows : k;
+  o->ld = outer == 1 ? round_up(inner < 1 ? 1 : inner, kAlignElems) : (k_major ? s_row : s_k);
+  if (batch <= 1 || s_l == 0) {
+    o->batch = 1;  // one matrix, or the same one for every batch
+    o->batch_stride = o->ld * (outer < 1 ? 1 : outer);
+  } else {
+    if (!ld_ok(s_l)) return false;
+    o->batch = batch;
+    o->batch_stride = s_l;
+  }
+  return o->ld * 2 < kMaxTmaStrideBytes && o->batch_stride * 2 < kMaxTmaStrideBytes;
+}
+
+bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
+  if (p.device != Device::Cuda) return false;
+  if (p.ab_dtype != DType::F16 && p.ab_dtype != DType::BF16) return false;
+  if (p.cd_dtype != DType::F16 && p.cd_dtype != DType::BF16 && p.cd_dtype != DType::F32) return false;
+  if (p.M < 1 || p.N < 1 || p.K < 0 || p.batch < 1) return false;
+  if (p.M > kMaxI32 || p.N > kMaxI32 || p.K > kMaxI32 || p.batch > kMaxI32) return false;
+  g->ab_dtype = p.ab_dtype;
+  g->M = p.M;
+  g->N = p.N;
+  g->K = p.K;
+  const int64_t k = p.K > 0 ? p.K : 1;
+  if (!describe_operand(p.a, p.M, k, p.a_stride_m, p.a_stride_k, p.a_batch_stride, p.batch, &g->a))
+    return false;
+  if (!describe_operand(p.b, p.N, k, p.b_stride_n, p.b_stride_k, p.b_batch_stride, p.batch, &g->b))
+    return false;
+
+  const int64_t tiles_m = (p.M + kTileM - 1) / kTileM, tiles_n = (p.N + kTileN - 1) / kTileN;
+  if (tiles_m * tiles_n > kMaxI32) return false;
+  TileSchedulerParams& s = g->scheduler;
+  s.tiles_m = int32_t(tiles_m);
+  s.tiles_n = int32_t(tiles_n);
+  s.tiles_per_batch = tiles_m * tiles_n;
+  s.total_tiles = s.tiles_per_batch * p.batch;
+  const ScheduleChoice choice = pick_schedule(tiles_m, tiles_n);
+  s.group = choice.group;
+  s.raster_n = choice.raster_n ? 1 : 0;
+  s.k_tiles = int32_t((p.K + kTileK - 1) / kTileK);
+  s.splits = pick_splits(s.total_tiles, s.k_tiles, caps.sm_count);
+  s.total_units = s.total_tiles * s.splits;
+  g->grid = pick_grid(s.total_units, caps.sm_count);
+
+  EpilogueParams& e = g->epilogue;
+  e.d = p.d;
+  e.c = p.c;  // nullptr unless beta != 0
+  e.bias = p.bias;
+  e.d_dtype = int32_t(p.cd_dtype);
+  e.c_dtype = int32_t(p.cd_dtype);
+  e.bias_dtype = int32_t(p.bias_dtype);
+  e.M = int32_t(p.M);
+  e.N = int32_t(p.N);
+  e.d_batch_stride = p.d_batch_stride;
+  e.d_stride_m = p.d_stride_m;
+  e.d_stride_n = p.d_stride_n;
+  e.c_batch_stride = p.c_batch_stride;
+  e.c_stride_m = p.c_stride_m;
+  e.c_stride_n = p.c_stride_n;
+  e.alpha = p.alpha;
+  e.beta = p.beta;
+  e.activation = int32_t(p.activation);
+  // Threads walk D's unit-stride dimension; column-major D (or a single column) walks m.
+  const bool col_mode = (p.d_stride_m == 1 && p.d_stride_n == 1) ? (p.N == 1 && p.M > 1)
+                                                                  : p.d_stride_m == 1;
+  e.col_mode = col_mode ? 1 : 0;
+  const int64_t esize = dtype_bytes(p.cd_dtype);
+  const int64_t slow_extent = col_mode ? p.N : p.M;
+  const auto vec_ok = [&](const void* ptr, int64_t fast_stride, int64_t slow_stride,
+                          int64_t batch_stride) {
+    return ptr != nullptr && fast_stride == 1 && aligned(ptr, uintptr_t(4 * esize)) &&
+           (slow_extent == 1 || slow_stride % 4 == 0) && (p.batch == 1 || batch_stride % 4 == 0);
+  };
+  e.d_vec = vec_ok(p.d, col_mode ? p.d_stride_m : p.d_stride_n,
+                   col_mode ? p.d_stride_n : p.d_stride_m, p.d_batch_stride) ? 1 : 0;
+  e.c_vec = vec_ok(p.c, col_mode ? p.c_stride_m : p.c_stride_n,
+                   col_mode ? p.c_stride_n : p.c_stride_m, p.c_batch_stride) ? 1 : 0;
+  const char* epi = std::getenv("FLASHKIT_SM90_GEMM_EPILOGUE");
+  e.fast_epilogue = (epi && std::strcmp(epi, "generic") == 0) ? 0 : 1;
+  return true;
+}
+
+}  // namespace
+
+bool gemm_supported(const DeviceCaps& caps, const GemmProblem& p) {
+  if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
+  GemmArgs g;
+  return build_args(caps, p, &g);
+}
+
+fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
+  DeviceGuard guard(ctx.device_ordinal);
+  FK_RETURN_IF_ERROR(guard.status());
+  GemmArgs g;
+  if (!build_args(*ctx.caps, p, &g)) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.sm90.gemm: called for a problem it does not support");
+  }
+  const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+  // Split-K scratch: the partial tiles and one arrival counter per tile (zeroed on the stream).
+  ScratchArena arena(ctx);
+  if (g.scheduler.splits > 1) {
+    const int64_t tiles = g.scheduler.total_tiles;
+    void* partials = nullptr;
+    void* counters = nullptr;
+    FK_RETURN_IF_ERROR(arena.alloc(size_t(tiles * g.scheduler.splits) * kTileM * kTileN * sizeof(float),
+                                   &partials, "cuda.sm90.gemm split-K partials"));
+    FK_RETURN_IF_ERROR(arena.alloc(size_t(tiles) * sizeof(int32_t), &counters,
+                                   "cuda.sm90.gemm split-K counters"));
+    FK_CUDA_TRY(cudaMemsetAsync(counters, 0, size_t(tiles) * sizeof(int32_t), stream),
+                "cuda.sm90.gemm: clearing the split-K counters");
+    g.splitk.partials = static_cast<float*>(partials);
+    g.splitk.counters = static_cast<int32_t*>(counters);
+  }
+  return g.ab_dtype == DType::BF16 ? launch_bf16(g, stream) : launch_f16(g, stream);
+}
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,81 @@
+// The Hopper GEMM's heuristics table: one place that picks, per problem, what the kernel leaves
+// to run time. This first version has one CTA tile (128 x 256 x 64, 4 stages: the largest that
+// fits wgmma's 64 x 256 instruction twice and 4 stages plus the epilogue's staging into
+// 227 KB); the table chooses the grid, the tile order (raster direction and group size of the
+// grouped raster, tile_scheduler.cuh) and the split-K factor.
+//
+// Tuning knobs for benchmarking (not part of the API): FLASHKIT_SM90_GEMM_GROUP=<1..64>,
+// FLASHKIT_SM90_GEMM_RASTER=m|n and FLASHKIT_SM90_GEMM_SPLITS=<1..64> override the table.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/gemm/sm90/launch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90 {
+
+struct ScheduleChoice {
+  int32_t group;
+  bool raster_n;
+};
+
+// Rows: the first whose condition holds wins. Conditions are on the tile grid of one batch.
+//  - Tall grids (more tile rows than columns): group along N, so one group's B panel is the
+//    narrow dimension and A streams once per group.
+//  - Otherwise group 8 tile rows (1024 rows of A) per column sweep: with 132 CTAs in flight
+//    that is an 8 x 16 patch of tiles, about 1 K x 4 K of D, whose panels stay in L2 (50 MB).
+//  - Grids narrower than a group degrade to a plain row-major walk by construction.
+inline ScheduleChoice pick_schedule(int64_t tiles_m, int64_t tiles_n) {
+  ScheduleChoice c;
+  if (tiles_m > 2 * tiles_n) {
+    c = {8, true};
+  } else {
+    c = {8, false};
+  }
+  if (const char* g = std::getenv("FLASHKIT_SM90_GEMM_GROUP")) {
+    const long v = std::strtol(g, nullptr, 10);
+    if (v >= 1 && v <= 64) c.group = int32_t(v);
+  }
+  if (const char* r = std::getenv("FLASHKIT_SM90_GEMM_RASTER")) {
+    if (std::strcmp(r, "m") == 0) c.raster_n = false;
+    if (std::strcmp(r, "n") == 0) c.raster_n = true;
+  }
+  return c;
+}
+
+// Split-K for grids too small to fill the GPU (decode-sized M against large N and K): cut K
+// into `splits` slices so that tiles x splits units cover about one wave, each slice at least
+// 4 k-tiles (256 of K) long so the pipeline still runs full, at most 16 so the partials
+// (128 KB per unit, summed once by the tile's last unit) stay a small fraction of the traffic.
+// FLASHKIT_SM90_GEMM_SPLITS=<n> overrides (1 turns split-K off).
+inline int32_t pick_splits(int64_t total_tiles, int64_t k_tiles, int32_t sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  int64_t s = 1;
+  if (k_tiles >= 8 && total_tiles * 2 <= sms) {
+    s = sms / total_tiles;
+    if (s > k_tiles / 4) s = k_tiles / 4;
+    if (s > 16) s = 16;
+    if (s < 1) s = 1;
+  }
+  if (const char* e = std::getenv("FLASHKIT_SM90_GEMM_SPLITS")) {
+    const long v = std::strtol(e, nullptr, 10);
+    if (v >= 1 && v <= 64) s = v;
+  }
+  if (s > k_tiles) s = k_tiles > 0 ? k_tiles : 1;
+  return int32_t(s);
+}
+
+// Persistent grid: one CTA per SM (the kernel's 227 KB of shared memory allows no second), or
+// one per tile when there are fewer tiles.
+inline int32_t pick_grid(int64_t total_tiles, int32_t sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  return int32_t(total_tiles < sms ? (total_tiles > 0 ? total_tiles : 1) : sms);
+}
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,112 @@
+// The Hopper GEMM kernel: a persistent, warp-specialised composition of the mainloop
+// (mainloop.cuh), the epilogue (epilogue.cuh) and the tile scheduler (tile_scheduler.cuh).
+//
+// 384 threads in three warpgroups. Warpgroup 0 is the producer: it gives most of its registers
+// back (setmaxnreg 40) and one thread issues the copy-engine loads for every tile this CTA
+// owns, running up to 4 stages ahead, across tile boundaries too. Warpgroups 1 and 2 are the
+// consumers (setmaxnreg 232, for the 128 fp32 accumulators each thread holds): they multiply
+// each tile cooperatively, 64 rows each, then each writes its half of the tile through the
+// epilogue while the producer already fills the ring with the next tile's stages. Under
+// split-K a unit covers a slice of K and only the tile's last unit runs the epilogue.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/cutlass.h>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+#include "cuda/gemm/sm90/epilogue.cuh"
+#include "cuda/gemm/sm90/mainloop.cuh"
+#include "cuda/gemm/sm90/tile_scheduler.cuh"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90 {
+
+template <class Element, bool KMajorA, bool KMajorB>
+struct GemmKernel {
+  using Mainloop = sm90::Mainloop<Element, KMajorA, KMajorB>;
+  static constexpr int kThreads = 384;
+  static constexpr uint32_t kProducerRegisters = 40;
+  static constexpr uint32_t kConsumerRegisters = 232;
+
+  struct Params {
+    typename Mainloop::Params mainloop;
+    EpilogueParams epilogue;
+    TileSchedulerParams scheduler;
+    SplitKParams splitk;
+  };
+
+  struct SharedStorage {
+    typename Mainloop::SharedStorage mainloop;
+    EpilogueStorage epilogue;
+    typename Mainloop::Pipeline::SharedStorage pipeline;
+  };
+  static constexpr int kSmemBytes = int(sizeof(SharedStorage));
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 per-block limit");
+};
+
+template <class Kernel>
+__global__ void __launch_bounds__(Kernel::kThreads, 1)
+    gemm_sm90_kernel(__grid_constant__ const typename Kernel::Params params) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace cute;
+  using Mainloop = typename Kernel::Mainloop;
+  using Pipeline = typename Mainloop::Pipeline;
+
+  extern __shared__ __align__(1024) char smem_raw[];
+  auto& smem = *reinterpret_cast<typename Kernel::SharedStorage*>(smem_raw);
+
+  const int warp = cutlass::canonical_warp_idx_sync();
+  const int warpgroup = warp / 4;
+  if (threadIdx.x == 0) Mainloop::prefetch_descriptors(params.mainloop);
+
+  typename Pipeline::Params pp;
+  pp.transaction_bytes = Mainloop::kTmaTransactionBytes;
+  pp.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
+  pp.is_leader = threadIdx.x == 0;
+  pp.num_consumers = 256;
+  Pipeline pipeline(smem.pipeline, pp, Shape<_1, _1, _1>{});
+  __syncthreads();  // barrier initialisation visible to every thread
+
+  TileScheduler scheduler(params.scheduler);
+  if (warpgroup == 0) {
+    cutlass::arch::warpgroup_reg_dealloc<Kernel::kProducerRegisters>();
+    if (threadIdx.x == 0) {
+      auto write = cutlass::make_producer_start_state<Pipeline>();
+      for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+        const TileCoord tc = scheduler.coord(t);
+        Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
+                       tc.k_begin, tc.k_end);
+      }
+      // Keep the CTA alive until the consumers have drained every stage in flight.
+      pipeline.producer_tail(write);
+    }
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<Kernel::kConsumerRegisters>();
+    const int mma_thread = int(threadIdx.x) - 128;
+    typename Mainloop::TiledMma tiled_mma;
+    Tensor accum = partition_fragment_C(tiled_mma, Shape<Int<kTileM>, Int<kTileN>>{});
+    typename Mainloop::PipelineState read;  // stage 0, phase 0
+    for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+      const TileCoord tc = scheduler.coord(t);
+      if (tc.k_end > tc.k_begin) {
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, tc.k_end - tc.k_begin, mma_thread);
+      } else {
+        clear(accum);  // K = 0: D = act(beta C + bias)
+      }
+      if (params.scheduler.splits > 1 &&
+          !splitk_reduce(params.splitk, params.scheduler.splits, accum, smem.epilogue, mma_thread,
+                         tc.tile, tc.split)) {
+        continue;  // another unit of this tile finishes it
+      }
+      epilogue_store<typename Mainloop::TiledMma>(params.epilogue, accum, smem.epilogue, mma_thread,
+                                                  tc.m, tc.n, tc.l);
+    }
+  }
+#endif
+}
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace flashkit

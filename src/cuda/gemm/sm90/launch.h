@@ -1,0 +1,92 @@
+// What the host side of the Hopper GEMM hands to a kernel instantiation: the problem with its
+// operands resolved to the two layouts the copy engine and wgmma take (K-major or MN-major),
+// the epilogue's operands, and the tile order. Plain C++ (no CuTe), so the predicate and the
+// argument checks (gemm_sm90.cpp) compile with the host compiler.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/backend.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90 {
+
+// The CTA tile, fixed for this first version: 128 x 256 output, K steps of 64, a 4-deep ring.
+constexpr int kTileM = 128, kTileN = 256, kTileK = 64;
+
+// One of A (rows = M) or B (rows = N): logical X(row, k) at
+// ptr + l * batch_stride + row * (k_major ? ld : 1) + k * (k_major ? 1 : ld).
+struct OperandDesc {
+  const void* ptr = nullptr;
+  int64_t rows = 0, k = 0;
+  bool k_major = true;       // unit stride along K; otherwise along rows
+  int64_t ld = 0;            // the other stride, in elements (a multiple of 8)
+  int64_t batch = 1;         // 1 when broadcast over the batch
+  int64_t batch_stride = 0;  // elements (a multiple of 8)
+};
+
+// The epilogue: D(l, m, n) = act(alpha * acc + beta * C(l, m, n) + bias(n)). Plain data, read
+// by the kernel from its parameter space.
+struct EpilogueParams {
+  void* d = nullptr;
+  const void* c = nullptr;     // nullptr: no C term
+  const void* bias = nullptr;  // nullptr: no bias
+  int32_t d_dtype = 0, c_dtype = 0, bias_dtype = 0;  // DType values
+  int32_t M = 0, N = 0;
+  int64_t d_batch_stride = 0, d_stride_m = 0, d_stride_n = 0;
+  int64_t c_batch_stride = 0, c_stride_m = 0, c_stride_n = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  int32_t activation = 0;  // Activation
+  // Threads walk m (column-major D) instead of n.
+  int32_t col_mode = 0;
+  // 4-element vector accesses along the walked dimension are legal (unit stride, aligned).
+  int32_t d_vec = 0, c_vec = 0;
+  // Use the unrolled, typed path for interior chunks (FLASHKIT_SM90_GEMM_EPILOGUE=generic turns
+  // it off, for diagnosis).
+  int32_t fast_epilogue = 1;
+};
+
+// The persistent work order: tiles are numbered batch-major; inside a batch, groups of `group`
+// tile rows (raster_n = 0) or tile columns (raster_n = 1) are walked column by column (row by
+// row), so the CTAs running at one time share operand panels in L2. With split-K each tile is
+// `splits` consecutive work units, unit s covering k-tiles [s k_tiles / splits,
+// (s + 1) k_tiles / splits).
+struct TileSchedulerParams {
+  int64_t total_tiles = 0;
+  int64_t total_units = 0;  // total_tiles * splits
+  int64_t tiles_per_batch = 0;
+  int32_t tiles_m = 0, tiles_n = 0;
+  int32_t group = 8;
+  int32_t raster_n = 0;
+  int32_t k_tiles = 0;  // ceil(K / kTileK)
+  int32_t splits = 1;   // 1 <= splits <= max(k_tiles, 1)
+};
+
+// Split-K reduction: every unit of a tile stores its fp32 partial tile; the last unit to finish
+// (an atomic counter per tile) adds the others' partials and runs the epilogue.
+struct SplitKParams {
+  float* partials = nullptr;    // total_tiles * splits * kTileM * kTileN floats
+  int32_t* counters = nullptr;  // total_tiles, zero before the launch
+};
+
+struct GemmArgs {
+  DType ab_dtype = DType::BF16;
+  OperandDesc a, b;
+  int64_t M = 0, N = 0, K = 0;
+  EpilogueParams epilogue;
+  TileSchedulerParams scheduler;
+  SplitKParams splitk;
+  int32_t grid = 1;  // persistent CTAs
+};
+
+// One launcher per input dtype (launch_bf16.cu, launch_f16.cu), each holding the four layout
+// instantiations (A and B each K- or MN-major).
+fk_status_t launch_bf16(const GemmArgs& args, cudaStream_t stream);
+fk_status_t launch_f16(const GemmArgs& args, cudaStream_t stream);
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,229 @@
+// Mainloop of the Hopper GEMM: the copy engine (TMA) fills a ring of shared-memory stages with
+// 128 x 64 tiles of A and 256 x 64 tiles of B; two consumer warpgroups multiply them with wgmma
+// (64 x 256 x 16 per instruction, each warpgroup owning 64 rows of the 128-row tile: CUTLASS's
+// "cooperative" split), fp32 accumulators in registers. The ring is guarded by a pair of
+// mbarriers per stage (cutlass::PipelineTmaAsync): "full" completes when the copy engine has
+// written a stage's bytes, "empty" when all 256 consumer threads are done reading it.
+//
+// Layouts: each operand is either K-major (unit stride along K: A row-major, B stored N x K) or
+// MN-major (unit stride along M or N); wgmma reads either from shared memory (the transpose
+// bits of the instruction), so the four transpose combinations cost one template flag each
+// and no data movement. Tails in M, N and K come from the copy engine's out-of-bounds fill
+// (zeros), which contribute nothing to the sums; the epilogue masks the stores.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+#include "cuda/gemm/sm90/launch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90 {
+
+template <class Element_, bool KMajorA, bool KMajorB>
+struct Mainloop {
+  using Element = Element_;  // cute::half_t or cute::bfloat16_t
+  using TileShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
+  static constexpr int kStages = 4;
+
+  static constexpr cute::GMMA::Major kMajorA = KMajorA ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
+  static constexpr cute::GMMA::Major kMajorB = KMajorB ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
+
+  // 128-byte swizzled shared-memory tiles, the layout both the copy engine writes and wgmma
+  // reads without bank conflicts. MN-major tiles are stacked K-atom first so that each 64-wide
+  // panel along M/N is one contiguous copy-engine box.
+  using AtomA = std::conditional_t<KMajorA, cute::GMMA::Layout_K_SW128_Atom<Element>,
+                                   cute::GMMA::Layout_MN_SW128_Atom<Element>>;
+  using AtomB = std::conditional_t<KMajorB, cute::GMMA::Layout_K_SW128_Atom<Element>,
+                                   cute::GMMA::Layout_MN_SW128_Atom<Element>>;
+  using OrderA = std::conditional_t<KMajorA, cute::Step<cute::_1, cute::_2, cute::_3>,
+                                    cute::Step<cute::_2, cute::_1, cute::_3>>;
+  using OrderB = std::conditional_t<KMajorB, cute::Step<cute::_1, cute::_2, cute::_3>,
+                                    cute::Step<cute::_2, cute::_1, cute::_3>>;
+  using SmemLayoutA = decltype(cute::tile_to_shape(
+      AtomA{}, cute::make_shape(cute::Int<kTileM>{}, cute::Int<kTileK>{}, cute::Int<kStages>{}),
+      OrderA{}));
+  using SmemLayoutB = decltype(cute::tile_to_shape(
+      AtomB{}, cute::make_shape(cute::Int<kTileN>{}, cute::Int<kTileK>{}, cute::Int<kStages>{}),
+      OrderB{}));
+
+  // Two warpgroups stacked along M, each issuing 64 x 256 x 16 wgmma with both operands in
+  // shared memory.
+  using TiledMma = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<Element, Element, float, TileShape, kMajorA, kMajorB>(),
+      cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
+
+  // Global strides of A (M, K, L) and B (N, K, L); the unit stride is static so that CuTe
+  // builds the copy-engine box along it.
+  using StrideA = std::conditional_t<KMajorA, cute::Stride<int64_t, cute::_1, int64_t>,
+                                     cute::Stride<cute::_1, int64_t, int64_t>>;
+  using StrideB = std::conditional_t<KMajorB, cute::Stride<int64_t, cute::_1, int64_t>,
+                                     cute::Stride<cute::_1, int64_t, int64_t>>;
+  // The copy engine moves raw 16-bit words (no conversion on the way).
+  using TmaElement = uint16_t;
+
+  using Pipeline = cutlass::PipelineTmaAsync<kStages>;
+  using PipelineState = typename Pipeline::PipelineState;
+
+  static constexpr uint32_t kTmaTransactionBytes =
+      uint32_t((kTileM + kTileN) * kTileK * sizeof(Element));
+
+  template <class Stride>
+  static auto gmem_tensor(const TmaElement* ptr, Stride stride) {
+    return cute::make_tensor(ptr, cute::make_layout(cute::repeat_like(Stride{}, int32_t(0)), stride));
+  }
+  using TmaA = decltype(cute::make_tma_copy_A_sm90(
+      cute::SM90_TMA_LOAD{}, gmem_tensor(static_cast<const TmaElement*>(nullptr), StrideA{}),
+      SmemLayoutA{}(cute::_, cute::_, cute::Int<0>{}), TileShape{},
+      cute::Shape<cute::_1, cute::_1, cute::_1>{}));
+  using TmaB = decltype(cute::make_tma_copy_B_sm90(
+      cute::SM90_TMA_LOAD{}, gmem_tensor(static_cast<const TmaElement*>(nullptr), StrideB{}),
+      SmemLayoutB{}(cute::_, cute::_, cute::Int<0>{}), TileShape{},
+      cute::Shape<cute::_1, cute::_1, cute::_1>{}));
+
+  struct Params {
+    TmaA tma_a;
+    TmaB tma_b;
+    int32_t M, N;
+    int32_t K_tma;     // K extent of the copy-engine views (>= 1)
+    int32_t batch_a, batch_b;  // 1 when broadcast
+  };
+
+  struct SharedStorage {
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutA>, 1024> a;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutB>, 1024> b;
+  };
+
+  // Host: the copy-engine descriptors for one problem (OperandDesc already checked by the
+  // predicate: aligned base, ld and batch stride).
+  static Params make_params(const GemmArgs& g) {
+    using namespace cute;
+    Params p;
+    p.M = int32_t(g.M);
+    p.N = int32_t(g.N);
+    p.K_tma = int32_t(g.K > 0 ? g.K : 1);
+    p.batch_a = int32_t(g.a.batch);
+    p.batch_b = int32_t(g.b.batch);
+    auto stride_of = [](const OperandDesc& o) {
+      if constexpr (std::is_same_v<StrideA, Stride<int64_t, _1, int64_t>>) {
+        return StrideA{o.ld, _1{}, o.batch_stride};
+      } else {
+        return StrideA{_1{}, o.ld, o.batch_stride};
+      }
+    };
+    auto stride_of_b = [](const OperandDesc& o) {
+      if constexpr (std::is_same_v<StrideB, Stride<int64_t, _1, int64_t>>) {
+        return StrideB{o.ld, _1{}, o.batch_stride};
+      } else {
+        return StrideB{_1{}, o.ld, o.batch_stride};
+      }
+    };
+    Tensor ta = make_tensor(static_cast<const TmaElement*>(g.a.ptr),
+                            make_layout(make_shape(p.M, p.K_tma, p.batch_a), stride_of(g.a)));
+    Tensor tb = make_tensor(static_cast<const TmaElement*>(g.b.ptr),
+                            make_layout(make_shape(p.N, p.K_tma, p.batch_b), stride_of_b(g.b)));
+    p.tma_a = make_tma_copy_A_sm90(SM90_TMA_LOAD{}, ta, SmemLayoutA{}(_, _, Int<0>{}), TileShape{},
+                                   Shape<_1, _1, _1>{});
+    p.tma_b = make_tma_copy_B_sm90(SM90_TMA_LOAD{}, tb, SmemLayoutB{}(_, _, Int<0>{}), TileShape{},
+                                   Shape<_1, _1, _1>{});
+    return p;
+  }
+
+  __device__ __forceinline__ static void prefetch_descriptors(const Params& p) {
+    cute::prefetch_tma_descriptor(p.tma_a.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(p.tma_b.get_tma_descriptor());
+  }
+
+  // Producer (one thread): enqueues k-tiles [k_begin, k_end) of output tile (m, n), batch l.
+  // `p` must be the kernel's __grid_constant__ parameter: the copy engine reads its descriptor
+  // from there.
+  __device__ __forceinline__ static void load(const Params& p, Pipeline& pipeline, PipelineState& write,
+                              SharedStorage& smem, int32_t m, int32_t n, int64_t l,
+                              int32_t k_begin, int32_t k_end) {
+    using namespace cute;
+    Tensor sA = make_tensor(make_smem_ptr(smem.a.data()), SmemLayoutA{});  // (BM, BK, PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(smem.b.data()), SmemLayoutB{});  // (BN, BK, PIPE)
+    Tensor mA = p.tma_a.get_tma_tensor(make_shape(p.M, p.K_tma, p.batch_a));  // (M, K, L)
+    Tensor mB = p.tma_b.get_tma_tensor(make_shape(p.N, p.K_tma, p.batch_b));  // (N, K, L)
+    Tensor gA = local_tile(mA, TileShape{}, make_coord(_, _, _), Step<_1, X, _1>{});  // (BM,BK,m,k,l)
+    Tensor gB = local_tile(mB, TileShape{}, make_coord(_, _, _), Step<X, _1, _1>{});  // (BN,BK,n,k,l)
+    const int32_t la = p.batch_a == 1 ? 0 : int32_t(l);
+    const int32_t lb = p.batch_b == 1 ? 0 : int32_t(l);
+    auto cta_a = p.tma_a.get_slice(Int<0>{});
+    auto cta_b = p.tma_b.get_slice(Int<0>{});
+    Tensor tAgA = cta_a.partition_S(gA(_, _, m, _, la));  // (TMA, TMA_M, TMA_K, k)
+    Tensor tAsA = cta_a.partition_D(sA);                  // (TMA, TMA_M, TMA_K, PIPE)
+    Tensor tBgB = cta_b.partition_S(gB(_, _, n, _, lb));
+    Tensor tBsB = cta_b.partition_D(sB);
+    for (int32_t k = k_begin; k < k_end; ++k) {
+      pipeline.producer_acquire(write);
+      auto* full = pipeline.producer_get_barrier(write);
+      const int stage = write.index();
+      copy(p.tma_a.with(*full, 0), tAgA(_, _, _, k), tAsA(_, _, _, stage));
+      copy(p.tma_b.with(*full, 0), tBgB(_, _, _, k), tBsB(_, _, _, stage));
+      ++write;
+    }
+  }
+
+  // Consumer warpgroups: accum = sum over the next k_tiles (>= 1) stages. One wgmma batch
+  // stays in flight: stage k is released once the batch of stage k + 1 is issued and the one of
+  // stage k has retired.
+  template <class Accum>
+  __device__ __forceinline__ static void mma(Pipeline& pipeline, PipelineState& read,
+                                             SharedStorage& smem, Accum& accum, int32_t k_tiles,
+                                             int mma_thread) {
+    using namespace cute;
+    Tensor sA = make_tensor(make_smem_ptr(smem.a.data()), SmemLayoutA{});
+    Tensor sB = make_tensor(make_smem_ptr(smem.b.data()), SmemLayoutB{});
+    TiledMma tiled_mma;
+    // All threads of a warpgroup share the shared-memory descriptors: slice by the warpgroup's
+    // first thread (a warp-uniform value).
+    const int wg = __shfl_sync(0xffffffffu, mma_thread / 128, 0);
+    auto thr = tiled_mma.get_slice(wg * 128);
+    Tensor tCsA = thr.partition_A(sA);  // (MMA, MMA_M, MMA_K, PIPE)
+    Tensor tCsB = thr.partition_B(sB);  // (MMA, MMA_N, MMA_K, PIPE)
+    Tensor tCrA = thr.make_fragment_A(tCsA);
+    Tensor tCrB = thr.make_fragment_B(tCsB);
+
+    PipelineState release = read;
+    warpgroup_fence_operand(accum);
+    {
+      pipeline.consumer_wait(read);
+      const int stage = read.index();
+      warpgroup_arrive();
+      // The first k-block overwrites the accumulators (scale-d = 0): no separate clear.
+      tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+      CUTE_UNROLL
+      for (int kb = 0; kb < size<2>(tCrA); ++kb) {
+        cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), accum);
+        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+      ++read;
+    }
+    warpgroup_fence_operand(accum);
+    CUTE_NO_UNROLL
+    for (int32_t k = 1; k < k_tiles; ++k) {
+      pipeline.consumer_wait(read);
+      const int stage = read.index();
+      warpgroup_fence_operand(accum);
+      warpgroup_arrive();
+      cute::gemm(tiled_mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), accum);
+      warpgroup_commit_batch();
+      warpgroup_wait<1>();  // the batch of the previous stage has retired
+      warpgroup_fence_operand(accum);
+      pipeline.consumer_release(release);
+      ++release;
+      ++read;
+    }
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(accum);
+    pipeline.consumer_release(release);
+  }
+};
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace flashkit

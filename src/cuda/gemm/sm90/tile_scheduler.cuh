@@ -1,0 +1,69 @@
+// Persistent tile scheduler of the Hopper GEMM. The grid holds one CTA per SM (or fewer); CTA
+// b takes work units b, b + grid, b + 2 grid, ... of one linear numbering (a unit is a tile, or
+// one K slice of a tile under split-K), so the producer warp and both consumer warpgroups of a
+// CTA walk the same sequence without talking to each other, and the producer can run ahead
+// into the next tile while the consumers finish the current one.
+//
+// Numbering: batch-major (any batch count, in 64-bit), and inside one batch a grouped raster
+// (the "super-grouping" of Triton's matmul tutorial and CUTLASS's swizzle): `group` tile rows
+// are walked down each column before moving to the next column, so the ~132 tiles in flight at
+// once cover a group x (132 / group) patch and reuse its A and B panels from L2 instead of
+// streaming all of B for every row of tiles.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/gemm/sm90/launch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90 {
+
+struct TileCoord {
+  int32_t m, n;     // tile indices (units of kTileM, kTileN)
+  int64_t l;        // batch index
+  int64_t tile;     // linear tile index (split-K bookkeeping)
+  int32_t split;    // which K slice of the tile this unit covers
+  int32_t k_begin;  // k-tiles [k_begin, k_end)
+  int32_t k_end;
+};
+
+struct TileScheduler {
+  const TileSchedulerParams& p;
+
+  __device__ __forceinline__ explicit TileScheduler(const TileSchedulerParams& params) : p(params) {}
+
+  __device__ __forceinline__ int64_t first() const { return blockIdx.x; }
+  __device__ __forceinline__ int64_t next(int64_t t) const { return t + gridDim.x; }
+  __device__ __forceinline__ bool valid(int64_t u) const { return u < p.total_units; }
+
+  // Work unit u: split u % splits of tile u / splits (a tile's splits run side by side, so the
+  // last one finishes soon after the first and the partials are still in L2).
+  __device__ __forceinline__ TileCoord coord(int64_t u) const {
+    TileCoord c;
+    const int64_t t = p.splits == 1 ? u : u / p.splits;
+    c.tile = t;
+    c.split = int32_t(u - t * p.splits);
+    c.k_begin = int32_t(int64_t(c.split) * p.k_tiles / p.splits);
+    c.k_end = int32_t(int64_t(c.split + 1) * p.k_tiles / p.splits);
+    c.l = t / p.tiles_per_batch;
+    const int32_t r = static_cast<int32_t>(t - c.l * p.tiles_per_batch);
+    // The grouped dimension (walked fastest inside a group) and the other one.
+    const int32_t major = p.raster_n ? p.tiles_n : p.tiles_m;
+    const int32_t minor = p.raster_n ? p.tiles_m : p.tiles_n;
+    const int32_t per_group = p.group * minor;
+    const int32_t g = r / per_group;
+    const int32_t first_major = g * p.group;
+    const int32_t rows = min(major - first_major, p.group);
+    const int32_t in_group = r - g * per_group;
+    const int32_t along = first_major + in_group % rows;
+    const int32_t across = in_group / rows;
+    c.m = p.raster_n ? across : along;
+    c.n = p.raster_n ? along : across;
+    return c;
+  }
+};
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace flashkit
