@@ -267,7 +267,13 @@ void run_attention(const AttnCase& c, uint64_t tag) {
   std::vector<double> ref_out, ref_lse;
   fkref::attention(q.to_vector(), k.to_vector(), v.to_vector(), c.batch, c.seqlen_q, c.seqlen_k,
                    c.nheads, c.nheads_k, c.head_dim, ref_params(c), ref_out, ref_lse);
-  check_output(out, ref_out, c.dtype, "attention out");
+  // Tensor-core variants round the probabilities P to the input dtype before P V, as
+  // FlashAttention-2 does (Dao 2023, Section 3.1), which adds one rounding of relative size
+  // eps(dtype) per output on top of the rounding of the result itself: allow twice the bound
+  // the generic kernel (P kept in fp32) is held to. The FlashAttention tolerance rule for these
+  // variants is checked in test_attention_sm80.cpp.
+  const bool p_rounded = c.dtype != DT::F32 && std::string(variant).find("generic") == std::string::npos;
+  check_output(out, ref_out, c.dtype, "attention out", p_rounded ? 2.0 : 1.0);
   if (c.with_lse) {
     check_output(lse, ref_lse, DT::F32, "attention lse", 5.0);
   } else {
