@@ -269,8 +269,9 @@ typedef enum fk_backend_t {
  * not cover falls back to `GENERIC`). Forcing a family (context option or the environment
  * variable `FLASHKIT_KERNEL_FAMILY` = `generic`, `sm80` or `sm90`, which overrides AUTO only)
  * restricts the dispatcher to that family plus the generic fallback; forcing a family the
- * device cannot run (sm90 on an sm80 GPU) fails at context creation with
- * FK_ERROR_NOT_SUPPORTED.
+ * device cannot run (sm90 on an sm80 GPU), or any family on the CPU backend, fails at context
+ * creation with FK_ERROR_NOT_SUPPORTED (the environment variable applies to CUDA contexts
+ * only).
  */
 typedef enum fk_kernel_family_t {
   FK_KERNEL_FAMILY_AUTO = 0,    /**< Best available, per call. */
@@ -286,8 +287,9 @@ typedef struct fk_context_options_t {
   int32_t backend;       /**< An fk_backend_t. Default FK_BACKEND_AUTO. */
   int32_t device_ordinal;/**< CUDA device ordinal (as in cudaSetDevice). Default 0. */
   int32_t kernel_family; /**< An fk_kernel_family_t to force. Default FK_KERNEL_FAMILY_AUTO. */
-  int32_t num_threads;   /**< CPU backend threads; 0 (default) uses the hardware concurrency,
-                              or the environment variable `FLASHKIT_NUM_THREADS` if set. */
+  int32_t num_threads;   /**< CPU backend threads, 0..4096; 0 (default) uses the environment
+                              variable `FLASHKIT_NUM_THREADS` if set, else the hardware
+                              concurrency. */
   uint32_t flags;        /**< Reserved; must be 0. */
 } fk_context_options_t;
 
@@ -307,10 +309,12 @@ FK_API fk_status_t fk_context_options_init(fk_context_options_t* options);
  * @param[out] context Receives the new handle on success; untouched on failure. Release with
  *             fk_context_destroy().
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER (`context` NULL); FK_ERROR_BAD_STRUCT_SIZE;
- *         FK_ERROR_INVALID_ARGUMENT (unknown backend or family, negative ordinal or threads,
+ *         FK_ERROR_INVALID_ARGUMENT (unknown backend or family, negative ordinal, threads
+ *         outside 0..4096,
  *         nonzero flags, unparsable environment variable); FK_ERROR_BACKEND_UNAVAILABLE (CUDA
  *         requested but not compiled in, no device, or ordinal out of range);
- *         FK_ERROR_NOT_SUPPORTED (forced family the device cannot run); FK_ERROR_OUT_OF_MEMORY.
+ *         FK_ERROR_NOT_SUPPORTED (forced family the device cannot run, or any forced family on
+ *         the CPU backend); FK_ERROR_OUT_OF_MEMORY.
  */
 FK_API fk_status_t fk_context_create(const fk_context_options_t* options,
                                      fk_context_t** context);
@@ -425,7 +429,9 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
  *    -1 means unbounded on that side; causal is the window `(left, 0)`.
  *  - A query row that sees no key (fully masked, or `seqlen_k == 0`, where k and v may have
  *    NULL data) gives `out = 0` and `lse = -inf`, never NaN.
- *  - Outputs must not overlap the inputs (exactly in-place is not supported either).
+ *  - `out` and `lse` must not share memory with any input (not even exactly in-place), and
+ *    no two of their elements may share an address: FK_ERROR_INVALID_ARGUMENT /
+ *    FK_ERROR_BAD_STRIDES.
  *  - softcap (Gemma 2): when `softcap > 0` the scores become `softcap * tanh(s / softcap)` with
  *    `s = softmax_scale * q.k`, before masking.
  *  - `lse` is the natural logarithm of the softmax denominator of each row, in FlashAttention's
@@ -520,7 +526,8 @@ FK_API fk_status_t fk_attention_select_kernel(const fk_context_t* context,
  *
  *  - `a`: `(M, K)`, or `(K, M)` when `trans_a`; optionally with a leading batch dimension.
  *  - `b`: `(K, N)`, or `(N, K)` when `trans_b`; optionally batched.
- *  - `c`: optional `(M, N)` or `(batch, M, N)`; read only when `beta != 0`.
+ *  - `c`: optional `(M, N)` or `(batch, M, N)`; validated whenever given, read only when
+ *    `beta != 0`. `d` may be exactly the same view as `c` (in-place `D = A B + C`).
  *  - `bias`: optional vector `(N,)`, one value per output column (output feature), added to
  *    every row.
  *  - `d`: output `(M, N)` or `(batch, M, N)`.
@@ -571,9 +578,12 @@ FK_API fk_status_t fk_gemm_params_init(fk_gemm_params_t* params);
  *             non-negative strides; element-aligned.
  * @param b    `(K, N)` (`(N, K)` with trans_b), optionally batched; a's dtype.
  * @param c    NULL or the addend `(M, N)` / `(batch, M, N)`, d's dtype; required when
- *             `beta != 0`, ignored when `beta == 0`.
- * @param bias NULL or `(N,)`, contiguous, any float dtype: one value per output column.
- * @param d    Output `(M, N)` or `(batch, M, N)`, fp32/fp16/bf16; must not overlap the inputs.
+ *             `beta != 0`; validated whenever given, read only when `beta != 0`.
+ * @param bias NULL or `(N,)`, contiguous, fp32, fp16 or bf16: one value per output column.
+ * @param d    Output `(M, N)` or `(batch, M, N)`, fp32/fp16/bf16; must not share memory with
+ *             a, b or bias, and may share it with c only as the exact same view
+ *             (FK_ERROR_INVALID_ARGUMENT); no two elements at one address
+ *             (FK_ERROR_BAD_STRIDES).
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
  *   FK_ERROR_SHAPE_MISMATCH (rank not 2 or 3, inner dimensions or batch counts disagree, bias
  *   length not N); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (negative stride, bias not
@@ -625,7 +635,7 @@ FK_API fk_status_t fk_gemm_select_kernel(const fk_context_t* context,
  *    `out[t, i*q + a] = sum_c w[i, a, c] * x[t, i*p + c]` (+ `bias[i*q + a]`).
  *
  *  Both: x, weights and out share one dtype (fp32, fp16, bf16), fp32 accumulation; optional
- *  `bias` `(n_out,)` of any float dtype, contiguous, added in output order (`bias[o]` to
+ *  `bias` `(n_out,)` of fp32, fp16 or bf16, contiguous, added in output order (`bias[o]` to
  *  `out[t, o]`); x and out need a contiguous last dimension (any row stride); weights must be
  *  compact (contiguous). An empty inner size (`p == 0`, or `nblocks1 == 0` with a non-empty
  *  output) gives `out = bias` (or zeros), as GEMM does for K = 0.
@@ -653,7 +663,7 @@ FK_API fk_status_t fk_monarch_params_init(fk_monarch_params_t* params);
  * @param x    `(tokens, nblocks1 * p)`, fp32/fp16/bf16, last dimension contiguous.
  * @param w1   `(nblocks1, q, p)`, x's dtype, compact: the first factor R (applied first).
  * @param w2   `(nblocks2, s, r)`, x's dtype, compact, `nblocks2 * r == nblocks1 * q`: L.
- * @param bias NULL or `(nblocks2 * s,)`, any float dtype, contiguous.
+ * @param bias NULL or `(nblocks2 * s,)`, fp32, fp16 or bf16, contiguous.
  * @param out  `(tokens, nblocks2 * s)`, x's dtype, last dimension contiguous.
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
  *   FK_ERROR_SHAPE_MISMATCH (ranks; `n != nblocks1 * p`; `nblocks1 * q != nblocks2 * r`; out or
@@ -685,7 +695,7 @@ FK_API fk_status_t fk_monarch_select_kernel(const fk_context_t* context,
  * @param params  Options, or NULL for defaults.
  * @param x    `(tokens, nblocks * p)`, fp32/fp16/bf16, last dimension contiguous.
  * @param w    `(nblocks, q, p)`, x's dtype, compact.
- * @param bias NULL or `(nblocks * q,)`, any float dtype, contiguous.
+ * @param bias NULL or `(nblocks * q,)`, fp32, fp16 or bf16, contiguous.
  * @param out  `(tokens, nblocks * q)`, x's dtype, last dimension contiguous.
  * @return As fk_monarch().
  */
@@ -719,8 +729,8 @@ FK_API fk_status_t fk_blockdiag_linear_select_kernel(const fk_context_t* context
  *
  *  - `u`, `y`, `pregate`, `postgate`: `(batch, channels, seqlen)`, the plan's dtype (fp32, fp16
  *    or bf16), last dimension contiguous, other strides arbitrary.
- *  - `k`: `(channels, filter_len)`, any float dtype, last dimension contiguous.
- *  - `D`: optional `(channels,)`, any float dtype, contiguous: skip term.
+ *  - `k`: `(channels, filter_len)`, fp32, fp16 or bf16, last dimension contiguous.
+ *  - `D`: optional `(channels,)`, fp32, fp16 or bf16, contiguous: skip term.
  *  - Result, per batch `b` and channel `c`, with `v = pregate * u` (or `u`) and
  *    `t = 0 .. seqlen-1`:
  *    `y = postgate * (conv(v, k) + D[c] * v)` (each factor only if given), where
@@ -808,11 +818,12 @@ FK_API fk_status_t fk_fftconv_plan_get_options(const fk_fftconv_plan_t* plan,
  * @param plan     The plan (fixes channels, seqlen, filter_len, fft_size, dtype, mode).
  * @param launch   Stream and workspace, or NULL for defaults.
  * @param u        Input `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous.
- * @param k        Filter `(channels, filter_len)`, any float dtype, filter_len contiguous.
- * @param D        NULL or skip weights `(channels,)`, any float dtype, contiguous.
+ * @param k        Filter `(channels, filter_len)`, fp32, fp16 or bf16, filter_len contiguous.
+ * @param D        NULL or skip weights `(channels,)`, fp32, fp16 or bf16, contiguous.
  * @param pregate  NULL or `(batch, channels, seqlen)`, the plan's dtype.
  * @param postgate NULL or `(batch, channels, seqlen)`, the plan's dtype.
- * @param y        Output `(batch, channels, seqlen)`, the plan's dtype; may not alias u.
+ * @param y        Output `(batch, channels, seqlen)`, the plan's dtype; must not share memory with any
+ *                 input (FK_ERROR_INVALID_ARGUMENT).
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE (launch);
  *   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not
  *   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;

@@ -250,6 +250,19 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   } else {
     p->lse_batch_stride = p->lse_head_stride = p->lse_row_stride = 0;
   }
+  // Outputs: no element written twice, no memory shared with an input.
+  FK_RETURN_IF_ERROR(expect_no_self_overlap("out", out));
+  FK_RETURN_IF_ERROR(expect_disjoint(
+      "out", out, {{"q", &q, false}, {"k", &k, false}, {"v", &v, false},
+                   {"cu_seqlens_q", cuq.valid ? &cuq.t : nullptr, false},
+                   {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false}}));
+  if (lse.valid) {
+    FK_RETURN_IF_ERROR(expect_no_self_overlap("lse", lse.t));
+    FK_RETURN_IF_ERROR(expect_disjoint(
+        "lse", lse.t, {{"q", &q, false}, {"k", &k, false}, {"v", &v, false}, {"out", &out, false},
+                       {"cu_seqlens_q", cuq.valid ? &cuq.t : nullptr, false},
+                       {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false}}));
+  }
   // Nothing to compute when there are no output rows (batch, seqlen_q or nheads is 0).
   *empty = (p->total_q == 0 || nheads == 0 || p->batch == 0);
   return FK_SUCCESS;

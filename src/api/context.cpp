@@ -99,8 +99,9 @@ fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t*
       return set_error(FK_ERROR_INVALID_ARGUMENT, "options.device_ordinal: %d is negative",
                        o.device_ordinal);
     }
-    if (o.num_threads < 0) {
-      return set_error(FK_ERROR_INVALID_ARGUMENT, "options.num_threads: %d is negative",
+    if (o.num_threads < 0 || o.num_threads > 4096) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT,
+                       "options.num_threads: %d is outside [0, 4096] (0 = hardware concurrency)",
                        o.num_threads);
     }
     if (o.flags != 0) {
@@ -126,6 +127,14 @@ fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t*
     std::unique_ptr<fk_context_t> ctx(new fk_context_t());
     ctx->backend = backend;
     if (backend == FK_BACKEND_CPU) {
+      // Kernel families are CUDA notions: an explicit one on the CPU backend cannot be honoured
+      // (the environment variable is a CUDA-wide default and does not apply here).
+      if (o.kernel_family != FK_KERNEL_FAMILY_AUTO) {
+        return set_error(FK_ERROR_NOT_SUPPORTED,
+                         "options.kernel_family: %s kernels need the CUDA backend, the context "
+                         "is on the CPU backend",
+                         fk_kernel_family_name(static_cast<fk_kernel_family_t>(o.kernel_family)));
+      }
       ctx->best_family = FK_KERNEL_FAMILY_CPU;
       ctx->forced_family = FK_KERNEL_FAMILY_AUTO;  // families are CUDA notions
       ctx->device_ordinal = -1;

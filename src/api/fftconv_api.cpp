@@ -84,6 +84,11 @@ fk_status_t build_problem(const fk_fftconv_plan_t* plan, const DLTensor* u_, con
     FK_RETURN_IF_ERROR(expect_dim("D", D.t, 0, "channels", plan->options.channels, "the plan"));
     FK_RETURN_IF_ERROR(expect_last_contiguous("D", D.t, "channels"));
   }
+  FK_RETURN_IF_ERROR(expect_no_self_overlap("y", y));
+  FK_RETURN_IF_ERROR(expect_disjoint("y", y, {{"u", &u, false}, {"k", &k, false},
+                                              {"D", D.valid ? &D.t : nullptr, false},
+                                              {"pregate", pre.valid ? &pre.t : nullptr, false},
+                                              {"postgate", post.valid ? &post.t : nullptr, false}}));
   p->device = u.device;
   p->dtype = plan->dtype;
   p->k_dtype = k.dtype;
@@ -165,6 +170,12 @@ fk_status_t fk_fftconv_plan_create(const fk_context_t* context,
       dtype = tv.dtype;
     }
     const FFTConvMode mode = static_cast<FFTConvMode>(o.mode);
+    // Every mode needs fft_size >= seqlen, and fft_size is at most 2^22: refuse larger
+    // sequences before any size arithmetic (which could then overflow).
+    if (o.seqlen > kMaxFFTSize) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT,
+                       "options.seqlen: %" PRId64 " > 2^22 (4M), the largest fft_size", o.seqlen);
+    }
     if (o.filter_len == 0) o.filter_len = o.seqlen;
     if (mode == FFTConvMode::Bidirectional && o.filter_len % 2 == 0) {
       return set_error(FK_ERROR_INVALID_ARGUMENT,
@@ -173,6 +184,12 @@ fk_status_t fk_fftconv_plan_create(const fk_context_t* context,
                        o.filter_len);
     }
     const int64_t need = required_size(mode, o.seqlen, o.filter_len);
+    if (need > kMaxFFTSize) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT,
+                       "options.filter_len: %" PRId64 " needs fft_size %" PRId64
+                       " > 2^22 (4M) in this mode",
+                       o.filter_len, need);
+    }
     if (o.fft_size == 0) {
       o.fft_size = next_pow2(std::max<int64_t>(need, 1));
     } else if (!is_pow2(o.fft_size)) {

@@ -138,6 +138,12 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_gemm_params_t* user,
     p->bias = bt.data;
     p->bias_dtype = bt.dtype;
   }
+  // d: no element written twice; no memory shared with an input, except the in-place form
+  // d == c (the same view), which BLAS and cuBLASLt allow.
+  FK_RETURN_IF_ERROR(expect_no_self_overlap("d", d));
+  FK_RETURN_IF_ERROR(expect_disjoint("d", d, {{"a", &a, false}, {"b", &b, false},
+                                              {"c", c.valid ? &c.t : nullptr, true},
+                                              {"bias", bias.valid ? &bias.t : nullptr, false}}));
   p->device = d.device;
   p->ab_dtype = a.dtype;
   p->cd_dtype = d.dtype;

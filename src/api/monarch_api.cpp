@@ -70,6 +70,10 @@ fk_status_t build_monarch(const fk_context_t* ctx, const fk_monarch_params_t* pa
   }
   FK_RETURN_IF_ERROR(check_io(x, out, bias, w1, nb1 * pp, nb2 * s, "w1", "w1 (nblocks1 * p)",
                               "w2 (nblocks2 * s)"));
+  FK_RETURN_IF_ERROR(expect_no_self_overlap("out", out));
+  FK_RETURN_IF_ERROR(expect_disjoint("out", out, {{"x", &x, false}, {"w1", &w1, false},
+                                                  {"w2", &w2, false},
+                                                  {"bias", bias.valid ? &bias.t : nullptr, false}}));
   p->device = x.device;
   p->dtype = x.dtype;
   p->bias_dtype = bias.valid ? bias.t.dtype : DType::F32;
@@ -107,6 +111,9 @@ fk_status_t build_blockdiag(const fk_context_t* ctx, const fk_monarch_params_t* 
   const int64_t nb = w.shape[0], q = w.shape[1], pp = w.shape[2];
   FK_RETURN_IF_ERROR(
       check_io(x, out, bias, w, nb * pp, nb * q, "w", "w (nblocks * p)", "w (nblocks * q)"));
+  FK_RETURN_IF_ERROR(expect_no_self_overlap("out", out));
+  FK_RETURN_IF_ERROR(expect_disjoint("out", out, {{"x", &x, false}, {"w", &w, false},
+                                                  {"bias", bias.valid ? &bias.t : nullptr, false}}));
   p->device = x.device;
   p->dtype = x.dtype;
   p->bias_dtype = bias.valid ? bias.t.dtype : DType::F32;

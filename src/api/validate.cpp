@@ -50,7 +50,9 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
                        name, i, static_cast<int64_t>(t->shape[i]));
     }
     v.shape[i] = t->shape[i];
-    numel *= t->shape[i];
+    if (__builtin_mul_overflow(numel, static_cast<int64_t>(t->shape[i]), &numel)) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: element count overflows 64 bits", name);
+    }
   }
   // Compact row-major strides when the producer gives none (DLPack convention). The stride of
   // a dimension of extent 0 or 1, or of any dimension of an empty tensor, addresses nothing:
@@ -71,6 +73,20 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
       v.stride[i] = compact;
     }
     compact *= v.shape[i] > 0 ? v.shape[i] : 1;
+  }
+  // The addressed span must fit comfortably in 64 bits (indexing is int64 everywhere).
+  if (numel > 0) {
+    int64_t span = 0, term = 0, total = 0;
+    bool overflow = false;
+    for (int i = 0; i < v.rank && !overflow; ++i) {
+      overflow |= __builtin_mul_overflow(v.shape[i] - 1, v.stride[i], &term);
+      overflow |= __builtin_add_overflow(span, term, &span);
+    }
+    overflow |= __builtin_mul_overflow(span + 1, static_cast<int64_t>(dtype_bytes(v.dtype)), &total);
+    if (overflow || total > (int64_t(1) << 62)) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH,
+                       "%s: extents and strides address more than 2^62 bytes", name);
+    }
   }
   char* base = static_cast<char*>(t->data);
   if (!base && numel > 0) return set_error(FK_ERROR_NULL_POINTER, "%s: data is NULL", name);
@@ -116,6 +132,76 @@ fk_status_t to_opt_view(const fk_context_t* ctx, const char* name, const DLTenso
   if (!t) return FK_SUCCESS;
   FK_RETURN_IF_ERROR(to_view(ctx, name, t, &out->t, allow_int32));
   out->valid = true;
+  return FK_SUCCESS;
+}
+
+namespace {
+
+// [first byte, one past the last byte] a view addresses; empty for an empty view.
+struct ByteRange {
+  uintptr_t lo = 0, hi = 0;
+};
+
+ByteRange byte_range(const TensorView& t) {
+  ByteRange r;
+  if (t.numel() == 0 || !t.data) return r;
+  int64_t span = 0;
+  for (int i = 0; i < t.rank; ++i) span += (t.shape[i] - 1) * t.stride[i];
+  r.lo = reinterpret_cast<uintptr_t>(t.data);
+  r.hi = r.lo + static_cast<uintptr_t>((span + 1) * dtype_bytes(t.dtype));
+  return r;
+}
+
+bool same_view(const TensorView& a, const TensorView& b) {
+  if (a.data != b.data || a.dtype != b.dtype || a.rank != b.rank) return false;
+  for (int i = 0; i < a.rank; ++i)
+    if (a.shape[i] != b.shape[i] || (a.shape[i] > 1 && a.stride[i] != b.stride[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+fk_status_t expect_no_self_overlap(const char* name, const TensorView& t) {
+  if (t.numel() <= 1) return FK_SUCCESS;
+  int dims[kMaxRank];
+  int n = 0;
+  for (int i = 0; i < t.rank; ++i)
+    if (t.shape[i] > 1) dims[n++] = i;
+  // Insertion sort by stride (n <= 4).
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && t.stride[dims[j]] < t.stride[dims[j - 1]]; --j) {
+      int tmp = dims[j];
+      dims[j] = dims[j - 1];
+      dims[j - 1] = tmp;
+    }
+  int64_t covered = 0;  // largest offset reachable with the smaller-stride dimensions
+  for (int k = 0; k < n; ++k) {
+    const int d = dims[k];
+    if (t.stride[d] <= covered) {
+      return set_error(FK_ERROR_BAD_STRIDES,
+                       "%s: an output must not write two elements to one address, but "
+                       "dimension %d (extent %" PRId64 ", stride %" PRId64
+                       ") overlaps the dimensions with smaller strides",
+                       name, d, t.shape[d], t.stride[d]);
+    }
+    covered += (t.shape[d] - 1) * t.stride[d];
+  }
+  return FK_SUCCESS;
+}
+
+fk_status_t expect_disjoint(const char* out_name, const TensorView& out,
+                            std::initializer_list<NamedView> inputs) {
+  const ByteRange o = byte_range(out);
+  if (o.lo == o.hi) return FK_SUCCESS;
+  for (const NamedView& in : inputs) {
+    if (!in.view) continue;
+    const ByteRange r = byte_range(*in.view);
+    if (r.lo == r.hi || r.hi <= o.lo || o.hi <= r.lo) continue;
+    if (in.same_ok && same_view(out, *in.view)) continue;
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "%s: overlaps %s in memory (outputs must not share memory with inputs%s)",
+                     out_name, in.name, in.same_ok ? " unless they are the exact same view" : "");
+  }
   return FK_SUCCESS;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <new>
 
 #include "core/context.h"
@@ -32,6 +33,21 @@ fk_status_t expect_same_dtype(const char* name, const TensorView& t, const char*
 fk_status_t expect_dim(const char* name, const TensorView& t, int dim, const char* dim_name,
                        int64_t expected, const char* expected_from);
 fk_status_t check_context(const fk_context_t* ctx);
+
+// An output must not write two elements to one address: after sorting its dimensions by
+// stride, each stride must exceed the span of the dimensions below it (a sufficient condition
+// that rejects stride-0 broadcasting outputs and other self-overlapping views).
+fk_status_t expect_no_self_overlap(const char* name, const TensorView& t);
+
+// An output must not share memory with an input (byte ranges intersect). `same_ok` accepts the
+// exact same view (same data, dtype, shape and strides): the in-place form GEMM allows for c.
+struct NamedView {
+  const char* name;
+  const TensorView* view;  // nullptr: argument absent
+  bool same_ok;
+};
+fk_status_t expect_disjoint(const char* out_name, const TensorView& out,
+                            std::initializer_list<NamedView> inputs);
 
 // Copies a caller's struct (whose first member is uint32_t struct_size) over defaults. Accepts
 // exactly the sizes this library knows (today: sizeof(T)); NULL keeps the defaults.

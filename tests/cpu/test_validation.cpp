@@ -115,9 +115,23 @@ TEST_CASE("context: creation rules", "[validation][context]") {
     o.device_ordinal = -2;
     expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"options.device_ordinal"});
   }
-  SECTION("negative threads") {
+  SECTION("threads outside 0..4096") {
     o.num_threads = -1;
     expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"options.num_threads"});
+    o.num_threads = 1000000;
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"options.num_threads"});
+  }
+  SECTION("a kernel family forced on the CPU backend") {
+    o.backend = FK_BACKEND_CPU;
+    o.kernel_family = FK_KERNEL_FAMILY_SM90;
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_NOT_SUPPORTED, {"options.kernel_family", "CPU"});
+    // The environment variable is a CUDA-wide default: a CPU context ignores it.
+    o.kernel_family = FK_KERNEL_FAMILY_AUTO;
+    setenv("FLASHKIT_KERNEL_FAMILY", "sm80", 1);
+    fk_context_t* c = nullptr;
+    CHECK(fk_context_create(&o, &c) == FK_SUCCESS);
+    fk_context_destroy(c);
+    unsetenv("FLASHKIT_KERNEL_FAMILY");
   }
   SECTION("nonzero flags") {
     o.flags = 4;
@@ -650,5 +664,86 @@ TEST_CASE("fftconv: plan and call validation rules", "[validation][fftconv]") {
     REQUIRE(fk_fftconv_select_kernel(plan, u.view(), k.view(), nullptr, nullptr, nullptr, y.view(), &name) == FK_SUCCESS);
     CHECK(std::string(name) == "cpu.fftconv");
     fk_fftconv_plan_destroy(plan);
+  }
+}
+
+TEST_CASE("outputs: no sharing memory with inputs, no self-overlap, no overflowing extents",
+          "[validation][overlap]") {
+  Ctx c;
+  SECTION("gemm: d overlapping a is refused; d == c (same view) is the in-place form") {
+    Gemm g(4, 4, 4);
+    std::mt19937_64 rng(fktest::test_seed() + 11);
+    HostTensor buf(DT::F32, {5, 4});  // a = rows 0..3, d = rows 1..4 of one buffer
+    buf.fill_normal(rng);
+    int64_t shape[2] = {4, 4};
+    DLTensor a_view = *buf.view(), d_view = *buf.view();
+    a_view.shape = d_view.shape = shape;
+    a_view.strides = d_view.strides = nullptr;
+    d_view.byte_offset = 4 * sizeof(float);
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, &a_view, g.b.view(), nullptr, nullptr, &d_view),
+                 FK_ERROR_INVALID_ARGUMENT, {"d", "overlaps a"});
+    // In place: d is exactly c, beta = 1.
+    HostTensor cd(DT::F32, {4, 4});
+    cd.fill_normal(rng);
+    const std::vector<double> c0 = cd.to_vector();
+    g.prm.beta = 1.0f;
+    REQUIRE(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), cd.view(), nullptr, cd.view()) ==
+            FK_SUCCESS);
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        double ref = c0[size_t(i * 4 + j)];
+        for (int64_t k = 0; k < 4; ++k) ref += g.a.get({i, k}) * g.b.get({k, j});
+        CHECK(std::fabs(cd.get({i, j}) - ref) <= 1e-4 * (1 + std::fabs(ref)));
+      }
+  }
+  SECTION("attention: out may not be q, lse may not overlap out") {
+    Attn a;
+    expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, a.q.view(), a.k.view(), a.v.view(),
+                                      nullptr, nullptr, a.q.view(), nullptr),
+                 FK_ERROR_INVALID_ARGUMENT, {"out", "overlaps q"});
+    DLTensor lse_in_out = *a.lse.view();
+    lse_in_out.data = a.out.bytes.data();  // lse (2*4*5 floats) inside out's memory
+    expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, a.q.view(), a.k.view(), a.v.view(),
+                                      nullptr, nullptr, a.out.view(), &lse_in_out),
+                 FK_ERROR_INVALID_ARGUMENT, {"lse", "overlaps out"});
+    CHECK(a.untouched());
+  }
+  SECTION("an output writing two elements to one address") {
+    Gemm g(5, 4, 3);
+    HostTensor d(DT::F32, {5, 4}, {0, 1});  // every row at the same address
+    d.poison();
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, d.view()),
+                 FK_ERROR_BAD_STRIDES, {"d", "one address"});
+    CHECK(d.all_poison());
+  }
+  SECTION("extents whose element count or span overflows 64 bits") {
+    Attn a;
+    int64_t huge[4] = {int64_t(1) << 40, int64_t(1) << 40, 4, 16};
+    a.q.dl.shape = huge;
+    a.q.dl.strides = nullptr;
+    expect_error(a.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"q", "overflows"});
+    Gemm g;
+    int64_t big_stride[2] = {int64_t(1) << 62, 1};
+    g.a.dl.strides = big_stride;
+    expect_error(g.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"a", "2^62"});
+    CHECK(a.untouched());
+    CHECK(g.d.all_poison());
+  }
+  SECTION("fftconv: an enormous seqlen is refused at once (no overflow in size arithmetic)") {
+    fk_fftconv_plan_options_t o;
+    fk_fftconv_plan_options_init(&o);
+    o.channels = 1;
+    fk_fftconv_plan_t* plan = nullptr;
+    for (int64_t len : {(int64_t(1) << 61) + 1, (int64_t(1) << 62) + 1, INT64_MAX}) {
+      o.seqlen = len;
+      expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
+                   {"options.seqlen", "2^22"});
+    }
+    o.seqlen = 16;
+    o.mode = FK_FFTCONV_CIRCULAR;
+    o.filter_len = INT64_MAX;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
+                 {"options.filter_len"});
+    CHECK(plan == nullptr);
   }
 }
