@@ -37,26 +37,17 @@
 #include <vector>
 
 #include "reference/reference.hpp"
+#include "gpu_test_util.hpp"
 #include "test_util.hpp"
 
 namespace {
 
 using fktest::DT;
 using fktest::HostTensor;
-
-#define SM80_REQUIRE_CUDA(expr)                                                             \
-  do {                                                                                      \
-    const cudaError_t err_ = (expr);                                                        \
-    INFO(#expr << ": " << cudaGetErrorName(err_) << " (" << cudaGetErrorString(err_) << ")"); \
-    REQUIRE(err_ == cudaSuccess);                                                           \
-  } while (0)
-
-#define SM80_REQUIRE_FK(expr)                                                               \
-  do {                                                                                      \
-    const fk_status_t st_ = (expr);                                                         \
-    INFO(#expr << " -> " << fk_status_string(st_) << ": " << fk_get_last_error_message());  \
-    REQUIRE(st_ == FK_SUCCESS);                                                             \
-  } while (0)
+using fkgpu::DeviceTensor;
+using fkgpu::padded;
+using fkgpu::padding_written;
+using fkgpu::rng_for;
 
 // A CUDA context with the given family forced; nullptr when the device cannot run it (then the
 // cases are skipped with a warning, e.g. on a pre-Ampere GPU).
@@ -79,54 +70,6 @@ const fk_context_t* context_for(fk_kernel_family_t family) {
   return h.ctx;
 }
 const fk_context_t* sm80() { return context_for(FK_KERNEL_FAMILY_SM80); }
-
-std::mt19937_64 rng_for(uint64_t tag) {
-  return std::mt19937_64(fktest::test_seed() ^ (tag * 0xD1B54A32D192ED03ull));
-}
-
-std::vector<int64_t> padded(const std::vector<int64_t>& shape, int64_t pad) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (int i = int(shape.size()) - 2; i >= 0; --i)
-    st[size_t(i)] = st[size_t(i) + 1] * std::max<int64_t>(shape[size_t(i) + 1], 1) + pad;
-  return st;
-}
-
-struct DeviceTensor {
-  HostTensor* host = nullptr;
-  void* ptr = nullptr;
-  DLTensor dl{};
-  explicit DeviceTensor(HostTensor& h) : host(std::addressof(h)) {
-    SM80_REQUIRE_CUDA(cudaMalloc(&ptr, h.bytes.size()));
-    SM80_REQUIRE_CUDA(cudaMemcpy(ptr, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
-    dl = h.dl;
-    dl.data = ptr;
-    dl.device = DLDevice{kDLCUDA, 0};
-  }
-  ~DeviceTensor() { cudaFree(ptr); }
-  DeviceTensor(const DeviceTensor&) = delete;
-  DeviceTensor& operator=(const DeviceTensor&) = delete;
-  const DLTensor* operator&() const { return &dl; }
-  void poison() { SM80_REQUIRE_CUDA(cudaMemset(ptr, 0xFF, host->bytes.size())); }
-  void download() {
-    SM80_REQUIRE_CUDA(cudaDeviceSynchronize());
-    SM80_REQUIRE_CUDA(
-        cudaMemcpy(host->bytes.data(), ptr, host->bytes.size(), cudaMemcpyDeviceToHost));
-  }
-};
-
-// Bytes of `t` outside its logical elements that no longer hold the poison.
-int64_t padding_written(const HostTensor& t) {
-  std::vector<char> logical(t.bytes.size(), 0);
-  const int eb = fktest::dt_bytes(t.dtype);
-  t.for_each([&](const std::vector<int64_t>& idx) {
-    const int64_t off = t.offset(idx) * eb;
-    for (int b = 0; b < eb; ++b) logical[size_t(off + b)] = 1;
-  });
-  int64_t n = 0;
-  for (size_t b = 0; b < t.bytes.size(); ++b)
-    if (!logical[b] && t.bytes[b] != 0xFF) ++n;
-  return n;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Reference: exact (float64) and naive-in-dtype attention, rows (total, heads, d) compact.
@@ -344,12 +287,12 @@ void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
   const DLTensor* cu_k = c.varlen ? &dck : nullptr;
   const DLTensor* lse_arg = c.with_lse ? &dlse : nullptr;
   const char* variant = "?";
-  SM80_REQUIRE_FK(fk_attention_select_kernel(ctx, &params, &dq, &dk, &dv, cu_q, cu_k, &dout,
+  REQUIRE_FK(fk_attention_select_kernel(ctx, &params, &dq, &dk, &dv, cu_q, cu_k, &dout,
                                              lse_arg, &variant));
   INFO("variant " << variant);
   CHECK(std::string(variant) == c.expect_variant);
   if (!c.run) return;
-  SM80_REQUIRE_FK(
+  REQUIRE_FK(
       fk_attention_forward(ctx, nullptr, &params, &dq, &dk, &dv, cu_q, cu_k, &dout, lse_arg));
   dout.download();
   dlse.download();
@@ -583,7 +526,7 @@ TEST_CASE("sm80 attention: select_kernel names the variant", "[gpu][attention][s
   REQUIRE(autoc != nullptr);
   fk_context_info_t info;
   fk_context_info_init(&info);
-  SM80_REQUIRE_FK(fk_context_get_info(autoc, &info));
+  REQUIRE_FK(fk_context_get_info(autoc, &info));
   Case a = batched(1, 65, 65, 2, 2, 128, DT::BF16);
   // FLASHKIT_KERNEL_FAMILY (e.g. =generic, to test the fallback) overrides AUTO contexts.
   const char* forced = std::getenv("FLASHKIT_KERNEL_FAMILY");
@@ -594,7 +537,7 @@ TEST_CASE("sm80 attention: select_kernel names the variant", "[gpu][attention][s
     HostTensor q(DT::BF16, {1, 65, 2, 128}), out(DT::BF16, {1, 65, 2, 128});
     DeviceTensor dq(q), dout(out);
     const char* variant = "?";
-    SM80_REQUIRE_FK(fk_attention_select_kernel(autoc, &params, &dq, &dq, &dq, nullptr, nullptr,
+    REQUIRE_FK(fk_attention_select_kernel(autoc, &params, &dq, &dq, &dq, nullptr, nullptr,
                                                &dout, nullptr, &variant));
     const std::string name = variant;
     CHECK((name == "cuda.sm80.attention" || name == "cuda.sm90.attention"));

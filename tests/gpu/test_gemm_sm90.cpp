@@ -27,26 +27,15 @@
 #include <vector>
 
 #include "reference/reference.hpp"
+#include "gpu_test_util.hpp"
 #include "test_util.hpp"
 
 namespace {
 
 using fktest::DT;
 using fktest::HostTensor;
-
-#define SM90_REQUIRE_CUDA(expr)                                                         \
-  do {                                                                                  \
-    const cudaError_t err_ = (expr);                                                    \
-    INFO(#expr << ": " << cudaGetErrorName(err_) << " (" << cudaGetErrorString(err_) << ")"); \
-    REQUIRE(err_ == cudaSuccess);                                                       \
-  } while (0)
-
-#define SM90_REQUIRE_FK(expr)                                                           \
-  do {                                                                                  \
-    const fk_status_t st_ = (expr);                                                     \
-    INFO(#expr << " -> " << fk_status_string(st_) << ": " << fk_get_last_error_message()); \
-    REQUIRE(st_ == FK_SUCCESS);                                                         \
-  } while (0)
+using fkgpu::DeviceTensor;
+using fkgpu::rng_for;
 
 const fk_context_t* ctx() {
   struct Holder {
@@ -58,7 +47,7 @@ const fk_context_t* ctx() {
     fk_context_options_t o;
     fk_context_options_init(&o);
     o.backend = FK_BACKEND_CUDA;
-    SM90_REQUIRE_FK(fk_context_create(&o, &h.ctx));
+    REQUIRE_FK(fk_context_create(&o, &h.ctx));
   }
   return h.ctx;
 }
@@ -82,10 +71,6 @@ bool expect_sm90() {
 #endif
 }
 
-std::mt19937_64 rng_for(uint64_t tag) {
-  return std::mt19937_64(fktest::test_seed() ^ (tag * 0xD1B54A32D192ED03ull));
-}
-
 int64_t round8(int64_t x) { return (std::max<int64_t>(x, 1) + 7) / 8 * 8; }
 
 // Row-major strides for `shape` (rank 2 or 3) whose last-dimension rows are `ld_pad` elements
@@ -97,29 +82,6 @@ std::vector<int64_t> aligned_strides(const std::vector<int64_t>& shape, int64_t 
   if (r == 3) st[0] = st[1] * std::max<int64_t>(shape[1], 1);
   return st;
 }
-
-struct DeviceTensor {
-  HostTensor* host = nullptr;
-  void* ptr = nullptr;
-  DLTensor dl{};
-
-  explicit DeviceTensor(HostTensor& h) : host(std::addressof(h)) {
-    SM90_REQUIRE_CUDA(cudaMalloc(&ptr, h.bytes.size()));
-    SM90_REQUIRE_CUDA(cudaMemcpy(ptr, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
-    dl = h.dl;
-    dl.data = ptr;
-    dl.device = DLDevice{kDLCUDA, 0};
-  }
-  ~DeviceTensor() { cudaFree(ptr); }
-  DeviceTensor(const DeviceTensor&) = delete;
-  DeviceTensor& operator=(const DeviceTensor&) = delete;
-  const DLTensor* operator&() const { return &dl; }
-  void poison() { SM90_REQUIRE_CUDA(cudaMemset(ptr, 0xFF, host->bytes.size())); }
-  void download() {
-    SM90_REQUIRE_CUDA(cudaDeviceSynchronize());
-    SM90_REQUIRE_CUDA(cudaMemcpy(host->bytes.data(), ptr, host->bytes.size(), cudaMemcpyDeviceToHost));
-  }
-};
 
 // Relative tolerance per output dtype, against |scale_i| + rms(scale) where scale is the same
 // GEMM on magnitudes: one rounding of the output plus fp32 accumulation.
@@ -255,7 +217,7 @@ void run(const Case& c, uint64_t tag) {
   p.beta = c.beta;
   p.activation = c.act;
   const char* variant = "?";
-  SM90_REQUIRE_FK(fk_gemm_select_kernel(ctx(), &p, &da, &db, c.with_c ? &dc : nullptr,
+  REQUIRE_FK(fk_gemm_select_kernel(ctx(), &p, &da, &db, c.with_c ? &dc : nullptr,
                                         c.with_bias ? &dbias : nullptr, &dd, &variant));
   INFO("variant " << variant);
   if (expect_sm90()) {
@@ -268,9 +230,9 @@ void run(const Case& c, uint64_t tag) {
   fk_launch_t launch;
   fk_launch_init(&launch);
   launch.stream = c.stream;
-  SM90_REQUIRE_FK(fk_gemm(ctx(), &launch, &p, &da, &db, c.with_c ? &dc : nullptr,
+  REQUIRE_FK(fk_gemm(ctx(), &launch, &p, &da, &db, c.with_c ? &dc : nullptr,
                           c.with_bias ? &dbias : nullptr, &dd));
-  if (c.stream) SM90_REQUIRE_CUDA(cudaStreamSynchronize(c.stream));
+  if (c.stream) REQUIRE_CUDA(cudaStreamSynchronize(c.stream));
   dd.download();
 
   fkref::GemmParams rp;
@@ -545,7 +507,7 @@ TEST_CASE("sm90 gemm: unaligned operands fall back and stay correct", "[gpu][gem
 
 TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {
   cudaStream_t s = nullptr;
-  SM90_REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   Case c;
   c.M = 300;
   c.N = 600;
@@ -554,7 +516,7 @@ TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {
   c.act = 2;
   c.stream = s;
   run(c, 29000);
-  SM90_REQUIRE_CUDA(cudaStreamDestroy(s));
+  REQUIRE_CUDA(cudaStreamDestroy(s));
 }
 
 #endif  // FLASHKIT_TEST_WITH_CUDA

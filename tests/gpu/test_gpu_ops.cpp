@@ -23,26 +23,17 @@
 #include <vector>
 
 #include "reference/reference.hpp"
+#include "gpu_test_util.hpp"
 #include "test_util.hpp"
 
 namespace {
 
 using fktest::DT;
 using fktest::HostTensor;
-
-#define REQUIRE_CUDA(expr)                                                              \
-  do {                                                                                  \
-    const cudaError_t err_ = (expr);                                                    \
-    INFO(#expr << ": " << cudaGetErrorName(err_) << " (" << cudaGetErrorString(err_) << ")"); \
-    REQUIRE(err_ == cudaSuccess);                                                       \
-  } while (0)
-
-#define REQUIRE_FK(expr)                                                                \
-  do {                                                                                  \
-    const fk_status_t st_ = (expr);                                                     \
-    INFO(#expr << " -> " << fk_status_string(st_) << ": " << fk_get_last_error_message()); \
-    REQUIRE(st_ == FK_SUCCESS);                                                         \
-  } while (0)
+using fkgpu::DeviceTensor;
+using fkgpu::padded;
+using fkgpu::rng_for;
+using fkgpu::shape_str;
 
 // The CUDA context every case uses (device 0), created once.
 const fk_context_t* gpu() {
@@ -59,52 +50,6 @@ const fk_context_t* gpu() {
   }
   return h.ctx;
 }
-
-std::mt19937_64 rng_for(uint64_t tag) {
-  return std::mt19937_64(fktest::test_seed() ^ (tag * 0x9E3779B97F4A7C15ull));
-}
-
-// Strides with `pad` extra elements after every row of every dimension but the last.
-std::vector<int64_t> padded(const std::vector<int64_t>& shape, int64_t pad) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (int i = int(shape.size()) - 2; i >= 0; --i)
-    st[size_t(i)] = st[size_t(i) + 1] * std::max<int64_t>(shape[size_t(i) + 1], 1) + pad;
-  return st;
-}
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::ostringstream o;
-  o << "(";
-  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
-  o << ")";
-  return o.str();
-}
-
-// A device copy of a HostTensor: same strides and byte span, DLTensor on kDLCUDA.
-struct DeviceTensor {
-  HostTensor* host = nullptr;
-  void* ptr = nullptr;
-  DLTensor dl{};
-
-  explicit DeviceTensor(HostTensor& h) : host(std::addressof(h)) {
-    REQUIRE_CUDA(cudaMalloc(&ptr, h.bytes.size()));
-    REQUIRE_CUDA(cudaMemcpy(ptr, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
-    dl = h.dl;
-    dl.data = ptr;
-    dl.device = DLDevice{kDLCUDA, 0};
-  }
-  ~DeviceTensor() { cudaFree(ptr); }
-  DeviceTensor(const DeviceTensor&) = delete;
-  DeviceTensor& operator=(const DeviceTensor&) = delete;
-
-  const DLTensor* operator&() const { return &dl; }
-  void poison() { REQUIRE_CUDA(cudaMemset(ptr, 0xFF, host->bytes.size())); }
-  // Waits for all device work, then copies the bytes back into the host tensor.
-  void download() {
-    REQUIRE_CUDA(cudaDeviceSynchronize());
-    REQUIRE_CUDA(cudaMemcpy(host->bytes.data(), ptr, host->bytes.size(), cudaMemcpyDeviceToHost));
-  }
-};
 
 // Tolerances: outputs are rounded once to their dtype (half an ulp: 2^-24, 2^-11, 2^-8
 // relative) on top of fp32 arithmetic; the bounds leave room for the fp32 accumulation.

@@ -1,0 +1,97 @@
+// Shared harness of the GPU suites: CUDA/flashkit status checks, device copies of host
+// tensors, per-case random streams and stride helpers. Each suite keeps only its own checks.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+#define REQUIRE_CUDA(expr)                                                                    \
+  do {                                                                                        \
+    const cudaError_t err_ = (expr);                                                          \
+    INFO(#expr << ": " << cudaGetErrorName(err_) << " (" << cudaGetErrorString(err_) << ")"); \
+    REQUIRE(err_ == cudaSuccess);                                                             \
+  } while (0)
+
+#define REQUIRE_FK(expr)                                                                      \
+  do {                                                                                        \
+    const fk_status_t st_ = (expr);                                                           \
+    INFO(#expr << " -> " << fk_status_string(st_) << ": " << fk_get_last_error_message());    \
+    REQUIRE(st_ == FK_SUCCESS);                                                               \
+  } while (0)
+
+namespace fkgpu {
+
+using fktest::HostTensor;
+
+// A reproducible stream per test case: the run's seed mixed with the case's tag.
+inline std::mt19937_64 rng_for(uint64_t tag) {
+  return std::mt19937_64(fktest::test_seed() ^ (tag * 0x9E3779B97F4A7C15ull));
+}
+
+// Strides with `pad` extra elements after every row of every dimension but the last.
+inline std::vector<int64_t> padded(const std::vector<int64_t>& shape, int64_t pad) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (int i = int(shape.size()) - 2; i >= 0; --i)
+    st[size_t(i)] = st[size_t(i) + 1] * std::max<int64_t>(shape[size_t(i) + 1], 1) + pad;
+  return st;
+}
+
+inline std::string shape_str(const std::vector<int64_t>& s) {
+  std::ostringstream o;
+  o << "(";
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
+  o << ")";
+  return o.str();
+}
+
+// Bytes of `t` outside its logical elements that no longer hold the poison (0xFF).
+inline int64_t padding_written(const HostTensor& t) {
+  std::vector<char> logical(t.bytes.size(), 0);
+  const int eb = fktest::dt_bytes(t.dtype);
+  t.for_each([&](const std::vector<int64_t>& idx) {
+    const int64_t off = t.offset(idx) * eb;
+    for (int b = 0; b < eb; ++b) logical[size_t(off + b)] = 1;
+  });
+  int64_t n = 0;
+  for (size_t b = 0; b < t.bytes.size(); ++b)
+    if (!logical[b] && t.bytes[b] != 0xFF) ++n;
+  return n;
+}
+
+// A device copy of a HostTensor: same strides and byte span, DLTensor on kDLCUDA device 0.
+struct DeviceTensor {
+  HostTensor* host = nullptr;
+  void* ptr = nullptr;
+  DLTensor dl{};
+
+  explicit DeviceTensor(HostTensor& h) : host(std::addressof(h)) {
+    REQUIRE_CUDA(cudaMalloc(&ptr, h.bytes.size()));
+    REQUIRE_CUDA(cudaMemcpy(ptr, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
+    dl = h.dl;
+    dl.data = ptr;
+    dl.device = DLDevice{kDLCUDA, 0};
+  }
+  ~DeviceTensor() { cudaFree(ptr); }
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+
+  const DLTensor* operator&() const { return &dl; }
+  void poison() { REQUIRE_CUDA(cudaMemset(ptr, 0xFF, host->bytes.size())); }
+  // Waits for all device work, then copies the bytes back into the host tensor.
+  void download() {
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    REQUIRE_CUDA(cudaMemcpy(host->bytes.data(), ptr, host->bytes.size(), cudaMemcpyDeviceToHost));
+  }
+};
+
+}  // namespace fkgpu
