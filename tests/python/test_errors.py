@@ -164,17 +164,20 @@ def test_not_supported_flash_attn_arguments(rng):
 # --- out of memory (300) ------------------------------------------------------------------
 
 def test_out_of_memory():
-    # 2**40 query heads sharing one key head (zero strides, no real memory): the CPU backend's
-    # per-head scratch cannot be allocated. Run in a child process with a time limit so that a
-    # backend which instead started computing cannot hang the suite.
+    # 2**40 query heads sharing one key head (no real memory: q has zero strides, out is a
+    # distinct-address view far past a small buffer that is never written, placed after the
+    # inputs so that it overlaps neither them nor itself): the CPU backend's per-head scratch
+    # cannot be allocated. Run in a child process with a time limit so that a backend which
+    # instead started computing cannot hang (or crash) the suite.
     code = textwrap.dedent("""
         import numpy as np, flashkit
         from numpy.lib.stride_tricks import as_strided
         H = 1 << 40
-        q = as_strided(np.ones(64, np.float32), shape=(1, 1, H, 64), strides=(0, 0, 0, 4))
-        out = as_strided(np.empty(64, np.float32), shape=(1, 1, H, 64), strides=(0, 0, 0, 4),
+        buf = np.ones(3 * 64, np.float32)
+        q = as_strided(buf[:64], shape=(1, 1, H, 64), strides=(0, 0, 0, 4))
+        k = buf[64:128].reshape(1, 1, 1, 64)
+        out = as_strided(buf[128:], shape=(1, 1, H, 64), strides=(0, 0, 256, 4),
                          writeable=True)
-        k = np.ones((1, 1, 1, 64), np.float32)
         try:
             flashkit.attention(q, k, k, out=out)
         except flashkit.OutOfMemoryError as e:

@@ -51,3 +51,53 @@ def test_fftconv_plan_rules():
         flashkit.FFTConv(64, fft_size=64, mode="causal").resolved_fft_size(1, 64)
     with pytest.raises(flashkit.InvalidArgumentError, match="mode"):
         flashkit.FFTConv(64, mode="acausal")
+
+
+# --- plans never outlive their context ----------------------------------------------------
+
+def test_fftconv_after_context_close_raises(rng):
+    # The cached plan of a closed context must not be reused (it pointed into freed memory).
+    u, k = ref.randn(rng, (1, 2, 64)), ref.randn(rng, (2, 64))
+    c = flashkit.Context("cpu")
+    conv = flashkit.FFTConv(64)
+    ref.assert_close(conv.run(c, u, k), ref.fftconv(u, k), "float32")
+    c.close()
+    with pytest.raises(flashkit.InvalidArgumentError, match="context: used after close"):
+        conv.run(c, u, k)
+    with pytest.raises(flashkit.InvalidArgumentError, match="context: used after close"):
+        conv.select_kernel(u, k, context=c)
+    with pytest.raises(flashkit.InvalidArgumentError, match="context: used after close"):
+        conv.resolved_fft_size(2, 64, context=c)
+    conv.close()  # the plans are gone already: nothing is destroyed twice
+
+
+def test_fftconv_after_with_block_raises(rng):
+    u, k = ref.randn(rng, (1, 2, 32)), ref.randn(rng, (2, 32))
+    conv = flashkit.FFTConv(32)
+    with flashkit.Context("cpu") as c:
+        conv.run(c, u, k)
+    with pytest.raises(flashkit.InvalidArgumentError, match="context: used after close"):
+        conv.run(c, u, k)
+    # other contexts are unaffected
+    ref.assert_close(conv(u, k), ref.fftconv(u, k), "float32")
+
+
+def test_context_close_destroys_its_plans_first(rng, monkeypatch):
+    from flashkit import capi
+    events = []
+    plan_destroy, ctx_destroy = capi.fk_fftconv_plan_destroy, capi.fk_context_destroy
+    monkeypatch.setattr(capi, "fk_fftconv_plan_destroy",
+                        lambda p: (events.append("plan"), plan_destroy(p))[1])
+    monkeypatch.setattr(capi, "fk_context_destroy",
+                        lambda h: (events.append("context"), ctx_destroy(h))[1])
+    u = ref.randn(rng, (1, 2, 32))
+    conv_a, conv_b = flashkit.FFTConv(32), flashkit.FFTConv(32, mode="circular")
+    with flashkit.Context("cpu") as c:
+        conv_a.run(c, u, ref.randn(rng, (2, 32)))
+        conv_a.run(c, u, ref.randn(rng, (2, 16)))    # a second plan (filter_len 16)
+        conv_b.run(c, u, ref.randn(rng, (2, 8)))
+        conv_a(u, ref.randn(rng, (2, 32)))           # a plan on the default context: kept
+    assert events == ["plan", "plan", "plan", "context"]
+    conv_a.close()
+    conv_b.close()
+    assert events == ["plan", "plan", "plan", "context", "plan"]

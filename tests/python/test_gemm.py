@@ -68,3 +68,17 @@ def test_gemm_k_zero_writes_beta_c(rng):
     c = ref.randn(rng, (5, 3))
     d = flashkit.gemm(a, b, c, beta=2.0, bias=np.ones(3, np.float32))
     np.testing.assert_allclose(d, 2.0 * c + 1.0, rtol=1e-6)
+
+
+def test_gemm_c_with_default_beta_is_documented(rng):
+    # BLAS semantics: with beta == 0, c is not read (NaNs in it do not propagate) ...
+    a, b = ref.randn(rng, (4, 6)), ref.randn(rng, (6, 5))
+    c = np.full((4, 5), np.nan, np.float16)
+    d = flashkit.gemm(a, b, c)
+    assert np.isfinite(d).all()
+    # ... but it still picks the dtype of an allocated output.
+    assert d.dtype == np.float16
+    ref.assert_close(d, ref.gemm(a, b), "float16")
+    doc = " ".join(flashkit.gemm.__doc__.split())
+    assert "beta=0.0" in doc and "not read" in doc and "beta=1.0" in doc
+    assert "c's dtype, even when beta == 0" in doc

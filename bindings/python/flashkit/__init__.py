@@ -9,6 +9,8 @@ the same device (or write into ``out=``). NumPy bfloat16 works through ``ml_dtyp
 * Work on the GPU is queued on the caller's stream: PyTorch's current stream for torch tensors,
   CuPy's current stream for CuPy arrays; calls return before the GPU finishes, as in those
   libraries.
+* Arrays are read in place: their dtype must be float32, float16 or bfloat16 (int32 for
+  ``cu_seqlens``) in native byte order; nothing is converted.
 * Failures raise :class:`FlashkitError` subclasses whose message names the argument and the
   rule it broke: :class:`InvalidArgumentError` (also a ``ValueError``),
   :class:`NotSupportedError`, :class:`OutOfMemoryError`, :class:`DeviceError`,
@@ -83,7 +85,8 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
 
     Raises:
         InvalidArgumentError: shapes, dtypes, strides, devices, window or softcap out of range
-            (the message names the argument, e.g. ``"q: head_dim 300 > 256"``).
+            (the message names the argument, e.g. ``"q: head_dim 300 > 256"``); q, k or v
+            None; window_size not two ints within int32; softmax_scale/softcap beyond float32.
         NotSupportedError: torch tensors that require grad while autograd is on.
     """
     return _ops.attention(None, q, k, v, softmax_scale=softmax_scale, causal=causal,
@@ -100,25 +103,39 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
     Args:
         a: ``(M, K)`` (``(K, M)`` with ``trans_a``), optionally with a leading batch dimension.
         b: ``(K, N)`` (``(N, K)`` with ``trans_b``), optionally batched.
-        c: optional ``(M, N)`` or ``(batch, M, N)``, read only when ``beta != 0``
-            (``beta != 0`` requires ``c``).
-        alpha, beta: finite floats.
+        c: optional addend ``(M, N)`` or ``(batch, M, N)``, scaled by ``beta``. BLAS
+            semantics: with the default ``beta=0.0`` c is not read at all (NaN/inf in it do not
+            propagate), so ``gemm(a, b, c)`` is ``a @ b``: pass ``beta=1.0`` to add c.
+            ``beta != 0`` requires c.
+        alpha, beta: floats within float32's range; finite.
         trans_a, trans_b: use the operand transposed (any strides also work: a transposed
             NumPy/torch view is fine without these flags).
-        bias: optional ``(N,)``, contiguous, any float dtype: one value per output column.
+        bias: optional ``(N,)``, contiguous, fp32/fp16/bf16 (need not match a): one value per
+            output column.
         activation: None, ``"relu"``, ``"gelu"`` (= ``"gelu_erf"``, exact, torch's default) or
             ``"gelu_tanh"``.
         out: optional output ``(M, N)`` / ``(batch, M, N)``.
 
-    dtypes: a and b share float32/float16/bfloat16; c and out share one (default: c's dtype,
-    else a's). Batched: a rank-2 operand is broadcast over the batch.
+    dtypes: a and b share float32/float16/bfloat16; c, out and the result share one, which
+    may differ from a's. A given c counts even when beta == 0 (its values are then unused, but
+    it is still checked and it shapes the result):
+
+    * the result's dtype is out's dtype when out is given; otherwise c's dtype, even when
+      beta == 0 (``gemm(a32, b32, c16)`` returns float16); otherwise a's dtype;
+    * c must match the result: dtype equal to out's, shape ``(M, N)`` or ``(1 | batch, M, N)``;
+    * without out, the result is ``(batch, M, N)`` if any of a, b, c has rank 3 (batch taken
+      from the first of them, in that order), else ``(M, N)``.
+
+    Batched: a rank-2 operand (or one of batch 1) is broadcast over the batch.
 
     Returns:
         ``out`` (new array in a's library and device unless given).
 
     Raises:
         InvalidArgumentError: ranks, inner dimensions or batch counts disagree, bias length is
-            not N, unknown activation, ``beta != 0`` without c, non-finite alpha/beta.
+            not N, unknown activation, ``beta != 0`` without c, non-finite alpha/beta or beyond
+            float32's range, a or b None, a dtype other than fp32/fp16/bf16, non-native
+            byte order.
     """
     return _ops.gemm(None, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
                      bias=bias, activation=activation, out=out)
@@ -133,8 +150,8 @@ def monarch(x, w1, w2, out=None, *, bias=None):
             tokens (they must be mergeable without a copy). Last dimension contiguous.
         w1: ``(nblocks1, q, p)``, R: block ``i`` maps ``x[..., i*p:(i+1)*p]`` to ``q`` values.
         w2: ``(nblocks2, s, r)``, L, with ``nblocks1 * q == nblocks2 * r``.
-        out: optional ``(..., nblocks2 * s)``.
-        bias: optional ``(nblocks2 * s,)``, any float dtype, contiguous.
+        out: optional, of exactly the result's shape ``x.shape[:-1] + (nblocks2 * s,)``.
+        bias: optional ``(nblocks2 * s,)``, fp32/fp16/bf16 (need not match x), contiguous.
 
     x, w1, w2 and out share float32/float16/bfloat16; weights must be compact; fp32
     accumulation. Element for element: ``y1[t, i*q + a] = sum_c w1[i, a, c] x[t, i*p + c]``,
@@ -146,7 +163,7 @@ def monarch(x, w1, w2, out=None, *, bias=None):
 
     Raises:
         InvalidArgumentError: ranks, ``n != nblocks1 * p``, ``nblocks1 * q != nblocks2 * r``,
-            dtypes, non-compact weights.
+            dtypes, non-compact weights, an out of another shape (even of the same size).
     """
     return _ops.monarch(None, x, w1, w2, out, bias=bias)
 
@@ -158,8 +175,8 @@ def blockdiag_linear(x, w, out=None, *, bias=None):
     Args:
         x: ``(..., nblocks * p)``; leading dimensions are flattened into tokens.
         w: ``(nblocks, q, p)``, compact.
-        out: optional ``(..., nblocks * q)``.
-        bias: optional ``(nblocks * q,)``, any float dtype.
+        out: optional, of exactly the result's shape ``x.shape[:-1] + (nblocks * q,)``.
+        bias: optional ``(nblocks * q,)``, fp32/fp16/bf16 (need not match x).
 
     x, w and out share float32/float16/bfloat16 (fp32 accumulation).
 
@@ -167,7 +184,8 @@ def blockdiag_linear(x, w, out=None, *, bias=None):
         ``out`` of shape ``x.shape[:-1] + (nblocks * q,)``.
 
     Raises:
-        InvalidArgumentError: ranks, ``x.shape[-1] != nblocks * p``, dtypes, strides.
+        InvalidArgumentError: ranks, ``x.shape[-1] != nblocks * p``, dtypes, strides, an out
+            of another shape (even of the same size).
     """
     return _ops.blockdiag_linear(None, x, w, out, bias=bias)
 

@@ -1,6 +1,9 @@
 """flashkit.Context: one backend and device, and the default context of each device."""
 
+import itertools
 import threading
+
+import numpy as np
 
 from . import _dlpack, _errors, _ops, capi
 
@@ -17,8 +20,8 @@ _FAMILIES = {
 def _parse_device(device):
     """("auto"|"cpu"|"cuda", ordinal) from "auto", "cpu", "cuda", "cuda:N", an int N (CUDA N) or
     a torch.device."""
-    if isinstance(device, int) and not isinstance(device, bool):
-        return "cuda", device
+    if isinstance(device, (int, np.integer)) and not isinstance(device, (bool, np.bool_)):
+        return "cuda", _ops.int_arg(device, "device", what=f"ordinal {int(device)}")
     text = str(device).strip().lower()
     if text in ("auto", "cpu", "cuda"):
         return text, 0
@@ -28,7 +31,7 @@ def _parse_device(device):
         except ValueError:
             ordinal = -1
         if ordinal >= 0:
-            return "cuda", ordinal
+            return "cuda", _ops.int_arg(ordinal, "device", what=f"ordinal {ordinal}")
     raise _errors.InvalidArgumentError(
         f"device: {device!r} is not 'auto', 'cpu', 'cuda' or 'cuda:N'", 100)
 
@@ -46,17 +49,23 @@ class Context:
         num_threads: CPU worker threads; 0 uses ``FLASHKIT_NUM_THREADS`` or every core.
 
     Raises:
-        InvalidArgumentError: unknown device string or kernel family, negative ``num_threads``.
+        InvalidArgumentError: unknown device string or kernel family, ``num_threads`` not an
+            int, negative or beyond int32, a device ordinal beyond int32.
         NotSupportedError: CUDA asked for but not compiled in, no such device, or a forced
             family the GPU cannot run.
 
     The simple functions (``flashkit.attention`` ...) use the default context of their inputs'
     device; a Context's methods of the same names run on that context instead. Contexts are
     immutable and may be shared between threads. ``close()`` (or ``with``) releases it early;
-    otherwise it is released when garbage collected.
+    otherwise it is released when garbage collected. Closing it first destroys the FFT plans
+    that :class:`FFTConv` objects made on it (a plan must not outlive its context); using it
+    afterwards, also through those FFTConv objects, raises InvalidArgumentError.
     """
 
     def __init__(self, device="auto", *, kernel_family=None, num_threads=0):
+        self._handle = None
+        self._plans = {}  # token -> fk_fftconv_plan_t*, all destroyed before the context
+        self._plans_lock = threading.Lock()
         kind, ordinal = _parse_device(device)
         if kernel_family not in _FAMILIES:
             raise _errors.InvalidArgumentError(
@@ -68,11 +77,15 @@ class Context:
                         "cuda": capi.FK_BACKEND_CUDA}[kind]
         opts.device_ordinal = ordinal
         opts.kernel_family = _FAMILIES[kernel_family]
-        opts.num_threads = int(num_threads)
-        self._handle = None
+        opts.num_threads = _ops.int_arg(num_threads, "num_threads")
         self._handle = capi.fk_context_create(opts)
         info = self.info()
         self.device = "cpu" if info["backend"] == "cpu" else f"cuda:{info['device_ordinal']}"
+
+    @property
+    def closed(self):
+        """True after close()."""
+        return self._handle is None
 
     @property
     def handle(self):
@@ -144,10 +157,37 @@ class Context:
         return _ops.blockdiag_linear(self, x, w, out, **kwargs)
 
     def close(self):
-        """Releases the context. Plans made on it (FFTConv caches) must be closed first."""
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            capi.fk_context_destroy(handle)
+        """Releases the context, after destroying the FFT plans made on it (the FFTConv objects
+        that cached them raise InvalidArgumentError when used on this context again). Calling
+        it twice does nothing. No call may be running on the context meanwhile."""
+        lock = getattr(self, "_plans_lock", None)
+        if lock is None:  # __init__ failed before setting anything up
+            return
+        with lock:
+            handle, self._handle = self._handle, None
+            plans, self._plans = self._plans, {}
+            for plan in plans.values():
+                capi.fk_fftconv_plan_destroy(plan)
+            if handle is not None:
+                capi.fk_context_destroy(handle)
+
+    # FFT plans are owned here, not by FFTConv, so that closing (or collecting) the context
+    # can destroy them first, whatever order the garbage collector finalises objects in.
+    def _create_fftconv_plan(self, opts):
+        """(token, plan): a new fk_fftconv_plan_t* on this context, destroyed by close() at the
+        latest."""
+        with self._plans_lock:
+            plan = capi.fk_fftconv_plan_create(self.handle, opts)
+            token = next(_plan_tokens)
+            self._plans[token] = plan
+        return token, plan
+
+    def _destroy_fftconv_plan(self, token):
+        """Destroys the plan of ``token`` unless close() has already."""
+        with self._plans_lock:
+            plan = self._plans.pop(token, None)
+            if plan is not None:
+                capi.fk_fftconv_plan_destroy(plan)
 
     def __enter__(self):
         return self
@@ -169,6 +209,7 @@ class Context:
                 f"kernel_family={info['kernel_family']!r}, name={info['device_name']!r})")
 
 
+_plan_tokens = itertools.count()
 _defaults = {}
 _defaults_lock = threading.Lock()
 

@@ -31,6 +31,7 @@ kDLInt = 0
 kDLUInt = 1
 kDLFloat = 2
 kDLBfloat = 4
+kDLComplex = 5
 kDLBool = 6
 kDLFloat8_e4m3fn = 10  # DLPack 1.1 numbering, as FK_DLPACK_FLOAT8_E4M3FN
 kDLFloat8_e5m2 = 12  # as FK_DLPACK_FLOAT8_E5M2
@@ -129,6 +130,38 @@ bfloat16 = DType(kDLBfloat, 16, "bfloat16")
 int32 = DType(kDLInt, 32, "int32")
 
 _BY_CODE = {(d.code, d.bits): d for d in (float32, float16, bfloat16, int32)}
+
+#: The element types flashkit computes in (inputs, outputs, weights, bias, gates, filters).
+COMPUTE_DTYPES = (float32, float16, bfloat16)
+#: FP8 codes are left to the C library, which reports them as FK_ERROR_NOT_SUPPORTED.
+_FP8_CODES = (kDLFloat8_e4m3fn, kDLFloat8_e5m2)
+
+
+def check_compute_dtype(ref):
+    """Raises InvalidArgumentError (naming the argument) unless ``ref`` (a TensorRef or None)
+    has one of the compute dtypes fp32/fp16/bf16 (fp8 goes on to the library, which answers
+    NotSupportedError)."""
+    if ref is None or ref.dtype in COMPUTE_DTYPES or ref.dtype.code in _FP8_CODES:
+        return
+    raise _errors.InvalidArgumentError(
+        f"{ref.name}: dtype {ref.dtype.name} is not supported (expected fp32, fp16 or bf16)",
+        103)
+
+
+def check_index_dtype(ref):
+    """Raises InvalidArgumentError unless ``ref`` (a TensorRef or None) is int32."""
+    if ref is None or ref.dtype == int32:
+        return
+    raise _errors.InvalidArgumentError(f"{ref.name}: dtype {ref.dtype.name} is not int32", 103)
+
+
+def compute_dtype(spec, name="dtype"):
+    """as_dtype(spec), restricted to fp32/fp16/bf16 (None stays None)."""
+    d = as_dtype(spec)
+    if d is not None and d not in COMPUTE_DTYPES:
+        raise _errors.InvalidArgumentError(
+            f"{name}: {d.name} is not float32, float16 or bfloat16", 103)
+    return d
 _ALIASES = {
     "float32": float32, "fp32": float32, "f32": float32, "float": float32,
     "float16": float16, "fp16": float16, "f16": float16, "half": float16,
@@ -152,7 +185,8 @@ def dtype_from_code(code, bits):
     if d is not None:
         return d
     names = {kDLInt: "int", kDLUInt: "uint", kDLFloat: "float", kDLBfloat: "bfloat",
-             kDLBool: "bool", kDLFloat8_e4m3fn: "float8_e4m3fn", kDLFloat8_e5m2: "float8_e5m2"}
+             kDLComplex: "complex", kDLBool: "bool", kDLFloat8_e4m3fn: "float8_e4m3fn",
+             kDLFloat8_e5m2: "float8_e5m2"}
     name = names.get(code, f"code{code}_")
     if code not in (kDLFloat8_e4m3fn, kDLFloat8_e5m2):
         name = f"{name}{bits}"
@@ -183,7 +217,7 @@ def as_dtype(spec):
         d = _ALIASES.get(spec.lower())
         if d is None:
             raise _errors.InvalidArgumentError(
-                f"dtype: {spec!r} is not one of float32, float16, bfloat16", 103)
+                f"dtype: {spec!r} is not float32, float16 or bfloat16", 103)
         return d
     if type(spec).__module__.startswith("torch"):  # torch.float32 -> "float32"
         name = str(spec).rsplit(".", 1)[-1]
@@ -328,7 +362,16 @@ def _compact_strides(shape):
     return tuple(reversed(strides))
 
 
+def _check_byte_order(np_dtype, name):
+    """Non-native byte order would be read as native (zero-copy): refused, not converted."""
+    if not np_dtype.isnative:
+        raise _errors.InvalidArgumentError(
+            f"{name}: dtype {np_dtype.str!r} has non-native byte order; flashkit reads memory "
+            f"in place, so convert it first (e.g. {name}.astype({np_dtype.name!r}))", 103)
+
+
 def _from_numpy(arr, name):
+    _check_byte_order(arr.dtype, name)
     ai = arr.__array_interface__
     dtype = dtype_from_numpy(arr.dtype)
     itemsize = arr.dtype.itemsize
@@ -386,6 +429,7 @@ def _from_dlpack(obj, name, lib, stream):
 def _from_cai(obj, name, lib):
     cai = obj.__cuda_array_interface__
     np_dtype = np.dtype(cai["typestr"])
+    _check_byte_order(np_dtype, name)
     dtype = dtype_from_numpy(np_dtype)
     shape = tuple(cai["shape"])
     if cai.get("strides") is None:

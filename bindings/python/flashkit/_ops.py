@@ -6,17 +6,79 @@ methods pass themselves.
 """
 
 import math
+import operator
 import threading
+
+import numpy as np
 
 from . import _dlpack, _errors, capi
 from ._dlpack import float32
 
+# ------------------------------------------------------------------------------------------
+# Scalar arguments: checked here, so that SWIG never raises OverflowError/TypeError for them
+# ------------------------------------------------------------------------------------------
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def int_arg(value, name, bits=32, what=None):
+    """``value`` as a Python int in the signed ``bits`` range. Accepts ints and NumPy integers;
+    rejects bools, floats (never truncated) and everything else. ``what`` describes the value
+    in messages (default: its repr)."""
+    what = what or repr(value)
+    if isinstance(value, (bool, np.bool_)):
+        raise _errors.InvalidArgumentError(f"{name}: {what} is a bool, not an int", 100)
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise _errors.InvalidArgumentError(
+            f"{name}: {what} is not an int ({type(value).__name__})", 100) from None
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if not lo <= v <= hi:
+        raise _errors.InvalidArgumentError(
+            f"{name}: {what} is outside the int{bits} range [{lo}, {hi}]", 100)
+    return v
+
+
+def float32_arg(value, name):
+    """``value`` as a Python float that converts to float32 without overflow. A finite value
+    beyond float32's range is refused; inf and NaN go on to the library, whose rules for them
+    differ per parameter (NaN softmax_scale selects the default, non-finite alpha is refused)."""
+    if isinstance(value, (str, bytes)):
+        raise _errors.InvalidArgumentError(f"{name}: {value!r} is not a number", 100)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise _errors.InvalidArgumentError(
+            f"{name}: {value!r} is not a number ({type(value).__name__})", 100) from None
+    if math.isfinite(v) and abs(v) > _FLOAT32_MAX:
+        raise _errors.InvalidArgumentError(
+            f"{name}: {v!r} is outside the float32 range (|{name}| <= {_FLOAT32_MAX:.8g})", 100)
+    return v
+
+
+def _none_error(name):
+    return _errors.InvalidArgumentError(f"{name}: None, but this array is required", 101)
+
 
 class _Call:
     """State of one C call: the context, the launch (stream), the converted tensors, and
-    everything that must stay alive until the call returns."""
+    everything that must stay alive until the call returns.
 
-    def __init__(self, ctx, inputs):
+    ``inputs`` is a list of (name, array or None); the first ``required`` of them must not be
+    None. Every input must have a compute dtype (fp32/fp16/bf16) except those named in
+    ``index_args`` (int32). All of this is checked before anything is allocated.
+    """
+
+    def __init__(self, ctx, inputs, required=1, index_args=()):
+        for name, obj in inputs[:required]:
+            if obj is None:
+                raise _none_error(name)
+        if ctx is not None:
+            from ._context import Context
+            if not isinstance(ctx, Context):
+                raise _errors.InvalidArgumentError(
+                    f"context: {type(ctx).__name__} is not a flashkit.Context", 101)
         index = next((i for i, (_, o) in enumerate(inputs) if o is not None), 0)
         primary_name, primary = inputs[index]
         if isinstance(primary, _dlpack.TensorRef):
@@ -36,6 +98,11 @@ class _Call:
         self.dl_stream = _dlpack.dlpack_stream(self.stream)
         self.keep = []
         self.refs = [_dlpack.as_tensor(o, n, self.dl_stream) for n, o in inputs]
+        for (name, _), ref in zip(inputs, self.refs):
+            if name in index_args:
+                _dlpack.check_index_dtype(ref)
+            else:
+                _dlpack.check_compute_dtype(ref)
         self.primary = self.refs[index]
         if ctx is None:
             from ._context import context_for
@@ -56,6 +123,7 @@ class _Call:
         else:
             obj = user_obj
             ref = _dlpack.as_tensor(obj, name, self.dl_stream, writable=True)
+            _dlpack.check_compute_dtype(ref)
         return obj, ref
 
     def addr(self, ref):
@@ -80,18 +148,22 @@ def _expect_rank(ref, ranks, layout):
 
 def _window(window_size):
     try:
-        left, right = (int(w) for w in window_size)
-    except (TypeError, ValueError):
+        pair = tuple(window_size)
+    except TypeError:
+        pair = None
+    if pair is None or len(pair) != 2:
         raise _errors.InvalidArgumentError(
-            f"window_size: {window_size!r} is not a pair (left, right) of ints", 100) from None
-    return left, right
+            f"window_size: {window_size!r} is not a pair (left, right) of ints", 100)
+    return tuple(int_arg(w, "window_size", what=f"{side} {w!r}")
+                 for side, w in zip(("left", "right"), pair))
 
 
 def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1),
               softcap=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
               max_seqlen_k=None, return_lse=False, out=None, _select=False):
     call = _Call(ctx, [("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q),
-                       ("cu_seqlens_k", cu_seqlens_k)])
+                       ("cu_seqlens_k", cu_seqlens_k)], required=3,
+                 index_args=("cu_seqlens_q", "cu_seqlens_k"))
     qr, kr, vr, cq, ck = call.refs
     varlen = cq is not None or ck is not None
     if varlen:
@@ -105,14 +177,17 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
         _expect_rank(vr, (4,), layout)
         lse_shape = (qr.shape[0], qr.shape[2], qr.shape[1])
     left, right = _window(window_size)
+    softmax_scale = (math.nan if softmax_scale is None
+                     else float32_arg(softmax_scale, "softmax_scale"))
+    softcap = float32_arg(softcap, "softcap")
 
     params = capi.fk_attention_params_t()
     capi.fk_attention_params_init(params)
-    params.softmax_scale = math.nan if softmax_scale is None else float(softmax_scale)
+    params.softmax_scale = softmax_scale
     params.causal = 1 if causal else 0
     params.window_size_left = left
     params.window_size_right = right
-    params.softcap = float(softcap)
+    params.softcap = softcap
 
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
     lse_obj, lser = (call.output("lse", None, lse_shape, float32) if return_lse
@@ -140,8 +215,9 @@ _ACTIVATIONS = {
 
 
 def _activation(activation):
-    if isinstance(activation, int) and not isinstance(activation, bool):
-        return activation  # a capi.FK_ACTIVATION_* value; the library checks its range
+    if isinstance(activation, (int, np.integer)) and not isinstance(activation, bool):
+        # a capi.FK_ACTIVATION_* value; the library checks which ones exist
+        return int_arg(activation, "activation")
     key = activation.lower() if isinstance(activation, str) else activation
     if key not in _ACTIVATIONS:
         raise _errors.InvalidArgumentError(
@@ -152,7 +228,7 @@ def _activation(activation):
 
 def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bias=None,
          activation=None, out=None, _select=False):
-    call = _Call(ctx, [("a", a), ("b", b), ("c", c), ("bias", bias)])
+    call = _Call(ctx, [("a", a), ("b", b), ("c", c), ("bias", bias)], required=2)
     ar, br, cr, biasr = call.refs
     _expect_rank(ar, (2, 3), "(M, K) or (batch, M, K)" if not trans_a else
                  "(K, M) or (batch, K, M)")
@@ -168,8 +244,8 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
     capi.fk_gemm_params_init(params)
     params.trans_a = 1 if trans_a else 0
     params.trans_b = 1 if trans_b else 0
-    params.alpha = float(alpha)
-    params.beta = float(beta)
+    params.alpha = float32_arg(alpha, "alpha")
+    params.beta = float32_arg(beta, "beta")
     params.activation = _activation(activation)
 
     out_obj, outr = call.output("out", out, shape, cr.dtype if cr is not None else ar.dtype)
@@ -185,6 +261,14 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
 # Monarch and block-diagonal linear
 # ------------------------------------------------------------------------------------------
 
+def _expect_out_shape(outr, shape, rule):
+    """The library sees x and out with their leading dimensions merged, so a differently shaped
+    out of the same size would pass there: the exact shape is checked here."""
+    if outr.shape != tuple(shape):
+        raise _errors.InvalidArgumentError(
+            f"out: shape {outr.shape} is not {tuple(shape)} ({rule})", 104)
+
+
 def _monarch_params():
     params = capi.fk_monarch_params_t()
     capi.fk_monarch_params_init(params)
@@ -192,7 +276,7 @@ def _monarch_params():
 
 
 def monarch(ctx, x, w1, w2, out=None, *, bias=None, _select=False):
-    call = _Call(ctx, [("x", x), ("w1", w1), ("w2", w2), ("bias", bias)])
+    call = _Call(ctx, [("x", x), ("w1", w1), ("w2", w2), ("bias", bias)], required=3)
     xr, w1r, w2r, biasr = call.refs
     _expect_rank(w1r, (3,), "(nblocks1, q, p)")
     _expect_rank(w2r, (3,), "(nblocks2, s, r)")
@@ -200,6 +284,7 @@ def monarch(ctx, x, w1, w2, out=None, *, bias=None, _select=False):
         _expect_rank(xr, (2,), "(tokens, n)")
     n_out = w2r.shape[0] * w2r.shape[1]
     out_obj, outr = call.output("out", out, xr.shape[:-1] + (n_out,), xr.dtype)
+    _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks2 * s,)")
     args = [call.addr(r) for r in (xr.flatten_leading(1), w1r, w2r, biasr,
                                    outr.flatten_leading(1))]
     if _select:
@@ -210,13 +295,14 @@ def monarch(ctx, x, w1, w2, out=None, *, bias=None, _select=False):
 
 
 def blockdiag_linear(ctx, x, w, out=None, *, bias=None, _select=False):
-    call = _Call(ctx, [("x", x), ("w", w), ("bias", bias)])
+    call = _Call(ctx, [("x", x), ("w", w), ("bias", bias)], required=2)
     xr, wr, biasr = call.refs
     _expect_rank(wr, (3,), "(nblocks, q, p)")
     if xr.ndim < 1:
         _expect_rank(xr, (2,), "(tokens, nblocks * p)")
     n_out = wr.shape[0] * wr.shape[1]
     out_obj, outr = call.output("out", out, xr.shape[:-1] + (n_out,), xr.dtype)
+    _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks * q,)")
     args = [call.addr(r) for r in (xr.flatten_leading(1), wr, biasr, outr.flatten_leading(1))]
     if _select:
         return capi.fk_blockdiag_linear_select_kernel(call.ctx.handle, _monarch_params(), *args)
@@ -249,58 +335,68 @@ class FFTConv:
             ``"bidirectional"`` (centred odd filter ``filter_len = 2R + 1``:
             ``y[t] = sum_{j=-R..R} k[R+j] v[t-j]``; M2-BERT's sequence mixer).
         dtype: dtype of ``u``, ``y`` and the gates (``"float32"``, ``"float16"``,
-            ``"bfloat16"``, or a NumPy/ml_dtypes/torch dtype); None takes ``u``'s dtype.
+            ``"bfloat16"``, or such a NumPy/ml_dtypes/torch dtype; anything else raises here);
+            None takes ``u``'s dtype.
 
     Calling it, ``conv(u, k, D=None, pregate=None, postgate=None, *, out=None)``:
 
     * ``u``: ``(batch, channels, seqlen)``, fp32/fp16/bf16, last dimension contiguous;
-    * ``k``: ``(channels, filter_len)``, any float dtype, last dimension contiguous;
+    * ``k``: ``(channels, filter_len)``, fp32/fp16/bf16 (need not match ``u``), last dimension
+      contiguous;
     * ``D``: optional ``(channels,)`` skip term; ``pregate``/``postgate``: optional, like ``u``;
     * returns ``y = postgate * (conv(pregate * u, k) + D * (pregate * u))`` (each factor only if
       given), ``(batch, channels, seqlen)`` in ``u``'s library and device, or ``out``.
 
-    The C plan (twiddles, scratch) is made on first use for each (device, channels,
-    filter_len, dtype) and reused. Raises InvalidArgumentError for a bad mode, a size that is
-    not a power of two or too small for the mode, mismatched shapes or dtypes.
+    The C plan (twiddles, scratch) is made on first use for each (context, channels,
+    filter_len, dtype) and reused. Plans belong to their context: closing the context destroys
+    them first, and a later call on that context raises InvalidArgumentError. Raises
+    InvalidArgumentError for a bad mode or dtype, a size that is not an int, not a power of two
+    or too small for the mode, mismatched shapes or dtypes.
     """
 
     def __init__(self, seqlen, fft_size=None, mode="causal", dtype=None):
         if mode not in _MODES:
             raise _errors.InvalidArgumentError(
                 f"mode: {mode!r} is not 'causal', 'circular' or 'bidirectional'", 100)
-        if int(seqlen) < 0:
+        seqlen = int_arg(seqlen, "seqlen", bits=64)
+        if seqlen < 0:
             raise _errors.InvalidArgumentError(f"seqlen: {seqlen} is negative", 100)
-        self.seqlen = int(seqlen)
-        self.fft_size = None if fft_size is None else int(fft_size)
+        self.seqlen = seqlen
+        self.fft_size = None if fft_size is None else int_arg(fft_size, "fft_size", bits=64)
         self.mode = mode
-        self.dtype = _dlpack.as_dtype(dtype)
-        self._plans = {}
+        self.dtype = _dlpack.compute_dtype(dtype, "dtype")
+        self._plans = {}  # (id(ctx), channels, filter_len, dtype) -> (ctx, token, plan)
         self._lock = threading.Lock()
 
     def _plan(self, ctx, channels, filter_len, dtype):
-        key = (id(ctx), channels, filter_len, dtype)
-        entry = self._plans.get(key)
-        if entry is None:
-            opts = capi.fk_fftconv_plan_options_t()
-            capi.fk_fftconv_plan_options_init(opts)
-            opts.mode = _MODES[self.mode]
-            opts.channels = channels
-            opts.seqlen = self.seqlen
-            opts.filter_len = filter_len
-            opts.fft_size = self.fft_size or 0
-            dl = capi.DLDataType()
-            dl.code, dl.bits, dl.lanes = dtype.code, dtype.bits, 1
-            opts.dtype = dl
+        if ctx.closed:
+            # Forget the plans of the closed context (it destroyed them) and say why.
             with self._lock:
-                entry = self._plans.get(key)
-                if entry is None:
-                    entry = (ctx, capi.fk_fftconv_plan_create(ctx.handle, opts))
-                    self._plans[key] = entry
-        return entry[1]
+                for key in [key for key, e in self._plans.items() if e[0] is ctx]:
+                    del self._plans[key]
+            ctx.handle  # raises InvalidArgumentError("context: used after close()")
+        key = (id(ctx), channels, filter_len, dtype)
+        with self._lock:
+            entry = self._plans.get(key)
+            if entry is None:
+                opts = capi.fk_fftconv_plan_options_t()
+                capi.fk_fftconv_plan_options_init(opts)
+                opts.mode = _MODES[self.mode]
+                opts.channels = channels
+                opts.seqlen = self.seqlen
+                opts.filter_len = filter_len
+                opts.fft_size = self.fft_size or 0
+                dl = capi.DLDataType()
+                dl.code, dl.bits, dl.lanes = dtype.code, dtype.bits, 1
+                opts.dtype = dl
+                token, plan = ctx._create_fftconv_plan(opts)
+                entry = (ctx, token, plan)
+                self._plans[key] = entry
+        return entry[2]
 
     def _run(self, ctx, u, k, D, pregate, postgate, out, select):
         call = _Call(ctx, [("u", u), ("k", k), ("D", D), ("pregate", pregate),
-                           ("postgate", postgate)])
+                           ("postgate", postgate)], required=2)
         ur, kr, dr, prer, postr = call.refs
         _expect_rank(ur, (3,), "(batch, channels, seqlen)")
         _expect_rank(kr, (2,), "(channels, filter_len)")
@@ -329,7 +425,8 @@ class FFTConv:
         """The fft_size the plan for (channels, filter_len) uses after defaulting."""
         from ._context import default_context
         ctx = context or default_context("cpu")
-        plan = self._plan(ctx, int(channels), int(filter_len or self.seqlen),
+        plan = self._plan(ctx, int_arg(channels, "channels", bits=64),
+                          int_arg(filter_len or self.seqlen, "filter_len", bits=64),
                           self.dtype or float32)
         opts = capi.fk_fftconv_plan_options_t()
         capi.fk_fftconv_plan_options_init(opts)
@@ -337,11 +434,12 @@ class FFTConv:
         return opts.fft_size
 
     def close(self):
-        """Destroys the cached C plans (done automatically when the object is collected)."""
+        """Destroys the cached C plans (done automatically when the object is collected, and by
+        Context.close() for the plans on that context)."""
         with self._lock:
             plans, self._plans = self._plans, {}
-        for _ctx, plan in plans.values():
-            capi.fk_fftconv_plan_destroy(plan)
+        for ctx, token, _plan in plans.values():
+            ctx._destroy_fftconv_plan(token)  # nothing when the context destroyed it already
 
     def __del__(self):
         try:
@@ -356,6 +454,8 @@ class FFTConv:
 
 def _select_fftconv(ctx, u, k, D=None, pregate=None, postgate=None, *, fft_size=None,
                     mode="causal", dtype=None, out=None):
+    if u is None:
+        raise _none_error("u")
     shape = tuple(getattr(u, "shape", ()))
     if len(shape) != 3:
         _expect_rank(_dlpack.as_tensor(u, "u"), (3,), "(batch, channels, seqlen)")

@@ -47,6 +47,8 @@ def _unsupported(func, dropout_p, alibi_slopes, block_table=None):
 
 def _unpack(packed, name, dim, names):
     """Strided views of a packed tensor (no copy): qkv[..., i, :, :] for i in 0..len(names)."""
+    if packed is None:
+        raise _ops._none_error(name)
     ref = _dlpack.as_tensor(packed, name, _stream_hint(packed))
     if ref.ndim <= dim or ref.shape[dim] != len(names):
         raise _errors.InvalidArgumentError(
