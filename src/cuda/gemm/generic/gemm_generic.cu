@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/backend.h"
+#include "cuda/common/activation.cuh"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/dtype.cuh"
@@ -66,19 +67,6 @@ struct SliceLoader {
     }
   }
 };
-
-__device__ __forceinline__ float activate(float x, Activation act) {
-  switch (act) {
-    case Activation::Relu: return fmaxf(x, 0.0f);
-    case Activation::GeluTanh: {
-      // Hendrycks & Gimpel 2016, tanh approximation.
-      const float k0 = 0.7978845608028654f, k1 = 0.044715f;
-      return 0.5f * x * (1.0f + tanhf(k0 * (x + k1 * x * x * x)));
-    }
-    case Activation::GeluErf: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
-    default: return x;
-  }
-}
 
 __global__ void __launch_bounds__(kThreads) gemm_tiled_kernel(const GemmArgs p, int64_t tiles_m,
                                                               int64_t tiles_n) {

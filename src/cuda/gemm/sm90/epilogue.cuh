@@ -16,6 +16,7 @@
 
 #include <type_traits>
 
+#include "cuda/common/activation.cuh"
 #include "cuda/common/dtype.cuh"
 #include "cuda/gemm/sm90/launch.h"
 
@@ -77,19 +78,6 @@ __device__ __forceinline__ bool splitk_reduce(const SplitKParams& sk, int32_t sp
     }
   }
   return true;
-}
-
-__device__ __forceinline__ float apply_activation(float x, int32_t act) {
-  switch (static_cast<Activation>(act)) {
-    case Activation::Relu: return fmaxf(x, 0.0f);
-    case Activation::GeluTanh: {
-      // Hendrycks & Gimpel 2016, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-      const float k0 = 0.7978845608028654f, k1 = 0.044715f;
-      return 0.5f * x * (1.0f + tanhf(k0 * (x + k1 * x * x * x)));
-    }
-    case Activation::GeluErf: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
-    default: return x;
-  }
 }
 
 // Four consecutive elements starting at `base + off`, `step` apart (step 1 when `vec`).
@@ -236,7 +224,7 @@ __device__ __forceinline__ void epilogue_chunk_vec(const EpilogueParams& e, cons
       }
       if (act) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = apply_activation(v[j], e.activation);
+        for (int j = 0; j < 4; ++j) v[j] = activate(v[j], static_cast<Activation>(e.activation));
       }
       store4v<Out>(d + d_off + 8 * g * d_slow_step, v);
     }
@@ -369,7 +357,7 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
       }
       if (e.activation != int32_t(Activation::None)) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = apply_activation(v[j], e.activation);
+        for (int j = 0; j < 4; ++j) v[j] = activate(v[j], static_cast<Activation>(e.activation));
       }
       store4(e.d, e.d_dtype, d_off_l + m * e.d_stride_m + n * e.d_stride_n,
              col_mode ? e.d_stride_m : e.d_stride_n, count, e.d_vec != 0, v);
