@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "api/run_op.h"
 #include "api/validate.h"
 #include "core/cuda_runtime.h"
 #include "dispatch/dispatch.h"
@@ -288,20 +289,13 @@ fk_status_t fk_attention_forward(const fk_context_t* context, const fk_launch_t*
                                  const DLTensor* k, const DLTensor* v,
                                  const DLTensor* cu_seqlens_q, const DLTensor* cu_seqlens_k,
                                  const DLTensor* out, const DLTensor* lse) {
-  return guarded([&]() -> fk_status_t {
-    FK_RETURN_IF_ERROR(check_context(context));
-    fk_launch_t l;
-    FK_RETURN_IF_ERROR(load_launch(launch, &l));
-    AttentionProblem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k,
-                                     out, lse, &p, &empty));
-    if (empty) return FK_SUCCESS;
-    const AttentionVariant* var = select_attention(context, p);
-    if (!var) return set_error(FK_ERROR_INTERNAL, "attention: no kernel variant matched");
-    log_variant("attention", var->name);
-    return var->run(make_exec_context(context, &l), p);
-  });
+  return run_op<AttentionProblem>(
+      "attention", context, launch,
+      [&](const fk_launch_t& l, AttentionProblem* p, bool* empty) {
+        return build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse,
+                             p, empty);
+      },
+      select_attention);
 }
 
 fk_status_t fk_attention_select_kernel(const fk_context_t* context,
@@ -310,20 +304,13 @@ fk_status_t fk_attention_select_kernel(const fk_context_t* context,
                                        const DLTensor* cu_seqlens_q,
                                        const DLTensor* cu_seqlens_k, const DLTensor* out,
                                        const DLTensor* lse, const char** variant_name) {
-  return guarded([&]() -> fk_status_t {
-    FK_RETURN_IF_ERROR(check_context(context));
-    if (!variant_name) return set_error(FK_ERROR_NULL_POINTER, "variant_name: NULL");
-    fk_launch_t l;
-    fk_launch_init(&l);
-    AttentionProblem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k,
-                                     out, lse, &p, &empty));
-    const AttentionVariant* var = select_attention(context, p);
-    if (!var) return set_error(FK_ERROR_INTERNAL, "attention: no kernel variant matched");
-    *variant_name = var->name;
-    return FK_SUCCESS;
-  });
+  return name_op<AttentionProblem>(
+      "attention", context, variant_name,
+      [&](const fk_launch_t& l, AttentionProblem* p, bool* empty) {
+        return build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse,
+                             p, empty);
+      },
+      select_attention);
 }
 
 }  // extern "C"

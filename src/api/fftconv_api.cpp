@@ -2,6 +2,7 @@
 #include <cinttypes>
 #include <cstring>
 
+#include "api/run_op.h"
 #include "api/validate.h"
 #include "dispatch/dispatch.h"
 
@@ -241,36 +242,26 @@ fk_status_t fk_fftconv_forward(const fk_fftconv_plan_t* plan, const fk_launch_t*
                                const DLTensor* u, const DLTensor* k, const DLTensor* D,
                                const DLTensor* pregate, const DLTensor* postgate,
                                const DLTensor* y) {
-  return guarded([&]() -> fk_status_t {
-    if (!plan) return set_error(FK_ERROR_NULL_POINTER, "plan: NULL handle");
-    fk_launch_t l;
-    FK_RETURN_IF_ERROR(load_launch(launch, &l));
-    FFTConvProblem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build_problem(plan, u, k, D, pregate, postgate, y, &p, &empty));
-    if (empty) return FK_SUCCESS;
-    const FFTConvVariant* var = select_fftconv(plan->context, p);
-    if (!var) return set_error(FK_ERROR_INTERNAL, "fftconv: no kernel variant matched");
-    log_variant("fftconv", var->name);
-    return var->run(make_exec_context(plan->context, &l), p);
-  });
+  if (!plan) return set_error(FK_ERROR_NULL_POINTER, "plan: NULL handle");
+  return run_op<FFTConvProblem>(
+      "fftconv", plan->context, launch,
+      [&](const fk_launch_t&, FFTConvProblem* p, bool* empty) {
+        return build_problem(plan, u, k, D, pregate, postgate, y, p, empty);
+      },
+      select_fftconv);
 }
 
 fk_status_t fk_fftconv_select_kernel(const fk_fftconv_plan_t* plan, const DLTensor* u,
                                      const DLTensor* k, const DLTensor* D,
                                      const DLTensor* pregate, const DLTensor* postgate,
                                      const DLTensor* y, const char** variant_name) {
-  return guarded([&]() -> fk_status_t {
-    if (!plan) return set_error(FK_ERROR_NULL_POINTER, "plan: NULL handle");
-    if (!variant_name) return set_error(FK_ERROR_NULL_POINTER, "variant_name: NULL");
-    FFTConvProblem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build_problem(plan, u, k, D, pregate, postgate, y, &p, &empty));
-    const FFTConvVariant* var = select_fftconv(plan->context, p);
-    if (!var) return set_error(FK_ERROR_INTERNAL, "fftconv: no kernel variant matched");
-    *variant_name = var->name;
-    return FK_SUCCESS;
-  });
+  if (!plan) return set_error(FK_ERROR_NULL_POINTER, "plan: NULL handle");
+  return name_op<FFTConvProblem>(
+      "fftconv", plan->context, variant_name,
+      [&](const fk_launch_t&, FFTConvProblem* p, bool* empty) {
+        return build_problem(plan, u, k, D, pregate, postgate, y, p, empty);
+      },
+      select_fftconv);
 }
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cmath>
 
+#include "api/run_op.h"
 #include "api/validate.h"
 #include "dispatch/dispatch.h"
 
@@ -177,36 +178,24 @@ fk_status_t fk_gemm_params_init(fk_gemm_params_t* params) {
 fk_status_t fk_gemm(const fk_context_t* context, const fk_launch_t* launch,
                     const fk_gemm_params_t* params, const DLTensor* a, const DLTensor* b,
                     const DLTensor* c, const DLTensor* bias, const DLTensor* d) {
-  return guarded([&]() -> fk_status_t {
-    FK_RETURN_IF_ERROR(check_context(context));
-    fk_launch_t l;
-    FK_RETURN_IF_ERROR(load_launch(launch, &l));
-    GemmProblem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build_problem(context, params, a, b, c, bias, d, &p, &empty));
-    if (empty) return FK_SUCCESS;
-    const GemmVariant* var = select_gemm(context, p);
-    if (!var) return set_error(FK_ERROR_INTERNAL, "gemm: no kernel variant matched");
-    log_variant("gemm", var->name);
-    return var->run(make_exec_context(context, &l), p);
-  });
+  return run_op<GemmProblem>(
+      "gemm", context, launch,
+      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
+        return build_problem(context, params, a, b, c, bias, d, p, empty);
+      },
+      select_gemm);
 }
 
 fk_status_t fk_gemm_select_kernel(const fk_context_t* context, const fk_gemm_params_t* params,
                                   const DLTensor* a, const DLTensor* b, const DLTensor* c,
                                   const DLTensor* bias, const DLTensor* d,
                                   const char** variant_name) {
-  return guarded([&]() -> fk_status_t {
-    FK_RETURN_IF_ERROR(check_context(context));
-    if (!variant_name) return set_error(FK_ERROR_NULL_POINTER, "variant_name: NULL");
-    GemmProblem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build_problem(context, params, a, b, c, bias, d, &p, &empty));
-    const GemmVariant* var = select_gemm(context, p);
-    if (!var) return set_error(FK_ERROR_INTERNAL, "gemm: no kernel variant matched");
-    *variant_name = var->name;
-    return FK_SUCCESS;
-  });
+  return name_op<GemmProblem>(
+      "gemm", context, variant_name,
+      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
+        return build_problem(context, params, a, b, c, bias, d, p, empty);
+      },
+      select_gemm);
 }
 
 }  // extern "C"

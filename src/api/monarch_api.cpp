@@ -1,6 +1,7 @@
 // fk_monarch and fk_blockdiag_linear: argument checking and dispatch.
 #include <cinttypes>
 
+#include "api/run_op.h"
 #include "api/validate.h"
 #include "dispatch/dispatch.h"
 
@@ -145,19 +146,12 @@ fk_status_t fk_monarch_params_init(fk_monarch_params_t* params) {
 fk_status_t fk_monarch(const fk_context_t* context, const fk_launch_t* launch,
                        const fk_monarch_params_t* params, const DLTensor* x, const DLTensor* w1,
                        const DLTensor* w2, const DLTensor* bias, const DLTensor* out) {
-  return guarded([&]() -> fk_status_t {
-    FK_RETURN_IF_ERROR(check_context(context));
-    fk_launch_t l;
-    FK_RETURN_IF_ERROR(load_launch(launch, &l));
-    MonarchProblem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build_monarch(context, params, x, w1, w2, bias, out, &p, &empty));
-    if (empty) return FK_SUCCESS;
-    const MonarchVariant* var = select_monarch(context, p);
-    if (!var) return set_error(FK_ERROR_INTERNAL, "monarch: no kernel variant matched");
-    log_variant("monarch", var->name);
-    return var->run(make_exec_context(context, &l), p);
-  });
+  return run_op<MonarchProblem>(
+      "monarch", context, launch,
+      [&](const fk_launch_t&, MonarchProblem* p, bool* empty) {
+        return build_monarch(context, params, x, w1, w2, bias, out, p, empty);
+      },
+      select_monarch);
 }
 
 fk_status_t fk_monarch_select_kernel(const fk_context_t* context,
@@ -165,35 +159,23 @@ fk_status_t fk_monarch_select_kernel(const fk_context_t* context,
                                      const DLTensor* w1, const DLTensor* w2,
                                      const DLTensor* bias, const DLTensor* out,
                                      const char** variant_name) {
-  return guarded([&]() -> fk_status_t {
-    FK_RETURN_IF_ERROR(check_context(context));
-    if (!variant_name) return set_error(FK_ERROR_NULL_POINTER, "variant_name: NULL");
-    MonarchProblem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build_monarch(context, params, x, w1, w2, bias, out, &p, &empty));
-    const MonarchVariant* var = select_monarch(context, p);
-    if (!var) return set_error(FK_ERROR_INTERNAL, "monarch: no kernel variant matched");
-    *variant_name = var->name;
-    return FK_SUCCESS;
-  });
+  return name_op<MonarchProblem>(
+      "monarch", context, variant_name,
+      [&](const fk_launch_t&, MonarchProblem* p, bool* empty) {
+        return build_monarch(context, params, x, w1, w2, bias, out, p, empty);
+      },
+      select_monarch);
 }
 
 fk_status_t fk_blockdiag_linear(const fk_context_t* context, const fk_launch_t* launch,
                                 const fk_monarch_params_t* params, const DLTensor* x,
                                 const DLTensor* w, const DLTensor* bias, const DLTensor* out) {
-  return guarded([&]() -> fk_status_t {
-    FK_RETURN_IF_ERROR(check_context(context));
-    fk_launch_t l;
-    FK_RETURN_IF_ERROR(load_launch(launch, &l));
-    BlockdiagProblem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build_blockdiag(context, params, x, w, bias, out, &p, &empty));
-    if (empty) return FK_SUCCESS;
-    const BlockdiagVariant* var = select_blockdiag(context, p);
-    if (!var) return set_error(FK_ERROR_INTERNAL, "blockdiag_linear: no kernel variant matched");
-    log_variant("blockdiag_linear", var->name);
-    return var->run(make_exec_context(context, &l), p);
-  });
+  return run_op<BlockdiagProblem>(
+      "blockdiag_linear", context, launch,
+      [&](const fk_launch_t&, BlockdiagProblem* p, bool* empty) {
+        return build_blockdiag(context, params, x, w, bias, out, p, empty);
+      },
+      select_blockdiag);
 }
 
 fk_status_t fk_blockdiag_linear_select_kernel(const fk_context_t* context,
@@ -201,17 +183,12 @@ fk_status_t fk_blockdiag_linear_select_kernel(const fk_context_t* context,
                                               const DLTensor* x, const DLTensor* w,
                                               const DLTensor* bias, const DLTensor* out,
                                               const char** variant_name) {
-  return guarded([&]() -> fk_status_t {
-    FK_RETURN_IF_ERROR(check_context(context));
-    if (!variant_name) return set_error(FK_ERROR_NULL_POINTER, "variant_name: NULL");
-    BlockdiagProblem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build_blockdiag(context, params, x, w, bias, out, &p, &empty));
-    const BlockdiagVariant* var = select_blockdiag(context, p);
-    if (!var) return set_error(FK_ERROR_INTERNAL, "blockdiag_linear: no kernel variant matched");
-    *variant_name = var->name;
-    return FK_SUCCESS;
-  });
+  return name_op<BlockdiagProblem>(
+      "blockdiag_linear", context, variant_name,
+      [&](const fk_launch_t&, BlockdiagProblem* p, bool* empty) {
+        return build_blockdiag(context, params, x, w, bias, out, p, empty);
+      },
+      select_blockdiag);
 }
 
 }  // extern "C"
