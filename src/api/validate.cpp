@@ -41,7 +41,6 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
   }
   if (t->ndim > 0 && !t->shape) return set_error(FK_ERROR_NULL_POINTER, "%s: shape is NULL", name);
   TensorView v;
-  FK_RETURN_IF_ERROR(decode_dtype(name, t->dtype, allow_int32, &v.dtype));
   v.rank = t->ndim;
   int64_t numel = 1;
   for (int i = 0; i < v.rank; ++i) {
@@ -54,6 +53,9 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
       return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: element count overflows 64 bits", name);
     }
   }
+  // Data before dtype: an empty (zero-initialised) DLTensor is reported as missing data.
+  if (!t->data && numel > 0) return set_error(FK_ERROR_NULL_POINTER, "%s: data is NULL", name);
+  FK_RETURN_IF_ERROR(decode_dtype(name, t->dtype, allow_int32, &v.dtype));
   // Compact row-major strides when the producer gives none (DLPack convention). The stride of
   // a dimension of extent 0 or 1, or of any dimension of an empty tensor, addresses nothing:
   // producers leave arbitrary values there (NumPy, PyTorch), so it is normalised, not checked.
@@ -89,7 +91,6 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
     }
   }
   char* base = static_cast<char*>(t->data);
-  if (!base && numel > 0) return set_error(FK_ERROR_NULL_POINTER, "%s: data is NULL", name);
   if (base) base += t->byte_offset;
   if (base && reinterpret_cast<uintptr_t>(base) % dtype_bytes(v.dtype) != 0) {
     return set_error(FK_ERROR_MISALIGNED,

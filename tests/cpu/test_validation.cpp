@@ -253,6 +253,14 @@ TEST_CASE("attention: validation rules", "[validation][attention]") {
                  FK_ERROR_NULL_POINTER, {"q"});
     CHECK(a.untouched());
   }
+  SECTION("an empty (zero-initialised) DLTensor is reported as missing data") {
+    Attn a;
+    DLTensor empty{};
+    expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, &empty, a.k.view(), a.v.view(),
+                                      nullptr, nullptr, a.out.view(), nullptr),
+                 FK_ERROR_NULL_POINTER, {"q: data is NULL"});
+    CHECK(a.untouched());
+  }
   SECTION("NULL data with a nonzero size") {
     Attn a;
     a.v.dl.data = nullptr;

@@ -143,7 +143,7 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     try {
       FlashkitNative.fk_attention_forward(handle(), Launch.encode(launch), p, h(q), h(k), h(v),
-          h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse));
+          h(cuSeqlensQ), h(cuSeqlensK), o(out, "out"), o(lse, "lse"));
     } finally {
       p.delete();
     }
@@ -174,7 +174,7 @@ public final class Context implements AutoCloseable {
       Launch launch) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     try {
-      FlashkitNative.fk_gemm(handle(), Launch.encode(launch), p, h(a), h(b), h(c), h(bias), h(d));
+      FlashkitNative.fk_gemm(handle(), Launch.encode(launch), p, h(a), h(b), h(c), h(bias), o(d, "d"));
     } finally {
       p.delete();
     }
@@ -204,7 +204,7 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     try {
       FlashkitNative.fk_monarch(handle(), Launch.encode(launch), p, h(x), h(w1), h(w2), h(bias),
-          h(out));
+          o(out, "out"));
     } finally {
       p.delete();
     }
@@ -229,7 +229,7 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     try {
       FlashkitNative.fk_blockdiag_linear(handle(), Launch.encode(launch), p, h(x), h(w), h(bias),
-          h(out));
+          o(out, "out"));
     } finally {
       p.delete();
     }
@@ -288,6 +288,10 @@ public final class Context implements AutoCloseable {
 
   private static long h(Tensor t) {
     return Tensor.handleOf(t);
+  }
+
+  private static long o(Tensor t, String name) {
+    return Tensor.outputHandleOf(t, name);
   }
 
   private static fk_attention_params_t nativeParams(AttentionParams params) {

@@ -178,7 +178,7 @@ public final class FFTConvPlan implements AutoCloseable {
       Launch launch) {
     FlashkitNative.fk_fftconv_forward(handle(), Launch.encode(launch), Tensor.handleOf(u),
         Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
-        Tensor.handleOf(postgate), Tensor.handleOf(y));
+        Tensor.handleOf(postgate), Tensor.outputHandleOf(y, "y"));
   }
 
   /** The kernel variant {@link #forward} would run, e.g. "cpu.fftconv"; validates the same. */

@@ -30,6 +30,7 @@ public final class Tensor implements AutoCloseable {
   private final long[] strides;
   private final DeviceType deviceType;
   private final int deviceId;
+  private final boolean readOnly; // over a read-only buffer: may not be an output
 
   private Tensor(long dataAddress, Buffer buffer, DeviceType deviceType, int deviceId,
       DType dtype, long[] shape, long[] strides) {
@@ -39,6 +40,7 @@ public final class Tensor implements AutoCloseable {
     this.strides = strides == null ? null : strides.clone();
     this.deviceType = deviceType;
     this.deviceId = deviceId;
+    this.readOnly = buffer != null && buffer.isReadOnly();
     this.handle = FlashkitNative.fkj_tensor_create(dataAddress, deviceType.value(), deviceId,
         dtype.code(), dtype.bits(), this.shape, this.strides);
   }
@@ -52,7 +54,12 @@ public final class Tensor implements AutoCloseable {
    * by a direct native-order buffer it owns (read it through {@link #floats()} etc.).
    */
   public static Tensor allocate(DType dtype, long... shape) {
-    long n = elementCount(shape);
+    long n;
+    try {
+      n = elementCount(shape);
+    } catch (ArithmeticException e) {
+      throw new IllegalArgumentException("shape: " + Arrays.toString(shape) + " has more elements than a long can count");
+    }
     long bytes = Math.max(1, n) * dtype.bytes();
     if (bytes > Integer.MAX_VALUE) {
       throw new IllegalArgumentException("shape: " + bytes + " bytes exceeds a Java buffer");
@@ -113,7 +120,14 @@ public final class Tensor implements AutoCloseable {
               + " (call .order(ByteOrder.nativeOrder()) on the ByteBuffer)");
     }
     checkShape(shape, strides);
-    long needBytes = spanElements(shape, strides) * dtype.bytes();
+    long needBytes;
+    try {
+      needBytes = Math.multiplyExact(spanElements(shape, strides), (long) dtype.bytes());
+    } catch (ArithmeticException e) {
+      throw new IllegalArgumentException("shape: " + Arrays.toString(shape)
+          + (strides == null ? "" : " strides " + Arrays.toString(strides))
+          + " addresses more elements than a long can count");
+    }
     long haveBytes = (long) data.remaining() * unitBytes;
     if (needBytes > haveBytes) {
       throw new IllegalArgumentException("data: " + haveBytes + " bytes remain in the buffer but shape "
@@ -147,7 +161,7 @@ public final class Tensor implements AutoCloseable {
     for (int i = 0; i < shape.length; ++i) {
       if (shape[i] == 0) return 0;
       if (strides[i] < 0) return elementCount(shape); // the library rejects it with its own message
-      span += (shape[i] - 1) * strides[i];
+      span = Math.addExact(span, Math.multiplyExact(shape[i] - 1, strides[i]));
     }
     return span;
   }
@@ -246,6 +260,14 @@ public final class Tensor implements AutoCloseable {
   /** The native handle of an optional tensor: 0 (NULL) for null. */
   static long handleOf(Tensor t) {
     return t == null ? 0 : t.handle();
+  }
+
+  /** The handle of a tensor the library will write; a read-only buffer is refused. */
+  static long outputHandleOf(Tensor t, String name) {
+    if (t != null && t.readOnly) {
+      throw new IllegalArgumentException(name + ": backed by a read-only buffer, cannot be an output");
+    }
+    return handleOf(t);
   }
 
   /** Frees the native descriptor; the data is not touched. Idempotent. */

@@ -34,6 +34,34 @@ class TensorTest {
   }
 
   @Test
+  void readOnlyBuffersAreRefusedAsOutputs() {
+    try (Context ctx = Context.cpu();
+        Tensor a = Tensor.of(directFloats(4), 2, 2);
+        Tensor b = Tensor.of(directFloats(4), 2, 2);
+        Tensor ro = Tensor.of(directFloats(4).asReadOnlyBuffer(), 2, 2)) {
+      a.floats().put(0, 1f);
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> ctx.gemm(null, a, b, null, null, ro));
+      assertTrue(e.getMessage().startsWith("d: ") && e.getMessage().contains("read-only"),
+          e.getMessage());
+      // As an input it is fine.
+      try (Tensor d = Tensor.of(directFloats(4), 2, 2)) {
+        ctx.gemm(null, ro, b, null, null, d);
+      }
+    }
+  }
+
+  @Test
+  void overflowingShapesAndStridesAreRefusedWithAName() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Tensor.of(directFloats(64), new long[] {3, 4}, new long[] {1L << 62, 1}));
+    assertTrue(e.getMessage().startsWith("shape: "), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class, () -> Tensor.of(directFloats(10), 1L << 32, 1L << 32));
+    assertTrue(e.getMessage().startsWith("shape: "), e.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> Tensor.allocate(DType.FLOAT32, 1L << 62, 4));
+  }
+
+  @Test
   void tooSmallBuffersAreRefused() {
     assertThrows(IllegalArgumentException.class, () -> Tensor.of(directFloats(7), 2, 4));
     // Padded rows need (rows - 1) * stride + cols elements.
