@@ -119,8 +119,7 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
                    col_mode ? p.d_stride_n : p.d_stride_m, p.d_batch_stride) ? 1 : 0;
   e.c_vec = vec_ok(p.c, col_mode ? p.c_stride_m : p.c_stride_n,
                    col_mode ? p.c_stride_n : p.c_stride_m, p.c_batch_stride) ? 1 : 0;
-  const char* epi = std::getenv("FLASHKIT_SM90_GEMM_EPILOGUE");
-  e.fast_epilogue = (epi && std::strcmp(epi, "generic") == 0) ? 0 : 1;
+  e.fast_epilogue = tuning_overrides().generic_epilogue ? 0 : 1;
   return true;
 }
 

@@ -4,8 +4,9 @@
 // 227 KB); the table chooses the grid, the tile order (raster direction and group size of the
 // grouped raster, tile_scheduler.cuh) and the split-K factor.
 //
-// Tuning knobs for benchmarking (not part of the API): FLASHKIT_SM90_GEMM_GROUP=<1..64>,
-// FLASHKIT_SM90_GEMM_RASTER=m|n and FLASHKIT_SM90_GEMM_SPLITS=<1..64> override the table.
+// Tuning knobs for benchmarking (not part of the API), read once per process:
+// FLASHKIT_SM90_GEMM_GROUP=<1..64>, FLASHKIT_SM90_GEMM_RASTER=m|n and
+// FLASHKIT_SM90_GEMM_SPLITS=<1..64> override the table.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,36 @@
 namespace flashkit {
 namespace cuda {
 namespace sm90 {
+
+// The diagnostic overrides, read from the environment once per process (not on every call:
+// getenv walks the whole environment). 0 / -1 mean "no override".
+struct TuningOverrides {
+  int32_t group = 0;         // FLASHKIT_SM90_GEMM_GROUP, 1..64
+  int32_t raster_n = -1;     // FLASHKIT_SM90_GEMM_RASTER, m -> 0, n -> 1
+  int32_t splits = 0;        // FLASHKIT_SM90_GEMM_SPLITS, 1..64
+  bool generic_epilogue = false;  // FLASHKIT_SM90_GEMM_EPILOGUE=generic
+};
+
+inline const TuningOverrides& tuning_overrides() {
+  static const TuningOverrides t = [] {
+    TuningOverrides o;
+    auto ranged = [](const char* name) -> int32_t {
+      const char* s = std::getenv(name);
+      const long v = s ? std::strtol(s, nullptr, 10) : 0;
+      return (v >= 1 && v <= 64) ? int32_t(v) : 0;
+    };
+    o.group = ranged("FLASHKIT_SM90_GEMM_GROUP");
+    o.splits = ranged("FLASHKIT_SM90_GEMM_SPLITS");
+    if (const char* r = std::getenv("FLASHKIT_SM90_GEMM_RASTER")) {
+      if (std::strcmp(r, "m") == 0) o.raster_n = 0;
+      if (std::strcmp(r, "n") == 0) o.raster_n = 1;
+    }
+    const char* e = std::getenv("FLASHKIT_SM90_GEMM_EPILOGUE");
+    o.generic_epilogue = e && std::strcmp(e, "generic") == 0;
+    return o;
+  }();
+  return t;
+}
 
 struct ScheduleChoice {
   int32_t group;
@@ -36,14 +67,9 @@ inline ScheduleChoice pick_schedule(int64_t tiles_m, int64_t tiles_n) {
   } else {
     c = {8, false};
   }
-  if (const char* g = std::getenv("FLASHKIT_SM90_GEMM_GROUP")) {
-    const long v = std::strtol(g, nullptr, 10);
-    if (v >= 1 && v <= 64) c.group = int32_t(v);
-  }
-  if (const char* r = std::getenv("FLASHKIT_SM90_GEMM_RASTER")) {
-    if (std::strcmp(r, "m") == 0) c.raster_n = false;
-    if (std::strcmp(r, "n") == 0) c.raster_n = true;
-  }
+  const TuningOverrides& o = tuning_overrides();
+  if (o.group) c.group = o.group;
+  if (o.raster_n >= 0) c.raster_n = o.raster_n == 1;
   return c;
 }
 
@@ -61,10 +87,7 @@ inline int32_t pick_splits(int64_t total_tiles, int64_t k_tiles, int32_t sm_coun
     if (s > 16) s = 16;
     if (s < 1) s = 1;
   }
-  if (const char* e = std::getenv("FLASHKIT_SM90_GEMM_SPLITS")) {
-    const long v = std::strtol(e, nullptr, 10);
-    if (v >= 1 && v <= 64) s = v;
-  }
+  if (tuning_overrides().splits) s = tuning_overrides().splits;
   if (s > k_tiles) s = k_tiles > 0 ? k_tiles : 1;
   return int32_t(s);
 }
