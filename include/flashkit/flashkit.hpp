@@ -172,8 +172,47 @@ class Tensor {
   std::vector<int64_t> strides_;
 };
 
-/** @brief Owns an fk_context_t (move-only). All op calls throw fk::Error on failure. */
-class Context {
+/**
+ * @brief Move-only ownership of a C handle `T*`, released with `Destroy` (never throws): the
+ *        part fk::Context and fk::FFTConvPlan share.
+ */
+template <class T, fk_status_t (*Destroy)(T*)>
+class UniqueHandle {
+ public:
+  /** @brief Destroys the handle, if any (never throws). */
+  ~UniqueHandle() { reset(); }
+  UniqueHandle(const UniqueHandle&) = delete;
+  UniqueHandle& operator=(const UniqueHandle&) = delete;
+  /** @brief Takes over `o`'s handle; `o` becomes empty. */
+  UniqueHandle(UniqueHandle&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+  /** @brief Destroys the current handle and takes over `o`'s. */
+  UniqueHandle& operator=(UniqueHandle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      handle_ = std::exchange(o.handle_, nullptr);
+    }
+    return *this;
+  }
+  /** @brief The handle, for calls into the C API. */
+  T* get() const noexcept { return handle_; }
+  /** @brief Gives up ownership; the caller must destroy the result with the C API. */
+  T* release() noexcept { return std::exchange(handle_, nullptr); }
+  /** @brief Whether a handle is held (false after a move or release()). */
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+ protected:
+  /** @brief Empty, or owning `h`. */
+  explicit UniqueHandle(T* h = nullptr) noexcept : handle_(h) {}
+  /** @brief Destroys the handle, if any. */
+  void reset() noexcept {
+    if (handle_) (void)Destroy(std::exchange(handle_, nullptr));
+  }
+  T* handle_ = nullptr; /**< The owned handle, or NULL. */
+};
+
+/** @brief Owns an fk_context_t (move-only; plans made from it must be destroyed first). All op
+ *         calls throw fk::Error on failure. */
+class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
  public:
   /** @brief A context with the default options (FK_BACKEND_AUTO). */
   Context() { check(fk_context_create(nullptr, &handle_)); }
@@ -191,27 +230,6 @@ class Context {
   /** @brief Takes ownership of a handle created with fk_context_create(). */
   static Context adopt(fk_context_t* handle) noexcept { return Context(handle); }
 
-  /** @brief Destroys the context (never throws). Plans made from it must be gone. */
-  ~Context() { reset(); }
-  Context(const Context&) = delete;
-  Context& operator=(const Context&) = delete;
-  /** @brief Takes over `o`'s handle; `o` becomes empty. */
-  Context(Context&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
-  /** @brief Destroys the current handle and takes over `o`'s. */
-  Context& operator=(Context&& o) noexcept {
-    if (this != &o) {
-      reset();
-      handle_ = std::exchange(o.handle_, nullptr);
-    }
-    return *this;
-  }
-
-  /** @brief The handle, for calls into the C API. */
-  fk_context_t* get() const noexcept { return handle_; }
-  /** @brief Gives up ownership; the caller must fk_context_destroy() the result. */
-  fk_context_t* release() noexcept { return std::exchange(handle_, nullptr); }
-  /** @brief Whether this object holds a handle (false after a move or release()). */
-  explicit operator bool() const noexcept { return handle_ != nullptr; }
 
   /** @brief Backend, device and kernel family (fk_context_get_info()). */
   fk_context_info_t info() const {
@@ -286,41 +304,16 @@ class Context {
   }
 
  private:
-  explicit Context(fk_context_t* h) noexcept : handle_(h) {}
-  void reset() noexcept {
-    if (handle_) (void)fk_context_destroy(std::exchange(handle_, nullptr));
-  }
-  fk_context_t* handle_ = nullptr;
+  explicit Context(fk_context_t* h) noexcept : UniqueHandle(h) {}
 };
 
 /** @brief Owns an fk_fftconv_plan_t (move-only). The context must outlive the plan. */
-class FFTConvPlan {
+class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destroy> {
  public:
   /** @brief fk_fftconv_plan_create() on `context`; throws fk::Error for invalid options. */
   FFTConvPlan(const Context& context, const fk_fftconv_plan_options_t& options) {
     check(fk_fftconv_plan_create(context.get(), &options, &handle_));
   }
-  /** @brief Destroys the plan (never throws). */
-  ~FFTConvPlan() { reset(); }
-  FFTConvPlan(const FFTConvPlan&) = delete;
-  FFTConvPlan& operator=(const FFTConvPlan&) = delete;
-  /** @brief Takes over `o`'s handle; `o` becomes empty. */
-  FFTConvPlan(FFTConvPlan&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
-  /** @brief Destroys the current plan and takes over `o`'s. */
-  FFTConvPlan& operator=(FFTConvPlan&& o) noexcept {
-    if (this != &o) {
-      reset();
-      handle_ = std::exchange(o.handle_, nullptr);
-    }
-    return *this;
-  }
-
-  /** @brief The handle, for calls into the C API. */
-  fk_fftconv_plan_t* get() const noexcept { return handle_; }
-  /** @brief Gives up ownership; the caller must fk_fftconv_plan_destroy() the result. */
-  fk_fftconv_plan_t* release() noexcept { return std::exchange(handle_, nullptr); }
-  /** @brief Whether this object holds a plan (false after a move or release()). */
-  explicit operator bool() const noexcept { return handle_ != nullptr; }
 
   /** @brief The resolved options (fft_size after defaulting, filter_len, ...). */
   fk_fftconv_plan_options_t options() const {
@@ -343,12 +336,6 @@ class FFTConvPlan {
     check(fk_fftconv_select_kernel(handle_, u, k, D, pregate, postgate, y, &name));
     return name;
   }
-
- private:
-  void reset() noexcept {
-    if (handle_) (void)fk_fftconv_plan_destroy(std::exchange(handle_, nullptr));
-  }
-  fk_fftconv_plan_t* handle_ = nullptr;
 };
 
 }  // namespace fk
