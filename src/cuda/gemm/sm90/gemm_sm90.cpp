@@ -2,8 +2,6 @@
 // onto the kernel's operand descriptions (which of each operand's strides is the unit one),
 // the schedule from the heuristics table, and the per-dtype launch.
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
