@@ -1,7 +1,7 @@
 // The variant tables, one per op, fastest first. Adding a kernel = adding a row here.
 #include "dispatch/dispatch.h"
 
-#if defined(FLASHKIT_WITH_SM90_GEMM)
+#if defined(FLASHKIT_WITH_SM90)
 #include "cuda/gemm/sm90/gemm_sm90.h"
 #endif
 
@@ -34,7 +34,7 @@ static const AttentionVariant kAttention[] = {
 };
 
 static const GemmVariant kGemm[] = {
-#if defined(FLASHKIT_WITH_SM90_GEMM)
+#if defined(FLASHKIT_WITH_SM90)
     {"cuda.sm90.gemm", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90, cuda::sm90::gemm_supported,
      cuda::sm90::gemm},
 #endif

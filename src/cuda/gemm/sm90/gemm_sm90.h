@@ -1,5 +1,5 @@
 // The Hopper GEMM's entry points as the dispatch table sees them (src/dispatch/tables.cpp).
-// Built only when the CUTLASS headers are found (FLASHKIT_WITH_SM90_GEMM).
+// Built only when the CUTLASS headers are found (FLASHKIT_WITH_SM90).
 #pragma once
 
 #include "core/backend.h"
