@@ -26,6 +26,10 @@ FK_BACKEND_CUDA = 2
 FAMILIES = {"auto": 0, "generic": 2, "sm80": 3, "sm90": 4}
 DL_CODES = {torch.float32: (2, 32), torch.float16: (2, 16), torch.bfloat16: (4, 16),
             torch.int32: (0, 32), torch.int64: (0, 64)}
+# float8 with DLPack 1.1's codes (FK_DLPACK_FLOAT8_E4M3FN / _E5M2 in flashkit.h).
+if hasattr(torch, "float8_e4m3fn"):
+    DL_CODES[torch.float8_e4m3fn] = (10, 8)
+    DL_CODES[torch.float8_e5m2] = (12, 8)
 
 
 class DLDevice(ctypes.Structure):

@@ -33,6 +33,8 @@ SHAPES = [
     (4096, 4096 * 3, 4096),
 ]
 FUSED_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096)]
+FP8_SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (16384, 16384, 16384), (8192, 8192, 1024),
+              (16, 8192, 8192), (128, 8192, 8192), (4096, 4096 * 3, 4096)]
 
 # cuBLAS through torch.matmul on this H200 model, 2026-11-30 (anchor-baseline-h200.txt).
 ANCHOR = {
@@ -66,6 +68,31 @@ class Flashkit(fkbench.Flashkit):
         self.lib.fk_gemm.argtypes = [ctypes.c_void_p, P(Launch), P(GemmParams)] + [P(DLTensor)] * 5
         self.lib.fk_gemm_select_kernel.argtypes = [ctypes.c_void_p, P(GemmParams)] + \
             [P(DLTensor)] * 5 + [P(ctypes.c_char_p)]
+        self.lib.fk_gemm_scaled.argtypes = [ctypes.c_void_p, P(Launch), P(GemmParams)] + \
+            [P(DLTensor)] * 7
+        self.lib.fk_gemm_scaled_select_kernel.argtypes = [ctypes.c_void_p, P(GemmParams)] + \
+            [P(DLTensor)] * 7 + [P(ctypes.c_char_p)]
+
+    def make_scaled_call(self, a, w, d, scale_a, scale_b):
+        """fk_gemm_scaled of fp8 a (M, K) and w (N, K) (trans_b): (callable, variant)."""
+        p = GemmParams()
+        self.check(self.lib.fk_gemm_params_init(ctypes.byref(p)), "fk_gemm_params_init")
+        p.trans_b = 1
+        args = [self.dl(x) for x in (a, w, scale_a, scale_b, None, None, d)]
+        name = ctypes.c_char_p()
+        self.check(self.lib.fk_gemm_scaled_select_kernel(self.ctx, ctypes.byref(p), *args,
+                                                         ctypes.byref(name)),
+                   "fk_gemm_scaled_select_kernel")
+        launch = self.launch()
+        self._keep.append((p, args))
+        fn, ctx = self.lib.fk_gemm_scaled, self.ctx
+
+        def call():
+            st = fn(ctx, ctypes.byref(launch), ctypes.byref(p), *args)
+            if st != 0:
+                self.check(st, "fk_gemm_scaled")
+
+        return call, name.value.decode()
 
     def make_call(self, a, b, d, c=None, bias=None, trans_a=False, trans_b=False, alpha=1.0,
                   beta=0.0, act="none"):
@@ -177,6 +204,8 @@ def main():
                     help="diagnostics: K sweep, layouts, raster group sizes, host time per call")
     ap.add_argument("--tune-raster", action="store_true", help="with --tune: also raster group sizes")
     ap.add_argument("--skip-main", action="store_true", help="skip the main shape list")
+    ap.add_argument("--fp8", action="store_true",
+                    help="also FP8 e4m3 (fk_gemm_scaled) against torch._scaled_mm")
     ap.add_argument("--profile", type=int, nargs=3, metavar=("M", "N", "K"),
                     help="only run 3 bf16 flashkit calls of this shape (for ncu -k regex:sm90 -s 2)")
     ap.add_argument("--json", default=None, help="default: $OUT/gemm_bench.json")
@@ -271,6 +300,55 @@ def main():
             del sets, calls
             torch.cuda.empty_cache()
 
+    # FP8 (e4m3, K-major a and w, per-tensor scales, bf16 out) against torch._scaled_mm with
+    # the same inputs, with and without its fast accumulation.
+    for (M, N, K) in ([] if not args.fp8 else FP8_SHAPES):
+        n = rotation_count(M * K + N * K + 2 * M * N)
+        sets = []
+        for _ in range(n):
+            a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+            w = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
+            sa = torch.tensor([0.5], device="cuda")
+            sb = torch.tensor([0.25], device="cuda")
+            d = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+            sets.append((a, w, sa, sb, d))
+        calls = []
+        variant = "?"
+        for a, w, sa, sb, d in sets:
+            f, variant = fk.make_scaled_call(a, w, d, sa, sb)
+            calls.append(f)
+        calls[0]()
+        a0, w0, sa0, sb0, d0 = sets[0]
+        ref = (a0.float() @ w0.float().t()) * (sa0 * sb0)
+        err = ((d0.float() - ref).norm() / ref.norm()).item()
+        t_fk = time_ms(calls, args.warmup, args.reps)
+        times = {}
+        for fast in (False, True):
+            try:
+                times[fast] = time_ms(
+                    [lambda s=s: torch._scaled_mm(s[0], s[1].t(), scale_a=s[2], scale_b=s[3],
+                                                  out_dtype=torch.bfloat16, use_fast_accum=fast)
+                     for s in sets], args.warmup, args.reps)
+            except RuntimeError as e:
+                print(f"  torch._scaled_mm(use_fast_accum={fast}) failed: {e}", flush=True)
+                times[fast] = None
+        flops = 2.0 * M * N * K
+        t_ref = times[False] or times[True] or float("nan")
+        r = dict(kind="gemm_fp8", dtype="e4m3", layout="tn", M=M, N=N, K=K, variant=variant,
+                 sets=len(sets), flashkit_ms=t_fk, torch_ms=t_ref,
+                 torch_fast_accum_ms=times[True], flashkit_tflops=flops / t_fk * 1e-9,
+                 torch_tflops=flops / t_ref * 1e-9, ratio=t_ref / t_fk, rel_err_vs_torch=err,
+                 anchor_tflops=1392.0 if (M, N, K) == (8192, 8192, 8192) else None)
+        if times[True]:
+            r["ratio_fast_accum"] = times[True] / t_fk
+        rows.append(r)
+        print(f"  fp8 {M}x{N}x{K}: flashkit {r['flashkit_tflops']:.1f} _scaled_mm "
+              f"{r['torch_tflops']:.1f} (fast accum "
+              f"{(flops / times[True] * 1e-9) if times[True] else float('nan'):.1f}) TFLOP/s "
+              f"ratio {r['ratio']:.3f} err {err:.2e} [{variant}]", flush=True)
+        del sets, calls
+        torch.cuda.empty_cache()
+
     if args.tune:
         rows += tune(fk, l2, args)
 
@@ -281,10 +359,11 @@ def main():
     print(f"{'op':<10}{'dtype':<6}{'lay':<4}{'M':>6}{'N':>7}{'K':>7}{'fk TF/s':>9}{'torch':>8}"
           f"{'ratio':>7}{'anchor':>8}{'relerr':>9}  variant")
     for r in rows:
-        if r["kind"] not in ("gemm", "gemm_bias_gelu"):
+        if r["kind"] not in ("gemm", "gemm_bias_gelu", "gemm_fp8"):
             continue
         anchor = r.get("anchor_tflops")
-        print(f"{'gemm' if r['kind'] == 'gemm' else 'bias+gelu':<10}{r['dtype']:<6}{r['layout']:<4}"
+        label = {"gemm": "gemm", "gemm_bias_gelu": "bias+gelu", "gemm_fp8": "fp8"}[r["kind"]]
+        print(f"{label:<10}{r['dtype']:<6}{r['layout']:<4}"
               f"{r['M']:>6}{r['N']:>7}{r['K']:>7}{r['flashkit_tflops']:>9.1f}{r['torch_tflops']:>8.1f}"
               f"{r['ratio']:>7.3f}{(f'{anchor:.0f}' if anchor else '-'):>8}{r['rel_err_vs_torch']:>9.1e}"
               f"  {r['variant']}")

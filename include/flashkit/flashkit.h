@@ -231,8 +231,10 @@ FK_API fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_
  *  Tensors are DLPack `DLTensor` views. Supported element types, as `DLDataType`
  *  `{code, bits, lanes}`: fp32 `{kDLFloat, 32, 1}`, fp16 `{kDLFloat, 16, 1}`, bf16
  *  `{kDLBfloat, 16, 1}`. Integer index tensors (`cu_seqlens_*`) are int32 `{kDLInt, 32, 1}`.
- *  FP8 codes are reserved with DLPack 1.1 numbering (the installed dlpack.h may be older):
- *  no operation accepts them yet (FK_ERROR_NOT_SUPPORTED).
+ *  FP8 uses the DLPack 1.1 type codes below (the installed dlpack.h may be older): float8
+ *  e4m3fn `{FK_DLPACK_FLOAT8_E4M3FN, 8, 1}` and e5m2 `{FK_DLPACK_FLOAT8_E5M2, 8, 1}`, as
+ *  PyTorch's `torch.float8_e4m3fn` / `torch.float8_e5m2` export them. Only fk_gemm_scaled()'s
+ *  `a` and `b` accept them; everywhere else they get FK_ERROR_NOT_SUPPORTED.
  *  @{ */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -606,6 +608,54 @@ FK_API fk_status_t fk_gemm_select_kernel(const fk_context_t* context,
                                          const DLTensor* b, const DLTensor* c,
                                          const DLTensor* bias, const DLTensor* d,
                                          const char** variant_name);
+
+/**
+ * @brief Scaled GEMM for quantised inputs (FP8), with the fused epilogue of fk_gemm():
+ *        `d = act(alpha * scale_a[m] * scale_b[n] * sum_k a[m, k] b[k, n] + beta * c + bias)`.
+ *
+ * The FP8 GEMM of Hopper's tensor cores (NVIDIA H100 whitepaper, "FP8"; the OCP 8-bit float
+ * formats) with dequantisation scales applied in the epilogue in fp32, as
+ * `torch._scaled_mm` and cuBLASLt's `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` define them:
+ * `a` and `b` hold the quantised values `x / scale`, the scales bring them back. Products are
+ * accumulated in fp32.
+ * @param context, launch, params As for fk_gemm() (transposes, alpha, beta, activation).
+ * @param a    `(M, K)` (`(K, M)` with trans_a), optionally `(batch, ., .)`: float8 e4m3fn or
+ *             e5m2, or fp32/fp16/bf16 (then b has the same dtype). Any non-negative strides.
+ *             The Hopper kernel needs K contiguous ("K-major", stride 1 along K) and 16-byte
+ *             aligned rows; other layouts run on the generic kernel.
+ * @param b    `(K, N)` (`(N, K)` with trans_b), optionally batched: float8 e4m3fn or e5m2 when
+ *             `a` is fp8 (the two fp8 formats may be mixed), else a's dtype. K-major for the
+ *             Hopper kernel means `(N, K)` row-major with trans_b = 1 (torch: `w.t()` of a
+ *             row-major `(N, K)` weight).
+ * @param scale_a NULL (1), or fp32 on d's device, contiguous: `(1,)` one scale for all of A
+ *             (per-tensor) or `(M,)` one per row of A (per-token).
+ * @param scale_b NULL (1), or fp32, contiguous: `(1,)` per-tensor or `(N,)` one per column of
+ *             B (per-output-channel).
+ * @param c, bias As for fk_gemm() (c and bias are not scaled).
+ * @param d    Output `(M, N)` / `(batch, M, N)`, fp32/fp16/bf16 (fp8 output: FK_ERROR_NOT_SUPPORTED).
+ * @return As fk_gemm(), and: FK_ERROR_DTYPE_MISMATCH (a fp8 but b not, or the reverse; a scale
+ *   not fp32); FK_ERROR_SHAPE_MISMATCH (a scale of rank other than 1, or of length other than 1
+ *   or M (scale_a) / N (scale_b)); FK_ERROR_BAD_STRIDES (a scale not contiguous);
+ *   FK_ERROR_NOT_SUPPORTED (fp8 output).
+ */
+FK_API fk_status_t fk_gemm_scaled(const fk_context_t* context, const fk_launch_t* launch,
+                                  const fk_gemm_params_t* params, const DLTensor* a,
+                                  const DLTensor* b, const DLTensor* scale_a,
+                                  const DLTensor* scale_b, const DLTensor* c, const DLTensor* bias,
+                                  const DLTensor* d);
+
+/**
+ * @brief Names the variant fk_gemm_scaled() would run; validates like it and runs nothing.
+ * @param context, params, a, b, scale_a, scale_b, c, bias, d As for fk_gemm_scaled().
+ * @param[out] variant_name Receives static text on success.
+ * @return As fk_gemm_scaled(); FK_ERROR_NULL_POINTER if `variant_name` is NULL.
+ */
+FK_API fk_status_t fk_gemm_scaled_select_kernel(const fk_context_t* context,
+                                                const fk_gemm_params_t* params, const DLTensor* a,
+                                                const DLTensor* b, const DLTensor* scale_a,
+                                                const DLTensor* scale_b, const DLTensor* c,
+                                                const DLTensor* bias, const DLTensor* d,
+                                                const char** variant_name);
 
 /** @} */
 

@@ -66,8 +66,8 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   FK_RETURN_IF_ERROR(to_view(ctx, "v", v_, &v));
   FK_RETURN_IF_ERROR(to_view(ctx, "out", out_, &out));
   FK_RETURN_IF_ERROR(to_opt_view(ctx, "lse", lse_, &lse));
-  FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_q", cuq_, &cuq, true));
-  FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_k", cuk_, &cuk, true));
+  FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_q", cuq_, &cuq, Accept::Int32));
+  FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_k", cuk_, &cuk, Accept::Int32));
 
   if (cuq.valid != cuk.valid) {
     return set_error(FK_ERROR_INVALID_ARGUMENT, "%s: cu_seqlens_q and cu_seqlens_k must be given "

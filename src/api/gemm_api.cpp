@@ -37,18 +37,47 @@ fk_status_t expect_matrix(const char* name, const TensorView& t, const char* dim
   return FK_SUCCESS;
 }
 
+// A dequantisation scale of fk_gemm_scaled: fp32, rank 1, length 1 or `full` (M or N),
+// contiguous. Sets *ptr (nullptr when absent) and *per_element.
+fk_status_t load_scale(const fk_context_t* ctx, const char* name, const DLTensor* s_,
+                       int64_t full, const char* full_name, const float** ptr,
+                       bool* per_element, OptTensor* view) {
+  *ptr = nullptr;
+  *per_element = false;
+  FK_RETURN_IF_ERROR(to_opt_view(ctx, name, s_, view));
+  if (!view->valid) return FK_SUCCESS;
+  const TensorView& t = view->t;
+  if (t.dtype != DType::F32) {
+    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype must be fp32, got %s", name,
+                     dtype_name(t.dtype));
+  }
+  FK_RETURN_IF_ERROR(expect_rank(name, t, 1, full_name));
+  if (t.shape[0] != 1 && t.shape[0] != full) {
+    return set_error(FK_ERROR_SHAPE_MISMATCH,
+                     "%s: length %" PRId64 " must be 1 (per-tensor) or %" PRId64 " (%s)", name,
+                     t.shape[0], full, full_name);
+  }
+  FK_RETURN_IF_ERROR(expect_last_contiguous(name, t, "its dimension"));
+  *ptr = static_cast<const float*>(t.data);
+  *per_element = t.shape[0] != 1 || full == 1;
+  return FK_SUCCESS;
+}
+
+// `scaled`: the fk_gemm_scaled form (fp8 a/b allowed, scales); otherwise scale_a_/scale_b_ are
+// ignored (NULL).
 fk_status_t build_problem(const fk_context_t* ctx, const fk_gemm_params_t* user,
-                          const DLTensor* a_, const DLTensor* b_, const DLTensor* c_,
-                          const DLTensor* bias_, const DLTensor* d_, GemmProblem* p,
-                          bool* empty) {
+                          const DLTensor* a_, const DLTensor* b_, const DLTensor* scale_a_,
+                          const DLTensor* scale_b_, const DLTensor* c_, const DLTensor* bias_,
+                          const DLTensor* d_, bool scaled, GemmProblem* p, bool* empty) {
   FK_RETURN_IF_ERROR(check_context(ctx));
   fk_gemm_params_t prm;
   fk_gemm_params_init(&prm);
   FK_RETURN_IF_ERROR(load_struct("params", user, &prm));
   TensorView a, b, d;
   OptTensor c, bias;
-  FK_RETURN_IF_ERROR(to_view(ctx, "a", a_, &a));
-  FK_RETURN_IF_ERROR(to_view(ctx, "b", b_, &b));
+  const Accept ab_accept = scaled ? Accept::FloatOrFp8 : Accept::Float;
+  FK_RETURN_IF_ERROR(to_view(ctx, "a", a_, &a, ab_accept));
+  FK_RETURN_IF_ERROR(to_view(ctx, "b", b_, &b, ab_accept));
   FK_RETURN_IF_ERROR(to_opt_view(ctx, "c", c_, &c));
   FK_RETURN_IF_ERROR(to_opt_view(ctx, "bias", bias_, &bias));
   FK_RETURN_IF_ERROR(to_view(ctx, "d", d_, &d));
@@ -71,7 +100,15 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_gemm_params_t* user,
   FK_RETURN_IF_ERROR(expect_matrix("b", b, prm.trans_b ? "(N, K)" : "(K, N)"));
   FK_RETURN_IF_ERROR(expect_matrix("d", d, "(M, N)"));
   FK_RETURN_IF_ERROR(expect_float("a", a));
-  FK_RETURN_IF_ERROR(expect_same_dtype("b", b, "a", a));
+  if (is_fp8(a.dtype) || is_fp8(b.dtype)) {
+    if (!is_fp8(a.dtype) || !is_fp8(b.dtype)) {
+      return set_error(FK_ERROR_DTYPE_MISMATCH,
+                       "b: dtype %s with a's dtype %s (fp8 needs both a and b fp8)",
+                       dtype_name(b.dtype), dtype_name(a.dtype));
+    }
+  } else {
+    FK_RETURN_IF_ERROR(expect_same_dtype("b", b, "a", a));
+  }
   FK_RETURN_IF_ERROR(expect_float("d", d));
 
   const int ao = a.rank - 2, bo = b.rank - 2, dof = d.rank - 2;
@@ -139,14 +176,26 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_gemm_params_t* user,
     p->bias = bt.data;
     p->bias_dtype = bt.dtype;
   }
+  OptTensor sa, sb;
+  p->scale_a = p->scale_b = nullptr;
+  p->scale_a_per_row = p->scale_b_per_col = false;
+  if (scaled) {
+    FK_RETURN_IF_ERROR(load_scale(ctx, "scale_a", scale_a_, M, "M, one per row of a",
+                                  &p->scale_a, &p->scale_a_per_row, &sa));
+    FK_RETURN_IF_ERROR(load_scale(ctx, "scale_b", scale_b_, N, "N, one per column of b",
+                                  &p->scale_b, &p->scale_b_per_col, &sb));
+  }
   // d: no element written twice; no memory shared with an input, except the in-place form
   // d == c (the same view), which BLAS and cuBLASLt allow.
   FK_RETURN_IF_ERROR(expect_no_self_overlap("d", d));
   FK_RETURN_IF_ERROR(expect_disjoint("d", d, {{"a", &a, false}, {"b", &b, false},
                                               {"c", c.valid ? &c.t : nullptr, true},
-                                              {"bias", bias.valid ? &bias.t : nullptr, false}}));
+                                              {"bias", bias.valid ? &bias.t : nullptr, false},
+                                              {"scale_a", sa.valid ? &sa.t : nullptr, false},
+                                              {"scale_b", sb.valid ? &sb.t : nullptr, false}}));
   p->device = d.device;
   p->ab_dtype = a.dtype;
+  p->b_dtype = b.dtype;
   p->cd_dtype = d.dtype;
   p->a = a.data;
   p->b = b.data;
@@ -181,7 +230,8 @@ fk_status_t fk_gemm(const fk_context_t* context, const fk_launch_t* launch,
   return run_op<GemmProblem>(
       "gemm", context, launch,
       [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
-        return build_problem(context, params, a, b, c, bias, d, p, empty);
+        return build_problem(context, params, a, b, nullptr, nullptr, c, bias, d, false, p,
+                             empty);
       },
       select_gemm);
 }
@@ -193,7 +243,36 @@ fk_status_t fk_gemm_select_kernel(const fk_context_t* context, const fk_gemm_par
   return name_op<GemmProblem>(
       "gemm", context, variant_name,
       [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
-        return build_problem(context, params, a, b, c, bias, d, p, empty);
+        return build_problem(context, params, a, b, nullptr, nullptr, c, bias, d, false, p,
+                             empty);
+      },
+      select_gemm);
+}
+
+fk_status_t fk_gemm_scaled(const fk_context_t* context, const fk_launch_t* launch,
+                           const fk_gemm_params_t* params, const DLTensor* a, const DLTensor* b,
+                           const DLTensor* scale_a, const DLTensor* scale_b, const DLTensor* c,
+                           const DLTensor* bias, const DLTensor* d) {
+  return run_op<GemmProblem>(
+      "gemm_scaled", context, launch,
+      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
+        return build_problem(context, params, a, b, scale_a, scale_b, c, bias, d, true, p,
+                             empty);
+      },
+      select_gemm);
+}
+
+fk_status_t fk_gemm_scaled_select_kernel(const fk_context_t* context,
+                                         const fk_gemm_params_t* params, const DLTensor* a,
+                                         const DLTensor* b, const DLTensor* scale_a,
+                                         const DLTensor* scale_b, const DLTensor* c,
+                                         const DLTensor* bias, const DLTensor* d,
+                                         const char** variant_name) {
+  return name_op<GemmProblem>(
+      "gemm_scaled", context, variant_name,
+      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
+        return build_problem(context, params, a, b, scale_a, scale_b, c, bias, d, true, p,
+                             empty);
       },
       select_gemm);
 }

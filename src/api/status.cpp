@@ -13,6 +13,8 @@ const char* dtype_name(DType t) {
     case DType::F16: return "fp16";
     case DType::BF16: return "bf16";
     case DType::I32: return "int32";
+    case DType::F8E4M3: return "float8_e4m3fn";
+    case DType::F8E5M2: return "float8_e5m2";
   }
   return "unknown";
 }

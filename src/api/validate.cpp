@@ -9,18 +9,30 @@ fk_status_t check_context(const fk_context_t* ctx) {
   return FK_SUCCESS;
 }
 
-static fk_status_t decode_dtype(const char* name, DLDataType dt, bool allow_int32, DType* out) {
+static fk_status_t decode_dtype(const char* name, DLDataType dt, Accept accept, DType* out) {
   if (dt.lanes != 1) {
     return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: vector dtypes (lanes %u) are not supported",
                      name, static_cast<unsigned>(dt.lanes));
   }
-  if (dt.code == kDLFloat && dt.bits == 32) { *out = DType::F32; return FK_SUCCESS; }
-  if (dt.code == kDLFloat && dt.bits == 16) { *out = DType::F16; return FK_SUCCESS; }
-  if (dt.code == kDLBfloat && dt.bits == 16) { *out = DType::BF16; return FK_SUCCESS; }
+  const bool allow_int32 = accept == Accept::Int32;
+  if (!allow_int32) {
+    if (dt.code == kDLFloat && dt.bits == 32) { *out = DType::F32; return FK_SUCCESS; }
+    if (dt.code == kDLFloat && dt.bits == 16) { *out = DType::F16; return FK_SUCCESS; }
+    if (dt.code == kDLBfloat && dt.bits == 16) { *out = DType::BF16; return FK_SUCCESS; }
+  }
   if (dt.code == kDLInt && dt.bits == 32 && allow_int32) { *out = DType::I32; return FK_SUCCESS; }
   if (dt.code == FK_DLPACK_FLOAT8_E4M3FN || dt.code == FK_DLPACK_FLOAT8_E5M2) {
+    if (dt.bits != 8) {
+      return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: fp8 type code %u with %u bits (must be 8)",
+                       name, static_cast<unsigned>(dt.code), static_cast<unsigned>(dt.bits));
+    }
+    if (accept == Accept::FloatOrFp8) {
+      *out = dt.code == FK_DLPACK_FLOAT8_E4M3FN ? DType::F8E4M3 : DType::F8E5M2;
+      return FK_SUCCESS;
+    }
     return set_error(FK_ERROR_NOT_SUPPORTED,
-                     "%s: fp8 (DLPack type code %u) is not supported by this operation yet",
+                     "%s: fp8 (DLPack type code %u) is not accepted here; fp8 inputs go to "
+                     "fk_gemm_scaled's a and b",
                      name, static_cast<unsigned>(dt.code));
   }
   if (allow_int32) {
@@ -33,7 +45,7 @@ static fk_status_t decode_dtype(const char* name, DLDataType dt, bool allow_int3
 }
 
 fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t,
-                    TensorView* out, bool allow_int32) {
+                    TensorView* out, Accept accept) {
   if (!t) return set_error(FK_ERROR_NULL_POINTER, "%s: NULL tensor", name);
   if (t->ndim < 0 || t->ndim > kMaxRank) {
     return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: rank %d is not supported (at most %d)", name,
@@ -55,7 +67,7 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
   }
   // Data before dtype: an empty (zero-initialised) DLTensor is reported as missing data.
   if (!t->data && numel > 0) return set_error(FK_ERROR_NULL_POINTER, "%s: data is NULL", name);
-  FK_RETURN_IF_ERROR(decode_dtype(name, t->dtype, allow_int32, &v.dtype));
+  FK_RETURN_IF_ERROR(decode_dtype(name, t->dtype, accept, &v.dtype));
   // Compact row-major strides when the producer gives none (DLPack convention). The stride of
   // a dimension of extent 0 or 1, or of any dimension of an empty tensor, addresses nothing:
   // producers leave arbitrary values there (NumPy, PyTorch), so it is normalised, not checked.
@@ -128,10 +140,10 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
 }
 
 fk_status_t to_opt_view(const fk_context_t* ctx, const char* name, const DLTensor* t,
-                        OptTensor* out, bool allow_int32) {
+                        OptTensor* out, Accept accept) {
   out->valid = false;
   if (!t) return FK_SUCCESS;
-  FK_RETURN_IF_ERROR(to_view(ctx, name, t, &out->t, allow_int32));
+  FK_RETURN_IF_ERROR(to_view(ctx, name, t, &out->t, accept));
   out->valid = true;
   return FK_SUCCESS;
 }

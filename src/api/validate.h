@@ -14,15 +14,19 @@
 
 namespace flashkit {
 
+// The element types an argument may have: fp32/fp16/bf16 (the default), int32 only (index
+// tensors), or fp32/fp16/bf16 and the two fp8 types (fk_gemm_scaled's a and b).
+enum class Accept { Float, Int32, FloatOrFp8 };
+
 // Converts `t` (named `name` in messages) into `out`, checking: not NULL; rank <= kMaxRank;
-// extents >= 0; strides >= 0; dtype is fp32/fp16/bf16 (or int32 when `allow_int32`); data not
-// NULL when non-empty; data aligned to the element size; device usable by `ctx`.
+// extents >= 0; strides >= 0; dtype one of `accept`; data not NULL when non-empty; data aligned
+// to the element size; device usable by `ctx`.
 fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t,
-                    TensorView* out, bool allow_int32 = false);
+                    TensorView* out, Accept accept = Accept::Float);
 
 // Same, for an optional tensor: NULL gives `out->valid == false`.
 fk_status_t to_opt_view(const fk_context_t* ctx, const char* name, const DLTensor* t,
-                        OptTensor* out, bool allow_int32 = false);
+                        OptTensor* out, Accept accept = Accept::Float);
 
 fk_status_t expect_rank(const char* name, const TensorView& t, int rank, const char* dims);
 fk_status_t expect_last_contiguous(const char* name, const TensorView& t, const char* dim);

@@ -1,9 +1,11 @@
 // Host-side fp16 / bf16 <-> fp32 conversions (IEEE 754 binary16 and bfloat16, round to
-// nearest even), used by the CPU backend and tests. Device code uses cuda_fp16/cuda_bf16.
+// nearest even) and fp8 -> fp32 decoding, used by the CPU backend and tests. Device code uses cuda_fp16/cuda_bf16.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "core/tensor.h"
 
@@ -82,12 +84,30 @@ inline uint16_t float_to_half(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
+// OCP 8-bit floats (OCP "8-bit Floating Point Specification (OFP8)" rev. 1.0, 2023) to fp32,
+// exactly (every fp8 value is an fp32 value).
+//   e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities; S.1111.111 is NaN;
+//           largest finite 448.
+//   e5m2:   1 sign, 5 exponent (bias 15), 2 mantissa bits; IEEE-like (infinities, NaNs);
+//           largest finite 57344. It is the upper byte of an fp16 value.
+inline float fp8_e4m3_to_float(uint8_t v) {
+  const int exp = (v >> 3) & 0xF, man = v & 0x7;
+  if (exp == 0xF && man == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  // Normal: (1 + man/8) * 2^(exp-7); subnormal (exp 0): (man/8) * 2^-6.
+  const float mag = exp == 0 ? std::ldexp(static_cast<float>(man), -9)
+                             : std::ldexp(static_cast<float>(8 + man), exp - 10);
+  return (v & 0x80u) ? -mag : mag;
+}
+inline float fp8_e5m2_to_float(uint8_t v) { return half_to_float(static_cast<uint16_t>(v << 8)); }
+
 // Loads element `i` (element offset) of a float-typed buffer as fp32.
 inline float load_as_float(const void* base, DType t, int64_t i) {
   switch (t) {
     case DType::F32: return static_cast<const float*>(base)[i];
     case DType::F16: return half_to_float(static_cast<const uint16_t*>(base)[i]);
     case DType::BF16: return bf16_to_float(static_cast<const uint16_t*>(base)[i]);
+    case DType::F8E4M3: return fp8_e4m3_to_float(static_cast<const uint8_t*>(base)[i]);
+    case DType::F8E5M2: return fp8_e5m2_to_float(static_cast<const uint8_t*>(base)[i]);
     default: return 0.0f;
   }
 }

@@ -66,7 +66,8 @@ enum class Activation : int32_t { None = 0, Relu = 1, GeluTanh = 2, GeluErf = 3 
 
 struct GemmProblem {
   Device device;
-  DType ab_dtype;  // A and B
+  DType ab_dtype;  // A (and B, except when both are fp8 of different formats)
+  DType b_dtype;   // B: equal to ab_dtype unless A and B are fp8 of different formats
   DType cd_dtype;  // C and D
   DType bias_dtype;
   const void* a;
@@ -86,6 +87,14 @@ struct GemmProblem {
 
   float alpha, beta;
   Activation activation;
+
+  // fk_gemm_scaled's dequantisation scales (fp32, device memory on CUDA), nullptr = 1:
+  // scale_a has M values (per row) when scale_a_per_row, else one; scale_b N values (per
+  // column) when scale_b_per_col, else one. Always nullptr for fk_gemm.
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
+  bool scale_a_per_row = false;
+  bool scale_b_per_col = false;
 };
 
 // ---------------------------------------------------------------------------------------------

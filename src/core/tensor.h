@@ -9,9 +9,14 @@ namespace flashkit {
 
 // Element types flashkit computes on. Kernels switch on this at run time (one instantiation
 // per kernel, not per dtype) except where a fast path templates on it.
-enum class DType : int32_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3 };
+// F8E4M3 / F8E5M2 (OCP 8-bit floats: e4m3fn, finite with NaN = S.1111.111; e5m2, IEEE-like) are
+// accepted only where an entry point says so (fk_gemm_scaled's a and b).
+enum class DType : int32_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3, F8E4M3 = 4, F8E5M2 = 5 };
 
-inline constexpr int dtype_bytes(DType t) { return t == DType::F16 || t == DType::BF16 ? 2 : 4; }
+inline constexpr bool is_fp8(DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; }
+inline constexpr int dtype_bytes(DType t) {
+  return is_fp8(t) ? 1 : (t == DType::F16 || t == DType::BF16) ? 2 : 4;
+}
 const char* dtype_name(DType t);
 
 enum class Device : int32_t { Host = 0, Cuda = 1 };

@@ -82,6 +82,16 @@ inline void load_run(const void* src, DType t, int64_t off, int64_t n, float* ds
       for (int64_t i = 0; i < n; ++i) dst[i] = scale * bf16_to_float(s[i]);
       break;
     }
+    case DType::F8E4M3: {
+      const uint8_t* s = static_cast<const uint8_t*>(src) + off;
+      for (int64_t i = 0; i < n; ++i) dst[i] = scale * fp8_e4m3_to_float(s[i]);
+      break;
+    }
+    case DType::F8E5M2: {
+      const uint8_t* s = static_cast<const uint8_t*>(src) + off;
+      for (int64_t i = 0; i < n; ++i) dst[i] = scale * fp8_e5m2_to_float(s[i]);
+      break;
+    }
     default:
       for (int64_t i = 0; i < n; ++i) dst[i] = 0.0f;
       break;

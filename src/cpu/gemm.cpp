@@ -1,4 +1,5 @@
-// CPU GEMM with fused epilogue: D = act(alpha * A B + beta * C + bias), fp32 accumulation.
+// CPU GEMM with fused epilogue: D = act(alpha * sa[m] * sb[n] * A B + beta * C + bias), fp32
+// accumulation (sa, sb: fk_gemm_scaled's dequantisation scales, 1 for fk_gemm).
 //
 // The loop structure is the cache-blocked GEMM of Goto & van de Geijn ("Anatomy of
 // High-Performance Matrix Multiplication", ACM TOMS 34(3), 2008: packed panels and the GEBP
@@ -88,8 +89,13 @@ void macro_kernel(const float* a, const float* b, float* acc, int64_t mcp, int64
       micro_kernel(a + i * kc, b + j * kc, acc + i * ldc + j, kc, ldc);
 }
 
-void run_tile(const GemmProblem& p, const float* bias, int64_t bt, int64_t m0, int64_t n0,
-              Scratch& w) {
+// The scales as host fp32 values: sa[M or 1], sb[N or 1] (empty: 1).
+struct Scales {
+  std::vector<float> a, b;
+};
+
+void run_tile(const GemmProblem& p, const float* bias, const Scales& sc, int64_t bt, int64_t m0,
+              int64_t n0, Scratch& w) {
   const int64_t mc = std::min(kMc, p.M - m0), nc = std::min(kNc, p.N - n0);
   const int64_t mcp = round_up(mc, kMr), ncp = round_up(nc, kNr);
   const int64_t ldc = ncp;
@@ -119,10 +125,10 @@ void run_tile(const GemmProblem& p, const float* bias, int64_t bt, int64_t m0, i
     for (int64_t k = 0; k < kc; ++k) {
       const int64_t row = b_base + (k0 + k) * p.b_stride_k + n0 * p.b_stride_n;
       if (p.b_stride_n == 1) {
-        load_run(p.b, p.ab_dtype, row, nc, tmp);
+        load_run(p.b, p.b_dtype, row, nc, tmp);
       } else {
         for (int64_t j = 0; j < nc; ++j)
-          tmp[j] = load_as_float(p.b, p.ab_dtype, row + j * p.b_stride_n);
+          tmp[j] = load_as_float(p.b, p.b_dtype, row + j * p.b_stride_n);
       }
       for (int64_t j = nc; j < ncp; ++j) tmp[j] = 0.0f;
       for (int64_t j = 0; j < ncp; ++j)
@@ -131,12 +137,20 @@ void run_tile(const GemmProblem& p, const float* bias, int64_t bt, int64_t m0, i
     macro_kernel(w.a.data(), w.b.data(), w.acc.data(), mcp, ncp, kc, ldc);
   }
 
-  // Epilogue: t = alpha * acc + beta * c + bias, then the activation, rounded once to D.
+  // Epilogue: t = alpha * sa * sb * acc + beta * c + bias, then the activation, rounded once
+  // to D.
   const bool has_c = p.c != nullptr && p.beta != 0.0f;
   for (int64_t i = 0; i < mc; ++i) {
     const float* acc = &w.acc[size_t(i * ldc)];
     float* out = w.row.data();
-    for (int64_t j = 0; j < nc; ++j) out[j] = p.alpha * acc[j];
+    float row_scale = p.alpha;
+    if (!sc.a.empty()) row_scale *= sc.a[p.scale_a_per_row ? size_t(m0 + i) : 0];
+    if (p.scale_b_per_col) {
+      for (int64_t j = 0; j < nc; ++j) out[j] = row_scale * sc.b[size_t(n0 + j)] * acc[j];
+    } else {
+      const float s = sc.b.empty() ? row_scale : row_scale * sc.b[0];
+      for (int64_t j = 0; j < nc; ++j) out[j] = s * acc[j];
+    }
     if (has_c) {
       const int64_t crow = bt * p.c_batch_stride + (m0 + i) * p.c_stride_m + n0 * p.c_stride_n;
       for (int64_t j = 0; j < nc; ++j)
@@ -173,6 +187,9 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
       bias.resize(size_t(p.N));
       load_run(p.bias, p.bias_dtype, 0, p.N, bias.data());
     }
+    Scales sc;
+    if (p.scale_a) sc.a.assign(p.scale_a, p.scale_a + (p.scale_a_per_row ? p.M : 1));
+    if (p.scale_b) sc.b.assign(p.scale_b, p.scale_b + (p.scale_b_per_col ? p.N : 1));
     std::vector<Scratch> scratch(static_cast<size_t>(workers));
     for (auto& w : scratch) {
       w.a.resize(size_t(round_up(kMc, kMr) * kKc));
@@ -184,7 +201,8 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
       Scratch& w = scratch[size_t(worker)];
       for (int64_t t = begin; t < end; ++t) {
         const int64_t bt = t / (tm * tn), rem = t % (tm * tn);
-        run_tile(p, p.bias ? bias.data() : nullptr, bt, (rem / tn) * kMc, (rem % tn) * kNc, w);
+        run_tile(p, p.bias ? bias.data() : nullptr, sc, bt, (rem / tn) * kMc, (rem % tn) * kNc,
+                 w);
       }
     });
     return FK_SUCCESS;

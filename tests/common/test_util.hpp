@@ -17,7 +17,8 @@
 
 namespace fktest {
 
-enum class DT { F32, F16, BF16, I32 };
+// E4M3 / E5M2: OCP 8-bit floats (float8_e4m3fn, float8_e5m2), inputs of fk_gemm_scaled.
+enum class DT { F32, F16, BF16, I32, E4M3, E5M2 };
 
 inline DLDataType dl_dtype(DT t) {
   switch (t) {
@@ -25,18 +26,53 @@ inline DLDataType dl_dtype(DT t) {
     case DT::F16: return DLDataType{kDLFloat, 16, 1};
     case DT::BF16: return DLDataType{kDLBfloat, 16, 1};
     case DT::I32: return DLDataType{kDLInt, 32, 1};
+    case DT::E4M3: return DLDataType{FK_DLPACK_FLOAT8_E4M3FN, 8, 1};
+    case DT::E5M2: return DLDataType{FK_DLPACK_FLOAT8_E5M2, 8, 1};
   }
   return DLDataType{kDLFloat, 32, 1};
 }
-inline int dt_bytes(DT t) { return (t == DT::F16 || t == DT::BF16) ? 2 : 4; }
+inline int dt_bytes(DT t) {
+  return (t == DT::E4M3 || t == DT::E5M2) ? 1 : (t == DT::F16 || t == DT::BF16) ? 2 : 4;
+}
 inline const char* dt_name(DT t) {
   switch (t) {
     case DT::F32: return "fp32";
     case DT::F16: return "fp16";
     case DT::BF16: return "bf16";
     case DT::I32: return "int32";
+    case DT::E4M3: return "e4m3";
+    case DT::E5M2: return "e5m2";
   }
   return "?";
+}
+
+// fp8 decoding written from the format definitions (OCP OFP8 rev. 1.0), independent of the
+// library's: value = (-1)^s * 2^(e - bias) * (1 + m / 2^mbits), or 2^(1 - bias) * m / 2^mbits
+// for e == 0. e4m3fn: bias 7, 3 mantissa bits, all-ones exponent and mantissa = NaN, no
+// infinities. e5m2: bias 15, 2 mantissa bits, exponent 31 = inf (m == 0) or NaN.
+inline double fp8_value(uint8_t code, bool e4m3) {
+  const int mbits = e4m3 ? 3 : 2, ebits = e4m3 ? 4 : 5, bias = e4m3 ? 7 : 15;
+  const int s = code >> 7, e = (code >> mbits) & ((1 << ebits) - 1), m = code & ((1 << mbits) - 1);
+  const double sign = s ? -1.0 : 1.0;
+  if (e4m3 && e == 15 && m == 7) return std::nan("");
+  if (!e4m3 && e == 31) return m == 0 ? sign * INFINITY : std::nan("");
+  if (e == 0) return sign * std::ldexp(double(m) / (1 << mbits), 1 - bias);
+  return sign * std::ldexp(1.0 + double(m) / (1 << mbits), e - bias);
+}
+// Nearest finite fp8 code (ties to the even code), saturating to the largest finite value.
+inline uint8_t fp8_encode(double v, bool e4m3) {
+  uint8_t best = 0;
+  double best_err = INFINITY;
+  for (int c = 0; c < 256; ++c) {
+    const double x = fp8_value(uint8_t(c), e4m3);
+    if (!std::isfinite(x)) continue;
+    const double err = std::fabs(x - v);
+    if (err < best_err || (err == best_err && (c & 1) == 0)) {
+      best = uint8_t(c);
+      best_err = err;
+    }
+  }
+  return best;
 }
 
 // fp16 / bf16 conversions (round to nearest even), independent of the library's own.
@@ -145,6 +181,8 @@ struct HostTensor {
       case DT::F16: { uint16_t h; std::memcpy(&h, p, 2); return half_bits_to_float(h); }
       case DT::BF16: { uint16_t h; std::memcpy(&h, p, 2); return bf16_bits_to_float(h); }
       case DT::I32: { int32_t i; std::memcpy(&i, p, 4); return i; }
+      case DT::E4M3: return fp8_value(*p, true);
+      case DT::E5M2: return fp8_value(*p, false);
     }
     return 0;
   }
@@ -155,6 +193,8 @@ struct HostTensor {
       case DT::F16: { uint16_t h = float_to_half_bits(float(v)); std::memcpy(p, &h, 2); break; }
       case DT::BF16: { uint16_t h = float_to_bf16_bits(float(v)); std::memcpy(p, &h, 2); break; }
       case DT::I32: { int32_t i = int32_t(v); std::memcpy(p, &i, 4); break; }
+      case DT::E4M3: *p = fp8_encode(v, true); break;
+      case DT::E5M2: *p = fp8_encode(v, false); break;
     }
   }
   double get(const std::vector<int64_t>& idx) const { return get_at(offset(idx)); }

@@ -25,6 +25,12 @@ struct GemmCase {
   bool b_stride0 = false;  // b rank 3 with batch stride 0
   bool poison_c = false;   // c given but beta == 0: must not be read
   int threads = 2;
+  // fk_gemm_scaled: b's dtype when it differs from a's (the two fp8 formats), and the scales:
+  // 0 none, 1 per-tensor (1,), 2 per-row of a (M,) / per-column of b (N,).
+  bool scaled = false;
+  bool b_dt_set = false;
+  DT b_dt = DT::F32;
+  int scale_a = 0, scale_b = 0;
 };
 
 // A (rows, cols) matrix, with a leading batch dimension when batch > 0.
@@ -56,11 +62,15 @@ void run_gemm(const GemmCase& c, uint64_t tag) {
     // Batch stride 0: one matrix seen by every batch.
     std::vector<int64_t> shape = c.tb ? std::vector<int64_t>{bd, c.N, c.K}
                                       : std::vector<int64_t>{bd, c.K, c.N};
-    b = HostTensor(c.ab, shape, {0, shape[2], 1});
+    b = HostTensor(c.b_dt_set ? c.b_dt : c.ab, shape, {0, shape[2], 1});
   } else {
-    b = c.tb ? mat(c.ab, c.b_bcast ? 0 : bd, c.N, c.K, c.layout)
-             : mat(c.ab, c.b_bcast ? 0 : bd, c.K, c.N, c.layout);
+    const DT bt = c.b_dt_set ? c.b_dt : c.ab;
+    b = c.tb ? mat(bt, c.b_bcast ? 0 : bd, c.N, c.K, c.layout)
+             : mat(bt, c.b_bcast ? 0 : bd, c.K, c.N, c.layout);
   }
+  HostTensor sa(DT::F32, {c.scale_a == 2 ? c.M : 1}), sb(DT::F32, {c.scale_b == 2 ? c.N : 1});
+  sa.fill_uniform(rng, 0.25, 4.0);
+  sb.fill_uniform(rng, 0.25, 4.0);
   HostTensor cm = mat(c.cd, c.c_bcast ? 0 : bd, c.M, c.N, c.layout);
   HostTensor bias(c.bias_dt, {c.N});
   HostTensor d = mat(c.cd, bd, c.M, c.N, c.layout);
@@ -78,8 +88,12 @@ void run_gemm(const GemmCase& c, uint64_t tag) {
   p.alpha = c.alpha;
   p.beta = c.beta;
   p.activation = c.act;
-  const fk_status_t st = fk_gemm(fkcpu::cpu_context(c.threads), nullptr, &p, &a, &b,
-                                 c.with_c ? &cm : nullptr, c.with_bias ? &bias : nullptr, &d);
+  const fk_status_t st =
+      c.scaled ? fk_gemm_scaled(fkcpu::cpu_context(c.threads), nullptr, &p, &a, &b,
+                                c.scale_a ? &sa : nullptr, c.scale_b ? &sb : nullptr,
+                                c.with_c ? &cm : nullptr, c.with_bias ? &bias : nullptr, &d)
+               : fk_gemm(fkcpu::cpu_context(c.threads), nullptr, &p, &a, &b,
+                         c.with_c ? &cm : nullptr, c.with_bias ? &bias : nullptr, &d);
   INFO("fk_gemm: " << fk_get_last_error_message());
   REQUIRE(st == FK_SUCCESS);
 
@@ -90,9 +104,27 @@ void run_gemm(const GemmCase& c, uint64_t tag) {
   rp.beta = c.beta;
   rp.activation = c.act;
   const int64_t nb = std::max<int64_t>(bd, 1);
-  const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = cm.to_vector(),
-                            biasv = bias.to_vector();
+  std::vector<double> av = a.to_vector(), bv = b.to_vector();
+  const std::vector<double> cv = cm.to_vector(), biasv = bias.to_vector();
   const auto batch_of = [](const HostTensor& t) { return t.shape.size() == 3 ? t.shape[0] : 1; };
+  // The scales, folded into the operands in float64: a's row m times scale_a[m], b's column n
+  // times scale_b[n] (a and b are logical row-major (rows, cols) here, transposes included).
+  if (c.scale_a) {
+    const int64_t rows = c.ta ? c.K : c.M, cols = c.ta ? c.M : c.K;
+    for (size_t i = 0; i < av.size(); ++i) {
+      const int64_t r = int64_t(i) / cols % rows, col = int64_t(i) % cols;
+      const int64_t m = c.ta ? col : r;
+      av[i] *= sa.get({c.scale_a == 2 ? m : 0});
+    }
+  }
+  if (c.scale_b) {
+    const int64_t rows = c.tb ? c.N : c.K, cols = c.tb ? c.K : c.N;
+    for (size_t i = 0; i < bv.size(); ++i) {
+      const int64_t r = int64_t(i) / cols % rows, col = int64_t(i) % cols;
+      const int64_t n = c.tb ? r : col;
+      bv[i] *= sb.get({c.scale_b == 2 ? n : 0});
+    }
+  }
   const std::vector<double> ref =
       fkref::gemm(av, batch_of(a), bv, batch_of(b), c.with_c && !c.poison_c ? &cv : nullptr,
                   batch_of(cm), c.with_bias ? &biasv : nullptr, nb, c.M, c.N, c.K, rp);
@@ -241,4 +273,42 @@ TEST_CASE("cpu gemm: batched with broadcast", "[cpu][gemm]") {
     c.threads = v == 0 ? 1 : 3;
     DYNAMIC_SECTION("variant " << v) { run_gemm(c, ++tag); }
   }
+}
+
+TEST_CASE("cpu gemm_scaled: fp8 and scales", "[cpu][gemm]") {
+  uint64_t tag = 1600;
+  const DT fp8[] = {DT::E4M3, DT::E5M2};
+  for (DT a8 : fp8)
+    for (DT b8 : fp8)
+      for (int v = 0; v < 4; ++v) {
+        GemmCase c;
+        c.scaled = true;
+        c.ab = a8;
+        c.b_dt_set = true;
+        c.b_dt = b8;
+        c.cd = v == 1 ? DT::F32 : DT::BF16;
+        c.M = 45;
+        c.N = 70;
+        c.K = 300;  // crosses a K panel of the CPU kernel
+        c.tb = v != 2;
+        c.ta = v == 3;
+        c.scale_a = v % 3;
+        c.scale_b = (v + 1) % 3;
+        c.with_bias = v >= 2;
+        c.with_c = v == 3;
+        c.beta = v == 3 ? 0.5f : 0.0f;
+        c.alpha = v == 1 ? 0.75f : 1.0f;
+        c.act = v == 2 ? FK_ACTIVATION_GELU_TANH : FK_ACTIVATION_NONE;
+        c.batch = v == 1 ? 2 : 0;
+        DYNAMIC_SECTION(fktest::dt_name(a8) << "x" << fktest::dt_name(b8) << " v" << v) {
+          run_gemm(c, ++tag);
+        }
+      }
+  // Non-fp8 inputs take scales too.
+  GemmCase c;
+  c.scaled = true;
+  c.ab = DT::BF16;
+  c.scale_a = 2;
+  c.scale_b = 1;
+  run_gemm(c, ++tag);
 }

@@ -529,6 +529,102 @@ TEST_CASE("gemm: validation rules", "[validation][gemm]") {
   }
 }
 
+// A valid fk_gemm_scaled problem: fp8 a (M, K) and b given as (N, K) with trans_b, scales
+// per row of a and per column of b.
+struct ScaledGemm {
+  HostTensor a, b, sa, sb, d;
+  fk_gemm_params_t prm;
+  ScaledGemm(int64_t M = 3, int64_t N = 4, int64_t K = 5) {
+    std::mt19937_64 rng(fktest::test_seed() + 11);
+    a.init(DT::E4M3, {M, K});
+    b.init(DT::E5M2, {N, K});
+    sa.init(DT::F32, {M});
+    sb.init(DT::F32, {N});
+    d.init(DT::BF16, {M, N});
+    a.fill_normal(rng);
+    b.fill_normal(rng);
+    sa.fill_uniform(rng, 0.5, 2.0);
+    sb.fill_uniform(rng, 0.5, 2.0);
+    d.poison();
+    fk_gemm_params_init(&prm);
+    prm.trans_b = 1;
+  }
+  fk_status_t run(fk_context_t* ctx) {
+    return fk_gemm_scaled(ctx, nullptr, &prm, a.view(), b.view(), sa.view(), sb.view(), nullptr,
+                          nullptr, d.view());
+  }
+};
+
+TEST_CASE("gemm_scaled: validation rules", "[validation][gemm]") {
+  Ctx c;
+  SECTION("valid (fp8 e4m3 x e5m2, per-row and per-column scales)") {
+    ScaledGemm g;
+    CHECK(g.run(c.ctx) == FK_SUCCESS);
+    CHECK_FALSE(g.d.all_poison());
+  }
+  SECTION("fk_gemm refuses fp8 and names fk_gemm_scaled") {
+    ScaledGemm g;
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr,
+                         g.d.view()),
+                 FK_ERROR_NOT_SUPPORTED, {"a", "fk_gemm_scaled"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("fp8 a with a bf16 b") {
+    ScaledGemm g;
+    g.b.init(DT::BF16, {4, 5});
+    expect_error(g.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"b", "fp8"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("fp8 type code with 16 bits") {
+    ScaledGemm g;
+    g.a.dl.dtype = DLDataType{FK_DLPACK_FLOAT8_E4M3FN, 16, 1};
+    expect_error(g.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"a", "8"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("fp8 output") {
+    ScaledGemm g;
+    g.d.init(DT::E4M3, {3, 4});
+    g.d.poison();
+    expect_error(g.run(c.ctx), FK_ERROR_NOT_SUPPORTED, {"d", "fp8"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("scale not fp32") {
+    ScaledGemm g;
+    g.sa.init(DT::F16, {3});
+    expect_error(g.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"scale_a", "fp32"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("scale of rank 2") {
+    ScaledGemm g;
+    g.sb.init(DT::F32, {1, 4});
+    expect_error(g.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"scale_b", "rank"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("scale length neither 1 nor M / N") {
+    ScaledGemm g;
+    g.sa.init(DT::F32, {4});
+    expect_error(g.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"scale_a", "length 4"});
+    ScaledGemm h;
+    h.sb.init(DT::F32, {3});
+    expect_error(h.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"scale_b", "length 3"});
+    CHECK(g.d.all_poison());
+    CHECK(h.d.all_poison());
+  }
+  SECTION("scale not contiguous") {
+    ScaledGemm g;
+    g.sa.init(DT::F32, {3}, {2});
+    expect_error(g.run(c.ctx), FK_ERROR_BAD_STRIDES, {"scale_a"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("d overlapping a scale") {
+    ScaledGemm g;
+    g.d.init(DT::F32, {3, 4});
+    g.sb.dl.data = g.d.bytes.data();
+    g.sb.dl.dtype = DLDataType{kDLFloat, 32, 1};
+    expect_error(g.run(c.ctx), FK_ERROR_INVALID_ARGUMENT, {"scale_b"});
+  }
+}
+
 TEST_CASE("monarch and blockdiag: validation rules", "[validation][monarch]") {
   Ctx c;
   std::mt19937_64 rng(fktest::test_seed() + 3);

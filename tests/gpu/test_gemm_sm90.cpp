@@ -74,35 +74,42 @@ bool expect_sm90() {
 int64_t round8(int64_t x) { return (std::max<int64_t>(x, 1) + 7) / 8 * 8; }
 
 // Row-major strides for `shape` (rank 2 or 3) whose last-dimension rows are `ld_pad` elements
-// longer than round8(extent), so every row and batch starts 16-byte aligned.
-std::vector<int64_t> aligned_strides(const std::vector<int64_t>& shape, int64_t ld_pad) {
+// longer than the extent rounded up to 16 bytes (8 elements; 16 for fp8), so every row and
+// batch starts 16-byte aligned.
+std::vector<int64_t> aligned_strides(const std::vector<int64_t>& shape, int64_t ld_pad,
+                                     int64_t align = 8) {
   const size_t r = shape.size();
   std::vector<int64_t> st(r, 1);
-  st[r - 2] = round8(shape[r - 1]) + ld_pad;
+  st[r - 2] = (std::max<int64_t>(shape[r - 1], 1) + align - 1) / align * align + ld_pad;
   if (r == 3) st[0] = st[1] * std::max<int64_t>(shape[1], 1);
   return st;
 }
 
 // Relative tolerance per output dtype, against |scale_i| + rms(scale) where scale is the same
-// GEMM on magnitudes: one rounding of the output plus fp32 accumulation.
-double tol(DT t) {
+// GEMM on magnitudes: one rounding of the output plus fp32 accumulation. fp8 inputs: Hopper's
+// fp8 tensor-core accumulation keeps about 14 mantissa bits per addition (DeepSeek-AI,
+// "DeepSeek-V3 Technical Report", 2024, Section 3.3.2), so the sum over K carries up to
+// ~sqrt(K) * 2^-14 relative to |A||B| (4e-3 at K = 4097): 1e-2 unless the output is coarser.
+double tol(DT t, bool fp8_inputs = false) {
+  double v = 0;
   switch (t) {
-    case DT::F32: return 5e-5;
-    case DT::F16: return 2e-3;
-    case DT::BF16: return 1.6e-2;
-    default: return 0;
+    case DT::F32: v = 5e-5; break;
+    case DT::F16: v = 2e-3; break;
+    case DT::BF16: v = 1.6e-2; break;
+    default: break;
   }
+  return fp8_inputs ? std::max(v, 1e-2) : v;
 }
 
 void check_output(const HostTensor& got, const std::vector<double>& ref,
-                  const std::vector<double>& scale, DT dt) {
+                  const std::vector<double>& scale, DT dt, bool fp8_inputs = false) {
   const std::vector<double> g = got.to_vector();
   REQUIRE(g.size() == ref.size());
   double sum_sc = 0, num = 0, den = 0, max_err = 0;
   int64_t unwritten = 0, bad = 0, worst = -1;
   for (size_t i = 0; i < ref.size(); ++i) sum_sc += scale[i] * scale[i];
   const double rms = ref.empty() ? 0.0 : std::sqrt(sum_sc / double(ref.size()));
-  const double t = tol(dt);
+  const double t = tol(dt, fp8_inputs);
   for (size_t i = 0; i < ref.size(); ++i) {
     if (!std::isfinite(g[i])) {
       ++unwritten;
@@ -158,6 +165,12 @@ struct Case {
   int64_t ld_pad = 0;     // extra elements per row (keep a multiple of 8 to stay eligible)
   bool eligible = true;   // the sm90 kernel must take it (on an sm90 build and device)
   cudaStream_t stream = nullptr;
+  // fk_gemm_scaled: B's dtype when it differs from A's (fp8 formats); scales 0 none,
+  // 1 per-tensor, 2 per-row of A / per-column of B.
+  bool scaled = false;
+  bool b_dt_set = false;
+  DT b_dt = DT::E4M3;
+  int scale_a = 0, scale_b = 0;
 };
 
 std::string describe(const Case& c) {
@@ -169,6 +182,10 @@ std::string describe(const Case& c) {
     << (c.broadcast_b ? " broadcast b" : "") << (c.with_c ? " +C" : "")
     << (c.with_bias ? " +bias" : "") << " alpha " << c.alpha << " beta " << c.beta << " act "
     << c.act << " ld_pad " << c.ld_pad;
+  if (c.scaled) {
+    o << " scaled b " << fktest::dt_name(c.b_dt_set ? c.b_dt : c.ab) << " scale_a " << c.scale_a
+      << " scale_b " << c.scale_b;
+  }
   return o.str();
 }
 
@@ -195,19 +212,24 @@ void run(const Case& c, uint64_t tag) {
       with_batch(c.broadcast_b ? 0 : c.batch,
                  c.trans_b ? std::vector<int64_t>{c.N, c.K} : std::vector<int64_t>{c.K, c.N});
   const std::vector<int64_t> ds = with_batch(c.batch, {c.M, c.N});
+  const DT bdt = c.b_dt_set ? c.b_dt : c.ab;
+  const int64_t align = fktest::dt_bytes(c.ab) == 1 ? 16 : 8;
   const std::vector<int64_t> a_st = (c.col_major_a && !c.trans_a)
                                         ? col_major(c.batch, c.M, c.K, c.ld_pad)
-                                        : aligned_strides(as, c.ld_pad);
+                                        : aligned_strides(as, c.ld_pad, align);
   const std::vector<int64_t> d_st =
       c.col_major_d ? col_major(c.batch, c.M, c.N, c.ld_pad) : aligned_strides(ds, c.ld_pad);
-  HostTensor a(c.ab, as, a_st), b(c.ab, bs, aligned_strides(bs, c.ld_pad)), d(c.cd, ds, d_st),
-      cm(c.cd, ds, d_st), bias(c.bias_dt, {c.N});
+  HostTensor a(c.ab, as, a_st), b(bdt, bs, aligned_strides(bs, c.ld_pad, align)),
+      d(c.cd, ds, d_st), cm(c.cd, ds, d_st), bias(c.bias_dt, {c.N});
+  HostTensor sa(DT::F32, {c.scale_a == 2 ? c.M : 1}), sb(DT::F32, {c.scale_b == 2 ? c.N : 1});
   a.fill_normal(rng);
   b.fill_normal(rng);
   cm.fill_normal(rng);
   bias.fill_normal(rng);
+  sa.fill_uniform(rng, 0.25, 4.0);
+  sb.fill_uniform(rng, 0.25, 4.0);
 
-  DeviceTensor da(a), db(b), dd(d), dc(cm), dbias(bias);
+  DeviceTensor da(a), db(b), dd(d), dc(cm), dbias(bias), dsa(sa), dsb(sb);
   dd.poison();
   fk_gemm_params_t p;
   fk_gemm_params_init(&p);
@@ -217,8 +239,16 @@ void run(const Case& c, uint64_t tag) {
   p.beta = c.beta;
   p.activation = c.act;
   const char* variant = "?";
-  REQUIRE_FK(fk_gemm_select_kernel(ctx(), &p, &da, &db, c.with_c ? &dc : nullptr,
-                                        c.with_bias ? &dbias : nullptr, &dd, &variant));
+  const DLTensor* psa = c.scale_a ? &dsa : nullptr;
+  const DLTensor* psb = c.scale_b ? &dsb : nullptr;
+  if (c.scaled) {
+    REQUIRE_FK(fk_gemm_scaled_select_kernel(ctx(), &p, &da, &db, psa, psb,
+                                            c.with_c ? &dc : nullptr,
+                                            c.with_bias ? &dbias : nullptr, &dd, &variant));
+  } else {
+    REQUIRE_FK(fk_gemm_select_kernel(ctx(), &p, &da, &db, c.with_c ? &dc : nullptr,
+                                     c.with_bias ? &dbias : nullptr, &dd, &variant));
+  }
   INFO("variant " << variant);
   if (expect_sm90()) {
     if (c.eligible) {
@@ -230,8 +260,13 @@ void run(const Case& c, uint64_t tag) {
   fk_launch_t launch;
   fk_launch_init(&launch);
   launch.stream = c.stream;
-  REQUIRE_FK(fk_gemm(ctx(), &launch, &p, &da, &db, c.with_c ? &dc : nullptr,
-                          c.with_bias ? &dbias : nullptr, &dd));
+  if (c.scaled) {
+    REQUIRE_FK(fk_gemm_scaled(ctx(), &launch, &p, &da, &db, psa, psb, c.with_c ? &dc : nullptr,
+                              c.with_bias ? &dbias : nullptr, &dd));
+  } else {
+    REQUIRE_FK(fk_gemm(ctx(), &launch, &p, &da, &db, c.with_c ? &dc : nullptr,
+                       c.with_bias ? &dbias : nullptr, &dd));
+  }
   if (c.stream) REQUIRE_CUDA(cudaStreamSynchronize(c.stream));
   dd.download();
 
@@ -241,8 +276,23 @@ void run(const Case& c, uint64_t tag) {
   rp.alpha = c.alpha;
   rp.beta = c.beta;
   rp.activation = c.act;
-  const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = cm.to_vector(),
-                            biasv = bias.to_vector();
+  std::vector<double> av = a.to_vector(), bv = b.to_vector();
+  const std::vector<double> cv = cm.to_vector(), biasv = bias.to_vector();
+  // Scales folded into the operands in float64 (a, b as stored, row-major (rows, cols)).
+  if (c.scale_a) {
+    const int64_t rows = c.trans_a ? c.K : c.M, cols = c.trans_a ? c.M : c.K;
+    for (size_t i = 0; i < av.size(); ++i) {
+      const int64_t r = int64_t(i) / cols % rows, col = int64_t(i) % cols;
+      av[i] *= sa.get({c.scale_a == 2 ? (c.trans_a ? col : r) : 0});
+    }
+  }
+  if (c.scale_b) {
+    const int64_t rows = c.trans_b ? c.N : c.K, cols = c.trans_b ? c.K : c.N;
+    for (size_t i = 0; i < bv.size(); ++i) {
+      const int64_t r = int64_t(i) / cols % rows, col = int64_t(i) % cols;
+      bv[i] *= sb.get({c.scale_b == 2 ? (c.trans_b ? r : col) : 0});
+    }
+  }
   const int64_t b_batch = c.broadcast_b ? 1 : nb;
   const std::vector<double> ref =
       fkref::gemm(av, nb, bv, b_batch, c.with_c ? &cv : nullptr, nb,
@@ -259,7 +309,7 @@ void run(const Case& c, uint64_t tag) {
   const std::vector<double> scale =
       fkref::gemm(absv(av), nb, absv(bv), b_batch, c.with_c ? &cva : nullptr, nb,
                   c.with_bias ? &biasa : nullptr, nb, c.M, c.N, c.K, sp);
-  check_output(d, ref, scale, c.cd);
+  check_output(d, ref, scale, c.cd, fktest::dt_bytes(c.ab) == 1);
 }
 
 DT ab_by_index(int i) { return (i & 1) ? DT::F16 : DT::BF16; }
@@ -503,6 +553,61 @@ TEST_CASE("sm90 gemm: unaligned operands fall back and stay correct", "[gpu][gem
   f.cd = DT::F32;
   f.eligible = false;
   run(f, 28001);
+}
+
+TEST_CASE("sm90 gemm: fp8 (e4m3/e5m2) with per-tensor, per-row and per-column scales",
+          "[gpu][gemm][sm90][fp8]") {
+  // K-major A (M, K) and B stored (N, K) (trans_b): the Hopper kernel's fp8 layout.
+  const DT fp8[] = {DT::E4M3, DT::E5M2};
+  const int64_t shapes[][3] = {{1, 1, 1}, {7, 127, 129}, {129, 7, 127}, {300, 520, 4097},
+                               {1000, 257, 64}, {16, 4096, 1024}};
+  int i = 0;
+  for (DT a8 : fp8)
+    for (DT b8 : fp8)
+      for (const auto& s : shapes) {
+        Case c;
+        c.scaled = true;
+        c.ab = a8;
+        c.b_dt_set = true;
+        c.b_dt = b8;
+        c.M = s[0];
+        c.N = s[1];
+        c.K = s[2];
+        c.trans_b = true;
+        c.cd = cd_by_index(i);
+        c.scale_a = i % 3;
+        c.scale_b = (i + 1) % 3;
+        c.with_bias = (i % 2) == 0;
+        c.act = i % 4;
+        c.with_c = (i % 5) == 1;
+        c.beta = c.with_c ? 0.5f : 0.0f;
+        c.alpha = (i % 3) == 2 ? 0.5f : 1.0f;
+        c.batch = (i % 7) == 3 ? 3 : 0;
+        run(c, 30000 + uint64_t(i++));
+      }
+  // Layouts the fp8 kernel does not read (A transposed = M-major, B (K, N)): generic, correct.
+  Case t;
+  t.scaled = true;
+  t.ab = DT::E4M3;
+  t.M = 70;
+  t.N = 90;
+  t.K = 48;
+  t.trans_a = true;
+  t.scale_a = 2;
+  t.scale_b = 2;
+  t.eligible = false;
+  run(t, 30900);
+  // 16-bit inputs with scales take the generic kernel too.
+  Case h;
+  h.scaled = true;
+  h.ab = DT::BF16;
+  h.M = 65;
+  h.N = 130;
+  h.K = 70;
+  h.scale_a = 1;
+  h.scale_b = 2;
+  h.eligible = false;
+  run(h, 30901);
 }
 
 TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {

@@ -82,3 +82,68 @@ def test_gemm_c_with_default_beta_is_documented(rng):
     doc = " ".join(flashkit.gemm.__doc__.split())
     assert "beta=0.0" in doc and "not read" in doc and "beta=1.0" in doc
     assert "c's dtype, even when beta == 0" in doc
+
+
+# ------------------------------------------------------------------------------------------
+# gemm_scaled: fp8 inputs (ml_dtypes' float8 types) with dequantisation scales
+# ------------------------------------------------------------------------------------------
+
+FP8 = ["float8_e4m3fn", "float8_e5m2"]
+
+
+def _fp8(rng, shape, name):
+    return rng.standard_normal(shape).astype(getattr(ml_dtypes_mod(), name))
+
+
+def ml_dtypes_mod():
+    return pytest.importorskip("ml_dtypes")
+
+
+@pytest.mark.parametrize("fa", FP8)
+@pytest.mark.parametrize("fb", FP8)
+@pytest.mark.parametrize("scales", ["none", "tensor", "row_col"])
+def test_gemm_scaled_fp8(rng, fa, fb, scales):
+    m, n, k = 23, 31, 140
+    a = _fp8(rng, (m, k), fa)
+    w = _fp8(rng, (n, k), fb)           # (N, K) weight, K-major as the Hopper kernel wants
+    sa = sb = None
+    if scales == "tensor":
+        sa = np.array([0.37], np.float32)
+        sb = np.array([2.5], np.float32)
+    elif scales == "row_col":
+        sa = rng.uniform(0.25, 4.0, m).astype(np.float32)
+        sb = rng.uniform(0.25, 4.0, n).astype(np.float32)
+    bias = ref.randn(rng, (n,), "float32")
+    d = flashkit.gemm_scaled(a, w, trans_b=True, scale_a=sa, scale_b=sb, bias=bias,
+                             activation="gelu_tanh")
+    assert d.shape == (m, n) and d.dtype == ref.np_dtype("bfloat16")
+    av = ref.f64(a) * (ref.f64(sa)[:, None] if sa is not None else 1.0)
+    wv = ref.f64(w) * (ref.f64(sb)[:, None] if sb is not None else 1.0)
+    expected = ref.gemm(av, wv, trans_b=True, bias=bias, act="gelu_tanh")
+    ref.assert_close(d, expected, "bfloat16")
+
+
+def test_gemm_scaled_out_dtype_and_context(rng):
+    a = _fp8(rng, (2, 8, 48), "float8_e4m3fn")
+    w = _fp8(rng, (16, 48), "float8_e4m3fn")
+    sa = np.array([0.5], np.float32)
+    d = flashkit.gemm_scaled(a, w, trans_b=True, scale_a=sa, out_dtype="float32", alpha=2.0)
+    assert d.shape == (2, 8, 16) and d.dtype == np.float32
+    ref.assert_close(d, ref.gemm(ref.f64(a), ref.f64(w), trans_b=True), "float32")
+    ctx = flashkit.Context("cpu")
+    assert ctx.select_kernel("gemm_scaled", a, w, trans_b=True) == "cpu.gemm"
+    ref.assert_close(ctx.gemm_scaled(a, w, trans_b=True, out_dtype="float32"),
+                     ref.gemm(ref.f64(a), ref.f64(w), trans_b=True), "float32")
+
+
+def test_gemm_scaled_rules(rng):
+    a = _fp8(rng, (4, 8), "float8_e4m3fn")
+    w = _fp8(rng, (5, 8), "float8_e5m2")
+    with pytest.raises(flashkit.InvalidArgumentError, match="scale_a: length 3"):
+        flashkit.gemm_scaled(a, w, trans_b=True, scale_a=np.ones(3, np.float32))
+    with pytest.raises(flashkit.InvalidArgumentError, match="scale_b"):
+        flashkit.gemm_scaled(a, w, trans_b=True, scale_b=np.ones(5, np.float16))
+    with pytest.raises(flashkit.InvalidArgumentError, match="b: "):
+        flashkit.gemm_scaled(a, ref.randn(rng, (5, 8)), trans_b=True)
+    with pytest.raises(flashkit.InvalidArgumentError, match="out_dtype"):
+        flashkit.gemm_scaled(a, w, trans_b=True, out_dtype="float8_e4m3fn")

@@ -144,6 +144,25 @@ def test_gemm_vs_matmul(gen, dtype):
                "gemm trans_b")
 
 
+def test_gemm_scaled_fp8_vs_scaled_mm(gen):
+    """torch float8 tensors (DLPack codes 10/12) through fk_gemm_scaled on the Hopper kernel,
+    against torch._scaled_mm on the same quantised inputs and scales."""
+    m, n, k = 256, 512, 1024
+    a = randn(gen, (m, k), torch.float32).to(torch.float8_e4m3fn)
+    w = randn(gen, (n, k), torch.float32).to(torch.float8_e4m3fn)
+    sa = torch.rand((m, 1), generator=gen, device=DEV) + 0.5
+    sb = torch.rand((1, n), generator=gen, device=DEV) + 0.5
+    d = flashkit.gemm_scaled(a, w, trans_b=True, scale_a=sa.reshape(m), scale_b=sb.reshape(n))
+    assert d.dtype == torch.bfloat16 and d.shape == (m, n)
+    anchor = torch._scaled_mm(a, w.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+    expected = (np64(a) * np64(sa)) @ (np64(w) * np64(sb).T).T
+    check_rule(d, anchor, expected, "bfloat16", "gemm_scaled fp8 per-row/per-column")
+    ctx = flashkit.Context(DEV)
+    name = ctx.select_kernel("gemm_scaled", a, w, trans_b=True)
+    if torch.cuda.get_device_capability() == (9, 0):
+        assert name == "cuda.sm90.gemm", name
+
+
 def test_non_default_stream(gen):
     """Work queued on a side stream: flashkit must run on torch's current stream, after the
     producer's kernels and before the consumer's, with no synchronisation in between."""

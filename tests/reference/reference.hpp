@@ -34,6 +34,8 @@ inline double round_to(fktest::DT t, double x) {
     case fktest::DT::F16: return fktest::half_bits_to_float(fktest::float_to_half_bits(float(x)));
     case fktest::DT::BF16: return fktest::bf16_bits_to_float(fktest::float_to_bf16_bits(float(x)));
     case fktest::DT::I32: return std::nearbyint(x);
+    case fktest::DT::E4M3: return fktest::fp8_value(fktest::fp8_encode(x, true), true);
+    case fktest::DT::E5M2: return fktest::fp8_value(fktest::fp8_encode(x, false), false);
   }
   return x;
 }

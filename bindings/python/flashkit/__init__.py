@@ -42,7 +42,7 @@ from . import _ops, flash_attn_interface
 from ._version import __version__
 
 __all__ = [
-    "__version__", "Context", "default_context", "attention", "gemm", "monarch",
+    "__version__", "Context", "default_context", "attention", "gemm", "gemm_scaled", "monarch",
     "blockdiag_linear", "FFTConv", "set_log_callback", "library_version",
     "FlashkitError", "InvalidArgumentError", "NotSupportedError", "OutOfMemoryError",
     "DeviceError", "InternalError", "float32", "float16", "bfloat16",
@@ -139,6 +139,45 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
     """
     return _ops.gemm(None, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
                      bias=bias, activation=activation, out=out)
+
+
+def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0,
+                trans_a=False, trans_b=False, bias=None, activation=None, out=None,
+                out_dtype=None):
+    """Scaled GEMM for quantised (FP8) inputs, with gemm's fused epilogue:
+    ``out = act(alpha * scale_a[m] * scale_b[n] * op(a) @ op(b) + beta * c + bias)``,
+    accumulated in fp32 (``torch._scaled_mm``'s and cuBLASLt's scale convention: a and b hold
+    ``x / scale``; the scales bring them back). C ABI: ``fk_gemm_scaled``.
+
+    Args:
+        a: ``(M, K)`` (``(K, M)`` with ``trans_a``), optionally batched: float8_e4m3fn or
+            float8_e5m2 (torch float8 tensors; NumPy arrays of ml_dtypes' float8 types), or
+            fp32/fp16/bf16 (then b has the same dtype).
+        b: ``(K, N)`` (``(N, K)`` with ``trans_b``): fp8 when a is fp8 (the formats may
+            differ). The Hopper kernel needs both K-major: a row-major ``(M, K)`` and b a
+            row-major ``(N, K)`` passed with ``trans_b=True`` (in torch, ``w.t()`` of an
+            ``(N, K)`` weight without the flag is the same memory); other layouts run on the
+            generic kernel.
+        scale_a: None (1), or float32 ``(1,)`` (per-tensor) or ``(M,)`` (per row of a),
+            contiguous, on a's device.
+        scale_b: None (1), or float32 ``(1,)`` or ``(N,)`` (per column of b), contiguous.
+        c, alpha, beta, bias, activation, trans_a, trans_b: as for :func:`gemm` (c and bias
+            are not scaled).
+        out: optional output ``(M, N)`` / ``(batch, M, N)``, fp32/fp16/bf16.
+        out_dtype: the result's dtype when out is not given; default c's dtype, else a's when
+            a is 16/32-bit, else bfloat16.
+
+    Returns:
+        ``out`` (new array in a's library and device unless given).
+
+    Raises:
+        InvalidArgumentError: as :func:`gemm`; a fp8 with b not (or the reverse); a scale not
+            float32, not rank 1, or of length other than 1 or M (N); a scale not contiguous.
+        NotSupportedError: fp8 out.
+    """
+    return _ops.gemm_scaled(None, a, b, c, scale_a=scale_a, scale_b=scale_b, alpha=alpha,
+                            beta=beta, trans_a=trans_a, trans_b=trans_b, bias=bias,
+                            activation=activation, out=out, out_dtype=out_dtype)
 
 
 def monarch(x, w1, w2, out=None, *, bias=None):

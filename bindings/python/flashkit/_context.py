@@ -128,7 +128,8 @@ class Context:
         (same exceptions) and runs nothing.
 
         Args:
-            op: ``"attention"``, ``"gemm"``, ``"monarch"``, ``"blockdiag_linear"`` or
+            op: ``"attention"``, ``"gemm"``, ``"gemm_scaled"``, ``"monarch"``,
+                ``"blockdiag_linear"`` or
                 ``"fftconv"``.
             *args, **kwargs: the arguments of ``flashkit.<op>`` (for ``"fftconv"``:
                 ``(u, k, D=None, pregate=None, postgate=None, *, fft_size=None,
@@ -147,6 +148,10 @@ class Context:
     def gemm(self, a, b, c=None, **kwargs):
         """flashkit.gemm on this context (same arguments)."""
         return _ops.gemm(self, a, b, c, **kwargs)
+
+    def gemm_scaled(self, a, b, c=None, **kwargs):
+        """flashkit.gemm_scaled on this context (same arguments)."""
+        return _ops.gemm_scaled(self, a, b, c, **kwargs)
 
     def monarch(self, x, w1, w2, out=None, **kwargs):
         """flashkit.monarch on this context (same arguments)."""

@@ -157,7 +157,7 @@ def check_index_dtype(ref):
 
 def compute_dtype(spec, name="dtype"):
     """as_dtype(spec), restricted to fp32/fp16/bf16 (None stays None)."""
-    d = as_dtype(spec)
+    d = as_dtype(spec, name)
     if d is not None and d not in COMPUTE_DTYPES:
         raise _errors.InvalidArgumentError(
             f"{name}: {d.name} is not float32, float16 or bfloat16", 103)
@@ -208,27 +208,27 @@ def dtype_from_numpy(dt):
     return dtype_from_code(kind, dt.itemsize * 8)
 
 
-def as_dtype(spec):
+def as_dtype(spec, name="dtype"):
     """Accepts a flashkit DType, a name ('float32', 'fp16', 'bf16', ...), a NumPy or ml_dtypes
-    dtype, or a torch/jax dtype."""
+    dtype, or a torch/jax dtype. ``name`` is the argument named in error messages."""
     if spec is None or isinstance(spec, DType):
         return spec
     if isinstance(spec, str):
         d = _ALIASES.get(spec.lower())
         if d is None:
             raise _errors.InvalidArgumentError(
-                f"dtype: {spec!r} is not float32, float16 or bfloat16", 103)
+                f"{name}: {spec!r} is not float32, float16 or bfloat16", 103)
         return d
     if type(spec).__module__.startswith("torch"):  # torch.float32 -> "float32"
-        name = str(spec).rsplit(".", 1)[-1]
-        if name not in _ALIASES:
-            raise _errors.InvalidArgumentError(f"dtype: {spec} is not float32, float16 or "
+        tname = str(spec).rsplit(".", 1)[-1]
+        if tname not in _ALIASES:
+            raise _errors.InvalidArgumentError(f"{name}: {spec} is not float32, float16 or "
                                                "bfloat16", 103)
-        return _ALIASES[name]
+        return _ALIASES[tname]
     try:
         return dtype_from_numpy(spec)
     except TypeError:
-        raise _errors.InvalidArgumentError(f"dtype: cannot interpret {spec!r} as a dtype", 103)
+        raise _errors.InvalidArgumentError(f"{name}: cannot interpret {spec!r} as a dtype", 103)
 
 
 # ------------------------------------------------------------------------------------------

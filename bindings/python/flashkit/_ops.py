@@ -257,6 +257,47 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
     return out_obj
 
 
+def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0,
+                trans_a=False, trans_b=False, bias=None, activation=None, out=None,
+                out_dtype=None, _select=False):
+    call = _Call(ctx, [("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("c", c),
+                       ("bias", bias)], required=2)
+    ar, br, sar, sbr, cr, biasr = call.refs
+    _expect_rank(ar, (2, 3), "(M, K) or (batch, M, K)" if not trans_a else
+                 "(K, M) or (batch, K, M)")
+    _expect_rank(br, (2, 3), "(K, N) or (batch, K, N)" if not trans_b else
+                 "(N, K) or (batch, N, K)")
+    _expect_rank(cr, (2, 3), "(M, N) or (batch, M, N)")
+    m = ar.shape[-1] if trans_a else ar.shape[-2]
+    n = br.shape[-2] if trans_b else br.shape[-1]
+    batches = [r.shape[0] for r in (ar, br, cr) if r is not None and r.ndim == 3]
+    shape = ((batches[0],) if batches else ()) + (m, n)
+
+    params = capi.fk_gemm_params_t()
+    capi.fk_gemm_params_init(params)
+    params.trans_a = 1 if trans_a else 0
+    params.trans_b = 1 if trans_b else 0
+    params.alpha = float32_arg(alpha, "alpha")
+    params.beta = float32_arg(beta, "beta")
+    params.activation = _activation(activation)
+
+    if out_dtype is not None:
+        result_dtype = _dlpack.compute_dtype(out_dtype, "out_dtype")
+    elif cr is not None:
+        result_dtype = cr.dtype
+    elif ar.dtype in _dlpack.COMPUTE_DTYPES:
+        result_dtype = ar.dtype
+    else:
+        result_dtype = _dlpack.bfloat16  # fp8 inputs: bf16 result, as torch._scaled_mm's usual
+    out_obj, outr = call.output("out", out, shape, result_dtype)
+    args = [call.addr(r) for r in (ar, br, sar, sbr, cr, biasr, outr)]
+    if _select:
+        return capi.fk_gemm_scaled_select_kernel(call.ctx.handle, params, *args)
+    capi.fk_gemm_scaled(call.ctx.handle, call.launch, params, *args)
+    call.finish()
+    return out_obj
+
+
 # ------------------------------------------------------------------------------------------
 # Monarch and block-diagonal linear
 # ------------------------------------------------------------------------------------------
@@ -475,6 +516,7 @@ def _selector(fn):
 SELECTORS = {
     "attention": _selector(attention),
     "gemm": _selector(gemm),
+    "gemm_scaled": _selector(gemm_scaled),
     "monarch": _selector(monarch),
     "blockdiag_linear": _selector(blockdiag_linear),
     "fftconv": _select_fftconv,

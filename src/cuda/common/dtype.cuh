@@ -6,6 +6,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 
@@ -14,13 +15,15 @@
 namespace flashkit {
 namespace cuda {
 
-// Element `i` (in elements) of a fp32/fp16/bf16 buffer, widened to fp32. Plain loads, not
+// Element `i` (in elements) of a fp32/fp16/bf16/fp8 buffer, widened to fp32. Plain loads, not
 // __ldg: an input may alias an output of the same kernel (in-place calls), and the read-only
 // cache is not coherent with writes made during the kernel.
 __device__ __forceinline__ float load_float(const void* base, DType t, int64_t i) {
   switch (t) {
     case DType::F16: return __half2float(static_cast<const __half*>(base)[i]);
     case DType::BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+    case DType::F8E4M3: return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(base)[i]);
+    case DType::F8E5M2: return static_cast<float>(static_cast<const __nv_fp8_e5m2*>(base)[i]);
     default: return static_cast<const float*>(base)[i];
   }
 }

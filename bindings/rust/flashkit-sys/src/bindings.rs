@@ -1319,6 +1319,65 @@ extern "C" {
         variant_name: *mut *const ::std::os::raw::c_char,
     ) -> fk_status_t;
 }
+extern "C" {
+    #[doc = " @brief Scaled GEMM for quantised inputs (FP8), with the fused epilogue of fk_gemm():"]
+    #[doc = "        `d = act(alpha * scale_a[m] * scale_b[n] * sum_k a[m, k] b[k, n] + beta * c + bias)`."]
+    #[doc = ""]
+    #[doc = " The FP8 GEMM of Hopper's tensor cores (NVIDIA H100 whitepaper, \"FP8\"; the OCP 8-bit float"]
+    #[doc = " formats) with dequantisation scales applied in the epilogue in fp32, as"]
+    #[doc = " `torch._scaled_mm` and cuBLASLt's `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` define them:"]
+    #[doc = " `a` and `b` hold the quantised values `x / scale`, the scales bring them back. Products are"]
+    #[doc = " accumulated in fp32."]
+    #[doc = " @param context, launch, params As for fk_gemm() (transposes, alpha, beta, activation)."]
+    #[doc = " @param a    `(M, K)` (`(K, M)` with trans_a), optionally `(batch, ., .)`: float8 e4m3fn or"]
+    #[doc = "             e5m2, or fp32/fp16/bf16 (then b has the same dtype). Any non-negative strides."]
+    #[doc = "             The Hopper kernel needs K contiguous (\"K-major\", stride 1 along K) and 16-byte"]
+    #[doc = "             aligned rows; other layouts run on the generic kernel."]
+    #[doc = " @param b    `(K, N)` (`(N, K)` with trans_b), optionally batched: float8 e4m3fn or e5m2 when"]
+    #[doc = "             `a` is fp8 (the two fp8 formats may be mixed), else a's dtype. K-major for the"]
+    #[doc = "             Hopper kernel means `(N, K)` row-major with trans_b = 1 (torch: `w.t()` of a"]
+    #[doc = "             row-major `(N, K)` weight)."]
+    #[doc = " @param scale_a NULL (1), or fp32 on d's device, contiguous: `(1,)` one scale for all of A"]
+    #[doc = "             (per-tensor) or `(M,)` one per row of A (per-token)."]
+    #[doc = " @param scale_b NULL (1), or fp32, contiguous: `(1,)` per-tensor or `(N,)` one per column of"]
+    #[doc = "             B (per-output-channel)."]
+    #[doc = " @param c, bias As for fk_gemm() (c and bias are not scaled)."]
+    #[doc = " @param d    Output `(M, N)` / `(batch, M, N)`, fp32/fp16/bf16 (fp8 output: FK_ERROR_NOT_SUPPORTED)."]
+    #[doc = " @return As fk_gemm(), and: FK_ERROR_DTYPE_MISMATCH (a fp8 but b not, or the reverse; a scale"]
+    #[doc = "   not fp32); FK_ERROR_SHAPE_MISMATCH (a scale of rank other than 1, or of length other than 1"]
+    #[doc = "   or M (scale_a) / N (scale_b)); FK_ERROR_BAD_STRIDES (a scale not contiguous);"]
+    #[doc = "   FK_ERROR_NOT_SUPPORTED (fp8 output)."]
+    pub fn fk_gemm_scaled(
+        context: *const fk_context_t,
+        launch: *const fk_launch_t,
+        params: *const fk_gemm_params_t,
+        a: *const DLTensor,
+        b: *const DLTensor,
+        scale_a: *const DLTensor,
+        scale_b: *const DLTensor,
+        c: *const DLTensor,
+        bias: *const DLTensor,
+        d: *const DLTensor,
+    ) -> fk_status_t;
+}
+extern "C" {
+    #[doc = " @brief Names the variant fk_gemm_scaled() would run; validates like it and runs nothing."]
+    #[doc = " @param context, params, a, b, scale_a, scale_b, c, bias, d As for fk_gemm_scaled()."]
+    #[doc = " @param[out] variant_name Receives static text on success."]
+    #[doc = " @return As fk_gemm_scaled(); FK_ERROR_NULL_POINTER if `variant_name` is NULL."]
+    pub fn fk_gemm_scaled_select_kernel(
+        context: *const fk_context_t,
+        params: *const fk_gemm_params_t,
+        a: *const DLTensor,
+        b: *const DLTensor,
+        scale_a: *const DLTensor,
+        scale_b: *const DLTensor,
+        c: *const DLTensor,
+        bias: *const DLTensor,
+        d: *const DLTensor,
+        variant_name: *mut *const ::std::os::raw::c_char,
+    ) -> fk_status_t;
+}
 #[doc = " @brief Monarch options (reserved for growth). Fill with fk_monarch_params_init()."]
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]

@@ -114,17 +114,22 @@ __global__ void __launch_bounds__(kThreads) gemm_tiled_kernel(const GemmArgs p, 
       }
     }
 
-    // Epilogue, in the documented order: alpha * acc + beta * C + bias, then the activation.
+    // Epilogue, in the documented order: alpha * scales * acc + beta * C + bias, then the
+    // activation.
     const bool use_c = p.c != nullptr && p.beta != 0.0f;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int64_t m = m0 + ty * 4 + i;
       if (m >= p.M) continue;
+      float row_scale = p.alpha;
+      if (p.scale_a != nullptr) row_scale *= p.scale_a[p.scale_a_per_row ? m : 0];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int64_t n = n0 + tx * 4 + j;
         if (n >= p.N) continue;
-        float v = p.alpha * acc[i][j];
+        float scale = row_scale;
+        if (p.scale_b != nullptr) scale *= p.scale_b[p.scale_b_per_col ? n : 0];
+        float v = scale * acc[i][j];
         if (use_c) {
           v += p.beta * load_float(p.c, p.c_dtype,
                                    z * p.c_batch_stride + m * p.c_stride_m + n * p.c_stride_n);
@@ -154,7 +159,7 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
   FK_RETURN_IF_ERROR(guard.status());
   GemmArgs g;
   g.a_dtype = p.ab_dtype;
-  g.b_dtype = p.ab_dtype;
+  g.b_dtype = p.b_dtype;
   g.c_dtype = p.cd_dtype;
   g.d_dtype = p.cd_dtype;
   g.bias_dtype = p.bias_dtype;
@@ -184,6 +189,10 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
   g.alpha = p.alpha;
   g.beta = p.beta;
   g.activation = p.activation;
+  g.scale_a = p.scale_a;
+  g.scale_b = p.scale_b;
+  g.scale_a_per_row = p.scale_a_per_row;
+  g.scale_b_per_col = p.scale_b_per_col;
   return launch_gemm(g, static_cast<cudaStream_t>(ctx.stream));
 }
 

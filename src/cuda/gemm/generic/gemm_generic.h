@@ -13,7 +13,7 @@ namespace flashkit {
 namespace cuda {
 namespace generic {
 
-// D[z](m, n) = act(alpha * sum_k A[z](m, k) B[z](k, n) + beta * C[z](m, n) + bias[z](n)) for
+// D[z](m, n) = act(alpha * sa * sb * sum_k A[z](m, k) B[z](k, n) + beta * C[z](m, n) + bias[z](n)) for
 // z < batch, every operand addressed by explicit strides in elements (any value, 0 included).
 // Unlike GemmProblem, A and B may have different dtypes (Monarch feeds an fp32 intermediate)
 // and the bias may move with the batch (Monarch's second factor adds bias[m*nblocks2 + j]).
@@ -33,6 +33,10 @@ struct GemmArgs {
   int64_t bias_batch_stride = 0, bias_stride_n = 1;
   float alpha = 1.0f, beta = 0.0f;
   Activation activation = Activation::None;
+  // fk_gemm_scaled: acc is multiplied by scale_a[m or 0] * scale_b[n or 0] (nullptr: 1).
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
+  bool scale_a_per_row = false, scale_b_per_col = false;
 };
 
 // Enqueues the GEMM on `stream` (the caller has made the right device current). Returns the

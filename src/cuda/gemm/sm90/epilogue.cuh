@@ -233,8 +233,9 @@ __device__ __forceinline__ void epilogue_chunk_vec(const EpilogueParams& e, cons
 
 // Writes one output tile (tile indices m_tile, n_tile of batch l) from the accumulators of
 // consumer thread `mma_thread` (0..255). `accum` is the thread's wgmma fragment of the
-// TiledMma's 128 x 256 tile.
-template <class TiledMma, class Accum>
+// TiledMma's 128 x 256 tile. kScaled (the fp8 instantiations): the accumulators are multiplied
+// by scale_a[m] * scale_b[n] as they are staged, before alpha and the rest of the epilogue.
+template <class TiledMma, bool kScaled, class Accum>
 __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Accum& accum,
                                                EpilogueStorage& smem, int mma_thread,
                                                int32_t m_tile, int32_t n_tile, int64_t l) {
@@ -258,6 +259,20 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
   const int64_t d_off_l = l * e.d_batch_stride, c_off_l = l * e.c_batch_stride;
   const bool use_c = e.c != nullptr;
 
+  // kScaled: the thread's fragment covers two rows (element i is on row r0 + 8 * ((i >> 1) & 1),
+  // PTX ISA "wgmma.mma_async register fragments"); their scale_a values, read once per tile.
+  float row_scale[2] = {1.0f, 1.0f};
+  if constexpr (kScaled) {
+    if (e.scale_a != nullptr) {
+      CUTE_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        int64_t m = int64_t(m_tile) * kTileM + get<0>(coords(2 * h));
+        m = m < e.M ? m : e.M - 1;  // rows past M are never stored
+        row_scale[h] = e.scale_a[e.scale_a_per_row ? m : 0];
+      }
+    }
+  }
+
   // Code size matters here as much as speed: this runs once per tile, after a mainloop long
   // enough to evict it from the instruction caches. A fully unrolled version (4 chunks x 8
   // groups x every dtype and activation path, ~20 000 instructions) measured ~100 us per tile on
@@ -277,11 +292,27 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
       for (int i = cc * kPerChunk; i < (cc + 1) * kPerChunk; i += 2) {
         const int r = get<0>(coords(i)) - row0;
         const int c = get<1>(coords(i)) - cc * kEpiChunk;  // c even, c + 1 is element i + 1
+        float v0 = accum(i), v1 = accum(i + 1);
+        if constexpr (kScaled) {
+          float s0 = row_scale[(i >> 1) & 1], s1 = s0;
+          if (e.scale_b != nullptr) {
+            if (e.scale_b_per_col) {
+              const int64_t n0 = n_base + c;  // past N: never stored, clamp the read
+              s0 *= e.scale_b[n0 < e.N ? n0 : e.N - 1];
+              s1 *= e.scale_b[n0 + 1 < e.N ? n0 + 1 : e.N - 1];
+            } else {
+              s0 *= e.scale_b[0];
+              s1 = s0;
+            }
+          }
+          v0 *= s0;
+          v1 *= s1;
+        }
         if (!col_mode) {
-          *reinterpret_cast<float2*>(&buf[r * kEpiPitch + c]) = make_float2(accum(i), accum(i + 1));
+          *reinterpret_cast<float2*>(&buf[r * kEpiPitch + c]) = make_float2(v0, v1);
         } else {
-          buf[c * kEpiPitch + r] = accum(i);
-          buf[(c + 1) * kEpiPitch + r] = accum(i + 1);
+          buf[c * kEpiPitch + r] = v0;
+          buf[(c + 1) * kEpiPitch + r] = v1;
         }
       }
     }

@@ -17,20 +17,21 @@ namespace {
 
 constexpr int64_t kMaxI32 = (int64_t(1) << 31) - 1;
 constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
-constexpr int64_t kAlignElems = 8;  // 16 bytes of fp16/bf16: the copy engine's alignment
+constexpr int64_t kAlignBytes = 16;  // the copy engine's alignment of bases and strides
 
 bool aligned(const void* p, uintptr_t bytes) {
   return (reinterpret_cast<uintptr_t>(p) % bytes) == 0;
 }
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// Operand X(row, k) = ptr + l * s_l + row * s_row + k * s_k (elements), `batch` batches.
-// Fails when the copy engine cannot read it: no unit stride along either dimension, or a
-// base address, leading dimension or batch stride that is not 16-byte aligned.
-bool describe_operand(const void* ptr, int64_t rows, int64_t k, int64_t s_row, int64_t s_k,
-                      int64_t s_l, int64_t batch, OperandDesc* o) {
-  if (!aligned(ptr, 16)) return false;
-  const auto ld_ok = [](int64_t s) { return s > 0 && s % kAlignElems == 0; };
+// Operand X(row, k) = ptr + l * s_l + row * s_row + k * s_k (elements of `esize` bytes),
+// `batch` batches. Fails when the copy engine cannot read it: no unit stride along either
+// dimension, or a base address, leading dimension or batch stride that is not 16-byte aligned.
+bool describe_operand(const void* ptr, int64_t esize, int64_t rows, int64_t k, int64_t s_row,
+                      int64_t s_k, int64_t s_l, int64_t batch, OperandDesc* o) {
+  if (!aligned(ptr, kAlignBytes)) return false;
+  const int64_t kAlignElems = kAlignBytes / esize;
+  const auto ld_ok = [&](int64_t s) { return s > 0 && s % kAlignElems == 0; };
   // A dimension of extent 1 never advances, so its stride is free.
   const bool k_major = (s_k == 1 || k == 1) && (rows == 1 || ld_ok(s_row));
   const bool mn_major = (s_row == 1 || rows == 1) && (k == 1 || ld_ok(s_k));
@@ -50,24 +51,37 @@ bool describe_operand(const void* ptr, int64_t rows, int64_t k, int64_t s_row, i
     o->batch = batch;
     o->batch_stride = s_l;
   }
-  return o->ld * 2 < kMaxTmaStrideBytes && o->batch_stride * 2 < kMaxTmaStrideBytes;
+  return o->ld * esize < kMaxTmaStrideBytes && o->batch_stride * esize < kMaxTmaStrideBytes;
 }
 
 bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   if (p.device != Device::Cuda) return false;
-  if (p.ab_dtype != DType::F16 && p.ab_dtype != DType::BF16) return false;
+  const bool fp8 = is_fp8(p.ab_dtype);
+  if (fp8) {
+    if (!is_fp8(p.b_dtype)) return false;
+  } else {
+    if (p.ab_dtype != DType::F16 && p.ab_dtype != DType::BF16) return false;
+    // 16-bit inputs with dequantisation scales are rare; the generic kernel takes them.
+    if (p.b_dtype != p.ab_dtype || p.scale_a != nullptr || p.scale_b != nullptr) return false;
+  }
   if (p.cd_dtype != DType::F16 && p.cd_dtype != DType::BF16 && p.cd_dtype != DType::F32) return false;
   if (p.M < 1 || p.N < 1 || p.K < 0 || p.batch < 1) return false;
   if (p.M > kMaxI32 || p.N > kMaxI32 || p.K > kMaxI32 || p.batch > kMaxI32) return false;
   g->ab_dtype = p.ab_dtype;
+  g->b_dtype = p.b_dtype;
   g->M = p.M;
   g->N = p.N;
   g->K = p.K;
   const int64_t k = p.K > 0 ? p.K : 1;
-  if (!describe_operand(p.a, p.M, k, p.a_stride_m, p.a_stride_k, p.a_batch_stride, p.batch, &g->a))
+  const int64_t esize = dtype_bytes(p.ab_dtype);
+  if (!describe_operand(p.a, esize, p.M, k, p.a_stride_m, p.a_stride_k, p.a_batch_stride, p.batch,
+                        &g->a))
     return false;
-  if (!describe_operand(p.b, p.N, k, p.b_stride_n, p.b_stride_k, p.b_batch_stride, p.batch, &g->b))
+  if (!describe_operand(p.b, esize, p.N, k, p.b_stride_n, p.b_stride_k, p.b_batch_stride, p.batch,
+                        &g->b))
     return false;
+  // wgmma reads 8-bit operands K-major only (A row-major (M, K), B stored (N, K)).
+  if (fp8 && (!g->a.k_major || !g->b.k_major)) return false;
 
   const int64_t tiles_m = (p.M + kTileM - 1) / kTileM, tiles_n = (p.N + kTileN - 1) / kTileN;
   if (tiles_m * tiles_n > kMaxI32) return false;
@@ -79,7 +93,8 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   const ScheduleChoice choice = pick_schedule(tiles_m, tiles_n);
   s.group = choice.group;
   s.raster_n = choice.raster_n ? 1 : 0;
-  s.k_tiles = int32_t((p.K + kTileK - 1) / kTileK);
+  const int64_t tile_k = tile_k_for(p.ab_dtype);
+  s.k_tiles = int32_t((p.K + tile_k - 1) / tile_k);
   s.splits = pick_splits(s.total_tiles, s.k_tiles, caps.sm_count);
   s.total_units = s.total_tiles * s.splits;
   g->grid = pick_grid(s.total_units, caps.sm_count);
@@ -106,11 +121,15 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   const bool col_mode = (p.d_stride_m == 1 && p.d_stride_n == 1) ? (p.N == 1 && p.M > 1)
                                                                   : p.d_stride_m == 1;
   e.col_mode = col_mode ? 1 : 0;
-  const int64_t esize = dtype_bytes(p.cd_dtype);
+  e.scale_a = p.scale_a;
+  e.scale_b = p.scale_b;
+  e.scale_a_per_row = p.scale_a_per_row ? 1 : 0;
+  e.scale_b_per_col = p.scale_b_per_col ? 1 : 0;
+  const int64_t dsize = dtype_bytes(p.cd_dtype);
   const int64_t slow_extent = col_mode ? p.N : p.M;
   const auto vec_ok = [&](const void* ptr, int64_t fast_stride, int64_t slow_stride,
                           int64_t batch_stride) {
-    return ptr != nullptr && fast_stride == 1 && aligned(ptr, uintptr_t(4 * esize)) &&
+    return ptr != nullptr && fast_stride == 1 && aligned(ptr, uintptr_t(4 * dsize)) &&
            (slow_extent == 1 || slow_stride % 4 == 0) && (p.batch == 1 || batch_stride % 4 == 0);
   };
   e.d_vec = vec_ok(p.d, col_mode ? p.d_stride_m : p.d_stride_n,
@@ -152,7 +171,12 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
     g.splitk.partials = static_cast<float*>(partials);
     g.splitk.counters = static_cast<int32_t*>(counters);
   }
-  return g.ab_dtype == DType::BF16 ? launch_bf16(g, stream) : launch_f16(g, stream);
+  switch (g.ab_dtype) {
+    case DType::BF16: return launch_bf16(g, stream);
+    case DType::F16: return launch_f16(g, stream);
+    case DType::F8E4M3: return launch_fp8_e4m3(g, stream);
+    default: return launch_fp8_e5m2(g, stream);
+  }
 }
 
 }  // namespace sm90

@@ -23,9 +23,9 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-template <class Element, bool KMajorA, bool KMajorB>
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
 struct GemmKernel {
-  using Mainloop = sm90::Mainloop<Element, KMajorA, KMajorB>;
+  using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB>;
   static constexpr int kThreads = 384;
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
@@ -100,8 +100,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
                          tc.tile, tc.split)) {
         continue;  // another unit of this tile finishes it
       }
-      epilogue_store<typename Mainloop::TiledMma>(params.epilogue, accum, smem.epilogue, mma_thread,
-                                                  tc.m, tc.n, tc.l);
+      epilogue_store<typename Mainloop::TiledMma, Mainloop::kFp8>(
+          params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
     }
   }
 #endif

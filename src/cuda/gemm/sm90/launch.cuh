@@ -23,9 +23,9 @@ inline bool descriptor_encoded(const void* desc, size_t bytes) {
   return false;
 }
 
-template <class Element, bool KMajorA, bool KMajorB>
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
 fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
-  using Kernel = GemmKernel<Element, KMajorA, KMajorB>;
+  using Kernel = GemmKernel<ElementA, ElementB, KMajorA, KMajorB>;
   typename Kernel::Params params;
   params.mainloop = Kernel::Mainloop::make_params(g);
   if (!descriptor_encoded(params.mainloop.tma_a.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
@@ -49,11 +49,23 @@ fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
 template <class Element>
 fk_status_t launch_dtype(const GemmArgs& g, cudaStream_t stream) {
   if (g.a.k_major) {
-    return g.b.k_major ? launch_layout<Element, true, true>(g, stream)
-                       : launch_layout<Element, true, false>(g, stream);
+    return g.b.k_major ? launch_layout<Element, Element, true, true>(g, stream)
+                       : launch_layout<Element, Element, true, false>(g, stream);
   }
-  return g.b.k_major ? launch_layout<Element, false, true>(g, stream)
-                     : launch_layout<Element, false, false>(g, stream);
+  return g.b.k_major ? launch_layout<Element, Element, false, true>(g, stream)
+                     : launch_layout<Element, Element, false, false>(g, stream);
+}
+
+// fp8 A of format ElementA: K-major A and B only (the predicate guarantees it), B's format
+// chosen at run time.
+template <class ElementA>
+fk_status_t launch_fp8(const GemmArgs& g, cudaStream_t stream) {
+  if (!g.a.k_major || !g.b.k_major) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.sm90.gemm: fp8 operands must be K-major");
+  }
+  return g.b_dtype == DType::F8E4M3
+             ? launch_layout<ElementA, cute::float_e4m3_t, true, true>(g, stream)
+             : launch_layout<ElementA, cute::float_e5m2_t, true, true>(g, stream);
 }
 
 }  // namespace sm90

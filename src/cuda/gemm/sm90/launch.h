@@ -14,8 +14,10 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-// The CTA tile, fixed for this first version: 128 x 256 output, K steps of 64, a 4-deep ring.
-constexpr int kTileM = 128, kTileN = 256, kTileK = 64;
+// The CTA tile: 128 x 256 output, K steps of 128 bytes (64 fp16/bf16 or 128 fp8 elements: one
+// 128-byte swizzle row), a 4-deep ring.
+constexpr int kTileM = 128, kTileN = 256, kTileKBytes = 128;
+constexpr int tile_k_for(DType t) { return kTileKBytes / dtype_bytes(t); }
 
 // One of A (rows = M) or B (rows = N): logical X(row, k) at
 // ptr + l * batch_stride + row * (k_major ? ld : 1) + k * (k_major ? 1 : ld).
@@ -28,8 +30,9 @@ struct OperandDesc {
   int64_t batch_stride = 0;  // elements (a multiple of 8)
 };
 
-// The epilogue: D(l, m, n) = act(alpha * acc + beta * C(l, m, n) + bias(n)). Plain data, read
-// by the kernel from its parameter space.
+// The epilogue: D(l, m, n) = act(alpha * sa * sb * acc + beta * C(l, m, n) + bias(n)). Plain
+// data, read by the kernel from its parameter space. The scales (fk_gemm_scaled) are applied
+// only by the fp8 instantiations; the predicate sends 16-bit problems with scales elsewhere.
 struct EpilogueParams {
   void* d = nullptr;
   const void* c = nullptr;     // nullptr: no C term
@@ -47,6 +50,10 @@ struct EpilogueParams {
   // Use the unrolled, typed path for interior chunks (FLASHKIT_SM90_GEMM_EPILOGUE=generic turns
   // it off, for diagnosis).
   int32_t fast_epilogue = 1;
+  // fp8: scale_a[m] (or [0]) and scale_b[n] (or [0]); nullptr = 1.
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
+  int32_t scale_a_per_row = 0, scale_b_per_col = 0;
 };
 
 // The persistent work order: tiles are numbered batch-major; inside a batch, groups of `group`
@@ -61,7 +68,7 @@ struct TileSchedulerParams {
   int32_t tiles_m = 0, tiles_n = 0;
   int32_t group = 8;
   int32_t raster_n = 0;
-  int32_t k_tiles = 0;  // ceil(K / kTileK)
+  int32_t k_tiles = 0;  // ceil(K / tile_k_for(dtype))
   int32_t splits = 1;   // 1 <= splits <= max(k_tiles, 1)
 };
 
@@ -73,7 +80,8 @@ struct SplitKParams {
 };
 
 struct GemmArgs {
-  DType ab_dtype = DType::BF16;
+  DType ab_dtype = DType::BF16;  // A's dtype
+  DType b_dtype = DType::BF16;   // differs from A's only for the two fp8 formats
   OperandDesc a, b;
   int64_t M = 0, N = 0, K = 0;
   EpilogueParams epilogue;
@@ -83,9 +91,13 @@ struct GemmArgs {
 };
 
 // One launcher per input dtype (launch_bf16.cu, launch_f16.cu), each holding the four layout
-// instantiations (A and B each K- or MN-major).
+// instantiations (A and B each K- or MN-major); fp8 (launch_fp8_e4m3.cu / _e5m2.cu, by A's
+// format) has K-major A and B only (wgmma reads 8-bit operands K-major), one instantiation per
+// (A, B) format pair.
 fk_status_t launch_bf16(const GemmArgs& args, cudaStream_t stream);
 fk_status_t launch_f16(const GemmArgs& args, cudaStream_t stream);
+fk_status_t launch_fp8_e4m3(const GemmArgs& args, cudaStream_t stream);
+fk_status_t launch_fp8_e5m2(const GemmArgs& args, cudaStream_t stream);
 
 }  // namespace sm90
 }  // namespace cuda

@@ -22,9 +22,16 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-template <class Element_, bool KMajorA, bool KMajorB>
+template <class ElementA_, class ElementB_, bool KMajorA, bool KMajorB>
 struct Mainloop {
-  using Element = Element_;  // cute::half_t or cute::bfloat16_t
+  // cute::half_t or cute::bfloat16_t (both operands), or cute::float_e4m3_t /
+  // cute::float_e5m2_t (each operand its own, K-major only).
+  using ElementA = ElementA_;
+  using ElementB = ElementB_;
+  static_assert(sizeof(ElementA) == sizeof(ElementB), "operands of one width");
+  static constexpr bool kFp8 = sizeof(ElementA) == 1;
+  static_assert(!kFp8 || (KMajorA && KMajorB), "wgmma reads 8-bit operands K-major only");
+  static constexpr int kTileK = kTileKBytes / int(sizeof(ElementA));
   using TileShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
   static constexpr int kStages = 4;
 
@@ -34,10 +41,10 @@ struct Mainloop {
   // 128-byte swizzled shared-memory tiles, the layout both the copy engine writes and wgmma
   // reads without bank conflicts. MN-major tiles are stacked K-atom first so that each 64-wide
   // panel along M/N is one contiguous copy-engine box.
-  using AtomA = std::conditional_t<KMajorA, cute::GMMA::Layout_K_SW128_Atom<Element>,
-                                   cute::GMMA::Layout_MN_SW128_Atom<Element>>;
-  using AtomB = std::conditional_t<KMajorB, cute::GMMA::Layout_K_SW128_Atom<Element>,
-                                   cute::GMMA::Layout_MN_SW128_Atom<Element>>;
+  using AtomA = std::conditional_t<KMajorA, cute::GMMA::Layout_K_SW128_Atom<ElementA>,
+                                   cute::GMMA::Layout_MN_SW128_Atom<ElementA>>;
+  using AtomB = std::conditional_t<KMajorB, cute::GMMA::Layout_K_SW128_Atom<ElementB>,
+                                   cute::GMMA::Layout_MN_SW128_Atom<ElementB>>;
   using OrderA = std::conditional_t<KMajorA, cute::Step<cute::_1, cute::_2, cute::_3>,
                                     cute::Step<cute::_2, cute::_1, cute::_3>>;
   using OrderB = std::conditional_t<KMajorB, cute::Step<cute::_1, cute::_2, cute::_3>,
@@ -49,10 +56,10 @@ struct Mainloop {
       AtomB{}, cute::make_shape(cute::Int<kTileN>{}, cute::Int<kTileK>{}, cute::Int<kStages>{}),
       OrderB{}));
 
-  // Two warpgroups stacked along M, each issuing 64 x 256 x 16 wgmma with both operands in
-  // shared memory.
+  // Two warpgroups stacked along M, each issuing 64 x 256 x 16 (x 32 for fp8) wgmma with both
+  // operands in shared memory.
   using TiledMma = decltype(cute::make_tiled_mma(
-      cute::GMMA::ss_op_selector<Element, Element, float, TileShape, kMajorA, kMajorB>(),
+      cute::GMMA::ss_op_selector<ElementA, ElementB, float, TileShape, kMajorA, kMajorB>(),
       cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
 
   // Global strides of A (M, K, L) and B (N, K, L); the unit stride is static so that CuTe
@@ -61,14 +68,14 @@ struct Mainloop {
                                      cute::Stride<cute::_1, int64_t, int64_t>>;
   using StrideB = std::conditional_t<KMajorB, cute::Stride<int64_t, cute::_1, int64_t>,
                                      cute::Stride<cute::_1, int64_t, int64_t>>;
-  // The copy engine moves raw 16-bit words (no conversion on the way).
-  using TmaElement = uint16_t;
+  // The copy engine moves raw 16- or 8-bit words (no conversion on the way).
+  using TmaElement = std::conditional_t<kFp8, uint8_t, uint16_t>;
 
   using Pipeline = cutlass::PipelineTmaAsync<kStages>;
   using PipelineState = typename Pipeline::PipelineState;
 
   static constexpr uint32_t kTmaTransactionBytes =
-      uint32_t((kTileM + kTileN) * kTileK * sizeof(Element));
+      uint32_t((kTileM + kTileN) * kTileK * sizeof(ElementA));
 
   template <class Stride>
   static auto gmem_tensor(const TmaElement* ptr, Stride stride) {
@@ -92,8 +99,8 @@ struct Mainloop {
   };
 
   struct SharedStorage {
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutA>, 1024> a;
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutB>, 1024> b;
+    cute::array_aligned<ElementA, cute::cosize_v<SmemLayoutA>, 1024> a;
+    cute::array_aligned<ElementB, cute::cosize_v<SmemLayoutB>, 1024> b;
   };
 
   // Host: the copy-engine descriptors for one problem (OperandDesc already checked by the
