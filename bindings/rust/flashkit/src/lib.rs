@@ -47,8 +47,8 @@ pub use error::{Error, ErrorCategory, Result, Status};
 pub use fftconv::{FFTConvMode, FFTConvOptions, FFTConvPlan};
 pub use ops::{
     attention, attention_select_kernel, blockdiag_linear, blockdiag_linear_select_kernel, gemm,
-    gemm_select_kernel, monarch, monarch_select_kernel, Activation, AttentionParams, GemmParams,
-    VarLen,
+    gemm_scaled, gemm_scaled_select_kernel, gemm_select_kernel, monarch, monarch_select_kernel,
+    Activation, AttentionParams, GemmParams, VarLen,
 };
 pub use tensor::{DType, Device, Element, Tensor, TensorMut};
 

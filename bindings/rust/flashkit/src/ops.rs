@@ -322,6 +322,90 @@ pub fn gemm_select_kernel(
     Ok(static_str(name))
 }
 
+/// Scaled GEMM for quantised (FP8) inputs, with [`gemm`]'s epilogue:
+/// `d = activation(alpha * scale_a[m] * scale_b[n] * op(a) @ op(b) + beta * c + bias)`
+/// (`torch._scaled_mm`'s scale convention; C ABI `fk_gemm_scaled`).
+///
+/// - `a`, `b`: as for [`gemm`], dtype [`crate::DType::F8E4M3FN`] or [`crate::DType::F8E5M2`]
+///   (the two may differ; see [`Tensor::from_fp8_bits`]), or both one f32/f16/bf16 dtype. The
+///   Hopper kernel wants `a` `(M, K)` and `b` `(N, K)` row-major with `trans_b`.
+/// - `scale_a`: optional f32 `(1,)` or `(M,)` (per row of `a`); `scale_b`: optional f32
+///   `(1,)` or `(N,)` (per column of `b`); contiguous.
+/// - `c`, `bias`, `d`: as for [`gemm`]; `d` is f32/f16/bf16.
+///
+/// # Errors
+/// As [`gemm`], plus `DtypeMismatch` (fp8 `a` with a non-fp8 `b`, a scale not f32),
+/// `ShapeMismatch` (a scale's length), `BadStrides` (a scale not contiguous).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_scaled(
+    context: &Context,
+    launch: Option<&Launch>,
+    params: &GemmParams,
+    a: &Tensor<'_>,
+    b: &Tensor<'_>,
+    scale_a: Option<&Tensor<'_>>,
+    scale_b: Option<&Tensor<'_>>,
+    c: Option<&Tensor<'_>>,
+    bias: Option<&Tensor<'_>>,
+    d: &mut TensorMut<'_>,
+) -> Result<()> {
+    let p = params.to_raw();
+    let (a, b, dd) = (a.as_dlpack(), b.as_dlpack(), d.as_dlpack());
+    let (sa, sb) = (scale_a.map(|t| t.as_dlpack()), scale_b.map(|t| t.as_dlpack()));
+    let (c, bias) = (c.map(|t| t.as_dlpack()), bias.map(|t| t.as_dlpack()));
+    // SAFETY: see `attention`.
+    check(unsafe {
+        sys::fk_gemm_scaled(
+            context.as_raw(),
+            Launch::ptr(launch),
+            &p,
+            &a,
+            &b,
+            opt_ptr(&sa),
+            opt_ptr(&sb),
+            opt_ptr(&c),
+            opt_ptr(&bias),
+            &dd,
+        )
+    })
+}
+
+/// Names the variant [`gemm_scaled`] would run; validates like it.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_scaled_select_kernel(
+    context: &Context,
+    params: &GemmParams,
+    a: &Tensor<'_>,
+    b: &Tensor<'_>,
+    scale_a: Option<&Tensor<'_>>,
+    scale_b: Option<&Tensor<'_>>,
+    c: Option<&Tensor<'_>>,
+    bias: Option<&Tensor<'_>>,
+    d: &TensorMut<'_>,
+) -> Result<&'static str> {
+    let p = params.to_raw();
+    let (a, b, dd) = (a.as_dlpack(), b.as_dlpack(), d.as_dlpack());
+    let (sa, sb) = (scale_a.map(|t| t.as_dlpack()), scale_b.map(|t| t.as_dlpack()));
+    let (c, bias) = (c.map(|t| t.as_dlpack()), bias.map(|t| t.as_dlpack()));
+    let mut name: Variant = std::ptr::null();
+    // SAFETY: see `attention`.
+    check(unsafe {
+        sys::fk_gemm_scaled_select_kernel(
+            context.as_raw(),
+            &p,
+            &a,
+            &b,
+            opt_ptr(&sa),
+            opt_ptr(&sb),
+            opt_ptr(&c),
+            opt_ptr(&bias),
+            &dd,
+            &mut name,
+        )
+    })?;
+    Ok(static_str(name))
+}
+
 fn raw_monarch_params() -> sys::fk_monarch_params_t {
     // SAFETY: plain-old-data; the init function fills every field.
     let mut raw: sys::fk_monarch_params_t = unsafe { std::mem::zeroed() };

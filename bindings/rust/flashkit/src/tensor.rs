@@ -28,6 +28,11 @@ pub enum DType {
     BF16,
     /// 32-bit signed integer (`{kDLInt, 32, 1}`): `cu_seqlens` index tensors.
     I32,
+    /// OCP float8 e4m3fn (DLPack 1.1 code 10), stored as `u8` bit patterns: only
+    /// [`crate::gemm_scaled`]'s `a` and `b` accept it.
+    F8E4M3FN,
+    /// OCP float8 e5m2 (DLPack 1.1 code 12), stored as `u8` bit patterns.
+    F8E5M2,
 }
 
 impl DType {
@@ -36,6 +41,7 @@ impl DType {
         match self {
             DType::F32 | DType::I32 => 4,
             DType::F16 | DType::BF16 => 2,
+            DType::F8E4M3FN | DType::F8E5M2 => 1,
         }
     }
 
@@ -46,11 +52,13 @@ impl DType {
             DType::F16 => (sys::kDLFloat, 16),
             DType::BF16 => (sys::kDLBfloat, 16),
             DType::I32 => (sys::kDLInt, 32),
+            DType::F8E4M3FN => (sys::FK_DLPACK_FLOAT8_E4M3FN, 8),
+            DType::F8E5M2 => (sys::FK_DLPACK_FLOAT8_E5M2, 8),
         };
         sys::DLDataType { code: code as u8, bits, lanes: 1 }
     }
 
-    /// The dtype of a DLPack data type, if it is one of the four above.
+    /// The dtype of a DLPack data type, if it is one of the above.
     pub fn from_dlpack(t: sys::DLDataType) -> Option<DType> {
         if t.lanes != 1 {
             return None;
@@ -60,6 +68,8 @@ impl DType {
             (sys::kDLFloat, 16) => Some(DType::F16),
             (sys::kDLBfloat, 16) => Some(DType::BF16),
             (sys::kDLInt, 32) => Some(DType::I32),
+            (sys::FK_DLPACK_FLOAT8_E4M3FN, 8) => Some(DType::F8E4M3FN),
+            (sys::FK_DLPACK_FLOAT8_E5M2, 8) => Some(DType::F8E5M2),
             _ => None,
         }
     }
@@ -321,6 +331,24 @@ impl<'a> Tensor<'a> {
     ) -> Result<Self> {
         let dtype = bits_dtype(dtype)?;
         Self::build(data.as_ptr() as *mut c_void, data.len(), dtype, shape, Some(strides))
+    }
+
+    /// A compact view of fp8 values given as their `u8` bit patterns (`dtype`
+    /// [`DType::F8E4M3FN`] or [`DType::F8E5M2`]).
+    ///
+    /// # Errors
+    /// [`Status::DtypeMismatch`] for any other dtype; otherwise as [`Tensor::new`].
+    pub fn from_fp8_bits(data: &'a [u8], dtype: DType, shape: &[i64]) -> Result<Self> {
+        match dtype {
+            DType::F8E4M3FN | DType::F8E5M2 => {}
+            other => {
+                return Err(Error::local(
+                    Status::DtypeMismatch,
+                    format!("u8 bit patterns hold F8E4M3FN or F8E5M2, not {other:?}"),
+                ))
+            }
+        }
+        Self::build(data.as_ptr() as *mut c_void, data.len(), dtype, shape, None)
     }
 
     /// A view of memory this crate cannot see: CUDA device or managed memory, pinned host

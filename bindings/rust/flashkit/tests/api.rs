@@ -5,8 +5,9 @@ use std::ptr;
 
 use flashkit::sys;
 use flashkit::{
-    attention, gemm, Backend, Context, ContextOptions, DType, ErrorCategory, FFTConvOptions,
-    FFTConvPlan, GemmParams, KernelFamily, Status, Tensor, TensorMut,
+    attention, gemm, gemm_scaled, gemm_scaled_select_kernel, Backend, Context, ContextOptions,
+    DType, ErrorCategory, FFTConvOptions, FFTConvPlan, GemmParams, KernelFamily, Status, Tensor,
+    TensorMut,
 };
 
 /// The calling thread's C last-error message.
@@ -413,4 +414,65 @@ fn plan_reports_resolved_options() {
     assert_eq!(opts.filter_len, 100, "filter_len 0 means seqlen");
     assert!(opts.fft_size >= 199 && opts.fft_size.count_ones() == 1, "fft_size {}", opts.fft_size);
     assert_eq!(opts.dtype, DType::F32);
+}
+
+/// OCP e4m3fn from its definition (bias 7, 3 mantissa bits); finite codes only.
+fn e4m3(code: u8) -> f64 {
+    let (s, e, m) = (code >> 7, i32::from((code >> 3) & 0xF), f64::from(code & 7));
+    let v = if e == 0 { m / 8.0 * 2f64.powi(-6) } else { (1.0 + m / 8.0) * 2f64.powi(e - 7) };
+    if s == 1 {
+        -v
+    } else {
+        v
+    }
+}
+
+#[test]
+fn gemm_scaled_fp8_matches_f64() {
+    let (m, n, k) = (3usize, 4usize, 20usize);
+    // Deterministic finite e4m3 codes of moderate magnitude (exponent field 5..9).
+    let code = |i: usize| -> u8 {
+        (((i * 37) % 2) << 7) as u8 | (((5 + i % 5) << 3) as u8) | (i % 8) as u8
+    };
+    let a: Vec<u8> = (0..m * k).map(code).collect();
+    let b: Vec<u8> = (0..n * k).map(|i| code(i + 11)).collect();
+    let sa = [0.5f32, 1.0, 2.0];
+    let sb = [0.25f32];
+    let mut d = vec![f32::NAN; m * n];
+    let ctx = Context::cpu().unwrap();
+    let at = Tensor::from_fp8_bits(&a, DType::F8E4M3FN, &[m as i64, k as i64]).unwrap();
+    let bt = Tensor::from_fp8_bits(&b, DType::F8E4M3FN, &[n as i64, k as i64]).unwrap();
+    let (sat, sbt) = (Tensor::new(&sa, &[3]).unwrap(), Tensor::new(&sb, &[1]).unwrap());
+    let params = GemmParams { trans_b: true, ..Default::default() };
+    {
+        let mut dt = TensorMut::new(&mut d, &[m as i64, n as i64]).unwrap();
+        let name = gemm_scaled_select_kernel(
+            &ctx,
+            &params,
+            &at,
+            &bt,
+            Some(&sat),
+            Some(&sbt),
+            None,
+            None,
+            &dt,
+        )
+        .unwrap();
+        assert_eq!(name, "cpu.gemm");
+        gemm_scaled(&ctx, None, &params, &at, &bt, Some(&sat), Some(&sbt), None, None, &mut dt)
+            .unwrap();
+    }
+    for i in 0..m {
+        for j in 0..n {
+            let acc: f64 = (0..k).map(|kk| e4m3(a[i * k + kk]) * e4m3(b[j * k + kk])).sum();
+            let want = acc * f64::from(sa[i]) * f64::from(sb[0]);
+            let got = f64::from(d[i * n + j]);
+            assert!((got - want).abs() <= 1e-5 * want.abs().max(1.0), "d[{i},{j}] {got} vs {want}");
+        }
+    }
+    // A u16 view cannot claim to be fp8, nor a u8 view f16.
+    assert_eq!(
+        Tensor::from_fp8_bits(&a, DType::F16, &[2]).unwrap_err().status(),
+        Status::DtypeMismatch
+    );
 }

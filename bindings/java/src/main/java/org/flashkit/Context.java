@@ -191,6 +191,41 @@ public final class Context implements AutoCloseable {
     }
   }
 
+  /**
+   * Scaled GEMM for quantised (FP8) inputs ({@code fk_gemm_scaled}):
+   * {@code d = activation(alpha scaleA[m] scaleB[n] op(a) op(b) + beta c + bias)}. a and b are
+   * {@link DType#FLOAT8_E4M3FN} / {@link DType#FLOAT8_E5M2} (or both the same 16/32-bit float
+   * type); scaleA is null, float32 (1) or (M), scaleB null, (1) or (N); c and bias may be null.
+   * The Hopper kernel wants a (M, K) and b (N, K) row-major with {@code transB}.
+   */
+  public void gemmScaled(GemmParams params, Tensor a, Tensor b, Tensor scaleA, Tensor scaleB,
+      Tensor c, Tensor bias, Tensor d) {
+    gemmScaled(params, a, b, scaleA, scaleB, c, bias, d, null);
+  }
+
+  public void gemmScaled(GemmParams params, Tensor a, Tensor b, Tensor scaleA, Tensor scaleB,
+      Tensor c, Tensor bias, Tensor d, Launch launch) {
+    fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    try {
+      FlashkitNative.fk_gemm_scaled(handle(), Launch.encode(launch), p, h(a), h(b), h(scaleA),
+          h(scaleB), h(c), h(bias), o(d, "d"));
+    } finally {
+      p.delete();
+    }
+  }
+
+  /** The kernel variant {@link #gemmScaled} would run; validates the same. */
+  public String gemmScaledSelectKernel(GemmParams params, Tensor a, Tensor b, Tensor scaleA,
+      Tensor scaleB, Tensor c, Tensor bias, Tensor d) {
+    fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    try {
+      return FlashkitNative.fk_gemm_scaled_select_kernel(handle(), p, h(a), h(b), h(scaleA),
+          h(scaleB), h(c), h(bias), h(d));
+    } finally {
+      p.delete();
+    }
+  }
+
   // -------------------------------------------------------------------------------------------
   // Monarch and block-diagonal linear
   // -------------------------------------------------------------------------------------------

@@ -10,7 +10,14 @@ public enum DType {
   /** bfloat16 (stored as 16-bit patterns). */
   BFLOAT16(FlashkitNativeConstants.kDLBfloat, 16),
   /** int32, e.g. attention's cu_seqlens. */
-  INT32(FlashkitNativeConstants.kDLInt, 32);
+  INT32(FlashkitNativeConstants.kDLInt, 32),
+  /**
+   * OCP float8 e4m3fn (one byte per element; DLPack 1.1 code 10): only
+   * {@link Context#gemmScaled}'s a and b accept it.
+   */
+  FLOAT8_E4M3FN(FlashkitNativeConstants.FK_DLPACK_FLOAT8_E4M3FN, 8),
+  /** OCP float8 e5m2 (DLPack 1.1 code 12): only {@link Context#gemmScaled}'s a and b. */
+  FLOAT8_E5M2(FlashkitNativeConstants.FK_DLPACK_FLOAT8_E5M2, 8);
 
   private final int code;
   private final int bits;
@@ -20,7 +27,7 @@ public enum DType {
     this.bits = bits;
   }
 
-  /** DLPack type code (kDLFloat, kDLBfloat, kDLInt). */
+  /** DLPack type code (kDLFloat, kDLBfloat, kDLInt, or the float8 codes). */
   public int code() {
     return code;
   }
