@@ -21,8 +21,6 @@ when $OUT is set, else attention_bench.json).
 import argparse
 import ctypes
 import itertools
-import json
-import math
 import os
 import statistics
 import sys
@@ -32,38 +30,9 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-# ------------------------------------------------------------------------------------------------
-# flashkit through ctypes
-# ------------------------------------------------------------------------------------------------
-kDLCUDA = 2
-kDLInt, kDLFloat, kDLBfloat = 0, 2, 4
-FAMILIES = {"auto": 0, "generic": 2, "sm80": 3, "sm90": 4}
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class ContextOptions(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_uint32), ("backend", ctypes.c_int32),
-                ("device_ordinal", ctypes.c_int32), ("kernel_family", ctypes.c_int32),
-                ("num_threads", ctypes.c_int32), ("flags", ctypes.c_uint32)]
-
-
-class Launch(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_uint32), ("flags", ctypes.c_uint32),
-                ("stream", ctypes.c_void_p), ("workspace", ctypes.c_void_p),
-                ("workspace_bytes", ctypes.c_uint64)]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fkbench import time_ms, write_json  # noqa: E402
+import fkbench  # noqa: E402
 
 
 class AttnParams(ctypes.Structure):
@@ -72,94 +41,30 @@ class AttnParams(ctypes.Structure):
                 ("window_size_right", ctypes.c_int32), ("softcap", ctypes.c_float)]
 
 
-def dl_dtype(t):
-    return {torch.bfloat16: DLDataType(kDLBfloat, 16, 1), torch.float16: DLDataType(kDLFloat, 16, 1),
-            torch.float32: DLDataType(kDLFloat, 32, 1), torch.int32: DLDataType(kDLInt, 32, 1)}[t]
-
-
-class View:
-    """A DLTensor describing a torch CUDA tensor (keeps the shape/stride arrays alive)."""
-
-    def __init__(self, t):
-        self.t = t
-        self.shape = (ctypes.c_int64 * t.dim())(*t.shape)
-        self.strides = (ctypes.c_int64 * t.dim())(*t.stride())
-        self.dl = DLTensor(ctypes.c_void_p(t.data_ptr()), DLDevice(kDLCUDA, t.device.index or 0),
-                           t.dim(), dl_dtype(t.dtype), self.shape, self.strides, 0)
-
-    def ref(self):
-        return ctypes.byref(self.dl)
-
-
-class Flashkit:
-    def __init__(self, lib_dir, family):
-        path = lib_dir
-        if os.path.isdir(lib_dir):
-            for name in ("libflashkit.so", "libflashkit.so.0"):
-                if os.path.exists(os.path.join(lib_dir, name)):
-                    path = os.path.join(lib_dir, name)
-                    break
-        # libkissfft sits beside libflashkit (RUNPATH $ORIGIN).
-        self.lib = ctypes.CDLL(os.path.abspath(path))
-        L = self.lib
-        L.fk_get_last_error_message.restype = ctypes.c_char_p
-        opts = ContextOptions()
-        self._ok(L.fk_context_options_init(ctypes.byref(opts)), "fk_context_options_init")
-        opts.backend = 2  # CUDA
-        opts.kernel_family = FAMILIES[family]
-        self.ctx = ctypes.c_void_p()
-        self._ok(L.fk_context_create(ctypes.byref(opts), ctypes.byref(self.ctx)), "fk_context_create")
-        self.launch = Launch()
-        self._ok(L.fk_launch_init(ctypes.byref(self.launch)), "fk_launch_init")
-
-    def _ok(self, status, what):
-        if status != 0:
-            raise RuntimeError(f"{what}: status {status}: {self.lib.fk_get_last_error_message().decode()}")
-
+class Flashkit(fkbench.Flashkit):
     def params(self, causal):
         p = AttnParams()
-        self._ok(self.lib.fk_attention_params_init(ctypes.byref(p)), "fk_attention_params_init")
+        self.check(self.lib.fk_attention_params_init(ctypes.byref(p)), "fk_attention_params_init")
         p.causal = 1 if causal else 0
         return p
 
     def prepare(self, q, k, v, out, lse, causal, cu_q=None, cu_k=None):
         """Returns a zero-argument callable that runs the forward on the current stream."""
-        views = [View(t) for t in (q, k, v, out, lse)]
-        cuv = [View(cu_q), View(cu_k)] if cu_q is not None else None
         p = self.params(causal)
         name = ctypes.c_char_p()
-        args_io = [views[0].ref(), views[1].ref(), views[2].ref(),
-                   cuv[0].ref() if cuv else None, cuv[1].ref() if cuv else None,
-                   views[3].ref(), views[4].ref()]
-        self._ok(self.lib.fk_attention_select_kernel(self.ctx, ctypes.byref(p), *args_io,
+        args_io = [self.dl(t) for t in (q, k, v, cu_q, cu_k, out, lse)]
+        self.check(self.lib.fk_attention_select_kernel(self.ctx, ctypes.byref(p), *args_io,
                                                      ctypes.byref(name)), "fk_attention_select_kernel")
         self.variant = name.value.decode()
-        launch = self.launch
+        launch = self.launch()
 
         def run():
             launch.stream = torch.cuda.current_stream().cuda_stream
             st = self.lib.fk_attention_forward(self.ctx, ctypes.byref(launch), ctypes.byref(p), *args_io)
             if st != 0:
-                self._ok(st, "fk_attention_forward")
-        run.keep = (views, cuv, p)
+                self.check(st, "fk_attention_forward")
+        run.keep = (args_io, p, launch)
         return run
-
-
-# ------------------------------------------------------------------------------------------------
-# Timing
-# ------------------------------------------------------------------------------------------------
-def time_ms(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
 def sdpa_fn(backend, q, k, v, causal, gqa=False):
@@ -312,12 +217,10 @@ def main():
             rows.append(r)
             report(r)
 
-    out_path = args.json or os.path.join(os.environ.get("OUT", "."), "attention_bench.json")
     meta = dict(device=props.name, sms=props.multi_processor_count, torch=torch.__version__,
                 cudnn=torch.backends.cudnn.version(), family=args.family, warmup=args.warmup,
                 reps=args.reps, seconds=time.time() - t0, argv=sys.argv)
-    with open(out_path, "w") as f:
-        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    out_path = write_json("attention_bench.json", args.json, dict(meta=meta, rows=rows))
 
     # Short summary last: the grid's ratios.
     grid = [r for r in rows if r["label"] is None and r["ratio_flash"] is not None]

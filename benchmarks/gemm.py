@@ -18,9 +18,7 @@ torch.matmul followed by torch's bias add and GELU.
 """
 import argparse
 import ctypes
-import json
 import os
-import statistics
 import sys
 
 import torch
@@ -46,40 +44,9 @@ ANCHOR = {
     ("fp16", 16, 8192, 8192): 42.4, ("fp16", 128, 8192, 8192): 350.0,
 }
 
-# ------------------------------------------------------------------------------------------
-# ctypes view of the C ABI (include/flashkit/flashkit.h, dlpack.h)
-# ------------------------------------------------------------------------------------------
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-        ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-class ContextOptions(ctypes.Structure):
-    _fields_ = [
-        ("struct_size", ctypes.c_uint32), ("backend", ctypes.c_int32),
-        ("device_ordinal", ctypes.c_int32), ("kernel_family", ctypes.c_int32),
-        ("num_threads", ctypes.c_int32), ("flags", ctypes.c_uint32),
-    ]
-
-
-class Launch(ctypes.Structure):
-    _fields_ = [
-        ("struct_size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("stream", ctypes.c_void_p),
-        ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_uint64),
-    ]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fkbench import DLTensor, Launch, time_ms, rotation_count, write_json  # noqa: E402
+import fkbench  # noqa: E402
 
 
 class GemmParams(ctypes.Structure):
@@ -89,45 +56,16 @@ class GemmParams(ctypes.Structure):
     ]
 
 
-FK_BACKEND_CUDA = 2
-KDL_CUDA = 2
-DL_CODES = {torch.float32: (2, 32), torch.float16: (2, 16), torch.bfloat16: (4, 16)}
 ACT = {"none": 0, "relu": 1, "gelu_tanh": 2, "gelu_erf": 3}
 
 
-class Flashkit:
-    def __init__(self, path):
-        self.lib = ctypes.CDLL(path)
-        L = self.lib
-        L.fk_status_string.restype = ctypes.c_char_p
-        L.fk_get_last_error_message.restype = ctypes.c_char_p
+class Flashkit(fkbench.Flashkit):
+    def __init__(self, path, family="auto"):
+        super().__init__(path, family)
         P = ctypes.POINTER
-        L.fk_gemm.argtypes = [ctypes.c_void_p, P(Launch), P(GemmParams)] + [P(DLTensor)] * 5
-        L.fk_gemm_select_kernel.argtypes = [ctypes.c_void_p, P(GemmParams)] + [P(DLTensor)] * 5 + [
-            P(ctypes.c_char_p)]
-        opts = ContextOptions()
-        self.check(L.fk_context_options_init(ctypes.byref(opts)), "fk_context_options_init")
-        opts.backend = FK_BACKEND_CUDA
-        opts.device_ordinal = torch.cuda.current_device()
-        self.ctx = ctypes.c_void_p()
-        self.check(L.fk_context_create(ctypes.byref(opts), ctypes.byref(self.ctx)), "fk_context_create")
-        self._keep = []
-
-    def check(self, status, what):
-        if status != 0:
-            raise RuntimeError(f"{what}: {self.lib.fk_status_string(status).decode()}: "
-                               f"{self.lib.fk_get_last_error_message().decode()}")
-
-    def dl(self, t):
-        if t is None:
-            return None
-        shape = (ctypes.c_int64 * t.dim())(*t.shape)
-        strides = (ctypes.c_int64 * t.dim())(*t.stride())
-        code, bits = DL_CODES[t.dtype]
-        d = DLTensor(t.data_ptr(), DLDevice(KDL_CUDA, t.device.index or 0), t.dim(),
-                     DLDataType(code, bits, 1), shape, strides, 0)
-        self._keep.append((shape, strides, d))
-        return ctypes.pointer(d)
+        self.lib.fk_gemm.argtypes = [ctypes.c_void_p, P(Launch), P(GemmParams)] + [P(DLTensor)] * 5
+        self.lib.fk_gemm_select_kernel.argtypes = [ctypes.c_void_p, P(GemmParams)] + \
+            [P(DLTensor)] * 5 + [P(ctypes.c_char_p)]
 
     def make_call(self, a, b, d, c=None, bias=None, trans_a=False, trans_b=False, alpha=1.0,
                   beta=0.0, act="none"):
@@ -139,10 +77,8 @@ class Flashkit:
         name = ctypes.c_char_p()
         self.check(self.lib.fk_gemm_select_kernel(self.ctx, ctypes.byref(p), *args, ctypes.byref(name)),
                    "fk_gemm_select_kernel")
-        launch = Launch()
-        self.check(self.lib.fk_launch_init(ctypes.byref(launch)), "fk_launch_init")
-        launch.stream = torch.cuda.current_stream().cuda_stream
-        self._keep.append((p, launch, args))
+        launch = self.launch()
+        self._keep.append((p, args))
         fn = self.lib.fk_gemm
         ctx = self.ctx
 
@@ -154,32 +90,9 @@ class Flashkit:
         return call, name.value.decode()
 
 
-# ------------------------------------------------------------------------------------------
-# Timing
-# ------------------------------------------------------------------------------------------
-
-
-def time_ms(fns, warmup, reps):
-    """Median milliseconds of one call, cycling through `fns` (one per input set)."""
-    for i in range(warmup):
-        fns[i % len(fns)]()
-    torch.cuda.synchronize()
-    times = []
-    for i in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        f = fns[i % len(fns)]
-        s.record()
-        f()
-        e.record()
-        times.append((s, e))
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in times)
-
-
-def input_sets(M, N, K, dtype, layout, l2_bytes, with_bias):
+def input_sets(M, N, K, dtype, layout, with_bias):
     elem = torch.finfo(dtype).bits // 8
-    set_bytes = (M * K + K * N + M * N) * elem
-    n = max(1, min(8, -(-3 * l2_bytes // set_bytes)))
+    n = rotation_count((M * K + K * N + M * N) * elem)
     sets = []
     for _ in range(n):
         a = torch.randn(M, K, device="cuda", dtype=dtype)
@@ -200,7 +113,7 @@ def tune(fk, l2, args):
     dtype = torch.bfloat16
 
     def measure(M, N, K, layout="nn", label=""):
-        sets = input_sets(M, N, K, dtype, layout, l2, with_bias=False)
+        sets = input_sets(M, N, K, dtype, layout, with_bias=False)
         calls = [fk.make_call(a, b, d, trans_b=(layout == "tn"))[0] for a, b, _, d in sets]
         t = time_ms(calls, args.warmup, args.reps)
         tf = 2.0 * M * N * K / t * 1e-9
@@ -266,7 +179,7 @@ def main():
     ap.add_argument("--skip-main", action="store_true", help="skip the main shape list")
     ap.add_argument("--profile", type=int, nargs=3, metavar=("M", "N", "K"),
                     help="only run 3 bf16 flashkit calls of this shape (for ncu -k regex:sm90 -s 2)")
-    ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "gemm_bench.json"))
+    ap.add_argument("--json", default=None, help="default: $OUT/gemm_bench.json")
     args = ap.parse_args()
 
     fk = Flashkit(args.lib)
@@ -294,7 +207,7 @@ def main():
         dtype = dtypes[dname]
         for layout in args.layout:
             for (M, N, K) in shapes:
-                sets = input_sets(M, N, K, dtype, layout, l2, with_bias=False)
+                sets = input_sets(M, N, K, dtype, layout, with_bias=False)
                 calls = []
                 variant = "?"
                 for a, b, _, d in sets:
@@ -324,7 +237,7 @@ def main():
     for dname in ([] if args.skip_main else args.dtype):
         dtype = dtypes[dname]
         for (M, N, K) in FUSED_SHAPES:
-            sets = input_sets(M, N, K, dtype, "nn", l2, with_bias=True)
+            sets = input_sets(M, N, K, dtype, "nn", with_bias=True)
             calls = []
             for a, b, bias, d in sets:
                 f, variant = fk.make_call(a, b, d, bias=bias, act="gelu_tanh")
@@ -361,9 +274,8 @@ def main():
     if args.tune:
         rows += tune(fk, l2, args)
 
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as fh:
-        json.dump(dict(device=prop.name, torch=torch.__version__, rows=rows), fh, indent=1)
+    write_json("gemm_bench.json", args.json,
+               dict(device=prop.name, torch=torch.__version__, argv=sys.argv, rows=rows))
 
     print()
     print(f"{'op':<10}{'dtype':<6}{'lay':<4}{'M':>6}{'N':>7}{'K':>7}{'fk TF/s':>9}{'torch':>8}"
