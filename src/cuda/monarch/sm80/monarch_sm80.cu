@@ -260,13 +260,18 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_kernel(const MonarchParam
     }
   }
 
-  auto compute_step = [&](int64_t k, int ls, int e) {
+  // `issue` (the next step's loads) runs once per thread per step, right after the step's MMAs
+  // are issued, so the load issue overlaps the MMA latency.
+  auto compute_step = [&](int64_t k, int ls, int e, auto&& issue) {
     const T* base = ring + e * entry;
     if (ls < nchunks) {
       // ---------------------------------------------------- stage 1: z = P^T R x, one chunk
       const int slot = warp / kWarpsPerRun, mt = warp % kWarpsPerRun;
       const int u = ls * R + slot;
-      if (slot >= R || u >= P.runs) return;
+      if (slot >= R || u >= P.runs) {
+        issue();
+        return;
+      }
       const T* xs = base + slot * run_elems;
       const T* ws = xs + kT * xp;
       float acc[2][4];
@@ -284,6 +289,7 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_kernel(const MonarchParam
         Elt<T>::mma(acc[0], a, b[0], b[1]);
         Elt<T>::mma(acc[1], a, b[2], b[3]);
       }
+      issue();
       // Scatter into the permuted layout z[jj][t][b] (offsets precomputed per thread).
       const int bu = u << P.jshift;
 #pragma unroll
@@ -300,7 +306,10 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_kernel(const MonarchParam
     const int q2 = ls - nchunks;
     const int jfirst = split > 1 ? q2 / split : q2 * jps;
     const int hslice = split > 1 ? q2 - jfirst * split : 0;
-    if (!active2 || hslice != my_h) return;
+    if (!active2 || hslice != my_h) {
+      issue();
+      return;
+    }
     const int nj = split > 1 ? 1 : jps;
     for (int jl = 0; jl < nj; ++jl) {
       const int jj = jfirst + jl;
@@ -327,6 +336,7 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_kernel(const MonarchParam
           }
         }
       }
+      if (jl == 0) issue();
       const int hh = (jj % G) / 2;
       const int j = j0 + jj;
 #pragma unroll
@@ -399,13 +409,14 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_kernel(const MonarchParam
   for (int64_t c = 0; c < total_steps; ++c) {
     cp_async_wait_dyn(ns - 2);
     __syncthreads();
-    if (lk < my_items) load_step(lk, lls, ce == 0 ? ns - 1 : ce - 1);
-    cp_async_commit();
-    if (++lls == steps) {
-      lls = 0;
-      ++lk;
-    }
-    compute_step(ck, cls, ce);
+    compute_step(ck, cls, ce, [&]() {
+      if (lk < my_items) load_step(lk, lls, ce == 0 ? ns - 1 : ce - 1);
+      cp_async_commit();
+      if (++lls == steps) {
+        lls = 0;
+        ++lk;
+      }
+    });
     if (++cls == steps) {
       cls = 0;
       ++ck;
