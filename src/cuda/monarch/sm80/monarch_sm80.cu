@@ -1,28 +1,30 @@
 // sm80-class fused Monarch multiply ("cuda.sm80.monarch") and block-diagonal linear
 // ("cuda.sm80.blockdiag_linear"): mma.sync m16n8k16 (fp16/bf16 in, fp32 accumulate), ldmatrix and
-// cp.async; compiled into the fat binary (sm_90a, sm_80, compute_80 PTX), so it also serves Hopper:
-// both ops are memory-bound, and mma.sync has the arithmetic rate they need.
+// cp.async; compiled into the fat binary (sm_90a, sm_80, compute_80 PTX), so it also serves Hopper
+// (both ops do 2 * block-size FLOP per byte of x and out: mma.sync has the arithmetic rate).
 //
 // Monarch (semantics in flashkit.h, monarch group; m2's blockdiag_butterfly_multiply):
 //   y1[t, k] = sum_c w1[k/q, k%q, c] x[t, (k/q)*p + c]        k < mid = nblocks1*q
 //   z[t, j, b] = y1[t, b*nblocks2 + j]                         (the permutation P^T)
 //   out[t, m*nblocks2 + j] = sum_b w2[j, m, b] z[t, j, b] + bias[m*nblocks2 + j]
-// One CTA owns kT tokens and a group J of jb consecutive second-factor blocks (j0 .. j0+jb-1);
-// the intermediate never leaves shared memory:
+// A work item is kT tokens and a group J of jb consecutive second-factor blocks
+// (j0 .. j0+jb-1); the intermediate never leaves shared memory:
 //   stage 1: the mid-indices k = b*nblocks2 + j (j in J, all b) fall into runs of 16
 //     consecutive k inside one first-factor block i (needs q % 16 == 0 and jb | 16 or 16 | jb),
-//     so each run is a [kT tokens x 16 rows of w1[i]] GEMM over p. The results are written
-//     to shared memory already permuted, as z[jj][t][b] (one kT x r plane per j in J).
-//     x blocks and w1 row slices stream through a two-stage cp.async pipeline.
-//   stage 2: for each j in J, out[t, m] = z[jj] (kT x r) times w2[j]^T (r x s); w2[j] streams
-//     through a two-stage pipeline. Each thread keeps its outputs of 8 consecutive j (packed
-//     pairs) in registers and writes them as one 16-byte store (the P permutation of the output
-//     makes j the contiguous index), so out is written once, in full 16-byte pieces.
-// HBM traffic: x read once (the CTAs of one token tile are adjacent in launch order, so the
-// nblocks2/jb groups re-read x from L2), out written once, weights from L2.
+//     so each run is a [kT tokens x 16 rows of w1[i]] GEMM over p. The results are written to
+//     shared memory already permuted, as z[jj][t][b] (one kT x r plane per j in J).
+//   stage 2: for each j in J, out[t, m] = z[jj] (kT x r) times w2[j]^T (r x s). Each thread keeps
+//     its outputs of 8 consecutive j (packed pairs) in registers and writes them as one 16-byte
+//     store (the P permutation of the output makes j the contiguous index).
+// CTAs are persistent (a grid that is a multiple of the group count, one CTA per
+// multiprocessor) and stream x blocks with w1 row slices (stage 1) and w2 blocks (stage 2)
+// through one cp.async ring that runs across both stages and across work items.
+// HBM traffic: x read once (the CTAs of one token tile run side by side, so the nblocks2/jb
+// groups re-read x from L2), out written once, weights from L2.
 //
-// Block-diagonal linear: one CTA = 128 tokens x one block i, the whole [128 x q] tile over p
-// in one shared-memory load; output staged in shared memory for 16-byte stores.
+// Block-diagonal linear: a work item is 128 tokens x one block i, the whole [128 x q] tile over
+// p; persistent CTAs (two per multiprocessor) with a ring of 2-4 items in flight; output staged
+// in shared memory for 16-byte stores.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
