@@ -66,6 +66,10 @@ namespace sm80 {
 // dispatch-table row.
 bool attention_supported(const DeviceCaps&, const AttentionProblem&);
 fk_status_t attention(const ExecContext&, const AttentionProblem&);
+bool monarch_supported(const DeviceCaps&, const MonarchProblem&);
+fk_status_t monarch(const ExecContext&, const MonarchProblem&);
+bool blockdiag_supported(const DeviceCaps&, const BlockdiagProblem&);
+fk_status_t blockdiag(const ExecContext&, const BlockdiagProblem&);
 }  // namespace sm80
 }  // namespace cuda
 #endif

@@ -46,6 +46,9 @@ static const GemmVariant kGemm[] = {
 
 static const MonarchVariant kMonarch[] = {
 #if defined(FLASHKIT_WITH_CUDA)
+    // Fused sm80-class kernel (fp16/bf16, block sizes multiples of 16; see its predicate).
+    {"cuda.sm80.monarch", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80, cuda::sm80::monarch_supported,
+     cuda::sm80::monarch},
     {"cuda.generic.monarch", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
      cuda::generic::monarch},
 #endif
@@ -54,6 +57,8 @@ static const MonarchVariant kMonarch[] = {
 
 static const BlockdiagVariant kBlockdiag[] = {
 #if defined(FLASHKIT_WITH_CUDA)
+    {"cuda.sm80.blockdiag_linear", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
+     cuda::sm80::blockdiag_supported, cuda::sm80::blockdiag},
     {"cuda.generic.blockdiag_linear", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
      cuda::generic::blockdiag},
 #endif

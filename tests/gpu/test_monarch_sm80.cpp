@@ -1,0 +1,366 @@
+// The fused sm80-class Monarch and block-diagonal kernels (src/cuda/monarch/sm80/), forced
+// through a context with kernel_family = SM80, against float64 references on fresh random
+// inputs, outputs poisoned (0xFF: NaN) before every run, padding between rows checked untouched.
+//
+// Tolerance: the kernels round the intermediate z to the input dtype (as m2's PyTorch code does
+// when it runs in fp16/bf16) and the output once; the bound per element is
+//   |out - ref| <= tol * (|ref| + rms(ref)),  tol = 4 eps (fp16: 2^-9, bf16: 2^-6)
+// plus relative L2 <= eps, with eps the dtype's unit roundoff x 2 (fp16 2^-10, bf16 2^-7).
+//
+// Also: the variant select_kernel names (declined shapes go to cuda.generic.*), and a check of
+// the argument mapping against m2's blockdiag_butterfly_multiply written out here from its
+// documented einsum/rearrange steps (Dao et al. 2022; HazyResearch/m2,
+// bert/src/mm/blockdiag_butterfly_multiply.py): w1_bfly = our w1 (k, q, p), w2_bfly = our
+// w2 (l, s, r), k = nblocks1, l = nblocks2.
+#if defined(FLASHKIT_TEST_WITH_CUDA)
+
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "reference/reference.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using fktest::DT;
+using fktest::HostTensor;
+using fkgpu::DeviceTensor;
+using fkgpu::padding_written;
+using fkgpu::rng_for;
+
+const fk_context_t* sm80_ctx() {
+  struct Holder {
+    fk_context_t* ctx = nullptr;
+    bool tried = false;
+    ~Holder() { fk_context_destroy(ctx); }
+  };
+  static Holder h;
+  if (!h.tried) {
+    h.tried = true;
+    fk_context_options_t o;
+    fk_context_options_init(&o);
+    o.backend = FK_BACKEND_CUDA;
+    o.kernel_family = FK_KERNEL_FAMILY_SM80;
+    if (fk_context_create(&o, &h.ctx) != FK_SUCCESS) h.ctx = nullptr;
+  }
+  return h.ctx;
+}
+
+bool have_sm80() {
+  if (sm80_ctx() == nullptr) {
+    WARN("no CUDA device of compute capability >= 8.0: sm80 monarch cases skipped");
+    return false;
+  }
+  return true;
+}
+
+// m2's blockdiag_butterfly_multiply, step by step as documented there (einsum/rearrange):
+//   x (b, n) -> (b, k, p); out1[b, k, q] = sum_p w1_bfly[k, q, p] x[b, k, p];
+//   out1 (b, k*q) read as (b, r, l) and rearranged to (b, l, r);
+//   out2[b, l, s] = sum_r w2_bfly[l, s, r] out1[b, l, r]; out (b, l, s) -> (b, s, l) -> (b, s*l).
+std::vector<double> m2_butterfly(const std::vector<double>& x, const std::vector<double>& w1b,
+                                 const std::vector<double>& w2b, int64_t B, int64_t k, int64_t q,
+                                 int64_t p, int64_t l, int64_t s, int64_t r) {
+  std::vector<double> out1(size_t(B * k * q)), perm(size_t(B * l * r)), out2(size_t(B * l * s)),
+      out(size_t(B * s * l));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t qq = 0; qq < q; ++qq) {
+        double acc = 0;
+        for (int64_t pp = 0; pp < p; ++pp)
+          acc += w1b[size_t((kk * q + qq) * p + pp)] * x[size_t(b * k * p + kk * p + pp)];
+        out1[size_t(b * k * q + kk * q + qq)] = acc;  // (b, k, q) then flattened (b, k*q)
+      }
+  // 'b (r l) -> b l r'
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t rr = 0; rr < r; ++rr)
+      for (int64_t ll = 0; ll < l; ++ll)
+        perm[size_t(b * l * r + ll * r + rr)] = out1[size_t(b * k * q + rr * l + ll)];
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t ll = 0; ll < l; ++ll)
+      for (int64_t ss = 0; ss < s; ++ss) {
+        double acc = 0;
+        for (int64_t rr = 0; rr < r; ++rr)
+          acc += w2b[size_t((ll * s + ss) * r + rr)] * perm[size_t(b * l * r + ll * r + rr)];
+        out2[size_t(b * l * s + ll * s + ss)] = acc;
+      }
+  // 'b l s -> b (s l)'
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t ll = 0; ll < l; ++ll)
+      for (int64_t ss = 0; ss < s; ++ss)
+        out[size_t(b * s * l + ss * l + ll)] = out2[size_t(b * l * s + ll * s + ss)];
+  return out;
+}
+
+void check_close(const HostTensor& got, const std::vector<double>& ref, DT dt) {
+  const std::vector<double> g = got.to_vector();
+  REQUIRE(g.size() == ref.size());
+  const double eps = dt == DT::BF16 ? std::ldexp(1.0, -7) : std::ldexp(1.0, -10);
+  double ss = 0;
+  for (double v : ref) ss += v * v;
+  const double rms = ref.empty() ? 0.0 : std::sqrt(ss / double(ref.size()));
+  int64_t unwritten = 0, bad = 0, worst = -1;
+  double num = 0, max_ratio = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i]) || std::isinf(g[i])) {
+      ++unwritten;
+      continue;
+    }
+    const double e = std::fabs(g[i] - ref[i]);
+    num += e * e;
+    const double ratio = e / (std::fabs(ref[i]) + rms + 1e-300);
+    if (ratio > max_ratio) {
+      max_ratio = ratio;
+      worst = int64_t(i);
+    }
+    if (ratio > 4 * eps) ++bad;
+  }
+  const double rel = ss > 0 ? std::sqrt(num / ss) : std::sqrt(num);
+  INFO("unwritten/non-finite " << unwritten << ", bad " << bad << ", rel_l2 " << rel
+                               << " (tol " << eps << "), max err/(|ref|+rms) " << max_ratio
+                               << " (tol " << 4 * eps << ") at " << worst);
+  CHECK(unwritten == 0);
+  CHECK(bad == 0);
+  CHECK(rel <= eps);
+  CHECK(padding_written(got) == 0);
+}
+
+struct MCase {
+  int64_t tokens = 1, nb1 = 1, q = 16, p = 16, nb2 = 1, s = 16, r = 16;
+  DT dt = DT::BF16;
+  bool bias = false;
+  DT bias_dt = DT::F32;
+  int64_t pad = 0;          // extra elements per row of x and out
+  uint64_t x_offset = 0;    // byte offset of x (misalignment)
+  bool run = true;
+  const char* expect = "cuda.sm80.monarch";
+  bool check_m2 = false;
+};
+
+std::string describe(const MCase& c) {
+  std::ostringstream o;
+  o << "monarch tokens " << c.tokens << " w1 (" << c.nb1 << "," << c.q << "," << c.p << ") w2 ("
+    << c.nb2 << "," << c.s << "," << c.r << ") " << fktest::dt_name(c.dt)
+    << (c.bias ? " +bias " : " ") << (c.bias ? fktest::dt_name(c.bias_dt) : "") << " pad "
+    << c.pad << " x_offset " << c.x_offset << ", seed " << fktest::test_seed();
+  return o.str();
+}
+
+void run_monarch(const MCase& c, uint64_t tag) {
+  INFO(describe(c));
+  auto rng = rng_for(tag);
+  const int64_t n = c.nb1 * c.p, n_out = c.nb2 * c.s;
+  HostTensor x(c.dt, {c.tokens, n}, {n + c.pad, 1});
+  HostTensor w1(c.dt, {c.nb1, c.q, c.p}), w2(c.dt, {c.nb2, c.s, c.r});
+  HostTensor bias(c.bias_dt, {n_out}), out(c.dt, {c.tokens, n_out}, {n_out + c.pad, 1});
+  x.fill_normal(rng);
+  w1.fill_normal(rng, 1.0 / std::sqrt(double(c.p)));
+  w2.fill_normal(rng, 1.0 / std::sqrt(double(c.r)));
+  bias.fill_normal(rng);
+  DeviceTensor dx(x), dw1(w1), dw2(w2), dbias(bias), dout(out);
+  if (c.x_offset) {
+    // Shift the view (the host copy has 16 spare bytes); the host tensor mirrors the shift.
+    REQUIRE_CUDA(cudaMemcpy(static_cast<char*>(dx.ptr) + c.x_offset, x.bytes.data(),
+                            x.bytes.size() - 16, cudaMemcpyHostToDevice));
+    dx.dl.byte_offset = c.x_offset;
+  }
+  dout.poison();
+  fk_monarch_params_t mp;
+  fk_monarch_params_init(&mp);
+  const DLTensor* b = c.bias ? &dbias : nullptr;
+  const char* variant = "?";
+  REQUIRE_FK(fk_monarch_select_kernel(sm80_ctx(), &mp, &dx, &dw1, &dw2, b, &dout, &variant));
+  INFO("variant " << variant);
+  CHECK(std::string(variant) == c.expect);
+  if (!c.run) return;
+  REQUIRE_FK(fk_monarch(sm80_ctx(), nullptr, &mp, &dx, &dw1, &dw2, b, &dout));
+  REQUIRE_CUDA(cudaGetLastError());
+  dout.download();
+  const std::vector<double> bv = bias.to_vector();
+  const std::vector<double> xv = x.to_vector(), w1v = w1.to_vector(), w2v = w2.to_vector();
+  std::vector<double> ref = fkref::monarch(xv, w1v, w2v, c.bias ? &bv : nullptr, c.tokens, c.nb1,
+                                           c.q, c.p, c.nb2, c.s, c.r);
+  if (c.check_m2) {
+    // The m2 formulation (no bias) must give the same numbers as our index map.
+    std::vector<double> m2 = m2_butterfly(xv, w1v, w2v, c.tokens, c.nb1, c.q, c.p, c.nb2, c.s, c.r);
+    double worst = 0;
+    for (size_t i = 0; i < m2.size(); ++i) {
+      const double want = ref[i] - (c.bias ? bv[i % size_t(n_out)] : 0.0);
+      worst = std::max(worst, std::fabs(m2[i] - want));
+    }
+    INFO("m2 butterfly vs fkref::monarch, max abs diff " << worst);
+    CHECK(worst <= 1e-9);
+    if (!c.bias) ref = m2;
+  }
+  check_close(out, ref, c.dt);
+}
+
+void run_blockdiag(int64_t tokens, int64_t nb, int64_t q, int64_t p, DT dt, bool with_bias,
+                   DT bias_dt, int64_t pad, uint64_t tag,
+                   const char* expect = "cuda.sm80.blockdiag_linear") {
+  std::ostringstream desc;
+  desc << "blockdiag tokens " << tokens << " w (" << nb << "," << q << "," << p << ") "
+       << fktest::dt_name(dt) << (with_bias ? " +bias" : "") << " pad " << pad << ", seed "
+       << fktest::test_seed();
+  INFO(desc.str());
+  auto rng = rng_for(tag);
+  HostTensor x(dt, {tokens, nb * p}, {nb * p + pad, 1}), w(dt, {nb, q, p});
+  HostTensor bias(bias_dt, {nb * q}), out(dt, {tokens, nb * q}, {nb * q + pad, 1});
+  x.fill_normal(rng);
+  w.fill_normal(rng, 1.0 / std::sqrt(double(p)));
+  bias.fill_normal(rng);
+  DeviceTensor dx(x), dw(w), dbias(bias), dout(out);
+  dout.poison();
+  fk_monarch_params_t mp;
+  fk_monarch_params_init(&mp);
+  const DLTensor* b = with_bias ? &dbias : nullptr;
+  const char* variant = "?";
+  REQUIRE_FK(fk_blockdiag_linear_select_kernel(sm80_ctx(), &mp, &dx, &dw, b, &dout, &variant));
+  INFO("variant " << variant);
+  CHECK(std::string(variant) == expect);
+  REQUIRE_FK(fk_blockdiag_linear(sm80_ctx(), nullptr, &mp, &dx, &dw, b, &dout));
+  dout.download();
+  const std::vector<double> bv = bias.to_vector();
+  const std::vector<double> ref =
+      fkref::blockdiag(x.to_vector(), w.to_vector(), with_bias ? &bv : nullptr, tokens, nb, q, p);
+  check_close(out, ref, dt);
+}
+
+MCase square(int64_t tokens, int64_t nb, int64_t bs, DT dt, bool bias) {
+  MCase c;
+  c.tokens = tokens;
+  c.nb1 = c.nb2 = nb;
+  c.p = c.q = c.r = c.s = bs;
+  c.dt = dt;
+  c.bias = bias;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("sm80 monarch: small cases", "[gpu][monarch][sm80][sanitize]") {
+  if (!have_sm80()) return;
+  run_monarch(square(7, 16, 16, DT::BF16, true), 1);
+  run_monarch(square(1, 32, 32, DT::F16, false), 2);
+  MCase c = square(19, 4, 64, DT::BF16, true);  // nblocks 4, block 64 (jb = 4 path)
+  c.bias_dt = DT::BF16;
+  run_monarch(c, 3);
+}
+
+TEST_CASE("sm80 monarch: square blocks, nblocks 16..128, odd tokens, bias, fp16/bf16",
+          "[gpu][monarch][sm80]") {
+  if (!have_sm80()) return;
+  // (nblocks, block size): Dao et al.'s sqrt(n) x sqrt(n) for 16, 32, 64, 128; nblocks 4 with
+  // 64-wide blocks.
+  const int64_t shapes[][2] = {{4, 64}, {16, 16}, {32, 32}, {64, 64}, {128, 128}, {16, 64}};
+  const int64_t tokens[] = {1, 7, 333, 1000};
+  int i = 0;
+  for (const auto& sh : shapes)
+    for (DT dt : {DT::BF16, DT::F16}) {
+      const int64_t t = sh[1] == 128 ? (i % 2 ? 65 : 7) : tokens[i % 4];
+      MCase c = square(t, sh[0], sh[1], dt, i % 2 == 0);
+      c.bias_dt = (i % 3 == 0) ? DT::F32 : (i % 3 == 1) ? DT::BF16 : DT::F16;
+      c.pad = (i % 4 == 3) ? 8 : 0;
+      run_monarch(c, 100 + uint64_t(i++));
+    }
+}
+
+TEST_CASE("sm80 monarch: rectangular blocks", "[gpu][monarch][sm80]") {
+  if (!have_sm80()) return;
+  struct R {
+    int64_t nb1, q, p, nb2, s, r;
+  };
+  const R shapes[] = {
+      {16, 64, 32, 32, 16, 32},    // mid 1024: expand then contract
+      {8, 32, 64, 16, 64, 16},     // mid 256, out 1024
+      {4, 128, 128, 4, 128, 128},  // MonarchLinear-like, nblocks 4
+      {4, 192, 192, 4, 96, 192},   // n 768 -> 384 (block 192, s 96)
+      {2, 128, 64, 8, 64, 32},     // nblocks2 8
+      {8, 16, 32, 2, 32, 64},      // nblocks2 2
+      {64, 32, 64, 32, 128, 64},   // n 4096 -> 4096 with s = 128
+  };
+  int i = 0;
+  for (const R& sh : shapes)
+    for (DT dt : {DT::BF16, DT::F16}) {
+      MCase c;
+      c.tokens = (i % 3 == 0) ? 1000 : (i % 3 == 1) ? 77 : 1;
+      c.nb1 = sh.nb1;
+      c.q = sh.q;
+      c.p = sh.p;
+      c.nb2 = sh.nb2;
+      c.s = sh.s;
+      c.r = sh.r;
+      c.dt = dt;
+      c.bias = i % 2 == 1;
+      c.bias_dt = DT::F16;
+      c.pad = (i % 4 == 2) ? 16 : 0;
+      run_monarch(c, 200 + uint64_t(i++));
+    }
+}
+
+TEST_CASE("sm80 monarch: m2 blockdiag_butterfly_multiply mapping", "[gpu][monarch][sm80]") {
+  if (!have_sm80()) return;
+  MCase a = square(33, 16, 16, DT::BF16, false);
+  a.check_m2 = true;
+  run_monarch(a, 300);
+  MCase b;  // rectangular: k=8, q=32, p=64; l=16, s=64, r=16
+  b.tokens = 21;
+  b.nb1 = 8;
+  b.q = 32;
+  b.p = 64;
+  b.nb2 = 16;
+  b.s = 64;
+  b.r = 16;
+  b.dt = DT::F16;
+  b.check_m2 = true;
+  run_monarch(b, 301);
+}
+
+TEST_CASE("sm80 monarch: declined problems go to the generic kernel", "[gpu][monarch][sm80]") {
+  if (!have_sm80()) return;
+  MCase c = square(9, 8, 8, DT::BF16, false);  // block 8: not a multiple of 16
+  c.expect = "cuda.generic.monarch";
+  run_monarch(c, 400);
+  c = square(9, 16, 16, DT::F32, true);  // fp32
+  c.expect = "cuda.generic.monarch";
+  run_monarch(c, 401);
+  c = square(9, 16, 16, DT::BF16, true);  // row stride 261: not a multiple of 8
+  c.pad = 5;
+  c.expect = "cuda.generic.monarch";
+  run_monarch(c, 402);
+  c = square(9, 16, 16, DT::F16, true);  // x misaligned by one element
+  c.x_offset = 2;
+  c.expect = "cuda.generic.monarch";
+  run_monarch(c, 403);
+  c = square(5, 24, 16, DT::BF16, false);  // nblocks2 24: not 2, 4, 8 or a multiple of 16
+  c.expect = "cuda.generic.monarch";
+  run_monarch(c, 404);
+  MCase d;  // s = 256 > 128
+  d.tokens = 3;
+  d.nb1 = d.nb2 = 16;
+  d.p = d.q = d.r = 16;
+  d.s = 256;
+  d.expect = "cuda.generic.monarch";
+  run_monarch(d, 405);
+}
+
+TEST_CASE("sm80 blockdiag linear", "[gpu][monarch][blockdiag][sm80]") {
+  if (!have_sm80()) return;
+  run_blockdiag(7, 4, 64, 64, DT::BF16, true, DT::F32, 0, 500);
+  run_blockdiag(1000, 16, 16, 16, DT::F16, false, DT::F32, 8, 501);
+  run_blockdiag(333, 64, 64, 64, DT::BF16, true, DT::BF16, 0, 502);
+  run_blockdiag(129, 4, 128, 64, DT::F16, true, DT::F16, 0, 503);   // rectangular, q > p
+  run_blockdiag(1, 2, 32, 256, DT::BF16, false, DT::F32, 0, 504);   // p = 256
+  run_blockdiag(257, 32, 128, 128, DT::BF16, true, DT::F32, 8, 505);
+  run_blockdiag(5, 4, 8, 16, DT::BF16, false, DT::F32, 0, 506, "cuda.generic.blockdiag_linear");
+  run_blockdiag(5, 4, 16, 16, DT::F32, false, DT::F32, 0, 507, "cuda.generic.blockdiag_linear");
+}
+
+#endif  // FLASHKIT_TEST_WITH_CUDA
