@@ -66,6 +66,8 @@ namespace sm80 {
 // dispatch-table row.
 bool attention_supported(const DeviceCaps&, const AttentionProblem&);
 fk_status_t attention(const ExecContext&, const AttentionProblem&);
+bool fftconv_supported(const DeviceCaps&, const FFTConvProblem&);
+fk_status_t fftconv(const ExecContext&, const FFTConvProblem&);
 }  // namespace sm80
 }  // namespace cuda
 #endif

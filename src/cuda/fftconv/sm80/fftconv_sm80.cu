@@ -1,0 +1,651 @@
+// sm80-class fused FFT convolution (FlashFFTConv, Fu et al. 2023): one thread block per
+// (batch, channel) sequence does load -> FFT -> multiply by the filter spectrum -> inverse FFT
+// -> + D * v -> gates in shared memory, with the FFT's small DFTs on the tensor cores
+// (mma.sync m16n8k16, bf16 operands, fp32 accumulate). Semantics as in generic/: y = postgate *
+// (conv(v, k) + D * v), v = pregate * u, every mode of flashkit.h.
+//
+// How it is built:
+// - Real input, half-size complex FFT. A real row v of length N (= fft_size) is packed as the
+//   complex row z[n] = v[2n] + i v[2n+1] of length M = N / 2; one M-point FFT of z gives the
+//   N-point spectrum of v through the usual split V[k] = E[k] + W_N^k O[k] (E, O from Z[k] and
+//   conj Z[M-k]). After the pointwise product the same identity run backwards gives the M-point
+//   spectrum of the packed output, and one inverse M-point FFT gives y[2n] + i y[2n+1].
+// - Implicit zero padding: positions >= seqlen are never stored; the first FFT stage reads u
+//   (and pregate) straight from global memory and substitutes zeros.
+// - The M-point FFT is a Monarch / mixed-radix decimation in frequency: radix-16 stages, each
+//   one 16 x 16 complex DFT matrix times a 16 x 8 tile of columns per warp on the tensor cores
+//   (4 real mma per complex product), twiddles applied to the fp32 accumulators, then (when
+//   log2 M is not a multiple of 4) one radix-2/4/8 stage on the CUDA cores. Output is in
+//   digit-reversed order; the inverse is the exact mirror (decimation in time, conjugated), so
+//   the order never has to be undone: the pointwise step looks positions up by freq_pos().
+//   The last inverse stage writes the epilogue straight from its accumulators.
+// - Precision: data stay fp32 in shared memory; only mma operands are bf16. By default each
+//   operand is split as hi + lo (bf16 each) and a product takes hi*hi + hi*lo + lo*hi (3 mma):
+//   about 16 mantissa bits per stage, well below the bf16/fp16 rounding of the output.
+//   FLASHKIT_FFTCONV_SM80_FAST=1 (diagnostic) keeps only hi*hi (FlashFFTConv-like precision).
+// - The filter spectrum (the same forward pipeline on the filter, scaled by 1 / (8M), which
+//   folds in the inverse's 1/M and the split's factors of 2) is computed on the GPU: cached in
+//   the plan when FK_FFTCONV_FILTER_CONSTANT is set, else once per call.
+// - fp32 u/y stay on the generic kernel (fp32 outputs deserve fp32 FFTs); fft_size outside
+//   [256, 32768] or beyond the block's shared memory declines (the outer HBM pass of
+//   FlashFFTConv for larger sizes is not written yet).
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "core/backend.h"
+#include "cuda/common/check.h"
+#include "cuda/common/device_guard.h"
+#include "cuda/common/dtype.cuh"
+#include "cuda/common/fftconv_plan_cache.h"
+#include "cuda/common/scratch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm80 {
+namespace {
+
+constexpr int kMinLogN = 8;   // fft_size 256: M = 128, one 16 x 8 tile
+constexpr int kMaxLogN = 15;  // fft_size 32768: M = 16384 complex fp32 = 128 KB of shared memory
+
+struct Args {
+  DType dtype, k_dtype, d_dtype;
+  FFTConvMode mode;
+  int64_t batch, channels, L, filter_len, N;
+  const void* u;
+  const void* k;
+  const void* D;
+  const void* pre;
+  const void* post;
+  void* y;
+  int64_t u_bs, u_cs, y_bs, y_cs, pre_bs, pre_cs, post_bs, post_cs, k_cs;
+  const float2* tw;  // tw[e] = exp(-2 pi i e / N), e < N / 2
+  int log_n, log_m;  // M = N / 2
+  int stages;        // radix-16 stages
+  int log_tail;      // the last stage has radix 2^log_tail (0: none)
+  int split;         // 1: hi/lo bf16 operands (3 mma per product); 0: hi only
+};
+
+__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
+  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+__device__ __forceinline__ float2 cmul_conj(float2 a, float2 b) {  // a * conj(b)
+  return make_float2(a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y);
+}
+
+// W_N^e for any e >= 0.
+__device__ __forceinline__ float2 tw_n(const Args& a, int64_t e) {
+  e &= a.N - 1;
+  const int64_t half = a.N >> 1;
+  if (e < half) return a.tw[e];
+  const float2 t = a.tw[e - half];
+  return make_float2(-t.x, -t.y);
+}
+
+// Position in the digit-reversed FFT output of frequency k (0 <= k < M).
+__device__ __forceinline__ int freq_pos(const Args& a, int k) {
+  int p = 0, rem = a.log_m;
+  for (int s = 0; s < a.stages; ++s) {
+    rem -= 4;
+    p += (k & 15) << rem;
+    k >>= 4;
+  }
+  return p + k;
+}
+
+// ---- operands ----------------------------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t pack_bf16(float x0, float x1) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+// hi = bf16(x), lo = bf16(x - hi), packed in pairs.
+__device__ __forceinline__ void split_pack(float x0, float x1, uint32_t& hi, uint32_t& lo) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+  const float2 hf = __bfloat1622float2(h);
+  hi = *reinterpret_cast<const uint32_t*>(&h);
+  lo = pack_bf16(x0 - hf.x, x1 - hf.y);
+}
+
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// A-operand fragments of the 16 x 16 DFT matrix F[q][r] = W_16^(q r): real and imaginary
+// parts, each as hi and lo bf16. Register i of a lane (g = lane / 4, t =
+// lane % 4) holds row g + 8 (i & 1), columns 2t + 8 (i >> 1) + {0, 1}.
+struct Dft16 {
+  uint32_t rh[4], rl[4], ih[4], il[4];
+};
+
+__device__ __forceinline__ void make_dft16(Dft16& f) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i & 1), col = 2 * t + 8 * (i >> 1);
+    float c[2], s[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int idx = (row * (col + e)) & 15;
+      sincospif(-static_cast<float>(idx) / 8.0f, &s[e], &c[e]);
+    }
+    split_pack(c[0], c[1], f.rh[i], f.rl[i]);
+    split_pack(s[0], s[1], f.ih[i], f.il[i]);
+  }
+}
+
+// y = F x (INV: conj(F) x) for one 16 x 8 tile of complex columns. x[0..3] are the lane's
+// B-operand elements: rows 2t, 2t + 1, 2t + 8, 2t + 9 of column g. yr/yi come back in the
+// accumulator layout: [0], [1] row g, columns 2t, 2t + 1; [2], [3] row g + 8.
+template <bool INV>
+__device__ __forceinline__ void dft16_tile(const Dft16& f, int split, const float2 (&x)[4],
+                                           float (&yr)[4], float (&yi)[4]) {
+  uint32_t rh0, rl0, rh1, rl1, ih0, il0, ih1, il1;
+  split_pack(x[0].x, x[1].x, rh0, rl0);
+  split_pack(x[2].x, x[3].x, rh1, rl1);
+  split_pack(x[0].y, x[1].y, ih0, il0);
+  split_pack(x[2].y, x[3].y, ih1, il1);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) yr[i] = yi[i] = 0.0f;
+  // Forward: yr = Fr xr - Fi xi, yi = Fr xi + Fi xr. Inverse: the signs of Fi flip. A sign
+  // goes on the B operand (flipping the bf16 sign bits is exact).
+  constexpr uint32_t kNeg = 0x80008000u;
+  const uint32_t s1 = INV ? 0u : kNeg, s2 = INV ? kNeg : 0u;
+  mma16816(yr, f.rh, rh0, rh1);
+  mma16816(yr, f.ih, ih0 ^ s1, ih1 ^ s1);
+  mma16816(yi, f.rh, ih0, ih1);
+  mma16816(yi, f.ih, rh0 ^ s2, rh1 ^ s2);
+  if (split) {
+    mma16816(yr, f.rh, rl0, rl1);
+    mma16816(yr, f.rl, rh0, rh1);
+    mma16816(yr, f.ih, il0 ^ s1, il1 ^ s1);
+    mma16816(yr, f.il, ih0 ^ s1, ih1 ^ s1);
+    mma16816(yi, f.rh, il0, il1);
+    mma16816(yi, f.rl, ih0, ih1);
+    mma16816(yi, f.ih, rl0 ^ s2, rl1 ^ s2);
+    mma16816(yi, f.il, rh0 ^ s2, rh1 ^ s2);
+  }
+}
+
+// ---- sources and the epilogue ------------------------------------------------------------------
+
+// v = pregate * u at (b, c, t), t < L.
+__device__ __forceinline__ float load_v(const Args& a, int64_t b, int64_t c, int64_t t) {
+  float x = load_float(a.u, a.dtype, b * a.u_bs + c * a.u_cs + t);
+  if (a.pre != nullptr) x *= load_float(a.pre, a.dtype, b * a.pre_bs + c * a.pre_cs + t);
+  return x;
+}
+
+// Element t (< N) of channel c's real length-N filter (same placement as generic/):
+// causal cut at min(filter_len, L); circular zero-padded; bidirectional taps j in [-R', R'] at
+// j mod N with R' = min(R, L - 1).
+__device__ __forceinline__ float load_filter(const Args& a, int64_t c, int64_t t) {
+  int64_t idx = -1;
+  switch (a.mode) {
+    case FFTConvMode::Causal:
+      if (t < min(a.filter_len, a.L)) idx = t;
+      break;
+    case FFTConvMode::Circular:
+      if (t < a.filter_len) idx = t;
+      break;
+    case FFTConvMode::Bidirectional: {
+      const int64_t R = (a.filter_len - 1) / 2;
+      const int64_t Rp = min(R, a.L - 1);
+      if (t <= Rp) {
+        idx = R + t;
+      } else if (t >= a.N - Rp) {
+        idx = R - (a.N - t);
+      }
+      break;
+    }
+  }
+  return idx < 0 ? 0.0f : load_float(a.k, a.k_dtype, c * a.k_cs + idx);
+}
+
+// z[n] = x[2n] + i x[2n + 1] of the real row being transformed: the signal (b, c) or, for
+// b < 0, the filter of channel c.
+__device__ __forceinline__ float2 load_z(const Args& a, int64_t b, int64_t c, int n) {
+  const int64_t t = 2 * int64_t(n);
+  if (b < 0) return make_float2(load_filter(a, c, t), load_filter(a, c, t + 1));
+  float2 z = make_float2(0.0f, 0.0f);
+  if (t < a.L) z.x = load_v(a, b, c, t);
+  if (t + 1 < a.L) z.y = load_v(a, b, c, t + 1);
+  return z;
+}
+
+__device__ __forceinline__ void store_y(const Args& a, int64_t b, int64_t c, int64_t t, float val,
+                                        float dc) {
+  if (t >= a.L) return;
+  if (a.D != nullptr) val = fmaf(dc, load_v(a, b, c, t), val);
+  if (a.post != nullptr) val *= load_float(a.post, a.dtype, b * a.post_bs + c * a.post_cs + t);
+  store_float(a.y, a.dtype, b * a.y_bs + c * a.y_cs + t, val);
+}
+
+// ---- the FFT stages ----------------------------------------------------------------------------
+
+// Forward radix-16 DIF stage s (sub-length Ls = M / 16^s, stride m = Ls / 16): column c =
+// (block c / m, offset j = c % m) holds elements base + r m, r < 16; output q gets W_Ls^(j q) and
+// goes to base + q m. Stage 0 reads the row from global memory (b, c) instead of buf.
+__device__ void forward_stage(const Args& a, const Dft16& f, float2* buf, int s, int64_t b,
+                              int64_t c) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int log_ls = a.log_m - 4 * s, log_mm = log_ls - 4, m = 1 << log_mm;
+  const int tw_shift = a.log_n - log_ls;
+  const int tiles = 1 << (a.log_m - 7);
+  const int rows[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
+  for (int tile = warp; tile < tiles; tile += nwarps) {
+    const int cin = tile * 8 + g;
+    const int base_in = ((cin >> log_mm) << log_ls) + (cin & (m - 1));
+    float2 x[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int addr = base_in + rows[i] * m;
+      x[i] = s == 0 ? load_z(a, b, c, addr) : buf[addr];
+    }
+    float yr[4], yi[4];
+    dft16_tile<false>(f, a.split, x, yr, yi);
+    __syncwarp();
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int cout = tile * 8 + 2 * t + e, j = cout & (m - 1);
+      const int base_out = ((cout >> log_mm) << log_ls) + j;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int q = g + 8 * h;
+        const float2 w = tw_n(a, int64_t(j * q) << tw_shift);
+        buf[base_out + q * m] = cmul(make_float2(yr[2 * h + e], yi[2 * h + e]), w);
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// Inverse radix-16 DIT stage s: the mirror of forward_stage (conjugate twiddle on the way in,
+// conj(F) on the tensor cores). Stage 0 is the last one: it writes the epilogue of row (b, c).
+__device__ void inverse_stage(const Args& a, const Dft16& f, float2* buf, int s, int64_t b,
+                              int64_t c, float dc) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int log_ls = a.log_m - 4 * s, log_mm = log_ls - 4, m = 1 << log_mm;
+  const int tw_shift = a.log_n - log_ls;
+  const int tiles = 1 << (a.log_m - 7);
+  const int rows[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
+  for (int tile = warp; tile < tiles; tile += nwarps) {
+    const int cin = tile * 8 + g, jin = cin & (m - 1);
+    const int base_in = ((cin >> log_mm) << log_ls) + jin;
+    float2 x[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      x[i] = cmul_conj(buf[base_in + rows[i] * m], tw_n(a, int64_t(jin * rows[i]) << tw_shift));
+    float yr[4], yi[4];
+    dft16_tile<true>(f, a.split, x, yr, yi);
+    __syncwarp();
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int cout = tile * 8 + 2 * t + e;
+      const int base_out = ((cout >> log_mm) << log_ls) + (cout & (m - 1));
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = g + 8 * h, addr = base_out + r * m;
+        if (s > 0) {
+          buf[addr] = make_float2(yr[2 * h + e], yi[2 * h + e]);
+        } else {
+          store_y(a, b, c, 2 * int64_t(addr), yr[2 * h + e], dc);
+          store_y(a, b, c, 2 * int64_t(addr) + 1, yi[2 * h + e], dc);
+        }
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// The radix-R tail stage (sub-length R, stride 1, no twiddles): a plain R-point DFT (INV:
+// conjugated) on each group of R adjacent positions.
+template <int R, bool INV>
+__device__ void tail_stage_r(const Args& a, float2* buf) {
+  const int groups = (1 << a.log_m) / R;
+  const int shift = a.log_n - (R == 2 ? 1 : R == 4 ? 2 : 3);
+  float2 w[R];
+#pragma unroll
+  for (int e = 0; e < R; ++e) {
+    const float2 t = tw_n(a, int64_t(e) << shift);
+    w[e] = INV ? make_float2(t.x, -t.y) : t;
+  }
+  for (int grp = threadIdx.x; grp < groups; grp += blockDim.x) {
+    float2 x[R], y[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) x[i] = buf[grp * R + i];
+#pragma unroll
+    for (int q = 0; q < R; ++q) {
+      float2 acc = make_float2(0.0f, 0.0f);
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const float2 p = cmul(x[i], w[(i * q) % R]);
+        acc.x += p.x;
+        acc.y += p.y;
+      }
+      y[q] = acc;
+    }
+#pragma unroll
+    for (int q = 0; q < R; ++q) buf[grp * R + q] = y[q];
+  }
+  __syncthreads();
+}
+
+template <bool INV>
+__device__ void tail_stage(const Args& a, float2* buf) {
+  switch (a.log_tail) {
+    case 1: tail_stage_r<2, INV>(a, buf); break;
+    case 2: tail_stage_r<4, INV>(a, buf); break;
+    case 3: tail_stage_r<8, INV>(a, buf); break;
+    default: break;
+  }
+}
+
+// Forward M-point FFT of the packed row (b, c) (b < 0: channel c's filter) into buf.
+__device__ void forward_fft(const Args& a, const Dft16& f, float2* buf, int64_t b, int64_t c) {
+  for (int s = 0; s < a.stages; ++s) forward_stage(a, f, buf, s, b, c);
+  tail_stage<false>(a, buf);
+}
+
+// Real-input split at frequency pair (k, M - k): X[k] and X[M - k] (twice the N-point
+// spectrum of the real row) from the packed spectrum Z at those frequencies.
+__device__ __forceinline__ void split_real(float2 zk, float2 zc, float2 w, float2& xk,
+                                           float2& xc) {
+  const float2 A = make_float2(zk.x + zc.x, zk.y - zc.y);   // Z[k] + conj Z[M-k]
+  const float2 Bv = make_float2(zk.x - zc.x, zk.y + zc.y);  // Z[k] - conj Z[M-k]
+  const float2 wo = cmul(w, make_float2(Bv.y, -Bv.x));      // W_N^k * (-i) Bv
+  xk = make_float2(A.x + wo.x, A.y + wo.y);
+  xc = make_float2(A.x - wo.x, -(A.y - wo.y));
+}
+
+// ---- kernels -----------------------------------------------------------------------------------
+
+// spec[c * (M + 1) + k] = (N-point spectrum of channel c's filter)[k] / (4 M), k = 0 .. M.
+__global__ void __launch_bounds__(256) spectrum_kernel(const Args a, float2* spec) {
+  extern __shared__ float2 buf[];
+  Dft16 f;
+  make_dft16(f);
+  const int M = 1 << a.log_m;
+  const float scale = 1.0f / (8.0f * static_cast<float>(M));
+  for (int64_t c = blockIdx.x; c < a.channels; c += gridDim.x) {
+    forward_fft(a, f, buf, -1, c);
+    float2* sc = spec + c * (M + 1);
+    for (int k = threadIdx.x; k <= M / 2; k += blockDim.x) {
+      const int kc = M - k;
+      float2 xk, xc;
+      split_real(buf[freq_pos(a, k)], buf[freq_pos(a, kc & (M - 1))], tw_n(a, k), xk, xc);
+      sc[k] = make_float2(xk.x * scale, xk.y * scale);
+      if (kc != k) sc[kc] = make_float2(xc.x * scale, xc.y * scale);
+    }
+    __syncthreads();
+  }
+}
+
+// One block per (batch, channel) row, channel-major so that the blocks sharing a spectrum run
+// together.
+__global__ void __launch_bounds__(256, 3) conv_kernel(const Args a, const float2* spec) {
+  extern __shared__ float2 buf[];
+  Dft16 f;
+  make_dft16(f);
+  const int M = 1 << a.log_m;
+  const int64_t rows = a.batch * a.channels;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t c = row / a.batch, b = row % a.batch;
+    forward_fft(a, f, buf, b, c);
+    // Pointwise product with the real-input split folded in on both sides.
+    const float2* sc = spec + c * (M + 1);
+    for (int k = threadIdx.x; k <= M / 2; k += blockDim.x) {
+      const int kc = M - k;
+      const int pk = freq_pos(a, k), pc = freq_pos(a, kc & (M - 1));
+      const float2 w = tw_n(a, k);
+      float2 xk, xc;
+      split_real(buf[pk], buf[pc], w, xk, xc);
+      const float2 yk = cmul(xk, sc[k]), yc = cmul(xc, sc[kc]);
+      const float2 P = make_float2(yk.x + yc.x, yk.y - yc.y);  // Y[k] + conj Y[M-k]
+      const float2 Q = cmul_conj(make_float2(yk.x - yc.x, yk.y + yc.y), w);
+      buf[pk] = make_float2(P.x - Q.y, P.y + Q.x);  // P + i Q
+      if (k != 0 && kc != k) buf[pc] = make_float2(P.x + Q.y, Q.x - P.y);  // conj P + i conj Q
+    }
+    __syncthreads();
+    tail_stage<true>(a, buf);
+    const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
+    for (int s = a.stages - 1; s >= 0; --s) inverse_stage(a, f, buf, s, b, c, dc);
+  }
+}
+
+// tw[e] = exp(-2 pi i e / n), e < n / 2, rounded once from double precision.
+__global__ void twiddle_kernel(float2* tw, int64_t n) {
+  const int64_t half = n / 2;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < half;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    double s, c;
+    sincospi(-2.0 * static_cast<double>(e) / static_cast<double>(n), &s, &c);
+    tw[e] = make_float2(static_cast<float>(c), static_cast<float>(s));
+  }
+}
+
+// ---- host side ---------------------------------------------------------------------------------
+
+struct Spectrum {
+  int device = -1;
+  const void* k = nullptr;
+  DType k_dtype = DType::F32;
+  int64_t k_cs = 0, channels = 0, filter_len = 0, L = 0, N = 0;
+  FFTConvMode mode = FFTConvMode::Causal;
+  int split = 1;
+  float2* data = nullptr;
+  cudaEvent_t ready = nullptr;
+  ~Spectrum() {
+    DeviceGuard guard(device);
+    if (ready) (void)cudaEventDestroy(ready);
+    if (data) (void)cudaFree(data);
+  }
+};
+
+struct Sm80Cache {
+  int device = -1;
+  int64_t N = 0;
+  float2* twiddles = nullptr;
+  cudaEvent_t twiddles_ready = nullptr;
+  std::shared_ptr<Spectrum> spectrum;
+  ~Sm80Cache() {
+    spectrum.reset();
+    DeviceGuard guard(device);
+    if (twiddles_ready) (void)cudaEventDestroy(twiddles_ready);
+    if (twiddles) (void)cudaFree(twiddles);
+  }
+};
+
+int log2_exact(int64_t n) {
+  int l = 0;
+  while ((int64_t(1) << l) < n) ++l;
+  return l;
+}
+
+size_t smem_bytes(int64_t N) { return sizeof(float2) * static_cast<size_t>(N / 2); }
+
+int threads_for(int log_m) {
+  // A warp per 16 x 8 tile of a stage, between 2 and 8 warps.
+  return std::min(256, std::max(64, (1 << (log_m - 7)) * 32));
+}
+
+// Diagnostic: FLASHKIT_FFTCONV_SM80_FAST=1 drops the lo halves of the mma operands.
+int split_mode() {
+  static const int mode = [] {
+    const char* e = std::getenv("FLASHKIT_FFTCONV_SM80_FAST");
+    return (e != nullptr && e[0] == '1') ? 0 : 1;
+  }();
+  return mode;
+}
+
+fk_status_t launch_twiddles(float2* tw, int64_t n, cudaStream_t stream) {
+  const int64_t half = n / 2;
+  const int64_t blocks = std::min<int64_t>((half + 255) / 256, 4096);
+  twiddle_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(tw, n);
+  return check_launch("cuda.sm80.fftconv twiddle kernel");
+}
+
+fk_status_t allow_smem(const void* kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return FK_SUCCESS;
+  return check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(bytes)),
+               "cuda.sm80.fftconv: cudaFuncSetAttribute(max dynamic shared memory)");
+}
+
+fk_status_t compute_spectrum(const Args& a, float2* spec, cudaStream_t stream) {
+  const size_t smem = smem_bytes(a.N);
+  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(spectrum_kernel), smem));
+  spectrum_kernel<<<grid_for(a.channels), threads_for(a.log_m), smem, stream>>>(a, spec);
+  return check_launch("cuda.sm80.fftconv filter spectrum kernel");
+}
+
+fk_status_t run_conv(const Args& a, const float2* spec, cudaStream_t stream) {
+  const size_t smem = smem_bytes(a.N);
+  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(conv_kernel), smem));
+  conv_kernel<<<grid_for(a.batch * a.channels), threads_for(a.log_m), smem, stream>>>(a, spec);
+  return check_launch("cuda.sm80.fftconv fused kernel");
+}
+
+}  // namespace
+
+bool fftconv_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
+  if (caps.cc_major < 8) return false;
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;  // fp32 stays on generic
+  const int64_t N = p.fft_size;
+  if (N < (int64_t(1) << kMinLogN) || N > (int64_t(1) << kMaxLogN) || (N & (N - 1)) != 0)
+    return false;
+  if (static_cast<int64_t>(smem_bytes(N)) > caps.smem_per_block_optin) return false;
+  return p.seqlen <= N && p.filter_len > 0;
+}
+
+fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
+  if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return FK_SUCCESS;
+  const int64_t N = p.fft_size;
+  if (N < (int64_t(1) << kMinLogN) || N > (int64_t(1) << kMaxLogN) || (N & (N - 1)) != 0 ||
+      p.seqlen > N || p.filter_len <= 0) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.sm80.fftconv: fft_size %lld not covered",
+                     static_cast<long long>(N));
+  }
+  DeviceGuard guard(ctx.device_ordinal);
+  FK_RETURN_IF_ERROR(guard.status());
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+  int device = 0;
+  FK_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
+
+  Args a;
+  a.dtype = p.dtype;
+  a.k_dtype = p.k_dtype;
+  a.d_dtype = p.d_dtype;
+  a.mode = p.mode;
+  a.batch = p.batch;
+  a.channels = p.channels;
+  a.L = p.seqlen;
+  a.filter_len = p.filter_len;
+  a.N = N;
+  a.u = p.u;
+  a.k = p.k;
+  a.D = p.D;
+  a.pre = p.pregate;
+  a.post = p.postgate;
+  a.y = p.y;
+  a.u_bs = p.u_batch_stride;
+  a.u_cs = p.u_channel_stride;
+  a.y_bs = p.y_batch_stride;
+  a.y_cs = p.y_channel_stride;
+  a.pre_bs = p.pre_batch_stride;
+  a.pre_cs = p.pre_channel_stride;
+  a.post_bs = p.post_batch_stride;
+  a.post_cs = p.post_channel_stride;
+  a.k_cs = p.k_channel_stride;
+  a.log_n = log2_exact(N);
+  a.log_m = a.log_n - 1;
+  a.stages = a.log_m / 4;
+  a.log_tail = a.log_m % 4;
+  a.split = split_mode();
+
+  ScratchArena arena(ctx);
+  const int64_t spec_bytes = (N / 2 + 1) * p.channels * static_cast<int64_t>(sizeof(float2));
+  std::shared_ptr<void> keep_cache;
+  std::shared_ptr<Spectrum> cached_spec;
+
+  if (p.state != nullptr) {
+    std::lock_guard<std::mutex> lock(p.state->mutex);
+    FFTConvCudaCache* root = fftconv_cuda_cache(p.state);
+    auto g = std::static_pointer_cast<Sm80Cache>(root->sm80);
+    if (!g || g->device != device || g->N != N) {
+      auto fresh = std::make_shared<Sm80Cache>();
+      fresh->device = device;
+      fresh->N = N;
+      FK_CUDA_TRY(cudaMalloc(&fresh->twiddles, sizeof(float2) * static_cast<size_t>(N / 2)),
+                  "fftconv: twiddle table");
+      FK_CUDA_TRY(cudaEventCreateWithFlags(&fresh->twiddles_ready, cudaEventDisableTiming),
+                  "fftconv: cudaEventCreate");
+      FK_RETURN_IF_ERROR(launch_twiddles(fresh->twiddles, N, stream));
+      FK_CUDA_TRY(cudaEventRecord(fresh->twiddles_ready, stream), "fftconv: cudaEventRecord");
+      root->sm80 = fresh;
+      g = fresh;
+    }
+    FK_CUDA_TRY(cudaStreamWaitEvent(stream, g->twiddles_ready, 0), "fftconv: cudaStreamWaitEvent");
+    a.tw = g->twiddles;
+    keep_cache = g;
+
+    if (p.filter_constant) {
+      std::shared_ptr<Spectrum> s = g->spectrum;
+      const bool hit = s && s->device == device && s->k == p.k && s->k_dtype == p.k_dtype &&
+                       s->k_cs == p.k_channel_stride && s->channels == p.channels &&
+                       s->filter_len == p.filter_len && s->L == p.seqlen && s->N == N &&
+                       s->mode == p.mode && s->split == a.split;
+      if (!hit) {
+        auto fresh = std::make_shared<Spectrum>();
+        fresh->device = device;
+        fresh->k = p.k;
+        fresh->k_dtype = p.k_dtype;
+        fresh->k_cs = p.k_channel_stride;
+        fresh->channels = p.channels;
+        fresh->filter_len = p.filter_len;
+        fresh->L = p.seqlen;
+        fresh->N = N;
+        fresh->mode = p.mode;
+        fresh->split = a.split;
+        FK_CUDA_TRY(cudaMalloc(&fresh->data, static_cast<size_t>(spec_bytes)),
+                    "fftconv: cached filter spectrum");
+        FK_CUDA_TRY(cudaEventCreateWithFlags(&fresh->ready, cudaEventDisableTiming),
+                    "fftconv: cudaEventCreate");
+        FK_RETURN_IF_ERROR(compute_spectrum(a, fresh->data, stream));
+        FK_CUDA_TRY(cudaEventRecord(fresh->ready, stream), "fftconv: cudaEventRecord");
+        g->spectrum = fresh;
+        s = fresh;
+      }
+      FK_CUDA_TRY(cudaStreamWaitEvent(stream, s->ready, 0), "fftconv: cudaStreamWaitEvent");
+      cached_spec = s;
+    }
+  } else {
+    void* tw = nullptr;
+    FK_RETURN_IF_ERROR(arena.alloc(sizeof(float2) * static_cast<size_t>(N / 2), &tw,
+                                   "fftconv: twiddle table"));
+    a.tw = static_cast<float2*>(tw);
+    FK_RETURN_IF_ERROR(launch_twiddles(static_cast<float2*>(tw), N, stream));
+  }
+
+  if (cached_spec) return run_conv(a, cached_spec->data, stream);
+  void* spec = nullptr;
+  FK_RETURN_IF_ERROR(arena.alloc(static_cast<size_t>(spec_bytes), &spec, "fftconv: filter spectrum"));
+  FK_RETURN_IF_ERROR(compute_spectrum(a, static_cast<float2*>(spec), stream));
+  return run_conv(a, static_cast<const float2*>(spec), stream);
+}
+
+}  // namespace sm80
+}  // namespace cuda
+}  // namespace flashkit
