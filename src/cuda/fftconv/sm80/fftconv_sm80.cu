@@ -65,6 +65,9 @@ struct Args {
   void* y;
   int64_t u_bs, u_cs, y_bs, y_cs, pre_bs, pre_cs, post_bs, post_cs, k_cs;
   const float2* tw;  // tw[e] = exp(-2 pi i e / N), e < N / 2
+  // The radix-16 stages' twiddles in the order the lanes use them (lane_tw_index), so that a
+  // warp reads 256 contiguous bytes per twiddle instead of gathering 32 scattered ones.
+  const float2* lane_tw;
   int log_n, log_m;  // M = N / 2
   int stages;        // radix-16 stages
   int log_tail;      // the last stage has radix 2^log_tail (0: none)
@@ -85,6 +88,21 @@ __device__ __forceinline__ float2 tw_n(const Args& a, int64_t e) {
   if (e < half) return a.tw[e];
   const float2 t = a.tw[e - half];
   return make_float2(-t.x, -t.y);
+}
+
+// Shared-memory slot of element i of the row: the 16 float2 of a 128-byte line are permuted by
+// the XOR of i's higher hexadecimal digits, so that the strided column accesses of the radix-16
+// stages (stride m = 16^k) spread over the banks instead of hitting 4 of them.
+__device__ __forceinline__ int sw(int i) {
+  return i ^ ((i >> 4) & 15) ^ ((i >> 8) & 15) ^ ((i >> 12) & 15);
+}
+
+// Index of slot `slot` of lane `lane` for tile `tile` of radix-16 stage s: slots 0..3 are the
+// forward stage's output twiddles (output (e, h): W_Ls^(j q)), slots 4..7 the inverse stage's
+// input twiddles (input row i: W_Ls^(j r), applied conjugated).
+__host__ __device__ __forceinline__ int64_t lane_tw_index(int s, int tiles, int tile, int slot,
+                                                          int lane) {
+  return ((int64_t(s) * tiles + tile) * 8 + slot) * 32 + lane;
 }
 
 // Position in the digit-reversed FFT output of frequency k (0 <= k < M).
@@ -241,7 +259,6 @@ __device__ void forward_stage(const Args& a, const Dft16& f, float2* buf, int s,
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int log_ls = a.log_m - 4 * s, log_mm = log_ls - 4, m = 1 << log_mm;
-  const int tw_shift = a.log_n - log_ls;
   const int tiles = 1 << (a.log_m - 7);
   const int rows[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
   for (int tile = warp; tile < tiles; tile += nwarps) {
@@ -251,8 +268,12 @@ __device__ void forward_stage(const Args& a, const Dft16& f, float2* buf, int s,
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int addr = base_in + rows[i] * m;
-      x[i] = s == 0 ? load_z(a, b, c, addr) : buf[addr];
+      x[i] = s == 0 ? load_z(a, b, c, addr) : buf[sw(addr)];
     }
+    const float2* lt = a.lane_tw + lane_tw_index(s, tiles, tile, 0, lane);
+    float2 w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = __ldg(lt + 32 * i);
     float yr[4], yi[4];
     dft16_tile<false>(f, a.split, x, yr, yi);
     __syncwarp();
@@ -263,8 +284,7 @@ __device__ void forward_stage(const Args& a, const Dft16& f, float2* buf, int s,
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int q = g + 8 * h;
-        const float2 w = tw_n(a, int64_t(j * q) << tw_shift);
-        buf[base_out + q * m] = cmul(make_float2(yr[2 * h + e], yi[2 * h + e]), w);
+        buf[sw(base_out + q * m)] = cmul(make_float2(yr[2 * h + e], yi[2 * h + e]), w[2 * e + h]);
       }
     }
   }
@@ -278,16 +298,15 @@ __device__ void inverse_stage(const Args& a, const Dft16& f, float2* buf, int s,
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int log_ls = a.log_m - 4 * s, log_mm = log_ls - 4, m = 1 << log_mm;
-  const int tw_shift = a.log_n - log_ls;
   const int tiles = 1 << (a.log_m - 7);
   const int rows[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
   for (int tile = warp; tile < tiles; tile += nwarps) {
     const int cin = tile * 8 + g, jin = cin & (m - 1);
     const int base_in = ((cin >> log_mm) << log_ls) + jin;
+    const float2* lt = a.lane_tw + lane_tw_index(s, tiles, tile, 4, lane);
     float2 x[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      x[i] = cmul_conj(buf[base_in + rows[i] * m], tw_n(a, int64_t(jin * rows[i]) << tw_shift));
+    for (int i = 0; i < 4; ++i) x[i] = cmul_conj(buf[sw(base_in + rows[i] * m)], __ldg(lt + 32 * i));
     float yr[4], yi[4];
     dft16_tile<true>(f, a.split, x, yr, yi);
     __syncwarp();
@@ -299,7 +318,7 @@ __device__ void inverse_stage(const Args& a, const Dft16& f, float2* buf, int s,
       for (int h = 0; h < 2; ++h) {
         const int r = g + 8 * h, addr = base_out + r * m;
         if (s > 0) {
-          buf[addr] = make_float2(yr[2 * h + e], yi[2 * h + e]);
+          buf[sw(addr)] = make_float2(yr[2 * h + e], yi[2 * h + e]);
         } else {
           store_y(a, b, c, 2 * int64_t(addr), yr[2 * h + e], dc);
           store_y(a, b, c, 2 * int64_t(addr) + 1, yi[2 * h + e], dc);
@@ -310,53 +329,17 @@ __device__ void inverse_stage(const Args& a, const Dft16& f, float2* buf, int s,
   __syncthreads();
 }
 
-// The radix-R tail stage (sub-length R, stride 1, no twiddles): a plain R-point DFT (INV:
-// conjugated) on each group of R adjacent positions.
-template <int R, bool INV>
-__device__ void tail_stage_r(const Args& a, float2* buf) {
-  const int groups = (1 << a.log_m) / R;
-  const int shift = a.log_n - (R == 2 ? 1 : R == 4 ? 2 : 3);
-  float2 w[R];
-#pragma unroll
-  for (int e = 0; e < R; ++e) {
-    const float2 t = tw_n(a, int64_t(e) << shift);
-    w[e] = INV ? make_float2(t.x, -t.y) : t;
-  }
-  for (int grp = threadIdx.x; grp < groups; grp += blockDim.x) {
-    float2 x[R], y[R];
-#pragma unroll
-    for (int i = 0; i < R; ++i) x[i] = buf[grp * R + i];
-#pragma unroll
-    for (int q = 0; q < R; ++q) {
-      float2 acc = make_float2(0.0f, 0.0f);
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-        const float2 p = cmul(x[i], w[(i * q) % R]);
-        acc.x += p.x;
-        acc.y += p.y;
-      }
-      y[q] = acc;
-    }
-#pragma unroll
-    for (int q = 0; q < R; ++q) buf[grp * R + q] = y[q];
-  }
-  __syncthreads();
-}
+// The forward radix-R tail stage (sub-length R, stride 1, no twiddles): a plain R-point DFT
+// on each group of R adjacent positions. (In the convolution it is part of middle_pass.)
+template <int R>
+__device__ void tail_stage_r(const Args& a, float2* buf);
 
-template <bool INV>
-__device__ void tail_stage(const Args& a, float2* buf) {
-  switch (a.log_tail) {
-    case 1: tail_stage_r<2, INV>(a, buf); break;
-    case 2: tail_stage_r<4, INV>(a, buf); break;
-    case 3: tail_stage_r<8, INV>(a, buf); break;
-    default: break;
-  }
-}
+__device__ void tail_stage(const Args& a, float2* buf);
 
 // Forward M-point FFT of the packed row (b, c) (b < 0: channel c's filter) into buf.
 __device__ void forward_fft(const Args& a, const Dft16& f, float2* buf, int64_t b, int64_t c) {
   for (int s = 0; s < a.stages; ++s) forward_stage(a, f, buf, s, b, c);
-  tail_stage<false>(a, buf);
+  tail_stage(a, buf);
 }
 
 // Real-input split at frequency pair (k, M - k): X[k] and X[M - k] (twice the N-point
@@ -368,6 +351,143 @@ __device__ __forceinline__ void split_real(float2 zk, float2 zc, float2 w, float
   const float2 wo = cmul(w, make_float2(Bv.y, -Bv.x));      // W_N^k * (-i) Bv
   xk = make_float2(A.x + wo.x, A.y + wo.y);
   xc = make_float2(A.x - wo.x, -(A.y - wo.y));
+}
+
+// New packed spectrum at frequency k: the N-point spectrum X of the real row from Z[k] and
+// Z[M - k] (zc), times the filter spectrum (sk at k, sc at M - k), mapped back to the packed
+// spectrum of the real output.
+__device__ __forceinline__ float2 pointwise(float2 zk, float2 zc, float2 sk, float2 sc, float2 w) {
+  float2 xk, xc;
+  split_real(zk, zc, w, xk, xc);
+  const float2 yk = cmul(xk, sk), yc = cmul(xc, sc);
+  const float2 P = make_float2(yk.x + yc.x, yk.y - yc.y);  // Y[k] + conj Y[M-k]
+  const float2 Q = cmul_conj(make_float2(yk.x - yc.x, yk.y + yc.y), w);
+  return make_float2(P.x - Q.y, P.y + Q.x);  // P + i Q
+}
+
+// x * W_8^e for an e known at compile time after unrolling (the switch folds away), without
+// multiplying by 0 or 1.
+__device__ __forceinline__ float2 mul_w8(float2 x, int e) {
+  constexpr float c = 0.70710678118654752f;
+  switch (e & 7) {
+    case 0: return x;
+    case 1: return make_float2(c * (x.x + x.y), c * (x.y - x.x));
+    case 2: return make_float2(x.y, -x.x);
+    case 3: return make_float2(c * (x.y - x.x), -c * (x.x + x.y));
+    case 4: return make_float2(-x.x, -x.y);
+    case 5: return make_float2(-c * (x.x + x.y), c * (x.x - x.y));
+    case 6: return make_float2(-x.y, x.x);
+    default: return make_float2(c * (x.x - x.y), c * (x.x + x.y));
+  }
+}
+
+// In-place R-point DFT (INV: conjugated), R <= 8, by the definition with constant twiddles.
+template <int R, bool INV>
+__device__ __forceinline__ void small_dft(float2 (&x)[R]) {
+  float2 y[R];
+#pragma unroll
+  for (int q = 0; q < R; ++q) {
+    float2 acc = make_float2(0.0f, 0.0f);
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const int e = ((i * q) % R) * (8 / R);
+      const float2 p = mul_w8(x[i], INV ? 8 - e : e);
+      acc.x += p.x;
+      acc.y += p.y;
+    }
+    y[q] = acc;
+  }
+#pragma unroll
+  for (int q = 0; q < R; ++q) x[q] = y[q];
+}
+
+// One pass over shared memory for the middle of the convolution: the forward radix-R tail
+// stage, the pointwise product and the inverse tail stage. The tail groups R * P(k0) + d hold
+// frequencies k0 + K d (K = M / R, d < R), and the partners M - k of group k0 all lie in group
+// K - k0, so a thread takes the two groups together (one when k0 is 0 or K / 2).
+template <int R>
+__device__ void middle_pass_r(const Args& a, float2* buf, const float2* sc) {
+  const int M = 1 << a.log_m, K = M / R;
+  for (int k0 = threadIdx.x; k0 <= K / 2; k0 += blockDim.x) {
+    const int k1 = (K - k0) & (K - 1);
+    const int pa = freq_pos(a, k0), pb = freq_pos(a, k1);
+    float2 za[R], zb[R];
+#pragma unroll
+    for (int d = 0; d < R; ++d) za[d] = buf[sw(pa + d)];
+    if (R > 1) small_dft<R, false>(za);
+    if (k0 == 0) {  // partner of d is (R - d) mod R in the same group; k = 0 pairs with M
+#pragma unroll
+      for (int d = 0; d < R; ++d) {
+        const int dp = (R - d) % R;
+        if (dp < d) continue;
+        const int k = K * d, kp = K * dp;
+        const float2 n0 = pointwise(za[d], za[dp], sc[k], sc[M - k], tw_n(a, k));
+        if (dp != d) za[dp] = pointwise(za[dp], za[d], sc[kp], sc[M - kp], tw_n(a, kp));
+        za[d] = n0;
+      }
+    } else if (k1 == k0) {  // k0 = K / 2: partner of d is R - 1 - d in the same group
+#pragma unroll
+      for (int d = 0; d < R; ++d) {
+        const int dp = R - 1 - d;
+        if (dp < d) continue;
+        const int k = k0 + K * d, kp = k0 + K * dp;
+        const float2 n0 = pointwise(za[d], za[dp], sc[k], sc[M - k], tw_n(a, k));
+        if (dp != d) za[dp] = pointwise(za[dp], za[d], sc[kp], sc[M - kp], tw_n(a, kp));
+        za[d] = n0;
+      }
+    } else {  // partner of (k0, d) is (k1, R - 1 - d)
+#pragma unroll
+      for (int d = 0; d < R; ++d) zb[d] = buf[sw(pb + d)];
+      if (R > 1) small_dft<R, false>(zb);
+#pragma unroll
+      for (int d = 0; d < R; ++d) {
+        const int dp = R - 1 - d;
+        const int k = k0 + K * d, kp = k1 + K * dp;
+        const float2 n0 = pointwise(za[d], zb[dp], sc[k], sc[M - k], tw_n(a, k));
+        zb[dp] = pointwise(zb[dp], za[d], sc[kp], sc[M - kp], tw_n(a, kp));
+        za[d] = n0;
+      }
+      if (R > 1) small_dft<R, true>(zb);
+#pragma unroll
+      for (int d = 0; d < R; ++d) buf[sw(pb + d)] = zb[d];
+    }
+    if (R > 1) small_dft<R, true>(za);
+#pragma unroll
+    for (int d = 0; d < R; ++d) buf[sw(pa + d)] = za[d];
+  }
+  __syncthreads();
+}
+
+__device__ void middle_pass(const Args& a, float2* buf, const float2* sc) {
+  switch (a.log_tail) {
+    case 0: middle_pass_r<1>(a, buf, sc); break;
+    case 1: middle_pass_r<2>(a, buf, sc); break;
+    case 2: middle_pass_r<4>(a, buf, sc); break;
+    default: middle_pass_r<8>(a, buf, sc); break;
+  }
+}
+
+template <int R>
+__device__ void tail_stage_r(const Args& a, float2* buf) {
+  const int groups = (1 << a.log_m) / R;
+  for (int grp = threadIdx.x; grp < groups; grp += blockDim.x) {
+    float2 x[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) x[i] = buf[sw(grp * R + i)];
+    small_dft<R, false>(x);
+#pragma unroll
+    for (int q = 0; q < R; ++q) buf[sw(grp * R + q)] = x[q];
+  }
+  __syncthreads();
+}
+
+__device__ void tail_stage(const Args& a, float2* buf) {
+  switch (a.log_tail) {
+    case 1: tail_stage_r<2>(a, buf); break;
+    case 2: tail_stage_r<4>(a, buf); break;
+    case 3: tail_stage_r<8>(a, buf); break;
+    default: break;
+  }
 }
 
 // ---- kernels -----------------------------------------------------------------------------------
@@ -385,7 +505,7 @@ __global__ void __launch_bounds__(256) spectrum_kernel(const Args a, float2* spe
     for (int k = threadIdx.x; k <= M / 2; k += blockDim.x) {
       const int kc = M - k;
       float2 xk, xc;
-      split_real(buf[freq_pos(a, k)], buf[freq_pos(a, kc & (M - 1))], tw_n(a, k), xk, xc);
+      split_real(buf[sw(freq_pos(a, k))], buf[sw(freq_pos(a, kc & (M - 1)))], tw_n(a, k), xk, xc);
       sc[k] = make_float2(xk.x * scale, xk.y * scale);
       if (kc != k) sc[kc] = make_float2(xc.x * scale, xc.y * scale);
     }
@@ -395,7 +515,7 @@ __global__ void __launch_bounds__(256) spectrum_kernel(const Args a, float2* spe
 
 // One block per (batch, channel) row, channel-major so that the blocks sharing a spectrum run
 // together.
-__global__ void __launch_bounds__(256, 3) conv_kernel(const Args a, const float2* spec) {
+__global__ void __launch_bounds__(256, 2) conv_kernel(const Args a, const float2* spec) {
   extern __shared__ float2 buf[];
   Dft16 f;
   make_dft16(f);
@@ -403,23 +523,8 @@ __global__ void __launch_bounds__(256, 3) conv_kernel(const Args a, const float2
   const int64_t rows = a.batch * a.channels;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t c = row / a.batch, b = row % a.batch;
-    forward_fft(a, f, buf, b, c);
-    // Pointwise product with the real-input split folded in on both sides.
-    const float2* sc = spec + c * (M + 1);
-    for (int k = threadIdx.x; k <= M / 2; k += blockDim.x) {
-      const int kc = M - k;
-      const int pk = freq_pos(a, k), pc = freq_pos(a, kc & (M - 1));
-      const float2 w = tw_n(a, k);
-      float2 xk, xc;
-      split_real(buf[pk], buf[pc], w, xk, xc);
-      const float2 yk = cmul(xk, sc[k]), yc = cmul(xc, sc[kc]);
-      const float2 P = make_float2(yk.x + yc.x, yk.y - yc.y);  // Y[k] + conj Y[M-k]
-      const float2 Q = cmul_conj(make_float2(yk.x - yc.x, yk.y + yc.y), w);
-      buf[pk] = make_float2(P.x - Q.y, P.y + Q.x);  // P + i Q
-      if (k != 0 && kc != k) buf[pc] = make_float2(P.x + Q.y, Q.x - P.y);  // conj P + i conj Q
-    }
-    __syncthreads();
-    tail_stage<true>(a, buf);
+    for (int s = 0; s < a.stages; ++s) forward_stage(a, f, buf, s, b, c);
+    middle_pass(a, buf, spec + c * (M + 1));
     const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
     for (int s = a.stages - 1; s >= 0; --s) inverse_stage(a, f, buf, s, b, c, dc);
   }
@@ -433,6 +538,32 @@ __global__ void twiddle_kernel(float2* tw, int64_t n) {
     double s, c;
     sincospi(-2.0 * static_cast<double>(e) / static_cast<double>(n), &s, &c);
     tw[e] = make_float2(static_cast<float>(c), static_cast<float>(s));
+  }
+}
+
+// lane_tw for every radix-16 stage of an N-point plan (M = N / 2), from double precision.
+__global__ void lane_twiddle_kernel(float2* lt, int log_n) {
+  const int log_m = log_n - 1, stages = log_m / 4, tiles = 1 << (log_m - 7);
+  const int64_t total = int64_t(stages) * tiles * 8 * 32;
+  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < total;
+       idx += int64_t(gridDim.x) * blockDim.x) {
+    const int lane = static_cast<int>(idx & 31), slot = static_cast<int>((idx >> 5) & 7);
+    const int64_t st = idx >> 8;
+    const int tile = static_cast<int>(st % tiles), s = static_cast<int>(st / tiles);
+    const int g = lane >> 2, t = lane & 3;
+    const int log_ls = log_m - 4 * s, m = 1 << (log_ls - 4);
+    int64_t e;
+    if (slot < 4) {  // forward output (e, h) = (slot >> 1, slot & 1): W_Ls^(j q)
+      const int cout = tile * 8 + 2 * t + (slot >> 1), q = g + 8 * (slot & 1);
+      e = int64_t(cout & (m - 1)) * q;
+    } else {  // inverse input row r of column g: W_Ls^(j r)
+      const int i = slot - 4, r = 2 * t + (i & 1) + 8 * (i >> 1);
+      const int cin = tile * 8 + g;
+      e = int64_t(cin & (m - 1)) * r;
+    }
+    double sn, cs;
+    sincospi(-2.0 * static_cast<double>(e) / static_cast<double>(int64_t(1) << log_ls), &sn, &cs);
+    lt[idx] = make_float2(static_cast<float>(cs), static_cast<float>(sn));
   }
 }
 
@@ -457,7 +588,7 @@ struct Spectrum {
 struct Sm80Cache {
   int device = -1;
   int64_t N = 0;
-  float2* twiddles = nullptr;
+  float2* twiddles = nullptr;  // tw, then lane_tw in the same allocation
   cudaEvent_t twiddles_ready = nullptr;
   std::shared_ptr<Spectrum> spectrum;
   ~Sm80Cache() {
@@ -490,11 +621,23 @@ int split_mode() {
   return mode;
 }
 
-fk_status_t launch_twiddles(float2* tw, int64_t n, cudaStream_t stream) {
-  const int64_t half = n / 2;
-  const int64_t blocks = std::min<int64_t>((half + 255) / 256, 4096);
-  twiddle_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(tw, n);
-  return check_launch("cuda.sm80.fftconv twiddle kernel");
+// float2 entries of the twiddle tables of an N-point plan: tw (N / 2), then lane_tw.
+int64_t lane_tw_count(int log_n) {
+  const int log_m = log_n - 1;
+  return int64_t(log_m / 4) * (int64_t(1) << (log_m - 7)) * 8 * 32;
+}
+int64_t twiddle_count(int log_n) { return (int64_t(1) << (log_n - 1)) + lane_tw_count(log_n); }
+
+// Fills both tables at tw (twiddle_count(log_n) entries).
+fk_status_t launch_twiddles(float2* tw, int log_n, cudaStream_t stream) {
+  const int64_t n = int64_t(1) << log_n, half = n / 2;
+  twiddle_kernel<<<static_cast<unsigned>(std::min<int64_t>((half + 255) / 256, 4096)), 256, 0,
+                   stream>>>(tw, n);
+  FK_RETURN_IF_ERROR(check_launch("cuda.sm80.fftconv twiddle kernel"));
+  const int64_t lanes = lane_tw_count(log_n);
+  lane_twiddle_kernel<<<static_cast<unsigned>(std::min<int64_t>((lanes + 255) / 256, 4096)), 256,
+                        0, stream>>>(tw + half, log_n);
+  return check_launch("cuda.sm80.fftconv lane twiddle kernel");
 }
 
 fk_status_t allow_smem(const void* kernel, size_t bytes) {
@@ -588,17 +731,19 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
       auto fresh = std::make_shared<Sm80Cache>();
       fresh->device = device;
       fresh->N = N;
-      FK_CUDA_TRY(cudaMalloc(&fresh->twiddles, sizeof(float2) * static_cast<size_t>(N / 2)),
+      FK_CUDA_TRY(cudaMalloc(&fresh->twiddles,
+                             sizeof(float2) * static_cast<size_t>(twiddle_count(a.log_n))),
                   "fftconv: twiddle table");
       FK_CUDA_TRY(cudaEventCreateWithFlags(&fresh->twiddles_ready, cudaEventDisableTiming),
                   "fftconv: cudaEventCreate");
-      FK_RETURN_IF_ERROR(launch_twiddles(fresh->twiddles, N, stream));
+      FK_RETURN_IF_ERROR(launch_twiddles(fresh->twiddles, a.log_n, stream));
       FK_CUDA_TRY(cudaEventRecord(fresh->twiddles_ready, stream), "fftconv: cudaEventRecord");
       root->sm80 = fresh;
       g = fresh;
     }
     FK_CUDA_TRY(cudaStreamWaitEvent(stream, g->twiddles_ready, 0), "fftconv: cudaStreamWaitEvent");
     a.tw = g->twiddles;
+    a.lane_tw = g->twiddles + N / 2;
     keep_cache = g;
 
     if (p.filter_constant) {
@@ -633,10 +778,11 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
     }
   } else {
     void* tw = nullptr;
-    FK_RETURN_IF_ERROR(arena.alloc(sizeof(float2) * static_cast<size_t>(N / 2), &tw,
-                                   "fftconv: twiddle table"));
+    FK_RETURN_IF_ERROR(arena.alloc(sizeof(float2) * static_cast<size_t>(twiddle_count(a.log_n)),
+                                   &tw, "fftconv: twiddle table"));
     a.tw = static_cast<float2*>(tw);
-    FK_RETURN_IF_ERROR(launch_twiddles(static_cast<float2*>(tw), N, stream));
+    a.lane_tw = a.tw + N / 2;
+    FK_RETURN_IF_ERROR(launch_twiddles(static_cast<float2*>(tw), a.log_n, stream));
   }
 
   if (cached_spec) return run_conv(a, cached_spec->data, stream);
