@@ -53,7 +53,8 @@ class Flashkit(fkbench.Flashkit):
     def plan(self, H, L, fft_size, dtype, constant):
         o = PlanOptions()
         self.check(self.lib.fk_fftconv_plan_options_init(ctypes.byref(o)), "plan_options_init")
-        o.mode, o.channels, o.seqlen, o.filter_len, o.fft_size = FK_FFTCONV_CAUSAL, H, L, L, fft_size
+        o.mode, o.channels, o.seqlen = FK_FFTCONV_CAUSAL, H, L
+        o.filter_len, o.fft_size = L, fft_size
         code, bits = fkbench.DL_CODES[dtype]
         o.dtype = fkbench.DLDataType(code, bits, 1)
         o.flags = FK_FFTCONV_FILTER_CONSTANT if constant else 0

@@ -81,13 +81,12 @@ __device__ __forceinline__ float2 cmul_conj(float2 a, float2 b) {  // a * conj(b
   return make_float2(a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y);
 }
 
-// W_N^e for any e >= 0.
+// W_N^e for any e >= 0 (W_N^(e + N/2) = -W_N^e); branch-free so that loads can be batched.
 __device__ __forceinline__ float2 tw_n(const Args& a, int64_t e) {
-  e &= a.N - 1;
   const int64_t half = a.N >> 1;
-  if (e < half) return a.tw[e];
-  const float2 t = a.tw[e - half];
-  return make_float2(-t.x, -t.y);
+  const float2 t = a.tw[e & (half - 1)];
+  const float sg = (e & half) ? -1.0f : 1.0f;
+  return make_float2(sg * t.x, sg * t.y);
 }
 
 // Shared-memory slot of element i of the row: the 16 float2 of a 128-byte line are permuted by
@@ -197,6 +196,16 @@ __device__ __forceinline__ void dft16_tile(const Dft16& f, int split, const floa
 
 // ---- sources and the epilogue ------------------------------------------------------------------
 
+// u, y and the gates are fp16 or bf16 here (the predicate). Hot loads fetch raw 16-bit values
+// first and convert afterwards: a conversion inside a per-dtype switch right after each load
+// would make every load wait for the previous one.
+__device__ __forceinline__ uint16_t ld16(const void* base, int64_t i) {
+  return static_cast<const uint16_t*>(base)[i];
+}
+__device__ __forceinline__ float cvt16(uint16_t r, bool bf16) {
+  return bf16 ? __uint_as_float(uint32_t(r) << 16) : __half2float(__ushort_as_half(r));
+}
+
 // v = pregate * u at (b, c, t), t < L.
 __device__ __forceinline__ float load_v(const Args& a, int64_t b, int64_t c, int64_t t) {
   float x = load_float(a.u, a.dtype, b * a.u_bs + c * a.u_cs + t);
@@ -241,21 +250,13 @@ __device__ __forceinline__ float2 load_z(const Args& a, int64_t b, int64_t c, in
   return z;
 }
 
-__device__ __forceinline__ void store_y(const Args& a, int64_t b, int64_t c, int64_t t, float val,
-                                        float dc) {
-  if (t >= a.L) return;
-  if (a.D != nullptr) val = fmaf(dc, load_v(a, b, c, t), val);
-  if (a.post != nullptr) val *= load_float(a.post, a.dtype, b * a.post_bs + c * a.post_cs + t);
-  store_float(a.y, a.dtype, b * a.y_bs + c * a.y_cs + t, val);
-}
-
 // ---- the FFT stages ----------------------------------------------------------------------------
 
 // Forward radix-16 DIF stage s (sub-length Ls = M / 16^s, stride m = Ls / 16): column c =
 // (block c / m, offset j = c % m) holds elements base + r m, r < 16; output q gets W_Ls^(j q) and
 // goes to base + q m. Stage 0 reads the row from global memory (b, c) instead of buf.
-__device__ void forward_stage(const Args& a, const Dft16& f, float2* buf, int s, int64_t b,
-                              int64_t c) {
+__device__ __forceinline__ void forward_stage(const Args& a, const Dft16& f, float2* buf, int s,
+                                              int64_t b, int64_t c) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int log_ls = a.log_m - 4 * s, log_mm = log_ls - 4, m = 1 << log_mm;
@@ -265,10 +266,33 @@ __device__ void forward_stage(const Args& a, const Dft16& f, float2* buf, int s,
     const int cin = tile * 8 + g;
     const int base_in = ((cin >> log_mm) << log_ls) + (cin & (m - 1));
     float2 x[4];
+    if (s > 0) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int addr = base_in + rows[i] * m;
-      x[i] = s == 0 ? load_z(a, b, c, addr) : buf[sw(addr)];
+      for (int i = 0; i < 4; ++i) x[i] = buf[sw(base_in + rows[i] * m)];
+    } else if (b < 0) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[i] = load_z(a, b, c, base_in + rows[i] * m);
+    } else {
+      // Stage 0 of a signal row: all 8 elements (and gates) loaded before any is converted;
+      // positions >= L are the implicit zero padding.
+      uint16_t ru[8], rp[8];
+      const int64_t ub = b * a.u_bs + c * a.u_cs, pb = b * a.pre_bs + c * a.pre_cs;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int64_t tpos = 2 * int64_t(base_in + rows[i >> 1] * m) + (i & 1);
+        const bool in = tpos < a.L;
+        ru[i] = in ? ld16(a.u, ub + tpos) : uint16_t(0);
+        rp[i] = (in && a.pre != nullptr) ? ld16(a.pre, pb + tpos) : uint16_t(0);
+      }
+      const bool bf16 = a.dtype == DType::BF16;
+      float v[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        v[i] = cvt16(ru[i], bf16);
+        if (a.pre != nullptr) v[i] *= cvt16(rp[i], bf16);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[i] = make_float2(v[2 * i], v[2 * i + 1]);
     }
     const float2* lt = a.lane_tw + lane_tw_index(s, tiles, tile, 0, lane);
     float2 w[4];
@@ -293,8 +317,8 @@ __device__ void forward_stage(const Args& a, const Dft16& f, float2* buf, int s,
 
 // Inverse radix-16 DIT stage s: the mirror of forward_stage (conjugate twiddle on the way in,
 // conj(F) on the tensor cores). Stage 0 is the last one: it writes the epilogue of row (b, c).
-__device__ void inverse_stage(const Args& a, const Dft16& f, float2* buf, int s, int64_t b,
-                              int64_t c, float dc) {
+__device__ __forceinline__ void inverse_stage(const Args& a, const Dft16& f, float2* buf, int s,
+                                              int64_t b, int64_t c, float dc) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int log_ls = a.log_m - 4 * s, log_mm = log_ls - 4, m = 1 << log_mm;
@@ -306,10 +330,36 @@ __device__ void inverse_stage(const Args& a, const Dft16& f, float2* buf, int s,
     const float2* lt = a.lane_tw + lane_tw_index(s, tiles, tile, 4, lane);
     float2 x[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) x[i] = cmul_conj(buf[sw(base_in + rows[i] * m)], __ldg(lt + 32 * i));
+    for (int i = 0; i < 4; ++i)
+      x[i] = cmul_conj(buf[sw(base_in + rows[i] * m)], __ldg(lt + 32 * i));
     float yr[4], yi[4];
     dft16_tile<true>(f, a.split, x, yr, yi);
     __syncwarp();
+    // Last stage: the epilogue's inputs (v for D, postgate) are loaded all together before
+    // the stores, so that their latencies overlap instead of serialising with the stores (y may
+    // alias u, so the compiler keeps loads after earlier stores).
+    float ev[8], ep[8];
+    if (s == 0) {
+      uint16_t ru[8], rq[8], rp[8];
+      const int64_t ub = b * a.u_bs + c * a.u_cs, qb = b * a.pre_bs + c * a.pre_cs;
+      const int64_t pb = b * a.post_bs + c * a.post_cs;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int e = i >> 2, h = (i >> 1) & 1;
+        const int64_t tpos = 2 * int64_t(tile * 8 + 2 * t + e + (g + 8 * h) * m) + (i & 1);
+        const bool in = tpos < a.L;
+        ru[i] = (in && a.D != nullptr) ? ld16(a.u, ub + tpos) : uint16_t(0);
+        rq[i] = (in && a.D != nullptr && a.pre != nullptr) ? ld16(a.pre, qb + tpos) : uint16_t(0);
+        rp[i] = (in && a.post != nullptr) ? ld16(a.post, pb + tpos) : uint16_t(0);
+      }
+      const bool bf16 = a.dtype == DType::BF16;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        ev[i] = cvt16(ru[i], bf16);
+        if (a.pre != nullptr) ev[i] *= cvt16(rq[i], bf16);
+        ep[i] = a.post != nullptr ? cvt16(rp[i], bf16) : 1.0f;
+      }
+    }
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       const int cout = tile * 8 + 2 * t + e;
@@ -320,8 +370,16 @@ __device__ void inverse_stage(const Args& a, const Dft16& f, float2* buf, int s,
         if (s > 0) {
           buf[sw(addr)] = make_float2(yr[2 * h + e], yi[2 * h + e]);
         } else {
-          store_y(a, b, c, 2 * int64_t(addr), yr[2 * h + e], dc);
-          store_y(a, b, c, 2 * int64_t(addr) + 1, yi[2 * h + e], dc);
+          // Stage 0 has m = M / 16 and one block, so addr = cout + r m as in the loads above.
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            const int i = 4 * e + 2 * h + q;
+            const int64_t tpos = 2 * int64_t(addr) + q;
+            if (tpos < a.L) {
+              const float val = fmaf(dc, ev[i], q == 0 ? yr[2 * h + e] : yi[2 * h + e]) * ep[i];
+              store_float(a.y, a.dtype, b * a.y_bs + c * a.y_cs + tpos, val);
+            }
+          }
         }
       }
     }
@@ -337,7 +395,8 @@ __device__ void tail_stage_r(const Args& a, float2* buf);
 __device__ void tail_stage(const Args& a, float2* buf);
 
 // Forward M-point FFT of the packed row (b, c) (b < 0: channel c's filter) into buf.
-__device__ void forward_fft(const Args& a, const Dft16& f, float2* buf, int64_t b, int64_t c) {
+__device__ __forceinline__ void forward_fft(const Args& a, const Dft16& f, float2* buf, int64_t b,
+                                            int64_t c) {
   for (int s = 0; s < a.stages; ++s) forward_stage(a, f, buf, s, b, c);
   tail_stage(a, buf);
 }
@@ -406,7 +465,7 @@ __device__ __forceinline__ void small_dft(float2 (&x)[R]) {
 // frequencies k0 + K d (K = M / R, d < R), and the partners M - k of group k0 all lie in group
 // K - k0, so a thread takes the two groups together (one when k0 is 0 or K / 2).
 template <int R>
-__device__ void middle_pass_r(const Args& a, float2* buf, const float2* sc) {
+__device__ __forceinline__ void middle_pass_r(const Args& a, float2* buf, const float2* sc) {
   const int M = 1 << a.log_m, K = M / R;
   for (int k0 = threadIdx.x; k0 <= K / 2; k0 += blockDim.x) {
     const int k1 = (K - k0) & (K - 1);
@@ -458,15 +517,6 @@ __device__ void middle_pass_r(const Args& a, float2* buf, const float2* sc) {
   __syncthreads();
 }
 
-__device__ void middle_pass(const Args& a, float2* buf, const float2* sc) {
-  switch (a.log_tail) {
-    case 0: middle_pass_r<1>(a, buf, sc); break;
-    case 1: middle_pass_r<2>(a, buf, sc); break;
-    case 2: middle_pass_r<4>(a, buf, sc); break;
-    default: middle_pass_r<8>(a, buf, sc); break;
-  }
-}
-
 template <int R>
 __device__ void tail_stage_r(const Args& a, float2* buf) {
   const int groups = (1 << a.log_m) / R;
@@ -514,7 +564,8 @@ __global__ void __launch_bounds__(256) spectrum_kernel(const Args a, float2* spe
 }
 
 // One block per (batch, channel) row, channel-major so that the blocks sharing a spectrum run
-// together.
+// together. One instance per tail radix R = 2^LOG_TAIL (registers differ a lot between them).
+template <int LOG_TAIL>
 __global__ void __launch_bounds__(256, 2) conv_kernel(const Args a, const float2* spec) {
   extern __shared__ float2 buf[];
   Dft16 f;
@@ -524,7 +575,7 @@ __global__ void __launch_bounds__(256, 2) conv_kernel(const Args a, const float2
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t c = row / a.batch, b = row % a.batch;
     for (int s = 0; s < a.stages; ++s) forward_stage(a, f, buf, s, b, c);
-    middle_pass(a, buf, spec + c * (M + 1));
+    middle_pass_r<1 << LOG_TAIL>(a, buf, spec + c * (M + 1));
     const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
     for (int s = a.stages - 1; s >= 0; --s) inverse_stage(a, f, buf, s, b, c, dc);
   }
@@ -654,11 +705,22 @@ fk_status_t compute_spectrum(const Args& a, float2* spec, cudaStream_t stream) {
   return check_launch("cuda.sm80.fftconv filter spectrum kernel");
 }
 
-fk_status_t run_conv(const Args& a, const float2* spec, cudaStream_t stream) {
+template <int LOG_TAIL>
+fk_status_t run_conv_t(const Args& a, const float2* spec, cudaStream_t stream) {
   const size_t smem = smem_bytes(a.N);
-  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(conv_kernel), smem));
-  conv_kernel<<<grid_for(a.batch * a.channels), threads_for(a.log_m), smem, stream>>>(a, spec);
+  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(conv_kernel<LOG_TAIL>), smem));
+  conv_kernel<LOG_TAIL><<<grid_for(a.batch * a.channels), threads_for(a.log_m), smem, stream>>>(
+      a, spec);
   return check_launch("cuda.sm80.fftconv fused kernel");
+}
+
+fk_status_t run_conv(const Args& a, const float2* spec, cudaStream_t stream) {
+  switch (a.log_tail) {
+    case 0: return run_conv_t<0>(a, spec, stream);
+    case 1: return run_conv_t<1>(a, spec, stream);
+    case 2: return run_conv_t<2>(a, spec, stream);
+    default: return run_conv_t<3>(a, spec, stream);
+  }
 }
 
 }  // namespace
@@ -787,7 +849,8 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
 
   if (cached_spec) return run_conv(a, cached_spec->data, stream);
   void* spec = nullptr;
-  FK_RETURN_IF_ERROR(arena.alloc(static_cast<size_t>(spec_bytes), &spec, "fftconv: filter spectrum"));
+  FK_RETURN_IF_ERROR(
+      arena.alloc(static_cast<size_t>(spec_bytes), &spec, "fftconv: filter spectrum"));
   FK_RETURN_IF_ERROR(compute_spectrum(a, static_cast<float2*>(spec), stream));
   return run_conv(a, static_cast<const float2*>(spec), stream);
 }
