@@ -277,6 +277,35 @@ TEST_CASE("sm80 fftconv: B 64, H 111 and 768, gated, D", "[gpu][fftconv][sm80]")
     }
 }
 
+// Rows 16-byte aligned (seqlen a multiple of 8, no padding): the kernel prefetches the next row
+// with cp.async while it transforms the current one.
+TEST_CASE("sm80 fftconv: aligned rows (prefetch path)", "[gpu][fftconv][sm80]") {
+  int i = 0;
+  for (int64_t L : {128, 1024, 4096, 16384}) {
+    Case c;
+    c.batch = 3;
+    c.channels = L >= 16384 ? 2 : 5;
+    c.seqlen = L;
+    c.mode = (i % 2) ? FK_FFTCONV_CIRCULAR : FK_FFTCONV_CAUSAL;
+    c.filter_len = L >= 4096 ? 257 : 0;
+    c.dtype = io_type(i);
+    c.pre = (i % 3) != 2;
+    c.post = true;
+    run_case(c, 54000 + uint64_t(i++));
+  }
+}
+
+TEST_CASE("sm80 fftconv: aligned rows, many rows per block", "[gpu][fftconv][sm80]") {
+  Case c;
+  c.batch = 64;
+  c.channels = 768;
+  c.seqlen = 256;
+  c.dtype = DT::F16;
+  c.pre = c.post = true;
+  c.sample_rows = 20;
+  run_case(c, 55000);
+}
+
 TEST_CASE("sm80 fftconv: constant-filter plan reused across calls and batch sizes",
           "[gpu][fftconv][sm80]") {
   Case c;

@@ -72,6 +72,9 @@ struct Args {
   int stages;        // radix-16 stages
   int log_tail;      // the last stage has radix 2^log_tail (0: none)
   int split;         // 1: hi/lo bf16 operands (3 mma per product); 0: hi only
+  // > 0: the next row's u (and pregate) is copied into shared memory (cp.async, this many
+  // elements per array, a multiple of 8) while the current row is transformed.
+  int stage_len;
 };
 
 __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
@@ -194,6 +197,18 @@ __device__ __forceinline__ void dft16_tile(const Dft16& f, int split, const floa
   }
 }
 
+// ---- asynchronous copies (the next row's input while this one is transformed) -------------
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
 // ---- sources and the epilogue ------------------------------------------------------------------
 
 // u, y and the gates are fp16 or bf16 here (the predicate). Hot loads fetch raw 16-bit values
@@ -250,13 +265,33 @@ __device__ __forceinline__ float2 load_z(const Args& a, int64_t b, int64_t c, in
   return z;
 }
 
+// Starts copying row `row`'s u (and pregate) into su (sp): 16-byte chunks, the last one
+// zero-filled past seqlen. The host enables this only for 16-byte aligned rows.
+__device__ __forceinline__ void stage_row(const Args& a, uint16_t* su, uint16_t* sp,
+                                          int64_t row) {
+  const int64_t c = row / a.batch, b = row % a.batch;
+  const uint16_t* gu = static_cast<const uint16_t*>(a.u) + b * a.u_bs + c * a.u_cs;
+  const uint16_t* gp = a.pre != nullptr
+                           ? static_cast<const uint16_t*>(a.pre) + b * a.pre_bs + c * a.pre_cs
+                           : nullptr;
+  const int chunks = static_cast<int>((a.L + 7) / 8);
+  for (int ch = threadIdx.x; ch < chunks; ch += blockDim.x) {
+    const int64_t left = 2 * (a.L - 8 * int64_t(ch));
+    const int bytes = left < 16 ? static_cast<int>(left) : 16;
+    cp_async16(su + 8 * ch, gu + 8 * ch, bytes);
+    if (gp != nullptr) cp_async16(sp + 8 * ch, gp + 8 * ch, bytes);
+  }
+  cp_async_commit();
+}
+
 // ---- the FFT stages ----------------------------------------------------------------------------
 
 // Forward radix-16 DIF stage s (sub-length Ls = M / 16^s, stride m = Ls / 16): column c =
 // (block c / m, offset j = c % m) holds elements base + r m, r < 16; output q gets W_Ls^(j q) and
 // goes to base + q m. Stage 0 reads the row from global memory (b, c) instead of buf.
 __device__ __forceinline__ void forward_stage(const Args& a, const Dft16& f, float2* buf, int s,
-                                              int64_t b, int64_t c) {
+                                              int64_t b, int64_t c, const uint16_t* su,
+                                              const uint16_t* sp) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int log_ls = a.log_m - 4 * s, log_mm = log_ls - 4, m = 1 << log_mm;
@@ -281,8 +316,13 @@ __device__ __forceinline__ void forward_stage(const Args& a, const Dft16& f, flo
       for (int i = 0; i < 8; ++i) {
         const int64_t tpos = 2 * int64_t(base_in + rows[i >> 1] * m) + (i & 1);
         const bool in = tpos < a.L;
-        ru[i] = in ? ld16(a.u, ub + tpos) : uint16_t(0);
-        rp[i] = (in && a.pre != nullptr) ? ld16(a.pre, pb + tpos) : uint16_t(0);
+        if (su != nullptr) {  // staged in shared memory
+          ru[i] = in ? su[tpos] : uint16_t(0);
+          rp[i] = (in && a.pre != nullptr) ? sp[tpos] : uint16_t(0);
+        } else {
+          ru[i] = in ? ld16(a.u, ub + tpos) : uint16_t(0);
+          rp[i] = (in && a.pre != nullptr) ? ld16(a.pre, pb + tpos) : uint16_t(0);
+        }
       }
       const bool bf16 = a.dtype == DType::BF16;
       float v[8];
@@ -397,7 +437,7 @@ __device__ void tail_stage(const Args& a, float2* buf);
 // Forward M-point FFT of the packed row (b, c) (b < 0: channel c's filter) into buf.
 __device__ __forceinline__ void forward_fft(const Args& a, const Dft16& f, float2* buf, int64_t b,
                                             int64_t c) {
-  for (int s = 0; s < a.stages; ++s) forward_stage(a, f, buf, s, b, c);
+  for (int s = 0; s < a.stages; ++s) forward_stage(a, f, buf, s, b, c, nullptr, nullptr);
   tail_stage(a, buf);
 }
 
@@ -572,9 +612,20 @@ __global__ void __launch_bounds__(256, 2) conv_kernel(const Args a, const float2
   make_dft16(f);
   const int M = 1 << a.log_m;
   const int64_t rows = a.batch * a.channels;
+  uint16_t* su = a.stage_len > 0 ? reinterpret_cast<uint16_t*>(buf + M) : nullptr;
+  uint16_t* sp = su != nullptr ? su + a.stage_len : nullptr;
+  if (su != nullptr && blockIdx.x < rows) stage_row(a, su, sp, blockIdx.x);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t c = row / a.batch, b = row % a.batch;
-    for (int s = 0; s < a.stages; ++s) forward_stage(a, f, buf, s, b, c);
+    if (su != nullptr) {
+      cp_async_wait_all();
+      __syncthreads();
+    }
+    for (int s = 0; s < a.stages; ++s) {
+      forward_stage(a, f, buf, s, b, c, su, sp);
+      // Stage 0 has consumed the staged row (it ends with __syncthreads): fetch the next one.
+      if (s == 0 && su != nullptr && row + gridDim.x < rows) stage_row(a, su, sp, row + gridDim.x);
+    }
     middle_pass_r<1 << LOG_TAIL>(a, buf, spec + c * (M + 1));
     const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
     for (int s = a.stages - 1; s >= 0; --s) inverse_stage(a, f, buf, s, b, c, dc);
@@ -680,6 +731,15 @@ int64_t lane_tw_count(int log_n) {
 int64_t twiddle_count(int log_n) { return (int64_t(1) << (log_n - 1)) + lane_tw_count(log_n); }
 
 // Fills both tables at tw (twiddle_count(log_n) entries).
+// FLASHKIT_FFTCONV_SM80_PREFETCH=0 (diagnostic) turns the cp.async prefetch of the next row off.
+bool prefetch_mode() {
+  static const bool on = [] {
+    const char* e = std::getenv("FLASHKIT_FFTCONV_SM80_PREFETCH");
+    return !(e != nullptr && e[0] == '0');
+  }();
+  return on;
+}
+
 fk_status_t launch_twiddles(float2* tw, int log_n, cudaStream_t stream) {
   const int64_t n = int64_t(1) << log_n, half = n / 2;
   twiddle_kernel<<<static_cast<unsigned>(std::min<int64_t>((half + 255) / 256, 4096)), 256, 0,
@@ -705,21 +765,36 @@ fk_status_t compute_spectrum(const Args& a, float2* spec, cudaStream_t stream) {
   return check_launch("cuda.sm80.fftconv filter spectrum kernel");
 }
 
+size_t conv_smem_bytes(const Args& a) {
+  return smem_bytes(a.N) + sizeof(uint16_t) * static_cast<size_t>(a.stage_len) *
+                               (a.pre != nullptr ? 2 : 1);
+}
+
 template <int LOG_TAIL>
-fk_status_t run_conv_t(const Args& a, const float2* spec, cudaStream_t stream) {
-  const size_t smem = smem_bytes(a.N);
-  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(conv_kernel<LOG_TAIL>), smem));
-  conv_kernel<LOG_TAIL><<<grid_for(a.batch * a.channels), threads_for(a.log_m), smem, stream>>>(
-      a, spec);
+fk_status_t run_conv_t(const Args& a, const float2* spec, int sm_count, cudaStream_t stream) {
+  const void* kernel = reinterpret_cast<const void*>(conv_kernel<LOG_TAIL>);
+  const size_t smem = conv_smem_bytes(a);
+  const int threads = threads_for(a.log_m);
+  FK_RETURN_IF_ERROR(allow_smem(kernel, smem));
+  const int64_t rows = a.batch * a.channels;
+  int64_t grid = rows;
+  if (a.stage_len > 0) {
+    // Prefetching needs a block to own several rows: as many blocks as fit at once.
+    int per_sm = 0;
+    FK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem),
+                "cuda.sm80.fftconv: occupancy");
+    grid = std::min<int64_t>(rows, int64_t(std::max(per_sm, 1)) * std::max(sm_count, 1));
+  }
+  conv_kernel<LOG_TAIL><<<grid_for(grid), threads, smem, stream>>>(a, spec);
   return check_launch("cuda.sm80.fftconv fused kernel");
 }
 
-fk_status_t run_conv(const Args& a, const float2* spec, cudaStream_t stream) {
+fk_status_t run_conv(const Args& a, const float2* spec, int sm_count, cudaStream_t stream) {
   switch (a.log_tail) {
-    case 0: return run_conv_t<0>(a, spec, stream);
-    case 1: return run_conv_t<1>(a, spec, stream);
-    case 2: return run_conv_t<2>(a, spec, stream);
-    default: return run_conv_t<3>(a, spec, stream);
+    case 0: return run_conv_t<0>(a, spec, sm_count, stream);
+    case 1: return run_conv_t<1>(a, spec, sm_count, stream);
+    case 2: return run_conv_t<2>(a, spec, sm_count, stream);
+    default: return run_conv_t<3>(a, spec, sm_count, stream);
   }
 }
 
@@ -779,6 +854,18 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   a.stages = a.log_m / 4;
   a.log_tail = a.log_m % 4;
   a.split = split_mode();
+  // Prefetch the next row through cp.async when rows are 16-byte aligned and it fits.
+  a.stage_len = 0;
+  const auto aligned = [](const void* ptr, int64_t s0, int64_t s1) {
+    return ptr == nullptr ||
+           (reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && s0 % 8 == 0 && s1 % 8 == 0);
+  };
+  const int sm_count = ctx.caps != nullptr ? ctx.caps->sm_count : 0;
+  if (prefetch_mode() && sm_count > 0 && aligned(p.u, p.u_batch_stride, p.u_channel_stride) &&
+      aligned(p.pregate, p.pre_batch_stride, p.pre_channel_stride)) {
+    a.stage_len = static_cast<int>((p.seqlen + 7) / 8 * 8);
+    if (static_cast<int64_t>(conv_smem_bytes(a)) > ctx.caps->smem_per_block_optin) a.stage_len = 0;
+  }
 
   ScratchArena arena(ctx);
   const int64_t spec_bytes = (N / 2 + 1) * p.channels * static_cast<int64_t>(sizeof(float2));
@@ -847,12 +934,12 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
     FK_RETURN_IF_ERROR(launch_twiddles(static_cast<float2*>(tw), a.log_n, stream));
   }
 
-  if (cached_spec) return run_conv(a, cached_spec->data, stream);
+  if (cached_spec) return run_conv(a, cached_spec->data, sm_count, stream);
   void* spec = nullptr;
   FK_RETURN_IF_ERROR(
       arena.alloc(static_cast<size_t>(spec_bytes), &spec, "fftconv: filter spectrum"));
   FK_RETURN_IF_ERROR(compute_spectrum(a, static_cast<float2*>(spec), stream));
-  return run_conv(a, static_cast<const float2*>(spec), stream);
+  return run_conv(a, static_cast<const float2*>(spec), sm_count, stream);
 }
 
 }  // namespace sm80
