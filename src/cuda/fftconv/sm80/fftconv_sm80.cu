@@ -11,14 +11,26 @@
 //   conj Z[M-k]). After the pointwise product the same identity run backwards gives the M-point
 //   spectrum of the packed output, and one inverse M-point FFT gives y[2n] + i y[2n+1].
 // - Implicit zero padding: positions >= seqlen are never stored; the first FFT stage reads u
-//   (and pregate) straight from global memory and substitutes zeros.
+//   (and pregate) and substitutes zeros. When rows are 16-byte aligned, blocks are persistent
+//   and copy the next row's u/pregate into shared memory (cp.async) while transforming the
+//   current one; otherwise stage 0 reads global memory directly.
 // - The M-point FFT is a Monarch / mixed-radix decimation in frequency: radix-16 stages, each
 //   one 16 x 16 complex DFT matrix times a 16 x 8 tile of columns per warp on the tensor cores
 //   (4 real mma per complex product), twiddles applied to the fp32 accumulators, then (when
 //   log2 M is not a multiple of 4) one radix-2/4/8 stage on the CUDA cores. Output is in
 //   digit-reversed order; the inverse is the exact mirror (decimation in time, conjugated), so
 //   the order never has to be undone: the pointwise step looks positions up by freq_pos().
-//   The last inverse stage writes the epilogue straight from its accumulators.
+//   The forward tail stage, the pointwise product and the inverse tail stage are one pass
+//   (middle_pass_r: the tail group of frequency k0 pairs with the group of K - k0). Twiddles
+//   come from a per-plan table laid out in lane order (coalesced); shared memory is
+//   XOR-swizzled against the power-of-two strides. The last inverse stage writes the epilogue
+//   straight from its accumulators.
+// - Measured on the H200 (benchmarks/fftconv.py, 2026-11-30): correct, but about 1.5 ms at
+//   B = 64, H = 768, L = 1K, far from the 12x-over-torch target; neither the tensor-core work
+//   (FAST mode: -4%) nor the input loads (prefetch: -3%) is the limit. The likely cause (not
+//   yet profiled) is instruction overhead per element (index math, swizzles, 64-bit address
+//   arithmetic, shared-memory round trips between stages): the next step is FlashFFTConv's
+//   register-resident order-2 form.
 // - Precision: data stay fp32 in shared memory; only mma operands are bf16. By default each
 //   operand is split as hi + lo (bf16 each) and a product takes hi*hi + hi*lo + lo*hi (3 mma):
 //   about 16 mantissa bits per stage, well below the bf16/fp16 rounding of the output.
