@@ -70,6 +70,8 @@ bool monarch_supported(const DeviceCaps&, const MonarchProblem&);
 fk_status_t monarch(const ExecContext&, const MonarchProblem&);
 bool blockdiag_supported(const DeviceCaps&, const BlockdiagProblem&);
 fk_status_t blockdiag(const ExecContext&, const BlockdiagProblem&);
+bool fftconv_supported(const DeviceCaps&, const FFTConvProblem&);
+fk_status_t fftconv(const ExecContext&, const FFTConvProblem&);
 }  // namespace sm80
 }  // namespace cuda
 #endif

@@ -67,6 +67,10 @@ static const BlockdiagVariant kBlockdiag[] = {
 
 static const FFTConvVariant kFFTConv[] = {
 #if defined(FLASHKIT_WITH_CUDA)
+    // Fused tensor-core FFT convolution: fp16/bf16, fft_size 256..32768 (one sequence per
+    // block in shared memory); larger sizes and fp32 go to the generic row.
+    {"cuda.sm80.fftconv", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80, cuda::sm80::fftconv_supported,
+     cuda::sm80::fftconv},
     {"cuda.generic.fftconv", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
      cuda::generic::fftconv},
 #endif
