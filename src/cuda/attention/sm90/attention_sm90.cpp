@@ -35,14 +35,20 @@ bool stride_ok(int64_t stride, int64_t extent) {
 // The copy engine wants a legal stride even along a dimension it never advances.
 int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : stride; }
 
-// Diagnostic override, read once per process: FLASHKIT_SM90_ATTENTION_OVERLAP=0 runs the
-// consumers' plain S / softmax / P V order instead of the overlapped one.
-bool overlap_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("FLASHKIT_SM90_ATTENTION_OVERLAP");
-    return !(e != nullptr && e[0] == '0');
-  }();
-  return on;
+// Diagnostic overrides, each read once per process: FLASHKIT_SM90_ATTENTION_OVERLAP=0 runs the
+// consumers' plain S / softmax / P V order instead of the overlapped one;
+// FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets both consumer warpgroups issue GEMMs at will.
+bool env_flag(const char* name) {
+  const char* e = std::getenv(name);
+  return !(e != nullptr && e[0] == '0');
+}
+struct Flags {
+  bool overlap = env_flag("FLASHKIT_SM90_ATTENTION_OVERLAP");
+  bool pingpong = env_flag("FLASHKIT_SM90_ATTENTION_PINGPONG");
+};
+const Flags& flags() {
+  static const Flags f;
+  return f;
 }
 
 }  // namespace
@@ -118,7 +124,8 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.longest_first = (a.window_left >= 0 || a.window_right >= 0) ? 1 : 0;
   const int64_t sms = ctx.caps->sm_count > 0 ? ctx.caps->sm_count : 1;
   a.grid = int32_t(std::min<int64_t>(a.total_tiles, sms));
-  a.overlap = overlap_enabled() ? 1 : 0;
+  a.overlap = flags().overlap ? 1 : 0;
+  a.pingpong = flags().pingpong ? 1 : 0;
 
   const bool bf16 = p.dtype == DType::BF16;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);

@@ -30,9 +30,9 @@ namespace flashkit {
 namespace cuda {
 namespace sm90_attention {
 
-template <class Element, int kHeadDim>
+template <class Element, int kHeadDim, int kBlockN>
 struct AttentionKernel {
-  using Mainloop = sm90_attention::Mainloop<Element, kHeadDim>;
+  using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN>;
   static constexpr int kThreads = 384;
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
@@ -50,7 +50,7 @@ struct AttentionKernel {
     alignas(8) uint64_t q_empty;
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage));
-  static_assert(kSmemBytes <= smem_bytes_for(kHeadDim), "launch.h's shared-memory bound is too low");
+  static_assert(kSmemBytes <= smem_bytes_for(kHeadDim, kBlockN), "launch.h's shared-memory bound is too low");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 per-block limit");
 };
 
@@ -127,6 +127,19 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<kBlockM>, Int<Mainloop::kHeadDim>>{});
     Tensor tOrP = make_tensor<Element>(partition_shape_A(mma_pv, Shape<Int<kBlockM>, Int<kBlockN>>{}));
 
+    // Ping-pong (FA3 Section 3.2): named barrier `wg` is this warpgroup's turn to issue GEMMs;
+    // after issuing it passes the turn to the other one. Warpgroup 1 opens warpgroup 0's first
+    // turn. Both walk the same tiles with the same number of GEMM rounds, so the turns stay
+    // matched (the last pass is left pending when the CTA exits).
+    const bool pingpong = a.pingpong && a.overlap;
+    auto turn_wait = [&]() {
+      if (pingpong) cutlass::arch::NamedBarrier::sync(256, wg);
+    };
+    auto turn_pass = [&]() {
+      if (pingpong) cutlass::arch::NamedBarrier::arrive(256, 1 - wg);
+    };
+    if (pingpong && wg == 1) cutlass::arch::NamedBarrier::arrive(256, 0);
+
     const bool raw = !a.softcap && a.scale_log2 > 0.0f;
     const float scale = raw ? a.scale_log2 : 1.0f;
     typename Mainloop::PipelineState read_k, read_v;  // stage 0, phase 0
@@ -157,7 +170,9 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         // softmax of the next tile runs; O is rescaled once P V has retired.
         float corr[2];
         pipe_k.consumer_wait(read_k);
+        turn_wait();
         Mainloop::template wg_gemm<true, false>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
+        turn_pass();
         warpgroup_wait<0>();
         pipe_k.consumer_release(read_k);
         ++read_k;
@@ -166,9 +181,11 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         convert_fragment(tSrS, tOrP);
         for (int n = w.n_max - 2; n >= w.n_min; --n) {
           pipe_k.consumer_wait(read_k);
-          Mainloop::template wg_gemm<true, false>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
           pipe_v.consumer_wait(read_v);
+          turn_wait();
+          Mainloop::template wg_gemm<true, false>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
           Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
+          turn_pass();
           warpgroup_wait<1>();  // S of tile n has landed; P V of tile n + 1 may still run
           pipe_k.consumer_release(read_k);
           ++read_k;
@@ -181,7 +198,9 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           convert_fragment(tSrS, tOrP);
         }
         pipe_v.consumer_wait(read_v);
+        turn_wait();
         Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
+        turn_pass();
         warpgroup_wait<0>();
         pipe_v.consumer_release(read_v);
         ++read_v;

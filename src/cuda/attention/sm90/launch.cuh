@@ -2,6 +2,13 @@
 // Included by the per-head-dim translation units (launch_hdim*.cu), fp16 and bf16 each.
 #pragma once
 
+// wgmma's N = 176 (and the other shapes that are not 8 x 2^k) are behind this switch; without
+// it CuTe's op selector splits an N = 176 tile into eleven N = 16 instructions. Set before any
+// CuTe header, identically in every attention translation unit (each includes this file first).
+#ifndef CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#endif
+
 #include <cuda_runtime_api.h>
 
 #include "cuda/attention/sm90/kernel.cuh"
@@ -21,9 +28,9 @@ inline bool descriptor_encoded(const void* desc, size_t bytes) {
   return false;
 }
 
-template <class Element, int kHeadDim>
+template <class Element, int kHeadDim, int kBlockN>
 fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
-  using Kernel = AttentionKernel<Element, kHeadDim>;
+  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN>;
   typename Kernel::Params params;
   params.mainloop = Kernel::Mainloop::make_params(a);
   params.args = a;

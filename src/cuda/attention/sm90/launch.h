@@ -16,14 +16,25 @@ namespace sm90_attention {
 
 // Tiles: 128 query rows per CTA (two consumer warpgroups of 64 rows), key tiles of kBlockN
 // rows streamed through a ring of kStages K and V buffers. head_dim is the whole tile width.
+// head_dim 128 takes 176-key tiles when nothing is masked (fewer softmax rounds per key, as
+// FlashAttention-3 does) and 128-key tiles under causal/window masks (less waste on the
+// diagonal); head_dim 256 takes 64 (the Q tile and two 256-wide stages fill shared memory).
 constexpr int kBlockM = 128;
-constexpr int block_n_for(int head_dim) { return head_dim <= 128 ? 128 : 64; }
+constexpr int block_n_for(int head_dim, bool masked) {
+  return head_dim <= 64 ? 128 : head_dim <= 128 ? (masked ? 128 : 176) : 64;
+}
 constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
 // Shared memory of one CTA: Q, the K and V rings, barriers (rounded up generously; the
 // kernel's own static_assert checks its exact size stays below this).
+constexpr int64_t smem_bytes_for(int head_dim, int block_n) {
+  return (int64_t(kBlockM) * head_dim + 2 * int64_t(stages_for(head_dim)) * block_n * head_dim) * 2 +
+         2048;
+}
 constexpr int64_t smem_bytes_for(int head_dim) {
-  return (int64_t(kBlockM) * head_dim +
-          2 * int64_t(stages_for(head_dim)) * block_n_for(head_dim) * head_dim) * 2 + 2048;
+  return smem_bytes_for(head_dim, block_n_for(head_dim, false)) >
+                 smem_bytes_for(head_dim, block_n_for(head_dim, true))
+             ? smem_bytes_for(head_dim, block_n_for(head_dim, false))
+             : smem_bytes_for(head_dim, block_n_for(head_dim, true));
 }
 
 struct AttnArgs {
@@ -59,6 +70,10 @@ struct AttnArgs {
   // Intra-warpgroup overlap of the two GEMMs and the softmax (FLASHKIT_SM90_ATTENTION_OVERLAP=0
   // turns it off, for diagnosis).
   int32_t overlap = 1;
+  // Inter-warpgroup ping-pong: the two consumer warpgroups take turns issuing their GEMMs, so
+  // one's softmax runs while the other's GEMMs occupy the tensor cores
+  // (FLASHKIT_SM90_ATTENTION_PINGPONG=0 turns it off, for diagnosis).
+  int32_t pingpong = 1;
 };
 
 // One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.

@@ -28,11 +28,11 @@ namespace flashkit {
 namespace cuda {
 namespace sm90_attention {
 
-template <class Element_, int kHeadDim_>
+template <class Element_, int kHeadDim_, int kBlockN_>
 struct Mainloop {
   using Element = Element_;  // cute::half_t or cute::bfloat16_t
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockN = block_n_for(kHeadDim);
+  static constexpr int kBlockN = kBlockN_;
   static constexpr int kStages = stages_for(kHeadDim);
   static_assert(kHeadDim % 64 == 0, "head_dim must be a whole number of 128-byte swizzle atoms");
 
