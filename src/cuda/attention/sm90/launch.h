@@ -18,10 +18,11 @@ namespace sm90_attention {
 // rows streamed through a ring of kStages K and V buffers. head_dim is the whole tile width.
 // head_dim 128 takes 176-key tiles when nothing is masked (fewer softmax rounds per key, as
 // FlashAttention-3 does) and 128-key tiles under causal/window masks (less waste on the
-// diagonal); head_dim 256 takes 64 (the Q tile and two 256-wide stages fill shared memory).
+// diagonal); head_dim 256 takes 80 (the Q tile and two 80 x 256 stages of K and V fill
+// shared memory: 224 KiB of the 227 KiB).
 constexpr int kBlockM = 128;
 constexpr int block_n_for(int head_dim, bool masked) {
-  return head_dim <= 64 ? 128 : head_dim <= 128 ? (masked ? 128 : 176) : 64;
+  return head_dim <= 64 ? 128 : head_dim <= 128 ? (masked ? 128 : 176) : 80;
 }
 constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
 // Shared memory of one CTA: Q, the K and V rings, barriers (rounded up generously; the
