@@ -2,6 +2,7 @@
 #include "dispatch/dispatch.h"
 
 #if defined(FLASHKIT_WITH_SM90)
+#include "cuda/attention/sm90/attention_sm90.h"
 #include "cuda/gemm/sm90/gemm_sm90.h"
 #endif
 
@@ -22,9 +23,14 @@ bool family_allowed(const fk_context_t* ctx, fk_backend_t backend, fk_kernel_fam
 #define FK_COUNT(t) (sizeof(t) / sizeof((t)[0]))
 
 static const AttentionVariant kAttention[] = {
+#if defined(FLASHKIT_WITH_SM90)
+    // Hopper (FlashAttention-3 class): declines what it does not take, the sm80 row serves it.
+    {"cuda.sm90.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90,
+     cuda::sm90_attention::attention_supported, cuda::sm90_attention::attention},
+#endif
 #if defined(FLASHKIT_WITH_CUDA)
-    // sm80-class kernel: also the AUTO choice on compute capability 9.0 until an SM90 row
-    // precedes it (family_allowed() admits SM80 on every cc >= 8.0).
+    // sm80-class kernel: every cc >= 8.0 (family_allowed() admits SM80 there), and what the
+    // sm90 row declines on compute capability 9.0.
     {"cuda.sm80.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
      cuda::sm80::attention_supported, cuda::sm80::attention},
     {"cuda.generic.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,

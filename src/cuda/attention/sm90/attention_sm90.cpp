@@ -1,0 +1,141 @@
+// Entry point and predicate of the Hopper attention kernel ("cuda.sm90.attention"): which
+// problems it takes, and the translation of an AttentionProblem into its arguments.
+//
+// It takes fp16 and bf16, head_dim exactly 64, 128 or 256, the batched form (varlen goes to the
+// sm80-class kernel), MHA/GQA/MQA, causal, sliding window, softcap and LSE, seqlen_k >= 1,
+// provided the copy engine can read Q, K and V: 16-byte aligned base pointers and row, head and
+// batch strides that are multiples of 8 elements (a stride whose extent is 1 is never used and
+// is not checked), below 2^40 bytes; the output needs the same alignment (4-byte pair stores).
+// Everything else is declined and the next row (cuda.sm80.attention) takes it.
+#include "cuda/attention/sm90/attention_sm90.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
+#include "cuda/attention/sm90/launch.h"
+#include "cuda/common/check.h"
+#include "cuda/common/device_guard.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90_attention {
+namespace {
+
+constexpr int64_t kMaxLen = int64_t(1) << 30;
+constexpr int64_t kMaxTmaStride = int64_t(1) << 39;  // elements (2^40 bytes)
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+bool stride_ok(int64_t stride, int64_t extent) {
+  return extent <= 1 || (stride > 0 && stride % 8 == 0 && stride < kMaxTmaStride);
+}
+// The copy engine wants a legal stride even along a dimension it never advances.
+int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : stride; }
+
+// Diagnostic overrides, each read once per process: FLASHKIT_SM90_ATTENTION_OVERLAP=0 runs the
+// consumers' plain S / softmax / P V order instead of the overlapped one;
+// FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets both consumer warpgroups issue GEMMs at will.
+bool env_flag(const char* name) {
+  const char* e = std::getenv(name);
+  return !(e != nullptr && e[0] == '0');
+}
+struct Flags {
+  bool overlap = env_flag("FLASHKIT_SM90_ATTENTION_OVERLAP");
+  bool pingpong = env_flag("FLASHKIT_SM90_ATTENTION_PINGPONG");
+};
+const Flags& flags() {
+  static const Flags f;
+  return f;
+}
+
+}  // namespace
+
+bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
+  if (p.device != Device::Cuda) return false;
+  if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
+  if (p.varlen) return false;
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) return false;
+  if (smem_bytes_for(int(p.head_dim)) > caps.smem_per_block_optin) return false;
+  if (p.seqlen_k < 1 || p.seqlen_q < 1) return false;
+  if (p.seqlen_q > kMaxLen || p.seqlen_k > kMaxLen || p.nheads > kMaxLen || p.batch > kMaxLen)
+    return false;
+  if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0) return false;
+  if (!std::isfinite(p.softmax_scale)) return false;
+  const int64_t m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
+  if (m_blocks * p.nheads * p.batch > INT32_MAX) return false;
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.out)) return false;
+  return stride_ok(p.q_row_stride, p.seqlen_q) && stride_ok(p.q_head_stride, p.nheads) &&
+         stride_ok(p.q_batch_stride, p.batch) && stride_ok(p.o_row_stride, p.seqlen_q) &&
+         stride_ok(p.o_head_stride, p.nheads) && stride_ok(p.o_batch_stride, p.batch) &&
+         stride_ok(p.k_row_stride, p.seqlen_k) && stride_ok(p.k_head_stride, p.nheads_k) &&
+         stride_ok(p.k_batch_stride, p.batch) && stride_ok(p.v_row_stride, p.seqlen_k) &&
+         stride_ok(p.v_head_stride, p.nheads_k) && stride_ok(p.v_batch_stride, p.batch);
+}
+
+fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
+  if (p.batch <= 0 || p.nheads <= 0 || p.seqlen_q <= 0) return FK_SUCCESS;
+  if (!attention_supported(*ctx.caps, p)) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention: problem outside the kernel's predicate");
+  }
+  DeviceGuard guard(ctx.device_ordinal);
+  FK_RETURN_IF_ERROR(guard.status());
+
+  AttnArgs a;
+  a.q = p.q;
+  a.k = p.k;
+  a.v = p.v;
+  a.out = p.out;
+  a.lse = p.lse;
+  a.q_batch_stride = tma_stride(p.q_batch_stride, p.batch);
+  a.q_row_stride = tma_stride(p.q_row_stride, p.seqlen_q);
+  a.q_head_stride = tma_stride(p.q_head_stride, p.nheads);
+  a.k_batch_stride = tma_stride(p.k_batch_stride, p.batch);
+  a.k_row_stride = tma_stride(p.k_row_stride, p.seqlen_k);
+  a.k_head_stride = tma_stride(p.k_head_stride, p.nheads_k);
+  a.v_batch_stride = tma_stride(p.v_batch_stride, p.batch);
+  a.v_row_stride = tma_stride(p.v_row_stride, p.seqlen_k);
+  a.v_head_stride = tma_stride(p.v_head_stride, p.nheads_k);
+  a.o_batch_stride = p.o_batch_stride;
+  a.o_row_stride = p.o_row_stride;
+  a.o_head_stride = p.o_head_stride;
+  a.lse_batch_stride = p.lse_batch_stride;
+  a.lse_head_stride = p.lse_head_stride;
+  a.lse_row_stride = p.lse_row_stride;
+  a.batch = int32_t(p.batch);
+  a.nheads = int32_t(p.nheads);
+  a.nheads_k = int32_t(p.nheads_k);
+  a.group = int32_t(p.nheads / p.nheads_k);
+  a.seqlen_q = int32_t(p.seqlen_q);
+  a.seqlen_k = int32_t(p.seqlen_k);
+  a.head_dim = int32_t(p.head_dim);
+  a.window_left = int32_t(p.window_left < 0 ? -1 : p.window_left);
+  a.window_right = p.causal ? 0 : int32_t(p.window_right < 0 ? -1 : p.window_right);
+  const double log2e = 1.4426950408889634;
+  a.softcap = p.softcap > 0.0f ? 1 : 0;
+  a.scale_log2 = float(double(p.softmax_scale) * log2e);
+  a.cap_pre = a.softcap ? float(double(p.softmax_scale) / p.softcap) : 0.0f;
+  a.cap_post = a.softcap ? float(double(p.softcap) * log2e) : 0.0f;
+  a.num_m_blocks = int32_t((p.seqlen_q + kBlockM - 1) / kBlockM);
+  a.total_tiles = int64_t(a.num_m_blocks) * p.nheads * p.batch;
+  a.longest_first = (a.window_left >= 0 || a.window_right >= 0) ? 1 : 0;
+  const int64_t sms = ctx.caps->sm_count > 0 ? ctx.caps->sm_count : 1;
+  a.grid = int32_t(std::min<int64_t>(a.total_tiles, sms));
+  a.overlap = flags().overlap ? 1 : 0;
+  a.pingpong = flags().pingpong ? 1 : 0;
+
+  const bool bf16 = p.dtype == DType::BF16;
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+  switch (p.head_dim) {
+    case 64: return launch_hdim64(a, bf16, stream);
+    case 128: return launch_hdim128(a, bf16, stream);
+    default: return launch_hdim256(a, bf16, stream);
+  }
+}
+
+}  // namespace sm90_attention
+}  // namespace cuda
+}  // namespace flashkit

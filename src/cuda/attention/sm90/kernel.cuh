@@ -1,0 +1,238 @@
+// The Hopper attention forward kernel (FlashAttention-3 class, Shah et al. 2024): a persistent,
+// warp-specialised composition of the mainloop (mainloop.cuh), the online softmax
+// (softmax.cuh), the epilogue (epilogue.cuh) and the tile scheduler (tile_scheduler.cuh).
+//
+// 384 threads in three warpgroups. Warpgroup 0 is the producer: it gives registers back
+// (setmaxnreg 24) and one thread issues the copy-engine loads of every tile the CTA owns: Q once
+// per tile (its own full/empty mbarrier pair; the next tile's Q is loaded as soon as both
+// consumer warpgroups are done with the current one), then K and V tiles through their rings,
+// running ahead across tile boundaries. Warpgroups 1 and 2 are the consumers (setmaxnreg 232):
+// each owns 64 query rows and, per key tile, issues S = Q K^T, masks, updates the online
+// softmax, and issues O += P V with P in registers; then it writes its rows of O and LSE.
+// The S GEMM of key tile n - 1 is issued together with the P V GEMM of tile n, so the
+// softmax of one tile runs while the tensor cores work on the other (FA3 Section 3.2).
+// Register split: 40 for the producer (24 made ptxas spill the copy-engine coordinates) and
+// 232 for each consumer thread (40 * 128 + 232 * 256 <= 64K).
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/cutlass.h>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+#include "cuda/attention/sm90/epilogue.cuh"
+#include "cuda/attention/sm90/mainloop.cuh"
+#include "cuda/attention/sm90/softmax.cuh"
+#include "cuda/attention/sm90/tile_scheduler.cuh"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90_attention {
+
+template <class Element, int kHeadDim, int kBlockN>
+struct AttentionKernel {
+  using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN>;
+  static constexpr int kThreads = 384;
+  static constexpr uint32_t kProducerRegisters = 40;
+  static constexpr uint32_t kConsumerRegisters = 232;
+
+  struct Params {
+    typename Mainloop::Params mainloop;
+    AttnArgs args;
+  };
+
+  struct SharedStorage {
+    typename Mainloop::SharedStorage mainloop;
+    typename Mainloop::Pipeline::SharedStorage pipe_k;
+    typename Mainloop::Pipeline::SharedStorage pipe_v;
+    alignas(8) uint64_t q_full;
+    alignas(8) uint64_t q_empty;
+  };
+  static constexpr int kSmemBytes = int(sizeof(SharedStorage));
+  static_assert(kSmemBytes <= smem_bytes_for(kHeadDim, kBlockN), "launch.h's shared-memory bound is too low");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 per-block limit");
+};
+
+template <class Kernel>
+__global__ void __launch_bounds__(Kernel::kThreads, 1)
+    attention_sm90_kernel(__grid_constant__ const typename Kernel::Params params) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace cute;
+  using Mainloop = typename Kernel::Mainloop;
+  using Pipeline = typename Mainloop::Pipeline;
+  using Element = typename Mainloop::Element;
+  constexpr int kBlockN = Mainloop::kBlockN;
+
+  extern __shared__ __align__(1024) char smem_raw[];
+  auto& smem = *reinterpret_cast<typename Kernel::SharedStorage*>(smem_raw);
+  const AttnArgs& a = params.args;
+
+  const int warp = cutlass::canonical_warp_idx_sync();
+  const int warpgroup = warp / 4;
+  if (threadIdx.x == 0) {
+    Mainloop::prefetch_descriptors(params.mainloop);
+    cutlass::arch::ClusterTransactionBarrier::init(&smem.q_full, 1);
+    cutlass::arch::ClusterBarrier::init(&smem.q_empty, 256);
+  }
+
+  typename Pipeline::Params pp;
+  pp.transaction_bytes = Mainloop::kKVBytes;
+  pp.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
+  pp.is_leader = threadIdx.x == 0;
+  pp.num_consumers = 256;
+  Pipeline pipe_k(smem.pipe_k, pp, Shape<_1, _1, _1>{});
+  Pipeline pipe_v(smem.pipe_v, pp, Shape<_1, _1, _1>{});
+  cutlass::arch::fence_barrier_init();
+  __syncthreads();  // barrier initialisation visible to every thread
+
+  TileScheduler<kBlockN> scheduler(a);
+  if (warpgroup == 0) {
+    cutlass::arch::warpgroup_reg_dealloc<Kernel::kProducerRegisters>();
+    if (threadIdx.x == 0) {
+      auto write_k = cutlass::make_producer_start_state<Pipeline>();
+      auto write_v = cutlass::make_producer_start_state<Pipeline>();
+      int iter = 0;
+      for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t), ++iter) {
+        const WorkTile w = scheduler.tile(t);
+        // Q of the previous tile released by both consumer warpgroups.
+        if (iter > 0) cutlass::arch::ClusterBarrier::wait(&smem.q_empty, (iter - 1) & 1);
+        Mainloop::load(params.mainloop, pipe_k, pipe_v, write_k, write_v, smem.mainloop,
+                       &smem.q_full, w.m_block, w.h, w.hk, w.b, w.n_min, w.n_max);
+      }
+      // Keep the CTA alive until the consumers have drained every stage in flight.
+      pipe_k.producer_tail(write_k);
+      pipe_v.producer_tail(write_v);
+    }
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<Kernel::kConsumerRegisters>();
+    const int mma_thread = int(threadIdx.x) - 128;
+    const int wg = __shfl_sync(0xffffffffu, mma_thread / 128, 0);
+    const int lane = int(threadIdx.x) % 32;
+    const int quad_t = lane % 4;
+    // Tile row of the thread's first row (its second is 8 below).
+    const int row0 = wg * 64 + (warp % 4) * 16 + lane / 4;
+
+    typename Mainloop::TiledMmaQK mma_qk;
+    typename Mainloop::TiledMmaPV mma_pv;
+    auto thr_qk = mma_qk.get_slice(wg * 128);
+    auto thr_pv = mma_pv.get_slice(wg * 128);
+    Tensor sQ = make_tensor(make_smem_ptr(smem.mainloop.q.data()), typename Mainloop::SmemLayoutQ{});
+    Tensor sK = make_tensor(make_smem_ptr(smem.mainloop.k.data()), typename Mainloop::SmemLayoutK{});
+    Tensor sVt = make_tensor(make_smem_ptr(smem.mainloop.v.data()), typename Mainloop::SmemLayoutVt{});
+    Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ));   // (MMA, MMA_M, MMA_K)
+    Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK));   // (MMA, MMA_N, MMA_K, PIPE)
+    Tensor tOrV = thr_pv.make_fragment_B(thr_pv.partition_B(sVt));  // (MMA, MMA_N, MMA_K, PIPE)
+    Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});
+    Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<kBlockM>, Int<Mainloop::kHeadDim>>{});
+    Tensor tOrP = make_tensor<Element>(partition_shape_A(mma_pv, Shape<Int<kBlockM>, Int<kBlockN>>{}));
+
+    // Ping-pong (FA3 Section 3.2): named barrier `wg` is this warpgroup's turn to issue GEMMs;
+    // after issuing it passes the turn to the other one. Warpgroup 1 opens warpgroup 0's first
+    // turn. Both walk the same tiles with the same number of GEMM rounds, so the turns stay
+    // matched (the last pass is left pending when the CTA exits).
+    const bool pingpong = a.pingpong && a.overlap;
+    auto turn_wait = [&]() {
+      if (pingpong) cutlass::arch::NamedBarrier::sync(256, wg);
+    };
+    auto turn_pass = [&]() {
+      if (pingpong) cutlass::arch::NamedBarrier::arrive(256, 1 - wg);
+    };
+    if (pingpong && wg == 1) cutlass::arch::NamedBarrier::arrive(256, 0);
+
+    const bool raw = !a.softcap && a.scale_log2 > 0.0f;
+    const float scale = raw ? a.scale_log2 : 1.0f;
+    typename Mainloop::PipelineState read_k, read_v;  // stage 0, phase 0
+    int iter = 0;
+    for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t), ++iter) {
+      const WorkTile w = scheduler.tile(t);
+      OnlineSoftmax softmax;
+      softmax.init();
+      clear(tOrO);
+      cutlass::arch::ClusterBarrier::wait(&smem.q_full, iter & 1);
+      // Scores of key tile n -> base-2 logits, masked where some row sees only part of it.
+      auto logits_and_mask = [&](int n) {
+        if (!raw) OnlineSoftmax::to_logits(tSrS, a.softcap != 0, a.scale_log2, a.cap_pre, a.cap_post);
+        const int n0 = n * kBlockN;
+        if (n0 < w.all_lo || n0 + kBlockN - 1 > w.all_hi) {
+          int lo[2], hi[2];
+          CUTE_UNROLL
+          for (int r = 0; r < 2; ++r) {
+            lo[r] = scheduler.key_lo(int64_t(w.m0) + row0 + 8 * r);
+            hi[r] = scheduler.key_hi(int64_t(w.m0) + row0 + 8 * r);
+          }
+          OnlineSoftmax::mask(tSrS, n0 + 2 * quad_t, lo, hi);
+        }
+      };
+      if (a.overlap && w.n_max > w.n_min) {
+        // FlashAttention-3's intra-warpgroup pipelining (Section 3.2): the S GEMM of the next
+        // key tile and the P V GEMM of the current one are in flight together while the
+        // softmax of the next tile runs; O is rescaled once P V has retired.
+        float corr[2];
+        pipe_k.consumer_wait(read_k);
+        turn_wait();
+        Mainloop::template wg_gemm<true, false>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
+        turn_pass();
+        warpgroup_wait<0>();
+        pipe_k.consumer_release(read_k);
+        ++read_k;
+        logits_and_mask(w.n_max - 1);
+        softmax.step(tSrS, scale, corr);  // O is still 0: no rescale
+        convert_fragment(tSrS, tOrP);
+        for (int n = w.n_max - 2; n >= w.n_min; --n) {
+          pipe_k.consumer_wait(read_k);
+          pipe_v.consumer_wait(read_v);
+          turn_wait();
+          Mainloop::template wg_gemm<true, false>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
+          Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
+          turn_pass();
+          warpgroup_wait<1>();  // S of tile n has landed; P V of tile n + 1 may still run
+          pipe_k.consumer_release(read_k);
+          ++read_k;
+          logits_and_mask(n);
+          softmax.step(tSrS, scale, corr);
+          warpgroup_wait<0>();
+          pipe_v.consumer_release(read_v);
+          ++read_v;
+          OnlineSoftmax::rescale(tOrO, corr);
+          convert_fragment(tSrS, tOrP);
+        }
+        pipe_v.consumer_wait(read_v);
+        turn_wait();
+        Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
+        turn_pass();
+        warpgroup_wait<0>();
+        pipe_v.consumer_release(read_v);
+        ++read_v;
+      } else {
+        // Plain order (FLASHKIT_SM90_ATTENTION_OVERLAP=0, for diagnosis): S, softmax, P V.
+        for (int n = w.n_max - 1; n >= w.n_min; --n) {
+          float corr[2];
+          pipe_k.consumer_wait(read_k);
+          Mainloop::template wg_gemm<true, false>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
+          warpgroup_wait<0>();
+          pipe_k.consumer_release(read_k);
+          ++read_k;
+          logits_and_mask(n);
+          softmax.step(tSrS, scale, corr);
+          OnlineSoftmax::rescale(tOrO, corr);
+          convert_fragment(tSrS, tOrP);
+          pipe_v.consumer_wait(read_v);
+          Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
+          warpgroup_wait<0>();
+          pipe_v.consumer_release(read_v);
+          ++read_v;
+        }
+      }
+      cutlass::arch::ClusterBarrier::arrive(&smem.q_empty);  // this warpgroup is done with Q
+      float lse[2];
+      softmax.finalize(tOrO, lse);
+      store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t);
+    }
+  }
+#endif
+}
+
+}  // namespace sm90_attention
+}  // namespace cuda
+}  // namespace flashkit

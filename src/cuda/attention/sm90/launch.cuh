@@ -1,0 +1,53 @@
+// Host side of one kernel instantiation: copy-engine descriptors, parameter block, launch.
+// Included by the per-head-dim translation units (launch_hdim*.cu), fp16 and bf16 each.
+#pragma once
+
+// wgmma's N = 176 (and the other shapes that are not 8 x 2^k) are behind this switch; without
+// it CuTe's op selector splits an N = 176 tile into eleven N = 16 instructions. Set before any
+// CuTe header, identically in every attention translation unit (each includes this file first).
+#ifndef CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#endif
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/attention/sm90/kernel.cuh"
+#include "cuda/attention/sm90/launch.h"
+#include "cuda/common/check.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90_attention {
+
+// CuTe leaves a descriptor zeroed when the driver refuses to encode it; the predicate should
+// make that impossible, and this turns it into a status instead of a device fault.
+inline bool descriptor_encoded(const void* desc, size_t bytes) {
+  const unsigned char* p = static_cast<const unsigned char*>(desc);
+  for (size_t i = 0; i < bytes; ++i)
+    if (p[i] != 0) return true;
+  return false;
+}
+
+template <class Element, int kHeadDim, int kBlockN>
+fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
+  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN>;
+  typename Kernel::Params params;
+  params.mainloop = Kernel::Mainloop::make_params(a);
+  params.args = a;
+  if (!descriptor_encoded(params.mainloop.tma_q.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
+      !descriptor_encoded(params.mainloop.tma_k.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
+      !descriptor_encoded(params.mainloop.tma_v.get_tma_descriptor(), sizeof(cute::TmaDescriptor))) {
+    return set_error(FK_ERROR_INTERNAL,
+                     "cuda.sm90.attention: the driver refused a tensor-map descriptor");
+  }
+  auto* kernel = &attention_sm90_kernel<Kernel>;
+  FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   Kernel::kSmemBytes),
+              "cuda.sm90.attention: raising the kernel's shared-memory limit");
+  kernel<<<dim3(unsigned(a.grid)), dim3(Kernel::kThreads), Kernel::kSmemBytes, stream>>>(params);
+  return check_launch("cuda.sm90.attention kernel");
+}
+
+}  // namespace sm90_attention
+}  // namespace cuda
+}  // namespace flashkit

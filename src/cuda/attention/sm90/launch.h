@@ -1,0 +1,87 @@
+// What the host side of the Hopper attention kernel hands to an instantiation: the
+// AttentionProblem reduced to the values the device needs (softmax constants precomputed, the
+// window bounds resolved) plus the persistent schedule. Plain C++ (no CuTe), so the predicate in
+// attention_sm90.cpp compiles with the host compiler.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "flashkit/flashkit.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90_attention {
+
+// Tiles: 128 query rows per CTA (two consumer warpgroups of 64 rows), key tiles of kBlockN
+// rows streamed through a ring of kStages K and V buffers. head_dim is the whole tile width.
+// head_dim 128 takes 176-key tiles when nothing is masked (fewer softmax rounds per key, as
+// FlashAttention-3 does) and 128-key tiles under causal/window masks (less waste on the
+// diagonal); head_dim 256 takes 80 (the Q tile and two 80 x 256 stages of K and V fill
+// shared memory: 224 KiB of the 227 KiB).
+constexpr int kBlockM = 128;
+constexpr int block_n_for(int head_dim, bool masked) {
+  return head_dim <= 64 ? 128 : head_dim <= 128 ? (masked ? 128 : 176) : 80;
+}
+constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
+// Shared memory of one CTA: Q, the K and V rings, barriers (rounded up generously; the
+// kernel's own static_assert checks its exact size stays below this).
+constexpr int64_t smem_bytes_for(int head_dim, int block_n) {
+  return (int64_t(kBlockM) * head_dim + 2 * int64_t(stages_for(head_dim)) * block_n * head_dim) * 2 +
+         2048;
+}
+constexpr int64_t smem_bytes_for(int head_dim) {
+  return smem_bytes_for(head_dim, block_n_for(head_dim, false)) >
+                 smem_bytes_for(head_dim, block_n_for(head_dim, true))
+             ? smem_bytes_for(head_dim, block_n_for(head_dim, false))
+             : smem_bytes_for(head_dim, block_n_for(head_dim, true));
+}
+
+struct AttnArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;
+  float* lse = nullptr;  // nullptr: not requested
+
+  // Element strides (head_dim contiguous). The ones of extent-1 dimensions are replaced by a
+  // legal dummy (never used) so that the copy engine's descriptors encode.
+  int64_t q_batch_stride = 0, q_row_stride = 0, q_head_stride = 0;
+  int64_t k_batch_stride = 0, k_row_stride = 0, k_head_stride = 0;
+  int64_t v_batch_stride = 0, v_row_stride = 0, v_head_stride = 0;
+  int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
+  int64_t lse_batch_stride = 0, lse_head_stride = 0, lse_row_stride = 1;
+
+  int32_t batch = 0, nheads = 0, nheads_k = 0, group = 1;  // group = nheads / nheads_k
+  int32_t seqlen_q = 0, seqlen_k = 0;
+  int32_t head_dim = 0;
+  // Window, bottom-right aligned, causal folded in as right = 0; -1 = unbounded.
+  int32_t window_left = -1, window_right = -1;
+
+  // Base-2 logits: x = s * scale_log2, or with softcap x = tanh(s * cap_pre) * cap_post.
+  int32_t softcap = 0;
+  float scale_log2 = 0.0f, cap_pre = 0.0f, cap_post = 0.0f;
+
+  // Persistent schedule: tiles (m_block, head, batch), `grid` CTAs walking them round robin.
+  int32_t num_m_blocks = 0;
+  int64_t total_tiles = 0;
+  int32_t longest_first = 0;  // masked problems: the longest query tiles of every head first
+  int32_t grid = 1;
+  // Intra-warpgroup overlap of the two GEMMs and the softmax (FLASHKIT_SM90_ATTENTION_OVERLAP=0
+  // turns it off, for diagnosis).
+  int32_t overlap = 1;
+  // Inter-warpgroup ping-pong: the two consumer warpgroups take turns issuing their GEMMs, so
+  // one's softmax runs while the other's GEMMs occupy the tensor cores
+  // (FLASHKIT_SM90_ATTENTION_PINGPONG=0 turns it off, for diagnosis).
+  int32_t pingpong = 1;
+};
+
+// One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.
+fk_status_t launch_hdim64(const AttnArgs& a, bool bf16, cudaStream_t stream);
+fk_status_t launch_hdim128(const AttnArgs& a, bool bf16, cudaStream_t stream);
+fk_status_t launch_hdim256(const AttnArgs& a, bool bf16, cudaStream_t stream);
+
+}  // namespace sm90_attention
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,187 @@
+// Mainloop of the Hopper attention kernel (FlashAttention-3, Shah et al. 2024, Section 3.1):
+// the producer's copy-engine (TMA) loads and the consumers' two warpgroup GEMMs.
+//
+// Shared memory: the Q tile (kBlockM x head_dim), loaded once per work tile, and two rings of
+// kStages key and value tiles (kBlockN x head_dim), each guarded by a
+// cutlass::PipelineTmaAsync (a "full" mbarrier completed by the copy engine's byte count and an
+// "empty" one completed when all 256 consumer threads are done). K and V have separate rings
+// so that S = Q K^T can start as soon as K has landed, while V is still in flight.
+//
+// GEMMs (wgmma, each consumer warpgroup owning 64 query rows of the 128-row tile):
+//   S = Q K^T  : A = Q and B = K both from shared memory, K-major (head_dim contiguous);
+//   O += P V   : A = P from registers (the S accumulators rounded to the input type in place:
+//                wgmma's accumulator and register-A fragments cover the same (row, column)
+//                pairs in the same order), B = V from shared memory, read as V^T (head_dim x
+//                keys) with head_dim contiguous, the MN-major form wgmma's transpose bit takes.
+// All tiles use the 128-byte swizzle both the copy engine writes and wgmma reads conflict-free.
+// Rows past the end of a sequence come in as zeros (the copy engine's out-of-bounds fill); the
+// softmax masks the keys past the end.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+#include "cuda/attention/sm90/launch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90_attention {
+
+template <class Element_, int kHeadDim_, int kBlockN_>
+struct Mainloop {
+  using Element = Element_;  // cute::half_t or cute::bfloat16_t
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kStages = stages_for(kHeadDim);
+  static_assert(kHeadDim % 64 == 0, "head_dim must be a whole number of 128-byte swizzle atoms");
+
+  using BM = cute::Int<kBlockM>;
+  using BN = cute::Int<kBlockN>;
+  using HD = cute::Int<kHeadDim>;
+
+  using SmemLayoutQ =
+      decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{}, cute::Shape<BM, HD>{}));
+  using SmemLayoutK = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
+                                                   cute::Shape<BN, HD, cute::Int<kStages>>{}));
+  // V^T: (head_dim, keys, stage), head_dim contiguous; stacked key-atom first so that each
+  // 64-wide head_dim panel is one contiguous copy-engine box.
+  using SmemLayoutVt = decltype(cute::tile_to_shape(
+      cute::GMMA::Layout_MN_SW128_Atom<Element>{}, cute::Shape<HD, BN, cute::Int<kStages>>{},
+      cute::Step<cute::_2, cute::_1, cute::_3>{}));
+
+  using TiledMmaQK = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<BM, BN, HD>>(),
+      cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
+  using TiledMmaPV = decltype(cute::make_tiled_mma(
+      cute::GMMA::rs_op_selector<Element, Element, float, cute::Shape<BM, HD, BN>,
+                                 cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
+      cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
+
+  using Pipeline = cutlass::PipelineTmaAsync<kStages>;
+  using PipelineState = typename Pipeline::PipelineState;
+  static constexpr uint32_t kKVBytes = uint32_t(kBlockN * kHeadDim * sizeof(Element));
+  static constexpr uint32_t kQBytes = uint32_t(kBlockM * kHeadDim * sizeof(Element));
+
+  // Global views, rank 4: Q and K as (rows, head_dim, head, batch), V as (head_dim, rows, head,
+  // batch). The unit stride is static so that CuTe builds the box along it.
+  using ShapeG = cute::Shape<int32_t, int32_t, int32_t, int32_t>;
+  using StrideRowMajor = cute::Stride<int64_t, cute::_1, int64_t, int64_t>;
+  using StrideColMajor = cute::Stride<cute::_1, int64_t, int64_t, int64_t>;
+  template <class Stride>
+  static auto gmem(const Element* ptr, ShapeG shape, Stride stride) {
+    return cute::make_tensor(cute::make_gmem_ptr(ptr), cute::make_layout(shape, stride));
+  }
+  using TmaQ = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{},
+                                            gmem(nullptr, ShapeG{}, StrideRowMajor{}),
+                                            SmemLayoutQ{}));
+  using TmaK = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{},
+                                            gmem(nullptr, ShapeG{}, StrideRowMajor{}),
+                                            SmemLayoutK{}(cute::_, cute::_, cute::Int<0>{})));
+  using TmaV = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{},
+                                            gmem(nullptr, ShapeG{}, StrideColMajor{}),
+                                            SmemLayoutVt{}(cute::_, cute::_, cute::Int<0>{})));
+
+  struct Params {
+    TmaQ tma_q;
+    TmaK tma_k;
+    TmaV tma_v;
+    ShapeG shape_q, shape_k, shape_vt;
+  };
+
+  struct SharedStorage {
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutK>, 1024> k;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutVt>, 1024> v;
+  };
+
+  static Params make_params(const AttnArgs& a) {
+    using namespace cute;
+    Params p;
+    p.shape_q = ShapeG{a.seqlen_q, a.head_dim, a.nheads, a.batch};
+    p.shape_k = ShapeG{a.seqlen_k, a.head_dim, a.nheads_k, a.batch};
+    p.shape_vt = ShapeG{a.head_dim, a.seqlen_k, a.nheads_k, a.batch};
+    auto q = gmem(static_cast<const Element*>(a.q), p.shape_q,
+                  StrideRowMajor{a.q_row_stride, _1{}, a.q_head_stride, a.q_batch_stride});
+    auto k = gmem(static_cast<const Element*>(a.k), p.shape_k,
+                  StrideRowMajor{a.k_row_stride, _1{}, a.k_head_stride, a.k_batch_stride});
+    auto vt = gmem(static_cast<const Element*>(a.v), p.shape_vt,
+                   StrideColMajor{_1{}, a.v_row_stride, a.v_head_stride, a.v_batch_stride});
+    p.tma_q = make_tma_copy(SM90_TMA_LOAD{}, q, SmemLayoutQ{});
+    p.tma_k = make_tma_copy(SM90_TMA_LOAD{}, k, SmemLayoutK{}(_, _, Int<0>{}));
+    p.tma_v = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVt{}(_, _, Int<0>{}));
+    return p;
+  }
+
+  __device__ __forceinline__ static void prefetch_descriptors(const Params& p) {
+    cute::prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
+  }
+
+  // Producer (one thread): the Q tile of (m_block, h, b) on `q_full`, then key/value tiles
+  // n_max - 1 down to n_min (the order the consumers walk them), K(n) before V(n).
+  // `p` must live in the kernel's __grid_constant__ parameter (the copy engine reads the
+  // descriptors from there).
+  __device__ __forceinline__ static void load(const Params& p, Pipeline& pipe_k, Pipeline& pipe_v,
+                                              PipelineState& write_k, PipelineState& write_v,
+                                              SharedStorage& smem, uint64_t* q_full,
+                                              int32_t m_block, int32_t h, int32_t hk, int32_t b,
+                                              int32_t n_min, int32_t n_max) {
+    using namespace cute;
+    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), SmemLayoutQ{});
+    Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), SmemLayoutK{});
+    Tensor sVt = make_tensor(make_smem_ptr(smem.v.data()), SmemLayoutVt{});
+    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q);
+    Tensor mK = p.tma_k.get_tma_tensor(p.shape_k);
+    Tensor mVt = p.tma_v.get_tma_tensor(p.shape_vt);
+    Tensor gQ = local_tile(mQ(_, _, h, b), Shape<BM, HD>{}, make_coord(m_block, _0{}));  // (BM, D)
+    Tensor gK = local_tile(mK(_, _, hk, b), Shape<BN, HD>{}, make_coord(_, _0{}));  // (BN, D, n)
+    Tensor gVt = local_tile(mVt(_, _, hk, b), Shape<HD, BN>{}, make_coord(_0{}, _));  // (D, BN, n)
+    auto cq = p.tma_q.get_slice(_0{});
+    auto ck = p.tma_k.get_slice(_0{});
+    auto cv = p.tma_v.get_slice(_0{});
+    Tensor tQgQ = cq.partition_S(gQ);
+    Tensor tQsQ = cq.partition_D(sQ);
+    Tensor tKgK = ck.partition_S(gK);  // (TMA, TMA_N, TMA_D, n)
+    Tensor tKsK = ck.partition_D(sK);  // (TMA, TMA_N, TMA_D, PIPE)
+    Tensor tVgV = cv.partition_S(gVt);
+    Tensor tVsV = cv.partition_D(sVt);
+
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(q_full, kQBytes);
+    copy(p.tma_q.with(*q_full, 0), tQgQ, tQsQ);
+    for (int32_t n = n_max - 1; n >= n_min; --n) {
+      pipe_k.producer_acquire(write_k);
+      copy(p.tma_k.with(*pipe_k.producer_get_barrier(write_k), 0), tKgK(_, _, _, n),
+           tKsK(_, _, _, write_k.index()));
+      ++write_k;
+      pipe_v.producer_acquire(write_v);
+      copy(p.tma_v.with(*pipe_v.producer_get_barrier(write_v), 0), tVgV(_, _, _, n),
+           tVsV(_, _, _, write_v.index()));
+      ++write_v;
+    }
+  }
+
+  // Issues one warpgroup GEMM C (+)= A B over all k-blocks of the operands (no wait).
+  // kRegA: A is a register fragment (P), whose registers must be fenced as well.
+  template <bool kZeroInit, bool kRegA, class TiledMma, class TA, class TB, class TC>
+  __device__ __forceinline__ static void wg_gemm(TiledMma& mma, const TA& a, const TB& b, TC& c) {
+    using namespace cute;
+    if constexpr (kRegA) warpgroup_fence_operand(const_cast<TA&>(a));
+    warpgroup_fence_operand(c);
+    warpgroup_arrive();
+    if constexpr (kZeroInit) mma.accumulate_ = GMMA::ScaleOut::Zero;
+    CUTE_UNROLL
+    for (int kb = 0; kb < size<2>(a); ++kb) {
+      cute::gemm(mma, a(_, _, kb), b(_, _, kb), c);
+      mma.accumulate_ = GMMA::ScaleOut::One;
+    }
+    warpgroup_commit_batch();
+    warpgroup_fence_operand(c);
+    if constexpr (kRegA) warpgroup_fence_operand(const_cast<TA&>(a));
+  }
+};
+
+}  // namespace sm90_attention
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,140 @@
+// Online softmax of the Hopper attention kernel, on wgmma accumulator fragments (FlashAttention
+// online softmax: a running row max m and unnormalised row sum l; the output accumulator is
+// rescaled by exp2(m_old - m_new) when a row's max grows and divided by l once at the end).
+//
+// Base 2 throughout: softmax_scale * log2(e) is folded into one multiplier, so each probability
+// is one FFMA and one MUFU.EX2. Fragment layout (PTX ISA, wgmma accumulator D for m64nNk16):
+// in each warpgroup, thread 32 w + 4 g + t holds rows 16 w + g and 16 w + g + 8 and, in each
+// 8-column group j, columns 8 j + 2 t and 8 j + 2 t + 1. CuTe's flat index i of the fragment
+// is c + 2 r + 4 j (c: column of the pair, r: row 0 / +8, j: column group), the same for S
+// (kBlockN columns) and O (head_dim columns). A row's max and sum complete across the 4
+// threads of a quad.
+//
+// Rows that see no key keep m = -inf; the exponent offset is then 0 so exp2(-inf) = 0 and the
+// finished row is O = 0, lse = -inf, as the C ABI promises.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/numeric_conversion.h>
+
+#include <cstdint>
+
+namespace flashkit {
+namespace cuda {
+namespace sm90_attention {
+
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// tanh with ~1e-7 absolute error for every y (tanh.approx's ~5e-4 relative error would show in
+// the logits): tanh(y) = sign(y) (1 - 2 / (e^{2|y|} + 1)), |y| clamped at 15 (tanh = 1 in fp32).
+__device__ __forceinline__ float accurate_tanh(float y) {
+  const float a = fminf(fabsf(y), 15.0f);
+  const float e = ex2(a * 2.8853900817779268f);  // e^{2a}
+  return copysignf(1.0f - __fdividef(2.0f, e + 1.0f), y);
+}
+
+struct OnlineSoftmax {
+  float row_max[2];  // running max of the base-2 logits of the thread's two rows
+  float row_sum[2];  // this thread's part of the running sum of exp2(x - row_max)
+
+  __device__ __forceinline__ void init() {
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.0f;
+  }
+
+  // Raw scores -> base-2 logits in place (softcap, Gemma 2, comes before the mask).
+  template <class TS>
+  static __device__ __forceinline__ void to_logits(TS& s, bool softcap, float scale_log2,
+                                                   float cap_pre, float cap_post) {
+    if (softcap) {
+      CUTE_UNROLL
+      for (int i = 0; i < cute::size(s); ++i) s(i) = accurate_tanh(s(i) * cap_pre) * cap_post;
+    } else {
+      CUTE_UNROLL
+      for (int i = 0; i < cute::size(s); ++i) s(i) *= scale_log2;
+    }
+  }
+
+  // -inf for every element whose key lies outside [lo[r], hi[r]]; key0 = tile start + 2 t.
+  template <class TS>
+  static __device__ __forceinline__ void mask(TS& s, int key0, const int (&lo)[2], const int (&hi)[2]) {
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(s); ++i) {
+      const int key = key0 + 8 * (i >> 2) + (i & 1);
+      const int r = (i >> 1) & 1;
+      if (key < lo[r] || key > hi[r]) s(i) = -INFINITY;
+    }
+  }
+
+  // One key tile: new row max, rescale factor corr = exp2(m_old - m_new) of the running sum
+  // (returned for the output accumulator, which the caller rescales with rescale() once the
+  // O += P V still in flight has retired), then s <- exp2(s * scale - m). `s` holds logits
+  // (scale = 1) or raw scores with scale > 0.
+  template <class TS>
+  __device__ __forceinline__ void step(TS& s, float scale, float (&corr)[2]) {
+    float mx[2] = {-INFINITY, -INFINITY};
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(s); ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s(i));
+    float offset[2];
+    CUTE_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float m_new = fmaxf(row_max[r], mx[r] * scale);
+      offset[r] = m_new == -INFINITY ? 0.0f : m_new;
+      corr[r] = ex2(row_max[r] - offset[r]);  // 0 while the row had no key
+      row_max[r] = m_new;
+      row_sum[r] *= corr[r];
+    }
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(s); ++i) {
+      const int r = (i >> 1) & 1;
+      s(i) = ex2(fmaf(s(i), scale, -offset[r]));
+      row_sum[r] += s(i);
+    }
+  }
+
+  template <class TO>
+  static __device__ __forceinline__ void rescale(TO& o, const float (&corr)[2]) {
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(o); ++i) o(i) *= corr[(i >> 1) & 1];
+  }
+
+  // Completes the row sums across the quad, divides O by them and returns the rows'
+  // natural-log LSE (-inf for a row that saw no key; its O is 0).
+  template <class TO>
+  __device__ __forceinline__ void finalize(TO& o, float (&lse)[2]) {
+    float inv[2];
+    CUTE_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      float sum = row_sum[r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const bool any = sum > 0.0f;
+      inv[r] = any ? 1.0f / sum : 0.0f;
+      lse[r] = any ? (row_max[r] + __log2f(sum)) * 0.6931471805599453f : -INFINITY;
+    }
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(o); ++i) o(i) *= inv[(i >> 1) & 1];
+  }
+};
+
+// fp32 fragment -> the input type, element for element (flat indices match; see mainloop.cuh),
+// converted in pairs (one F2FP per pair).
+template <class TF, class TE>
+__device__ __forceinline__ void convert_fragment(const TF& f, TE& e) {
+  using Element = typename TE::value_type;
+  constexpr int N = decltype(cute::size(f))::value;
+  static_assert(N == decltype(cute::size(e))::value, "P and S fragments must have equal sizes");
+  cutlass::NumericArrayConverter<Element, float, N> conv;
+  *reinterpret_cast<cutlass::Array<Element, N>*>(e.data()) =
+      conv(*reinterpret_cast<const cutlass::Array<float, N>*>(f.data()));
+}
+
+}  // namespace sm90_attention
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,79 @@
+// Persistent tile scheduler of the Hopper attention kernel. The grid holds at most one CTA per
+// SM; CTA c takes work tiles c, c + grid, c + 2 grid, ... of one numbering, so the producer and
+// both consumer warpgroups walk the same sequence without talking to each other and the
+// producer runs ahead into the next tile while the consumers finish the current one.
+//
+// Numbering: unmasked problems put the query tiles of one (batch, head) next to each other
+// (they share K and V in L2); masked ones (causal, window) take the longest query tiles of
+// every head first (for causal, the last m blocks), so the grid ends on short tiles.
+//
+// A tile's key range: row i (bottom-right aligned) sees keys [i + shift - left, i + shift +
+// right] clamped to [0, seqlen_k - 1], shift = seqlen_k - seqlen_q. Key tiles with no visible
+// key for any row of the tile are skipped (n_min, n_max); the consumers mask the tiles that
+// some row sees only partly.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/attention/sm90/launch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90_attention {
+
+struct WorkTile {
+  int32_t m_block, h, hk, b;
+  int32_t m0;            // first query row
+  int32_t n_min, n_max;  // key tiles [n_min, n_max), walked from n_max - 1 down
+  int32_t all_lo, all_hi;  // keys every row of the tile sees: tiles inside need no mask
+};
+
+template <int kBlockN>
+struct TileScheduler {
+  const AttnArgs& a;
+
+  __device__ __forceinline__ explicit TileScheduler(const AttnArgs& args) : a(args) {}
+
+  __device__ __forceinline__ int64_t first() const { return blockIdx.x; }
+  __device__ __forceinline__ int64_t next(int64_t t) const { return t + gridDim.x; }
+  __device__ __forceinline__ bool valid(int64_t t) const { return t < a.total_tiles; }
+
+  __device__ __forceinline__ int key_lo(int64_t i) const {
+    const int64_t shift = int64_t(a.seqlen_k) - a.seqlen_q;
+    const int64_t lo = a.window_left >= 0 ? i + shift - a.window_left : 0;
+    return int(min(max(lo, int64_t(0)), int64_t(a.seqlen_k)));
+  }
+  __device__ __forceinline__ int key_hi(int64_t i) const {
+    const int64_t shift = int64_t(a.seqlen_k) - a.seqlen_q;
+    const int64_t hi = a.window_right >= 0 ? i + shift + a.window_right : a.seqlen_k - 1;
+    return int(max(min(hi, int64_t(a.seqlen_k) - 1), int64_t(-1)));
+  }
+
+  __device__ __forceinline__ WorkTile tile(int64_t t) const {
+    WorkTile w;
+    const int64_t bh_count = int64_t(a.batch) * a.nheads;
+    int64_t bh;
+    if (a.longest_first) {
+      w.m_block = a.num_m_blocks - 1 - int32_t(t / bh_count);
+      bh = t % bh_count;
+    } else {
+      w.m_block = int32_t(t % a.num_m_blocks);
+      bh = t / a.num_m_blocks;
+    }
+    w.h = int32_t(bh % a.nheads);
+    w.b = int32_t(bh / a.nheads);
+    w.hk = w.h / a.group;
+    w.m0 = w.m_block * kBlockM;
+    const int m_last = min(w.m0 + kBlockM, a.seqlen_q) - 1;
+    const int lo = key_lo(w.m0), hi = key_hi(m_last);
+    w.n_min = lo / kBlockN;
+    w.n_max = hi >= lo ? hi / kBlockN + 1 : w.n_min;
+    w.all_lo = key_lo(w.m0 + kBlockM - 1);
+    w.all_hi = key_hi(w.m0);
+    return w;
+  }
+};
+
+}  // namespace sm90_attention
+}  // namespace cuda
+}  // namespace flashkit

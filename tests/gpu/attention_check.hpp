@@ -1,0 +1,367 @@
+// Shared by the attention GPU tests (test_attention_sm80.cpp, test_attention_sm90.cpp): a
+// context with a forced kernel family, the float64 reference and the naive-in-dtype reference
+// of FlashAttention's tolerance rule, and run_case(), which runs one problem through the C ABI
+// with poisoned outputs and checks output, LSE, padding and the variant select_kernel names.
+// The rule and the grid are described at the top of test_attention_sm80.cpp.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "reference/reference.hpp"
+#include "gpu_test_util.hpp"
+#include "test_util.hpp"
+
+namespace fkattn {
+
+using fktest::DT;
+using fktest::HostTensor;
+using fkgpu::DeviceTensor;
+using fkgpu::padded;
+using fkgpu::padding_written;
+using fkgpu::rng_for;
+
+// A CUDA context with the given family forced; nullptr when the device cannot run it (then the
+// cases are skipped with a warning, e.g. on a pre-Ampere GPU).
+inline const fk_context_t* context_for(fk_kernel_family_t family) {
+  struct Holder {
+    fk_context_t* ctx = nullptr;
+    bool tried = false;
+    ~Holder() { fk_context_destroy(ctx); }
+  };
+  static Holder holders[5];
+  Holder& h = holders[int(family)];
+  if (!h.tried) {
+    h.tried = true;
+    fk_context_options_t o;
+    fk_context_options_init(&o);
+    o.backend = FK_BACKEND_CUDA;
+    o.kernel_family = family;
+    if (fk_context_create(&o, &h.ctx) != FK_SUCCESS) h.ctx = nullptr;
+  }
+  return h.ctx;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference: exact (float64) and naive-in-dtype attention, rows (total, heads, d) compact.
+// ---------------------------------------------------------------------------------------------
+struct Problem {
+  int64_t nheads = 1, nheads_k = 1, d = 64;
+  DT dt = DT::BF16;
+  bool causal = false;
+  int64_t wl = -1, wr = -1;
+  double softcap = 0;
+  double scale = std::numeric_limits<double>::quiet_NaN();
+  std::vector<int64_t> lq, lk;  // per sequence
+};
+
+struct Reference {
+  std::vector<double> out, naive, lse;  // out/naive (total_q, h, d); lse (h, total_q)
+};
+
+inline Reference reference(const Problem& pr, const std::vector<double>& q, const std::vector<double>& k,
+                    const std::vector<double>& v) {
+  const int64_t H = pr.nheads, Hk = pr.nheads_k, D = pr.d, group = H / Hk;
+  std::vector<int64_t> rq{0}, rk{0};
+  for (size_t b = 0; b < pr.lq.size(); ++b) {
+    rq.push_back(rq.back() + pr.lq[b]);
+    rk.push_back(rk.back() + pr.lk[b]);
+  }
+  const int64_t total_q = rq.back();
+  Reference r;
+  r.out.assign(size_t(total_q * H * D), 0.0);
+  r.naive.assign(r.out.size(), 0.0);
+  r.lse.assign(size_t(H * total_q), 0.0);
+  const double scale = std::isnan(pr.scale) ? 1.0 / std::sqrt(double(D)) : pr.scale;
+  const int64_t wr = pr.causal ? 0 : pr.wr;
+  auto R = [&](double x) { return fkref::round_to(pr.dt, x); };
+  struct Task { int64_t b, h, i0, i1; };
+  std::vector<Task> tasks;
+  for (size_t b = 0; b < pr.lq.size(); ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i0 = 0; i0 < pr.lq[b]; i0 += 64)
+        tasks.push_back({int64_t(b), h, i0, std::min(pr.lq[b], i0 + 64)});
+  std::atomic<size_t> next{0};
+  auto worker = [&]() {
+    std::vector<double> s, sn, ks;
+    std::vector<char> keep;
+    for (size_t t; (t = next.fetch_add(1)) < tasks.size();) {
+      const Task& tk = tasks[t];
+      const int64_t lq = pr.lq[size_t(tk.b)], lk = pr.lk[size_t(tk.b)];
+      const int64_t hk = tk.h / group;
+      auto qrow = [&](int64_t i) { return &q[size_t(((rq[size_t(tk.b)] + i) * H + tk.h) * D)]; };
+      auto krow = [&](int64_t j) { return &k[size_t(((rk[size_t(tk.b)] + j) * Hk + hk) * D)]; };
+      auto vrow = [&](int64_t j) { return &v[size_t(((rk[size_t(tk.b)] + j) * Hk + hk) * D)]; };
+      // Naive: K * scale rounded once per tile of rows (FlashAttention's reorder_ops).
+      ks.assign(size_t(std::max<int64_t>(lk, 1) * D), 0.0);
+      for (int64_t j = 0; j < lk; ++j)
+        for (int64_t x = 0; x < D; ++x) ks[size_t(j * D + x)] = R(krow(j)[x] * scale);
+      s.assign(size_t(std::max<int64_t>(lk, 1)), 0.0);
+      sn.assign(s.size(), 0.0);
+      keep.assign(s.size(), 0);
+      for (int64_t i = tk.i0; i < tk.i1; ++i) {
+        const int64_t pos = i + lk - lq;
+        const double* qi = qrow(i);
+        double mx = -INFINITY, mxn = -INFINITY;
+        bool any = false;
+        for (int64_t j = 0; j < lk; ++j) {
+          const double* kj = krow(j);
+          double dot = 0, dotn = 0;
+          for (int64_t x = 0; x < D; ++x) {
+            dot += qi[x] * kj[x];
+            dotn += qi[x] * ks[size_t(j * D + x)];
+          }
+          double sc = scale * dot, scn = R(dotn);
+          if (pr.softcap > 0) {
+            sc = pr.softcap * std::tanh(sc / pr.softcap);
+            scn = R(R(std::tanh(R(scn / pr.softcap))) * pr.softcap);
+          }
+          bool ok = true;
+          if (pr.wl >= 0 && j < pos - pr.wl) ok = false;
+          if (wr >= 0 && j > pos + wr) ok = false;
+          keep[size_t(j)] = ok;
+          s[size_t(j)] = sc;
+          sn[size_t(j)] = scn;
+          if (ok) {
+            any = true;
+            mx = std::max(mx, sc);
+            mxn = std::max(mxn, scn);
+          }
+        }
+        double* o = &r.out[size_t(((rq[size_t(tk.b)] + i) * H + tk.h) * D)];
+        double* on = &r.naive[size_t(((rq[size_t(tk.b)] + i) * H + tk.h) * D)];
+        double& lse = r.lse[size_t(tk.h * total_q + rq[size_t(tk.b)] + i)];
+        if (!any) {
+          lse = -INFINITY;  // o, on stay 0
+          continue;
+        }
+        double sum = 0, sumn = 0;
+        for (int64_t j = 0; j < lk; ++j) {
+          s[size_t(j)] = keep[size_t(j)] ? std::exp(s[size_t(j)] - mx) : 0.0;
+          // torch's softmax of a low-precision tensor: fp32 inside, result rounded.
+          sn[size_t(j)] = keep[size_t(j)] ? double(std::exp(float(sn[size_t(j)] - mxn))) : 0.0;
+          sum += s[size_t(j)];
+          sumn += sn[size_t(j)];
+        }
+        for (int64_t j = 0; j < lk; ++j) sn[size_t(j)] = R(sn[size_t(j)] / sumn);
+        for (int64_t x = 0; x < D; ++x) {
+          double acc = 0, accn = 0;
+          for (int64_t j = 0; j < lk; ++j) {
+            if (!keep[size_t(j)]) continue;
+            acc += s[size_t(j)] * vrow(j)[x];
+            accn += sn[size_t(j)] * vrow(j)[x];
+          }
+          o[x] = acc / sum;
+          on[x] = R(accn);
+        }
+        lse = mx + std::log(sum);
+      }
+    }
+  };
+  const unsigned n = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < n; ++t) pool.emplace_back(worker);
+  for (auto& th : pool) th.join();
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One run: batched when `varlen` is false (then every lq/lk entry is the same).
+// ---------------------------------------------------------------------------------------------
+struct Case {
+  Problem pr;
+  bool varlen = false;
+  int64_t pad = 0;  // extra elements after every row of every non-last dimension (multiple of 8
+                    // keeps the sm80 kernel eligible)
+  int64_t row_pitch = 0;  // nonzero: head-dim rows `row_pitch` elements apart (heads and rows
+                          // packed at that pitch), for head dims that are not multiples of 8
+  bool with_lse = true;
+  bool run = true;  // false: only check the variant select_kernel names
+  const char* expect_variant = "cuda.sm80.attention";
+};
+
+// Strides for `shape` (..., heads, d) with every d-row `pitch` elements apart.
+inline std::vector<int64_t> pitched(const std::vector<int64_t>& shape, int64_t pitch) {
+  std::vector<int64_t> st(shape.size(), 1);
+  st[shape.size() - 2] = pitch;
+  for (int i = int(shape.size()) - 3; i >= 0; --i)
+    st[size_t(i)] = st[size_t(i) + 1] * std::max<int64_t>(shape[size_t(i) + 1], 1);
+  return st;
+}
+
+inline std::string describe(const Case& c) {
+  std::ostringstream o;
+  o << (c.varlen ? "varlen" : "batched") << " b" << c.pr.lq.size() << " lq";
+  for (auto x : c.pr.lq) o << " " << x;
+  o << " lk";
+  for (auto x : c.pr.lk) o << " " << x;
+  o << " h" << c.pr.nheads << "/" << c.pr.nheads_k << " d" << c.pr.d << " "
+    << fktest::dt_name(c.pr.dt) << (c.pr.causal ? " causal" : "") << " window(" << c.pr.wl
+    << "," << c.pr.wr << ") softcap " << c.pr.softcap << " scale " << c.pr.scale << " pad "
+    << c.pad << " row_pitch " << c.row_pitch << (c.with_lse ? "" : " no-lse");
+  return o.str();
+}
+
+inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
+  INFO(describe(c) << ", seed " << fktest::test_seed());
+  const Problem& pr = c.pr;
+  auto rng = rng_for(tag);
+  const int64_t B = int64_t(pr.lq.size());
+  int64_t tq = 0, tk = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    tq += pr.lq[size_t(b)];
+    tk += pr.lk[size_t(b)];
+  }
+  std::vector<int64_t> qs, ks, ls;
+  if (c.varlen) {
+    qs = {tq, pr.nheads, pr.d};
+    ks = {tk, pr.nheads_k, pr.d};
+    ls = {pr.nheads, tq};
+  } else {
+    qs = {B, pr.lq[0], pr.nheads, pr.d};
+    ks = {B, pr.lk[0], pr.nheads_k, pr.d};
+    ls = {B, pr.nheads, pr.lq[0]};
+  }
+  auto strides = [&](const std::vector<int64_t>& s) {
+    return c.row_pitch ? pitched(s, c.row_pitch) : padded(s, c.pad);
+  };
+  HostTensor q(pr.dt, qs, strides(qs)), k(pr.dt, ks, strides(ks)), v(pr.dt, ks, strides(ks)),
+      out(pr.dt, qs, strides(qs)),
+      lse(DT::F32, ls, padded(ls, c.pad ? 1 : 0));
+  q.fill_normal(rng);
+  k.fill_normal(rng);
+  v.fill_normal(rng);
+  HostTensor cq(DT::I32, {B + 1}), ck(DT::I32, {B + 1});
+  {
+    int64_t aq = 0, ak = 0;
+    for (int64_t b = 0; b <= B; ++b) {
+      cq.set({b}, double(aq));
+      ck.set({b}, double(ak));
+      if (b < B) {
+        aq += pr.lq[size_t(b)];
+        ak += pr.lk[size_t(b)];
+      }
+    }
+  }
+
+  DeviceTensor dq(q), dk(k), dv(v), dout(out), dlse(lse), dcq(cq), dck(ck);
+  dout.poison();
+  dlse.poison();
+  fk_attention_params_t params;
+  fk_attention_params_init(&params);
+  params.softmax_scale = float(pr.scale);
+  params.causal = pr.causal;
+  params.window_size_left = int32_t(pr.wl);
+  params.window_size_right = int32_t(pr.wr);
+  params.softcap = float(pr.softcap);
+  const DLTensor* cu_q = c.varlen ? &dcq : nullptr;
+  const DLTensor* cu_k = c.varlen ? &dck : nullptr;
+  const DLTensor* lse_arg = c.with_lse ? &dlse : nullptr;
+  const char* variant = "?";
+  REQUIRE_FK(fk_attention_select_kernel(ctx, &params, &dq, &dk, &dv, cu_q, cu_k, &dout,
+                                             lse_arg, &variant));
+  INFO("variant " << variant);
+  CHECK(std::string(variant) == c.expect_variant);
+  if (!c.run) return;
+  REQUIRE_FK(
+      fk_attention_forward(ctx, nullptr, &params, &dq, &dk, &dv, cu_q, cu_k, &dout, lse_arg));
+  dout.download();
+  dlse.download();
+
+  // The reference works on (total, heads, d) rows; batched tensors are that already.
+  Problem rp = pr;
+  const Reference ref = reference(rp, q.to_vector(), k.to_vector(), v.to_vector());
+  const std::vector<double> got = out.to_vector();
+  double err = 0, err_naive = 0, noise = 0;
+  int64_t unwritten = 0, worst = -1;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) {
+      ++unwritten;
+      continue;
+    }
+    const double e = std::fabs(got[i] - ref.out[i]);
+    if (e > err) {
+      err = e;
+      worst = int64_t(i);
+    }
+    err_naive = std::max(err_naive, std::fabs(ref.naive[i] - ref.out[i]));
+    const double r = fkref::round_to(pr.dt, ref.out[i]);
+    noise = std::max(noise, std::fabs(fkref::round_to(pr.dt, fkref::round_to(pr.dt, r + 0.3) - 0.3) - r));
+  }
+  const double atol = 2 * noise;
+  INFO("max err " << err << " at " << worst << " (got " << (worst >= 0 ? got[size_t(worst)] : 0)
+                  << ", ref " << (worst >= 0 ? ref.out[size_t(worst)] : 0) << "), naive err "
+                  << err_naive << ", atol " << atol << ", unwritten " << unwritten);
+  CHECK(unwritten == 0);
+  CHECK(err <= 2 * err_naive + atol);
+  CHECK(padding_written(out) == 0);
+
+  if (c.with_lse) {
+    // ref.lse is (h, total_q); the batched LSE tensor is (b, h, seqlen_q).
+    const std::vector<double> gl = lse.to_vector();
+    int64_t bad = 0, first_bad = -1;
+    double lse_err = 0;
+    for (int64_t b = 0, row0 = 0; b < B; row0 += pr.lq[size_t(b)], ++b)
+      for (int64_t h = 0; h < pr.nheads; ++h)
+        for (int64_t i = 0; i < pr.lq[size_t(b)]; ++i) {
+          const size_t gi = c.varlen ? size_t(h * tq + row0 + i)
+                                     : size_t((b * pr.nheads + h) * pr.lq[0] + i);
+          const double want = ref.lse[size_t(h * tq + row0 + i)], have = gl[gi];
+          bool ok;
+          if (std::isinf(want)) {
+            ok = have == want;
+          } else {
+            const double e = std::fabs(have - want);
+            ok = e <= 2e-4 * (1 + std::fabs(want));  // NaN fails too
+            if (ok) lse_err = std::max(lse_err, e);
+          }
+          if (!ok && bad++ == 0) first_bad = int64_t(gi);
+        }
+    INFO("lse: " << bad << " bad, first at " << first_bad << ", max err of the good " << lse_err);
+    CHECK(bad == 0);
+    CHECK(padding_written(lse) == 0);
+  } else {
+    CHECK(lse.all_poison());
+  }
+}
+
+inline Case batched(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t hk, int64_t d, DT dt) {
+  Case c;
+  c.pr.lq.assign(size_t(b), sq);
+  c.pr.lk.assign(size_t(b), sk);
+  c.pr.nheads = h;
+  c.pr.nheads_k = hk;
+  c.pr.d = d;
+  c.pr.dt = dt;
+  return c;
+}
+
+// Masking combinations (causal x window x softcap) rotated over the grid.
+inline void apply_mask(Case& c, int which) {
+  switch (which % 8) {
+    case 0: break;
+    case 1: c.pr.causal = true; break;
+    case 2: c.pr.wl = 37; c.pr.wr = 5; break;
+    case 3: c.pr.softcap = 5.0; c.pr.scale = 0.5; break;
+    case 4: c.pr.causal = true; c.pr.softcap = 30.0; break;
+    case 5: c.pr.wl = 100; c.pr.wr = -1; c.pr.softcap = 15.0; break;
+    case 6: c.pr.causal = true; c.pr.wl = 64; break;
+    case 7: c.pr.wl = -1; c.pr.wr = 0; c.pr.scale = -0.2; break;
+  }
+}
+
+
+}  // namespace fkattn

@@ -1,0 +1,148 @@
+// The Hopper attention kernel (src/cuda/attention/sm90/), forced through a context with
+// kernel_family = SM90, against the float64 reference under FlashAttention's tolerance rule
+// (attention_check.hpp; the rule is described in test_attention_sm80.cpp):
+//
+//   max |out - ref| <= 2 * max |naive - ref| + atol
+//
+// Grid: head dims {64, 128, 256} x (seqlen_q, seqlen_k) in {(1, 1), (113, 203), (128, 217),
+// (239, 1), (1023, 1024), (1024, 1023)} x {fp16, bf16}, each case with a masking combination
+// (causal, window, softcap) and a head layout (MHA, GQA, MQA) rotated over the grid; plus
+// problems with more work tiles than SMs (the persistent loop, Q reloaded per tile), fully
+// masked rows, and the problems the kernel declines, which must reach the sm80-class kernel
+// under AUTO. Every eligible case must report the variant "cuda.sm90.attention".
+//
+// Runs only on a compute capability 9.0 device with a library built with the sm90 kernels
+// (FLASHKIT_TEST_EXPECT_SM90_ATTENTION, set by CMake); elsewhere the cases are skipped.
+#if defined(FLASHKIT_TEST_WITH_CUDA)
+
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "attention_check.hpp"
+
+namespace {
+
+using namespace fkattn;
+using fktest::DT;
+
+constexpr const char* kSm90 = "cuda.sm90.attention";
+
+const fk_context_t* sm90() { return context_for(FK_KERNEL_FAMILY_SM90); }
+
+bool have_sm90() {
+#if defined(FLASHKIT_TEST_EXPECT_SM90_ATTENTION)
+  const fk_context_t* c = sm90();
+  if (c != nullptr) {
+    fk_context_info_t info;
+    fk_context_info_init(&info);
+    if (fk_context_get_info(c, &info) == FK_SUCCESS && info.cc_major == 9 && info.cc_minor == 0)
+      return true;
+  }
+  WARN("no compute capability 9.0 device: sm90 attention cases skipped");
+#else
+  WARN("library built without the sm90 kernels: sm90 attention cases skipped");
+#endif
+  return false;
+}
+
+Case sm90_case(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t hk, int64_t d, DT dt) {
+  Case c = batched(b, sq, sk, h, hk, d, dt);
+  c.expect_variant = kSm90;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("sm90 attention: head dims x seqlens x masks (FlashAttention tolerance)",
+          "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  const int64_t head_dims[] = {64, 128, 256};
+  const int64_t seqlens[][2] = {{1, 1}, {113, 203}, {128, 217}, {239, 1}, {1023, 1024}, {1024, 1023}};
+  const int64_t heads[][2] = {{2, 2}, {4, 2}, {3, 1}};  // MHA, GQA, MQA
+  int i = 0;
+  for (int64_t d : head_dims)
+    for (const auto& sl : seqlens)
+      for (DT dt : {DT::F16, DT::BF16}) {
+        const bool big = sl[0] * sl[1] > 1000000;
+        const auto& hh = heads[i % 3];
+        Case c = sm90_case(big ? 1 : 2, sl[0], sl[1], hh[0], hh[1], d, dt);
+        apply_mask(c, i / 2 + i % 2);  // fp16 and bf16 of one shape get different masks
+        c.pad = (i % 4 == 3) ? 8 : 0;
+        c.with_lse = i % 5 != 4;
+        run_case(sm90(), c, 7000 + uint64_t(i));
+        ++i;
+      }
+}
+
+TEST_CASE("sm90 attention: more tiles than SMs (persistent loop)", "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  Case c = sm90_case(3, 700, 700, 16, 4, 128, DT::BF16);  // 6 x 16 x 3 = 288 tiles
+  c.pr.causal = true;
+  run_case(sm90(), c, 7100);
+  Case d = sm90_case(2, 600, 650, 24, 24, 64, DT::F16);  // 240 tiles
+  run_case(sm90(), d, 7101);
+  Case e = sm90_case(2, 520, 300, 12, 3, 256, DT::BF16);  // 120 tiles, causal seqlen_q > seqlen_k
+  e.pr.causal = true;
+  run_case(sm90(), e, 7102);
+}
+
+TEST_CASE("sm90 attention: long sequence (4224, 4224)", "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  Case c = sm90_case(1, 4224, 4224, 2, 1, 128, DT::BF16);
+  c.pr.causal = true;
+  run_case(sm90(), c, 7200);
+  Case d = sm90_case(1, 4224, 4224, 1, 1, 64, DT::F16);
+  run_case(sm90(), d, 7201);
+}
+
+TEST_CASE("sm90 attention: fully masked rows", "[gpu][attention][sm90][sanitize]") {
+  if (!have_sm90()) return;
+  // Causal with seqlen_q > seqlen_k: the first rows (and whole first tiles) see no key.
+  Case c = sm90_case(2, 300, 9, 2, 2, 64, DT::F16);
+  c.pr.causal = true;
+  run_case(sm90(), c, 7300);
+  Case w = sm90_case(2, 40, 9, 2, 1, 128, DT::BF16);
+  w.pr.wl = 2;
+  w.pr.wr = 0;
+  run_case(sm90(), w, 7301);
+}
+
+TEST_CASE("sm90 attention: declined problems reach the sm80-class kernel",
+          "[gpu][attention][sm90][sanitize]") {
+  if (!have_sm90()) return;
+  const fk_context_t* autoc = context_for(FK_KERNEL_FAMILY_AUTO);
+  REQUIRE(autoc != nullptr);
+  const char* forced = std::getenv("FLASHKIT_KERNEL_FAMILY");
+  if (forced && *forced && std::string(forced) != "auto") {
+    WARN("FLASHKIT_KERNEL_FAMILY set: AUTO selection not checked");
+    return;
+  }
+  Case a = batched(1, 65, 65, 2, 2, 128, DT::BF16);  // eligible: AUTO picks the sm90 kernel
+  a.expect_variant = kSm90;
+  run_case(autoc, a, 7400);
+  Case h = batched(1, 65, 80, 2, 1, 96, DT::F16);  // head_dim 96
+  h.expect_variant = "cuda.sm80.attention";
+  run_case(autoc, h, 7401);
+  Case v;  // varlen
+  v.varlen = true;
+  v.pr.lq = {3, 0, 17, 130};
+  v.pr.lk = {5, 4, 20, 65};
+  v.pr.nheads = 2;
+  v.pr.nheads_k = 1;
+  v.pr.d = 128;
+  v.pr.dt = DT::BF16;
+  v.expect_variant = "cuda.sm80.attention";
+  run_case(autoc, v, 7402);
+  Case k0 = batched(2, 17, 0, 2, 1, 128, DT::BF16);  // seqlen_k = 0
+  k0.expect_variant = "cuda.sm80.attention";
+  run_case(autoc, k0, 7403);
+  Case s = batched(1, 33, 40, 2, 2, 64, DT::BF16);  // strides not multiples of 8 elements
+  s.pad = 3;
+  s.expect_variant = "cuda.generic.attention";
+  run_case(autoc, s, 7404);
+}
+
+#endif  // FLASHKIT_TEST_WITH_CUDA
