@@ -34,26 +34,7 @@ using fkgpu::padded;
 using fkgpu::padding_written;
 using fkgpu::rng_for;
 
-// A CUDA context with the given family forced; nullptr when the device cannot run it (then the
-// cases are skipped with a warning, e.g. on a pre-Ampere GPU).
-inline const fk_context_t* context_for(fk_kernel_family_t family) {
-  struct Holder {
-    fk_context_t* ctx = nullptr;
-    bool tried = false;
-    ~Holder() { fk_context_destroy(ctx); }
-  };
-  static Holder holders[5];
-  Holder& h = holders[int(family)];
-  if (!h.tried) {
-    h.tried = true;
-    fk_context_options_t o;
-    fk_context_options_init(&o);
-    o.backend = FK_BACKEND_CUDA;
-    o.kernel_family = family;
-    if (fk_context_create(&o, &h.ctx) != FK_SUCCESS) h.ctx = nullptr;
-  }
-  return h.ctx;
-}
+using fkgpu::context_for;
 
 // ---------------------------------------------------------------------------------------------
 // Reference: exact (float64) and naive-in-dtype attention, rows (total, heads, d) compact.

@@ -33,6 +33,37 @@ namespace fkgpu {
 
 using fktest::HostTensor;
 
+// A CUDA context on device 0 with the given kernel family forced (FK_KERNEL_FAMILY_AUTO: the
+// dispatcher's choice), created once per process and family; nullptr when the device cannot run
+// it (the suites then skip those cases with a warning, e.g. sm80 cases on a pre-Ampere GPU).
+inline const fk_context_t* context_for(fk_kernel_family_t family) {
+  struct Holder {
+    fk_context_t* ctx = nullptr;
+    bool tried = false;
+    ~Holder() { fk_context_destroy(ctx); }
+  };
+  static Holder holders[8];
+  Holder& h = holders[int(family) & 7];
+  if (!h.tried) {
+    h.tried = true;
+    fk_context_options_t o;
+    fk_context_options_init(&o);
+    o.backend = FK_BACKEND_CUDA;
+    o.kernel_family = family;
+    if (fk_context_create(&o, &h.ctx) != FK_SUCCESS) h.ctx = nullptr;
+  }
+  return h.ctx;
+}
+
+// The AUTO-family context every generic case uses; the case fails if CUDA is unusable.
+inline const fk_context_t* auto_context() {
+  const fk_context_t* c = context_for(FK_KERNEL_FAMILY_AUTO);
+  INFO("creating a CUDA context: " << fk_get_last_error_message());
+  REQUIRE(c != nullptr);
+  return c;
+}
+
+
 // A reproducible stream per test case: the run's seed mixed with the case's tag.
 inline std::mt19937_64 rng_for(uint64_t tag) {
   return std::mt19937_64(fktest::test_seed() ^ (tag * 0x9E3779B97F4A7C15ull));

@@ -38,24 +38,7 @@ using fkgpu::DeviceTensor;
 using fkgpu::padded;
 using fkgpu::rng_for;
 
-const fk_context_t* context_for(fk_kernel_family_t family) {
-  struct Holder {
-    fk_context_t* ctx = nullptr;
-    bool tried = false;
-    ~Holder() { fk_context_destroy(ctx); }
-  };
-  static Holder holders[5];
-  Holder& h = holders[int(family)];
-  if (!h.tried) {
-    h.tried = true;
-    fk_context_options_t o;
-    fk_context_options_init(&o);
-    o.backend = FK_BACKEND_CUDA;
-    o.kernel_family = family;
-    if (fk_context_create(&o, &h.ctx) != FK_SUCCESS) h.ctx = nullptr;
-  }
-  return h.ctx;
-}
+using fkgpu::context_for;
 const fk_context_t* sm80() { return context_for(FK_KERNEL_FAMILY_SM80); }
 
 double unit_roundoff(DT t) { return t == DT::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }

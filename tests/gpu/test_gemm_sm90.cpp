@@ -37,20 +37,7 @@ using fktest::HostTensor;
 using fkgpu::DeviceTensor;
 using fkgpu::rng_for;
 
-const fk_context_t* ctx() {
-  struct Holder {
-    fk_context_t* ctx = nullptr;
-    ~Holder() { fk_context_destroy(ctx); }
-  };
-  static Holder h;
-  if (!h.ctx) {
-    fk_context_options_t o;
-    fk_context_options_init(&o);
-    o.backend = FK_BACKEND_CUDA;
-    REQUIRE_FK(fk_context_create(&o, &h.ctx));
-  }
-  return h.ctx;
-}
+const fk_context_t* ctx() { return fkgpu::auto_context(); }
 
 // True when eligible problems must run on the sm90 kernel here.
 bool expect_sm90() {

@@ -36,20 +36,7 @@ using fkgpu::rng_for;
 using fkgpu::shape_str;
 
 // The CUDA context every case uses (device 0), created once.
-const fk_context_t* gpu() {
-  struct Holder {
-    fk_context_t* ctx = nullptr;
-    ~Holder() { fk_context_destroy(ctx); }
-  };
-  static Holder h;
-  if (!h.ctx) {
-    fk_context_options_t o;
-    fk_context_options_init(&o);
-    o.backend = FK_BACKEND_CUDA;
-    REQUIRE_FK(fk_context_create(&o, &h.ctx));
-  }
-  return h.ctx;
-}
+const fk_context_t* gpu() { return fkgpu::auto_context(); }
 
 // Tolerances: outputs are rounded once to their dtype (half an ulp: 2^-24, 2^-11, 2^-8
 // relative) on top of fp32 arithmetic; the bounds leave room for the fp32 accumulation.

@@ -35,23 +35,7 @@ using fkgpu::DeviceTensor;
 using fkgpu::padding_written;
 using fkgpu::rng_for;
 
-const fk_context_t* sm80_ctx() {
-  struct Holder {
-    fk_context_t* ctx = nullptr;
-    bool tried = false;
-    ~Holder() { fk_context_destroy(ctx); }
-  };
-  static Holder h;
-  if (!h.tried) {
-    h.tried = true;
-    fk_context_options_t o;
-    fk_context_options_init(&o);
-    o.backend = FK_BACKEND_CUDA;
-    o.kernel_family = FK_KERNEL_FAMILY_SM80;
-    if (fk_context_create(&o, &h.ctx) != FK_SUCCESS) h.ctx = nullptr;
-  }
-  return h.ctx;
-}
+const fk_context_t* sm80_ctx() { return fkgpu::context_for(FK_KERNEL_FAMILY_SM80); }
 
 bool have_sm80() {
   if (sm80_ctx() == nullptr) {

@@ -34,6 +34,7 @@
 #include "cuda/common/dtype.cuh"
 #include "cuda/common/fftconv_plan_cache.h"
 #include "cuda/common/scratch.h"
+#include "cuda/fftconv/common/conv_io.cuh"
 
 namespace flashkit {
 namespace cuda {
@@ -49,17 +50,13 @@ constexpr int64_t kSpectrumBudget = int64_t(1) << 30;
 // Workspace of the four-step path: rows in flight * N * 8 bytes stays under this.
 constexpr int64_t kRowBudget = int64_t(256) << 20;
 
-struct FftArgs {
-  DType dtype, k_dtype, d_dtype;
-  FFTConvMode mode;
-  int64_t batch, channels, L, filter_len, N;
-  const void* u;
-  const void* k;
-  const void* D;
-  const void* pre;
-  const void* post;
-  void* y;
-  int64_t u_bs, u_cs, y_bs, y_cs, pre_bs, pre_cs, post_bs, post_cs, k_cs;
+using conv::cmul;
+using conv::cmul_conj;
+using conv::load_v;
+using conv::log2_exact;
+using conv::twiddle_kernel;
+
+struct FftArgs : conv::ConvIO {
   const float2* tw;  // tw[t] = exp(-2 pi i t / N), t < N / 2
   int log_n;
   // Four-step split (only when N exceeds one block's shared memory): N = N1 * N2, column tiles
@@ -67,13 +64,6 @@ struct FftArgs {
   int log_n1, log_n2, log_c;
   int64_t pairs;  // ceil(batch / 2): row pairs per channel
 };
-
-__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
-  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
-__device__ __forceinline__ float2 cmul_conj(float2 a, float2 b) {  // a * conj(b)
-  return make_float2(a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y);
-}
 
 // W_N^e for any e >= 0, from the half table (W_N^(e + N/2) = -W_N^e).
 __device__ __forceinline__ float2 twiddle(const FftArgs& a, int64_t e) {
@@ -135,12 +125,6 @@ __device__ void fft_dit_inverse(float2* buf, int log_n, int log_count, const Fft
 }
 
 // v = pregate * u at (b, c, n).
-__device__ __forceinline__ float load_v(const FftArgs& a, int64_t b, int64_t c, int64_t n) {
-  float x = load_float(a.u, a.dtype, b * a.u_bs + c * a.u_cs + n);
-  if (a.pre != nullptr) x *= load_float(a.pre, a.dtype, b * a.pre_bs + c * a.pre_cs + n);
-  return x;
-}
-
 // Element n of the zero-padded complex signal of row pair `pair` of channel c.
 __device__ __forceinline__ float2 load_signal(const FftArgs& a, int64_t c, int64_t pair,
                                               int64_t n) {
@@ -153,35 +137,10 @@ __device__ __forceinline__ float2 load_signal(const FftArgs& a, int64_t c, int64
   return z;
 }
 
-// Element n of channel c's length-N filter, already scaled by 1/N (the inverse FFT's factor).
-// - causal: taps s >= L never reach an output t < L, so the filter is cut at min(filter_len, L);
-//   that is also what makes fft_size >= L + min(filter_len, L) - 1 alias-free.
-// - circular: the filter zero-padded to N.
-// - bidirectional (filter_len = 2R + 1): tap j in [-R, R] goes to index j mod N; taps with
-//   |j| >= L never reach an output, and with R' = min(R, L - 1) and N >= L + R' the wrapped
-//   taps only meet the zero padding of v.
+// Element n of channel c's length-N filter (conv::load_filter's placement per mode), already
+// scaled by 1/N (the inverse FFT's factor).
 __device__ __forceinline__ float load_filter(const FftArgs& a, int64_t c, int64_t n) {
-  int64_t idx = -1;
-  switch (a.mode) {
-    case FFTConvMode::Causal:
-      if (n < min(a.filter_len, a.L)) idx = n;
-      break;
-    case FFTConvMode::Circular:
-      if (n < a.filter_len) idx = n;
-      break;
-    case FFTConvMode::Bidirectional: {
-      const int64_t R = (a.filter_len - 1) / 2;
-      const int64_t Rp = min(R, a.L - 1);
-      if (n <= Rp) {
-        idx = R + n;
-      } else if (n >= a.N - Rp) {
-        idx = R - (a.N - n);
-      }
-      break;
-    }
-  }
-  if (idx < 0) return 0.0f;
-  return load_float(a.k, a.k_dtype, c * a.k_cs + idx) * (1.0f / static_cast<float>(a.N));
+  return conv::load_filter(a, c, n, 1.0f / static_cast<float>(a.N));
 }
 
 // Writes y at (b0, c, n) and (b0 + 1, c, n) from the two halves of the complex result.
@@ -202,16 +161,6 @@ __device__ __forceinline__ void store_output(const FftArgs& a, int64_t c, int64_
 
 // tw[t] = exp(-2 pi i t / N), rounded once from double precision (sincospi is exact in its
 // argument's scaling, so the table carries no accumulated error).
-__global__ void twiddle_kernel(float2* tw, int64_t n) {
-  const int64_t half = n / 2;
-  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < half;
-       t += int64_t(gridDim.x) * blockDim.x) {
-    double s, c;
-    sincospi(-2.0 * static_cast<double>(t) / static_cast<double>(n), &s, &c);
-    tw[t] = make_float2(static_cast<float>(c), static_cast<float>(s));
-  }
-}
-
 // ---- fft_size <= 8192: everything in one block ---------------------------------------------
 
 // spec[cl * N + .] = DIF(filter of channel c0 + cl) / N, for cl < count.
@@ -401,10 +350,8 @@ fk_status_t launch_twiddles(float2* tw, int64_t n, cudaStream_t stream) {
 }
 
 fk_status_t allow_smem(const void* kernel, size_t bytes) {
-  if (bytes <= 48 * 1024) return FK_SUCCESS;
-  return check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(bytes)),
-               "cuda.generic.fftconv: cudaFuncSetAttribute(max dynamic shared memory)");
+  return conv::allow_smem(kernel, bytes,
+                          "cuda.generic.fftconv: cudaFuncSetAttribute(max dynamic shared memory)");
 }
 
 int block_threads(int64_t butterflies) {
@@ -472,12 +419,6 @@ fk_status_t run_convolution(const FftArgs& a, bool four_step, const float2* spec
   return FK_SUCCESS;
 }
 
-int log2_exact(int64_t n) {
-  int l = 0;
-  while ((int64_t(1) << l) < n) ++l;
-  return l;
-}
-
 }  // namespace
 
 fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
@@ -495,30 +436,7 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   FK_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
 
   FftArgs a;
-  a.dtype = p.dtype;
-  a.k_dtype = p.k_dtype;
-  a.d_dtype = p.d_dtype;
-  a.mode = p.mode;
-  a.batch = p.batch;
-  a.channels = p.channels;
-  a.L = p.seqlen;
-  a.filter_len = p.filter_len;
-  a.N = N;
-  a.u = p.u;
-  a.k = p.k;
-  a.D = p.D;
-  a.pre = p.pregate;
-  a.post = p.postgate;
-  a.y = p.y;
-  a.u_bs = p.u_batch_stride;
-  a.u_cs = p.u_channel_stride;
-  a.y_bs = p.y_batch_stride;
-  a.y_cs = p.y_channel_stride;
-  a.pre_bs = p.pre_batch_stride;
-  a.pre_cs = p.pre_channel_stride;
-  a.post_bs = p.post_batch_stride;
-  a.post_cs = p.post_channel_stride;
-  a.k_cs = p.k_channel_stride;
+  static_cast<conv::ConvIO&>(a) = conv::conv_io(p);
   a.log_n = log2_exact(N);
   a.pairs = (p.batch + 1) / 2;
   const bool four_step = a.log_n > kLogSmemFFT;

@@ -56,6 +56,7 @@
 #include "cuda/common/dtype.cuh"
 #include "cuda/common/fftconv_plan_cache.h"
 #include "cuda/common/scratch.h"
+#include "cuda/fftconv/common/conv_io.cuh"
 
 namespace flashkit {
 namespace cuda {
@@ -65,17 +66,13 @@ namespace {
 constexpr int kMinLogN = 8;   // fft_size 256: M = 128, one 16 x 8 tile
 constexpr int kMaxLogN = 15;  // fft_size 32768: M = 16384 complex fp32 = 128 KB of shared memory
 
-struct Args {
-  DType dtype, k_dtype, d_dtype;
-  FFTConvMode mode;
-  int64_t batch, channels, L, filter_len, N;
-  const void* u;
-  const void* k;
-  const void* D;
-  const void* pre;
-  const void* post;
-  void* y;
-  int64_t u_bs, u_cs, y_bs, y_cs, pre_bs, pre_cs, post_bs, post_cs, k_cs;
+using conv::cmul;
+using conv::cmul_conj;
+using conv::load_v;
+using conv::log2_exact;
+using conv::twiddle_kernel;
+
+struct Args : conv::ConvIO {
   const float2* tw;  // tw[e] = exp(-2 pi i e / N), e < N / 2
   // The radix-16 stages' twiddles in the order the lanes use them (lane_tw_index), so that a
   // warp reads 256 contiguous bytes per twiddle instead of gathering 32 scattered ones.
@@ -88,13 +85,6 @@ struct Args {
   // elements per array, a multiple of 8) while the current row is transformed.
   int stage_len;
 };
-
-__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
-  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
-__device__ __forceinline__ float2 cmul_conj(float2 a, float2 b) {  // a * conj(b)
-  return make_float2(a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y);
-}
 
 // W_N^e for any e >= 0 (W_N^(e + N/2) = -W_N^e); branch-free so that loads can be batched.
 __device__ __forceinline__ float2 tw_n(const Args& a, int64_t e) {
@@ -233,37 +223,10 @@ __device__ __forceinline__ float cvt16(uint16_t r, bool bf16) {
   return bf16 ? __uint_as_float(uint32_t(r) << 16) : __half2float(__ushort_as_half(r));
 }
 
-// v = pregate * u at (b, c, t), t < L.
-__device__ __forceinline__ float load_v(const Args& a, int64_t b, int64_t c, int64_t t) {
-  float x = load_float(a.u, a.dtype, b * a.u_bs + c * a.u_cs + t);
-  if (a.pre != nullptr) x *= load_float(a.pre, a.dtype, b * a.pre_bs + c * a.pre_cs + t);
-  return x;
-}
-
-// Element t (< N) of channel c's real length-N filter (same placement as generic/):
-// causal cut at min(filter_len, L); circular zero-padded; bidirectional taps j in [-R', R'] at
-// j mod N with R' = min(R, L - 1).
+// Element t (< N) of channel c's real length-N filter (conv::load_filter's placement, the same
+// as generic/), unscaled: the spectrum kernel folds the scale in.
 __device__ __forceinline__ float load_filter(const Args& a, int64_t c, int64_t t) {
-  int64_t idx = -1;
-  switch (a.mode) {
-    case FFTConvMode::Causal:
-      if (t < min(a.filter_len, a.L)) idx = t;
-      break;
-    case FFTConvMode::Circular:
-      if (t < a.filter_len) idx = t;
-      break;
-    case FFTConvMode::Bidirectional: {
-      const int64_t R = (a.filter_len - 1) / 2;
-      const int64_t Rp = min(R, a.L - 1);
-      if (t <= Rp) {
-        idx = R + t;
-      } else if (t >= a.N - Rp) {
-        idx = R - (a.N - t);
-      }
-      break;
-    }
-  }
-  return idx < 0 ? 0.0f : load_float(a.k, a.k_dtype, c * a.k_cs + idx);
+  return conv::load_filter(a, c, t, 1.0f);
 }
 
 // z[n] = x[2n] + i x[2n + 1] of the real row being transformed: the signal (b, c) or, for
@@ -645,16 +608,6 @@ __global__ void __launch_bounds__(256, 2) conv_kernel(const Args a, const float2
 }
 
 // tw[e] = exp(-2 pi i e / n), e < n / 2, rounded once from double precision.
-__global__ void twiddle_kernel(float2* tw, int64_t n) {
-  const int64_t half = n / 2;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < half;
-       e += int64_t(gridDim.x) * blockDim.x) {
-    double s, c;
-    sincospi(-2.0 * static_cast<double>(e) / static_cast<double>(n), &s, &c);
-    tw[e] = make_float2(static_cast<float>(c), static_cast<float>(s));
-  }
-}
-
 // lane_tw for every radix-16 stage of an N-point plan (M = N / 2), from double precision.
 __global__ void lane_twiddle_kernel(float2* lt, int log_n) {
   const int log_m = log_n - 1, stages = log_m / 4, tiles = 1 << (log_m - 7);
@@ -713,12 +666,6 @@ struct Sm80Cache {
   }
 };
 
-int log2_exact(int64_t n) {
-  int l = 0;
-  while ((int64_t(1) << l) < n) ++l;
-  return l;
-}
-
 size_t smem_bytes(int64_t N) { return sizeof(float2) * static_cast<size_t>(N / 2); }
 
 int threads_for(int log_m) {
@@ -764,10 +711,8 @@ fk_status_t launch_twiddles(float2* tw, int log_n, cudaStream_t stream) {
 }
 
 fk_status_t allow_smem(const void* kernel, size_t bytes) {
-  if (bytes <= 48 * 1024) return FK_SUCCESS;
-  return check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(bytes)),
-               "cuda.sm80.fftconv: cudaFuncSetAttribute(max dynamic shared memory)");
+  return conv::allow_smem(kernel, bytes,
+                          "cuda.sm80.fftconv: cudaFuncSetAttribute(max dynamic shared memory)");
 }
 
 fk_status_t compute_spectrum(const Args& a, float2* spec, cudaStream_t stream) {
@@ -837,30 +782,7 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   FK_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
 
   Args a;
-  a.dtype = p.dtype;
-  a.k_dtype = p.k_dtype;
-  a.d_dtype = p.d_dtype;
-  a.mode = p.mode;
-  a.batch = p.batch;
-  a.channels = p.channels;
-  a.L = p.seqlen;
-  a.filter_len = p.filter_len;
-  a.N = N;
-  a.u = p.u;
-  a.k = p.k;
-  a.D = p.D;
-  a.pre = p.pregate;
-  a.post = p.postgate;
-  a.y = p.y;
-  a.u_bs = p.u_batch_stride;
-  a.u_cs = p.u_channel_stride;
-  a.y_bs = p.y_batch_stride;
-  a.y_cs = p.y_channel_stride;
-  a.pre_bs = p.pre_batch_stride;
-  a.pre_cs = p.pre_channel_stride;
-  a.post_bs = p.post_batch_stride;
-  a.post_cs = p.post_channel_stride;
-  a.k_cs = p.k_channel_stride;
+  static_cast<conv::ConvIO&>(a) = conv::conv_io(p);
   a.log_n = log2_exact(N);
   a.log_m = a.log_n - 1;
   a.stages = a.log_m / 4;
