@@ -308,39 +308,6 @@ __global__ void __launch_bounds__(kThreads) columns_inverse_kernel(const FftArgs
 
 // ---- host side -------------------------------------------------------------------------------
 
-// Per-plan state of this family: the twiddle table and (filter_constant) one cached spectrum.
-// Buffers are made on some call's stream; `ready` events let calls on other streams wait.
-struct Spectrum {
-  int device = -1;
-  const void* k = nullptr;
-  DType k_dtype = DType::F32;
-  int64_t k_cs = 0, channels = 0, filter_len = 0, L = 0, N = 0;
-  FFTConvMode mode = FFTConvMode::Causal;
-  float2* data = nullptr;
-  cudaEvent_t ready = nullptr;
-  ~Spectrum() {
-    // Runs when a newer spectrum replaces this one or the plan is destroyed. cudaFree waits for
-    // the device, so calls still reading this buffer on other streams finish first.
-    DeviceGuard guard(device);
-    if (ready) (void)cudaEventDestroy(ready);
-    if (data) (void)cudaFree(data);
-  }
-};
-
-struct GenericCache {
-  int device = -1;
-  int64_t N = 0;
-  float2* twiddles = nullptr;
-  cudaEvent_t twiddles_ready = nullptr;
-  std::shared_ptr<Spectrum> spectrum;
-  ~GenericCache() {
-    spectrum.reset();
-    DeviceGuard guard(device);
-    if (twiddles_ready) (void)cudaEventDestroy(twiddles_ready);
-    if (twiddles) (void)cudaFree(twiddles);
-  }
-};
-
 fk_status_t launch_twiddles(float2* tw, int64_t n, cudaStream_t stream) {
   const int64_t half = n / 2;
   if (half == 0) return FK_SUCCESS;
@@ -453,65 +420,32 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   ScratchArena arena(ctx);
   const int64_t spec_row_bytes = N * static_cast<int64_t>(sizeof(float2));
   const int64_t spec_all_bytes = spec_row_bytes * p.channels;
-  // Keeps the plan's cached buffers alive until this call has enqueued its last kernel.
-  std::shared_ptr<void> keep_cache;
-  std::shared_ptr<Spectrum> cached_spec;
+  // The plan's cached tables, held until this call has enqueued its last kernel.
+  std::shared_ptr<FFTConvFamilyCache> family;
+  std::shared_ptr<FFTConvDeviceTable> cached_spec;
 
   // Twiddles: plan-owned when there is a plan state, else per call.
+  const size_t tw_bytes = sizeof(float2) * static_cast<size_t>(std::max<int64_t>(1, N / 2));
   if (p.state != nullptr) {
     std::lock_guard<std::mutex> lock(p.state->mutex);
-    FFTConvCudaCache* root = fftconv_cuda_cache(p.state);
-    auto g = std::static_pointer_cast<GenericCache>(root->generic);
-    if (!g || g->device != device || g->N != N) {
-      auto fresh = std::make_shared<GenericCache>();
-      fresh->device = device;
-      fresh->N = N;
-      FK_CUDA_TRY(cudaMalloc(&fresh->twiddles, sizeof(float2) * std::max<int64_t>(1, N / 2)),
-                  "fftconv: twiddle table");
-      FK_CUDA_TRY(cudaEventCreateWithFlags(&fresh->twiddles_ready, cudaEventDisableTiming),
-                  "fftconv: cudaEventCreate");
-      FK_RETURN_IF_ERROR(launch_twiddles(fresh->twiddles, N, stream));
-      FK_CUDA_TRY(cudaEventRecord(fresh->twiddles_ready, stream), "fftconv: cudaEventRecord");
-      root->generic = fresh;
-      g = fresh;
-    }
-    FK_CUDA_TRY(cudaStreamWaitEvent(stream, g->twiddles_ready, 0), "fftconv: cudaStreamWaitEvent");
-    a.tw = g->twiddles;
-    keep_cache = g;
-
+    FK_RETURN_IF_ERROR(fftconv_family_twiddles(
+        fftconv_cuda_cache(p.state)->generic, device, N, tw_bytes, stream,
+        [&](void* tw) { return launch_twiddles(static_cast<float2*>(tw), N, stream); },
+        &family));
+    a.tw = static_cast<const float2*>(family->twiddles->data);
     if (p.filter_constant && spec_all_bytes <= kSpectrumBudget) {
-      std::shared_ptr<Spectrum> s = g->spectrum;
-      const bool hit = s && s->device == device && s->k == p.k && s->k_dtype == p.k_dtype &&
-                       s->k_cs == p.k_channel_stride && s->channels == p.channels &&
-                       s->filter_len == p.filter_len && s->L == p.seqlen && s->N == N &&
-                       s->mode == p.mode;
-      if (!hit) {
-        auto fresh = std::make_shared<Spectrum>();
-        fresh->device = device;
-        fresh->k = p.k;
-        fresh->k_dtype = p.k_dtype;
-        fresh->k_cs = p.k_channel_stride;
-        fresh->channels = p.channels;
-        fresh->filter_len = p.filter_len;
-        fresh->L = p.seqlen;
-        fresh->N = N;
-        fresh->mode = p.mode;
-        FK_CUDA_TRY(cudaMalloc(&fresh->data, static_cast<size_t>(spec_all_bytes)),
-                    "fftconv: cached filter spectrum");
-        FK_CUDA_TRY(cudaEventCreateWithFlags(&fresh->ready, cudaEventDisableTiming),
-                    "fftconv: cudaEventCreate");
-        FK_RETURN_IF_ERROR(compute_spectrum(a, four_step, fresh->data, 0, p.channels, stream));
-        FK_CUDA_TRY(cudaEventRecord(fresh->ready, stream), "fftconv: cudaEventRecord");
-        g->spectrum = fresh;
-        s = fresh;
-      }
-      FK_CUDA_TRY(cudaStreamWaitEvent(stream, s->ready, 0), "fftconv: cudaStreamWaitEvent");
-      cached_spec = s;
+      FK_RETURN_IF_ERROR(fftconv_cached_spectrum(
+          *family, FFTConvSpectrumKey::of(p, device, 0), static_cast<size_t>(spec_all_bytes),
+          stream,
+          [&](void* spec) {
+            return compute_spectrum(a, four_step, static_cast<float2*>(spec), 0, p.channels,
+                                    stream);
+          },
+          &cached_spec));
     }
   } else {
     void* tw = nullptr;
-    FK_RETURN_IF_ERROR(arena.alloc(sizeof(float2) * std::max<int64_t>(1, N / 2), &tw,
-                                   "fftconv: twiddle table"));
+    FK_RETURN_IF_ERROR(arena.alloc(tw_bytes, &tw, "fftconv: twiddle table"));
     a.tw = static_cast<float2*>(tw);
     FK_RETURN_IF_ERROR(launch_twiddles(static_cast<float2*>(tw), N, stream));
   }
@@ -519,8 +453,8 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   float2* ws = nullptr;
   int64_t ws_rows = 0;
   if (cached_spec) {
-    return run_convolution(a, four_step, cached_spec->data, 0, p.channels, arena, &ws, &ws_rows,
-                           stream);
+    return run_convolution(a, four_step, static_cast<const float2*>(cached_spec->data), 0,
+                           p.channels, arena, &ws, &ws_rows, stream);
   }
   // Spectra per chunk of channels, in scratch memory reused (in stream order) by every chunk.
   const int64_t chunk =

@@ -636,35 +636,6 @@ __global__ void lane_twiddle_kernel(float2* lt, int log_n) {
 
 // ---- host side ---------------------------------------------------------------------------------
 
-struct Spectrum {
-  int device = -1;
-  const void* k = nullptr;
-  DType k_dtype = DType::F32;
-  int64_t k_cs = 0, channels = 0, filter_len = 0, L = 0, N = 0;
-  FFTConvMode mode = FFTConvMode::Causal;
-  int split = 1;
-  float2* data = nullptr;
-  cudaEvent_t ready = nullptr;
-  ~Spectrum() {
-    DeviceGuard guard(device);
-    if (ready) (void)cudaEventDestroy(ready);
-    if (data) (void)cudaFree(data);
-  }
-};
-
-struct Sm80Cache {
-  int device = -1;
-  int64_t N = 0;
-  float2* twiddles = nullptr;  // tw, then lane_tw in the same allocation
-  cudaEvent_t twiddles_ready = nullptr;
-  std::shared_ptr<Spectrum> spectrum;
-  ~Sm80Cache() {
-    spectrum.reset();
-    DeviceGuard guard(device);
-    if (twiddles_ready) (void)cudaEventDestroy(twiddles_ready);
-    if (twiddles) (void)cudaFree(twiddles);
-  }
-};
 
 size_t smem_bytes(int64_t N) { return sizeof(float2) * static_cast<size_t>(N / 2); }
 
@@ -803,72 +774,37 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
 
   ScratchArena arena(ctx);
   const int64_t spec_bytes = (N / 2 + 1) * p.channels * static_cast<int64_t>(sizeof(float2));
-  std::shared_ptr<void> keep_cache;
-  std::shared_ptr<Spectrum> cached_spec;
+  // The plan's cached tables, held until this call has enqueued its last kernel.
+  std::shared_ptr<FFTConvFamilyCache> family;
+  std::shared_ptr<FFTConvDeviceTable> cached_spec;
+  const size_t tw_bytes = sizeof(float2) * static_cast<size_t>(twiddle_count(a.log_n));
 
   if (p.state != nullptr) {
     std::lock_guard<std::mutex> lock(p.state->mutex);
-    FFTConvCudaCache* root = fftconv_cuda_cache(p.state);
-    auto g = std::static_pointer_cast<Sm80Cache>(root->sm80);
-    if (!g || g->device != device || g->N != N) {
-      auto fresh = std::make_shared<Sm80Cache>();
-      fresh->device = device;
-      fresh->N = N;
-      FK_CUDA_TRY(cudaMalloc(&fresh->twiddles,
-                             sizeof(float2) * static_cast<size_t>(twiddle_count(a.log_n))),
-                  "fftconv: twiddle table");
-      FK_CUDA_TRY(cudaEventCreateWithFlags(&fresh->twiddles_ready, cudaEventDisableTiming),
-                  "fftconv: cudaEventCreate");
-      FK_RETURN_IF_ERROR(launch_twiddles(fresh->twiddles, a.log_n, stream));
-      FK_CUDA_TRY(cudaEventRecord(fresh->twiddles_ready, stream), "fftconv: cudaEventRecord");
-      root->sm80 = fresh;
-      g = fresh;
-    }
-    FK_CUDA_TRY(cudaStreamWaitEvent(stream, g->twiddles_ready, 0), "fftconv: cudaStreamWaitEvent");
-    a.tw = g->twiddles;
-    a.lane_tw = g->twiddles + N / 2;
-    keep_cache = g;
-
+    FK_RETURN_IF_ERROR(fftconv_family_twiddles(
+        fftconv_cuda_cache(p.state)->sm80, device, N, tw_bytes, stream,
+        [&](void* tw) { return launch_twiddles(static_cast<float2*>(tw), a.log_n, stream); },
+        &family));
+    a.tw = static_cast<const float2*>(family->twiddles->data);
+    a.lane_tw = a.tw + N / 2;
     if (p.filter_constant) {
-      std::shared_ptr<Spectrum> s = g->spectrum;
-      const bool hit = s && s->device == device && s->k == p.k && s->k_dtype == p.k_dtype &&
-                       s->k_cs == p.k_channel_stride && s->channels == p.channels &&
-                       s->filter_len == p.filter_len && s->L == p.seqlen && s->N == N &&
-                       s->mode == p.mode && s->split == a.split;
-      if (!hit) {
-        auto fresh = std::make_shared<Spectrum>();
-        fresh->device = device;
-        fresh->k = p.k;
-        fresh->k_dtype = p.k_dtype;
-        fresh->k_cs = p.k_channel_stride;
-        fresh->channels = p.channels;
-        fresh->filter_len = p.filter_len;
-        fresh->L = p.seqlen;
-        fresh->N = N;
-        fresh->mode = p.mode;
-        fresh->split = a.split;
-        FK_CUDA_TRY(cudaMalloc(&fresh->data, static_cast<size_t>(spec_bytes)),
-                    "fftconv: cached filter spectrum");
-        FK_CUDA_TRY(cudaEventCreateWithFlags(&fresh->ready, cudaEventDisableTiming),
-                    "fftconv: cudaEventCreate");
-        FK_RETURN_IF_ERROR(compute_spectrum(a, fresh->data, stream));
-        FK_CUDA_TRY(cudaEventRecord(fresh->ready, stream), "fftconv: cudaEventRecord");
-        g->spectrum = fresh;
-        s = fresh;
-      }
-      FK_CUDA_TRY(cudaStreamWaitEvent(stream, s->ready, 0), "fftconv: cudaStreamWaitEvent");
-      cached_spec = s;
+      FK_RETURN_IF_ERROR(fftconv_cached_spectrum(
+          *family, FFTConvSpectrumKey::of(p, device, a.split), static_cast<size_t>(spec_bytes),
+          stream,
+          [&](void* spec) { return compute_spectrum(a, static_cast<float2*>(spec), stream); },
+          &cached_spec));
     }
   } else {
     void* tw = nullptr;
-    FK_RETURN_IF_ERROR(arena.alloc(sizeof(float2) * static_cast<size_t>(twiddle_count(a.log_n)),
-                                   &tw, "fftconv: twiddle table"));
+    FK_RETURN_IF_ERROR(arena.alloc(tw_bytes, &tw, "fftconv: twiddle table"));
     a.tw = static_cast<float2*>(tw);
     a.lane_tw = a.tw + N / 2;
     FK_RETURN_IF_ERROR(launch_twiddles(static_cast<float2*>(tw), a.log_n, stream));
   }
 
-  if (cached_spec) return run_conv(a, cached_spec->data, sm_count, stream);
+  if (cached_spec) {
+    return run_conv(a, static_cast<const float2*>(cached_spec->data), sm_count, stream);
+  }
   void* spec = nullptr;
   FK_RETURN_IF_ERROR(
       arena.alloc(static_cast<size_t>(spec_bytes), &spec, "fftconv: filter spectrum"));
