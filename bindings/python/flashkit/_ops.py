@@ -226,10 +226,8 @@ def _activation(activation):
     return _ACTIVATIONS[key]
 
 
-def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bias=None,
-         activation=None, out=None, _select=False):
-    call = _Call(ctx, [("a", a), ("b", b), ("c", c), ("bias", bias)], required=2)
-    ar, br, cr, biasr = call.refs
+def _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation):
+    """The result's shape and the fk_gemm_params_t shared by gemm and gemm_scaled."""
     _expect_rank(ar, (2, 3), "(M, K) or (batch, M, K)" if not trans_a else
                  "(K, M) or (batch, K, M)")
     _expect_rank(br, (2, 3), "(K, N) or (batch, K, N)" if not trans_b else
@@ -247,7 +245,14 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
     params.alpha = float32_arg(alpha, "alpha")
     params.beta = float32_arg(beta, "beta")
     params.activation = _activation(activation)
+    return shape, params
 
+
+def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bias=None,
+         activation=None, out=None, _select=False):
+    call = _Call(ctx, [("a", a), ("b", b), ("c", c), ("bias", bias)], required=2)
+    ar, br, cr, biasr = call.refs
+    shape, params = _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation)
     out_obj, outr = call.output("out", out, shape, cr.dtype if cr is not None else ar.dtype)
     args = [call.addr(r) for r in (ar, br, cr, biasr, outr)]
     if _select:
@@ -263,24 +268,7 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
     call = _Call(ctx, [("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("c", c),
                        ("bias", bias)], required=2)
     ar, br, sar, sbr, cr, biasr = call.refs
-    _expect_rank(ar, (2, 3), "(M, K) or (batch, M, K)" if not trans_a else
-                 "(K, M) or (batch, K, M)")
-    _expect_rank(br, (2, 3), "(K, N) or (batch, K, N)" if not trans_b else
-                 "(N, K) or (batch, N, K)")
-    _expect_rank(cr, (2, 3), "(M, N) or (batch, M, N)")
-    m = ar.shape[-1] if trans_a else ar.shape[-2]
-    n = br.shape[-2] if trans_b else br.shape[-1]
-    batches = [r.shape[0] for r in (ar, br, cr) if r is not None and r.ndim == 3]
-    shape = ((batches[0],) if batches else ()) + (m, n)
-
-    params = capi.fk_gemm_params_t()
-    capi.fk_gemm_params_init(params)
-    params.trans_a = 1 if trans_a else 0
-    params.trans_b = 1 if trans_b else 0
-    params.alpha = float32_arg(alpha, "alpha")
-    params.beta = float32_arg(beta, "beta")
-    params.activation = _activation(activation)
-
+    shape, params = _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation)
     if out_dtype is not None:
         result_dtype = _dlpack.compute_dtype(out_dtype, "out_dtype")
     elif cr is not None:
