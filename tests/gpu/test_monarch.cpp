@@ -1,11 +1,14 @@
-// The fused sm80-class Monarch and block-diagonal kernels (src/cuda/monarch/sm80/), forced
-// through a context with kernel_family = SM80, against float64 references on fresh random
-// inputs, outputs poisoned (0xFF: NaN) before every run, padding between rows checked untouched.
+// GPU suite, Monarch and block-diagonal linear: the fused sm80-class kernels
+// (src/cuda/monarch/sm80/) forced through a context with kernel_family = SM80, and every dtype
+// on the AUTO context (fp32 and the shapes the fused kernels decline run the generic kernels),
+// with caller workspaces and streams; against float64 references on fresh random inputs,
+// outputs poisoned (0xFF: NaN) before every run, padding between rows checked untouched.
 //
 // Tolerance: the kernels round the intermediate z to the input dtype (as m2's PyTorch code does
 // when it runs in fp16/bf16) and the output once; the bound per element is
 //   |out - ref| <= tol * (|ref| + rms(ref)),  tol = 4 eps (fp16: 2^-9, bf16: 2^-6)
-// plus relative L2 <= eps, with eps the dtype's unit roundoff x 2 (fp16 2^-10, bf16 2^-7).
+// plus relative L2 <= eps, with eps the dtype's unit roundoff x 2 (fp16 2^-10, bf16 2^-7;
+// fp32: 1e-5 for the fp32 accumulations of the generic kernels).
 //
 // Also: the variant select_kernel names (declined shapes go to cuda.generic.*), and a check of
 // the argument mapping against m2's blockdiag_butterfly_multiply written out here from its
@@ -86,7 +89,8 @@ std::vector<double> m2_butterfly(const std::vector<double>& x, const std::vector
 void check_close(const HostTensor& got, const std::vector<double>& ref, DT dt) {
   const std::vector<double> g = got.to_vector();
   REQUIRE(g.size() == ref.size());
-  const double eps = dt == DT::BF16 ? std::ldexp(1.0, -7) : std::ldexp(1.0, -10);
+  const double eps =
+      dt == DT::BF16 ? std::ldexp(1.0, -7) : dt == DT::F16 ? std::ldexp(1.0, -10) : 1e-5;
   double ss = 0;
   for (double v : ref) ss += v * v;
   const double rms = ref.empty() ? 0.0 : std::sqrt(ss / double(ref.size()));
@@ -124,16 +128,25 @@ struct MCase {
   int64_t pad = 0;          // extra elements per row of x and out
   uint64_t x_offset = 0;    // byte offset of x (misalignment)
   bool run = true;
-  const char* expect = "cuda.sm80.monarch";
+  const char* expect = "cuda.sm80.monarch";  // nullptr: whatever AUTO picks
   bool check_m2 = false;
+  bool auto_family = false;  // run on the AUTO context instead of the SM80-forced one
+  cudaStream_t stream = nullptr;
+  void* workspace = nullptr;
+  uint64_t workspace_bytes = 0;
 };
+
+const fk_context_t* ctx_of(bool auto_family) {
+  return auto_family ? fkgpu::auto_context() : sm80_ctx();
+}
 
 std::string describe(const MCase& c) {
   std::ostringstream o;
   o << "monarch tokens " << c.tokens << " w1 (" << c.nb1 << "," << c.q << "," << c.p << ") w2 ("
     << c.nb2 << "," << c.s << "," << c.r << ") " << fktest::dt_name(c.dt)
     << (c.bias ? " +bias " : " ") << (c.bias ? fktest::dt_name(c.bias_dt) : "") << " pad "
-    << c.pad << " x_offset " << c.x_offset << ", seed " << fktest::test_seed();
+    << c.pad << " x_offset " << c.x_offset << " workspace " << c.workspace_bytes
+    << (c.auto_family ? " (AUTO)" : " (SM80)") << ", seed " << fktest::test_seed();
   return o.str();
 }
 
@@ -160,12 +173,19 @@ void run_monarch(const MCase& c, uint64_t tag) {
   fk_monarch_params_init(&mp);
   const DLTensor* b = c.bias ? &dbias : nullptr;
   const char* variant = "?";
-  REQUIRE_FK(fk_monarch_select_kernel(sm80_ctx(), &mp, &dx, &dw1, &dw2, b, &dout, &variant));
+  const fk_context_t* ctx = ctx_of(c.auto_family);
+  REQUIRE_FK(fk_monarch_select_kernel(ctx, &mp, &dx, &dw1, &dw2, b, &dout, &variant));
   INFO("variant " << variant);
-  CHECK(std::string(variant) == c.expect);
+  if (c.expect) CHECK(std::string(variant) == c.expect);
   if (!c.run) return;
-  REQUIRE_FK(fk_monarch(sm80_ctx(), nullptr, &mp, &dx, &dw1, &dw2, b, &dout));
+  fk_launch_t launch;
+  fk_launch_init(&launch);
+  launch.stream = c.stream;
+  launch.workspace = c.workspace;
+  launch.workspace_bytes = c.workspace_bytes;
+  REQUIRE_FK(fk_monarch(ctx, &launch, &mp, &dx, &dw1, &dw2, b, &dout));
   REQUIRE_CUDA(cudaGetLastError());
+  if (c.stream) REQUIRE_CUDA(cudaStreamSynchronize(c.stream));
   dout.download();
   const std::vector<double> bv = bias.to_vector();
   const std::vector<double> xv = x.to_vector(), w1v = w1.to_vector(), w2v = w2.to_vector();
@@ -186,9 +206,11 @@ void run_monarch(const MCase& c, uint64_t tag) {
   check_close(out, ref, c.dt);
 }
 
+// expect nullptr: on the AUTO context, whatever it picks.
 void run_blockdiag(int64_t tokens, int64_t nb, int64_t q, int64_t p, DT dt, bool with_bias,
                    DT bias_dt, int64_t pad, uint64_t tag,
                    const char* expect = "cuda.sm80.blockdiag_linear") {
+  const fk_context_t* ctx = ctx_of(expect == nullptr);
   std::ostringstream desc;
   desc << "blockdiag tokens " << tokens << " w (" << nb << "," << q << "," << p << ") "
        << fktest::dt_name(dt) << (with_bias ? " +bias" : "") << " pad " << pad << ", seed "
@@ -206,10 +228,10 @@ void run_blockdiag(int64_t tokens, int64_t nb, int64_t q, int64_t p, DT dt, bool
   fk_monarch_params_init(&mp);
   const DLTensor* b = with_bias ? &dbias : nullptr;
   const char* variant = "?";
-  REQUIRE_FK(fk_blockdiag_linear_select_kernel(sm80_ctx(), &mp, &dx, &dw, b, &dout, &variant));
+  REQUIRE_FK(fk_blockdiag_linear_select_kernel(ctx, &mp, &dx, &dw, b, &dout, &variant));
   INFO("variant " << variant);
-  CHECK(std::string(variant) == expect);
-  REQUIRE_FK(fk_blockdiag_linear(sm80_ctx(), nullptr, &mp, &dx, &dw, b, &dout));
+  if (expect) CHECK(std::string(variant) == expect);
+  REQUIRE_FK(fk_blockdiag_linear(ctx, nullptr, &mp, &dx, &dw, b, &dout));
   dout.download();
   const std::vector<double> bv = bias.to_vector();
   const std::vector<double> ref =
@@ -345,6 +367,87 @@ TEST_CASE("sm80 blockdiag linear", "[gpu][monarch][blockdiag][sm80]") {
   run_blockdiag(257, 32, 128, 128, DT::BF16, true, DT::F32, 8, 505);
   run_blockdiag(5, 4, 8, 16, DT::BF16, false, DT::F32, 0, 506, "cuda.generic.blockdiag_linear");
   run_blockdiag(5, 4, 16, 16, DT::F32, false, DT::F32, 0, 507, "cuda.generic.blockdiag_linear");
+}
+
+// ---- Every dtype on the AUTO context (fp32 runs the generic kernels, fp16/bf16 the fused ones
+// where their predicates take the shape), with caller workspaces and streams -----------------
+
+TEST_CASE("gpu monarch: square blocks, nblocks 4 and 16", "[gpu][monarch]") {
+  int i = 0;
+  for (int64_t nb : {int64_t(4), int64_t(16)})
+    for (DT dt : {DT::F32, DT::F16, DT::BF16}) {
+      MCase c = square(133, nb, nb, dt, (i % 2) == 0);  // Dao et al.'s sqrt(n) x sqrt(n) blocks
+      c.auto_family = true;
+      c.expect = nullptr;
+      c.pad = (i % 3) == 1 ? 5 : 0;
+      run_monarch(c, 20000 + uint64_t(i++));
+    }
+  MCase big = square(257, 16, 64, DT::F32, true);  // n = 1024 with 16 blocks of 64
+  big.auto_family = true;
+  big.expect = nullptr;
+  run_monarch(big, 20100);
+}
+
+TEST_CASE("gpu monarch: rectangular blocks", "[gpu][monarch]") {
+  MCase c;
+  c.auto_family = true;
+  c.expect = nullptr;
+  c.dt = DT::F32;
+  c.tokens = 77;
+  c.nb1 = 4;
+  c.p = 24;
+  c.q = 12;  // mid = 48
+  c.nb2 = 16;
+  c.r = 3;
+  c.s = 5;
+  c.bias = true;
+  c.bias_dt = DT::BF16;
+  c.pad = 3;
+  run_monarch(c, 21000);
+  c.nb1 = 16;
+  c.p = 8;
+  c.q = 32;  // mid = 512
+  c.nb2 = 4;
+  c.r = 128;
+  c.s = 64;
+  c.dt = DT::BF16;
+  run_monarch(c, 21001);
+  c.dt = DT::F16;
+  c.tokens = 1;
+  run_monarch(c, 21002);
+}
+
+TEST_CASE("gpu monarch: caller workspace, tiny workspace, stream",
+          "[gpu][monarch][stream][sanitize]") {
+  cudaStream_t s = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  void* ws = nullptr;
+  REQUIRE_CUDA(cudaMalloc(&ws, 1 << 20));
+  MCase c = square(50, 4, 8, DT::F32, true);
+  c.auto_family = true;
+  c.expect = nullptr;
+  c.stream = s;
+  c.workspace = ws;
+  c.workspace_bytes = 1 << 20;  // large enough for the fp32 intermediate
+  run_monarch(c, 22000);
+  c.workspace_bytes = 64;  // too small: the library allocates instead
+  run_monarch(c, 22001);
+  c.dt = DT::BF16;  // the fused kernel on a non-default stream
+  c.p = c.q = c.r = c.s = 16;
+  run_monarch(c, 22002);
+  REQUIRE_CUDA(cudaFree(ws));
+  REQUIRE_CUDA(cudaStreamDestroy(s));
+}
+
+TEST_CASE("gpu blockdiag linear", "[gpu][monarch][blockdiag]") {
+  run_blockdiag(100, 4, 32, 32, DT::F32, true, DT::F32, 0, 23000, nullptr);
+  run_blockdiag(100, 16, 16, 16, DT::BF16, false, DT::F32, 3, 23001, nullptr);
+  run_blockdiag(31, 16, 7, 20, DT::F16, true, DT::F32, 1, 23002, nullptr);
+  run_blockdiag(5, 4, 130, 3, DT::F32, true, DT::F32, 2, 23003, nullptr);
+}
+
+TEST_CASE("gpu blockdiag linear: small", "[gpu][monarch][blockdiag][sanitize]") {
+  run_blockdiag(9, 4, 5, 6, DT::BF16, true, DT::F32, 2, 23100, nullptr);
 }
 
 #endif  // FLASHKIT_TEST_WITH_CUDA
