@@ -1,7 +1,6 @@
 // GPU suite: attention, GEMM and FFT convolution through the public C ABI on a CUDA context
-// (Monarch: test_monarch.cpp), against the float64
-// reference (tests/reference/reference.hpp), on fresh random inputs plus the edge cases each op
-// documents. Each output buffer is poisoned (0xFF bytes: NaN in every float dtype) on the device
+// (Monarch: test_monarch.cpp), against the float64 reference (tests/reference/reference.hpp),
+// on fresh random inputs plus the edge cases each op documents. Each output buffer is poisoned (0xFF bytes: NaN in every float dtype) on the device
 // before the call, so an element the kernel forgot reads back as NaN, and padding between
 // logical elements must come back still poisoned.
 //
