@@ -112,7 +112,7 @@ bool build(const DeviceCaps& caps, const GemmProblem& p, GemmParams* g, TileKind
   g->tiles_m = int32_t(tiles_m);
   g->tiles_n = int32_t(tiles_n);
   g->group_m = 8;
-  const int64_t k_tiles = ceil_div(p.K, 32);
+  const int64_t k_tiles = ceil_div(p.K, s.tile == TileKind::Big ? BigTile::BK : SmallTile::BK);
   g->splits = s.splits;
   g->k_tiles_per_split = int32_t(s.splits > 1 ? ceil_div(k_tiles, s.splits) : (k_tiles > 0 ? k_tiles : 1));
   if (s.splits > 1) g->splits = int32_t(ceil_div(k_tiles, g->k_tiles_per_split));

@@ -13,9 +13,9 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_>
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_>
 struct TileConfig {
-  static constexpr int BM = BM_, BN = BN_, BK = 32;
+  static constexpr int BM = BM_, BN = BN_, BK = BK_;
   static constexpr int WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
   static constexpr int kThreads = WARPS_M * WARPS_N * 32;
   static constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;  // warp tile
@@ -23,12 +23,12 @@ struct TileConfig {
   static constexpr int kABytes = BM * BK * 2, kBBytes = BN * BK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kSmemBytes = kStageBytes * STAGES;
-  static constexpr int kMinBlocks = kThreads >= 256 ? 1 : 3;
+  static constexpr int kMinBlocks = kThreads >= 256 ? 1 : (MI * NI >= 32 ? 2 : 3);
   static constexpr int kGroupM = 8;  // raster: tile rows per group sweeping n together
 };
 
-using BigTile = TileConfig<128, 256, 2, 4, 4>;
-using SmallTile = TileConfig<64, 64, 2, 2, 4>;
+using BigTile = TileConfig<128, 256, 32, 2, 4, 4>;
+using SmallTile = TileConfig<64, 64, 32, 2, 2, 4>;
 
 enum class TileKind : int { Big = 0, Small = 1 };
 

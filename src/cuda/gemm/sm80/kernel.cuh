@@ -27,10 +27,16 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
+// K-major tile of BK = 32 (64-byte rows: two rows per 128-byte line) or BK = 64 (one row per line).
+template <int BK>
 __device__ __forceinline__ uint32_t kmajor_off(int r, int c) {
-  const int line = r >> 1;
-  const int c8 = ((r & 1) << 2) | c;
-  return uint32_t(line * 128 + ((c8 ^ (line & 7)) << 4));
+  if constexpr (BK == 64) {
+    return uint32_t(r * 128 + ((c ^ (r & 7)) << 4));
+  } else {
+    const int line = r >> 1;
+    const int c8 = ((r & 1) << 2) | c;
+    return uint32_t(line * 128 + ((c8 ^ (line & 7)) << 4));
+  }
 }
 
 template <int COLS>
@@ -38,20 +44,20 @@ __device__ __forceinline__ uint32_t mnmajor_off(int r, int c) {
   return uint32_t(r * COLS * 2 + (((c & ~7) | ((c & 7) ^ (r & 7))) << 4));
 }
 
-// Copies one operand's ROWS x 32 tile (ROWS along m or n) per k-tile into shared memory. Each
+// Copies one operand's ROWS x BK tile (ROWS along m or n) per k-tile into shared memory. Each
 // thread owns kPer 16-byte chunks kRowsPerPass rows apart, all in the same column position, so
 // one pointer, one validity bound and one shared offset describe them all.
-template <int ROWS, bool KMAJOR, int THREADS>
+template <int ROWS, int BK, bool KMAJOR, int THREADS>
 struct TileLoader {
-  static constexpr int kChunksPerRow = KMAJOR ? 4 : ROWS / 8;  // rows: m/n (K-major) or k
+  static constexpr int kChunksPerRow = KMAJOR ? BK / 8 : ROWS / 8;  // rows: m/n (K-major) or k
   static constexpr int kRowsPerPass = THREADS / kChunksPerRow;
-  static constexpr int kTileRows = KMAJOR ? ROWS : 32;
+  static constexpr int kTileRows = KMAJOR ? ROWS : BK;
   static constexpr int kPer = kTileRows / kRowsPerPass;
   static_assert(THREADS % kChunksPerRow == 0 && kTileRows % kRowsPerPass == 0, "tile split");
-  static_assert(kRowsPerPass % 16 == 0 || !KMAJOR, "K-major passes keep the swizzle phase");
+  static_assert(kRowsPerPass % (BK == 32 ? 16 : 8) == 0 || !KMAJOR, "K-major passes keep the swizzle phase");
   static_assert(kRowsPerPass % 8 == 0, "MN-major passes keep the swizzle phase");
   static constexpr uint32_t kSmemPass =
-      KMAJOR ? uint32_t(kRowsPerPass * 64) : uint32_t(kRowsPerPass * ROWS * 2);
+      KMAJOR ? uint32_t(kRowsPerPass * BK * 2) : uint32_t(kRowsPerPass * ROWS * 2);
 
   const char* base;    // any valid address of the operand (source of zero-byte copies)
   const char* g;       // this thread's first chunk at the current k-tile
@@ -75,19 +81,19 @@ struct TileLoader {
       rows_left = extent - r0 - r;
       col = c * 8;
       colbytes = 16;
-      g = base + ((int64_t(r0) + r) * ld + int64_t(kt0) * 32 + c * 8) * 2;
+      g = base + ((int64_t(r0) + r) * ld + int64_t(kt0) * BK + c * 8) * 2;
       pass_bytes = int64_t(kRowsPerPass) * ld * 2;
-      kstep_bytes = 64;
-      soff = kmajor_off(r, c);
+      kstep_bytes = BK * 2;
+      soff = kmajor_off<BK>(r, c);
     } else {
       row0 = r;
       rows_left = 0;
       col = 0;
       const int left = extent - r0 - c * 8;
       colbytes = left >= 8 ? 16 : (left > 0 ? left * 2 : 0);
-      g = base + ((int64_t(kt0) * 32 + r) * ld + r0 + c * 8) * 2;
+      g = base + ((int64_t(kt0) * BK + r) * ld + r0 + c * 8) * 2;
       pass_bytes = int64_t(kRowsPerPass) * ld * 2;
-      kstep_bytes = int64_t(32) * ld * 2;
+      kstep_bytes = int64_t(BK) * ld * 2;
       soff = mnmajor_off<ROWS>(r, c);
     }
   }
@@ -98,11 +104,11 @@ struct TileLoader {
     for (int i = 0; i < kPer; ++i) {
       int bytes;
       if constexpr (KMAJOR) {
-        const int kleft = K - kt * 32 - col;
+        const int kleft = K - kt * BK - col;
         const int kb = kleft >= 8 ? 16 : (kleft > 0 ? kleft * 2 : 0);
         bytes = (i * kRowsPerPass < rows_left) ? kb : 0;
       } else {
-        bytes = (kt * 32 + row0 + i * kRowsPerPass < K) ? colbytes : 0;
+        bytes = (kt * BK + row0 + i * kRowsPerPass < K) ? colbytes : 0;
       }
       const char* src = bytes > 0 ? g + i * pass_bytes : base;
       cp_async_16(stage + soff + uint32_t(i) * kSmemPass, src, bytes);
@@ -159,7 +165,7 @@ __device__ __forceinline__ void store_pair(const GemmParams& p, int64_t l, int m
 template <class T, class Cfg, bool A_K, bool B_K>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(const GemmParams p) {
   extern __shared__ __align__(128) char smem[];
-  constexpr int MI = Cfg::MI, NI = Cfg::NI, S = Cfg::STAGES;
+  constexpr int MI = Cfg::MI, NI = Cfg::NI, S = Cfg::STAGES, BK = Cfg::BK, KK = BK / 16;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / Cfg::WARPS_N, wn = warp % Cfg::WARPS_N;
 
@@ -180,11 +186,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
   const uint32_t smem0 = smem_u32(smem);
 
   // Per-lane ldmatrix offsets within a stage (see the fragment layouts in primitives.cuh).
-  uint32_t a_off[A_K ? 2 : MI], b_off[B_K ? 2 : NI / 2];
+  uint32_t a_off[A_K ? KK : MI], b_off[B_K ? KK : NI / 2];
   if constexpr (A_K) {
     const int r = wm * Cfg::WTM + (lane & 7) + ((lane >> 3) & 1) * 8, hi = lane >> 4;
 #pragma unroll
-    for (int kk = 0; kk < 2; ++kk) a_off[kk] = kmajor_off(r, kk * 2 + hi);
+    for (int kk = 0; kk < KK; ++kk) a_off[kk] = kmajor_off<BK>(r, kk * 2 + hi);
   } else {
     const int r = (lane & 7) + (lane >> 4) * 8;
 #pragma unroll
@@ -194,7 +200,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
   if constexpr (B_K) {
     const int r = wn * Cfg::WTN + (lane & 7) + (lane >> 4) * 8, hi = (lane >> 3) & 1;
 #pragma unroll
-    for (int kk = 0; kk < 2; ++kk) b_off[kk] = kmajor_off(r, kk * 2 + hi);
+    for (int kk = 0; kk < KK; ++kk) b_off[kk] = kmajor_off<BK>(r, kk * 2 + hi);
   } else {
     const int r = (lane & 7) + ((lane >> 3) & 1) * 8;
 #pragma unroll
@@ -203,9 +209,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
   }
 
   for (int64_t l = blockIdx.z; l < p.batch; l += gridDim.z) {
-    TileLoader<Cfg::BM, A_K, Cfg::kThreads> la(
+    TileLoader<Cfg::BM, BK, A_K, Cfg::kThreads> la(
         static_cast<const T*>(p.a) + l * p.a_batch_stride, p.a_ld, m0, p.M, p.K, kt0, tid);
-    TileLoader<Cfg::BN, B_K, Cfg::kThreads> lb(
+    TileLoader<Cfg::BN, BK, B_K, Cfg::kThreads> lb(
         static_cast<const T*>(p.b) + l * p.b_batch_stride, p.b_ld, n0, p.N, p.K, kt0, tid);
 
     float acc[MI][NI][4];
@@ -232,7 +238,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi) {
         if constexpr (A_K) {
-          ldsm_x4(af[buf][mi], sa + a_off[kk] + uint32_t(mi * 16 * 64));
+          ldsm_x4(af[buf][mi], sa + a_off[kk] + uint32_t(mi * 16 * BK * 2));
         } else {
           ldsm_x4_trans(af[buf][mi], sa + a_off[mi] + uint32_t(kk * 16 * Cfg::BM * 2));
         }
@@ -241,7 +247,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
       for (int pi = 0; pi < NI / 2; ++pi) {
         uint32_t r[4];
         if constexpr (B_K) {
-          ldsm_x4(r, sb + b_off[kk] + uint32_t(pi * 16 * 64));
+          ldsm_x4(r, sb + b_off[kk] + uint32_t(pi * 16 * BK * 2));
         } else {
           ldsm_x4_trans(r, sb + b_off[pi] + uint32_t(kk * 16 * Cfg::BN * 2));
         }
@@ -259,13 +265,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
 
     for (int it = 0; it < nk; ++it) {
 #pragma unroll
-      for (int kk = 0; kk < 2; ++kk) {
-        if (kk == 1) {
+      for (int kk = 0; kk < KK; ++kk) {
+        if (kk == KK - 1) {
           cp_async_wait<S - 2>();
           __syncthreads();
           read_stage = read_stage == S - 1 ? 0 : read_stage + 1;
         }
-        load_frags((kk + 1) & 1, smem0 + uint32_t(read_stage * Cfg::kStageBytes), (kk + 1) & 1);
+        load_frags((kk + 1) & 1, smem0 + uint32_t(read_stage * Cfg::kStageBytes), (kk + 1) % KK);
         if (kk == 0) {
           if (it + S - 1 < nk) {
             const uint32_t st = smem0 + uint32_t(write_stage * Cfg::kStageBytes);
@@ -280,7 +286,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
 #pragma unroll
           for (int j = 0; j < NI; ++j) {
             const int ni = (mi & 1) ? NI - 1 - j : j;  // serpentine: reuse the last B fragment
-            Elt<T>::mma(acc[mi][ni], af[kk][mi], bf[kk][ni][0], bf[kk][ni][1]);
+            Elt<T>::mma(acc[mi][ni], af[kk & 1][mi], bf[kk & 1][ni][0], bf[kk & 1][ni][1]);
           }
       }
     }
