@@ -25,6 +25,14 @@ struct TileConfig {
   static constexpr int kSmemBytes = kStageBytes * STAGES;
   static constexpr int kMinBlocks = kThreads >= 256 ? 1 : (MI * NI >= 32 ? 2 : 3);
   static constexpr int kGroupM = 8;  // raster: tile rows per group sweeping n together
+  // Epilogue staging in the (then idle) pipeline stages: fp32 rows of BN + 8 floats (the pad
+  // puts the 8 fragment rows of a half-warp float2 store on distinct banks), as many warp rows
+  // per pass as fit.
+  static constexpr int kEpiLd = BN + 8;
+  static constexpr int kEpiWarpRows = (BM * kEpiLd * 4 <= kSmemBytes) ? WARPS_M : 1;
+  static constexpr int kEpiPasses = WARPS_M / kEpiWarpRows;
+  static constexpr int kEpiRows = kEpiWarpRows * WTM;
+  static_assert(kEpiRows * kEpiLd * 4 <= kSmemBytes, "epilogue staging fits the stages");
 };
 
 using BigTile = TileConfig<128, 256, 32, 2, 4, 4>;

@@ -2,9 +2,10 @@
 // XOR-swizzled shared-memory tiles, filled by a multistage cp.async pipeline (STAGES - 1 k-tiles
 // in flight), with the next k16 step's fragments loaded into a second register set while the
 // current step's MMAs issue. One CTA computes one BM x BN output tile of one batch entry (and
-// one K range when split); tails in M, N and K are zero-filled by the copies themselves.
+// one K range when split); tails in M, N and K are zero-filled by the copies themselves. The
+// epilogue stages the accumulators through the idle pipeline stages and writes D row by row.
 //
-// Shared-memory tiles (BK = 32):
+// Shared-memory tiles (BK = 32; BK = 64 uses one 128-byte row per line):
 //   K-major operand: BM (or BN) rows of 32 elements = 64 bytes = 4 chunks of 16 bytes. Two rows
 //     share a 128-byte line whose 8 chunks are XOR-permuted by the line index, so the 8 row
 //     addresses of one ldmatrix matrix fall on 8 different 16-byte bank groups.
@@ -117,7 +118,7 @@ struct TileLoader {
   }
 };
 
-// Stores one output element pair (n, n+1) of row m in batch l, or the raw fp32 sums of a split.
+// alpha * acc + beta * C + bias, then the activation, for output element (m, n) of batch l.
 __device__ __forceinline__ float epilogue_value(const GemmParams& p, int64_t l, int m, int n,
                                                 float acc) {
   float x = p.alpha * acc;
@@ -130,6 +131,7 @@ __device__ __forceinline__ float epilogue_value(const GemmParams& p, int64_t l, 
   return activate(x, p.activation);
 }
 
+// Stores output elements (m, n) and (m, n + 1) when inside D, or their raw fp32 sums when split.
 __device__ __forceinline__ void store_pair(const GemmParams& p, int64_t l, int m, int n, float v0,
                                            float v1, int split) {
   if (m >= p.M || n >= p.N) return;
@@ -291,19 +293,41 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
       }
     }
     cp_async_wait<0>();
+    __syncthreads();  // every warp is done with the stages: they now stage the accumulators
 
+    // Epilogue through shared memory: each pass stages the fp32 accumulators of kEpiRows tile
+    // rows, then all threads walk them in column pairs (coalesced C reads and D writes, and one
+    // copy of the epilogue code rather than one per accumulator register).
+    float* staged = reinterpret_cast<float*>(smem);
+    constexpr int kLd = Cfg::kEpiLd;
     const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll 1
+    for (int pass = 0; pass < Cfg::kEpiPasses; ++pass) {
+      if (wm / Cfg::kEpiWarpRows == pass) {
+        const int row0 = (wm % Cfg::kEpiWarpRows) * Cfg::WTM;
 #pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
+        for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < NI; ++ni)
+          for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int m = m0 + wm * Cfg::WTM + mi * 16 + g + h * 8;
-          const int n = n0 + wn * Cfg::WTN + ni * 8 + 2 * t4;
-          store_pair(p, l, m, n, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], split);
-        }
-    __syncthreads();  // the next batch entry's copies overwrite the stages
+            for (int h = 0; h < 2; ++h) {
+              const int r = row0 + mi * 16 + g + h * 8;
+              const int c = wn * Cfg::WTN + ni * 8 + 2 * t4;
+              *reinterpret_cast<float2*>(staged + r * kLd + c) =
+                  make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+            }
+      }
+      __syncthreads();
+      const int mrow0 = m0 + pass * Cfg::kEpiRows;
+      constexpr int kHalfBN = Cfg::BN / 2;
+#pragma unroll 1
+      for (int i = tid; i < Cfg::kEpiRows * kHalfBN; i += Cfg::kThreads) {
+        const int r = i / kHalfBN, c = (i % kHalfBN) * 2;
+        const float2 v = *reinterpret_cast<const float2*>(staged + r * kLd + c);
+        store_pair(p, l, mrow0 + r, n0 + c, v.x, v.y, split);
+      }
+      __syncthreads();  // the staging area is rewritten by the next pass or batch entry
+    }
   }
 }
 
