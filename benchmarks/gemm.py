@@ -15,6 +15,7 @@ Shapes (issue 7): (M, N, K) in {4096^3, 8192^3, 16384^3, (8192, 8192, 1024), (16
 torch.matmul followed by torch's bias add and GELU.
 
   python3 benchmarks/gemm.py --lib build/libflashkit.so [--dtype bf16 fp16] [--layout nn tn]
+                             [--family auto|generic|sm80|sm90]
 """
 import argparse
 import ctypes
@@ -208,10 +209,12 @@ def main():
                     help="also FP8 e4m3 (fk_gemm_scaled) against torch._scaled_mm")
     ap.add_argument("--profile", type=int, nargs=3, metavar=("M", "N", "K"),
                     help="only run 3 bf16 flashkit calls of this shape (for ncu -k regex:sm90 -s 2)")
+    ap.add_argument("--family", default="auto", choices=sorted(fkbench.FAMILIES),
+                    help="force a kernel family (e.g. sm80 runs the sm80-class GEMM on Hopper)")
     ap.add_argument("--json", default=None, help="default: $OUT/gemm_bench.json")
     args = ap.parse_args()
 
-    fk = Flashkit(args.lib)
+    fk = Flashkit(args.lib, args.family)
     if args.profile:
         M, N, K = args.profile
         a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)

@@ -66,6 +66,8 @@ namespace sm80 {
 // dispatch-table row.
 bool attention_supported(const DeviceCaps&, const AttentionProblem&);
 fk_status_t attention(const ExecContext&, const AttentionProblem&);
+bool gemm_supported(const DeviceCaps&, const GemmProblem&);
+fk_status_t gemm(const ExecContext&, const GemmProblem&);
 bool monarch_supported(const DeviceCaps&, const MonarchProblem&);
 fk_status_t monarch(const ExecContext&, const MonarchProblem&);
 bool blockdiag_supported(const DeviceCaps&, const BlockdiagProblem&);

@@ -45,6 +45,10 @@ static const GemmVariant kGemm[] = {
      cuda::sm90::gemm},
 #endif
 #if defined(FLASHKIT_WITH_CUDA)
+    // mma.sync + cp.async kernel for every cc >= 8.0 device; on Hopper it runs when the sm90
+    // row declines or the SM80 family is forced.
+    {"cuda.sm80.gemm", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80, cuda::sm80::gemm_supported,
+     cuda::sm80::gemm},
     {"cuda.generic.gemm", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr, cuda::generic::gemm},
 #endif
     {"cpu.gemm", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::gemm},
