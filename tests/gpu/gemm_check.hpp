@@ -286,4 +286,204 @@ inline DT cd_by_index(int i) {
 }
 
 
+// ---- Case sets both kernel suites run (tag0 offsets the random streams per suite) ----
+
+// M, N, K in {1, 7, 127, 129} with every transpose, dtype and epilogue.
+inline void cases_small_extents(const Target& t, uint64_t tag0) {
+  const int64_t sizes[] = {1, 7, 127, 129};
+  int i = 0;
+  for (int64_t M : sizes)
+    for (int64_t N : sizes)
+      for (int64_t K : sizes) {
+        Case c;
+        c.M = M;
+        c.N = N;
+        c.K = K;
+        c.trans_a = (i & 1) != 0;
+        c.trans_b = (i & 2) != 0;
+        c.ab = ab_by_index(i / 4);
+        c.cd = cd_by_index(i / 8);
+        c.bias_dt = cd_by_index(i / 5);
+        c.act = i % 4;
+        c.with_bias = (i % 3) == 0;
+        c.with_c = (i % 5) < 2;
+        c.beta = c.with_c ? ((i % 5) == 0 ? 1.0f : -0.5f) : 0.0f;
+        c.alpha = (i % 7) == 0 ? 0.25f : 1.0f;
+        c.ld_pad = (i % 6) == 0 ? 8 : 0;
+        c.col_major_d = (i % 11) == 3;
+        run(c, tag0 + 20000 + uint64_t(i++), t);
+      }
+}
+
+// Extents of 4097: many tiles and tails in both raster orders.
+inline void cases_4097_extents(const Target& t, uint64_t tag0) {
+  const int64_t shapes[][3] = {{4097, 129, 65}, {129, 4097, 33}, {127, 130, 4097}, {300, 520, 4097}};
+  int i = 0;
+  for (const auto& s : shapes) {
+    Case c;
+    c.M = s[0];
+    c.N = s[1];
+    c.K = s[2];
+    c.trans_a = (i & 1) != 0;
+    c.trans_b = (i & 2) != 0;
+    c.ab = ab_by_index(i);
+    c.cd = cd_by_index(i);
+    c.with_bias = true;
+    c.with_c = (i % 2) == 0;
+    c.beta = c.with_c ? 0.5f : 0.0f;
+    c.act = i % 4;
+    run(c, tag0 + 21000 + uint64_t(i++), t);
+  }
+}
+
+// K = 0 writes act(beta C + bias).
+inline void cases_k0(const Target& t, uint64_t tag0) {
+  for (int act = 0; act < 4; ++act) {
+    Case c;
+    c.M = 33;
+    c.N = 300;
+    c.K = 0;
+    c.act = act;
+    c.with_c = act != 1;
+    c.beta = c.with_c ? 0.75f : 0.0f;
+    c.with_bias = act != 2;
+    c.ab = ab_by_index(act);
+    c.cd = cd_by_index(act);
+    run(c, tag0 + 23000 + uint64_t(act), t);
+  }
+}
+
+// Every epilogue on every output dtype.
+inline void cases_epilogues(const Target& t, uint64_t tag0) {
+  int i = 0;
+  for (int act = 0; act < 4; ++act)
+    for (int with_c = 0; with_c < 2; ++with_c)
+      for (int with_bias = 0; with_bias < 2; ++with_bias)
+        for (int cd = 0; cd < 3; ++cd) {
+          Case c;
+          c.M = 150;
+          c.N = 264;
+          c.K = 200;
+          c.ab = ab_by_index(i);
+          c.cd = cd_by_index(cd);
+          c.bias_dt = cd_by_index(cd + 1);
+          c.act = act;
+          c.with_c = with_c != 0;
+          c.beta = c.with_c ? 1.0f : 0.0f;
+          c.with_bias = with_bias != 0;
+          c.alpha = 0.1f;
+          run(c, tag0 + 24000 + uint64_t(i++), t);
+        }
+}
+
+// Transposes and layouts through strides.
+inline void cases_layouts(const Target& t, uint64_t tag0) {
+  int i = 0;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (int dt = 0; dt < 2; ++dt) {
+        Case c;
+        c.M = 200;
+        c.N = 300;
+        c.K = 264;
+        c.trans_a = ta != 0;
+        c.trans_b = tb != 0;
+        c.ab = ab_by_index(dt);
+        c.cd = cd_by_index(i);
+        c.with_c = true;
+        c.beta = 0.5f;
+        c.with_bias = true;
+        c.act = 2;
+        c.col_major_d = (i % 3) == 1;
+        c.ld_pad = 16;
+        run(c, tag0 + 25000 + uint64_t(i++), t);
+      }
+  Case c;  // a (M, K) column-major through its strides rather than trans_a
+  c.M = 130;
+  c.N = 250;
+  c.K = 90;
+  c.col_major_a = true;
+  c.trans_b = true;
+  c.with_bias = true;
+  run(c, tag0 + 25100, t);
+}
+
+// Strided batch and broadcast.
+inline void cases_batch(const Target& t, uint64_t tag0) {
+  Case c;
+  c.batch = 3;
+  c.M = 100;
+  c.N = 65;
+  c.K = 70;
+  c.with_c = true;
+  c.beta = 0.5f;
+  c.with_bias = true;
+  c.ld_pad = 8;
+  run(c, tag0 + 26000, t);
+  c.broadcast_b = true;
+  c.trans_b = true;
+  c.ab = DT::F16;
+  c.cd = DT::F32;
+  c.bias_dt = DT::BF16;
+  run(c, tag0 + 26001, t);
+  c.broadcast_b = false;
+  c.trans_b = false;
+  c.trans_a = true;
+  c.col_major_d = true;
+  c.ab = DT::BF16;
+  c.cd = DT::F16;
+  c.act = 3;
+  run(c, tag0 + 26002, t);
+}
+
+// Batch 65536 x (8, 64, 8): above the 65535 grid limit.
+inline void cases_batch_65536(const Target& t, uint64_t tag0) {
+  Case c;
+  c.batch = 65536;
+  c.M = 8;
+  c.N = 64;
+  c.K = 8;
+  c.with_bias = true;
+  c.act = 1;
+  run(c, tag0 + 27000, t);
+}
+
+// Unaligned operands fall back to another kernel and stay correct.
+inline void cases_unaligned(const Target& t, uint64_t tag0) {
+  // Leading dimensions of 9 and 41 elements (18 and 82 bytes): neither the copy engine (sm90)
+  // nor cp.async (sm80) can read them.
+  Case c;
+  c.M = 70;
+  c.N = 40;
+  c.K = 7;
+  c.eligible = false;
+  c.ld_pad = 1;
+  c.with_bias = true;
+  run(c, tag0 + 28000, t);
+  // fp32 inputs are not the tensor-core kernels' either.
+  Case f;
+  f.M = 65;
+  f.N = 70;
+  f.K = 33;
+  f.ab = DT::F32;
+  f.cd = DT::F32;
+  f.eligible = false;
+  run(f, tag0 + 28001, t);
+}
+
+// A non-default stream.
+inline void cases_stream(const Target& t, uint64_t tag0) {
+  cudaStream_t s = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  Case c;
+  c.M = 300;
+  c.N = 600;
+  c.K = 520;
+  c.with_bias = true;
+  c.act = 2;
+  c.stream = s;
+  run(c, tag0 + 29000, t);
+  REQUIRE_CUDA(cudaStreamDestroy(s));
+}
+
 }  // namespace fkgemm

@@ -54,57 +54,18 @@ bool expect_sm90() {
 #endif
 }
 
-void run(const Case& c, uint64_t tag) {
-  fkgemm::run(c, tag, {fkgpu::auto_context(), "cuda.sm90.gemm", expect_sm90()});
-}
+fkgemm::Target target() { return {fkgpu::auto_context(), "cuda.sm90.gemm", expect_sm90()}; }
+void run(const Case& c, uint64_t tag) { fkgemm::run(c, tag, target()); }
 
 }  // namespace
 
 TEST_CASE("sm90 gemm: M N K in {1 7 127 129} with every transpose dtype and epilogue",
           "[gpu][gemm][sm90]") {
-  const int64_t sizes[] = {1, 7, 127, 129};
-  int i = 0;
-  for (int64_t M : sizes)
-    for (int64_t N : sizes)
-      for (int64_t K : sizes) {
-        Case c;
-        c.M = M;
-        c.N = N;
-        c.K = K;
-        c.trans_a = (i & 1) != 0;
-        c.trans_b = (i & 2) != 0;
-        c.ab = ab_by_index(i / 4);
-        c.cd = cd_by_index(i / 8);
-        c.bias_dt = cd_by_index(i / 5);
-        c.act = i % 4;
-        c.with_bias = (i % 3) == 0;
-        c.with_c = (i % 5) < 2;
-        c.beta = c.with_c ? ((i % 5) == 0 ? 1.0f : -0.5f) : 0.0f;
-        c.alpha = (i % 7) == 0 ? 0.25f : 1.0f;
-        c.ld_pad = (i % 6) == 0 ? 8 : 0;
-        c.col_major_d = (i % 11) == 3;
-        run(c, 20000 + uint64_t(i++));
-      }
+  fkgemm::cases_small_extents(target(), 0);
 }
 
 TEST_CASE("sm90 gemm: extents of 4097 (many tiles and tails in both raster orders)", "[gpu][gemm][sm90]") {
-  const int64_t shapes[][3] = {{4097, 129, 65}, {129, 4097, 33}, {127, 130, 4097}, {300, 520, 4097}};
-  int i = 0;
-  for (const auto& s : shapes) {
-    Case c;
-    c.M = s[0];
-    c.N = s[1];
-    c.K = s[2];
-    c.trans_a = (i & 1) != 0;
-    c.trans_b = (i & 2) != 0;
-    c.ab = ab_by_index(i);
-    c.cd = cd_by_index(i);
-    c.with_bias = true;
-    c.with_c = (i % 2) == 0;
-    c.beta = c.with_c ? 0.5f : 0.0f;
-    c.act = i % 4;
-    run(c, 21000 + uint64_t(i++));
-  }
+  fkgemm::cases_4097_extents(target(), 0);
 }
 
 TEST_CASE("sm90 gemm: more tiles than SMs (persistent loop and grouped raster)", "[gpu][gemm][sm90]") {
@@ -168,131 +129,27 @@ TEST_CASE("sm90 gemm: split-K on grids smaller than the GPU", "[gpu][gemm][sm90]
 }
 
 TEST_CASE("sm90 gemm: K = 0 writes act(beta C + bias)", "[gpu][gemm][sm90]") {
-  for (int act = 0; act < 4; ++act) {
-    Case c;
-    c.M = 33;
-    c.N = 300;
-    c.K = 0;
-    c.act = act;
-    c.with_c = act != 1;
-    c.beta = c.with_c ? 0.75f : 0.0f;
-    c.with_bias = act != 2;
-    c.ab = ab_by_index(act);
-    c.cd = cd_by_index(act);
-    run(c, 23000 + uint64_t(act));
-  }
+  fkgemm::cases_k0(target(), 0);
 }
 
 TEST_CASE("sm90 gemm: every epilogue on every output dtype", "[gpu][gemm][sm90]") {
-  int i = 0;
-  for (int act = 0; act < 4; ++act)
-    for (int with_c = 0; with_c < 2; ++with_c)
-      for (int with_bias = 0; with_bias < 2; ++with_bias)
-        for (int cd = 0; cd < 3; ++cd) {
-          Case c;
-          c.M = 150;
-          c.N = 264;
-          c.K = 200;
-          c.ab = ab_by_index(i);
-          c.cd = cd_by_index(cd);
-          c.bias_dt = cd_by_index(cd + 1);
-          c.act = act;
-          c.with_c = with_c != 0;
-          c.beta = c.with_c ? 1.0f : 0.0f;
-          c.with_bias = with_bias != 0;
-          c.alpha = 0.1f;
-          run(c, 24000 + uint64_t(i++));
-        }
+  fkgemm::cases_epilogues(target(), 0);
 }
 
 TEST_CASE("sm90 gemm: transposes and layouts through strides", "[gpu][gemm][sm90]") {
-  int i = 0;
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb)
-      for (int dt = 0; dt < 2; ++dt) {
-        Case c;
-        c.M = 200;
-        c.N = 300;
-        c.K = 264;
-        c.trans_a = ta != 0;
-        c.trans_b = tb != 0;
-        c.ab = ab_by_index(dt);
-        c.cd = cd_by_index(i);
-        c.with_c = true;
-        c.beta = 0.5f;
-        c.with_bias = true;
-        c.act = 2;
-        c.col_major_d = (i % 3) == 1;
-        c.ld_pad = 16;
-        run(c, 25000 + uint64_t(i++));
-      }
-  Case c;  // a (M, K) column-major through its strides rather than trans_a
-  c.M = 130;
-  c.N = 250;
-  c.K = 90;
-  c.col_major_a = true;
-  c.trans_b = true;
-  c.with_bias = true;
-  run(c, 25100);
+  fkgemm::cases_layouts(target(), 0);
 }
 
 TEST_CASE("sm90 gemm: strided batch and broadcast", "[gpu][gemm][sm90]") {
-  Case c;
-  c.batch = 3;
-  c.M = 100;
-  c.N = 65;
-  c.K = 70;
-  c.with_c = true;
-  c.beta = 0.5f;
-  c.with_bias = true;
-  c.ld_pad = 8;
-  run(c, 26000);
-  c.broadcast_b = true;
-  c.trans_b = true;
-  c.ab = DT::F16;
-  c.cd = DT::F32;
-  c.bias_dt = DT::BF16;
-  run(c, 26001);
-  c.broadcast_b = false;
-  c.trans_b = false;
-  c.trans_a = true;
-  c.col_major_d = true;
-  c.ab = DT::BF16;
-  c.cd = DT::F16;
-  c.act = 3;
-  run(c, 26002);
+  fkgemm::cases_batch(target(), 0);
 }
 
 TEST_CASE("sm90 gemm: batch 65536 x (8 64 8) above the 65535 grid limit", "[gpu][gemm][sm90]") {
-  Case c;
-  c.batch = 65536;
-  c.M = 8;
-  c.N = 64;
-  c.K = 8;
-  c.with_bias = true;
-  c.act = 1;
-  run(c, 27000);
+  fkgemm::cases_batch_65536(target(), 0);
 }
 
 TEST_CASE("sm90 gemm: unaligned operands fall back and stay correct", "[gpu][gemm][sm90]") {
-  // Leading dimensions of 9 and 41 elements (18 and 82 bytes): the copy engine cannot take them.
-  Case c;
-  c.M = 70;
-  c.N = 40;
-  c.K = 7;
-  c.eligible = false;
-  c.ld_pad = 1;
-  c.with_bias = true;
-  run(c, 28000);
-  // fp32 inputs are not the sm90 kernel's either.
-  Case f;
-  f.M = 65;
-  f.N = 70;
-  f.K = 33;
-  f.ab = DT::F32;
-  f.cd = DT::F32;
-  f.eligible = false;
-  run(f, 28001);
+  fkgemm::cases_unaligned(target(), 0);
 }
 
 TEST_CASE("sm90 gemm: fp8 (e4m3/e5m2) with per-tensor, per-row and per-column scales",
@@ -351,17 +208,7 @@ TEST_CASE("sm90 gemm: fp8 (e4m3/e5m2) with per-tensor, per-row and per-column sc
 }
 
 TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {
-  cudaStream_t s = nullptr;
-  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  Case c;
-  c.M = 300;
-  c.N = 600;
-  c.K = 520;
-  c.with_bias = true;
-  c.act = 2;
-  c.stream = s;
-  run(c, 29000);
-  REQUIRE_CUDA(cudaStreamDestroy(s));
+  fkgemm::cases_stream(target(), 0);
 }
 
 #endif  // FLASHKIT_TEST_WITH_CUDA
