@@ -471,6 +471,47 @@ inline void cases_unaligned(const Target& t, uint64_t tag0) {
   run(f, tag0 + 28001, t);
 }
 
+// Split-K on grids smaller than the GPU.
+inline void cases_split_k(const Target& t, uint64_t tag0) {
+  // Few output tiles and a long K: the heuristics split K across CTAs and the last unit of each
+  // tile reduces the partials and runs the epilogue.
+  Case c;
+  c.M = 16;
+  c.N = 512;
+  c.K = 8192;
+  c.with_bias = true;
+  c.act = 2;
+  run(c, tag0 + 22100, t);
+  c.M = 128;
+  c.N = 1024;
+  c.K = 3000;
+  c.ab = DT::F16;
+  c.cd = DT::F32;
+  c.with_c = true;
+  c.beta = 0.5f;
+  c.act = 0;
+  c.trans_a = true;
+  run(c, tag0 + 22101, t);
+  c.M = 1;
+  c.N = 300;
+  c.K = 4097;
+  c.ab = DT::BF16;
+  c.cd = DT::F16;
+  c.trans_a = false;
+  c.trans_b = true;
+  c.col_major_d = true;
+  c.act = 3;
+  run(c, tag0 + 22102, t);
+  c.batch = 2;
+  c.M = 64;
+  c.N = 64;
+  c.K = 2048;
+  c.col_major_d = false;
+  c.with_c = false;
+  c.beta = 0;
+  run(c, tag0 + 22103, t);
+}
+
 // A non-default stream.
 inline void cases_stream(const Target& t, uint64_t tag0) {
   cudaStream_t s = nullptr;

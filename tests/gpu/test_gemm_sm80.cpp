@@ -101,43 +101,7 @@ TEST_CASE("sm80 gemm: big tiles with tails in every layout (4097 columns)", "[gp
 }
 
 TEST_CASE("sm80 gemm: split-K on grids smaller than the GPU", "[gpu][gemm][sm80]") {
-  // Few output tiles and a long K: the heuristics split K across CTAs and the last unit of each
-  // tile reduces the partials and runs the epilogue.
-  Case c;
-  c.M = 16;
-  c.N = 512;
-  c.K = 8192;
-  c.with_bias = true;
-  c.act = 2;
-  run(c, 122100);
-  c.M = 128;
-  c.N = 512;
-  c.K = 3000;
-  c.ab = DT::F16;
-  c.cd = DT::F32;
-  c.with_c = true;
-  c.beta = 0.5f;
-  c.act = 0;
-  c.trans_a = true;
-  run(c, 122101);
-  c.M = 1;
-  c.N = 300;
-  c.K = 4097;
-  c.ab = DT::BF16;
-  c.cd = DT::F16;
-  c.trans_a = false;
-  c.trans_b = true;
-  c.col_major_d = true;
-  c.act = 3;
-  run(c, 122102);
-  c.batch = 2;
-  c.M = 64;
-  c.N = 64;
-  c.K = 2048;
-  c.col_major_d = false;
-  c.with_c = false;
-  c.beta = 0;
-  run(c, 122103);
+  fkgemm::cases_split_k(target(), 1000000);
 }
 
 TEST_CASE("sm80 gemm: K = 0 writes act(beta C + bias)", "[gpu][gemm][sm80]") {
