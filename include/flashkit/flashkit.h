@@ -617,7 +617,10 @@ FK_API fk_status_t fk_gemm_select_kernel(const fk_context_t* context,
  * formats) with dequantisation scales applied in the epilogue in fp32, as
  * `torch._scaled_mm` and cuBLASLt's `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` define them:
  * `a` and `b` hold the quantised values `x / scale`, the scales bring them back. Products are
- * accumulated in fp32.
+ * accumulated in fp32. The factor `alpha * scale_a[m] * scale_b[n]` is formed in fp32 before it
+ * multiplies the sum (as cuBLASLt does), so it must itself be a normal fp32 number: scales whose
+ * product overflows or underflows fp32 give inf or lose precision even when the exact result
+ * would fit.
  * @param context, launch, params As for fk_gemm() (transposes, alpha, beta, activation).
  * @param a    `(M, K)` (`(K, M)` with trans_a), optionally `(batch, ., .)`: float8 e4m3fn or
  *             e5m2, or fp32/fp16/bf16 (then b has the same dtype). Any non-negative strides.

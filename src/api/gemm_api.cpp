@@ -44,20 +44,23 @@ fk_status_t load_scale(const fk_context_t* ctx, const char* name, const DLTensor
                        bool* per_element, OptTensor* view) {
   *ptr = nullptr;
   *per_element = false;
-  FK_RETURN_IF_ERROR(to_opt_view(ctx, name, s_, view));
+  FK_RETURN_IF_ERROR(to_opt_view(ctx, name, s_, view, Accept::Float32));
   if (!view->valid) return FK_SUCCESS;
   const TensorView& t = view->t;
-  if (t.dtype != DType::F32) {
-    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype must be fp32, got %s", name,
-                     dtype_name(t.dtype));
+  if (t.rank != 1) {
+    return set_error(FK_ERROR_SHAPE_MISMATCH,
+                     "%s: expected rank 1, (1,) per-tensor or (%" PRId64 ",) = (%s), got rank %d",
+                     name, full, full_name, t.rank);
   }
-  FK_RETURN_IF_ERROR(expect_rank(name, t, 1, full_name));
   if (t.shape[0] != 1 && t.shape[0] != full) {
     return set_error(FK_ERROR_SHAPE_MISMATCH,
                      "%s: length %" PRId64 " must be 1 (per-tensor) or %" PRId64 " (%s)", name,
                      t.shape[0], full, full_name);
   }
-  FK_RETURN_IF_ERROR(expect_last_contiguous(name, t, "its dimension"));
+  if (t.shape[0] > 1 && t.stride[0] != 1) {
+    return set_error(FK_ERROR_BAD_STRIDES, "%s: must be contiguous (stride 1), got stride %" PRId64,
+                     name, t.stride[0]);
+  }
   *ptr = static_cast<const float*>(t.data);
   *per_element = t.shape[0] != 1 || full == 1;
   return FK_SUCCESS;

@@ -15,6 +15,11 @@ static fk_status_t decode_dtype(const char* name, DLDataType dt, Accept accept, 
                      name, static_cast<unsigned>(dt.lanes));
   }
   const bool allow_int32 = accept == Accept::Int32;
+  if (accept == Accept::Float32) {
+    if (dt.code == kDLFloat && dt.bits == 32) { *out = DType::F32; return FK_SUCCESS; }
+    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype (code %u, %u bits) must be fp32", name,
+                     static_cast<unsigned>(dt.code), static_cast<unsigned>(dt.bits));
+  }
   if (!allow_int32) {
     if (dt.code == kDLFloat && dt.bits == 32) { *out = DType::F32; return FK_SUCCESS; }
     if (dt.code == kDLFloat && dt.bits == 16) { *out = DType::F16; return FK_SUCCESS; }
@@ -40,8 +45,11 @@ static fk_status_t decode_dtype(const char* name, DLDataType dt, Accept accept, 
                      static_cast<unsigned>(dt.code), static_cast<unsigned>(dt.bits));
   }
   return set_error(FK_ERROR_DTYPE_MISMATCH,
-                   "%s: dtype (code %u, %u bits) must be fp32, fp16 or bf16", name,
-                   static_cast<unsigned>(dt.code), static_cast<unsigned>(dt.bits));
+                   accept == Accept::FloatOrFp8
+                       ? "%s: dtype (code %u, %u bits) must be fp32, fp16, bf16, float8_e4m3fn "
+                         "(code 10) or float8_e5m2 (code 12)"
+                       : "%s: dtype (code %u, %u bits) must be fp32, fp16 or bf16",
+                   name, static_cast<unsigned>(dt.code), static_cast<unsigned>(dt.bits));
 }
 
 fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t,

@@ -15,8 +15,9 @@
 namespace flashkit {
 
 // The element types an argument may have: fp32/fp16/bf16 (the default), int32 only (index
-// tensors), or fp32/fp16/bf16 and the two fp8 types (fk_gemm_scaled's a and b).
-enum class Accept { Float, Int32, FloatOrFp8 };
+// tensors), fp32/fp16/bf16 and the two fp8 types (fk_gemm_scaled's a and b), or fp32 only
+// (fk_gemm_scaled's scales).
+enum class Accept { Float, Int32, FloatOrFp8, Float32 };
 
 // Converts `t` (named `name` in messages) into `out`, checking: not NULL; rank <= kMaxRank;
 // extents >= 0; strides >= 0; dtype one of `accept`; data not NULL when non-empty; data aligned

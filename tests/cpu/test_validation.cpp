@@ -591,7 +591,8 @@ TEST_CASE("gemm_scaled: validation rules", "[validation][gemm]") {
   SECTION("scale not fp32") {
     ScaledGemm g;
     g.sa.init(DT::F16, {3});
-    expect_error(g.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"scale_a", "fp32"});
+    expect_error(g.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"scale_a", "must be fp32"});
+    CHECK(last().find("fp16 or") == std::string::npos);  // never lists dtypes it refuses
     CHECK(g.d.all_poison());
   }
   SECTION("scale of rank 2") {
@@ -610,10 +611,16 @@ TEST_CASE("gemm_scaled: validation rules", "[validation][gemm]") {
     CHECK(g.d.all_poison());
     CHECK(h.d.all_poison());
   }
+  SECTION("an unknown 8-bit dtype: the message lists the fp8 types accepted") {
+    ScaledGemm g;
+    g.a.dl.dtype = DLDataType{11, 8, 1};  // float8_e4m3fnuz: not accepted
+    expect_error(g.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"a", "float8_e4m3fn", "float8_e5m2"});
+    CHECK(g.d.all_poison());
+  }
   SECTION("scale not contiguous") {
     ScaledGemm g;
     g.sa.init(DT::F32, {3}, {2});
-    expect_error(g.run(c.ctx), FK_ERROR_BAD_STRIDES, {"scale_a"});
+    expect_error(g.run(c.ctx), FK_ERROR_BAD_STRIDES, {"scale_a", "contiguous", "stride 2"});
     CHECK(g.d.all_poison());
   }
   SECTION("d overlapping a scale") {

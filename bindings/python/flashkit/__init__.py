@@ -163,17 +163,22 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
         scale_b: None (1), or float32 ``(1,)`` or ``(N,)`` (per column of b), contiguous.
         c, alpha, beta, bias, activation, trans_a, trans_b: as for :func:`gemm` (c and bias
             are not scaled).
-        out: optional output ``(M, N)`` / ``(batch, M, N)``, fp32/fp16/bf16.
-        out_dtype: the result's dtype when out is not given; default c's dtype, else a's when
-            a is 16/32-bit, else bfloat16.
+        out: optional output ``(M, N)`` / ``(batch, M, N)``, fp32/fp16/bf16 (the library's
+            messages call it ``d``).
+        out_dtype: the result's dtype when out is not given (float32, float16 or bfloat16);
+            default c's dtype, else a's when a is 16/32-bit, else bfloat16.
+
+    The factor ``alpha * scale_a[m] * scale_b[n]`` is formed in float32 before it multiplies
+    the sum, so it must itself be a normal float32 number.
 
     Returns:
         ``out`` (new array in a's library and device unless given).
 
     Raises:
         InvalidArgumentError: as :func:`gemm`; a fp8 with b not (or the reverse); a scale not
-            float32, not rank 1, or of length other than 1 or M (N); a scale not contiguous.
-        NotSupportedError: fp8 out.
+            float32, not rank 1, or of length other than 1 or M (N); a scale not contiguous;
+            an fp8 ``out_dtype``.
+        NotSupportedError: an fp8 ``out`` array.
     """
     return _ops.gemm_scaled(None, a, b, c, scale_a=scale_a, scale_b=scale_b, alpha=alpha,
                             beta=beta, trans_a=trans_a, trans_b=trans_b, bias=bias,
