@@ -147,3 +147,17 @@ def test_gemm_scaled_rules(rng):
         flashkit.gemm_scaled(a, ref.randn(rng, (5, 8)), trans_b=True)
     with pytest.raises(flashkit.InvalidArgumentError, match="out_dtype"):
         flashkit.gemm_scaled(a, w, trans_b=True, out_dtype="float8_e4m3fn")
+
+
+def test_gemm_batch_one_broadcasts_without_out(rng):
+    """A batch-1 operand broadcasts: the result takes the other operand's batch (no out=)."""
+    a = ref.randn(rng, (1, 5, 7))
+    b = ref.randn(rng, (3, 7, 4))
+    d = flashkit.gemm(a, b)
+    assert d.shape == (3, 5, 4)
+    ref.assert_close(d, ref.gemm(np.broadcast_to(a, (3, 5, 7)), b), "float32")
+    c = ref.randn(rng, (1, 5, 4))
+    d2 = flashkit.gemm(a, b[:1], c, beta=1.0)
+    assert d2.shape == (1, 5, 4)
+    with pytest.raises(flashkit.InvalidArgumentError, match="batch"):
+        flashkit.gemm(ref.randn(rng, (2, 5, 7)), b)

@@ -123,8 +123,8 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
     * the result's dtype is out's dtype when out is given; otherwise c's dtype, even when
       beta == 0 (``gemm(a32, b32, c16)`` returns float16); otherwise a's dtype;
     * c must match the result: dtype equal to out's, shape ``(M, N)`` or ``(1 | batch, M, N)``;
-    * without out, the result is ``(batch, M, N)`` if any of a, b, c has rank 3 (batch taken
-      from the first of them, in that order), else ``(M, N)``.
+    * without out, the result is ``(batch, M, N)`` if any of a, b, c has rank 3, batch being
+      the first of their batches other than 1 (or 1 if all are 1), else ``(M, N)``.
 
     Batched: a rank-2 operand (or one of batch 1) is broadcast over the batch.
 

@@ -235,8 +235,11 @@ def _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation
     _expect_rank(cr, (2, 3), "(M, N) or (batch, M, N)")
     m = ar.shape[-1] if trans_a else ar.shape[-2]
     n = br.shape[-2] if trans_b else br.shape[-1]
+    # The result's batch: the first batch other than 1 among a, b, c (a batch of 1 broadcasts,
+    # as in the C library), or 1 when every batched operand has batch 1.
     batches = [r.shape[0] for r in (ar, br, cr) if r is not None and r.ndim == 3]
-    shape = ((batches[0],) if batches else ()) + (m, n)
+    batch = next((bt for bt in batches if bt != 1), 1)
+    shape = ((batch,) if batches else ()) + (m, n)
 
     params = capi.fk_gemm_params_t()
     capi.fk_gemm_params_init(params)
