@@ -129,7 +129,7 @@ python_checks() {
   export PYTHONPATH=$stage/python:${PYTHONPATH:-}
   local have_model=0
   install_model && have_model=1
-  $py -m pytest -q -m gpu tests/python -p no:cacheprovider 2>&1 | tee "$out/python_gpu.log" | tail -n 15
+  $py -m pytest -q -rs -m gpu tests/python -p no:cacheprovider 2>&1 | tee "$out/python_gpu.log" | tail -n 15
   record "pytest -m gpu (torch CUDA)" "$(tail -n 1 "$out/python_gpu.log")"
   if [ "${FK_GPU_CHECK_DEMO:-1}" = 1 ] && [ -f examples/python/embed.py ]; then
     if [ $have_model = 0 ]; then

@@ -798,6 +798,26 @@ TEST_CASE("gpu fftconv: fft sizes 256..65536, every mode", "[gpu][fftconv]") {
     }
 }
 
+TEST_CASE("gpu fftconv: fft_size 2^20 and 2^22 (the largest plans)", "[gpu][fftconv]") {
+  // Issue 8's range goes to fft_size 4M: the four-step path with N1 = 512 columns. Short
+  // filters keep the direct-sum reference at ~6e8 multiply-adds.
+  ConvCase c;
+  c.mode = FK_FFTCONV_CAUSAL;
+  c.fft_size = int64_t(1) << 22;
+  c.seqlen = (int64_t(1) << 21) + 3;
+  c.filter_len = 301;
+  c.dtype = DT::F32;
+  c.with_D = true;
+  run_fftconv(c, 30500);
+  c.mode = FK_FFTCONV_BIDIRECTIONAL;
+  c.fft_size = int64_t(1) << 20;
+  c.seqlen = (int64_t(1) << 19) + 1;
+  c.dtype = DT::BF16;
+  c.channels = 2;
+  c.post = true;
+  run_fftconv(c, 30501);
+}
+
 TEST_CASE("gpu fftconv: 111 channels, gates, D, each mode", "[gpu][fftconv]") {
   int i = 0;
   for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
