@@ -8,8 +8,10 @@
 // (239, 1), (1023, 1024), (1024, 1023)} x {fp16, bf16}, each case with a masking combination
 // (causal, window, softcap) and a head layout (MHA, GQA, MQA) rotated over the grid; plus
 // problems with more work tiles than SMs (the persistent loop, Q reloaded per tile), fully
-// masked rows, and the problems the kernel declines, which must reach the sm80-class kernel
-// under AUTO. Every eligible case must report the variant "cuda.sm90.attention".
+// masked rows, the varlen form (empty sequences, sequences that end inside a tile, every mask,
+// GQA/MQA, more sequences than SMs) and the problems the kernel declines, which must reach the
+// sm80-class kernel under AUTO. Every eligible case must report the variant
+// "cuda.sm90.attention".
 //
 // Runs only on a compute capability 9.0 device with a library built with the sm90 kernels
 // (FLASHKIT_TEST_EXPECT_SM90_ATTENTION, set by CMake); elsewhere the cases are skipped.
@@ -20,6 +22,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attention_check.hpp"
 
@@ -110,6 +114,65 @@ TEST_CASE("sm90 attention: fully masked rows", "[gpu][attention][sm90][sanitize]
   run_case(sm90(), w, 7301);
 }
 
+namespace {
+
+Case sm90_varlen(std::vector<int64_t> lq, std::vector<int64_t> lk, int64_t h, int64_t hk, int64_t d,
+                 DT dt) {
+  Case c;
+  c.varlen = true;
+  c.pr.lq = std::move(lq);
+  c.pr.lk = std::move(lk);
+  c.pr.nheads = h;
+  c.pr.nheads_k = hk;
+  c.pr.d = d;
+  c.pr.dt = dt;
+  c.expect_variant = kSm90;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("sm90 attention: varlen (cu_seqlens) x head dims x masks", "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // Sequences of length 0 on either side, shorter and longer than a 128-row tile, ending inside
+  // a key tile (the next sequence's rows are in the same copy-engine box), seqlen_q > seqlen_k.
+  const std::vector<int64_t> lq = {3, 0, 130, 17, 256, 1, 300};
+  const std::vector<int64_t> lk = {5, 4, 65, 0, 256, 200, 129};
+  const int64_t head_dims[] = {64, 128, 256};
+  const int64_t heads[][2] = {{2, 2}, {4, 2}, {3, 1}};  // MHA, GQA, MQA
+  int i = 0;
+  for (int64_t d : head_dims)
+    for (int mask = 0; mask < 8; ++mask) {
+      const auto& hh = heads[i % 3];
+      Case c = sm90_varlen(lq, lk, hh[0], hh[1], d, i % 2 ? DT::BF16 : DT::F16);
+      apply_mask(c, mask);
+      c.with_lse = i % 4 != 3;
+      run_case(sm90(), c, 7500 + uint64_t(i));
+      ++i;
+    }
+}
+
+TEST_CASE("sm90 attention: varlen with more sequences than SMs", "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  std::vector<int64_t> lq, lk;
+  for (int b = 0; b < 150; ++b) {
+    lq.push_back((b * 37) % 200);        // includes empty sequences (b = 0)
+    lk.push_back(1 + (b * 53) % 260);
+  }
+  Case c = sm90_varlen(lq, lk, 4, 1, 128, DT::BF16);
+  c.pr.causal = true;
+  run_case(sm90(), c, 7600);
+  Case d = sm90_varlen(lq, lk, 2, 2, 64, DT::F16);
+  run_case(sm90(), d, 7601);
+}
+
+TEST_CASE("sm90 attention: varlen small case", "[gpu][attention][sm90][sanitize]") {
+  if (!have_sm90()) return;
+  Case c = sm90_varlen({3, 0, 17, 130}, {5, 4, 20, 65}, 2, 1, 128, DT::BF16);
+  c.pr.causal = true;
+  run_case(sm90(), c, 7700);
+}
+
 TEST_CASE("sm90 attention: declined problems reach the sm80-class kernel",
           "[gpu][attention][sm90][sanitize]") {
   if (!have_sm90()) return;
@@ -126,16 +189,11 @@ TEST_CASE("sm90 attention: declined problems reach the sm80-class kernel",
   Case h = batched(1, 65, 80, 2, 1, 96, DT::F16);  // head_dim 96
   h.expect_variant = "cuda.sm80.attention";
   run_case(autoc, h, 7401);
-  Case v;  // varlen
-  v.varlen = true;
-  v.pr.lq = {3, 0, 17, 130};
-  v.pr.lk = {5, 4, 20, 65};
-  v.pr.nheads = 2;
-  v.pr.nheads_k = 1;
-  v.pr.d = 128;
-  v.pr.dt = DT::BF16;
-  v.expect_variant = "cuda.sm80.attention";
+  Case v = sm90_varlen({3, 0, 17, 130}, {5, 4, 20, 65}, 2, 1, 128, DT::BF16);  // AUTO: sm90
   run_case(autoc, v, 7402);
+  Case v0 = sm90_varlen({3, 2}, {0, 0}, 2, 1, 128, DT::BF16);  // no key at all: declined
+  v0.expect_variant = "cuda.sm80.attention";
+  run_case(autoc, v0, 7405);
   Case k0 = batched(2, 17, 0, 2, 1, 128, DT::BF16);  // seqlen_k = 0
   k0.expect_variant = "cuda.sm80.attention";
   run_case(autoc, k0, 7403);

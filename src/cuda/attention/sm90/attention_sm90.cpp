@@ -1,12 +1,13 @@
 // Entry point and predicate of the Hopper attention kernel ("cuda.sm90.attention"): which
 // problems it takes, and the translation of an AttentionProblem into its arguments.
 //
-// It takes fp16 and bf16, head_dim exactly 64, 128 or 256, the batched form (varlen goes to the
-// sm80-class kernel), MHA/GQA/MQA, causal, sliding window, softcap and LSE, seqlen_k >= 1,
-// provided the copy engine can read Q, K and V: 16-byte aligned base pointers and row, head and
-// batch strides that are multiples of 8 elements (a stride whose extent is 1 is never used and
-// is not checked), below 2^40 bytes; the output needs the same alignment (4-byte pair stores).
-// Everything else is declined and the next row (cuda.sm80.attention) takes it.
+// It takes fp16 and bf16, head_dim exactly 64, 128 or 256, the batched form (seqlen_k >= 1) and
+// the varlen form (cu_seqlens; sequences of length 0 included), MHA/GQA/MQA, causal, sliding
+// window, softcap and LSE, provided the copy engine can read Q, K and V: 16-byte aligned base
+// pointers and row, head and batch strides that are multiples of 8 elements (a stride whose
+// extent is 1 is never used and is not checked; varlen has no batch stride), below 2^40 bytes;
+// the output needs the same alignment (4-byte pair stores). Everything else is declined and the
+// next row (cuda.sm80.attention) takes it.
 #include "cuda/attention/sm90/attention_sm90.h"
 
 #include <cuda_runtime_api.h>
@@ -57,10 +58,14 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
   if (p.device != Device::Cuda) return false;
   if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
-  if (p.varlen) return false;
   if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) return false;
   if (smem_bytes_for(int(p.head_dim)) > caps.smem_per_block_optin) return false;
-  if (p.seqlen_k < 1 || p.seqlen_q < 1) return false;
+  if (p.varlen) {
+    if (p.cu_seqlens_q == nullptr || p.cu_seqlens_k == nullptr) return false;
+    if (p.total_q > kMaxLen || p.total_k > kMaxLen || p.total_k < 1) return false;
+  } else if (p.seqlen_k < 1 || p.seqlen_q < 1) {
+    return false;
+  }
   if (p.seqlen_q > kMaxLen || p.seqlen_k > kMaxLen || p.nheads > kMaxLen || p.batch > kMaxLen)
     return false;
   if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0) return false;
@@ -68,12 +73,16 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   const int64_t m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
   if (m_blocks * p.nheads * p.batch > INT32_MAX) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.out)) return false;
-  return stride_ok(p.q_row_stride, p.seqlen_q) && stride_ok(p.q_head_stride, p.nheads) &&
-         stride_ok(p.q_batch_stride, p.batch) && stride_ok(p.o_row_stride, p.seqlen_q) &&
-         stride_ok(p.o_head_stride, p.nheads) && stride_ok(p.o_batch_stride, p.batch) &&
-         stride_ok(p.k_row_stride, p.seqlen_k) && stride_ok(p.k_head_stride, p.nheads_k) &&
-         stride_ok(p.k_batch_stride, p.batch) && stride_ok(p.v_row_stride, p.seqlen_k) &&
-         stride_ok(p.v_head_stride, p.nheads_k) && stride_ok(p.v_batch_stride, p.batch);
+  // The copy engine's view: varlen is one batch entry of total_q / total_k rows.
+  const int64_t rows_q = p.varlen ? p.total_q : p.seqlen_q;
+  const int64_t rows_k = p.varlen ? p.total_k : p.seqlen_k;
+  const int64_t batches = p.varlen ? 1 : p.batch;
+  return stride_ok(p.q_row_stride, rows_q) && stride_ok(p.q_head_stride, p.nheads) &&
+         stride_ok(p.q_batch_stride, batches) && stride_ok(p.o_row_stride, rows_q) &&
+         stride_ok(p.o_head_stride, p.nheads) && stride_ok(p.o_batch_stride, batches) &&
+         stride_ok(p.k_row_stride, rows_k) && stride_ok(p.k_head_stride, p.nheads_k) &&
+         stride_ok(p.k_batch_stride, batches) && stride_ok(p.v_row_stride, rows_k) &&
+         stride_ok(p.v_head_stride, p.nheads_k) && stride_ok(p.v_batch_stride, batches);
 }
 
 fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
@@ -84,20 +93,23 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
 
+  const int64_t rows_q = p.varlen ? p.total_q : p.seqlen_q;
+  const int64_t rows_k = p.varlen ? p.total_k : p.seqlen_k;
+  const int64_t batches = p.varlen ? 1 : p.batch;
   AttnArgs a;
   a.q = p.q;
   a.k = p.k;
   a.v = p.v;
   a.out = p.out;
   a.lse = p.lse;
-  a.q_batch_stride = tma_stride(p.q_batch_stride, p.batch);
-  a.q_row_stride = tma_stride(p.q_row_stride, p.seqlen_q);
+  a.q_batch_stride = tma_stride(p.q_batch_stride, batches);
+  a.q_row_stride = tma_stride(p.q_row_stride, rows_q);
   a.q_head_stride = tma_stride(p.q_head_stride, p.nheads);
-  a.k_batch_stride = tma_stride(p.k_batch_stride, p.batch);
-  a.k_row_stride = tma_stride(p.k_row_stride, p.seqlen_k);
+  a.k_batch_stride = tma_stride(p.k_batch_stride, batches);
+  a.k_row_stride = tma_stride(p.k_row_stride, rows_k);
   a.k_head_stride = tma_stride(p.k_head_stride, p.nheads_k);
-  a.v_batch_stride = tma_stride(p.v_batch_stride, p.batch);
-  a.v_row_stride = tma_stride(p.v_row_stride, p.seqlen_k);
+  a.v_batch_stride = tma_stride(p.v_batch_stride, batches);
+  a.v_row_stride = tma_stride(p.v_row_stride, rows_k);
   a.v_head_stride = tma_stride(p.v_head_stride, p.nheads_k);
   a.o_batch_stride = p.o_batch_stride;
   a.o_row_stride = p.o_row_stride;
@@ -105,6 +117,11 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.lse_batch_stride = p.lse_batch_stride;
   a.lse_head_stride = p.lse_head_stride;
   a.lse_row_stride = p.lse_row_stride;
+  a.cu_seqlens_q = p.varlen ? p.cu_seqlens_q : nullptr;
+  a.cu_seqlens_k = p.varlen ? p.cu_seqlens_k : nullptr;
+  a.tma_rows_q = int32_t(rows_q);
+  a.tma_rows_k = int32_t(rows_k);
+  a.tma_batch = int32_t(batches);
   a.batch = int32_t(p.batch);
   a.nheads = int32_t(p.nheads);
   a.nheads_k = int32_t(p.nheads_k);

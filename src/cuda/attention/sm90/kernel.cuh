@@ -92,13 +92,16 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     if (threadIdx.x == 0) {
       auto write_k = cutlass::make_producer_start_state<Pipeline>();
       auto write_v = cutlass::make_producer_start_state<Pipeline>();
-      int iter = 0;
-      for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t), ++iter) {
+      int iter = 0;  // tiles with rows (varlen skips the empty ones everywhere)
+      for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
         const WorkTile w = scheduler.tile(t);
+        if (w.empty) continue;
         // Q of the previous tile released by both consumer warpgroups.
         if (iter > 0) cutlass::arch::ClusterBarrier::wait(&smem.q_empty, (iter - 1) & 1);
         Mainloop::load(params.mainloop, pipe_k, pipe_v, write_k, write_v, smem.mainloop,
-                       &smem.q_full, w.m_block, w.h, w.hk, w.b, w.n_min, w.n_max);
+                       &smem.q_full, w.m_block, w.h, w.hk, a.cu_seqlens_q != nullptr ? 0 : w.b,
+                       w.row0_q, w.row0_k, w.n_min, w.n_max);
+        ++iter;
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
       pipe_k.producer_tail(write_k);
@@ -144,12 +147,21 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     const float scale = raw ? a.scale_log2 : 1.0f;
     typename Mainloop::PipelineState read_k, read_v;  // stage 0, phase 0
     int iter = 0;
-    for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t), ++iter) {
+    for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
       const WorkTile w = scheduler.tile(t);
+      if (w.empty) continue;
       OnlineSoftmax softmax;
       softmax.init();
       clear(tOrO);
       cutlass::arch::ClusterBarrier::wait(&smem.q_full, iter & 1);
+      // This warpgroup is done with Q once the tile's last S GEMM has completed, so the producer
+      // may load the next tile's Q under the last softmax, the last P V and the epilogue
+      // instead of after them (FA3 releases Q early the same way).
+      bool q_released = false;
+      auto release_q = [&]() {
+        if (!q_released) cutlass::arch::ClusterBarrier::arrive(&smem.q_empty);
+        q_released = true;
+      };
       // Scores of key tile n -> base-2 logits, masked where some row sees only part of it.
       auto logits_and_mask = [&](int n) {
         if (!raw) OnlineSoftmax::to_logits(tSrS, a.softcap != 0, a.scale_log2, a.cap_pre, a.cap_post);
@@ -158,8 +170,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           int lo[2], hi[2];
           CUTE_UNROLL
           for (int r = 0; r < 2; ++r) {
-            lo[r] = scheduler.key_lo(int64_t(w.m0) + row0 + 8 * r);
-            hi[r] = scheduler.key_hi(int64_t(w.m0) + row0 + 8 * r);
+            lo[r] = scheduler.key_lo(w, int64_t(w.m0) + row0 + 8 * r);
+            hi[r] = scheduler.key_hi(w, int64_t(w.m0) + row0 + 8 * r);
           }
           OnlineSoftmax::mask(tSrS, n0 + 2 * quad_t, lo, hi);
         }
@@ -176,6 +188,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         warpgroup_wait<0>();
         pipe_k.consumer_release(read_k);
         ++read_k;
+        if (w.n_max - 1 == w.n_min) release_q();  // that was the tile's only S GEMM
         logits_and_mask(w.n_max - 1);
         softmax.step(tSrS, scale, corr);  // O is still 0: no rescale
         convert_fragment(tSrS, tOrP);
@@ -189,6 +202,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           warpgroup_wait<1>();  // S of tile n has landed; P V of tile n + 1 may still run
           pipe_k.consumer_release(read_k);
           ++read_k;
+          if (n == w.n_min) release_q();  // the tile's last S GEMM has read Q
           logits_and_mask(n);
           softmax.step(tSrS, scale, corr);
           warpgroup_wait<0>();
@@ -224,10 +238,11 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           ++read_v;
         }
       }
-      cutlass::arch::ClusterBarrier::arrive(&smem.q_empty);  // this warpgroup is done with Q
+      release_q();  // no-op when the mainloop released Q already
       float lse[2];
       softmax.finalize(tOrO, lse);
-      store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t);
+      store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
+      ++iter;
     }
   }
 #endif

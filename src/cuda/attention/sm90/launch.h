@@ -53,8 +53,16 @@ struct AttnArgs {
   int64_t o_batch_stride = 0, o_row_stride = 0, o_head_stride = 0;
   int64_t lse_batch_stride = 0, lse_head_stride = 0, lse_row_stride = 1;
 
+  // Varlen: sequence b is rows [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of q (device memory);
+  // nullptr in the batched form.
+  const int32_t* cu_seqlens_q = nullptr;
+  const int32_t* cu_seqlens_k = nullptr;
+
   int32_t batch = 0, nheads = 0, nheads_k = 0, group = 1;  // group = nheads / nheads_k
-  int32_t seqlen_q = 0, seqlen_k = 0;
+  int32_t seqlen_q = 0, seqlen_k = 0;  // varlen: the longest sequences
+  // The copy engine's view: rows of q and of k/v per batch entry (varlen: total_q / total_k in
+  // one batch entry; batched: seqlen_q / seqlen_k in `batch` entries).
+  int32_t tma_rows_q = 0, tma_rows_k = 0, tma_batch = 0;
   int32_t head_dim = 0;
   // Window, bottom-right aligned, causal folded in as right = 0; -1 = unbounded.
   int32_t window_left = -1, window_right = -1;

@@ -14,8 +14,8 @@
 //                pairs in the same order), B = V from shared memory, read as V^T (head_dim x
 //                keys) with head_dim contiguous, the MN-major form wgmma's transpose bit takes.
 // All tiles use the 128-byte swizzle both the copy engine writes and wgmma reads conflict-free.
-// Rows past the end of a sequence come in as zeros (the copy engine's out-of-bounds fill); the
-// softmax masks the keys past the end.
+// Rows past the end of the tensor come in as zeros (the copy engine's out-of-bounds fill); the
+// softmax masks the keys past the end of a sequence (varlen: those rows are the next sequence's).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -98,9 +98,9 @@ struct Mainloop {
   static Params make_params(const AttnArgs& a) {
     using namespace cute;
     Params p;
-    p.shape_q = ShapeG{a.seqlen_q, a.head_dim, a.nheads, a.batch};
-    p.shape_k = ShapeG{a.seqlen_k, a.head_dim, a.nheads_k, a.batch};
-    p.shape_vt = ShapeG{a.head_dim, a.seqlen_k, a.nheads_k, a.batch};
+    p.shape_q = ShapeG{a.tma_rows_q, a.head_dim, a.nheads, a.tma_batch};
+    p.shape_k = ShapeG{a.tma_rows_k, a.head_dim, a.nheads_k, a.tma_batch};
+    p.shape_vt = ShapeG{a.head_dim, a.tma_rows_k, a.nheads_k, a.tma_batch};
     auto q = gmem(static_cast<const Element*>(a.q), p.shape_q,
                   StrideRowMajor{a.q_row_stride, _1{}, a.q_head_stride, a.q_batch_stride});
     auto k = gmem(static_cast<const Element*>(a.k), p.shape_k,
@@ -121,12 +121,16 @@ struct Mainloop {
 
   // Producer (one thread): the Q tile of (m_block, h, b) on `q_full`, then key/value tiles
   // n_max - 1 down to n_min (the order the consumers walk them), K(n) before V(n).
+  // Varlen: b is 0 and the tiles start at the sequence's rows row0_q / row0_k of the packed
+  // tensors (any row: the copy engine takes unaligned box coordinates); rows past the sequence
+  // belong to the next one and are masked (keys) or not stored (queries) by the consumers.
   // `p` must live in the kernel's __grid_constant__ parameter (the copy engine reads the
   // descriptors from there).
   __device__ __forceinline__ static void load(const Params& p, Pipeline& pipe_k, Pipeline& pipe_v,
                                               PipelineState& write_k, PipelineState& write_v,
                                               SharedStorage& smem, uint64_t* q_full,
                                               int32_t m_block, int32_t h, int32_t hk, int32_t b,
+                                              int32_t row0_q, int32_t row0_k,
                                               int32_t n_min, int32_t n_max) {
     using namespace cute;
     Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), SmemLayoutQ{});
@@ -135,9 +139,12 @@ struct Mainloop {
     Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q);
     Tensor mK = p.tma_k.get_tma_tensor(p.shape_k);
     Tensor mVt = p.tma_v.get_tma_tensor(p.shape_vt);
-    Tensor gQ = local_tile(mQ(_, _, h, b), Shape<BM, HD>{}, make_coord(m_block, _0{}));  // (BM, D)
-    Tensor gK = local_tile(mK(_, _, hk, b), Shape<BN, HD>{}, make_coord(_, _0{}));  // (BN, D, n)
-    Tensor gVt = local_tile(mVt(_, _, hk, b), Shape<HD, BN>{}, make_coord(_0{}, _));  // (D, BN, n)
+    Tensor gQ = local_tile(domain_offset(make_coord(row0_q, _0{}), mQ(_, _, h, b)), Shape<BM, HD>{},
+                           make_coord(m_block, _0{}));  // (BM, D)
+    Tensor gK = local_tile(domain_offset(make_coord(row0_k, _0{}), mK(_, _, hk, b)), Shape<BN, HD>{},
+                           make_coord(_, _0{}));  // (BN, D, n)
+    Tensor gVt = local_tile(domain_offset(make_coord(_0{}, row0_k), mVt(_, _, hk, b)),
+                            Shape<HD, BN>{}, make_coord(_0{}, _));  // (D, BN, n)
     auto cq = p.tma_q.get_slice(_0{});
     auto ck = p.tma_k.get_slice(_0{});
     auto cv = p.tma_v.get_slice(_0{});

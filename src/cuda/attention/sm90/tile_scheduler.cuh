@@ -5,9 +5,11 @@
 //
 // Numbering: unmasked problems put the query tiles of one (batch, head) next to each other
 // (they share K and V in L2); masked ones (causal, window) take the longest query tiles of
-// every head first (for causal, the last m blocks), so the grid ends on short tiles.
+// every head first (for causal, the last m blocks), so the grid ends on short tiles. Varlen
+// problems number ceil(max seqlen_q / kBlockM) tiles per (sequence, head); the tiles past a
+// shorter sequence's end are empty and skipped by every warpgroup alike.
 //
-// A tile's key range: row i (bottom-right aligned) sees keys [i + shift - left, i + shift +
+// A tile's key range (per sequence under varlen): row i (bottom-right aligned) sees keys [i + shift - left, i + shift +
 // right] clamped to [0, seqlen_k - 1], shift = seqlen_k - seqlen_q. Key tiles with no visible
 // key for any row of the tile are skipped (n_min, n_max); the consumers mask the tiles that
 // some row sees only partly.
@@ -23,9 +25,12 @@ namespace sm90_attention {
 
 struct WorkTile {
   int32_t m_block, h, hk, b;
-  int32_t m0;            // first query row
+  int32_t m0;            // first query row, counted from the sequence's first row
+  int32_t len_q, len_k;  // the sequence's lengths (varlen: from cu_seqlens; else the extents)
+  int32_t row0_q, row0_k;  // varlen: the sequence's first row in the packed tensors; else 0
   int32_t n_min, n_max;  // key tiles [n_min, n_max), walked from n_max - 1 down
   int32_t all_lo, all_hi;  // keys every row of the tile sees: tiles inside need no mask
+  bool empty;            // no query row (varlen: m0 >= len_q): producer and consumers skip it
 };
 
 template <int kBlockN>
@@ -38,15 +43,22 @@ struct TileScheduler {
   __device__ __forceinline__ int64_t next(int64_t t) const { return t + gridDim.x; }
   __device__ __forceinline__ bool valid(int64_t t) const { return t < a.total_tiles; }
 
-  __device__ __forceinline__ int key_lo(int64_t i) const {
-    const int64_t shift = int64_t(a.seqlen_k) - a.seqlen_q;
+  // Keys [key_lo, key_hi] that query row i of sequence (len_q, len_k) sees.
+  __device__ __forceinline__ int key_lo(int64_t i, int len_q, int len_k) const {
+    const int64_t shift = int64_t(len_k) - len_q;
     const int64_t lo = a.window_left >= 0 ? i + shift - a.window_left : 0;
-    return int(min(max(lo, int64_t(0)), int64_t(a.seqlen_k)));
+    return int(min(max(lo, int64_t(0)), int64_t(len_k)));
   }
-  __device__ __forceinline__ int key_hi(int64_t i) const {
-    const int64_t shift = int64_t(a.seqlen_k) - a.seqlen_q;
-    const int64_t hi = a.window_right >= 0 ? i + shift + a.window_right : a.seqlen_k - 1;
-    return int(max(min(hi, int64_t(a.seqlen_k) - 1), int64_t(-1)));
+  __device__ __forceinline__ int key_hi(int64_t i, int len_q, int len_k) const {
+    const int64_t shift = int64_t(len_k) - len_q;
+    const int64_t hi = a.window_right >= 0 ? i + shift + a.window_right : len_k - 1;
+    return int(max(min(hi, int64_t(len_k) - 1), int64_t(-1)));
+  }
+  __device__ __forceinline__ int key_lo(const WorkTile& w, int64_t i) const {
+    return key_lo(i, w.len_q, w.len_k);
+  }
+  __device__ __forceinline__ int key_hi(const WorkTile& w, int64_t i) const {
+    return key_hi(i, w.len_q, w.len_k);
   }
 
   __device__ __forceinline__ WorkTile tile(int64_t t) const {
@@ -64,12 +76,23 @@ struct TileScheduler {
     w.b = int32_t(bh / a.nheads);
     w.hk = w.h / a.group;
     w.m0 = w.m_block * kBlockM;
-    const int m_last = min(w.m0 + kBlockM, a.seqlen_q) - 1;
-    const int lo = key_lo(w.m0), hi = key_hi(m_last);
+    if (a.cu_seqlens_q != nullptr) {
+      w.row0_q = a.cu_seqlens_q[w.b];
+      w.len_q = a.cu_seqlens_q[w.b + 1] - w.row0_q;
+      w.row0_k = a.cu_seqlens_k[w.b];
+      w.len_k = a.cu_seqlens_k[w.b + 1] - w.row0_k;
+    } else {
+      w.row0_q = w.row0_k = 0;
+      w.len_q = a.seqlen_q;
+      w.len_k = a.seqlen_k;
+    }
+    w.empty = w.m0 >= w.len_q;
+    const int m_last = min(w.m0 + kBlockM, w.len_q) - 1;
+    const int lo = key_lo(w, w.m0), hi = key_hi(w, m_last);
     w.n_min = lo / kBlockN;
     w.n_max = hi >= lo ? hi / kBlockN + 1 : w.n_min;
-    w.all_lo = key_lo(w.m0 + kBlockM - 1);
-    w.all_hi = key_hi(w.m0);
+    w.all_lo = key_lo(w, w.m0 + kBlockM - 1);
+    w.all_hi = key_hi(w, w.m0);
     return w;
   }
 };
