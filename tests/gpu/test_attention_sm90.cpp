@@ -4,7 +4,7 @@
 //
 //   max |out - ref| <= 2 * max |naive - ref| + atol
 //
-// Grid: head dims {64, 128, 256} x (seqlen_q, seqlen_k) in {(1, 1), (113, 203), (128, 217),
+// Grid: head dims {64, 96, 128, 192, 256} x (seqlen_q, seqlen_k) in {(1, 1), (113, 203), (128, 217),
 // (239, 1), (1023, 1024), (1024, 1023)} x {fp16, bf16}, each case with a masking combination
 // (causal, window, softcap) and a head layout (MHA, GQA, MQA) rotated over the grid; plus
 // problems with more work tiles than SMs (the persistent loop, Q reloaded per tile), fully
@@ -63,7 +63,7 @@ Case sm90_case(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t hk, int64_t
 TEST_CASE("sm90 attention: head dims x seqlens x masks (FlashAttention tolerance)",
           "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
-  const int64_t head_dims[] = {64, 128, 256};
+  const int64_t head_dims[] = {64, 96, 128, 192, 256};
   const int64_t seqlens[][2] = {{1, 1}, {113, 203}, {128, 217}, {239, 1}, {1023, 1024}, {1024, 1023}};
   const int64_t heads[][2] = {{2, 2}, {4, 2}, {3, 1}};  // MHA, GQA, MQA
   int i = 0;
@@ -138,7 +138,7 @@ TEST_CASE("sm90 attention: varlen (cu_seqlens) x head dims x masks", "[gpu][atte
   // a key tile (the next sequence's rows are in the same copy-engine box), seqlen_q > seqlen_k.
   const std::vector<int64_t> lq = {3, 0, 130, 17, 256, 1, 300};
   const std::vector<int64_t> lk = {5, 4, 65, 0, 256, 200, 129};
-  const int64_t head_dims[] = {64, 128, 256};
+  const int64_t head_dims[] = {64, 96, 128, 192, 256};
   const int64_t heads[][2] = {{2, 2}, {4, 2}, {3, 1}};  // MHA, GQA, MQA
   int i = 0;
   for (int64_t d : head_dims)
@@ -186,7 +186,7 @@ TEST_CASE("sm90 attention: declined problems reach the sm80-class kernel",
   Case a = batched(1, 65, 65, 2, 2, 128, DT::BF16);  // eligible: AUTO picks the sm90 kernel
   a.expect_variant = kSm90;
   run_case(autoc, a, 7400);
-  Case h = batched(1, 65, 80, 2, 1, 96, DT::F16);  // head_dim 96
+  Case h = batched(1, 65, 80, 2, 1, 80, DT::F16);  // head_dim 80
   h.expect_variant = "cuda.sm80.attention";
   run_case(autoc, h, 7401);
   Case v = sm90_varlen({3, 0, 17, 130}, {5, 4, 20, 65}, 2, 1, 128, DT::BF16);  // AUTO: sm90

@@ -1,7 +1,7 @@
 // Entry point and predicate of the Hopper attention kernel ("cuda.sm90.attention"): which
 // problems it takes, and the translation of an AttentionProblem into its arguments.
 //
-// It takes fp16 and bf16, head_dim exactly 64, 128 or 256, the batched form (seqlen_k >= 1) and
+// It takes fp16 and bf16, head_dim exactly 64, 96, 128, 192 or 256, the batched form (seqlen_k >= 1) and
 // the varlen form (cu_seqlens; sequences of length 0 included), MHA/GQA/MQA, causal, sliding
 // window, softcap and LSE, provided the copy engine can read Q, K and V: 16-byte aligned base
 // pointers and row, head and batch strides that are multiples of 8 elements (a stride whose
@@ -58,7 +58,9 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
   if (p.device != Device::Cuda) return false;
   if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
-  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) return false;
+  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 && p.head_dim != 192 &&
+      p.head_dim != 256)
+    return false;
   if (smem_bytes_for(int(p.head_dim)) > caps.smem_per_block_optin) return false;
   if (p.varlen) {
     if (p.cu_seqlens_q == nullptr || p.cu_seqlens_k == nullptr) return false;
@@ -148,7 +150,9 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
   switch (p.head_dim) {
     case 64: return launch_hdim64(a, bf16, stream);
+    case 96: return launch_hdim96(a, bf16, stream);
     case 128: return launch_hdim128(a, bf16, stream);
+    case 192: return launch_hdim192(a, bf16, stream);
     default: return launch_hdim256(a, bf16, stream);
   }
 }

@@ -22,7 +22,7 @@ namespace sm90_attention {
 // shared memory: 224 KiB of the 227 KiB).
 constexpr int kBlockM = 128;
 constexpr int block_n_for(int head_dim, bool masked) {
-  return head_dim <= 64 ? 128 : head_dim <= 128 ? (masked ? 128 : 176) : 80;
+  return head_dim <= 96 ? 128 : head_dim <= 128 ? (masked ? 128 : 176) : head_dim <= 192 ? 112 : 80;
 }
 constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
 // Shared memory of one CTA: Q, the K and V rings, barriers (rounded up generously; the
@@ -87,7 +87,9 @@ struct AttnArgs {
 
 // One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.
 fk_status_t launch_hdim64(const AttnArgs& a, bool bf16, cudaStream_t stream);
+fk_status_t launch_hdim96(const AttnArgs& a, bool bf16, cudaStream_t stream);
 fk_status_t launch_hdim128(const AttnArgs& a, bool bf16, cudaStream_t stream);
+fk_status_t launch_hdim192(const AttnArgs& a, bool bf16, cudaStream_t stream);
 fk_status_t launch_hdim256(const AttnArgs& a, bool bf16, cudaStream_t stream);
 
 }  // namespace sm90_attention

@@ -13,12 +13,14 @@
 //                wgmma's accumulator and register-A fragments cover the same (row, column)
 //                pairs in the same order), B = V from shared memory, read as V^T (head_dim x
 //                keys) with head_dim contiguous, the MN-major form wgmma's transpose bit takes.
-// All tiles use the 128-byte swizzle both the copy engine writes and wgmma reads conflict-free.
+// All tiles use the 128-byte swizzle both the copy engine writes and wgmma reads conflict-free
+// (the 64-byte one at head_dim 96).
 // Rows past the end of the tensor come in as zeros (the copy engine's out-of-bounds fill); the
 // softmax masks the keys past the end of a sequence (varlen: those rows are the next sequence's).
 #pragma once
 
 #include <cute/tensor.hpp>
+#include <type_traits>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/pipeline/sm90_pipeline.hpp>
 
@@ -34,21 +36,24 @@ struct Mainloop {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kStages = stages_for(kHeadDim);
-  static_assert(kHeadDim % 64 == 0, "head_dim must be a whole number of 128-byte swizzle atoms");
+  static_assert(kHeadDim % 32 == 0, "head_dim must be a whole number of 64-byte swizzle atoms");
 
   using BM = cute::Int<kBlockM>;
   using BN = cute::Int<kBlockN>;
   using HD = cute::Int<kHeadDim>;
 
-  using SmemLayoutQ =
-      decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{}, cute::Shape<BM, HD>{}));
-  using SmemLayoutK = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
-                                                   cute::Shape<BN, HD, cute::Int<kStages>>{}));
+  // 128-byte swizzle (64-element rows) where head_dim is a multiple of 64; 64-byte swizzle
+  // (32-element rows) for head_dim 96.
+  using AtomK = std::conditional_t<kHeadDim % 64 == 0, cute::GMMA::Layout_K_SW128_Atom<Element>,
+                                   cute::GMMA::Layout_K_SW64_Atom<Element>>;
+  using AtomMN = std::conditional_t<kHeadDim % 64 == 0, cute::GMMA::Layout_MN_SW128_Atom<Element>,
+                                    cute::GMMA::Layout_MN_SW64_Atom<Element>>;
+  using SmemLayoutQ = decltype(cute::tile_to_shape(AtomK{}, cute::Shape<BM, HD>{}));
+  using SmemLayoutK = decltype(cute::tile_to_shape(AtomK{}, cute::Shape<BN, HD, cute::Int<kStages>>{}));
   // V^T: (head_dim, keys, stage), head_dim contiguous; stacked key-atom first so that each
-  // 64-wide head_dim panel is one contiguous copy-engine box.
+  // head_dim panel of one swizzle atom is one contiguous copy-engine box.
   using SmemLayoutVt = decltype(cute::tile_to_shape(
-      cute::GMMA::Layout_MN_SW128_Atom<Element>{}, cute::Shape<HD, BN, cute::Int<kStages>>{},
-      cute::Step<cute::_2, cute::_1, cute::_3>{}));
+      AtomMN{}, cute::Shape<HD, BN, cute::Int<kStages>>{}, cute::Step<cute::_2, cute::_1, cute::_3>{}));
 
   using TiledMmaQK = decltype(cute::make_tiled_mma(
       cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<BM, BN, HD>>(),
