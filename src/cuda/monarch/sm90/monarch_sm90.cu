@@ -23,17 +23,22 @@
 //      (the 4 n-tiles' column pairs) and sends them as one 16-byte st.shared::cluster into
 //      z[j % 8][b][8 tokens] of the CTA that owns j. The tokens inside z are stored in the
 //      order rho' = 8*(rho%8/2) + 2*(rho/8) + rho%2 (rho = the token's row in the tile), which
-//      is exactly what a thread holds, so no shuffles are needed; stage 2 undoes it when it
-//      stores.
+//      is exactly what a thread holds, so no shuffles are needed; stage 2 undoes it.
 //   3. Cluster barrier (release/acquire), then stage 2 locally: out^T = w2[j] z[j]^T for the 8
 //      j of this CTA (M = s outputs, N = 32 tokens, K = r; z read with ldmatrix.trans). Each
-//      warp owns a 16 x (8*NT2) sub-tile for all 8 j, so a thread holds its outputs of 8
-//      consecutive j (the output permutation puts j innermost) and writes them as one 16-byte
-//      store.
-//   4. Cluster arrive (z may be overwritten) and on to the next tile; the wait for that arrive
-//      comes only before the next tile's remote stores, so it overlaps stage 1.
+//      warp owns a 16 x (8*NT2) sub-tile for all 8 j (k-step outer, j inner: 8 independent
+//      accumulator sets), so a thread holds its outputs of 8 consecutive j (the output
+//      permutation puts j innermost) as one 16-byte piece.
+//   4. Output exchange: 16-byte pieces scattered over the row would cost one L2 request each
+//      (measured: the first version of this kernel, which stored them directly, ran at 24% of
+//      copy bandwidth with L2 at 43% of its peak), so each piece goes by st.shared::cluster to
+//      the CTA that owns its output row segment (CTA c' owns m in [c'*s/C, (c'+1)*s/C), i.e.
+//      s/C * nblocks2 contiguous outputs per token), into this tile's x buffer (free after
+//      stage 1). Cluster barrier, then every CTA writes whole 1 KB (n = 4096) row segments
+//      with coalesced 16-byte stores, and the buffer takes the x load of the tile after next.
+//   Two cluster barriers per tile; the second also tells every CTA that z may be overwritten.
 // Shared memory rows are swizzled in 16-byte units (no padding: n = 4096 uses 224 KB of the
-// 227 KB: 64 KB of w1, 64 KB of w2, 2 x 32 KB of x, 32 KB of z).
+// 227 KB: 64 KB of w1, 64 KB of w2, 2 x 32 KB of x / output staging, 32 KB of z).
 // HBM traffic: x read once, out written once, the weights once per cluster.
 //
 // Declined (the sm80 kernel then serves): nblocks2 not 8, 16, 32 or 64; nblocks1 not a
@@ -143,9 +148,11 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
   const uint32_t s_base = smem_u32(smem);
   const uint32_t s_w1 = s_base, s_w2 = s_base + P.w2_off, s_x = s_base + P.x_off;
   const uint32_t s_z = s_base + P.z_off;
-  const int U1 = P.p / 8;          // w1 row units
-  const int U2 = P.r / 8;          // w2 row units
-  const int UX = P.B1 * P.p / 8;   // x row units
+  const int U1 = P.p / 8;         // w1 row units
+  const int U2 = P.r / 8;         // w2 row units
+  const int UX = P.B1 * P.p / 8;  // x row units
+  const int RU = P.s;             // output staging row units: s/C rows m of nb2 = 8C values
+  const int SC = P.s / C;         // output rows m per CTA in the exchange
   const int B1 = P.B1;
   const T* x = static_cast<const T*>(P.x);
   T* out = static_cast<T*>(P.out);
@@ -208,9 +215,12 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
   const int xb_unit = blk * (P.p / 8) + ((lane >> 3) & 1);
 
   // ---- stage-2 role: warp w owns w2 rows mt2*16.. (an m-tile) and z token n-tiles
-  // ntb .. ntb+NT2-1 (in rho' order), for all 8 j.
+  // ntb .. ntb+NT2-1 (in rho' order), for all 8 j; JP of them per pass (register budget).
+  constexpr int JP = NT2 == 4 ? 4 : 8;
   const int mt2 = (warp * NT2) / 4;
   const int ntb = (warp * NT2) % 4;
+  const int a_row2 = mt2 * 16 + (lane & 15);                            // + jj*s
+  const int zb_row = ((lane >> 3) & 1) * 8 + (lane & 7);                // + jj*r + ks*16
   const DType bias_dt = static_cast<DType>(P.bias_dtype);
   float bias_r[2][kJ];
 #pragma unroll
@@ -222,10 +232,12 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
                                           static_cast<int64_t>(m) * P.nb2 + c * kJ + jj)
                              : 0.0f;
     }
-
-  cluster_arrive();  // phase A of "tile -1": z is free (also: every CTA of the cluster runs)
+  // Every CTA of the cluster runs before any distributed shared memory access.
+  cluster_arrive();
+  cluster_wait();
   for (int k = 0; k < my_tiles; ++k) {
     const int buf = k & 1;
+    const uint32_t xbase = s_x + buf * P.x_bytes;
     cp_async_wait<1>();
     __syncthreads();
 
@@ -237,28 +249,22 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[e][nt][i] = 0.0f;
-    {
-      const uint32_t xbase = s_x + buf * P.x_bytes;
-      for (int ks = 0; ks < P.p / 16; ++ks) {
-        uint32_t bx[2][4];
+#pragma unroll 2
+    for (int ks = 0; ks < P.p / 16; ++ks) {
+      uint32_t bx[2][4];
 #pragma unroll
-        for (int np = 0; np < 2; ++np)
-          ldsm_x4(bx[np], xbase + swz(np * 16 + xb_row, xb_unit + ks * 2, UX));
+      for (int np = 0; np < 2; ++np)
+        ldsm_x4(bx[np], xbase + swz(np * 16 + xb_row, xb_unit + ks * 2, UX));
 #pragma unroll
-        for (int e = 0; e < UPW; ++e) {
-          uint32_t a[4];
-          ldsm_x4(a, s_w1 + swz(a_row1 + e * 16, ks * 2 + a_unit, U1));
+      for (int e = 0; e < UPW; ++e) {
+        uint32_t a[4];
+        ldsm_x4(a, s_w1 + swz(a_row1 + e * 16, ks * 2 + a_unit, U1));
 #pragma unroll
-          for (int nt = 0; nt < 4; ++nt)
-            Elt<T>::mma(acc[e][nt], a, bx[nt >> 1][(nt & 1) * 2], bx[nt >> 1][(nt & 1) * 2 + 1]);
-        }
+        for (int nt = 0; nt < 4; ++nt)
+          Elt<T>::mma(acc[e][nt], a, bx[nt >> 1][(nt & 1) * 2], bx[nt >> 1][(nt & 1) * 2 + 1]);
       }
     }
-    __syncthreads();  // x buffer `buf` is free: the tile after next goes there
-    if (k + 2 < my_tiles) load_x(k + 2, buf);
-    cp_async_commit();
-
-    cluster_wait();  // every CTA is done reading its z (previous tile)
+    // z of the previous tile was read by every CTA before the last cluster barrier.
 #pragma unroll
     for (int e = 0; e < UPW; ++e)
 #pragma unroll
@@ -271,66 +277,89 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
         st_cluster_v4(raddr[e][h], v);
       }
     cluster_arrive();
-    cluster_wait();  // z of this tile complete in every CTA
+    cluster_wait();  // z of this tile complete in every CTA; every CTA is done with x[buf]
 
     // ------------------------------------------------------------ stage 2: out^T = w2 z^T
     uint32_t pk[NT2][4][kJ / 2];
-    float ev[NT2][4];
 #pragma unroll
-    for (int jj = 0; jj < kJ; ++jj) {
-      float acc2[NT2][4];
+    for (int pass = 0; pass < kJ / JP; ++pass) {
+      float acc2[JP][NT2][4];
 #pragma unroll
-      for (int nt = 0; nt < NT2; ++nt)
+      for (int jl = 0; jl < JP; ++jl)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc2[nt][i] = 0.0f;
-      const int arow = jj * P.s + mt2 * 16 + (lane & 15);
+        for (int nt = 0; nt < NT2; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc2[jl][nt][i] = 0.0f;
+#pragma unroll 2
       for (int ks = 0; ks < P.r / 16; ++ks) {
-        uint32_t a[4];
-        ldsm_x4(a, s_w2 + swz(arow, ks * 2 + a_unit, U2));
-        const int R = jj * P.r + ks * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
-        if constexpr (NT2 == 1) {
-          uint32_t bz[2];
-          ldsm_x2_trans(bz, s_z + swz(R, ntb, 4));
-          Elt<T>::mma(acc2[0], a, bz[0], bz[1]);
-        } else {
 #pragma unroll
-          for (int np = 0; np < NT2 / 2; ++np) {
-            uint32_t bz[4];
-            ldsm_x4_trans(bz, s_z + swz(R, ntb + np * 2 + (lane >> 4), 4));
-            Elt<T>::mma(acc2[np * 2], a, bz[0], bz[1]);
-            Elt<T>::mma(acc2[np * 2 + 1], a, bz[2], bz[3]);
+        for (int jl = 0; jl < JP; ++jl) {
+          const int jj = pass * JP + jl;
+          uint32_t a[4];
+          ldsm_x4(a, s_w2 + swz(jj * P.s + a_row2, ks * 2 + a_unit, U2));
+          const int R = jj * P.r + ks * 16 + zb_row;
+          if constexpr (NT2 == 1) {
+            uint32_t bz[2];
+            ldsm_x2_trans(bz, s_z + swz(R, ntb, 4));
+            Elt<T>::mma(acc2[jl][0], a, bz[0], bz[1]);
+          } else {
+#pragma unroll
+            for (int np = 0; np < NT2 / 2; ++np) {
+              uint32_t bz[4];
+              ldsm_x4_trans(bz, s_z + swz(R, ntb + np * 2 + (lane >> 4), 4));
+              Elt<T>::mma(acc2[jl][np * 2], a, bz[0], bz[1]);
+              Elt<T>::mma(acc2[jl][np * 2 + 1], a, bz[2], bz[3]);
+            }
           }
         }
       }
 #pragma unroll
-      for (int nt = 0; nt < NT2; ++nt)
+      for (int jl = 0; jl < JP; jl += 2) {
+        const int jj = pass * JP + jl;
 #pragma unroll
-        for (int pos = 0; pos < 4; ++pos) {
-          const float v = acc2[nt][pos] + bias_r[pos >> 1][jj];
-          if ((jj & 1) == 0)
-            ev[nt][pos] = v;
-          else
-            pk[nt][pos][jj >> 1] = Elt<T>::pack(ev[nt][pos], v);
-        }
+        for (int nt = 0; nt < NT2; ++nt)
+#pragma unroll
+          for (int pos = 0; pos < 4; ++pos)
+            pk[nt][pos][jj >> 1] = Elt<T>::pack(acc2[jl][nt][pos] + bias_r[pos >> 1][jj],
+                                                acc2[jl + 1][nt][pos] + bias_r[pos >> 1][jj + 1]);
+      }
     }
-    cluster_arrive();  // this CTA's z reads are done (the values are in registers)
-
-    const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
+    // Output exchange: this thread's 16-byte pieces (8 consecutive j of one (token, m)) go to
+    // CTA m / SC, into its staging rows [token][m % SC][nb2 values of j] in x[buf] (free since
+    // the barrier above), 16-byte units u stored at u ^ ((u / 8) % 8); the owner then writes
+    // whole rows of s/C * nb2 contiguous outputs.
 #pragma unroll
     for (int nt = 0; nt < NT2; ++nt)
 #pragma unroll
       for (int pos = 0; pos < 4; ++pos) {
-        // z column nu = (ntb+nt)*8 + 2*qd + (pos&1) holds tile row rho = 8*qd + 2*(ntb+nt) + (pos&1).
-        const int64_t tok = t0 + 8 * qd + 2 * (ntb + nt) + (pos & 1);
-        if (tok < P.tokens) {
-          const int m = mt2 * 16 + g + 8 * (pos >> 1);
-          T* dst = out + tok * P.out_stride + static_cast<int64_t>(m) * P.nb2 + c * kJ;
-          *reinterpret_cast<uint4*>(dst) =
-              make_uint4(pk[nt][pos][0], pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]);
-        }
+        const int rho = 8 * qd + 2 * (ntb + nt) + (pos & 1);  // tile row of z column nu
+        const int m = mt2 * 16 + g + 8 * (pos >> 1);
+        const int owner = m / SC, ml = m - owner * SC;
+        const int u = ml * C + c, unit = u ^ ((u >> 3) & 7);
+        st_cluster_v4(map_shared_rank(xbase + static_cast<uint32_t>((rho * RU + unit) * 16),
+                                      static_cast<uint32_t>(owner)),
+                      make_uint4(pk[nt][pos][0], pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]));
       }
+    cluster_arrive();
+    cluster_wait();  // staging complete; every CTA is done reading its z
+
+    // Whole output rows: tokens of the tile x columns [c*SC*nb2, (c+1)*SC*nb2).
+    {
+      const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
+      T* dst0 = out + static_cast<int64_t>(c) * SC * P.nb2;
+      const int n = kTile * RU;
+      for (int idx = tid; idx < n; idx += kThreads) {
+        const int row = idx / RU, unit = idx - row * RU;
+        const uint4 v = *reinterpret_cast<const uint4*>(
+            smem + (xbase - s_base) + (row * RU + (unit ^ ((unit >> 3) & 7))) * 16);
+        const int64_t t = t0 + row;
+        if (t < P.tokens) *reinterpret_cast<uint4*>(dst0 + t * P.out_stride + unit * 8) = v;
+      }
+    }
+    __syncthreads();  // x[buf] read out: the tile after next goes there
+    if (k + 2 < my_tiles) load_x(k + 2, buf);
+    cp_async_commit();
   }
-  cluster_wait();  // matches the last arrive: no CTA leaves while another may still access it
   cp_async_wait<0>();
 }
 
@@ -370,7 +399,10 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   if (!stride_ok(p.x_row_stride, p.tokens) || !stride_ok(p.out_row_stride, p.tokens)) return c;
   if (p.tokens > (int64_t(1) << 31) * kTile / 2) return c;  // tile index fits int32
   const int64_t w1_bytes = B1 * p.q * p.p * 2, w2_bytes = kJ * p.s * p.r * 2;
-  const int64_t x_bytes = kTile * B1 * p.p * 2, z_bytes = kJ * p.r * kTile * 2;
+  if (p.s % C) return c;
+  // Each x buffer also holds a tile's output rows of the exchange (s/C rows m of 8C values).
+  const int64_t x_bytes = std::max<int64_t>(kTile * B1 * p.p * 2, kTile * 8 * p.s * 2);
+  const int64_t z_bytes = kJ * p.r * kTile * 2;
   const int64_t smem = w1_bytes + w2_bytes + 2 * x_bytes + z_bytes;
   if (smem > caps.smem_per_block_optin) return c;
   c.ok = true;
