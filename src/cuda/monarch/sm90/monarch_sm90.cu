@@ -127,6 +127,9 @@ __device__ __forceinline__ void st_cluster_v4(uint32_t addr, uint4 v) {
                "r"(v.z), "r"(v.w)
                : "memory");
 }
+__device__ __forceinline__ void st_cluster_v2(uint32_t addr, uint32_t a, uint32_t b) {
+  asm volatile("st.shared::cluster.v2.b32 [%0], {%1,%2};\n" ::"r"(addr), "r"(a), "r"(b) : "memory");
+}
 __device__ __forceinline__ void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 }
@@ -134,7 +137,11 @@ __device__ __forceinline__ void cluster_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
-template <class T, int UPW, int NT2>
+// KS2 > 0: the s = 64, r = 16*KS2 path. Warp w owns m-tile w%4 of the 8 w2 blocks' half
+// w/4 (4 j) for all 32 tokens and keeps those w2 fragments in registers for the whole kernel
+// (4*KS2 ldmatrix.x4 once instead of per tile), so stage 2 reads only z from shared memory:
+// half the ldmatrix traffic of the KS2 = 0 path. Its outputs are 8-byte pieces of 4 j.
+template <class T, int UPW, int NT2, int KS2>
 __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Params P) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -186,6 +193,7 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
                   ok ? 16 : 0);
     }
   };
+  cp_async_commit();  // group: the weights
   if (my_tiles > 0) load_x(0, 0);
   cp_async_commit();
   if (my_tiles > 1) load_x(1, 1);
@@ -227,11 +235,39 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
   for (int h = 0; h < 2; ++h)
 #pragma unroll
     for (int jj = 0; jj < kJ; ++jj) {
+      if constexpr (KS2 > 0) {
+        bias_r[h][jj] = 0.0f;  // unused on this path
+        continue;
+      }
       const int m = mt2 * 16 + g + 8 * h;
       bias_r[h][jj] = P.bias ? load_float(P.bias, bias_dt,
                                           static_cast<int64_t>(m) * P.nb2 + c * kJ + jj)
                              : 0.0f;
     }
+  // KS2 path: stage-2 role and resident w2 fragments.
+  const int mt4 = warp & 3, jh = warp >> 2;
+  uint32_t a2[KS2 > 0 ? 4 : 1][KS2 > 0 ? KS2 : 1][4];
+  float bias4[2][4];
+  if constexpr (KS2 > 0) {
+    cp_async_wait<2>();  // the weights (the two x groups may still be in flight)
+    __syncthreads();
+#pragma unroll
+    for (int jl = 0; jl < 4; ++jl)
+#pragma unroll
+      for (int ks = 0; ks < KS2; ++ks)
+        ldsm_x4(a2[jl][ks], s_w2 + swz((jh * 4 + jl) * 64 + mt4 * 16 + (lane & 15),
+                                       ks * 2 + a_unit, U2));
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int jl = 0; jl < 4; ++jl) {
+        const int m = mt4 * 16 + g + 8 * h;
+        bias4[h][jl] = P.bias ? load_float(P.bias, bias_dt, static_cast<int64_t>(m) * P.nb2 +
+                                                                c * kJ + jh * 4 + jl)
+                              : 0.0f;
+      }
+  }
+
   // Every CTA of the cluster runs before any distributed shared memory access.
   cluster_arrive();
   cluster_wait();
@@ -279,67 +315,106 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
     cluster_arrive();
     cluster_wait();  // z of this tile complete in every CTA; every CTA is done with x[buf]
 
-    // ------------------------------------------------------------ stage 2: out^T = w2 z^T
-    uint32_t pk[NT2][4][kJ / 2];
-#pragma unroll
-    for (int pass = 0; pass < kJ / JP; ++pass) {
-      float acc2[JP][NT2][4];
-#pragma unroll
-      for (int jl = 0; jl < JP; ++jl)
-#pragma unroll
-        for (int nt = 0; nt < NT2; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc2[jl][nt][i] = 0.0f;
-#pragma unroll 2
-      for (int ks = 0; ks < P.r / 16; ++ks) {
-#pragma unroll
-        for (int jl = 0; jl < JP; ++jl) {
-          const int jj = pass * JP + jl;
-          uint32_t a[4];
-          ldsm_x4(a, s_w2 + swz(jj * P.s + a_row2, ks * 2 + a_unit, U2));
-          const int R = jj * P.r + ks * 16 + zb_row;
-          if constexpr (NT2 == 1) {
-            uint32_t bz[2];
-            ldsm_x2_trans(bz, s_z + swz(R, ntb, 4));
-            Elt<T>::mma(acc2[jl][0], a, bz[0], bz[1]);
-          } else {
-#pragma unroll
-            for (int np = 0; np < NT2 / 2; ++np) {
-              uint32_t bz[4];
-              ldsm_x4_trans(bz, s_z + swz(R, ntb + np * 2 + (lane >> 4), 4));
-              Elt<T>::mma(acc2[jl][np * 2], a, bz[0], bz[1]);
-              Elt<T>::mma(acc2[jl][np * 2 + 1], a, bz[2], bz[3]);
+    if constexpr (KS2 == 0) {
+      // ------------------------------------------------------------ stage 2: out^T = w2 z^T
+      uint32_t pk[NT2][4][kJ / 2];
+  #pragma unroll
+      for (int pass = 0; pass < kJ / JP; ++pass) {
+        float acc2[JP][NT2][4];
+  #pragma unroll
+        for (int jl = 0; jl < JP; ++jl)
+  #pragma unroll
+          for (int nt = 0; nt < NT2; ++nt)
+  #pragma unroll
+            for (int i = 0; i < 4; ++i) acc2[jl][nt][i] = 0.0f;
+  #pragma unroll 2
+        for (int ks = 0; ks < P.r / 16; ++ks) {
+  #pragma unroll
+          for (int jl = 0; jl < JP; ++jl) {
+            const int jj = pass * JP + jl;
+            uint32_t a[4];
+            ldsm_x4(a, s_w2 + swz(jj * P.s + a_row2, ks * 2 + a_unit, U2));
+            const int R = jj * P.r + ks * 16 + zb_row;
+            if constexpr (NT2 == 1) {
+              uint32_t bz[2];
+              ldsm_x2_trans(bz, s_z + swz(R, ntb, 4));
+              Elt<T>::mma(acc2[jl][0], a, bz[0], bz[1]);
+            } else {
+  #pragma unroll
+              for (int np = 0; np < NT2 / 2; ++np) {
+                uint32_t bz[4];
+                ldsm_x4_trans(bz, s_z + swz(R, ntb + np * 2 + (lane >> 4), 4));
+                Elt<T>::mma(acc2[jl][np * 2], a, bz[0], bz[1]);
+                Elt<T>::mma(acc2[jl][np * 2 + 1], a, bz[2], bz[3]);
+              }
             }
           }
         }
+  #pragma unroll
+        for (int jl = 0; jl < JP; jl += 2) {
+          const int jj = pass * JP + jl;
+  #pragma unroll
+          for (int nt = 0; nt < NT2; ++nt)
+  #pragma unroll
+            for (int pos = 0; pos < 4; ++pos)
+              pk[nt][pos][jj >> 1] = Elt<T>::pack(acc2[jl][nt][pos] + bias_r[pos >> 1][jj],
+                                                  acc2[jl + 1][nt][pos] + bias_r[pos >> 1][jj + 1]);
+        }
       }
+      // Output exchange: this thread's 16-byte pieces (8 consecutive j of one (token, m)) go to
+      // CTA m / SC, into its staging rows [token][m % SC][nb2 values of j] in x[buf] (free since
+      // the barrier above), 16-byte units u stored at u ^ ((u / 8) % 8); the owner then writes
+      // whole rows of s/C * nb2 contiguous outputs.
+  #pragma unroll
+      for (int nt = 0; nt < NT2; ++nt)
+  #pragma unroll
+        for (int pos = 0; pos < 4; ++pos) {
+          const int rho = 8 * qd + 2 * (ntb + nt) + (pos & 1);  // tile row of z column nu
+          const int m = mt2 * 16 + g + 8 * (pos >> 1);
+          const int owner = m / SC, ml = m - owner * SC;
+          const int u = ml * C + c, unit = u ^ ((u >> 3) & 7);
+          st_cluster_v4(map_shared_rank(xbase + static_cast<uint32_t>((rho * RU + unit) * 16),
+                                        static_cast<uint32_t>(owner)),
+                        make_uint4(pk[nt][pos][0], pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]));
+        }
+    } else {
+      // -------------------------------------------- stage 2 (KS2 path): out^T = w2 z^T
+      float acc2[4][4][4];
 #pragma unroll
-      for (int jl = 0; jl < JP; jl += 2) {
-        const int jj = pass * JP + jl;
+      for (int jl = 0; jl < 4; ++jl)
 #pragma unroll
-        for (int nt = 0; nt < NT2; ++nt)
+        for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-          for (int pos = 0; pos < 4; ++pos)
-            pk[nt][pos][jj >> 1] = Elt<T>::pack(acc2[jl][nt][pos] + bias_r[pos >> 1][jj],
-                                                acc2[jl + 1][nt][pos] + bias_r[pos >> 1][jj + 1]);
-      }
+          for (int i = 0; i < 4; ++i) acc2[jl][nt][i] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < KS2; ++ks)
+#pragma unroll
+        for (int jl = 0; jl < 4; ++jl) {
+          const int R = (jh * 4 + jl) * P.r + ks * 16 + zb_row;
+#pragma unroll
+          for (int np = 0; np < 2; ++np) {
+            uint32_t bz[4];
+            ldsm_x4_trans(bz, s_z + swz(R, np * 2 + (lane >> 4), 4));
+            Elt<T>::mma(acc2[jl][np * 2], a2[jl][ks], bz[0], bz[1]);
+            Elt<T>::mma(acc2[jl][np * 2 + 1], a2[jl][ks], bz[2], bz[3]);
+          }
+        }
+      // Exchange as above, 8-byte pieces (j 4*jh .. 4*jh+3) at byte 8*jh of the unit.
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int pos = 0; pos < 4; ++pos) {
+          const int rho = 8 * qd + 2 * nt + (pos & 1);
+          const int m = mt4 * 16 + g + 8 * (pos >> 1);
+          const int owner = m / SC, ml = m - owner * SC;
+          const int u = ml * C + c, unit = u ^ ((u >> 3) & 7);
+          const float* b4 = bias4[pos >> 1];
+          st_cluster_v2(map_shared_rank(xbase + static_cast<uint32_t>((rho * RU + unit) * 16 + 8 * jh),
+                                        static_cast<uint32_t>(owner)),
+                        Elt<T>::pack(acc2[0][nt][pos] + b4[0], acc2[1][nt][pos] + b4[1]),
+                        Elt<T>::pack(acc2[2][nt][pos] + b4[2], acc2[3][nt][pos] + b4[3]));
+        }
     }
-    // Output exchange: this thread's 16-byte pieces (8 consecutive j of one (token, m)) go to
-    // CTA m / SC, into its staging rows [token][m % SC][nb2 values of j] in x[buf] (free since
-    // the barrier above), 16-byte units u stored at u ^ ((u / 8) % 8); the owner then writes
-    // whole rows of s/C * nb2 contiguous outputs.
-#pragma unroll
-    for (int nt = 0; nt < NT2; ++nt)
-#pragma unroll
-      for (int pos = 0; pos < 4; ++pos) {
-        const int rho = 8 * qd + 2 * (ntb + nt) + (pos & 1);  // tile row of z column nu
-        const int m = mt2 * 16 + g + 8 * (pos >> 1);
-        const int owner = m / SC, ml = m - owner * SC;
-        const int u = ml * C + c, unit = u ^ ((u >> 3) & 7);
-        st_cluster_v4(map_shared_rank(xbase + static_cast<uint32_t>((rho * RU + unit) * 16),
-                                      static_cast<uint32_t>(owner)),
-                      make_uint4(pk[nt][pos][0], pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]));
-      }
     cluster_arrive();
     cluster_wait();  // staging complete; every CTA is done reading its z
 
@@ -373,7 +448,7 @@ bool units_ok(int64_t u) { return u == 2 || u == 4 || (u > 0 && u % 8 == 0); }
 
 struct Config {
   bool ok = false;
-  int C = 0, B1 = 0, UPW = 0, NT2 = 0;
+  int C = 0, B1 = 0, UPW = 0, NT2 = 0, KS2 = 0;
   int64_t w2_off = 0, x_off = 0, x_bytes = 0, z_off = 0, smem = 0, tiles = 0;
 };
 
@@ -410,6 +485,7 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   c.B1 = static_cast<int>(B1);
   c.UPW = static_cast<int>(UPW);
   c.NT2 = static_cast<int>(p.s / 32);
+  c.KS2 = p.s == 64 && (p.r == 16 || p.r == 32 || p.r == 64) ? static_cast<int>(p.r / 16) : 0;
   c.w2_off = w1_bytes;
   c.x_off = w1_bytes + w2_bytes;
   c.x_bytes = x_bytes;
@@ -422,18 +498,20 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
 using KernelFn = void (*)(const Params);
 
 template <class T>
-KernelFn pick(int UPW, int NT2) {
-#define FK_MONARCH_CASE(u, n) \
-  if (UPW == u && NT2 == n) return monarch_cluster_kernel<T, u, n>;
-  FK_MONARCH_CASE(1, 1)
-  FK_MONARCH_CASE(1, 2)
-  FK_MONARCH_CASE(1, 4)
-  FK_MONARCH_CASE(2, 1)
-  FK_MONARCH_CASE(2, 2)
-  FK_MONARCH_CASE(2, 4)
-  FK_MONARCH_CASE(4, 1)
-  FK_MONARCH_CASE(4, 2)
-  FK_MONARCH_CASE(4, 4)
+KernelFn pick(int UPW, int NT2, int KS2) {
+#define FK_MONARCH_CASE(u, n, k) \
+  if (UPW == u && NT2 == n && KS2 == k) return monarch_cluster_kernel<T, u, n, k>;
+#define FK_MONARCH_UPW(u)   \
+  FK_MONARCH_CASE(u, 1, 0)  \
+  FK_MONARCH_CASE(u, 2, 0)  \
+  FK_MONARCH_CASE(u, 4, 0)  \
+  FK_MONARCH_CASE(u, 2, 1)  \
+  FK_MONARCH_CASE(u, 2, 2)  \
+  FK_MONARCH_CASE(u, 2, 4)
+  FK_MONARCH_UPW(1)
+  FK_MONARCH_UPW(2)
+  FK_MONARCH_UPW(4)
+#undef FK_MONARCH_UPW
 #undef FK_MONARCH_CASE
   return nullptr;
 }
@@ -488,7 +566,8 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
   const KernelFn kernel =
-      p.dtype == DType::BF16 ? pick<__nv_bfloat16>(c.UPW, c.NT2) : pick<__half>(c.UPW, c.NT2);
+      p.dtype == DType::BF16 ? pick<__nv_bfloat16>(c.UPW, c.NT2, c.KS2)
+                             : pick<__half>(c.UPW, c.NT2, c.KS2);
   if (kernel == nullptr)
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.monarch: no kernel for this configuration");
   FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
