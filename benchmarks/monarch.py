@@ -2,7 +2,10 @@
 """Monarch benchmark (issue 8): flashkit's fk_monarch against the two-bmm PyTorch reference
 (m2's blockdiag_butterfly_multiply computed with two torch.bmm calls and the reshapes between
 them) and a dense torch.matmul of the same dimension, in one process, on the same random inputs,
-with CUDA events (fkbench.time_ms: warm-up, median, input sets rotated past L2).
+with CUDA events (fkbench.time_ms: warm-up, median, input sets rotated past L2; calls under ~1 ms
+timed in batches of up to 10 so that host launch latency does not count). Also the sm80-class
+fused kernel forced (kernel family SM80: what Hopper ran before cuda.sm90.monarch) and the generic
+kernels.
 
 Square Monarch (Dao et al. 2022): n = nblocks^2, blocks sqrt(n) x sqrt(n); n in {1024, 4096,
 16384} at 16384 and 65536 tokens. Bytes counted: read x + write out + read both weight tensors

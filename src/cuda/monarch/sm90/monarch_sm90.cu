@@ -23,23 +23,34 @@
 //      (the 4 n-tiles' column pairs) and sends them as one 16-byte st.shared::cluster into
 //      z[j % 8][b][8 tokens] of the CTA that owns j. The tokens inside z are stored in the
 //      order rho' = 8*(rho%8/2) + 2*(rho/8) + rho%2 (rho = the token's row in the tile), which
-//      is exactly what a thread holds, so no shuffles are needed; stage 2 undoes it.
+//      is exactly what a thread holds, so no shuffles are needed; stage 2 undoes it when it
+//      stores.
 //   3. Cluster barrier (release/acquire), then stage 2 locally: out^T = w2[j] z[j]^T for the 8
 //      j of this CTA (M = s outputs, N = 32 tokens, K = r; z read with ldmatrix.trans). Each
-//      warp owns a 16 x (8*NT2) sub-tile for all 8 j (k-step outer, j inner: 8 independent
-//      accumulator sets), so a thread holds its outputs of 8 consecutive j (the output
-//      permutation puts j innermost) as one 16-byte piece.
-//   4. Output exchange: 16-byte pieces scattered over the row would cost one L2 request each
-//      (measured: the first version of this kernel, which stored them directly, ran at 24% of
-//      copy bandwidth with L2 at 43% of its peak), so each piece goes by st.shared::cluster to
-//      the CTA that owns its output row segment (CTA c' owns m in [c'*s/C, (c'+1)*s/C), i.e.
-//      s/C * nblocks2 contiguous outputs per token), into this tile's x buffer (free after
-//      stage 1). Cluster barrier, then every CTA writes whole 1 KB (n = 4096) row segments
-//      with coalesced 16-byte stores, and the buffer takes the x load of the tile after next.
-//   Two cluster barriers per tile; the second also tells every CTA that z may be overwritten.
+//      warp owns a 16 x (8*NT2) sub-tile for all 8 j, so a thread holds its outputs of 8
+//      consecutive j (the output permutation puts j innermost) and writes them as one 16-byte
+//      store.
+//   4. Cluster arrive (z may be overwritten) and on to the next tile; the wait for that arrive
+//      comes only before the next tile's remote stores, so it overlaps stage 1.
 // Shared memory rows are swizzled in 16-byte units (no padding: n = 4096 uses 224 KB of the
-// 227 KB: 64 KB of w1, 64 KB of w2, 2 x 32 KB of x / output staging, 32 KB of z).
+// 227 KB: 64 KB of w1, 64 KB of w2, 2 x 32 KB of x, 32 KB of z).
 // HBM traffic: x read once, out written once, the weights once per cluster.
+//
+// Measured (H200, bf16, n = 4096 = 64 blocks of 64, 16384 tokens, benchmarks/monarch.py):
+// 0.265 ms = 24% of the 4.2 TB/s copy bandwidth (target 80%, ~76 us); 4.1x the sm80 kernel,
+// 6.4x the m2 two-bmm reference, 2.6x dense torch.matmul. 15 clusters of 8 are resident (120
+// of 132 SMs; the GPC layout), one CTA of 8 warps per SM. ncu: IPC 1.0, 7.9 cycles per issued
+// instruction per warp, tensor pipe ~10% busy, DRAM 20%: latency-bound on the serial chain
+// stage 1 -> remote stores -> cluster barrier -> stage 2 per tile, with only 8 warps to hide it.
+// Two variants were measured in the same process and dropped (branch history, commits a142285
+// and e373447): exchanging the output pieces through DSMEM so each CTA stores whole 1 KB row
+// segments (L2 write requests 8.4M -> 1.05M) ran at 0.275 ms, and additionally keeping the w2
+// fragments in registers (stage-2 ldmatrix traffic halved) at 0.308 ms; their stall profile
+// was led by "membar" (3.0 of ~10 cycles per issued instruction): barrier.cluster.arrive.release
+// waits until the thread's remote (and earlier global) stores are complete. Next steps: remote
+// stores as st.async with mbarrier complete_tx signalling (no release fence) and per-CTA
+// full/empty barriers instead of cluster-wide ones; a second z buffer so that stage 1 of the
+// next tile overlaps stage 2 (needs shared memory: smaller x tiles); wgmma (M = 64 = block).
 //
 // Declined (the sm80 kernel then serves): nblocks2 not 8, 16, 32 or 64; nblocks1 not a
 // multiple of the cluster size; s not 32, 64 or 128; block sizes not multiples of 16; a share
@@ -127,9 +138,6 @@ __device__ __forceinline__ void st_cluster_v4(uint32_t addr, uint4 v) {
                "r"(v.z), "r"(v.w)
                : "memory");
 }
-__device__ __forceinline__ void st_cluster_v2(uint32_t addr, uint32_t a, uint32_t b) {
-  asm volatile("st.shared::cluster.v2.b32 [%0], {%1,%2};\n" ::"r"(addr), "r"(a), "r"(b) : "memory");
-}
 __device__ __forceinline__ void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 }
@@ -137,11 +145,7 @@ __device__ __forceinline__ void cluster_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
-// KS2 > 0: the s = 64, r = 16*KS2 path. Warp w owns m-tile w%4 of the 8 w2 blocks' half
-// w/4 (4 j) for all 32 tokens and keeps those w2 fragments in registers for the whole kernel
-// (4*KS2 ldmatrix.x4 once instead of per tile), so stage 2 reads only z from shared memory:
-// half the ldmatrix traffic of the KS2 = 0 path. Its outputs are 8-byte pieces of 4 j.
-template <class T, int UPW, int NT2, int KS2>
+template <class T, int UPW, int NT2>
 __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Params P) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -155,11 +159,9 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
   const uint32_t s_base = smem_u32(smem);
   const uint32_t s_w1 = s_base, s_w2 = s_base + P.w2_off, s_x = s_base + P.x_off;
   const uint32_t s_z = s_base + P.z_off;
-  const int U1 = P.p / 8;         // w1 row units
-  const int U2 = P.r / 8;         // w2 row units
-  const int UX = P.B1 * P.p / 8;  // x row units
-  const int RU = P.s;             // output staging row units: s/C rows m of nb2 = 8C values
-  const int SC = P.s / C;         // output rows m per CTA in the exchange
+  const int U1 = P.p / 8;          // w1 row units
+  const int U2 = P.r / 8;          // w2 row units
+  const int UX = P.B1 * P.p / 8;   // x row units
   const int B1 = P.B1;
   const T* x = static_cast<const T*>(P.x);
   T* out = static_cast<T*>(P.out);
@@ -193,7 +195,6 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
                   ok ? 16 : 0);
     }
   };
-  cp_async_commit();  // group: the weights
   if (my_tiles > 0) load_x(0, 0);
   cp_async_commit();
   if (my_tiles > 1) load_x(1, 1);
@@ -223,57 +224,24 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
   const int xb_unit = blk * (P.p / 8) + ((lane >> 3) & 1);
 
   // ---- stage-2 role: warp w owns w2 rows mt2*16.. (an m-tile) and z token n-tiles
-  // ntb .. ntb+NT2-1 (in rho' order), for all 8 j; JP of them per pass (register budget).
-  constexpr int JP = NT2 == 4 ? 4 : 8;
+  // ntb .. ntb+NT2-1 (in rho' order), for all 8 j.
   const int mt2 = (warp * NT2) / 4;
   const int ntb = (warp * NT2) % 4;
-  const int a_row2 = mt2 * 16 + (lane & 15);                            // + jj*s
-  const int zb_row = ((lane >> 3) & 1) * 8 + (lane & 7);                // + jj*r + ks*16
   const DType bias_dt = static_cast<DType>(P.bias_dtype);
   float bias_r[2][kJ];
 #pragma unroll
   for (int h = 0; h < 2; ++h)
 #pragma unroll
     for (int jj = 0; jj < kJ; ++jj) {
-      if constexpr (KS2 > 0) {
-        bias_r[h][jj] = 0.0f;  // unused on this path
-        continue;
-      }
       const int m = mt2 * 16 + g + 8 * h;
       bias_r[h][jj] = P.bias ? load_float(P.bias, bias_dt,
                                           static_cast<int64_t>(m) * P.nb2 + c * kJ + jj)
                              : 0.0f;
     }
-  // KS2 path: stage-2 role and resident w2 fragments.
-  const int mt4 = warp & 3, jh = warp >> 2;
-  uint32_t a2[KS2 > 0 ? 4 : 1][KS2 > 0 ? KS2 : 1][4];
-  float bias4[2][4];
-  if constexpr (KS2 > 0) {
-    cp_async_wait<2>();  // the weights (the two x groups may still be in flight)
-    __syncthreads();
-#pragma unroll
-    for (int jl = 0; jl < 4; ++jl)
-#pragma unroll
-      for (int ks = 0; ks < KS2; ++ks)
-        ldsm_x4(a2[jl][ks], s_w2 + swz((jh * 4 + jl) * 64 + mt4 * 16 + (lane & 15),
-                                       ks * 2 + a_unit, U2));
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int jl = 0; jl < 4; ++jl) {
-        const int m = mt4 * 16 + g + 8 * h;
-        bias4[h][jl] = P.bias ? load_float(P.bias, bias_dt, static_cast<int64_t>(m) * P.nb2 +
-                                                                c * kJ + jh * 4 + jl)
-                              : 0.0f;
-      }
-  }
 
-  // Every CTA of the cluster runs before any distributed shared memory access.
-  cluster_arrive();
-  cluster_wait();
+  cluster_arrive();  // phase A of "tile -1": z is free (also: every CTA of the cluster runs)
   for (int k = 0; k < my_tiles; ++k) {
     const int buf = k & 1;
-    const uint32_t xbase = s_x + buf * P.x_bytes;
     cp_async_wait<1>();
     __syncthreads();
 
@@ -285,22 +253,28 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[e][nt][i] = 0.0f;
-#pragma unroll 2
-    for (int ks = 0; ks < P.p / 16; ++ks) {
-      uint32_t bx[2][4];
+    {
+      const uint32_t xbase = s_x + buf * P.x_bytes;
+      for (int ks = 0; ks < P.p / 16; ++ks) {
+        uint32_t bx[2][4];
 #pragma unroll
-      for (int np = 0; np < 2; ++np)
-        ldsm_x4(bx[np], xbase + swz(np * 16 + xb_row, xb_unit + ks * 2, UX));
+        for (int np = 0; np < 2; ++np)
+          ldsm_x4(bx[np], xbase + swz(np * 16 + xb_row, xb_unit + ks * 2, UX));
 #pragma unroll
-      for (int e = 0; e < UPW; ++e) {
-        uint32_t a[4];
-        ldsm_x4(a, s_w1 + swz(a_row1 + e * 16, ks * 2 + a_unit, U1));
+        for (int e = 0; e < UPW; ++e) {
+          uint32_t a[4];
+          ldsm_x4(a, s_w1 + swz(a_row1 + e * 16, ks * 2 + a_unit, U1));
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-          Elt<T>::mma(acc[e][nt], a, bx[nt >> 1][(nt & 1) * 2], bx[nt >> 1][(nt & 1) * 2 + 1]);
+          for (int nt = 0; nt < 4; ++nt)
+            Elt<T>::mma(acc[e][nt], a, bx[nt >> 1][(nt & 1) * 2], bx[nt >> 1][(nt & 1) * 2 + 1]);
+        }
       }
     }
-    // z of the previous tile was read by every CTA before the last cluster barrier.
+    __syncthreads();  // x buffer `buf` is free: the tile after next goes there
+    if (k + 2 < my_tiles) load_x(k + 2, buf);
+    cp_async_commit();
+
+    cluster_wait();  // every CTA is done reading its z (previous tile)
 #pragma unroll
     for (int e = 0; e < UPW; ++e)
 #pragma unroll
@@ -313,128 +287,66 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
         st_cluster_v4(raddr[e][h], v);
       }
     cluster_arrive();
-    cluster_wait();  // z of this tile complete in every CTA; every CTA is done with x[buf]
+    cluster_wait();  // z of this tile complete in every CTA
 
-    if constexpr (KS2 == 0) {
-      // ------------------------------------------------------------ stage 2: out^T = w2 z^T
-      uint32_t pk[NT2][4][kJ / 2];
-  #pragma unroll
-      for (int pass = 0; pass < kJ / JP; ++pass) {
-        float acc2[JP][NT2][4];
-  #pragma unroll
-        for (int jl = 0; jl < JP; ++jl)
-  #pragma unroll
-          for (int nt = 0; nt < NT2; ++nt)
-  #pragma unroll
-            for (int i = 0; i < 4; ++i) acc2[jl][nt][i] = 0.0f;
-  #pragma unroll 2
-        for (int ks = 0; ks < P.r / 16; ++ks) {
-  #pragma unroll
-          for (int jl = 0; jl < JP; ++jl) {
-            const int jj = pass * JP + jl;
-            uint32_t a[4];
-            ldsm_x4(a, s_w2 + swz(jj * P.s + a_row2, ks * 2 + a_unit, U2));
-            const int R = jj * P.r + ks * 16 + zb_row;
-            if constexpr (NT2 == 1) {
-              uint32_t bz[2];
-              ldsm_x2_trans(bz, s_z + swz(R, ntb, 4));
-              Elt<T>::mma(acc2[jl][0], a, bz[0], bz[1]);
-            } else {
-  #pragma unroll
-              for (int np = 0; np < NT2 / 2; ++np) {
-                uint32_t bz[4];
-                ldsm_x4_trans(bz, s_z + swz(R, ntb + np * 2 + (lane >> 4), 4));
-                Elt<T>::mma(acc2[jl][np * 2], a, bz[0], bz[1]);
-                Elt<T>::mma(acc2[jl][np * 2 + 1], a, bz[2], bz[3]);
-              }
-            }
-          }
-        }
-  #pragma unroll
-        for (int jl = 0; jl < JP; jl += 2) {
-          const int jj = pass * JP + jl;
-  #pragma unroll
-          for (int nt = 0; nt < NT2; ++nt)
-  #pragma unroll
-            for (int pos = 0; pos < 4; ++pos)
-              pk[nt][pos][jj >> 1] = Elt<T>::pack(acc2[jl][nt][pos] + bias_r[pos >> 1][jj],
-                                                  acc2[jl + 1][nt][pos] + bias_r[pos >> 1][jj + 1]);
-        }
-      }
-      // Output exchange: this thread's 16-byte pieces (8 consecutive j of one (token, m)) go to
-      // CTA m / SC, into its staging rows [token][m % SC][nb2 values of j] in x[buf] (free since
-      // the barrier above), 16-byte units u stored at u ^ ((u / 8) % 8); the owner then writes
-      // whole rows of s/C * nb2 contiguous outputs.
-  #pragma unroll
+    // ------------------------------------------------------------ stage 2: out^T = w2 z^T
+    uint32_t pk[NT2][4][kJ / 2];
+    float ev[NT2][4];
+#pragma unroll
+    for (int jj = 0; jj < kJ; ++jj) {
+      float acc2[NT2][4];
+#pragma unroll
       for (int nt = 0; nt < NT2; ++nt)
-  #pragma unroll
-        for (int pos = 0; pos < 4; ++pos) {
-          const int rho = 8 * qd + 2 * (ntb + nt) + (pos & 1);  // tile row of z column nu
-          const int m = mt2 * 16 + g + 8 * (pos >> 1);
-          const int owner = m / SC, ml = m - owner * SC;
-          const int u = ml * C + c, unit = u ^ ((u >> 3) & 7);
-          st_cluster_v4(map_shared_rank(xbase + static_cast<uint32_t>((rho * RU + unit) * 16),
-                                        static_cast<uint32_t>(owner)),
-                        make_uint4(pk[nt][pos][0], pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]));
-        }
-    } else {
-      // -------------------------------------------- stage 2 (KS2 path): out^T = w2 z^T
-      float acc2[4][4][4];
 #pragma unroll
-      for (int jl = 0; jl < 4; ++jl)
+        for (int i = 0; i < 4; ++i) acc2[nt][i] = 0.0f;
+      const int arow = jj * P.s + mt2 * 16 + (lane & 15);
+      for (int ks = 0; ks < P.r / 16; ++ks) {
+        uint32_t a[4];
+        ldsm_x4(a, s_w2 + swz(arow, ks * 2 + a_unit, U2));
+        const int R = jj * P.r + ks * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+        if constexpr (NT2 == 1) {
+          uint32_t bz[2];
+          ldsm_x2_trans(bz, s_z + swz(R, ntb, 4));
+          Elt<T>::mma(acc2[0], a, bz[0], bz[1]);
+        } else {
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc2[jl][nt][i] = 0.0f;
-#pragma unroll
-      for (int ks = 0; ks < KS2; ++ks)
-#pragma unroll
-        for (int jl = 0; jl < 4; ++jl) {
-          const int R = (jh * 4 + jl) * P.r + ks * 16 + zb_row;
-#pragma unroll
-          for (int np = 0; np < 2; ++np) {
+          for (int np = 0; np < NT2 / 2; ++np) {
             uint32_t bz[4];
-            ldsm_x4_trans(bz, s_z + swz(R, np * 2 + (lane >> 4), 4));
-            Elt<T>::mma(acc2[jl][np * 2], a2[jl][ks], bz[0], bz[1]);
-            Elt<T>::mma(acc2[jl][np * 2 + 1], a2[jl][ks], bz[2], bz[3]);
+            ldsm_x4_trans(bz, s_z + swz(R, ntb + np * 2 + (lane >> 4), 4));
+            Elt<T>::mma(acc2[np * 2], a, bz[0], bz[1]);
+            Elt<T>::mma(acc2[np * 2 + 1], a, bz[2], bz[3]);
           }
         }
-      // Exchange as above, 8-byte pieces (j 4*jh .. 4*jh+3) at byte 8*jh of the unit.
+      }
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
+      for (int nt = 0; nt < NT2; ++nt)
 #pragma unroll
         for (int pos = 0; pos < 4; ++pos) {
-          const int rho = 8 * qd + 2 * nt + (pos & 1);
-          const int m = mt4 * 16 + g + 8 * (pos >> 1);
-          const int owner = m / SC, ml = m - owner * SC;
-          const int u = ml * C + c, unit = u ^ ((u >> 3) & 7);
-          const float* b4 = bias4[pos >> 1];
-          st_cluster_v2(map_shared_rank(xbase + static_cast<uint32_t>((rho * RU + unit) * 16 + 8 * jh),
-                                        static_cast<uint32_t>(owner)),
-                        Elt<T>::pack(acc2[0][nt][pos] + b4[0], acc2[1][nt][pos] + b4[1]),
-                        Elt<T>::pack(acc2[2][nt][pos] + b4[2], acc2[3][nt][pos] + b4[3]));
+          const float v = acc2[nt][pos] + bias_r[pos >> 1][jj];
+          if ((jj & 1) == 0)
+            ev[nt][pos] = v;
+          else
+            pk[nt][pos][jj >> 1] = Elt<T>::pack(ev[nt][pos], v);
         }
     }
-    cluster_arrive();
-    cluster_wait();  // staging complete; every CTA is done reading its z
+    cluster_arrive();  // this CTA's z reads are done (the values are in registers)
 
-    // Whole output rows: tokens of the tile x columns [c*SC*nb2, (c+1)*SC*nb2).
-    {
-      const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
-      T* dst0 = out + static_cast<int64_t>(c) * SC * P.nb2;
-      const int n = kTile * RU;
-      for (int idx = tid; idx < n; idx += kThreads) {
-        const int row = idx / RU, unit = idx - row * RU;
-        const uint4 v = *reinterpret_cast<const uint4*>(
-            smem + (xbase - s_base) + (row * RU + (unit ^ ((unit >> 3) & 7))) * 16);
-        const int64_t t = t0 + row;
-        if (t < P.tokens) *reinterpret_cast<uint4*>(dst0 + t * P.out_stride + unit * 8) = v;
+    const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
+#pragma unroll
+    for (int nt = 0; nt < NT2; ++nt)
+#pragma unroll
+      for (int pos = 0; pos < 4; ++pos) {
+        // z column nu = (ntb+nt)*8 + 2*qd + (pos&1) holds tile row rho = 8*qd + 2*(ntb+nt) + (pos&1).
+        const int64_t tok = t0 + 8 * qd + 2 * (ntb + nt) + (pos & 1);
+        if (tok < P.tokens) {
+          const int m = mt2 * 16 + g + 8 * (pos >> 1);
+          T* dst = out + tok * P.out_stride + static_cast<int64_t>(m) * P.nb2 + c * kJ;
+          *reinterpret_cast<uint4*>(dst) =
+              make_uint4(pk[nt][pos][0], pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]);
+        }
       }
-    }
-    __syncthreads();  // x[buf] read out: the tile after next goes there
-    if (k + 2 < my_tiles) load_x(k + 2, buf);
-    cp_async_commit();
   }
+  cluster_wait();  // matches the last arrive: no CTA leaves while another may still access it
   cp_async_wait<0>();
 }
 
@@ -448,7 +360,7 @@ bool units_ok(int64_t u) { return u == 2 || u == 4 || (u > 0 && u % 8 == 0); }
 
 struct Config {
   bool ok = false;
-  int C = 0, B1 = 0, UPW = 0, NT2 = 0, KS2 = 0;
+  int C = 0, B1 = 0, UPW = 0, NT2 = 0;
   int64_t w2_off = 0, x_off = 0, x_bytes = 0, z_off = 0, smem = 0, tiles = 0;
 };
 
@@ -474,10 +386,7 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   if (!stride_ok(p.x_row_stride, p.tokens) || !stride_ok(p.out_row_stride, p.tokens)) return c;
   if (p.tokens > (int64_t(1) << 31) * kTile / 2) return c;  // tile index fits int32
   const int64_t w1_bytes = B1 * p.q * p.p * 2, w2_bytes = kJ * p.s * p.r * 2;
-  if (p.s % C) return c;
-  // Each x buffer also holds a tile's output rows of the exchange (s/C rows m of 8C values).
-  const int64_t x_bytes = std::max<int64_t>(kTile * B1 * p.p * 2, kTile * 8 * p.s * 2);
-  const int64_t z_bytes = kJ * p.r * kTile * 2;
+  const int64_t x_bytes = kTile * B1 * p.p * 2, z_bytes = kJ * p.r * kTile * 2;
   const int64_t smem = w1_bytes + w2_bytes + 2 * x_bytes + z_bytes;
   if (smem > caps.smem_per_block_optin) return c;
   c.ok = true;
@@ -485,7 +394,6 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   c.B1 = static_cast<int>(B1);
   c.UPW = static_cast<int>(UPW);
   c.NT2 = static_cast<int>(p.s / 32);
-  c.KS2 = p.s == 64 && (p.r == 16 || p.r == 32 || p.r == 64) ? static_cast<int>(p.r / 16) : 0;
   c.w2_off = w1_bytes;
   c.x_off = w1_bytes + w2_bytes;
   c.x_bytes = x_bytes;
@@ -498,20 +406,18 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
 using KernelFn = void (*)(const Params);
 
 template <class T>
-KernelFn pick(int UPW, int NT2, int KS2) {
-#define FK_MONARCH_CASE(u, n, k) \
-  if (UPW == u && NT2 == n && KS2 == k) return monarch_cluster_kernel<T, u, n, k>;
-#define FK_MONARCH_UPW(u)   \
-  FK_MONARCH_CASE(u, 1, 0)  \
-  FK_MONARCH_CASE(u, 2, 0)  \
-  FK_MONARCH_CASE(u, 4, 0)  \
-  FK_MONARCH_CASE(u, 2, 1)  \
-  FK_MONARCH_CASE(u, 2, 2)  \
-  FK_MONARCH_CASE(u, 2, 4)
-  FK_MONARCH_UPW(1)
-  FK_MONARCH_UPW(2)
-  FK_MONARCH_UPW(4)
-#undef FK_MONARCH_UPW
+KernelFn pick(int UPW, int NT2) {
+#define FK_MONARCH_CASE(u, n) \
+  if (UPW == u && NT2 == n) return monarch_cluster_kernel<T, u, n>;
+  FK_MONARCH_CASE(1, 1)
+  FK_MONARCH_CASE(1, 2)
+  FK_MONARCH_CASE(1, 4)
+  FK_MONARCH_CASE(2, 1)
+  FK_MONARCH_CASE(2, 2)
+  FK_MONARCH_CASE(2, 4)
+  FK_MONARCH_CASE(4, 1)
+  FK_MONARCH_CASE(4, 2)
+  FK_MONARCH_CASE(4, 4)
 #undef FK_MONARCH_CASE
   return nullptr;
 }
@@ -566,8 +472,7 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
   const KernelFn kernel =
-      p.dtype == DType::BF16 ? pick<__nv_bfloat16>(c.UPW, c.NT2, c.KS2)
-                             : pick<__half>(c.UPW, c.NT2, c.KS2);
+      p.dtype == DType::BF16 ? pick<__nv_bfloat16>(c.UPW, c.NT2) : pick<__half>(c.UPW, c.NT2);
   if (kernel == nullptr)
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.monarch: no kernel for this configuration");
   FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
