@@ -4,6 +4,7 @@
 #if defined(FLASHKIT_WITH_SM90)
 #include "cuda/attention/sm90/attention_sm90.h"
 #include "cuda/gemm/sm90/gemm_sm90.h"
+#include "cuda/monarch/sm90/monarch_sm90.h"
 #endif
 
 namespace flashkit {
@@ -55,6 +56,13 @@ static const GemmVariant kGemm[] = {
 };
 
 static const MonarchVariant kMonarch[] = {
+#if defined(FLASHKIT_WITH_SM90)
+    // Hopper thread-block-cluster kernel: weights resident in the cluster's shared memory
+    // (nblocks2 in {8, 16, 32, 64}, s in {32, 64, 128}; see its predicate); the sm80 row serves
+    // what it declines.
+    {"cuda.sm90.monarch", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90, cuda::sm90::monarch_supported,
+     cuda::sm90::monarch},
+#endif
 #if defined(FLASHKIT_WITH_CUDA)
     // Fused sm80-class kernel (fp16/bf16, block sizes multiples of 16; see its predicate).
     {"cuda.sm80.monarch", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80, cuda::sm80::monarch_supported,

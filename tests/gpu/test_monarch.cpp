@@ -1,5 +1,8 @@
 // GPU suite, Monarch and block-diagonal linear: the fused sm80-class kernels
-// (src/cuda/monarch/sm80/) forced through a context with kernel_family = SM80, and every dtype
+// (src/cuda/monarch/sm80/) forced through a context with kernel_family = SM80, the Hopper cluster
+// kernel (src/cuda/monarch/sm90/) through kernel_family = SM90 (on compute capability 9.0 with
+// the sm90 kernels built, FLASHKIT_TEST_EXPECT_SM90_GEMM; skipped elsewhere) and checked to be
+// AUTO's choice there, and every dtype
 // on the AUTO context (fp32 and the shapes the fused kernels decline run the generic kernels),
 // with caller workspaces and streams; against float64 references on fresh random inputs,
 // outputs poisoned (0xFF: NaN) before every run, padding between rows checked untouched.
@@ -39,6 +42,26 @@ using fkgpu::padding_written;
 using fkgpu::rng_for;
 
 const fk_context_t* sm80_ctx() { return fkgpu::context_for(FK_KERNEL_FAMILY_SM80); }
+const fk_context_t* sm90_ctx() { return fkgpu::context_for(FK_KERNEL_FAMILY_SM90); }
+
+// True when the Hopper Monarch kernel must serve here: a compute capability 9.0 device and a
+// library built with the sm90 kernels (CMake sets FLASHKIT_TEST_EXPECT_SM90_GEMM exactly then).
+bool have_sm90() {
+#if defined(FLASHKIT_TEST_EXPECT_SM90_GEMM)
+  static const bool v = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return false;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return major == 9 && minor == 0 && sm90_ctx() != nullptr;
+  }();
+  if (!v) WARN("no compute capability 9.0 device: sm90 monarch cases skipped");
+  return v;
+#else
+  WARN("library built without the sm90 kernels: sm90 monarch cases skipped");
+  return false;
+#endif
+}
 
 bool have_sm80() {
   if (sm80_ctx() == nullptr) {
@@ -131,13 +154,14 @@ struct MCase {
   const char* expect = "cuda.sm80.monarch";  // nullptr: whatever AUTO picks
   bool check_m2 = false;
   bool auto_family = false;  // run on the AUTO context instead of the SM80-forced one
+  bool sm90 = false;         // run on the SM90-forced context (auto_family false)
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;
   uint64_t workspace_bytes = 0;
 };
 
-const fk_context_t* ctx_of(bool auto_family) {
-  return auto_family ? fkgpu::auto_context() : sm80_ctx();
+const fk_context_t* ctx_of(bool auto_family, bool sm90 = false) {
+  return auto_family ? fkgpu::auto_context() : sm90 ? sm90_ctx() : sm80_ctx();
 }
 
 std::string describe(const MCase& c) {
@@ -146,7 +170,8 @@ std::string describe(const MCase& c) {
     << c.nb2 << "," << c.s << "," << c.r << ") " << fktest::dt_name(c.dt)
     << (c.bias ? " +bias " : " ") << (c.bias ? fktest::dt_name(c.bias_dt) : "") << " pad "
     << c.pad << " x_offset " << c.x_offset << " workspace " << c.workspace_bytes
-    << (c.auto_family ? " (AUTO)" : " (SM80)") << ", seed " << fktest::test_seed();
+    << (c.auto_family ? " (AUTO)" : c.sm90 ? " (SM90)" : " (SM80)") << ", seed "
+    << fktest::test_seed();
   return o.str();
 }
 
@@ -173,7 +198,7 @@ void run_monarch(const MCase& c, uint64_t tag) {
   fk_monarch_params_init(&mp);
   const DLTensor* b = c.bias ? &dbias : nullptr;
   const char* variant = "?";
-  const fk_context_t* ctx = ctx_of(c.auto_family);
+  const fk_context_t* ctx = ctx_of(c.auto_family, c.sm90);
   REQUIRE_FK(fk_monarch_select_kernel(ctx, &mp, &dx, &dw1, &dw2, b, &dout, &variant));
   INFO("variant " << variant);
   if (c.expect) CHECK(std::string(variant) == c.expect);
@@ -355,6 +380,119 @@ TEST_CASE("sm80 monarch: declined problems go to the generic kernel", "[gpu][mon
   d.s = 256;
   d.expect = "cuda.generic.monarch";
   run_monarch(d, 405);
+}
+
+// ---- The Hopper cluster kernel (cuda.sm90.monarch) -------------------------------------------
+
+namespace {
+
+MCase sm90_case(MCase c) {
+  c.sm90 = true;
+  c.expect = "cuda.sm90.monarch";
+  return c;
+}
+
+MCase rect(int64_t tokens, int64_t nb1, int64_t q, int64_t p, int64_t nb2, int64_t s, int64_t r,
+           DT dt) {
+  MCase c;
+  c.tokens = tokens;
+  c.nb1 = nb1;
+  c.q = q;
+  c.p = p;
+  c.nb2 = nb2;
+  c.s = s;
+  c.r = r;
+  c.dt = dt;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("sm90 monarch: small cases", "[gpu][monarch][sm90][sanitize]") {
+  if (!have_sm90()) return;
+  // cluster of 8 (n = 4096, 64 blocks of 64), 2 (16 blocks of 64) and 1 (rectangular, nblocks2 8)
+  MCase a = sm90_case(square(37, 64, 64, DT::BF16, true));
+  run_monarch(a, 600);
+  MCase b = sm90_case(square(5, 16, 64, DT::F16, false));
+  run_monarch(b, 601);
+  MCase c = sm90_case(rect(33, 2, 128, 64, 8, 64, 32, DT::BF16));
+  c.bias = true;
+  c.bias_dt = DT::F16;
+  run_monarch(c, 602);
+}
+
+TEST_CASE("sm90 monarch: square blocks, odd tokens, bias, padding, fp16/bf16",
+          "[gpu][monarch][sm90]") {
+  if (!have_sm90()) return;
+  // (nblocks, block): 32 x 32 (n 1024, cluster 4), 64 x 64 (n 4096, cluster 8), 16 x 64
+  // (n 1024, cluster 2). Token counts: one tile, tails, more tiles than clusters.
+  const int64_t shapes[][2] = {{32, 32}, {64, 64}, {16, 64}};
+  const int64_t tokens[] = {1, 31, 333, 1000, 4097};
+  int i = 0;
+  for (const auto& sh : shapes)
+    for (DT dt : {DT::BF16, DT::F16})
+      for (int v = 0; v < 2; ++v) {
+        MCase c = sm90_case(square(tokens[i % 5], sh[0], sh[1], dt, i % 2 == 0));
+        c.bias_dt = (i % 3 == 0) ? DT::F32 : (i % 3 == 1) ? DT::BF16 : DT::F16;
+        c.pad = (i % 4 == 3) ? 8 : 0;
+        run_monarch(c, 610 + uint64_t(i++));
+      }
+}
+
+TEST_CASE("sm90 monarch: rectangular blocks and the m2 mapping", "[gpu][monarch][sm90]") {
+  if (!have_sm90()) return;
+  struct R {
+    int64_t nb1, q, p, nb2, s, r;
+  };
+  const R shapes[] = {
+      {8, 32, 64, 16, 64, 16},     // mid 256, out 1024 (cluster 2)
+      {2, 128, 64, 8, 64, 32},     // nblocks2 8: cluster of 1
+      {8, 64, 32, 16, 32, 32},     // p 32, q 64, s 32 (cluster 2)
+      {16, 32, 32, 16, 128, 32},   // s 128 (cluster 2)
+      {32, 64, 64, 64, 64, 32},    // nblocks1 32, nblocks2 64 (cluster 8, 4 w1 blocks per CTA)
+  };
+  int i = 0;
+  for (const R& sh : shapes)
+    for (DT dt : {DT::BF16, DT::F16}) {
+      MCase c = sm90_case(rect((i % 3 == 0) ? 1000 : (i % 3 == 1) ? 77 : 1, sh.nb1, sh.q, sh.p,
+                               sh.nb2, sh.s, sh.r, dt));
+      c.bias = i % 2 == 1;
+      c.bias_dt = DT::F16;
+      c.pad = (i % 4 == 2) ? 16 : 0;
+      run_monarch(c, 640 + uint64_t(i++));
+    }
+  MCase m = sm90_case(rect(45, 8, 32, 64, 16, 64, 16, DT::F16));
+  m.check_m2 = true;
+  run_monarch(m, 660);
+  MCase sq = sm90_case(square(40, 64, 64, DT::BF16, false));
+  sq.check_m2 = true;
+  run_monarch(sq, 661);
+}
+
+TEST_CASE("sm90 monarch: AUTO picks it on Hopper; declined shapes go to the sm80 kernel",
+          "[gpu][monarch][sm90]") {
+  if (!have_sm90()) return;
+  MCase c = square(2049, 64, 64, DT::BF16, true);  // n = 4096: the benchmark's shape
+  c.auto_family = true;
+  c.expect = "cuda.sm90.monarch";
+  run_monarch(c, 670);
+  c = square(65, 128, 128, DT::BF16, false);  // n = 16384: the weights do not fit
+  c.auto_family = true;
+  c.expect = "cuda.sm80.monarch";
+  run_monarch(c, 671);
+  c = square(9, 4, 64, DT::F16, true);  // nblocks2 4: not 8 * cluster size
+  c.auto_family = true;
+  c.expect = "cuda.sm80.monarch";
+  run_monarch(c, 672);
+  c = square(9, 16, 16, DT::BF16, true);  // s 16
+  c.auto_family = true;
+  c.expect = "cuda.sm80.monarch";
+  run_monarch(c, 673);
+  c = square(9, 64, 64, DT::BF16, false);  // row stride 4100 not a multiple of 8
+  c.pad = 4;
+  c.auto_family = true;
+  c.expect = "cuda.generic.monarch";
+  run_monarch(c, 674);
 }
 
 TEST_CASE("sm80 blockdiag linear", "[gpu][monarch][blockdiag][sm80]") {
