@@ -4,7 +4,7 @@
 //
 //   max |out - ref| <= 2 * max |naive - ref| + atol
 //
-// Grid: head dims {64, 96, 128, 192, 256} x (seqlen_q, seqlen_k) in {(1, 1), (113, 203), (128, 217),
+// Grid: head dims {64, 96, 128, 192, 256} (and 8, 32, 72, 160, 200, 248 padded to them) x (seqlen_q, seqlen_k) in {(1, 1), (113, 203), (128, 217),
 // (239, 1), (1023, 1024), (1024, 1023)} x {fp16, bf16}, each case with a masking combination
 // (causal, window, softcap) and a head layout (MHA, GQA, MQA) rotated over the grid; plus
 // problems with more work tiles than SMs (the persistent loop, Q reloaded per tile), fully
@@ -58,6 +58,20 @@ Case sm90_case(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t hk, int64_t
   return c;
 }
 
+Case sm90_varlen(std::vector<int64_t> lq, std::vector<int64_t> lk, int64_t h, int64_t hk, int64_t d,
+                 DT dt) {
+  Case c;
+  c.varlen = true;
+  c.pr.lq = std::move(lq);
+  c.pr.lk = std::move(lk);
+  c.pr.nheads = h;
+  c.pr.nheads_k = hk;
+  c.pr.d = d;
+  c.pr.dt = dt;
+  c.expect_variant = kSm90;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("sm90 attention: head dims x seqlens x masks (FlashAttention tolerance)",
@@ -79,6 +93,35 @@ TEST_CASE("sm90 attention: head dims x seqlens x masks (FlashAttention tolerance
         run_case(sm90(), c, 7000 + uint64_t(i));
         ++i;
       }
+}
+
+TEST_CASE("sm90 attention: other head dims, padded to the next native one",
+          "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // 8 -> 64, 32 -> 64, 72 -> 96, 160 -> 192, 200 and 248 -> 256: zeros past head_dim come from
+  // the copy engine's out-of-bounds fill, and the padded output columns must stay unwritten
+  // (rows are packed, so those columns are the next head's outputs, or past the tensor's end).
+  const int64_t head_dims[] = {8, 32, 72, 160, 200, 248};
+  const int64_t seqlens[][2] = {{113, 203}, {239, 1}, {128, 217}};
+  int i = 0;
+  for (int64_t d : head_dims)
+    for (const auto& sl : seqlens) {
+      Case c = sm90_case(2, sl[0], sl[1], i % 2 ? 4 : 2, 2, d, i % 2 ? DT::BF16 : DT::F16);
+      apply_mask(c, i);
+      c.with_lse = i % 3 != 2;
+      run_case(sm90(), c, 7800 + uint64_t(i));
+      ++i;
+    }
+  Case v = sm90_varlen({3, 0, 130, 17}, {5, 4, 65, 140}, 3, 1, 72, DT::BF16);
+  v.pr.causal = true;
+  run_case(sm90(), v, 7850);
+}
+
+TEST_CASE("sm90 attention: padded head_dim small case", "[gpu][attention][sm90][sanitize]") {
+  if (!have_sm90()) return;
+  Case c = sm90_case(1, 70, 90, 2, 1, 72, DT::F16);  // 72 -> 96: the last head ends the buffer
+  c.pr.causal = true;
+  run_case(sm90(), c, 7860);
 }
 
 TEST_CASE("sm90 attention: more tiles than SMs (persistent loop)", "[gpu][attention][sm90]") {
@@ -113,24 +156,6 @@ TEST_CASE("sm90 attention: fully masked rows", "[gpu][attention][sm90][sanitize]
   w.pr.wr = 0;
   run_case(sm90(), w, 7301);
 }
-
-namespace {
-
-Case sm90_varlen(std::vector<int64_t> lq, std::vector<int64_t> lk, int64_t h, int64_t hk, int64_t d,
-                 DT dt) {
-  Case c;
-  c.varlen = true;
-  c.pr.lq = std::move(lq);
-  c.pr.lk = std::move(lk);
-  c.pr.nheads = h;
-  c.pr.nheads_k = hk;
-  c.pr.d = d;
-  c.pr.dt = dt;
-  c.expect_variant = kSm90;
-  return c;
-}
-
-}  // namespace
 
 TEST_CASE("sm90 attention: varlen (cu_seqlens) x head dims x masks", "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
@@ -186,7 +211,8 @@ TEST_CASE("sm90 attention: declined problems reach the sm80-class kernel",
   Case a = batched(1, 65, 65, 2, 2, 128, DT::BF16);  // eligible: AUTO picks the sm90 kernel
   a.expect_variant = kSm90;
   run_case(autoc, a, 7400);
-  Case h = batched(1, 65, 80, 2, 1, 80, DT::F16);  // head_dim 80
+  Case h = batched(1, 65, 80, 2, 1, 36, DT::F16);  // head_dim 36: not a multiple of 8
+  h.row_pitch = 40;
   h.expect_variant = "cuda.sm80.attention";
   run_case(autoc, h, 7401);
   Case v = sm90_varlen({3, 0, 17, 130}, {5, 4, 20, 65}, 2, 1, 128, DT::BF16);  // AUTO: sm90

@@ -1,13 +1,14 @@
 // Entry point and predicate of the Hopper attention kernel ("cuda.sm90.attention"): which
 // problems it takes, and the translation of an AttentionProblem into its arguments.
 //
-// It takes fp16 and bf16, head_dim exactly 64, 96, 128, 192 or 256, the batched form (seqlen_k >= 1) and
-// the varlen form (cu_seqlens; sequences of length 0 included), MHA/GQA/MQA, causal, sliding
-// window, softcap and LSE, provided the copy engine can read Q, K and V: 16-byte aligned base
-// pointers and row, head and batch strides that are multiples of 8 elements (a stride whose
-// extent is 1 is never used and is not checked; varlen has no batch stride), below 2^40 bytes;
-// the output needs the same alignment (4-byte pair stores). Everything else is declined and the
-// next row (cuda.sm80.attention) takes it.
+// It takes fp16 and bf16; head_dim 64, 96, 128, 192 or 256 natively and every other multiple
+// of 8 up to 256 padded to the next of those (launch.h, padded_head_dim); the batched form
+// (seqlen_k >= 1) and the varlen form (cu_seqlens; sequences of length 0 included); MHA/GQA/MQA,
+// causal, sliding window, softcap and LSE; provided the copy engine can read Q, K and V: 16-byte
+// aligned base pointers and row, head and batch strides that are multiples of 8 elements (a
+// stride whose extent is 1 is never used and is not checked; varlen has no batch stride), below
+// 2^40 bytes; the output needs the same alignment (4-byte pair stores). Everything else is
+// declined and the next row (cuda.sm80.attention) takes it.
 #include "cuda/attention/sm90/attention_sm90.h"
 
 #include <cuda_runtime_api.h>
@@ -58,10 +59,8 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
   if (p.device != Device::Cuda) return false;
   if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
-  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 && p.head_dim != 192 &&
-      p.head_dim != 256)
-    return false;
-  if (smem_bytes_for(int(p.head_dim)) > caps.smem_per_block_optin) return false;
+  if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0) return false;
+  if (smem_bytes_for(padded_head_dim(p.head_dim)) > caps.smem_per_block_optin) return false;
   if (p.varlen) {
     if (p.cu_seqlens_q == nullptr || p.cu_seqlens_k == nullptr) return false;
     if (p.total_q > kMaxLen || p.total_k > kMaxLen || p.total_k < 1) return false;
@@ -148,7 +147,7 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
 
   const bool bf16 = p.dtype == DType::BF16;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
-  switch (p.head_dim) {
+  switch (padded_head_dim(p.head_dim)) {
     case 64: return launch_hdim64(a, bf16, stream);
     case 96: return launch_hdim96(a, bf16, stream);
     case 128: return launch_hdim128(a, bf16, stream);

@@ -1,7 +1,8 @@
 // Epilogue of the Hopper attention kernel: each consumer thread writes its normalised output
 // fragment (two rows, two adjacent columns per 8-column group) straight to global memory as
 // 4-byte pairs, rounded to the input type, and its rows' LSE (one thread per quad). Rows past
-// the end of the sequence are not written (under varlen they are the next sequence's).
+// the end of the sequence are not written (under varlen they are the next sequence's), nor are
+// the columns past a head_dim that the kernel pads (a multiple of 8 below the tile's width).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -45,6 +46,7 @@ __device__ __forceinline__ void store_output(const AttnArgs& a, const TO& o, con
     Element* dst = out + row * a.o_row_stride + 2 * t;
     CUTE_UNROLL
     for (int j = 0; j < cute::size(o) / 4; ++j) {
+      if (8 * j >= a.head_dim) break;  // padded head_dim: the columns past it are not stored
       *reinterpret_cast<uint32_t*>(dst + 8 * j) = pack2<Element>(o(4 * j + 2 * r), o(4 * j + 2 * r + 1));
     }
     if (a.lse != nullptr && t == 0) {

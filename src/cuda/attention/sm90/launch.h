@@ -24,6 +24,12 @@ constexpr int kBlockM = 128;
 constexpr int block_n_for(int head_dim, bool masked) {
   return head_dim <= 96 ? 128 : head_dim <= 128 ? (masked ? 128 : 176) : head_dim <= 192 ? 112 : 80;
 }
+// The kernel's head_dim for a problem's (a multiple of 8 up to 256): Q, K and V come in through
+// the copy engine with zeros past the real head_dim (its out-of-bounds fill), so S = Q K^T is
+// exact and the padded columns of O are zero and never stored.
+constexpr int padded_head_dim(int64_t head_dim) {
+  return head_dim <= 64 ? 64 : head_dim <= 96 ? 96 : head_dim <= 128 ? 128 : head_dim <= 192 ? 192 : 256;
+}
 constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
 // Shared memory of one CTA: Q, the K and V rings, barriers (rounded up generously; the
 // kernel's own static_assert checks its exact size stays below this).
