@@ -67,7 +67,11 @@ struct RegArgs : conv::ConvIO {
   const float4* spec;      // per channel N / 2 entries: H / (8 g_c) in fragment order
   const float* spec_scale; // per channel 8 g_c / N
   int64_t pairs_per_channel;
-  int vec;  // 1: u, pre, post, y rows 16-byte aligned (vector loads/stores allowed)
+  int64_t pairs_per_block;  // each block takes a contiguous range of pairs (channel-major)
+  int vec;  // 1: u, pre, post, y rows 16-byte aligned (cp.async prefetch, vector stores)
+  int lp;   // row length in the input ring: seqlen rounded up to 8
+  int narr; // arrays in the ring: u, then pregate and postgate when present
+  int slots; // 2: the next pair is prefetched while this one is transformed; 1: no prefetch
 };
 
 template <int M1_, int M2_, int S_>
@@ -144,8 +148,7 @@ constexpr uint32_t kNeg2 = 0x80008000u;
 
 __device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
       "{%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -158,7 +161,7 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&d)[4], const void* smem
 }
 __device__ __forceinline__ uint32_t movt(uint32_t x) {
   uint32_t y;
-  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
   return y;
 }
 
@@ -192,9 +195,6 @@ __device__ __forceinline__ void make_frag(Frag<M>& f) {
 
 // ---- global loads and stores of G consecutive 16-bit elements --------------------------------
 
-__device__ __forceinline__ float cvt16(uint16_t r, bool bf16) {
-  return bf16 ? __uint_as_float(uint32_t(r) << 16) : __half2float(__ushort_as_half(r));
-}
 __device__ __forceinline__ uint16_t rnd16(float v, bool bf16) {
   if (bf16) {
     __nv_bfloat16 h = __float2bfloat16_rn(v);
@@ -203,82 +203,159 @@ __device__ __forceinline__ uint16_t rnd16(float v, bool bf16) {
   return __half_as_ushort(__float2half_rn(v));
 }
 
-// v[e] = row[t0 + e] for t0 + e < L, else 0; row == nullptr gives zeros.
-template <int G>
-__device__ __forceinline__ void load_g(const uint16_t* row, int64_t t0, int64_t L, bool vec,
-                                       bool bf16, float (&v)[G]) {
-  uint16_t r[G];
-  if (row == nullptr) {
-#pragma unroll
-    for (int e = 0; e < G; ++e) r[e] = 0;
-  } else if (vec && t0 + G <= L) {
-    if (G == 8) {
-      const uint4 q = *reinterpret_cast<const uint4*>(row + t0);
-      const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        r[(2 * e) % G] = uint16_t(w[e] & 0xffffu);
-        r[(2 * e + 1) % G] = uint16_t(w[e] >> 16);
-      }
-    } else {
-      const uint2 q = *reinterpret_cast<const uint2*>(row + t0);
-      const uint32_t w[2] = {q.x, q.y};
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        r[2 * e] = uint16_t(w[e] & 0xffffu);
-        r[2 * e + 1] = uint16_t(w[e] >> 16);
-      }
-    }
+// Two 16-bit values of a 32-bit word (element 2e in the low half) to fp32, and back (rounded).
+__device__ __forceinline__ void cvt_word(uint32_t w, bool bf16, float& lo, float& hi) {
+  if (bf16) {
+    lo = __uint_as_float(w << 16);
+    hi = __uint_as_float(w & 0xffff0000u);
   } else {
-#pragma unroll
-    for (int e = 0; e < G; ++e) r[e] = (t0 + e < L) ? row[t0 + e] : uint16_t(0);
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w));
+    lo = f.x;
+    hi = f.y;
   }
-#pragma unroll
-  for (int e = 0; e < G; ++e) v[e] = cvt16(r[e], bf16);
+}
+__device__ __forceinline__ uint32_t pack_out(float lo, float hi, bool bf16) {
+  if (bf16) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
 }
 
 template <int G>
 __device__ __forceinline__ void store_g(uint16_t* row, int64_t t0, int64_t L, bool vec, bool bf16,
                                         const float (&v)[G]) {
-  uint16_t r[G];
-#pragma unroll
-  for (int e = 0; e < G; ++e) r[e] = rnd16(v[e], bf16);
   if (vec && t0 + G <= L) {
+    uint32_t w[G / 2];
+#pragma unroll
+    for (int e = 0; e < G / 2; ++e) w[e] = pack_out(v[2 * e], v[2 * e + 1], bf16);
     if (G == 8) {
-      uint4 q;
-      q.x = uint32_t(r[0]) | (uint32_t(r[1]) << 16);
-      q.y = uint32_t(r[2]) | (uint32_t(r[3]) << 16);
-      q.z = uint32_t(r[4 % G]) | (uint32_t(r[5 % G]) << 16);
-      q.w = uint32_t(r[6 % G]) | (uint32_t(r[7 % G]) << 16);
-      *reinterpret_cast<uint4*>(row + t0) = q;
+      *reinterpret_cast<uint4*>(row + t0) =
+          make_uint4(w[0], w[1], w[2 % (G / 2)], w[3 % (G / 2)]);
     } else {
-      uint2 q;
-      q.x = uint32_t(r[0]) | (uint32_t(r[1]) << 16);
-      q.y = uint32_t(r[2]) | (uint32_t(r[3]) << 16);
-      *reinterpret_cast<uint2*>(row + t0) = q;
+      *reinterpret_cast<uint2*>(row + t0) = make_uint2(w[0], w[1]);
     }
   } else {
 #pragma unroll
     for (int e = 0; e < G; ++e)
-      if (t0 + e < L) row[t0 + e] = r[e];
+      if (t0 + e < L) row[t0 + e] = rnd16(v[e], bf16);
   }
+}
+
+// ---- the input ring: u, pregate, postgate of two row pairs in shared memory -------------------
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+// Copies the rows of pair `pair` (u, then pregate and postgate when present; two rows each) into
+// ring slot `slot`: positions >= seqlen (up to lp) are zero. vec: cp.async (the caller commits);
+// otherwise plain loads.
+template <int T>
+__device__ __forceinline__ void fill_ring(const RegArgs& a, uint16_t* ring, int slot, int64_t c,
+                                          int64_t b0) {
+  const bool has1 = b0 + 1 < a.batch;
+  const int chunks = a.lp / 8;
+  for (int arr = 0; arr < a.narr; ++arr)
+    for (int row = 0; row < (has1 ? 2 : 1); ++row) {
+      const void* base;
+      int64_t off;
+      if (arr == 0) {
+        base = a.u;
+        off = (b0 + row) * a.u_bs + c * a.u_cs;
+      } else if (arr == 1 && a.pre != nullptr) {
+        base = a.pre;
+        off = (b0 + row) * a.pre_bs + c * a.pre_cs;
+      } else {
+        base = a.post;
+        off = (b0 + row) * a.post_bs + c * a.post_cs;
+      }
+      const uint16_t* src = static_cast<const uint16_t*>(base) + off;
+      uint16_t* dst = ring + ((slot * a.narr + arr) * 2 + row) * a.lp;
+      for (int ch = threadIdx.x; ch < chunks; ch += T) {
+        const int t = 8 * ch;
+        const int64_t left = a.L - t;
+        if (a.vec) {
+          cp_async16(dst + t, src + t, left >= 8 ? 16 : static_cast<int>(2 * left));
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) dst[t + e] = (t + e < a.L) ? src[t + e] : uint16_t(0);
+        }
+      }
+    }
+}
+
+// v[e] = row[t0 + e] from the ring (zeros when the row is absent or t0 >= L).
+template <int G>
+__device__ __forceinline__ void load_s(const uint16_t* row, int t0, int64_t L, bool bf16,
+                                       float (&v)[G]) {
+  if (row == nullptr || t0 >= L) {
+#pragma unroll
+    for (int e = 0; e < G; ++e) v[e] = 0.0f;
+    return;
+  }
+  uint32_t w[G / 2];
+  if (G == 8) {
+    const uint4 q = *reinterpret_cast<const uint4*>(row + t0);
+    w[0] = q.x;
+    w[1 % (G / 2)] = q.y;
+    w[2 % (G / 2)] = q.z;
+    w[3 % (G / 2)] = q.w;
+  } else {
+    const uint2 q = *reinterpret_cast<const uint2*>(row + t0);
+    w[0] = q.x;
+    w[1] = q.y;
+  }
+#pragma unroll
+  for (int e = 0; e < G / 2; ++e) cvt_word(w[e], bf16, v[2 * e], v[2 * e + 1]);
+}
+
+// m = per-half max of |row[t0 .. t0 + G)| as raw 16-bit magnitudes (bf16 and fp16 magnitudes
+// order like unsigned integers).
+template <int G>
+__device__ __forceinline__ void absmax_s(const uint16_t* row, int t0, int64_t L, uint32_t& m) {
+  if (row == nullptr || t0 >= L) return;
+  if (G == 8) {
+    const uint4 q = *reinterpret_cast<const uint4*>(row + t0);
+    m = __vmaxu2(m, __vmaxu2(q.x & 0x7fff7fffu, q.y & 0x7fff7fffu));
+    m = __vmaxu2(m, __vmaxu2(q.z & 0x7fff7fffu, q.w & 0x7fff7fffu));
+  } else {
+    const uint2 q = *reinterpret_cast<const uint2*>(row + t0);
+    m = __vmaxu2(m, __vmaxu2(q.x & 0x7fff7fffu, q.y & 0x7fff7fffu));
+  }
+}
+// Exponent e with x < 2^e (x >= 0 finite); 0 for x = 0; -1000 flags inf/NaN.
+__device__ __forceinline__ int exp_above(float x) {
+  if (!(x <= 3.4e38f)) return -1000;
+  if (x == 0.0f) return 0;
+  int ex;
+  frexpf(x, &ex);  // x = f 2^ex, f in [0.5, 1)
+  return ex;
 }
 
 // ---- the kernel --------------------------------------------------------------------------------
 
 // W > 0: registers capped so that W warps fit on a multiprocessor (W * 32 / T blocks).
-template <class C, int W>
+template <class C, int W, bool BF16>
 __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kernel(const RegArgs a) {
   constexpr int M1 = C::M1, M2 = C::M2, S = C::S, P = C::P, T = C::T;
   constexpr int MT1 = C::MT1, NT = C::NT, MT2 = C::MT2, G = C::G, R = C::R;
   extern __shared__ float4 smem4[];
   float* stage = reinterpret_cast<float*>(smem4);
   __half* xbuf = reinterpret_cast<__half*>(smem4);
-  __shared__ float red[S];
+  uint16_t* ring = reinterpret_cast<uint16_t*>(smem4 + C::kSmem / sizeof(float4));
+  __shared__ float red[2 * S];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const bool bf16 = a.dtype == DType::BF16;
+  constexpr bool bf16 = BF16;
   const bool vec = a.vec != 0;
 
   Frag<M1> fa;
@@ -291,33 +368,103 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
   }
 
   const int64_t pairs = a.pairs_per_channel * a.channels;
-  for (int64_t pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
-    const int64_t c = pair / a.pairs_per_channel;
-    const int64_t b0 = 2 * (pair - c * a.pairs_per_channel);
+  const int64_t first = blockIdx.x * a.pairs_per_block;
+  const int64_t last = first + a.pairs_per_block < pairs ? first + a.pairs_per_block : pairs;
+  const int ipre = 1, ipost = a.pre != nullptr ? 2 : 1;
+  int64_t c = first / a.pairs_per_channel;
+  int64_t b0 = 2 * (first - c * a.pairs_per_channel);
+  if (vec && a.slots == 2 && first < last) {
+    fill_ring<T>(a, ring, 0, c, b0);
+    cp_async_commit();
+  }
+  int slot = 0;
+  for (int64_t pair = first; pair < last; ++pair, slot ^= (a.slots - 1)) {
+    // (c, b0) of this pair; (cn, bn) of the next
+    int64_t cn = c, bn = b0 + 2;
+    if (bn >= a.batch) {
+      bn = 0;
+      ++cn;
+    }
     const bool has1 = b0 + 1 < a.batch;
-    const uint16_t* u0 = static_cast<const uint16_t*>(a.u) + b0 * a.u_bs + c * a.u_cs;
-    const uint16_t* u1 = has1 ? u0 + a.u_bs : nullptr;
-    const uint16_t* p0 = a.pre != nullptr
-                             ? static_cast<const uint16_t*>(a.pre) + b0 * a.pre_bs + c * a.pre_cs
-                             : nullptr;
-    const uint16_t* p1 = (p0 != nullptr && has1) ? p0 + a.pre_bs : nullptr;
+    if (a.slots == 1) __syncthreads();  // the previous pair is done with the only slot
+    if (vec) {
+      if (a.slots == 1) {
+        fill_ring<T>(a, ring, slot, c, b0);
+        cp_async_commit();
+      }
+      cp_async_wait_all();
+    } else {
+      fill_ring<T>(a, ring, slot, c, b0);
+    }
+    __syncthreads();  // this pair's rows are in the ring; the previous pair is done with it all
+    if (vec && a.slots == 2 && pair + 1 < last) {
+      fill_ring<T>(a, ring, slot ^ 1, cn, bn);
+      cp_async_commit();
+    }
+    const uint16_t* rs = ring + int64_t(slot) * a.narr * 2 * a.lp;
+    const uint16_t* u0 = rs;
+    const uint16_t* u1 = has1 ? rs + a.lp : nullptr;
+    const uint16_t* p0 = a.pre != nullptr ? rs + ipre * 2 * a.lp : nullptr;
+    const uint16_t* p1 = (p0 != nullptr && has1) ? p0 + a.lp : nullptr;
 
-    // ---- load, radix-S DIF step, scale, fp16 into the X planes ----
-    float2 xs[R][S][G];
-    float mx = 0.0f;
+    // ---- scale: s_in = 2^-E with |v| s_in < 1, from max |u| * max |pregate| of the pair ----
+    uint32_t mu = 0, mp = 0;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int n0 = G * (tid + T * r);
+#pragma unroll
+      for (int i = 0; i < S; ++i) {
+        const int t0 = n0 + i * P;
+        absmax_s<G>(u0, t0, a.L, mu);
+        absmax_s<G>(u1, t0, a.L, mu);
+        if (p0 != nullptr) {
+          absmax_s<G>(p0, t0, a.L, mp);
+          absmax_s<G>(p1, t0, a.L, mp);
+        }
+      }
+    }
+    float mxu, mxp;
+    {
+      float lo, hi;
+      cvt_word(mu, bf16, lo, hi);
+      mxu = fmaxf(lo, hi);
+      cvt_word(mp, bf16, lo, hi);
+      mxp = fmaxf(lo, hi);
+    }
+    mxu = warp_max(mxu);
+    mxp = warp_max(mxp);
+    if (lane == 0) {
+      red[warp] = mxu;
+      red[S + warp] = mxp;
+    }
+    __syncthreads();
+    mxu = red[0];
+    mxp = red[S];
+#pragma unroll
+    for (int w = 1; w < S; ++w) {
+      mxu = fmaxf(mxu, red[w]);
+      mxp = fmaxf(mxp, red[S + w]);
+    }
+    float s_in = 1.0f;
+    {
+      const int eu = exp_above(mxu), ep = p0 != nullptr ? exp_above(mxp) : 0;
+      if (eu > -1000 && ep > -1000) s_in = ldexpf(1.0f, -(eu + ep));
+    }
+
+    // ---- radix-S DIF step, scaled, fp16 into the X planes ----
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int n0 = G * (tid + T * r), n1 = n0 / M2, n2 = n0 % M2;
       float v0[S][G], v1[S][G];
 #pragma unroll
       for (int i = 0; i < S; ++i) {
-        const int64_t t0 = n0 + int64_t(i) * P;
-        load_g<G>(u0, t0, a.L, vec, bf16, v0[i]);
-        load_g<G>(u1, t0, a.L, vec, bf16, v1[i]);
+        const int t0 = n0 + i * P;
+        load_s<G>(u0, t0, a.L, bf16, v0[i]);
+        load_s<G>(u1, t0, a.L, bf16, v1[i]);
         if (p0 != nullptr) {
           float q0[G], q1[G];
-          load_g<G>(p0, t0, a.L, vec, bf16, q0);
-          load_g<G>(p1, t0, a.L, vec, bf16, q1);
+          load_s<G>(p0, t0, a.L, bf16, q0);
+          load_s<G>(p1, t0, a.L, bf16, q1);
 #pragma unroll
           for (int e = 0; e < G; ++e) {
             v0[i][e] *= q0[e];
@@ -325,44 +472,26 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
           }
         }
       }
+      float2 xs[S][G];
 #pragma unroll
       for (int e = 0; e < G; ++e) {
         float2 z[S];
 #pragma unroll
-        for (int i = 0; i < S; ++i) z[i] = make_float2(v0[i][e], v1[i][e]);
+        for (int i = 0; i < S; ++i) z[i] = make_float2(v0[i][e] * s_in, v1[i][e] * s_in);
         dft_small<S, false>(z);
         const int n = n0 + e;
 #pragma unroll
         for (int j = 1; j < S; ++j) z[j] = cmulf(z[j], twn(a, n * j));
 #pragma unroll
-        for (int j = 0; j < S; ++j) {
-          xs[r][j][e] = z[j];
-          mx = fmaxf(mx, fmaxf(fabsf(z[j].x), fabsf(z[j].y)));
-        }
+        for (int j = 0; j < S; ++j) xs[j][e] = z[j];
       }
-    }
-    mx = warp_max(mx);
-    if (lane == 0) red[warp] = mx;
-    __syncthreads();  // also: the previous pair's epilogue is done with the staging planes
-    mx = red[0];
-#pragma unroll
-    for (int w = 1; w < S; ++w) mx = fmaxf(mx, red[w]);
-    float s_in = 1.0f;
-    if (mx > 0.0f && mx <= 3.0e38f) {
-      int ex;
-      frexpf(mx, &ex);  // mx = f 2^ex, f in [0.5, 1)
-      s_in = ldexpf(1.0f, -ex);
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int n0 = G * (tid + T * r), n1 = n0 / M2, n2 = n0 % M2;
 #pragma unroll
       for (int j = 0; j < S; ++j) {
         uint32_t hr[G / 2], hi[G / 2];
 #pragma unroll
         for (int e = 0; e < G / 2; ++e) {
-          hr[e] = pack_h2(xs[r][j][2 * e].x * s_in, xs[r][j][2 * e + 1].x * s_in);
-          hi[e] = pack_h2(xs[r][j][2 * e].y * s_in, xs[r][j][2 * e + 1].y * s_in);
+          hr[e] = pack_h2(xs[j][2 * e].x, xs[j][2 * e + 1].x);
+          hi[e] = pack_h2(xs[j][2 * e].y, xs[j][2 * e + 1].y);
         }
         __half* pr = xbuf + (j * 2 + 0) * C::PLANE_X + n1 * C::XS + n2;
         __half* pi = xbuf + (j * 2 + 1) * C::PLANE_X + n1 * C::XS + n2;
@@ -391,27 +520,36 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
       const __half* xi = xbuf + (j * 2 + 1) * C::PLANE_X;
       const int mat = lane >> 3, rr = lane & 7;
 #pragma unroll
-      for (int kt = 0; kt < MT1; ++kt)
+      for (int kt = 0; kt < MT1; ++kt) {
+        uint32_t br[NT][2], bi[NT][2];
 #pragma unroll
         for (int np = 0; np < NT / 2; ++np) {
           const int off = (16 * kt + (mat & 1) * 8 + rr) * C::XS + 8 * (2 * np + (mat >> 1));
-          uint32_t br[4], bi[4];
-          ldsm_x4_trans(br, xr + off);
-          ldsm_x4_trans(bi, xi + off);
+          uint32_t d[4], e[4];
+          ldsm_x4_trans(d, xr + off);
+          ldsm_x4_trans(e, xi + off);
 #pragma unroll
           for (int q = 0; q < 2; ++q) {
-            const int nt = 2 * np + q;
-            const uint32_t r0 = br[2 * q], r1 = br[2 * q + 1];
-            const uint32_t i0 = bi[2 * q], i1 = bi[2 * q + 1];
-#pragma unroll
-            for (int mt = 0; mt < MT1; ++mt) {
-              mma_f16(ar[mt][nt], fa.re[mt][kt], r0, r1);
-              mma_f16(ar[mt][nt], fa.im[mt][kt], i0 ^ kNeg2, i1 ^ kNeg2);
-              mma_f16(ai[mt][nt], fa.re[mt][kt], i0, i1);
-              mma_f16(ai[mt][nt], fa.im[mt][kt], r0, r1);
-            }
+            br[2 * np + q][0] = d[2 * q];
+            br[2 * np + q][1] = d[2 * q + 1];
+            bi[2 * np + q][0] = e[2 * q];
+            bi[2 * np + q][1] = e[2 * q + 1];
           }
         }
+        // Term-major order: 2 MT1 NT independent mma between two that share an accumulator.
+#pragma unroll
+        for (int term = 0; term < 4; ++term)
+#pragma unroll
+          for (int mt = 0; mt < MT1; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              const uint32_t r0 = br[nt][0], r1 = br[nt][1], i0 = bi[nt][0], i1 = bi[nt][1];
+              if (term == 0) mma_f16(ar[mt][nt], fa.re[mt][kt], r0, r1);
+              if (term == 1) mma_f16(ai[mt][nt], fa.re[mt][kt], i0, i1);
+              if (term == 2) mma_f16(ar[mt][nt], fa.im[mt][kt], i0 ^ kNeg2, i1 ^ kNeg2);
+              if (term == 3) mma_f16(ai[mt][nt], fa.im[mt][kt], r0, r1);
+            }
+      }
     }
     // Twiddles W_P^(k1 n2), k1 = 16 mt + g + 8 h, n2 = 8 nt + 2 t + e.
 #pragma unroll
@@ -452,21 +590,23 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
 #pragma unroll
           for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
 #pragma unroll
-      for (int mt = 0; mt < MT1; ++mt)
+      for (int kt = 0; kt < MT2; ++kt)
 #pragma unroll
-        for (int kt = 0; kt < MT2; ++kt) {
-          const uint32_t nin[4] = {pi[mt][kt][0] ^ kNeg2, pi[mt][kt][1] ^ kNeg2,
-                                   pi[mt][kt][2] ^ kNeg2, pi[mt][kt][3] ^ kNeg2};
+        for (int term = 0; term < 4; ++term)
 #pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            const uint32_t fr0 = fb.re[nt >> 1][kt][nt & 1], fr1 = fb.re[nt >> 1][kt][2 + (nt & 1)];
-            const uint32_t fi0 = fb.im[nt >> 1][kt][nt & 1], fi1 = fb.im[nt >> 1][kt][2 + (nt & 1)];
-            mma_f16(ar[mt][nt], pr[mt][kt], fr0, fr1);
-            mma_f16(ar[mt][nt], nin, fi0, fi1);
-            mma_f16(ai[mt][nt], pr[mt][kt], fi0, fi1);
-            mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
+          for (int mt = 0; mt < MT1; ++mt) {
+            const uint32_t nin[4] = {pi[mt][kt][0] ^ kNeg2, pi[mt][kt][1] ^ kNeg2,
+                                     pi[mt][kt][2] ^ kNeg2, pi[mt][kt][3] ^ kNeg2};
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              const uint32_t fr0 = fb.re[nt >> 1][kt][nt & 1], fr1 = fb.re[nt >> 1][kt][2 + (nt & 1)];
+              const uint32_t fi0 = fb.im[nt >> 1][kt][nt & 1], fi1 = fb.im[nt >> 1][kt][2 + (nt & 1)];
+              if (term == 0) mma_f16(ar[mt][nt], pr[mt][kt], fr0, fr1);
+              if (term == 1) mma_f16(ai[mt][nt], pr[mt][kt], fi0, fi1);
+              if (term == 2) mma_f16(ar[mt][nt], nin, fi0, fi1);
+              if (term == 3) mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
+            }
           }
-        }
     }
     // Pointwise: times the spectrum (entry (k1, k2) of sub-FFT j).
     {
@@ -510,22 +650,24 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
 #pragma unroll
           for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
 #pragma unroll
-      for (int mt = 0; mt < MT1; ++mt)
+      for (int kt = 0; kt < MT2; ++kt)
 #pragma unroll
-        for (int kt = 0; kt < MT2; ++kt) {
-          const uint32_t nrn[4] = {pr[mt][kt][0] ^ kNeg2, pr[mt][kt][1] ^ kNeg2,
-                                   pr[mt][kt][2] ^ kNeg2, pr[mt][kt][3] ^ kNeg2};
+        for (int term = 0; term < 4; ++term)
 #pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            const uint32_t fr0 = fb.re[nt >> 1][kt][nt & 1], fr1 = fb.re[nt >> 1][kt][2 + (nt & 1)];
-            const uint32_t fi0 = fb.im[nt >> 1][kt][nt & 1], fi1 = fb.im[nt >> 1][kt][2 + (nt & 1)];
-            // Cr = Yr Fr + Yi Fi, Ci = Yi Fr - Yr Fi
-            mma_f16(ar[mt][nt], pr[mt][kt], fr0, fr1);
-            mma_f16(ar[mt][nt], pi[mt][kt], fi0, fi1);
-            mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
-            mma_f16(ai[mt][nt], nrn, fi0, fi1);
+          for (int mt = 0; mt < MT1; ++mt) {
+            const uint32_t nrn[4] = {pr[mt][kt][0] ^ kNeg2, pr[mt][kt][1] ^ kNeg2,
+                                     pr[mt][kt][2] ^ kNeg2, pr[mt][kt][3] ^ kNeg2};
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              const uint32_t fr0 = fb.re[nt >> 1][kt][nt & 1], fr1 = fb.re[nt >> 1][kt][2 + (nt & 1)];
+              const uint32_t fi0 = fb.im[nt >> 1][kt][nt & 1], fi1 = fb.im[nt >> 1][kt][2 + (nt & 1)];
+              // Cr = Yr Fr + Yi Fi, Ci = Yi Fr - Yr Fi
+              if (term == 0) mma_f16(ar[mt][nt], pr[mt][kt], fr0, fr1);
+              if (term == 1) mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
+              if (term == 2) mma_f16(ar[mt][nt], pi[mt][kt], fi0, fi1);
+              if (term == 3) mma_f16(ai[mt][nt], nrn, fi0, fi1);
+            }
           }
-        }
     }
 #pragma unroll
     for (int mt = 0; mt < MT1; ++mt)
@@ -563,15 +705,18 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
 #pragma unroll
       for (int kt = 0; kt < MT1; ++kt)
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
+        for (int term = 0; term < 4; ++term)
 #pragma unroll
-          for (int mt = 0; mt < MT1; ++mt) {
-            // yr = Fr Cr + Fi Ci, yi = Fr Ci - Fi Cr
-            mma_f16(ar[mt][nt], fa.re[mt][kt], cr[kt][nt][0], cr[kt][nt][1]);
-            mma_f16(ar[mt][nt], fa.im[mt][kt], ci[kt][nt][0], ci[kt][nt][1]);
-            mma_f16(ai[mt][nt], fa.re[mt][kt], ci[kt][nt][0], ci[kt][nt][1]);
-            mma_f16(ai[mt][nt], fa.im[mt][kt], cr[kt][nt][0] ^ kNeg2, cr[kt][nt][1] ^ kNeg2);
-          }
+          for (int mt = 0; mt < MT1; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              // yr = Fr Cr + Fi Ci, yi = Fr Ci - Fi Cr
+              if (term == 0) mma_f16(ar[mt][nt], fa.re[mt][kt], cr[kt][nt][0], cr[kt][nt][1]);
+              if (term == 1) mma_f16(ai[mt][nt], fa.re[mt][kt], ci[kt][nt][0], ci[kt][nt][1]);
+              if (term == 2) mma_f16(ar[mt][nt], fa.im[mt][kt], ci[kt][nt][0], ci[kt][nt][1]);
+              if (term == 3)
+                mma_f16(ai[mt][nt], fa.im[mt][kt], cr[kt][nt][0] ^ kNeg2, cr[kt][nt][1] ^ kNeg2);
+            }
     }
     __syncthreads();  // every warp has read its X planes (they alias the staging planes)
 #pragma unroll
@@ -593,10 +738,8 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
     const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
     uint16_t* y0 = static_cast<uint16_t*>(a.y) + b0 * a.y_bs + c * a.y_cs;
     uint16_t* y1 = has1 ? y0 + a.y_bs : nullptr;
-    const uint16_t* q0 = a.post != nullptr
-                             ? static_cast<const uint16_t*>(a.post) + b0 * a.post_bs + c * a.post_cs
-                             : nullptr;
-    const uint16_t* q1 = (q0 != nullptr && has1) ? q0 + a.post_bs : nullptr;
+    const uint16_t* q0 = a.post != nullptr ? rs + ipost * 2 * a.lp : nullptr;
+    const uint16_t* q1 = (q0 != nullptr && has1) ? q0 + a.lp : nullptr;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int n0 = G * (tid + T * r), n1 = n0 / M2, n2 = n0 % M2;
@@ -634,12 +777,12 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
         }
         if (a.D != nullptr) {
           float w0[G], w1[G];
-          load_g<G>(u0, t0, a.L, vec, bf16, w0);
-          load_g<G>(u1, t0, a.L, vec, bf16, w1);
+          load_s<G>(u0, int(t0), a.L, bf16, w0);
+          load_s<G>(u1, int(t0), a.L, bf16, w1);
           if (p0 != nullptr) {
             float g0[G], g1[G];
-            load_g<G>(p0, t0, a.L, vec, bf16, g0);
-            load_g<G>(p1, t0, a.L, vec, bf16, g1);
+            load_s<G>(p0, int(t0), a.L, bf16, g0);
+            load_s<G>(p1, int(t0), a.L, bf16, g1);
 #pragma unroll
             for (int e = 0; e < G; ++e) {
               w0[e] *= g0[e];
@@ -654,8 +797,8 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
         }
         if (q0 != nullptr) {
           float g0[G], g1[G];
-          load_g<G>(q0, t0, a.L, vec, bf16, g0);
-          load_g<G>(q1, t0, a.L, vec, bf16, g1);
+          load_s<G>(q0, int(t0), a.L, bf16, g0);
+          load_s<G>(q1, int(t0), a.L, bf16, g1);
 #pragma unroll
           for (int e = 0; e < G; ++e) {
             o0[e] *= g0[e];
@@ -666,6 +809,8 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
         if (y1 != nullptr) store_g<G>(y1, t0, a.L, vec, bf16, o1);
       }
     }
+    c = cn;
+    b0 = bn;
   }
 }
 
@@ -726,14 +871,14 @@ __global__ void __launch_bounds__(256) spectrum_reg_kernel(const RegArgs a, int 
       frexpf(mx, &ex);
       gsc = ldexpf(1.0f, ex);  // >= mx
     }
-    const float inv = 1.0f / (8.0f * gsc);
+    const float inv = 1.0f / (32.0f * gsc);
     float2* sc = spec + c * N;
     for (int k = threadIdx.x; k < N; k += blockDim.x) {
       const int j = k % S, m = k / S, k1 = m % M1, k2 = m / M1;
       const float2 v = buf[k];
       sc[j * P + frag_pos(k1, k2, NT)] = make_float2(v.x * inv, v.y * inv);
     }
-    if (threadIdx.x == 0) scale[c] = 8.0f * gsc / static_cast<float>(N);
+    if (threadIdx.x == 0) scale[c] = 32.0f * gsc / static_cast<float>(N);
     __syncthreads();
   }
 }
@@ -751,7 +896,7 @@ void dims_for(int log_n, int* m1, int* m2) {
   *m1 = log_n <= 9 ? 16 : 32;
   *m2 = log_n <= 8 ? 16 : 32;
 }
-size_t smem_for(int log_n) {
+size_t stage_smem(int log_n) {
   switch (log_n) {
     case 8: return C256::kSmem;
     case 9: return C512::kSmem;
@@ -767,47 +912,58 @@ bool reg_enabled() {
   return !(e != nullptr && e[0] == '0');
 }
 
-// Diagnostic: FLASHKIT_FFTCONV_REG_WARPS=12 or 16 caps the registers for that many warps per
+// Diagnostic: FLASHKIT_FFTCONV_REG_WARPS=12 caps the registers for that many warps per
 // multiprocessor (default: no cap).
 int warps_mode() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_REG_WARPS");
   if (e == nullptr) return 0;
   const int w = std::atoi(e);
-  return (w == 12 || w == 16) ? w : 0;
+  return w == 12 ? w : 0;
 }
 
-template <class C, int W>
-fk_status_t launch_conv_w(const RegArgs& a, int sm_count, cudaStream_t stream) {
-  const void* kernel = reinterpret_cast<const void*>(conv_reg_kernel<C, W>);
-  FK_RETURN_IF_ERROR(conv::allow_smem(kernel, C::kSmem,
+size_t ring_bytes(const RegArgs& a, int slots) {
+  return size_t(slots) * a.narr * 2 * size_t(a.lp) * sizeof(uint16_t);
+}
+
+template <class C, int W, bool BF16>
+fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t stream) {
+  const void* kernel = reinterpret_cast<const void*>(conv_reg_kernel<C, W, BF16>);
+  a.slots = C::kSmem + ring_bytes(a, 2) <= size_t(smem_optin) ? 2 : 1;
+  const size_t smem = C::kSmem + ring_bytes(a, a.slots);
+  FK_RETURN_IF_ERROR(conv::allow_smem(kernel, smem,
                                       "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(shared memory)"));
   int per_sm = 0;
-  FK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::T, C::kSmem),
+  FK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::T, smem),
               "cuda.sm80.fftconv_reg: occupancy");
   const int64_t pairs = a.pairs_per_channel * a.channels;
-  const int64_t grid =
-      std::min<int64_t>(pairs, int64_t(std::max(per_sm, 1)) * std::max(sm_count, 1));
-  conv_reg_kernel<C, W><<<grid_for(grid), C::T, C::kSmem, stream>>>(a);
+  int64_t grid = std::min<int64_t>(pairs, int64_t(std::max(per_sm, 1)) * std::max(sm_count, 1));
+  a.pairs_per_block = (pairs + grid - 1) / grid;
+  grid = (pairs + a.pairs_per_block - 1) / a.pairs_per_block;
+  conv_reg_kernel<C, W, BF16><<<grid_for(grid), C::T, smem, stream>>>(a);
   return check_launch("cuda.sm80.fftconv_reg fused kernel");
 }
 
 template <class C>
-fk_status_t launch_conv(const RegArgs& a, int sm_count, cudaStream_t stream) {
+fk_status_t launch_conv(const RegArgs& a, int optin, int sm_count, cudaStream_t stream) {
+  const bool bf16 = a.dtype == DType::BF16;
   switch (warps_mode()) {
-    case 12: return launch_conv_w<C, 12>(a, sm_count, stream);
-    case 16: return launch_conv_w<C, 16>(a, sm_count, stream);
-    default: return launch_conv_w<C, 0>(a, sm_count, stream);
+    case 12:
+      return bf16 ? launch_conv_w<C, 12, true>(a, optin, sm_count, stream)
+                  : launch_conv_w<C, 12, false>(a, optin, sm_count, stream);
+    default:
+      return bf16 ? launch_conv_w<C, 0, true>(a, optin, sm_count, stream)
+                  : launch_conv_w<C, 0, false>(a, optin, sm_count, stream);
   }
 }
 
-fk_status_t run_conv(const RegArgs& a, int log_n, int sm_count, cudaStream_t stream) {
+fk_status_t run_conv(const RegArgs& a, int log_n, int optin, int sm_count, cudaStream_t stream) {
   switch (log_n) {
-    case 8: return launch_conv<C256>(a, sm_count, stream);
-    case 9: return launch_conv<C512>(a, sm_count, stream);
-    case 10: return launch_conv<C1K>(a, sm_count, stream);
-    case 11: return launch_conv<C2K>(a, sm_count, stream);
-    case 12: return launch_conv<C4K>(a, sm_count, stream);
-    default: return launch_conv<C8K>(a, sm_count, stream);
+    case 8: return launch_conv<C256>(a, optin, sm_count, stream);
+    case 9: return launch_conv<C512>(a, optin, sm_count, stream);
+    case 10: return launch_conv<C1K>(a, optin, sm_count, stream);
+    case 11: return launch_conv<C2K>(a, optin, sm_count, stream);
+    case 12: return launch_conv<C4K>(a, optin, sm_count, stream);
+    default: return launch_conv<C8K>(a, optin, sm_count, stream);
   }
 }
 
@@ -855,7 +1011,10 @@ bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   const int64_t N = p.fft_size;
   if (N < (int64_t(1) << kMinLogN) || N > (int64_t(1) << kMaxLogN) || (N & (N - 1)) != 0)
     return false;
-  if (static_cast<int64_t>(smem_for(conv::log2_exact(N))) > caps.smem_per_block_optin) return false;
+  const int narr = 1 + (p.pregate != nullptr ? 1 : 0) + (p.postgate != nullptr ? 1 : 0);
+  const int64_t one_slot = int64_t(narr) * 2 * ((p.seqlen + 7) / 8 * 8) * 2;
+  if (static_cast<int64_t>(stage_smem(conv::log2_exact(N))) + one_slot > caps.smem_per_block_optin)
+    return false;
   return p.seqlen <= N && p.filter_len > 0;
 }
 
@@ -879,6 +1038,15 @@ fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
   static_cast<conv::ConvIO&>(a) = conv::conv_io(p);
   const int log_n = conv::log2_exact(N);
   a.pairs_per_channel = (p.batch + 1) / 2;
+  a.pairs_per_block = 1;
+  a.lp = static_cast<int>((p.seqlen + 7) / 8 * 8);
+  a.narr = 1 + (p.pregate != nullptr ? 1 : 0) + (p.postgate != nullptr ? 1 : 0);
+  a.slots = 1;
+  int optin = ctx.caps != nullptr ? static_cast<int>(ctx.caps->smem_per_block_optin) : 0;
+  if (optin <= 0) {
+    FK_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                "cudaDeviceGetAttribute(shared memory)");
+  }
   a.vec = (aligned16(p.u, p.u_batch_stride, p.u_channel_stride) &&
            aligned16(p.pregate, p.pre_batch_stride, p.pre_channel_stride) &&
            aligned16(p.postgate, p.post_batch_stride, p.post_channel_stride) &&
@@ -924,7 +1092,7 @@ fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
   }
   a.spec = static_cast<const float4*>(spec);
   a.spec_scale = reinterpret_cast<const float*>(static_cast<const float2*>(spec) + p.channels * N);
-  return run_conv(a, log_n, sm_count, stream);
+  return run_conv(a, log_n, optin, sm_count, stream);
 }
 
 }  // namespace sm80
