@@ -34,6 +34,21 @@
 //   no fp16 operand can then exceed 2^15. The output is scaled back in fp32.
 // - The filter spectrum (an fp32 radix-2 FFT in shared memory, one block per channel) is cached
 //   in the plan when FK_FFTCONV_FILTER_CONSTANT is set, else computed once per call.
+// - Input/output: the next row pair's u and gates are prefetched into a shared-memory ring
+//   (cp.async, 16-byte chunks, zero-filled past seqlen) while the current pair is transformed;
+//   the D term and the postgate read the ring, y leaves with 16-byte stores. Each block takes a
+//   contiguous range of pairs (channel-major), so its spectrum loads hit L1. Rows that are not
+//   16-byte aligned take plain loads into the ring (no prefetch) and scalar stores.
+// - Measured (H200, 2026-11-30, benchmarks/fftconv.py, B 64, H 768, bf16, causal, fft_size 2L):
+//   0.069 ms at L 256, 0.414 ms at L 1K (4.3x torch.fft, 12% of the HBM floor), 0.59 ms at
+//   L 4K (B 16). Far from the 12x / 60% targets. ncu at L 1K: 255 registers per thread, so 8
+//   warps per SM (12.5% occupancy), 5.2 cycles per issued instruction per warp, SM throughput
+//   35%, L1/shared 57%: latency bound at low occupancy, and the I/O phases (ring reads, fp32
+//   radix-S steps, conversions, epilogue) issue about twice the instructions of the DFT core
+//   (about 1200 per warp and sub-FFT, 256 of them mma). Capping registers at 168 spills and
+//   was no faster for the 32 x 32 tiles; it is the default for 16 x 32 (fft_size 512).
+//   Next: split each sub-FFT into two 16-row halves (the inverse's last DFT from shared memory)
+//   to fit 128 registers and 16 warps per SM; twiddles from registers instead of L1 tables.
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -912,13 +927,14 @@ bool reg_enabled() {
   return !(e != nullptr && e[0] == '0');
 }
 
-// Diagnostic: FLASHKIT_FFTCONV_REG_WARPS=12 caps the registers for that many warps per
-// multiprocessor (default: no cap).
-int warps_mode() {
+// Register cap: 12 warps per multiprocessor (168 registers) for the 16 x 32 tile (fft_size 512,
+// no spills there: 0.069 vs 0.082 ms at B 64, H 768, L 256 on the H200); none for the 32 x 32
+// tiles (capping them spills and was no faster). FLASHKIT_FFTCONV_REG_WARPS=0 or 12
+// (diagnostic) overrides.
+int warps_mode(int log_n) {
   const char* e = std::getenv("FLASHKIT_FFTCONV_REG_WARPS");
-  if (e == nullptr) return 0;
-  const int w = std::atoi(e);
-  return w == 12 ? w : 0;
+  if (e != nullptr && (e[0] == '0' || std::atoi(e) == 12)) return std::atoi(e) == 12 ? 12 : 0;
+  return log_n <= 9 ? 12 : 0;
 }
 
 size_t ring_bytes(const RegArgs& a, int slots) {
@@ -946,7 +962,7 @@ fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t 
 template <class C>
 fk_status_t launch_conv(const RegArgs& a, int optin, int sm_count, cudaStream_t stream) {
   const bool bf16 = a.dtype == DType::BF16;
-  switch (warps_mode()) {
+  switch (warps_mode(conv::log2_exact(a.N))) {
     case 12:
       return bf16 ? launch_conv_w<C, 12, true>(a, optin, sm_count, stream)
                   : launch_conv_w<C, 12, false>(a, optin, sm_count, stream);
