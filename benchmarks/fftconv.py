@@ -120,7 +120,7 @@ def main():
     dts = {"bf16": torch.bfloat16, "fp16": torch.float16}
     H = args.channels
     rows = []
-    print(f"{'dtype':5} {'B':>3} {'L':>6} {'gated':>5} {'variant':20} {'fk const ms':>11} "
+    print(f"{'dtype':5} {'B':>3} {'L':>6} {'gated':>5} {'variant':22} {'fk const ms':>11} "
           f"{'fk ms':>8} {'torch ms':>9} {'GB/s':>7} {'%floor':>7} {'x torch':>8} {'max err':>9}")
     for dname in args.dtype:
         dt = dts[dname]
@@ -180,7 +180,7 @@ def main():
                 res["pct_floor"] = 100.0 * res["floor_ms"] / best
                 res["ratio_vs_torch"] = res["torch_ms"] / best
                 rows.append(res)
-                print(f"{dname:5} {B:3d} {L:6d} {str(gated):>5} {res['variant']:20} {best:11.4f} "
+                print(f"{dname:5} {B:3d} {L:6d} {str(gated):>5} {res["variant"]:22} {best:11.4f} "
                       f"{res['fk_ms']:8.4f} {res['torch_ms']:9.4f} {res['gbps']:7.0f} "
                       f"{res['pct_floor']:6.1f}% {res['ratio_vs_torch']:7.1f}x "
                       f"{res['max_rel_err']:9.2e}", flush=True)

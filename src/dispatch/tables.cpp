@@ -1,6 +1,9 @@
 // The variant tables, one per op, fastest first. Adding a kernel = adding a row here.
 #include "dispatch/dispatch.h"
 
+#if defined(FLASHKIT_WITH_CUDA)
+#include "cuda/fftconv/sm80/fftconv_reg.h"
+#endif
 #if defined(FLASHKIT_WITH_SM90)
 #include "cuda/attention/sm90/attention_sm90.h"
 #include "cuda/gemm/sm90/gemm_sm90.h"
@@ -85,6 +88,10 @@ static const BlockdiagVariant kBlockdiag[] = {
 
 static const FFTConvVariant kFFTConv[] = {
 #if defined(FLASHKIT_WITH_CUDA)
+    // Register-resident FFT convolution (two rows per complex transform, 32 x 32 Monarch DFTs
+    // on mma.sync with fp16 operands): fp16/bf16, fft_size 256..8192.
+    {"cuda.sm80.fftconv_reg", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
+     cuda::sm80::fftconv_reg_supported, cuda::sm80::fftconv_reg},
     // Fused tensor-core FFT convolution: fp16/bf16, fft_size 256..32768 (one sequence per
     // block in shared memory); larger sizes and fp32 go to the generic row.
     {"cuda.sm80.fftconv", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80, cuda::sm80::fftconv_supported,

@@ -7,10 +7,16 @@
 // sample of rows against the reference (the reference is O(L * filter_len) per row) and every
 // row for the poison.
 //
-// Tolerance, per element: |y - ref| <= eps * |ref| + eps * rms(ref row), eps the unit roundoff
-// of the output dtype (2^-8 bf16, 2^-11 fp16): the output rounding plus one more rounding step
-// of the row's magnitude for the FFT. FlashFFTConv's tests use atol 1e-2 on similar inputs.
-// The largest error seen, relative to the row rms, is reported per dtype (WARN).
+// Tolerance, per element: |y - ref| <= eps * |ref| + eps_fft * rms(ref row), eps the unit
+// roundoff of the output dtype (2^-8 bf16, 2^-11 fp16): the output rounding plus one rounding
+// step of the row's magnitude for the FFT. eps_fft = eps for cuda.sm80.fftconv (fp32 data, split
+// bf16 operands); 2^-8 for cuda.sm80.fftconv_reg (fp16 mma operands, FlashFFTConv-class
+// precision), for both dtypes. FlashFFTConv's tests use atol 1e-2 on similar inputs (outputs of
+// order 1e-2 here), far looser. The largest error seen, relative to the row rms, is reported per
+// kernel and dtype (WARN).
+//
+// fft_size 256..8192 goes to cuda.sm80.fftconv_reg; FLASHKIT_FFTCONV_REG=0 (set by the cases
+// tagged [sm80-only]) makes it decline so the sm80 kernel is still covered at those sizes.
 #if defined(FLASHKIT_TEST_WITH_CUDA)
 
 #include <catch2/catch.hpp>
@@ -19,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -43,8 +50,24 @@ const fk_context_t* sm80() { return context_for(FK_KERNEL_FAMILY_SM80); }
 
 double unit_roundoff(DT t) { return t == DT::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
 
-// Largest |y - ref| / rms(ref row) seen per output dtype (0: fp16, 1: bf16).
-double g_worst[2] = {0, 0};
+// Largest |y - ref| / rms(ref row) seen per kernel (0: sm80, 1: reg) and output dtype (0: fp16,
+// 1: bf16).
+double g_worst[2][2] = {{0, 0}, {0, 0}};
+
+bool reg_disabled() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_REG");
+  return e != nullptr && e[0] == '0';
+}
+// The variant fk_fftconv_select_kernel must name for a resolved fft_size.
+std::string expected_variant(int64_t fft_size) {
+  if (!reg_disabled() && fft_size >= 256 && fft_size <= 8192) return "cuda.sm80.fftconv_reg";
+  return "cuda.sm80.fftconv";
+}
+// Sets FLASHKIT_FFTCONV_REG=0 for the enclosing scope.
+struct RegOff {
+  RegOff() { setenv("FLASHKIT_FFTCONV_REG", "0", 1); }
+  ~RegOff() { unsetenv("FLASHKIT_FFTCONV_REG"); }
+};
 
 struct Case {
   fk_fftconv_mode_t mode = FK_FFTCONV_CAUSAL;
@@ -53,6 +76,7 @@ struct Case {
   bool with_D = true, pre = false, post = false, constant = false;
   int64_t pad = 0;
   int64_t sample_rows = 0;  // 0: check every row against the reference
+  double u_scale = 0.02, k_scale = 1.0;
 };
 
 std::string describe(const Case& c) {
@@ -93,8 +117,8 @@ struct Inputs {
         D(c.d_dt, {c.channels}) {}
 };
 
-void fill_filter(HostTensor& k, int64_t fl, std::mt19937_64& rng) {
-  std::normal_distribution<double> nd(0.0, 0.02);
+void fill_filter(HostTensor& k, int64_t fl, std::mt19937_64& rng, double scale = 1.0) {
+  std::normal_distribution<double> nd(0.0, 0.02 * scale);
   k.for_each([&](const std::vector<int64_t>& i) {
     k.set(i, nd(rng) * std::exp(-double(i[1]) / (0.3 * double(fl) + 1.0)));
   });
@@ -102,8 +126,9 @@ void fill_filter(HostTensor& k, int64_t fl, std::mt19937_64& rng) {
 
 // Checks y against the reference on the chosen rows, and that every row was written.
 void check(const Case& c, const Inputs& in, int64_t fl, int64_t fft_size,
-           const std::vector<std::pair<int64_t, int64_t>>& rows) {
+           const std::vector<std::pair<int64_t, int64_t>>& rows, bool reg = false) {
   const double eps = unit_roundoff(c.dtype);
+  const double eps_fft = reg ? std::ldexp(1.0, -8) : eps;
   int64_t unwritten = 0;
   in.y.for_each([&](const std::vector<int64_t>& i) {
     if (std::isnan(in.y.get(i))) ++unwritten;
@@ -133,7 +158,7 @@ void check(const Case& c, const Inputs& in, int64_t fl, int64_t fft_size,
     const double rms = std::sqrt(ss / double(L));
     for (int64_t t = 0; t < L; ++t) {
       const double got = in.y.get({b, h, t}), e = std::fabs(got - ref[size_t(t)]);
-      if (!(e <= eps * std::fabs(ref[size_t(t)]) + eps * rms)) {
+      if (!(e <= eps * std::fabs(ref[size_t(t)]) + eps_fft * rms)) {
         if (bad++ == 0) {
           std::ostringstream o;
           o << "row (" << b << ", " << h << ") t " << t << ": got " << got << " ref "
@@ -144,7 +169,7 @@ void check(const Case& c, const Inputs& in, int64_t fl, int64_t fft_size,
       if (rms > 0) worst = std::max(worst, e / rms);
     }
   }
-  double& w = g_worst[c.dtype == DT::BF16 ? 1 : 0];
+  double& w = g_worst[reg ? 1 : 0][c.dtype == DT::BF16 ? 1 : 0];
   w = std::max(w, worst);
   INFO("first bad element: " << where << "; max |err| / rms(row) " << worst << ", seed "
                              << fktest::test_seed());
@@ -180,8 +205,8 @@ void run_case(const Case& c, uint64_t tag, int calls = 1) {
   INFO("resolved fft_size " << resolved.fft_size);
 
   Inputs in(c, fl);
-  in.u.fill_normal(rng, 0.02);
-  fill_filter(in.k, fl, rng);
+  in.u.fill_normal(rng, c.u_scale);
+  fill_filter(in.k, fl, rng, c.k_scale);
   in.pre.fill_uniform(rng, -1.0, 1.0);
   in.post.fill_uniform(rng, -1.0, 1.0);
   in.D.fill_normal(rng);
@@ -198,7 +223,9 @@ void run_case(const Case& c, uint64_t tag, int calls = 1) {
     CHECK(std::string(variant) == "cuda.generic.fftconv");
     return;
   }
-  REQUIRE(std::string(variant) == "cuda.sm80.fftconv");
+  const std::string want = expected_variant(resolved.fft_size);
+  REQUIRE(std::string(variant) == want);
+  const bool reg = want == "cuda.sm80.fftconv_reg";
   const auto rows = rows_to_check(c, rng);
   for (int call = 0; call < calls; ++call) {
     INFO("call " << call + 1 << " of " << calls);
@@ -206,7 +233,7 @@ void run_case(const Case& c, uint64_t tag, int calls = 1) {
     REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &dk, c.with_D ? &dD : nullptr,
                                   c.pre ? &dpre : nullptr, c.post ? &dpost : nullptr, &dy));
     dy.download();
-    check(c, in, fl, resolved.fft_size, rows);
+    check(c, in, fl, resolved.fft_size, rows, reg);
   }
 }
 
@@ -357,11 +384,12 @@ TEST_CASE("sm80 fftconv: a plan not flagged constant sees a changed filter",
       const char* variant = "?";
       REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &*keep.back(), &dD, nullptr, nullptr, &dy,
                                           &variant));
-      REQUIRE(std::string(variant) == "cuda.sm80.fftconv");
+      const std::string want = expected_variant(resolved.fft_size);
+      REQUIRE(std::string(variant) == want);
       dy.poison();
       REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &*keep.back(), &dD, nullptr, nullptr, &dy));
       dy.download();
-      check(c, in, L, resolved.fft_size, rows_to_check(c, rng));
+      check(c, in, L, resolved.fft_size, rows_to_check(c, rng), want == "cuda.sm80.fftconv_reg");
     }
   }
 }
@@ -398,8 +426,133 @@ TEST_CASE("sm80 fftconv: the predicate declines what the fused kernel does not c
   }
 }
 
-TEST_CASE("sm80 fftconv: error summary", "[gpu][fftconv][sm80][zz]") {
-  WARN("sm80 fftconv max |err| / rms(row): fp16 " << g_worst[0] << ", bf16 " << g_worst[1]);
+// ---- cuda.sm80.fftconv_reg -----------------------------------------------------------------
+
+TEST_CASE("sm80 fftconv_reg: fft sizes 256..8192, every mode, B 1 and 2",
+          "[gpu][fftconv][sm80][reg]") {
+  int i = 0;
+  for (int64_t n = 256; n <= 8192; n *= 2)
+    for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
+      Case c;
+      c.mode = m;
+      c.fft_size = n;
+      const int64_t short_filter = n <= 2048 ? 0 : 129;
+      switch (m) {
+        case FK_FFTCONV_CAUSAL:  // the default fft_size (2L rounded up), odd L
+          c.fft_size = 0;
+          c.seqlen = n / 2 - 1 - 2 * (i % 3);
+          c.filter_len = short_filter ? short_filter : c.seqlen;
+          break;
+        case FK_FFTCONV_CIRCULAR:
+          c.seqlen = n - 3;
+          c.filter_len = short_filter ? short_filter : n;
+          break;
+        case FK_FFTCONV_BIDIRECTIONAL:  // needs fft_size >= L + R
+          c.seqlen = n / 2 + 7;
+          c.filter_len = short_filter ? short_filter : n - 15;
+          break;
+      }
+      c.batch = 1 + (i % 2);  // B = 1: the pair's second row is absent
+      c.channels = 3;
+      c.dtype = io_type(i + 1);
+      c.k_dt = (i % 3) == 1 ? DT::F32 : c.dtype;
+      c.with_D = (i % 2) == 1;
+      c.pre = (i % 3) != 2;
+      c.post = (i % 4) >= 2;
+      c.pad = (i % 5) == 1 ? 5 : 0;  // unaligned rows: scalar loads and stores
+      run_case(c, 56000 + uint64_t(i++));
+    }
+}
+
+TEST_CASE("sm80 fftconv_reg: B 64, H 111 and 768, gated, D, odd batch",
+          "[gpu][fftconv][sm80][reg]") {
+  int i = 0;
+  // (B, H, L): host tensors of at most ~50M elements each.
+  for (int64_t H : {111, 768})
+    for (int64_t L : {256, 1024, 2048, 4096}) {
+      if (H == 768 && L > 1024) continue;
+      Case c;
+      c.batch = (i % 3) == 2 ? 63 : 64;
+      c.channels = H;
+      c.seqlen = (i % 2) ? L : L - 1;
+      c.mode = (i % 4) == 3 ? FK_FFTCONV_BIDIRECTIONAL : FK_FFTCONV_CAUSAL;
+      c.filter_len = c.mode == FK_FFTCONV_BIDIRECTIONAL ? 2 * (L / 4) + 1 : (L > 1024 ? 301 : 0);
+      c.dtype = io_type(i);
+      c.k_dt = (i % 2) ? DT::F32 : c.dtype;
+      c.pre = c.post = (i % 2) == 0;
+      c.with_D = true;
+      c.sample_rows = 12;
+      run_case(c, 57000 + uint64_t(i++));
+    }
+}
+
+// Inputs far from the 0.02 scale: the power-of-two scaling must keep the fp16 operands in range
+// (bf16 u of order 1e4, filter of order 10: intermediate values far beyond fp16's 65504).
+TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][reg]") {
+  int i = 0;
+  for (double us : {3.0e4, 1.0e-5})
+    for (int64_t L : {300, 4000}) {
+      Case c;
+      c.batch = 2;
+      c.channels = 4;
+      c.seqlen = L;
+      c.dtype = DT::BF16;
+      c.k_dt = DT::F32;
+      c.u_scale = us;
+      c.k_scale = us > 1 ? 500.0 : 1.0e-3;
+      c.pre = (i % 2) == 0;
+      c.post = true;
+      run_case(c, 58000 + uint64_t(i++));
+    }
+}
+
+// A small case for compute-sanitizer (run alone: "[memcheck]").
+TEST_CASE("sm80 fftconv_reg: small case for memcheck", "[gpu][fftconv][sm80][reg][memcheck]") {
+  for (int64_t n : {256, 2048, 8192}) {
+    Case c;
+    c.batch = 3;
+    c.channels = 2;
+    c.seqlen = n / 2 - 5;
+    c.filter_len = std::min<int64_t>(c.seqlen, 200);
+    c.dtype = DT::F16;
+    c.pre = c.post = true;
+    c.pad = n == 2048 ? 1 : 0;
+    run_case(c, 59000 + uint64_t(n));
+  }
+}
+
+// The sm80 kernel at the sizes the reg kernel now takes (FLASHKIT_FFTCONV_REG=0).
+TEST_CASE("sm80 fftconv: fft sizes 256..8192 with the reg kernel off",
+          "[gpu][fftconv][sm80][sm80-only]") {
+  RegOff off;
+  int i = 0;
+  for (int64_t n = 256; n <= 8192; n *= 4)
+    for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_BIDIRECTIONAL}) {
+      Case c;
+      c.mode = m;
+      c.fft_size = n;
+      c.seqlen = m == FK_FFTCONV_CAUSAL ? n / 2 - 3 : n / 2 + 1;
+      c.filter_len = n <= 2048 ? (m == FK_FFTCONV_CAUSAL ? c.seqlen : n - 1) : 257;
+      c.batch = 2;
+      c.channels = 3;
+      c.dtype = io_type(i);
+      c.pre = c.post = true;
+      run_case(c, 59500 + uint64_t(i++));
+    }
+  Case c;  // many rows per block, prefetch path
+  c.batch = 64;
+  c.channels = 768;
+  c.seqlen = 256;
+  c.dtype = DT::F16;
+  c.pre = c.post = true;
+  c.sample_rows = 10;
+  run_case(c, 59600);
+}
+
+TEST_CASE("sm80 fftconv: error summary", "[gpu][fftconv][sm80][reg][zz]") {
+  WARN("sm80 fftconv max |err| / rms(row): fp16 " << g_worst[0][0] << ", bf16 " << g_worst[0][1]);
+  WARN("sm80 fftconv_reg max |err| / rms(row): fp16 " << g_worst[1][0] << ", bf16 "
+                                                      << g_worst[1][1]);
 }
 
 #endif  // FLASHKIT_TEST_WITH_CUDA

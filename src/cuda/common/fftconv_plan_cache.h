@@ -20,6 +20,7 @@ namespace cuda {
 struct FFTConvCudaCache {
   std::shared_ptr<void> generic;  // src/cuda/fftconv/generic: an FFTConvFamilyCache
   std::shared_ptr<void> sm80;     // src/cuda/fftconv/sm80: an FFTConvFamilyCache
+  std::shared_ptr<void> sm80_reg; // src/cuda/fftconv/sm80/fftconv_reg.cu: an FFTConvFamilyCache
   std::shared_ptr<void> sm90;
 };
 

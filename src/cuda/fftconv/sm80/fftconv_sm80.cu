@@ -1,3 +1,7 @@
+// fft_size 256..8192 in fp16/bf16 is served first by cuda.sm80.fftconv_reg (fftconv_reg.cu, the
+// register-resident form); this kernel takes what that one declines (16K, 32K) and runs when
+// FLASHKIT_FFTCONV_REG=0.
+//
 // sm80-class fused FFT convolution (FlashFFTConv, Fu et al. 2023): one thread block per
 // (batch, channel) sequence does load -> FFT -> multiply by the filter spectrum -> inverse FFT
 // -> + D * v -> gates in shared memory, with the FFT's small DFTs on the tensor cores

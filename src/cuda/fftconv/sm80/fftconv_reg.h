@@ -1,0 +1,17 @@
+// cuda.sm80.fftconv_reg: the register-resident FFT convolution for fft_size 256..8192
+// (fftconv_reg.cu). Declared here rather than in core/backend.h so that the kernel family keeps
+// its entry points inside src/cuda/fftconv/.
+#pragma once
+
+#include "core/backend.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm80 {
+
+bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p);
+fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p);
+
+}  // namespace sm80
+}  // namespace cuda
+}  // namespace flashkit
