@@ -15,7 +15,9 @@ Shapes (issue 7): (M, N, K) in {4096^3, 8192^3, 16384^3, (8192, 8192, 1024), (16
 torch.matmul followed by torch's bias add and GELU.
 
   python3 benchmarks/gemm.py --lib build/libflashkit.so [--dtype bf16 fp16] [--layout nn tn]
-                             [--family auto|generic|sm80|sm90]
+                             [--family auto|generic|sm80|sm90] [--fp8] [--ksweep]
+FLASHKIT_SM90_GEMM_EPILOGUE=regs in the environment keeps the Hopper kernel's D on the register
+store path (no copy-engine stores), for comparison.
 """
 import argparse
 import ctypes
@@ -152,6 +154,8 @@ def tune(fk, l2, args):
 
     for K in (64, 256, 1024, 4096):
         measure(8192, 8192, K, label="k-sweep")
+    if args.ksweep:
+        return out
     for layout in ("tn",):
         for shp in SHAPES[:2]:
             measure(*shp, layout=layout, label="layout")
@@ -205,6 +209,8 @@ def main():
                     help="diagnostics: K sweep, layouts, raster group sizes, host time per call")
     ap.add_argument("--tune-raster", action="store_true", help="with --tune: also raster group sizes")
     ap.add_argument("--skip-main", action="store_true", help="skip the main shape list")
+    ap.add_argument("--ksweep", action="store_true",
+                    help="only the K sweep of --tune (8192 x 8192 x K, bf16): per-tile fixed cost")
     ap.add_argument("--fp8", action="store_true",
                     help="also FP8 e4m3 (fk_gemm_scaled) against torch._scaled_mm")
     ap.add_argument("--profile", type=int, nargs=3, metavar=("M", "N", "K"),
@@ -352,7 +358,7 @@ def main():
         del sets, calls
         torch.cuda.empty_cache()
 
-    if args.tune:
+    if args.tune or args.ksweep:
         rows += tune(fk, l2, args)
 
     write_json("gemm_bench.json", args.json,

@@ -6,7 +6,8 @@
 //
 // Tuning knobs for benchmarking (not part of the API), read once per process:
 // FLASHKIT_SM90_GEMM_GROUP=<1..64>, FLASHKIT_SM90_GEMM_RASTER=m|n and
-// FLASHKIT_SM90_GEMM_SPLITS=<1..64> override the table.
+// FLASHKIT_SM90_GEMM_SPLITS=<1..64> override the table; FLASHKIT_SM90_GEMM_EPILOGUE=regs keeps D
+// on the register-store epilogue, =generic also drops its typed fast path.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct TuningOverrides {
   int32_t raster_n = -1;     // FLASHKIT_SM90_GEMM_RASTER, m -> 0, n -> 1
   int32_t splits = 0;        // FLASHKIT_SM90_GEMM_SPLITS, 1..64
   bool generic_epilogue = false;  // FLASHKIT_SM90_GEMM_EPILOGUE=generic
+  bool register_epilogue = false;  // FLASHKIT_SM90_GEMM_EPILOGUE=regs (no copy-engine stores)
 };
 
 inline const TuningOverrides& tuning_overrides() {
@@ -44,6 +46,7 @@ inline const TuningOverrides& tuning_overrides() {
     }
     const char* e = std::getenv("FLASHKIT_SM90_GEMM_EPILOGUE");
     o.generic_epilogue = e && std::strcmp(e, "generic") == 0;
+    o.register_epilogue = e && std::strcmp(e, "regs") == 0;
     return o;
   }();
   return t;

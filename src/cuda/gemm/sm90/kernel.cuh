@@ -33,6 +33,7 @@ struct GemmKernel {
   struct Params {
     typename Mainloop::Params mainloop;
     EpilogueParams epilogue;
+    cute::TmaDescriptor d_map;  // D's tensor map (epilogue.tma_store only)
     TileSchedulerParams scheduler;
     SplitKParams splitk;
   };
@@ -43,6 +44,9 @@ struct GemmKernel {
     typename Mainloop::Pipeline::SharedStorage pipeline;
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage));
+  // The epilogue's staging follows the mainloop's stages at a 1024-byte boundary (the copy
+  // engine's 128-byte swizzle repeats every 1024 bytes of shared address).
+  static_assert(sizeof(typename Mainloop::SharedStorage) % 1024 == 0, "epilogue staging alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 per-block limit");
 };
 
@@ -59,7 +63,10 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
 
   const int warp = cutlass::canonical_warp_idx_sync();
   const int warpgroup = warp / 4;
-  if (threadIdx.x == 0) Mainloop::prefetch_descriptors(params.mainloop);
+  if (threadIdx.x == 0) {
+    Mainloop::prefetch_descriptors(params.mainloop);
+    if (params.epilogue.tma_store) cute::prefetch_tma_descriptor(&params.d_map);
+  }
 
   typename Pipeline::Params pp;
   pp.transaction_bytes = Mainloop::kTmaTransactionBytes;
@@ -88,6 +95,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     typename Mainloop::TiledMma tiled_mma;
     Tensor accum = partition_fragment_C(tiled_mma, Shape<Int<kTileM>, Int<kTileN>>{});
     typename Mainloop::PipelineState read;  // stage 0, phase 0
+    const bool tma_store = params.epilogue.tma_store != 0;
+    uint32_t epi_count = 0;  // chunks this warpgroup has stored (copy-engine path)
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
       const TileCoord tc = scheduler.coord(t);
       if (tc.k_end > tc.k_begin) {
@@ -100,9 +109,17 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
                          tc.tile, tc.split)) {
         continue;  // another unit of this tile finishes it
       }
-      epilogue_store<typename Mainloop::TiledMma, Mainloop::kFp8>(
-          params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
+      if (tma_store) {
+        epilogue_store_tma<typename Mainloop::TiledMma, Mainloop::kFp8>(
+            params.epilogue, &params.d_map, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l,
+            epi_count);
+      } else {
+        epilogue_store<typename Mainloop::TiledMma, Mainloop::kFp8>(
+            params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
+      }
     }
+    // Shared memory must outlive the copy engine's reads of the last boxes.
+    if (tma_store && mma_thread % 128 == 0) cute::tma_store_wait<0>();
   }
 #endif
 }
