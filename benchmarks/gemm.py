@@ -155,7 +155,7 @@ def tune(fk, l2, args):
     for K in (64, 256, 1024, 4096):
         measure(8192, 8192, K, label="k-sweep")
     if args.ksweep:
-        return out
+        return out + host_time(measure)
     for layout in ("tn",):
         for shp in SHAPES[:2]:
             measure(*shp, layout=layout, label="layout")
@@ -178,18 +178,28 @@ def tune(fk, l2, args):
         for shp in SHAPES[4:6]:
             measure(*shp, label=f"splits {sp}")
     os.environ.pop("FLASHKIT_SM90_GEMM_SPLITS", None)
-    # Host cost of one call: enqueue 50 calls of a small problem without waiting.
+    return out + host_time(measure)
+
+
+def host_time(measure):
+    """Host cost of one call: enqueue 50 calls of a small problem without waiting (a time
+    above the kernel's own puts the host in the timed intervals of the event loop). Also for
+    torch.matmul, for comparison."""
     import time
+    out = []
     calls, _ = measure(256, 256, 256, label="small")
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(50):
-        calls[0]()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    host_us = (t1 - t0) / 50 * 1e6
-    out.append(dict(kind="host", host_us_per_call=host_us))
-    print(f"  host time per fk_gemm call (ctypes included): {host_us:.1f} us", flush=True)
+    a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
+    for name, fn in (("fk_gemm", calls[0]), ("torch.matmul", lambda: torch.matmul(a, a))):
+        fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(50):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        host_us = (t1 - t0) / 50 * 1e6
+        out.append(dict(kind="host", call=name, host_us_per_call=host_us))
+        print(f"  tune host time per {name} call (ctypes included): {host_us:.1f} us", flush=True)
     return out
 
 

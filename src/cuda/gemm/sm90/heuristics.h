@@ -1,6 +1,6 @@
 // The Hopper GEMM's heuristics table: one place that picks, per problem, what the kernel leaves
-// to run time. This first version has one CTA tile (128 x 256 x 64, 4 stages: the largest that
-// fits wgmma's 64 x 256 instruction twice and 4 stages plus the epilogue's staging into
+// to run time. This first version has one CTA tile (128 x 256 x 64, 3 stages plus 64 KB of
+// epilogue staging for the copy-engine stores of D: wgmma's 64 x 256 instruction twice, in
 // 227 KB); the table chooses the grid, the tile order (raster direction and group size of the
 // grouped raster, tile_scheduler.cuh) and the split-K factor.
 //

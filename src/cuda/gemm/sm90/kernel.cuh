@@ -3,11 +3,22 @@
 //
 // 384 threads in three warpgroups. Warpgroup 0 is the producer: it gives most of its registers
 // back (setmaxnreg 40) and one thread issues the copy-engine loads for every tile this CTA
-// owns, running up to 4 stages ahead, across tile boundaries too. Warpgroups 1 and 2 are the
+// owns, running up to 3 stages ahead, across tile boundaries too. Warpgroups 1 and 2 are the
 // consumers (setmaxnreg 232, for the 128 fp32 accumulators each thread holds): they multiply
 // each tile cooperatively, 64 rows each, then each writes its half of the tile through the
 // epilogue while the producer already fills the ring with the next tile's stages. Under
 // split-K a unit covers a slice of K and only the tile's last unit runs the epilogue.
+//
+// Epilogue (issue 7): where D allows it (row-major, 16-byte aligned base, pitch and batch
+// stride, rows a whole number of 16-byte units, no C term) the consumers stage D in shared
+// memory, 64-row x 128-byte swizzled boxes, and hand each box to the copy engine
+// (cp.async.bulk.tensor stores, one bulk group per box): a 16-bit tile has a box per 64-column
+// chunk (64 KB for the CTA, paid for with the ring's fourth stage), so the consumers go back to
+// the next tile's MMAs at once and the stores drain under them; a box is waited for only when
+// the next tile reuses it. Other D (C term, column-major, unaligned) keeps the register-store
+// path. On the H200 this took the fixed cost per 128 x 256 tile from ~10.5 us (register
+// stores, same build) to ~5 us (2 boxes a warpgroup) and then to the figure in
+// benchmarks/RESULTS.md (4 boxes, 3 stages).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -96,7 +107,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     Tensor accum = partition_fragment_C(tiled_mma, Shape<Int<kTileM>, Int<kTileN>>{});
     typename Mainloop::PipelineState read;  // stage 0, phase 0
     const bool tma_store = params.epilogue.tma_store != 0;
-    uint32_t epi_count = 0;  // chunks this warpgroup has stored (copy-engine path)
+    TmaStoreState tma_state;  // copy-engine path: box reuse across tiles
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
       const TileCoord tc = scheduler.coord(t);
       if (tc.k_end > tc.k_begin) {
@@ -105,14 +116,15 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         clear(accum);  // K = 0: D = act(beta C + bias)
       }
       if (params.scheduler.splits > 1 &&
-          !splitk_reduce(params.splitk, params.scheduler.splits, accum, smem.epilogue, mma_thread,
-                         tc.tile, tc.split)) {
+          !splitk_reduce<typename Mainloop::TiledMma>(
+              params.splitk, params.scheduler.splits, accum, smem.epilogue, mma_thread, tc.tile,
+              tc.split, params.epilogue.M - tc.m * kTileM)) {
         continue;  // another unit of this tile finishes it
       }
       if (tma_store) {
         epilogue_store_tma<typename Mainloop::TiledMma, Mainloop::kFp8>(
             params.epilogue, &params.d_map, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l,
-            epi_count);
+            tma_state);
       } else {
         epilogue_store<typename Mainloop::TiledMma, Mainloop::kFp8>(
             params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);

@@ -15,7 +15,8 @@ namespace cuda {
 namespace sm90 {
 
 // The CTA tile: 128 x 256 output, K steps of 128 bytes (64 fp16/bf16 or 128 fp8 elements: one
-// 128-byte swizzle row), a 4-deep ring.
+// 128-byte swizzle row), a 3-deep ring (the fourth stage's shared memory stages D for the
+// copy-engine stores).
 constexpr int kTileM = 128, kTileN = 256, kTileKBytes = 128;
 constexpr int tile_k_for(DType t) { return kTileKBytes / dtype_bytes(t); }
 
