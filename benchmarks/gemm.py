@@ -15,7 +15,9 @@ Shapes (issue 7): (M, N, K) in {4096^3, 8192^3, 16384^3, (8192, 8192, 1024), (16
 torch.matmul followed by torch's bias add and GELU.
 
   python3 benchmarks/gemm.py --lib build/libflashkit.so [--dtype bf16 fp16] [--layout nn tn]
-                             [--family auto|generic|sm80|sm90]
+                             [--family auto|generic|sm80|sm90] [--fp8] [--ksweep]
+FLASHKIT_SM90_GEMM_EPILOGUE=regs in the environment keeps the Hopper kernel's D on the register
+store path (no copy-engine stores), for comparison.
 """
 import argparse
 import ctypes
@@ -152,6 +154,8 @@ def tune(fk, l2, args):
 
     for K in (64, 256, 1024, 4096):
         measure(8192, 8192, K, label="k-sweep")
+    if args.ksweep:
+        return out + host_time(measure)
     for layout in ("tn",):
         for shp in SHAPES[:2]:
             measure(*shp, layout=layout, label="layout")
@@ -174,18 +178,28 @@ def tune(fk, l2, args):
         for shp in SHAPES[4:6]:
             measure(*shp, label=f"splits {sp}")
     os.environ.pop("FLASHKIT_SM90_GEMM_SPLITS", None)
-    # Host cost of one call: enqueue 50 calls of a small problem without waiting.
+    return out + host_time(measure)
+
+
+def host_time(measure):
+    """Host cost of one call: enqueue 50 calls of a small problem without waiting (a time
+    above the kernel's own puts the host in the timed intervals of the event loop). Also for
+    torch.matmul, for comparison."""
     import time
+    out = []
     calls, _ = measure(256, 256, 256, label="small")
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(50):
-        calls[0]()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    host_us = (t1 - t0) / 50 * 1e6
-    out.append(dict(kind="host", host_us_per_call=host_us))
-    print(f"  host time per fk_gemm call (ctypes included): {host_us:.1f} us", flush=True)
+    a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
+    for name, fn in (("fk_gemm", calls[0]), ("torch.matmul", lambda: torch.matmul(a, a))):
+        fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(50):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        host_us = (t1 - t0) / 50 * 1e6
+        out.append(dict(kind="host", call=name, host_us_per_call=host_us))
+        print(f"  tune host time per {name} call (ctypes included): {host_us:.1f} us", flush=True)
     return out
 
 
@@ -205,6 +219,8 @@ def main():
                     help="diagnostics: K sweep, layouts, raster group sizes, host time per call")
     ap.add_argument("--tune-raster", action="store_true", help="with --tune: also raster group sizes")
     ap.add_argument("--skip-main", action="store_true", help="skip the main shape list")
+    ap.add_argument("--ksweep", action="store_true",
+                    help="only the K sweep of --tune (8192 x 8192 x K, bf16): per-tile fixed cost")
     ap.add_argument("--fp8", action="store_true",
                     help="also FP8 e4m3 (fk_gemm_scaled) against torch._scaled_mm")
     ap.add_argument("--profile", type=int, nargs=3, metavar=("M", "N", "K"),
@@ -352,7 +368,7 @@ def main():
         del sets, calls
         torch.cuda.empty_cache()
 
-    if args.tune:
+    if args.tune or args.ksweep:
         rows += tune(fk, l2, args)
 
     write_json("gemm_bench.json", args.json,

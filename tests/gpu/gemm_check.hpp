@@ -126,6 +126,7 @@ struct Case {
   float alpha = 1, beta = 0;
   int act = 0;
   int64_t ld_pad = 0;     // extra elements per row (keep a multiple of 8 to stay eligible)
+  int64_t ld_pad_d = -1;  // the same for d and c only (-1: ld_pad)
   bool eligible = true;   // the target kernel must take it (when the target is enforced)
   cudaStream_t stream = nullptr;
   // fk_gemm_scaled: B's dtype when it differs from A's (fp8 formats); scales 0 none,
@@ -145,6 +146,7 @@ inline std::string describe(const Case& c, const char* label) {
     << (c.broadcast_b ? " broadcast b" : "") << (c.with_c ? " +C" : "")
     << (c.with_bias ? " +bias" : "") << " alpha " << c.alpha << " beta " << c.beta << " act "
     << c.act << " ld_pad " << c.ld_pad;
+  if (c.ld_pad_d >= 0) o << " ld_pad_d " << c.ld_pad_d;
   if (c.scaled) {
     o << " scaled b " << fktest::dt_name(c.b_dt_set ? c.b_dt : c.ab) << " scale_a " << c.scale_a
       << " scale_b " << c.scale_b;
@@ -184,8 +186,9 @@ inline void run(const Case& c, uint64_t tag, const Target& target) {
   const std::vector<int64_t> a_st = (c.col_major_a && !c.trans_a)
                                         ? col_major(c.batch, c.M, c.K, c.ld_pad)
                                         : aligned_strides(as, c.ld_pad, align);
+  const int64_t pad_d = c.ld_pad_d >= 0 ? c.ld_pad_d : c.ld_pad;
   const std::vector<int64_t> d_st =
-      c.col_major_d ? col_major(c.batch, c.M, c.N, c.ld_pad) : aligned_strides(ds, c.ld_pad);
+      c.col_major_d ? col_major(c.batch, c.M, c.N, pad_d) : aligned_strides(ds, pad_d);
   HostTensor a(c.ab, as, a_st), b(bdt, bs, aligned_strides(bs, c.ld_pad, align)),
       d(c.cd, ds, d_st), cm(c.cd, ds, d_st), bias(c.bias_dt, {c.N});
   HostTensor sa(DT::F32, {c.scale_a == 2 ? c.M : 1}), sb(DT::F32, {c.scale_b == 2 ? c.N : 1});

@@ -171,6 +171,86 @@ TEST_CASE("sm90 gemm: fp8 (e4m3/e5m2) with per-tensor, per-row and per-column sc
   run(h, 30901);
 }
 
+// The copy-engine store of D (epilogue.cuh, epilogue_store_tma) is taken when D is row-major
+// with a 16-byte aligned base, row pitch and batch stride and there is no C term; other D
+// layouts keep the register-store path inside the same kernel (both report "cuda.sm90.gemm",
+// so the path is fixed by construction here: D's pitch decides it).
+TEST_CASE("sm90 gemm: copy-engine store of D (tails, dtypes, epilogues, batch)",
+          "[gpu][gemm][sm90][tma_store]") {
+  const DT cds[] = {DT::BF16, DT::F16, DT::F32};
+  // Tails in M and N (rows past M and columns past N clipped by the copy engine; an fp32 chunk
+  // whose second box starts past N), tiles of one 64-column chunk (box reuse after a short tile:
+  // 300 tiles over at most 132 CTAs), split-K and K = 0. N is a multiple of 8, so every row of D
+  // is a whole number of 16-byte units (the copy engine writes whole units: other N take the
+  // register path, as the small-extent cases above check without padding writes).
+  const int64_t shapes[][3] = {{300, 520, 200}, {1, 40, 70}, {129, 24, 64}, {38400, 40, 8},
+                               {16, 4096, 1024}, {200, 312, 0}, {65, 296, 129}};
+  int i = 0;
+  for (const auto& s : shapes)
+    for (DT cd : cds) {
+      Case c;
+      c.M = s[0];
+      c.N = s[1];
+      c.K = s[2];
+      c.ab = ab_by_index(i);
+      c.cd = cd;
+      c.with_bias = (i % 3) != 1;
+      c.bias_dt = (i % 2) ? DT::BF16 : DT::F32;
+      c.act = i % 4;
+      c.alpha = (i % 5) == 2 ? -0.5f : 1.0f;
+      c.trans_a = (i % 4) == 3;
+      c.trans_b = (i % 3) == 2;
+      c.batch = (i % 7) == 4 ? 3 : 0;
+      run(c, 40000 + uint64_t(i++));
+    }
+}
+
+TEST_CASE("sm90 gemm: D pitch not 16-byte aligned keeps the register-store path",
+          "[gpu][gemm][sm90][tma_store]") {
+  // A and B aligned (the sm90 kernel takes the problem); D's rows padded by 1 element (no vector
+  // stores either: the general path) or 4 (8-byte aligned fp16/bf16 rows: the typed fast path).
+  const int64_t pads[] = {1, 4, 1, 4};
+  const DT cds[] = {DT::BF16, DT::F16, DT::F32, DT::BF16};
+  for (int i = 0; i < 4; ++i) {
+    Case c;
+    c.M = 300;
+    c.N = 264;
+    c.K = 130;
+    c.cd = cds[i];
+    c.ld_pad_d = pads[i];
+    c.with_bias = true;
+    c.act = 1 + i % 3;
+    c.batch = i == 3 ? 2 : 0;
+    run(c, 41000 + uint64_t(i));
+  }
+  // C present (beta != 0): register path with a 16-byte aligned D.
+  Case c;
+  c.M = 257;
+  c.N = 300;
+  c.K = 64;
+  c.with_c = true;
+  c.beta = 0.5f;
+  c.with_bias = true;
+  c.act = 2;
+  run(c, 41010);
+}
+
+// A small case for compute-sanitizer (memcheck / racecheck): both warpgroups, two chunks with
+// the box alternation, tails.
+TEST_CASE("sm90 gemm: small copy-engine store case for the sanitizers",
+          "[gpu][gemm][sm90][tma_store_small]") {
+  Case c;
+  c.M = 200;
+  c.N = 136;
+  c.K = 72;
+  c.with_bias = true;
+  c.act = 2;
+  run(c, 42000);
+  c.cd = DT::F32;
+  c.N = 300;
+  run(c, 42001);
+}
+
 TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {
   fkgemm::cases_stream(target(), 0);
 }

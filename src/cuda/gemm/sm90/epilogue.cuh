@@ -11,6 +11,7 @@
 // warp store, the minimum). Column-major D stages transposed so that reads stay contiguous.
 #pragma once
 
+#include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 
@@ -28,8 +29,28 @@ constexpr int kEpiChunk = 64;              // columns (of the tile) staged per r
 constexpr int kEpiPitch = kEpiChunk + 4;   // words per staged row
 constexpr int kEpiRows = kTileM / 2;       // rows per consumer warpgroup
 
+// The copy-engine store path (epilogue_store_tma) stages D in boxes of 64 rows x 128 bytes
+// (64 fp16/bf16 or 32 fp32 columns), 128-byte swizzled, four boxes per consumer warpgroup: a
+// warpgroup's whole 64 x 256 share of a 16-bit tile, half of an fp32 one.
+constexpr int kEpiBoxBytes = kEpiRows * 128;
+constexpr int kEpiBoxes = 4;
+
+// What the copy-engine path remembers between tiles (per thread, uniform over a warpgroup), in
+// one register (it stays live across the mainloop): bit 0, the parity of the chunks stored so
+// far (fp32: which box pair is next); bits 1-3, the chunks the previous tile stored (16-bit:
+// the box reuse rule).
+struct TmaStoreState {
+  uint32_t bits = 4u << 1;
+};
+
 struct EpilogueStorage {
-  float stage[2][kEpiRows * kEpiPitch];  // one buffer per consumer warpgroup
+  // The two paths never run in one launch (EpilogueParams::tma_store is launch-uniform). The
+  // storage starts 1024-byte aligned (it follows the mainloop's stages, whose size is a multiple
+  // of 1024: kernel.cuh checks), as the 128-byte swizzle of the copy engine requires.
+  union {
+    float stage[2][kEpiRows * kEpiPitch];      // register-store path: one buffer per warpgroup
+    uint8_t box[2][kEpiBoxes][kEpiBoxBytes];   // copy-engine path: [warpgroup][box]
+  };
   int32_t splitk_last;                   // split-K: this CTA's unit finished its tile last
 };
 
@@ -42,18 +63,28 @@ struct EpilogueStorage {
 // threadfence-reduction pattern): every thread fences its stores before the barrier that
 // precedes the counting atomic, and the last unit fences again before it reads the partials,
 // through L2 (ld.global.cg), never a stale L1 line.
-template <class Accum>
+// Threads whose rows are all past M (skinny problems: M = 16 uses 16 of the tile's 128 rows)
+// neither store nor read partials: the epilogue never stores their values.
+template <class TiledMma, class Accum>
 __device__ __forceinline__ bool splitk_reduce(const SplitKParams& sk, int32_t splits, Accum& accum,
                                               EpilogueStorage& smem, int mma_thread, int64_t tile,
-                                              int32_t split) {
+                                              int32_t split, int32_t rows_left) {
   constexpr int kVals = decltype(cute::size(accum))::value;  // 128 per thread
+  TiledMma tiled_mma;
+  auto thr = tiled_mma.get_slice(mma_thread);
+  auto coords = thr.partition_C(cute::make_identity_tensor(
+      cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>>{}));
+  // Element 0 is on the thread's upper row; its other row is 8 below.
+  const bool live = cute::get<0>(coords(0)) < rows_left;
   constexpr int kTileFloats = kTileM * kTileN;
   static_assert(kVals * 256 == kTileFloats, "two consumer warpgroups own the tile");
   float* own = sk.partials + (tile * splits + split) * int64_t(kTileFloats);
-  CUTE_UNROLL
-  for (int j = 0; j < kVals / 4; ++j) {
-    *reinterpret_cast<float4*>(own + j * 1024 + mma_thread * 4) =
-        make_float4(accum(4 * j), accum(4 * j + 1), accum(4 * j + 2), accum(4 * j + 3));
+  if (live) {
+    CUTE_UNROLL
+    for (int j = 0; j < kVals / 4; ++j) {
+      *reinterpret_cast<float4*>(own + j * 1024 + mma_thread * 4) =
+          make_float4(accum(4 * j), accum(4 * j + 1), accum(4 * j + 2), accum(4 * j + 3));
+    }
   }
   __threadfence();
   cutlass::arch::NamedBarrier::sync(256, 2);  // all partial stores fenced
@@ -64,6 +95,7 @@ __device__ __forceinline__ bool splitk_reduce(const SplitKParams& sk, int32_t sp
   cutlass::arch::NamedBarrier::sync(256, 2);
   const bool last = smem.splitk_last != 0;
   if (!last) return false;
+  if (!live) return true;
   __threadfence();
   for (int32_t s = 0; s < splits; ++s) {
     if (s == split) continue;
@@ -394,6 +426,202 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
              col_mode ? e.d_stride_m : e.d_stride_n, count, e.d_vec != 0, v);
     }
   }
+}
+
+// Byte offset of (row r, byte b) inside a 64 x 128-byte box under the copy engine's 128-byte
+// swizzle: the 16-byte unit u of row r sits at unit u ^ (r % 8). With that layout the wgmma
+// fragment writes below are conflict-free (a warp's 8 rows land in 8 different units).
+__device__ __forceinline__ uint32_t box_offset(int r, int b) {
+  return uint32_t(r * 128 + ((((b >> 4) ^ r) & 7) << 4) + (b & 15));
+}
+
+// The copy-engine path: the same D = act(alpha * acc + bias) as epilogue_store (no C term: the
+// host keeps C on the register path), written through shared memory with TMA stores
+// (cp.async.bulk.tensor, one box of 64 rows x 128 bytes at a time). Per 64-column chunk, the
+// warpgroup waits only until the box it is about to fill has been read out by an earlier store
+// (cp.async.bulk.wait_group.read by the issuing thread, then a warpgroup barrier), each thread
+// finishes its 32 values in registers and writes them swizzled, fences them to the async proxy,
+// and one thread issues the store and commits it. With 16-bit D each chunk has a box of its own,
+// so the epilogue never waits for its own stores: they drain while the warpgroup is already back
+// in the next tile's mainloop, and chunk c of the next tile waits only for chunk c of this one
+// (at most 3 newer bulk groups may still be reading). fp32 D fills a pair of boxes per chunk,
+// alternating the two pairs (`st` carries the parity over the launch). The copy
+// engine clips rows past M and columns past N (it writes whole 16-byte units, so the host sends
+// here only D whose rows are a multiple of 16 bytes long). `d_map`: D's tensor map (N, M, L),
+// box (128 bytes, 64, 1).
+template <class TiledMma, bool kScaled, class Accum>
+__device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, const void* d_map,
+                                                   const Accum& accum, EpilogueStorage& smem,
+                                                   int mma_thread, int32_t m_tile, int32_t n_tile,
+                                                   int64_t l, TmaStoreState& st) {
+  using namespace cute;
+  TiledMma tiled_mma;
+  auto thr = tiled_mma.get_slice(mma_thread);
+  Tensor coords = thr.partition_C(make_identity_tensor(Shape<Int<kTileM>, Int<kTileN>>{}));
+  constexpr int kPerChunk = decltype(size(accum))::value / (kTileN / kEpiChunk);
+  static_assert(kPerChunk == 32, "64 x 256 wgmma fragment expected");
+  constexpr int kChunks = kTileN / kEpiChunk;
+
+  const int wg = mma_thread / 128, t = mma_thread % 128;
+  const int row0 = wg * kEpiRows;
+  const int64_t m_base = int64_t(m_tile) * kTileM + row0;
+  if (m_base >= e.M) {  // all of this warpgroup's rows are past M (uniform)
+    st.bits &= 1u;        // stored no chunk
+    return;
+  }
+  const int64_t n_tile0 = int64_t(n_tile) * kTileN;
+  const DType dt = static_cast<DType>(e.d_dtype);
+  const bool wide = dt == DType::F32;
+  const DType bias_t = static_cast<DType>(e.bias_dtype);
+  const int32_t act = e.activation;
+
+  float row_scale[2] = {1.0f, 1.0f};
+  if constexpr (kScaled) {
+    if (e.scale_a != nullptr) {
+      CUTE_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        int64_t m = int64_t(m_tile) * kTileM + get<0>(coords(2 * h));
+        m = m < e.M ? m : e.M - 1;  // rows past M are never stored
+        row_scale[h] = e.scale_a[e.scale_a_per_row ? m : 0];
+      }
+    }
+  }
+
+  // Values are finished 8 at a time (two 8-column groups, 16 columns): the 128 accumulators
+  // stay live through the epilogue, and ptxas compiles the kernel to 168 registers a thread
+  // (the launch bound; setmaxnreg only raises the run-time allocation), so a larger working set
+  // spills. The 8 are picked from the fragment by a switch over the 16 possible blocks
+  // (register indices must be compile-time constants) and the math is one copy.
+  constexpr int kQuarter = 8;  // values per step
+  constexpr int kSteps = kPerChunk / kQuarter;
+  static_assert(kEpiBoxes == kChunks, "16-bit D: one box per chunk");
+  // 16-bit D, box reuse: if the previous tile stored all 4 chunks, the store that last used box
+  // c (its chunk c) has exactly 3 groups committed after it when chunk c is about to be written
+  // here, so "at most 3 pending" is enough; after a shorter tile, drain everything once.
+  if (!wide && (st.bits >> 1) < uint32_t(kChunks) && t == 0) tma_store_wait<0>();
+  uint32_t parity = st.bits & 1u, done = 0;
+#pragma unroll 1
+  for (int ch = 0; ch < kChunks; ++ch) {
+    const int64_t n_base = n_tile0 + ch * kEpiChunk;
+    if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
+    ++done;
+    // The box this chunk fills must have been read out by the store that used it last.
+    const int buf = wide ? 2 * int(parity) : ch;
+    parity ^= 1u;
+    if (t == 0) {
+      if (wide) {
+        tma_store_wait<1>();  // the newest group used the other pair
+      } else {
+        tma_store_wait<3>();
+      }
+    }
+    cutlass::arch::NamedBarrier::sync(128, wg);
+#pragma unroll 1
+    for (int q = 0; q < kSteps; ++q) {
+      float v[kQuarter];
+      static_assert(kChunks * kSteps == 16, "16 blocks of 8 values");
+      switch (ch * kSteps + q) {  // one jump, then 8 moves
+#define FLASHKIT_EPI_PICK(S)                                                    \
+  case S:                                                                       \
+    CUTE_UNROLL                                                                 \
+    for (int j = 0; j < kQuarter; ++j) v[j] = accum((S) * kQuarter + j);       \
+    break;
+        FLASHKIT_EPI_PICK(0) FLASHKIT_EPI_PICK(1) FLASHKIT_EPI_PICK(2) FLASHKIT_EPI_PICK(3)
+        FLASHKIT_EPI_PICK(4) FLASHKIT_EPI_PICK(5) FLASHKIT_EPI_PICK(6) FLASHKIT_EPI_PICK(7)
+        FLASHKIT_EPI_PICK(8) FLASHKIT_EPI_PICK(9) FLASHKIT_EPI_PICK(10) FLASHKIT_EPI_PICK(11)
+        FLASHKIT_EPI_PICK(12) FLASHKIT_EPI_PICK(13) FLASHKIT_EPI_PICK(14)
+        default: FLASHKIT_EPI_PICK(15)
+#undef FLASHKIT_EPI_PICK
+      }
+      // Value j of step q sits at the column of fragment element j, plus 16 q (element i is
+      // column group i / 4: 8 elements span 16 columns).
+      const int64_t n_q = n_base + 16 * q;
+      if constexpr (kScaled) {
+        // Row scale by (j >> 1) & 1; column scale shared by j and j ^ 2 (4 reads for 8 values).
+        float cs[kQuarter];
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; ++j) {
+          if ((j >> 1) & 1) {
+            cs[j] = cs[j ^ 2];
+          } else if (e.scale_b == nullptr) {
+            cs[j] = 1.0f;
+          } else {
+            int64_t n = n_q + get<1>(coords(j));
+            n = n < e.N ? n : e.N - 1;  // past N: never stored, clamp the read
+            cs[j] = e.scale_b[e.scale_b_per_col ? n : 0];
+          }
+        }
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; ++j) v[j] *= row_scale[(j >> 1) & 1] * cs[j];
+      }
+      if (e.bias != nullptr) {
+        // Values j and j ^ 2 share a column (rows r and r + 8): 4 bias reads for 8 values.
+        float b[kQuarter];
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; ++j) {
+          if ((j >> 1) & 1) {
+            b[j] = b[j ^ 2];
+          } else {
+            int64_t n = n_q + get<1>(coords(j));
+            n = n < e.N ? n : e.N - 1;
+            b[j] = load_float(e.bias, bias_t, n);
+          }
+        }
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; ++j) v[j] = e.alpha * v[j] + b[j];
+      } else {
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; ++j) v[j] = e.alpha * v[j] + 0.0f;
+      }
+      if (act == int32_t(Activation::Relu)) {
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::Relu);
+      } else if (act == int32_t(Activation::GeluTanh)) {
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::GeluTanh);
+      } else if (act == int32_t(Activation::GeluErf)) {
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::GeluErf);
+      }
+      if (wide) {
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; j += 2) {
+          const int r = get<0>(coords(j)) - row0, c = get<1>(coords(j)) + 16 * q;  // c even
+          *reinterpret_cast<float2*>(&smem.box[wg][buf + (c >> 5)][box_offset(r, (c & 31) * 4)]) =
+              make_float2(v[j], v[j + 1]);
+        }
+      } else if (dt == DType::F16) {
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; j += 2) {
+          const int r = get<0>(coords(j)) - row0, c = get<1>(coords(j)) + 16 * q;
+          *reinterpret_cast<__half2*>(&smem.box[wg][buf][box_offset(r, c * 2)]) =
+              __floats2half2_rn(v[j], v[j + 1]);
+        }
+      } else {
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; j += 2) {
+          const int r = get<0>(coords(j)) - row0, c = get<1>(coords(j)) + 16 * q;
+          *reinterpret_cast<__nv_bfloat162*>(&smem.box[wg][buf][box_offset(r, c * 2)]) =
+              __floats2bfloat162_rn(v[j], v[j + 1]);
+        }
+      }
+    }
+    tma_store_fence();  // this thread's shared-memory writes, visible to the copy engine
+    cutlass::arch::NamedBarrier::sync(128, wg);
+    if (t == 0) {
+      const int32_t m0 = int32_t(m_base), n0 = int32_t(n_base), l0 = int32_t(l);
+      if (wide) {
+        SM90_TMA_STORE_3D::copy(d_map, smem.box[wg][buf], n0, m0, l0);
+        if (n_base + kEpiChunk / 2 < e.N) {
+          SM90_TMA_STORE_3D::copy(d_map, smem.box[wg][buf + 1], n0 + kEpiChunk / 2, m0, l0);
+        }
+      } else {
+        SM90_TMA_STORE_3D::copy(d_map, smem.box[wg][buf], n0, m0, l0);
+      }
+      tma_store_arrive();
+    }
+  }
+  st.bits = (done << 1) | parity;
 }
 
 }  // namespace sm90

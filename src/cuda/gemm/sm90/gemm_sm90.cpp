@@ -137,6 +137,30 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   e.c_vec = vec_ok(p.c, col_mode ? p.c_stride_m : p.c_stride_n,
                    col_mode ? p.c_stride_n : p.c_stride_m, p.c_batch_stride) ? 1 : 0;
   e.fast_epilogue = tuning_overrides().generic_epilogue ? 0 : 1;
+  // Copy-engine stores of D (epilogue.cuh, epilogue_store_tma): row-major D (unit stride along
+  // N) whose base, row pitch and batch stride are 16-byte aligned, rows a whole number of
+  // 16-byte units long (N a multiple of 8 for 16-bit D, of 4 for fp32), and no C term (C is read
+  // on the register path). Anything else keeps the register-store path.
+  {
+    const bool row_major = !col_mode && (p.d_stride_n == 1 || p.N == 1);
+    const int64_t row_bytes =
+        p.M == 1 ? round_up(p.N * dsize, kAlignBytes) : p.d_stride_m * dsize;
+    const int64_t batch_bytes =
+        p.batch == 1 ? round_up(row_bytes * p.M, kAlignBytes) : p.d_batch_stride * dsize;
+    // The copy engine writes whole 16-byte units: a row whose length is not a multiple of 16
+    // bytes would get the bytes past N up to the next unit overwritten.
+    const bool whole_units = (p.N * dsize) % kAlignBytes == 0;
+    const bool ok = row_major && whole_units && e.c == nullptr && aligned(p.d, kAlignBytes) &&
+                    row_bytes > 0 &&
+                    row_bytes % kAlignBytes == 0 && row_bytes < kMaxTmaStrideBytes &&
+                    batch_bytes > 0 && batch_bytes % kAlignBytes == 0 &&
+                    batch_bytes < kMaxTmaStrideBytes && e.fast_epilogue &&
+                    !tuning_overrides().register_epilogue;
+    e.tma_store = ok ? 1 : 0;
+    e.d_map_batch = p.batch;
+    e.d_map_row_bytes = row_bytes;
+    e.d_map_batch_bytes = batch_bytes;
+  }
   return true;
 }
 

@@ -1,12 +1,13 @@
 // The Hopper GEMM's heuristics table: one place that picks, per problem, what the kernel leaves
-// to run time. This first version has one CTA tile (128 x 256 x 64, 4 stages: the largest that
-// fits wgmma's 64 x 256 instruction twice and 4 stages plus the epilogue's staging into
+// to run time. This first version has one CTA tile (128 x 256 x 64, 3 stages plus 64 KB of
+// epilogue staging for the copy-engine stores of D: wgmma's 64 x 256 instruction twice, in
 // 227 KB); the table chooses the grid, the tile order (raster direction and group size of the
 // grouped raster, tile_scheduler.cuh) and the split-K factor.
 //
 // Tuning knobs for benchmarking (not part of the API), read once per process:
 // FLASHKIT_SM90_GEMM_GROUP=<1..64>, FLASHKIT_SM90_GEMM_RASTER=m|n and
-// FLASHKIT_SM90_GEMM_SPLITS=<1..64> override the table.
+// FLASHKIT_SM90_GEMM_SPLITS=<1..64> override the table; FLASHKIT_SM90_GEMM_EPILOGUE=regs keeps D
+// on the register-store epilogue, =generic also drops its typed fast path.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct TuningOverrides {
   int32_t raster_n = -1;     // FLASHKIT_SM90_GEMM_RASTER, m -> 0, n -> 1
   int32_t splits = 0;        // FLASHKIT_SM90_GEMM_SPLITS, 1..64
   bool generic_epilogue = false;  // FLASHKIT_SM90_GEMM_EPILOGUE=generic
+  bool register_epilogue = false;  // FLASHKIT_SM90_GEMM_EPILOGUE=regs (no copy-engine stores)
 };
 
 inline const TuningOverrides& tuning_overrides() {
@@ -44,6 +46,7 @@ inline const TuningOverrides& tuning_overrides() {
     }
     const char* e = std::getenv("FLASHKIT_SM90_GEMM_EPILOGUE");
     o.generic_epilogue = e && std::strcmp(e, "generic") == 0;
+    o.register_epilogue = e && std::strcmp(e, "regs") == 0;
     return o;
   }();
   return t;

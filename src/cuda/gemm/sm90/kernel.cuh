@@ -3,11 +3,22 @@
 //
 // 384 threads in three warpgroups. Warpgroup 0 is the producer: it gives most of its registers
 // back (setmaxnreg 40) and one thread issues the copy-engine loads for every tile this CTA
-// owns, running up to 4 stages ahead, across tile boundaries too. Warpgroups 1 and 2 are the
+// owns, running up to 3 stages ahead, across tile boundaries too. Warpgroups 1 and 2 are the
 // consumers (setmaxnreg 232, for the 128 fp32 accumulators each thread holds): they multiply
 // each tile cooperatively, 64 rows each, then each writes its half of the tile through the
 // epilogue while the producer already fills the ring with the next tile's stages. Under
 // split-K a unit covers a slice of K and only the tile's last unit runs the epilogue.
+//
+// Epilogue (issue 7): where D allows it (row-major, 16-byte aligned base, pitch and batch
+// stride, rows a whole number of 16-byte units, no C term) the consumers stage D in shared
+// memory, 64-row x 128-byte swizzled boxes, and hand each box to the copy engine
+// (cp.async.bulk.tensor stores, one bulk group per box): a 16-bit tile has a box per 64-column
+// chunk (64 KB for the CTA, paid for with the ring's fourth stage), so the consumers go back to
+// the next tile's MMAs at once and the stores drain under them; a box is waited for only when
+// the next tile reuses it. Other D (C term, column-major, unaligned) keeps the register-store
+// path. Measured on the H200 (benchmarks/RESULTS.md, "Copy-engine (TMA) store epilogue"): 0.92-
+// 1.07x cuBLAS on the square shapes, 0.73x at K = 1024 (was 0.65x); a fixed cost of 5-10 us per
+// tile remains with the stores off the consumers' path, so it lies elsewhere (not isolated).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -33,6 +44,7 @@ struct GemmKernel {
   struct Params {
     typename Mainloop::Params mainloop;
     EpilogueParams epilogue;
+    cute::TmaDescriptor d_map;  // D's tensor map (epilogue.tma_store only)
     TileSchedulerParams scheduler;
     SplitKParams splitk;
   };
@@ -43,6 +55,9 @@ struct GemmKernel {
     typename Mainloop::Pipeline::SharedStorage pipeline;
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage));
+  // The epilogue's staging follows the mainloop's stages at a 1024-byte boundary (the copy
+  // engine's 128-byte swizzle repeats every 1024 bytes of shared address).
+  static_assert(sizeof(typename Mainloop::SharedStorage) % 1024 == 0, "epilogue staging alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 per-block limit");
 };
 
@@ -59,7 +74,10 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
 
   const int warp = cutlass::canonical_warp_idx_sync();
   const int warpgroup = warp / 4;
-  if (threadIdx.x == 0) Mainloop::prefetch_descriptors(params.mainloop);
+  if (threadIdx.x == 0) {
+    Mainloop::prefetch_descriptors(params.mainloop);
+    if (params.epilogue.tma_store) cute::prefetch_tma_descriptor(&params.d_map);
+  }
 
   typename Pipeline::Params pp;
   pp.transaction_bytes = Mainloop::kTmaTransactionBytes;
@@ -88,6 +106,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     typename Mainloop::TiledMma tiled_mma;
     Tensor accum = partition_fragment_C(tiled_mma, Shape<Int<kTileM>, Int<kTileN>>{});
     typename Mainloop::PipelineState read;  // stage 0, phase 0
+    const bool tma_store = params.epilogue.tma_store != 0;
+    TmaStoreState tma_state;  // copy-engine path: box reuse across tiles
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
       const TileCoord tc = scheduler.coord(t);
       if (tc.k_end > tc.k_begin) {
@@ -96,13 +116,22 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         clear(accum);  // K = 0: D = act(beta C + bias)
       }
       if (params.scheduler.splits > 1 &&
-          !splitk_reduce(params.splitk, params.scheduler.splits, accum, smem.epilogue, mma_thread,
-                         tc.tile, tc.split)) {
+          !splitk_reduce<typename Mainloop::TiledMma>(
+              params.splitk, params.scheduler.splits, accum, smem.epilogue, mma_thread, tc.tile,
+              tc.split, params.epilogue.M - tc.m * kTileM)) {
         continue;  // another unit of this tile finishes it
       }
-      epilogue_store<typename Mainloop::TiledMma, Mainloop::kFp8>(
-          params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
+      if (tma_store) {
+        epilogue_store_tma<typename Mainloop::TiledMma, Mainloop::kFp8>(
+            params.epilogue, &params.d_map, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l,
+            tma_state);
+      } else {
+        epilogue_store<typename Mainloop::TiledMma, Mainloop::kFp8>(
+            params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
+      }
     }
+    // Shared memory must outlive the copy engine's reads of the last boxes.
+    if (tma_store && mma_thread % 128 == 0) cute::tma_store_wait<0>();
   }
 #endif
 }

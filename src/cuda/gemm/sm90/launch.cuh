@@ -5,6 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstring>
+
 #include "cuda/common/check.h"
 #include "cuda/gemm/sm90/kernel.cuh"
 #include "cuda/gemm/sm90/launch.h"
@@ -23,6 +25,24 @@ inline bool descriptor_encoded(const void* desc, size_t bytes) {
   return false;
 }
 
+// D's tensor map for the copy-engine store path: dimensions (N, M, L) with N the unit stride,
+// box 128 bytes x 64 rows x 1 batch, 128-byte swizzle (epilogue_store_tma). False when the
+// driver refuses it; the caller then keeps the register-store path.
+inline bool encode_d_map(const EpilogueParams& e, cute::TmaDescriptor* map) {
+  const DType dt = static_cast<DType>(e.d_dtype);
+  const int64_t es = dtype_bytes(dt);
+  const cuuint64_t dims[3] = {cuuint64_t(e.N), cuuint64_t(e.M), cuuint64_t(e.d_map_batch)};
+  const cuuint64_t strides[2] = {cuuint64_t(e.d_map_row_bytes), cuuint64_t(e.d_map_batch_bytes)};
+  const cuuint32_t box[3] = {cuuint32_t(128 / es), cuuint32_t(kEpiRows), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
+      map, es == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, e.d,
+      dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS && descriptor_encoded(map, sizeof(*map));
+}
+
 template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
 fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
   using Kernel = GemmKernel<ElementA, ElementB, KMajorA, KMajorB>;
@@ -36,6 +56,10 @@ fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
                      static_cast<long long>(g.K));
   }
   params.epilogue = g.epilogue;
+  std::memset(&params.d_map, 0, sizeof(params.d_map));
+  if (params.epilogue.tma_store && !encode_d_map(params.epilogue, &params.d_map)) {
+    params.epilogue.tma_store = 0;
+  }
   params.scheduler = g.scheduler;
   params.splitk = g.splitk;
   auto* kernel = &gemm_sm90_kernel<Kernel>;

@@ -15,7 +15,8 @@ namespace cuda {
 namespace sm90 {
 
 // The CTA tile: 128 x 256 output, K steps of 128 bytes (64 fp16/bf16 or 128 fp8 elements: one
-// 128-byte swizzle row), a 4-deep ring.
+// 128-byte swizzle row), a 3-deep ring (the fourth stage's shared memory stages D for the
+// copy-engine stores).
 constexpr int kTileM = 128, kTileN = 256, kTileKBytes = 128;
 constexpr int tile_k_for(DType t) { return kTileKBytes / dtype_bytes(t); }
 
@@ -54,6 +55,14 @@ struct EpilogueParams {
   const float* scale_a = nullptr;
   const float* scale_b = nullptr;
   int32_t scale_a_per_row = 0, scale_b_per_col = 0;
+  // Write D through shared memory with the copy engine (epilogue.cuh, epilogue_store_tma): set
+  // by the host when D is row-major with a 16-byte aligned base, row pitch and batch stride
+  // and there is no C term; the launcher clears it if the driver refuses D's tensor map.
+  // FLASHKIT_SM90_GEMM_EPILOGUE=regs (or =generic) keeps the register-store path.
+  int32_t tma_store = 0;
+  // Host only (D's tensor map): batch count and the byte strides of rows and batches, already
+  // made valid for the copy engine where an extent of 1 leaves a stride free.
+  int64_t d_map_batch = 1, d_map_row_bytes = 0, d_map_batch_bytes = 0;
 };
 
 // The persistent work order: tiles are numbered batch-major; inside a batch, groups of `group`

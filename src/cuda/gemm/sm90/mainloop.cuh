@@ -33,7 +33,9 @@ struct Mainloop {
   static_assert(!kFp8 || (KMajorA && KMajorB), "wgmma reads 8-bit operands K-major only");
   static constexpr int kTileK = kTileKBytes / int(sizeof(ElementA));
   using TileShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
-  static constexpr int kStages = 4;
+  // 3 stages (144 KB): the fourth went to the epilogue's staging (64 KB, a whole 16-bit tile),
+  // so that D's stores drain under the next tile's mainloop instead of stalling the epilogue.
+  static constexpr int kStages = 3;
 
   static constexpr cute::GMMA::Major kMajorA = KMajorA ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
   static constexpr cute::GMMA::Major kMajorB = KMajorB ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
