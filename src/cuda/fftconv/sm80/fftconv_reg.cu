@@ -959,17 +959,19 @@ fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t 
   return check_launch("cuda.sm80.fftconv_reg fused kernel");
 }
 
+// The capped (12-warp) build exists only for the 16-row tiles (fft_size 256 and 512), where it is
+// the default; the 32 x 32 tiles are built uncapped only (capping spills; fewer instantiations
+// keep the compile time and the library size down), so the override is ignored there.
 template <class C>
 fk_status_t launch_conv(const RegArgs& a, int optin, int sm_count, cudaStream_t stream) {
   const bool bf16 = a.dtype == DType::BF16;
-  switch (warps_mode(conv::log2_exact(a.N))) {
-    case 12:
+  if constexpr (C::M1 == 16) {
+    if (warps_mode(conv::log2_exact(a.N)) == 12)
       return bf16 ? launch_conv_w<C, 12, true>(a, optin, sm_count, stream)
                   : launch_conv_w<C, 12, false>(a, optin, sm_count, stream);
-    default:
-      return bf16 ? launch_conv_w<C, 0, true>(a, optin, sm_count, stream)
-                  : launch_conv_w<C, 0, false>(a, optin, sm_count, stream);
   }
+  return bf16 ? launch_conv_w<C, 0, true>(a, optin, sm_count, stream)
+              : launch_conv_w<C, 0, false>(a, optin, sm_count, stream);
 }
 
 fk_status_t run_conv(const RegArgs& a, int log_n, int optin, int sm_count, cudaStream_t stream) {
