@@ -238,6 +238,93 @@ __device__ __forceinline__ uint32_t pack_out(float lo, float hi, bool bf16) {
   return *reinterpret_cast<uint32_t*>(&h);
 }
 
+// ---- steps on a warp's accumulator tile (MT1 x NT mma tiles of 16 x 8, complex as re/im) ----
+
+template <class C>
+__device__ __forceinline__ void zero_acc(float (&ar)[C::MT1][C::NT][4], float (&ai)[C::MT1][C::NT][4]) {
+#pragma unroll
+  for (int mt = 0; mt < C::MT1; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < C::NT; ++nt)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
+}
+
+// Entry-wise product with a table stored in lane order (one float4 = the two complex values of
+// accumulator pair h of tile (mt, nt) for this lane): twiddles or the filter spectrum;
+// kConj multiplies by the conjugate (the inverse transform's twiddles).
+template <class C, bool kConj>
+__device__ __forceinline__ void mul_lane_table(float (&ar)[C::MT1][C::NT][4],
+                                               float (&ai)[C::MT1][C::NT][4], const float4* table,
+                                               int lane) {
+#pragma unroll
+  for (int mt = 0; mt < C::MT1; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < C::NT; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float4 w = __ldg(table + ((mt * C::NT + nt) * 2 + h) * 32 + lane);
+        const float2 x0 = make_float2(ar[mt][nt][2 * h], ai[mt][nt][2 * h]);
+        const float2 x1 = make_float2(ar[mt][nt][2 * h + 1], ai[mt][nt][2 * h + 1]);
+        const float2 z0 = kConj ? cmulcf(x0, make_float2(w.x, w.y)) : cmulf(x0, make_float2(w.x, w.y));
+        const float2 z1 = kConj ? cmulcf(x1, make_float2(w.z, w.w)) : cmulf(x1, make_float2(w.z, w.w));
+        ar[mt][nt][2 * h] = z0.x;
+        ai[mt][nt][2 * h] = z0.y;
+        ar[mt][nt][2 * h + 1] = z1.x;
+        ai[mt][nt][2 * h + 1] = z1.y;
+      }
+}
+
+// X <- X F_M2 (kConj: X conj(F_M2)) with X the accumulator tile, repacked in place as A
+// operands (fp16; FlashAttention's P-in-registers step). Complex product as four real mma:
+//   forward  Cr = Xr Fr - Xi Fi, Ci = Xr Fi + Xi Fr
+//   inverse  Cr = Xr Fr + Xi Fi, Ci = Xi Fr - Xr Fi
+// issued term-major so that 2 MT1 NT independent mma separate two that share an accumulator.
+template <class C, bool kConj>
+__device__ __forceinline__ void right_dft(float (&ar)[C::MT1][C::NT][4], float (&ai)[C::MT1][C::NT][4],
+                                          const Frag<C::M2>& fb) {
+  uint32_t pr[C::MT1][C::MT2][4], pi[C::MT1][C::MT2][4];
+#pragma unroll
+  for (int mt = 0; mt < C::MT1; ++mt)
+#pragma unroll
+    for (int kt = 0; kt < C::MT2; ++kt) {
+      pr[mt][kt][0] = pack_h2(ar[mt][2 * kt][0], ar[mt][2 * kt][1]);
+      pr[mt][kt][1] = pack_h2(ar[mt][2 * kt][2], ar[mt][2 * kt][3]);
+      pr[mt][kt][2] = pack_h2(ar[mt][2 * kt + 1][0], ar[mt][2 * kt + 1][1]);
+      pr[mt][kt][3] = pack_h2(ar[mt][2 * kt + 1][2], ar[mt][2 * kt + 1][3]);
+      pi[mt][kt][0] = pack_h2(ai[mt][2 * kt][0], ai[mt][2 * kt][1]);
+      pi[mt][kt][1] = pack_h2(ai[mt][2 * kt][2], ai[mt][2 * kt][3]);
+      pi[mt][kt][2] = pack_h2(ai[mt][2 * kt + 1][0], ai[mt][2 * kt + 1][1]);
+      pi[mt][kt][3] = pack_h2(ai[mt][2 * kt + 1][2], ai[mt][2 * kt + 1][3]);
+    }
+  zero_acc<C>(ar, ai);
+#pragma unroll
+  for (int kt = 0; kt < C::MT2; ++kt)
+#pragma unroll
+    for (int term = 0; term < 4; ++term)
+#pragma unroll
+      for (int mt = 0; mt < C::MT1; ++mt) {
+        // The operand that enters with a minus sign: Xi (forward) or Xr (inverse).
+        const uint32_t(&src)[4] = kConj ? pr[mt][kt] : pi[mt][kt];
+        const uint32_t neg[4] = {src[0] ^ kNeg2, src[1] ^ kNeg2, src[2] ^ kNeg2, src[3] ^ kNeg2};
+#pragma unroll
+        for (int nt = 0; nt < C::NT; ++nt) {
+          const uint32_t fr0 = fb.re[nt >> 1][kt][nt & 1], fr1 = fb.re[nt >> 1][kt][2 + (nt & 1)];
+          const uint32_t fi0 = fb.im[nt >> 1][kt][nt & 1], fi1 = fb.im[nt >> 1][kt][2 + (nt & 1)];
+          if (term == 0) mma_f16(ar[mt][nt], pr[mt][kt], fr0, fr1);
+          if (!kConj) {
+            if (term == 1) mma_f16(ai[mt][nt], pr[mt][kt], fi0, fi1);
+            if (term == 2) mma_f16(ar[mt][nt], neg, fi0, fi1);
+            if (term == 3) mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
+          } else {
+            if (term == 1) mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
+            if (term == 2) mma_f16(ar[mt][nt], pi[mt][kt], fi0, fi1);
+            if (term == 3) mma_f16(ai[mt][nt], neg, fi0, fi1);
+          }
+        }
+      }
+}
+
 template <int G>
 __device__ __forceinline__ void store_g(uint16_t* row, int64_t t0, int64_t L, bool vec, bool bf16,
                                         const float (&v)[G]) {
@@ -361,7 +448,7 @@ __device__ __forceinline__ int exp_above(float x) {
 template <class C, int W, bool BF16>
 __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kernel(const RegArgs a) {
   constexpr int M1 = C::M1, M2 = C::M2, S = C::S, P = C::P, T = C::T;
-  constexpr int MT1 = C::MT1, NT = C::NT, MT2 = C::MT2, G = C::G, R = C::R;
+  constexpr int MT1 = C::MT1, NT = C::NT, G = C::G, R = C::R;
   extern __shared__ float4 smem4[];
   float* stage = reinterpret_cast<float*>(smem4);
   __half* xbuf = reinterpret_cast<__half*>(smem4);
@@ -524,12 +611,7 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
     // ---- the warp's sub-FFT j = warp, forward, pointwise, inverse ----
     const int j = warp;
     float ar[MT1][NT][4], ai[MT1][NT][4];
-#pragma unroll
-    for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
+    zero_acc<C>(ar, ai);
     {
       const __half* xr = xbuf + (j * 2 + 0) * C::PLANE_X;
       const __half* xi = xbuf + (j * 2 + 1) * C::PLANE_X;
@@ -567,138 +649,14 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
       }
     }
     // Twiddles W_P^(k1 n2), k1 = 16 mt + g + 8 h, n2 = 8 nt + 2 t + e.
-#pragma unroll
-    for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float4 w = __ldg(a.tw_p + ((mt * NT + nt) * 2 + h) * 32 + lane);
-          float2 z0 = cmulf(make_float2(ar[mt][nt][2 * h], ai[mt][nt][2 * h]), make_float2(w.x, w.y));
-          float2 z1 = cmulf(make_float2(ar[mt][nt][2 * h + 1], ai[mt][nt][2 * h + 1]),
-                            make_float2(w.z, w.w));
-          ar[mt][nt][2 * h] = z0.x;
-          ai[mt][nt][2 * h] = z0.y;
-          ar[mt][nt][2 * h + 1] = z1.x;
-          ai[mt][nt][2 * h + 1] = z1.y;
-        }
+    mul_lane_table<C, false>(ar, ai, a.tw_p, lane);
     // Step 2: (A o T) F_M2, the accumulators repacked as A operands.
-    {
-      uint32_t pr[MT1][MT2][4], pi[MT1][MT2][4];
-#pragma unroll
-      for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-        for (int kt = 0; kt < MT2; ++kt) {
-          pr[mt][kt][0] = pack_h2(ar[mt][2 * kt][0], ar[mt][2 * kt][1]);
-          pr[mt][kt][1] = pack_h2(ar[mt][2 * kt][2], ar[mt][2 * kt][3]);
-          pr[mt][kt][2] = pack_h2(ar[mt][2 * kt + 1][0], ar[mt][2 * kt + 1][1]);
-          pr[mt][kt][3] = pack_h2(ar[mt][2 * kt + 1][2], ar[mt][2 * kt + 1][3]);
-          pi[mt][kt][0] = pack_h2(ai[mt][2 * kt][0], ai[mt][2 * kt][1]);
-          pi[mt][kt][1] = pack_h2(ai[mt][2 * kt][2], ai[mt][2 * kt][3]);
-          pi[mt][kt][2] = pack_h2(ai[mt][2 * kt + 1][0], ai[mt][2 * kt + 1][1]);
-          pi[mt][kt][3] = pack_h2(ai[mt][2 * kt + 1][2], ai[mt][2 * kt + 1][3]);
-        }
-#pragma unroll
-      for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
-#pragma unroll
-      for (int kt = 0; kt < MT2; ++kt)
-#pragma unroll
-        for (int term = 0; term < 4; ++term)
-#pragma unroll
-          for (int mt = 0; mt < MT1; ++mt) {
-            const uint32_t nin[4] = {pi[mt][kt][0] ^ kNeg2, pi[mt][kt][1] ^ kNeg2,
-                                     pi[mt][kt][2] ^ kNeg2, pi[mt][kt][3] ^ kNeg2};
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-              const uint32_t fr0 = fb.re[nt >> 1][kt][nt & 1], fr1 = fb.re[nt >> 1][kt][2 + (nt & 1)];
-              const uint32_t fi0 = fb.im[nt >> 1][kt][nt & 1], fi1 = fb.im[nt >> 1][kt][2 + (nt & 1)];
-              if (term == 0) mma_f16(ar[mt][nt], pr[mt][kt], fr0, fr1);
-              if (term == 1) mma_f16(ai[mt][nt], pr[mt][kt], fi0, fi1);
-              if (term == 2) mma_f16(ar[mt][nt], nin, fi0, fi1);
-              if (term == 3) mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
-            }
-          }
-    }
+    right_dft<C, false>(ar, ai, fb);
     // Pointwise: times the spectrum (entry (k1, k2) of sub-FFT j).
-    {
-      const float4* sp = a.spec + c * (a.N >> 1) + j * (P / 2);
-#pragma unroll
-      for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float4 k = __ldg(sp + ((mt * NT + nt) * 2 + h) * 32 + lane);
-            float2 z0 = cmulf(make_float2(ar[mt][nt][2 * h], ai[mt][nt][2 * h]), make_float2(k.x, k.y));
-            float2 z1 = cmulf(make_float2(ar[mt][nt][2 * h + 1], ai[mt][nt][2 * h + 1]),
-                              make_float2(k.z, k.w));
-            ar[mt][nt][2 * h] = z0.x;
-            ai[mt][nt][2 * h] = z0.y;
-            ar[mt][nt][2 * h + 1] = z1.x;
-            ai[mt][nt][2 * h + 1] = z1.y;
-          }
-    }
+    mul_lane_table<C, false>(ar, ai, a.spec + c * (a.N >> 1) + j * (P / 2), lane);
     // Inverse step 1: Y conj(F_M2), then conjugate twiddles.
-    {
-      uint32_t pr[MT1][MT2][4], pi[MT1][MT2][4];
-#pragma unroll
-      for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-        for (int kt = 0; kt < MT2; ++kt) {
-          pr[mt][kt][0] = pack_h2(ar[mt][2 * kt][0], ar[mt][2 * kt][1]);
-          pr[mt][kt][1] = pack_h2(ar[mt][2 * kt][2], ar[mt][2 * kt][3]);
-          pr[mt][kt][2] = pack_h2(ar[mt][2 * kt + 1][0], ar[mt][2 * kt + 1][1]);
-          pr[mt][kt][3] = pack_h2(ar[mt][2 * kt + 1][2], ar[mt][2 * kt + 1][3]);
-          pi[mt][kt][0] = pack_h2(ai[mt][2 * kt][0], ai[mt][2 * kt][1]);
-          pi[mt][kt][1] = pack_h2(ai[mt][2 * kt][2], ai[mt][2 * kt][3]);
-          pi[mt][kt][2] = pack_h2(ai[mt][2 * kt + 1][0], ai[mt][2 * kt + 1][1]);
-          pi[mt][kt][3] = pack_h2(ai[mt][2 * kt + 1][2], ai[mt][2 * kt + 1][3]);
-        }
-#pragma unroll
-      for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
-#pragma unroll
-      for (int kt = 0; kt < MT2; ++kt)
-#pragma unroll
-        for (int term = 0; term < 4; ++term)
-#pragma unroll
-          for (int mt = 0; mt < MT1; ++mt) {
-            const uint32_t nrn[4] = {pr[mt][kt][0] ^ kNeg2, pr[mt][kt][1] ^ kNeg2,
-                                     pr[mt][kt][2] ^ kNeg2, pr[mt][kt][3] ^ kNeg2};
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-              const uint32_t fr0 = fb.re[nt >> 1][kt][nt & 1], fr1 = fb.re[nt >> 1][kt][2 + (nt & 1)];
-              const uint32_t fi0 = fb.im[nt >> 1][kt][nt & 1], fi1 = fb.im[nt >> 1][kt][2 + (nt & 1)];
-              // Cr = Yr Fr + Yi Fi, Ci = Yi Fr - Yr Fi
-              if (term == 0) mma_f16(ar[mt][nt], pr[mt][kt], fr0, fr1);
-              if (term == 1) mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
-              if (term == 2) mma_f16(ar[mt][nt], pi[mt][kt], fi0, fi1);
-              if (term == 3) mma_f16(ai[mt][nt], nrn, fi0, fi1);
-            }
-          }
-    }
-#pragma unroll
-    for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float4 w = __ldg(a.tw_p + ((mt * NT + nt) * 2 + h) * 32 + lane);
-          float2 z0 = cmulcf(make_float2(ar[mt][nt][2 * h], ai[mt][nt][2 * h]), make_float2(w.x, w.y));
-          float2 z1 = cmulcf(make_float2(ar[mt][nt][2 * h + 1], ai[mt][nt][2 * h + 1]),
-                             make_float2(w.z, w.w));
-          ar[mt][nt][2 * h] = z0.x;
-          ai[mt][nt][2 * h] = z0.y;
-          ar[mt][nt][2 * h + 1] = z1.x;
-          ai[mt][nt][2 * h + 1] = z1.y;
-        }
+    right_dft<C, true>(ar, ai, fb);
+    mul_lane_table<C, true>(ar, ai, a.tw_p, lane);
     // Inverse step 2: conj(F_M1) C, C transposed in registers into B operands.
     {
       uint32_t cr[MT1][NT][2], ci[MT1][NT][2];
@@ -711,12 +669,7 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
           ci[kt][nt][0] = movt(pack_h2(ai[kt][nt][0], ai[kt][nt][1]));
           ci[kt][nt][1] = movt(pack_h2(ai[kt][nt][2], ai[kt][nt][3]));
         }
-#pragma unroll
-      for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
+      zero_acc<C>(ar, ai);
 #pragma unroll
       for (int kt = 0; kt < MT1; ++kt)
 #pragma unroll
