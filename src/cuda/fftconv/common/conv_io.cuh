@@ -66,6 +66,45 @@ __device__ __forceinline__ float2 cmul_conj(float2 a, float2 b) {  // a * conj(b
   return make_float2(a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y);
 }
 
+// x * W_8^e for an e known at compile time after unrolling (the switch folds away), without
+// multiplying by 0 or 1.
+__device__ __forceinline__ float2 mul_w8(float2 x, int e) {
+  constexpr float c = 0.70710678118654752f;
+  switch (e & 7) {
+    case 0: return x;
+    case 1: return make_float2(c * (x.x + x.y), c * (x.y - x.x));
+    case 2: return make_float2(x.y, -x.x);
+    case 3: return make_float2(c * (x.y - x.x), -c * (x.x + x.y));
+    case 4: return make_float2(-x.x, -x.y);
+    case 5: return make_float2(-c * (x.x + x.y), c * (x.x - x.y));
+    case 6: return make_float2(-x.y, x.x);
+    default: return make_float2(c * (x.x - x.y), c * (x.x + x.y));
+  }
+}
+
+// In-place R-point DFT (INV: conjugated), R in {1, 2, 4, 8}, by the definition with constant
+// twiddles (R = 1 is the identity).
+template <int R, bool INV>
+__device__ __forceinline__ void small_dft(float2 (&x)[R]) {
+  if constexpr (R > 1) {
+    float2 y[R];
+#pragma unroll
+    for (int q = 0; q < R; ++q) {
+      float2 acc = make_float2(0.0f, 0.0f);
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int e = ((i * q) % R) * (8 / R);
+        const float2 p = mul_w8(x[i], INV ? 8 - e : e);
+        acc.x += p.x;
+        acc.y += p.y;
+      }
+      y[q] = acc;
+    }
+#pragma unroll
+    for (int q = 0; q < R; ++q) x[q] = y[q];
+  }
+}
+
 // v = pregate * u at (b, c, t), t < L.
 __device__ __forceinline__ float load_v(const ConvIO& a, int64_t b, int64_t c, int64_t t) {
   float x = load_float(a.u, a.dtype, b * a.u_bs + c * a.u_cs + t);
@@ -125,6 +164,19 @@ inline int log2_exact(int64_t n) {
 
 // Raises `kernel`'s dynamic shared-memory limit when it needs more than the default 48 KB;
 // `what` names the caller in the error message.
+// A kernel's own guard on a plan (validation has run; reaching this is an internal error):
+// fft_size a power of two in [2^min_log_n, 2^max_log_n] holding the sequence, a filter given.
+inline fk_status_t check_plan(const FFTConvProblem& p, int min_log_n, int max_log_n,
+                              const char* variant) {
+  const int64_t N = p.fft_size;
+  if (N < (int64_t(1) << min_log_n) || N > (int64_t(1) << max_log_n) || (N & (N - 1)) != 0 ||
+      p.seqlen > N || p.filter_len <= 0) {
+    return set_error(FK_ERROR_INTERNAL, "%s: fft_size %lld not covered (unvalidated plan)", variant,
+                     static_cast<long long>(N));
+  }
+  return FK_SUCCESS;
+}
+
 inline fk_status_t allow_smem(const void* kernel, size_t bytes, const char* what) {
   if (bytes <= 48 * 1024) return FK_SUCCESS;
   return check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

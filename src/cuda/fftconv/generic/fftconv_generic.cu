@@ -391,11 +391,7 @@ fk_status_t run_convolution(const FftArgs& a, bool four_step, const float2* spec
 fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return FK_SUCCESS;
   const int64_t N = p.fft_size;
-  if (N <= 0 || (N & (N - 1)) != 0 || N > (int64_t(1) << 22) || p.seqlen > N ||
-      p.filter_len <= 0) {
-    return set_error(FK_ERROR_INTERNAL, "cuda.generic.fftconv: unvalidated plan (fft_size %lld)",
-                     static_cast<long long>(N));
-  }
+  FK_RETURN_IF_ERROR(conv::check_plan(p, 0, 22, "cuda.generic.fftconv"));
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);

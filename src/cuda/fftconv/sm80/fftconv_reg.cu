@@ -73,6 +73,10 @@ namespace cuda {
 namespace sm80 {
 namespace {
 
+using conv::cmul;
+using conv::cmul_conj;
+using conv::small_dft;
+
 constexpr int kMinLogN = 8;   // 16 x 16
 constexpr int kMaxLogN = 13;  // 8 x (32 x 32)
 
@@ -107,52 +111,11 @@ struct Cfg {
 
 // ---- small helpers -----------------------------------------------------------------------------
 
-__device__ __forceinline__ float2 cmulf(float2 a, float2 b) {
-  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
-__device__ __forceinline__ float2 cmulcf(float2 a, float2 b) {  // a * conj(b)
-  return make_float2(a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y);
-}
 // W_N^e for any e >= 0.
 __device__ __forceinline__ float2 twn(const RegArgs& a, int e) {
   const int half = static_cast<int>(a.N >> 1);
   const float2 t = a.tw_n[e & (half - 1)];
   return (e & half) ? make_float2(-t.x, -t.y) : t;
-}
-
-__device__ __forceinline__ float2 mulw8(float2 x, int e) {
-  constexpr float c = 0.70710678118654752f;
-  switch (e & 7) {
-    case 0: return x;
-    case 1: return make_float2(c * (x.x + x.y), c * (x.y - x.x));
-    case 2: return make_float2(x.y, -x.x);
-    case 3: return make_float2(c * (x.y - x.x), -c * (x.x + x.y));
-    case 4: return make_float2(-x.x, -x.y);
-    case 5: return make_float2(-c * (x.x + x.y), c * (x.x - x.y));
-    case 6: return make_float2(-x.y, x.x);
-    default: return make_float2(c * (x.x - x.y), c * (x.x + x.y));
-  }
-}
-// In-place R-point DFT (INV: conjugated), R <= 8.
-template <int R, bool INV>
-__device__ __forceinline__ void dft_small(float2 (&x)[R]) {
-  if constexpr (R > 1) {
-    float2 y[R];
-#pragma unroll
-    for (int q = 0; q < R; ++q) {
-      float2 acc = make_float2(0.0f, 0.0f);
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-        const int e = ((i * q) % R) * (8 / R);
-        const float2 p = mulw8(x[i], INV ? 8 - e : e);
-        acc.x += p.x;
-        acc.y += p.y;
-      }
-      y[q] = acc;
-    }
-#pragma unroll
-    for (int q = 0; q < R; ++q) x[q] = y[q];
-  }
 }
 
 __device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
@@ -266,8 +229,8 @@ __device__ __forceinline__ void mul_lane_table(float (&ar)[C::MT1][C::NT][4],
         const float4 w = __ldg(table + ((mt * C::NT + nt) * 2 + h) * 32 + lane);
         const float2 x0 = make_float2(ar[mt][nt][2 * h], ai[mt][nt][2 * h]);
         const float2 x1 = make_float2(ar[mt][nt][2 * h + 1], ai[mt][nt][2 * h + 1]);
-        const float2 z0 = kConj ? cmulcf(x0, make_float2(w.x, w.y)) : cmulf(x0, make_float2(w.x, w.y));
-        const float2 z1 = kConj ? cmulcf(x1, make_float2(w.z, w.w)) : cmulf(x1, make_float2(w.z, w.w));
+        const float2 z0 = kConj ? cmul_conj(x0, make_float2(w.x, w.y)) : cmul(x0, make_float2(w.x, w.y));
+        const float2 z1 = kConj ? cmul_conj(x1, make_float2(w.z, w.w)) : cmul(x1, make_float2(w.z, w.w));
         ar[mt][nt][2 * h] = z0.x;
         ai[mt][nt][2 * h] = z0.y;
         ar[mt][nt][2 * h + 1] = z1.x;
@@ -580,10 +543,10 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
         float2 z[S];
 #pragma unroll
         for (int i = 0; i < S; ++i) z[i] = make_float2(v0[i][e] * s_in, v1[i][e] * s_in);
-        dft_small<S, false>(z);
+        small_dft<S, false>(z);
         const int n = n0 + e;
 #pragma unroll
-        for (int j = 1; j < S; ++j) z[j] = cmulf(z[j], twn(a, n * j));
+        for (int j = 1; j < S; ++j) z[j] = cmul(z[j], twn(a, n * j));
 #pragma unroll
         for (int j = 0; j < S; ++j) xs[j][e] = z[j];
       }
@@ -730,8 +693,8 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
       for (int e = 0; e < G; ++e) {
         const int n = n0 + e;
 #pragma unroll
-        for (int jj = 1; jj < S; ++jj) z[e][jj] = cmulcf(z[e][jj], twn(a, n * jj));
-        dft_small<S, true>(z[e]);
+        for (int jj = 1; jj < S; ++jj) z[e][jj] = cmul_conj(z[e][jj], twn(a, n * jj));
+        small_dft<S, true>(z[e]);
       }
 #pragma unroll
       for (int i = 0; i < S; ++i) {
@@ -819,7 +782,7 @@ __global__ void __launch_bounds__(256) spectrum_reg_kernel(const RegArgs a, int 
       for (int b = threadIdx.x; b < N / 2; b += blockDim.x) {
         const int pos = b & (half - 1), i0 = (b - pos) * 2 + pos, i1 = i0 + half;
         const float2 w = twn(a, pos * (N / (2 * half)));
-        const float2 x0 = buf[i0], x1 = cmulf(buf[i1], w);
+        const float2 x0 = buf[i0], x1 = cmul(buf[i1], w);
         buf[i0] = make_float2(x0.x + x1.x, x0.y + x1.y);
         buf[i1] = make_float2(x0.x - x1.x, x0.y - x1.y);
       }
@@ -992,11 +955,9 @@ bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
 fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
   if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return FK_SUCCESS;
   const int64_t N = p.fft_size;
-  if (N < (int64_t(1) << kMinLogN) || N > (int64_t(1) << kMaxLogN) || (N & (N - 1)) != 0 ||
-      p.seqlen > N || p.filter_len <= 0 ||
-      (p.dtype != DType::F16 && p.dtype != DType::BF16)) {
-    return set_error(FK_ERROR_INTERNAL, "cuda.sm80.fftconv_reg: fft_size %lld not covered",
-                     static_cast<long long>(N));
+  FK_RETURN_IF_ERROR(conv::check_plan(p, kMinLogN, kMaxLogN, "cuda.sm80.fftconv_reg"));
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.sm80.fftconv_reg: dtype outside the kernel's predicate");
   }
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());

@@ -74,6 +74,7 @@ using conv::cmul;
 using conv::cmul_conj;
 using conv::load_v;
 using conv::log2_exact;
+using conv::small_dft;
 using conv::twiddle_kernel;
 
 struct Args : conv::ConvIO {
@@ -443,42 +444,6 @@ __device__ __forceinline__ float2 pointwise(float2 zk, float2 zc, float2 sk, flo
   return make_float2(P.x - Q.y, P.y + Q.x);  // P + i Q
 }
 
-// x * W_8^e for an e known at compile time after unrolling (the switch folds away), without
-// multiplying by 0 or 1.
-__device__ __forceinline__ float2 mul_w8(float2 x, int e) {
-  constexpr float c = 0.70710678118654752f;
-  switch (e & 7) {
-    case 0: return x;
-    case 1: return make_float2(c * (x.x + x.y), c * (x.y - x.x));
-    case 2: return make_float2(x.y, -x.x);
-    case 3: return make_float2(c * (x.y - x.x), -c * (x.x + x.y));
-    case 4: return make_float2(-x.x, -x.y);
-    case 5: return make_float2(-c * (x.x + x.y), c * (x.x - x.y));
-    case 6: return make_float2(-x.y, x.x);
-    default: return make_float2(c * (x.x - x.y), c * (x.x + x.y));
-  }
-}
-
-// In-place R-point DFT (INV: conjugated), R <= 8, by the definition with constant twiddles.
-template <int R, bool INV>
-__device__ __forceinline__ void small_dft(float2 (&x)[R]) {
-  float2 y[R];
-#pragma unroll
-  for (int q = 0; q < R; ++q) {
-    float2 acc = make_float2(0.0f, 0.0f);
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-      const int e = ((i * q) % R) * (8 / R);
-      const float2 p = mul_w8(x[i], INV ? 8 - e : e);
-      acc.x += p.x;
-      acc.y += p.y;
-    }
-    y[q] = acc;
-  }
-#pragma unroll
-  for (int q = 0; q < R; ++q) x[q] = y[q];
-}
-
 // One pass over shared memory for the middle of the convolution: the forward radix-R tail
 // stage, the pointwise product and the inverse tail stage. The tail groups R * P(k0) + d hold
 // frequencies k0 + K d (K = M / R, d < R), and the partners M - k of group k0 all lie in group
@@ -745,11 +710,7 @@ bool fftconv_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
 fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return FK_SUCCESS;
   const int64_t N = p.fft_size;
-  if (N < (int64_t(1) << kMinLogN) || N > (int64_t(1) << kMaxLogN) || (N & (N - 1)) != 0 ||
-      p.seqlen > N || p.filter_len <= 0) {
-    return set_error(FK_ERROR_INTERNAL, "cuda.sm80.fftconv: fft_size %lld not covered",
-                     static_cast<long long>(N));
-  }
+  FK_RETURN_IF_ERROR(conv::check_plan(p, kMinLogN, kMaxLogN, "cuda.sm80.fftconv"));
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
