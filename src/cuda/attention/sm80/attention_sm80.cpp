@@ -17,6 +17,7 @@
 #include "cuda/attention/sm80/launch.h"
 #include "cuda/attention/sm80/params.h"
 #include "cuda/attention/sm80/tile_size.h"
+#include "cuda/attention/common/strides.h"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 
@@ -46,15 +47,7 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   const int64_t m_blocks = (p.seqlen_q + block_m - 1) / block_m;
   if (m_blocks * p.nheads > INT32_MAX || m_blocks * p.nheads * p.batch > INT32_MAX) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.out)) return false;
-  const int64_t rows_q = p.varlen ? p.total_q : p.seqlen_q;
-  const int64_t rows_k = p.varlen ? p.total_k : p.seqlen_k;
-  const int64_t batches = p.varlen ? 1 : p.batch;
-  return stride_ok(p.q_row_stride, rows_q) && stride_ok(p.q_head_stride, p.nheads) &&
-         stride_ok(p.q_batch_stride, batches) && stride_ok(p.o_row_stride, rows_q) &&
-         stride_ok(p.o_head_stride, p.nheads) && stride_ok(p.o_batch_stride, batches) &&
-         stride_ok(p.k_row_stride, rows_k) && stride_ok(p.k_head_stride, p.nheads_k) &&
-         stride_ok(p.k_batch_stride, batches) && stride_ok(p.v_row_stride, rows_k) &&
-         stride_ok(p.v_head_stride, p.nheads_k) && stride_ok(p.v_batch_stride, batches);
+  return attn::all_strides(p, stride_ok);
 }
 
 fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
