@@ -1,7 +1,7 @@
 // Hopper fused Monarch multiply ("cuda.sm90.monarch"): a thread-block cluster of C CTAs keeps
 // both factors resident in shared memory and passes the intermediate through distributed shared
-// memory. sm_90a only (cluster launch, mapa / st.shared::cluster, barrier.cluster); the MMAs are
-// mma.sync m16n8k16 (fp16/bf16 in, fp32 accumulate) fed by ldmatrix.
+// memory. sm_90a only (cluster launch, mapa, st.async, mbarrier); the MMAs are mma.sync
+// m16n8k16 (fp16/bf16 in, fp32 accumulate) fed by ldmatrix.
 //
 // Semantics (flashkit.h, monarch group; m2's blockdiag_butterfly_multiply):
 //   y1[t, k] = sum_c w1[k/q, k%q, c] x[t, (k/q)*p + c]        k < mid = nblocks1*q
@@ -59,7 +59,16 @@
 // barrier and barrier.cluster.arrive.release compile to MEMBAR.ALL.GPU (they wait for the
 // thread's outstanding global stores), try_wait.acquire.cluster to a wait + CCTL.IVALL; the loop
 // uses the default (CTA-scope) forms, as CUTLASS's cluster pipelines do.
-// MEASURED_V2
+// Measured (H200, 2026-11-30, branch monarch4 commit 49079c3, benchmarks/monarch.py, one process
+// per library on one machine): n = 4096, 16384 tokens 0.207 ms = 31% of 4.2 TB/s (v1 0.271 ms
+// in the same session: 1.31x), 8.2x the two-bmm reference, 3.3x dense torch.matmul; 65536 tokens
+// 0.783 ms (v1 1.001); n = 1024: 0.046 / 0.156 ms (34% / 41%). One z and two x buffers at
+// n = 4096 (FK_MONARCH90_PREFER_Z2=0): 0.208 / 0.786 ms, i.e. the second z buffer gains nothing
+// measurable; the cluster-scope barrier forms (FK_MONARCH90_CLUSTER_SCOPE=1): 0.221 / 0.853 ms.
+// Still short of the 80% target; not yet profiled (ncu) in this form. Next: more warps per SM
+// (a 2-CTA-per-SM layout needs half the weights per CTA: clusters of 16, non-portable), wgmma
+// for both stages (M = 64 = block), and fewer instructions per tile (~730 per warp, 128 of them
+// HMMA, in the n = 4096 loop).
 //
 // Declined (the sm80 kernel then serves): nblocks2 not 8, 16, 32 or 64; nblocks1 not a
 // multiple of the cluster size; s not 32, 64 or 128; block sizes not multiples of 16; a share
@@ -210,6 +219,17 @@ __device__ __forceinline__ void st_async_v4(uint32_t addr, uint4 v, uint32_t rba
       "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(rbar)
       : "memory");
 }
+// One arrival (release, CTA scope) on a barrier of this CTA.
+__device__ __forceinline__ void mbar_arrive_local(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Plain 16-byte store through a shared::cluster address (a cluster of 1: st.async needs a
+// cluster of at least 2 CTAs; compute-sanitizer reports it as an invalid write otherwise).
+__device__ __forceinline__ void st_cluster_v4(uint32_t addr, uint4 v) {
+  asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
@@ -242,13 +262,16 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
   const T* x = static_cast<const T*>(P.x);
   T* out = static_cast<T*>(P.out);
 
+  // A cluster of 1 stores z with plain stores and every thread arrives on full (no bytes).
+  const bool solo = C == 1;
+  const uint32_t full_bytes = solo ? 0u : static_cast<uint32_t>(P.z_bytes);
   if (tid == 0) {
     for (int b = 0; b < NZ; ++b) {
-      mbar_init(s_full + 8 * b, 1);
+      mbar_init(s_full + 8 * b, solo ? 1 + kThreads : 1);
       mbar_init(s_empty + 8 * b, static_cast<uint32_t>(C * (kThreads / 32)));
     }
     mbar_init_fence();
-    for (int b = 0; b < NZ && b < my_tiles; ++b) mbar_arm(s_full + 8 * b, P.z_bytes);
+    for (int b = 0; b < NZ && b < my_tiles; ++b) mbar_arm(s_full + 8 * b, full_bytes);
   }
   cluster_arrive();  // barriers initialised (and every CTA of the cluster runs); wait below
 
@@ -395,10 +418,14 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
         v.y = Elt<T>::pack(acc[e][1][2 * h], acc[e][1][2 * h + 1]);
         v.z = Elt<T>::pack(acc[e][2][2 * h], acc[e][2][2 * h + 1]);
         v.w = Elt<T>::pack(acc[e][3][2 * h], acc[e][3][2 * h + 1]);
-        st_async_v4(raddr[e][h] + zoff, v, rfull[e][h] + 8 * zb);
+        if (solo)
+          st_cluster_v4(raddr[e][h] + zoff, v);
+        else
+          st_async_v4(raddr[e][h] + zoff, v, rfull[e][h] + 8 * zb);
       }
+    if (solo) mbar_arrive_local(s_full + 8 * zb);
     mbar_wait(s_full + 8 * zb, use & 1);  // z of this tile complete (all CTAs' stores landed)
-    if (tid == 0 && k + NZ < my_tiles) mbar_arm(s_full + 8 * zb, P.z_bytes);
+    if (tid == 0 && k + NZ < my_tiles) mbar_arm(s_full + 8 * zb, full_bytes);
 
     // ------------------------------------------------------------ stage 2: out^T = w2 z^T
     const uint32_t zbase = s_z + zoff;
@@ -445,7 +472,12 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
     // of tile k + NZ). ptxas issues the arrive right after the last ldmatrix of z (before the
     // last MMAs); the release orders those reads before it (see mbar_arrive_remote).
     __syncwarp();
-    if (lane < C && k + NZ < my_tiles) mbar_arrive_remote(rempty + 8 * zb);
+    if (lane < C && k + NZ < my_tiles) {
+      if (solo)
+        mbar_arrive_local(s_empty + 8 * zb);
+      else
+        mbar_arrive_remote(rempty + 8 * zb);
+    }
 
     const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
 #pragma unroll
