@@ -450,6 +450,7 @@ TEST_CASE("sm90 monarch: rectangular blocks and the m2 mapping", "[gpu][monarch]
       {8, 64, 32, 16, 32, 32},     // p 32, q 64, s 32 (cluster 2)
       {16, 32, 32, 16, 128, 32},   // s 128 (cluster 2)
       {32, 64, 64, 64, 64, 32},    // nblocks1 32, nblocks2 64 (cluster 8, 4 w1 blocks per CTA)
+      {8, 128, 32, 16, 128, 64},   // 208 KB: two x buffers and one z buffer (cluster 2)
   };
   int i = 0;
   for (const R& sh : shapes)

@@ -1,7 +1,7 @@
 // Hopper fused Monarch multiply ("cuda.sm90.monarch"): a thread-block cluster of C CTAs keeps
 // both factors resident in shared memory and passes the intermediate through distributed shared
-// memory. sm_90a only (cluster launch, mapa / st.shared::cluster, barrier.cluster); the MMAs are
-// mma.sync m16n8k16 (fp16/bf16 in, fp32 accumulate) fed by ldmatrix.
+// memory. sm_90a only (cluster launch, mapa, st.async, mbarrier); the MMAs are mma.sync
+// m16n8k16 (fp16/bf16 in, fp32 accumulate) fed by ldmatrix.
 //
 // Semantics (flashkit.h, monarch group; m2's blockdiag_butterfly_multiply):
 //   y1[t, k] = sum_c w1[k/q, k%q, c] x[t, (k/q)*p + c]        k < mid = nblocks1*q
@@ -16,41 +16,59 @@
 // So the C CTAs of a cluster split the weights instead: CTA c keeps w1 blocks
 // [c*B1, (c+1)*B1) (B1 = nblocks1 / C) and w2 blocks j in [8c, 8c+8) (nblocks2 = 8C) in shared
 // memory for the whole kernel, and the cluster walks 32-token tiles (persistent clusters):
-//   1. CTA c loads x[tile, its B1*p columns] (cp.async, two buffers: the next tile's load is in
-//      flight during this tile's work) and computes its share of y1 transposed, y1^T = w1 x^T
-//      (M = the q outputs of a block, N = 32 tokens; warp w owns UPW m-tiles of one block).
+//   1. Warp w owns UPW m-tiles of one local w1 block; the WPB = (q/16)/UPW warps of a block load
+//      that block's x columns of the tile themselves (cp.async; NX = 1 or 2 buffers), so x needs
+//      a warp barrier (WPB = 1) or a named barrier of those warps, never a CTA-wide one. Stage 1
+//      computes the warp's share of y1 transposed, y1^T = w1 x^T (M = the q outputs of a block,
+//      N = 32 tokens).
 //   2. Each accumulator row is one mid-index k, i.e. one (j, b); a thread holds 8 of its tokens
-//      (the 4 n-tiles' column pairs) and sends them as one 16-byte st.shared::cluster into
-//      z[j % 8][b][8 tokens] of the CTA that owns j. The tokens inside z are stored in the
+//      (the 4 n-tiles' column pairs) and sends them as one 16-byte st.async into
+//      z[j % 8][b][8 tokens] of the CTA that owns j; its completion counts 16 bytes on that
+//      CTA's full[zb] mbarrier (NZ = 1 or 2 z buffers). The tokens inside z are stored in the
 //      order rho' = 8*(rho%8/2) + 2*(rho/8) + rho%2 (rho = the token's row in the tile), which
 //      is exactly what a thread holds, so no shuffles are needed; stage 2 undoes it when it
-//      stores.
-//   3. Cluster barrier (release/acquire), then stage 2 locally: out^T = w2[j] z[j]^T for the 8
-//      j of this CTA (M = s outputs, N = 32 tokens, K = r; z read with ldmatrix.trans). Each
-//      warp owns a 16 x (8*NT2) sub-tile for all 8 j, so a thread holds its outputs of 8
-//      consecutive j (the output permutation puts j innermost) and writes them as one 16-byte
-//      store.
-//   4. Cluster arrive (z may be overwritten) and on to the next tile; the wait for that arrive
-//      comes only before the next tile's remote stores, so it overlaps stage 1.
-// Shared memory rows are swizzled in 16-byte units (no padding: n = 4096 uses 224 KB of the
-// 227 KB: 64 KB of w1, 64 KB of w2, 2 x 32 KB of x, 32 KB of z).
+//      stores. Before writing buffer zb a warp waits on its own CTA's empty[zb] mbarrier.
+//   3. Each warp waits on its own CTA's full[zb] (1 arrival, armed with expect_tx(z bytes) by
+//      thread 0, + the z bytes of the C producers), then runs stage 2 locally: out^T = w2[j]
+//      z[j]^T for the 8 j of this CTA (M = s outputs, N = 32 tokens, K = r; z read with
+//      ldmatrix.trans). Each warp owns a 16 x (8*NT2) sub-tile for all 8 j, so a thread holds
+//      its outputs of 8 consecutive j (the output permutation puts j innermost) and writes them
+//      as one 16-byte store.
+//   4. Once its z reads have returned, lanes 0..C-1 of each warp arrive on empty[zb] of CTA
+//      `lane` (C * 8 arrivals per phase), then the warp stores its outputs. No thread ever
+//      waits for its own global or remote stores (no release fence in the loop), and there is
+//      no CTA- or cluster-wide barrier in the loop: the warps of a CTA drift apart by up to NZ
+//      tiles, so one warp's stage 1 (or its wait for z) overlaps another's stage 2.
+// Shared memory rows are swizzled in 16-byte units (no padding). Buffers: NX = NZ = 2 where they
+// fit, else one x and two z buffers (n = 4096: 64 KB of w1, 64 KB of w2, 32 KB of x, 2 x 32 KB
+// of z = 224 KB of the 227 KB), else two x and one z. The benchmark's square shapes (64 blocks
+// of 64 in clusters of 8, 32 of 32 in clusters of 4) are compiled with the block size and B1
+// as constants (the k loops unroll and the swizzled addresses fold); other shapes use the
+// run-time version of the same kernel.
 // HBM traffic: x read once, out written once, the weights once per cluster.
 //
-// Measured (H200, bf16, n = 4096 = 64 blocks of 64, 16384 tokens, benchmarks/monarch.py):
-// 0.265 ms = 24% of the 4.2 TB/s copy bandwidth (target 80%, ~76 us); 4.1x the sm80 kernel,
-// 6.4x the m2 two-bmm reference, 2.6x dense torch.matmul. 15 clusters of 8 are resident (120
-// of 132 SMs; the GPC layout), one CTA of 8 warps per SM. ncu: IPC 1.0, 7.9 cycles per issued
-// instruction per warp, tensor pipe ~10% busy, DRAM 20%: latency-bound on the serial chain
-// stage 1 -> remote stores -> cluster barrier -> stage 2 per tile, with only 8 warps to hide it.
-// Two variants were measured in the same process and dropped (branch history, commits a142285
-// and e373447): exchanging the output pieces through DSMEM so each CTA stores whole 1 KB row
-// segments (L2 write requests 8.4M -> 1.05M) ran at 0.275 ms, and additionally keeping the w2
-// fragments in registers (stage-2 ldmatrix traffic halved) at 0.308 ms; their stall profile
-// was led by "membar" (3.0 of ~10 cycles per issued instruction): barrier.cluster.arrive.release
-// waits until the thread's remote (and earlier global) stores are complete. Next steps: remote
-// stores as st.async with mbarrier complete_tx signalling (no release fence) and per-CTA
-// full/empty barriers instead of cluster-wide ones; a second z buffer so that stage 1 of the
-// next tile overlaps stage 2 (needs shared memory: smaller x tiles); wgmma (M = 64 = block).
+// History. v1 (commit 1040ed7; H200, bf16, n = 4096, 16384 tokens): one z buffer handed over
+// with cluster-wide barriers: 0.265 ms = 24% of the 4.2 TB/s copy bandwidth, 6.4x the m2
+// two-bmm reference, 2.6x dense torch.matmul; ncu: IPC 1.0, 8 warps per SM, tensor pipe ~10%,
+// DRAM 20%, top stall the membar of barrier.cluster.arrive.release (it waits until the thread's
+// remote and earlier global stores are complete). Two variants of v1 were measured and dropped
+// (commits a142285, e373447): output pieces exchanged through DSMEM so that whole 1 KB row
+// segments are stored (0.275 ms), and w2 fragments kept in registers (0.308 ms).
+// v2 (this version, branch monarch4): mbarrier handoff as above, double-buffered z, per-warp x
+// loads, compile-time square shapes. PTX notes: mbarrier.arrive.release.cluster on a remote
+// barrier and barrier.cluster.arrive.release compile to MEMBAR.ALL.GPU (they wait for the
+// thread's outstanding global stores), try_wait.acquire.cluster to a wait + CCTL.IVALL; the loop
+// uses the default (CTA-scope) forms, as CUTLASS's cluster pipelines do.
+// Measured (H200, 2026-11-30, branch monarch4 commit 49079c3, benchmarks/monarch.py, one process
+// per library on one machine): n = 4096, 16384 tokens 0.207 ms = 31% of 4.2 TB/s (v1 0.271 ms
+// in the same session: 1.31x), 8.2x the two-bmm reference, 3.3x dense torch.matmul; 65536 tokens
+// 0.783 ms (v1 1.001); n = 1024: 0.046 / 0.156 ms (34% / 41%). One z and two x buffers at
+// n = 4096 (FK_MONARCH90_PREFER_Z2=0): 0.208 / 0.786 ms, i.e. the second z buffer gains nothing
+// measurable; the cluster-scope barrier forms (FK_MONARCH90_CLUSTER_SCOPE=1): 0.221 / 0.853 ms.
+// Still short of the 80% target; not yet profiled (ncu) in this form. Next: more warps per SM
+// (a 2-CTA-per-SM layout needs half the weights per CTA: clusters of 16, non-portable), wgmma
+// for both stages (M = 64 = block), and fewer instructions per tile (~730 per warp, 128 of them
+// HMMA, in the n = 4096 loop).
 //
 // Declined (the sm80 kernel then serves): nblocks2 not 8, 16, 32 or 64; nblocks1 not a
 // multiple of the cluster size; s not 32, 64 or 128; block sizes not multiples of 16; a share
@@ -103,6 +121,8 @@ struct Params {
   int32_t tiles;     // ceil(tokens / kTile)
   int32_t bias_dtype;
   int32_t w2_off, x_off, x_bytes, z_off;  // shared-memory byte offsets (w1 at 0)
+  int32_t z_bytes, bar_off;
+  int32_t nx, nz;    // x and z buffers (1 or 2 each)
 };
 
 // Byte offset of 16-byte unit `unit` of row `row` in a swizzled array of `U` units per row
@@ -133,19 +153,90 @@ __device__ __forceinline__ uint32_t map_shared_rank(uint32_t addr, uint32_t rank
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
   return r;
 }
-__device__ __forceinline__ void st_cluster_v4(uint32_t addr, uint4 v) {
-  asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v.x), "r"(v.y),
-               "r"(v.z), "r"(v.w)
-               : "memory");
-}
 __device__ __forceinline__ void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 }
 __device__ __forceinline__ void cluster_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
+// ---- mbarriers (shared::cta addresses unless named remote). FK_MONARCH90_CLUSTER_SCOPE = 1
+// builds the cluster-scope forms (release.cluster arrive, acquire.cluster wait) for comparison.
+#ifndef FK_MONARCH90_CLUSTER_SCOPE
+#define FK_MONARCH90_CLUSTER_SCOPE 0
+#endif
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arm(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// Waits until the phase of parity `parity` of the local barrier `bar` has completed (default
+// acquire.cta: with .cluster, ptxas adds an L1 invalidation after every wait; the data guarded
+// here lives in shared memory and arrives through st.async complete_tx, as CUTLASS's cluster
+// pipelines wait on remote TMA multicast).
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n"
+#if FK_MONARCH90_CLUSTER_SCOPE
+        " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+#else
+        " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+#endif
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// One arrival on a barrier of another CTA (or this one) of the cluster (mapa'd address). The
+// default semantics (release at CTA scope), as CUTLASS's cluster consumer release: with
+// .release.cluster, ptxas emits MEMBAR.ALL.GPU first, which waits for this thread's
+// outstanding global stores. What it signals is "my reads of z are done" (a WAR hand-off):
+// the release orders the earlier ldmatrix reads before the arrive for this CTA's own warps
+// (all that matters in a cluster of 1; ptxas needs no fence for that), and a remote producer
+// sees the arrive only after a round trip through the cluster network, after which its
+// st.async travels back.
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t rbar) {
+#if FK_MONARCH90_CLUSTER_SCOPE
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(rbar)
+               : "memory");
+#else
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(rbar) : "memory");
+#endif
+}
+// 16-byte store into the shared memory of a CTA of the cluster; its completion counts 16 bytes
+// on that CTA's barrier `rbar` (same CTA as `addr`). No fence, no wait in the issuing thread.
+__device__ __forceinline__ void st_async_v4(uint32_t addr, uint4 v, uint32_t rbar) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1,%2,%3,%4}, [%5];\n" ::"r"(
+          addr),
+      "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(rbar)
+      : "memory");
+}
+// One arrival (release, CTA scope) on a barrier of this CTA.
+__device__ __forceinline__ void mbar_arrive_local(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Plain 16-byte store through a shared::cluster address (a cluster of 1: st.async needs a
+// cluster of at least 2 CTAs; compute-sanitizer reports it as an invalid write otherwise).
+__device__ __forceinline__ void st_cluster_v4(uint32_t addr, uint4 v) {
+  asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
-template <class T, int UPW, int NT2>
+// KB, KB1: 0, or the block size (p = q = r = s = KB) and w1 blocks per CTA known at compile
+// time (the benchmark's square shapes): then the k loops unroll and the swizzled addresses fold.
+template <class T, int UPW, int NT2, int KB, int KB1>
 __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Params P) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -155,73 +246,107 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
   const int cluster = static_cast<int>(blockIdx.x) / C;
   const int nclusters = static_cast<int>(gridDim.x) / C;
   const int my_tiles = P.tiles > cluster ? (P.tiles - 1 - cluster) / nclusters + 1 : 0;
+  const int NX = P.nx, NZ = P.nz;
 
   const uint32_t s_base = smem_u32(smem);
   const uint32_t s_w1 = s_base, s_w2 = s_base + P.w2_off, s_x = s_base + P.x_off;
   const uint32_t s_z = s_base + P.z_off;
-  const int U1 = P.p / 8;          // w1 row units
-  const int U2 = P.r / 8;          // w2 row units
-  const int UX = P.B1 * P.p / 8;   // x row units
-  const int B1 = P.B1;
+  // Barriers: full[b] (z buffer b holds the tile: 1 arrival + z_bytes of st.async), empty[b]
+  // (every warp of every CTA has read z buffer b of its tile: C * 8 arrivals).
+  const uint32_t s_full = s_base + P.bar_off, s_empty = s_full + 16;
+  const int p = KB ? KB : P.p, q = KB ? KB : P.q, r = KB ? KB : P.r, s = KB ? KB : P.s;
+  const int B1 = KB1 ? KB1 : P.B1;
+  const int U1 = p / 8;            // w1 row units
+  const int U2 = r / 8;            // w2 row units
+  const int UX = B1 * p / 8;       // x row units
   const T* x = static_cast<const T*>(P.x);
   T* out = static_cast<T*>(P.out);
 
+  // A cluster of 1 stores z with plain stores and every thread arrives on full (no bytes).
+  const bool solo = C == 1;
+  const uint32_t full_bytes = solo ? 0u : static_cast<uint32_t>(P.z_bytes);
+  if (tid == 0) {
+    for (int b = 0; b < NZ; ++b) {
+      mbar_init(s_full + 8 * b, solo ? 1 + kThreads : 1);
+      mbar_init(s_empty + 8 * b, static_cast<uint32_t>(C * (kThreads / 32)));
+    }
+    mbar_init_fence();
+    for (int b = 0; b < NZ && b < my_tiles; ++b) mbar_arm(s_full + 8 * b, full_bytes);
+  }
+  cluster_arrive();  // barriers initialised (and every CTA of the cluster runs); wait below
+
   // ---- resident weights: this CTA's w1 blocks [c*B1, (c+1)*B1) and w2 blocks [8c, 8c+8)
   {
-    const T* w1 = static_cast<const T*>(P.w1) + static_cast<int64_t>(c) * B1 * P.q * P.p;
-    const int n1 = B1 * P.q * U1;
+    const T* w1 = static_cast<const T*>(P.w1) + static_cast<int64_t>(c) * B1 * q * p;
+    const int n1 = B1 * q * U1;
     for (int idx = tid; idx < n1; idx += kThreads) {
       const int row = idx / U1, unit = idx - row * U1;
-      cp_async_16_full(s_w1 + swz(row, unit, U1), w1 + static_cast<int64_t>(row) * P.p + unit * 8);
+      cp_async_16_full(s_w1 + swz(row, unit, U1), w1 + static_cast<int64_t>(row) * p + unit * 8);
     }
-    const T* w2 = static_cast<const T*>(P.w2) + static_cast<int64_t>(c) * kJ * P.s * P.r;
-    const int n2 = kJ * P.s * U2;
+    const T* w2 = static_cast<const T*>(P.w2) + static_cast<int64_t>(c) * kJ * s * r;
+    const int n2 = kJ * s * U2;
     for (int idx = tid; idx < n2; idx += kThreads) {
       const int row = idx / U2, unit = idx - row * U2;
-      cp_async_16_full(s_w2 + swz(row, unit, U2), w2 + static_cast<int64_t>(row) * P.r + unit * 8);
+      cp_async_16_full(s_w2 + swz(row, unit, U2), w2 + static_cast<int64_t>(row) * r + unit * 8);
     }
   }
-  // x[tile, c*B1*p ...] -> buffer b.
+  cp_async_commit();
+
+  // ---- stage-1 role: warp w owns m-tiles mt0 .. mt0+UPW-1 of local w1 block blk; the WPB
+  // warps of one block (wi = index among them) load that block's x columns themselves, so x
+  // needs only a warp (WPB = 1) or named (WPB > 1) barrier, never a CTA-wide one.
+  const int QT = q / 16;
+  const int blk = (warp * UPW) / QT;
+  const int mt0 = (warp * UPW) - blk * QT;
+  const int WPB = QT / UPW;
+  const int wi = warp - blk * WPB;
+  auto x_sync = [&]() {
+    if (WPB == 1)
+      __syncwarp();
+    else
+      named_barrier_sync(1 + blk, WPB * 32);
+  };
+  // x[tile k, this block's p columns] -> buffer b.
   auto load_x = [&](int k, int b) {
     const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
     const uint32_t dst = s_x + b * P.x_bytes;
-    const T* src0 = x + static_cast<int64_t>(c) * B1 * P.p;
-    const int n = kTile * UX;
-    for (int idx = tid; idx < n; idx += kThreads) {
-      const int row = idx / UX, unit = idx - row * UX;
+    const T* src0 = x + static_cast<int64_t>(c * B1 + blk) * p;
+    const int n = kTile * U1;
+    for (int idx = wi * 32 + lane; idx < n; idx += WPB * 32) {
+      const int row = idx / U1, unit = idx - row * U1;
       const int64_t t = t0 + row;
       const bool ok = t < P.tokens;
-      cp_async_16(dst + swz(row, unit, UX), ok ? src0 + t * P.x_stride + unit * 8 : src0,
+      cp_async_16(dst + swz(row, blk * U1 + unit, UX), ok ? src0 + t * P.x_stride + unit * 8 : src0,
                   ok ? 16 : 0);
     }
   };
-  if (my_tiles > 0) load_x(0, 0);
-  cp_async_commit();
-  if (my_tiles > 1) load_x(1, 1);
-  cp_async_commit();
+  for (int b = 0; b < NX; ++b) {
+    if (b < my_tiles) load_x(b, b);
+    cp_async_commit();
+  }
 
-  // ---- stage-1 role: warp w owns m-tiles mt0 .. mt0+UPW-1 of local w1 block blk.
-  const int QT = P.q / 16;
-  const int blk = (warp * UPW) / QT;
-  const int mt0 = (warp * UPW) - blk * QT;
   // Remote z addresses of this thread's accumulator rows (fixed for the whole kernel): row a
-  // of block c*B1+blk is mid-index k, k = b*nb2 + j goes to CTA j/8, z[j%8][b][8 tokens].
-  uint32_t raddr[UPW][2];
+  // of block c*B1+blk is mid-index k, k = b*nb2 + j goes to CTA j/8, z[j%8][b][8 tokens]; with
+  // the full barrier of that CTA (buffer 0; buffer 1 is z_bytes / 8 bytes further).
+  uint32_t raddr[UPW][2], rfull[UPW][2];
 #pragma unroll
   for (int e = 0; e < UPW; ++e)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int a = (mt0 + e) * 16 + g + 8 * h;
-      const int k = (c * B1 + blk) * P.q + a;
+      const int k = (c * B1 + blk) * q + a;
       const int j = k % P.nb2, b = k / P.nb2;
-      const int R = (j % kJ) * P.r + b;
+      const int R = (j % kJ) * r + b;
       raddr[e][h] = map_shared_rank(s_z + swz(R, qd, 4), static_cast<uint32_t>(j / kJ));
+      rfull[e][h] = map_shared_rank(s_full, static_cast<uint32_t>(j / kJ));
     }
+  // Lanes 0..C-1 of every warp signal "z buffer read" to CTA `lane`.
+  const uint32_t rempty = map_shared_rank(s_empty, static_cast<uint32_t>(lane < C ? lane : 0));
   // ldmatrix lane addresses (offsets without the k step).
-  const int a_row1 = blk * P.q + mt0 * 16 + (lane & 15);  // w1 rows, + e*16
+  const int a_row1 = blk * q + mt0 * 16 + (lane & 15);  // w1 rows, + e*16
   const int a_unit = lane >> 4;
   const int xb_row = ((lane >> 4) << 3) + (lane & 7);     // x rows (tokens), + 16 per n pair
-  const int xb_unit = blk * (P.p / 8) + ((lane >> 3) & 1);
+  const int xb_unit = blk * (p / 8) + ((lane >> 3) & 1);
 
   // ---- stage-2 role: warp w owns w2 rows mt2*16.. (an m-tile) and z token n-tiles
   // ntb .. ntb+NT2-1 (in rho' order), for all 8 j.
@@ -239,11 +364,18 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
                              : 0.0f;
     }
 
-  cluster_arrive();  // phase A of "tile -1": z is free (also: every CTA of the cluster runs)
+  cp_async_wait<0>();
+  __syncthreads();  // the weights are visible to every warp
+  cluster_wait();   // every barrier of the cluster is initialised
   for (int k = 0; k < my_tiles; ++k) {
-    const int buf = k & 1;
-    cp_async_wait<1>();
-    __syncthreads();
+    const int xbuf = NX == 2 ? (k & 1) : 0;
+    const int zb = NZ == 2 ? (k & 1) : 0;
+    const uint32_t use = NZ == 2 ? static_cast<uint32_t>(k >> 1) : static_cast<uint32_t>(k);
+    if (NX == 2)
+      cp_async_wait<1>();
+    else
+      cp_async_wait<0>();
+    x_sync();  // x of this tile (this block's columns) is visible to the block's warps
 
     // ------------------------------------------------------------ stage 1: y1^T = w1 x^T
     float acc[UPW][4][4];
@@ -254,8 +386,8 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[e][nt][i] = 0.0f;
     {
-      const uint32_t xbase = s_x + buf * P.x_bytes;
-      for (int ks = 0; ks < P.p / 16; ++ks) {
+      const uint32_t xbase = s_x + xbuf * P.x_bytes;
+      for (int ks = 0; ks < p / 16; ++ks) {
         uint32_t bx[2][4];
 #pragma unroll
         for (int np = 0; np < 2; ++np)
@@ -270,11 +402,13 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
         }
       }
     }
-    __syncthreads();  // x buffer `buf` is free: the tile after next goes there
-    if (k + 2 < my_tiles) load_x(k + 2, buf);
+    x_sync();  // the block's warps are done with x buffer `xbuf`: tile k + NX goes there
+    if (k + NX < my_tiles) load_x(k + NX, xbuf);
     cp_async_commit();
 
-    cluster_wait();  // every CTA is done reading its z (previous tile)
+    // z buffer zb of every CTA is free once its readers of tile k - NZ have signalled.
+    if (k >= NZ) mbar_wait(s_empty + 8 * zb, (use - 1) & 1);
+    const uint32_t zoff = zb * P.z_bytes;
 #pragma unroll
     for (int e = 0; e < UPW; ++e)
 #pragma unroll
@@ -284,12 +418,17 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
         v.y = Elt<T>::pack(acc[e][1][2 * h], acc[e][1][2 * h + 1]);
         v.z = Elt<T>::pack(acc[e][2][2 * h], acc[e][2][2 * h + 1]);
         v.w = Elt<T>::pack(acc[e][3][2 * h], acc[e][3][2 * h + 1]);
-        st_cluster_v4(raddr[e][h], v);
+        if (solo)
+          st_cluster_v4(raddr[e][h] + zoff, v);
+        else
+          st_async_v4(raddr[e][h] + zoff, v, rfull[e][h] + 8 * zb);
       }
-    cluster_arrive();
-    cluster_wait();  // z of this tile complete in every CTA
+    if (solo) mbar_arrive_local(s_full + 8 * zb);
+    mbar_wait(s_full + 8 * zb, use & 1);  // z of this tile complete (all CTAs' stores landed)
+    if (tid == 0 && k + NZ < my_tiles) mbar_arm(s_full + 8 * zb, full_bytes);
 
     // ------------------------------------------------------------ stage 2: out^T = w2 z^T
+    const uint32_t zbase = s_z + zoff;
     uint32_t pk[NT2][4][kJ / 2];
     float ev[NT2][4];
 #pragma unroll
@@ -299,20 +438,20 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
       for (int nt = 0; nt < NT2; ++nt)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc2[nt][i] = 0.0f;
-      const int arow = jj * P.s + mt2 * 16 + (lane & 15);
-      for (int ks = 0; ks < P.r / 16; ++ks) {
+      const int arow = jj * s + mt2 * 16 + (lane & 15);
+      for (int ks = 0; ks < r / 16; ++ks) {
         uint32_t a[4];
         ldsm_x4(a, s_w2 + swz(arow, ks * 2 + a_unit, U2));
-        const int R = jj * P.r + ks * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+        const int R = jj * r + ks * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
         if constexpr (NT2 == 1) {
           uint32_t bz[2];
-          ldsm_x2_trans(bz, s_z + swz(R, ntb, 4));
+          ldsm_x2_trans(bz, zbase + swz(R, ntb, 4));
           Elt<T>::mma(acc2[0], a, bz[0], bz[1]);
         } else {
 #pragma unroll
           for (int np = 0; np < NT2 / 2; ++np) {
             uint32_t bz[4];
-            ldsm_x4_trans(bz, s_z + swz(R, ntb + np * 2 + (lane >> 4), 4));
+            ldsm_x4_trans(bz, zbase + swz(R, ntb + np * 2 + (lane >> 4), 4));
             Elt<T>::mma(acc2[np * 2], a, bz[0], bz[1]);
             Elt<T>::mma(acc2[np * 2 + 1], a, bz[2], bz[3]);
           }
@@ -329,7 +468,16 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
             pk[nt][pos][jj >> 1] = Elt<T>::pack(ev[nt][pos], v);
         }
     }
-    cluster_arrive();  // this CTA's z reads are done (the values are in registers)
+    // This warp's z reads are done: tell every CTA, if anyone will wait for it (the producers
+    // of tile k + NZ). ptxas issues the arrive right after the last ldmatrix of z (before the
+    // last MMAs); the release orders those reads before it (see mbar_arrive_remote).
+    __syncwarp();
+    if (lane < C && k + NZ < my_tiles) {
+      if (solo)
+        mbar_arrive_local(s_empty + 8 * zb);
+      else
+        mbar_arrive_remote(rempty + 8 * zb);
+    }
 
     const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
 #pragma unroll
@@ -346,8 +494,11 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
         }
       }
   }
-  cluster_wait();  // matches the last arrive: no CTA leaves while another may still access it
   cp_async_wait<0>();
+  // No CTA leaves while another may still access its shared memory (every incoming st.async and
+  // arrive has been waited for already; this is belt and braces, once per kernel).
+  cluster_arrive();
+  cluster_wait();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -360,9 +511,16 @@ bool units_ok(int64_t u) { return u == 2 || u == 4 || (u > 0 && u % 8 == 0); }
 
 struct Config {
   bool ok = false;
-  int C = 0, B1 = 0, UPW = 0, NT2 = 0;
-  int64_t w2_off = 0, x_off = 0, x_bytes = 0, z_off = 0, smem = 0, tiles = 0;
+  int C = 0, B1 = 0, UPW = 0, NT2 = 0, nx = 0, nz = 0;
+  int64_t w2_off = 0, x_off = 0, x_bytes = 0, z_off = 0, z_bytes = 0, bar_off = 0, smem = 0,
+          tiles = 0;
 };
+
+// Buffering preference when not everything fits: a second z buffer (stage 1 of the next tile
+// overlaps stage 2 of this one across the cluster) before a second x buffer.
+#ifndef FK_MONARCH90_PREFER_Z2
+#define FK_MONARCH90_PREFER_Z2 1
+#endif
 
 Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   Config c;
@@ -387,18 +545,33 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   if (p.tokens > (int64_t(1) << 31) * kTile / 2) return c;  // tile index fits int32
   const int64_t w1_bytes = B1 * p.q * p.p * 2, w2_bytes = kJ * p.s * p.r * 2;
   const int64_t x_bytes = kTile * B1 * p.p * 2, z_bytes = kJ * p.r * kTile * 2;
-  const int64_t smem = w1_bytes + w2_bytes + 2 * x_bytes + z_bytes;
-  if (smem > caps.smem_per_block_optin) return c;
+  const int64_t base = w1_bytes + w2_bytes, bars = 32;
+  // (nx, nz) in order of preference; the first that fits is taken.
+  const int pref[3][2] = {{2, 2},
+                          {FK_MONARCH90_PREFER_Z2 ? 1 : 2, FK_MONARCH90_PREFER_Z2 ? 2 : 1},
+                          {FK_MONARCH90_PREFER_Z2 ? 2 : 1, FK_MONARCH90_PREFER_Z2 ? 1 : 2}};
+  int nx = 0, nz = 0;
+  for (const auto& pr : pref)
+    if (base + pr[0] * x_bytes + pr[1] * z_bytes + bars <= caps.smem_per_block_optin) {
+      nx = pr[0];
+      nz = pr[1];
+      break;
+    }
+  if (nx == 0) return c;
   c.ok = true;
   c.C = static_cast<int>(C);
   c.B1 = static_cast<int>(B1);
   c.UPW = static_cast<int>(UPW);
   c.NT2 = static_cast<int>(p.s / 32);
+  c.nx = nx;
+  c.nz = nz;
   c.w2_off = w1_bytes;
   c.x_off = w1_bytes + w2_bytes;
   c.x_bytes = x_bytes;
-  c.z_off = c.x_off + 2 * x_bytes;
-  c.smem = smem;
+  c.z_off = c.x_off + nx * x_bytes;
+  c.z_bytes = z_bytes;
+  c.bar_off = c.z_off + nz * z_bytes;
+  c.smem = c.bar_off + bars;
   c.tiles = (p.tokens + kTile - 1) / kTile;
   return c;
 }
@@ -406,9 +579,13 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
 using KernelFn = void (*)(const Params);
 
 template <class T>
-KernelFn pick(int UPW, int NT2) {
+KernelFn pick(int UPW, int NT2, int KB, int KB1) {
+  // The benchmark's square shapes with compile-time block sizes (n = 4096: 64 blocks of 64 in
+  // clusters of 8; n = 1024: 32 blocks of 32 in clusters of 4).
+  if (UPW == 4 && NT2 == 2 && KB == 64 && KB1 == 8) return monarch_cluster_kernel<T, 4, 2, 64, 8>;
+  if (UPW == 2 && NT2 == 1 && KB == 32 && KB1 == 8) return monarch_cluster_kernel<T, 2, 1, 32, 8>;
 #define FK_MONARCH_CASE(u, n) \
-  if (UPW == u && NT2 == n) return monarch_cluster_kernel<T, u, n>;
+  if (UPW == u && NT2 == n) return monarch_cluster_kernel<T, u, n, 0, 0>;
   FK_MONARCH_CASE(1, 1)
   FK_MONARCH_CASE(1, 2)
   FK_MONARCH_CASE(1, 4)
@@ -471,8 +648,10 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.monarch: problem outside the kernel's predicate");
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
-  const KernelFn kernel =
-      p.dtype == DType::BF16 ? pick<__nv_bfloat16>(c.UPW, c.NT2) : pick<__half>(c.UPW, c.NT2);
+  const bool square = p.p == p.q && p.q == p.r && p.r == p.s;
+  const int KB = square ? static_cast<int>(p.p) : 0;
+  const KernelFn kernel = p.dtype == DType::BF16 ? pick<__nv_bfloat16>(c.UPW, c.NT2, KB, c.B1)
+                                                 : pick<__half>(c.UPW, c.NT2, KB, c.B1);
   if (kernel == nullptr)
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.monarch: no kernel for this configuration");
   FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -509,6 +688,10 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   k.x_off = static_cast<int32_t>(c.x_off);
   k.x_bytes = static_cast<int32_t>(c.x_bytes);
   k.z_off = static_cast<int32_t>(c.z_off);
+  k.z_bytes = static_cast<int32_t>(c.z_bytes);
+  k.bar_off = static_cast<int32_t>(c.bar_off);
+  k.nx = c.nx;
+  k.nz = c.nz;
 
   const int64_t grid_clusters = std::min<int64_t>(c.tiles, clusters);
   cudaLaunchConfig_t cfg = {};
