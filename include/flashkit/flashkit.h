@@ -156,7 +156,9 @@ typedef enum fk_status_t {
 
   /* --- 300: out of memory --- */
   FK_ERROR_OUT_OF_MEMORY = 300,         /**< Host or device allocation failed. */
-  FK_ERROR_WORKSPACE_TOO_SMALL = 301,   /**< The caller's workspace is smaller than needed. */
+  FK_ERROR_WORKSPACE_TOO_SMALL = 301,   /**< Reserved: a workspace that is too small is
+                                             supplemented by stream-ordered allocation
+                                             (fk_launch_t::workspace), not refused. */
 
   /* --- 400: device error --- */
   FK_ERROR_DEVICE = 400,        /**< The CUDA runtime or driver reported an error. */
@@ -382,8 +384,16 @@ typedef struct fk_launch_t {
   uint32_t flags;          /**< Reserved; must be 0. */
   void* stream;            /**< A `cudaStream_t` (CUDA backend); NULL is the default stream.
                                 Ignored on the CPU backend. */
-  void* workspace;         /**< Optional caller scratch memory on the context's device; NULL
-                                lets flashkit allocate (stream-ordered) what it needs. */
+  void* workspace;         /**< Optional caller scratch memory on the context's device. A
+                                call takes its temporary buffers from it first (256-byte
+                                aligned pieces); what does not fit, or everything when it is
+                                NULL, is allocated stream-ordered (cudaMallocAsync, freed on
+                                the same stream when the call returns), so a small or absent
+                                workspace is never an error. Most calls need none: on the GPU
+                                today the FFT convolutions (per-call spectrum and twiddles,
+                                intermediates above shared-memory sizes), the split-K GEMMs
+                                (fp32 partials) and the generic Monarch kernel (the
+                                intermediate) take scratch. There is no size query yet. */
   uint64_t workspace_bytes;/**< Size of `workspace` in bytes. */
 } fk_launch_t;
 
@@ -477,7 +487,8 @@ FK_API fk_status_t fk_attention_params_init(fk_attention_params_t* params);
  * @param cu_seqlens_q NULL (batched form) or int32 `(batch + 1,)` contiguous (varlen form).
  * @param cu_seqlens_k NULL or int32 `(batch + 1,)`; must be given together with `cu_seqlens_q`.
  *                     On the CUDA backend both live on the device and are read there.
- * @param out          Output, same dtype and shape as `q` (head_dim of `v`).
+ * @param out          Output, same dtype and shape as `q` (v has the same head_dim as q), last
+ *                     dimension contiguous; must not overlap an input.
  * @param lse          NULL, or fp32 log-sum-exp output, last dimension contiguous.
  * @return FK_SUCCESS;
  *   FK_ERROR_NULL_POINTER (context, q, k, v, out, or a tensor's data with nonzero size);
@@ -630,14 +641,14 @@ FK_API fk_status_t fk_gemm_select_kernel(const fk_context_t* context,
  *             `a` is fp8 (the two fp8 formats may be mixed), else a's dtype. K-major for the
  *             Hopper kernel means `(N, K)` row-major with trans_b = 1 (torch: `w.t()` of a
  *             row-major `(N, K)` weight).
- * @param scale_a NULL (1), or fp32 on d's device, contiguous: `(1,)` one scale for all of A
- *             (per-tensor) or `(M,)` one per row of A (per-token).
- * @param scale_b NULL (1), or fp32, contiguous: `(1,)` per-tensor or `(N,)` one per column of
- *             B (per-output-channel).
+ * @param scale_a NULL (1), or fp32 on d's device, contiguous: 0-d or `(1,)`, one scale for all
+ *             of A (per-tensor), or `(M,)`, one per row of A (per-token).
+ * @param scale_b NULL (1), or fp32, contiguous: 0-d or `(1,)` per-tensor, or `(N,)` one per
+ *             column of B (per-output-channel).
  * @param c, bias As for fk_gemm() (c and bias are not scaled).
  * @param d    Output `(M, N)` / `(batch, M, N)`, fp32/fp16/bf16 (fp8 output: FK_ERROR_NOT_SUPPORTED).
  * @return As fk_gemm(), and: FK_ERROR_DTYPE_MISMATCH (a fp8 but b not, or the reverse; a scale
- *   not fp32); FK_ERROR_SHAPE_MISMATCH (a scale of rank other than 1, or of length other than 1
+ *   not fp32); FK_ERROR_SHAPE_MISMATCH (a scale of rank above 1, or of length other than 1
  *   or M (scale_a) / N (scale_b)); FK_ERROR_BAD_STRIDES (a scale not contiguous);
  *   FK_ERROR_NOT_SUPPORTED (fp8 output).
  */

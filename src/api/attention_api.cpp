@@ -65,7 +65,7 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   FK_RETURN_IF_ERROR(to_view(ctx, "k", k_, &k));
   FK_RETURN_IF_ERROR(to_view(ctx, "v", v_, &v));
   FK_RETURN_IF_ERROR(to_view(ctx, "out", out_, &out));
-  FK_RETURN_IF_ERROR(to_opt_view(ctx, "lse", lse_, &lse));
+  FK_RETURN_IF_ERROR(to_opt_view(ctx, "lse", lse_, &lse, Accept::Float32));
   FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_q", cuq_, &cuq, Accept::Int32));
   FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_k", cuk_, &cuk, Accept::Int32));
 
@@ -226,11 +226,7 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   }
 
   if (lse.valid) {
-    const TensorView& l = lse.t;
-    if (l.dtype != DType::F32) {
-      return set_error(FK_ERROR_DTYPE_MISMATCH, "lse: dtype must be fp32, got %s",
-                       dtype_name(l.dtype));
-    }
+    const TensorView& l = lse.t;  // fp32 (to_opt_view with Accept::Float32)
     if (varlen) {
       FK_RETURN_IF_ERROR(expect_rank("lse", l, 2, "(nheads, total_q)"));
       FK_RETURN_IF_ERROR(expect_dim("lse", l, 0, "nheads", nheads, "q"));

@@ -37,8 +37,9 @@ fk_status_t expect_matrix(const char* name, const TensorView& t, const char* dim
   return FK_SUCCESS;
 }
 
-// A dequantisation scale of fk_gemm_scaled: fp32, rank 1, length 1 or `full` (M or N),
-// contiguous. Sets *ptr (nullptr when absent) and *per_element.
+// A dequantisation scale of fk_gemm_scaled: fp32, 0-d or `(1,)` (per tensor: torch's scalar
+// scale tensors are 0-d) or `(full,)` (M or N), contiguous. Sets *ptr (nullptr when absent) and
+// *per_element.
 fk_status_t load_scale(const fk_context_t* ctx, const char* name, const DLTensor* s_,
                        int64_t full, const char* full_name, const float** ptr,
                        bool* per_element, OptTensor* view) {
@@ -47,9 +48,14 @@ fk_status_t load_scale(const fk_context_t* ctx, const char* name, const DLTensor
   FK_RETURN_IF_ERROR(to_opt_view(ctx, name, s_, view, Accept::Float32));
   if (!view->valid) return FK_SUCCESS;
   const TensorView& t = view->t;
+  if (t.rank == 0) {  // a 0-d tensor: one scale for the whole operand
+    *ptr = static_cast<const float*>(t.data);
+    return FK_SUCCESS;
+  }
   if (t.rank != 1) {
     return set_error(FK_ERROR_SHAPE_MISMATCH,
-                     "%s: expected rank 1, (1,) per-tensor or (%" PRId64 ",) = (%s), got rank %d",
+                     "%s: expected a 0-d or (1,) per-tensor scale or (%" PRId64 ",) = (%s), got "
+                     "rank %d",
                      name, full, full_name, t.rank);
   }
   if (t.shape[0] != 1 && t.shape[0] != full) {

@@ -1,12 +1,41 @@
 #include "api/validate.h"
 
 #include <cinttypes>
+#include <cstdio>
 
 namespace flashkit {
 
 fk_status_t check_context(const fk_context_t* ctx) {
   if (!ctx) return set_error(FK_ERROR_NULL_POINTER, "context: NULL handle");
   return FK_SUCCESS;
+}
+
+// A DLPack dtype in words for messages: "float64", "int8", "bfloat16", "float8_e4m3fn", ...
+struct DtypeWords {
+  char text[48];
+};
+static DtypeWords dtype_words(DLDataType dt) {
+  DtypeWords w;
+  const unsigned bits = dt.bits, code = dt.code;
+  switch (code) {
+    case kDLInt: std::snprintf(w.text, sizeof w.text, "int%u", bits); break;
+    case kDLUInt: std::snprintf(w.text, sizeof w.text, "uint%u", bits); break;
+    case kDLFloat: std::snprintf(w.text, sizeof w.text, "float%u", bits); break;
+    case kDLBfloat: std::snprintf(w.text, sizeof w.text, "bfloat%u", bits); break;
+    case kDLComplex: std::snprintf(w.text, sizeof w.text, "complex%u", bits); break;
+    case kDLOpaqueHandle: std::snprintf(w.text, sizeof w.text, "an opaque handle type"); break;
+    default:
+      if (code == 6) {  // kDLBool (DLPack >= 0.8)
+        std::snprintf(w.text, sizeof w.text, "bool");
+      } else if (code == FK_DLPACK_FLOAT8_E4M3FN) {
+        std::snprintf(w.text, sizeof w.text, "float8_e4m3fn");
+      } else if (code == FK_DLPACK_FLOAT8_E5M2) {
+        std::snprintf(w.text, sizeof w.text, "float8_e5m2");
+      } else {
+        std::snprintf(w.text, sizeof w.text, "DLPack type code %u (%u bits)", code, bits);
+      }
+  }
+  return w;
 }
 
 static fk_status_t decode_dtype(const char* name, DLDataType dt, Accept accept, DType* out) {
@@ -17,8 +46,8 @@ static fk_status_t decode_dtype(const char* name, DLDataType dt, Accept accept, 
   const bool allow_int32 = accept == Accept::Int32;
   if (accept == Accept::Float32) {
     if (dt.code == kDLFloat && dt.bits == 32) { *out = DType::F32; return FK_SUCCESS; }
-    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype (code %u, %u bits) must be fp32", name,
-                     static_cast<unsigned>(dt.code), static_cast<unsigned>(dt.bits));
+    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype is %s, must be fp32 (float32)", name,
+                     dtype_words(dt).text);
   }
   if (!allow_int32) {
     if (dt.code == kDLFloat && dt.bits == 32) { *out = DType::F32; return FK_SUCCESS; }
@@ -36,20 +65,19 @@ static fk_status_t decode_dtype(const char* name, DLDataType dt, Accept accept, 
       return FK_SUCCESS;
     }
     return set_error(FK_ERROR_NOT_SUPPORTED,
-                     "%s: fp8 (DLPack type code %u) is not accepted here; fp8 inputs go to "
-                     "fk_gemm_scaled's a and b",
-                     name, static_cast<unsigned>(dt.code));
+                     "%s: fp8 (%s) is not accepted here; fp8 inputs go to fk_gemm_scaled's a and b",
+                     name, dtype_words(dt).text);
   }
   if (allow_int32) {
-    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype (code %u, %u bits) must be int32", name,
-                     static_cast<unsigned>(dt.code), static_cast<unsigned>(dt.bits));
+    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype is %s, must be int32", name,
+                     dtype_words(dt).text);
   }
   return set_error(FK_ERROR_DTYPE_MISMATCH,
                    accept == Accept::FloatOrFp8
-                       ? "%s: dtype (code %u, %u bits) must be fp32, fp16, bf16, float8_e4m3fn "
-                         "(code 10) or float8_e5m2 (code 12)"
-                       : "%s: dtype (code %u, %u bits) must be fp32, fp16 or bf16",
-                   name, static_cast<unsigned>(dt.code), static_cast<unsigned>(dt.bits));
+                       ? "%s: dtype is %s, must be fp32, fp16, bf16, float8_e4m3fn (DLPack code "
+                         "10) or float8_e5m2 (code 12)"
+                       : "%s: dtype is %s, must be fp32, fp16 or bf16",
+                   name, dtype_words(dt).text);
 }
 
 fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t,

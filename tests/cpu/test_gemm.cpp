@@ -26,7 +26,8 @@ struct GemmCase {
   bool poison_c = false;   // c given but beta == 0: must not be read
   int threads = 2;
   // fk_gemm_scaled: b's dtype when it differs from a's (the two fp8 formats), and the scales:
-  // 0 none, 1 per-tensor (1,), 2 per-row of a (M,) / per-column of b (N,).
+  // 0 none, 1 per-tensor (1,), 2 per-row of a (M,) / per-column of b (N,), 3 per-tensor 0-d
+  // (torch's scalar scale tensors).
   bool scaled = false;
   bool b_dt_set = false;
   DT b_dt = DT::F32;
@@ -68,7 +69,14 @@ void run_gemm(const GemmCase& c, uint64_t tag) {
     b = c.tb ? mat(bt, c.b_bcast ? 0 : bd, c.N, c.K, c.layout)
              : mat(bt, c.b_bcast ? 0 : bd, c.K, c.N, c.layout);
   }
-  HostTensor sa(DT::F32, {c.scale_a == 2 ? c.M : 1}), sb(DT::F32, {c.scale_b == 2 ? c.N : 1});
+  const auto scale_shape = [](int mode, int64_t full) {
+    return mode == 2 ? std::vector<int64_t>{full}
+                     : mode == 3 ? std::vector<int64_t>{} : std::vector<int64_t>{1};
+  };
+  HostTensor sa(DT::F32, scale_shape(c.scale_a, c.M)), sb(DT::F32, scale_shape(c.scale_b, c.N));
+  const auto scale_at = [](const HostTensor& s, int mode, int64_t i) {
+    return mode == 3 ? s.get({}) : s.get({mode == 2 ? i : 0});
+  };
   sa.fill_uniform(rng, 0.25, 4.0);
   sb.fill_uniform(rng, 0.25, 4.0);
   HostTensor cm = mat(c.cd, c.c_bcast ? 0 : bd, c.M, c.N, c.layout);
@@ -114,7 +122,7 @@ void run_gemm(const GemmCase& c, uint64_t tag) {
     for (size_t i = 0; i < av.size(); ++i) {
       const int64_t r = int64_t(i) / cols % rows, col = int64_t(i) % cols;
       const int64_t m = c.ta ? col : r;
-      av[i] *= sa.get({c.scale_a == 2 ? m : 0});
+      av[i] *= scale_at(sa, c.scale_a, m);
     }
   }
   if (c.scale_b) {
@@ -122,7 +130,7 @@ void run_gemm(const GemmCase& c, uint64_t tag) {
     for (size_t i = 0; i < bv.size(); ++i) {
       const int64_t r = int64_t(i) / cols % rows, col = int64_t(i) % cols;
       const int64_t n = c.tb ? r : col;
-      bv[i] *= sb.get({c.scale_b == 2 ? n : 0});
+      bv[i] *= scale_at(sb, c.scale_b, n);
     }
   }
   const std::vector<double> ref =
@@ -311,4 +319,17 @@ TEST_CASE("cpu gemm_scaled: fp8 and scales", "[cpu][gemm]") {
   c.scale_a = 2;
   c.scale_b = 1;
   run_gemm(c, ++tag);
+  // 0-d per-tensor scales (torch's scalar tensors), on both operands and mixed with (N,).
+  GemmCase z;
+  z.scaled = true;
+  z.ab = DT::E4M3;
+  z.tb = true;
+  z.M = 9;
+  z.N = 12;
+  z.K = 40;
+  z.scale_a = 3;
+  z.scale_b = 3;
+  run_gemm(z, ++tag);
+  z.scale_b = 2;
+  run_gemm(z, ++tag);
 }

@@ -297,7 +297,13 @@ TEST_CASE("attention: validation rules", "[validation][attention]") {
   SECTION("unsupported dtype (int32 q)") {
     Attn a;
     a.q.dl.dtype = DLDataType{kDLInt, 32, 1};
-    expect_error(a.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"q"});
+    expect_error(a.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"q", "int32", "fp32, fp16 or bf16"});
+    CHECK(a.untouched());
+  }
+  SECTION("a dtype is named in words (float64 q)") {
+    Attn a;
+    a.q.dl.dtype = DLDataType{kDLFloat, 64, 1};
+    expect_error(a.run(c.ctx), FK_ERROR_DTYPE_MISMATCH, {"q: dtype is float64", "fp32, fp16 or bf16"});
     CHECK(a.untouched());
   }
   SECTION("fp8 codes are reserved but not supported") {
@@ -372,7 +378,7 @@ TEST_CASE("attention: validation rules", "[validation][attention]") {
     bad.poison();
     expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, a.q.view(), a.k.view(), a.v.view(),
                                       nullptr, nullptr, a.out.view(), bad.view()),
-                 FK_ERROR_DTYPE_MISMATCH, {"lse", "fp32"});
+                 FK_ERROR_DTYPE_MISMATCH, {"lse: dtype is float16, must be fp32"});
     HostTensor bad2(DT::F32, {2, 5, 4});
     bad2.poison();
     expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, a.q.view(), a.k.view(), a.v.view(),

@@ -93,6 +93,20 @@ def test_invalid_window_and_softcap(rng):
     _raises(flashkit.InvalidArgumentError, "softcap", flashkit.attention, q, q, q, softcap=-1.0)
     _raises(flashkit.InvalidArgumentError, "window_size", flashkit.attention, q, q, q,
             window_size=3)
+    e = _raises(flashkit.InvalidArgumentError, "window_size", flashkit.attention, q, q, q,
+                window_size=(4, -2))
+    assert "right -2" in str(e)
+
+
+def test_nan_softmax_scale_is_refused(rng):
+    """The C library reads NaN as "the default scale"; Python's default is None, so an explicit
+    NaN (a config or arithmetic bug) is an error rather than a silent default."""
+    q = ref.randn(rng, (1, 4, 2, 16))
+    e = _raises(flashkit.InvalidArgumentError, "softmax_scale", flashkit.attention, q, q, q,
+                softmax_scale=float("nan"))
+    assert "None" in str(e)
+    ref.assert_close(flashkit.attention(q, q, q, softmax_scale=None),
+                     flashkit.attention(q, q, q, softmax_scale=0.25), "float32")
 
 
 def test_invalid_cu_seqlens(rng):

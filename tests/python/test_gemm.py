@@ -147,6 +147,25 @@ def test_gemm_scaled_rules(rng):
         flashkit.gemm_scaled(a, ref.randn(rng, (5, 8)), trans_b=True)
     with pytest.raises(flashkit.InvalidArgumentError, match="out_dtype"):
         flashkit.gemm_scaled(a, w, trans_b=True, out_dtype="float8_e4m3fn")
+    # Scales are float32 only, and the message says so (not "fp32, fp16 or bf16").
+    with pytest.raises(flashkit.InvalidArgumentError, match="scale_a: dtype float64 .*float32"):
+        flashkit.gemm_scaled(a, w, trans_b=True, scale_a=np.ones(4, np.float64))
+    # An 8-bit type with no DLPack code: the message names the argument.
+    ml = ml_dtypes_mod()
+    if hasattr(ml, "float8_e4m3fnuz"):
+        with pytest.raises(flashkit.InvalidArgumentError, match="^b: dtype float8_e4m3fnuz"):
+            flashkit.gemm_scaled(a, np.zeros((5, 8), ml.float8_e4m3fnuz), trans_b=True)
+
+
+def test_gemm_scaled_zero_d_scales(rng):
+    """torch's per-tensor scales are 0-d tensors: accepted like (1,)."""
+    a = _fp8(rng, (6, 32), "float8_e4m3fn")
+    w = _fp8(rng, (10, 32), "float8_e5m2")
+    sa = np.array(0.75, np.float32)
+    sb = rng.uniform(0.5, 2.0, 10).astype(np.float32)
+    d = flashkit.gemm_scaled(a, w, trans_b=True, scale_a=sa, scale_b=sb, out_dtype="float32")
+    expected = ref.gemm(ref.f64(a) * 0.75, ref.f64(w) * ref.f64(sb)[:, None], trans_b=True)
+    ref.assert_close(d, expected, "float32")
 
 
 def test_gemm_batch_one_broadcasts_without_out(rng):

@@ -70,10 +70,12 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
         q, k, v: one dtype: float32, float16 or bfloat16 (fp32 accumulation). head_dim 1..256,
             contiguous; other strides arbitrary. GQA/MQA: ``nheads % nheads_k == 0``, query
             head h reads key/value head ``h // (nheads // nheads_k)``.
-        softmax_scale: float, default ``1 / sqrt(head_dim)``.
+        softmax_scale: float, default (None) ``1 / sqrt(head_dim)``; NaN is refused.
         causal: causal mask, aligned bottom-right when seqlen_q != seqlen_k (FlashAttention's
             convention: query i sits at position ``i + seqlen_k - seqlen_q``).
         window_size: ``(left, right)`` sliding window around that position; -1 is unbounded.
+            With ``causal=True`` the right side is 0 whatever is given (FlashAttention's
+            rule: ``causal`` is the window ``(left, 0)``).
         softcap: if > 0, scores become ``softcap * tanh(s / softcap)`` (Gemma 2).
         max_seqlen_q, max_seqlen_k: accepted for FlashAttention compatibility; unused.
         return_lse: also return the fp32 natural-log log-sum-exp of each row's scores.
@@ -86,7 +88,8 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
     Raises:
         InvalidArgumentError: shapes, dtypes, strides, devices, window or softcap out of range
             (the message names the argument, e.g. ``"q: head_dim 300 > 256"``); q, k or v
-            None; window_size not two ints within int32; softmax_scale/softcap beyond float32.
+            None; window_size not two ints within int32 or a side below -1; softmax_scale NaN
+            or beyond float32; softcap beyond float32.
         NotSupportedError: torch tensors that require grad while autograd is on.
     """
     return _ops.attention(None, q, k, v, softmax_scale=softmax_scale, causal=causal,
@@ -114,7 +117,8 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
             output column.
         activation: None, ``"relu"``, ``"gelu"`` (= ``"gelu_erf"``, exact, torch's default) or
             ``"gelu_tanh"``.
-        out: optional output ``(M, N)`` / ``(batch, M, N)``.
+        out: optional output ``(M, N)`` / ``(batch, M, N)`` (the library's messages call it
+            ``d``, the C ABI's name).
 
     dtypes: a and b share float32/float16/bfloat16; c, out and the result share one, which
     may differ from a's. A given c counts even when beta == 0 (its values are then unused, but
@@ -158,9 +162,9 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
             row-major ``(N, K)`` passed with ``trans_b=True`` (in torch, ``w.t()`` of an
             ``(N, K)`` weight without the flag is the same memory); other layouts run on the
             generic kernel.
-        scale_a: None (1), or float32 ``(1,)`` (per-tensor) or ``(M,)`` (per row of a),
-            contiguous, on a's device.
-        scale_b: None (1), or float32 ``(1,)`` or ``(N,)`` (per column of b), contiguous.
+        scale_a: None (1), or float32 0-d or ``(1,)`` (per-tensor; torch's scalar scale
+            tensors are 0-d) or ``(M,)`` (per row of a), contiguous, on a's device.
+        scale_b: None (1), or float32 0-d, ``(1,)`` or ``(N,)`` (per column of b), contiguous.
         c, alpha, beta, bias, activation, trans_a, trans_b: as for :func:`gemm` (c and bias
             are not scaled).
         out: optional output ``(M, N)`` / ``(batch, M, N)``, fp32/fp16/bf16 (the library's
@@ -169,15 +173,17 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
             default c's dtype, else a's when a is 16/32-bit, else bfloat16.
 
     The factor ``alpha * scale_a[m] * scale_b[n]`` is formed in float32 before it multiplies
-    the sum, so it must itself be a normal float32 number.
+    the sum (as cuBLASLt does): scales whose product overflows or underflows float32 give inf or
+    lose precision (down to zeros) even when the exact result would fit. Scales live on the
+    device and are not inspected, so this is not reported as an error.
 
     Returns:
         ``out`` (new array in a's library and device unless given).
 
     Raises:
         InvalidArgumentError: as :func:`gemm`; a fp8 with b not (or the reverse); a scale not
-            float32, not rank 1, or of length other than 1 or M (N); a scale not contiguous;
-            an fp8 ``out_dtype``.
+            float32, of rank above 1, or of length other than 1 or M (N); a scale not
+            contiguous; an fp8 ``out_dtype``.
         NotSupportedError: an fp8 ``out`` array.
     """
     return _ops.gemm_scaled(None, a, b, c, scale_a=scale_a, scale_b=scale_b, alpha=alpha,

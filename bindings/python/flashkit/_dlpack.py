@@ -148,6 +148,15 @@ def check_compute_dtype(ref):
         103)
 
 
+def check_scale_dtype(ref):
+    """Raises InvalidArgumentError unless ``ref`` (a TensorRef or None) is float32 (the
+    dequantisation scales of gemm_scaled)."""
+    if ref is None or ref.dtype == float32:
+        return
+    raise _errors.InvalidArgumentError(
+        f"{ref.name}: dtype {ref.dtype.name} is not supported (a scale must be float32)", 103)
+
+
 def check_index_dtype(ref):
     """Raises InvalidArgumentError unless ``ref`` (a TensorRef or None) is int32."""
     if ref is None or ref.dtype == int32:
@@ -193,14 +202,20 @@ def dtype_from_code(code, bits):
     return DType(code, bits, name)
 
 
-def dtype_from_numpy(dt):
+def dtype_from_numpy(dt, name=None):
+    """The DType of a NumPy dtype; ``name`` (the argument) prefixes the error for types that
+    have no DLPack code."""
     dt = np.dtype(dt)
     if dt.kind == "V" or dt.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         table = {"bfloat16": (kDLBfloat, 16), "float8_e4m3fn": (kDLFloat8_e4m3fn, 8),
                  "float8_e5m2": (kDLFloat8_e5m2, 8)}
         if dt.name in table:
             return dtype_from_code(*table[dt.name])
-        raise _errors.InvalidArgumentError(f"dtype {dt}: not a numeric type", 103)
+        where = f"{name}: " if name else ""
+        raise _errors.InvalidArgumentError(
+            f"{where}dtype {dt} is not supported (flashkit takes float32, float16, bfloat16, "
+            f"int32 where an index is expected, and float8_e4m3fn / float8_e5m2 for "
+            f"gemm_scaled's a and b)", 103)
     kind = {"f": kDLFloat, "i": kDLInt, "u": kDLUInt, "b": kDLBool}.get(dt.kind)
     if kind is None:
         # complex and objects: describe them so the library's dtype rule names them.
@@ -373,7 +388,7 @@ def _check_byte_order(np_dtype, name):
 def _from_numpy(arr, name):
     _check_byte_order(arr.dtype, name)
     ai = arr.__array_interface__
-    dtype = dtype_from_numpy(arr.dtype)
+    dtype = dtype_from_numpy(arr.dtype, name)
     itemsize = arr.dtype.itemsize
     strides = []
     for n, s in zip(arr.shape, arr.strides):
@@ -430,7 +445,7 @@ def _from_cai(obj, name, lib):
     cai = obj.__cuda_array_interface__
     np_dtype = np.dtype(cai["typestr"])
     _check_byte_order(np_dtype, name)
-    dtype = dtype_from_numpy(np_dtype)
+    dtype = dtype_from_numpy(np_dtype, name)
     shape = tuple(cai["shape"])
     if cai.get("strides") is None:
         strides = _compact_strides(shape)

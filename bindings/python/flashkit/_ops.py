@@ -43,7 +43,8 @@ def int_arg(value, name, bits=32, what=None):
 def float32_arg(value, name):
     """``value`` as a Python float that converts to float32 without overflow. A finite value
     beyond float32's range is refused; inf and NaN go on to the library, whose rules for them
-    differ per parameter (NaN softmax_scale selects the default, non-finite alpha is refused)."""
+    differ per parameter (non-finite alpha is refused; attention() refuses a NaN softmax_scale
+    itself, since the C library reads NaN as "the default")."""
     if isinstance(value, (str, bytes)):
         raise _errors.InvalidArgumentError(f"{name}: {value!r} is not a number", 100)
     try:
@@ -70,7 +71,7 @@ class _Call:
     ``index_args`` (int32). All of this is checked before anything is allocated.
     """
 
-    def __init__(self, ctx, inputs, required=1, index_args=()):
+    def __init__(self, ctx, inputs, required=1, index_args=(), scale_args=()):
         for name, obj in inputs[:required]:
             if obj is None:
                 raise _none_error(name)
@@ -101,6 +102,8 @@ class _Call:
         for (name, _), ref in zip(inputs, self.refs):
             if name in index_args:
                 _dlpack.check_index_dtype(ref)
+            elif name in scale_args:
+                _dlpack.check_scale_dtype(ref)
             else:
                 _dlpack.check_compute_dtype(ref)
         self.primary = self.refs[index]
@@ -154,8 +157,13 @@ def _window(window_size):
     if pair is None or len(pair) != 2:
         raise _errors.InvalidArgumentError(
             f"window_size: {window_size!r} is not a pair (left, right) of ints", 100)
-    return tuple(int_arg(w, "window_size", what=f"{side} {w!r}")
-                 for side, w in zip(("left", "right"), pair))
+    sides = tuple(int_arg(w, "window_size", what=f"{side} {w!r}")
+                  for side, w in zip(("left", "right"), pair))
+    for side, w in zip(("left", "right"), sides):
+        if w < -1:
+            raise _errors.InvalidArgumentError(
+                f"window_size: {side} {w} is below -1 (-1 means unbounded on that side)", 100)
+    return sides
 
 
 def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1),
@@ -177,8 +185,13 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
         _expect_rank(vr, (4,), layout)
         lse_shape = (qr.shape[0], qr.shape[2], qr.shape[1])
     left, right = _window(window_size)
-    softmax_scale = (math.nan if softmax_scale is None
-                     else float32_arg(softmax_scale, "softmax_scale"))
+    if softmax_scale is None:
+        softmax_scale = math.nan  # the C library's "default" (1 / sqrt(head_dim))
+    else:
+        softmax_scale = float32_arg(softmax_scale, "softmax_scale")
+        if math.isnan(softmax_scale):
+            raise _errors.InvalidArgumentError(
+                "softmax_scale: NaN (pass None for the default 1/sqrt(head_dim))", 100)
     softcap = float32_arg(softcap, "softcap")
 
     params = capi.fk_attention_params_t()
@@ -269,7 +282,7 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
                 trans_a=False, trans_b=False, bias=None, activation=None, out=None,
                 out_dtype=None, _select=False):
     call = _Call(ctx, [("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("c", c),
-                       ("bias", bias)], required=2)
+                       ("bias", bias)], required=2, scale_args=("scale_a", "scale_b"))
     ar, br, sar, sbr, cr, biasr = call.refs
     shape, params = _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation)
     if out_dtype is not None:
@@ -360,8 +373,9 @@ class FFTConv:
 
     Args:
         seqlen (int): sequence length ``L`` of ``u``.
-        fft_size (int | None): FFT length, a power of two; None picks the smallest one the mode
-            needs for the filter length met at call time.
+        fft_size (int | None): FFT length, a power of two; None (or 0, the C library's
+            spelling) picks the smallest one the mode needs for the filter length met at call
+            time.
         mode (str): ``"causal"`` (linear: ``y[t] = sum_{s<=t} k[s] v[t-s]``; needs
             ``fft_size >= L + min(filter_len, L) - 1``), ``"circular"`` (period ``fft_size``) or
             ``"bidirectional"`` (centred odd filter ``filter_len = 2R + 1``:
@@ -380,8 +394,10 @@ class FFTConv:
       given), ``(batch, channels, seqlen)`` in ``u``'s library and device, or ``out``.
 
     The C plan (twiddles, scratch) is made on first use for each (context, channels,
-    filter_len, dtype) and reused. Plans belong to their context: closing the context destroys
-    them first, and a later call on that context raises InvalidArgumentError. Raises
+    filter_len, dtype) and reused. Plans are not evicted: an object fed many different shapes
+    keeps one plan per shape until ``close()`` (use one FFTConv per layer shape in a
+    long-running server). Plans belong to their context: closing the context destroys them
+    first, and a later call on that context raises InvalidArgumentError. Raises
     InvalidArgumentError for a bad mode or dtype, a size that is not an int, not a power of two
     or too small for the mode, mismatched shapes or dtypes.
     """

@@ -342,7 +342,9 @@ pub const FK_ERROR_NOT_SUPPORTED: fk_status_t = 200;
 pub const FK_ERROR_BACKEND_UNAVAILABLE: fk_status_t = 201;
 #[doc = "< Host or device allocation failed."]
 pub const FK_ERROR_OUT_OF_MEMORY: fk_status_t = 300;
-#[doc = "< The caller's workspace is smaller than needed."]
+#[doc = "< Reserved: a workspace that is too small is"]
+#[doc = "supplemented by stream-ordered allocation"]
+#[doc = "(fk_launch_t::workspace), not refused."]
 pub const FK_ERROR_WORKSPACE_TOO_SMALL: fk_status_t = 301;
 #[doc = "< The CUDA runtime or driver reported an error."]
 pub const FK_ERROR_DEVICE: fk_status_t = 400;
@@ -847,8 +849,16 @@ pub struct fk_launch_t {
     #[doc = "< A `cudaStream_t` (CUDA backend); NULL is the default stream."]
     #[doc = "Ignored on the CPU backend."]
     pub stream: *mut ::std::os::raw::c_void,
-    #[doc = "< Optional caller scratch memory on the context's device; NULL"]
-    #[doc = "lets flashkit allocate (stream-ordered) what it needs."]
+    #[doc = "< Optional caller scratch memory on the context's device. A"]
+    #[doc = "call takes its temporary buffers from it first (256-byte"]
+    #[doc = "aligned pieces); what does not fit, or everything when it is"]
+    #[doc = "NULL, is allocated stream-ordered (cudaMallocAsync, freed on"]
+    #[doc = "the same stream when the call returns), so a small or absent"]
+    #[doc = "workspace is never an error. Most calls need none: on the GPU"]
+    #[doc = "today the FFT convolutions (per-call spectrum and twiddles,"]
+    #[doc = "intermediates above shared-memory sizes), the split-K GEMMs"]
+    #[doc = "(fp32 partials) and the generic Monarch kernel (the"]
+    #[doc = "intermediate) take scratch. There is no size query yet."]
     pub workspace: *mut ::std::os::raw::c_void,
     #[doc = "< Size of `workspace` in bytes."]
     pub workspace_bytes: u64,
@@ -1091,7 +1101,8 @@ extern "C" {
     #[doc = " @param cu_seqlens_q NULL (batched form) or int32 `(batch + 1,)` contiguous (varlen form)."]
     #[doc = " @param cu_seqlens_k NULL or int32 `(batch + 1,)`; must be given together with `cu_seqlens_q`."]
     #[doc = "                     On the CUDA backend both live on the device and are read there."]
-    #[doc = " @param out          Output, same dtype and shape as `q` (head_dim of `v`)."]
+    #[doc = " @param out          Output, same dtype and shape as `q` (v has the same head_dim as q), last"]
+    #[doc = "                     dimension contiguous; must not overlap an input."]
     #[doc = " @param lse          NULL, or fp32 log-sum-exp output, last dimension contiguous."]
     #[doc = " @return FK_SUCCESS;"]
     #[doc = "   FK_ERROR_NULL_POINTER (context, q, k, v, out, or a tensor's data with nonzero size);"]
@@ -1340,14 +1351,14 @@ extern "C" {
     #[doc = "             `a` is fp8 (the two fp8 formats may be mixed), else a's dtype. K-major for the"]
     #[doc = "             Hopper kernel means `(N, K)` row-major with trans_b = 1 (torch: `w.t()` of a"]
     #[doc = "             row-major `(N, K)` weight)."]
-    #[doc = " @param scale_a NULL (1), or fp32 on d's device, contiguous: `(1,)` one scale for all of A"]
-    #[doc = "             (per-tensor) or `(M,)` one per row of A (per-token)."]
-    #[doc = " @param scale_b NULL (1), or fp32, contiguous: `(1,)` per-tensor or `(N,)` one per column of"]
-    #[doc = "             B (per-output-channel)."]
+    #[doc = " @param scale_a NULL (1), or fp32 on d's device, contiguous: 0-d or `(1,)`, one scale for all"]
+    #[doc = "             of A (per-tensor), or `(M,)`, one per row of A (per-token)."]
+    #[doc = " @param scale_b NULL (1), or fp32, contiguous: 0-d or `(1,)` per-tensor, or `(N,)` one per"]
+    #[doc = "             column of B (per-output-channel)."]
     #[doc = " @param c, bias As for fk_gemm() (c and bias are not scaled)."]
     #[doc = " @param d    Output `(M, N)` / `(batch, M, N)`, fp32/fp16/bf16 (fp8 output: FK_ERROR_NOT_SUPPORTED)."]
     #[doc = " @return As fk_gemm(), and: FK_ERROR_DTYPE_MISMATCH (a fp8 but b not, or the reverse; a scale"]
-    #[doc = "   not fp32); FK_ERROR_SHAPE_MISMATCH (a scale of rank other than 1, or of length other than 1"]
+    #[doc = "   not fp32); FK_ERROR_SHAPE_MISMATCH (a scale of rank above 1, or of length other than 1"]
     #[doc = "   or M (scale_a) / N (scale_b)); FK_ERROR_BAD_STRIDES (a scale not contiguous);"]
     #[doc = "   FK_ERROR_NOT_SUPPORTED (fp8 output)."]
     pub fn fk_gemm_scaled(
