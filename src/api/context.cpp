@@ -110,6 +110,10 @@ fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t*
     }
     fk_backend_t backend = static_cast<fk_backend_t>(o.backend);
     if (backend == FK_BACKEND_AUTO) FK_RETURN_IF_ERROR(env_backend(&backend));
+    // Errors about a backend that came from the environment say so.
+    const char* from_env = (o.backend == FK_BACKEND_AUTO && backend != FK_BACKEND_AUTO)
+                               ? " (by FLASHKIT_BACKEND)"
+                               : "";
     fk_kernel_family_t family = static_cast<fk_kernel_family_t>(o.kernel_family);
     if (family == FK_KERNEL_FAMILY_AUTO) FK_RETURN_IF_ERROR(env_family(&family));
     int32_t threads = o.num_threads;
@@ -143,14 +147,15 @@ fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t*
     } else {
       if (!cuda::compiled()) {
         return set_error(FK_ERROR_BACKEND_UNAVAILABLE,
-                         "options.backend: CUDA requested but flashkit was built without CUDA");
+                         "options.backend: CUDA requested%s but flashkit was built without CUDA",
+                         from_env);
       }
       const int n = cuda::device_count();
       if (o.device_ordinal >= n) {
         return set_error(FK_ERROR_BACKEND_UNAVAILABLE,
-                         "options.device_ordinal: CUDA device %d requested but %d device(s) "
+                         "options.device_ordinal: CUDA device %d requested%s but %d device(s) "
                          "are visible",
-                         o.device_ordinal, n);
+                         o.device_ordinal, from_env, n);
       }
       fk_status_t st = cuda::query_device(o.device_ordinal, &ctx->caps);
       if (st != FK_SUCCESS) return st;

@@ -153,6 +153,13 @@ TEST_CASE("context: creation rules", "[validation][context]") {
     expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_NUM_THREADS"});
     unsetenv("FLASHKIT_NUM_THREADS");
   }
+  SECTION("a CUDA backend chosen by the environment is named in the error") {
+    setenv("FLASHKIT_BACKEND", "cuda", 1);
+    o.device_ordinal = 4096;  // beyond any machine's devices; or a build without CUDA
+    expect_error(fk_context_create(&o, &ctx), FK_ERROR_BACKEND_UNAVAILABLE,
+                 {"CUDA", "FLASHKIT_BACKEND"});
+    unsetenv("FLASHKIT_BACKEND");
+  }
   SECTION("environment selects the CPU backend under AUTO") {
     setenv("FLASHKIT_BACKEND", "cpu", 1);
     fk_context_t* c = nullptr;

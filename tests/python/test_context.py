@@ -126,3 +126,8 @@ def test_gil_is_released_during_calls(rng):
         t.join()
     inside = [x for x in ticks if start < x < end]
     assert len(inside) >= min(5, int((end - start) / 0.001) // 4), (end - start, len(inside))
+
+
+def test_kernel_family_cpu_points_at_the_device_argument():
+    with pytest.raises(flashkit.InvalidArgumentError, match="device='cpu'"):
+        flashkit.Context("cpu", kernel_family="cpu")

@@ -68,9 +68,11 @@ class Context:
         self._plans_lock = threading.Lock()
         kind, ordinal = _parse_device(device)
         if kernel_family not in _FAMILIES:
+            hint = (" (the CPU is a backend, not a kernel family: use device='cpu')"
+                    if kernel_family == "cpu" else "")
             raise _errors.InvalidArgumentError(
                 f"kernel_family: {kernel_family!r} is not None, 'auto', 'generic', 'sm80' or "
-                "'sm90'", 100)
+                f"'sm90'{hint}", 100)
         opts = capi.fk_context_options_t()
         capi.fk_context_options_init(opts)
         opts.backend = {"auto": capi.FK_BACKEND_AUTO, "cpu": capi.FK_BACKEND_CPU,
