@@ -318,6 +318,28 @@ inline void cases_small_extents(const Target& t, uint64_t tag0) {
       }
 }
 
+// More output tiles than SMs (2100 x 3000): the persistent/grouped raster walks, a bf16 bias +
+// GELU case and a transposed fp16 -> fp32 case with C and beta = -1; seeds tag, tag + 1.
+inline void cases_many_tiles(const Target& t, int64_t K, uint64_t tag) {
+  Case c;
+  c.M = 2100;
+  c.N = 3000;
+  c.K = K;
+  c.ab = DT::BF16;
+  c.cd = DT::BF16;
+  c.with_bias = true;
+  c.act = 3;
+  run(c, tag, t);
+  c.trans_a = true;
+  c.trans_b = true;
+  c.ab = DT::F16;
+  c.cd = DT::F32;
+  c.with_c = true;
+  c.beta = -1.0f;
+  c.act = 0;
+  run(c, tag + 1, t);
+}
+
 // Extents of 4097: many tiles and tails in both raster orders.
 inline void cases_4097_extents(const Target& t, uint64_t tag0) {
   const int64_t shapes[][3] = {{4097, 129, 65}, {129, 4097, 33}, {127, 130, 4097}, {300, 520, 4097}};

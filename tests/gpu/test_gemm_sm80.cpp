@@ -62,23 +62,7 @@ TEST_CASE("sm80 gemm: extents of 4097 (many tiles and tails in both raster order
 }
 
 TEST_CASE("sm80 gemm: more tiles than SMs (big tiles, grouped raster)", "[gpu][gemm][sm80]") {
-  Case c;
-  c.M = 2100;
-  c.N = 3000;
-  c.K = 40;
-  c.ab = DT::BF16;
-  c.cd = DT::BF16;
-  c.with_bias = true;
-  c.act = 3;
-  run(c, 122000);
-  c.trans_a = true;
-  c.trans_b = true;
-  c.ab = DT::F16;
-  c.cd = DT::F32;
-  c.with_c = true;
-  c.beta = -1.0f;
-  c.act = 0;
-  run(c, 122001);
+  fkgemm::cases_many_tiles(target(), 40, 122000);
 }
 
 TEST_CASE("sm80 gemm: big tiles with tails in every layout (4097 columns)", "[gpu][gemm][sm80]") {

@@ -69,23 +69,7 @@ TEST_CASE("sm90 gemm: extents of 4097 (many tiles and tails in both raster order
 }
 
 TEST_CASE("sm90 gemm: more tiles than SMs (persistent loop and grouped raster)", "[gpu][gemm][sm90]") {
-  Case c;
-  c.M = 2100;
-  c.N = 3000;
-  c.K = 136;
-  c.ab = DT::BF16;
-  c.cd = DT::BF16;
-  c.with_bias = true;
-  c.act = 3;
-  run(c, 22000);
-  c.trans_a = true;
-  c.trans_b = true;
-  c.ab = DT::F16;
-  c.cd = DT::F32;
-  c.with_c = true;
-  c.beta = -1.0f;
-  c.act = 0;
-  run(c, 22001);
+  fkgemm::cases_many_tiles(target(), 136, 22000);
 }
 
 TEST_CASE("sm90 gemm: split-K on grids smaller than the GPU", "[gpu][gemm][sm90]") {

@@ -38,6 +38,7 @@
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/dtype.cuh"
+#include "cuda/monarch/common/monarch_io.h"
 
 namespace flashkit {
 namespace cuda {
@@ -49,14 +50,7 @@ constexpr int kMaxItems = 8;  // 16-byte stage-1 pieces per thread and step
 constexpr int kPad = 8;  // elements after every shared-memory row: an odd number of 16-byte
                          // chunks per row, so the 8 rows of an ldmatrix phase hit 8 bank groups
 
-struct MonarchParams {
-  const void* x;
-  const void* w1;
-  const void* w2;
-  const void* bias;  // nullptr: none
-  void* out;
-  int64_t tokens, x_stride, out_stride;
-  int32_t p, q, r, s, nb2;
+struct MonarchParams : monarch_io::MonarchIO {
   int32_t jb;              // second-factor blocks per CTA
   int32_t jshift;          // log2(16 / jb): b values per stage-1 run
   int32_t groups;          // nb2 / jb
@@ -68,7 +62,6 @@ struct MonarchParams {
   int32_t jps;             // j per stage-2 step when w2_split == 1 (a power of two <= jb)
   int64_t items;           // work items: token tiles x groups
   int32_t tiles_per_warp;  // stage-2 m16n8 output tiles per warp (1, 2 or 4)
-  int32_t bias_dtype;      // DType
   int32_t z_bytes;         // the pipeline buffers start here
 };
 
@@ -692,19 +685,7 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
   MonarchParams k{};
-  k.x = p.x;
-  k.w1 = p.w1;
-  k.w2 = p.w2;
-  k.bias = p.bias;
-  k.out = p.out;
-  k.tokens = p.tokens;
-  k.x_stride = p.x_row_stride;
-  k.out_stride = p.out_row_stride;
-  k.p = static_cast<int32_t>(p.p);
-  k.q = static_cast<int32_t>(p.q);
-  k.r = static_cast<int32_t>(p.r);
-  k.s = static_cast<int32_t>(p.s);
-  k.nb2 = static_cast<int32_t>(p.nblocks2);
+  static_cast<monarch_io::MonarchIO&>(k) = monarch_io::from_problem(p);
   k.jb = c.jb;
   k.jshift = c.jb == 16 ? 0 : c.jb == 8 ? 1 : c.jb == 4 ? 2 : 3;
   k.groups = c.groups;
@@ -716,7 +697,6 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   k.jps = c.jps;
   k.items = c.items;
   k.tiles_per_warp = c.tiles_per_warp;
-  k.bias_dtype = static_cast<int32_t>(p.bias_dtype);
   k.z_bytes = static_cast<int32_t>(c.z_bytes);
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
   const char* name = "cuda.sm80.monarch kernel";

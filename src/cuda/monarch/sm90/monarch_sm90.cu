@@ -89,6 +89,7 @@
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/dtype.cuh"
+#include "cuda/monarch/common/monarch_io.h"
 #include "cuda/monarch/sm90/monarch_sm90.h"
 
 namespace flashkit {
@@ -109,17 +110,9 @@ constexpr int kThreads = 256;
 constexpr int kTile = 32;  // tokens per tile
 constexpr int kJ = 8;      // w2 blocks per CTA
 
-struct Params {
-  const void* x;
-  const void* w1;
-  const void* w2;
-  const void* bias;  // nullptr: none
-  void* out;
-  int64_t tokens, x_stride, out_stride;
-  int32_t p, q, r, s, nb2;
+struct Params : monarch_io::MonarchIO {
   int32_t B1;        // w1 blocks per CTA
   int32_t tiles;     // ceil(tokens / kTile)
-  int32_t bias_dtype;
   int32_t w2_off, x_off, x_bytes, z_off;  // shared-memory byte offsets (w1 at 0)
   int32_t z_bytes, bar_off;
   int32_t nx, nz;    // x and z buffers (1 or 2 each)
@@ -668,22 +661,9 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
                      "cuda.sm90.monarch: no cluster of this size fits the device");
   }
   Params k{};
-  k.x = p.x;
-  k.w1 = p.w1;
-  k.w2 = p.w2;
-  k.bias = p.bias;
-  k.out = p.out;
-  k.tokens = p.tokens;
-  k.x_stride = p.x_row_stride;
-  k.out_stride = p.out_row_stride;
-  k.p = static_cast<int32_t>(p.p);
-  k.q = static_cast<int32_t>(p.q);
-  k.r = static_cast<int32_t>(p.r);
-  k.s = static_cast<int32_t>(p.s);
-  k.nb2 = static_cast<int32_t>(p.nblocks2);
+  static_cast<monarch_io::MonarchIO&>(k) = monarch_io::from_problem(p);
   k.B1 = c.B1;
   k.tiles = static_cast<int32_t>(c.tiles);
-  k.bias_dtype = static_cast<int32_t>(p.bias_dtype);
   k.w2_off = static_cast<int32_t>(c.w2_off);
   k.x_off = static_cast<int32_t>(c.x_off);
   k.x_bytes = static_cast<int32_t>(c.x_bytes);
