@@ -60,6 +60,7 @@
 #include <mutex>
 
 #include "core/backend.h"
+#include "cuda/attention/sm80/primitives.cuh"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/dtype.cuh"
@@ -130,12 +131,6 @@ __device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], u
       "{%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&d)[4], const void* smem) {
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-               : "r"(addr));
 }
 __device__ __forceinline__ uint32_t movt(uint32_t x) {
   uint32_t y;
@@ -310,15 +305,8 @@ __device__ __forceinline__ void store_g(uint16_t* row, int64_t t0, int64_t L, bo
 
 // ---- the input ring: u, pregate, postgate of two row pairs in shared memory -------------------
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
-               "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
-}
+// cp.async: cp_async_16 / cp_async_commit / cp_async_wait_all of
+// cuda/attention/sm80/primitives.cuh.
 
 // Copies the rows of pair `pair` (u, then pregate and postgate when present; two rows each) into
 // ring slot `slot`: positions >= seqlen (up to lp) are zero. vec: cp.async (the caller commits);
@@ -348,7 +336,7 @@ __device__ __forceinline__ void fill_ring(const RegArgs& a, uint16_t* ring, int 
         const int t = 8 * ch;
         const int64_t left = a.L - t;
         if (a.vec) {
-          cp_async16(dst + t, src + t, left >= 8 ? 16 : static_cast<int>(2 * left));
+          cp_async_16(smem_u32(dst + t), src + t, left >= 8 ? 16 : static_cast<int>(2 * left));
         } else {
 #pragma unroll
           for (int e = 0; e < 8; ++e) dst[t + e] = (t + e < a.L) ? src[t + e] : uint16_t(0);
@@ -586,8 +574,8 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
         for (int np = 0; np < NT / 2; ++np) {
           const int off = (16 * kt + (mat & 1) * 8 + rr) * C::XS + 8 * (2 * np + (mat >> 1));
           uint32_t d[4], e[4];
-          ldsm_x4_trans(d, xr + off);
-          ldsm_x4_trans(e, xi + off);
+          ldsm_x4_trans(d, smem_u32(xr + off));
+          ldsm_x4_trans(e, smem_u32(xi + off));
 #pragma unroll
           for (int q = 0; q < 2; ++q) {
             br[2 * np + q][0] = d[2 * q];

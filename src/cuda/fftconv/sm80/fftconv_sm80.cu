@@ -55,6 +55,7 @@
 #include <mutex>
 
 #include "core/backend.h"
+#include "cuda/attention/sm80/primitives.cuh"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/dtype.cuh"
@@ -206,15 +207,8 @@ __device__ __forceinline__ void dft16_tile(const Dft16& f, int split, const floa
 
 // ---- asynchronous copies (the next row's input while this one is transformed) -------------
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
-               "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
-}
+// cp.async: cp_async_16 / cp_async_commit / cp_async_wait_all of
+// cuda/attention/sm80/primitives.cuh.
 
 // ---- sources and the epilogue ------------------------------------------------------------------
 
@@ -258,8 +252,8 @@ __device__ __forceinline__ void stage_row(const Args& a, uint16_t* su, uint16_t*
   for (int ch = threadIdx.x; ch < chunks; ch += blockDim.x) {
     const int64_t left = 2 * (a.L - 8 * int64_t(ch));
     const int bytes = left < 16 ? static_cast<int>(left) : 16;
-    cp_async16(su + 8 * ch, gu + 8 * ch, bytes);
-    if (gp != nullptr) cp_async16(sp + 8 * ch, gp + 8 * ch, bytes);
+    cp_async_16(smem_u32(su + 8 * ch), gu + 8 * ch, bytes);
+    if (gp != nullptr) cp_async_16(smem_u32(sp + 8 * ch), gp + 8 * ch, bytes);
   }
   cp_async_commit();
 }
