@@ -357,10 +357,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
       __syncthreads();
       const int mrow0 = m0 + pass * Cfg::kEpiRows;
       if (p.d_vec16 && p.c == nullptr && p.partials == nullptr) {
-        // D written 8 columns (16 or 32 bytes) per thread and step, two steps in flight (bias
-        // loads and the activation of one overlap the other's); no C to read.
+        // D written 8 columns (16 or 32 bytes) per thread and step (8 independent bias loads
+        // and activations per step); no C to read.
         constexpr int kOcts = Cfg::BN / 8;
-#pragma unroll 2
+#pragma unroll 1
         for (int i = tid; i < Cfg::kEpiRows * kOcts; i += Cfg::kThreads) {
           const int r = i / kOcts, c = (i % kOcts) * 8;
           const int m = mrow0 + r, n = n0 + c;
