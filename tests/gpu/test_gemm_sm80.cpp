@@ -65,6 +65,25 @@ TEST_CASE("sm80 gemm: more tiles than SMs (big tiles, grouped raster)", "[gpu][g
   fkgemm::cases_many_tiles(target(), 40, 122000);
 }
 
+TEST_CASE("sm80 gemm: big tiles over several k-tiles (whole-tile copies, then the K tail)",
+          "[gpu][gemm][sm80]") {
+  // 9 x 17 big tiles (>= one per SM), K = 4 x 64 + 8: interior tiles copy their first whole
+  // k-tiles without bounds work, then the bounds-checked path covers the tail; the last tile
+  // row and column take the bounds-checked path throughout. K-major B keeps the float64
+  // reference fast.
+  Case c;
+  c.M = 1100;
+  c.N = 4097;
+  c.K = 264;
+  c.trans_b = true;
+  c.ab = DT::BF16;
+  c.cd = DT::BF16;
+  c.with_bias = true;
+  c.with_c = true;
+  c.beta = 0.25f;
+  run(c, 122600);
+}
+
 TEST_CASE("sm80 gemm: big tiles with tails in every layout (4097 columns)", "[gpu][gemm][sm80]") {
   for (int i = 0; i < 4; ++i) {
     Case c;

@@ -135,6 +135,9 @@ bool build(const DeviceCaps& caps, const GemmProblem& p, GemmParams* g, TileKind
   const int64_t dsize = dtype_bytes(p.cd_dtype);
   g->d_pairs = g->d_stride_n == 1 && aligned(p.d, uintptr_t(2 * dsize)) &&
                (M == 1 || g->d_stride_m % 2 == 0) && (p.batch == 1 || p.d_batch_stride % 2 == 0);
+  const int64_t per16 = 16 / dsize;  // elements per 16 bytes
+  g->d_vec16 = g->d_stride_n == 1 && aligned(p.d, 16) && (M == 1 || g->d_stride_m % per16 == 0) &&
+               (p.batch == 1 || p.d_batch_stride % per16 == 0);
   g->partials = nullptr;
   return true;
 }

@@ -1,7 +1,10 @@
 // The sm80-class GEMM's tile shapes and the table that picks one per problem (plain C++, shared
 // by the host code and the kernels).
 //
-//   big:   128 x 256 x 32, 8 warps of 64 x 64, 4 stages (96 KiB of shared memory): large M and N
+//   big:   128 x 256 x 64, 8 warps of 64 x 64, 3 stages (144 KiB of shared memory): large M and
+//          N on GPUs whose per-block opt-in limit allows it (A100: 163 KiB, H100/H200: 227 KiB;
+//          not sm_86/sm_89 at 99 KiB, which take the small tiles); 64-deep k-tiles halve the
+//          barriers, waits and copy issue per MMA of the earlier 32-deep, 4-stage 96 KiB tile
 //   small:  64 x  64 x 32, 4 warps of 32 x 32, 4 stages (32 KiB): skinny or small problems,
 //          several CTAs per SM, with split-K when the output tiles cannot fill the GPU
 #pragma once
@@ -35,7 +38,7 @@ struct TileConfig {
   static_assert(kEpiRows * kEpiLd * 4 <= kSmemBytes, "epilogue staging fits the stages");
 };
 
-using BigTile = TileConfig<128, 256, 32, 2, 4, 4>;
+using BigTile = TileConfig<128, 256, 64, 2, 4, 3>;
 using SmallTile = TileConfig<64, 64, 32, 2, 2, 4>;
 
 enum class TileKind : int { Big = 0, Small = 1 };

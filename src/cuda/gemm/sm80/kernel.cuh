@@ -5,6 +5,16 @@
 // one K range when split); tails in M, N and K are zero-filled by the copies themselves. The
 // epilogue stages the accumulators through the idle pipeline stages and writes D row by row.
 //
+// Mainloop details that matter for speed (read off the SASS; see benchmarks/RESULTS.md):
+//   - one barrier per k-tile (bar.red.popc, whose zero count is OR-ed into the last k16 step's
+//     A fragments): without that data dependency ptxas hoists the last step's MMAs above the
+//     barrier, and after it every warp waits for its first ldmatrix of the next stage, issued
+//     by all warps at once, with no MMA left to cover it;
+//   - interior tiles copy whole k-tiles without bounds or zero-fill work (a separate loop over
+//     the iterations whose loads are whole; 92 instead of ~235 non-MMA, non-ldmatrix
+//     instructions per 64-deep k-tile of a 128 x 256 tile);
+//   - the plain-D epilogue (no C, not split, 16-byte aligned rows) writes 8 columns per store.
+//
 // Shared-memory tiles (BK = 32; BK = 64 uses one 128-byte row per line):
 //   K-major operand: BM (or BN) rows of 32 elements = 64 bytes = 4 chunks of 16 bytes. Two rows
 //     share a 128-byte line whose 8 chunks are XOR-permuted by the line index, so the 8 row
@@ -17,6 +27,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/attention/sm80/primitives.cuh"
 #include "cuda/common/activation.cuh"
@@ -100,19 +111,28 @@ struct TileLoader {
   }
 
   // Issues the copies of k-tile kt (tiles must be loaded in increasing order) into `stage`.
+  // WHOLE: the caller knows that the tile lies inside the operand (all ROWS rows and all BK
+  // columns of k), so the copies need no bounds, zero-fill or pointer selection.
+  template <bool WHOLE = false>
   __device__ __forceinline__ void load(uint32_t stage, int kt) {
+    if constexpr (WHOLE) {
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      int bytes;
-      if constexpr (KMAJOR) {
-        const int kleft = K - kt * BK - col;
-        const int kb = kleft >= 8 ? 16 : (kleft > 0 ? kleft * 2 : 0);
-        bytes = (i * kRowsPerPass < rows_left) ? kb : 0;
-      } else {
-        bytes = (kt * BK + row0 + i * kRowsPerPass < K) ? colbytes : 0;
+      for (int i = 0; i < kPer; ++i)
+        cp_async_16_full(stage + soff + uint32_t(i) * kSmemPass, g + i * pass_bytes);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        int bytes;
+        if constexpr (KMAJOR) {
+          const int kleft = K - kt * BK - col;
+          const int kb = kleft >= 8 ? 16 : (kleft > 0 ? kleft * 2 : 0);
+          bytes = (i * kRowsPerPass < rows_left) ? kb : 0;
+        } else {
+          bytes = (kt * BK + row0 + i * kRowsPerPass < K) ? colbytes : 0;
+        }
+        const char* src = bytes > 0 ? g + i * pass_bytes : base;
+        cp_async_16(stage + soff + uint32_t(i) * kSmemPass, src, bytes);
       }
-      const char* src = bytes > 0 ? g + i * pass_bytes : base;
-      cp_async_16(stage + soff + uint32_t(i) * kSmemPass, src, bytes);
     }
     g += kstep_bytes;
   }
@@ -265,20 +285,29 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
     int read_stage = 0, write_stage = S - 1;
     if (nk > 0) load_frags(0, smem0, 0);
 
-    for (int it = 0; it < nk; ++it) {
+    // One k-tile of the mainloop; WHOLE: the k-tile it loads (if any) lies inside A and B.
+    auto ktile = [&](int it, auto whole) {
 #pragma unroll
       for (int kk = 0; kk < KK; ++kk) {
         if (kk == KK - 1) {
           cp_async_wait<S - 2>();
-          __syncthreads();
+          // The barrier's (always zero) count is folded into this step's A fragments, so that
+          // ptxas cannot hoist this step's MMAs above the barrier: they then cover the latency
+          // of the next stage's first ldmatrix burst (all warps issue theirs at once) instead
+          // of the tensor pipe idling until those fragments arrive.
+          const uint32_t token = uint32_t(__syncthreads_count(0));
+#pragma unroll
+          for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) af[kk & 1][mi][e] |= token;
           read_stage = read_stage == S - 1 ? 0 : read_stage + 1;
         }
         load_frags((kk + 1) & 1, smem0 + uint32_t(read_stage * Cfg::kStageBytes), (kk + 1) % KK);
         if (kk == 0) {
           if (it + S - 1 < nk) {
             const uint32_t st = smem0 + uint32_t(write_stage * Cfg::kStageBytes);
-            la.load(st, kt0 + it + S - 1);
-            lb.load(st + Cfg::kABytes, kt0 + it + S - 1);
+            la.template load<decltype(whole)::value>(st, kt0 + it + S - 1);
+            lb.template load<decltype(whole)::value>(st + Cfg::kABytes, kt0 + it + S - 1);
           }
           cp_async_commit();
           write_stage = write_stage == S - 1 ? 0 : write_stage + 1;
@@ -291,7 +320,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
             Elt<T>::mma(acc[mi][ni], af[kk & 1][mi], bf[kk & 1][ni][0], bf[kk & 1][ni][1]);
           }
       }
+    };
+    // Interior tiles first run the iterations whose loads are whole k-tiles (all but the K tail)
+    // without per-copy bounds work; the rest, and edge tiles, take the bounds-checked copies.
+    int it = 0;
+    if (m0 + Cfg::BM <= p.M && n0 + Cfg::BN <= p.N) {
+      const int whole_its = min(nk, p.K / BK - kt0 - (S - 1));
+      for (; it < whole_its; ++it) ktile(it, std::true_type{});
     }
+    for (; it < nk; ++it) ktile(it, std::false_type{});
     cp_async_wait<0>();
     __syncthreads();  // every warp is done with the stages: they now stage the accumulators
 
@@ -319,12 +356,56 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
       }
       __syncthreads();
       const int mrow0 = m0 + pass * Cfg::kEpiRows;
-      constexpr int kHalfBN = Cfg::BN / 2;
+      if (p.d_vec16 && p.c == nullptr && p.partials == nullptr) {
+        // D written 8 columns (16 or 32 bytes) per thread and step (8 independent bias loads
+        // and activations per step); no C to read.
+        constexpr int kOcts = Cfg::BN / 8;
 #pragma unroll 1
-      for (int i = tid; i < Cfg::kEpiRows * kHalfBN; i += Cfg::kThreads) {
-        const int r = i / kHalfBN, c = (i % kHalfBN) * 2;
-        const float2 v = *reinterpret_cast<const float2*>(staged + r * kLd + c);
-        store_pair(p, l, mrow0 + r, n0 + c, v.x, v.y, split);
+        for (int i = tid; i < Cfg::kEpiRows * kOcts; i += Cfg::kThreads) {
+          const int r = i / kOcts, c = (i % kOcts) * 8;
+          const int m = mrow0 + r, n = n0 + c;
+          if (m >= p.M || n >= p.N) continue;
+          const float4 lo = *reinterpret_cast<const float4*>(staged + r * kLd + c);
+          const float4 hi = *reinterpret_cast<const float4*>(staged + r * kLd + c + 4);
+          float x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+          const int64_t off = l * p.d_batch_stride + int64_t(m) * p.d_stride_m + n;
+          if (n + 8 <= p.N) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) x[e] = epilogue_value(p, l, m, n + e, x[e]);
+            if (p.cd_dtype == DType::F32) {
+              float4* d = reinterpret_cast<float4*>(static_cast<float*>(p.d) + off);
+              d[0] = make_float4(x[0], x[1], x[2], x[3]);
+              d[1] = make_float4(x[4], x[5], x[6], x[7]);
+            } else {
+              uint4 v;
+              uint32_t* w = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                if (p.cd_dtype == DType::F16) {
+                  const __half2 h = __floats2half2_rn(x[2 * e], x[2 * e + 1]);
+                  w[e] = *reinterpret_cast<const uint32_t*>(&h);
+                } else {
+                  const __nv_bfloat162 h = __floats2bfloat162_rn(x[2 * e], x[2 * e + 1]);
+                  w[e] = *reinterpret_cast<const uint32_t*>(&h);
+                }
+              }
+              *reinterpret_cast<uint4*>(static_cast<char*>(p.d) + off * 2) = v;
+            }
+          } else {
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+              if (n + e < p.N)
+                store_float(p.d, p.cd_dtype, off + e, epilogue_value(p, l, m, n + e, x[e]));
+          }
+        }
+      } else {
+        constexpr int kHalfBN = Cfg::BN / 2;
+#pragma unroll 1
+        for (int i = tid; i < Cfg::kEpiRows * kHalfBN; i += Cfg::kThreads) {
+          const int r = i / kHalfBN, c = (i % kHalfBN) * 2;
+          const float2 v = *reinterpret_cast<const float2*>(staged + r * kLd + c);
+          store_pair(p, l, mrow0 + r, n0 + c, v.x, v.y, split);
+        }
       }
       __syncthreads();  // the staging area is rewritten by the next pass or batch entry
     }

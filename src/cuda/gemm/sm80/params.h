@@ -37,6 +37,7 @@ struct GemmParams {
   Activation activation;
   bool bias_along_m;
   bool d_pairs;  // D 16-bit or fp32 with unit stride along n and even other strides: store 2 at once
+  bool d_vec16;  // D with unit stride along n, 16-byte aligned rows and batches: 16-byte stores
 
   float* partials;  // split-K: splits x M x N fp32 (row-major in kernel coordinates)
 };
