@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "flashkit/flashkit.hpp"
@@ -135,4 +136,21 @@ TEST_CASE("C++ wrapper: one Context shared by threads, errors per thread", "[cpp
   t1.join();
   t2.join();
   CHECK(wrong == 0);
+}
+
+TEST_CASE("C++ wrapper: a plan cannot be made from a temporary Context", "[cpp]") {
+  // FFTConvPlan(fk::Context::cpu(), o) would keep the handle of a context destroyed at the end
+  // of the statement (the C ABI needs the context to outlive the plan): refused at compile time.
+  static_assert(!std::is_constructible<fk::FFTConvPlan, fk::Context&&,
+                                       const fk_fftconv_plan_options_t&>::value,
+                "FFTConvPlan from an rvalue Context must not compile");
+  static_assert(std::is_constructible<fk::FFTConvPlan, const fk::Context&,
+                                      const fk_fftconv_plan_options_t&>::value,
+                "FFTConvPlan from a named Context");
+  fk::Context ctx = fk::Context::cpu(1);
+  fk_fftconv_plan_options_t o = fk::fftconv_plan_options();
+  o.channels = 2;
+  o.seqlen = 8;
+  fk::FFTConvPlan plan(ctx, o);
+  CHECK(plan.options().fft_size == 16);
 }
