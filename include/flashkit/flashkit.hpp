@@ -362,6 +362,8 @@ class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destr
   FFTConvPlan(const Context& context, const fk_fftconv_plan_options_t& options) {
     check(fk_fftconv_plan_create(context.get(), &options, &handle_));
   }
+  /** @brief Refused: a temporary context would be destroyed while the plan still uses it. */
+  FFTConvPlan(Context&& context, const fk_fftconv_plan_options_t& options) = delete;
 
   /** @brief The resolved options (fft_size after defaulting, filter_len, ...). */
   fk_fftconv_plan_options_t options() const {
