@@ -458,7 +458,10 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
 typedef struct fk_attention_params_t {
   uint32_t struct_size;      /**< sizeof(fk_attention_params_t); set by the init function. */
   float softmax_scale;       /**< Multiplier of Q K^T. NaN (the default) means
-                                  `1 / sqrt(head_dim)`. Any finite value is allowed. */
+                                  `1 / sqrt(head_dim)`. Any finite value is accepted, but the
+                                  score `softmax_scale * q.k` is formed in fp32 and a score
+                                  that overflows it (|score| > 3.4e38) is not guarded against:
+                                  its row can come out NaN. */
   int32_t causal;            /**< Nonzero for a causal mask (bottom-right aligned). Default 0. */
   int32_t window_size_left;  /**< Keys allowed to the left of the diagonal; -1 (default) is
                                   unbounded. Must be >= -1. */

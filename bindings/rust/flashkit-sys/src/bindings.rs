@@ -954,7 +954,10 @@ pub struct fk_attention_params_t {
     #[doc = "< sizeof(fk_attention_params_t); set by the init function."]
     pub struct_size: u32,
     #[doc = "< Multiplier of Q K^T. NaN (the default) means"]
-    #[doc = "`1 / sqrt(head_dim)`. Any finite value is allowed."]
+    #[doc = "`1 / sqrt(head_dim)`. Any finite value is accepted, but the"]
+    #[doc = "score `softmax_scale * q.k` is formed in fp32 and a score"]
+    #[doc = "that overflows it (|score| > 3.4e38) is not guarded against:"]
+    #[doc = "its row can come out NaN."]
     pub softmax_scale: f32,
     #[doc = "< Nonzero for a causal mask (bottom-right aligned). Default 0."]
     pub causal: i32,
