@@ -458,7 +458,10 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
 typedef struct fk_attention_params_t {
   uint32_t struct_size;      /**< sizeof(fk_attention_params_t); set by the init function. */
   float softmax_scale;       /**< Multiplier of Q K^T. NaN (the default) means
-                                  `1 / sqrt(head_dim)`. Any finite value is allowed. */
+                                  `1 / sqrt(head_dim)`. Any finite value is accepted, but the
+                                  score `softmax_scale * q.k` is formed in fp32 and a score
+                                  that overflows it (|score| > 3.4e38) is not guarded against:
+                                  its row can come out NaN. */
   int32_t causal;            /**< Nonzero for a causal mask (bottom-right aligned). Default 0. */
   int32_t window_size_left;  /**< Keys allowed to the left of the diagonal; -1 (default) is
                                   unbounded. Must be >= -1. */
@@ -478,18 +481,32 @@ FK_API fk_status_t fk_attention_params_init(fk_attention_params_t* params);
 /**
  * @brief Attention forward.
  *
- * @param context      The context (device and backend).
+ * Every tensor's data pointer (`data + byte_offset`) must be aligned to its element size
+ * (FK_ERROR_MISALIGNED) and live where the context runs (FK_ERROR_WRONG_DEVICE); strides are
+ * in elements and must be non-negative (FK_ERROR_BAD_STRIDES).
+ *
+ * @param context      The context (device and backend). NULL: FK_ERROR_NULL_POINTER.
  * @param launch       Stream and workspace, or NULL for defaults.
- * @param params       Options, or NULL for defaults.
- * @param q            Queries, see the group description for shapes.
- * @param k            Keys.
- * @param v            Values.
- * @param cu_seqlens_q NULL (batched form) or int32 `(batch + 1,)` contiguous (varlen form).
- * @param cu_seqlens_k NULL or int32 `(batch + 1,)`; must be given together with `cu_seqlens_q`.
- *                     On the CUDA backend both live on the device and are read there.
- * @param out          Output, same dtype and shape as `q` (v has the same head_dim as q), last
- *                     dimension contiguous; must not overlap an input.
- * @param lse          NULL, or fp32 log-sum-exp output, last dimension contiguous.
+ * @param params       Options, or NULL for defaults (fk_attention_params_init()).
+ * @param q            Queries: `(batch, seqlen_q, nheads, head_dim)`, or
+ *                     `(total_q, nheads, head_dim)` in the varlen form; fp32, fp16 or bf16;
+ *                     head_dim (1..256, FK_ERROR_SHAPE_MISMATCH otherwise) contiguous, other
+ *                     strides arbitrary.
+ * @param k            Keys: `(batch, seqlen_k, nheads_k, head_dim)`, or
+ *                     `(total_k, nheads_k, head_dim)`; q's dtype (FK_ERROR_DTYPE_MISMATCH) and
+ *                     head_dim; `nheads % nheads_k == 0` (GQA/MQA); head_dim contiguous.
+ * @param v            Values: k's shape, dtype and layout rules.
+ * @param cu_seqlens_q NULL (batched form) or int32 `(batch + 1,)`, contiguous (varlen form):
+ *                     row offsets of each sequence in q, 0 first, non-decreasing, `total_q`
+ *                     last (FK_ERROR_INVALID_ARGUMENT otherwise).
+ * @param cu_seqlens_k NULL or int32 `(batch + 1,)`, the same for k and v (`total_k` last); must
+ *                     be given together with `cu_seqlens_q`. On the CUDA backend both live on
+ *                     the device and are read there.
+ * @param out          Output: q's shape and dtype, head_dim contiguous; must not overlap an
+ *                     input (FK_ERROR_INVALID_ARGUMENT).
+ * @param lse          NULL, or fp32 log-sum-exp output (natural log) `(batch, nheads,
+ *                     seqlen_q)`, or `(nheads, total_q)` in the varlen form; last dimension
+ *                     contiguous; must not overlap an input or `out`.
  * @return FK_SUCCESS;
  *   FK_ERROR_NULL_POINTER (context, q, k, v, out, or a tensor's data with nonzero size);
  *   FK_ERROR_BAD_STRUCT_SIZE (params or launch);
@@ -587,12 +604,19 @@ FK_API fk_status_t fk_gemm_params_init(fk_gemm_params_t* params);
  * @param context The context.
  * @param launch  Stream and workspace, or NULL for defaults.
  * @param params  Options, or NULL for defaults.
+ * Every tensor's data pointer (`data + byte_offset`) must be aligned to its element size
+ * (FK_ERROR_MISALIGNED) and live where the context runs (FK_ERROR_WRONG_DEVICE); strides are
+ * in elements.
  * @param a    `(M, K)` (`(K, M)` with trans_a), optionally `(batch, ., .)`; fp32/fp16/bf16; any
- *             non-negative strides; element-aligned.
- * @param b    `(K, N)` (`(N, K)` with trans_b), optionally batched; a's dtype.
- * @param c    NULL or the addend `(M, N)` / `(batch, M, N)`, d's dtype; required when
- *             `beta != 0`; validated whenever given, read only when `beta != 0`.
- * @param bias NULL or `(N,)`, contiguous, fp32, fp16 or bf16: one value per output column.
+ *             non-negative strides (row- or column-major, padded); element-aligned.
+ * @param b    `(K, N)` (`(N, K)` with trans_b), optionally batched; a's dtype
+ *             (FK_ERROR_DTYPE_MISMATCH); any non-negative strides; its K must equal a's
+ *             (FK_ERROR_SHAPE_MISMATCH).
+ * @param c    NULL or the addend `(M, N)` / `(batch, M, N)`, d's dtype, any non-negative
+ *             strides; required when `beta != 0`; validated whenever given, read only when
+ *             `beta != 0`.
+ * @param bias NULL or `(N,)`, contiguous, fp32, fp16 or bf16: one value per output column
+ *             (output feature), added before the activation.
  * @param d    Output `(M, N)` or `(batch, M, N)`, fp32/fp16/bf16; must not share memory with
  *             a, b or bias, and may share it with c only as the exact same view
  *             (FK_ERROR_INVALID_ARGUMENT); no two elements at one address

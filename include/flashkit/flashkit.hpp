@@ -17,7 +17,16 @@
  * - fk::Context, fk::FFTConvPlan: move-only owners of `fk_context_t*` / `fk_fftconv_plan_t*`
  *   (unique ownership). Their destructors release the handle and never throw.
  * - fk::Tensor: a non-owning DLTensor view of caller memory that owns its shape and strides,
- *   so it can be built inline: `fk::Tensor::cpu(data, {2, 64, 4, 32})`.
+ *   so it can be built inline: `fk::Tensor::cpu(data, {2, 64, 4, 32})` (fp32; `data` may be
+ *   `const`), `fk::Tensor::cpu(bits, fk::dtype::bf16, {...})` (f16/bf16/fp8 bit patterns).
+ *
+ * **Threads** (the C ABI's rules, unchanged): a Context is immutable, so one Context may be
+ * shared by any number of threads calling its (const) methods at once; one Context per thread
+ * works as well (on the CPU backend each has its own worker threads, so fewer contexts use the
+ * cores better). An FFTConvPlan may run on several threads at once as long as each call writes
+ * its own output. fk::Error copies the failing thread's message when it is thrown, so another
+ * thread's failure never changes it. Moving or destroying a Context or plan while another
+ * thread uses it is a data race, as for any C++ object.
  *
  * @code
  *   fk::Context ctx = fk::Context::cpu();
@@ -40,6 +49,18 @@
 #include "flashkit/flashkit.h"
 
 namespace fk {
+
+/** @brief DLPack element types flashkit takes, for fk::Tensor and the C API. */
+namespace dtype {
+inline constexpr DLDataType f32{kDLFloat, 32, 1};  /**< float32. */
+inline constexpr DLDataType f16{kDLFloat, 16, 1};  /**< IEEE float16 (bit patterns in uint16_t). */
+inline constexpr DLDataType bf16{kDLBfloat, 16, 1}; /**< bfloat16 (bit patterns in uint16_t). */
+inline constexpr DLDataType i32{kDLInt, 32, 1};    /**< int32 (cu_seqlens). */
+/** @brief float8 e4m3fn (bit patterns in uint8_t); fk_gemm_scaled() inputs only. */
+inline constexpr DLDataType float8_e4m3fn{FK_DLPACK_FLOAT8_E4M3FN, 8, 1};
+/** @brief float8 e5m2 (bit patterns in uint8_t); fk_gemm_scaled() inputs only. */
+inline constexpr DLDataType float8_e5m2{FK_DLPACK_FLOAT8_E5M2, 8, 1};
+}  // namespace dtype
 
 /** @brief A failed flashkit call: its status and the library's message. */
 class Error : public std::runtime_error {
@@ -112,29 +133,38 @@ class Tensor {
   Tensor() { bind(); }
   /**
    * @brief A view of `data`.
-   * @param data    First element (not owned).
+   * @param data    First element (not owned). `const` memory is fine for inputs: flashkit
+   *                writes only to the tensors it documents as outputs.
    * @param device  Where the memory lives, e.g. `{kDLCPU, 0}`.
-   * @param dtype   Element type, e.g. `{kDLFloat, 32, 1}`.
+   * @param dtype   Element type, e.g. `fk::dtype::f32` (`{kDLFloat, 32, 1}`).
    * @param shape   Extents.
    * @param strides In elements; empty means compact row-major.
    */
-  Tensor(void* data, DLDevice device, DLDataType dtype, std::vector<int64_t> shape,
+  Tensor(const void* data, DLDevice device, DLDataType dtype, std::vector<int64_t> shape,
          std::vector<int64_t> strides = {})
       : shape_(std::move(shape)), strides_(std::move(strides)) {
-    dl_.data = data;
+    dl_.data = const_cast<void*>(data);  // DLTensor has no const view; flashkit reads inputs only
     dl_.device = device;
     dl_.dtype = dtype;
     dl_.byte_offset = 0;
     bind();
   }
   /** @brief fp32 host tensor (kDLCPU), compact unless strides are given. */
-  static Tensor cpu(float* data, std::vector<int64_t> shape, std::vector<int64_t> strides = {}) {
-    return Tensor(data, DLDevice{kDLCPU, 0}, DLDataType{kDLFloat, 32, 1}, std::move(shape),
-                  std::move(strides));
+  static Tensor cpu(const float* data, std::vector<int64_t> shape,
+                    std::vector<int64_t> strides = {}) {
+    return Tensor(data, DLDevice{kDLCPU, 0}, dtype::f32, std::move(shape), std::move(strides));
   }
   /** @brief int32 host tensor (kDLCPU), e.g. `cu_seqlens`. */
-  static Tensor cpu(int32_t* data, std::vector<int64_t> shape) {
-    return Tensor(data, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 32, 1}, std::move(shape));
+  static Tensor cpu(const int32_t* data, std::vector<int64_t> shape) {
+    return Tensor(data, DLDevice{kDLCPU, 0}, dtype::i32, std::move(shape));
+  }
+  /**
+   * @brief Host tensor (kDLCPU) of any element type, e.g. f16/bf16 values as `uint16_t` bit
+   *        patterns: `fk::Tensor::cpu(bits, fk::dtype::bf16, {tokens, features})`.
+   */
+  static Tensor cpu(const void* data, DLDataType dtype, std::vector<int64_t> shape,
+                    std::vector<int64_t> strides = {}) {
+    return Tensor(data, DLDevice{kDLCPU, 0}, dtype, std::move(shape), std::move(strides));
   }
 
   /** @brief Copies the view; the copy owns its own shape and strides. */
@@ -273,6 +303,24 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
     return name;
   }
 
+  /** @brief fk_gemm_scaled() (FP8 inputs with dequantisation scales) on this context; throws
+   *         fk::Error on failure. */
+  void gemm_scaled(const fk_gemm_params_t* params, const DLTensor* a, const DLTensor* b,
+                   const DLTensor* scale_a, const DLTensor* scale_b, const DLTensor* c,
+                   const DLTensor* bias, const DLTensor* d,
+                   const fk_launch_t* launch = nullptr) const {
+    check(fk_gemm_scaled(handle_, launch, params, a, b, scale_a, scale_b, c, bias, d));
+  }
+  /** @brief fk_gemm_scaled_select_kernel(): the variant name. */
+  std::string gemm_scaled_select_kernel(const fk_gemm_params_t* params, const DLTensor* a,
+                                        const DLTensor* b, const DLTensor* scale_a,
+                                        const DLTensor* scale_b, const DLTensor* c,
+                                        const DLTensor* bias, const DLTensor* d) const {
+    const char* name = nullptr;
+    check(fk_gemm_scaled_select_kernel(handle_, params, a, b, scale_a, scale_b, c, bias, d, &name));
+    return name;
+  }
+
   /** @brief fk_monarch() on this context; throws fk::Error on failure. */
   void monarch(const fk_monarch_params_t* params, const DLTensor* x, const DLTensor* w1,
                const DLTensor* w2, const DLTensor* bias, const DLTensor* out,
@@ -314,6 +362,8 @@ class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destr
   FFTConvPlan(const Context& context, const fk_fftconv_plan_options_t& options) {
     check(fk_fftconv_plan_create(context.get(), &options, &handle_));
   }
+  /** @brief Refused: a temporary context would be destroyed while the plan still uses it. */
+  FFTConvPlan(Context&& context, const fk_fftconv_plan_options_t& options) = delete;
 
   /** @brief The resolved options (fft_size after defaulting, filter_len, ...). */
   fk_fftconv_plan_options_t options() const {

@@ -38,6 +38,33 @@ static DtypeWords dtype_words(DLDataType dt) {
   return w;
 }
 
+// DLPack's name of a device type, so a message reads "kDLCUDA (2)" rather than a bare number.
+// Switches on the integer so that types newer than the installed dlpack.h are named too.
+static void device_type_words(int32_t dev, char* buf, size_t n) {
+  const char* name = nullptr;
+  switch (dev) {
+    case 1: name = "kDLCPU"; break;
+    case 2: name = "kDLCUDA"; break;
+    case 3: name = "kDLCUDAHost"; break;
+    case 4: name = "kDLOpenCL"; break;
+    case 7: name = "kDLVulkan"; break;
+    case 8: name = "kDLMetal"; break;
+    case 9: name = "kDLVPI"; break;
+    case 10: name = "kDLROCM"; break;
+    case 11: name = "kDLROCMHost"; break;
+    case 12: name = "kDLExtDev"; break;
+    case 13: name = "kDLCUDAManaged"; break;
+    case 14: name = "kDLOneAPI"; break;
+    case 15: name = "kDLWebGPU"; break;
+    case 16: name = "kDLHexagon"; break;
+    default: break;
+  }
+  if (name)
+    std::snprintf(buf, n, "%s (%d)", name, static_cast<int>(dev));
+  else
+    std::snprintf(buf, n, "device type %d", static_cast<int>(dev));
+}
+
 static fk_status_t decode_dtype(const char* name, DLDataType dt, Accept accept, DType* out) {
   if (dt.lanes != 1) {
     return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: vector dtypes (lanes %u) are not supported",
@@ -150,18 +177,22 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
   const DLDeviceType dev = t->device.device_type;
   if (ctx->backend == FK_BACKEND_CPU) {
     if (dev != kDLCPU && dev != kDLCUDAHost) {
+      char where[48];
+      device_type_words(static_cast<int32_t>(dev), where, sizeof where);
       return set_error(FK_ERROR_WRONG_DEVICE,
-                       "%s: tensor is on device type %d but the context is on the CPU backend "
+                       "%s: tensor is on %s but the context is on the CPU backend "
                        "(needs kDLCPU or kDLCUDAHost memory)",
-                       name, static_cast<int>(dev));
+                       name, where);
     }
     v.device = Device::Host;
   } else {
     if (dev != kDLCUDA && dev != kDLCUDAManaged) {
+      char where[48];
+      device_type_words(static_cast<int32_t>(dev), where, sizeof where);
       return set_error(FK_ERROR_WRONG_DEVICE,
-                       "%s: tensor is on device type %d but the context is on CUDA device %d "
+                       "%s: tensor is on %s but the context is on CUDA device %d "
                        "(needs kDLCUDA or kDLCUDAManaged memory)",
-                       name, static_cast<int>(dev), ctx->device_ordinal);
+                       name, where, ctx->device_ordinal);
     }
     if (t->device.device_id != ctx->device_ordinal) {
       return set_error(FK_ERROR_WRONG_DEVICE,

@@ -373,6 +373,16 @@ TEST_CASE("attention: validation rules", "[validation][attention]") {
     expect_error(a.run(c.ctx), FK_ERROR_WRONG_DEVICE, {"v", "CPU"});
     CHECK(a.untouched());
   }
+  SECTION("a wrong device is named in DLPack's words, not only as a number") {
+    Attn a;
+    a.k.dl.device = DLDevice{kDLCUDA, 0};
+    expect_error(a.run(c.ctx), FK_ERROR_WRONG_DEVICE, {"k", "kDLCUDA (2)", "kDLCPU"});
+    a.k.dl.device = DLDevice{kDLCUDAManaged, 0};
+    expect_error(a.run(c.ctx), FK_ERROR_WRONG_DEVICE, {"k", "kDLCUDAManaged (13)"});
+    a.k.dl.device = DLDevice{static_cast<DLDeviceType>(99), 0};
+    expect_error(a.run(c.ctx), FK_ERROR_WRONG_DEVICE, {"k", "device type 99"});
+    CHECK(a.untouched());
+  }
   SECTION("misaligned data pointer") {
     Attn a;
     a.q.dl.byte_offset = 2;  // fp32 needs 4-byte alignment

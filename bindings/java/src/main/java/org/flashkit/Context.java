@@ -123,14 +123,37 @@ public final class Context implements AutoCloseable {
   // Attention
   // -------------------------------------------------------------------------------------------
 
-  /** Batched attention {@code out = softmax(mask(softcap(scale Q K^T))) V}, no LSE output. */
+  /**
+   * Batched attention {@code out = softmax(mask(softcap(scale Q K^T))) V} (FlashAttention), no
+   * LSE output; see {@code fk_attention_forward()} in flashkit.h.
+   *
+   * @param params options; null means the defaults (non-causal, scale {@code 1/sqrt(head_dim)})
+   * @param q queries {@code (batch, seqlen_q, nheads, head_dim)}: FLOAT32, FLOAT16 or BFLOAT16,
+   *     head_dim 1..256 and contiguous (stride 1), other strides any non-negative
+   * @param k keys {@code (batch, seqlen_k, nheads_k, head_dim)}, q's dtype and head_dim;
+   *     {@code nheads % nheads_k == 0} (GQA/MQA: query head h uses key head
+   *     {@code h / (nheads / nheads_k)})
+   * @param v values, k's shape and dtype
+   * @param out output, q's shape and dtype, head_dim contiguous; must not overlap an input
+   * @throws InvalidArgumentException with the library's message naming the argument (status
+   *     SHAPE_MISMATCH, DTYPE_MISMATCH, BAD_STRIDES, WRONG_DEVICE, MISALIGNED, NULL_POINTER or
+   *     INVALID_ARGUMENT); the output is then untouched
+   */
   public void attention(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor out) {
     attention(params, q, k, v, null, null, out, null, null);
   }
 
   /**
-   * Attention forward; see {@code fk_attention_forward()}. Pass both cu_seqlens (int32) for the
-   * variable-length form, neither for the batched form; {@code lse} (fp32) may be null.
+   * Attention forward; see {@code fk_attention_forward()}. Pass both cu_seqlens for the
+   * variable-length form, neither for the batched form (shapes as in
+   * {@link #attention(AttentionParams, Tensor, Tensor, Tensor, Tensor)}).
+   *
+   * <p>Variable-length form: q and out {@code (total_q, nheads, head_dim)}, k and v
+   * {@code (total_k, nheads_k, head_dim)}; {@code cuSeqlensQ}/{@code cuSeqlensK} INT32
+   * {@code (batch + 1)}, contiguous, starting at 0, non-decreasing, ending at total_q / total_k.
+   *
+   * @param lse null, or the FLOAT32 natural-log softmax denominator per row:
+   *     {@code (batch, nheads, seqlen_q)}, or {@code (nheads, total_q)} in the varlen form
    */
   public void attention(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor cuSeqlensQ,
       Tensor cuSeqlensK, Tensor out, Tensor lse) {
@@ -165,7 +188,23 @@ public final class Context implements AutoCloseable {
   // GEMM
   // -------------------------------------------------------------------------------------------
 
-  /** {@code d = activation(alpha op(a) op(b) + beta c + bias)}; c and bias may be null. */
+  /**
+   * GEMM with fused epilogue {@code d = activation(alpha op(a) op(b) + beta c + bias)}; see
+   * {@code fk_gemm()} in flashkit.h.
+   *
+   * @param params transposes, alpha, beta, activation; null means the defaults
+   * @param a {@code (M, K)}, or {@code (K, M)} with {@code transA}, optionally with a leading
+   *     batch dimension; FLOAT32, FLOAT16 or BFLOAT16; any non-negative strides
+   * @param b {@code (K, N)}, or {@code (N, K)} with {@code transB} (a PyTorch-style
+   *     {@code (out_features, in_features)} weight); a's dtype
+   * @param c null, or the addend {@code (M, N)} / {@code (batch, M, N)} in d's dtype (needed
+   *     when beta != 0)
+   * @param bias null, or {@code (N)}, contiguous: one value per output column, added before the
+   *     activation
+   * @param d output {@code (M, N)} / {@code (batch, M, N)}, FLOAT32, FLOAT16 or BFLOAT16; with
+   *     K = 0 it is {@code activation(beta c + bias)}
+   * @throws InvalidArgumentException with the library's message naming the argument
+   */
   public void gemm(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias, Tensor d) {
     gemm(params, a, b, c, bias, d, null);
   }
@@ -230,7 +269,18 @@ public final class Context implements AutoCloseable {
   // Monarch and block-diagonal linear
   // -------------------------------------------------------------------------------------------
 
-  /** Two-factor Monarch multiply {@code out = M x (+ bias)}; bias may be null. */
+  /**
+   * Two-factor Monarch multiply {@code out = M x (+ bias)} (Dao et al. 2022, m2's
+   * {@code blockdiag_butterfly_multiply}); see {@code fk_monarch()} in flashkit.h.
+   *
+   * @param x {@code (tokens, nblocks1 * p)}, FLOAT32, FLOAT16 or BFLOAT16, last dimension
+   *     contiguous
+   * @param w1 {@code (nblocks1, q, p)}, x's dtype, compact: the factor applied first
+   * @param w2 {@code (nblocks2, s, r)}, x's dtype, compact, {@code nblocks2 * r == nblocks1 * q}
+   * @param bias null, or {@code (nblocks2 * s)}, contiguous
+   * @param out {@code (tokens, nblocks2 * s)}, x's dtype, last dimension contiguous
+   * @throws InvalidArgumentException with the library's message naming the argument
+   */
   public void monarch(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
     monarch(x, w1, w2, bias, out, null);
   }
@@ -255,7 +305,17 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  /** Block-diagonal linear {@code out = blockdiag(w) x (+ bias)}; bias may be null. */
+  /**
+   * Block-diagonal linear {@code out = blockdiag(w) x (+ bias)} (M2-BERT's BlockdiagLinear);
+   * see {@code fk_blockdiag_linear()} in flashkit.h.
+   *
+   * @param x {@code (tokens, nblocks * p)}, FLOAT32, FLOAT16 or BFLOAT16, last dimension
+   *     contiguous
+   * @param w {@code (nblocks, q, p)}, x's dtype, compact
+   * @param bias null, or {@code (nblocks * q)}, contiguous
+   * @param out {@code (tokens, nblocks * q)}, x's dtype, last dimension contiguous
+   * @throws InvalidArgumentException with the library's message naming the argument
+   */
   public void blockdiagLinear(Tensor x, Tensor w, Tensor bias, Tensor out) {
     blockdiagLinear(x, w, bias, out, null);
   }

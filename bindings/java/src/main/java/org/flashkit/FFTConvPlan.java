@@ -168,7 +168,19 @@ public final class FFTConvPlan implements AutoCloseable {
     }
   }
 
-  /** Runs the convolution; D, pregate and postgate may be null. */
+  /**
+   * Runs the convolution {@code y = postgate * (conv(pregate * u, k) + D * pregate * u)} (each
+   * factor only if given); see {@code fk_fftconv_forward()} in flashkit.h for the three modes.
+   *
+   * @param u input {@code (batch, channels, seqlen)} in the plan's dtype, seqlen contiguous
+   * @param k filters {@code (channels, filterLen)}, FLOAT32, FLOAT16 or BFLOAT16, filterLen
+   *     contiguous
+   * @param D null, or skip weights {@code (channels)}, contiguous
+   * @param pregate null, or u's shape and dtype
+   * @param postgate null, or u's shape and dtype
+   * @param y output, u's shape and dtype; must not share memory with any input
+   * @throws InvalidArgumentException with the library's message naming the argument
+   */
   public void forward(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y) {
     forward(u, k, D, pregate, postgate, y, null);
   }

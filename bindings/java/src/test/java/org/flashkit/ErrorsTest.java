@@ -120,6 +120,7 @@ class ErrorsTest {
           () -> ctx.blockdiagLinear(x, w, null, out));
       assertEquals(Status.WRONG_DEVICE, e.getStatus());
       assertEquals(cMessage(), e.getMessage());
+      assertTrue(e.getMessage().startsWith("x: tensor is on kDLCUDA (2)"), e.getMessage());
       assertUntouched(out);
     }
   }

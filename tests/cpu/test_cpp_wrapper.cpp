@@ -1,0 +1,156 @@
+// The header-only C++ layer (include/flashkit/flashkit.hpp) as a C++ server uses it: views over
+// const (input) data and over 16-bit/fp8 bit patterns, every op the C ABI has (gemm_scaled
+// included), and one Context shared by several threads, each getting its own fk::Error.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "flashkit/flashkit.hpp"
+
+namespace {
+
+// d[i][j] = sum_k a[i][k] * b[k][j] in double, row-major.
+std::vector<double> matmul(const std::vector<float>& a, const std::vector<float>& b, int M, int N,
+                           int K) {
+  std::vector<double> d(size_t(M) * N, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k) d[size_t(i) * N + j] += double(a[size_t(i) * K + k]) * b[size_t(k) * N + j];
+  return d;
+}
+
+std::vector<float> iota_values(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * float(int(i % 7) - 3);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("C++ wrapper: views over const input data", "[cpp]") {
+  const int M = 3, N = 4, K = 5;
+  const std::vector<float> a = iota_values(size_t(M) * K, 0.5f);  // a server's const weights
+  const std::vector<float> b = iota_values(size_t(K) * N, 0.25f);
+  std::vector<float> d(size_t(M) * N, -1.0f);
+  fk::Context ctx = fk::Context::cpu(1);
+  const fk_gemm_params_t p = fk::gemm_params();
+  ctx.gemm(&p, fk::Tensor::cpu(a.data(), {M, K}), fk::Tensor::cpu(b.data(), {K, N}), nullptr,
+           nullptr, fk::Tensor::cpu(d.data(), {M, N}));
+  const std::vector<double> ref = matmul(a, b, M, N, K);
+  for (size_t i = 0; i < d.size(); ++i) CHECK(d[i] == Approx(ref[i]).margin(1e-5));
+
+  const std::vector<int32_t> cu = {0, 2, 5};
+  fk::Tensor t = fk::Tensor::cpu(cu.data(), {3});
+  CHECK(t.get()->dtype.code == kDLInt);
+  CHECK(t.get()->data == static_cast<const void*>(cu.data()));
+}
+
+TEST_CASE("C++ wrapper: views of any dtype (f16/bf16/fp8 bit patterns)", "[cpp]") {
+  // bf16 bit patterns of 1.0 and 2.0; attention over them must accept the view.
+  const std::vector<uint16_t> ones(2 * 1 * 1 * 8, 0x3F80);
+  std::vector<uint16_t> out(ones.size(), 0);
+  fk::Tensor q = fk::Tensor::cpu(ones.data(), fk::dtype::bf16, {2, 1, 1, 8});
+  fk::Tensor o = fk::Tensor::cpu(out.data(), fk::dtype::bf16, {2, 1, 1, 8});
+  CHECK(q.get()->dtype.code == kDLBfloat);
+  CHECK(q.get()->dtype.bits == 16);
+  fk::Context ctx = fk::Context::cpu(1);
+  const fk_attention_params_t p = fk::attention_params();
+  ctx.attention_forward(&p, q, q, q, nullptr, nullptr, o);
+  for (uint16_t x : out) CHECK(x == 0x3F80);  // softmax over equal keys of value 1 gives 1
+
+  // Strides go with any dtype, and the named dtypes are DLPack's.
+  fk::Tensor s = fk::Tensor::cpu(ones.data(), fk::dtype::f16, {2, 4}, {8, 1});
+  CHECK(s.get()->strides[0] == 8);
+  CHECK(fk::dtype::f32.code == kDLFloat);
+  CHECK(fk::dtype::f32.bits == 32);
+  CHECK(fk::dtype::i32.code == kDLInt);
+  CHECK(fk::dtype::float8_e4m3fn.code == FK_DLPACK_FLOAT8_E4M3FN);
+  CHECK(fk::dtype::float8_e5m2.code == FK_DLPACK_FLOAT8_E5M2);
+  CHECK(fk::dtype::float8_e5m2.bits == 8);
+}
+
+TEST_CASE("C++ wrapper: gemm_scaled and its select_kernel", "[cpp]") {
+  const int M = 2, N = 3, K = 4;
+  const std::vector<float> a = iota_values(size_t(M) * K, 1.0f), b = iota_values(size_t(K) * N, 0.5f);
+  const std::vector<float> scale_a = {2.0f, -1.0f};  // per row of A
+  const std::vector<float> scale_b = {0.5f};         // per tensor
+  std::vector<float> d(size_t(M) * N, -1.0f);
+  fk::Context ctx = fk::Context::cpu(1);
+  const fk_gemm_params_t p = fk::gemm_params();
+  const fk::Tensor ta = fk::Tensor::cpu(a.data(), {M, K}), tb = fk::Tensor::cpu(b.data(), {K, N});
+  const fk::Tensor sa = fk::Tensor::cpu(scale_a.data(), {M}), sb = fk::Tensor::cpu(scale_b.data(), {1});
+  const fk::Tensor td = fk::Tensor::cpu(d.data(), {M, N});
+  CHECK(ctx.gemm_scaled_select_kernel(&p, ta, tb, sa, sb, nullptr, nullptr, td) == "cpu.gemm");
+  ctx.gemm_scaled(&p, ta, tb, sa, sb, nullptr, nullptr, td);
+  const std::vector<double> ref = matmul(a, b, M, N, K);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      CHECK(d[size_t(i) * N + j] == Approx(scale_a[size_t(i)] * 0.5 * ref[size_t(i) * N + j]).margin(1e-5));
+
+  // A wrong scale throws fk::Error naming it; d is untouched.
+  const std::vector<float> bad_scale = {1.0f, 1.0f, 1.0f};
+  std::fill(d.begin(), d.end(), -1.0f);
+  try {
+    ctx.gemm_scaled(&p, ta, tb, fk::Tensor::cpu(bad_scale.data(), {3}), sb, nullptr, nullptr, td);
+    FAIL("no error");
+  } catch (const fk::Error& e) {
+    CHECK(e.status() == FK_ERROR_SHAPE_MISMATCH);
+    CHECK(std::string(e.what()).find("scale_a") != std::string::npos);
+  }
+  for (float x : d) CHECK(x == -1.0f);
+}
+
+TEST_CASE("C++ wrapper: one Context shared by threads, errors per thread", "[cpp]") {
+  const int M = 9, N = 7, K = 11;
+  const fk::Context ctx = fk::Context::cpu(2);
+  std::atomic<int> wrong{0};
+  auto worker = [&](int seed) {
+    const std::vector<float> a = iota_values(size_t(M) * K, 0.1f * float(seed + 1));
+    const std::vector<float> b = iota_values(size_t(K) * N, 0.2f);
+    std::vector<float> d(size_t(M) * N);
+    const std::vector<double> ref = matmul(a, b, M, N, K);
+    const fk_gemm_params_t p = fk::gemm_params();
+    for (int it = 0; it < 100; ++it) {
+      ctx.gemm(&p, fk::Tensor::cpu(a.data(), {M, K}), fk::Tensor::cpu(b.data(), {K, N}), nullptr,
+               nullptr, fk::Tensor::cpu(d.data(), {M, N}));
+      for (size_t i = 0; i < d.size(); ++i)
+        if (std::fabs(d[i] - ref[i]) > 1e-4) ++wrong;
+      // Each thread's error carries the message of its own failure (a's K differs per thread).
+      const int bad_k = K - 1 - seed;
+      try {
+        ctx.gemm(&p, fk::Tensor::cpu(a.data(), {M, bad_k}), fk::Tensor::cpu(b.data(), {K, N}),
+                 nullptr, nullptr, fk::Tensor::cpu(d.data(), {M, N}));
+        ++wrong;
+      } catch (const fk::Error& e) {
+        if (std::string(e.what()).find("a gives K = " + std::to_string(bad_k)) == std::string::npos) ++wrong;
+      }
+    }
+  };
+  std::thread t1(worker, 0), t2(worker, 1);
+  t1.join();
+  t2.join();
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("C++ wrapper: a plan cannot be made from a temporary Context", "[cpp]") {
+  // FFTConvPlan(fk::Context::cpu(), o) would keep the handle of a context destroyed at the end
+  // of the statement (the C ABI needs the context to outlive the plan): refused at compile time.
+  static_assert(!std::is_constructible<fk::FFTConvPlan, fk::Context&&,
+                                       const fk_fftconv_plan_options_t&>::value,
+                "FFTConvPlan from an rvalue Context must not compile");
+  static_assert(std::is_constructible<fk::FFTConvPlan, const fk::Context&,
+                                      const fk_fftconv_plan_options_t&>::value,
+                "FFTConvPlan from a named Context");
+  fk::Context ctx = fk::Context::cpu(1);
+  fk_fftconv_plan_options_t o = fk::fftconv_plan_options();
+  o.channels = 2;
+  o.seqlen = 8;
+  fk::FFTConvPlan plan(ctx, o);
+  CHECK(plan.options().fft_size == 16);
+}
