@@ -74,6 +74,7 @@
 // multiple of the cluster size; s not 32, 64 or 128; block sizes not multiples of 16; a share
 // of the weights that does not fit (e.g. n = 16384, 128 blocks of 128); shapes whose stage-1
 // work does not split into 8 warps as above.
+#include <cuda.h>  // CUtensorMap (the output's tensor map; encoded through the runtime's entry point)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -113,9 +114,13 @@ constexpr int kJ = 8;      // w2 blocks per CTA
 struct Params : monarch_io::MonarchIO {
   int32_t B1;        // w1 blocks per CTA
   int32_t tiles;     // ceil(tokens / kTile)
-  int32_t w2_off, x_off, x_bytes, z_off;  // shared-memory byte offsets (w1 at 0)
+  int32_t w1_off, w2_off, x_off, x_bytes, z_off;  // shared-memory byte offsets (w1: where it
+                                                  // lives, or is staged when kept in registers)
   int32_t z_bytes, bar_off;
-  int32_t nx, nz;    // x and z buffers (1 or 2 each)
+  int32_t nx, nz;    // x buffers (1 to 3) and z buffers (1 or 2)
+  int32_t o_off;     // > 0: output staging area (8 warps x NT2 x 2 KB), stored by the copy engine
+                     // through omap; 0: 16-byte register stores
+  CUtensorMap omap;  // out as (j: nb2, m: s, token: tokens), box (8, 16, 2 * NT2), no swizzle
 };
 
 // Byte offset of 16-byte unit `unit` of row `row` in a swizzled array of `U` units per row
@@ -223,6 +228,33 @@ __device__ __forceinline__ void st_cluster_v4(uint32_t addr, uint4 v) {
                "r"(v.z), "r"(v.w)
                : "memory");
 }
+// ---- copy-engine (TMA) stores of the output from shared memory
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t src, int c0, int c1,
+                                             int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// The issuing thread's bulk stores have finished reading shared memory.
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t addr, uint32_t a, uint32_t b, uint32_t c,
+                                             uint32_t d) {
+  asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d)
+               : "memory");
+}
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
@@ -230,7 +262,8 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 // KB, KB1: 0, or the block size (p = q = r = s = KB) and w1 blocks per CTA known at compile
 // time (the benchmark's square shapes): then the k loops unroll and the swizzled addresses fold.
 template <class T, int UPW, int NT2, int KB, int KB1>
-__global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Params P) {
+__global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
+    const __grid_constant__ Params P) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, qd = lane & 3;
@@ -242,13 +275,17 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
   const int NX = P.nx, NZ = P.nz;
 
   const uint32_t s_base = smem_u32(smem);
-  const uint32_t s_w1 = s_base, s_w2 = s_base + P.w2_off, s_x = s_base + P.x_off;
+  const uint32_t s_w1 = s_base + P.w1_off, s_w2 = s_base + P.w2_off, s_x = s_base + P.x_off;
   const uint32_t s_z = s_base + P.z_off;
   // Barriers: full[b] (z buffer b holds the tile: 1 arrival + z_bytes of st.async), empty[b]
   // (every warp of every CTA has read z buffer b of its tile: C * 8 arrivals).
   const uint32_t s_full = s_base + P.bar_off, s_empty = s_full + 16;
   const int p = KB ? KB : P.p, q = KB ? KB : P.q, r = KB ? KB : P.r, s = KB ? KB : P.s;
   const int B1 = KB1 ? KB1 : P.B1;
+  // Compile-time shapes keep the warp's w1 block in registers (UPW m-tiles x KS1 k-steps of
+  // A fragments: 64 registers at 64 x 64); w1 is then staged once through the z buffers.
+  constexpr bool kW1R = KB != 0;
+  constexpr int KS1 = KB ? KB / 16 : 1;
   const int U1 = p / 8;            // w1 row units
   const int U2 = r / 8;            // w2 row units
   const int UX = B1 * p / 8;       // x row units
@@ -266,7 +303,9 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
     mbar_init_fence();
     for (int b = 0; b < NZ && b < my_tiles; ++b) mbar_arm(s_full + 8 * b, full_bytes);
   }
-  cluster_arrive();  // barriers initialised (and every CTA of the cluster runs); wait below
+  // Barriers initialised (and every CTA of the cluster runs); wait below. With w1 in registers
+  // the arrive also says "this CTA's z buffers (the w1 staging area) may be written".
+  if constexpr (!kW1R) cluster_arrive();
 
   // ---- resident weights: this CTA's w1 blocks [c*B1, (c+1)*B1) and w2 blocks [8c, 8c+8)
   {
@@ -317,6 +356,17 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
     if (b < my_tiles) load_x(b, b);
     cp_async_commit();
   }
+  // Waits until at most n + (this thread's x groups still allowed in flight) groups remain.
+  auto x_wait = [&](int n) {
+    if (n >= 3)
+      cp_async_wait<3>();
+    else if (n == 2)
+      cp_async_wait<2>();
+    else if (n == 1)
+      cp_async_wait<1>();
+    else
+      cp_async_wait<0>();
+  };
 
   // Remote z addresses of this thread's accumulator rows (fixed for the whole kernel): row a
   // of block c*B1+blk is mid-index k, k = b*nb2 + j goes to CTA j/8, z[j%8][b][8 tokens]; with
@@ -357,17 +407,24 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
                              : 0.0f;
     }
 
-  cp_async_wait<0>();
+  x_wait(NX);       // the weights (the first group) have landed; the x loads may be in flight
   __syncthreads();  // the weights are visible to every warp
+  uint32_t a1[kW1R ? UPW : 1][KS1][4];
+  if constexpr (kW1R) {
+#pragma unroll
+    for (int e = 0; e < UPW; ++e)
+#pragma unroll
+      for (int ks = 0; ks < KS1; ++ks)
+        ldsm_x4(a1[e][ks], s_w1 + swz(a_row1 + e * 16, ks * 2 + a_unit, U1));
+    cluster_arrive();  // these reads of the staging area are done (release)
+  }
   cluster_wait();   // every barrier of the cluster is initialised
-  for (int k = 0; k < my_tiles; ++k) {
-    const int xbuf = NX == 2 ? (k & 1) : 0;
+  // Stage 1 of tile k and its z hand-off (to every CTA's z buffer zb).
+  auto produce = [&](int k) {
+    const int xbuf = k % NX;
     const int zb = NZ == 2 ? (k & 1) : 0;
     const uint32_t use = NZ == 2 ? static_cast<uint32_t>(k >> 1) : static_cast<uint32_t>(k);
-    if (NX == 2)
-      cp_async_wait<1>();
-    else
-      cp_async_wait<0>();
+    x_wait(NX - 1);
     x_sync();  // x of this tile (this block's columns) is visible to the block's warps
 
     // ------------------------------------------------------------ stage 1: y1^T = w1 x^T
@@ -380,6 +437,7 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
         for (int i = 0; i < 4; ++i) acc[e][nt][i] = 0.0f;
     {
       const uint32_t xbase = s_x + xbuf * P.x_bytes;
+#pragma unroll
       for (int ks = 0; ks < p / 16; ++ks) {
         uint32_t bx[2][4];
 #pragma unroll
@@ -388,7 +446,12 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
 #pragma unroll
         for (int e = 0; e < UPW; ++e) {
           uint32_t a[4];
-          ldsm_x4(a, s_w1 + swz(a_row1 + e * 16, ks * 2 + a_unit, U1));
+          if constexpr (kW1R) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a[i] = a1[e][kW1R ? ks : 0][i];
+          } else {
+            ldsm_x4(a, s_w1 + swz(a_row1 + e * 16, ks * 2 + a_unit, U1));
+          }
 #pragma unroll
           for (int nt = 0; nt < 4; ++nt)
             Elt<T>::mma(acc[e][nt], a, bx[nt >> 1][(nt & 1) * 2], bx[nt >> 1][(nt & 1) * 2 + 1]);
@@ -417,10 +480,17 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
           st_async_v4(raddr[e][h] + zoff, v, rfull[e][h] + 8 * zb);
       }
     if (solo) mbar_arrive_local(s_full + 8 * zb);
+  };
+  // Stage 2 of tile k (its z complete in this CTA's buffer zb) and the output stores.
+  auto consume = [&](int k) {
+    const int zb = NZ == 2 ? (k & 1) : 0;
+    const uint32_t use = NZ == 2 ? static_cast<uint32_t>(k >> 1) : static_cast<uint32_t>(k);
+    const uint32_t zoff = zb * P.z_bytes;
     mbar_wait(s_full + 8 * zb, use & 1);  // z of this tile complete (all CTAs' stores landed)
     if (tid == 0 && k + NZ < my_tiles) mbar_arm(s_full + 8 * zb, full_bytes);
 
     // ------------------------------------------------------------ stage 2: out^T = w2 z^T
+
     const uint32_t zbase = s_z + zoff;
     uint32_t pk[NT2][4][kJ / 2];
     float ev[NT2][4];
@@ -473,6 +543,34 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
     }
 
     const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
+    if (P.o_off) {
+      // Copy-engine stores: the warp's outputs go to its own staging area as 4 runs (one per qd)
+      // of 2*NT2 consecutive tokens x 16 rows m x 8 j (16 bytes), i.e. the box of omap; lane 0
+      // then stores the 4 boxes (rows past the last token are clipped by the copy engine).
+      const uint32_t ow = s_base + P.o_off + warp * (NT2 * 2048);
+      if (lane == 0) bulk_wait_read();  // this area's stores of the previous tile have read it
+      __syncwarp();
+#pragma unroll
+      for (int nt = 0; nt < NT2; ++nt)
+#pragma unroll
+        for (int pos = 0; pos < 4; ++pos) {
+          const int tt = 2 * nt + (pos & 1);  // token within the run
+          st_shared_v4(ow + (((qd * 2 * NT2 + tt) * 16) + g + 8 * (pos >> 1)) * 16, pk[nt][pos][0],
+                       pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]);
+        }
+      fence_proxy_async_smem();  // the generic-proxy writes above, before the copy engine reads
+      __syncwarp();
+      if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int64_t tr = t0 + 8 * r + 2 * ntb;
+          if (tr < P.tokens)
+            tma_store_3d(&P.omap, ow + r * (2 * NT2) * 256, c * kJ, mt2 * 16, static_cast<int>(tr));
+        }
+        bulk_commit();
+      }
+      return;
+    }
 #pragma unroll
     for (int nt = 0; nt < NT2; ++nt)
 #pragma unroll
@@ -486,8 +584,18 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
               make_uint4(pk[nt][pos][0], pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]);
         }
       }
+  };
+  // With two z buffers the loop is skewed by one tile: stage 1 of tile k + 1 (and its z
+  // hand-off) runs before stage 2 of tile k, so the wait for tile k's z from the other CTAs is
+  // covered by a whole stage 1 instead of following it.
+  if (NZ == 2 && my_tiles > 0) produce(0);
+  for (int k = 0; k < my_tiles; ++k) {
+    const int kp = NZ == 2 ? k + 1 : k;
+    if (kp < my_tiles) produce(kp);
+    consume(k);
   }
   cp_async_wait<0>();
+  if (P.o_off && lane == 0) bulk_wait_all();
   // No CTA leaves while another may still access its shared memory (every incoming st.async and
   // arrive has been waited for already; this is belt and braces, once per kernel).
   cluster_arrive();
@@ -504,8 +612,10 @@ bool units_ok(int64_t u) { return u == 2 || u == 4 || (u > 0 && u % 8 == 0); }
 
 struct Config {
   bool ok = false;
+  bool w1reg = false;  // a compile-time square shape: w1 in registers (the KB kernels)
   int C = 0, B1 = 0, UPW = 0, NT2 = 0, nx = 0, nz = 0;
-  int64_t w2_off = 0, x_off = 0, x_bytes = 0, z_off = 0, z_bytes = 0, bar_off = 0, smem = 0,
+  int64_t o_off = 0, o_bytes = 0;  // output staging for the copy-engine stores (0: none)
+  int64_t w1_off = 0, w2_off = 0, x_off = 0, x_bytes = 0, z_off = 0, z_bytes = 0, bar_off = 0, smem = 0,
           tiles = 0;
 };
 
@@ -538,18 +648,39 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   if (p.tokens > (int64_t(1) << 31) * kTile / 2) return c;  // tile index fits int32
   const int64_t w1_bytes = B1 * p.q * p.p * 2, w2_bytes = kJ * p.s * p.r * 2;
   const int64_t x_bytes = kTile * B1 * p.p * 2, z_bytes = kJ * p.r * kTile * 2;
-  const int64_t base = w1_bytes + w2_bytes, bars = 32;
-  // (nx, nz) in order of preference; the first that fits is taken.
-  const int pref[3][2] = {{2, 2},
-                          {FK_MONARCH90_PREFER_Z2 ? 1 : 2, FK_MONARCH90_PREFER_Z2 ? 2 : 1},
-                          {FK_MONARCH90_PREFER_Z2 ? 2 : 1, FK_MONARCH90_PREFER_Z2 ? 1 : 2}};
+  const int64_t bars = 32;
+  // The square shapes compiled with constant block sizes (see pick) keep w1 in registers; it is
+  // staged once through the z buffers, which must hold it.
+  const bool sq = p.p == p.q && p.q == p.r && p.r == p.s;
+  const bool w1reg = sq && ((UPW == 4 && p.s == 64 && B1 == 8) || (UPW == 2 && p.s == 32 && B1 == 8));
+  const int64_t base = (w1reg ? 0 : w1_bytes) + w2_bytes;
+  // The copy-engine output path stages s x 32 tokens x 16 bytes (a run's token coordinate
+  // must fit int32; the row stride must be a multiple of 16 bytes).
+  const bool ostage = p.tokens < (int64_t(1) << 31) - 2 * kTile && p.out_row_stride % 8 == 0;
+  const int64_t o_bytes = ostage ? p.s * kTile * 16 : 0;
+  // (nx, nz, staged output) in order of preference; the first that fits is taken. Two x
+  // buffers and the staged output beat three x buffers with register stores; a second z
+  // buffer (stage 1 of the next tile overlaps stage 2 of this one) comes before a second x
+  // buffer.
+  const int pref[7][3] = {{2, 2, 1},
+                          {w1reg ? 3 : 2, 2, 0},
+                          {2, 2, 0},
+                          {1, 2, 1},
+                          {FK_MONARCH90_PREFER_Z2 ? 1 : 2, FK_MONARCH90_PREFER_Z2 ? 2 : 1, 0},
+                          {2, 1, 1},
+                          {FK_MONARCH90_PREFER_Z2 ? 2 : 1, FK_MONARCH90_PREFER_Z2 ? 1 : 2, 0}};
   int nx = 0, nz = 0;
-  for (const auto& pr : pref)
-    if (base + pr[0] * x_bytes + pr[1] * z_bytes + bars <= caps.smem_per_block_optin) {
+  bool ost = false;
+  for (const auto& pr : pref) {
+    if (pr[2] && !ostage) continue;
+    const int64_t bytes = base + pr[0] * x_bytes + pr[1] * z_bytes + (pr[2] ? o_bytes : 0) + bars;
+    if (bytes <= caps.smem_per_block_optin && (!w1reg || w1_bytes <= pr[1] * z_bytes)) {
       nx = pr[0];
       nz = pr[1];
+      ost = pr[2] != 0;
       break;
     }
+  }
   if (nx == 0) return c;
   c.ok = true;
   c.C = static_cast<int>(C);
@@ -558,18 +689,63 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   c.NT2 = static_cast<int>(p.s / 32);
   c.nx = nx;
   c.nz = nz;
-  c.w2_off = w1_bytes;
-  c.x_off = w1_bytes + w2_bytes;
+  c.w1reg = w1reg;
+  c.w2_off = w1reg ? 0 : w1_bytes;
+  c.x_off = base;
   c.x_bytes = x_bytes;
   c.z_off = c.x_off + nx * x_bytes;
+  c.w1_off = w1reg ? c.z_off : 0;
   c.z_bytes = z_bytes;
-  c.bar_off = c.z_off + nz * z_bytes;
+  c.o_bytes = ost ? o_bytes : 0;
+  c.o_off = ost ? c.z_off + nz * z_bytes : 0;
+  c.bar_off = c.z_off + nz * z_bytes + c.o_bytes;
   c.smem = c.bar_off + bars;
   c.tiles = (p.tokens + kTile - 1) / kTile;
   return c;
 }
 
 using KernelFn = void (*)(const Params);
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda);
+// null when the driver does not provide it.
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+EncodeTiledFn encode_tiled() {
+  static const EncodeTiledFn fn = []() -> EncodeTiledFn {
+    void* ptr = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    const cudaError_t e =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q);
+#else
+    const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &ptr, cudaEnableDefault, &q);
+#endif
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || ptr == nullptr) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<EncodeTiledFn>(ptr);
+  }();
+  return fn;
+}
+
+// The output as (j: nb2, m: s, token: tokens) in elements, box (8, 16, 2 * NT2): one run of a
+// warp's staged outputs (see the kernel's store). False when the driver refuses it.
+bool encode_out_map(const MonarchProblem& p, int NT2, CUtensorMap* map) {
+  const EncodeTiledFn fn = encode_tiled();
+  if (fn == nullptr) return false;
+  const cuuint64_t dims[3] = {cuuint64_t(p.nblocks2), cuuint64_t(p.s), cuuint64_t(p.tokens)};
+  const cuuint64_t strides[2] = {cuuint64_t(p.nblocks2 * 2),
+                                 cuuint64_t((p.tokens > 1 ? p.out_row_stride : p.nblocks2 * p.s) * 2)};
+  const cuuint32_t box[3] = {cuuint32_t(kJ), 16u, cuuint32_t(2 * NT2)};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, p.out, dims, strides, box,
+                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
 
 template <class T>
 KernelFn pick(int UPW, int NT2, int KB, int KB1) {
@@ -641,8 +817,7 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.monarch: problem outside the kernel's predicate");
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
-  const bool square = p.p == p.q && p.q == p.r && p.r == p.s;
-  const int KB = square ? static_cast<int>(p.p) : 0;
+  const int KB = c.w1reg ? static_cast<int>(p.p) : 0;
   const KernelFn kernel = p.dtype == DType::BF16 ? pick<__nv_bfloat16>(c.UPW, c.NT2, KB, c.B1)
                                                  : pick<__half>(c.UPW, c.NT2, KB, c.B1);
   if (kernel == nullptr)
@@ -664,6 +839,7 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   static_cast<monarch_io::MonarchIO&>(k) = monarch_io::from_problem(p);
   k.B1 = c.B1;
   k.tiles = static_cast<int32_t>(c.tiles);
+  k.w1_off = static_cast<int32_t>(c.w1_off);
   k.w2_off = static_cast<int32_t>(c.w2_off);
   k.x_off = static_cast<int32_t>(c.x_off);
   k.x_bytes = static_cast<int32_t>(c.x_bytes);
@@ -672,6 +848,8 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   k.bar_off = static_cast<int32_t>(c.bar_off);
   k.nx = c.nx;
   k.nz = c.nz;
+  k.o_off = 0;
+  if (c.o_off > 0 && encode_out_map(p, c.NT2, &k.omap)) k.o_off = static_cast<int32_t>(c.o_off);
 
   const int64_t grid_clusters = std::min<int64_t>(c.tiles, clusters);
   cudaLaunchConfig_t cfg = {};
