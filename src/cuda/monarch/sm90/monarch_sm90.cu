@@ -120,7 +120,9 @@ struct Params : monarch_io::MonarchIO {
   int32_t nx, nz;    // x buffers (1 to 3) and z buffers (1 or 2)
   int32_t o_off;     // > 0: output staging area (8 warps x NT2 x 2 KB), stored by the copy engine
                      // through omap; 0: 16-byte register stores
+  int32_t xtma;      // 1: x tiles loaded by the copy engine through xmap (one box per warp)
   CUtensorMap omap;  // out as (j: nb2, m: s, token: tokens), box (8, 16, 2 * NT2), no swizzle
+  CUtensorMap xmap;  // x as (column, token), box (p, 32), swizzled like swz(row, unit, p / 8)
 };
 
 // Byte offset of 16-byte unit `unit` of row `row` in a swizzled array of `U` units per row
@@ -240,6 +242,15 @@ __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t sr
       "r"(src), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
+// Copy-engine load of a box of x into this CTA's shared memory; completes `bytes` on `bar`.
+__device__ __forceinline__ void tma_load_2d(const CUtensorMap* map, uint32_t dst, uint32_t bar,
+                                            int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, "
+      "%4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
 __device__ __forceinline__ void bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
@@ -288,7 +299,6 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
   constexpr int KS1 = KB ? KB / 16 : 1;
   const int U1 = p / 8;            // w1 row units
   const int U2 = r / 8;            // w2 row units
-  const int UX = B1 * p / 8;       // x row units
   const T* x = static_cast<const T*>(P.x);
   T* out = static_cast<T*>(P.out);
 
@@ -339,16 +349,36 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
       named_barrier_sync(1 + blk, WPB * 32);
   };
   // x[tile k, this block's p columns] -> buffer b.
+  // x buffers are block-major: block blk's 32 x p tile at xblk, rows swizzled like w1's (the
+  // copy engine's 32/64/128-byte swizzle for p = 16/32/64).
+  const uint32_t xblk = static_cast<uint32_t>(blk * kTile * p * 2);
+  // With the copy engine (kernels with one warp per w1 block, WPB = 1), lane 0 of each warp
+  // loads its block's box and arms the warp's barrier xbar[b]; needs a 1024-byte aligned base.
+  const bool xtma = P.xtma != 0 && (s_base & 1023) == 0;
+  const uint32_t s_xbar = s_base + P.bar_off + 32 + warp * 24;
+  if (xtma && lane == 0) {
+    for (int b = 0; b < NX; ++b) mbar_init(s_xbar + 8 * b, 1);
+    mbar_init_fence();
+    fence_proxy_async_smem();
+  }
+  __syncwarp();
   auto load_x = [&](int k, int b) {
     const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
-    const uint32_t dst = s_x + b * P.x_bytes;
+    const uint32_t dst = s_x + b * P.x_bytes + xblk;
+    if (xtma) {
+      if (lane == 0) {
+        mbar_arm(s_xbar + 8 * b, static_cast<uint32_t>(kTile * p * 2));
+        tma_load_2d(&P.xmap, dst, s_xbar + 8 * b, (c * B1 + blk) * p, static_cast<int>(t0));
+      }
+      return;
+    }
     const T* src0 = x + static_cast<int64_t>(c * B1 + blk) * p;
     const int n = kTile * U1;
     for (int idx = wi * 32 + lane; idx < n; idx += WPB * 32) {
       const int row = idx / U1, unit = idx - row * U1;
       const int64_t t = t0 + row;
       const bool ok = t < P.tokens;
-      cp_async_16(dst + swz(row, blk * U1 + unit, UX), ok ? src0 + t * P.x_stride + unit * 8 : src0,
+      cp_async_16(dst + swz(row, unit, U1), ok ? src0 + t * P.x_stride + unit * 8 : src0,
                   ok ? 16 : 0);
     }
   };
@@ -389,7 +419,7 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
   const int a_row1 = blk * q + mt0 * 16 + (lane & 15);  // w1 rows, + e*16
   const int a_unit = lane >> 4;
   const int xb_row = ((lane >> 4) << 3) + (lane & 7);     // x rows (tokens), + 16 per n pair
-  const int xb_unit = blk * (p / 8) + ((lane >> 3) & 1);
+  const int xb_unit = (lane >> 3) & 1;
 
   // ---- stage-2 role: warp w owns w2 rows mt2*16.. (an m-tile) and z token n-tiles
   // ntb .. ntb+NT2-1 (in rho' order), for all 8 j.
@@ -424,8 +454,12 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
     const int xbuf = k % NX;
     const int zb = NZ == 2 ? (k & 1) : 0;
     const uint32_t use = NZ == 2 ? static_cast<uint32_t>(k >> 1) : static_cast<uint32_t>(k);
-    x_wait(NX - 1);
-    x_sync();  // x of this tile (this block's columns) is visible to the block's warps
+    if (xtma) {
+      mbar_wait(s_xbar + 8 * xbuf, static_cast<uint32_t>(k / NX) & 1);  // the box has landed
+    } else {
+      x_wait(NX - 1);
+      x_sync();  // x of this tile (this block's columns) is visible to the block's warps
+    }
 
     // ------------------------------------------------------------ stage 1: y1^T = w1 x^T
     float acc[UPW][4][4];
@@ -436,13 +470,13 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[e][nt][i] = 0.0f;
     {
-      const uint32_t xbase = s_x + xbuf * P.x_bytes;
+      const uint32_t xbase = s_x + xbuf * P.x_bytes + xblk;
 #pragma unroll
       for (int ks = 0; ks < p / 16; ++ks) {
         uint32_t bx[2][4];
 #pragma unroll
         for (int np = 0; np < 2; ++np)
-          ldsm_x4(bx[np], xbase + swz(np * 16 + xb_row, xb_unit + ks * 2, UX));
+          ldsm_x4(bx[np], xbase + swz(np * 16 + xb_row, xb_unit + ks * 2, U1));
 #pragma unroll
         for (int e = 0; e < UPW; ++e) {
           uint32_t a[4];
@@ -458,9 +492,11 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
         }
       }
     }
-    x_sync();  // the block's warps are done with x buffer `xbuf`: tile k + NX goes there
+    // The block's warps are done with x buffer `xbuf` (their ldmatrix results fed the MMAs
+    // issued above): tile k + NX goes there.
+    x_sync();
     if (k + NX < my_tiles) load_x(k + NX, xbuf);
-    cp_async_commit();
+    if (!xtma) cp_async_commit();
 
     // z buffer zb of every CTA is free once its readers of tile k - NZ have signalled.
     if (k >= NZ) mbar_wait(s_empty + 8 * zb, (use - 1) & 1);
@@ -613,6 +649,7 @@ bool units_ok(int64_t u) { return u == 2 || u == 4 || (u > 0 && u % 8 == 0); }
 struct Config {
   bool ok = false;
   bool w1reg = false;  // a compile-time square shape: w1 in registers (the KB kernels)
+  bool xtma = false;   // x tiles by the copy engine (the KB kernels: one warp per w1 block)
   int C = 0, B1 = 0, UPW = 0, NT2 = 0, nx = 0, nz = 0;
   int64_t o_off = 0, o_bytes = 0;  // output staging for the copy-engine stores (0: none)
   int64_t w1_off = 0, w2_off = 0, x_off = 0, x_bytes = 0, z_off = 0, z_bytes = 0, bar_off = 0, smem = 0,
@@ -621,6 +658,9 @@ struct Config {
 
 // Buffering preference when not everything fits: a second z buffer (stage 1 of the next tile
 // overlaps stage 2 of this one across the cluster) before a second x buffer.
+#ifndef FK_MONARCH90_TMA_X
+#define FK_MONARCH90_TMA_X 1
+#endif
 #ifndef FK_MONARCH90_PREFER_Z2
 #define FK_MONARCH90_PREFER_Z2 1
 #endif
@@ -648,7 +688,7 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   if (p.tokens > (int64_t(1) << 31) * kTile / 2) return c;  // tile index fits int32
   const int64_t w1_bytes = B1 * p.q * p.p * 2, w2_bytes = kJ * p.s * p.r * 2;
   const int64_t x_bytes = kTile * B1 * p.p * 2, z_bytes = kJ * p.r * kTile * 2;
-  const int64_t bars = 32;
+  const int64_t bars = 32 + 8 * 24;  // full[2], empty[2], then 3 x barriers per warp
   // The square shapes compiled with constant block sizes (see pick) keep w1 in registers; it is
   // staged once through the z buffers, which must hold it.
   const bool sq = p.p == p.q && p.q == p.r && p.r == p.s;
@@ -690,6 +730,10 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   c.nx = nx;
   c.nz = nz;
   c.w1reg = w1reg;
+  // Copy-engine x loads: the KB kernels (WPB = 1), rows of 32, 64 or 128 bytes (the swizzle
+  // widths), token coordinates in int32.
+  c.xtma = FK_MONARCH90_TMA_X && w1reg && (p.p == 16 || p.p == 32 || p.p == 64) &&
+           p.tokens < (int64_t(1) << 31) - 2 * kTile;
   c.w2_off = w1reg ? 0 : w1_bytes;
   c.x_off = base;
   c.x_bytes = x_bytes;
@@ -729,6 +773,25 @@ EncodeTiledFn encode_tiled() {
     return reinterpret_cast<EncodeTiledFn>(ptr);
   }();
   return fn;
+}
+
+// x as (column: nblocks1 * p, token: tokens) in elements, box (p, 32), swizzled in units of p*2
+// bytes (32, 64 or 128), as the kernel's swz(row, unit, p / 8). False when the driver refuses it.
+bool encode_x_map(const MonarchProblem& p, CUtensorMap* map) {
+  const EncodeTiledFn fn = encode_tiled();
+  if (fn == nullptr) return false;
+  const int64_t cols = p.nblocks1 * p.p;
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(p.tokens)};
+  const cuuint64_t strides[1] = {cuuint64_t((p.tokens > 1 ? p.x_row_stride : cols) * 2)};
+  const cuuint32_t box[2] = {cuuint32_t(p.p), cuuint32_t(kTile)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUtensorMapSwizzle sw = p.p == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
+                                : p.p == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                            : CU_TENSOR_MAP_SWIZZLE_32B;
+  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(p.x), dims,
+                        strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
 }
 
 // The output as (j: nb2, m: s, token: tokens) in elements, box (8, 16, 2 * NT2): one run of a
@@ -849,6 +912,7 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   k.nx = c.nx;
   k.nz = c.nz;
   k.o_off = 0;
+  k.xtma = c.xtma && encode_x_map(p, &k.xmap) ? 1 : 0;
   if (c.o_off > 0 && encode_out_map(p, c.NT2, &k.omap)) k.o_off = static_cast<int32_t>(c.o_off);
 
   const int64_t grid_clusters = std::min<int64_t>(c.tiles, clusters);
