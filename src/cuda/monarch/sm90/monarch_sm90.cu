@@ -1,7 +1,7 @@
 // Hopper fused Monarch multiply ("cuda.sm90.monarch"): a thread-block cluster of C CTAs keeps
 // both factors resident in shared memory and passes the intermediate through distributed shared
-// memory. sm_90a only (cluster launch, mapa, st.async, mbarrier); the MMAs are mma.sync
-// m16n8k16 (fp16/bf16 in, fp32 accumulate) fed by ldmatrix.
+// memory. sm_90a only (cluster launch, mapa, st.async, mbarrier, the copy engine); the MMAs are
+// mma.sync m16n8k16 (fp16/bf16 in, fp32 accumulate) fed by ldmatrix.
 //
 // Semantics (flashkit.h, monarch group; m2's blockdiag_butterfly_multiply):
 //   y1[t, k] = sum_c w1[k/q, k%q, c] x[t, (k/q)*p + c]        k < mid = nblocks1*q
@@ -17,10 +17,15 @@
 // [c*B1, (c+1)*B1) (B1 = nblocks1 / C) and w2 blocks j in [8c, 8c+8) (nblocks2 = 8C) in shared
 // memory for the whole kernel, and the cluster walks 32-token tiles (persistent clusters):
 //   1. Warp w owns UPW m-tiles of one local w1 block; the WPB = (q/16)/UPW warps of a block load
-//      that block's x columns of the tile themselves (cp.async; NX = 1 or 2 buffers), so x needs
-//      a warp barrier (WPB = 1) or a named barrier of those warps, never a CTA-wide one. Stage 1
-//      computes the warp's share of y1 transposed, y1^T = w1 x^T (M = the q outputs of a block,
-//      N = 32 tokens).
+//      that block's x columns of the tile themselves (NX = 1 to 3 buffers, block-major), so x
+//      needs a warp barrier (WPB = 1) or a named barrier of those warps, never a CTA-wide one.
+//      The compile-time square shapes (WPB = 1) load x with the copy engine: lane 0 issues one
+//      32 x p box (swizzled like swz(), the copy engine's 32/64/128-byte pattern) completing on
+//      the warp's own mbarrier; other shapes use cp.async. Stage 1 computes the warp's share of
+//      y1 transposed, y1^T = w1 x^T (M = the q outputs of a block, N = 32 tokens); in the
+//      compile-time shapes the warp's w1 block stays in registers (64 registers at 64 x 64,
+//      loaded once from a staging copy in the z buffers), so stage 1 reads only x from shared
+//      memory.
 //   2. Each accumulator row is one mid-index k, i.e. one (j, b); a thread holds 8 of its tokens
 //      (the 4 n-tiles' column pairs) and sends them as one 16-byte st.async into
 //      z[j % 8][b][8 tokens] of the CTA that owns j; its completion counts 16 bytes on that
@@ -32,19 +37,24 @@
 //      thread 0, + the z bytes of the C producers), then runs stage 2 locally: out^T = w2[j]
 //      z[j]^T for the 8 j of this CTA (M = s outputs, N = 32 tokens, K = r; z read with
 //      ldmatrix.trans). Each warp owns a 16 x (8*NT2) sub-tile for all 8 j, so a thread holds
-//      its outputs of 8 consecutive j (the output permutation puts j innermost) and writes them
-//      as one 16-byte store.
+//      its outputs of 8 consecutive j (the output permutation puts j innermost): 16 bytes.
 //   4. Once its z reads have returned, lanes 0..C-1 of each warp arrive on empty[zb] of CTA
-//      `lane` (C * 8 arrivals per phase), then the warp stores its outputs. No thread ever
-//      waits for its own global or remote stores (no release fence in the loop), and there is
-//      no CTA- or cluster-wide barrier in the loop: the warps of a CTA drift apart by up to NZ
-//      tiles, so one warp's stage 1 (or its wait for z) overlaps another's stage 2.
-// Shared memory rows are swizzled in 16-byte units (no padding). Buffers: NX = NZ = 2 where they
-// fit, else one x and two z buffers (n = 4096: 64 KB of w1, 64 KB of w2, 32 KB of x, 2 x 32 KB
-// of z = 224 KB of the 227 KB), else two x and one z. The benchmark's square shapes (64 blocks
-// of 64 in clusters of 8, 32 of 32 in clusters of 4) are compiled with the block size and B1
-// as constants (the k loops unroll and the swizzled addresses fold); other shapes use the
-// run-time version of the same kernel.
+//      `lane` (C * 8 arrivals per phase), then the warp stores its outputs: where the staging
+//      area fits, into its own 16-byte-row staging area (4 runs of 2*NT2 tokens x 16 rows m x
+//      8 j) that lane 0 hands to the copy engine (4 boxes of a 3-D tensor map of out, after
+//      fence.proxy.async), else as 16-byte register stores. No thread ever waits for its own
+//      global or remote stores (no release fence in the loop), and there is no CTA- or
+//      cluster-wide barrier in the loop: the warps of a CTA drift apart by up to NZ tiles.
+//   With two z buffers the loop is skewed by one tile: each iteration runs stage 1 (and the z
+//   hand-off) of tile k + 1, then stage 2 of tile k, so the wait for tile k's z from the other
+//   CTAs is covered by a whole stage 1.
+// Shared memory rows are swizzled in 16-byte units (no padding). Buffers, first that fits: two x,
+// two z and the output staging area (n = 4096: 64 KB of w2, 2 x 32 KB of x, 2 x 32 KB of z,
+// 32 KB of staging = 224 KB of the 227 KB; w1 in registers), then three x and two z with
+// register stores, then fewer (see config). The benchmark's square shapes (64 blocks of 64 in
+// clusters of 8, 32 of 32 in clusters of 4, and 16 of 64 in clusters of 2) are compiled with
+// the block size and B1 as constants (the k loops unroll, the swizzled addresses fold, w1 fits
+// in registers); other shapes use the run-time version of the same kernel.
 // HBM traffic: x read once, out written once, the weights once per cluster.
 //
 // History. v1 (commit 1040ed7; H200, bf16, n = 4096, 16384 tokens): one z buffer handed over
@@ -54,7 +64,7 @@
 // remote and earlier global stores are complete). Two variants of v1 were measured and dropped
 // (commits a142285, e373447): output pieces exchanged through DSMEM so that whole 1 KB row
 // segments are stored (0.275 ms), and w2 fragments kept in registers (0.308 ms).
-// v2 (this version, branch monarch4): mbarrier handoff as above, double-buffered z, per-warp x
+// v2 (branch monarch4): mbarrier handoff as above, double-buffered z, per-warp x
 // loads, compile-time square shapes. PTX notes: mbarrier.arrive.release.cluster on a remote
 // barrier and barrier.cluster.arrive.release compile to MEMBAR.ALL.GPU (they wait for the
 // thread's outstanding global stores), try_wait.acquire.cluster to a wait + CCTL.IVALL; the loop
@@ -65,10 +75,30 @@
 // 0.783 ms (v1 1.001); n = 1024: 0.046 / 0.156 ms (34% / 41%). One z and two x buffers at
 // n = 4096 (FK_MONARCH90_PREFER_Z2=0): 0.208 / 0.786 ms, i.e. the second z buffer gains nothing
 // measurable; the cluster-scope barrier forms (FK_MONARCH90_CLUSTER_SCOPE=1): 0.221 / 0.853 ms.
-// Still short of the 80% target; not yet profiled (ncu) in this form. Next: more warps per SM
-// (a 2-CTA-per-SM layout needs half the weights per CTA: clusters of 16, non-portable), wgmma
-// for both stages (M = 64 = block), and fewer instructions per tile (~730 per warp, 128 of them
-// HMMA, in the n = 4096 loop).
+// v2 profiled (ncu, n = 4096, 16384 tokens, one launch; branch monarch5): 205 us, DRAM 25%,
+// L2 55%, L1 60%, issue slots 15% busy, 8 warps per SM (12.5% occupancy), 11.6 cycles per
+// issued instruction. Stall samples: 27% long-scoreboard waits on the source registers of the
+// scattered 16-byte output stores (each STG touches 32 lines, so the LSU drains slowly and the
+// next pack into the same registers waits), 10% the wait for z right after stage 1, 14% mio
+// and 13% short scoreboard (ldmatrix), ~4% the cp.async wait for x.
+// v3 (this version, branch monarch5): w1 in registers, the one-tile skew, the copy engine for x
+// and for the output. Measured (H200, 2026-11-30, same process as the anchors, bf16): n = 4096,
+// 16384 tokens 0.165 ms = 39% of 4.2 TB/s (v2 0.208 ms on the same machine: 1.26x), 10.3x the
+// two-bmm reference, 4.2x dense torch.matmul; 65536 tokens 0.652 ms (v2 0.781); n = 1024
+// 0.043 / 0.147 ms (v2 0.045 / 0.153). Steps on the same machine (n = 4096 / 1024, 16384
+// tokens): w1 in registers + skew + three x buffers with register stores 0.174 / 0.037 ms (and
+// 0.657 / 0.120 ms at 65536 tokens); + copy-engine output stores (two x buffers) 0.179 / 0.046;
+// + copy-engine x loads 0.164 / 0.043. So the copy-engine output stores lose (16-byte box rows
+// keep the copy engine's queue full: ~19% of the stall samples wait to issue UTMASTG/UTMALDG;
+// the staging stores are 4-way bank-conflicted, lanes 8 apart share banks; fence.proxy.async
+// ~6%), while the copy-engine x loads win; the untried combination of copy-engine x loads with
+// register stores (FK_MONARCH90_TMA_OUT=0) is the next thing to measure. v3's profile: 159 us,
+// DRAM 33%, L2 70%, L1 68%, issue slots 17% busy, stalls: long scoreboard 38% (mostly the
+// copy-engine issue), wait 19%, short scoreboard 18% (ldmatrix -> HMMA). Still short of the
+// 80% target: one CTA of 8 warps per SM (the weights fill shared memory) and stage 2's
+// ldmatrix traffic (each warp re-reads w2 and z fragments: ~2000 shared wavefronts per tile of
+// ~3300) leave the SM latency- and L1-bound. Next: wgmma for stage 2 (w2 and z read once per
+// warpgroup instead of once per warp), a second CTA per SM (clusters of 16, half the weights).
 //
 // Declined (the sm80 kernel then serves): nblocks2 not 8, 16, 32 or 64; nblocks1 not a
 // multiple of the cluster size; s not 32, 64 or 128; block sizes not multiples of 16; a share
@@ -658,8 +688,15 @@ struct Config {
 
 // Buffering preference when not everything fits: a second z buffer (stage 1 of the next tile
 // overlaps stage 2 of this one across the cluster) before a second x buffer.
+// Copy-engine x loads (the KB kernels) and output stores (where the staging area fits). Both
+// on is the configuration verified on the H200 (tests, sanitizers, timings: see the header);
+// FK_MONARCH90_TMA_OUT=0 (register stores, three x buffers) measured faster at n = 1024 without
+// the copy-engine x loads and has not yet run with them.
 #ifndef FK_MONARCH90_TMA_X
 #define FK_MONARCH90_TMA_X 1
+#endif
+#ifndef FK_MONARCH90_TMA_OUT
+#define FK_MONARCH90_TMA_OUT 1
 #endif
 #ifndef FK_MONARCH90_PREFER_Z2
 #define FK_MONARCH90_PREFER_Z2 1
@@ -696,7 +733,8 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   const int64_t base = (w1reg ? 0 : w1_bytes) + w2_bytes;
   // The copy-engine output path stages s x 32 tokens x 16 bytes (a run's token coordinate
   // must fit int32; the row stride must be a multiple of 16 bytes).
-  const bool ostage = p.tokens < (int64_t(1) << 31) - 2 * kTile && p.out_row_stride % 8 == 0;
+  const bool ostage = FK_MONARCH90_TMA_OUT && p.tokens < (int64_t(1) << 31) - 2 * kTile &&
+                      p.out_row_stride % 8 == 0;
   const int64_t o_bytes = ostage ? p.s * kTile * 16 : 0;
   // (nx, nz, staged output) in order of preference; the first that fits is taken. Two x
   // buffers and the staged output beat three x buffers with register stores; a second z
