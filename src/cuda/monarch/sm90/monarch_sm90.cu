@@ -89,7 +89,7 @@
 // tokens): w1 in registers + skew + three x buffers with register stores 0.174 / 0.037 ms (and
 // 0.657 / 0.120 ms at 65536 tokens); + copy-engine output stores (two x buffers) 0.179 / 0.046;
 // + copy-engine x loads 0.164 / 0.043. So the copy-engine output stores lose (16-byte box rows
-// keep the copy engine's queue full: ~19% of the stall samples wait to issue UTMASTG/UTMALDG;
+// keep the copy engine's queue full: ~24% of the stall samples wait to issue UTMASTG/UTMALDG;
 // the staging stores are 4-way bank-conflicted, lanes 8 apart share banks; fence.proxy.async
 // ~6%), while the copy-engine x loads win; the untried combination of copy-engine x loads with
 // register stores (FK_MONARCH90_TMA_OUT=0) is the next thing to measure. v3's profile: 159 us,
