@@ -1,7 +1,7 @@
 // Hopper fused Monarch multiply ("cuda.sm90.monarch"): a thread-block cluster of C CTAs keeps
 // both factors resident in shared memory and passes the intermediate through distributed shared
-// memory. sm_90a only (cluster launch, mapa, st.async, mbarrier); the MMAs are mma.sync
-// m16n8k16 (fp16/bf16 in, fp32 accumulate) fed by ldmatrix.
+// memory. sm_90a only (cluster launch, mapa, st.async, mbarrier, the copy engine); the MMAs are
+// mma.sync m16n8k16 (fp16/bf16 in, fp32 accumulate) fed by ldmatrix.
 //
 // Semantics (flashkit.h, monarch group; m2's blockdiag_butterfly_multiply):
 //   y1[t, k] = sum_c w1[k/q, k%q, c] x[t, (k/q)*p + c]        k < mid = nblocks1*q
@@ -17,10 +17,15 @@
 // [c*B1, (c+1)*B1) (B1 = nblocks1 / C) and w2 blocks j in [8c, 8c+8) (nblocks2 = 8C) in shared
 // memory for the whole kernel, and the cluster walks 32-token tiles (persistent clusters):
 //   1. Warp w owns UPW m-tiles of one local w1 block; the WPB = (q/16)/UPW warps of a block load
-//      that block's x columns of the tile themselves (cp.async; NX = 1 or 2 buffers), so x needs
-//      a warp barrier (WPB = 1) or a named barrier of those warps, never a CTA-wide one. Stage 1
-//      computes the warp's share of y1 transposed, y1^T = w1 x^T (M = the q outputs of a block,
-//      N = 32 tokens).
+//      that block's x columns of the tile themselves (NX = 1 to 3 buffers, block-major), so x
+//      needs a warp barrier (WPB = 1) or a named barrier of those warps, never a CTA-wide one.
+//      The compile-time square shapes (WPB = 1) load x with the copy engine: lane 0 issues one
+//      32 x p box (swizzled like swz(), the copy engine's 32/64/128-byte pattern) completing on
+//      the warp's own mbarrier; other shapes use cp.async. Stage 1 computes the warp's share of
+//      y1 transposed, y1^T = w1 x^T (M = the q outputs of a block, N = 32 tokens); in the
+//      compile-time shapes the warp's w1 block stays in registers (64 registers at 64 x 64,
+//      loaded once from a staging copy in the z buffers), so stage 1 reads only x from shared
+//      memory.
 //   2. Each accumulator row is one mid-index k, i.e. one (j, b); a thread holds 8 of its tokens
 //      (the 4 n-tiles' column pairs) and sends them as one 16-byte st.async into
 //      z[j % 8][b][8 tokens] of the CTA that owns j; its completion counts 16 bytes on that
@@ -32,19 +37,24 @@
 //      thread 0, + the z bytes of the C producers), then runs stage 2 locally: out^T = w2[j]
 //      z[j]^T for the 8 j of this CTA (M = s outputs, N = 32 tokens, K = r; z read with
 //      ldmatrix.trans). Each warp owns a 16 x (8*NT2) sub-tile for all 8 j, so a thread holds
-//      its outputs of 8 consecutive j (the output permutation puts j innermost) and writes them
-//      as one 16-byte store.
+//      its outputs of 8 consecutive j (the output permutation puts j innermost): 16 bytes.
 //   4. Once its z reads have returned, lanes 0..C-1 of each warp arrive on empty[zb] of CTA
-//      `lane` (C * 8 arrivals per phase), then the warp stores its outputs. No thread ever
-//      waits for its own global or remote stores (no release fence in the loop), and there is
-//      no CTA- or cluster-wide barrier in the loop: the warps of a CTA drift apart by up to NZ
-//      tiles, so one warp's stage 1 (or its wait for z) overlaps another's stage 2.
-// Shared memory rows are swizzled in 16-byte units (no padding). Buffers: NX = NZ = 2 where they
-// fit, else one x and two z buffers (n = 4096: 64 KB of w1, 64 KB of w2, 32 KB of x, 2 x 32 KB
-// of z = 224 KB of the 227 KB), else two x and one z. The benchmark's square shapes (64 blocks
-// of 64 in clusters of 8, 32 of 32 in clusters of 4) are compiled with the block size and B1
-// as constants (the k loops unroll and the swizzled addresses fold); other shapes use the
-// run-time version of the same kernel.
+//      `lane` (C * 8 arrivals per phase), then the warp stores its outputs: where the staging
+//      area fits, into its own 16-byte-row staging area (4 runs of 2*NT2 tokens x 16 rows m x
+//      8 j) that lane 0 hands to the copy engine (4 boxes of a 3-D tensor map of out, after
+//      fence.proxy.async), else as 16-byte register stores. No thread ever waits for its own
+//      global or remote stores (no release fence in the loop), and there is no CTA- or
+//      cluster-wide barrier in the loop: the warps of a CTA drift apart by up to NZ tiles.
+//   With two z buffers the loop is skewed by one tile: each iteration runs stage 1 (and the z
+//   hand-off) of tile k + 1, then stage 2 of tile k, so the wait for tile k's z from the other
+//   CTAs is covered by a whole stage 1.
+// Shared memory rows are swizzled in 16-byte units (no padding). Buffers, first that fits: two x,
+// two z and the output staging area (n = 4096: 64 KB of w2, 2 x 32 KB of x, 2 x 32 KB of z,
+// 32 KB of staging = 224 KB of the 227 KB; w1 in registers), then three x and two z with
+// register stores, then fewer (see config). The benchmark's square shapes (64 blocks of 64 in
+// clusters of 8, 32 of 32 in clusters of 4, and 16 of 64 in clusters of 2) are compiled with
+// the block size and B1 as constants (the k loops unroll, the swizzled addresses fold, w1 fits
+// in registers); other shapes use the run-time version of the same kernel.
 // HBM traffic: x read once, out written once, the weights once per cluster.
 //
 // History. v1 (commit 1040ed7; H200, bf16, n = 4096, 16384 tokens): one z buffer handed over
@@ -54,7 +64,7 @@
 // remote and earlier global stores are complete). Two variants of v1 were measured and dropped
 // (commits a142285, e373447): output pieces exchanged through DSMEM so that whole 1 KB row
 // segments are stored (0.275 ms), and w2 fragments kept in registers (0.308 ms).
-// v2 (this version, branch monarch4): mbarrier handoff as above, double-buffered z, per-warp x
+// v2 (branch monarch4): mbarrier handoff as above, double-buffered z, per-warp x
 // loads, compile-time square shapes. PTX notes: mbarrier.arrive.release.cluster on a remote
 // barrier and barrier.cluster.arrive.release compile to MEMBAR.ALL.GPU (they wait for the
 // thread's outstanding global stores), try_wait.acquire.cluster to a wait + CCTL.IVALL; the loop
@@ -65,15 +75,36 @@
 // 0.783 ms (v1 1.001); n = 1024: 0.046 / 0.156 ms (34% / 41%). One z and two x buffers at
 // n = 4096 (FK_MONARCH90_PREFER_Z2=0): 0.208 / 0.786 ms, i.e. the second z buffer gains nothing
 // measurable; the cluster-scope barrier forms (FK_MONARCH90_CLUSTER_SCOPE=1): 0.221 / 0.853 ms.
-// Still short of the 80% target; not yet profiled (ncu) in this form. Next: more warps per SM
-// (a 2-CTA-per-SM layout needs half the weights per CTA: clusters of 16, non-portable), wgmma
-// for both stages (M = 64 = block), and fewer instructions per tile (~730 per warp, 128 of them
-// HMMA, in the n = 4096 loop).
+// v2 profiled (ncu, n = 4096, 16384 tokens, one launch; branch monarch5): 205 us, DRAM 25%,
+// L2 55%, L1 60%, issue slots 15% busy, 8 warps per SM (12.5% occupancy), 11.6 cycles per
+// issued instruction. Stall samples: 27% long-scoreboard waits on the source registers of the
+// scattered 16-byte output stores (each STG touches 32 lines, so the LSU drains slowly and the
+// next pack into the same registers waits), 10% the wait for z right after stage 1, 14% mio
+// and 13% short scoreboard (ldmatrix), ~4% the cp.async wait for x.
+// v3 (this version, branch monarch5): w1 in registers, the one-tile skew, the copy engine for x
+// and for the output. Measured (H200, 2026-11-30, same process as the anchors, bf16): n = 4096,
+// 16384 tokens 0.165 ms = 39% of 4.2 TB/s (v2 0.208 ms on the same machine: 1.26x), 10.3x the
+// two-bmm reference, 4.2x dense torch.matmul; 65536 tokens 0.652 ms (v2 0.781); n = 1024
+// 0.043 / 0.147 ms (v2 0.045 / 0.153). Steps on the same machine (n = 4096 / 1024, 16384
+// tokens): w1 in registers + skew + three x buffers with register stores 0.174 / 0.037 ms (and
+// 0.657 / 0.120 ms at 65536 tokens); + copy-engine output stores (two x buffers) 0.179 / 0.046;
+// + copy-engine x loads 0.164 / 0.043. So the copy-engine output stores lose (16-byte box rows
+// keep the copy engine's queue full: ~24% of the stall samples wait to issue UTMASTG/UTMALDG;
+// the staging stores are 4-way bank-conflicted, lanes 8 apart share banks; fence.proxy.async
+// ~6%), while the copy-engine x loads win; the untried combination of copy-engine x loads with
+// register stores (FK_MONARCH90_TMA_OUT=0) is the next thing to measure. v3's profile: 159 us,
+// DRAM 33%, L2 70%, L1 68%, issue slots 17% busy, stalls: long scoreboard 38% (mostly the
+// copy-engine issue), wait 19%, short scoreboard 18% (ldmatrix -> HMMA). Still short of the
+// 80% target: one CTA of 8 warps per SM (the weights fill shared memory) and stage 2's
+// ldmatrix traffic (each warp re-reads w2 and z fragments: ~2000 shared wavefronts per tile of
+// ~3300) leave the SM latency- and L1-bound. Next: wgmma for stage 2 (w2 and z read once per
+// warpgroup instead of once per warp), a second CTA per SM (clusters of 16, half the weights).
 //
 // Declined (the sm80 kernel then serves): nblocks2 not 8, 16, 32 or 64; nblocks1 not a
 // multiple of the cluster size; s not 32, 64 or 128; block sizes not multiples of 16; a share
 // of the weights that does not fit (e.g. n = 16384, 128 blocks of 128); shapes whose stage-1
 // work does not split into 8 warps as above.
+#include <cuda.h>  // CUtensorMap (the output's tensor map; encoded through the runtime's entry point)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -113,9 +144,15 @@ constexpr int kJ = 8;      // w2 blocks per CTA
 struct Params : monarch_io::MonarchIO {
   int32_t B1;        // w1 blocks per CTA
   int32_t tiles;     // ceil(tokens / kTile)
-  int32_t w2_off, x_off, x_bytes, z_off;  // shared-memory byte offsets (w1 at 0)
+  int32_t w1_off, w2_off, x_off, x_bytes, z_off;  // shared-memory byte offsets (w1: where it
+                                                  // lives, or is staged when kept in registers)
   int32_t z_bytes, bar_off;
-  int32_t nx, nz;    // x and z buffers (1 or 2 each)
+  int32_t nx, nz;    // x buffers (1 to 3) and z buffers (1 or 2)
+  int32_t o_off;     // > 0: output staging area (8 warps x NT2 x 2 KB), stored by the copy engine
+                     // through omap; 0: 16-byte register stores
+  int32_t xtma;      // 1: x tiles loaded by the copy engine through xmap (one box per warp)
+  CUtensorMap omap;  // out as (j: nb2, m: s, token: tokens), box (8, 16, 2 * NT2), no swizzle
+  CUtensorMap xmap;  // x as (column, token), box (p, 32), swizzled like swz(row, unit, p / 8)
 };
 
 // Byte offset of 16-byte unit `unit` of row `row` in a swizzled array of `U` units per row
@@ -223,6 +260,42 @@ __device__ __forceinline__ void st_cluster_v4(uint32_t addr, uint4 v) {
                "r"(v.z), "r"(v.w)
                : "memory");
 }
+// ---- copy-engine (TMA) stores of the output from shared memory
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t src, int c0, int c1,
+                                             int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+// Copy-engine load of a box of x into this CTA's shared memory; completes `bytes` on `bar`.
+__device__ __forceinline__ void tma_load_2d(const CUtensorMap* map, uint32_t dst, uint32_t bar,
+                                            int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, "
+      "%4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// The issuing thread's bulk stores have finished reading shared memory.
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t addr, uint32_t a, uint32_t b, uint32_t c,
+                                             uint32_t d) {
+  asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d)
+               : "memory");
+}
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
@@ -230,7 +303,8 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 // KB, KB1: 0, or the block size (p = q = r = s = KB) and w1 blocks per CTA known at compile
 // time (the benchmark's square shapes): then the k loops unroll and the swizzled addresses fold.
 template <class T, int UPW, int NT2, int KB, int KB1>
-__global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Params P) {
+__global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
+    const __grid_constant__ Params P) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, qd = lane & 3;
@@ -242,16 +316,19 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
   const int NX = P.nx, NZ = P.nz;
 
   const uint32_t s_base = smem_u32(smem);
-  const uint32_t s_w1 = s_base, s_w2 = s_base + P.w2_off, s_x = s_base + P.x_off;
+  const uint32_t s_w1 = s_base + P.w1_off, s_w2 = s_base + P.w2_off, s_x = s_base + P.x_off;
   const uint32_t s_z = s_base + P.z_off;
   // Barriers: full[b] (z buffer b holds the tile: 1 arrival + z_bytes of st.async), empty[b]
   // (every warp of every CTA has read z buffer b of its tile: C * 8 arrivals).
   const uint32_t s_full = s_base + P.bar_off, s_empty = s_full + 16;
   const int p = KB ? KB : P.p, q = KB ? KB : P.q, r = KB ? KB : P.r, s = KB ? KB : P.s;
   const int B1 = KB1 ? KB1 : P.B1;
+  // Compile-time shapes keep the warp's w1 block in registers (UPW m-tiles x KS1 k-steps of
+  // A fragments: 64 registers at 64 x 64); w1 is then staged once through the z buffers.
+  constexpr bool kW1R = KB != 0;
+  constexpr int KS1 = KB ? KB / 16 : 1;
   const int U1 = p / 8;            // w1 row units
   const int U2 = r / 8;            // w2 row units
-  const int UX = B1 * p / 8;       // x row units
   const T* x = static_cast<const T*>(P.x);
   T* out = static_cast<T*>(P.out);
 
@@ -266,7 +343,9 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
     mbar_init_fence();
     for (int b = 0; b < NZ && b < my_tiles; ++b) mbar_arm(s_full + 8 * b, full_bytes);
   }
-  cluster_arrive();  // barriers initialised (and every CTA of the cluster runs); wait below
+  // Barriers initialised (and every CTA of the cluster runs); wait below. With w1 in registers
+  // the arrive also says "this CTA's z buffers (the w1 staging area) may be written".
+  if constexpr (!kW1R) cluster_arrive();
 
   // ---- resident weights: this CTA's w1 blocks [c*B1, (c+1)*B1) and w2 blocks [8c, 8c+8)
   {
@@ -300,16 +379,36 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
       named_barrier_sync(1 + blk, WPB * 32);
   };
   // x[tile k, this block's p columns] -> buffer b.
+  // x buffers are block-major: block blk's 32 x p tile at xblk, rows swizzled like w1's (the
+  // copy engine's 32/64/128-byte swizzle for p = 16/32/64).
+  const uint32_t xblk = static_cast<uint32_t>(blk * kTile * p * 2);
+  // With the copy engine (kernels with one warp per w1 block, WPB = 1), lane 0 of each warp
+  // loads its block's box and arms the warp's barrier xbar[b]; needs a 1024-byte aligned base.
+  const bool xtma = P.xtma != 0 && (s_base & 1023) == 0;
+  const uint32_t s_xbar = s_base + P.bar_off + 32 + warp * 24;
+  if (xtma && lane == 0) {
+    for (int b = 0; b < NX; ++b) mbar_init(s_xbar + 8 * b, 1);
+    mbar_init_fence();
+    fence_proxy_async_smem();
+  }
+  __syncwarp();
   auto load_x = [&](int k, int b) {
     const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
-    const uint32_t dst = s_x + b * P.x_bytes;
+    const uint32_t dst = s_x + b * P.x_bytes + xblk;
+    if (xtma) {
+      if (lane == 0) {
+        mbar_arm(s_xbar + 8 * b, static_cast<uint32_t>(kTile * p * 2));
+        tma_load_2d(&P.xmap, dst, s_xbar + 8 * b, (c * B1 + blk) * p, static_cast<int>(t0));
+      }
+      return;
+    }
     const T* src0 = x + static_cast<int64_t>(c * B1 + blk) * p;
     const int n = kTile * U1;
     for (int idx = wi * 32 + lane; idx < n; idx += WPB * 32) {
       const int row = idx / U1, unit = idx - row * U1;
       const int64_t t = t0 + row;
       const bool ok = t < P.tokens;
-      cp_async_16(dst + swz(row, blk * U1 + unit, UX), ok ? src0 + t * P.x_stride + unit * 8 : src0,
+      cp_async_16(dst + swz(row, unit, U1), ok ? src0 + t * P.x_stride + unit * 8 : src0,
                   ok ? 16 : 0);
     }
   };
@@ -317,6 +416,17 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
     if (b < my_tiles) load_x(b, b);
     cp_async_commit();
   }
+  // Waits until at most n + (this thread's x groups still allowed in flight) groups remain.
+  auto x_wait = [&](int n) {
+    if (n >= 3)
+      cp_async_wait<3>();
+    else if (n == 2)
+      cp_async_wait<2>();
+    else if (n == 1)
+      cp_async_wait<1>();
+    else
+      cp_async_wait<0>();
+  };
 
   // Remote z addresses of this thread's accumulator rows (fixed for the whole kernel): row a
   // of block c*B1+blk is mid-index k, k = b*nb2 + j goes to CTA j/8, z[j%8][b][8 tokens]; with
@@ -339,7 +449,7 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
   const int a_row1 = blk * q + mt0 * 16 + (lane & 15);  // w1 rows, + e*16
   const int a_unit = lane >> 4;
   const int xb_row = ((lane >> 4) << 3) + (lane & 7);     // x rows (tokens), + 16 per n pair
-  const int xb_unit = blk * (p / 8) + ((lane >> 3) & 1);
+  const int xb_unit = (lane >> 3) & 1;
 
   // ---- stage-2 role: warp w owns w2 rows mt2*16.. (an m-tile) and z token n-tiles
   // ntb .. ntb+NT2-1 (in rho' order), for all 8 j.
@@ -357,18 +467,29 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
                              : 0.0f;
     }
 
-  cp_async_wait<0>();
+  x_wait(NX);       // the weights (the first group) have landed; the x loads may be in flight
   __syncthreads();  // the weights are visible to every warp
+  uint32_t a1[kW1R ? UPW : 1][KS1][4];
+  if constexpr (kW1R) {
+#pragma unroll
+    for (int e = 0; e < UPW; ++e)
+#pragma unroll
+      for (int ks = 0; ks < KS1; ++ks)
+        ldsm_x4(a1[e][ks], s_w1 + swz(a_row1 + e * 16, ks * 2 + a_unit, U1));
+    cluster_arrive();  // these reads of the staging area are done (release)
+  }
   cluster_wait();   // every barrier of the cluster is initialised
-  for (int k = 0; k < my_tiles; ++k) {
-    const int xbuf = NX == 2 ? (k & 1) : 0;
+  // Stage 1 of tile k and its z hand-off (to every CTA's z buffer zb).
+  auto produce = [&](int k) {
+    const int xbuf = k % NX;
     const int zb = NZ == 2 ? (k & 1) : 0;
     const uint32_t use = NZ == 2 ? static_cast<uint32_t>(k >> 1) : static_cast<uint32_t>(k);
-    if (NX == 2)
-      cp_async_wait<1>();
-    else
-      cp_async_wait<0>();
-    x_sync();  // x of this tile (this block's columns) is visible to the block's warps
+    if (xtma) {
+      mbar_wait(s_xbar + 8 * xbuf, static_cast<uint32_t>(k / NX) & 1);  // the box has landed
+    } else {
+      x_wait(NX - 1);
+      x_sync();  // x of this tile (this block's columns) is visible to the block's warps
+    }
 
     // ------------------------------------------------------------ stage 1: y1^T = w1 x^T
     float acc[UPW][4][4];
@@ -379,25 +500,33 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[e][nt][i] = 0.0f;
     {
-      const uint32_t xbase = s_x + xbuf * P.x_bytes;
+      const uint32_t xbase = s_x + xbuf * P.x_bytes + xblk;
+#pragma unroll
       for (int ks = 0; ks < p / 16; ++ks) {
         uint32_t bx[2][4];
 #pragma unroll
         for (int np = 0; np < 2; ++np)
-          ldsm_x4(bx[np], xbase + swz(np * 16 + xb_row, xb_unit + ks * 2, UX));
+          ldsm_x4(bx[np], xbase + swz(np * 16 + xb_row, xb_unit + ks * 2, U1));
 #pragma unroll
         for (int e = 0; e < UPW; ++e) {
           uint32_t a[4];
-          ldsm_x4(a, s_w1 + swz(a_row1 + e * 16, ks * 2 + a_unit, U1));
+          if constexpr (kW1R) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a[i] = a1[e][kW1R ? ks : 0][i];
+          } else {
+            ldsm_x4(a, s_w1 + swz(a_row1 + e * 16, ks * 2 + a_unit, U1));
+          }
 #pragma unroll
           for (int nt = 0; nt < 4; ++nt)
             Elt<T>::mma(acc[e][nt], a, bx[nt >> 1][(nt & 1) * 2], bx[nt >> 1][(nt & 1) * 2 + 1]);
         }
       }
     }
-    x_sync();  // the block's warps are done with x buffer `xbuf`: tile k + NX goes there
+    // The block's warps are done with x buffer `xbuf` (their ldmatrix results fed the MMAs
+    // issued above): tile k + NX goes there.
+    x_sync();
     if (k + NX < my_tiles) load_x(k + NX, xbuf);
-    cp_async_commit();
+    if (!xtma) cp_async_commit();
 
     // z buffer zb of every CTA is free once its readers of tile k - NZ have signalled.
     if (k >= NZ) mbar_wait(s_empty + 8 * zb, (use - 1) & 1);
@@ -417,10 +546,17 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
           st_async_v4(raddr[e][h] + zoff, v, rfull[e][h] + 8 * zb);
       }
     if (solo) mbar_arrive_local(s_full + 8 * zb);
+  };
+  // Stage 2 of tile k (its z complete in this CTA's buffer zb) and the output stores.
+  auto consume = [&](int k) {
+    const int zb = NZ == 2 ? (k & 1) : 0;
+    const uint32_t use = NZ == 2 ? static_cast<uint32_t>(k >> 1) : static_cast<uint32_t>(k);
+    const uint32_t zoff = zb * P.z_bytes;
     mbar_wait(s_full + 8 * zb, use & 1);  // z of this tile complete (all CTAs' stores landed)
     if (tid == 0 && k + NZ < my_tiles) mbar_arm(s_full + 8 * zb, full_bytes);
 
     // ------------------------------------------------------------ stage 2: out^T = w2 z^T
+
     const uint32_t zbase = s_z + zoff;
     uint32_t pk[NT2][4][kJ / 2];
     float ev[NT2][4];
@@ -473,6 +609,34 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
     }
 
     const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
+    if (P.o_off) {
+      // Copy-engine stores: the warp's outputs go to its own staging area as 4 runs (one per qd)
+      // of 2*NT2 consecutive tokens x 16 rows m x 8 j (16 bytes), i.e. the box of omap; lane 0
+      // then stores the 4 boxes (rows past the last token are clipped by the copy engine).
+      const uint32_t ow = s_base + P.o_off + warp * (NT2 * 2048);
+      if (lane == 0) bulk_wait_read();  // this area's stores of the previous tile have read it
+      __syncwarp();
+#pragma unroll
+      for (int nt = 0; nt < NT2; ++nt)
+#pragma unroll
+        for (int pos = 0; pos < 4; ++pos) {
+          const int tt = 2 * nt + (pos & 1);  // token within the run
+          st_shared_v4(ow + (((qd * 2 * NT2 + tt) * 16) + g + 8 * (pos >> 1)) * 16, pk[nt][pos][0],
+                       pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]);
+        }
+      fence_proxy_async_smem();  // the generic-proxy writes above, before the copy engine reads
+      __syncwarp();
+      if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int64_t tr = t0 + 8 * r + 2 * ntb;
+          if (tr < P.tokens)
+            tma_store_3d(&P.omap, ow + r * (2 * NT2) * 256, c * kJ, mt2 * 16, static_cast<int>(tr));
+        }
+        bulk_commit();
+      }
+      return;
+    }
 #pragma unroll
     for (int nt = 0; nt < NT2; ++nt)
 #pragma unroll
@@ -486,8 +650,18 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(const Para
               make_uint4(pk[nt][pos][0], pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]);
         }
       }
+  };
+  // With two z buffers the loop is skewed by one tile: stage 1 of tile k + 1 (and its z
+  // hand-off) runs before stage 2 of tile k, so the wait for tile k's z from the other CTAs is
+  // covered by a whole stage 1 instead of following it.
+  if (NZ == 2 && my_tiles > 0) produce(0);
+  for (int k = 0; k < my_tiles; ++k) {
+    const int kp = NZ == 2 ? k + 1 : k;
+    if (kp < my_tiles) produce(kp);
+    consume(k);
   }
   cp_async_wait<0>();
+  if (P.o_off && lane == 0) bulk_wait_all();
   // No CTA leaves while another may still access its shared memory (every incoming st.async and
   // arrive has been waited for already; this is belt and braces, once per kernel).
   cluster_arrive();
@@ -504,13 +678,26 @@ bool units_ok(int64_t u) { return u == 2 || u == 4 || (u > 0 && u % 8 == 0); }
 
 struct Config {
   bool ok = false;
+  bool w1reg = false;  // a compile-time square shape: w1 in registers (the KB kernels)
+  bool xtma = false;   // x tiles by the copy engine (the KB kernels: one warp per w1 block)
   int C = 0, B1 = 0, UPW = 0, NT2 = 0, nx = 0, nz = 0;
-  int64_t w2_off = 0, x_off = 0, x_bytes = 0, z_off = 0, z_bytes = 0, bar_off = 0, smem = 0,
+  int64_t o_off = 0, o_bytes = 0;  // output staging for the copy-engine stores (0: none)
+  int64_t w1_off = 0, w2_off = 0, x_off = 0, x_bytes = 0, z_off = 0, z_bytes = 0, bar_off = 0, smem = 0,
           tiles = 0;
 };
 
 // Buffering preference when not everything fits: a second z buffer (stage 1 of the next tile
 // overlaps stage 2 of this one across the cluster) before a second x buffer.
+// Copy-engine x loads (the KB kernels) and output stores (where the staging area fits). Both
+// on is the configuration verified on the H200 (tests, sanitizers, timings: see the header);
+// FK_MONARCH90_TMA_OUT=0 (register stores, three x buffers) measured faster at n = 1024 without
+// the copy-engine x loads and has not yet run with them.
+#ifndef FK_MONARCH90_TMA_X
+#define FK_MONARCH90_TMA_X 1
+#endif
+#ifndef FK_MONARCH90_TMA_OUT
+#define FK_MONARCH90_TMA_OUT 1
+#endif
 #ifndef FK_MONARCH90_PREFER_Z2
 #define FK_MONARCH90_PREFER_Z2 1
 #endif
@@ -538,18 +725,40 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   if (p.tokens > (int64_t(1) << 31) * kTile / 2) return c;  // tile index fits int32
   const int64_t w1_bytes = B1 * p.q * p.p * 2, w2_bytes = kJ * p.s * p.r * 2;
   const int64_t x_bytes = kTile * B1 * p.p * 2, z_bytes = kJ * p.r * kTile * 2;
-  const int64_t base = w1_bytes + w2_bytes, bars = 32;
-  // (nx, nz) in order of preference; the first that fits is taken.
-  const int pref[3][2] = {{2, 2},
-                          {FK_MONARCH90_PREFER_Z2 ? 1 : 2, FK_MONARCH90_PREFER_Z2 ? 2 : 1},
-                          {FK_MONARCH90_PREFER_Z2 ? 2 : 1, FK_MONARCH90_PREFER_Z2 ? 1 : 2}};
+  const int64_t bars = 32 + 8 * 24;  // full[2], empty[2], then 3 x barriers per warp
+  // The square shapes compiled with constant block sizes (see pick) keep w1 in registers; it is
+  // staged once through the z buffers, which must hold it.
+  const bool sq = p.p == p.q && p.q == p.r && p.r == p.s;
+  const bool w1reg = sq && ((UPW == 4 && p.s == 64 && B1 == 8) || (UPW == 2 && p.s == 32 && B1 == 8));
+  const int64_t base = (w1reg ? 0 : w1_bytes) + w2_bytes;
+  // The copy-engine output path stages s x 32 tokens x 16 bytes (a run's token coordinate
+  // must fit int32; the row stride must be a multiple of 16 bytes).
+  const bool ostage = FK_MONARCH90_TMA_OUT && p.tokens < (int64_t(1) << 31) - 2 * kTile &&
+                      p.out_row_stride % 8 == 0;
+  const int64_t o_bytes = ostage ? p.s * kTile * 16 : 0;
+  // (nx, nz, staged output) in order of preference; the first that fits is taken. Two x
+  // buffers and the staged output beat three x buffers with register stores; a second z
+  // buffer (stage 1 of the next tile overlaps stage 2 of this one) comes before a second x
+  // buffer.
+  const int pref[7][3] = {{2, 2, 1},
+                          {w1reg ? 3 : 2, 2, 0},
+                          {2, 2, 0},
+                          {1, 2, 1},
+                          {FK_MONARCH90_PREFER_Z2 ? 1 : 2, FK_MONARCH90_PREFER_Z2 ? 2 : 1, 0},
+                          {2, 1, 1},
+                          {FK_MONARCH90_PREFER_Z2 ? 2 : 1, FK_MONARCH90_PREFER_Z2 ? 1 : 2, 0}};
   int nx = 0, nz = 0;
-  for (const auto& pr : pref)
-    if (base + pr[0] * x_bytes + pr[1] * z_bytes + bars <= caps.smem_per_block_optin) {
+  bool ost = false;
+  for (const auto& pr : pref) {
+    if (pr[2] && !ostage) continue;
+    const int64_t bytes = base + pr[0] * x_bytes + pr[1] * z_bytes + (pr[2] ? o_bytes : 0) + bars;
+    if (bytes <= caps.smem_per_block_optin && (!w1reg || w1_bytes <= pr[1] * z_bytes)) {
       nx = pr[0];
       nz = pr[1];
+      ost = pr[2] != 0;
       break;
     }
+  }
   if (nx == 0) return c;
   c.ok = true;
   c.C = static_cast<int>(C);
@@ -558,18 +767,86 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   c.NT2 = static_cast<int>(p.s / 32);
   c.nx = nx;
   c.nz = nz;
-  c.w2_off = w1_bytes;
-  c.x_off = w1_bytes + w2_bytes;
+  c.w1reg = w1reg;
+  // Copy-engine x loads: the KB kernels (WPB = 1), rows of 32, 64 or 128 bytes (the swizzle
+  // widths), token coordinates in int32.
+  c.xtma = FK_MONARCH90_TMA_X && w1reg && (p.p == 16 || p.p == 32 || p.p == 64) &&
+           p.tokens < (int64_t(1) << 31) - 2 * kTile;
+  c.w2_off = w1reg ? 0 : w1_bytes;
+  c.x_off = base;
   c.x_bytes = x_bytes;
   c.z_off = c.x_off + nx * x_bytes;
+  c.w1_off = w1reg ? c.z_off : 0;
   c.z_bytes = z_bytes;
-  c.bar_off = c.z_off + nz * z_bytes;
+  c.o_bytes = ost ? o_bytes : 0;
+  c.o_off = ost ? c.z_off + nz * z_bytes : 0;
+  c.bar_off = c.z_off + nz * z_bytes + c.o_bytes;
   c.smem = c.bar_off + bars;
   c.tiles = (p.tokens + kTile - 1) / kTile;
   return c;
 }
 
 using KernelFn = void (*)(const Params);
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda);
+// null when the driver does not provide it.
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+EncodeTiledFn encode_tiled() {
+  static const EncodeTiledFn fn = []() -> EncodeTiledFn {
+    void* ptr = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    const cudaError_t e =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q);
+#else
+    const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &ptr, cudaEnableDefault, &q);
+#endif
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || ptr == nullptr) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<EncodeTiledFn>(ptr);
+  }();
+  return fn;
+}
+
+// x as (column: nblocks1 * p, token: tokens) in elements, box (p, 32), swizzled in units of p*2
+// bytes (32, 64 or 128), as the kernel's swz(row, unit, p / 8). False when the driver refuses it.
+bool encode_x_map(const MonarchProblem& p, CUtensorMap* map) {
+  const EncodeTiledFn fn = encode_tiled();
+  if (fn == nullptr) return false;
+  const int64_t cols = p.nblocks1 * p.p;
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(p.tokens)};
+  const cuuint64_t strides[1] = {cuuint64_t((p.tokens > 1 ? p.x_row_stride : cols) * 2)};
+  const cuuint32_t box[2] = {cuuint32_t(p.p), cuuint32_t(kTile)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUtensorMapSwizzle sw = p.p == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
+                                : p.p == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                            : CU_TENSOR_MAP_SWIZZLE_32B;
+  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(p.x), dims,
+                        strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
+
+// The output as (j: nb2, m: s, token: tokens) in elements, box (8, 16, 2 * NT2): one run of a
+// warp's staged outputs (see the kernel's store). False when the driver refuses it.
+bool encode_out_map(const MonarchProblem& p, int NT2, CUtensorMap* map) {
+  const EncodeTiledFn fn = encode_tiled();
+  if (fn == nullptr) return false;
+  const cuuint64_t dims[3] = {cuuint64_t(p.nblocks2), cuuint64_t(p.s), cuuint64_t(p.tokens)};
+  const cuuint64_t strides[2] = {cuuint64_t(p.nblocks2 * 2),
+                                 cuuint64_t((p.tokens > 1 ? p.out_row_stride : p.nblocks2 * p.s) * 2)};
+  const cuuint32_t box[3] = {cuuint32_t(kJ), 16u, cuuint32_t(2 * NT2)};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, p.out, dims, strides, box,
+                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
 
 template <class T>
 KernelFn pick(int UPW, int NT2, int KB, int KB1) {
@@ -641,8 +918,7 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.monarch: problem outside the kernel's predicate");
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
-  const bool square = p.p == p.q && p.q == p.r && p.r == p.s;
-  const int KB = square ? static_cast<int>(p.p) : 0;
+  const int KB = c.w1reg ? static_cast<int>(p.p) : 0;
   const KernelFn kernel = p.dtype == DType::BF16 ? pick<__nv_bfloat16>(c.UPW, c.NT2, KB, c.B1)
                                                  : pick<__half>(c.UPW, c.NT2, KB, c.B1);
   if (kernel == nullptr)
@@ -664,6 +940,7 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   static_cast<monarch_io::MonarchIO&>(k) = monarch_io::from_problem(p);
   k.B1 = c.B1;
   k.tiles = static_cast<int32_t>(c.tiles);
+  k.w1_off = static_cast<int32_t>(c.w1_off);
   k.w2_off = static_cast<int32_t>(c.w2_off);
   k.x_off = static_cast<int32_t>(c.x_off);
   k.x_bytes = static_cast<int32_t>(c.x_bytes);
@@ -672,6 +949,9 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   k.bar_off = static_cast<int32_t>(c.bar_off);
   k.nx = c.nx;
   k.nz = c.nz;
+  k.o_off = 0;
+  k.xtma = c.xtma && encode_x_map(p, &k.xmap) ? 1 : 0;
+  if (c.o_off > 0 && encode_out_map(p, c.NT2, &k.omap)) k.o_off = static_cast<int32_t>(c.o_off);
 
   const int64_t grid_clusters = std::min<int64_t>(c.tiles, clusters);
   cudaLaunchConfig_t cfg = {};
