@@ -5,6 +5,11 @@
 // one K range when split); tails in M, N and K are zero-filled by the copies themselves. The
 // epilogue stages the accumulators through the idle pipeline stages and writes D row by row.
 //
+// Tiles (heuristics.h picks one per problem): big 128 x 256 x 64 (8 warps, one CTA per SM),
+// mid 128 x 128 x 64 (4 warps, two CTAs per SM on Hopper, where one CTA's barriers, prologue
+// and epilogue overlap the other's MMAs; split along K for skinny M), small 64 x 64 x 32. Warp
+// tiles are 64 x 64 in the big and mid tiles (128 fp32 accumulators per thread).
+//
 // Mainloop details that matter for speed (read off the SASS; see benchmarks/RESULTS.md):
 //   - one barrier per k-tile (bar.red.popc, whose zero count is OR-ed into the last k16 step's
 //     A fragments): without that data dependency ptxas hoists the last step's MMAs above the
