@@ -8,16 +8,19 @@
 //   mid:   128 x 128 x 64, 4 warps of 64 x 64, 3 stages (96 KiB), two CTAs per SM where the
 //          opt-in limit holds two (227 KiB parts): K <= 4096, and skinny problems (M, N > 64)
 //          with split-K. Each SM then runs two independent pipelines: one CTA's barriers,
-//          prologue and epilogue overlap the other's MMAs. Measured on the H200 (bf16, nn,
-//          tile experiment of 2026-11-30): 434 vs 413 TFLOP/s at 4096^3, 318 vs 264 at
-//          (8192, 8192, 1024), 435 vs 417 at (4096, 12288, 4096); 429 vs 433 at 8192^3 and
-//          411 vs 434 at 16384^3, where the big tile stays
+//          prologue and epilogue overlap the other's MMAs. Mid vs big on the H200 (bf16, nn,
+//          TFLOP/s, 2026-11-30, two runs; benchmarks/RESULTS.md): 434/434 vs 413/416 at
+//          4096^3, 318/331 vs 264/283 at (8192, 8192, 1024), 435/444 vs 417/393 at (4096,
+//          12288, 4096); at 8192^3 429 vs 433 in one run and 421 vs 370 in the other (within
+//          the run-to-run spread), 411 vs 434 at 16384^3: the big tile stays for K > 4096.
+//          (128, 8192, 8192): mid with 4 splits 281 TFLOP/s, small with 2 (the old pick) 230
 //   small:  64 x  64 x 32, 4 warps of 32 x 32, 4 stages (32 KiB): M or N <= 64 and GPUs with
 //          99 KiB per block (sm_86/sm_89), several CTAs per SM, with split-K when the output
 //          tiles cannot fill the GPU
 //
-// Diagnostic (not part of the API): FLASHKIT_SM80_GEMM_TILE=big|mid|small forces a tile where
-// it fits the device (read per call by gemm_sm80.cpp; the tests use it to cover every tile).
+// Diagnostics (not part of the API, read per call by gemm_sm80.cpp): FLASHKIT_SM80_GEMM_TILE=
+// big|mid|small forces a tile where it fits the device (the tests use it to cover the big tile),
+// FLASHKIT_SM80_GEMM_SPLITS=<1..16> the split-K factor.
 #pragma once
 
 #include <algorithm>
