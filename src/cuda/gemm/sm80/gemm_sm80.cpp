@@ -9,11 +9,18 @@
 // whose extent is 1 is never used and is not checked), on a device of compute capability >= 8.0.
 // C, D and bias may have any strides. fp32 or fp8 inputs, fk_gemm_scaled's scales and
 // unaligned operands go to the generic kernel.
+//
+// Each launch logs its tile and split-K factor at FK_LOG_DEBUG ("cuda.sm80.gemm: tile mid
+// 128x128x64, 4 k-splits"), which the GPU test reads to check the heuristics' pick.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/backend.h"
+#include "core/error.h"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/scratch.h"
@@ -54,6 +61,24 @@ bool describe(const void* ptr, int64_t rows, int64_t k, int64_t s_row, int64_t s
     o->batch_stride = s_l;
   }
   return true;
+}
+
+// Diagnostics (not part of the API; read per call so that a test can scope them):
+// FLASHKIT_SM80_GEMM_TILE=big|mid|small forces a tile where it fits the device, and
+// FLASHKIT_SM80_GEMM_SPLITS=<1..16> the split-K factor of batch-1 problems.
+TileKind forced_tile() {
+  const char* e = std::getenv("FLASHKIT_SM80_GEMM_TILE");
+  if (e == nullptr) return TileKind::Auto;
+  if (std::strcmp(e, "big") == 0) return TileKind::Big;
+  if (std::strcmp(e, "mid") == 0) return TileKind::Mid;
+  if (std::strcmp(e, "small") == 0) return TileKind::Small;
+  return TileKind::Auto;
+}
+
+int32_t forced_splits() {
+  const char* e = std::getenv("FLASHKIT_SM80_GEMM_SPLITS");
+  const long v = e != nullptr ? std::strtol(e, nullptr, 10) : 0;
+  return (v >= 1 && v <= 16) ? int32_t(v) : 0;
 }
 
 int64_t ld_for(bool k_major, int64_t rows, int64_t k, int64_t s_row, int64_t s_k) {
@@ -103,16 +128,18 @@ bool build(const DeviceCaps& caps, const GemmProblem& p, GemmParams* g, TileKind
   g->K = int32_t(p.K);
   g->batch = int32_t(p.batch);
 
-  const Schedule s = pick_schedule(M, N, p.K, p.batch, caps.sm_count, caps.smem_per_block_optin);
+  Schedule s = pick_schedule(M, N, p.K, p.batch, caps.sm_count, caps.smem_per_block_optin,
+                             forced_tile());
   *tile = s.tile;
-  const int bm = s.tile == TileKind::Big ? BigTile::BM : SmallTile::BM;
-  const int bn = s.tile == TileKind::Big ? BigTile::BN : SmallTile::BN;
-  const int64_t tiles_m = ceil_div(M, bm), tiles_n = ceil_div(N, bn);
+  const TileShape shape = tile_shape(s.tile);
+  const int64_t tiles_m = ceil_div(M, shape.bm), tiles_n = ceil_div(N, shape.bn);
   if (tiles_m * tiles_n > kMaxI32) return false;
   g->tiles_m = int32_t(tiles_m);
   g->tiles_n = int32_t(tiles_n);
   g->group_m = 8;
-  const int64_t k_tiles = ceil_div(p.K, s.tile == TileKind::Big ? BigTile::BK : SmallTile::BK);
+  const int64_t k_tiles = ceil_div(p.K, shape.bk);
+  if (const int32_t fs = forced_splits(); fs > 0 && p.batch == 1 && k_tiles >= 1)
+    s.splits = int32_t(std::min<int64_t>(fs, k_tiles));
   g->splits = s.splits;
   g->k_tiles_per_split = int32_t(s.splits > 1 ? ceil_div(k_tiles, s.splits) : (k_tiles > 0 ? k_tiles : 1));
   if (s.splits > 1) g->splits = int32_t(ceil_div(k_tiles, g->k_tiles_per_split));
@@ -167,6 +194,10 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
     FK_RETURN_IF_ERROR(arena.alloc(size_t(g.splits) * size_t(g.M) * size_t(g.N) * sizeof(float),
                                    &partials, "cuda.sm80.gemm split-K partials"));
     g.partials = static_cast<float*>(partials);
+  }
+  if (log_enabled(FK_LOG_DEBUG)) {
+    log_message(FK_LOG_DEBUG, "cuda.sm80.gemm: tile %s, %d k-splits", tile_name(tile),
+                int(g.splits));
   }
   const fk_status_t st = p.ab_dtype == DType::BF16 ? launch_gemm_bf16(g, tile, layout, stream)
                                                    : launch_gemm_f16(g, tile, layout, stream);

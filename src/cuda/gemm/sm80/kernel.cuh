@@ -5,6 +5,16 @@
 // one K range when split); tails in M, N and K are zero-filled by the copies themselves. The
 // epilogue stages the accumulators through the idle pipeline stages and writes D row by row.
 //
+// Tiles (heuristics.h picks one per problem): big 128 x 256 x 64 (8 warps, one CTA per SM),
+// mid 128 x 128 x 64 (4 warps, two CTAs per SM on Hopper, where one CTA's barriers, prologue
+// and epilogue overlap the other's MMAs; split along K for skinny M), small 64 x 64 x 32. Warp
+// tiles are 64 x 64 in the big and mid tiles (128 fp32 accumulators per thread, 246-254
+// registers on sm_90a, so 8 warps per SM either way). On the H200 (SM80 family forced, bf16,
+// 2026-11-30, benchmarks/RESULTS.md) this runs at 0.57 / 0.60 / 0.62 of cuBLAS at 4096^3 /
+// 8192^3 / 16384^3, 0.45-0.47 at K = 1024, 0.73 at M = 128: about 70% of the mma.sync ceiling
+// (629 TFLOP/s at 8 warps per SM); ncu of the mid kernel at K = 1024: tensor pipe 51% busy,
+// 43% of issue gaps a fixed-latency dependency stall with 2 warps per scheduler.
+//
 // Mainloop details that matter for speed (read off the SASS; see benchmarks/RESULTS.md):
 //   - one barrier per k-tile (bar.red.popc, whose zero count is OR-ed into the last k16 step's
 //     A fragments): without that data dependency ptxas hoists the last step's MMAs above the

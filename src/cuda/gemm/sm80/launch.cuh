@@ -1,5 +1,5 @@
 // Host side of the kernel instantiations: grid, shared-memory limit, launch. Included by the
-// per-dtype translation units; 2 tile shapes x 3 layouts per dtype.
+// per-dtype translation units; 3 tile shapes x 3 layouts per dtype.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -19,6 +19,10 @@ fk_status_t launch_one(const GemmParams& p, cudaStream_t stream) {
     FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      Cfg::kSmemBytes),
                 "cuda.sm80.gemm: raising the kernel's shared-memory limit");
+    // All of the L1/shared array as shared memory: the mid tile's two 96 KiB CTAs per SM.
+    FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                     int(cudaSharedmemCarveoutMaxShared)),
+                "cuda.sm80.gemm: setting the kernel's shared-memory carveout");
   }
   const dim3 grid(unsigned(p.tiles_m) * unsigned(p.tiles_n), unsigned(p.splits),
                   unsigned(p.batch < 65535 ? p.batch : 65535));
@@ -37,8 +41,11 @@ fk_status_t launch_layout(const GemmParams& p, Layout layout, cudaStream_t strea
 
 template <class T>
 fk_status_t launch_dtype(const GemmParams& p, TileKind tile, Layout layout, cudaStream_t stream) {
-  return tile == TileKind::Big ? launch_layout<T, BigTile>(p, layout, stream)
-                               : launch_layout<T, SmallTile>(p, layout, stream);
+  switch (tile) {
+    case TileKind::Big: return launch_layout<T, BigTile>(p, layout, stream);
+    case TileKind::Mid: return launch_layout<T, MidTile>(p, layout, stream);
+    default: return launch_layout<T, SmallTile>(p, layout, stream);
+  }
 }
 
 }  // namespace sm80

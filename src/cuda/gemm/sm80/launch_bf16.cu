@@ -1,4 +1,4 @@
-// bf16 inputs: the sm80-class GEMM's instantiations (2 tile shapes x 3 layouts).
+// bf16 inputs: the sm80-class GEMM's instantiations (3 tile shapes x 3 layouts).
 #include "cuda/gemm/sm80/launch.cuh"
 
 namespace flashkit {
