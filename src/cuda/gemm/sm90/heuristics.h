@@ -6,8 +6,10 @@
 //
 // Tuning knobs for benchmarking (not part of the API), read once per process:
 // FLASHKIT_SM90_GEMM_GROUP=<1..64>, FLASHKIT_SM90_GEMM_RASTER=m|n and
-// FLASHKIT_SM90_GEMM_SPLITS=<1..64> override the table; FLASHKIT_SM90_GEMM_EPILOGUE=regs keeps D
-// on the register-store epilogue, =generic also drops its typed fast path.
+// FLASHKIT_SM90_GEMM_SPLITS=<1..64> and FLASHKIT_SM90_GEMM_STAGES=3|4 override the table;
+// FLASHKIT_SM90_GEMM_EPILOGUE=regs keeps D on the register-store epilogue, =generic also drops
+// its typed fast path; FLASHKIT_SM90_GEMM_IDLE=0 lets warpgroups whose rows are all past M
+// multiply zeros as before.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,8 @@ struct TuningOverrides {
   int32_t splits = 0;        // FLASHKIT_SM90_GEMM_SPLITS, 1..64
   bool generic_epilogue = false;  // FLASHKIT_SM90_GEMM_EPILOGUE=generic
   bool register_epilogue = false;  // FLASHKIT_SM90_GEMM_EPILOGUE=regs (no copy-engine stores)
+  int32_t stages = 0;        // FLASHKIT_SM90_GEMM_STAGES, 3 or 4
+  bool no_idle_skip = false;  // FLASHKIT_SM90_GEMM_IDLE=0
 };
 
 inline const TuningOverrides& tuning_overrides() {
@@ -47,6 +51,10 @@ inline const TuningOverrides& tuning_overrides() {
     const char* e = std::getenv("FLASHKIT_SM90_GEMM_EPILOGUE");
     o.generic_epilogue = e && std::strcmp(e, "generic") == 0;
     o.register_epilogue = e && std::strcmp(e, "regs") == 0;
+    const int32_t st = ranged("FLASHKIT_SM90_GEMM_STAGES");
+    o.stages = (st == 3 || st == 4) ? st : 0;
+    const char* idle = std::getenv("FLASHKIT_SM90_GEMM_IDLE");
+    o.no_idle_skip = idle && std::strcmp(idle, "0") == 0;
     return o;
   }();
   return t;
@@ -93,6 +101,18 @@ inline int32_t pick_splits(int64_t total_tiles, int64_t k_tiles, int32_t sm_coun
   if (tuning_overrides().splits) s = tuning_overrides().splits;
   if (s > k_tiles) s = k_tiles > 0 ? k_tiles : 1;
   return int32_t(s);
+}
+
+// Ring depth: 4 stages (32 KB of epilogue staging) or 3 (64 KB), kernel.cuh. Split-K launches
+// (skinny M against long K: one unit per CTA, operands streamed once with little reuse) take
+// the deeper ring, more bytes in flight per SM; their epilogue runs once per CTA, so the
+// smaller staging costs them nothing. FLASHKIT_SM90_GEMM_STAGES=3|4 overrides.
+inline int32_t pick_stages(int32_t splits, int64_t total_tiles, int32_t k_tiles) {
+  (void)total_tiles;
+  (void)k_tiles;
+  int32_t st = splits > 1 ? 4 : 3;
+  if (tuning_overrides().stages) st = tuning_overrides().stages;
+  return st;
 }
 
 // Persistent grid: one CTA per SM (the kernel's 227 KB of shared memory allows no second), or

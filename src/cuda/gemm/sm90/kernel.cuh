@@ -34,9 +34,12 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages>
 struct GemmKernel {
-  using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB>;
+  using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB, Stages>;
+  // The epilogue's copy-engine boxes take what the ring leaves: 4 per warpgroup (64 KB) beside
+  // 3 stages, 2 (32 KB) beside 4.
+  using EpiStorage = EpilogueStorage<Stages == 3 ? 4 : 2>;
   static constexpr int kThreads = 384;
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
@@ -51,7 +54,7 @@ struct GemmKernel {
 
   struct SharedStorage {
     typename Mainloop::SharedStorage mainloop;
-    EpilogueStorage epilogue;
+    EpiStorage epilogue;
     typename Mainloop::Pipeline::SharedStorage pipeline;
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage));
@@ -110,7 +113,13 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     TmaStoreState tma_state;  // copy-engine path: box reuse across tiles
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
       const TileCoord tc = scheduler.coord(t);
-      if (tc.k_end > tc.k_begin) {
+      // This warpgroup's 64 rows of the tile all past M (uniform over the warpgroup): keep the
+      // ring moving, skip the MMAs (Mainloop::skip).
+      const bool idle_rows = params.scheduler.skip_idle_rows != 0 &&
+                             int64_t(tc.m) * kTileM + (mma_thread / 128) * kEpiRows >= params.epilogue.M;
+      if (tc.k_end > tc.k_begin && idle_rows) {
+        Mainloop::skip(pipeline, read, tc.k_end - tc.k_begin);
+      } else if (tc.k_end > tc.k_begin) {
         Mainloop::mma(pipeline, read, smem.mainloop, accum, tc.k_end - tc.k_begin, mma_thread);
       } else {
         clear(accum);  // K = 0: D = act(beta C + bias)

@@ -15,8 +15,8 @@ namespace cuda {
 namespace sm90 {
 
 // The CTA tile: 128 x 256 output, K steps of 128 bytes (64 fp16/bf16 or 128 fp8 elements: one
-// 128-byte swizzle row), a 3-deep ring (the fourth stage's shared memory stages D for the
-// copy-engine stores).
+// 128-byte swizzle row), a 3- or 4-deep ring (GemmArgs::stages; what the ring leaves of the
+// 227 KB stages D for the copy-engine stores).
 constexpr int kTileM = 128, kTileN = 256, kTileKBytes = 128;
 constexpr int tile_k_for(DType t) { return kTileKBytes / dtype_bytes(t); }
 
@@ -79,6 +79,9 @@ struct TileSchedulerParams {
   int32_t raster_n = 0;
   int32_t k_tiles = 0;  // ceil(K / tile_k_for(dtype))
   int32_t splits = 1;   // 1 <= splits <= max(k_tiles, 1)
+  // A consumer warpgroup whose rows of the tile are all past M skips its MMAs (kernel.cuh);
+  // FLASHKIT_SM90_GEMM_IDLE=0 turns it off, for measurement.
+  int32_t skip_idle_rows = 1;
 };
 
 // Split-K reduction: every unit of a tile stores its fp32 partial tile; the last unit to finish
@@ -97,6 +100,7 @@ struct GemmArgs {
   TileSchedulerParams scheduler;
   SplitKParams splitk;
   int32_t grid = 1;  // persistent CTAs
+  int32_t stages = 3;  // ring depth, 3 or 4 (heuristics.h, pick_stages)
 };
 
 // One launcher per input dtype (launch_bf16.cu, launch_f16.cu), each holding the four layout
