@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
         const TileCoord tc = scheduler.coord(t);
         Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
-                       tc.k_begin, tc.k_end);
+                       tc.k_begin, tc.k_end, tc.k_step);
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
       pipeline.producer_tail(write);
@@ -117,10 +117,11 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       // ring moving, skip the MMAs (Mainloop::skip).
       const bool idle_rows = params.scheduler.skip_idle_rows != 0 &&
                              int64_t(tc.m) * kTileM + (mma_thread / 128) * kEpiRows >= params.epilogue.M;
-      if (tc.k_end > tc.k_begin && idle_rows) {
-        Mainloop::skip(pipeline, read, tc.k_end - tc.k_begin);
-      } else if (tc.k_end > tc.k_begin) {
-        Mainloop::mma(pipeline, read, smem.mainloop, accum, tc.k_end - tc.k_begin, mma_thread);
+      const int32_t k_count = tc.k_count();
+      if (k_count > 0 && idle_rows) {
+        Mainloop::skip(pipeline, read, k_count);
+      } else if (k_count > 0) {
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread);
       } else {
         clear(accum);  // K = 0: D = act(beta C + bias)
       }

@@ -148,12 +148,13 @@ struct Mainloop {
     cute::prefetch_tma_descriptor(p.tma_b.get_tma_descriptor());
   }
 
-  // Producer (one thread): enqueues k-tiles [k_begin, k_end) of output tile (m, n), batch l.
+  // Producer (one thread): enqueues k-tiles k_begin, k_begin + k_step, ... below k_end of output
+  // tile (m, n), batch l.
   // `p` must be the kernel's __grid_constant__ parameter: the copy engine reads its descriptor
   // from there.
   __device__ __forceinline__ static void load(const Params& p, Pipeline& pipeline, PipelineState& write,
                               SharedStorage& smem, int32_t m, int32_t n, int64_t l,
-                              int32_t k_begin, int32_t k_end) {
+                              int32_t k_begin, int32_t k_end, int32_t k_step) {
     using namespace cute;
     Tensor sA = make_tensor(make_smem_ptr(smem.a.data()), SmemLayoutA{});  // (BM, BK, PIPE)
     Tensor sB = make_tensor(make_smem_ptr(smem.b.data()), SmemLayoutB{});  // (BN, BK, PIPE)
@@ -169,7 +170,7 @@ struct Mainloop {
     Tensor tAsA = cta_a.partition_D(sA);                  // (TMA, TMA_M, TMA_K, PIPE)
     Tensor tBgB = cta_b.partition_S(gB(_, _, n, _, lb));
     Tensor tBsB = cta_b.partition_D(sB);
-    for (int32_t k = k_begin; k < k_end; ++k) {
+    for (int32_t k = k_begin; k < k_end; k += k_step) {
       pipeline.producer_acquire(write);
       auto* full = pipeline.producer_get_barrier(write);
       const int stage = write.index();
