@@ -240,10 +240,11 @@ TEST_CASE("sm90 gemm: small copy-engine store case for the sanitizers",
 // at least 8 k-tiles) and to tiles of at most 32 k-tiles, so these shapes take it by
 // construction on the H200 (132 SMs), with D through both boxes (16-bit D alternating them, fp32
 // D filling the pair per chunk), C on the register path, tails, M <= 64 (the second consumer
-// warpgroup idle: Mainloop::skip), interleaved split-K units with uneven k-tile counts (K tails),
-// and more tiles than CTAs (the box alternation carried from tile to tile). Longer K (the
+// warpgroup idle: Mainloop::skip), split-K slices of uneven k-tile counts (K tails), and more
+// tiles than CTAs (the box alternation carried from tile to tile). Longer K (the
 // 4097-extent and epilogue cases) keeps the 3-stage ring. FLASHKIT_SM90_GEMM_STAGES=3|4 in the
-// environment forces one ring on every case.
+// environment forces one ring on every case (FLASHKIT_SM90_GEMM_SPLITK=interleave, the other
+// split-K order).
 TEST_CASE("sm90 gemm: 4-stage ring on split-K shapes (2 boxes, idle warpgroup)",
           "[gpu][gemm][sm90][deep_ring]") {
   struct S {
@@ -257,7 +258,7 @@ TEST_CASE("sm90 gemm: 4-stage ring on split-K shapes (2 boxes, idle warpgroup)",
       {70, 520, 1500, DT::BF16, DT::BF16, true, false, true},     // C: register path
       {1, 4096, 8192, DT::BF16, DT::F16, false, true, false},     // one row
       {129, 1000, 2048, DT::F16, DT::F16, true, true, false},     // 2 tile rows, 1 live row
-      {24, 1000, 4100, DT::BF16, DT::BF16, false, true, false},   // 65 k-tiles over 16 units
+      {24, 1000, 4100, DT::BF16, DT::BF16, false, true, false},   // 65 k-tiles, 16 slices
       {1100, 4000, 130, DT::BF16, DT::F32, false, false, false},  // 144 tiles, no split
       {1100, 4000, 130, DT::F16, DT::F16, true, true, false},     // 144 tiles, 16-bit D
   };

@@ -7,7 +7,7 @@
 // Tuning knobs for benchmarking (not part of the API), read once per process:
 // FLASHKIT_SM90_GEMM_GROUP=<1..64>, FLASHKIT_SM90_GEMM_RASTER=m|n and
 // FLASHKIT_SM90_GEMM_SPLITS=<1..64> and FLASHKIT_SM90_GEMM_STAGES=3|4 override the table,
-// FLASHKIT_SM90_GEMM_SPLITK=slices gives each split-K unit a contiguous slice of K;
+// FLASHKIT_SM90_GEMM_SPLITK=interleave gives split-K unit s the k-tiles s, s + splits, ...;
 // FLASHKIT_SM90_GEMM_EPILOGUE=regs keeps D on the register-store epilogue, =generic also drops
 // its typed fast path; FLASHKIT_SM90_GEMM_IDLE=0 lets warpgroups whose rows are all past M
 // multiply zeros as before.
@@ -33,7 +33,7 @@ struct TuningOverrides {
   bool register_epilogue = false;  // FLASHKIT_SM90_GEMM_EPILOGUE=regs (no copy-engine stores)
   int32_t stages = 0;        // FLASHKIT_SM90_GEMM_STAGES, 3 or 4
   bool no_idle_skip = false;  // FLASHKIT_SM90_GEMM_IDLE=0
-  bool splitk_slices = false;  // FLASHKIT_SM90_GEMM_SPLITK=slices
+  bool splitk_interleave = false;  // FLASHKIT_SM90_GEMM_SPLITK=interleave
 };
 
 inline const TuningOverrides& tuning_overrides() {
@@ -58,7 +58,7 @@ inline const TuningOverrides& tuning_overrides() {
     const char* idle = std::getenv("FLASHKIT_SM90_GEMM_IDLE");
     o.no_idle_skip = idle && std::strcmp(idle, "0") == 0;
     const char* sk = std::getenv("FLASHKIT_SM90_GEMM_SPLITK");
-    o.splitk_slices = sk && std::strcmp(sk, "slices") == 0;
+    o.splitk_interleave = sk && std::strcmp(sk, "interleave") == 0;
     return o;
   }();
   return t;
@@ -108,12 +108,13 @@ inline int32_t pick_splits(int64_t total_tiles, int64_t k_tiles, int32_t sm_coun
 }
 
 // Ring depth: 4 stages (32 KB of epilogue staging) or 3 (64 KB), kernel.cuh. Measured on the
-// H200 (benchmarks/RESULTS.md, "Ring depth, idle warpgroups, interleaved split-K"), in-process
-// against the same knob forced: 4 stages ran fp8 4096^3 12% faster (132 -> 118 us), fp8
-// 8192 x 8192 x 1024 4% faster and the long-K shapes (8192^3, 64-128 k-tiles) within 1%, so
-// the deeper ring goes to tiles of at most 32 k-tiles, where the ring's refill after each
-// tile's epilogue weighs most, and to split-K units (one unit per CTA: the smaller staging
-// costs them nothing). FLASHKIT_SM90_GEMM_STAGES=3|4 overrides.
+// H200 (benchmarks/RESULTS.md, "Ring depth, idle warpgroups, split-K order"; one device run,
+// one process per setting): 4 stages ran fp8 4096^3 in 118 us against 132 (116 us in the next
+// run), fp8 8192 x 8192 x 1024 4% faster, and the long-K shapes (8192^3, 64-128 k-tiles) and
+// the split-K shapes within the run-to-run spread, so the deeper ring goes to tiles of at most
+// 32 k-tiles, where the ring's refill after each tile's epilogue weighs most, and to split-K
+// units (one unit per CTA: the smaller staging costs them nothing).
+// FLASHKIT_SM90_GEMM_STAGES=3|4 overrides.
 inline int32_t pick_stages(int32_t splits, int64_t total_tiles, int32_t k_tiles) {
   (void)total_tiles;
   int32_t st = (splits > 1 || k_tiles <= 32) ? 4 : 3;

@@ -68,8 +68,8 @@ struct EpilogueParams {
 // The persistent work order: tiles are numbered batch-major; inside a batch, groups of `group`
 // tile rows (raster_n = 0) or tile columns (raster_n = 1) are walked column by column (row by
 // row), so the CTAs running at one time share operand panels in L2. With split-K each tile is
-// `splits` consecutive work units, unit s covering every splits-th k-tile from s (or a
-// contiguous slice: splitk_interleave).
+// `splits` consecutive work units, unit s covering k-tiles [s k_tiles / splits,
+// (s + 1) k_tiles / splits) (or every splits-th k-tile from s: splitk_interleave).
 struct TileSchedulerParams {
   int64_t total_tiles = 0;
   int64_t total_units = 0;  // total_tiles * splits
@@ -79,10 +79,10 @@ struct TileSchedulerParams {
   int32_t raster_n = 0;
   int32_t k_tiles = 0;  // ceil(K / tile_k_for(dtype))
   int32_t splits = 1;   // 1 <= splits <= max(k_tiles, 1)
-  // Split-K order: 1, unit s covers k-tiles s, s + splits, ... (interleaved); 0, a contiguous
-  // slice [s k_tiles / splits, (s + 1) k_tiles / splits). FLASHKIT_SM90_GEMM_SPLITK=slices
-  // selects the slices, for measurement.
-  int32_t splitk_interleave = 1;
+  // Split-K order: 0 (default), unit s covers the contiguous slice [s k_tiles / splits,
+  // (s + 1) k_tiles / splits); 1, k-tiles s, s + splits, ... (FLASHKIT_SM90_GEMM_SPLITK=
+  // interleave, for measurement: slower on the H200).
+  int32_t splitk_interleave = 0;
   // A consumer warpgroup whose rows of the tile are all past M skips its MMAs (kernel.cuh);
   // FLASHKIT_SM90_GEMM_IDLE=0 turns it off, for measurement.
   int32_t skip_idle_rows = 1;

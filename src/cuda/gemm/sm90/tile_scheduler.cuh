@@ -49,9 +49,10 @@ struct TileScheduler {
     c.tile = t;
     c.split = int32_t(u - t * p.splits);
     if (p.splitk_interleave) {
-      // Unit s takes k-tiles s, s + splits, ...: the units of a tile run side by side and read
-      // neighbouring k-tiles at the same time, so each row of a K-major operand is fetched in
-      // runs of splits x 128 bytes from one DRAM page rather than 128 bytes per page opening.
+      // Diagnostic order (FLASHKIT_SM90_GEMM_SPLITK=interleave): unit s takes k-tiles s,
+      // s + splits, ..., so the units of a tile read neighbouring k-tiles at the same time. Meant
+      // to fetch K-major rows in longer runs per DRAM page; measured slower on the H200 (M = 16:
+      // 40-51 against 46-59 TFLOP/s for the slices, benchmarks/RESULTS.md), so not the default.
       c.k_begin = c.split;
       c.k_end = p.k_tiles;
       c.k_step = p.splits;
