@@ -228,7 +228,16 @@ def main():
     ap.add_argument("--family", default="auto", choices=sorted(fkbench.FAMILIES),
                     help="force a kernel family (e.g. sm80 runs the sm80-class GEMM on Hopper)")
     ap.add_argument("--json", default=None, help="default: $OUT/gemm_bench.json")
+    ap.add_argument("--shapes", nargs="+", default=None, metavar="MxNxK",
+                    help="only these shapes of the main and FP8 lists (e.g. 16x8192x8192)")
+    ap.add_argument("--no-fused", action="store_true", help="skip the GEMM + bias + GELU rows")
+    ap.add_argument("--label", default="",
+                    help="tag printed on each row (e.g. the FLASHKIT_SM90_GEMM_* knobs of this run)")
     args = ap.parse_args()
+    if args.shapes:
+        keep = {tuple(int(x) for x in s.lower().split("x")) for s in args.shapes}
+        SHAPES[:] = [s for s in SHAPES if s in keep] + [s for s in keep if s not in SHAPES]
+        FP8_SHAPES[:] = [s for s in FP8_SHAPES if s in keep]
 
     fk = Flashkit(args.lib, args.family)
     if args.profile:
@@ -282,7 +291,7 @@ def main():
                 torch.cuda.empty_cache()
 
     # Fused epilogue: flashkit GEMM + bias + GELU (tanh) against matmul, then bias add and GELU.
-    for dname in ([] if args.skip_main else args.dtype):
+    for dname in ([] if (args.skip_main or args.no_fused) else args.dtype):
         dtype = dtypes[dname]
         for (M, N, K) in FUSED_SHAPES:
             sets = input_sets(M, N, K, dtype, "nn", with_bias=True)
@@ -385,7 +394,7 @@ def main():
         print(f"{label:<10}{r['dtype']:<6}{r['layout']:<4}"
               f"{r['M']:>6}{r['N']:>7}{r['K']:>7}{r['flashkit_tflops']:>9.1f}{r['torch_tflops']:>8.1f}"
               f"{r['ratio']:>7.3f}{(f'{anchor:.0f}' if anchor else '-'):>8}{r['rel_err_vs_torch']:>9.1e}"
-              f"  {r['variant']}")
+              f"  {r['variant']} {args.label}")
     return 0
 
 

@@ -235,6 +235,78 @@ TEST_CASE("sm90 gemm: small copy-engine store case for the sanitizers",
   run(c, 42001);
 }
 
+// The 4-stage ring (heuristics.h, pick_stages) with 2 copy-engine boxes a warpgroup: the
+// heuristics give it to every split-K launch (grids of at most half the GPU's SMs in tiles, K of
+// at least 8 k-tiles) and to tiles of at most 32 k-tiles, so these shapes take it by
+// construction on the H200 (132 SMs), with D through both boxes (16-bit D alternating them, fp32
+// D filling the pair per chunk), C on the register path, tails, M <= 64 (the second consumer
+// warpgroup idle: Mainloop::skip), split-K slices of uneven k-tile counts (K tails), and more
+// tiles than CTAs (the box alternation carried from tile to tile). Longer K (the
+// 4097-extent and epilogue cases) keeps the 3-stage ring. FLASHKIT_SM90_GEMM_STAGES=3|4 in the
+// environment forces one ring on every case (FLASHKIT_SM90_GEMM_SPLITK=interleave, the other
+// split-K order).
+TEST_CASE("sm90 gemm: 4-stage ring on split-K shapes (2 boxes, idle warpgroup)",
+          "[gpu][gemm][sm90][deep_ring]") {
+  struct S {
+    int64_t M, N, K;
+    DT ab, cd;
+    bool trans_a, trans_b, with_c;
+  };
+  const S shapes[] = {
+      {16, 2048, 4096, DT::BF16, DT::BF16, false, false, false},  // 8 tiles x 16 splits
+      {100, 1000, 2500, DT::F16, DT::F32, false, true, false},    // fp32 D, one box pair
+      {70, 520, 1500, DT::BF16, DT::BF16, true, false, true},     // C: register path
+      {1, 4096, 8192, DT::BF16, DT::F16, false, true, false},     // one row
+      {129, 1000, 2048, DT::F16, DT::F16, true, true, false},     // 2 tile rows, 1 live row
+      {24, 1000, 4100, DT::BF16, DT::BF16, false, true, false},   // 65 k-tiles, 16 slices
+      {1100, 4000, 130, DT::BF16, DT::F32, false, false, false},  // 144 tiles, no split
+      {1100, 4000, 130, DT::F16, DT::F16, true, true, false},     // 144 tiles, 16-bit D
+  };
+  int i = 0;
+  for (const S& sh : shapes) {
+    Case c;
+    c.M = sh.M;
+    c.N = sh.N;
+    c.K = sh.K;
+    c.ab = sh.ab;
+    c.cd = sh.cd;
+    c.trans_a = sh.trans_a;
+    c.trans_b = sh.trans_b;
+    c.with_c = sh.with_c;
+    c.beta = sh.with_c ? 0.5f : 0.0f;
+    c.with_bias = (i % 2) == 0;
+    c.act = i % 4;
+    run(c, 43000 + uint64_t(i++));
+  }
+  // fp8 through the same ring: per-row and per-column scales, bf16 and fp32 out.
+  for (int j = 0; j < 2; ++j) {
+    Case c;
+    c.scaled = true;
+    c.ab = DT::E4M3;
+    c.b_dt_set = true;
+    c.b_dt = j == 0 ? DT::E4M3 : DT::E5M2;
+    c.M = j == 0 ? 64 : 128;
+    c.N = 1024;
+    c.K = 4096;
+    c.trans_b = true;
+    c.cd = j == 0 ? DT::BF16 : DT::F32;
+    c.scale_a = 2;
+    c.scale_b = 2 - j;
+    c.with_bias = j == 1;
+    c.act = 2;
+    run(c, 43100 + uint64_t(j));
+  }
+  // No split-K (79 tiles), 3-stage ring, M = 40: the second warpgroup idle on every tile of a
+  // persistent CTA's loop.
+  Case c;
+  c.M = 40;
+  c.N = 20000;
+  c.K = 200;
+  c.with_bias = true;
+  c.act = 1;
+  run(c, 43200);
+}
+
 TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {
   fkgemm::cases_stream(target(), 0);
 }

@@ -30,26 +30,29 @@ constexpr int kEpiPitch = kEpiChunk + 4;   // words per staged row
 constexpr int kEpiRows = kTileM / 2;       // rows per consumer warpgroup
 
 // The copy-engine store path (epilogue_store_tma) stages D in boxes of 64 rows x 128 bytes
-// (64 fp16/bf16 or 32 fp32 columns), 128-byte swizzled, four boxes per consumer warpgroup: a
-// warpgroup's whole 64 x 256 share of a 16-bit tile, half of an fp32 one.
+// (64 fp16/bf16 or 32 fp32 columns), 128-byte swizzled, four boxes per consumer warpgroup (a
+// warpgroup's whole 64 x 256 share of a 16-bit tile, half of an fp32 one) beside the 3-stage
+// ring, two beside the 4-stage ring (EpilogueStorage's Boxes).
 constexpr int kEpiBoxBytes = kEpiRows * 128;
-constexpr int kEpiBoxes = 4;
 
 // What the copy-engine path remembers between tiles (per thread, uniform over a warpgroup), in
 // one register (it stays live across the mainloop): bit 0, the parity of the chunks stored so
-// far (fp32: which box pair is next); bits 1-3, the chunks the previous tile stored (16-bit:
-// the box reuse rule).
+// far (4 boxes, fp32: which box pair is next; 2 boxes, 16-bit: which box is next); bits 1-3, the
+// chunks the previous tile stored (4 boxes, 16-bit: the box reuse rule).
 struct TmaStoreState {
   uint32_t bits = 4u << 1;
 };
 
+template <int Boxes>
 struct EpilogueStorage {
+  static constexpr int kBoxes = Boxes;  // copy-engine boxes per consumer warpgroup (2 or 4)
+  static_assert(Boxes == 2 || Boxes == 4, "2 or 4 boxes a warpgroup");
   // The two paths never run in one launch (EpilogueParams::tma_store is launch-uniform). The
   // storage starts 1024-byte aligned (it follows the mainloop's stages, whose size is a multiple
   // of 1024: kernel.cuh checks), as the 128-byte swizzle of the copy engine requires.
   union {
-    float stage[2][kEpiRows * kEpiPitch];      // register-store path: one buffer per warpgroup
-    uint8_t box[2][kEpiBoxes][kEpiBoxBytes];   // copy-engine path: [warpgroup][box]
+    float stage[2][kEpiRows * kEpiPitch];   // register-store path: one buffer per warpgroup
+    uint8_t box[2][Boxes][kEpiBoxBytes];    // copy-engine path: [warpgroup][box]
   };
   int32_t splitk_last;                   // split-K: this CTA's unit finished its tile last
 };
@@ -65,9 +68,9 @@ struct EpilogueStorage {
 // through L2 (ld.global.cg), never a stale L1 line.
 // Threads whose rows are all past M (skinny problems: M = 16 uses 16 of the tile's 128 rows)
 // neither store nor read partials: the epilogue never stores their values.
-template <class TiledMma, class Accum>
+template <class TiledMma, class Accum, class Storage>
 __device__ __forceinline__ bool splitk_reduce(const SplitKParams& sk, int32_t splits, Accum& accum,
-                                              EpilogueStorage& smem, int mma_thread, int64_t tile,
+                                              Storage& smem, int mma_thread, int64_t tile,
                                               int32_t split, int32_t rows_left) {
   constexpr int kVals = decltype(cute::size(accum))::value;  // 128 per thread
   TiledMma tiled_mma;
@@ -267,9 +270,9 @@ __device__ __forceinline__ void epilogue_chunk_vec(const EpilogueParams& e, cons
 // consumer thread `mma_thread` (0..255). `accum` is the thread's wgmma fragment of the
 // TiledMma's 128 x 256 tile. kScaled (the fp8 instantiations): the accumulators are multiplied
 // by scale_a[m] * scale_b[n] as they are staged, before alpha and the rest of the epilogue.
-template <class TiledMma, bool kScaled, class Accum>
+template <class TiledMma, bool kScaled, class Accum, class Storage>
 __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Accum& accum,
-                                               EpilogueStorage& smem, int mma_thread,
+                                               Storage& smem, int mma_thread,
                                                int32_t m_tile, int32_t n_tile, int64_t l) {
   using namespace cute;
   TiledMma tiled_mma;
@@ -449,9 +452,9 @@ __device__ __forceinline__ uint32_t box_offset(int r, int b) {
 // engine clips rows past M and columns past N (it writes whole 16-byte units, so the host sends
 // here only D whose rows are a multiple of 16 bytes long). `d_map`: D's tensor map (N, M, L),
 // box (128 bytes, 64, 1).
-template <class TiledMma, bool kScaled, class Accum>
+template <class TiledMma, bool kScaled, class Accum, class Storage>
 __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, const void* d_map,
-                                                   const Accum& accum, EpilogueStorage& smem,
+                                                   const Accum& accum, Storage& smem,
                                                    int mma_thread, int32_t m_tile, int32_t n_tile,
                                                    int64_t l, TmaStoreState& st) {
   using namespace cute;
@@ -494,11 +497,15 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
   // (register indices must be compile-time constants) and the math is one copy.
   constexpr int kQuarter = 8;  // values per step
   constexpr int kSteps = kPerChunk / kQuarter;
-  static_assert(kEpiBoxes == kChunks, "16-bit D: one box per chunk");
-  // 16-bit D, box reuse: if the previous tile stored all 4 chunks, the store that last used box
-  // c (its chunk c) has exactly 3 groups committed after it when chunk c is about to be written
-  // here, so "at most 3 pending" is enough; after a shorter tile, drain everything once.
-  if (!wide && (st.bits >> 1) < uint32_t(kChunks) && t == 0) tma_store_wait<0>();
+  constexpr int kBoxes = Storage::kBoxes;
+  static_assert(kBoxes == kChunks || kBoxes == 2, "16-bit D: a box per chunk, or two alternating");
+  // Every chunk commits one bulk group (issued and waited for by the warpgroup's thread 0).
+  // 4 boxes, 16-bit D, box reuse: if the previous tile stored all 4 chunks, the store that last
+  // used box c (its chunk c) has exactly 3 groups committed after it when chunk c is about to be
+  // written here, so "at most 3 pending" is enough; after a shorter tile, drain everything once.
+  // 2 boxes, 16-bit D: chunks alternate the boxes over the whole launch (`st` carries the
+  // parity), so the newest group always used the other box: "at most 1 pending".
+  if (kBoxes == 4 && !wide && (st.bits >> 1) < uint32_t(kChunks) && t == 0) tma_store_wait<0>();
   uint32_t parity = st.bits & 1u, done = 0;
 #pragma unroll 1
   for (int ch = 0; ch < kChunks; ++ch) {
@@ -506,13 +513,23 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
     ++done;
     // The box this chunk fills must have been read out by the store that used it last.
-    const int buf = wide ? 2 * int(parity) : ch;
+    // fp32 D fills a pair of boxes per chunk: with 4 boxes the two pairs alternate, with 2 the
+    // one pair is reused by every chunk.
+    const int buf = kBoxes == 4 ? (wide ? 2 * int(parity) : ch) : (wide ? 0 : int(parity));
     parity ^= 1u;
     if (t == 0) {
-      if (wide) {
-        tma_store_wait<1>();  // the newest group used the other pair
+      if (kBoxes == 4) {
+        if (wide) {
+          tma_store_wait<1>();  // the newest group used the other pair
+        } else {
+          tma_store_wait<3>();
+        }
       } else {
-        tma_store_wait<3>();
+        if (wide) {
+          tma_store_wait<0>();  // the only pair
+        } else {
+          tma_store_wait<1>();  // the newest group used the other box
+        }
       }
     }
     cutlass::arch::NamedBarrier::sync(128, wg);

@@ -97,7 +97,10 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   s.k_tiles = int32_t((p.K + tile_k - 1) / tile_k);
   s.splits = pick_splits(s.total_tiles, s.k_tiles, caps.sm_count);
   s.total_units = s.total_tiles * s.splits;
+  s.skip_idle_rows = tuning_overrides().no_idle_skip ? 0 : 1;
+  s.splitk_interleave = tuning_overrides().splitk_interleave ? 1 : 0;
   g->grid = pick_grid(s.total_units, caps.sm_count);
+  g->stages = pick_stages(s.splits, s.total_tiles, s.k_tiles);
 
   EpilogueParams& e = g->epilogue;
   e.d = p.d;

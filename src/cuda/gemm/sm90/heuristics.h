@@ -1,13 +1,16 @@
 // The Hopper GEMM's heuristics table: one place that picks, per problem, what the kernel leaves
-// to run time. This first version has one CTA tile (128 x 256 x 64, 3 stages plus 64 KB of
-// epilogue staging for the copy-engine stores of D: wgmma's 64 x 256 instruction twice, in
-// 227 KB); the table chooses the grid, the tile order (raster direction and group size of the
-// grouped raster, tile_scheduler.cuh) and the split-K factor.
+// to run time. One CTA tile (128 x 256 x 64: wgmma's 64 x 256 instruction twice) with a ring of
+// 3 stages plus 64 KB of epilogue staging for the copy-engine stores of D, or 4 stages plus
+// 32 KB (227 KB either way); the table chooses the ring depth, the grid, the tile order (raster
+// direction and group size of the grouped raster, tile_scheduler.cuh) and the split-K factor.
 //
 // Tuning knobs for benchmarking (not part of the API), read once per process:
 // FLASHKIT_SM90_GEMM_GROUP=<1..64>, FLASHKIT_SM90_GEMM_RASTER=m|n and
-// FLASHKIT_SM90_GEMM_SPLITS=<1..64> override the table; FLASHKIT_SM90_GEMM_EPILOGUE=regs keeps D
-// on the register-store epilogue, =generic also drops its typed fast path.
+// FLASHKIT_SM90_GEMM_SPLITS=<1..64> and FLASHKIT_SM90_GEMM_STAGES=3|4 override the table,
+// FLASHKIT_SM90_GEMM_SPLITK=interleave gives split-K unit s the k-tiles s, s + splits, ...;
+// FLASHKIT_SM90_GEMM_EPILOGUE=regs keeps D on the register-store epilogue, =generic also drops
+// its typed fast path; FLASHKIT_SM90_GEMM_IDLE=0 lets warpgroups whose rows are all past M
+// multiply zeros as before.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +31,9 @@ struct TuningOverrides {
   int32_t splits = 0;        // FLASHKIT_SM90_GEMM_SPLITS, 1..64
   bool generic_epilogue = false;  // FLASHKIT_SM90_GEMM_EPILOGUE=generic
   bool register_epilogue = false;  // FLASHKIT_SM90_GEMM_EPILOGUE=regs (no copy-engine stores)
+  int32_t stages = 0;        // FLASHKIT_SM90_GEMM_STAGES, 3 or 4
+  bool no_idle_skip = false;  // FLASHKIT_SM90_GEMM_IDLE=0
+  bool splitk_interleave = false;  // FLASHKIT_SM90_GEMM_SPLITK=interleave
 };
 
 inline const TuningOverrides& tuning_overrides() {
@@ -47,6 +53,12 @@ inline const TuningOverrides& tuning_overrides() {
     const char* e = std::getenv("FLASHKIT_SM90_GEMM_EPILOGUE");
     o.generic_epilogue = e && std::strcmp(e, "generic") == 0;
     o.register_epilogue = e && std::strcmp(e, "regs") == 0;
+    const int32_t st = ranged("FLASHKIT_SM90_GEMM_STAGES");
+    o.stages = (st == 3 || st == 4) ? st : 0;
+    const char* idle = std::getenv("FLASHKIT_SM90_GEMM_IDLE");
+    o.no_idle_skip = idle && std::strcmp(idle, "0") == 0;
+    const char* sk = std::getenv("FLASHKIT_SM90_GEMM_SPLITK");
+    o.splitk_interleave = sk && std::strcmp(sk, "interleave") == 0;
     return o;
   }();
   return t;
@@ -93,6 +105,21 @@ inline int32_t pick_splits(int64_t total_tiles, int64_t k_tiles, int32_t sm_coun
   if (tuning_overrides().splits) s = tuning_overrides().splits;
   if (s > k_tiles) s = k_tiles > 0 ? k_tiles : 1;
   return int32_t(s);
+}
+
+// Ring depth: 4 stages (32 KB of epilogue staging) or 3 (64 KB), kernel.cuh. Measured on the
+// H200 (benchmarks/RESULTS.md, "Ring depth, idle warpgroups, split-K order"; one device run,
+// one process per setting): 4 stages ran fp8 4096^3 in 118 us against 132 (116 us in the next
+// run), fp8 8192 x 8192 x 1024 4% faster, and the long-K shapes (8192^3, 64-128 k-tiles) and
+// the split-K shapes within the run-to-run spread, so the deeper ring goes to tiles of at most
+// 32 k-tiles, where the ring's refill after each tile's epilogue weighs most, and to split-K
+// units (one unit per CTA: the smaller staging costs them nothing).
+// FLASHKIT_SM90_GEMM_STAGES=3|4 overrides.
+inline int32_t pick_stages(int32_t splits, int64_t total_tiles, int32_t k_tiles) {
+  (void)total_tiles;
+  int32_t st = (splits > 1 || k_tiles <= 32) ? 4 : 3;
+  if (tuning_overrides().stages) st = tuning_overrides().stages;
+  return st;
 }
 
 // Persistent grid: one CTA per SM (the kernel's 227 KB of shared memory allows no second), or

@@ -3,22 +3,31 @@
 //
 // 384 threads in three warpgroups. Warpgroup 0 is the producer: it gives most of its registers
 // back (setmaxnreg 40) and one thread issues the copy-engine loads for every tile this CTA
-// owns, running up to 3 stages ahead, across tile boundaries too. Warpgroups 1 and 2 are the
-// consumers (setmaxnreg 232, for the 128 fp32 accumulators each thread holds): they multiply
-// each tile cooperatively, 64 rows each, then each writes its half of the tile through the
-// epilogue while the producer already fills the ring with the next tile's stages. Under
+// owns, running up to 3 or 4 stages ahead (the ring depth, a template parameter chosen by
+// heuristics.h), across tile boundaries too. Warpgroups 1 and 2 are the consumers (setmaxnreg
+// 232, for the 128 fp32 accumulators each thread holds): they multiply each tile cooperatively,
+// 64 rows each, then each writes its half of the tile through the epilogue while the producer
+// already fills the ring with the next tile's stages. A consumer whose 64 rows all lie past M
+// (M <= 64, or the last tile row) only waits for and releases each stage (Mainloop::skip). Under
 // split-K a unit covers a slice of K and only the tile's last unit runs the epilogue.
 //
 // Epilogue (issue 7): where D allows it (row-major, 16-byte aligned base, pitch and batch
 // stride, rows a whole number of 16-byte units, no C term) the consumers stage D in shared
 // memory, 64-row x 128-byte swizzled boxes, and hand each box to the copy engine
-// (cp.async.bulk.tensor stores, one bulk group per box): a 16-bit tile has a box per 64-column
-// chunk (64 KB for the CTA, paid for with the ring's fourth stage), so the consumers go back to
-// the next tile's MMAs at once and the stores drain under them; a box is waited for only when
-// the next tile reuses it. Other D (C term, column-major, unaligned) keeps the register-store
-// path. Measured on the H200 (benchmarks/RESULTS.md, "Copy-engine (TMA) store epilogue"): 0.92-
-// 1.07x cuBLAS on the square shapes, 0.73x at K = 1024 (was 0.65x); a fixed cost of 5-10 us per
-// tile remains with the stores off the consumers' path, so it lies elsewhere (not isolated).
+// (cp.async.bulk.tensor stores, one bulk group per box). Beside the 3-stage ring a 16-bit tile
+// has a box per 64-column chunk (64 KB for the CTA), so the consumers go back to the next tile's
+// MMAs at once and the stores drain under them; a box is waited for only when the next tile
+// reuses it. Beside the 4-stage ring there are 2 boxes a warpgroup (32 KB), which 16-bit chunks
+// alternate (fp32 chunks fill the pair). Other D (C term, column-major, unaligned) keeps the
+// register-store path. The 4-stage ring goes to tiles of at most 32 k-tiles and to split-K.
+// Measured on the H200 (benchmarks/RESULTS.md, "Ring depth, idle warpgroups" under the Hopper
+// GEMM): bf16 0.92-1.08x cuBLAS on the square shapes, 0.75x at K = 1024, 0.67-0.74x at
+// M = 16 / 128; fp8 0.89-1.03x _scaled_mm on the square shapes (4096^3 1180 TFLOP/s, was
+// 946-1038 with 3 stages), 0.55x at K = 1024, 0.89-0.94x at M = 16 / 128 (cuBLAS's own time
+// for the skinny shapes moves by up to 1.4x between processes). A fixed cost of ~7 us per
+// tile remains (ncu, 8192 x 8192 x 1024 bf16: tensor pipe active 58% of the kernel's 253 us),
+// not isolated; the skinny shapes read B at ~2.8 TB/s (ncu, M = 16: DRAM 59% of peak) whatever
+// the ring depth.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -34,9 +43,12 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages>
 struct GemmKernel {
-  using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB>;
+  using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB, Stages>;
+  // The epilogue's copy-engine boxes take what the ring leaves: 4 per warpgroup (64 KB) beside
+  // 3 stages, 2 (32 KB) beside 4.
+  using EpiStorage = EpilogueStorage<Stages == 3 ? 4 : 2>;
   static constexpr int kThreads = 384;
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
@@ -51,7 +63,7 @@ struct GemmKernel {
 
   struct SharedStorage {
     typename Mainloop::SharedStorage mainloop;
-    EpilogueStorage epilogue;
+    EpiStorage epilogue;
     typename Mainloop::Pipeline::SharedStorage pipeline;
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage));
@@ -95,7 +107,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
         const TileCoord tc = scheduler.coord(t);
         Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
-                       tc.k_begin, tc.k_end);
+                       tc.k_begin, tc.k_end, tc.k_step);
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
       pipeline.producer_tail(write);
@@ -110,8 +122,15 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     TmaStoreState tma_state;  // copy-engine path: box reuse across tiles
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
       const TileCoord tc = scheduler.coord(t);
-      if (tc.k_end > tc.k_begin) {
-        Mainloop::mma(pipeline, read, smem.mainloop, accum, tc.k_end - tc.k_begin, mma_thread);
+      // This warpgroup's 64 rows of the tile all past M (uniform over the warpgroup): keep the
+      // ring moving, skip the MMAs (Mainloop::skip).
+      const bool idle_rows = params.scheduler.skip_idle_rows != 0 &&
+                             int64_t(tc.m) * kTileM + (mma_thread / 128) * kEpiRows >= params.epilogue.M;
+      const int32_t k_count = tc.k_count();
+      if (k_count > 0 && idle_rows) {
+        Mainloop::skip(pipeline, read, k_count);
+      } else if (k_count > 0) {
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread);
       } else {
         clear(accum);  // K = 0: D = act(beta C + bias)
       }

@@ -1,6 +1,6 @@
 // Host side of one kernel instantiation: copy-engine descriptors, parameter block, grid, launch.
-// Included by the per-dtype translation units (launch_bf16.cu, launch_f16.cu), which list the
-// instantiations; keeping them to 2 dtypes x 4 layouts holds the build to a few minutes.
+// Included by the per-dtype translation units (launch_bf16.cu, launch_f16.cu, launch_fp8_*.cu),
+// which list the instantiations: 4 layouts (fp8: 2 B formats) x 2 ring depths each.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -43,9 +43,9 @@ inline bool encode_d_map(const EpilogueParams& e, cute::TmaDescriptor* map) {
   return r == CUDA_SUCCESS && descriptor_encoded(map, sizeof(*map));
 }
 
-template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
-fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
-  using Kernel = GemmKernel<ElementA, ElementB, KMajorA, KMajorB>;
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages>
+fk_status_t launch_config(const GemmArgs& g, cudaStream_t stream) {
+  using Kernel = GemmKernel<ElementA, ElementB, KMajorA, KMajorB, Stages>;
   typename Kernel::Params params;
   params.mainloop = Kernel::Mainloop::make_params(g);
   if (!descriptor_encoded(params.mainloop.tma_a.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
@@ -68,6 +68,13 @@ fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
               "cuda.sm90.gemm: raising the kernel's shared-memory limit");
   kernel<<<dim3(unsigned(g.grid)), dim3(Kernel::kThreads), Kernel::kSmemBytes, stream>>>(params);
   return check_launch("cuda.sm90.gemm kernel");
+}
+
+// Ring depth (GemmArgs::stages): both depths are instantiated for every layout.
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
+fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
+  return g.stages == 4 ? launch_config<ElementA, ElementB, KMajorA, KMajorB, 4>(g, stream)
+                       : launch_config<ElementA, ElementB, KMajorA, KMajorB, 3>(g, stream);
 }
 
 template <class Element>

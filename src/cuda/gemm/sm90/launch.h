@@ -15,8 +15,8 @@ namespace cuda {
 namespace sm90 {
 
 // The CTA tile: 128 x 256 output, K steps of 128 bytes (64 fp16/bf16 or 128 fp8 elements: one
-// 128-byte swizzle row), a 3-deep ring (the fourth stage's shared memory stages D for the
-// copy-engine stores).
+// 128-byte swizzle row), a 3- or 4-deep ring (GemmArgs::stages; what the ring leaves of the
+// 227 KB stages D for the copy-engine stores).
 constexpr int kTileM = 128, kTileN = 256, kTileKBytes = 128;
 constexpr int tile_k_for(DType t) { return kTileKBytes / dtype_bytes(t); }
 
@@ -69,7 +69,7 @@ struct EpilogueParams {
 // tile rows (raster_n = 0) or tile columns (raster_n = 1) are walked column by column (row by
 // row), so the CTAs running at one time share operand panels in L2. With split-K each tile is
 // `splits` consecutive work units, unit s covering k-tiles [s k_tiles / splits,
-// (s + 1) k_tiles / splits).
+// (s + 1) k_tiles / splits) (or every splits-th k-tile from s: splitk_interleave).
 struct TileSchedulerParams {
   int64_t total_tiles = 0;
   int64_t total_units = 0;  // total_tiles * splits
@@ -79,6 +79,13 @@ struct TileSchedulerParams {
   int32_t raster_n = 0;
   int32_t k_tiles = 0;  // ceil(K / tile_k_for(dtype))
   int32_t splits = 1;   // 1 <= splits <= max(k_tiles, 1)
+  // Split-K order: 0 (default), unit s covers the contiguous slice [s k_tiles / splits,
+  // (s + 1) k_tiles / splits); 1, k-tiles s, s + splits, ... (FLASHKIT_SM90_GEMM_SPLITK=
+  // interleave, for measurement: slower on the H200).
+  int32_t splitk_interleave = 0;
+  // A consumer warpgroup whose rows of the tile are all past M skips its MMAs (kernel.cuh);
+  // FLASHKIT_SM90_GEMM_IDLE=0 turns it off, for measurement.
+  int32_t skip_idle_rows = 1;
 };
 
 // Split-K reduction: every unit of a tile stores its fp32 partial tile; the last unit to finish
@@ -97,6 +104,7 @@ struct GemmArgs {
   TileSchedulerParams scheduler;
   SplitKParams splitk;
   int32_t grid = 1;  // persistent CTAs
+  int32_t stages = 3;  // ring depth, 3 or 4 (heuristics.h, pick_stages)
 };
 
 // One launcher per input dtype (launch_bf16.cu, launch_f16.cu), each holding the four layout

@@ -22,7 +22,7 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-template <class ElementA_, class ElementB_, bool KMajorA, bool KMajorB>
+template <class ElementA_, class ElementB_, bool KMajorA, bool KMajorB, int Stages>
 struct Mainloop {
   // cute::half_t or cute::bfloat16_t (both operands), or cute::float_e4m3_t /
   // cute::float_e5m2_t (each operand its own, K-major only).
@@ -33,9 +33,12 @@ struct Mainloop {
   static_assert(!kFp8 || (KMajorA && KMajorB), "wgmma reads 8-bit operands K-major only");
   static constexpr int kTileK = kTileKBytes / int(sizeof(ElementA));
   using TileShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
-  // 3 stages (144 KB): the fourth went to the epilogue's staging (64 KB, a whole 16-bit tile),
-  // so that D's stores drain under the next tile's mainloop instead of stalling the epilogue.
-  static constexpr int kStages = 3;
+  // Ring depth (heuristics.h, pick_stages): 3 stages (144 KB) beside 64 KB of epilogue staging
+  // (a whole 16-bit tile, so that D's stores drain under the next tile's mainloop), or 4 stages
+  // (192 KB) beside 32 KB of staging (half a tile: the epilogue waits for its own first stores
+  // once per tile) for launches that stream operands with little reuse (split-K, skinny M).
+  static constexpr int kStages = Stages;
+  static_assert(Stages == 3 || Stages == 4, "ring of 3 or 4 stages");
 
   static constexpr cute::GMMA::Major kMajorA = KMajorA ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
   static constexpr cute::GMMA::Major kMajorB = KMajorB ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
@@ -145,12 +148,13 @@ struct Mainloop {
     cute::prefetch_tma_descriptor(p.tma_b.get_tma_descriptor());
   }
 
-  // Producer (one thread): enqueues k-tiles [k_begin, k_end) of output tile (m, n), batch l.
+  // Producer (one thread): enqueues k-tiles k_begin, k_begin + k_step, ... below k_end of output
+  // tile (m, n), batch l.
   // `p` must be the kernel's __grid_constant__ parameter: the copy engine reads its descriptor
   // from there.
   __device__ __forceinline__ static void load(const Params& p, Pipeline& pipeline, PipelineState& write,
                               SharedStorage& smem, int32_t m, int32_t n, int64_t l,
-                              int32_t k_begin, int32_t k_end) {
+                              int32_t k_begin, int32_t k_end, int32_t k_step) {
     using namespace cute;
     Tensor sA = make_tensor(make_smem_ptr(smem.a.data()), SmemLayoutA{});  // (BM, BK, PIPE)
     Tensor sB = make_tensor(make_smem_ptr(smem.b.data()), SmemLayoutB{});  // (BN, BK, PIPE)
@@ -166,7 +170,7 @@ struct Mainloop {
     Tensor tAsA = cta_a.partition_D(sA);                  // (TMA, TMA_M, TMA_K, PIPE)
     Tensor tBgB = cta_b.partition_S(gB(_, _, n, _, lb));
     Tensor tBsB = cta_b.partition_D(sB);
-    for (int32_t k = k_begin; k < k_end; ++k) {
+    for (int32_t k = k_begin; k < k_end; k += k_step) {
       pipeline.producer_acquire(write);
       auto* full = pipeline.producer_get_barrier(write);
       const int stage = write.index();
@@ -230,6 +234,21 @@ struct Mainloop {
     warpgroup_wait<0>();
     warpgroup_fence_operand(accum);
     pipeline.consumer_release(release);
+  }
+
+  // A consumer warpgroup whose 64 rows of the tile all lie past M (skinny problems: M <= 64
+  // leaves the second warpgroup nothing to compute) takes part in the ring's protocol without
+  // issuing MMAs: it waits for each stage and releases it at once, so the tensor cores do the
+  // useful half only. Its accumulators are never stored (the epilogue and split-K skip rows
+  // past M).
+  __device__ __forceinline__ static void skip(Pipeline& pipeline, PipelineState& read,
+                                              int32_t k_tiles) {
+    CUTE_NO_UNROLL
+    for (int32_t k = 0; k < k_tiles; ++k) {
+      pipeline.consumer_wait(read);
+      pipeline.consumer_release(read);
+      ++read;
+    }
   }
 };
 

@@ -24,8 +24,12 @@ struct TileCoord {
   int64_t l;        // batch index
   int64_t tile;     // linear tile index (split-K bookkeeping)
   int32_t split;    // which K slice of the tile this unit covers
-  int32_t k_begin;  // k-tiles [k_begin, k_end)
+  int32_t k_begin;  // k-tiles k_begin, k_begin + k_step, ... below k_end
   int32_t k_end;
+  int32_t k_step;
+  __device__ __forceinline__ int32_t k_count() const {
+    return k_end > k_begin ? (k_end - k_begin + k_step - 1) / k_step : 0;
+  }
 };
 
 struct TileScheduler {
@@ -44,8 +48,19 @@ struct TileScheduler {
     const int64_t t = p.splits == 1 ? u : u / p.splits;
     c.tile = t;
     c.split = int32_t(u - t * p.splits);
-    c.k_begin = int32_t(int64_t(c.split) * p.k_tiles / p.splits);
-    c.k_end = int32_t(int64_t(c.split + 1) * p.k_tiles / p.splits);
+    if (p.splitk_interleave) {
+      // Diagnostic order (FLASHKIT_SM90_GEMM_SPLITK=interleave): unit s takes k-tiles s,
+      // s + splits, ..., so the units of a tile read neighbouring k-tiles at the same time. Meant
+      // to fetch K-major rows in longer runs per DRAM page; measured slower on the H200 (M = 16:
+      // 40-51 against 46-59 TFLOP/s for the slices, benchmarks/RESULTS.md), so not the default.
+      c.k_begin = c.split;
+      c.k_end = p.k_tiles;
+      c.k_step = p.splits;
+    } else {
+      c.k_begin = int32_t(int64_t(c.split) * p.k_tiles / p.splits);
+      c.k_end = int32_t(int64_t(c.split + 1) * p.k_tiles / p.splits);
+      c.k_step = 1;
+    }
     c.l = t / p.tiles_per_batch;
     const int32_t r = static_cast<int32_t>(t - c.l * p.tiles_per_batch);
     // The grouped dimension (walked fastest inside a group) and the other one.
