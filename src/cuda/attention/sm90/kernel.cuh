@@ -30,9 +30,12 @@ namespace flashkit {
 namespace cuda {
 namespace sm90_attention {
 
-template <class Element, int kHeadDim, int kBlockN>
+template <class Element, int kHeadDim, int kBlockN, bool kFmaExp2_ = false>
 struct AttentionKernel {
   using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN>;
+  // A quarter of the softmax's exp2 on the FMA pipe (softmax.cuh, ex2_fma): head_dim 64, where
+  // the MUFU unit's exp2 rate equals the tensor cores' rate per key.
+  static constexpr bool kFmaExp2 = kFmaExp2_;
   static constexpr int kThreads = 384;
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
@@ -93,14 +96,26 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       auto write_k = cutlass::make_producer_start_state<Pipeline>();
       auto write_v = cutlass::make_producer_start_state<Pipeline>();
       int iter = 0;  // tiles with rows (varlen skips the empty ones everywhere)
+      const int32_t bsel = a.cu_seqlens_q != nullptr ? 0 : 1;  // varlen: one batch entry
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
         const WorkTile w = scheduler.tile(t);
         if (w.empty) continue;
         // Q of the previous tile released by both consumer warpgroups.
         if (iter > 0) cutlass::arch::ClusterBarrier::wait(&smem.q_empty, (iter - 1) & 1);
+        if (a.prefetch_next) {
+          // This CTA's next tile with rows: its Q and first key/value tiles into L2 now, a
+          // whole tile ahead of their loads (see Mainloop::prefetch_tile).
+          for (int64_t u = scheduler.next(t); scheduler.valid(u); u = scheduler.next(u)) {
+            const WorkTile x = scheduler.tile(u);
+            if (x.empty) continue;
+            Mainloop::prefetch_tile(params.mainloop, x.m_block, x.h, x.hk, x.b * bsel, x.row0_q,
+                                    x.row0_k, x.n_min, x.n_max, Mainloop::kStages + a.kv_ahead);
+            break;
+          }
+        }
         Mainloop::load(params.mainloop, pipe_k, pipe_v, write_k, write_v, smem.mainloop,
-                       &smem.q_full, w.m_block, w.h, w.hk, a.cu_seqlens_q != nullptr ? 0 : w.b,
-                       w.row0_q, w.row0_k, w.n_min, w.n_max);
+                       &smem.q_full, w.m_block, w.h, w.hk, w.b * bsel, w.row0_q, w.row0_k,
+                       w.n_min, w.n_max, a.kv_ahead);
         ++iter;
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
@@ -190,7 +205,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         ++read_k;
         if (w.n_max - 1 == w.n_min) release_q();  // that was the tile's only S GEMM
         logits_and_mask(w.n_max - 1);
-        softmax.step(tSrS, scale, corr);  // O is still 0: no rescale
+        softmax.template step<Kernel::kFmaExp2>(tSrS, scale, corr);  // O is still 0: no rescale
         convert_fragment(tSrS, tOrP);
         for (int n = w.n_max - 2; n >= w.n_min; --n) {
           pipe_k.consumer_wait(read_k);
@@ -204,7 +219,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           ++read_k;
           if (n == w.n_min) release_q();  // the tile's last S GEMM has read Q
           logits_and_mask(n);
-          softmax.step(tSrS, scale, corr);
+          softmax.template step<Kernel::kFmaExp2>(tSrS, scale, corr);
           warpgroup_wait<0>();
           pipe_v.consumer_release(read_v);
           ++read_v;
@@ -228,7 +243,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           pipe_k.consumer_release(read_k);
           ++read_k;
           logits_and_mask(n);
-          softmax.step(tSrS, scale, corr);
+          softmax.template step<Kernel::kFmaExp2>(tSrS, scale, corr);
           OnlineSoftmax::rescale(tOrO, corr);
           convert_fragment(tSrS, tOrP);
           pipe_v.consumer_wait(read_v);
@@ -241,7 +256,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       release_q();  // no-op when the mainloop released Q already
       float lse[2];
       softmax.finalize(tOrO, lse);
-      store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
+      if (!a.diag_nostore)
+        store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
       ++iter;
     }
   }
