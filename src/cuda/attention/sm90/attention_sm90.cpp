@@ -42,10 +42,8 @@ int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : st
 // consumers' plain S / softmax / P V order instead of the overlapped one;
 // FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets both consumer warpgroups issue GEMMs at will;
 // FLASHKIT_SM90_ATTENTION_SECTIONS=0 walks masked problems longest tile first over all heads at
-// once; FLASHKIT_SM90_ATTENTION_PREFETCH (bits: 1 next tile, 2 key/value tiles ahead) sets the
-// producer's L2 prefetches; FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE=1 skips the output stores
-// (timing diagnosis only: the output is then not written); FLASHKIT_SM90_ATTENTION_FMA_EXP2=0
-// keeps every exp2 of the head_dim 64 softmax on the MUFU unit.
+// once; FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE=1 skips the output stores (timing diagnosis only:
+// the output is then not written).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -58,9 +56,7 @@ struct Flags {
   bool overlap = env_flag("FLASHKIT_SM90_ATTENTION_OVERLAP");
   bool pingpong = env_flag("FLASHKIT_SM90_ATTENTION_PINGPONG");
   bool sections = env_flag("FLASHKIT_SM90_ATTENTION_SECTIONS");
-  int prefetch = env_int("FLASHKIT_SM90_ATTENTION_PREFETCH", 1);
   bool diag_nostore = env_int("FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE", 0) != 0;
-  bool fma_exp2 = env_flag("FLASHKIT_SM90_ATTENTION_FMA_EXP2");
 };
 const Flags& flags() {
   static const Flags f;
@@ -149,13 +145,17 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.grid = int32_t(std::min<int64_t>(a.total_tiles, sms));
   a.overlap = flags().overlap ? 1 : 0;
   a.pingpong = flags().pingpong ? 1 : 0;
-  a.prefetch_next = (flags().prefetch & 1) ? 1 : 0;
-  a.kv_ahead = (flags().prefetch & 2) ? 2 : 0;
   a.diag_nostore = flags().diag_nostore ? 1 : 0;
-  a.fma_exp2 = flags().fma_exp2 ? 1 : 0;
-  if (a.longest_first && flags().sections) {
-    // Heads whose keys and values fit in about half the L2 (24 MiB when the size is unknown),
-    // whole GQA groups at a time; one section when everything fits.
+  if (a.longest_first && flags().sections && int64_t(p.batch) * p.nheads * 4 >= a.grid) {
+    // Head sections (tile_scheduler.cuh) where the all-heads longest-first order loses L2 reuse:
+    // with at least a quarter as many (batch, head) pairs as CTAs, one wave of that order holds
+    // at most about four query tiles of a head, whose next ones come waves later, so short
+    // causal problems with many heads read their keys and values from device memory about once
+    // per query tile. Sections hold the heads whose keys and values fit in about half the L2
+    // (whole GQA groups). With fewer heads, consecutive query tiles of a head share a wave and
+    // the plain order keeps its load balance: sections of about one to three waves there (8k
+    // and 16k causal at head_dim 256, 16k at 128) were measured 2-37% slower (with static
+    // round-robin tiles some CTAs then get the longest tile of every section).
     const int64_t l2 = ctx.caps->l2_bytes > 0 ? ctx.caps->l2_bytes : (int64_t(48) << 20);
     const int64_t kv_head_bytes =
         int64_t(p.seqlen_k) * padded_head_dim(p.head_dim) * 2 * int64_t(sizeof(uint16_t));

@@ -12,7 +12,17 @@
 // The S GEMM of key tile n - 1 is issued together with the P V GEMM of tile n, so the
 // softmax of one tile runs while the tensor cores work on the other (FA3 Section 3.2).
 // Register split: 40 for the producer (24 made ptxas spill the copy-engine coordinates) and
-// 232 for each consumer thread (40 * 128 + 232 * 256 <= 64K).
+// 232 for each consumer thread: 40 * 128 + 232 * 256 = 168 * 384, exactly the CTA's allocation
+// at launch. setmaxnreg.inc only takes registers this CTA's own warps gave back, so a producer
+// count of 48 (which would still fit the SM's 64K) hangs the consumers at their setmaxnreg.
+//
+// Status on the H200 (benchmarks/RESULTS.md, "Branch attn6"): 0.62-0.98x cuDNN 9.19 over the
+// standard grid (median 0.87), worst at short sequences and causal. Tried there and removed: an
+// L2 prefetch of the producer's next work tile (Q and first K/V tiles; 2-21% slower, issued
+// between the Q-released wait and the Q load), a quarter of head_dim 64's exp2 on the FMA pipe
+// (no gain). Kept: causal head sections (tile_scheduler.cuh; +8-29% measured at short causal
+// head_dim 128/256). FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE=1 skips the output stores to time the
+// epilogue (the next suspect: ~40% of a 512-key tile is tile-boundary cost).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -30,12 +40,9 @@ namespace flashkit {
 namespace cuda {
 namespace sm90_attention {
 
-template <class Element, int kHeadDim, int kBlockN, bool kFmaExp2_ = false>
+template <class Element, int kHeadDim, int kBlockN>
 struct AttentionKernel {
   using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN>;
-  // A quarter of the softmax's exp2 on the FMA pipe (softmax.cuh, ex2_fma): head_dim 64, where
-  // the MUFU unit's exp2 rate equals the tensor cores' rate per key.
-  static constexpr bool kFmaExp2 = kFmaExp2_;
   static constexpr int kThreads = 384;
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
@@ -96,26 +103,14 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       auto write_k = cutlass::make_producer_start_state<Pipeline>();
       auto write_v = cutlass::make_producer_start_state<Pipeline>();
       int iter = 0;  // tiles with rows (varlen skips the empty ones everywhere)
-      const int32_t bsel = a.cu_seqlens_q != nullptr ? 0 : 1;  // varlen: one batch entry
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
         const WorkTile w = scheduler.tile(t);
         if (w.empty) continue;
         // Q of the previous tile released by both consumer warpgroups.
         if (iter > 0) cutlass::arch::ClusterBarrier::wait(&smem.q_empty, (iter - 1) & 1);
-        if (a.prefetch_next) {
-          // This CTA's next tile with rows: its Q and first key/value tiles into L2 now, a
-          // whole tile ahead of their loads (see Mainloop::prefetch_tile).
-          for (int64_t u = scheduler.next(t); scheduler.valid(u); u = scheduler.next(u)) {
-            const WorkTile x = scheduler.tile(u);
-            if (x.empty) continue;
-            Mainloop::prefetch_tile(params.mainloop, x.m_block, x.h, x.hk, x.b * bsel, x.row0_q,
-                                    x.row0_k, x.n_min, x.n_max, Mainloop::kStages + a.kv_ahead);
-            break;
-          }
-        }
         Mainloop::load(params.mainloop, pipe_k, pipe_v, write_k, write_v, smem.mainloop,
-                       &smem.q_full, w.m_block, w.h, w.hk, w.b * bsel, w.row0_q, w.row0_k,
-                       w.n_min, w.n_max, a.kv_ahead);
+                       &smem.q_full, w.m_block, w.h, w.hk, a.cu_seqlens_q != nullptr ? 0 : w.b,
+                       w.row0_q, w.row0_k, w.n_min, w.n_max);
         ++iter;
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
@@ -205,7 +200,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         ++read_k;
         if (w.n_max - 1 == w.n_min) release_q();  // that was the tile's only S GEMM
         logits_and_mask(w.n_max - 1);
-        softmax.template step<Kernel::kFmaExp2>(tSrS, scale, corr);  // O is still 0: no rescale
+        softmax.step(tSrS, scale, corr);  // O is still 0: no rescale
         convert_fragment(tSrS, tOrP);
         for (int n = w.n_max - 2; n >= w.n_min; --n) {
           pipe_k.consumer_wait(read_k);
@@ -219,7 +214,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           ++read_k;
           if (n == w.n_min) release_q();  // the tile's last S GEMM has read Q
           logits_and_mask(n);
-          softmax.template step<Kernel::kFmaExp2>(tSrS, scale, corr);
+          softmax.step(tSrS, scale, corr);
           warpgroup_wait<0>();
           pipe_v.consumer_release(read_v);
           ++read_v;
@@ -243,7 +238,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           pipe_k.consumer_release(read_k);
           ++read_k;
           logits_and_mask(n);
-          softmax.template step<Kernel::kFmaExp2>(tSrS, scale, corr);
+          softmax.step(tSrS, scale, corr);
           OnlineSoftmax::rescale(tOrO, corr);
           convert_fragment(tSrS, tOrP);
           pipe_v.consumer_wait(read_v);

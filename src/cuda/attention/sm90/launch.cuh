@@ -28,9 +28,9 @@ inline bool descriptor_encoded(const void* desc, size_t bytes) {
   return false;
 }
 
-template <class Element, int kHeadDim, int kBlockN, bool kFmaExp2 = false>
+template <class Element, int kHeadDim, int kBlockN>
 fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
-  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN, kFmaExp2>;
+  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN>;
   typename Kernel::Params params;
   params.mainloop = Kernel::Mainloop::make_params(a);
   params.args = a;

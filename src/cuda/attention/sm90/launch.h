@@ -91,19 +91,11 @@ struct AttnArgs {
   int32_t pingpong = 1;
   // Masked problems: the tile order walks the heads in sections of `section_heads` (batch,
   // head) pairs whose keys and values fit in about half the L2, longest query tiles first
-  // within each section (0: one section of every head; FLASHKIT_SM90_ATTENTION_SECTIONS=0).
+  // within each section (0: one section of every head). See attention_sm90.cpp for when.
   int32_t section_heads = 0;
-  // L2 prefetch by the producer: the next work tile's Q and first key/value tiles while the
-  // current tile runs (prefetch_next), and key/value tile n - kv_ahead while loading tile n
-  // (FLASHKIT_SM90_ATTENTION_PREFETCH: bit 0 next tile, bit 1 kv_ahead = 2).
-  int32_t prefetch_next = 1;
-  int32_t kv_ahead = 0;
   // Diagnosis only (FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE=1): the epilogue writes nothing, to
   // time what the output stores cost. The output is then garbage.
   int32_t diag_nostore = 0;
-  // head_dim 64: a quarter of the softmax's exp2 computed on the FMA pipe instead of the MUFU
-  // unit (FLASHKIT_SM90_ATTENTION_FMA_EXP2=0 turns it off).
-  int32_t fma_exp2 = 1;
 };
 
 // One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.

@@ -1,5 +1,4 @@
-// head_dim 64: the fp16 and bf16 instantiations of the Hopper attention kernel, each with and
-// without the FMA-pipe share of the softmax exp2 (AttnArgs::fma_exp2).
+// head_dim 64: the fp16 and bf16 instantiations of the Hopper attention kernel.
 #include "cuda/attention/sm90/launch.cuh"
 
 namespace flashkit {
@@ -7,12 +6,7 @@ namespace cuda {
 namespace sm90_attention {
 
 fk_status_t launch_hdim64(const AttnArgs& a, bool bf16, cudaStream_t stream) {
-  constexpr int kN = block_n_for(64, false);
-  if (a.fma_exp2) {
-    return bf16 ? launch<cute::bfloat16_t, 64, kN, true>(a, stream)
-                : launch<cute::half_t, 64, kN, true>(a, stream);
-  }
-  return bf16 ? launch<cute::bfloat16_t, 64, kN>(a, stream) : launch<cute::half_t, 64, kN>(a, stream);
+  return bf16 ? launch<cute::bfloat16_t, 64, block_n_for(64, false)>(a, stream) : launch<cute::half_t, 64, block_n_for(64, false)>(a, stream);
 }
 
 }  // namespace sm90_attention

@@ -19,7 +19,6 @@
 // softmax masks the keys past the end of a sequence (varlen: those rows are the next sequence's).
 #pragma once
 
-#include <cute/algorithm/prefetch.hpp>
 #include <cute/tensor.hpp>
 #include <type_traits>
 #include <cutlass/arch/barrier.h>
@@ -125,15 +124,23 @@ struct Mainloop {
     cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
   }
 
-  // The copy engine's views of one work tile's global memory, partitioned like the shared
-  // buffers: Q (TMA, TMA_M, TMA_D), K and V^T (TMA, TMA_N, TMA_D, n).
+  // Producer (one thread): the Q tile of (m_block, h, b) on `q_full`, then key/value tiles
+  // n_max - 1 down to n_min (the order the consumers walk them), K(n) before V(n).
   // Varlen: b is 0 and the tiles start at the sequence's rows row0_q / row0_k of the packed
   // tensors (any row: the copy engine takes unaligned box coordinates); rows past the sequence
   // belong to the next one and are masked (keys) or not stored (queries) by the consumers.
-  __device__ __forceinline__ static auto gmem_views(const Params& p, int32_t m_block, int32_t h,
-                                                    int32_t hk, int32_t b, int32_t row0_q,
-                                                    int32_t row0_k) {
+  // `p` must live in the kernel's __grid_constant__ parameter (the copy engine reads the
+  // descriptors from there).
+  __device__ __forceinline__ static void load(const Params& p, Pipeline& pipe_k, Pipeline& pipe_v,
+                                              PipelineState& write_k, PipelineState& write_v,
+                                              SharedStorage& smem, uint64_t* q_full,
+                                              int32_t m_block, int32_t h, int32_t hk, int32_t b,
+                                              int32_t row0_q, int32_t row0_k,
+                                              int32_t n_min, int32_t n_max) {
     using namespace cute;
+    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), SmemLayoutQ{});
+    Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), SmemLayoutK{});
+    Tensor sVt = make_tensor(make_smem_ptr(smem.v.data()), SmemLayoutVt{});
     Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q);
     Tensor mK = p.tma_k.get_tma_tensor(p.shape_k);
     Tensor mVt = p.tma_v.get_tma_tensor(p.shape_vt);
@@ -143,59 +150,19 @@ struct Mainloop {
                            make_coord(_, _0{}));  // (BN, D, n)
     Tensor gVt = local_tile(domain_offset(make_coord(_0{}, row0_k), mVt(_, _, hk, b)),
                             Shape<HD, BN>{}, make_coord(_0{}, _));  // (D, BN, n)
-    return make_tuple(p.tma_q.get_slice(_0{}).partition_S(gQ), p.tma_k.get_slice(_0{}).partition_S(gK),
-                      p.tma_v.get_slice(_0{}).partition_S(gVt));
-  }
-
-  // L2 prefetch (the copy engine's cp.async.bulk.prefetch.tensor: no shared memory, no barrier)
-  // of a work tile's Q and of its first `kv_tiles` key/value tiles (n_max - 1 downwards). The
-  // producer issues it for its next work tile while the current one runs, so the reads from
-  // device memory at a tile boundary (a fresh Q, a fresh head's first keys) are L2 hits instead
-  // of a burst that every CTA waits for at once.
-  __device__ __forceinline__ static void prefetch_tile(const Params& p, int32_t m_block, int32_t h,
-                                                       int32_t hk, int32_t b, int32_t row0_q,
-                                                       int32_t row0_k, int32_t n_min,
-                                                       int32_t n_max, int kv_tiles) {
-    using namespace cute;
-    auto views = gmem_views(p, m_block, h, hk, b, row0_q, row0_k);
-    cute::prefetch(p.tma_q, get<0>(views));
-    for (int32_t n = n_max - 1; n >= n_min && n >= n_max - kv_tiles; --n) {
-      cute::prefetch(p.tma_k, get<1>(views)(_, _, _, n));
-      cute::prefetch(p.tma_v, get<2>(views)(_, _, _, n));
-    }
-  }
-
-  // Producer (one thread): the Q tile of (m_block, h, b) on `q_full`, then key/value tiles
-  // n_max - 1 down to n_min (the order the consumers walk them), K(n) before V(n).
-  // kv_ahead > 0: before taking a ring slot for tile n, tile n - kv_ahead is prefetched into L2,
-  // so each tile's device-memory latency is covered by kv_ahead more tiles than the ring holds.
-  // `p` must live in the kernel's __grid_constant__ parameter (the copy engine reads the
-  // descriptors from there).
-  __device__ __forceinline__ static void load(const Params& p, Pipeline& pipe_k, Pipeline& pipe_v,
-                                              PipelineState& write_k, PipelineState& write_v,
-                                              SharedStorage& smem, uint64_t* q_full,
-                                              int32_t m_block, int32_t h, int32_t hk, int32_t b,
-                                              int32_t row0_q, int32_t row0_k,
-                                              int32_t n_min, int32_t n_max, int kv_ahead) {
-    using namespace cute;
-    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), SmemLayoutQ{});
-    Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), SmemLayoutK{});
-    Tensor sVt = make_tensor(make_smem_ptr(smem.v.data()), SmemLayoutVt{});
-    auto views = gmem_views(p, m_block, h, hk, b, row0_q, row0_k);
-    Tensor tQgQ = get<0>(views);
-    Tensor tKgK = get<1>(views);  // (TMA, TMA_N, TMA_D, n)
-    Tensor tVgV = get<2>(views);
-    Tensor tQsQ = p.tma_q.get_slice(_0{}).partition_D(sQ);
-    Tensor tKsK = p.tma_k.get_slice(_0{}).partition_D(sK);  // (TMA, TMA_N, TMA_D, PIPE)
-    Tensor tVsV = p.tma_v.get_slice(_0{}).partition_D(sVt);
+    auto cq = p.tma_q.get_slice(_0{});
+    auto ck = p.tma_k.get_slice(_0{});
+    auto cv = p.tma_v.get_slice(_0{});
+    Tensor tQgQ = cq.partition_S(gQ);
+    Tensor tQsQ = cq.partition_D(sQ);
+    Tensor tKgK = ck.partition_S(gK);  // (TMA, TMA_N, TMA_D, n)
+    Tensor tKsK = ck.partition_D(sK);  // (TMA, TMA_N, TMA_D, PIPE)
+    Tensor tVgV = cv.partition_S(gVt);
+    Tensor tVsV = cv.partition_D(sVt);
 
     cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(q_full, kQBytes);
     copy(p.tma_q.with(*q_full, 0), tQgQ, tQsQ);
     for (int32_t n = n_max - 1; n >= n_min; --n) {
-      if (kv_ahead > 0 && n - kv_ahead >= n_min) {
-        cute::prefetch(p.tma_k, tKgK(_, _, _, n - kv_ahead));
-        cute::prefetch(p.tma_v, tVgV(_, _, _, n - kv_ahead));
-      }
       pipe_k.producer_acquire(write_k);
       copy(p.tma_k.with(*pipe_k.producer_get_barrier(write_k), 0), tKgK(_, _, _, n),
            tKsK(_, _, _, write_k.index()));

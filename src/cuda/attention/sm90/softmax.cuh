@@ -29,23 +29,6 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
-// 2^x for x <= 0 on the FMA and integer pipes instead of the MUFU unit (16 results per clock
-// per SM, the same count as head_dim 64's tensor work needs): x = j + f with j = round(x) (the
-// 1.5 * 2^23 rounding constant leaves j in the low mantissa bits of t) and f in [-0.5, 0.5];
-// 2^f by a degree-3 polynomial fitted here for relative error (max 7.5e-5, under half an
-// fp16 ulp; P is rounded to the input type next); j is added to the exponent field. x below
-// -125 (masked keys, -inf) gives exactly 0, as ex2.approx does for -inf.
-__device__ __forceinline__ float ex2_fma(float x) {
-  const float xc = fmaxf(x, -125.0f);
-  const float t = xc + 12582912.0f;
-  const float f = xc - (t - 12582912.0f);
-  float p = fmaf(0.05517132f, f, 0.24261054f);
-  p = fmaf(p, f, 0.69326097f);
-  p = fmaf(p, f, 0.99992812f);
-  const float y = __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-  return x < -125.0f ? 0.0f : y;
-}
-
 // tanh with ~1e-7 absolute error for every y (tanh.approx's ~5e-4 relative error would show in
 // the logits): tanh(y) = sign(y) (1 - 2 / (e^{2|y|} + 1)), |y| clamped at 15 (tanh = 1 in fp32).
 __device__ __forceinline__ float accurate_tanh(float y) {
@@ -91,9 +74,7 @@ struct OnlineSoftmax {
   // (returned for the output accumulator, which the caller rescales with rescale() once the
   // O += P V still in flight has retired), then s <- exp2(s * scale - m). `s` holds logits
   // (scale = 1) or raw scores with scale > 0.
-  // kFmaExp2: every 4th column pair group (flat indices with (i >> 2) % 4 == 3, a quarter of
-  // the elements) takes ex2_fma instead of the MUFU unit.
-  template <bool kFmaExp2 = false, class TS>
+  template <class TS>
   __device__ __forceinline__ void step(TS& s, float scale, float (&corr)[2]) {
     float mx[2] = {-INFINITY, -INFINITY};
     CUTE_UNROLL
@@ -112,8 +93,7 @@ struct OnlineSoftmax {
     CUTE_UNROLL
     for (int i = 0; i < cute::size(s); ++i) {
       const int r = (i >> 1) & 1;
-      const float x = fmaf(s(i), scale, -offset[r]);
-      s(i) = (kFmaExp2 && ((i >> 2) & 3) == 3) ? ex2_fma(x) : ex2(x);
+      s(i) = ex2(fmaf(s(i), scale, -offset[r]));
       row_sum[r] += s(i);
     }
   }
