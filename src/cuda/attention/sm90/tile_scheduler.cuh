@@ -5,9 +5,9 @@
 //
 // Numbering: unmasked problems put the query tiles of one (batch, head) next to each other
 // (they share K and V in L2); masked ones (causal, window) take the longest query tiles of
-// every head first (for causal, the last m blocks), so the grid ends on short tiles; when the
-// keys and values of all heads overflow about half the L2, the heads are taken in sections that
-// fit and each section is walked longest tile first (a head's query tiles then run close enough
+// every head first (for causal, the last m blocks), so the grid ends on short tiles; when there
+// are many heads (batch x heads >= grid / 4) whose keys and values overflow about half the L2,
+// the heads are taken in sections that fit and each section is walked longest tile first (a head's query tiles then run close enough
 // in time to share its keys and values in L2: without sections, short causal problems with many
 // heads read them from device memory once per query tile). Varlen
 // problems number ceil(max seqlen_q / kBlockM) tiles per (sequence, head); the tiles past a
