@@ -136,6 +136,20 @@ TEST_CASE("sm90 attention: more tiles than SMs (persistent loop)", "[gpu][attent
   run_case(sm90(), e, 7102);
 }
 
+TEST_CASE("sm90 attention: causal tile order in L2-sized head sections", "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // 2048 keys at head_dim 128 are 1 MiB of K and V per KV head: with a 50-60 MiB L2 the
+  // scheduler takes 25-30 KV heads per section (attention_sm90.cpp: >= grid / 4 (batch, head)
+  // pairs), so 70 heads end on a narrower section, and the GQA case packs whole groups (2 query
+  // heads per KV head) across the two batch entries; both have more tiles than SMs.
+  Case c = sm90_case(2, 130, 2048, 35, 35, 128, DT::BF16);
+  c.pr.causal = true;
+  run_case(sm90(), c, 7150);
+  Case d = sm90_case(2, 130, 2048, 36, 18, 128, DT::F16);
+  d.pr.causal = true;
+  run_case(sm90(), d, 7151);
+}
+
 TEST_CASE("sm90 attention: long sequence (4224, 4224)", "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
   Case c = sm90_case(1, 4224, 4224, 2, 1, 128, DT::BF16);

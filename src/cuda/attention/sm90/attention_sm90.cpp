@@ -40,14 +40,23 @@ int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : st
 
 // Diagnostic overrides, each read once per process: FLASHKIT_SM90_ATTENTION_OVERLAP=0 runs the
 // consumers' plain S / softmax / P V order instead of the overlapped one;
-// FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets both consumer warpgroups issue GEMMs at will.
+// FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets both consumer warpgroups issue GEMMs at will;
+// FLASHKIT_SM90_ATTENTION_SECTIONS=0 walks masked problems longest tile first over all heads at
+// once; FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE=1 skips the output stores (timing diagnosis only:
+// the output is then not written).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
 }
+int env_int(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  return (e != nullptr && e[0] >= '0' && e[0] <= '9') ? std::atoi(e) : fallback;
+}
 struct Flags {
   bool overlap = env_flag("FLASHKIT_SM90_ATTENTION_OVERLAP");
   bool pingpong = env_flag("FLASHKIT_SM90_ATTENTION_PINGPONG");
+  bool sections = env_flag("FLASHKIT_SM90_ATTENTION_SECTIONS");
+  bool diag_nostore = env_int("FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE", 0) != 0;
 };
 const Flags& flags() {
   static const Flags f;
@@ -136,6 +145,24 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.grid = int32_t(std::min<int64_t>(a.total_tiles, sms));
   a.overlap = flags().overlap ? 1 : 0;
   a.pingpong = flags().pingpong ? 1 : 0;
+  a.diag_nostore = flags().diag_nostore ? 1 : 0;
+  if (a.longest_first && flags().sections && int64_t(p.batch) * p.nheads * 4 >= a.grid) {
+    // Head sections (tile_scheduler.cuh) where the all-heads longest-first order loses L2 reuse:
+    // with at least a quarter as many (batch, head) pairs as CTAs, one wave of that order holds
+    // at most about four query tiles of a head, whose next ones come waves later, so short
+    // causal problems with many heads read their keys and values from device memory about once
+    // per query tile. Sections hold the heads whose keys and values fit in about half the L2
+    // (whole GQA groups). With fewer heads, consecutive query tiles of a head share a wave and
+    // the plain order keeps its load balance: sections of about one to three waves there (8k
+    // and 16k causal at head_dim 256, 16k at 128) were measured 2-37% slower (with static
+    // round-robin tiles some CTAs then get the longest tile of every section).
+    const int64_t l2 = ctx.caps->l2_bytes > 0 ? ctx.caps->l2_bytes : (int64_t(48) << 20);
+    const int64_t kv_head_bytes =
+        int64_t(p.seqlen_k) * padded_head_dim(p.head_dim) * 2 * int64_t(sizeof(uint16_t));
+    const int64_t kv_heads = std::max<int64_t>(1, (l2 / 2) / std::max<int64_t>(1, kv_head_bytes));
+    const int64_t heads = kv_heads * a.group;
+    if (heads < int64_t(p.batch) * p.nheads) a.section_heads = int32_t(heads);
+  }
 
   const bool bf16 = p.dtype == DType::BF16;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);

@@ -12,7 +12,17 @@
 // The S GEMM of key tile n - 1 is issued together with the P V GEMM of tile n, so the
 // softmax of one tile runs while the tensor cores work on the other (FA3 Section 3.2).
 // Register split: 40 for the producer (24 made ptxas spill the copy-engine coordinates) and
-// 232 for each consumer thread (40 * 128 + 232 * 256 <= 64K).
+// 232 for each consumer thread: 40 * 128 + 232 * 256 = 168 * 384, exactly the CTA's allocation
+// at launch. setmaxnreg.inc only takes registers this CTA's own warps gave back, so a producer
+// count of 48 (which would still fit the SM's 64K) hangs the consumers at their setmaxnreg.
+//
+// Status on the H200 (benchmarks/RESULTS.md, "Branch attn6"): 0.62-0.98x cuDNN 9.19 over the
+// standard grid (median 0.87), worst at short sequences and causal. Tried there and removed: an
+// L2 prefetch of the producer's next work tile (Q and first K/V tiles; 2-21% slower, issued
+// between the Q-released wait and the Q load), a quarter of head_dim 64's exp2 on the FMA pipe
+// (no gain). Kept: causal head sections (tile_scheduler.cuh; +8-29% measured at short causal
+// head_dim 128/256). FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE=1 skips the output stores to time the
+// epilogue (the next suspect: ~40% of a 512-key tile is tile-boundary cost).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -241,7 +251,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       release_q();  // no-op when the mainloop released Q already
       float lse[2];
       softmax.finalize(tOrO, lse);
-      store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
+      if (!a.diag_nostore)
+        store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
       ++iter;
     }
   }

@@ -5,7 +5,11 @@
 //
 // Numbering: unmasked problems put the query tiles of one (batch, head) next to each other
 // (they share K and V in L2); masked ones (causal, window) take the longest query tiles of
-// every head first (for causal, the last m blocks), so the grid ends on short tiles. Varlen
+// every head first (for causal, the last m blocks), so the grid ends on short tiles; when there
+// are many heads (batch x heads >= grid / 4) whose keys and values overflow about half the L2,
+// the heads are taken in sections that fit and each section is walked longest tile first (a head's query tiles then run close enough
+// in time to share its keys and values in L2: without sections, short causal problems with many
+// heads read them from device memory once per query tile). Varlen
 // problems number ceil(max seqlen_q / kBlockM) tiles per (sequence, head); the tiles past a
 // shorter sequence's end are empty and skipped by every warpgroup alike.
 //
@@ -65,7 +69,18 @@ struct TileScheduler {
     WorkTile w;
     const int64_t bh_count = int64_t(a.batch) * a.nheads;
     int64_t bh;
-    if (a.longest_first) {
+    if (a.longest_first && a.section_heads > 0) {
+      // Sections of section_heads (batch, head) pairs (the last one may be narrower), each
+      // walked longest query tile first: a head's keys and values are read again by its other
+      // query tiles while they are still in L2.
+      const int64_t sec_tiles = int64_t(a.section_heads) * a.num_m_blocks;
+      const int64_t sec = t / sec_tiles;
+      const int64_t first_bh = sec * a.section_heads;
+      const int64_t width = min(int64_t(a.section_heads), bh_count - first_bh);
+      const int64_t local = t - sec * sec_tiles;
+      w.m_block = a.num_m_blocks - 1 - int32_t(local / width);
+      bh = first_bh + local % width;
+    } else if (a.longest_first) {
       w.m_block = a.num_m_blocks - 1 - int32_t(t / bh_count);
       bh = t % bh_count;
     } else {
