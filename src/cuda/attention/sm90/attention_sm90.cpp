@@ -42,21 +42,15 @@ int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : st
 // consumers' plain S / softmax / P V order instead of the overlapped one;
 // FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets both consumer warpgroups issue GEMMs at will;
 // FLASHKIT_SM90_ATTENTION_SECTIONS=0 walks masked problems longest tile first over all heads at
-// once; FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE=1 skips the output stores (timing diagnosis only:
-// the output is then not written).
+// once.
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
-}
-int env_int(const char* name, int fallback) {
-  const char* e = std::getenv(name);
-  return (e != nullptr && e[0] >= '0' && e[0] <= '9') ? std::atoi(e) : fallback;
 }
 struct Flags {
   bool overlap = env_flag("FLASHKIT_SM90_ATTENTION_OVERLAP");
   bool pingpong = env_flag("FLASHKIT_SM90_ATTENTION_PINGPONG");
   bool sections = env_flag("FLASHKIT_SM90_ATTENTION_SECTIONS");
-  bool diag_nostore = env_int("FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE", 0) != 0;
 };
 const Flags& flags() {
   static const Flags f;
@@ -145,7 +139,6 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.grid = int32_t(std::min<int64_t>(a.total_tiles, sms));
   a.overlap = flags().overlap ? 1 : 0;
   a.pingpong = flags().pingpong ? 1 : 0;
-  a.diag_nostore = flags().diag_nostore ? 1 : 0;
   if (a.longest_first && flags().sections && int64_t(p.batch) * p.nheads * 4 >= a.grid) {
     // Head sections (tile_scheduler.cuh) where the all-heads longest-first order loses L2 reuse:
     // with at least a quarter as many (batch, head) pairs as CTAs, one wave of that order holds

@@ -21,8 +21,8 @@
 // L2 prefetch of the producer's next work tile (Q and first K/V tiles; 2-21% slower, issued
 // between the Q-released wait and the Q load), a quarter of head_dim 64's exp2 on the FMA pipe
 // (no gain). Kept: causal head sections (tile_scheduler.cuh; +8-29% measured at short causal
-// head_dim 128/256). FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE=1 skips the output stores to time the
-// epilogue (the next suspect: ~40% of a 512-key tile is tile-boundary cost).
+// head_dim 128/256). Next suspect: the epilogue (~40% of a 512-key tile is tile-boundary
+// cost, estimated from timings).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -251,8 +251,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       release_q();  // no-op when the mainloop released Q already
       float lse[2];
       softmax.finalize(tOrO, lse);
-      if (!a.diag_nostore)
-        store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
+      store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
       ++iter;
     }
   }

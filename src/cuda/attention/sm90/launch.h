@@ -93,9 +93,6 @@ struct AttnArgs {
   // head) pairs whose keys and values fit in about half the L2, longest query tiles first
   // within each section (0: one section of every head). See attention_sm90.cpp for when.
   int32_t section_heads = 0;
-  // Diagnosis only (FLASHKIT_SM90_ATTENTION_DIAG_NOSTORE=1): the epilogue writes nothing, to
-  // time what the output stores cost. The output is then garbage.
-  int32_t diag_nostore = 0;
 };
 
 // One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.
