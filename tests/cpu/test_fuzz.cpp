@@ -950,3 +950,91 @@ TEST_CASE("fuzz: broken FFT-convolution plans and calls are refused",
     attack(at, rng, 250);
   }
 }
+
+// =============================================================================================
+// Extents whose products overflow 64 bits
+// =============================================================================================
+
+namespace {
+
+// A DLTensor over `data` with the given extents and strides (NULL = compact).
+struct RawTensor {
+  std::vector<int64_t> shape, strides;
+  DLTensor dl{};
+  RawTensor(void* data, DT t, std::vector<int64_t> shp, std::vector<int64_t> str = {})
+      : shape(std::move(shp)), strides(std::move(str)) {
+    dl.data = data;
+    dl.device = DLDevice{kDLCPU, 0};
+    dl.ndim = int(shape.size());
+    dl.dtype = fktest::dl_dtype(t);
+    dl.shape = shape.data();
+    dl.strides = strides.empty() ? nullptr : strides.data();
+  }
+  const DLTensor* operator&() const { return &dl; }
+};
+
+std::string last_message() { return fk_get_last_error_message(); }
+
+}  // namespace
+
+TEST_CASE("fuzz: products of extents that overflow 64 bits are refused",
+          "[fuzz][validation][overflow]") {
+  const fk_context_t* ctx = fkcpu::cpu_context(2);
+  // Backing store for tensors that are refused before any element is read.
+  std::vector<float> store(64, 0.0f);
+  void* mem = store.data();
+  std::vector<float> outbuf(64, 0.0f);
+  const int64_t big = int64_t(1) << 32;  // big * big wraps to 0
+  const char* variant = nullptr;
+
+  // An empty tensor (one extent 0) whose other extents multiply past 2^63: every product of
+  // extents the entry points form (nblocks * p, nblocks1 * q, ...) must stay meaningful.
+  SECTION("monarch: w1 (2^32, 0, 2^32): nblocks1 * p wraps to 0") {
+    RawTensor x(mem, DT::F32, {2, 0}), w1(mem, DT::F32, {big, 0, big}), w2(mem, DT::F32, {1, 3, 0});
+    RawTensor out(outbuf.data(), DT::F32, {2, 3});
+    const fk_status_t st = fk_monarch_select_kernel(ctx, nullptr, &x, &w1, &w2, nullptr, &out, &variant);
+    INFO("status " << int(st) << ": " << last_message());
+    CHECK(st == FK_ERROR_SHAPE_MISMATCH);
+    CHECK(last_message().rfind("w1:", 0) == 0);
+  }
+  SECTION("monarch: w2 (2^32, 2^32, 0) is refused (element count)") {
+    RawTensor x(mem, DT::F32, {2, 0}), w1(mem, DT::F32, {0, 1, 1}), w2(mem, DT::F32, {big, big, 0});
+    RawTensor out(outbuf.data(), DT::F32, {2, 0});
+    const fk_status_t st = fk_monarch_select_kernel(ctx, nullptr, &x, &w1, &w2, nullptr, &out, &variant);
+    INFO("status " << int(st) << ": " << last_message());
+    CHECK(st == FK_ERROR_SHAPE_MISMATCH);
+    CHECK(last_message().rfind("w2:", 0) == 0);
+  }
+  SECTION("blockdiag: w (2^32, 0, 2^32): nblocks * p wraps to 0") {
+    RawTensor x(mem, DT::F32, {2, 0}), w(mem, DT::F32, {big, 0, big});
+    RawTensor out(outbuf.data(), DT::F32, {2, 0});
+    const fk_status_t st = fk_blockdiag_linear_select_kernel(ctx, nullptr, &x, &w, nullptr, &out, &variant);
+    INFO("status " << int(st) << ": " << last_message());
+    CHECK(st == FK_ERROR_SHAPE_MISMATCH);
+    CHECK(last_message().rfind("w:", 0) == 0);
+  }
+  SECTION("a 1-byte tensor whose span is exactly INT64_MAX elements") {
+    // (span + 1) * element size must not wrap: fp8 a with a stride of INT64_MAX (d placed below
+    // a in memory, so the overlap check does not catch it by accident).
+    RawTensor a(outbuf.data() + 32, DT::E4M3, {2, 1}, {INT64_MAX, 1});
+    RawTensor b(outbuf.data() + 40, DT::E4M3, {1, 2});
+    RawTensor d(outbuf.data(), DT::F32, {2, 2});
+    const fk_status_t st =
+        fk_gemm_scaled_select_kernel(ctx, nullptr, &a, &b, nullptr, nullptr, nullptr, nullptr, &d, &variant);
+    INFO("status " << int(st) << ": " << last_message());
+    CHECK(st == FK_ERROR_SHAPE_MISMATCH);
+    CHECK(last_message().rfind("a:", 0) == 0);
+  }
+  SECTION("varlen attention: more than INT32_MAX packed key rows names k") {
+    const int64_t rows = int64_t(INT32_MAX) + 1;
+    RawTensor q(mem, DT::F32, {2, 1, 1}), k(mem, DT::F32, {rows, 1, 1}), v(mem, DT::F32, {rows, 1, 1});
+    RawTensor out(outbuf.data(), DT::F32, {2, 1, 1});
+    std::vector<int32_t> cu{0, 2};
+    RawTensor cuq(cu.data(), DT::I32, {2}), cuk(cu.data(), DT::I32, {2});
+    const fk_status_t st =
+        fk_attention_select_kernel(ctx, nullptr, &q, &k, &v, &cuq, &cuk, &out, nullptr, &variant);
+    INFO("status " << int(st) << ": " << last_message());
+    CHECK(st == FK_ERROR_SHAPE_MISMATCH);
+    CHECK(last_message().rfind("k:", 0) == 0);
+  }
+}
