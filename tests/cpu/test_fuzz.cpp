@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <functional>
 #include <numeric>
+#include <thread>
 
 #include "cpu_test_helpers.hpp"
 
@@ -67,8 +68,17 @@ std::vector<int64_t> rand_strides(std::mt19937_64& rng, const std::vector<int64_
 
 // A tensor with random layout (compact 30% of the time) and a random element-aligned
 // byte_offset (the data pointer moved back by as much).
-HostTensor make_t(std::mt19937_64& rng, DT t, std::vector<int64_t> shape, bool keep_last = true) {
-  HostTensor h(t, shape, coin(rng, 0.3) ? std::vector<int64_t>{} : rand_strides(rng, shape, keep_last));
+// `bcast` (inputs only): now and then one dimension gets stride 0, every index along it
+// reading the same elements (inputs may alias; outputs may not).
+HostTensor make_t(std::mt19937_64& rng, DT t, std::vector<int64_t> shape, bool keep_last = true,
+                  bool bcast = false) {
+  std::vector<int64_t> st = coin(rng, 0.3) ? std::vector<int64_t>{} : rand_strides(rng, shape, keep_last);
+  if (bcast && !shape.empty() && coin(rng, 0.2)) {
+    if (st.empty()) st = rand_strides(rng, shape, keep_last);
+    const int64_t last = int64_t(shape.size()) - (keep_last ? 2 : 1);
+    if (last >= 0) st[size_t(pick(rng, 0, last))] = 0;
+  }
+  HostTensor h(t, shape, st);
   const uint64_t off = uint64_t(pick(rng, 0, 3) * fktest::dt_bytes(t));
   h.dl.data = h.bytes.data() - off;
   h.dl.byte_offset = off;
@@ -90,8 +100,9 @@ void fuzz_attention(std::mt19937_64& rng) {
   fk_attention_params_init(&prm);
   prm.causal = coin(rng, 0.3);
   if (coin(rng, 0.3)) {
-    prm.window_size_left = int32_t(pick(rng, -1, 6));
-    prm.window_size_right = int32_t(pick(rng, -1, 6));
+    auto window = [&] { return coin(rng, 0.1) ? INT32_MAX - int32_t(pick(rng, 0, 1)) : int32_t(pick(rng, -1, 6)); };
+    prm.window_size_left = window();
+    prm.window_size_right = window();
   }
   if (coin(rng, 0.25)) prm.softcap = float(uniform(rng, 0.5, 30));
   if (coin(rng, 0.5)) prm.softmax_scale = float(uniform(rng, -0.6, 0.6));
@@ -128,7 +139,8 @@ void fuzz_attention(std::mt19937_64& rng) {
                                          : std::vector<int64_t>{batch, sk, nheads_k, hd};
   const std::vector<int64_t> ls = varlen ? std::vector<int64_t>{nheads, tq}
                                          : std::vector<int64_t>{batch, nheads, sq};
-  HostTensor q = make_t(rng, dt, qs), k = make_t(rng, dt, ks), v = make_t(rng, dt, ks);
+  HostTensor q = make_t(rng, dt, qs, true, true), k = make_t(rng, dt, ks, true, true);
+  HostTensor v = make_t(rng, dt, ks, true, true);
   HostTensor out = make_t(rng, dt, qs), lse = make_t(rng, DT::F32, ls);
   HostTensor cu_q(DT::I32, {int64_t(cuq.size())}), cu_k(DT::I32, {int64_t(cuk.size())});
   for (size_t i = 0; i < cuq.size(); ++i) {
@@ -143,23 +155,26 @@ void fuzz_attention(std::mt19937_64& rng) {
   // No keys at all: k and v may come without data.
   if (k.numel() == 0 && coin(rng, 0.5)) k.dl.data = v.dl.data = nullptr;
 
-  INFO("attention: dtype " << fktest::dt_name(dt) << " varlen " << varlen << " batch " << batch
+  // k and v as one view (inputs may alias each other).
+  const bool kv_same = coin(rng, 0.1);
+  const HostTensor& vv = kv_same ? k : v;
+  INFO("attention: dtype " << fktest::dt_name(dt) << " kv_same " << kv_same << " varlen " << varlen << " batch " << batch
                            << " sq " << sq << " sk " << sk << " total_q " << tq << " total_k "
                            << tk << " nheads " << nheads << "/" << nheads_k << " hd " << hd
                            << " causal " << prm.causal << " window " << prm.window_size_left
                            << "," << prm.window_size_right << " softcap " << prm.softcap
                            << " scale " << prm.softmax_scale << " lse " << with_lse);
   const fk_status_t st = fk_attention_forward(
-      fkcpu::cpu_context(threads), nullptr, &prm, &q, &k, &v, varlen ? &cu_q : nullptr,
+      fkcpu::cpu_context(threads), nullptr, &prm, &q, &k, &vv, varlen ? &cu_q : nullptr,
       varlen ? &cu_k : nullptr, &out, with_lse ? &lse : nullptr);
   INFO("message: " << fk_get_last_error_message());
   REQUIRE(st == FK_SUCCESS);
   std::vector<double> ref_out, ref_lse;
   if (varlen) {
-    fkref::attention_varlen(q.to_vector(), k.to_vector(), v.to_vector(), cuq, cuk, nheads,
+    fkref::attention_varlen(q.to_vector(), k.to_vector(), vv.to_vector(), cuq, cuk, nheads,
                             nheads_k, hd, rp, ref_out, ref_lse);
   } else {
-    fkref::attention(q.to_vector(), k.to_vector(), v.to_vector(), batch, sq, sk, nheads,
+    fkref::attention(q.to_vector(), k.to_vector(), vv.to_vector(), batch, sq, sk, nheads,
                      nheads_k, hd, rp, ref_out, ref_lse);
   }
   check_output(out, ref_out, dt, "out");
@@ -197,9 +212,9 @@ void fuzz_gemm(std::mt19937_64& rng) {
   auto shape = [](bool rank3, int64_t nb, int64_t r, int64_t c) {
     return rank3 ? std::vector<int64_t>{nb, r, c} : std::vector<int64_t>{r, c};
   };
-  HostTensor a = make_t(rng, ab, shape(a3, a_batch, prm.trans_a ? K : M, prm.trans_a ? M : K), false);
-  HostTensor b = make_t(rng, ab, shape(b3, b_batch, prm.trans_b ? N : K, prm.trans_b ? K : N), false);
-  HostTensor c = make_t(rng, cd, shape(c3, c_batch, M, N), false);
+  HostTensor a = make_t(rng, ab, shape(a3, a_batch, prm.trans_a ? K : M, prm.trans_a ? M : K), false, true);
+  HostTensor b = make_t(rng, ab, shape(b3, b_batch, prm.trans_b ? N : K, prm.trans_b ? K : N), false, true);
+  HostTensor c = make_t(rng, cd, shape(c3, c_batch, M, N), false, !in_place);
   HostTensor d = make_t(rng, cd, shape(batched, batch, M, N), false);
   HostTensor bias = make_t(rng, bias_dt, {N});
   a.fill_normal(rng);
@@ -292,8 +307,8 @@ void fuzz_fftconv(std::mt19937_64& rng) {
   CHECK(r.filter_len == fl);
   CHECK(r.fft_size == (fft_size ? fft_size : need));
   const std::vector<int64_t> act{batch, channels, seqlen};
-  HostTensor u = make_t(rng, dt, act), y = make_t(rng, dt, act);
-  HostTensor pg = make_t(rng, dt, act), qg = make_t(rng, dt, act);
+  HostTensor u = make_t(rng, dt, act, true, true), y = make_t(rng, dt, act);
+  HostTensor pg = make_t(rng, dt, act, true, true), qg = make_t(rng, dt, act, true, true);
   HostTensor k = make_t(rng, k_dt, {channels, fl}), D = make_t(rng, d_dt, {channels});
   u.fill_normal(rng);
   k.fill_normal(rng, 1.0 / std::sqrt(double(std::min(fl, seqlen))));
@@ -322,7 +337,7 @@ void fuzz_monarch(std::mt19937_64& rng) {
   const fk_context_t* ctx = fkcpu::cpu_context(int(pick(rng, 1, 3)));
   if (coin(rng, 0.4)) {
     const int64_t nb = pick(rng, 0, 5), q = rand_len(rng, 12), p = rand_len(rng, 12);
-    HostTensor x = make_t(rng, dt, {tokens, nb * p}), w(dt, {nb, q, p});
+    HostTensor x = make_t(rng, dt, {tokens, nb * p}, true, true), w(dt, {nb, q, p});
     HostTensor out = make_t(rng, dt, {tokens, nb * q}), bias = make_t(rng, bias_dt, {nb * q});
     x.fill_normal(rng);
     w.fill_normal(rng);
@@ -354,7 +369,7 @@ void fuzz_monarch(std::mt19937_64& rng) {
     r = mid / nb2;
   }
   const int64_t s = rand_len(rng, 8);
-  HostTensor x = make_t(rng, dt, {tokens, nb1 * p}), w1(dt, {nb1, q, p}), w2(dt, {nb2, s, r});
+  HostTensor x = make_t(rng, dt, {tokens, nb1 * p}, true, true), w1(dt, {nb1, q, p}), w2(dt, {nb2, s, r});
   HostTensor out = make_t(rng, dt, {tokens, nb2 * s}), bias = make_t(rng, bias_dt, {nb2 * s});
   x.fill_normal(rng);
   w1.fill_normal(rng);
@@ -1036,5 +1051,329 @@ TEST_CASE("fuzz: products of extents that overflow 64 bits are refused",
     INFO("status " << int(st) << ": " << last_message());
     CHECK(st == FK_ERROR_SHAPE_MISMATCH);
     CHECK(last_message().rfind("k:", 0) == 0);
+  }
+}
+
+// =============================================================================================
+// Numerical edge cases
+// =============================================================================================
+
+namespace {
+
+// Rows of a (rows, cols) row-major vector pair that differ beyond `tol` (relative to 1 + |ref|),
+// or whose NaN/Inf pattern differs.
+std::vector<int64_t> bad_rows(const std::vector<double>& got, const std::vector<double>& ref,
+                              int64_t cols, double tol) {
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool ok = (std::isnan(got[i]) && std::isnan(ref[i])) ||
+                    (std::isinf(ref[i]) && got[i] == ref[i]) ||
+                    (std::isfinite(got[i]) && std::isfinite(ref[i]) &&
+                     std::fabs(got[i] - ref[i]) <= tol * (1 + std::fabs(ref[i])));
+    if (!ok && (rows.empty() || rows.back() != int64_t(i) / cols)) rows.push_back(int64_t(i) / cols);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("fuzz: attention numerical edge cases", "[fuzz][attention][edge]") {
+  const fk_context_t* ctx = fkcpu::cpu_context(2);
+  auto rng = fkcpu::rng_for(0xF9000);
+  SECTION("softcap with scores far beyond fp16 range") {
+    for (DT dt : {DT::F32, DT::BF16}) {
+      const int64_t B = 2, S = 9, H = 2, D = 16;
+      HostTensor q(dt, {B, S, H, D}), k(dt, {B, S, H, D}), v(dt, {B, S, H, D});
+      HostTensor out(dt, {B, S, H, D}), lse(DT::F32, {B, H, S});
+      q.fill_normal(rng, 1e15);
+      k.fill_normal(rng, 1e15);
+      v.fill_normal(rng);
+      out.poison();
+      lse.poison();
+      fk_attention_params_t prm;
+      fk_attention_params_init(&prm);
+      prm.softcap = 5.0f;
+      prm.softmax_scale = 1.0f;
+      prm.causal = 1;
+      REQUIRE(fk_attention_forward(ctx, nullptr, &prm, &q, &k, &v, nullptr, nullptr, &out, &lse) ==
+              FK_SUCCESS);
+      fkref::AttentionParams rp;
+      rp.softcap = 5.0;
+      rp.softmax_scale = 1.0;
+      rp.causal = true;
+      std::vector<double> ro, rl;
+      fkref::attention(q.to_vector(), k.to_vector(), v.to_vector(), B, S, S, H, H, D, rp, ro, rl);
+      check_output(out, ro, dt, "out");
+      check_output(lse, rl, DT::F32, "lse", 10.0);
+    }
+  }
+  SECTION("fully masked rows give out = 0 and lse = -inf, whatever the inputs hold") {
+    // seqlen_q 6 > seqlen_k 3, window (0, 0): query row i sees key i - 3 only, so rows 0..2 see
+    // nothing; k and v are huge so that any leak would show.
+    const int64_t B = 1, SQ = 6, SK = 3, H = 3, HK = 1, D = 5;
+    HostTensor q(DT::F32, {B, SQ, H, D}), k(DT::F32, {B, SK, HK, D}), v(DT::F32, {B, SK, HK, D});
+    HostTensor out(DT::F32, {B, SQ, H, D}), lse(DT::F32, {B, H, SQ});
+    q.fill_normal(rng);
+    k.fill_normal(rng, 1e30);
+    v.fill_normal(rng, 1e30);
+    out.poison();
+    lse.poison();
+    fk_attention_params_t prm;
+    fk_attention_params_init(&prm);
+    prm.window_size_left = 0;
+    prm.window_size_right = 0;
+    prm.softmax_scale = 1e-30f;
+    REQUIRE(fk_attention_forward(ctx, nullptr, &prm, &q, &k, &v, nullptr, nullptr, &out, &lse) ==
+            FK_SUCCESS);
+    for (int64_t i = 0; i < SQ; ++i)
+      for (int64_t h = 0; h < H; ++h) {
+        INFO("row " << i << " head " << h);
+        if (i < SQ - SK) {
+          CHECK(lse.get({0, h, i}) == -INFINITY);
+          for (int64_t d = 0; d < D; ++d) CHECK(out.get({0, i, h, d}) == 0.0);
+        } else {
+          // One key: softmax weight 1, out = that key's value exactly, lse = its score.
+          CHECK(std::isfinite(lse.get({0, h, i})));
+          for (int64_t d = 0; d < D; ++d)
+            CHECK(out.get({0, i, h, d}) == v.get({0, i - (SQ - SK), 0, d}));
+        }
+      }
+  }
+  SECTION("a NaN in one query row stays in that row") {
+    const int64_t B = 2, S = 7, H = 2, D = 8;
+    HostTensor q(DT::F32, {B, S, H, D}), k(DT::F32, {B, S, H, D}), v(DT::F32, {B, S, H, D});
+    HostTensor out(DT::F32, {B, S, H, D});
+    q.fill_normal(rng);
+    k.fill_normal(rng);
+    v.fill_normal(rng);
+    q.set({1, 3, 0, 2}, NAN);
+    out.poison();
+    REQUIRE(fk_attention_forward(ctx, nullptr, nullptr, &q, &k, &v, nullptr, nullptr, &out,
+                                 nullptr) == FK_SUCCESS);
+    std::vector<double> ro, rl;
+    fkref::attention(q.to_vector(), k.to_vector(), v.to_vector(), B, S, S, H, H, D, {}, ro, rl);
+    // Rows of (batch, seqlen, head) with head_dim columns: only (1, 3, 0) may differ.
+    const std::vector<int64_t> bad = bad_rows(out.to_vector(), ro, D, 1e-4);
+    CHECK(bad.empty());
+    for (int64_t d = 0; d < D; ++d) CHECK(std::isnan(out.get({1, 3, 0, d})));
+  }
+}
+
+TEST_CASE("fuzz: GEMM numerical edge cases", "[fuzz][gemm][edge]") {
+  const fk_context_t* ctx = fkcpu::cpu_context(2);
+  auto rng = fkcpu::rng_for(0xFA000);
+  SECTION("beta = 0 never reads C (NaN there), any K including 0, a/b without data at K = 0") {
+    for (int64_t K : {0, 1, 37}) {
+      for (int act = 0; act <= 3; ++act) {
+        const int64_t M = 13, N = 11;
+        HostTensor a(DT::F32, {M, K}), b(DT::F32, {K, N}), c(DT::F32, {M, N}), d(DT::F32, {M, N});
+        HostTensor bias(DT::F32, {N});
+        a.fill_normal(rng);
+        b.fill_normal(rng);
+        bias.fill_normal(rng);
+        c.poison();  // NaN everywhere
+        d.poison();
+        if (K == 0) a.dl.data = b.dl.data = nullptr;
+        fk_gemm_params_t prm;
+        fk_gemm_params_init(&prm);
+        prm.activation = act;
+        prm.alpha = 0.75f;
+        REQUIRE(fk_gemm(ctx, nullptr, &prm, &a, &b, &c, &bias, &d) == FK_SUCCESS);
+        fkref::GemmParams rp;
+        rp.alpha = 0.75;
+        rp.activation = act;
+        const std::vector<double> bv = bias.to_vector();
+        const std::vector<double> ref =
+            fkref::gemm(a.to_vector(), 1, b.to_vector(), 1, nullptr, 1, &bv, 1, M, N, K, rp);
+        INFO("K " << K << " activation " << act);
+        check_output(d, ref, DT::F32, "d");
+      }
+    }
+  }
+  SECTION("alpha = 0 and beta = 0 give exactly act(bias) (C holds NaN)") {
+    // The header defines t = alpha * acc + beta * c + bias and promises only that C is not read
+    // when beta == 0; A and B are read even when alpha == 0 (no BLAS-style quick return), so
+    // inputs whose fp32 sum overflows (|acc| = inf) would give 0 * inf = NaN here. With sums
+    // that fit, alpha * acc is a signed zero and d is act(bias) rounded to d's dtype, exactly.
+    const int64_t M = 5, N = 6, K = 7;
+    for (int act = 0; act <= 3; ++act) {
+      HostTensor a(DT::BF16, {M, K}), b(DT::BF16, {K, N}), c(DT::BF16, {M, N}), d(DT::BF16, {M, N});
+      HostTensor bias(DT::F16, {N});
+      a.fill_normal(rng, 1e15);
+      b.fill_normal(rng, 1e15);
+      bias.fill_normal(rng);
+      c.poison();
+      d.poison();
+      fk_gemm_params_t prm;
+      fk_gemm_params_init(&prm);
+      prm.alpha = 0.0f;
+      prm.activation = act;
+      REQUIRE(fk_gemm(ctx, nullptr, &prm, &a, &b, &c, &bias, &d) == FK_SUCCESS);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          const double want = fkref::round_to(DT::BF16, fkref::activation(act, bias.get({n})));
+          INFO("activation " << act << " m " << m << " n " << n);
+          CHECK(std::fabs(d.get({m, n}) - want) <= 1e-6 + 8e-3 * std::fabs(want));
+        }
+    }
+  }
+  SECTION("a NaN or Inf in one row of A stays in that row of D") {
+    for (double bad : {double(NAN), double(INFINITY)}) {
+      const int64_t M = 70, N = 40, K = 300;  // several cache blocks on each side
+      HostTensor a(DT::F32, {M, K}), b(DT::F32, {K, N}), d(DT::F32, {M, N});
+      a.fill_normal(rng);
+      b.fill_normal(rng);
+      a.set({33, 150}, bad);
+      d.poison();
+      REQUIRE(fk_gemm(ctx, nullptr, nullptr, &a, &b, nullptr, nullptr, &d) == FK_SUCCESS);
+      const std::vector<double> ref =
+          fkref::gemm(a.to_vector(), 1, b.to_vector(), 1, nullptr, 1, nullptr, 1, M, N, K, {});
+      const std::vector<int64_t> rows = bad_rows(d.to_vector(), ref, N, 1e-4);
+      INFO("bad value " << bad);
+      CHECK(rows.empty());
+    }
+  }
+}
+
+TEST_CASE("fuzz: FFT convolution and Monarch keep a NaN in its own row", "[fuzz][edge]") {
+  const fk_context_t* ctx = fkcpu::cpu_context(2);
+  auto rng = fkcpu::rng_for(0xFB000);
+  SECTION("fftconv: NaN in u[b0, c0, :] leaves every other (batch, channel) row exact") {
+    for (int mode = 0; mode <= 2; ++mode)
+      for (int64_t fl : {int64_t(0), int64_t(5)}) {  // FFT path and direct path
+        const int64_t B = 3, C = 5, L = 301;
+        fk_fftconv_plan_options_t o;
+        fk_fftconv_plan_options_init(&o);
+        o.mode = mode;
+        o.channels = C;
+        o.seqlen = L;
+        o.filter_len = fl;
+        fk_fftconv_plan_t* plan = nullptr;
+        REQUIRE(fk_fftconv_plan_create(ctx, &o, &plan) == FK_SUCCESS);
+        std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
+            plan, fk_fftconv_plan_destroy);
+        const int64_t flen = fl ? fl : L;
+        HostTensor u(DT::F32, {B, C, L}), k(DT::F32, {C, flen}), y(DT::F32, {B, C, L});
+        u.fill_normal(rng);
+        k.fill_normal(rng, 0.1);
+        u.set({1, 2, 100}, NAN);
+        y.poison();
+        REQUIRE(fk_fftconv_forward(plan, nullptr, &u, &k, nullptr, nullptr, nullptr, &y) ==
+                FK_SUCCESS);
+        fk_fftconv_plan_options_t r;
+        fk_fftconv_plan_options_init(&r);
+        REQUIRE(fk_fftconv_plan_get_options(plan, &r) == FK_SUCCESS);
+        const std::vector<double> ref = fkref::fftconv(u.to_vector(), k.to_vector(), nullptr, nullptr,
+                                                       nullptr, B, C, L, flen, fkref::ConvMode(mode),
+                                                       r.fft_size);
+        const std::vector<double> got = y.to_vector();
+        INFO("mode " << mode << " filter_len " << fl);
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t c = 0; c < C; ++c) {
+            if (b == 1 && c == 2) continue;
+            std::vector<double> g(got.begin() + (b * C + c) * L, got.begin() + (b * C + c + 1) * L);
+            std::vector<double> rr(ref.begin() + (b * C + c) * L, ref.begin() + (b * C + c + 1) * L);
+            INFO("row " << b << "," << c);
+            CHECK(bad_rows(g, rr, L, 1e-4).empty());
+          }
+      }
+  }
+  SECTION("monarch: NaN in one token stays in that token's output row") {
+    const int64_t T = 9, nb = 4, q = 4, p = 4;
+    HostTensor x(DT::F32, {T, nb * p}), w1(DT::F32, {nb, q, p}), w2(DT::F32, {nb, q, q});
+    HostTensor out(DT::F32, {T, nb * q});
+    x.fill_normal(rng);
+    w1.fill_normal(rng);
+    w2.fill_normal(rng);
+    x.set({4, 7}, NAN);
+    out.poison();
+    REQUIRE(fk_monarch(ctx, nullptr, nullptr, &x, &w1, &w2, nullptr, &out) == FK_SUCCESS);
+    const std::vector<double> ref = fkref::monarch(x.to_vector(), w1.to_vector(), w2.to_vector(),
+                                                   nullptr, T, nb, q, p, nb, q, q);
+    const std::vector<int64_t> rows = bad_rows(out.to_vector(), ref, nb * q, 1e-4);
+    CHECK(rows.empty());
+  }
+}
+
+// =============================================================================================
+// Concurrency: one context and one plan shared by several caller threads
+// =============================================================================================
+
+TEST_CASE("fuzz: concurrent calls on one context and one constant-filter plan",
+          "[fuzz][fftconv][threads]") {
+  // The header: contexts may be shared between threads; a plan may be used from several threads
+  // at once as long as each call has its own output. Every thread brings its own filter, so the
+  // plan's cached spectrum (FK_FFTCONV_FILTER_CONSTANT) keeps being replaced under the others.
+  const fk_context_t* ctx = fkcpu::cpu_context(2);
+  const int kThreads = 4, kCalls = 12;
+  const int64_t B = 2, C = 3, L = 257;
+  fk_fftconv_plan_options_t o;
+  fk_fftconv_plan_options_init(&o);
+  o.mode = FK_FFTCONV_CAUSAL;
+  o.channels = C;
+  o.seqlen = L;
+  o.flags = FK_FFTCONV_FILTER_CONSTANT;
+  fk_fftconv_plan_t* plan = nullptr;
+  REQUIRE(fk_fftconv_plan_create(ctx, &o, &plan) == FK_SUCCESS);
+  std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
+      plan, fk_fftconv_plan_destroy);
+  fk_fftconv_plan_options_t r;
+  fk_fftconv_plan_options_init(&r);
+  REQUIRE(fk_fftconv_plan_get_options(plan, &r) == FK_SUCCESS);
+  auto rng = fkcpu::rng_for(0xFC000);
+  std::vector<HostTensor> u(kThreads), k(kThreads), y(kThreads);
+  std::vector<std::vector<double>> ref(kThreads);
+  // GEMMs on the same context from the same threads.
+  std::vector<HostTensor> a(kThreads), b(kThreads), d(kThreads);
+  std::vector<std::vector<double>> gref(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    u[size_t(t)].init(DT::F32, {B, C, L});
+    k[size_t(t)].init(DT::F32, {C, L});
+    y[size_t(t)].init(DT::F32, {B, C, L});
+    u[size_t(t)].fill_normal(rng);
+    k[size_t(t)].fill_normal(rng, 0.1);
+    ref[size_t(t)] = fkref::fftconv(u[size_t(t)].to_vector(), k[size_t(t)].to_vector(), nullptr,
+                                    nullptr, nullptr, B, C, L, L, fkref::ConvMode::Causal,
+                                    r.fft_size);
+    a[size_t(t)].init(DT::F32, {33, 47});
+    b[size_t(t)].init(DT::F32, {47, 29});
+    d[size_t(t)].init(DT::F32, {33, 29});
+    a[size_t(t)].fill_normal(rng);
+    b[size_t(t)].fill_normal(rng);
+    gref[size_t(t)] = fkref::gemm(a[size_t(t)].to_vector(), 1, b[size_t(t)].to_vector(), 1,
+                                  nullptr, 1, nullptr, 1, 33, 29, 47, {});
+  }
+  std::vector<double> worst(kThreads, 0.0), gworst(kThreads, 0.0);
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t)
+    pool.emplace_back([&, t] {
+      for (int call = 0; call < kCalls; ++call) {
+        HostTensor& yt = y[size_t(t)];
+        yt.poison();
+        if (fk_fftconv_forward(plan, nullptr, u[size_t(t)].view(), k[size_t(t)].view(), nullptr,
+                               nullptr, nullptr, yt.view()) != FK_SUCCESS)
+          ++failures[size_t(t)];
+        const std::vector<double> got = yt.to_vector();
+        for (size_t i = 0; i < got.size(); ++i)
+          worst[size_t(t)] = std::max(worst[size_t(t)], std::isnan(got[i]) ? INFINITY
+                                                                          : std::fabs(got[i] - ref[size_t(t)][i]));
+        HostTensor& dt = d[size_t(t)];
+        dt.poison();
+        if (fk_gemm(ctx, nullptr, nullptr, a[size_t(t)].view(), b[size_t(t)].view(), nullptr,
+                    nullptr, dt.view()) != FK_SUCCESS)
+          ++failures[size_t(t)];
+        const std::vector<double> gd = dt.to_vector();
+        for (size_t i = 0; i < gd.size(); ++i)
+          gworst[size_t(t)] = std::max(gworst[size_t(t)], std::isnan(gd[i]) ? INFINITY
+                                                                           : std::fabs(gd[i] - gref[size_t(t)][i]));
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(failures[size_t(t)] == 0);
+    CHECK(worst[size_t(t)] < 1e-4);
+    CHECK(gworst[size_t(t)] < 1e-4);
   }
 }
