@@ -105,7 +105,15 @@ void fuzz_attention(std::mt19937_64& rng) {
     prm.window_size_right = window();
   }
   if (coin(rng, 0.25)) prm.softcap = float(uniform(rng, 0.5, 30));
-  if (coin(rng, 0.5)) prm.softmax_scale = float(uniform(rng, -0.6, 0.6));
+  switch (pick(rng, 0, 7)) {
+    case 0: case 1: case 2: case 3: break;  // NaN: 1/sqrt(head_dim)
+    case 4: prm.softmax_scale = 0.0f; break;
+    case 5: prm.softmax_scale = 1e-30f; break;  // scores ~1e-30 (a subnormal scale would make lse subnormal, ~6 bits)
+    case 6:  // scores far beyond fp32 range are only safe under a softcap
+      prm.softmax_scale = prm.softcap > 0 ? 1e30f : float(uniform(rng, -0.6, 0.6));
+      break;
+    default: prm.softmax_scale = float(uniform(rng, -0.6, 0.6));
+  }
   rp.causal = prm.causal;
   rp.window_left = prm.window_size_left;
   rp.window_right = prm.window_size_right;
@@ -309,7 +317,7 @@ void fuzz_fftconv(std::mt19937_64& rng) {
   const std::vector<int64_t> act{batch, channels, seqlen};
   HostTensor u = make_t(rng, dt, act, true, true), y = make_t(rng, dt, act);
   HostTensor pg = make_t(rng, dt, act, true, true), qg = make_t(rng, dt, act, true, true);
-  HostTensor k = make_t(rng, k_dt, {channels, fl}), D = make_t(rng, d_dt, {channels});
+  HostTensor k = make_t(rng, k_dt, {channels, fl}, true, true), D = make_t(rng, d_dt, {channels});
   u.fill_normal(rng);
   k.fill_normal(rng, 1.0 / std::sqrt(double(std::min(fl, seqlen))));
   D.fill_normal(rng);
