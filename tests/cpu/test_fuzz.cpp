@@ -1147,6 +1147,34 @@ TEST_CASE("fuzz: attention numerical edge cases", "[fuzz][attention][edge]") {
         }
       }
   }
+  SECTION("softmax_scale > 1 with large queries: every score fits fp32, so no NaN") {
+    // The header leaves only scores that overflow fp32 unguarded. Here |q| ~ 1e20, scale 1e19,
+    // |k| ~ 1e-25: the scores are ~1e14, but scale * q alone (~1e39) does not fit fp32.
+    for (float softcap : {0.0f, 30.0f}) {
+      const int64_t B = 1, S = 6, H = 2, D = 8;
+      HostTensor q(DT::F32, {B, S, H, D}), k(DT::F32, {B, S, H, D}), v(DT::F32, {B, S, H, D});
+      HostTensor out(DT::F32, {B, S, H, D}), lse(DT::F32, {B, H, S});
+      q.fill_normal(rng, 1e20);
+      k.fill_normal(rng, 1e-25);
+      v.fill_normal(rng);
+      out.poison();
+      lse.poison();
+      fk_attention_params_t prm;
+      fk_attention_params_init(&prm);
+      prm.softmax_scale = 1e19f;
+      prm.softcap = softcap;
+      REQUIRE(fk_attention_forward(ctx, nullptr, &prm, &q, &k, &v, nullptr, nullptr, &out, &lse) ==
+              FK_SUCCESS);
+      fkref::AttentionParams rp;
+      rp.softmax_scale = 1e19f;
+      rp.softcap = softcap;
+      std::vector<double> ro, rl;
+      fkref::attention(q.to_vector(), k.to_vector(), v.to_vector(), B, S, S, H, H, D, rp, ro, rl);
+      INFO("softcap " << softcap);
+      check_output(out, ro, DT::F32, "out");
+      check_output(lse, rl, DT::F32, "lse");
+    }
+  }
   SECTION("a NaN in one query row stays in that row") {
     const int64_t B = 2, S = 7, H = 2, D = 8;
     HostTensor q(DT::F32, {B, S, H, D}), k(DT::F32, {B, S, H, D}), v(DT::F32, {B, S, H, D});
