@@ -1175,6 +1175,36 @@ TEST_CASE("fuzz: attention numerical edge cases", "[fuzz][attention][edge]") {
       check_output(lse, rl, DT::F32, "lse");
     }
   }
+  SECTION("a subnormal softcap (finite and > 0, so accepted) with zero scores") {
+    // 1 / softcap overflows fp32 for softcap < ~2.9e-39; a zero score must still be capped to
+    // softcap * tanh(0) = 0, not 0 * inf = NaN. Query rows 0 and 3 are zero vectors.
+    for (float softcap : {1e-45f, 1e-40f, 2e-39f}) {
+      const int64_t B = 1, S = 5, H = 1, D = 4;
+      HostTensor q(DT::F32, {B, S, H, D}), k(DT::F32, {B, S, H, D}), v(DT::F32, {B, S, H, D});
+      HostTensor out(DT::F32, {B, S, H, D}), lse(DT::F32, {B, H, S});
+      q.fill_normal(rng);
+      k.fill_normal(rng);
+      v.fill_normal(rng);
+      for (int64_t x = 0; x < D; ++x) {
+        q.set({0, 0, 0, x}, 0.0);
+        q.set({0, 3, 0, x}, 0.0);
+      }
+      out.poison();
+      lse.poison();
+      fk_attention_params_t prm;
+      fk_attention_params_init(&prm);
+      prm.softcap = softcap;
+      REQUIRE(fk_attention_forward(ctx, nullptr, &prm, &q, &k, &v, nullptr, nullptr, &out, &lse) ==
+              FK_SUCCESS);
+      fkref::AttentionParams rp;
+      rp.softcap = softcap;
+      std::vector<double> ro, rl;
+      fkref::attention(q.to_vector(), k.to_vector(), v.to_vector(), B, S, S, H, H, D, rp, ro, rl);
+      INFO("softcap " << softcap);
+      check_output(out, ro, DT::F32, "out");
+      check_output(lse, rl, DT::F32, "lse");
+    }
+  }
   SECTION("a NaN in one query row stays in that row") {
     const int64_t B = 2, S = 7, H = 2, D = 8;
     HostTensor q(DT::F32, {B, S, H, D}), k(DT::F32, {B, S, H, D}), v(DT::F32, {B, S, H, D});
