@@ -140,7 +140,10 @@ void run_item(const AttentionProblem& p, const WorkItem& it, Scratch& w) {
   const int64_t wl = p.window_left;
   const int64_t wr = p.causal ? 0 : p.window_right;
   const float cap = p.softcap;
+  // 1 / cap overflows for a subnormal cap (< ~2.9e-39, accepted: finite and > 0); those caps
+  // divide instead, so that a zero score stays 0 rather than 0 * inf = NaN.
   const float inv_cap = cap > 0 ? 1.0f / cap : 0.0f;
+  const bool cap_divides = cap > 0 && !std::isfinite(inv_cap);
   const float neg_inf = -std::numeric_limits<float>::infinity();
   // The header leaves only scores that overflow fp32 unguarded, so the scale must not overflow
   // on its own: it is folded into q when |scale| <= 1 (scale * q cannot overflow), and applied
@@ -197,7 +200,11 @@ void run_item(const AttentionProblem& p, const WorkItem& it, Scratch& w) {
           for (int64_t jj = lo; jj < hi; ++jj) s[jj] *= scale;
         }
         if (cap > 0) {
-          for (int64_t jj = lo; jj < hi; ++jj) s[jj] = cap * std::tanh(s[jj] * inv_cap);
+          if (cap_divides) {
+            for (int64_t jj = lo; jj < hi; ++jj) s[jj] = cap * std::tanh(s[jj] / cap);
+          } else {
+            for (int64_t jj = lo; jj < hi; ++jj) s[jj] = cap * std::tanh(s[jj] * inv_cap);
+          }
         }
         float mx = neg_inf;
         for (int64_t jj = lo; jj < hi; ++jj) mx = std::max(mx, s[jj]);
