@@ -104,7 +104,7 @@ void fuzz_attention(std::mt19937_64& rng) {
     prm.window_size_left = window();
     prm.window_size_right = window();
   }
-  if (coin(rng, 0.25)) prm.softcap = float(uniform(rng, 0.5, 30));
+  if (coin(rng, 0.25)) prm.softcap = coin(rng, 0.1) ? 1e-45f : float(uniform(rng, 0.5, 30));
   switch (pick(rng, 0, 7)) {
     case 0: case 1: case 2: case 3: break;  // NaN: 1/sqrt(head_dim)
     case 4: prm.softmax_scale = 0.0f; break;
@@ -1281,6 +1281,27 @@ TEST_CASE("fuzz: GEMM numerical edge cases", "[fuzz][gemm][edge]") {
           INFO("activation " << act << " m " << m << " n " << n);
           CHECK(std::fabs(d.get({m, n}) - want) <= 1e-6 + 8e-3 * std::fabs(want));
         }
+    }
+  }
+  SECTION("activations of huge and tiny pre-activations (K = 0: d = act(bias))") {
+    const int64_t M = 3;
+    const std::vector<double> vals{1e30, -1e30, 3e38, -3e38, 1e13, -1e13, 1e-30, -1e-30, 1e-45, 0.0};
+    const int64_t N = int64_t(vals.size());
+    for (int act = 0; act <= 3; ++act) {
+      HostTensor a(DT::F32, {M, 0}), b(DT::F32, {0, N}), d(DT::F32, {M, N}), bias(DT::F32, {N});
+      for (int64_t n = 0; n < N; ++n) bias.set({n}, vals[size_t(n)]);
+      d.poison();
+      fk_gemm_params_t prm;
+      fk_gemm_params_init(&prm);
+      prm.activation = act;
+      REQUIRE(fk_gemm(ctx, nullptr, &prm, &a, &b, nullptr, &bias, &d) == FK_SUCCESS);
+      for (int64_t n = 0; n < N; ++n) {
+        const double x = bias.get({n});
+        const double want = fkref::round_to(DT::F32, fkref::activation(act, x));
+        INFO("activation " << act << " x " << x << " got " << d.get({0, n}) << " want " << want);
+        CHECK(std::isfinite(d.get({0, n})));
+        CHECK(std::fabs(d.get({0, n}) - want) <= 1e-6 * std::fabs(want) + 1e-30);
+      }
     }
   }
   SECTION("a NaN or Inf in one row of A stays in that row of D") {
