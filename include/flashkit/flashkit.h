@@ -50,7 +50,10 @@
  *   Strides are in elements; `strides == NULL` means compact row-major. Unless an operation
  *   says otherwise the last dimension must be contiguous (stride 1) and every other stride may
  *   be anything, including larger than compact (padded rows). Data pointers (`data` plus
- *   `byte_offset`) must be aligned to the element size.
+ *   `byte_offset`) must be aligned to the element size. Size limits: the product of a tensor's
+ *   non-zero extents must fit in `int64_t` (so an empty tensor cannot declare, say,
+ *   `(2^32, 0, 2^32)`), and its extents and strides may address at most 2^62 bytes;
+ *   FK_ERROR_SHAPE_MISMATCH otherwise.
  * - **Devices**: a CPU context accepts tensors on `kDLCPU` or `kDLCUDAHost` (pinned host
  *   memory); a CUDA context accepts `kDLCUDA` or `kDLCUDAManaged` tensors whose `device_id` is
  *   the context's device. Anything else is `FK_ERROR_WRONG_DEVICE`.

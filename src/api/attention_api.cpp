@@ -189,9 +189,13 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
     p->total_k = k.shape[0];
     p->cu_seqlens_q = static_cast<const int32_t*>(cq.data);
     p->cu_seqlens_k = static_cast<const int32_t*>(ck.data);
-    if (p->total_q > INT32_MAX || p->total_k > INT32_MAX) {
+    if (p->total_q > INT32_MAX) {
       return set_error(FK_ERROR_SHAPE_MISMATCH,
                        "q: total rows %" PRId64 " exceed int32 cu_seqlens range", p->total_q);
+    }
+    if (p->total_k > INT32_MAX) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH,
+                       "k: total rows %" PRId64 " exceed int32 cu_seqlens range", p->total_k);
     }
     FK_RETURN_IF_ERROR(check_cu_seqlens(ctx, launch, "cu_seqlens_q", cq, p->total_q, &p->seqlen_q));
     FK_RETURN_IF_ERROR(check_cu_seqlens(ctx, launch, "cu_seqlens_k", ck, p->total_k, &p->seqlen_k));

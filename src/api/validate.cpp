@@ -117,16 +117,21 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
   if (t->ndim > 0 && !t->shape) return set_error(FK_ERROR_NULL_POINTER, "%s: shape is NULL", name);
   TensorView v;
   v.rank = t->ndim;
-  int64_t numel = 1;
+  // The product of the non-zero extents must fit in 64 bits too: an empty tensor such as
+  // (2^32, 0, 2^32) would otherwise let the entry points' products of extents (nblocks * p,
+  // batch * seqlen, ...) wrap around to values that match other arguments.
+  int64_t numel = 1, nonzero = 1;
   for (int i = 0; i < v.rank; ++i) {
     if (t->shape[i] < 0) {
       return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: dimension %d has negative extent %" PRId64,
                        name, i, static_cast<int64_t>(t->shape[i]));
     }
     v.shape[i] = t->shape[i];
-    if (__builtin_mul_overflow(numel, static_cast<int64_t>(t->shape[i]), &numel)) {
-      return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: element count overflows 64 bits", name);
+    if (v.shape[i] != 0 && __builtin_mul_overflow(nonzero, v.shape[i], &nonzero)) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH,
+                       "%s: extents multiply past 2^63 (element count overflows 64 bits)", name);
     }
+    numel *= v.shape[i];  // cannot overflow: numel is 0 or equal to nonzero
   }
   // Data before dtype: an empty (zero-initialised) DLTensor is reported as missing data.
   if (!t->data && numel > 0) return set_error(FK_ERROR_NULL_POINTER, "%s: data is NULL", name);
@@ -159,7 +164,9 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
       overflow |= __builtin_mul_overflow(v.shape[i] - 1, v.stride[i], &term);
       overflow |= __builtin_add_overflow(span, term, &span);
     }
-    overflow |= __builtin_mul_overflow(span + 1, static_cast<int64_t>(dtype_bytes(v.dtype)), &total);
+    // span + 1 can itself overflow (span == INT64_MAX), which would wrap a 1-byte type's total.
+    overflow |= __builtin_add_overflow(span, int64_t(1), &span);
+    overflow |= __builtin_mul_overflow(span, static_cast<int64_t>(dtype_bytes(v.dtype)), &total);
     if (overflow || total > (int64_t(1) << 62)) {
       return set_error(FK_ERROR_SHAPE_MISMATCH,
                        "%s: extents and strides address more than 2^62 bytes", name);

@@ -43,7 +43,7 @@ inline SeqInfo seq_info(const AttentionProblem& p, int64_t b) {
 inline int64_t round_up8(int64_t x) { return (x + 7) / 8 * 8; }
 
 struct Scratch {
-  std::vector<float> q;    // (group, kBlockQ, d), pre-multiplied by softmax_scale
+  std::vector<float> q;    // (group, kBlockQ, d), pre-multiplied by softmax_scale if |scale| <= 1
   std::vector<float> acc;  // (group, kBlockQ, dp) unnormalised output, dp = d rounded up to 8
   std::vector<float> m;    // (group, kBlockQ) running row max
   std::vector<float> l;    // (group, kBlockQ) running denominator
@@ -140,8 +140,16 @@ void run_item(const AttentionProblem& p, const WorkItem& it, Scratch& w) {
   const int64_t wl = p.window_left;
   const int64_t wr = p.causal ? 0 : p.window_right;
   const float cap = p.softcap;
+  // 1 / cap overflows for a subnormal cap (< ~2.9e-39, accepted: finite and > 0); those caps
+  // divide instead, so that a zero score stays 0 rather than 0 * inf = NaN.
   const float inv_cap = cap > 0 ? 1.0f / cap : 0.0f;
+  const bool cap_divides = cap > 0 && !std::isfinite(inv_cap);
   const float neg_inf = -std::numeric_limits<float>::infinity();
+  // The header leaves only scores that overflow fp32 unguarded, so the scale must not overflow
+  // on its own: it is folded into q when |scale| <= 1 (scale * q cannot overflow), and applied
+  // to q.k otherwise (|q.k| <= |score| then), as the CUDA kernels do.
+  const float scale = p.softmax_scale;
+  const bool post_scale = !(std::fabs(scale) <= 1.0f);
 
   // Load the query tile of every head of the group.
   for (int64_t g = 0; g < group; ++g) {
@@ -149,7 +157,8 @@ void run_item(const AttentionProblem& p, const WorkItem& it, Scratch& w) {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t qoff = it.b * p.q_batch_stride + (si.rq + it.i0 + r) * p.q_row_stride +
                            h * p.q_head_stride;
-      load_run(p.q, p.dtype, qoff, d, &w.q[size_t((g * kBlockQ + r) * d)], p.softmax_scale);
+      load_run(p.q, p.dtype, qoff, d, &w.q[size_t((g * kBlockQ + r) * d)],
+               post_scale ? 1.0f : scale);
     }
   }
   std::fill(w.acc.begin(), w.acc.end(), 0.0f);
@@ -187,8 +196,15 @@ void run_item(const AttentionProblem& p, const WorkItem& it, Scratch& w) {
         if (lo >= hi) continue;
         float* s = w.s.data();
         row_scores(&w.q[size_t((g * kBlockQ + r) * d)], w.kt.data(), d, s);
+        if (post_scale) {
+          for (int64_t jj = lo; jj < hi; ++jj) s[jj] *= scale;
+        }
         if (cap > 0) {
-          for (int64_t jj = lo; jj < hi; ++jj) s[jj] = cap * std::tanh(s[jj] * inv_cap);
+          if (cap_divides) {
+            for (int64_t jj = lo; jj < hi; ++jj) s[jj] = cap * std::tanh(s[jj] / cap);
+          } else {
+            for (int64_t jj = lo; jj < hi; ++jj) s[jj] = cap * std::tanh(s[jj] * inv_cap);
+          }
         }
         float mx = neg_inf;
         for (int64_t jj = lo; jj < hi; ++jj) mx = std::max(mx, s[jj]);
