@@ -15,7 +15,7 @@
 # while that machine is still warm, the --run-only call, which joins the parts and installs
 # the model for the demo (it skips the demo when the first part never arrived).
 # Extra suites: FK_GPU_CHECK_PYTHON=0 skips the Python/torch checks, FK_GPU_CHECK_DEMO=0 the
-# demo, FK_GPU_CHECK_SANITIZER=0 compute-sanitizer.
+# demo, FK_GPU_CHECK_SANITIZER=0 compute-sanitizer (FK_GPU_CHECK_SANITIZER_TOOLS=memcheck runs one tool).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -97,7 +97,7 @@ run_checks() {
   record "C++ gpu suite" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)") $(grep -E '^(All tests passed|test cases:)' "$out/gpu_tests.log" | tail -n 1)"
 
   if [ "${FK_GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
-    for tool in memcheck racecheck; do
+    for tool in ${FK_GPU_CHECK_SANITIZER_TOOLS:-memcheck racecheck}; do
       timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$stage/bin/flashkit_tests_gpu" "[sanitize]" \
         >"$out/sanitizer_$tool.log" 2>&1
       local src=$?

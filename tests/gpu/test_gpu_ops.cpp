@@ -137,6 +137,8 @@ struct AttnCase {
   float softmax_scale = NAN;
   int64_t pad = 0;  // padding of every non-last dimension of q, k, v, out
   bool with_lse = true;
+  bool zero_first_q_row = false;  // q[b, 0, h, :] = 0: every score of that row is exactly 0
+  const fk_context_t* ctx = nullptr;  // nullptr: the AUTO-family context
   cudaStream_t stream = nullptr;
 };
 
@@ -172,6 +174,7 @@ fk_attention_params_t fk_params(const AttnCase& c) {
 
 void run_attention(const AttnCase& c, uint64_t tag) {
   INFO(describe(c));
+  const fk_context_t* ctx = c.ctx != nullptr ? c.ctx : gpu();
   auto rng = rng_for(tag);
   const std::vector<int64_t> qs{c.batch, c.seqlen_q, c.nheads, c.head_dim};
   const std::vector<int64_t> ks{c.batch, c.seqlen_k, c.nheads_k, c.head_dim};
@@ -182,19 +185,23 @@ void run_attention(const AttnCase& c, uint64_t tag) {
   q.fill_normal(rng);
   k.fill_normal(rng);
   v.fill_normal(rng);
+  if (c.zero_first_q_row)
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t h = 0; h < c.nheads; ++h)
+        for (int64_t d = 0; d < c.head_dim; ++d) q.set({b, 0, h, d}, 0.0);
 
   DeviceTensor dq(q), dk(k), dv(v), dout(out), dlse(lse);
   dout.poison();
   dlse.poison();
   const fk_attention_params_t params = fk_params(c);
   const char* variant = "?";
-  REQUIRE_FK(fk_attention_select_kernel(gpu(), &params, &dq, &dk, &dv, nullptr, nullptr, &dout,
+  REQUIRE_FK(fk_attention_select_kernel(ctx, &params, &dq, &dk, &dv, nullptr, nullptr, &dout,
                                         c.with_lse ? &dlse : nullptr, &variant));
   INFO("variant " << variant);
   fk_launch_t launch;
   fk_launch_init(&launch);
   launch.stream = c.stream;
-  REQUIRE_FK(fk_attention_forward(gpu(), &launch, &params, &dq, &dk, &dv, nullptr, nullptr,
+  REQUIRE_FK(fk_attention_forward(ctx, &launch, &params, &dq, &dk, &dv, nullptr, nullptr,
                                   &dout, c.with_lse ? &dlse : nullptr));
   if (c.stream) REQUIRE_CUDA(cudaStreamSynchronize(c.stream));
   dout.download();
@@ -307,6 +314,34 @@ TEST_CASE("gpu attention: windows, softcap, scale", "[gpu][attention]") {
     c.softmax_scale = (i % 3 == 2) ? 0.3f : NAN;
     run_attention(c, 4000 + uint64_t(i++));
   }
+}
+
+TEST_CASE("gpu attention: extreme softcap / scale ratios stay finite", "[gpu][attention][sanitize]") {
+  // A subnormal softcap (finite and > 0, so accepted) or softmax_scale / softcap above FLT_MAX:
+  // the folded multiplier scale / softcap must not become inf, or a zero score (the zeroed
+  // first query row) gives 0 * inf = NaN instead of tanh(0) = 0 (attention/common/logits.h).
+  // Every score is then about +-softcap, i.e. ~0: the reference's rows are near-uniform.
+  const float caps[][2] = {{1e-45f, NAN}, {1e-30f, 1e10f}, {2e-38f, 0.125f}};
+  int i = 0;
+  for (const auto& cs : caps)
+    for (DT dt : {DT::F32, DT::F16, DT::BF16}) {
+      AttnCase c;
+      c.batch = 2;
+      c.seqlen_q = 70;
+      c.seqlen_k = 90;
+      c.nheads = 2;
+      c.head_dim = 64;
+      c.dtype = dt;
+      c.causal = (i % 2) == 1;
+      c.softcap = cs[0];
+      c.softmax_scale = cs[1];
+      c.zero_first_q_row = true;
+      run_attention(c, 5500 + uint64_t(i));
+      // The same on the sm80-class kernel (fp16/bf16), which AUTO does not pick on Hopper.
+      c.ctx = dt != DT::F32 ? fkgpu::context_for(FK_KERNEL_FAMILY_SM80) : nullptr;
+      if (c.ctx != nullptr) run_attention(c, 5500 + uint64_t(i));
+      ++i;
+    }
 }
 
 TEST_CASE("gpu attention: GQA and MQA", "[gpu][attention]") {

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "core/backend.h"
+#include "cuda/attention/common/logits.h"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/dtype.cuh"
@@ -64,12 +65,12 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int D = static_cast<int>(p.head_dim);
-  const float kLog2e = 1.4426950408889634f;
-  const bool capped = p.softcap > 0.0f;
   // Scores in base 2 (exp2f is one instruction): x = log2(e) * s, s = scale * q.k, or
-  // s = softcap * tanh(scale * q.k / softcap) with Gemma 2's cap.
-  const float pre = capped ? p.softmax_scale / p.softcap : p.softmax_scale * kLog2e;
-  const float post = capped ? p.softcap * kLog2e : 1.0f;
+  // s = softcap * tanh(scale * q.k / softcap) with Gemma 2's cap (attention/common/logits.h).
+  const attn::LogitScale ls = attn::logit_scale(p.softmax_scale, p.softcap);
+  const bool capped = ls.softcap;
+  const float pre = capped ? ls.cap_pre : ls.scale_log2;
+  const float post = capped ? ls.cap_post : 1.0f;
   const int64_t group = p.nheads / p.nheads_k;
   const int64_t right = p.causal ? 0 : p.window_right;  // causal is the window (left, 0)
   const int64_t left = p.window_left;

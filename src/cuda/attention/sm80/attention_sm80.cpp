@@ -17,6 +17,7 @@
 #include "cuda/attention/sm80/launch.h"
 #include "cuda/attention/sm80/params.h"
 #include "cuda/attention/sm80/tile_size.h"
+#include "cuda/attention/common/logits.h"
 #include "cuda/attention/common/strides.h"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
@@ -91,11 +92,11 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   // Window sizes come from int32 parameters; causal is the window (left, 0).
   k.window_left = static_cast<int32_t>(p.window_left < 0 ? -1 : p.window_left);
   k.window_right = p.causal ? 0 : static_cast<int32_t>(p.window_right < 0 ? -1 : p.window_right);
-  const double log2e = 1.4426950408889634;
-  k.softcap = p.softcap > 0.0f;
-  k.scale_log2 = static_cast<float>(static_cast<double>(p.softmax_scale) * log2e);
-  k.cap_pre = k.softcap ? static_cast<float>(static_cast<double>(p.softmax_scale) / p.softcap) : 0.0f;
-  k.cap_post = k.softcap ? static_cast<float>(static_cast<double>(p.softcap) * log2e) : 0.0f;
+  const attn::LogitScale ls = attn::logit_scale(p.softmax_scale, p.softcap);
+  k.softcap = ls.softcap;
+  k.scale_log2 = ls.scale_log2;
+  k.cap_pre = ls.cap_pre;
+  k.cap_post = ls.cap_post;
 
   const bool bf16 = p.dtype == DType::BF16;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);

@@ -19,6 +19,7 @@
 #include <cstdlib>
 
 #include "cuda/attention/sm90/launch.h"
+#include "cuda/attention/common/logits.h"
 #include "cuda/attention/common/strides.h"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
@@ -127,11 +128,11 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.head_dim = int32_t(p.head_dim);
   a.window_left = int32_t(p.window_left < 0 ? -1 : p.window_left);
   a.window_right = p.causal ? 0 : int32_t(p.window_right < 0 ? -1 : p.window_right);
-  const double log2e = 1.4426950408889634;
-  a.softcap = p.softcap > 0.0f ? 1 : 0;
-  a.scale_log2 = float(double(p.softmax_scale) * log2e);
-  a.cap_pre = a.softcap ? float(double(p.softmax_scale) / p.softcap) : 0.0f;
-  a.cap_post = a.softcap ? float(double(p.softcap) * log2e) : 0.0f;
+  const attn::LogitScale ls = attn::logit_scale(p.softmax_scale, p.softcap);
+  a.softcap = ls.softcap ? 1 : 0;
+  a.scale_log2 = ls.scale_log2;
+  a.cap_pre = ls.cap_pre;
+  a.cap_post = ls.cap_post;
   a.num_m_blocks = int32_t((p.seqlen_q + kBlockM - 1) / kBlockM);
   a.total_tiles = int64_t(a.num_m_blocks) * p.nheads * p.batch;
   a.longest_first = (a.window_left >= 0 || a.window_right >= 0) ? 1 : 0;

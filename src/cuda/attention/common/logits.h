@@ -1,0 +1,51 @@
+// The attention kernels' shared logit multipliers. Each kernel turns a raw score s = q.k into a
+// base-2 logit (exp2 is one instruction): x = s * scale_log2 without a softcap, and
+// x = tanh(s * cap_pre) * cap_post with Gemma 2's softcap (Team Gemma 2024, Section 2), where
+// scale_log2 = softmax_scale * log2(e), cap_pre = softmax_scale / softcap and
+// cap_post = softcap * log2(e).
+//
+// They are formed in double and clamped to the largest finite float: a subnormal softcap (a
+// finite, positive value the API accepts) or a quotient above FLT_MAX would otherwise round to
+// infinity in fp32, and a zero score would then give 0 * inf = NaN instead of tanh(0) = 0.
+// With the clamp, s * cap_pre at worst overflows to +-inf, whose tanh is the correct limit +-1.
+#pragma once
+
+#include <cfloat>
+
+#if defined(__CUDACC__)
+#define FK_LOGITS_HD __host__ __device__
+#else
+#define FK_LOGITS_HD
+#endif
+
+namespace flashkit {
+namespace cuda {
+namespace attn {
+
+struct LogitScale {
+  bool softcap;      // softcap > 0
+  float scale_log2;  // no softcap: x = s * scale_log2
+  float cap_pre;     // softcap: x = tanh(s * cap_pre) * cap_post
+  float cap_post;
+};
+
+FK_LOGITS_HD inline float clamp_to_float(double v) {
+  return static_cast<float>(v > double(FLT_MAX) ? double(FLT_MAX)
+                                                : (v < -double(FLT_MAX) ? -double(FLT_MAX) : v));
+}
+
+FK_LOGITS_HD inline LogitScale logit_scale(float softmax_scale, float softcap) {
+  const double log2e = 1.4426950408889634;
+  LogitScale l;
+  l.softcap = softcap > 0.0f;
+  l.scale_log2 = clamp_to_float(double(softmax_scale) * log2e);
+  l.cap_pre = l.softcap ? clamp_to_float(double(softmax_scale) / double(softcap)) : 0.0f;
+  l.cap_post = l.softcap ? clamp_to_float(double(softcap) * log2e) : 0.0f;
+  return l;
+}
+
+}  // namespace attn
+}  // namespace cuda
+}  // namespace flashkit
+
+#undef FK_LOGITS_HD
