@@ -95,6 +95,12 @@ run_checks() {
   "$stage/bin/flashkit_tests_gpu" --order rand 2>&1 | tee "$out/gpu_tests.log" | tail -n 25
   local rc=${PIPESTATUS[0]}
   record "C++ gpu suite" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)") $(grep -E '^(All tests passed|test cases:)' "$out/gpu_tests.log" | tail -n 1)"
+  if [ $rc -ne 0 ]; then
+    # The failing cases on stdout: a tool that returns only the output tail still shows them.
+    echo "==== failing C++ GPU cases (seed: first line of gpu_tests.log) ===="
+    head -n 1 "$out/gpu_tests.log"
+    grep -E -B 7 -A 14 ': FAILED:|fatal error condition' "$out/gpu_tests.log" | grep -E -v '^(-{79}|\.{79})$' | head -n 60
+  fi
 
   if [ "${FK_GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
     for tool in ${FK_GPU_CHECK_SANITIZER_TOOLS:-memcheck racecheck}; do
@@ -111,6 +117,8 @@ run_checks() {
   echo
   echo "==== flashkit gpu-check summary ===="
   printf '%s\n' "${summary[@]}"
+  # One archive instead of a dozen files: the device tool returns only a few files per call.
+  (cd "$out" && tar czf gpu-check-logs.tar.gz --remove-files ./*.log ./*.json 2>/dev/null) || true
 }
 
 python_checks() {
