@@ -169,6 +169,7 @@ public final class Context implements AutoCloseable {
           h(cuSeqlensQ), h(cuSeqlensK), o(out, "out"), o(lse, "lse"));
     } finally {
       p.delete();
+      Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
 
@@ -181,6 +182,7 @@ public final class Context implements AutoCloseable {
           h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse));
     } finally {
       p.delete();
+      Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
 
@@ -216,6 +218,7 @@ public final class Context implements AutoCloseable {
       FlashkitNative.fk_gemm(handle(), Launch.encode(launch), p, h(a), h(b), h(c), h(bias), o(d, "d"));
     } finally {
       p.delete();
+      Tensor.keepAlive(a, b, c, bias, d);
     }
   }
 
@@ -227,6 +230,7 @@ public final class Context implements AutoCloseable {
       return FlashkitNative.fk_gemm_select_kernel(handle(), p, h(a), h(b), h(c), h(bias), h(d));
     } finally {
       p.delete();
+      Tensor.keepAlive(a, b, c, bias, d);
     }
   }
 
@@ -250,6 +254,7 @@ public final class Context implements AutoCloseable {
           h(scaleB), h(c), h(bias), o(d, "d"));
     } finally {
       p.delete();
+      Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
     }
   }
 
@@ -262,6 +267,7 @@ public final class Context implements AutoCloseable {
           h(scaleB), h(c), h(bias), h(d));
     } finally {
       p.delete();
+      Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
     }
   }
 
@@ -292,6 +298,7 @@ public final class Context implements AutoCloseable {
           o(out, "out"));
     } finally {
       p.delete();
+      Tensor.keepAlive(x, w1, w2, bias, out);
     }
   }
 
@@ -302,6 +309,7 @@ public final class Context implements AutoCloseable {
           h(out));
     } finally {
       p.delete();
+      Tensor.keepAlive(x, w1, w2, bias, out);
     }
   }
 
@@ -327,6 +335,7 @@ public final class Context implements AutoCloseable {
           o(out, "out"));
     } finally {
       p.delete();
+      Tensor.keepAlive(x, w, bias, out);
     }
   }
 
@@ -337,6 +346,7 @@ public final class Context implements AutoCloseable {
           h(out));
     } finally {
       p.delete();
+      Tensor.keepAlive(x, w, bias, out);
     }
   }
 

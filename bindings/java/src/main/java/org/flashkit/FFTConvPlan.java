@@ -188,17 +188,25 @@ public final class FFTConvPlan implements AutoCloseable {
   /** Runs the convolution on the given launch (stream, workspace). */
   public void forward(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y,
       Launch launch) {
-    FlashkitNative.fk_fftconv_forward(handle(), Launch.encode(launch), Tensor.handleOf(u),
-        Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
-        Tensor.handleOf(postgate), Tensor.outputHandleOf(y, "y"));
+    try {
+      FlashkitNative.fk_fftconv_forward(handle(), Launch.encode(launch), Tensor.handleOf(u),
+          Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
+          Tensor.handleOf(postgate), Tensor.outputHandleOf(y, "y"));
+    } finally {
+      Tensor.keepAlive(u, k, D, pregate, postgate, y);
+    }
   }
 
   /** The kernel variant {@link #forward} would run, e.g. "cpu.fftconv"; validates the same. */
   public String selectKernel(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate,
       Tensor y) {
-    return FlashkitNative.fk_fftconv_select_kernel(handle(), Tensor.handleOf(u),
-        Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
-        Tensor.handleOf(postgate), Tensor.handleOf(y));
+    try {
+      return FlashkitNative.fk_fftconv_select_kernel(handle(), Tensor.handleOf(u),
+          Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
+          Tensor.handleOf(postgate), Tensor.handleOf(y));
+    } finally {
+      Tensor.keepAlive(u, k, D, pregate, postgate, y);
+    }
   }
 
   /** Destroys the plan. Idempotent. No call using it may be running. */

@@ -258,6 +258,16 @@ public final class Tensor implements AutoCloseable {
   }
 
   /** The native handle of an optional tensor: 0 (NULL) for null. */
+  /**
+   * Keeps the given tensors, and the direct buffers behind them, reachable up to this point. A
+   * native call receives only their addresses, so without this the garbage collector could
+   * reclaim the buffer of a tensor that the caller built inline, while the call still reads it.
+   * Called after each native call that takes tensors; nulls are fine.
+   */
+  static void keepAlive(Tensor... tensors) {
+    java.lang.ref.Reference.reachabilityFence(tensors);
+  }
+
   static long handleOf(Tensor t) {
     return t == null ? 0 : t.handle();
   }
