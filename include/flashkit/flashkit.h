@@ -590,7 +590,8 @@ typedef struct fk_gemm_params_t {
   uint32_t struct_size; /**< sizeof(fk_gemm_params_t); set by the init function. */
   int32_t trans_a;      /**< Nonzero: `a` is stored `(K, M)` and used transposed. Default 0. */
   int32_t trans_b;      /**< Nonzero: `b` is stored `(N, K)` and used transposed. Default 0. */
-  float alpha;          /**< Scale of the product. Default 1. */
+  float alpha;          /**< Scale of the product. Default 1. 0: `a`, `b` (and fk_gemm_scaled()'s
+                             scales) are not read, as in BLAS: `d = act(beta * c + bias)`. */
   float beta;           /**< Scale of `c`. Default 0. `beta != 0` requires `c`. */
   int32_t activation;   /**< An fk_activation_t. Default FK_ACTIVATION_NONE. */
 } fk_gemm_params_t;

@@ -213,6 +213,13 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_gemm_params_t* user,
   p->trans_b = prm.trans_b != 0;
   p->alpha = prm.alpha;
   p->beta = prm.beta;
+  if (prm.alpha == 0.0f) {
+    // BLAS convention: with alpha = 0 the product term is dropped without reading a, b or the
+    // scales (NaN or Inf there cannot reach d), exactly as for K = 0: d = act(beta c + bias).
+    p->K = 0;
+    p->scale_a = p->scale_b = nullptr;
+    p->scale_a_per_row = p->scale_b_per_col = false;
+  }
   p->activation = static_cast<Activation>(prm.activation);
   *empty = (batch == 0 || M == 0 || N == 0);
   return FK_SUCCESS;

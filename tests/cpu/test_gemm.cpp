@@ -24,6 +24,7 @@ struct GemmCase {
   bool a_bcast = false, b_bcast = false, c_bcast = false;  // rank-2 operand, broadcast
   bool b_stride0 = false;  // b rank 3 with batch stride 0
   bool poison_c = false;   // c given but beta == 0: must not be read
+  bool poison_ab = false;  // alpha == 0: a and b hold NaN (and scales Inf) and must not be read
   int threads = 2;
   // fk_gemm_scaled: b's dtype when it differs from a's (the two fp8 formats), and the scales:
   // 0 none, 1 per-tensor (1,), 2 per-row of a (M,) / per-column of b (N,), 3 per-tensor 0-d
@@ -87,6 +88,12 @@ void run_gemm(const GemmCase& c, uint64_t tag) {
   cm.fill_normal(rng);
   bias.fill_normal(rng);
   if (c.poison_c) cm.poison();
+  if (c.poison_ab) {
+    a.poison();  // 0xFF bytes: NaN in every float dtype (fp8 e4m3fn included)
+    b.poison();
+    sa.for_each([&](const std::vector<int64_t>& i) { sa.set(i, INFINITY); });
+    sb.for_each([&](const std::vector<int64_t>& i) { sb.set(i, INFINITY); });
+  }
   d.poison();
 
   fk_gemm_params_t p;
@@ -113,11 +120,15 @@ void run_gemm(const GemmCase& c, uint64_t tag) {
   rp.activation = c.act;
   const int64_t nb = std::max<int64_t>(bd, 1);
   std::vector<double> av = a.to_vector(), bv = b.to_vector();
+  if (c.poison_ab) {  // the product is dropped: the reference sees zeros (and unit scales)
+    std::fill(av.begin(), av.end(), 0.0);
+    std::fill(bv.begin(), bv.end(), 0.0);
+  }
   const std::vector<double> cv = cm.to_vector(), biasv = bias.to_vector();
   const auto batch_of = [](const HostTensor& t) { return t.shape.size() == 3 ? t.shape[0] : 1; };
   // The scales, folded into the operands in float64: a's row m times scale_a[m], b's column n
   // times scale_b[n] (a and b are logical row-major (rows, cols) here, transposes included).
-  if (c.scale_a) {
+  if (c.scale_a && !c.poison_ab) {
     const int64_t rows = c.ta ? c.K : c.M, cols = c.ta ? c.M : c.K;
     for (size_t i = 0; i < av.size(); ++i) {
       const int64_t r = int64_t(i) / cols % rows, col = int64_t(i) % cols;
@@ -125,7 +136,7 @@ void run_gemm(const GemmCase& c, uint64_t tag) {
       av[i] *= scale_at(sa, c.scale_a, m);
     }
   }
-  if (c.scale_b) {
+  if (c.scale_b && !c.poison_ab) {
     const int64_t rows = c.tb ? c.N : c.K, cols = c.tb ? c.K : c.N;
     for (size_t i = 0; i < bv.size(); ++i) {
       const int64_t r = int64_t(i) / cols % rows, col = int64_t(i) % cols;
@@ -238,6 +249,30 @@ TEST_CASE("cpu gemm: K = 0", "[cpu][gemm]") {
           run_gemm(c, ++tag);
         }
       }
+}
+
+TEST_CASE("cpu gemm: alpha = 0 reads neither a nor b (BLAS convention)", "[cpu][gemm]") {
+  // a and b full of NaN (scales Inf for gemm_scaled): d must still be act(beta c + bias).
+  uint64_t tag = 1350;
+  for (int scaled = 0; scaled < 2; ++scaled)
+    for (int with_c = 0; with_c < 2; ++with_c) {
+      GemmCase c;
+      c.alpha = 0.0f;
+      c.poison_ab = true;
+      c.with_c = with_c;
+      c.beta = with_c ? -0.75f : 0.0f;
+      c.with_bias = true;
+      c.act = with_c ? FK_ACTIVATION_GELU_TANH : FK_ACTIVATION_RELU;
+      c.ta = with_c;
+      if (scaled) {
+        c.scaled = true;
+        c.ab = DT::E4M3;
+        c.cd = DT::BF16;
+        c.scale_a = 2;
+        c.scale_b = 1;
+      }
+      DYNAMIC_SECTION("scaled=" << scaled << " c=" << with_c) { run_gemm(c, ++tag); }
+    }
 }
 
 TEST_CASE("cpu gemm: strided operands", "[cpu][gemm]") {

@@ -110,7 +110,8 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
             semantics: with the default ``beta=0.0`` c is not read at all (NaN/inf in it do not
             propagate), so ``gemm(a, b, c)`` is ``a @ b``: pass ``beta=1.0`` to add c.
             ``beta != 0`` requires c.
-        alpha, beta: floats within float32's range; finite.
+        alpha, beta: floats within float32's range; finite. ``alpha == 0`` reads neither a nor b
+            (BLAS convention: NaN there cannot reach the output).
         trans_a, trans_b: use the operand transposed (any strides also work: a transposed
             NumPy/torch view is fine without these flags).
         bias: optional ``(N,)``, contiguous, fp32/fp16/bf16 (need not match a): one value per

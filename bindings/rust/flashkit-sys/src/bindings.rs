@@ -1191,7 +1191,8 @@ pub struct fk_gemm_params_t {
     pub trans_a: i32,
     #[doc = "< Nonzero: `b` is stored `(N, K)` and used transposed. Default 0."]
     pub trans_b: i32,
-    #[doc = "< Scale of the product. Default 1."]
+    #[doc = "< Scale of the product. Default 1. 0: `a`, `b` (and fk_gemm_scaled()'s"]
+    #[doc = "scales) are not read, as in BLAS: `d = act(beta * c + bias)`."]
     pub alpha: f32,
     #[doc = "< Scale of `c`. Default 0. `beta != 0` requires `c`."]
     pub beta: f32,

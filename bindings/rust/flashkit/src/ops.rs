@@ -207,7 +207,7 @@ pub struct GemmParams {
     pub trans_a: bool,
     /// `b` is stored `(N, K)` and used transposed.
     pub trans_b: bool,
-    /// Scale of the product; finite.
+    /// Scale of the product; finite. `0.0` reads neither `a` nor `b` (BLAS convention).
     pub alpha: f32,
     /// Scale of `c`; finite. Nonzero requires `c`.
     pub beta: f32,

@@ -25,6 +25,7 @@ public final class GemmParams {
     return this;
   }
 
+  /** Scale of the product (default 1, finite); 0 reads neither a nor b, as in BLAS. */
   public GemmParams alpha(float alpha) {
     this.alpha = alpha;
     return this;
