@@ -10,10 +10,14 @@
 // Tolerance, per element: |y - ref| <= eps * |ref| + eps_fft * rms(ref row), eps the unit
 // roundoff of the output dtype (2^-8 bf16, 2^-11 fp16): the output rounding plus one rounding
 // step of the row's magnitude for the FFT. eps_fft = eps for cuda.sm80.fftconv (fp32 data, split
-// bf16 operands); 2^-8 for cuda.sm80.fftconv_reg (fp16 mma operands, FlashFFTConv-class
-// precision), for both dtypes. FlashFFTConv's tests use atol 1e-2 on similar inputs (outputs of
-// order 1e-2 here), far looser. The largest error seen, relative to the row rms, is reported per
-// kernel and dtype (WARN).
+// bf16 operands); 2^-7 for cuda.sm80.fftconv_reg (fp16 mma operands, FlashFFTConv-class
+// precision), for both dtypes: the error of one element is a sum of about eight fp16 roundings
+// (2^-11: the data before each of the four DFT matrix products, and the four DFT matrices) at
+// the row's scale, and the maximum over the 10^5-10^6 elements a run checks sits ~4.5 standard
+// deviations out: the largest seen in passing runs was 1.1 x 2^-8 of the row rms (fp16,
+// 2026-11-30), which the earlier 2^-8 bound only let through because of its eps * |ref| term.
+// FlashFFTConv's tests use atol 1e-2 on similar inputs (outputs of order 1e-2 here), far looser.
+// The largest error seen, relative to the row rms, is reported per kernel and dtype (WARN).
 //
 // fft_size 256..8192 goes to cuda.sm80.fftconv_reg; FLASHKIT_FFTCONV_REG=0 (set by the cases
 // tagged [sm80-only]) makes it decline so the sm80 kernel is still covered at those sizes.
@@ -128,7 +132,7 @@ void fill_filter(HostTensor& k, int64_t fl, std::mt19937_64& rng, double scale =
 void check(const Case& c, const Inputs& in, int64_t fl, int64_t fft_size,
            const std::vector<std::pair<int64_t, int64_t>>& rows, bool reg = false) {
   const double eps = unit_roundoff(c.dtype);
-  const double eps_fft = reg ? std::ldexp(1.0, -8) : eps;
+  const double eps_fft = reg ? std::ldexp(1.0, -7) : eps;
   int64_t unwritten = 0;
   in.y.for_each([&](const std::vector<int64_t>& i) {
     if (std::isnan(in.y.get(i))) ++unwritten;
