@@ -57,48 +57,47 @@
 // in registers); other shapes use the run-time version of the same kernel.
 // HBM traffic: x read once, out written once, the weights once per cluster.
 //
-// History. v1 (commit 1040ed7; H200, bf16, n = 4096, 16384 tokens): one z buffer handed over
-// with cluster-wide barriers: 0.265 ms = 24% of the 4.2 TB/s copy bandwidth, 6.4x the m2
-// two-bmm reference, 2.6x dense torch.matmul; ncu: IPC 1.0, 8 warps per SM, tensor pipe ~10%,
-// DRAM 20%, top stall the membar of barrier.cluster.arrive.release (it waits until the thread's
-// remote and earlier global stores are complete). Two variants of v1 were measured and dropped
-// (commits a142285, e373447): output pieces exchanged through DSMEM so that whole 1 KB row
-// segments are stored (0.275 ms), and w2 fragments kept in registers (0.308 ms).
-// v2 (branch monarch4): mbarrier handoff as above, double-buffered z, per-warp x
-// loads, compile-time square shapes. PTX notes: mbarrier.arrive.release.cluster on a remote
-// barrier and barrier.cluster.arrive.release compile to MEMBAR.ALL.GPU (they wait for the
-// thread's outstanding global stores), try_wait.acquire.cluster to a wait + CCTL.IVALL; the loop
-// uses the default (CTA-scope) forms, as CUTLASS's cluster pipelines do.
-// Measured (H200, 2026-11-30, branch monarch4 commit 49079c3, benchmarks/monarch.py, one process
-// per library on one machine): n = 4096, 16384 tokens 0.207 ms = 31% of 4.2 TB/s (v1 0.271 ms
-// in the same session: 1.31x), 8.2x the two-bmm reference, 3.3x dense torch.matmul; 65536 tokens
-// 0.783 ms (v1 1.001); n = 1024: 0.046 / 0.156 ms (34% / 41%). One z and two x buffers at
-// n = 4096 (FK_MONARCH90_PREFER_Z2=0): 0.208 / 0.786 ms, i.e. the second z buffer gains nothing
-// measurable; the cluster-scope barrier forms (FK_MONARCH90_CLUSTER_SCOPE=1): 0.221 / 0.853 ms.
-// v2 profiled (ncu, n = 4096, 16384 tokens, one launch; branch monarch5): 205 us, DRAM 25%,
-// L2 55%, L1 60%, issue slots 15% busy, 8 warps per SM (12.5% occupancy), 11.6 cycles per
-// issued instruction. Stall samples: 27% long-scoreboard waits on the source registers of the
-// scattered 16-byte output stores (each STG touches 32 lines, so the LSU drains slowly and the
-// next pack into the same registers waits), 10% the wait for z right after stage 1, 14% mio
-// and 13% short scoreboard (ldmatrix), ~4% the cp.async wait for x.
-// v3 (this version, branch monarch5): w1 in registers, the one-tile skew, the copy engine for x
-// and for the output. Measured (H200, 2026-11-30, same process as the anchors, bf16): n = 4096,
-// 16384 tokens 0.165 ms = 39% of 4.2 TB/s (v2 0.208 ms on the same machine: 1.26x), 10.3x the
-// two-bmm reference, 4.2x dense torch.matmul; 65536 tokens 0.652 ms (v2 0.781); n = 1024
-// 0.043 / 0.147 ms (v2 0.045 / 0.153). Steps on the same machine (n = 4096 / 1024, 16384
-// tokens): w1 in registers + skew + three x buffers with register stores 0.174 / 0.037 ms (and
-// 0.657 / 0.120 ms at 65536 tokens); + copy-engine output stores (two x buffers) 0.179 / 0.046;
-// + copy-engine x loads 0.164 / 0.043. So the copy-engine output stores lose (16-byte box rows
-// keep the copy engine's queue full: ~24% of the stall samples wait to issue UTMASTG/UTMALDG;
-// the staging stores are 4-way bank-conflicted, lanes 8 apart share banks; fence.proxy.async
-// ~6%), while the copy-engine x loads win; the untried combination of copy-engine x loads with
-// register stores (FK_MONARCH90_TMA_OUT=0) is the next thing to measure. v3's profile: 159 us,
-// DRAM 33%, L2 70%, L1 68%, issue slots 17% busy, stalls: long scoreboard 38% (mostly the
-// copy-engine issue), wait 19%, short scoreboard 18% (ldmatrix -> HMMA). Still short of the
-// 80% target: one CTA of 8 warps per SM (the weights fill shared memory) and stage 2's
-// ldmatrix traffic (each warp re-reads w2 and z fragments: ~2000 shared wavefronts per tile of
-// ~3300) leave the SM latency- and L1-bound. Next: wgmma for stage 2 (w2 and z read once per
-// warpgroup instead of once per warp), a second CTA per SM (clusters of 16, half the weights).
+// History. v1 (commit 1040ed7; H200, bf16, n = 4096, 16384 tokens): one z buffer handed over with
+// cluster-wide barriers: 0.265 ms = 24% of the 4.2 TB/s copy bandwidth, 6.4x the m2 two-bmm
+// reference, 2.6x dense torch.matmul; ncu: IPC 1.0, 8 warps per SM, tensor pipe ~10%, DRAM 20%, top
+// stall the membar of barrier.cluster.arrive.release (it waits until the thread's remote and
+// earlier global stores are complete). Two variants of v1 were measured and dropped (commits
+// a142285, e373447): output pieces exchanged through DSMEM so that whole 1 KB row segments are
+// stored (0.275 ms), and w2 fragments kept in registers (0.308 ms). v2 (branch monarch4): mbarrier
+// handoff as above, double-buffered z, per-warp x loads, compile-time square shapes. PTX notes:
+// mbarrier.arrive.release.cluster on a remote barrier and barrier.cluster.arrive.release compile to
+// MEMBAR.ALL.GPU (they wait for the thread's outstanding global stores), try_wait.acquire.cluster
+// to a wait + CCTL.IVALL; the loop uses the default (CTA-scope) forms, as CUTLASS's cluster
+// pipelines do. Measured (H200, 2026-11-30, branch monarch4 commit 49079c3, benchmarks/monarch.py,
+// one process per library on one machine): n = 4096, 16384 tokens 0.207 ms = 31% of 4.2 TB/s (v1
+// 0.271 ms in the same session: 1.31x), 8.2x the two-bmm reference, 3.3x dense torch.matmul; 65536
+// tokens 0.783 ms (v1 1.001); n = 1024: 0.046 / 0.156 ms (34% / 41%). One z and two x buffers at n
+// = 4096 (FK_MONARCH90_PREFER_Z2=0): 0.208 / 0.786 ms, i.e. the second z buffer gains nothing
+// measurable; the cluster-scope barrier forms (FK_MONARCH90_CLUSTER_SCOPE=1): 0.221 / 0.853 ms. v2
+// profiled (ncu, n = 4096, 16384 tokens, one launch; branch monarch5): 205 us, DRAM 25%, L2 55%, L1
+// 60%, issue slots 15% busy, 8 warps per SM (12.5% occupancy), 11.6 cycles per issued instruction.
+// Stall samples: 27% long-scoreboard waits on the source registers of the scattered 16-byte output
+// stores (each STG touches 32 lines, so the LSU drains slowly and the next pack into the same
+// registers waits), 10% the wait for z right after stage 1, 14% mio and 13% short scoreboard
+// (ldmatrix), ~4% the cp.async wait for x. v3 (this version, branch monarch5): w1 in registers, the
+// one-tile skew, the copy engine for x and for the output. Measured (H200, 2026-11-30, same process
+// as the anchors, bf16): n = 4096, 16384 tokens 0.165 ms = 39% of 4.2 TB/s (v2 0.208 ms on the same
+// machine: 1.26x), 10.3x the two-bmm reference, 4.2x dense torch.matmul; 65536 tokens 0.652 ms (v2
+// 0.781); n = 1024 0.043 / 0.147 ms (v2 0.045 / 0.153). Steps on the same machine (n = 4096 / 1024,
+// 16384 tokens): w1 in registers + skew + three x buffers with register stores 0.174 / 0.037 ms
+// (and 0.657 / 0.120 ms at 65536 tokens); + copy-engine output stores (two x buffers) 0.179 /
+// 0.046; + copy-engine x loads 0.164 / 0.043. So the copy-engine output stores lose (16-byte box
+// rows keep the copy engine's queue full: ~24% of the stall samples wait to issue UTMASTG/UTMALDG;
+// the staging stores are 4-way bank-conflicted, lanes 8 apart share banks; fence.proxy.async ~6%),
+// while the copy-engine x loads win. Copy-engine x loads with register stores, measured afterwards
+// on merged main: better at n = 1024, worse at n = 4096 (16384 tokens), equal at n = 4096 / 65536
+// tokens, hence register stores for 32 x 32 blocks only (config()). v3's profile: 159 us, DRAM 33%,
+// L2 70%, L1 68%, issue slots 17% busy, stalls: long scoreboard 38% (mostly the copy-engine issue),
+// wait 19%, short scoreboard 18% (ldmatrix -> HMMA). Still short of the 80% target: one CTA of 8
+// warps per SM (the weights fill shared memory) and stage 2's ldmatrix traffic (each warp re-reads
+// w2 and z fragments: ~2000 shared wavefronts per tile of ~3300) leave the SM latency- and
+// L1-bound. Next: wgmma for stage 2 (w2 and z read once per warpgroup instead of once per warp), a
+// second CTA per SM (clusters of 16, half the weights).
 //
 // Declined (the sm80 kernel then serves): nblocks2 not 8, 16, 32 or 64; nblocks1 not a
 // multiple of the cluster size; s not 32, 64 or 128; block sizes not multiples of 16; a share
@@ -688,10 +687,13 @@ struct Config {
 
 // Buffering preference when not everything fits: a second z buffer (stage 1 of the next tile
 // overlaps stage 2 of this one across the cluster) before a second x buffer.
-// Copy-engine x loads (the KB kernels) and output stores (where the staging area fits). Both
-// on is the configuration verified on the H200 (tests, sanitizers, timings: see the header);
-// FK_MONARCH90_TMA_OUT=0 (register stores, three x buffers) measured faster at n = 1024 without
-// the copy-engine x loads and has not yet run with them.
+// Copy-engine x loads (the KB kernels) and output stores (where the staging area fits and the
+// output blocks are 64 or 128 rows). Measured on the H200 with the copy-engine x loads
+// (benchmarks/RESULTS.md, "v3 on merged main, and the register-store variant"): with 32 x 32
+// blocks (n = 1024) register stores and a third x buffer run 21% faster (65536 tokens: 0.116
+// against 0.147 ms), with 64 x 64 blocks the staged stores 6% faster (16384 tokens, n = 4096:
+// 0.164 against 0.174 ms), so s = 32 keeps its stores in registers. FK_MONARCH90_TMA_OUT=0
+// turns the staged stores off for every shape (the build all [monarch] cases also passed with).
 #ifndef FK_MONARCH90_TMA_X
 #define FK_MONARCH90_TMA_X 1
 #endif
@@ -732,9 +734,9 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   const bool w1reg = sq && ((UPW == 4 && p.s == 64 && B1 == 8) || (UPW == 2 && p.s == 32 && B1 == 8));
   const int64_t base = (w1reg ? 0 : w1_bytes) + w2_bytes;
   // The copy-engine output path stages s x 32 tokens x 16 bytes (a run's token coordinate
-  // must fit int32; the row stride must be a multiple of 16 bytes).
-  const bool ostage = FK_MONARCH90_TMA_OUT && p.tokens < (int64_t(1) << 31) - 2 * kTile &&
-                      p.out_row_stride % 8 == 0;
+  // must fit int32; the row stride must be a multiple of 16 bytes); not for s = 32 (above).
+  const bool ostage = FK_MONARCH90_TMA_OUT && p.s != 32 &&
+                      p.tokens < (int64_t(1) << 31) - 2 * kTile && p.out_row_stride % 8 == 0;
   const int64_t o_bytes = ostage ? p.s * kTile * 16 : 0;
   // (nx, nz, staged output) in order of preference; the first that fits is taken. Two x
   // buffers and the staged output beat three x buffers with register stores; a second z
