@@ -476,3 +476,18 @@ fn gemm_scaled_fp8_matches_f64() {
         Status::DtypeMismatch
     );
 }
+
+/// Hostile view extents: the bounds check must return an error, never panic on (or wrap
+/// around) overflowing arithmetic, which would let a 1-element slice pass as a huge tensor.
+#[test]
+fn huge_strided_views_are_errors_not_panics() {
+    let data = [0f32; 1];
+    let big = [i64::MAX; 5];
+    let r = std::panic::catch_unwind(|| Tensor::with_strides(&data, &big, &big).map(|_| ()));
+    let r = r.expect("Tensor::with_strides panicked on overflowing extents");
+    assert_eq!(r.unwrap_err().status(), Status::ShapeMismatch);
+    // Zero strides address one element however large the shape; numel() must not panic.
+    let t = Tensor::with_strides(&data, &[i64::MAX, 4], &[0, 0]).unwrap();
+    let n = std::panic::catch_unwind(|| t.numel());
+    assert!(n.is_ok(), "numel() panicked on an overflowing element count");
+}
