@@ -209,9 +209,18 @@ fn extent(shape: &[i64], strides: Option<&[i64]>) -> Result<u128> {
                     format!("strides {strides:?} have a negative stride {s}"),
                 );
             }
-            // Largest offset = sum (extent - 1) * stride; i64 products fit in u128.
-            let last: u128 =
-                shape.iter().zip(strides).map(|(&d, &s)| (d as u128 - 1) * s as u128).sum();
+            // Largest offset = sum (extent - 1) * stride; each i64 product fits in u128 but
+            // the sum of several may not, so it is checked (a wrapped sum would let a short
+            // slice pass for a huge view).
+            let mut last: u128 = 0;
+            for (&d, &s) in shape.iter().zip(strides) {
+                last = last.checked_add((d as u128 - 1) * s as u128).ok_or_else(|| {
+                    Error::local(
+                        Status::ShapeMismatch,
+                        format!("shape {shape:?} with strides {strides:?} overflows"),
+                    )
+                })?;
+            }
             Ok(last + 1)
         }
     }
@@ -272,9 +281,10 @@ macro_rules! view_common {
             self.parts.device
         }
 
-        /// Number of elements (product of the extents).
+        /// Number of elements (product of the extents), saturating at `i64::MAX` (a strided
+        /// view with zero strides may have more elements than `i64` counts).
         pub fn numel(&self) -> i64 {
-            self.parts.shape.iter().product()
+            self.parts.shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d)).unwrap_or(i64::MAX)
         }
 
         /// The DLPack description of this view. Its `shape`/`strides` pointers point into the
