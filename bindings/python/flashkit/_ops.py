@@ -207,8 +207,10 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
                      else (None, None))
     args = [call.addr(r) for r in (qr, kr, vr, cq, ck, outr, lser)]
     if _select:
-        return capi.fk_attention_select_kernel(call.ctx.handle, params, *args)
-    capi.fk_attention_forward(call.ctx.handle, call.launch, params, *args)
+        with call.ctx._in_call() as h:
+            return capi.fk_attention_select_kernel(h, params, *args)
+    with call.ctx._in_call() as h:
+        capi.fk_attention_forward(h, call.launch, params, *args)
     call.finish()
     return (out_obj, lse_obj) if return_lse else out_obj
 
@@ -272,8 +274,10 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
     out_obj, outr = call.output("out", out, shape, cr.dtype if cr is not None else ar.dtype)
     args = [call.addr(r) for r in (ar, br, cr, biasr, outr)]
     if _select:
-        return capi.fk_gemm_select_kernel(call.ctx.handle, params, *args)
-    capi.fk_gemm(call.ctx.handle, call.launch, params, *args)
+        with call.ctx._in_call() as h:
+            return capi.fk_gemm_select_kernel(h, params, *args)
+    with call.ctx._in_call() as h:
+        capi.fk_gemm(h, call.launch, params, *args)
     call.finish()
     return out_obj
 
@@ -296,8 +300,10 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
     out_obj, outr = call.output("out", out, shape, result_dtype)
     args = [call.addr(r) for r in (ar, br, sar, sbr, cr, biasr, outr)]
     if _select:
-        return capi.fk_gemm_scaled_select_kernel(call.ctx.handle, params, *args)
-    capi.fk_gemm_scaled(call.ctx.handle, call.launch, params, *args)
+        with call.ctx._in_call() as h:
+            return capi.fk_gemm_scaled_select_kernel(h, params, *args)
+    with call.ctx._in_call() as h:
+        capi.fk_gemm_scaled(h, call.launch, params, *args)
     call.finish()
     return out_obj
 
@@ -333,8 +339,10 @@ def monarch(ctx, x, w1, w2, out=None, *, bias=None, _select=False):
     args = [call.addr(r) for r in (xr.flatten_leading(1), w1r, w2r, biasr,
                                    outr.flatten_leading(1))]
     if _select:
-        return capi.fk_monarch_select_kernel(call.ctx.handle, _monarch_params(), *args)
-    capi.fk_monarch(call.ctx.handle, call.launch, _monarch_params(), *args)
+        with call.ctx._in_call() as h:
+            return capi.fk_monarch_select_kernel(h, _monarch_params(), *args)
+    with call.ctx._in_call() as h:
+        capi.fk_monarch(h, call.launch, _monarch_params(), *args)
     call.finish()
     return out_obj
 
@@ -350,8 +358,10 @@ def blockdiag_linear(ctx, x, w, out=None, *, bias=None, _select=False):
     _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks * q,)")
     args = [call.addr(r) for r in (xr.flatten_leading(1), wr, biasr, outr.flatten_leading(1))]
     if _select:
-        return capi.fk_blockdiag_linear_select_kernel(call.ctx.handle, _monarch_params(), *args)
-    capi.fk_blockdiag_linear(call.ctx.handle, call.launch, _monarch_params(), *args)
+        with call.ctx._in_call() as h:
+            return capi.fk_blockdiag_linear_select_kernel(h, _monarch_params(), *args)
+    with call.ctx._in_call() as h:
+        capi.fk_blockdiag_linear(h, call.launch, _monarch_params(), *args)
     call.finish()
     return out_obj
 
@@ -448,12 +458,17 @@ class FFTConv:
         ur, kr, dr, prer, postr = call.refs
         _expect_rank(ur, (3,), "(batch, channels, seqlen)")
         _expect_rank(kr, (2,), "(channels, filter_len)")
-        plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], self.dtype or ur.dtype)
         out_obj, outr = call.output("out", out, ur.shape, self.dtype or ur.dtype)
         args = [call.addr(r) for r in (ur, kr, dr, prer, postr, outr)]
-        if select:
-            return capi.fk_fftconv_select_kernel(plan, *args)
-        capi.fk_fftconv_forward(plan, call.launch, *args)
+        if call.ctx.closed:
+            self._plan(call.ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
+        # Plans destroyed (by close() of this object or the context) while the call holds the
+        # context are destroyed when it returns, not under it.
+        with call.ctx._in_call():
+            plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], self.dtype or ur.dtype)
+            if select:
+                return capi.fk_fftconv_select_kernel(plan, *args)
+            capi.fk_fftconv_forward(plan, call.launch, *args)
         call.finish()
         return out_obj
 
@@ -473,12 +488,15 @@ class FFTConv:
         """The fft_size the plan for (channels, filter_len) uses after defaulting."""
         from ._context import default_context
         ctx = context or default_context("cpu")
-        plan = self._plan(ctx, int_arg(channels, "channels", bits=64),
-                          int_arg(filter_len or self.seqlen, "filter_len", bits=64),
-                          self.dtype or float32)
+        channels = int_arg(channels, "channels", bits=64)
+        filter_len = int_arg(filter_len or self.seqlen, "filter_len", bits=64)
+        if ctx.closed:
+            self._plan(ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
         opts = capi.fk_fftconv_plan_options_t()
         capi.fk_fftconv_plan_options_init(opts)
-        capi.fk_fftconv_plan_get_options(plan, opts)
+        with ctx._in_call():
+            plan = self._plan(ctx, channels, filter_len, self.dtype or float32)
+            capi.fk_fftconv_plan_get_options(plan, opts)
         return opts.fft_size
 
     def close(self):
