@@ -73,7 +73,7 @@ class Context:
         self._calls = 0
         self._doomed = []  # plans, then the context handle, destroyed when _calls drops to 0
         kind, ordinal = _parse_device(device)
-        if kernel_family not in _FAMILIES:
+        if not _ops.in_choices(kernel_family, _FAMILIES):
             hint = (" (the CPU is a backend, not a kernel family: use device='cpu')"
                     if kernel_family == "cpu" else "")
             raise _errors.InvalidArgumentError(
@@ -164,7 +164,7 @@ class Context:
                 ``(u, k, D=None, pregate=None, postgate=None, *, fft_size=None,
                 mode="causal")``).
         """
-        impl = _ops.SELECTORS.get(op)
+        impl = _ops.SELECTORS.get(op) if _ops.in_choices(op, _ops.SELECTORS) else None
         if impl is None:
             raise _errors.InvalidArgumentError(
                 f"op: {op!r} is not one of {', '.join(sorted(_ops.SELECTORS))}", 100)

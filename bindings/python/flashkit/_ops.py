@@ -49,6 +49,9 @@ def float32_arg(value, name):
         raise _errors.InvalidArgumentError(f"{name}: {value!r} is not a number", 100)
     try:
         v = float(value)
+    except OverflowError:
+        raise _errors.InvalidArgumentError(
+            f"{name}: {value!r} is outside the float32 range", 100) from None
     except (TypeError, ValueError):
         raise _errors.InvalidArgumentError(
             f"{name}: {value!r} is not a number ({type(value).__name__})", 100) from None
@@ -56,6 +59,25 @@ def float32_arg(value, name):
         raise _errors.InvalidArgumentError(
             f"{name}: {v!r} is outside the float32 range (|{name}| <= {_FLOAT32_MAX:.8g})", 100)
     return v
+
+
+def bool_arg(value, name):
+    """``value`` as a bool: accepts bools, NumPy bools and the ints 0 and 1; refuses strings
+    (``"no"`` is truthy), arrays, floats, None and other ints rather than guess."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise _errors.InvalidArgumentError(
+        f"{name}: {value!r} is not a bool ({type(value).__name__})", 100)
+
+
+def in_choices(value, choices):
+    """``value in choices`` that is False (not TypeError) for unhashable values."""
+    try:
+        return value in choices
+    except TypeError:
+        return False
 
 
 def _none_error(name):
@@ -193,6 +215,13 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
             raise _errors.InvalidArgumentError(
                 "softmax_scale: NaN (pass None for the default 1/sqrt(head_dim))", 100)
     softcap = float32_arg(softcap, "softcap")
+    causal = bool_arg(causal, "causal")
+    return_lse = bool_arg(return_lse, "return_lse")
+    for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        # Not needed by the library (it reads cu_seqlens); checked so that garbage is not
+        # silently accepted.
+        if value is not None and int_arg(value, name, bits=64) < 0:
+            raise _errors.InvalidArgumentError(f"{name}: {value} is negative", 100)
 
     params = capi.fk_attention_params_t()
     capi.fk_attention_params_init(params)
@@ -234,7 +263,7 @@ def _activation(activation):
         # a capi.FK_ACTIVATION_* value; the library checks which ones exist
         return int_arg(activation, "activation")
     key = activation.lower() if isinstance(activation, str) else activation
-    if key not in _ACTIVATIONS:
+    if not in_choices(key, _ACTIVATIONS):
         raise _errors.InvalidArgumentError(
             f"activation: {activation!r} is not None, 'relu', 'gelu' (erf), 'gelu_erf' or "
             "'gelu_tanh'", 100)
@@ -243,6 +272,7 @@ def _activation(activation):
 
 def _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation):
     """The result's shape and the fk_gemm_params_t shared by gemm and gemm_scaled."""
+    trans_a, trans_b = bool_arg(trans_a, "trans_a"), bool_arg(trans_b, "trans_b")
     _expect_rank(ar, (2, 3), "(M, K) or (batch, M, K)" if not trans_a else
                  "(K, M) or (batch, K, M)")
     _expect_rank(br, (2, 3), "(K, N) or (batch, K, N)" if not trans_b else
@@ -413,7 +443,7 @@ class FFTConv:
     """
 
     def __init__(self, seqlen, fft_size=None, mode="causal", dtype=None):
-        if mode not in _MODES:
+        if not in_choices(mode, _MODES):
             raise _errors.InvalidArgumentError(
                 f"mode: {mode!r} is not 'causal', 'circular' or 'bidirectional'", 100)
         seqlen = int_arg(seqlen, "seqlen", bits=64)
