@@ -68,3 +68,10 @@ def test_max_seqlen_checked(q, value):
     with pytest.raises(flashkit.InvalidArgumentError, match="max_seqlen_q"):
         flashkit.attention(q[0], q[0], q[0], cu_seqlens_q=cu, cu_seqlens_k=cu,
                            max_seqlen_q=value)
+
+
+def test_output_too_large_to_allocate_names_out(a):
+    from numpy.lib.stride_tricks import as_strided
+    huge = as_strided(np.zeros(1, np.float32), (2**40, 4), (0, 0))  # 16 TiB result
+    with pytest.raises(flashkit.OutOfMemoryError, match="out"):
+        flashkit.gemm(huge, a)
