@@ -556,6 +556,16 @@ def needs_host_sync(primary):
 def empty(primary, shape, dtype, name):
     """A new array of ``shape``/``dtype`` in the library and on the device of ``primary``."""
     shape = tuple(int(s) for s in shape)
+    try:
+        return _empty(primary, shape, dtype, name)
+    except _errors.FlashkitError:
+        raise
+    except MemoryError as e:
+        raise _errors.OutOfMemoryError(
+            f"{name}: cannot allocate the result, shape {shape} {dtype.name} ({e})", 300) from None
+
+
+def _empty(primary, shape, dtype, name):
     lib = primary.lib
     if not primary.is_cuda:
         if lib == "torch":
