@@ -75,3 +75,22 @@ def test_output_too_large_to_allocate_names_out(a):
     huge = as_strided(np.zeros(1, np.float32), (2**40, 4), (0, 0))  # 16 TiB result
     with pytest.raises(flashkit.OutOfMemoryError, match="out"):
         flashkit.gemm(huge, a)
+
+
+@pytest.mark.parametrize("value", [10**400, [0.0], "zero"])
+def test_flash_attn_dropout_p_checked(q, value):
+    from flashkit.flash_attn_interface import flash_attn_func
+    with pytest.raises(flashkit.InvalidArgumentError, match="dropout_p"):
+        flash_attn_func(q, q, q, dropout_p=value)
+
+
+def test_flash_attn_return_attn_probs_checked(q):
+    from flashkit.flash_attn_interface import flash_attn_func
+    with pytest.raises(flashkit.InvalidArgumentError, match="return_attn_probs"):
+        flash_attn_func(q, q, q, return_attn_probs=np.array([1, 1]))
+
+
+def test_closing_the_default_context_does_not_break_the_process(a):
+    flashkit.default_context("cpu").close()
+    np.testing.assert_allclose(flashkit.gemm(a, a), a @ a, rtol=1e-5, atol=1e-5)
+    assert not flashkit.default_context("cpu").closed
