@@ -251,14 +251,15 @@ _defaults_lock = threading.Lock()
 
 def default_context(device="auto"):
     """The shared default Context of ``device`` ("cpu", "cuda:N", "auto"), created on first use.
-    The simple functions use the default context of their inputs' device."""
+    The simple functions use the default context of their inputs' device. Closing it is
+    allowed: the next use makes a new one."""
     kind, ordinal = _parse_device(device)
     key = (kind, ordinal)
     ctx = _defaults.get(key)
-    if ctx is None:
+    if ctx is None or ctx.closed:  # a closed default context is replaced, not kept
         with _defaults_lock:
             ctx = _defaults.get(key)
-            if ctx is None:
+            if ctx is None or ctx.closed:
                 ctx = Context(device if kind == "auto" else
                               ("cpu" if kind == "cpu" else f"cuda:{ordinal}"))
                 _defaults[key] = ctx
