@@ -491,3 +491,26 @@ fn huge_strided_views_are_errors_not_panics() {
     let n = std::panic::catch_unwind(|| t.numel());
     assert!(n.is_ok(), "numel() panicked on an overflowing element count");
 }
+
+/// `softmax_scale: Some(NaN)` must be an error, not silently read as the C library's "default"
+/// spelling (NaN), which would give a result with 1/sqrt(head_dim) instead.
+#[test]
+fn nan_softmax_scale_is_an_error() {
+    use flashkit::{attention_select_kernel, AttentionParams};
+    let ctx = Context::cpu().unwrap();
+    let shape = [1i64, 4, 1, 8];
+    let data = vec![0.5f32; 32];
+    let mut out_data = vec![7f32; 32];
+    let q = Tensor::new(&data, &shape).unwrap();
+    let params = AttentionParams { softmax_scale: Some(f32::NAN), ..Default::default() };
+    {
+        let out = TensorMut::new(&mut out_data, &shape).unwrap();
+        let e = attention_select_kernel(&ctx, &params, &q, &q, &q, None, &out, None).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.message().contains("softmax_scale"), "{}", e.message());
+    }
+    let mut out = TensorMut::new(&mut out_data, &shape).unwrap();
+    let e = attention(&ctx, None, &params, &q, &q, &q, None, &mut out, None).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(out_data.iter().all(|&x| x == 7.0), "output written on error");
+}
