@@ -94,3 +94,27 @@ def test_closing_the_default_context_does_not_break_the_process(a):
     flashkit.default_context("cpu").close()
     np.testing.assert_allclose(flashkit.gemm(a, a), a @ a, rtol=1e-5, atol=1e-5)
     assert not flashkit.default_context("cpu").closed
+
+
+def test_masked_arrays_are_refused_not_unmasked(a):
+    m = np.ma.masked_array(a, mask=a > 0)
+    with pytest.raises(flashkit.InvalidArgumentError, match="b: .*masked"):
+        flashkit.gemm(a, m)
+
+
+class _NullInterface:
+    __array_interface__ = {"shape": (4, 4), "typestr": "<f4", "data": (0, False), "version": 3}
+
+
+class _BadDevice:
+    def __dlpack__(self, **kw):
+        return np.zeros((4, 4), np.float32).__dlpack__()
+
+    def __dlpack_device__(self):
+        return ("x", 0)
+
+
+@pytest.mark.parametrize("bad", [_NullInterface(), _BadDevice()])
+def test_broken_array_protocols_name_the_argument(a, bad):
+    with pytest.raises(flashkit.InvalidArgumentError, match="b: "):
+        flashkit.gemm(a, bad)
