@@ -108,7 +108,7 @@ class _Call:
             dev = (primary.device_type, primary.device_id, primary.lib)
             raw = primary.obj
         else:
-            dev = _dlpack.device_of(primary) if primary is not None else None
+            dev = _dlpack.device_of(primary, primary_name) if primary is not None else None
             raw = primary
         if dev is None:
             # as_tensor raises the message that names the argument.
