@@ -514,3 +514,18 @@ fn nan_softmax_scale_is_an_error() {
     assert_eq!(e.status(), Status::InvalidArgument);
     assert!(out_data.iter().all(|&x| x == 7.0), "output written on error");
 }
+
+/// A strides list shorter than the shape must be refused even for an empty view: the C library
+/// reads `ndim` strides, past the end of a shorter list (a heap over-read from safe code).
+#[test]
+fn empty_views_check_their_strides_too() {
+    let data = [0f32; 4];
+    let e = Tensor::with_strides(&data, &[0, 4, 4], &[1]).unwrap_err();
+    assert_eq!(e.status(), Status::ShapeMismatch);
+    let mut out = [0f32; 4];
+    assert!(TensorMut::with_strides(&mut out, &[4, 0], &[1]).is_err());
+    assert_eq!(
+        Tensor::with_strides(&data, &[0, 4], &[-1, 1]).unwrap_err().status(),
+        Status::BadStrides
+    );
+}
