@@ -183,6 +183,22 @@ fn extent(shape: &[i64], strides: Option<&[i64]>) -> Result<u128> {
     if let Some(&d) = shape.iter().find(|&&d| d < 0) {
         return bad(Status::ShapeMismatch, format!("shape {shape:?} has a negative extent {d}"));
     }
+    // Strides are checked before the empty-view shortcut: the C library reads `ndim` strides
+    // whatever the extents, so a shorter list would be read past its end.
+    if let Some(strides) = strides {
+        if strides.len() != shape.len() {
+            return bad(
+                Status::ShapeMismatch,
+                format!("strides {strides:?} do not match the rank of shape {shape:?}"),
+            );
+        }
+        if let Some(&s) = strides.iter().find(|&&s| s < 0) {
+            return bad(
+                Status::BadStrides,
+                format!("strides {strides:?} have a negative stride {s}"),
+            );
+        }
+    }
     if shape.contains(&0) {
         return Ok(0);
     }
@@ -197,18 +213,6 @@ fn extent(shape: &[i64], strides: Option<&[i64]>) -> Result<u128> {
             Ok(n)
         }
         Some(strides) => {
-            if strides.len() != shape.len() {
-                return bad(
-                    Status::ShapeMismatch,
-                    format!("strides {strides:?} do not match the rank of shape {shape:?}"),
-                );
-            }
-            if let Some(&s) = strides.iter().find(|&&s| s < 0) {
-                return bad(
-                    Status::BadStrides,
-                    format!("strides {strides:?} have a negative stride {s}"),
-                );
-            }
             // Largest offset = sum (extent - 1) * stride; each i64 product fits in u128 but
             // the sum of several may not, so it is checked (a wrapped sum would let a short
             // slice pass for a huge view).
