@@ -529,3 +529,21 @@ fn empty_views_check_their_strides_too() {
         Status::BadStrides
     );
 }
+
+/// `from_raw` cannot return an error; a strides list that does not match the shape's rank must
+/// panic there rather than reach C (which would read past the end of the list).
+#[test]
+fn raw_views_refuse_strides_of_the_wrong_rank() {
+    use flashkit::Device;
+    let data = [0f32; 4];
+    let r = std::panic::catch_unwind(|| unsafe {
+        Tensor::from_raw(data.as_ptr().cast(), Device::Cpu, DType::F32, &[2, 2], Some(&[1]))
+    });
+    assert!(r.is_err(), "from_raw accepted 1 stride for a rank-2 shape");
+    let mut out = [0f32; 4];
+    let p = out.as_mut_ptr().cast();
+    let r = std::panic::catch_unwind(move || unsafe {
+        TensorMut::from_raw(p, Device::Cpu, DType::F32, &[4], Some(&[1, 1]))
+    });
+    assert!(r.is_err(), "TensorMut::from_raw accepted 2 strides for a rank-1 shape");
+}
