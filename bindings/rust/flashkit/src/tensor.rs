@@ -299,6 +299,17 @@ macro_rules! view_common {
     };
 }
 
+/// The one check a raw view can make: the library reads `ndim` strides.
+fn check_raw_strides(shape: &[i64], strides: Option<&[i64]>) {
+    if let Some(strides) = strides {
+        assert_eq!(
+            strides.len(),
+            shape.len(),
+            "flashkit: strides {strides:?} do not match the rank of shape {shape:?}"
+        );
+    }
+}
+
 fn bits_dtype(dtype: DType) -> Result<DType> {
     match dtype {
         DType::F16 | DType::BF16 => Ok(dtype),
@@ -368,6 +379,10 @@ impl<'a> Tensor<'a> {
     /// A view of memory this crate cannot see: CUDA device or managed memory, pinned host
     /// memory, or any host pointer.
     ///
+    /// # Panics
+    /// If `strides` is given with a length other than `shape`'s (the library reads one stride
+    /// per dimension).
+    ///
     /// # Safety
     /// For `'a`, `data` must point to memory on `device` that holds every element the shape and
     /// strides address, aligned to the element size, not written by anyone while the library
@@ -380,6 +395,7 @@ impl<'a> Tensor<'a> {
         shape: &[i64],
         strides: Option<&[i64]>,
     ) -> Self {
+        check_raw_strides(shape, strides);
         Tensor {
             parts: Parts {
                 data: data as *mut c_void,
@@ -442,6 +458,9 @@ impl<'a> TensorMut<'a> {
 
     /// A writable view of memory this crate cannot see; see [`Tensor::from_raw`].
     ///
+    /// # Panics
+    /// As [`Tensor::from_raw`].
+    ///
     /// # Safety
     /// As [`Tensor::from_raw`], and for `'a` nothing else may read or write the memory while
     /// the library writes it (on CUDA: until the launch's stream has finished the work).
@@ -452,6 +471,7 @@ impl<'a> TensorMut<'a> {
         shape: &[i64],
         strides: Option<&[i64]>,
     ) -> Self {
+        check_raw_strides(shape, strides);
         TensorMut {
             parts: Parts {
                 data,
