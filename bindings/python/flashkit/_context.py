@@ -193,7 +193,8 @@ class Context:
     def close(self):
         """Releases the context, after destroying the FFT plans made on it (the FFTConv objects
         that cached them raise InvalidArgumentError when used on this context again). Calling
-        it twice does nothing. No call may be running on the context meanwhile."""
+        it twice does nothing. Calls running on other threads finish normally: the C context and
+        plans are destroyed when the last of them returns; calls made after close() raise."""
         lock = getattr(self, "_plans_lock", None)
         if lock is None:  # __init__ failed before setting anything up
             return
