@@ -1,5 +1,6 @@
 """flashkit.Context: one backend and device, and the default context of each device."""
 
+import contextlib
 import itertools
 import threading
 
@@ -66,8 +67,13 @@ class Context:
         self._handle = None
         self._plans = {}  # token -> fk_fftconv_plan_t*, all destroyed before the context
         self._plans_lock = threading.Lock()
+        # Calls in flight (the C calls release the GIL): destroying the C context or a plan
+        # waits for the last of them, so close() on one thread never frees a handle another
+        # thread's call is using.
+        self._calls = 0
+        self._doomed = []  # plans, then the context handle, destroyed when _calls drops to 0
         kind, ordinal = _parse_device(device)
-        if kernel_family not in _FAMILIES:
+        if not _ops.in_choices(kernel_family, _FAMILIES):
             hint = (" (the CPU is a backend, not a kernel family: use device='cpu')"
                     if kernel_family == "cpu" else "")
             raise _errors.InvalidArgumentError(
@@ -95,6 +101,27 @@ class Context:
         if self._handle is None:
             raise _errors.InvalidArgumentError("context: used after close()", 101)
         return self._handle
+
+    @contextlib.contextmanager
+    def _in_call(self):
+        """Holds the context (and its plans) alive for one C call; yields the handle. Raises
+        InvalidArgumentError after close()."""
+        with self._plans_lock:
+            handle = self.handle
+            self._calls += 1
+        try:
+            yield handle
+        finally:
+            with self._plans_lock:
+                self._calls -= 1
+                self._destroy_doomed()
+
+    def _destroy_doomed(self):
+        # with _plans_lock held
+        if self._calls == 0:
+            doomed, self._doomed = self._doomed, []
+            for kind, h in doomed:
+                (capi.fk_fftconv_plan_destroy if kind == "plan" else capi.fk_context_destroy)(h)
 
     def info(self):
         """What this context runs on.
@@ -137,7 +164,7 @@ class Context:
                 ``(u, k, D=None, pregate=None, postgate=None, *, fft_size=None,
                 mode="causal")``).
         """
-        impl = _ops.SELECTORS.get(op)
+        impl = _ops.SELECTORS.get(op) if _ops.in_choices(op, _ops.SELECTORS) else None
         if impl is None:
             raise _errors.InvalidArgumentError(
                 f"op: {op!r} is not one of {', '.join(sorted(_ops.SELECTORS))}", 100)
@@ -166,17 +193,18 @@ class Context:
     def close(self):
         """Releases the context, after destroying the FFT plans made on it (the FFTConv objects
         that cached them raise InvalidArgumentError when used on this context again). Calling
-        it twice does nothing. No call may be running on the context meanwhile."""
+        it twice does nothing. Calls running on other threads finish normally: the C context and
+        plans are destroyed when the last of them returns; calls made after close() raise."""
         lock = getattr(self, "_plans_lock", None)
         if lock is None:  # __init__ failed before setting anything up
             return
         with lock:
             handle, self._handle = self._handle, None
             plans, self._plans = self._plans, {}
-            for plan in plans.values():
-                capi.fk_fftconv_plan_destroy(plan)
+            self._doomed.extend(("plan", plan) for plan in plans.values())
             if handle is not None:
-                capi.fk_context_destroy(handle)
+                self._doomed.append(("context", handle))
+            self._destroy_doomed()  # now, or when the last running call returns
 
     # FFT plans are owned here, not by FFTConv, so that closing (or collecting) the context
     # can destroy them first, whatever order the garbage collector finalises objects in.
@@ -194,7 +222,8 @@ class Context:
         with self._plans_lock:
             plan = self._plans.pop(token, None)
             if plan is not None:
-                capi.fk_fftconv_plan_destroy(plan)
+                self._doomed.append(("plan", plan))
+                self._destroy_doomed()
 
     def __enter__(self):
         return self
@@ -223,14 +252,15 @@ _defaults_lock = threading.Lock()
 
 def default_context(device="auto"):
     """The shared default Context of ``device`` ("cpu", "cuda:N", "auto"), created on first use.
-    The simple functions use the default context of their inputs' device."""
+    The simple functions use the default context of their inputs' device. Closing it is
+    allowed: the next use makes a new one."""
     kind, ordinal = _parse_device(device)
     key = (kind, ordinal)
     ctx = _defaults.get(key)
-    if ctx is None:
+    if ctx is None or ctx.closed:  # a closed default context is replaced, not kept
         with _defaults_lock:
             ctx = _defaults.get(key)
-            if ctx is None:
+            if ctx is None or ctx.closed:
                 ctx = Context(device if kind == "auto" else
                               ("cpu" if kind == "cpu" else f"cuda:{ordinal}"))
                 _defaults[key] = ctx

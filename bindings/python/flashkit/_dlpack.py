@@ -470,14 +470,26 @@ def _torch_prepare(obj, name):
     return obj
 
 
-def device_of(obj):
+def _dlpack_device(obj, name):
+    """``obj.__dlpack_device__()`` as two ints; InvalidArgumentError naming ``name`` if it is
+    not that."""
+    try:
+        dt, di = obj.__dlpack_device__()
+        return int(dt), int(di)
+    except (TypeError, ValueError) as e:
+        raise _errors.InvalidArgumentError(
+            f"{name}: __dlpack_device__() did not return (device_type, device_id) ints ({e})",
+            101) from None
+
+
+def device_of(obj, name="array"):
     """(DLDeviceType, device_id, library) of an array-like without exporting it."""
     lib = library_of(obj)
     if isinstance(obj, np.ndarray):
         return kDLCPU, 0, "numpy"
     if hasattr(obj, "__dlpack_device__"):
-        dt, di = obj.__dlpack_device__()
-        return int(dt), int(di), lib
+        dt, di = _dlpack_device(obj, name)
+        return dt, di, lib
     if hasattr(obj, "__cuda_array_interface__"):
         from . import _cuda
         ptr = obj.__cuda_array_interface__["data"][0]
@@ -497,17 +509,26 @@ def as_tensor(obj, name, stream=None, writable=False):
     if obj is None or isinstance(obj, TensorRef):
         return obj
     lib = library_of(obj)
+    if isinstance(obj, np.ma.MaskedArray):
+        raise _errors.InvalidArgumentError(
+            f"{name}: masked arrays are not supported (flashkit would ignore the mask); pass "
+            f"{name}.filled(fill_value) or {name}.data", 103)
     if isinstance(obj, np.ndarray):
         ref = _from_numpy(obj, name)
     elif hasattr(obj, "__dlpack__"):
         if lib == "torch":
             obj = _torch_prepare(obj, name)
-        dev = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else kDLCPU
+        dev = _dlpack_device(obj, name)[0] if hasattr(obj, "__dlpack_device__") else kDLCPU
         ref = _from_dlpack(obj, name, lib, stream if dev in _CUDA_DEVICES else None)
     elif hasattr(obj, "__cuda_array_interface__"):
         ref = _from_cai(obj, name, lib)
     elif hasattr(obj, "__array_interface__"):
-        ref = _from_numpy(np.asarray(obj), name)
+        try:
+            arr = np.asarray(obj)
+        except (TypeError, ValueError) as e:
+            raise _errors.InvalidArgumentError(
+                f"{name}: its __array_interface__ is not valid ({e})", 101) from None
+        ref = _from_numpy(arr, name)
     else:
         raise _errors.InvalidArgumentError(
             f"{name}: expected an array (an object with __dlpack__, __cuda_array_interface__ or "
@@ -556,6 +577,16 @@ def needs_host_sync(primary):
 def empty(primary, shape, dtype, name):
     """A new array of ``shape``/``dtype`` in the library and on the device of ``primary``."""
     shape = tuple(int(s) for s in shape)
+    try:
+        return _empty(primary, shape, dtype, name)
+    except _errors.FlashkitError:
+        raise
+    except MemoryError as e:
+        raise _errors.OutOfMemoryError(
+            f"{name}: cannot allocate the result, shape {shape} {dtype.name} ({e})", 300) from None
+
+
+def _empty(primary, shape, dtype, name):
     lib = primary.lib
     if not primary.is_cuda:
         if lib == "torch":

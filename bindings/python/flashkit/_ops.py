@@ -49,6 +49,9 @@ def float32_arg(value, name):
         raise _errors.InvalidArgumentError(f"{name}: {value!r} is not a number", 100)
     try:
         v = float(value)
+    except OverflowError:
+        raise _errors.InvalidArgumentError(
+            f"{name}: {value!r} is outside the float32 range", 100) from None
     except (TypeError, ValueError):
         raise _errors.InvalidArgumentError(
             f"{name}: {value!r} is not a number ({type(value).__name__})", 100) from None
@@ -56,6 +59,25 @@ def float32_arg(value, name):
         raise _errors.InvalidArgumentError(
             f"{name}: {v!r} is outside the float32 range (|{name}| <= {_FLOAT32_MAX:.8g})", 100)
     return v
+
+
+def bool_arg(value, name):
+    """``value`` as a bool: accepts bools, NumPy bools and the ints 0 and 1; refuses strings
+    (``"no"`` is truthy), arrays, floats, None and other ints rather than guess."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise _errors.InvalidArgumentError(
+        f"{name}: {value!r} is not a bool ({type(value).__name__})", 100)
+
+
+def in_choices(value, choices):
+    """``value in choices`` that is False (not TypeError) for unhashable values."""
+    try:
+        return value in choices
+    except TypeError:
+        return False
 
 
 def _none_error(name):
@@ -86,7 +108,7 @@ class _Call:
             dev = (primary.device_type, primary.device_id, primary.lib)
             raw = primary.obj
         else:
-            dev = _dlpack.device_of(primary) if primary is not None else None
+            dev = _dlpack.device_of(primary, primary_name) if primary is not None else None
             raw = primary
         if dev is None:
             # as_tensor raises the message that names the argument.
@@ -193,6 +215,13 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
             raise _errors.InvalidArgumentError(
                 "softmax_scale: NaN (pass None for the default 1/sqrt(head_dim))", 100)
     softcap = float32_arg(softcap, "softcap")
+    causal = bool_arg(causal, "causal")
+    return_lse = bool_arg(return_lse, "return_lse")
+    for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        # Not needed by the library (it reads cu_seqlens); checked so that garbage is not
+        # silently accepted.
+        if value is not None and int_arg(value, name, bits=64) < 0:
+            raise _errors.InvalidArgumentError(f"{name}: {value} is negative", 100)
 
     params = capi.fk_attention_params_t()
     capi.fk_attention_params_init(params)
@@ -207,8 +236,10 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
                      else (None, None))
     args = [call.addr(r) for r in (qr, kr, vr, cq, ck, outr, lser)]
     if _select:
-        return capi.fk_attention_select_kernel(call.ctx.handle, params, *args)
-    capi.fk_attention_forward(call.ctx.handle, call.launch, params, *args)
+        with call.ctx._in_call() as h:
+            return capi.fk_attention_select_kernel(h, params, *args)
+    with call.ctx._in_call() as h:
+        capi.fk_attention_forward(h, call.launch, params, *args)
     call.finish()
     return (out_obj, lse_obj) if return_lse else out_obj
 
@@ -232,7 +263,7 @@ def _activation(activation):
         # a capi.FK_ACTIVATION_* value; the library checks which ones exist
         return int_arg(activation, "activation")
     key = activation.lower() if isinstance(activation, str) else activation
-    if key not in _ACTIVATIONS:
+    if not in_choices(key, _ACTIVATIONS):
         raise _errors.InvalidArgumentError(
             f"activation: {activation!r} is not None, 'relu', 'gelu' (erf), 'gelu_erf' or "
             "'gelu_tanh'", 100)
@@ -241,6 +272,7 @@ def _activation(activation):
 
 def _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation):
     """The result's shape and the fk_gemm_params_t shared by gemm and gemm_scaled."""
+    trans_a, trans_b = bool_arg(trans_a, "trans_a"), bool_arg(trans_b, "trans_b")
     _expect_rank(ar, (2, 3), "(M, K) or (batch, M, K)" if not trans_a else
                  "(K, M) or (batch, K, M)")
     _expect_rank(br, (2, 3), "(K, N) or (batch, K, N)" if not trans_b else
@@ -272,8 +304,10 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
     out_obj, outr = call.output("out", out, shape, cr.dtype if cr is not None else ar.dtype)
     args = [call.addr(r) for r in (ar, br, cr, biasr, outr)]
     if _select:
-        return capi.fk_gemm_select_kernel(call.ctx.handle, params, *args)
-    capi.fk_gemm(call.ctx.handle, call.launch, params, *args)
+        with call.ctx._in_call() as h:
+            return capi.fk_gemm_select_kernel(h, params, *args)
+    with call.ctx._in_call() as h:
+        capi.fk_gemm(h, call.launch, params, *args)
     call.finish()
     return out_obj
 
@@ -296,8 +330,10 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
     out_obj, outr = call.output("out", out, shape, result_dtype)
     args = [call.addr(r) for r in (ar, br, sar, sbr, cr, biasr, outr)]
     if _select:
-        return capi.fk_gemm_scaled_select_kernel(call.ctx.handle, params, *args)
-    capi.fk_gemm_scaled(call.ctx.handle, call.launch, params, *args)
+        with call.ctx._in_call() as h:
+            return capi.fk_gemm_scaled_select_kernel(h, params, *args)
+    with call.ctx._in_call() as h:
+        capi.fk_gemm_scaled(h, call.launch, params, *args)
     call.finish()
     return out_obj
 
@@ -333,8 +369,10 @@ def monarch(ctx, x, w1, w2, out=None, *, bias=None, _select=False):
     args = [call.addr(r) for r in (xr.flatten_leading(1), w1r, w2r, biasr,
                                    outr.flatten_leading(1))]
     if _select:
-        return capi.fk_monarch_select_kernel(call.ctx.handle, _monarch_params(), *args)
-    capi.fk_monarch(call.ctx.handle, call.launch, _monarch_params(), *args)
+        with call.ctx._in_call() as h:
+            return capi.fk_monarch_select_kernel(h, _monarch_params(), *args)
+    with call.ctx._in_call() as h:
+        capi.fk_monarch(h, call.launch, _monarch_params(), *args)
     call.finish()
     return out_obj
 
@@ -350,8 +388,10 @@ def blockdiag_linear(ctx, x, w, out=None, *, bias=None, _select=False):
     _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks * q,)")
     args = [call.addr(r) for r in (xr.flatten_leading(1), wr, biasr, outr.flatten_leading(1))]
     if _select:
-        return capi.fk_blockdiag_linear_select_kernel(call.ctx.handle, _monarch_params(), *args)
-    capi.fk_blockdiag_linear(call.ctx.handle, call.launch, _monarch_params(), *args)
+        with call.ctx._in_call() as h:
+            return capi.fk_blockdiag_linear_select_kernel(h, _monarch_params(), *args)
+    with call.ctx._in_call() as h:
+        capi.fk_blockdiag_linear(h, call.launch, _monarch_params(), *args)
     call.finish()
     return out_obj
 
@@ -403,7 +443,7 @@ class FFTConv:
     """
 
     def __init__(self, seqlen, fft_size=None, mode="causal", dtype=None):
-        if mode not in _MODES:
+        if not in_choices(mode, _MODES):
             raise _errors.InvalidArgumentError(
                 f"mode: {mode!r} is not 'causal', 'circular' or 'bidirectional'", 100)
         seqlen = int_arg(seqlen, "seqlen", bits=64)
@@ -448,12 +488,17 @@ class FFTConv:
         ur, kr, dr, prer, postr = call.refs
         _expect_rank(ur, (3,), "(batch, channels, seqlen)")
         _expect_rank(kr, (2,), "(channels, filter_len)")
-        plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], self.dtype or ur.dtype)
         out_obj, outr = call.output("out", out, ur.shape, self.dtype or ur.dtype)
         args = [call.addr(r) for r in (ur, kr, dr, prer, postr, outr)]
-        if select:
-            return capi.fk_fftconv_select_kernel(plan, *args)
-        capi.fk_fftconv_forward(plan, call.launch, *args)
+        if call.ctx.closed:
+            self._plan(call.ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
+        # Plans destroyed (by close() of this object or the context) while the call holds the
+        # context are destroyed when it returns, not under it.
+        with call.ctx._in_call():
+            plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], self.dtype or ur.dtype)
+            if select:
+                return capi.fk_fftconv_select_kernel(plan, *args)
+            capi.fk_fftconv_forward(plan, call.launch, *args)
         call.finish()
         return out_obj
 
@@ -473,12 +518,15 @@ class FFTConv:
         """The fft_size the plan for (channels, filter_len) uses after defaulting."""
         from ._context import default_context
         ctx = context or default_context("cpu")
-        plan = self._plan(ctx, int_arg(channels, "channels", bits=64),
-                          int_arg(filter_len or self.seqlen, "filter_len", bits=64),
-                          self.dtype or float32)
+        channels = int_arg(channels, "channels", bits=64)
+        filter_len = int_arg(filter_len or self.seqlen, "filter_len", bits=64)
+        if ctx.closed:
+            self._plan(ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
         opts = capi.fk_fftconv_plan_options_t()
         capi.fk_fftconv_plan_options_init(opts)
-        capi.fk_fftconv_plan_get_options(plan, opts)
+        with ctx._in_call():
+            plan = self._plan(ctx, channels, filter_len, self.dtype or float32)
+            capi.fk_fftconv_plan_get_options(plan, opts)
         return opts.fft_size
 
     def close(self):

@@ -33,7 +33,7 @@ __all__ = [
 
 
 def _unsupported(func, dropout_p, alibi_slopes, block_table=None):
-    if dropout_p is not None and float(dropout_p) != 0.0:
+    if dropout_p is not None and _ops.float32_arg(dropout_p, "dropout_p") != 0.0:
         raise _errors.NotSupportedError(
             f"dropout_p: {dropout_p} > 0 is not supported by flashkit's {func} (no attention "
             "dropout yet); pass dropout_p=0.0, as FlashAttention expects at evaluation")
@@ -68,6 +68,7 @@ def _stream_hint(obj):
 
 
 def _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs, **varlen):
+    return_attn_probs = _ops.bool_arg(return_attn_probs, "return_attn_probs")
     result = _ops.attention(None, q, k, v, softmax_scale=softmax_scale, causal=causal,
                             window_size=window_size, softcap=softcap,
                             return_lse=bool(return_attn_probs), **varlen)

@@ -5,7 +5,7 @@ use std::os::raw::c_char;
 use flashkit_sys as sys;
 
 use crate::context::{Context, Launch};
-use crate::error::{check, static_str, Result};
+use crate::error::{check, static_str, Error, Result, Status};
 use crate::tensor::{opt_ptr, Tensor, TensorMut};
 
 /// Attention options (`fk_attention_params_t`). `Default` gives the library's defaults
@@ -46,14 +46,21 @@ fn raw_attention_params() -> sys::fk_attention_params_t {
 }
 
 impl AttentionParams {
-    fn to_raw(self) -> sys::fk_attention_params_t {
+    fn to_raw(self) -> Result<sys::fk_attention_params_t> {
+        // The C library spells "default" as NaN: an explicit NaN must not silently become it.
+        if let Some(scale) = self.softmax_scale.filter(|s| s.is_nan()) {
+            return Err(Error::local(
+                Status::InvalidArgument,
+                format!("params.softmax_scale: Some({scale}) (use None for 1/sqrt(head_dim))"),
+            ));
+        }
         let mut raw = raw_attention_params();
         raw.softmax_scale = self.softmax_scale.unwrap_or(f32::NAN);
         raw.causal = i32::from(self.causal);
         raw.window_size_left = self.window_size_left;
         raw.window_size_right = self.window_size_right;
         raw.softcap = self.softcap;
-        raw
+        Ok(raw)
     }
 }
 
@@ -102,7 +109,7 @@ pub fn attention(
     out: &mut TensorMut<'_>,
     lse: Option<&mut TensorMut<'_>>,
 ) -> Result<()> {
-    let p = params.to_raw();
+    let p = params.to_raw()?;
     let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
     let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
     let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());
@@ -139,7 +146,7 @@ pub fn attention_select_kernel(
     out: &TensorMut<'_>,
     lse: Option<&TensorMut<'_>>,
 ) -> Result<&'static str> {
-    let p = params.to_raw();
+    let p = params.to_raw()?;
     let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
     let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
     let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());

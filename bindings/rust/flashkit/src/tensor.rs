@@ -183,6 +183,22 @@ fn extent(shape: &[i64], strides: Option<&[i64]>) -> Result<u128> {
     if let Some(&d) = shape.iter().find(|&&d| d < 0) {
         return bad(Status::ShapeMismatch, format!("shape {shape:?} has a negative extent {d}"));
     }
+    // Strides are checked before the empty-view shortcut: the C library reads `ndim` strides
+    // whatever the extents, so a shorter list would be read past its end.
+    if let Some(strides) = strides {
+        if strides.len() != shape.len() {
+            return bad(
+                Status::ShapeMismatch,
+                format!("strides {strides:?} do not match the rank of shape {shape:?}"),
+            );
+        }
+        if let Some(&s) = strides.iter().find(|&&s| s < 0) {
+            return bad(
+                Status::BadStrides,
+                format!("strides {strides:?} have a negative stride {s}"),
+            );
+        }
+    }
     if shape.contains(&0) {
         return Ok(0);
     }
@@ -197,21 +213,18 @@ fn extent(shape: &[i64], strides: Option<&[i64]>) -> Result<u128> {
             Ok(n)
         }
         Some(strides) => {
-            if strides.len() != shape.len() {
-                return bad(
-                    Status::ShapeMismatch,
-                    format!("strides {strides:?} do not match the rank of shape {shape:?}"),
-                );
+            // Largest offset = sum (extent - 1) * stride; each i64 product fits in u128 but
+            // the sum of several may not, so it is checked (a wrapped sum would let a short
+            // slice pass for a huge view).
+            let mut last: u128 = 0;
+            for (&d, &s) in shape.iter().zip(strides) {
+                last = last.checked_add((d as u128 - 1) * s as u128).ok_or_else(|| {
+                    Error::local(
+                        Status::ShapeMismatch,
+                        format!("shape {shape:?} with strides {strides:?} overflows"),
+                    )
+                })?;
             }
-            if let Some(&s) = strides.iter().find(|&&s| s < 0) {
-                return bad(
-                    Status::BadStrides,
-                    format!("strides {strides:?} have a negative stride {s}"),
-                );
-            }
-            // Largest offset = sum (extent - 1) * stride; i64 products fit in u128.
-            let last: u128 =
-                shape.iter().zip(strides).map(|(&d, &s)| (d as u128 - 1) * s as u128).sum();
             Ok(last + 1)
         }
     }
@@ -272,9 +285,10 @@ macro_rules! view_common {
             self.parts.device
         }
 
-        /// Number of elements (product of the extents).
+        /// Number of elements (product of the extents), saturating at `i64::MAX` (a strided
+        /// view with zero strides may have more elements than `i64` counts).
         pub fn numel(&self) -> i64 {
-            self.parts.shape.iter().product()
+            self.parts.shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d)).unwrap_or(i64::MAX)
         }
 
         /// The DLPack description of this view. Its `shape`/`strides` pointers point into the
@@ -283,6 +297,17 @@ macro_rules! view_common {
             self.parts.to_dlpack()
         }
     };
+}
+
+/// The one check a raw view can make: the library reads `ndim` strides.
+fn check_raw_strides(shape: &[i64], strides: Option<&[i64]>) {
+    if let Some(strides) = strides {
+        assert_eq!(
+            strides.len(),
+            shape.len(),
+            "flashkit: strides {strides:?} do not match the rank of shape {shape:?}"
+        );
+    }
 }
 
 fn bits_dtype(dtype: DType) -> Result<DType> {
@@ -354,6 +379,10 @@ impl<'a> Tensor<'a> {
     /// A view of memory this crate cannot see: CUDA device or managed memory, pinned host
     /// memory, or any host pointer.
     ///
+    /// # Panics
+    /// If `strides` is given with a length other than `shape`'s (the library reads one stride
+    /// per dimension).
+    ///
     /// # Safety
     /// For `'a`, `data` must point to memory on `device` that holds every element the shape and
     /// strides address, aligned to the element size, not written by anyone while the library
@@ -366,6 +395,7 @@ impl<'a> Tensor<'a> {
         shape: &[i64],
         strides: Option<&[i64]>,
     ) -> Self {
+        check_raw_strides(shape, strides);
         Tensor {
             parts: Parts {
                 data: data as *mut c_void,
@@ -428,6 +458,9 @@ impl<'a> TensorMut<'a> {
 
     /// A writable view of memory this crate cannot see; see [`Tensor::from_raw`].
     ///
+    /// # Panics
+    /// As [`Tensor::from_raw`].
+    ///
     /// # Safety
     /// As [`Tensor::from_raw`], and for `'a` nothing else may read or write the memory while
     /// the library writes it (on CUDA: until the launch's stream has finished the work).
@@ -438,6 +471,7 @@ impl<'a> TensorMut<'a> {
         shape: &[i64],
         strides: Option<&[i64]>,
     ) -> Self {
+        check_raw_strides(shape, strides);
         TensorMut {
             parts: Parts {
                 data,

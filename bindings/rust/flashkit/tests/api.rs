@@ -476,3 +476,74 @@ fn gemm_scaled_fp8_matches_f64() {
         Status::DtypeMismatch
     );
 }
+
+/// Hostile view extents: the bounds check must return an error, never panic on (or wrap
+/// around) overflowing arithmetic, which would let a 1-element slice pass as a huge tensor.
+#[test]
+fn huge_strided_views_are_errors_not_panics() {
+    let data = [0f32; 1];
+    let big = [i64::MAX; 5];
+    let r = std::panic::catch_unwind(|| Tensor::with_strides(&data, &big, &big).map(|_| ()));
+    let r = r.expect("Tensor::with_strides panicked on overflowing extents");
+    assert_eq!(r.unwrap_err().status(), Status::ShapeMismatch);
+    // Zero strides address one element however large the shape; numel() must not panic.
+    let t = Tensor::with_strides(&data, &[i64::MAX, 4], &[0, 0]).unwrap();
+    let n = std::panic::catch_unwind(|| t.numel());
+    assert!(n.is_ok(), "numel() panicked on an overflowing element count");
+}
+
+/// `softmax_scale: Some(NaN)` must be an error, not silently read as the C library's "default"
+/// spelling (NaN), which would give a result with 1/sqrt(head_dim) instead.
+#[test]
+fn nan_softmax_scale_is_an_error() {
+    use flashkit::{attention_select_kernel, AttentionParams};
+    let ctx = Context::cpu().unwrap();
+    let shape = [1i64, 4, 1, 8];
+    let data = vec![0.5f32; 32];
+    let mut out_data = vec![7f32; 32];
+    let q = Tensor::new(&data, &shape).unwrap();
+    let params = AttentionParams { softmax_scale: Some(f32::NAN), ..Default::default() };
+    {
+        let out = TensorMut::new(&mut out_data, &shape).unwrap();
+        let e = attention_select_kernel(&ctx, &params, &q, &q, &q, None, &out, None).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.message().contains("softmax_scale"), "{}", e.message());
+    }
+    let mut out = TensorMut::new(&mut out_data, &shape).unwrap();
+    let e = attention(&ctx, None, &params, &q, &q, &q, None, &mut out, None).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(out_data.iter().all(|&x| x == 7.0), "output written on error");
+}
+
+/// A strides list shorter than the shape must be refused even for an empty view: the C library
+/// reads `ndim` strides, past the end of a shorter list (a heap over-read from safe code).
+#[test]
+fn empty_views_check_their_strides_too() {
+    let data = [0f32; 4];
+    let e = Tensor::with_strides(&data, &[0, 4, 4], &[1]).unwrap_err();
+    assert_eq!(e.status(), Status::ShapeMismatch);
+    let mut out = [0f32; 4];
+    assert!(TensorMut::with_strides(&mut out, &[4, 0], &[1]).is_err());
+    assert_eq!(
+        Tensor::with_strides(&data, &[0, 4], &[-1, 1]).unwrap_err().status(),
+        Status::BadStrides
+    );
+}
+
+/// `from_raw` cannot return an error; a strides list that does not match the shape's rank must
+/// panic there rather than reach C (which would read past the end of the list).
+#[test]
+fn raw_views_refuse_strides_of_the_wrong_rank() {
+    use flashkit::Device;
+    let data = [0f32; 4];
+    let r = std::panic::catch_unwind(|| unsafe {
+        Tensor::from_raw(data.as_ptr().cast(), Device::Cpu, DType::F32, &[2, 2], Some(&[1]))
+    });
+    assert!(r.is_err(), "from_raw accepted 1 stride for a rank-2 shape");
+    let mut out = [0f32; 4];
+    let p = out.as_mut_ptr().cast();
+    let r = std::panic::catch_unwind(move || unsafe {
+        TensorMut::from_raw(p, Device::Cpu, DType::F32, &[4], Some(&[1, 1]))
+    });
+    assert!(r.is_err(), "TensorMut::from_raw accepted 2 strides for a rank-1 shape");
+}
