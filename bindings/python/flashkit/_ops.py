@@ -154,6 +154,17 @@ class _Call:
     def addr(self, ref):
         return None if ref is None else ref.to_c(self.keep)
 
+    def run(self, select, select_fn, run_fn, params, *args):
+        """``select_fn(handle, params, *args)`` (the variant name) when ``select``, else
+        ``run_fn(handle, launch, params, *args)`` and finish(); either one while the context is
+        held, so that close() on another thread waits for it (Context._in_call)."""
+        with self.ctx._in_call() as h:
+            if select:
+                return select_fn(h, params, *args)
+            run_fn(h, self.launch, params, *args)
+        self.finish()
+        return None
+
     def finish(self):
         if _dlpack.needs_host_sync(self.primary):
             from . import _cuda
@@ -235,12 +246,10 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
     lse_obj, lser = (call.output("lse", None, lse_shape, float32) if return_lse
                      else (None, None))
     args = [call.addr(r) for r in (qr, kr, vr, cq, ck, outr, lser)]
+    name = call.run(_select, capi.fk_attention_select_kernel, capi.fk_attention_forward,
+                    params, *args)
     if _select:
-        with call.ctx._in_call() as h:
-            return capi.fk_attention_select_kernel(h, params, *args)
-    with call.ctx._in_call() as h:
-        capi.fk_attention_forward(h, call.launch, params, *args)
-    call.finish()
+        return name
     return (out_obj, lse_obj) if return_lse else out_obj
 
 
@@ -303,13 +312,8 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
     shape, params = _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation)
     out_obj, outr = call.output("out", out, shape, cr.dtype if cr is not None else ar.dtype)
     args = [call.addr(r) for r in (ar, br, cr, biasr, outr)]
-    if _select:
-        with call.ctx._in_call() as h:
-            return capi.fk_gemm_select_kernel(h, params, *args)
-    with call.ctx._in_call() as h:
-        capi.fk_gemm(h, call.launch, params, *args)
-    call.finish()
-    return out_obj
+    name = call.run(_select, capi.fk_gemm_select_kernel, capi.fk_gemm, params, *args)
+    return name if _select else out_obj
 
 
 def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0,
@@ -329,13 +333,9 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
         result_dtype = _dlpack.bfloat16  # fp8 inputs: bf16 result, as torch._scaled_mm's usual
     out_obj, outr = call.output("out", out, shape, result_dtype)
     args = [call.addr(r) for r in (ar, br, sar, sbr, cr, biasr, outr)]
-    if _select:
-        with call.ctx._in_call() as h:
-            return capi.fk_gemm_scaled_select_kernel(h, params, *args)
-    with call.ctx._in_call() as h:
-        capi.fk_gemm_scaled(h, call.launch, params, *args)
-    call.finish()
-    return out_obj
+    name = call.run(_select, capi.fk_gemm_scaled_select_kernel, capi.fk_gemm_scaled, params,
+                    *args)
+    return name if _select else out_obj
 
 
 # ------------------------------------------------------------------------------------------
@@ -368,13 +368,9 @@ def monarch(ctx, x, w1, w2, out=None, *, bias=None, _select=False):
     _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks2 * s,)")
     args = [call.addr(r) for r in (xr.flatten_leading(1), w1r, w2r, biasr,
                                    outr.flatten_leading(1))]
-    if _select:
-        with call.ctx._in_call() as h:
-            return capi.fk_monarch_select_kernel(h, _monarch_params(), *args)
-    with call.ctx._in_call() as h:
-        capi.fk_monarch(h, call.launch, _monarch_params(), *args)
-    call.finish()
-    return out_obj
+    name = call.run(_select, capi.fk_monarch_select_kernel, capi.fk_monarch,
+                    _monarch_params(), *args)
+    return name if _select else out_obj
 
 
 def blockdiag_linear(ctx, x, w, out=None, *, bias=None, _select=False):
@@ -387,13 +383,9 @@ def blockdiag_linear(ctx, x, w, out=None, *, bias=None, _select=False):
     out_obj, outr = call.output("out", out, xr.shape[:-1] + (n_out,), xr.dtype)
     _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks * q,)")
     args = [call.addr(r) for r in (xr.flatten_leading(1), wr, biasr, outr.flatten_leading(1))]
-    if _select:
-        with call.ctx._in_call() as h:
-            return capi.fk_blockdiag_linear_select_kernel(h, _monarch_params(), *args)
-    with call.ctx._in_call() as h:
-        capi.fk_blockdiag_linear(h, call.launch, _monarch_params(), *args)
-    call.finish()
-    return out_obj
+    name = call.run(_select, capi.fk_blockdiag_linear_select_kernel, capi.fk_blockdiag_linear,
+                    _monarch_params(), *args)
+    return name if _select else out_obj
 
 
 # ------------------------------------------------------------------------------------------
