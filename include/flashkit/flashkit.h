@@ -471,11 +471,27 @@ typedef struct fk_attention_params_t {
   int32_t window_size_right; /**< Keys allowed to the right; -1 (default) is unbounded, forced
                                   to 0 by `causal`. Must be >= -1. */
   float softcap;             /**< Score cap; 0 (default) disables it; must be >= 0 and finite. */
+  /**
+   * Varlen form only (ignored in the batched form): the longest sequence in `cu_seqlens_q`,
+   * FlashAttention's `max_seqlen_q` (rows, int64). 0 (the default) means "not given": the
+   * library then reads `cu_seqlens_q` itself to find it and to check every entry, which on the
+   * CUDA backend copies it to the host and waits for the launch stream (a host-device
+   * synchronisation per call). Given (> 0) on the CUDA backend, `cu_seqlens_q` is read only by
+   * the kernel and the call does not wait: entries are then trusted, except that the kernel
+   * clamps each one to `[0, total_q]` (and each end to at least its start), so wrong entries
+   * never make it touch memory outside q, k, v, out and lse, but the result is unspecified;
+   * rows of a sequence longer than `max_seqlen_q` are not written. On the CPU backend (host
+   * cu_seqlens) the entries are always checked and a value below the longest sequence is
+   * FK_ERROR_INVALID_ARGUMENT. Negative: FK_ERROR_INVALID_ARGUMENT. Appended after 0.1.0: a
+   * caller built against the older 24-byte struct (struct_size 24) keeps the old behaviour.
+   */
+  int64_t max_seqlen_q;
+  int64_t max_seqlen_k; /**< The same for `cu_seqlens_k` (`max_seqlen_k`, keys). */
 } fk_attention_params_t;
 
 /**
  * @brief Fills `params` with defaults: non-causal, window (-1, -1), softcap 0, softmax_scale
- *        NaN (meaning `1 / sqrt(head_dim)`).
+ *        NaN (meaning `1 / sqrt(head_dim)`), max_seqlen_q/k 0 (read from cu_seqlens).
  * @param[out] params The struct to fill.
  * @return FK_SUCCESS, or FK_ERROR_NULL_POINTER.
  */

@@ -1,6 +1,8 @@
 // fk_attention_forward: argument checking (every rule in the header's attention group) and
 // dispatch. Kernels receive a fully resolved AttentionProblem.
+#include <algorithm>
 #include <cinttypes>
+#include <cstddef>
 #include <cmath>
 #include <vector>
 
@@ -14,10 +16,17 @@ using namespace flashkit;
 namespace {
 
 // Reads cu_seqlens (host or device) and checks: starts at 0, non-decreasing, ends at total.
-// Returns the largest sequence length in *max_len.
+// Returns the largest sequence length in *max_len. `given_max` (> 0: the caller's max_seqlen,
+// named `max_name`) skips the read of device-resident cu_seqlens, so the call does not wait for
+// the stream: the kernels clamp the entries they read (see fk_attention_params_t); host-resident
+// ones are still read and checked, and the longest sequence must not exceed it.
 fk_status_t check_cu_seqlens(const fk_context_t* ctx, const fk_launch_t& launch,
                              const char* name, const TensorView& cu, int64_t total,
-                             int64_t* max_len) {
+                             const char* max_name, int64_t given_max, int64_t* max_len) {
+  if (given_max > 0 && cu.device != Device::Host) {
+    *max_len = std::min(given_max, total);  // no sequence is longer than all rows together
+    return FK_SUCCESS;
+  }
   const int64_t n = cu.shape[0];
   std::vector<int32_t> host(static_cast<size_t>(n));
   if (cu.device == Device::Host) {
@@ -45,6 +54,11 @@ fk_status_t check_cu_seqlens(const fk_context_t* ctx, const fk_launch_t& launch,
                      "%s: last entry %d must equal the packed row count %" PRId64, name,
                      host[n - 1], total);
   }
+  if (given_max > 0 && mx > given_max) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "%s: %" PRId64 " is below the longest sequence in %s (%" PRId64 ")",
+                     max_name, given_max, name, mx);
+  }
   *max_len = mx;
   return FK_SUCCESS;
 }
@@ -57,7 +71,18 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   FK_RETURN_IF_ERROR(check_context(ctx));
   fk_attention_params_t prm;
   fk_attention_params_init(&prm);
-  FK_RETURN_IF_ERROR(load_struct("params", user_params, &prm));
+  // 0.1 callers pass the struct without max_seqlen_q/k (24 bytes): accepted, defaults kept.
+  FK_RETURN_IF_ERROR(load_struct("params", user_params, &prm,
+                                 offsetof(fk_attention_params_t, max_seqlen_q)));
+
+  if (prm.max_seqlen_q < 0 || prm.max_seqlen_k < 0) {
+    const bool on_q = prm.max_seqlen_q < 0;
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "%s: %" PRId64 " is negative (0 means: read it from %s)",
+                     on_q ? "max_seqlen_q" : "max_seqlen_k",
+                     on_q ? prm.max_seqlen_q : prm.max_seqlen_k,
+                     on_q ? "cu_seqlens_q" : "cu_seqlens_k");
+  }
 
   TensorView q, k, v, out;
   OptTensor lse, cuq, cuk;
@@ -197,8 +222,10 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
       return set_error(FK_ERROR_SHAPE_MISMATCH,
                        "k: total rows %" PRId64 " exceed int32 cu_seqlens range", p->total_k);
     }
-    FK_RETURN_IF_ERROR(check_cu_seqlens(ctx, launch, "cu_seqlens_q", cq, p->total_q, &p->seqlen_q));
-    FK_RETURN_IF_ERROR(check_cu_seqlens(ctx, launch, "cu_seqlens_k", ck, p->total_k, &p->seqlen_k));
+    FK_RETURN_IF_ERROR(check_cu_seqlens(ctx, launch, "cu_seqlens_q", cq, p->total_q,
+                                        "max_seqlen_q", prm.max_seqlen_q, &p->seqlen_q));
+    FK_RETURN_IF_ERROR(check_cu_seqlens(ctx, launch, "cu_seqlens_k", ck, p->total_k,
+                                        "max_seqlen_k", prm.max_seqlen_k, &p->seqlen_k));
     p->q_batch_stride = p->k_batch_stride = p->v_batch_stride = p->o_batch_stride = 0;
     p->q_row_stride = q.stride[0];
     p->q_head_stride = q.stride[1];
@@ -281,6 +308,8 @@ fk_status_t fk_attention_params_init(fk_attention_params_t* params) {
   params->window_size_left = -1;
   params->window_size_right = -1;
   params->softcap = 0.0f;
+  params->max_seqlen_q = 0;
+  params->max_seqlen_k = 0;
   return FK_SUCCESS;
 }
 

@@ -469,6 +469,26 @@ TEST_CASE("attention: validation rules", "[validation][attention]") {
       HostTensor bad(DT::F32, {4});
       expect_error(run(std::addressof(bad), std::addressof(good_k)), FK_ERROR_DTYPE_MISMATCH, {"cu_seqlens_q", "int32"});
     }
+    SECTION("max_seqlen_q negative") {
+      prm.max_seqlen_q = -1;
+      expect_error(run(std::addressof(good_q), std::addressof(good_k)), FK_ERROR_INVALID_ARGUMENT, {"max_seqlen_q", "-1", "negative"});
+    }
+    SECTION("max_seqlen_k negative") {
+      prm.max_seqlen_k = -2;
+      expect_error(run(std::addressof(good_q), std::addressof(good_k)), FK_ERROR_INVALID_ARGUMENT, {"max_seqlen_k", "-2", "negative"});
+    }
+    SECTION("max_seqlen_q below the longest sequence (host cu_seqlens are always read)") {
+      prm.max_seqlen_q = 4;  // the longest q sequence has 5 rows
+      expect_error(run(std::addressof(good_q), std::addressof(good_k)), FK_ERROR_INVALID_ARGUMENT, {"max_seqlen_q: 4", "cu_seqlens_q (5)"});
+    }
+    SECTION("max_seqlen_k below the longest sequence") {
+      prm.max_seqlen_k = 1;
+      expect_error(run(std::addressof(good_q), std::addressof(good_k)), FK_ERROR_INVALID_ARGUMENT, {"max_seqlen_k: 1", "cu_seqlens_k (5)"});
+    }
+    SECTION("a struct of size other than the current or the 0.1.0 one") {
+      prm.struct_size = 32;
+      expect_error(run(std::addressof(good_q), std::addressof(good_k)), FK_ERROR_BAD_STRUCT_SIZE, {"params", "32"});
+    }
     SECTION("valid call with an empty sequence succeeds") {
       REQUIRE(run(std::addressof(good_q), std::addressof(good_k)) == FK_SUCCESS);
       return;

@@ -15,11 +15,15 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "reference/reference.hpp"
@@ -387,9 +391,16 @@ TEST_CASE("gpu attention: small cases", "[gpu][attention][sanitize]") {
 }
 
 // Varlen: sequence lengths include empty queries, empty keys (rows with no key: zeros, -inf).
+// `ctx` (nullptr: the AUTO context) and max_seqlen_q/k (0: not given, the library reads
+// cu_seqlens; > 0: passed in fk_attention_params_t, so device cu_seqlens are not read on the host).
+struct VarlenOpts {
+  const fk_context_t* ctx = nullptr;
+  int64_t max_q = 0, max_k = 0;
+};
+
 void run_attention_varlen(const std::vector<int32_t>& lq, const std::vector<int32_t>& lk,
                           int64_t nheads, int64_t nheads_k, int64_t d, DT dt, bool causal,
-                          int64_t wl, int64_t wr, uint64_t tag) {
+                          int64_t wl, int64_t wr, uint64_t tag, VarlenOpts opts = {}) {
   std::vector<int32_t> cu_q{0}, cu_k{0};
   for (size_t b = 0; b < lq.size(); ++b) {
     cu_q.push_back(cu_q.back() + lq[b]);
@@ -423,8 +434,12 @@ void run_attention_varlen(const std::vector<int32_t>& lq, const std::vector<int3
   c.causal = causal;
   c.window_left = wl;
   c.window_right = wr;
-  const fk_attention_params_t params = fk_params(c);
-  REQUIRE_FK(fk_attention_forward(gpu(), nullptr, &params, &dq, &dk, &dv, &dcq, &dck, &dout, &dlse));
+  fk_attention_params_t params = fk_params(c);
+  params.max_seqlen_q = opts.max_q;
+  params.max_seqlen_k = opts.max_k;
+  const fk_context_t* ctx = opts.ctx != nullptr ? opts.ctx : gpu();
+  INFO("max_seqlen_q " << opts.max_q << ", max_seqlen_k " << opts.max_k);
+  REQUIRE_FK(fk_attention_forward(ctx, nullptr, &params, &dq, &dk, &dv, &dcq, &dck, &dout, &dlse));
   dout.download();
   dlse.download();
   std::vector<double> ref_out, ref_lse;
@@ -445,6 +460,150 @@ TEST_CASE("gpu attention: varlen with empty sequences", "[gpu][attention][varlen
 
 TEST_CASE("gpu attention: varlen small", "[gpu][attention][varlen][sanitize]") {
   run_attention_varlen({3, 0, 17}, {0, 4, 20}, 2, 1, 24, DT::F16, true, -1, -1, 7100);
+}
+
+// The kernel families that can run varlen bf16 attention on this device, with their contexts.
+std::vector<std::pair<const char*, const fk_context_t*>> varlen_families() {
+  std::vector<std::pair<const char*, const fk_context_t*>> out;
+  for (auto f : {FK_KERNEL_FAMILY_GENERIC, FK_KERNEL_FAMILY_SM80, FK_KERNEL_FAMILY_SM90}) {
+    const fk_context_t* c = fkgpu::context_for(f);
+    if (c == nullptr) {
+      WARN("kernel family " << fk_kernel_family_name(f) << " not available here: skipped");
+      continue;
+    }
+    out.emplace_back(fk_kernel_family_name(f), c);
+  }
+  return out;
+}
+
+TEST_CASE("gpu attention: varlen with max_seqlen_q/k given, each kernel family",
+          "[gpu][attention][varlen]") {
+  // Given maxima mean the host never reads cu_seqlens: the result must be the same as when it
+  // does, exact maxima or larger ones.
+  uint64_t tag = 7200;
+  for (auto& [name, ctx] : varlen_families()) {
+    INFO("family " << name);
+    VarlenOpts o;
+    o.ctx = ctx;
+    o.max_q = 130;
+    o.max_k = 100;
+    run_attention_varlen({5, 0, 130, 1, 64, 0}, {7, 3, 100, 0, 64, 0}, 4, 2, 64, DT::BF16, true,
+                         -1, -1, ++tag, o);
+    o.max_q = 4000;  // larger than total_q: clamped by the library
+    o.max_k = 333;
+    run_attention_varlen({200, 17, 33}, {150, 300, 33}, 3, 1, 128, DT::F16, false, 20, 4, ++tag, o);
+  }
+}
+
+TEST_CASE("gpu attention: wrong device cu_seqlens with max_seqlen given stay inside the tensors",
+          "[gpu][attention][varlen][sanitize]") {
+  // With max_seqlen_q/k given, cu_seqlens entries are trusted, but the kernels clamp them to
+  // [0, total]: entries that are negative, past the end or decreasing give an unspecified result
+  // and a successful call, never an access outside q, k, v, out, lse (compute-sanitizer memcheck
+  // runs this case) and no write to the padding of out.
+  const int64_t tq = 40, tk = 50, h = 2, hk = 1, d = 64;
+  const std::vector<std::vector<int32_t>> bad_q{{0, -7, 1000000, 3, 40}, {5, 2, 90, 40, 41}},
+      bad_k{{0, 60, -2, 49, 50}, {-100, 10, 5, 2000000000, 50}};
+  for (auto& [name, ctx] : varlen_families()) {
+    for (size_t i = 0; i < bad_q.size(); ++i) {
+      INFO("family " << name << ", bad cu_seqlens set " << i);
+      auto rng = rng_for(7300 + i);
+      const std::vector<int64_t> qs{tq, h, d}, ks{tk, hk, d};
+      HostTensor q(DT::BF16, qs), k(DT::BF16, ks), v(DT::BF16, ks), out(DT::BF16, qs, padded(qs, 3));
+      HostTensor lse(DT::F32, {h, tq}, {tq + 5, 1});
+      HostTensor hcq(DT::I32, {5}), hck(DT::I32, {5});
+      for (int64_t j = 0; j < 5; ++j) {
+        hcq.set({j}, bad_q[i][size_t(j)]);
+        hck.set({j}, bad_k[i][size_t(j)]);
+      }
+      q.fill_normal(rng);
+      k.fill_normal(rng);
+      v.fill_normal(rng);
+      DeviceTensor dq(q), dk(k), dv(v), dout(out), dlse(lse), dcq(hcq), dck(hck);
+      dout.poison();
+      dlse.poison();
+      fk_attention_params_t params;
+      fk_attention_params_init(&params);
+      params.causal = int(i);
+      params.max_seqlen_q = 64;
+      params.max_seqlen_k = 64;
+      REQUIRE_FK(fk_attention_forward(ctx, nullptr, &params, &dq, &dk, &dv, &dcq, &dck, &dout, &dlse));
+      dout.download();
+      dlse.download();
+      CHECK(fkgpu::padding_written(out) == 0);
+      CHECK(fkgpu::padding_written(lse) == 0);
+    }
+  }
+}
+
+TEST_CASE("gpu attention: varlen with max_seqlen given does not wait for the stream",
+          "[gpu][attention][varlen][stream]") {
+  // A host function queued on the stream blocks it until the test releases it (or 2 s pass).
+  // With max_seqlen_q/k given the attention call must return while the stream is blocked, i.e.
+  // without waiting for it; the result is then checked against the float64 reference.
+  struct Gate {
+    std::atomic<int> go{0}, timed_out{0};
+  };
+  auto block = [](void* p) {
+    auto* g = static_cast<Gate*>(p);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!g->go.load()) {
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(2)) {
+        g->timed_out = 1;
+        return;
+      }
+      std::this_thread::yield();
+    }
+  };
+  cudaStream_t s = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const std::vector<int32_t> cu_q{0, 5, 5, 135, 136}, cu_k{0, 7, 10, 110, 110};
+  const int64_t tq = 136, tk = 110, h = 4, hk = 2, d = 64;
+  for (auto& [name, ctx] : varlen_families()) {
+    INFO("family " << name);
+    auto rng = rng_for(7400);
+    const std::vector<int64_t> qs{tq, h, d}, ks{tk, hk, d};
+    HostTensor q(DT::BF16, qs), k(DT::BF16, ks), v(DT::BF16, ks), out(DT::BF16, qs);
+    HostTensor hcq(DT::I32, {5}), hck(DT::I32, {5});
+    for (int64_t j = 0; j < 5; ++j) {
+      hcq.set({j}, cu_q[size_t(j)]);
+      hck.set({j}, cu_k[size_t(j)]);
+    }
+    q.fill_normal(rng);
+    k.fill_normal(rng);
+    v.fill_normal(rng);
+    DeviceTensor dq(q), dk(k), dv(v), dout(out), dcq(hcq), dck(hck);
+    fk_attention_params_t params;
+    fk_attention_params_init(&params);
+    params.causal = 1;
+    params.max_seqlen_q = 130;
+    params.max_seqlen_k = 100;
+    fk_launch_t launch;
+    fk_launch_init(&launch);
+    launch.stream = s;
+    // Once unblocked, so that module loading and first-launch set-up are out of the way.
+    REQUIRE_FK(fk_attention_forward(ctx, &launch, &params, &dq, &dk, &dv, &dcq, &dck, &dout, nullptr));
+    REQUIRE_CUDA(cudaStreamSynchronize(s));
+    dout.poison();
+    Gate gate;
+    REQUIRE_CUDA(cudaLaunchHostFunc(s, block, &gate));
+    const fk_status_t st =
+        fk_attention_forward(ctx, &launch, &params, &dq, &dk, &dv, &dcq, &dck, &dout, nullptr);
+    const bool returned_while_blocked = gate.timed_out.load() == 0;
+    gate.go = 1;
+    REQUIRE_CUDA(cudaStreamSynchronize(s));
+    INFO(fk_get_last_error_message());
+    REQUIRE(st == FK_SUCCESS);
+    CHECK(returned_while_blocked);
+    dout.download();
+    std::vector<double> ref_out, ref_lse;
+    fkref::AttentionParams rp;
+    rp.causal = true;
+    fkref::attention_varlen(q.to_vector(), k.to_vector(), v.to_vector(), cu_q, cu_k, h, hk, d, rp,
+                            ref_out, ref_lse);
+    check_output(out, ref_out, DT::BF16, "varlen attention (not waiting) out");
+  }
+  REQUIRE_CUDA(cudaStreamDestroy(s));
 }
 
 TEST_CASE("gpu attention: non-default stream through fk_launch_t", "[gpu][attention][stream][sanitize]") {

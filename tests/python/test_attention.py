@@ -63,6 +63,28 @@ def test_attention_varlen(rng, dtype):
         ref.assert_close(lse, r_lse, "float32", factor=10, what=f"lse {opts}")
 
 
+def test_attention_varlen_max_seqlen_below_longest(rng):
+    # Host cu_seqlens are always checked: a max_seqlen below the longest sequence is refused,
+    # naming the argument, and out stays untouched.
+    cu_q = np.array([0, 5, 5, 17], np.int32)
+    cu_k = np.array([0, 9, 12, 24], np.int32)
+    q = ref.randn(rng, (17, 2, 16))
+    k = ref.randn(rng, (24, 1, 16))
+    out = np.full_like(q, 7.0)
+    with pytest.raises(flashkit.InvalidArgumentError, match=r"max_seqlen_q: 11 .*\(12\)"):
+        flashkit.attention(q, k, k, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=11,
+                           out=out)
+    with pytest.raises(flashkit.InvalidArgumentError, match=r"max_seqlen_k: 3 .*\(12\)"):
+        flashkit.attention(q, k, k, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_k=3,
+                           out=out)
+    assert np.all(out == 7.0)
+    # Larger than the longest: fine, same result as not given.
+    a = flashkit.attention(q, k, k, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=100,
+                           max_seqlen_k=12)
+    b = flashkit.attention(q, k, k, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    assert np.array_equal(a, b)
+
+
 def test_attention_strided_inputs_and_out(rng):
     # (batch, nheads, seqlen, head_dim) storage viewed as (batch, seqlen, nheads, head_dim)
     q = ref.randn(rng, (2, 4, 19, 32)).transpose(0, 2, 1, 3)

@@ -106,6 +106,40 @@ def test_attention_window_softcap_varlen(gen):
                                  cu_seqlens_k=cu_np, **opts)
     ref.assert_close(out.float().cpu().numpy(), r_out, "bfloat16")
     ref.assert_close(lse.cpu().numpy(), r_lse, "float32", factor=50)
+    # max_seqlen given (FlashAttention's way): cu_seqlens are not read on the host, same result.
+    out2 = flashkit.attention(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max(lens),
+                              max_seqlen_k=max(lens), **opts)
+    torch.cuda.synchronize()
+    ref.assert_close(out2.float().cpu().numpy(), r_out, "bfloat16")
+
+
+def test_torch_views_read_like_dlpack(gen):
+    """flashkit reads torch tensors directly (data_ptr, sizes, strides) instead of exporting a
+    DLPack capsule: every view must give what the capsule describes."""
+    from flashkit import _dlpack
+    base = randn(gen, (6, 10, 8), torch.bfloat16)
+    views = [base, base[2:], base[:, 3:7], base.transpose(0, 1), base[..., 1::2], base[1, 2],
+             base.unsqueeze(0).expand(2, 6, 10, 8),
+             base[0, 0, 0], base[:0], base.float().cpu(), base.cpu()[1:, ::3],
+             torch.zeros(3, 4, dtype=torch.int32, device=DEV),
+             torch.zeros(5, dtype=torch.float16, device=DEV)[1:]]
+    if hasattr(torch, "float8_e4m3fn"):
+        views.append(torch.zeros(4, 6, device=DEV).to(torch.float8_e4m3fn)[:, 2:])
+    for i, t in enumerate(views):
+        fast = _dlpack._from_torch(t, "x")
+        slow = _dlpack._from_dlpack(t, "x", "torch", None)
+        assert fast is not None, i
+        for attr in ("data", "byte_offset", "device_type", "device_id", "dtype", "shape",
+                     "strides"):
+            got, want = getattr(fast, attr), getattr(slow, attr)
+            if attr == "data":  # DLPack may split the address into data + byte_offset
+                got, want = got + fast.byte_offset, want + slow.byte_offset
+            if attr == "byte_offset":
+                continue
+            assert got == want, f"view {i}: {attr} {got} != {want}"
+    # What the direct read does not cover goes through DLPack (and its messages).
+    assert _dlpack._from_torch(torch.zeros(2, dtype=torch.float64, device=DEV), "x") is None
+    assert _dlpack._from_torch(torch.zeros(2, 2).to_sparse(), "x") is None
 
 
 def test_flash_attn_interface_cuda(gen):

@@ -120,7 +120,11 @@ class _Call:
         self.stream = _dlpack.launch_stream(raw, lib, device_type, device_id)
         self.dl_stream = _dlpack.dlpack_stream(self.stream)
         self.keep = []
-        self.refs = [_dlpack.as_tensor(o, n, self.dl_stream) for n, o in inputs]
+        # A torch call runs on torch's current stream: its tensors are read without a DLPack
+        # export (_dlpack._from_torch).
+        self.torch_stream = lib == "torch"
+        self.refs = [_dlpack.as_tensor(o, n, self.dl_stream, torch_stream=self.torch_stream)
+                     for n, o in inputs]
         for (name, _), ref in zip(inputs, self.refs):
             if name in index_args:
                 _dlpack.check_index_dtype(ref)
@@ -144,10 +148,11 @@ class _Call:
         the caller's library and device."""
         if user_obj is None:
             obj = _dlpack.empty(self.primary, shape, dtype, name)
-            ref = _dlpack.as_tensor(obj, name, self.dl_stream)
+            ref = _dlpack.as_tensor(obj, name, self.dl_stream, torch_stream=self.torch_stream)
         else:
             obj = user_obj
-            ref = _dlpack.as_tensor(obj, name, self.dl_stream, writable=True)
+            ref = _dlpack.as_tensor(obj, name, self.dl_stream, writable=True,
+                                    torch_stream=self.torch_stream)
             _dlpack.check_compute_dtype(ref)
         return obj, ref
 
@@ -228,11 +233,14 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
     softcap = float32_arg(softcap, "softcap")
     causal = bool_arg(causal, "causal")
     return_lse = bool_arg(return_lse, "return_lse")
+    maxima = []
     for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
-        # Not needed by the library (it reads cu_seqlens); checked so that garbage is not
-        # silently accepted.
-        if value is not None and int_arg(value, name, bits=64) < 0:
+        # Passed on (fk_attention_params_t): given, the CUDA backend does not read cu_seqlens
+        # on the host, so the call does not wait for the GPU. None means not given (0).
+        value = 0 if value is None else int_arg(value, name, bits=64)
+        if value < 0:
             raise _errors.InvalidArgumentError(f"{name}: {value} is negative", 100)
+        maxima.append(value if varlen else 0)
 
     params = capi.fk_attention_params_t()
     capi.fk_attention_params_init(params)
@@ -241,6 +249,7 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
     params.window_size_left = left
     params.window_size_right = right
     params.softcap = softcap
+    params.max_seqlen_q, params.max_seqlen_k = maxima
 
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
     lse_obj, lser = (call.output("lse", None, lse_shape, float32) if return_lse

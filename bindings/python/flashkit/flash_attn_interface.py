@@ -17,7 +17,9 @@ works too. What flashkit does not compute yet raises :class:`flashkit.NotSupport
 instead of giving a different answer: ``dropout_p > 0``, ``alibi_slopes``, a paged
 ``block_table``, and gradients (a torch input with ``requires_grad=True`` while autograd is
 enabled; run under ``torch.no_grad()`` / ``torch.inference_mode()``). ``deterministic`` only
-concerns the backward pass and is accepted. ``max_seqlen*`` are accepted and not needed.
+concerns the backward pass and is accepted. ``max_seqlen*`` are used as FlashAttention uses
+them: the varlen call then does not wait for the GPU to read ``cu_seqlens`` (see
+:func:`flashkit.attention`).
 """
 
 from . import _dlpack, _errors, _ops
@@ -141,7 +143,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         q: ``(total_q, nheads, headdim)``; k, v: ``(total_k, nheads_k, headdim)``.
         cu_seqlens_q, cu_seqlens_k: int32 ``(batch_size + 1,)`` cumulative lengths, on q's
             device; sequence b is rows ``[cu_seqlens[b], cu_seqlens[b+1])``.
-        max_seqlen_q, max_seqlen_k: accepted; flashkit does not need them.
+        max_seqlen_q, max_seqlen_k: the longest sequences, as in FlashAttention (trusted on
+            the GPU: see :func:`flashkit.attention`).
         block_table: must be None (else NotSupportedError).
         Other arguments: as :func:`flash_attn_func` (masks are aligned per sequence).
 

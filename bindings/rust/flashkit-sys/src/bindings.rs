@@ -969,17 +969,32 @@ pub struct fk_attention_params_t {
     pub window_size_right: i32,
     #[doc = "< Score cap; 0 (default) disables it; must be >= 0 and finite."]
     pub softcap: f32,
+    #[doc = " Varlen form only (ignored in the batched form): the longest sequence in `cu_seqlens_q`,"]
+    #[doc = " FlashAttention's `max_seqlen_q` (rows, int64). 0 (the default) means \"not given\": the"]
+    #[doc = " library then reads `cu_seqlens_q` itself to find it and to check every entry, which on the"]
+    #[doc = " CUDA backend copies it to the host and waits for the launch stream (a host-device"]
+    #[doc = " synchronisation per call). Given (> 0) on the CUDA backend, `cu_seqlens_q` is read only by"]
+    #[doc = " the kernel and the call does not wait: entries are then trusted, except that the kernel"]
+    #[doc = " clamps each one to `[0, total_q]` (and each end to at least its start), so wrong entries"]
+    #[doc = " never make it touch memory outside q, k, v, out and lse, but the result is unspecified;"]
+    #[doc = " rows of a sequence longer than `max_seqlen_q` are not written. On the CPU backend (host"]
+    #[doc = " cu_seqlens) the entries are always checked and a value below the longest sequence is"]
+    #[doc = " FK_ERROR_INVALID_ARGUMENT. Negative: FK_ERROR_INVALID_ARGUMENT. Appended after 0.1.0: a"]
+    #[doc = " caller built against the older 24-byte struct (struct_size 24) keeps the old behaviour."]
+    pub max_seqlen_q: i64,
+    #[doc = "< The same for `cu_seqlens_k` (`max_seqlen_k`, keys)."]
+    pub max_seqlen_k: i64,
 }
 #[test]
 fn bindgen_test_layout_fk_attention_params_t() {
     assert_eq!(
         ::std::mem::size_of::<fk_attention_params_t>(),
-        24usize,
+        40usize,
         concat!("Size of: ", stringify!(fk_attention_params_t))
     );
     assert_eq!(
         ::std::mem::align_of::<fk_attention_params_t>(),
-        4usize,
+        8usize,
         concat!("Alignment of ", stringify!(fk_attention_params_t))
     );
     fn test_field_struct_size() {
@@ -1084,10 +1099,44 @@ fn bindgen_test_layout_fk_attention_params_t() {
         );
     }
     test_field_softcap();
+    fn test_field_max_seqlen_q() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<fk_attention_params_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).max_seqlen_q) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(fk_attention_params_t),
+                "::",
+                stringify!(max_seqlen_q)
+            )
+        );
+    }
+    test_field_max_seqlen_q();
+    fn test_field_max_seqlen_k() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<fk_attention_params_t>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).max_seqlen_k) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(fk_attention_params_t),
+                "::",
+                stringify!(max_seqlen_k)
+            )
+        );
+    }
+    test_field_max_seqlen_k();
 }
 extern "C" {
     #[doc = " @brief Fills `params` with defaults: non-causal, window (-1, -1), softcap 0, softmax_scale"]
-    #[doc = "        NaN (meaning `1 / sqrt(head_dim)`)."]
+    #[doc = "        NaN (meaning `1 / sqrt(head_dim)`), max_seqlen_q/k 0 (read from cu_seqlens)."]
     #[doc = " @param[out] params The struct to fill."]
     #[doc = " @return FK_SUCCESS, or FK_ERROR_NULL_POINTER."]
     pub fn fk_attention_params_init(params: *mut fk_attention_params_t) -> fk_status_t;

@@ -22,6 +22,14 @@ pub struct AttentionParams {
     pub window_size_right: i32,
     /// Score cap `softcap * tanh(s / softcap)` (Gemma 2); 0 disables it. Must be >= 0, finite.
     pub softcap: f32,
+    /// Varlen form: the longest query sequence, FlashAttention's `max_seqlen_q`; 0 (default):
+    /// not given, the library reads `cu_seqlens_q`, which on the CUDA backend waits for the
+    /// stream. Given, device `cu_seqlens` are trusted (entries clamped inside the tensors; rows
+    /// past `max_seqlen_q` of a longer sequence are not written); on the CPU they are still
+    /// checked and a value below the longest sequence is `InvalidArgument`. Must be >= 0.
+    pub max_seqlen_q: i64,
+    /// The same for the keys (`max_seqlen_k`).
+    pub max_seqlen_k: i64,
 }
 
 impl Default for AttentionParams {
@@ -33,6 +41,8 @@ impl Default for AttentionParams {
             window_size_left: raw.window_size_left,
             window_size_right: raw.window_size_right,
             softcap: raw.softcap,
+            max_seqlen_q: raw.max_seqlen_q,
+            max_seqlen_k: raw.max_seqlen_k,
         }
     }
 }
@@ -60,6 +70,8 @@ impl AttentionParams {
         raw.window_size_left = self.window_size_left;
         raw.window_size_right = self.window_size_right;
         raw.softcap = self.softcap;
+        raw.max_seqlen_q = self.max_seqlen_q;
+        raw.max_seqlen_k = self.max_seqlen_k;
         Ok(raw)
     }
 }

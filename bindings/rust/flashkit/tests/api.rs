@@ -547,3 +547,31 @@ fn raw_views_refuse_strides_of_the_wrong_rank() {
     });
     assert!(r.is_err(), "TensorMut::from_raw accepted 2 strides for a rank-1 shape");
 }
+
+/// Varlen with max_seqlen_q below the longest sequence: CPU cu_seqlens are always read, so the
+/// call is refused naming the argument, and out is left as it was; the exact maxima pass.
+#[test]
+fn varlen_max_seqlen_below_longest_sequence_is_an_error() {
+    use flashkit::{AttentionParams, VarLen};
+    let ctx = Context::cpu().unwrap();
+    let q_data: Vec<f32> = (0..9 * 2 * 8).map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0).collect();
+    let k_data: Vec<f32> = (0..11 * 2 * 8).map(|i| ((i * 5 % 11) as f32 - 5.0) / 10.0).collect();
+    let (cq_data, ck_data) = ([0i32, 4, 4, 9], [0i32, 5, 6, 11]);
+    let q = Tensor::new(&q_data, &[9, 2, 8]).unwrap();
+    let k = Tensor::new(&k_data, &[11, 2, 8]).unwrap();
+    let (cq, ck) = (Tensor::new(&cq_data, &[4]).unwrap(), Tensor::new(&ck_data, &[4]).unwrap());
+    let varlen = VarLen { cu_seqlens_q: &cq, cu_seqlens_k: &ck };
+    let mut out_data = vec![7f32; 9 * 2 * 8];
+    let params = AttentionParams { max_seqlen_q: 4, ..Default::default() };
+    {
+        let mut out = TensorMut::new(&mut out_data, &[9, 2, 8]).unwrap();
+        let e = attention(&ctx, None, &params, &q, &k, &k, Some(varlen), &mut out, None)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.message().contains("max_seqlen_q: 4"), "{}", e.message());
+    }
+    assert!(out_data.iter().all(|&x| x == 7.0), "output written on error");
+    let exact = AttentionParams { max_seqlen_q: 5, max_seqlen_k: 5, ..Default::default() };
+    let mut out = TensorMut::new(&mut out_data, &[9, 2, 8]).unwrap();
+    attention(&ctx, None, &exact, &q, &k, &k, Some(varlen), &mut out, None).unwrap();
+}

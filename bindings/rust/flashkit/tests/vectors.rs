@@ -222,6 +222,7 @@ fn run_attention(ctx: &Context, c: &Case) -> Result<String, String> {
         window_size_left: c.int("window_left"),
         window_size_right: c.int("window_right"),
         softcap: c.float("softcap"),
+        ..Default::default()
     };
     let (q, qs) = c.input("q");
     let (k, ks) = c.input("k");

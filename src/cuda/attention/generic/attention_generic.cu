@@ -17,6 +17,7 @@
 
 #include "core/backend.h"
 #include "cuda/attention/common/logits.h"
+#include "cuda/attention/common/varlen.h"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/dtype.cuh"
@@ -86,10 +87,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
 
     int64_t row0_q = 0, row0_k = 0, len_q = p.seqlen_q, len_k = p.seqlen_k;
     if (p.varlen) {
-      row0_q = p.cu_seqlens_q[b];
-      len_q = p.cu_seqlens_q[b + 1] - row0_q;
-      row0_k = p.cu_seqlens_k[b];
-      len_k = p.cu_seqlens_k[b + 1] - row0_k;
+      attn::varlen_rows(p.cu_seqlens_q, int(b), p.total_q, &row0_q, &len_q);
+      attn::varlen_rows(p.cu_seqlens_k, int(b), p.total_k, &row0_k, &len_k);
     }
     const int64_t i_begin = tile * kBR;
     if (i_begin >= len_q) continue;  // uniform across the block

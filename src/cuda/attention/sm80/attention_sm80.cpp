@@ -86,6 +86,8 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   k.group = static_cast<int32_t>(p.nheads / p.nheads_k);
   k.seqlen_q = static_cast<int32_t>(p.seqlen_q);
   k.seqlen_k = static_cast<int32_t>(p.seqlen_k);
+  k.total_q = p.total_q;
+  k.total_k = p.total_k;
   k.head_dim = static_cast<int32_t>(p.head_dim);
   const int64_t block_m = block_m_for_bucket(head_dim_bucket(p.head_dim));
   k.num_m_blocks = static_cast<int32_t>((p.seqlen_q + block_m - 1) / block_m);

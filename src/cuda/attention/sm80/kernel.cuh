@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "cuda/attention/common/varlen.h"
 #include "cuda/attention/sm80/epilogue.cuh"
 #include "cuda/attention/sm80/mainloop.cuh"
 #include "cuda/attention/sm80/params.h"
@@ -59,10 +60,8 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
 
   int row0_q = 0, row0_k = 0, len_q = p.seqlen_q, len_k = p.seqlen_k;
   if (p.cu_seqlens_q != nullptr) {
-    row0_q = p.cu_seqlens_q[b];
-    len_q = p.cu_seqlens_q[b + 1] - row0_q;
-    row0_k = p.cu_seqlens_k[b];
-    len_k = p.cu_seqlens_k[b + 1] - row0_k;
+    attn::varlen_rows(p.cu_seqlens_q, b, p.total_q, &row0_q, &len_q);
+    attn::varlen_rows(p.cu_seqlens_k, b, p.total_k, &row0_k, &len_k);
   }
   const int m0 = m_block * kBlockM;
   if (m0 >= len_q) return;  // uniform across the block

@@ -28,6 +28,7 @@ struct Params {
 
   int32_t batch, nheads, group;  // group = nheads / nheads_k (GQA/MQA)
   int32_t seqlen_q, seqlen_k;    // batched: the extents; varlen: the longest sequence
+  int64_t total_q, total_k;      // varlen: rows of q and of k/v (cu_seqlens entries clamped to it)
   int32_t head_dim;              // <= the kernel's bucket
   int32_t num_m_blocks;          // query tiles per (batch, head) for seqlen_q
   // Window, bottom-right aligned, causal already folded in as right = 0; -1 = unbounded.

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 
+#include "cuda/attention/common/varlen.h"
 #include "cuda/attention/sm90/launch.h"
 
 namespace flashkit {
@@ -92,10 +93,8 @@ struct TileScheduler {
     w.hk = w.h / a.group;
     w.m0 = w.m_block * kBlockM;
     if (a.cu_seqlens_q != nullptr) {
-      w.row0_q = a.cu_seqlens_q[w.b];
-      w.len_q = a.cu_seqlens_q[w.b + 1] - w.row0_q;
-      w.row0_k = a.cu_seqlens_k[w.b];
-      w.len_k = a.cu_seqlens_k[w.b + 1] - w.row0_k;
+      attn::varlen_rows(a.cu_seqlens_q, w.b, a.tma_rows_q, &w.row0_q, &w.len_q);
+      attn::varlen_rows(a.cu_seqlens_k, w.b, a.tma_rows_k, &w.row0_k, &w.len_k);
     } else {
       w.row0_q = w.row0_k = 0;
       w.len_q = a.seqlen_q;

@@ -12,6 +12,8 @@ public final class AttentionParams {
   private int windowLeft = -1;
   private int windowRight = -1;
   private float softcap;
+  private long maxSeqlenQ;
+  private long maxSeqlenK;
 
   /** Multiplier of Q K^T; NaN (default) means 1/sqrt(head_dim). */
   public AttentionParams softmaxScale(float scale) {
@@ -36,6 +38,27 @@ public final class AttentionParams {
   public AttentionParams softcap(float softcap) {
     this.softcap = softcap;
     return this;
+  }
+
+  /**
+   * Varlen form: the longest query and key sequences (FlashAttention's max_seqlen_q/k); 0
+   * (default) means not given: the library reads cu_seqlens, which on the CUDA backend waits for
+   * the stream. Given, device cu_seqlens are trusted (entries clamped inside the tensors; rows
+   * past maxSeqlenQ of a longer sequence are not written); on the CPU they are still checked
+   * and a value below the longest sequence is an InvalidArgument error. Must be >= 0.
+   */
+  public AttentionParams maxSeqlen(long q, long k) {
+    this.maxSeqlenQ = q;
+    this.maxSeqlenK = k;
+    return this;
+  }
+
+  public long maxSeqlenQ() {
+    return maxSeqlenQ;
+  }
+
+  public long maxSeqlenK() {
+    return maxSeqlenK;
   }
 
   public float softmaxScale() {
@@ -67,6 +90,8 @@ public final class AttentionParams {
     p.setWindow_size_left(windowLeft);
     p.setWindow_size_right(windowRight);
     p.setSoftcap(softcap);
+    p.setMax_seqlen_q(maxSeqlenQ);
+    p.setMax_seqlen_k(maxSeqlenK);
     return p;
   }
 }

@@ -47,6 +47,29 @@ class ErrorsTest {
   }
 
   @Test
+  void varlenMaxSeqlenBelowLongestSequenceNamesTheArgument() {
+    // CPU cu_seqlens are always checked: max_seqlen_q below the longest sequence (5) is refused.
+    try (Tensor q = Tensor.allocate(DType.FLOAT32, 9, 2, 8);
+         Tensor k = Tensor.allocate(DType.FLOAT32, 11, 2, 8);
+         Tensor v = Tensor.allocate(DType.FLOAT32, 11, 2, 8);
+         Tensor cq = Tensor.allocate(DType.INT32, 4);
+         Tensor ck = Tensor.allocate(DType.INT32, 4);
+         Tensor out = nanFilled(9, 2, 8)) {
+      cq.ints().put(new int[] {0, 4, 4, 9});
+      ck.ints().put(new int[] {0, 5, 6, 11});
+      AttentionParams p = new AttentionParams().maxSeqlen(4, 0);
+      assertEquals(4, p.maxSeqlenQ());
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+          () -> ctx.attention(p, q, k, v, cq, ck, out, null));
+      assertEquals("max_seqlen_q: 4 is below the longest sequence in cu_seqlens_q (5)",
+          e.getMessage());
+      assertUntouched(out);
+      // The exact maxima are accepted.
+      ctx.attention(new AttentionParams().maxSeqlen(5, 5), q, k, v, cq, ck, out, null);
+    }
+  }
+
+  @Test
   void headDimTooLargeIsInvalidArgumentWithCsMessage() {
     try (Tensor q = Tensor.allocate(DType.FLOAT32, 1, 2, 1, 300);
          Tensor k = Tensor.allocate(DType.FLOAT32, 1, 2, 1, 300);
