@@ -58,6 +58,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include "core/backend.h"
 #include "cuda/attention/sm80/primitives.cuh"
@@ -94,20 +95,29 @@ struct RegArgs : conv::ConvIO {
   int slots; // 2: the next pair is prefetched while this one is transformed; 1: no prefetch
 };
 
-template <int M1_, int M2_, int S_>
+// HS_: warps per sub-FFT. 1: one warp holds the whole M1 x M2 tile; 2 (M1 = 32): each warp
+// holds 16 rows (half the accumulators, about 128 registers), the last inverse DFT (which mixes
+// the rows) reads the tile back from shared memory.
+template <int M1_, int M2_, int S_, int HS_ = 1>
 struct Cfg {
-  static constexpr int M1 = M1_, M2 = M2_, S = S_;
-  static constexpr int P = M1 * M2, T = 32 * S;
+  static constexpr int M1 = M1_, M2 = M2_, S = S_, HS = HS_;
+  static constexpr int P = M1 * M2, T = 32 * S * HS, NW = T / 32;
   static constexpr int MT1 = M1 / 16, NT = M2 / 8, MT2 = M2 / 16;
+  static constexpr int MW = MT1 / HS;            // 16-row tiles per warp
   static constexpr int PPT = P / T;             // positions of a sub-FFT per thread
   static constexpr int G = PPT < 8 ? PPT : 8;   // consecutive positions per vector access
   static constexpr int R = PPT / G;             // groups per thread
+  static_assert(HS == 1 || (HS == 2 && MT1 == 2), "row halves need 32-row tiles");
   static constexpr int XS = M2 + 8;             // row stride (halves) of the fp16 X planes
   static constexpr int YS = M2 + 8;             // row stride (floats) of the fp32 staging planes
   static constexpr int PLANE_X = M1 * XS, PLANE_Y = M1 * YS;
-  static constexpr size_t kSmem = size_t(S) * 2 * PLANE_Y * sizeof(float);
-  static_assert(G == 4 || G == 8, "group size");
-  static_assert(size_t(S) * 2 * PLANE_X * 2 <= kSmem, "X planes alias the staging planes");
+  static constexpr size_t kStage = size_t(S) * 2 * PLANE_Y * sizeof(float);
+  // Row halves: the F_32 fragments (32 words per lane, the same in every warp) wait in shared
+  // memory between the pairs, so that the input and output phases do not hold them.
+  static constexpr size_t kFrag = HS == 2 ? 32 * 32 * sizeof(uint32_t) : 0;
+  static constexpr size_t kSmem = kStage + kFrag;
+  static_assert(G == 2 || G == 4 || G == 8, "group size");
+  static_assert(size_t(S) * 2 * PLANE_X * 2 <= kStage, "X planes alias the staging planes");
 };
 
 // ---- small helpers -----------------------------------------------------------------------------
@@ -136,6 +146,11 @@ __device__ __forceinline__ uint32_t movt(uint32_t x) {
   uint32_t y;
   asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
   return y;
+}
+
+// bar.sync on barrier id (1..15) for `count` threads (whole warps).
+__device__ __forceinline__ void named_barrier(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
 // A-operand fragments of the M x M DFT matrix W_M^(r c): tile (mt, kt), register i holds row
@@ -196,12 +211,12 @@ __device__ __forceinline__ uint32_t pack_out(float lo, float hi, bool bf16) {
   return *reinterpret_cast<uint32_t*>(&h);
 }
 
-// ---- steps on a warp's accumulator tile (MT1 x NT mma tiles of 16 x 8, complex as re/im) ----
+// ---- steps on a warp's accumulator tile (MW x NT mma tiles of 16 x 8, complex as re/im) ----
 
 template <class C>
-__device__ __forceinline__ void zero_acc(float (&ar)[C::MT1][C::NT][4], float (&ai)[C::MT1][C::NT][4]) {
+__device__ __forceinline__ void zero_acc(float (&ar)[C::MW][C::NT][4], float (&ai)[C::MW][C::NT][4]) {
 #pragma unroll
-  for (int mt = 0; mt < C::MT1; ++mt)
+  for (int mt = 0; mt < C::MW; ++mt)
 #pragma unroll
     for (int nt = 0; nt < C::NT; ++nt)
 #pragma unroll
@@ -212,11 +227,11 @@ __device__ __forceinline__ void zero_acc(float (&ar)[C::MT1][C::NT][4], float (&
 // accumulator pair h of tile (mt, nt) for this lane): twiddles or the filter spectrum;
 // kConj multiplies by the conjugate (the inverse transform's twiddles).
 template <class C, bool kConj>
-__device__ __forceinline__ void mul_lane_table(float (&ar)[C::MT1][C::NT][4],
-                                               float (&ai)[C::MT1][C::NT][4], const float4* table,
+__device__ __forceinline__ void mul_lane_table(float (&ar)[C::MW][C::NT][4],
+                                               float (&ai)[C::MW][C::NT][4], const float4* table,
                                                int lane) {
 #pragma unroll
-  for (int mt = 0; mt < C::MT1; ++mt)
+  for (int mt = 0; mt < C::MW; ++mt)
 #pragma unroll
     for (int nt = 0; nt < C::NT; ++nt)
 #pragma unroll
@@ -239,11 +254,11 @@ __device__ __forceinline__ void mul_lane_table(float (&ar)[C::MT1][C::NT][4],
 //   inverse  Cr = Xr Fr + Xi Fi, Ci = Xi Fr - Xr Fi
 // issued term-major so that 2 MT1 NT independent mma separate two that share an accumulator.
 template <class C, bool kConj>
-__device__ __forceinline__ void right_dft(float (&ar)[C::MT1][C::NT][4], float (&ai)[C::MT1][C::NT][4],
+__device__ __forceinline__ void right_dft(float (&ar)[C::MW][C::NT][4], float (&ai)[C::MW][C::NT][4],
                                           const Frag<C::M2>& fb) {
-  uint32_t pr[C::MT1][C::MT2][4], pi[C::MT1][C::MT2][4];
+  uint32_t pr[C::MW][C::MT2][4], pi[C::MW][C::MT2][4];
 #pragma unroll
-  for (int mt = 0; mt < C::MT1; ++mt)
+  for (int mt = 0; mt < C::MW; ++mt)
 #pragma unroll
     for (int kt = 0; kt < C::MT2; ++kt) {
       pr[mt][kt][0] = pack_h2(ar[mt][2 * kt][0], ar[mt][2 * kt][1]);
@@ -261,7 +276,7 @@ __device__ __forceinline__ void right_dft(float (&ar)[C::MT1][C::NT][4], float (
 #pragma unroll
     for (int term = 0; term < 4; ++term)
 #pragma unroll
-      for (int mt = 0; mt < C::MT1; ++mt) {
+      for (int mt = 0; mt < C::MW; ++mt) {
         // The operand that enters with a minus sign: Xi (forward) or Xr (inverse).
         const uint32_t(&src)[4] = kConj ? pr[mt][kt] : pi[mt][kt];
         const uint32_t neg[4] = {src[0] ^ kNeg2, src[1] ^ kNeg2, src[2] ^ kNeg2, src[3] ^ kNeg2};
@@ -290,11 +305,12 @@ __device__ __forceinline__ void store_g(uint16_t* row, int64_t t0, int64_t L, bo
     uint32_t w[G / 2];
 #pragma unroll
     for (int e = 0; e < G / 2; ++e) w[e] = pack_out(v[2 * e], v[2 * e + 1], bf16);
-    if (G == 8) {
-      *reinterpret_cast<uint4*>(row + t0) =
-          make_uint4(w[0], w[1], w[2 % (G / 2)], w[3 % (G / 2)]);
-    } else {
+    if constexpr (G == 8) {
+      *reinterpret_cast<uint4*>(row + t0) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else if constexpr (G == 4) {
       *reinterpret_cast<uint2*>(row + t0) = make_uint2(w[0], w[1]);
+    } else {
+      *reinterpret_cast<uint32_t*>(row + t0) = w[0];
     }
   } else {
 #pragma unroll
@@ -355,16 +371,18 @@ __device__ __forceinline__ void load_s(const uint16_t* row, int t0, int64_t L, b
     return;
   }
   uint32_t w[G / 2];
-  if (G == 8) {
+  if constexpr (G == 8) {
     const uint4 q = *reinterpret_cast<const uint4*>(row + t0);
     w[0] = q.x;
-    w[1 % (G / 2)] = q.y;
-    w[2 % (G / 2)] = q.z;
-    w[3 % (G / 2)] = q.w;
-  } else {
+    w[1] = q.y;
+    w[2] = q.z;
+    w[3] = q.w;
+  } else if constexpr (G == 4) {
     const uint2 q = *reinterpret_cast<const uint2*>(row + t0);
     w[0] = q.x;
     w[1] = q.y;
+  } else {
+    w[0] = *reinterpret_cast<const uint32_t*>(row + t0);
   }
 #pragma unroll
   for (int e = 0; e < G / 2; ++e) cvt_word(w[e], bf16, v[2 * e], v[2 * e + 1]);
@@ -375,13 +393,15 @@ __device__ __forceinline__ void load_s(const uint16_t* row, int t0, int64_t L, b
 template <int G>
 __device__ __forceinline__ void absmax_s(const uint16_t* row, int t0, int64_t L, uint32_t& m) {
   if (row == nullptr || t0 >= L) return;
-  if (G == 8) {
+  if constexpr (G == 8) {
     const uint4 q = *reinterpret_cast<const uint4*>(row + t0);
     m = __vmaxu2(m, __vmaxu2(q.x & 0x7fff7fffu, q.y & 0x7fff7fffu));
     m = __vmaxu2(m, __vmaxu2(q.z & 0x7fff7fffu, q.w & 0x7fff7fffu));
-  } else {
+  } else if constexpr (G == 4) {
     const uint2 q = *reinterpret_cast<const uint2*>(row + t0);
     m = __vmaxu2(m, __vmaxu2(q.x & 0x7fff7fffu, q.y & 0x7fff7fffu));
+  } else {
+    m = __vmaxu2(m, *reinterpret_cast<const uint32_t*>(row + t0) & 0x7fff7fffu);
   }
 }
 // Exponent e with x < 2^e (x >= 0 finite); 0 for x = 0; -1000 flags inf/NaN.
@@ -399,12 +419,13 @@ __device__ __forceinline__ int exp_above(float x) {
 template <class C, int W, bool BF16>
 __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kernel(const RegArgs a) {
   constexpr int M1 = C::M1, M2 = C::M2, S = C::S, P = C::P, T = C::T;
-  constexpr int MT1 = C::MT1, NT = C::NT, G = C::G, R = C::R;
+  constexpr int MT1 = C::MT1, MW = C::MW, HS = C::HS, NT = C::NT, G = C::G, R = C::R;
+  constexpr int NW = C::NW;
   extern __shared__ float4 smem4[];
   float* stage = reinterpret_cast<float*>(smem4);
   __half* xbuf = reinterpret_cast<__half*>(smem4);
   uint16_t* ring = reinterpret_cast<uint16_t*>(smem4 + C::kSmem / sizeof(float4));
-  __shared__ float red[2 * S];
+  __shared__ float red[2 * NW];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -412,12 +433,29 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
   const bool vec = a.vec != 0;
 
   Frag<M1> fa;
-  make_frag<M1>(fa);
   Frag<M2> fb;
-  if constexpr (M1 == M2) {
-    fb = fa;
+  uint4* fsm = reinterpret_cast<uint4*>(smem4 + C::kStage / sizeof(float4));
+  if constexpr (HS == 2) {
+    // Warp 0 parks F_32 in shared memory (lane-major, 16-byte words); every warp reloads it for
+    // the DFT core of each pair (first read after the pair loop's __syncthreads).
+    if (warp == 0) {
+      Frag<M1> f;
+      make_frag<M1>(f);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        fsm[q * 32 + lane] = make_uint4(f.re[q >> 1][q & 1][0], f.re[q >> 1][q & 1][1],
+                                        f.re[q >> 1][q & 1][2], f.re[q >> 1][q & 1][3]);
+        fsm[(4 + q) * 32 + lane] = make_uint4(f.im[q >> 1][q & 1][0], f.im[q >> 1][q & 1][1],
+                                              f.im[q >> 1][q & 1][2], f.im[q >> 1][q & 1][3]);
+      }
+    }
   } else {
-    make_frag<M2>(fb);
+    make_frag<M1>(fa);
+    if constexpr (M1 == M2) {
+      fb = fa;
+    } else {
+      make_frag<M2>(fb);
+    }
   }
 
   const int64_t pairs = a.pairs_per_channel * a.channels;
@@ -488,15 +526,15 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
     mxp = warp_max(mxp);
     if (lane == 0) {
       red[warp] = mxu;
-      red[S + warp] = mxp;
+      red[NW + warp] = mxp;
     }
     __syncthreads();
     mxu = red[0];
-    mxp = red[S];
+    mxp = red[NW];
 #pragma unroll
-    for (int w = 1; w < S; ++w) {
+    for (int w = 1; w < NW; ++w) {
       mxu = fmaxf(mxu, red[w]);
-      mxp = fmaxf(mxp, red[S + w]);
+      mxp = fmaxf(mxp, red[NW + w]);
     }
     float s_in = 1.0f;
     {
@@ -548,24 +586,56 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
         }
         __half* pr = xbuf + (j * 2 + 0) * C::PLANE_X + n1 * C::XS + n2;
         __half* pi = xbuf + (j * 2 + 1) * C::PLANE_X + n1 * C::XS + n2;
-        if (G == 8) {
-          *reinterpret_cast<uint4*>(pr) = make_uint4(hr[0], hr[1], hr[2 % (G / 2)], hr[3 % (G / 2)]);
-          *reinterpret_cast<uint4*>(pi) = make_uint4(hi[0], hi[1], hi[2 % (G / 2)], hi[3 % (G / 2)]);
-        } else {
+        if constexpr (G == 8) {
+          *reinterpret_cast<uint4*>(pr) = make_uint4(hr[0], hr[1], hr[2], hr[3]);
+          *reinterpret_cast<uint4*>(pi) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        } else if constexpr (G == 4) {
           *reinterpret_cast<uint2*>(pr) = make_uint2(hr[0], hr[1]);
           *reinterpret_cast<uint2*>(pi) = make_uint2(hi[0], hi[1]);
+        } else {
+          *reinterpret_cast<uint32_t*>(pr) = hr[0];
+          *reinterpret_cast<uint32_t*>(pi) = hi[0];
         }
       }
     }
     __syncthreads();
 
-    // ---- the warp's sub-FFT j = warp, forward, pointwise, inverse ----
-    const int j = warp;
-    float ar[MT1][NT][4], ai[MT1][NT][4];
-    zero_acc<C>(ar, ai);
-    {
-      const __half* xr = xbuf + (j * 2 + 0) * C::PLANE_X;
-      const __half* xi = xbuf + (j * 2 + 1) * C::PLANE_X;
+    // ---- the warp's sub-FFT j (rows 16 MW hh .. of it), forward, pointwise, inverse ----
+    const int j = warp / HS, hh = HS == 1 ? 0 : warp % HS;
+    // A-operand fragment (tile row mw of this warp, tile column kt) of F_M1: with two row halves
+    // the warp's rows are tile hh (selected, not indexed, to keep fa in registers).
+    auto fa_re = [&](int mw, int kt, int i) -> uint32_t {
+      if constexpr (HS == 1) return fa.re[mw][kt][i];
+      else return hh ? fa.re[1][kt][i] : fa.re[0][kt][i];
+    };
+    auto fa_im = [&](int mw, int kt, int i) -> uint32_t {
+      if constexpr (HS == 1) return fa.im[mw][kt][i];
+      else return hh ? fa.im[1][kt][i] : fa.im[0][kt][i];
+    };
+    if constexpr (HS == 2) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint4 r = fsm[q * 32 + lane], i = fsm[(4 + q) * 32 + lane];
+        fa.re[q >> 1][q & 1][0] = r.x;
+        fa.re[q >> 1][q & 1][1] = r.y;
+        fa.re[q >> 1][q & 1][2] = r.z;
+        fa.re[q >> 1][q & 1][3] = r.w;
+        fa.im[q >> 1][q & 1][0] = i.x;
+        fa.im[q >> 1][q & 1][1] = i.y;
+        fa.im[q >> 1][q & 1][2] = i.z;
+        fa.im[q >> 1][q & 1][3] = i.w;
+      }
+      fb = fa;
+    }
+    // Tables in fragment order: this warp's tiles start at tile row MW hh.
+    const int toff = hh * MW * NT * 2 * 32;
+    float ar[MW][NT][4], ai[MW][NT][4];
+    // acc (+)= conj?(F_M1 rows) . B with B = the M1 x M2 plane pair (re, im) at xr / xi in shared
+    // memory, loaded as B operands with ldmatrix.trans.
+    //   forward: Yr = Fr Br - Fi Bi, Yi = Fr Bi + Fi Br
+    //   inverse: Yr = Fr Br + Fi Bi, Yi = Fr Bi - Fi Br
+    auto left_dft_smem = [&](const __half* xr, const __half* xi, auto conj_tag) {
+      constexpr bool kConj = decltype(conj_tag)::value;
       const int mat = lane >> 3, rr = lane & 7;
 #pragma unroll
       for (int kt = 0; kt < MT1; ++kt) {
@@ -584,32 +654,48 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
             bi[2 * np + q][1] = e[2 * q + 1];
           }
         }
-        // Term-major order: 2 MT1 NT independent mma between two that share an accumulator.
+        // Term-major order: 2 MW NT independent mma between two that share an accumulator.
 #pragma unroll
         for (int term = 0; term < 4; ++term)
 #pragma unroll
-          for (int mt = 0; mt < MT1; ++mt)
+          for (int mw = 0; mw < MW; ++mw) {
+            uint32_t fr[4], fi[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              fr[i] = fa_re(mw, kt, i);
+              fi[i] = fa_im(mw, kt, i);
+            }
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
               const uint32_t r0 = br[nt][0], r1 = br[nt][1], i0 = bi[nt][0], i1 = bi[nt][1];
-              if (term == 0) mma_f16(ar[mt][nt], fa.re[mt][kt], r0, r1);
-              if (term == 1) mma_f16(ai[mt][nt], fa.re[mt][kt], i0, i1);
-              if (term == 2) mma_f16(ar[mt][nt], fa.im[mt][kt], i0 ^ kNeg2, i1 ^ kNeg2);
-              if (term == 3) mma_f16(ai[mt][nt], fa.im[mt][kt], r0, r1);
+              if (term == 0) mma_f16(ar[mw][nt], fr, r0, r1);
+              if (term == 1) mma_f16(ai[mw][nt], fr, i0, i1);
+              if (!kConj) {
+                if (term == 2) mma_f16(ar[mw][nt], fi, i0 ^ kNeg2, i1 ^ kNeg2);
+                if (term == 3) mma_f16(ai[mw][nt], fi, r0, r1);
+              } else {
+                if (term == 2) mma_f16(ar[mw][nt], fi, i0, i1);
+                if (term == 3) mma_f16(ai[mw][nt], fi, r0 ^ kNeg2, r1 ^ kNeg2);
+              }
             }
+          }
       }
-    }
+    };
+    __half* xr_j = xbuf + (j * 2 + 0) * C::PLANE_X;
+    __half* xi_j = xbuf + (j * 2 + 1) * C::PLANE_X;
+    zero_acc<C>(ar, ai);
+    left_dft_smem(xr_j, xi_j, std::false_type{});
     // Twiddles W_P^(k1 n2), k1 = 16 mt + g + 8 h, n2 = 8 nt + 2 t + e.
-    mul_lane_table<C, false>(ar, ai, a.tw_p, lane);
+    mul_lane_table<C, false>(ar, ai, a.tw_p + toff, lane);
     // Step 2: (A o T) F_M2, the accumulators repacked as A operands.
     right_dft<C, false>(ar, ai, fb);
     // Pointwise: times the spectrum (entry (k1, k2) of sub-FFT j).
-    mul_lane_table<C, false>(ar, ai, a.spec + c * (a.N >> 1) + j * (P / 2), lane);
+    mul_lane_table<C, false>(ar, ai, a.spec + c * (a.N >> 1) + j * (P / 2) + toff, lane);
     // Inverse step 1: Y conj(F_M2), then conjugate twiddles.
     right_dft<C, true>(ar, ai, fb);
-    mul_lane_table<C, true>(ar, ai, a.tw_p, lane);
-    // Inverse step 2: conj(F_M1) C, C transposed in registers into B operands.
-    {
+    mul_lane_table<C, true>(ar, ai, a.tw_p + toff, lane);
+    if constexpr (HS == 1) {
+      // Inverse step 2: conj(F_M1) C, C transposed in registers into B operands.
       uint32_t cr[MT1][NT][2], ci[MT1][NT][2];
 #pragma unroll
       for (int kt = 0; kt < MT1; ++kt)
@@ -636,19 +722,35 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
               if (term == 3)
                 mma_f16(ai[mt][nt], fa.im[mt][kt], cr[kt][nt][0] ^ kNeg2, cr[kt][nt][1] ^ kNeg2);
             }
-    }
-    __syncthreads();  // every warp has read its X planes (they alias the staging planes)
-#pragma unroll
-    for (int mt = 0; mt < MT1; ++mt)
+    } else {
+      // Inverse step 2 across the two row halves: both warps of sub-FFT j have read its X planes
+      // (named barrier j + 1 of the sub-FFT's 64 threads), each writes its rows of C there (fp16),
+      // then conj(F_M1) C for its output rows from shared memory.
+      named_barrier(1 + j, 32 * HS);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int n1 = 16 * mt + g + 8 * h, n2 = 8 * nt + 2 * t;
+          const int off = (16 * hh + g + 8 * h) * C::XS + 8 * nt + 2 * t;
+          *reinterpret_cast<uint32_t*>(xr_j + off) = pack_h2(ar[0][nt][2 * h], ar[0][nt][2 * h + 1]);
+          *reinterpret_cast<uint32_t*>(xi_j + off) = pack_h2(ai[0][nt][2 * h], ai[0][nt][2 * h + 1]);
+        }
+      named_barrier(1 + j, 32 * HS);
+      zero_acc<C>(ar, ai);
+      left_dft_smem(xr_j, xi_j, std::true_type{});
+    }
+    __syncthreads();  // every warp has read its X planes (they alias the staging planes)
+#pragma unroll
+    for (int mw = 0; mw < MW; ++mw)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int n1 = 16 * (hh * MW + mw) + g + 8 * h, n2 = 8 * nt + 2 * t;
           float* yr = stage + (j * 2 + 0) * C::PLANE_Y + n1 * C::YS + n2;
           float* yi = stage + (j * 2 + 1) * C::PLANE_Y + n1 * C::YS + n2;
-          *reinterpret_cast<float2*>(yr) = make_float2(ar[mt][nt][2 * h], ar[mt][nt][2 * h + 1]);
-          *reinterpret_cast<float2*>(yi) = make_float2(ai[mt][nt][2 * h], ai[mt][nt][2 * h + 1]);
+          *reinterpret_cast<float2*>(yr) = make_float2(ar[mw][nt][2 * h], ar[mw][nt][2 * h + 1]);
+          *reinterpret_cast<float2*>(yi) = make_float2(ai[mw][nt][2 * h], ai[mw][nt][2 * h + 1]);
         }
     __syncthreads();
 
@@ -667,14 +769,21 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
       for (int jj = 0; jj < S; ++jj) {
         const float* sr = stage + (jj * 2 + 0) * C::PLANE_Y + n1 * C::YS + n2;
         const float* si = stage + (jj * 2 + 1) * C::PLANE_Y + n1 * C::YS + n2;
+        if constexpr (G == 2) {
+          const float2 vr = *reinterpret_cast<const float2*>(sr);
+          const float2 vi = *reinterpret_cast<const float2*>(si);
+          z[0][jj] = make_float2(vr.x, vi.x);
+          z[1][jj] = make_float2(vr.y, vi.y);
+        } else {
 #pragma unroll
-        for (int e4 = 0; e4 < G / 4; ++e4) {
-          const float4 vr = *reinterpret_cast<const float4*>(sr + 4 * e4);
-          const float4 vi = *reinterpret_cast<const float4*>(si + 4 * e4);
-          z[4 * e4 + 0][jj] = make_float2(vr.x, vi.x);
-          z[4 * e4 + 1][jj] = make_float2(vr.y, vi.y);
-          z[4 * e4 + 2][jj] = make_float2(vr.z, vi.z);
-          z[4 * e4 + 3][jj] = make_float2(vr.w, vi.w);
+          for (int e4 = 0; e4 < G / 4; ++e4) {
+            const float4 vr = *reinterpret_cast<const float4*>(sr + 4 * e4);
+            const float4 vi = *reinterpret_cast<const float4*>(si + 4 * e4);
+            z[4 * e4 + 0][jj] = make_float2(vr.x, vi.x);
+            z[4 * e4 + 1][jj] = make_float2(vr.y, vi.y);
+            z[4 * e4 + 2][jj] = make_float2(vr.z, vi.z);
+            z[4 * e4 + 3][jj] = make_float2(vr.w, vi.w);
+          }
         }
       }
 #pragma unroll
@@ -819,10 +928,11 @@ size_t stage_smem(int log_n) {
   switch (log_n) {
     case 8: return C256::kSmem;
     case 9: return C512::kSmem;
-    case 10: return C1K::kSmem;
-    case 11: return C2K::kSmem;
-    case 12: return C4K::kSmem;
-    default: return C8K::kSmem;
+    // the row-half build (4 KB more) whether or not FLASHKIT_FFTCONV_REG_SPLIT=0
+    case 10: return Cfg<32, 32, 1, 2>::kSmem;
+    case 11: return Cfg<32, 32, 2, 2>::kSmem;
+    case 12: return Cfg<32, 32, 4, 2>::kSmem;
+    default: return Cfg<32, 32, 8, 2>::kSmem;
   }
 }
 
@@ -866,9 +976,30 @@ fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t 
 // The capped (12-warp) build exists only for the 16-row tiles (fft_size 256 and 512), where it is
 // the default; the 32 x 32 tiles are built uncapped only (capping spills; fewer instantiations
 // keep the compile time and the library size down), so the override is ignored there.
+// Row halves (two warps per 32 x 32 sub-FFT, 128 registers, 16 warps per multiprocessor): the
+// default for the 32 x 32 tiles; FLASHKIT_FFTCONV_REG_SPLIT=0 (diagnostic) takes the one-warp
+// tiles (255 registers, 8 warps).
+bool split_enabled() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_REG_SPLIT");
+  return !(e != nullptr && e[0] == '0');
+}
+
 template <class C>
 fk_status_t launch_conv(const RegArgs& a, int optin, int sm_count, cudaStream_t stream) {
   const bool bf16 = a.dtype == DType::BF16;
+  if constexpr (C::M1 == 32) {
+    using CH = Cfg<C::M1, C::M2, C::S, 2>;
+    if (split_enabled()) {
+      if constexpr (C::S <= 2) {
+        // FLASHKIT_FFTCONV_REG_WARPS=12 (diagnostic): 168 registers, 12 warps
+        if (warps_mode(conv::log2_exact(a.N)) == 12)
+          return bf16 ? launch_conv_w<CH, 12, true>(a, optin, sm_count, stream)
+                      : launch_conv_w<CH, 12, false>(a, optin, sm_count, stream);
+      }
+      return bf16 ? launch_conv_w<CH, 16, true>(a, optin, sm_count, stream)
+                  : launch_conv_w<CH, 16, false>(a, optin, sm_count, stream);
+    }
+  }
   if constexpr (C::M1 == 16) {
     if (warps_mode(conv::log2_exact(a.N)) == 12)
       return bf16 ? launch_conv_w<C, 12, true>(a, optin, sm_count, stream)
