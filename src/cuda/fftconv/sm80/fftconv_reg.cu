@@ -129,6 +129,41 @@ __device__ __forceinline__ float2 twn(const RegArgs& a, int e) {
   return (e & half) ? make_float2(-t.x, -t.y) : t;
 }
 
+// The radix-S step's twiddles W_N^(n j), j = 1 .. S - 1, for the G consecutive positions
+// n = n0 + e of a thread's group, without a table read per position (the lanes' n0 are G apart,
+// so those reads cost G times the L1 wavefronts of coalesced ones and were most of the kernel's
+// L1 traffic at S >= 2): W_N^n0 from __sincosf of the angle reduced to [-pi, pi] (absolute
+// error < 2^-21), then w <- w W_N per position and the powers w^j by products (fp32; a few
+// roundings more, all far below the fp16 operands' 2^-11).
+template <int S, int N>
+struct RadixTw {
+  float2 w1, step;
+  __device__ __forceinline__ RadixTw(const RegArgs& a, int n0) {
+    if constexpr (S > 1) {
+      int m = n0 & (N - 1);
+      if (m > N / 2) m -= N;
+      float sn, cs;
+      __sincosf(static_cast<float>(m) * (-6.283185307179586f / static_cast<float>(N)), &sn, &cs);
+      w1 = make_float2(cs, sn);
+      step = a.tw_n[1];
+    }
+  }
+  template <bool kConj>
+  __device__ __forceinline__ void apply(float2 (&z)[S]) const {
+    if constexpr (S > 1) {
+      float2 w = w1;
+#pragma unroll
+      for (int j = 1; j < S; ++j) {
+        if (j > 1) w = conv::cmul(w, w1);
+        z[j] = kConj ? conv::cmul_conj(z[j], w) : conv::cmul(z[j], w);
+      }
+    }
+  }
+  __device__ __forceinline__ void next() {
+    if constexpr (S > 1) w1 = conv::cmul(w1, step);
+  }
+};
+
 __device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
   __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&h);
@@ -148,9 +183,22 @@ __device__ __forceinline__ uint32_t movt(uint32_t x) {
   return y;
 }
 
-// bar.sync on barrier id (1..15) for `count` threads (whole warps).
-__device__ __forceinline__ void named_barrier(int id, int count) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+// bar.sync on barrier 1 + j (j < S, warp-uniform) for the 64 threads of sub-FFT j's two warps.
+// Immediate ids, so that a block reserves S + 1 barriers rather than all 16 (the barriers per
+// multiprocessor limit the resident blocks).
+template <int ID>
+__device__ __forceinline__ void bar_sync_64() {
+  asm volatile("bar.sync %0, 64;\n" ::"n"(ID) : "memory");
+}
+template <int S, int Q = 0>
+__device__ __forceinline__ void pair_barrier(int j) {
+  if constexpr (Q < S) {
+    if (j == Q) {
+      bar_sync_64<1 + Q>();
+    } else {
+      pair_barrier<S, Q + 1>(j);
+    }
+  }
 }
 
 // A-operand fragments of the M x M DFT matrix W_M^(r c): tile (mt, kt), register i holds row
@@ -564,15 +612,15 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
         }
       }
       float2 xs[S][G];
+      RadixTw<S, S * P> tw(a, n0);
 #pragma unroll
       for (int e = 0; e < G; ++e) {
         float2 z[S];
 #pragma unroll
         for (int i = 0; i < S; ++i) z[i] = make_float2(v0[i][e] * s_in, v1[i][e] * s_in);
         small_dft<S, false>(z);
-        const int n = n0 + e;
-#pragma unroll
-        for (int j = 1; j < S; ++j) z[j] = cmul(z[j], twn(a, n * j));
+        tw.template apply<false>(z);
+        if (e + 1 < G) tw.next();
 #pragma unroll
         for (int j = 0; j < S; ++j) xs[j][e] = z[j];
       }
@@ -724,9 +772,9 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
             }
     } else {
       // Inverse step 2 across the two row halves: both warps of sub-FFT j have read its X planes
-      // (named barrier j + 1 of the sub-FFT's 64 threads), each writes its rows of C there (fp16),
+      // (barrier j + 1 of the sub-FFT's 64 threads), each writes its rows of C there (fp16),
       // then conj(F_M1) C for its output rows from shared memory.
-      named_barrier(1 + j, 32 * HS);
+      pair_barrier<S>(j);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -735,7 +783,7 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
           *reinterpret_cast<uint32_t*>(xr_j + off) = pack_h2(ar[0][nt][2 * h], ar[0][nt][2 * h + 1]);
           *reinterpret_cast<uint32_t*>(xi_j + off) = pack_h2(ai[0][nt][2 * h], ai[0][nt][2 * h + 1]);
         }
-      named_barrier(1 + j, 32 * HS);
+      pair_barrier<S>(j);
       zero_acc<C>(ar, ai);
       left_dft_smem(xr_j, xi_j, std::true_type{});
     }
@@ -786,12 +834,14 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
           }
         }
       }
+      {
+        RadixTw<S, S * P> tw(a, n0);
 #pragma unroll
-      for (int e = 0; e < G; ++e) {
-        const int n = n0 + e;
-#pragma unroll
-        for (int jj = 1; jj < S; ++jj) z[e][jj] = cmul_conj(z[e][jj], twn(a, n * jj));
-        small_dft<S, true>(z[e]);
+        for (int e = 0; e < G; ++e) {
+          tw.template apply<true>(z[e]);
+          if (e + 1 < G) tw.next();
+          small_dft<S, true>(z[e]);
+        }
       }
 #pragma unroll
       for (int i = 0; i < S; ++i) {
@@ -960,8 +1010,13 @@ fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t 
   const void* kernel = reinterpret_cast<const void*>(conv_reg_kernel<C, W, BF16>);
   a.slots = C::kSmem + ring_bytes(a, 2) <= size_t(smem_optin) ? 2 : 1;
   const size_t smem = C::kSmem + ring_bytes(a, a.slots);
-  FK_RETURN_IF_ERROR(conv::allow_smem(kernel, smem,
-                                      "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(shared memory)"));
+  // The kernel's static shared memory counts against the 48 KB default too (allow_smem only
+  // raises the limit above 48 KB of dynamic memory).
+  if (smem + 1024 > 48 * 1024) {
+    FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem)),
+                "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(shared memory)");
+  }
   int per_sm = 0;
   FK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::T, smem),
               "cuda.sm80.fftconv_reg: occupancy");
