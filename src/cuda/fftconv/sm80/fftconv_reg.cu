@@ -26,7 +26,10 @@
 //   Tensor work per row pair: 4 M1 M2 (M1 + M2) * 4 real MACs per sub-FFT; for N = 2048,
 //   2 sub-FFTs x 256 mma = 512 mma per pair (256 per row).
 // - The F matrices are computed once per persistent block; the twiddles W_P^(k1 n2) and the
-//   spectrum are tables in the lanes' fragment order (one 16-byte load per two points).
+//   spectrum are tables in the lanes' fragment order (one 16-byte load per two points). The
+//   radix-S twiddles W_N^(n j) are made in registers (RadixTw: __sincosf once per thread group,
+//   then a recurrence), not read per position: those reads were uncoalesced (lanes G positions
+//   apart) and were the largest share of the L1 traffic.
 // - Precision: fp16 operands (11-bit significands), fp32 accumulation and fp32 radix-S steps.
 //   Range is kept by exact power-of-two scaling: each row pair is scaled so its largest
 //   component after the radix-S step is < 1 (a block max-reduction while the loaded rows sit
@@ -39,16 +42,23 @@
 //   the D term and the postgate read the ring, y leaves with 16-byte stores. Each block takes a
 //   contiguous range of pairs (channel-major), so its spectrum loads hit L1. Rows that are not
 //   16-byte aligned take plain loads into the ring (no prefetch) and scalar stores.
-// - Measured (H200, 2026-11-30, benchmarks/fftconv.py, B 64, H 768, bf16, causal, fft_size 2L):
-//   0.069 ms at L 256, 0.414 ms at L 1K (4.3x torch.fft, 12% of the HBM floor), 0.59 ms at
-//   L 4K (B 16). Far from the 12x / 60% targets. ncu at L 1K: 255 registers per thread, so 8
-//   warps per SM (12.5% occupancy), 5.2 cycles per issued instruction per warp, SM throughput
-//   35%, L1/shared 57%: latency bound at low occupancy, and the I/O phases (ring reads, fp32
-//   radix-S steps, conversions, epilogue) issue about twice the instructions of the DFT core
-//   (about 1200 per warp and sub-FFT, 256 of them mma). Capping registers at 168 spills and
-//   was no faster for the 32 x 32 tiles; it is the default for 16 x 32 (fft_size 512).
-//   Next: split each sub-FFT into two 16-row halves (the inverse's last DFT from shared memory)
-//   to fit 128 registers and 16 warps per SM; twiddles from registers instead of L1 tables.
+// - Measured (H200, 2026-11-30, in-process A/B on the benchmarks/fftconv.py shapes: B 64, H 768,
+//   bf16, causal, fft_size 2L, constant-filter plan; branch fft9): 0.070 ms at L 256 (7.2x
+//   torch.fft), 0.336 ms at L 1K (5.2x, 15% of the HBM floor; 0.411 ms before the register
+//   radix-S twiddles), 0.461 ms at L 4K with B 16 (4.0x; 0.588 before). Still far from the 12x /
+//   60% targets. ncu at L 1K (one-warp tiles): 255 registers, 8 warps per SM (12.5% occupancy),
+//   4.4 cycles per issued instruction per warp, SM throughput 42%, L1/shared 36% (57% before):
+//   latency bound at low occupancy. The DFT core is about 1200 instructions per warp and
+//   sub-FFT (256 mma); the I/O phases about as much again.
+//   Tried and left off (FLASHKIT_FFTCONV_REG_SPLIT=1): two warps per 32 x 32 sub-FFT, 16 rows
+//   each (128 registers, 16 warps per SM, the last inverse DFT from shared memory): 0.364 ms at
+//   L 1K, 0.578 at L 4K, slower at every size (spills, the F reload, both warps reading the whole
+//   tile and the C round trip raise the L1 traffic to 60%; 6.7 cycles per instruction). 168
+//   registers (12 warps) instead of 128: 0.353 ms at L 1K. Capping the one-warp tiles at 168
+//   registers spills and was no faster; it is the default for 16 x 32 (fft_size 512).
+//   Next: fewer instructions per point rather than more warps (the I/O phases: ring reads,
+//   conversions, fp32 radix-S steps and staging), twiddles W_P^(k1 n2) generated rather than
+//   read, and a faster spectrum kernel for the plain plan.
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -95,9 +105,10 @@ struct RegArgs : conv::ConvIO {
   int slots; // 2: the next pair is prefetched while this one is transformed; 1: no prefetch
 };
 
-// HS_: warps per sub-FFT. 1: one warp holds the whole M1 x M2 tile; 2 (M1 = 32): each warp
-// holds 16 rows (half the accumulators, about 128 registers), the last inverse DFT (which mixes
-// the rows) reads the tile back from shared memory.
+// HS_: warps per sub-FFT. 1 (the default): one warp holds the whole M1 x M2 tile; 2 (M1 = 32,
+// FLASHKIT_FFTCONV_REG_SPLIT=1, diagnostic): each warp holds 16 rows (half the accumulators,
+// 128 registers), the last inverse DFT (which mixes the rows) reads the tile back from shared
+// memory.
 template <int M1_, int M2_, int S_, int HS_ = 1>
 struct Cfg {
   static constexpr int M1 = M1_, M2 = M2_, S = S_, HS = HS_;
@@ -1031,12 +1042,16 @@ fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t 
 // The capped (12-warp) build exists only for the 16-row tiles (fft_size 256 and 512), where it is
 // the default; the 32 x 32 tiles are built uncapped only (capping spills; fewer instantiations
 // keep the compile time and the library size down), so the override is ignored there.
-// Row halves (two warps per 32 x 32 sub-FFT, 128 registers, 16 warps per multiprocessor): the
-// default for the 32 x 32 tiles; FLASHKIT_FFTCONV_REG_SPLIT=0 (diagnostic) takes the one-warp
-// tiles (255 registers, 8 warps).
+// Row halves (two warps per 32 x 32 sub-FFT, 128 registers, 16 warps per multiprocessor):
+// FLASHKIT_FFTCONV_REG_SPLIT=1 (diagnostic; FLASHKIT_FFTCONV_REG_WARPS=12 with it: 168 registers,
+// 12 warps, fft_size <= 2048). Off by default: slower than the one-warp tiles at every size
+// measured (H200, B 64, H 768, bf16: 0.364 vs 0.336 ms at L 1K, 0.578 vs 0.461 ms at L 4K with
+// B 16): the spills at 128 registers, the F_32 reload, both warps reading the whole X tile and
+// the C round trip through shared memory cost more L1 traffic (60% vs 36% L1 throughput in ncu)
+// than 16 warps per multiprocessor win back in latency hiding.
 bool split_enabled() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_REG_SPLIT");
-  return !(e != nullptr && e[0] == '0');
+  return e != nullptr && e[0] == '1';
 }
 
 template <class C>
