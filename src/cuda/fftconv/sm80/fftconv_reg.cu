@@ -26,7 +26,10 @@
 //   Tensor work per row pair: 4 M1 M2 (M1 + M2) * 4 real MACs per sub-FFT; for N = 2048,
 //   2 sub-FFTs x 256 mma = 512 mma per pair (256 per row).
 // - The F matrices are computed once per persistent block; the twiddles W_P^(k1 n2) and the
-//   spectrum are tables in the lanes' fragment order (one 16-byte load per two points).
+//   spectrum are tables in the lanes' fragment order (one 16-byte load per two points). The
+//   radix-S twiddles W_N^(n j) are made in registers (RadixTw: __sincosf once per thread group,
+//   then a recurrence), not read per position: those reads were uncoalesced (lanes G positions
+//   apart) and were the largest share of the L1 traffic.
 // - Precision: fp16 operands (11-bit significands), fp32 accumulation and fp32 radix-S steps.
 //   Range is kept by exact power-of-two scaling: each row pair is scaled so its largest
 //   component after the radix-S step is < 1 (a block max-reduction while the loaded rows sit
@@ -39,16 +42,23 @@
 //   the D term and the postgate read the ring, y leaves with 16-byte stores. Each block takes a
 //   contiguous range of pairs (channel-major), so its spectrum loads hit L1. Rows that are not
 //   16-byte aligned take plain loads into the ring (no prefetch) and scalar stores.
-// - Measured (H200, 2026-11-30, benchmarks/fftconv.py, B 64, H 768, bf16, causal, fft_size 2L):
-//   0.069 ms at L 256, 0.414 ms at L 1K (4.3x torch.fft, 12% of the HBM floor), 0.59 ms at
-//   L 4K (B 16). Far from the 12x / 60% targets. ncu at L 1K: 255 registers per thread, so 8
-//   warps per SM (12.5% occupancy), 5.2 cycles per issued instruction per warp, SM throughput
-//   35%, L1/shared 57%: latency bound at low occupancy, and the I/O phases (ring reads, fp32
-//   radix-S steps, conversions, epilogue) issue about twice the instructions of the DFT core
-//   (about 1200 per warp and sub-FFT, 256 of them mma). Capping registers at 168 spills and
-//   was no faster for the 32 x 32 tiles; it is the default for 16 x 32 (fft_size 512).
-//   Next: split each sub-FFT into two 16-row halves (the inverse's last DFT from shared memory)
-//   to fit 128 registers and 16 warps per SM; twiddles from registers instead of L1 tables.
+// - Measured (H200, 2026-11-30, in-process A/B on the benchmarks/fftconv.py shapes: B 64, H 768,
+//   bf16, causal, fft_size 2L, constant-filter plan; branch fft9): 0.070 ms at L 256 (7.2x
+//   torch.fft), 0.336 ms at L 1K (5.2x, 15% of the HBM floor; 0.411 ms before the register
+//   radix-S twiddles), 0.461 ms at L 4K with B 16 (4.0x; 0.588 before). Still far from the 12x /
+//   60% targets. ncu at L 1K (one-warp tiles): 255 registers, 8 warps per SM (12.5% occupancy),
+//   4.4 cycles per issued instruction per warp, SM throughput 42%, L1/shared 36% (57% before):
+//   latency bound at low occupancy. The DFT core is about 1200 instructions per warp and
+//   sub-FFT (256 mma); the I/O phases about as much again.
+//   Tried and left off (FLASHKIT_FFTCONV_REG_SPLIT=1): two warps per 32 x 32 sub-FFT, 16 rows
+//   each (128 registers, 16 warps per SM, the last inverse DFT from shared memory): 0.364 ms at
+//   L 1K, 0.578 at L 4K, slower at every size (spills, the F reload, both warps reading the whole
+//   tile and the C round trip raise the L1 traffic to 60%; 6.7 cycles per instruction). 168
+//   registers (12 warps) instead of 128: 0.353 ms at L 1K. Capping the one-warp tiles at 168
+//   registers spills and was no faster; it is the default for 16 x 32 (fft_size 512).
+//   Next: fewer instructions per point rather than more warps (the I/O phases: ring reads,
+//   conversions, fp32 radix-S steps and staging), twiddles W_P^(k1 n2) generated rather than
+//   read, and a faster spectrum kernel for the plain plan.
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -58,6 +68,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include "core/backend.h"
 #include "cuda/attention/sm80/primitives.cuh"
@@ -94,20 +105,30 @@ struct RegArgs : conv::ConvIO {
   int slots; // 2: the next pair is prefetched while this one is transformed; 1: no prefetch
 };
 
-template <int M1_, int M2_, int S_>
+// HS_: warps per sub-FFT. 1 (the default): one warp holds the whole M1 x M2 tile; 2 (M1 = 32,
+// FLASHKIT_FFTCONV_REG_SPLIT=1, diagnostic): each warp holds 16 rows (half the accumulators,
+// 128 registers), the last inverse DFT (which mixes the rows) reads the tile back from shared
+// memory.
+template <int M1_, int M2_, int S_, int HS_ = 1>
 struct Cfg {
-  static constexpr int M1 = M1_, M2 = M2_, S = S_;
-  static constexpr int P = M1 * M2, T = 32 * S;
+  static constexpr int M1 = M1_, M2 = M2_, S = S_, HS = HS_;
+  static constexpr int P = M1 * M2, T = 32 * S * HS, NW = T / 32;
   static constexpr int MT1 = M1 / 16, NT = M2 / 8, MT2 = M2 / 16;
+  static constexpr int MW = MT1 / HS;            // 16-row tiles per warp
   static constexpr int PPT = P / T;             // positions of a sub-FFT per thread
   static constexpr int G = PPT < 8 ? PPT : 8;   // consecutive positions per vector access
   static constexpr int R = PPT / G;             // groups per thread
+  static_assert(HS == 1 || (HS == 2 && MT1 == 2), "row halves need 32-row tiles");
   static constexpr int XS = M2 + 8;             // row stride (halves) of the fp16 X planes
   static constexpr int YS = M2 + 8;             // row stride (floats) of the fp32 staging planes
   static constexpr int PLANE_X = M1 * XS, PLANE_Y = M1 * YS;
-  static constexpr size_t kSmem = size_t(S) * 2 * PLANE_Y * sizeof(float);
-  static_assert(G == 4 || G == 8, "group size");
-  static_assert(size_t(S) * 2 * PLANE_X * 2 <= kSmem, "X planes alias the staging planes");
+  static constexpr size_t kStage = size_t(S) * 2 * PLANE_Y * sizeof(float);
+  // Row halves: the F_32 fragments (32 words per lane, the same in every warp) wait in shared
+  // memory between the pairs, so that the input and output phases do not hold them.
+  static constexpr size_t kFrag = HS == 2 ? 32 * 32 * sizeof(uint32_t) : 0;
+  static constexpr size_t kSmem = kStage + kFrag;
+  static_assert(G == 2 || G == 4 || G == 8, "group size");
+  static_assert(size_t(S) * 2 * PLANE_X * 2 <= kStage, "X planes alias the staging planes");
 };
 
 // ---- small helpers -----------------------------------------------------------------------------
@@ -118,6 +139,41 @@ __device__ __forceinline__ float2 twn(const RegArgs& a, int e) {
   const float2 t = a.tw_n[e & (half - 1)];
   return (e & half) ? make_float2(-t.x, -t.y) : t;
 }
+
+// The radix-S step's twiddles W_N^(n j), j = 1 .. S - 1, for the G consecutive positions
+// n = n0 + e of a thread's group, without a table read per position (the lanes' n0 are G apart,
+// so those reads cost G times the L1 wavefronts of coalesced ones and were most of the kernel's
+// L1 traffic at S >= 2): W_N^n0 from __sincosf of the angle reduced to [-pi, pi] (absolute
+// error < 2^-21), then w <- w W_N per position and the powers w^j by products (fp32; a few
+// roundings more, all far below the fp16 operands' 2^-11).
+template <int S, int N>
+struct RadixTw {
+  float2 w1, step;
+  __device__ __forceinline__ RadixTw(const RegArgs& a, int n0) {
+    if constexpr (S > 1) {
+      int m = n0 & (N - 1);
+      if (m > N / 2) m -= N;
+      float sn, cs;
+      __sincosf(static_cast<float>(m) * (-6.283185307179586f / static_cast<float>(N)), &sn, &cs);
+      w1 = make_float2(cs, sn);
+      step = a.tw_n[1];
+    }
+  }
+  template <bool kConj>
+  __device__ __forceinline__ void apply(float2 (&z)[S]) const {
+    if constexpr (S > 1) {
+      float2 w = w1;
+#pragma unroll
+      for (int j = 1; j < S; ++j) {
+        if (j > 1) w = conv::cmul(w, w1);
+        z[j] = kConj ? conv::cmul_conj(z[j], w) : conv::cmul(z[j], w);
+      }
+    }
+  }
+  __device__ __forceinline__ void next() {
+    if constexpr (S > 1) w1 = conv::cmul(w1, step);
+  }
+};
 
 __device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
   __half2 h = __floats2half2_rn(lo, hi);
@@ -136,6 +192,24 @@ __device__ __forceinline__ uint32_t movt(uint32_t x) {
   uint32_t y;
   asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
   return y;
+}
+
+// bar.sync on barrier 1 + j (j < S, warp-uniform) for the 64 threads of sub-FFT j's two warps.
+// Immediate ids, so that a block reserves S + 1 barriers rather than all 16 (the barriers per
+// multiprocessor limit the resident blocks).
+template <int ID>
+__device__ __forceinline__ void bar_sync_64() {
+  asm volatile("bar.sync %0, 64;\n" ::"n"(ID) : "memory");
+}
+template <int S, int Q = 0>
+__device__ __forceinline__ void pair_barrier(int j) {
+  if constexpr (Q < S) {
+    if (j == Q) {
+      bar_sync_64<1 + Q>();
+    } else {
+      pair_barrier<S, Q + 1>(j);
+    }
+  }
 }
 
 // A-operand fragments of the M x M DFT matrix W_M^(r c): tile (mt, kt), register i holds row
@@ -196,12 +270,12 @@ __device__ __forceinline__ uint32_t pack_out(float lo, float hi, bool bf16) {
   return *reinterpret_cast<uint32_t*>(&h);
 }
 
-// ---- steps on a warp's accumulator tile (MT1 x NT mma tiles of 16 x 8, complex as re/im) ----
+// ---- steps on a warp's accumulator tile (MW x NT mma tiles of 16 x 8, complex as re/im) ----
 
 template <class C>
-__device__ __forceinline__ void zero_acc(float (&ar)[C::MT1][C::NT][4], float (&ai)[C::MT1][C::NT][4]) {
+__device__ __forceinline__ void zero_acc(float (&ar)[C::MW][C::NT][4], float (&ai)[C::MW][C::NT][4]) {
 #pragma unroll
-  for (int mt = 0; mt < C::MT1; ++mt)
+  for (int mt = 0; mt < C::MW; ++mt)
 #pragma unroll
     for (int nt = 0; nt < C::NT; ++nt)
 #pragma unroll
@@ -212,11 +286,11 @@ __device__ __forceinline__ void zero_acc(float (&ar)[C::MT1][C::NT][4], float (&
 // accumulator pair h of tile (mt, nt) for this lane): twiddles or the filter spectrum;
 // kConj multiplies by the conjugate (the inverse transform's twiddles).
 template <class C, bool kConj>
-__device__ __forceinline__ void mul_lane_table(float (&ar)[C::MT1][C::NT][4],
-                                               float (&ai)[C::MT1][C::NT][4], const float4* table,
+__device__ __forceinline__ void mul_lane_table(float (&ar)[C::MW][C::NT][4],
+                                               float (&ai)[C::MW][C::NT][4], const float4* table,
                                                int lane) {
 #pragma unroll
-  for (int mt = 0; mt < C::MT1; ++mt)
+  for (int mt = 0; mt < C::MW; ++mt)
 #pragma unroll
     for (int nt = 0; nt < C::NT; ++nt)
 #pragma unroll
@@ -239,11 +313,11 @@ __device__ __forceinline__ void mul_lane_table(float (&ar)[C::MT1][C::NT][4],
 //   inverse  Cr = Xr Fr + Xi Fi, Ci = Xi Fr - Xr Fi
 // issued term-major so that 2 MT1 NT independent mma separate two that share an accumulator.
 template <class C, bool kConj>
-__device__ __forceinline__ void right_dft(float (&ar)[C::MT1][C::NT][4], float (&ai)[C::MT1][C::NT][4],
+__device__ __forceinline__ void right_dft(float (&ar)[C::MW][C::NT][4], float (&ai)[C::MW][C::NT][4],
                                           const Frag<C::M2>& fb) {
-  uint32_t pr[C::MT1][C::MT2][4], pi[C::MT1][C::MT2][4];
+  uint32_t pr[C::MW][C::MT2][4], pi[C::MW][C::MT2][4];
 #pragma unroll
-  for (int mt = 0; mt < C::MT1; ++mt)
+  for (int mt = 0; mt < C::MW; ++mt)
 #pragma unroll
     for (int kt = 0; kt < C::MT2; ++kt) {
       pr[mt][kt][0] = pack_h2(ar[mt][2 * kt][0], ar[mt][2 * kt][1]);
@@ -261,7 +335,7 @@ __device__ __forceinline__ void right_dft(float (&ar)[C::MT1][C::NT][4], float (
 #pragma unroll
     for (int term = 0; term < 4; ++term)
 #pragma unroll
-      for (int mt = 0; mt < C::MT1; ++mt) {
+      for (int mt = 0; mt < C::MW; ++mt) {
         // The operand that enters with a minus sign: Xi (forward) or Xr (inverse).
         const uint32_t(&src)[4] = kConj ? pr[mt][kt] : pi[mt][kt];
         const uint32_t neg[4] = {src[0] ^ kNeg2, src[1] ^ kNeg2, src[2] ^ kNeg2, src[3] ^ kNeg2};
@@ -290,11 +364,12 @@ __device__ __forceinline__ void store_g(uint16_t* row, int64_t t0, int64_t L, bo
     uint32_t w[G / 2];
 #pragma unroll
     for (int e = 0; e < G / 2; ++e) w[e] = pack_out(v[2 * e], v[2 * e + 1], bf16);
-    if (G == 8) {
-      *reinterpret_cast<uint4*>(row + t0) =
-          make_uint4(w[0], w[1], w[2 % (G / 2)], w[3 % (G / 2)]);
-    } else {
+    if constexpr (G == 8) {
+      *reinterpret_cast<uint4*>(row + t0) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else if constexpr (G == 4) {
       *reinterpret_cast<uint2*>(row + t0) = make_uint2(w[0], w[1]);
+    } else {
+      *reinterpret_cast<uint32_t*>(row + t0) = w[0];
     }
   } else {
 #pragma unroll
@@ -355,16 +430,18 @@ __device__ __forceinline__ void load_s(const uint16_t* row, int t0, int64_t L, b
     return;
   }
   uint32_t w[G / 2];
-  if (G == 8) {
+  if constexpr (G == 8) {
     const uint4 q = *reinterpret_cast<const uint4*>(row + t0);
     w[0] = q.x;
-    w[1 % (G / 2)] = q.y;
-    w[2 % (G / 2)] = q.z;
-    w[3 % (G / 2)] = q.w;
-  } else {
+    w[1] = q.y;
+    w[2] = q.z;
+    w[3] = q.w;
+  } else if constexpr (G == 4) {
     const uint2 q = *reinterpret_cast<const uint2*>(row + t0);
     w[0] = q.x;
     w[1] = q.y;
+  } else {
+    w[0] = *reinterpret_cast<const uint32_t*>(row + t0);
   }
 #pragma unroll
   for (int e = 0; e < G / 2; ++e) cvt_word(w[e], bf16, v[2 * e], v[2 * e + 1]);
@@ -375,13 +452,15 @@ __device__ __forceinline__ void load_s(const uint16_t* row, int t0, int64_t L, b
 template <int G>
 __device__ __forceinline__ void absmax_s(const uint16_t* row, int t0, int64_t L, uint32_t& m) {
   if (row == nullptr || t0 >= L) return;
-  if (G == 8) {
+  if constexpr (G == 8) {
     const uint4 q = *reinterpret_cast<const uint4*>(row + t0);
     m = __vmaxu2(m, __vmaxu2(q.x & 0x7fff7fffu, q.y & 0x7fff7fffu));
     m = __vmaxu2(m, __vmaxu2(q.z & 0x7fff7fffu, q.w & 0x7fff7fffu));
-  } else {
+  } else if constexpr (G == 4) {
     const uint2 q = *reinterpret_cast<const uint2*>(row + t0);
     m = __vmaxu2(m, __vmaxu2(q.x & 0x7fff7fffu, q.y & 0x7fff7fffu));
+  } else {
+    m = __vmaxu2(m, *reinterpret_cast<const uint32_t*>(row + t0) & 0x7fff7fffu);
   }
 }
 // Exponent e with x < 2^e (x >= 0 finite); 0 for x = 0; -1000 flags inf/NaN.
@@ -399,12 +478,13 @@ __device__ __forceinline__ int exp_above(float x) {
 template <class C, int W, bool BF16>
 __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kernel(const RegArgs a) {
   constexpr int M1 = C::M1, M2 = C::M2, S = C::S, P = C::P, T = C::T;
-  constexpr int MT1 = C::MT1, NT = C::NT, G = C::G, R = C::R;
+  constexpr int MT1 = C::MT1, MW = C::MW, HS = C::HS, NT = C::NT, G = C::G, R = C::R;
+  constexpr int NW = C::NW;
   extern __shared__ float4 smem4[];
   float* stage = reinterpret_cast<float*>(smem4);
   __half* xbuf = reinterpret_cast<__half*>(smem4);
   uint16_t* ring = reinterpret_cast<uint16_t*>(smem4 + C::kSmem / sizeof(float4));
-  __shared__ float red[2 * S];
+  __shared__ float red[2 * NW];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -412,12 +492,29 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
   const bool vec = a.vec != 0;
 
   Frag<M1> fa;
-  make_frag<M1>(fa);
   Frag<M2> fb;
-  if constexpr (M1 == M2) {
-    fb = fa;
+  uint4* fsm = reinterpret_cast<uint4*>(smem4 + C::kStage / sizeof(float4));
+  if constexpr (HS == 2) {
+    // Warp 0 parks F_32 in shared memory (lane-major, 16-byte words); every warp reloads it for
+    // the DFT core of each pair (first read after the pair loop's __syncthreads).
+    if (warp == 0) {
+      Frag<M1> f;
+      make_frag<M1>(f);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        fsm[q * 32 + lane] = make_uint4(f.re[q >> 1][q & 1][0], f.re[q >> 1][q & 1][1],
+                                        f.re[q >> 1][q & 1][2], f.re[q >> 1][q & 1][3]);
+        fsm[(4 + q) * 32 + lane] = make_uint4(f.im[q >> 1][q & 1][0], f.im[q >> 1][q & 1][1],
+                                              f.im[q >> 1][q & 1][2], f.im[q >> 1][q & 1][3]);
+      }
+    }
   } else {
-    make_frag<M2>(fb);
+    make_frag<M1>(fa);
+    if constexpr (M1 == M2) {
+      fb = fa;
+    } else {
+      make_frag<M2>(fb);
+    }
   }
 
   const int64_t pairs = a.pairs_per_channel * a.channels;
@@ -488,15 +585,15 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
     mxp = warp_max(mxp);
     if (lane == 0) {
       red[warp] = mxu;
-      red[S + warp] = mxp;
+      red[NW + warp] = mxp;
     }
     __syncthreads();
     mxu = red[0];
-    mxp = red[S];
+    mxp = red[NW];
 #pragma unroll
-    for (int w = 1; w < S; ++w) {
+    for (int w = 1; w < NW; ++w) {
       mxu = fmaxf(mxu, red[w]);
-      mxp = fmaxf(mxp, red[S + w]);
+      mxp = fmaxf(mxp, red[NW + w]);
     }
     float s_in = 1.0f;
     {
@@ -526,15 +623,15 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
         }
       }
       float2 xs[S][G];
+      RadixTw<S, S * P> tw(a, n0);
 #pragma unroll
       for (int e = 0; e < G; ++e) {
         float2 z[S];
 #pragma unroll
         for (int i = 0; i < S; ++i) z[i] = make_float2(v0[i][e] * s_in, v1[i][e] * s_in);
         small_dft<S, false>(z);
-        const int n = n0 + e;
-#pragma unroll
-        for (int j = 1; j < S; ++j) z[j] = cmul(z[j], twn(a, n * j));
+        tw.template apply<false>(z);
+        if (e + 1 < G) tw.next();
 #pragma unroll
         for (int j = 0; j < S; ++j) xs[j][e] = z[j];
       }
@@ -548,24 +645,56 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
         }
         __half* pr = xbuf + (j * 2 + 0) * C::PLANE_X + n1 * C::XS + n2;
         __half* pi = xbuf + (j * 2 + 1) * C::PLANE_X + n1 * C::XS + n2;
-        if (G == 8) {
-          *reinterpret_cast<uint4*>(pr) = make_uint4(hr[0], hr[1], hr[2 % (G / 2)], hr[3 % (G / 2)]);
-          *reinterpret_cast<uint4*>(pi) = make_uint4(hi[0], hi[1], hi[2 % (G / 2)], hi[3 % (G / 2)]);
-        } else {
+        if constexpr (G == 8) {
+          *reinterpret_cast<uint4*>(pr) = make_uint4(hr[0], hr[1], hr[2], hr[3]);
+          *reinterpret_cast<uint4*>(pi) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        } else if constexpr (G == 4) {
           *reinterpret_cast<uint2*>(pr) = make_uint2(hr[0], hr[1]);
           *reinterpret_cast<uint2*>(pi) = make_uint2(hi[0], hi[1]);
+        } else {
+          *reinterpret_cast<uint32_t*>(pr) = hr[0];
+          *reinterpret_cast<uint32_t*>(pi) = hi[0];
         }
       }
     }
     __syncthreads();
 
-    // ---- the warp's sub-FFT j = warp, forward, pointwise, inverse ----
-    const int j = warp;
-    float ar[MT1][NT][4], ai[MT1][NT][4];
-    zero_acc<C>(ar, ai);
-    {
-      const __half* xr = xbuf + (j * 2 + 0) * C::PLANE_X;
-      const __half* xi = xbuf + (j * 2 + 1) * C::PLANE_X;
+    // ---- the warp's sub-FFT j (rows 16 MW hh .. of it), forward, pointwise, inverse ----
+    const int j = warp / HS, hh = HS == 1 ? 0 : warp % HS;
+    // A-operand fragment (tile row mw of this warp, tile column kt) of F_M1: with two row halves
+    // the warp's rows are tile hh (selected, not indexed, to keep fa in registers).
+    auto fa_re = [&](int mw, int kt, int i) -> uint32_t {
+      if constexpr (HS == 1) return fa.re[mw][kt][i];
+      else return hh ? fa.re[1][kt][i] : fa.re[0][kt][i];
+    };
+    auto fa_im = [&](int mw, int kt, int i) -> uint32_t {
+      if constexpr (HS == 1) return fa.im[mw][kt][i];
+      else return hh ? fa.im[1][kt][i] : fa.im[0][kt][i];
+    };
+    if constexpr (HS == 2) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint4 r = fsm[q * 32 + lane], i = fsm[(4 + q) * 32 + lane];
+        fa.re[q >> 1][q & 1][0] = r.x;
+        fa.re[q >> 1][q & 1][1] = r.y;
+        fa.re[q >> 1][q & 1][2] = r.z;
+        fa.re[q >> 1][q & 1][3] = r.w;
+        fa.im[q >> 1][q & 1][0] = i.x;
+        fa.im[q >> 1][q & 1][1] = i.y;
+        fa.im[q >> 1][q & 1][2] = i.z;
+        fa.im[q >> 1][q & 1][3] = i.w;
+      }
+      fb = fa;
+    }
+    // Tables in fragment order: this warp's tiles start at tile row MW hh.
+    const int toff = hh * MW * NT * 2 * 32;
+    float ar[MW][NT][4], ai[MW][NT][4];
+    // acc (+)= conj?(F_M1 rows) . B with B = the M1 x M2 plane pair (re, im) at xr / xi in shared
+    // memory, loaded as B operands with ldmatrix.trans.
+    //   forward: Yr = Fr Br - Fi Bi, Yi = Fr Bi + Fi Br
+    //   inverse: Yr = Fr Br + Fi Bi, Yi = Fr Bi - Fi Br
+    auto left_dft_smem = [&](const __half* xr, const __half* xi, auto conj_tag) {
+      constexpr bool kConj = decltype(conj_tag)::value;
       const int mat = lane >> 3, rr = lane & 7;
 #pragma unroll
       for (int kt = 0; kt < MT1; ++kt) {
@@ -584,32 +713,48 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
             bi[2 * np + q][1] = e[2 * q + 1];
           }
         }
-        // Term-major order: 2 MT1 NT independent mma between two that share an accumulator.
+        // Term-major order: 2 MW NT independent mma between two that share an accumulator.
 #pragma unroll
         for (int term = 0; term < 4; ++term)
 #pragma unroll
-          for (int mt = 0; mt < MT1; ++mt)
+          for (int mw = 0; mw < MW; ++mw) {
+            uint32_t fr[4], fi[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              fr[i] = fa_re(mw, kt, i);
+              fi[i] = fa_im(mw, kt, i);
+            }
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
               const uint32_t r0 = br[nt][0], r1 = br[nt][1], i0 = bi[nt][0], i1 = bi[nt][1];
-              if (term == 0) mma_f16(ar[mt][nt], fa.re[mt][kt], r0, r1);
-              if (term == 1) mma_f16(ai[mt][nt], fa.re[mt][kt], i0, i1);
-              if (term == 2) mma_f16(ar[mt][nt], fa.im[mt][kt], i0 ^ kNeg2, i1 ^ kNeg2);
-              if (term == 3) mma_f16(ai[mt][nt], fa.im[mt][kt], r0, r1);
+              if (term == 0) mma_f16(ar[mw][nt], fr, r0, r1);
+              if (term == 1) mma_f16(ai[mw][nt], fr, i0, i1);
+              if (!kConj) {
+                if (term == 2) mma_f16(ar[mw][nt], fi, i0 ^ kNeg2, i1 ^ kNeg2);
+                if (term == 3) mma_f16(ai[mw][nt], fi, r0, r1);
+              } else {
+                if (term == 2) mma_f16(ar[mw][nt], fi, i0, i1);
+                if (term == 3) mma_f16(ai[mw][nt], fi, r0 ^ kNeg2, r1 ^ kNeg2);
+              }
             }
+          }
       }
-    }
+    };
+    __half* xr_j = xbuf + (j * 2 + 0) * C::PLANE_X;
+    __half* xi_j = xbuf + (j * 2 + 1) * C::PLANE_X;
+    zero_acc<C>(ar, ai);
+    left_dft_smem(xr_j, xi_j, std::false_type{});
     // Twiddles W_P^(k1 n2), k1 = 16 mt + g + 8 h, n2 = 8 nt + 2 t + e.
-    mul_lane_table<C, false>(ar, ai, a.tw_p, lane);
+    mul_lane_table<C, false>(ar, ai, a.tw_p + toff, lane);
     // Step 2: (A o T) F_M2, the accumulators repacked as A operands.
     right_dft<C, false>(ar, ai, fb);
     // Pointwise: times the spectrum (entry (k1, k2) of sub-FFT j).
-    mul_lane_table<C, false>(ar, ai, a.spec + c * (a.N >> 1) + j * (P / 2), lane);
+    mul_lane_table<C, false>(ar, ai, a.spec + c * (a.N >> 1) + j * (P / 2) + toff, lane);
     // Inverse step 1: Y conj(F_M2), then conjugate twiddles.
     right_dft<C, true>(ar, ai, fb);
-    mul_lane_table<C, true>(ar, ai, a.tw_p, lane);
-    // Inverse step 2: conj(F_M1) C, C transposed in registers into B operands.
-    {
+    mul_lane_table<C, true>(ar, ai, a.tw_p + toff, lane);
+    if constexpr (HS == 1) {
+      // Inverse step 2: conj(F_M1) C, C transposed in registers into B operands.
       uint32_t cr[MT1][NT][2], ci[MT1][NT][2];
 #pragma unroll
       for (int kt = 0; kt < MT1; ++kt)
@@ -636,19 +781,35 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
               if (term == 3)
                 mma_f16(ai[mt][nt], fa.im[mt][kt], cr[kt][nt][0] ^ kNeg2, cr[kt][nt][1] ^ kNeg2);
             }
-    }
-    __syncthreads();  // every warp has read its X planes (they alias the staging planes)
-#pragma unroll
-    for (int mt = 0; mt < MT1; ++mt)
+    } else {
+      // Inverse step 2 across the two row halves: both warps of sub-FFT j have read its X planes
+      // (barrier j + 1 of the sub-FFT's 64 threads), each writes its rows of C there (fp16),
+      // then conj(F_M1) C for its output rows from shared memory.
+      pair_barrier<S>(j);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int n1 = 16 * mt + g + 8 * h, n2 = 8 * nt + 2 * t;
+          const int off = (16 * hh + g + 8 * h) * C::XS + 8 * nt + 2 * t;
+          *reinterpret_cast<uint32_t*>(xr_j + off) = pack_h2(ar[0][nt][2 * h], ar[0][nt][2 * h + 1]);
+          *reinterpret_cast<uint32_t*>(xi_j + off) = pack_h2(ai[0][nt][2 * h], ai[0][nt][2 * h + 1]);
+        }
+      pair_barrier<S>(j);
+      zero_acc<C>(ar, ai);
+      left_dft_smem(xr_j, xi_j, std::true_type{});
+    }
+    __syncthreads();  // every warp has read its X planes (they alias the staging planes)
+#pragma unroll
+    for (int mw = 0; mw < MW; ++mw)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int n1 = 16 * (hh * MW + mw) + g + 8 * h, n2 = 8 * nt + 2 * t;
           float* yr = stage + (j * 2 + 0) * C::PLANE_Y + n1 * C::YS + n2;
           float* yi = stage + (j * 2 + 1) * C::PLANE_Y + n1 * C::YS + n2;
-          *reinterpret_cast<float2*>(yr) = make_float2(ar[mt][nt][2 * h], ar[mt][nt][2 * h + 1]);
-          *reinterpret_cast<float2*>(yi) = make_float2(ai[mt][nt][2 * h], ai[mt][nt][2 * h + 1]);
+          *reinterpret_cast<float2*>(yr) = make_float2(ar[mw][nt][2 * h], ar[mw][nt][2 * h + 1]);
+          *reinterpret_cast<float2*>(yi) = make_float2(ai[mw][nt][2 * h], ai[mw][nt][2 * h + 1]);
         }
     __syncthreads();
 
@@ -667,22 +828,31 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
       for (int jj = 0; jj < S; ++jj) {
         const float* sr = stage + (jj * 2 + 0) * C::PLANE_Y + n1 * C::YS + n2;
         const float* si = stage + (jj * 2 + 1) * C::PLANE_Y + n1 * C::YS + n2;
+        if constexpr (G == 2) {
+          const float2 vr = *reinterpret_cast<const float2*>(sr);
+          const float2 vi = *reinterpret_cast<const float2*>(si);
+          z[0][jj] = make_float2(vr.x, vi.x);
+          z[1][jj] = make_float2(vr.y, vi.y);
+        } else {
 #pragma unroll
-        for (int e4 = 0; e4 < G / 4; ++e4) {
-          const float4 vr = *reinterpret_cast<const float4*>(sr + 4 * e4);
-          const float4 vi = *reinterpret_cast<const float4*>(si + 4 * e4);
-          z[4 * e4 + 0][jj] = make_float2(vr.x, vi.x);
-          z[4 * e4 + 1][jj] = make_float2(vr.y, vi.y);
-          z[4 * e4 + 2][jj] = make_float2(vr.z, vi.z);
-          z[4 * e4 + 3][jj] = make_float2(vr.w, vi.w);
+          for (int e4 = 0; e4 < G / 4; ++e4) {
+            const float4 vr = *reinterpret_cast<const float4*>(sr + 4 * e4);
+            const float4 vi = *reinterpret_cast<const float4*>(si + 4 * e4);
+            z[4 * e4 + 0][jj] = make_float2(vr.x, vi.x);
+            z[4 * e4 + 1][jj] = make_float2(vr.y, vi.y);
+            z[4 * e4 + 2][jj] = make_float2(vr.z, vi.z);
+            z[4 * e4 + 3][jj] = make_float2(vr.w, vi.w);
+          }
         }
       }
+      {
+        RadixTw<S, S * P> tw(a, n0);
 #pragma unroll
-      for (int e = 0; e < G; ++e) {
-        const int n = n0 + e;
-#pragma unroll
-        for (int jj = 1; jj < S; ++jj) z[e][jj] = cmul_conj(z[e][jj], twn(a, n * jj));
-        small_dft<S, true>(z[e]);
+        for (int e = 0; e < G; ++e) {
+          tw.template apply<true>(z[e]);
+          if (e + 1 < G) tw.next();
+          small_dft<S, true>(z[e]);
+        }
       }
 #pragma unroll
       for (int i = 0; i < S; ++i) {
@@ -819,10 +989,11 @@ size_t stage_smem(int log_n) {
   switch (log_n) {
     case 8: return C256::kSmem;
     case 9: return C512::kSmem;
-    case 10: return C1K::kSmem;
-    case 11: return C2K::kSmem;
-    case 12: return C4K::kSmem;
-    default: return C8K::kSmem;
+    // the row-half build (4 KB more) whether or not FLASHKIT_FFTCONV_REG_SPLIT=0
+    case 10: return Cfg<32, 32, 1, 2>::kSmem;
+    case 11: return Cfg<32, 32, 2, 2>::kSmem;
+    case 12: return Cfg<32, 32, 4, 2>::kSmem;
+    default: return Cfg<32, 32, 8, 2>::kSmem;
   }
 }
 
@@ -850,8 +1021,13 @@ fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t 
   const void* kernel = reinterpret_cast<const void*>(conv_reg_kernel<C, W, BF16>);
   a.slots = C::kSmem + ring_bytes(a, 2) <= size_t(smem_optin) ? 2 : 1;
   const size_t smem = C::kSmem + ring_bytes(a, a.slots);
-  FK_RETURN_IF_ERROR(conv::allow_smem(kernel, smem,
-                                      "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(shared memory)"));
+  // The kernel's static shared memory counts against the 48 KB default too (allow_smem only
+  // raises the limit above 48 KB of dynamic memory).
+  if (smem + 1024 > 48 * 1024) {
+    FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem)),
+                "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(shared memory)");
+  }
   int per_sm = 0;
   FK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::T, smem),
               "cuda.sm80.fftconv_reg: occupancy");
@@ -866,9 +1042,34 @@ fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t 
 // The capped (12-warp) build exists only for the 16-row tiles (fft_size 256 and 512), where it is
 // the default; the 32 x 32 tiles are built uncapped only (capping spills; fewer instantiations
 // keep the compile time and the library size down), so the override is ignored there.
+// Row halves (two warps per 32 x 32 sub-FFT, 128 registers, 16 warps per multiprocessor):
+// FLASHKIT_FFTCONV_REG_SPLIT=1 (diagnostic; FLASHKIT_FFTCONV_REG_WARPS=12 with it: 168 registers,
+// 12 warps, fft_size <= 2048). Off by default: slower than the one-warp tiles at every size
+// measured (H200, B 64, H 768, bf16: 0.364 vs 0.336 ms at L 1K, 0.578 vs 0.461 ms at L 4K with
+// B 16): the spills at 128 registers, the F_32 reload, both warps reading the whole X tile and
+// the C round trip through shared memory cost more L1 traffic (60% vs 36% L1 throughput in ncu)
+// than 16 warps per multiprocessor win back in latency hiding.
+bool split_enabled() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_REG_SPLIT");
+  return e != nullptr && e[0] == '1';
+}
+
 template <class C>
 fk_status_t launch_conv(const RegArgs& a, int optin, int sm_count, cudaStream_t stream) {
   const bool bf16 = a.dtype == DType::BF16;
+  if constexpr (C::M1 == 32) {
+    using CH = Cfg<C::M1, C::M2, C::S, 2>;
+    if (split_enabled()) {
+      if constexpr (C::S <= 2) {
+        // FLASHKIT_FFTCONV_REG_WARPS=12 (diagnostic): 168 registers, 12 warps
+        if (warps_mode(conv::log2_exact(a.N)) == 12)
+          return bf16 ? launch_conv_w<CH, 12, true>(a, optin, sm_count, stream)
+                      : launch_conv_w<CH, 12, false>(a, optin, sm_count, stream);
+      }
+      return bf16 ? launch_conv_w<CH, 16, true>(a, optin, sm_count, stream)
+                  : launch_conv_w<CH, 16, false>(a, optin, sm_count, stream);
+    }
+  }
   if constexpr (C::M1 == 16) {
     if (warps_mode(conv::log2_exact(a.N)) == 12)
       return bf16 ? launch_conv_w<C, 12, true>(a, optin, sm_count, stream)
