@@ -60,6 +60,9 @@
 //   conversions, fp32 radix-S steps and staging), twiddles W_P^(k1 n2) generated rather than
 //   read, and a faster spectrum kernel for the plain plan.
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
+#ifndef FK_FFTCONV_REG_SPLIT_BUILD
+#define FK_FFTCONV_REG_SPLIT_BUILD 0  // the row-half variant (see launch_conv) is not built
+#endif
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
@@ -1043,21 +1046,27 @@ fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t 
 // the default; the 32 x 32 tiles are built uncapped only (capping spills; fewer instantiations
 // keep the compile time and the library size down), so the override is ignored there.
 // Row halves (two warps per 32 x 32 sub-FFT, 128 registers, 16 warps per multiprocessor):
-// FLASHKIT_FFTCONV_REG_SPLIT=1 (diagnostic; FLASHKIT_FFTCONV_REG_WARPS=12 with it: 168 registers,
+// FLASHKIT_FFTCONV_REG_SPLIT=1 in a library built with -DFK_FFTCONV_REG_SPLIT_BUILD=1
+// (diagnostic; FLASHKIT_FFTCONV_REG_WARPS=12 with it: 168 registers,
 // 12 warps, fft_size <= 2048). Off by default: slower than the one-warp tiles at every size
 // measured (H200, B 64, H 768, bf16: 0.364 vs 0.336 ms at L 1K, 0.578 vs 0.461 ms at L 4K with
 // B 16): the spills at 128 registers, the F_32 reload, both warps reading the whole X tile and
 // the C round trip through shared memory cost more L1 traffic (60% vs 36% L1 throughput in ncu)
 // than 16 warps per multiprocessor win back in latency hiding.
+#if FK_FFTCONV_REG_SPLIT_BUILD
 bool split_enabled() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_REG_SPLIT");
   return e != nullptr && e[0] == '1';
 }
+#endif
 
 template <class C>
 fk_status_t launch_conv(const RegArgs& a, int optin, int sm_count, cudaStream_t stream) {
   const bool bf16 = a.dtype == DType::BF16;
   if constexpr (C::M1 == 32) {
+#if FK_FFTCONV_REG_SPLIT_BUILD
+    // Built only with -DFK_FFTCONV_REG_SPLIT_BUILD=1: twelve more kernels (~1.5 min of compile
+    // per architecture) for a variant that is slower everywhere measured.
     using CH = Cfg<C::M1, C::M2, C::S, 2>;
     if (split_enabled()) {
       if constexpr (C::S <= 2) {
@@ -1069,6 +1078,7 @@ fk_status_t launch_conv(const RegArgs& a, int optin, int sm_count, cudaStream_t 
       return bf16 ? launch_conv_w<CH, 16, true>(a, optin, sm_count, stream)
                   : launch_conv_w<CH, 16, false>(a, optin, sm_count, stream);
     }
+#endif
   }
   if constexpr (C::M1 == 16) {
     if (warps_mode(conv::log2_exact(a.N)) == 12)
