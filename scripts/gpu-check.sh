@@ -16,7 +16,8 @@
 # the model for the demo (it skips the demo when the first part never arrived).
 # Extra suites: FK_GPU_CHECK_PYTHON=0 skips the Python/torch checks, FK_GPU_CHECK_DEMO=0 the
 # demo, FK_GPU_CHECK_SANITIZER=0 compute-sanitizer (FK_GPU_CHECK_SANITIZER_TOOLS=memcheck runs one tool),
-# FK_GPU_CHECK_CPP=0 the C++ suite, FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
+# FK_GPU_CHECK_DEMO_DTYPES="bfloat16" limits the demo's dtypes, FK_GPU_CHECK_CPP=0 skips the
+# C++ suite, FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
 # built into .device/python, for a script run after this one with PYTHONPATH=.device/python).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -155,7 +156,7 @@ python_checks() {
       record "demo" "SKIPPED (model wheel not received: run --receive-model first)"
       return
     fi
-    for dt in float32 bfloat16 float16; do
+    for dt in ${FK_GPU_CHECK_DEMO_DTYPES:-float32 bfloat16 float16}; do
       HF_HUB_OFFLINE=1 $py examples/python/embed.py --device cuda --dtype $dt --batch 64 \
         --json "$out/demo_$dt.json" >"$out/demo_$dt.log" 2>&1
       local drc=$?
