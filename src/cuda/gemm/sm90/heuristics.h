@@ -10,7 +10,9 @@
 // FLASHKIT_SM90_GEMM_SPLITK=interleave gives split-K unit s the k-tiles s, s + splits, ...;
 // FLASHKIT_SM90_GEMM_EPILOGUE=regs keeps D on the register-store epilogue, =generic also drops
 // its typed fast path; FLASHKIT_SM90_GEMM_IDLE=0 lets warpgroups whose rows are all past M
-// multiply zeros as before.
+// multiply zeros as before. FLASHKIT_SM90_GEMM_SCHEDULE=pingpong|cooperative overrides the
+// schedule (pick_pingpong); unlike the others it is read on every call, so that one process can
+// time both schedules (benchmarks/gemm.py --ab-schedule).
 #pragma once
 
 #include <cstdint>
@@ -120,6 +122,25 @@ inline int32_t pick_stages(int32_t splits, int64_t total_tiles, int32_t k_tiles)
   int32_t st = (splits > 1 || k_tiles <= 32) ? 4 : 3;
   if (tuning_overrides().stages) st = tuning_overrides().stages;
   return st;
+}
+
+// Schedule: ping-pong (kernel.cuh, pingpong_consumer: each consumer warpgroup multiplies its own
+// 64-row half of the tile while the other runs its epilogue) or cooperative (both warpgroups on
+// one tile, the epilogue exposed once per tile). Ping-pong reads B twice per tile (once per half;
+// the second read comes from L2) and keeps 4 stages of 40 KB, so it pays where the per-tile
+// epilogue weighs against the mainloop: short K, and the fused epilogues (bias, activation,
+// beta C) on a full GPU of tiles. Never with split-K (its reduction is tile-wide).
+// FLASHKIT_SM90_GEMM_SCHEDULE=pingpong|cooperative overrides (read per call; split-K still
+// keeps the cooperative schedule).
+inline bool pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, bool fused,
+                          int32_t sm_count) {
+  if (splits > 1) return false;
+  if (const char* v = std::getenv("FLASHKIT_SM90_GEMM_SCHEDULE")) {
+    if (std::strcmp(v, "pingpong") == 0) return true;
+    if (std::strcmp(v, "cooperative") == 0) return false;
+  }
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  return total_tiles >= sms && (k_tiles <= 64 || fused);
 }
 
 // Persistent grid: one CTA per SM (the kernel's 227 KB of shared memory allows no second), or

@@ -43,12 +43,17 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages>
+// Schedules (GemmArgs::schedule, heuristics.h pick_pingpong).
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages,
+          bool PingPong = false>
 struct GemmKernel {
-  using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB, Stages>;
+  static constexpr bool kPingPong = PingPong;
+  static_assert(!PingPong || Stages == 4, "the ping-pong schedule has one ring: 4 stages of 40 KB");
+  using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB, Stages,
+                                  PingPong ? kTileM / 2 : kTileM>;
   // The epilogue's copy-engine boxes take what the ring leaves: 4 per warpgroup (64 KB) beside
-  // 3 stages, 2 (32 KB) beside 4.
-  using EpiStorage = EpilogueStorage<Stages == 3 ? 4 : 2>;
+  // 3 stages of 48 KB or 4 of 40 KB (ping-pong), 2 (32 KB) beside 4 stages of 48 KB.
+  using EpiStorage = EpilogueStorage<(Stages == 3 || PingPong) ? 4 : 2>;
   static constexpr int kThreads = 384;
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
@@ -73,6 +78,75 @@ struct GemmKernel {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 per-block limit");
 };
 
+// Named barriers of the ping-pong turn (ids 8 + w and 10 are the epilogue's and split-K's):
+// consumer warpgroup w waits on kTurnBarrier + w for its turn at the tensor cores.
+constexpr uint32_t kTurnBarrier = 3;
+
+// Consumer warpgroup of the ping-pong schedule. Work unit i of the CTA is tile i's half h =
+// warpgroup (rows 64 h .. 64 h + 63 of the tile): warpgroup 0 takes the top halves, warpgroup 1
+// the bottom halves, and the producer fills the ring in that order (top, bottom, next tile's
+// top, ...). The warpgroups take turns at the mainloop: each waits for its turn, waits for and
+// multiplies its stages, hands the turn over as soon as its last wgmma batch is issued, and
+// runs its epilogue (stores of D) while the other one's MMAs run. The turn also keeps the ring's
+// parity waits sound: a warpgroup starts waiting on its stages only once the other has waited
+// for all of its own, so no stage is more than one phase ahead of its waiter. Each warpgroup
+// steps its ring position over the other's stages (PipelineState::advance). Split-K launches
+// never take this schedule (the host picks the cooperative one: the partials' reduction is
+// tile-wide).
+template <class Kernel, class Pipeline, class Storage>
+__device__ __forceinline__ void pingpong_consumer(const typename Kernel::Params& params,
+                                                  Pipeline& pipeline, Storage& smem,
+                                                  const TileScheduler& scheduler) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace cute;
+  using Mainloop = typename Kernel::Mainloop;
+  const int wg = int(threadIdx.x) / 128 - 1;          // 0: top halves, 1: bottom halves
+  const int mma_thread = int(threadIdx.x) - 128;      // the epilogue's thread numbering
+  typename Mainloop::TiledMma tiled_mma;
+  Tensor accum = partition_fragment_C(tiled_mma, Shape<Int<kEpiRows>, Int<kTileN>>{});
+  typename Mainloop::PipelineState read;  // stage 0, phase 0
+  const bool tma_store = params.epilogue.tma_store != 0;
+  TmaStoreState tma_state;
+  const int64_t M = params.epilogue.M;
+  bool first = true;
+  for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+    const TileCoord tc = scheduler.coord(t);
+    const int32_t k_count = tc.k_count();
+    const int64_t row0 = int64_t(tc.m) * kTileM;
+    // Warpgroup 1 steps over this tile's top half, which precedes its own in the ring.
+    if (wg == 1 && k_count > 0 && row0 < M) read.advance(uint32_t(k_count));
+    const bool live = row0 + wg * kEpiRows < M;
+    // The other warpgroup's next unit: this tile's bottom half (always there, live or not), or
+    // the next tile's top half (if this CTA has another tile). Without one, nobody waits for the
+    // hand-over, so none is made (every bar.arrive below meets a bar.sync).
+    const bool other_next = wg == 0 || scheduler.valid(scheduler.next(t));
+    auto hand_over = [&] {
+      if (other_next) cutlass::arch::NamedBarrier::arrive(256, kTurnBarrier + (1 - wg));
+    };
+    if (wg == 1 || !first) cutlass::arch::NamedBarrier::sync(256, kTurnBarrier + wg);
+    first = false;
+    if (k_count > 0 && live) {
+      Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread % 128, hand_over);
+    } else {
+      clear(accum);  // K = 0 (D = act(beta C + bias)), or rows past M (nothing stored)
+      hand_over();
+    }
+    // Warpgroup 0 steps over this tile's bottom half, which follows its own.
+    if (wg == 0 && k_count > 0 && row0 + kEpiRows < M) read.advance(uint32_t(k_count));
+    if (tma_store) {
+      epilogue_store_tma<typename Mainloop::TileMma, Mainloop::kFp8>(
+          params.epilogue, &params.d_map, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l,
+          tma_state);
+    } else if (live) {
+      epilogue_store<typename Mainloop::TileMma, Mainloop::kFp8>(
+          params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
+    }
+  }
+  // Shared memory must outlive the copy engine's reads of the last boxes.
+  if (tma_store && mma_thread % 128 == 0) cute::tma_store_wait<0>();
+#endif
+}
+
 template <class Kernel>
 __global__ void __launch_bounds__(Kernel::kThreads, 1)
     gemm_sm90_kernel(__grid_constant__ const typename Kernel::Params params) {
@@ -95,7 +169,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
   pp.transaction_bytes = Mainloop::kTmaTransactionBytes;
   pp.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
   pp.is_leader = threadIdx.x == 0;
-  pp.num_consumers = 256;
+  // Ping-pong: every stage is read by one warpgroup only.
+  pp.num_consumers = Kernel::kPingPong ? 128 : 256;
   Pipeline pipeline(smem.pipeline, pp, Shape<_1, _1, _1>{});
   __syncthreads();  // barrier initialisation visible to every thread
 
@@ -106,12 +181,27 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       auto write = cutlass::make_producer_start_state<Pipeline>();
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
         const TileCoord tc = scheduler.coord(t);
-        Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
-                       tc.k_begin, tc.k_end, tc.k_step);
+        if constexpr (Kernel::kPingPong) {
+          // The tile's two 64-row halves one after the other (the consumers' order); a half
+          // whose rows all lie past M gets no stages.
+          CUTE_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            if (int64_t(tc.m) * kTileM + h * kEpiRows < params.epilogue.M) {
+              Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, 2 * tc.m + h, tc.n,
+                             tc.l, tc.k_begin, tc.k_end, tc.k_step);
+            }
+          }
+        } else {
+          Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
+                         tc.k_begin, tc.k_end, tc.k_step);
+        }
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
       pipeline.producer_tail(write);
     }
+  } else if constexpr (Kernel::kPingPong) {
+    cutlass::arch::warpgroup_reg_alloc<Kernel::kConsumerRegisters>();
+    pingpong_consumer<Kernel>(params, pipeline, smem, scheduler);
   } else {
     cutlass::arch::warpgroup_reg_alloc<Kernel::kConsumerRegisters>();
     const int mma_thread = int(threadIdx.x) - 128;
@@ -130,22 +220,22 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       if (k_count > 0 && idle_rows) {
         Mainloop::skip(pipeline, read, k_count);
       } else if (k_count > 0) {
-        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread);
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {});
       } else {
         clear(accum);  // K = 0: D = act(beta C + bias)
       }
       if (params.scheduler.splits > 1 &&
-          !splitk_reduce<typename Mainloop::TiledMma>(
+          !splitk_reduce<typename Mainloop::TileMma>(
               params.splitk, params.scheduler.splits, accum, smem.epilogue, mma_thread, tc.tile,
               tc.split, params.epilogue.M - tc.m * kTileM)) {
         continue;  // another unit of this tile finishes it
       }
       if (tma_store) {
-        epilogue_store_tma<typename Mainloop::TiledMma, Mainloop::kFp8>(
+        epilogue_store_tma<typename Mainloop::TileMma, Mainloop::kFp8>(
             params.epilogue, &params.d_map, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l,
             tma_state);
       } else {
-        epilogue_store<typename Mainloop::TiledMma, Mainloop::kFp8>(
+        epilogue_store<typename Mainloop::TileMma, Mainloop::kFp8>(
             params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
       }
     }
