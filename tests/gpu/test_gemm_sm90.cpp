@@ -378,7 +378,7 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
       c.beta = c.with_c ? 0.5f : 0.0f;
       c.col_major_d = v == 2 && (i % 2) == 1;
       c.ld_pad_d = (v == 1 && (i % 3) == 0) ? 4 : -1;  // D pitch off 16 bytes: register path
-      c.batch = (i % 7) == 4 ? 2 : 0;
+      c.batch = ((i % 7) == 4 && c.K > 0) ? 2 : 0;  // (batched K = 0 is not the kernel's)
       if (c.M * c.N * std::max<int64_t>(c.K, 1) * std::max<int64_t>(c.batch, 1) > 400000000)
         c.batch = 0;
       run_schedule(c, 44000 + uint64_t(i++), "pingpong");
@@ -414,7 +414,9 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
 }
 
 // The table's picks (heuristics.h, pick_pingpong) on a 132-SM H200: many tiles with short K
-// take ping-pong, long K without an epilogue and split-K shapes the cooperative schedule.
+// take ping-pong, split-K shapes the cooperative schedule. (The k-tile bounds, 32 and 64 with a
+// fused epilogue, need shapes whose float64 reference is too slow for this suite: the benchmark's
+// default column shows them, benchmarks/gemm.py --ab-schedule.)
 TEST_CASE("sm90 gemm: schedule picked by the heuristics", "[gpu][gemm][sm90][pingpong]") {
   int dev = 0, sms = 0;
   cudaGetDevice(&dev);

@@ -126,10 +126,17 @@ inline int32_t pick_stages(int32_t splits, int64_t total_tiles, int32_t k_tiles)
 
 // Schedule: ping-pong (kernel.cuh, pingpong_consumer: each consumer warpgroup multiplies its own
 // 64-row half of the tile while the other runs its epilogue) or cooperative (both warpgroups on
-// one tile, the epilogue exposed once per tile). Ping-pong reads B twice per tile (once per half;
-// the second read comes from L2) and keeps 4 stages of 40 KB, so it pays where the per-tile
-// epilogue weighs against the mainloop: short K, and the fused epilogues (bias, activation,
-// beta C) on a full GPU of tiles. Never with split-K (its reduction is tile-wide).
+// one tile, the epilogue exposed once per tile). Ping-pong reads B twice per tile (once per half,
+// the second time from L2): 40 KB of copy-engine loads per 64 x 256 x 64 step against 24 KB, so
+// its mainloop tops out near 13 TB/s of L2-to-SM traffic (~660 bf16 TFLOP/s) and it pays only
+// where the per-tile epilogue weighs against the mainloop. Measured on the H200 (benchmarks/
+// RESULTS.md, "Ping-pong schedule", both schedules in one process), ping-pong / cooperative:
+// bf16 8192 x 8192 x 1024 (16 k-tiles) 1.23, bias + GELU at 4096^3 (64 k-tiles) 1.14, fp8
+// (128-wide k-tiles) 1.09 / 1.09 / 1.04 at K = 1024, 4096^3, 4096 x 12288 x 4096 (8-32 k-tiles);
+// 0.89-0.92 at bf16 4096^3, 8192^3, 16384^3, 4096 x 12288 x 4096 (64-256 k-tiles), 0.87 at fp8
+// 16384^3, 0.98-0.99 at bias + GELU 8192^3 and fp8 8192^3 (64-128 k-tiles). Hence: a full GPU of
+// tiles with at most 32 k-tiles, or at most 64 with a fused epilogue (bias, activation, beta C).
+// Never with split-K (its reduction is tile-wide).
 // FLASHKIT_SM90_GEMM_SCHEDULE=pingpong|cooperative overrides (read per call; split-K still
 // keeps the cooperative schedule).
 inline bool pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, bool fused,
@@ -140,7 +147,7 @@ inline bool pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, 
     if (std::strcmp(v, "cooperative") == 0) return false;
   }
   const int64_t sms = sm_count > 0 ? sm_count : 132;
-  return total_tiles >= sms && (k_tiles <= 64 || fused);
+  return total_tiles >= sms && (k_tiles <= 32 || (fused && k_tiles <= 64));
 }
 
 // Persistent grid: one CTA per SM (the kernel's 227 KB of shared memory allows no second), or
