@@ -5,29 +5,40 @@
 // back (setmaxnreg 40) and one thread issues the copy-engine loads for every tile this CTA
 // owns, running up to 3 or 4 stages ahead (the ring depth, a template parameter chosen by
 // heuristics.h), across tile boundaries too. Warpgroups 1 and 2 are the consumers (setmaxnreg
-// 232, for the 128 fp32 accumulators each thread holds): they multiply each tile cooperatively,
-// 64 rows each, then each writes its half of the tile through the epilogue while the producer
-// already fills the ring with the next tile's stages. A consumer whose 64 rows all lie past M
-// (M <= 64, or the last tile row) only waits for and releases each stage (Mainloop::skip). Under
-// split-K a unit covers a slice of K and only the tile's last unit runs the epilogue.
+// 232, for the 128 fp32 accumulators each thread holds), in one of two schedules (a template
+// parameter, chosen per launch by heuristics.h, pick_pingpong):
+//  - cooperative: they multiply each 128 x 256 tile together, 64 rows each, then each writes its
+//    half of the tile through the epilogue while the producer already fills the ring with the
+//    next tile's stages; the tensor cores idle during the epilogue. A consumer whose 64 rows all
+//    lie past M (M <= 64, or the last tile row) only waits for and releases each stage
+//    (Mainloop::skip). Under split-K a unit covers a slice of K and only the tile's last unit
+//    runs the epilogue.
+//  - ping-pong (pingpong_consumer below; issue 7): each consumer owns its own 64-row half of the
+//    tile (warpgroup 1 the top halves, warpgroup 2 the bottom ones), the producer loads 64-row
+//    stages of A (4 stages of 40 KB, beside 64 KB of store boxes) for the halves in turn, and
+//    the two take turns at the tensor cores through a pair of named barriers: one's epilogue
+//    runs under the other's MMAs. The cost: B is loaded once per half (the second time from L2),
+//    1.67x the copy-engine traffic per FLOP, which caps the mainloop near 13 TB/s of L2-to-SM
+//    traffic (~630-660 bf16 TFLOP/s). Never under split-K.
 //
 // Epilogue (issue 7): where D allows it (row-major, 16-byte aligned base, pitch and batch
 // stride, rows a whole number of 16-byte units, no C term) the consumers stage D in shared
 // memory, 64-row x 128-byte swizzled boxes, and hand each box to the copy engine
-// (cp.async.bulk.tensor stores, one bulk group per box). Beside the 3-stage ring a 16-bit tile
-// has a box per 64-column chunk (64 KB for the CTA), so the consumers go back to the next tile's
-// MMAs at once and the stores drain under them; a box is waited for only when the next tile
-// reuses it. Beside the 4-stage ring there are 2 boxes a warpgroup (32 KB), which 16-bit chunks
-// alternate (fp32 chunks fill the pair). Other D (C term, column-major, unaligned) keeps the
-// register-store path. The 4-stage ring goes to tiles of at most 32 k-tiles and to split-K.
-// Measured on the H200 (benchmarks/RESULTS.md, "Ring depth, idle warpgroups" under the Hopper
-// GEMM): bf16 0.92-1.08x cuBLAS on the square shapes, 0.75x at K = 1024, 0.67-0.74x at
-// M = 16 / 128; fp8 0.89-1.03x _scaled_mm on the square shapes (4096^3 1180 TFLOP/s, was
-// 946-1038 with 3 stages), 0.55x at K = 1024, 0.89-0.94x at M = 16 / 128 (cuBLAS's own time
-// for the skinny shapes moves by up to 1.4x between processes). A fixed cost of ~7 us per
-// tile remains (ncu, 8192 x 8192 x 1024 bf16: tensor pipe active 58% of the kernel's 253 us),
-// not isolated; the skinny shapes read B at ~2.8 TB/s (ncu, M = 16: DRAM 59% of peak) whatever
-// the ring depth.
+// (cp.async.bulk.tensor stores, one bulk group per box). Beside the 3-stage ring (and the
+// ping-pong ring) a 16-bit tile has a box per 64-column chunk (64 KB for the CTA), so the
+// consumers go back to the next tile's MMAs at once and the stores drain under them; a box is
+// waited for only when the next tile reuses it. Beside the 4-stage cooperative ring there are 2
+// boxes a warpgroup (32 KB), which 16-bit chunks alternate (fp32 chunks fill the pair). Other D
+// (C term, column-major, unaligned) keeps the register-store path. The 4-stage ring goes to
+// tiles of at most 32 k-tiles and to split-K.
+// Measured on the H200 (benchmarks/RESULTS.md, "Ping-pong schedule (branch gemm8)", both
+// schedules timed in one process, A B B A): ping-pong / cooperative 1.15-1.23 at bf16 8192 x
+// 8192 x 1024 (0.76 -> 0.87-0.90x cuBLAS), 1.11-1.14 for bias + GELU at 4096^3 (1.05-1.10x
+// cuBLAS + torch's epilogue), 1.09-1.13 for fp8 at K = 1024, 4096^3 and 4096 x 12288 x 4096;
+// 0.89-0.96 on the long-K bf16 shapes (4096^3 and up, 64+ k-tiles), which keep the cooperative
+// schedule (0.92-0.99x cuBLAS), as do the split-K (skinny M) shapes. FLASHKIT_SM90_GEMM_SCHEDULE=
+// pingpong|cooperative overrides. Both schedules: 168 registers; ptxas reports no spills for
+// the ping-pong kernels, 8 bytes for the cooperative ones (as before this schedule existed).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -43,7 +54,7 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-// Schedules (GemmArgs::schedule, heuristics.h pick_pingpong).
+// PingPong: the schedule (GemmArgs::pingpong, heuristics.h pick_pingpong); Stages must be 4.
 template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages,
           bool PingPong = false>
 struct GemmKernel {

@@ -1,9 +1,11 @@
 // Mainloop of the Hopper GEMM: the copy engine (TMA) fills a ring of shared-memory stages with
 // 128 x 64 tiles of A and 256 x 64 tiles of B; two consumer warpgroups multiply them with wgmma
 // (64 x 256 x 16 per instruction, each warpgroup owning 64 rows of the 128-row tile: CUTLASS's
-// "cooperative" split), fp32 accumulators in registers. The ring is guarded by a pair of
-// mbarriers per stage (cutlass::PipelineTmaAsync): "full" completes when the copy engine has
-// written a stage's bytes, "empty" when all 256 consumer threads are done reading it.
+// "cooperative" split), fp32 accumulators in registers. With BlockM = 64 (the ping-pong
+// schedule, kernel.cuh) a stage holds 64 rows of A and is read by one warpgroup. The ring is
+// guarded by a pair of mbarriers per stage (cutlass::PipelineTmaAsync): "full" completes when
+// the copy engine has written a stage's bytes, "empty" when all its consumer threads (256, or
+// 128 under ping-pong) are done reading it.
 //
 // Layouts: each operand is either K-major (unit stride along K: A row-major, B stored N x K) or
 // MN-major (unit stride along M or N); wgmma reads either from shared memory (the transpose
@@ -76,10 +78,9 @@ struct Mainloop {
   // The 128 x 256 tile's two-warpgroup MMA, by which the epilogue and split-K address a
   // consumer thread's accumulators (thread 128 w + i of it holds rows 64 w + ... of the tile);
   // one warpgroup's fragment of the 64-row TiledMma is laid out as either half of this one.
+  using TileMmaShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
   using TileMma = decltype(cute::make_tiled_mma(
-      cute::GMMA::ss_op_selector<ElementA, ElementB, float,
-                                 cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>,
-                                 kMajorA, kMajorB>(),
+      cute::GMMA::ss_op_selector<ElementA, ElementB, float, TileMmaShape, kMajorA, kMajorB>(),
       cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
 
   // Global strides of A (M, K, L) and B (N, K, L); the unit stride is static so that CuTe
