@@ -203,6 +203,44 @@ def host_time(measure):
     return out
 
 
+SCHEDULES = ("cooperative", "pingpong")
+
+
+def ab_schedule(args, calls, check):
+    """With --ab-schedule: {schedule: (ms, rel_err)} for each forced Hopper GEMM schedule, the
+    same calls and inputs (check() reruns the first set and returns its error); else {}."""
+    out = {}
+    if not args.ab_schedule:
+        return out
+    # A B B A, each schedule's time the mean of its two medians: clocks that drift through the
+    # process weigh on both alike.
+    times = {sch: [] for sch in SCHEDULES}
+    errs = {}
+    for sch in SCHEDULES + SCHEDULES[::-1]:
+        os.environ["FLASHKIT_SM90_GEMM_SCHEDULE"] = sch
+        errs[sch] = max(errs.get(sch, 0.0), check())
+        times[sch].append(time_ms(calls, args.warmup, args.reps))
+    os.environ.pop("FLASHKIT_SM90_GEMM_SCHEDULE", None)
+    for sch in SCHEDULES:
+        out[sch] = (sum(times[sch]) / len(times[sch]), errs[sch])
+    return out
+
+
+def ab_note(ab, flops, t_torch):
+    return "".join(f" | {sch} {flops / t * 1e-9:.1f} TF/s ratio {t_torch / t:.3f} err {e:.1e}"
+                   for sch, (t, e) in ab.items())
+
+
+def ab_columns(r):
+    sch = r.get("schedules") or {}
+    if len(sch) != 2:
+        return ""
+    flops = 2.0 * r["M"] * r["N"] * r["K"]
+    c, p = sch["cooperative"]["ms"], sch["pingpong"]["ms"]
+    return (f"   {flops / c * 1e-9:7.1f} {r['torch_ms'] / c:5.3f} | {flops / p * 1e-9:7.1f} "
+            f"{r['torch_ms'] / p:5.3f} | {c / p:5.3f}")
+
+
 def torch_mm(a, b, layout):
     return torch.matmul(a, b) if layout == "nn" else torch.matmul(a, b.t())
 
@@ -231,6 +269,9 @@ def main():
     ap.add_argument("--shapes", nargs="+", default=None, metavar="MxNxK",
                     help="only these shapes of the main and FP8 lists (e.g. 16x8192x8192)")
     ap.add_argument("--no-fused", action="store_true", help="skip the GEMM + bias + GELU rows")
+    ap.add_argument("--ab-schedule", action="store_true",
+                    help="also time flashkit with FLASHKIT_SM90_GEMM_SCHEDULE=cooperative and "
+                         "=pingpong (read per call) in this process, on the same inputs")
     ap.add_argument("--label", default="",
                     help="tag printed on each row (e.g. the FLASHKIT_SM90_GEMM_* knobs of this run)")
     args = ap.parse_args()
@@ -271,22 +312,29 @@ def main():
                     f, variant = fk.make_call(a, b, d, trans_b=(layout == "tn"))
                     calls.append(f)
                 # correctness against cuBLAS on the first set
-                calls[0]()
                 ref = torch_mm(sets[0][0], sets[0][1], layout).float()
-                err = ((sets[0][3].float() - ref).norm() / ref.norm()).item()
+
+                def check():
+                    sets[0][3].fill_(float("nan"))
+                    calls[0]()
+                    return ((sets[0][3].float() - ref).norm() / ref.norm()).item()
+
+                err = check()
                 t_fk = time_ms(calls, args.warmup, args.reps)
                 t_tc = time_ms([lambda s=s: torch_mm(s[0], s[1], layout) for s in sets],
                                args.warmup, args.reps)
+                ab = ab_schedule(args, calls, check)
                 flops = 2.0 * M * N * K
                 r = dict(kind="gemm", dtype=dname, layout=layout, M=M, N=N, K=K, variant=variant,
                          sets=len(sets), flashkit_ms=t_fk, torch_ms=t_tc,
                          flashkit_tflops=flops / t_fk * 1e-9, torch_tflops=flops / t_tc * 1e-9,
                          ratio=t_tc / t_fk, rel_err_vs_torch=err,
-                         anchor_tflops=ANCHOR.get((dname, M, N, K)))
+                         anchor_tflops=ANCHOR.get((dname, M, N, K)),
+                         schedules={k: dict(ms=v[0], rel_err=v[1]) for k, v in ab.items()})
                 rows.append(r)
                 print(f"  {dname} {layout} {M}x{N}x{K}: flashkit {r['flashkit_tflops']:.1f} "
                       f"torch {r['torch_tflops']:.1f} TFLOP/s ratio {r['ratio']:.3f} err {err:.2e} "
-                      f"[{variant}]", flush=True)
+                      f"[{variant}]{ab_note(ab, flops, t_tc)}", flush=True)
                 del sets, calls
                 torch.cuda.empty_cache()
 
@@ -299,10 +347,15 @@ def main():
             for a, b, bias, d in sets:
                 f, variant = fk.make_call(a, b, d, bias=bias, act="gelu_tanh")
                 calls.append(f)
-            calls[0]()
             a0, b0, bias0, d0 = sets[0]
             ref = torch.nn.functional.gelu(torch.matmul(a0, b0).float() + bias0.float(), approximate="tanh")
-            err = ((d0.float() - ref).norm() / ref.norm()).item()
+
+            def check():
+                d0.fill_(float("nan"))
+                calls[0]()
+                return ((d0.float() - ref).norm() / ref.norm()).item()
+
+            err = check()
 
             def unfused(s):
                 return torch.nn.functional.gelu(torch.matmul(s[0], s[1]) + s[2], approximate="tanh")
@@ -316,15 +369,19 @@ def main():
                                     for s in sets], args.warmup, args.reps)
                 except RuntimeError:
                     t_lt = None
+            ab = ab_schedule(args, calls, check)
             flops = 2.0 * M * N * K
             r = dict(kind="gemm_bias_gelu", dtype=dname, layout="nn", M=M, N=N, K=K, variant=variant,
                      sets=len(sets), flashkit_ms=t_fk, torch_ms=t_tc,
                      flashkit_tflops=flops / t_fk * 1e-9, torch_tflops=flops / t_tc * 1e-9,
                      ratio=t_tc / t_fk, rel_err_vs_torch=err,
-                     torch_addmm_activation_ms=t_lt)
+                     torch_addmm_activation_ms=t_lt,
+                     schedules={k: dict(ms=v[0], rel_err=v[1]) for k, v in ab.items()})
             rows.append(r)
             print(f"  fused {dname} {M}x{N}x{K}: flashkit {r['flashkit_tflops']:.1f} unfused torch "
-                  f"{r['torch_tflops']:.1f} ratio {r['ratio']:.3f} err {err:.2e}", flush=True)
+                  f"{r['torch_tflops']:.1f} ratio {r['ratio']:.3f} err {err:.2e}"
+                  f"{'' if t_lt is None else f' (addmm_activation {flops / t_lt * 1e-9:.1f})'}"
+                  f"{ab_note(ab, flops, t_tc)}", flush=True)
             del sets, calls
             torch.cuda.empty_cache()
 
@@ -345,10 +402,15 @@ def main():
         for a, w, sa, sb, d in sets:
             f, variant = fk.make_scaled_call(a, w, d, sa, sb)
             calls.append(f)
-        calls[0]()
         a0, w0, sa0, sb0, d0 = sets[0]
         ref = (a0.float() @ w0.float().t()) * (sa0 * sb0)
-        err = ((d0.float() - ref).norm() / ref.norm()).item()
+
+        def check():
+            d0.fill_(float("nan"))
+            calls[0]()
+            return ((d0.float() - ref).norm() / ref.norm()).item()
+
+        err = check()
         t_fk = time_ms(calls, args.warmup, args.reps)
         times = {}
         for fast in (False, True):
@@ -360,20 +422,23 @@ def main():
             except RuntimeError as e:
                 print(f"  torch._scaled_mm(use_fast_accum={fast}) failed: {e}", flush=True)
                 times[fast] = None
+        ab = ab_schedule(args, calls, check)
         flops = 2.0 * M * N * K
         t_ref = times[False] or times[True] or float("nan")
         r = dict(kind="gemm_fp8", dtype="e4m3", layout="tn", M=M, N=N, K=K, variant=variant,
                  sets=len(sets), flashkit_ms=t_fk, torch_ms=t_ref,
                  torch_fast_accum_ms=times[True], flashkit_tflops=flops / t_fk * 1e-9,
                  torch_tflops=flops / t_ref * 1e-9, ratio=t_ref / t_fk, rel_err_vs_torch=err,
-                 anchor_tflops=1392.0 if (M, N, K) == (8192, 8192, 8192) else None)
+                 anchor_tflops=1392.0 if (M, N, K) == (8192, 8192, 8192) else None,
+                 schedules={k: dict(ms=v[0], rel_err=v[1]) for k, v in ab.items()})
         if times[True]:
             r["ratio_fast_accum"] = times[True] / t_fk
         rows.append(r)
         print(f"  fp8 {M}x{N}x{K}: flashkit {r['flashkit_tflops']:.1f} _scaled_mm "
               f"{r['torch_tflops']:.1f} (fast accum "
               f"{(flops / times[True] * 1e-9) if times[True] else float('nan'):.1f}) TFLOP/s "
-              f"ratio {r['ratio']:.3f} err {err:.2e} [{variant}]", flush=True)
+              f"ratio {r['ratio']:.3f} err {err:.2e} [{variant}]{ab_note(ab, flops, t_ref)}",
+              flush=True)
         del sets, calls
         torch.cuda.empty_cache()
 
@@ -385,7 +450,8 @@ def main():
 
     print()
     print(f"{'op':<10}{'dtype':<6}{'lay':<4}{'M':>6}{'N':>7}{'K':>7}{'fk TF/s':>9}{'torch':>8}"
-          f"{'ratio':>7}{'anchor':>8}{'relerr':>9}  variant")
+          f"{'ratio':>7}{'anchor':>8}{'relerr':>9}  variant"
+          + ("   coop TF/s ratio | pingpong TF/s ratio | pp/coop" if args.ab_schedule else ""))
     for r in rows:
         if r["kind"] not in ("gemm", "gemm_bias_gelu", "gemm_fp8"):
             continue
@@ -394,7 +460,7 @@ def main():
         print(f"{label:<10}{r['dtype']:<6}{r['layout']:<4}"
               f"{r['M']:>6}{r['N']:>7}{r['K']:>7}{r['flashkit_tflops']:>9.1f}{r['torch_tflops']:>8.1f}"
               f"{r['ratio']:>7.3f}{(f'{anchor:.0f}' if anchor else '-'):>8}{r['rel_err_vs_torch']:>9.1e}"
-              f"  {r['variant']} {args.label}")
+              f"  {r['variant']} {args.label}" + ab_columns(r))
     return 0
 
 

@@ -307,6 +307,136 @@ TEST_CASE("sm90 gemm: 4-stage ring on split-K shapes (2 boxes, idle warpgroup)",
   run(c, 43200);
 }
 
+namespace {
+
+// Collects the sm90 GEMM's schedule lines of the FK_LOG_DEBUG log while in scope.
+struct ScheduleLog {
+  std::vector<std::string> lines;
+  ScheduleLog() { fk_set_log_callback(&ScheduleLog::sink, FK_LOG_DEBUG, this); }
+  ~ScheduleLog() { fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr); }
+  static void sink(fk_log_level_t, const char* msg, void* self) {
+    if (std::strncmp(msg, "cuda.sm90.gemm: schedule ", 25) == 0)
+      static_cast<ScheduleLog*>(self)->lines.emplace_back(msg);
+  }
+};
+
+// FLASHKIT_SM90_GEMM_SCHEDULE=<v> while in scope (read by the library on every call).
+struct ForceSchedule {
+  explicit ForceSchedule(const char* v) { setenv("FLASHKIT_SM90_GEMM_SCHEDULE", v, 1); }
+  ~ForceSchedule() { unsetenv("FLASHKIT_SM90_GEMM_SCHEDULE"); }
+};
+
+// Runs c and, where the sm90 kernel must take it, checks that its one launch ran `schedule`.
+void run_schedule(const Case& c, uint64_t tag, const char* schedule) {
+  ScheduleLog log;
+  run(c, tag);
+  if (expect_sm90() && c.eligible) {
+    INFO("schedule lines: " << log.lines.size()
+                            << (log.lines.empty() ? std::string() : ", last: " + log.lines.back()));
+    REQUIRE(!log.lines.empty());
+    CHECK(log.lines.back().find(std::string("schedule ") + schedule + ",") != std::string::npos);
+  }
+}
+
+}  // namespace
+
+// The ping-pong schedule (kernel.cuh, pingpong_consumer), forced on shapes that the heuristics
+// would mostly give the cooperative one: each consumer warpgroup owns a 64-row half of the tile
+// (bottom halves past M skipped, top halves with tails), turns handed over between the
+// warpgroups across several tiles per CTA (264 or 162 tiles over at most 132 CTAs), ring
+// positions stepped over the other warpgroup's stages (k-tile counts below, at and above the
+// 4-stage ring),
+// every epilogue (copy-engine stores of 16-bit and fp32 D, the register path with C, column-major
+// D, unaligned D pitch), every transpose, fp16/bf16/fp8 inputs, batches, K = 0. None of these
+// shapes splits K (a split-K launch keeps the cooperative schedule, checked last).
+TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
+          "[gpu][gemm][sm90][pingpong]") {
+  ForceSchedule force("pingpong");
+  struct S {
+    int64_t M, N, K;
+  };
+  const S shapes[] = {{1, 7, 1},      {127, 129, 127}, {129, 264, 300}, {200, 136, 72},
+                      {4100, 600, 72}, {4160, 520, 200}, {65, 296, 0},   {300, 40, 250},
+                      {4100, 2000, 72}, {2200, 2100, 330}};
+  const DT cds[] = {DT::BF16, DT::F16, DT::F32};
+  int i = 0;
+  for (const S& sh : shapes)
+    for (int v = 0; v < 3; ++v) {
+      Case c;
+      c.M = sh.M;
+      c.N = sh.N;
+      c.K = sh.K;
+      c.ab = ab_by_index(i);
+      c.cd = cds[(i + v) % 3];
+      c.trans_a = (i % 4) == 1 || (i % 4) == 3;
+      c.trans_b = (i % 4) >= 2;
+      c.with_bias = (i % 3) != 1;
+      c.bias_dt = (i % 2) ? DT::BF16 : DT::F32;
+      c.act = i % 4;
+      c.alpha = (i % 5) == 2 ? -0.5f : 1.0f;
+      c.with_c = v == 2 && (i % 2) == 0;  // C: the register-store path
+      c.beta = c.with_c ? 0.5f : 0.0f;
+      c.col_major_d = v == 2 && (i % 2) == 1;
+      c.ld_pad_d = (v == 1 && (i % 3) == 0) ? 4 : -1;  // D pitch off 16 bytes: register path
+      c.batch = ((i % 7) == 4 && c.K > 0) ? 2 : 0;  // (batched K = 0 is not the kernel's)
+      if (c.M * c.N * std::max<int64_t>(c.K, 1) * std::max<int64_t>(c.batch, 1) > 400000000)
+        c.batch = 0;
+      run_schedule(c, 44000 + uint64_t(i++), "pingpong");
+    }
+  // fp8 (K-major A and B), per-row and per-column scales, both output widths.
+  const S fp8_shapes[] = {{300, 520, 896}, {129, 264, 127}, {4100, 600, 256}};
+  int j = 0;
+  for (const S& sh : fp8_shapes) {
+    Case c;
+    c.scaled = true;
+    c.ab = DT::E4M3;
+    c.b_dt_set = true;
+    c.b_dt = (j % 2) ? DT::E5M2 : DT::E4M3;
+    c.M = sh.M;
+    c.N = sh.N;
+    c.K = sh.K;
+    c.trans_b = true;
+    c.cd = (j % 2) ? DT::F32 : DT::BF16;
+    c.scale_a = 2;
+    c.scale_b = 2 - (j % 2);
+    c.with_bias = true;
+    c.act = 1 + j;
+    run_schedule(c, 44500 + uint64_t(j++), "pingpong");
+  }
+  // A split-K shape keeps the cooperative schedule even when ping-pong is asked for.
+  Case k;
+  k.M = 16;
+  k.N = 2048;
+  k.K = 4096;
+  k.with_bias = true;
+  k.act = 2;
+  run_schedule(k, 44600, "cooperative");
+}
+
+// The table's picks (heuristics.h, pick_pingpong) on a 132-SM H200: many tiles with short K
+// take ping-pong, split-K shapes the cooperative schedule. (The k-tile bounds, 32 and 64 with a
+// fused epilogue, need shapes whose float64 reference is too slow for this suite: the benchmark's
+// default column shows them, benchmarks/gemm.py --ab-schedule.)
+TEST_CASE("sm90 gemm: schedule picked by the heuristics", "[gpu][gemm][sm90][pingpong]") {
+  int dev = 0, sms = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (sms != 132) {
+    WARN("not a 132-SM device: the heuristics' picks are not checked");
+    return;
+  }
+  Case a;  // 33 x 8 = 264 tiles, 2 k-tiles
+  a.M = 4100;
+  a.N = 2000;
+  a.K = 72;
+  run_schedule(a, 44700, "pingpong");
+  Case b;  // 2 tiles, split-K
+  b.M = 129;
+  b.N = 300;
+  b.K = 2048;
+  run_schedule(b, 44701, "cooperative");
+}
+
 TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {
   fkgemm::cases_stream(target(), 0);
 }

@@ -1,8 +1,11 @@
 // Host entry of the Hopper GEMM: the dispatch predicate, the mapping of a validated GemmProblem
 // onto the kernel's operand descriptions (which of each operand's strides is the unit one),
-// the schedule from the heuristics table, and the per-dtype launch.
+// the schedule from the heuristics table, and the per-dtype launch. Each launch logs its schedule
+// at FK_LOG_DEBUG ("cuda.sm90.gemm: schedule pingpong, 4 stages, 1 k-splits"; the GPU tests
+// read it to check which kernel ran).
 #include <cstdint>
 
+#include "core/error.h"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/scratch.h"
@@ -101,6 +104,9 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   s.splitk_interleave = tuning_overrides().splitk_interleave ? 1 : 0;
   g->grid = pick_grid(s.total_units, caps.sm_count);
   g->stages = pick_stages(s.splits, s.total_tiles, s.k_tiles);
+  const bool fused = p.bias != nullptr || p.activation != Activation::None || p.c != nullptr;
+  g->pingpong = pick_pingpong(s.splits, s.total_tiles, s.k_tiles, fused, caps.sm_count);
+  if (g->pingpong) g->stages = 4;  // its one ring
 
   EpilogueParams& e = g->epilogue;
   e.d = p.d;
@@ -197,6 +203,10 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
                 "cuda.sm90.gemm: clearing the split-K counters");
     g.splitk.partials = static_cast<float*>(partials);
     g.splitk.counters = static_cast<int32_t*>(counters);
+  }
+  if (log_enabled(FK_LOG_DEBUG)) {
+    log_message(FK_LOG_DEBUG, "cuda.sm90.gemm: schedule %s, %d stages, %d k-splits",
+                g.pingpong ? "pingpong" : "cooperative", int(g.stages), int(g.scheduler.splits));
   }
   switch (g.ab_dtype) {
     case DType::BF16: return launch_bf16(g, stream);

@@ -10,7 +10,9 @@
 // FLASHKIT_SM90_GEMM_SPLITK=interleave gives split-K unit s the k-tiles s, s + splits, ...;
 // FLASHKIT_SM90_GEMM_EPILOGUE=regs keeps D on the register-store epilogue, =generic also drops
 // its typed fast path; FLASHKIT_SM90_GEMM_IDLE=0 lets warpgroups whose rows are all past M
-// multiply zeros as before.
+// multiply zeros as before. FLASHKIT_SM90_GEMM_SCHEDULE=pingpong|cooperative overrides the
+// schedule (pick_pingpong); unlike the others it is read on every call, so that one process can
+// time both schedules (benchmarks/gemm.py --ab-schedule).
 #pragma once
 
 #include <cstdint>
@@ -120,6 +122,32 @@ inline int32_t pick_stages(int32_t splits, int64_t total_tiles, int32_t k_tiles)
   int32_t st = (splits > 1 || k_tiles <= 32) ? 4 : 3;
   if (tuning_overrides().stages) st = tuning_overrides().stages;
   return st;
+}
+
+// Schedule: ping-pong (kernel.cuh, pingpong_consumer: each consumer warpgroup multiplies its own
+// 64-row half of the tile while the other runs its epilogue) or cooperative (both warpgroups on
+// one tile, the epilogue exposed once per tile). Ping-pong reads B twice per tile (once per half,
+// the second time from L2): 40 KB of copy-engine loads per 64 x 256 x 64 step against 24 KB, so
+// its mainloop tops out near 13 TB/s of L2-to-SM traffic (~660 bf16 TFLOP/s) and it pays only
+// where the per-tile epilogue weighs against the mainloop. Measured on the H200 (benchmarks/
+// RESULTS.md, "Ping-pong schedule", both schedules in one process), ping-pong / cooperative:
+// bf16 8192 x 8192 x 1024 (16 k-tiles) 1.23, bias + GELU at 4096^3 (64 k-tiles) 1.14, fp8
+// (128-wide k-tiles) 1.09 / 1.09 / 1.04 at K = 1024, 4096^3, 4096 x 12288 x 4096 (8-32 k-tiles);
+// 0.89-0.92 at bf16 4096^3, 8192^3, 16384^3, 4096 x 12288 x 4096 (64-256 k-tiles), 0.87 at fp8
+// 16384^3, 0.98-0.99 at bias + GELU 8192^3 and fp8 8192^3 (64-128 k-tiles). Hence: a full GPU of
+// tiles with at most 32 k-tiles, or at most 64 with a fused epilogue (bias, activation, beta C).
+// Never with split-K (its reduction is tile-wide).
+// FLASHKIT_SM90_GEMM_SCHEDULE=pingpong|cooperative overrides (read per call; split-K still
+// keeps the cooperative schedule).
+inline bool pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, bool fused,
+                          int32_t sm_count) {
+  if (splits > 1) return false;
+  if (const char* v = std::getenv("FLASHKIT_SM90_GEMM_SCHEDULE")) {
+    if (std::strcmp(v, "pingpong") == 0) return true;
+    if (std::strcmp(v, "cooperative") == 0) return false;
+  }
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  return total_tiles >= sms && (k_tiles <= 32 || (fused && k_tiles <= 64));
 }
 
 // Persistent grid: one CTA per SM (the kernel's 227 KB of shared memory allows no second), or

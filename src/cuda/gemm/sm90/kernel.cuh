@@ -5,29 +5,40 @@
 // back (setmaxnreg 40) and one thread issues the copy-engine loads for every tile this CTA
 // owns, running up to 3 or 4 stages ahead (the ring depth, a template parameter chosen by
 // heuristics.h), across tile boundaries too. Warpgroups 1 and 2 are the consumers (setmaxnreg
-// 232, for the 128 fp32 accumulators each thread holds): they multiply each tile cooperatively,
-// 64 rows each, then each writes its half of the tile through the epilogue while the producer
-// already fills the ring with the next tile's stages. A consumer whose 64 rows all lie past M
-// (M <= 64, or the last tile row) only waits for and releases each stage (Mainloop::skip). Under
-// split-K a unit covers a slice of K and only the tile's last unit runs the epilogue.
+// 232, for the 128 fp32 accumulators each thread holds), in one of two schedules (a template
+// parameter, chosen per launch by heuristics.h, pick_pingpong):
+//  - cooperative: they multiply each 128 x 256 tile together, 64 rows each, then each writes its
+//    half of the tile through the epilogue while the producer already fills the ring with the
+//    next tile's stages; the tensor cores idle during the epilogue. A consumer whose 64 rows all
+//    lie past M (M <= 64, or the last tile row) only waits for and releases each stage
+//    (Mainloop::skip). Under split-K a unit covers a slice of K and only the tile's last unit
+//    runs the epilogue.
+//  - ping-pong (pingpong_consumer below; issue 7): each consumer owns its own 64-row half of the
+//    tile (warpgroup 1 the top halves, warpgroup 2 the bottom ones), the producer loads 64-row
+//    stages of A (4 stages of 40 KB, beside 64 KB of store boxes) for the halves in turn, and
+//    the two take turns at the tensor cores through a pair of named barriers: one's epilogue
+//    runs under the other's MMAs. The cost: B is loaded once per half (the second time from L2),
+//    1.67x the copy-engine traffic per FLOP, which caps the mainloop near 13 TB/s of L2-to-SM
+//    traffic (~630-660 bf16 TFLOP/s). Never under split-K.
 //
 // Epilogue (issue 7): where D allows it (row-major, 16-byte aligned base, pitch and batch
 // stride, rows a whole number of 16-byte units, no C term) the consumers stage D in shared
 // memory, 64-row x 128-byte swizzled boxes, and hand each box to the copy engine
-// (cp.async.bulk.tensor stores, one bulk group per box). Beside the 3-stage ring a 16-bit tile
-// has a box per 64-column chunk (64 KB for the CTA), so the consumers go back to the next tile's
-// MMAs at once and the stores drain under them; a box is waited for only when the next tile
-// reuses it. Beside the 4-stage ring there are 2 boxes a warpgroup (32 KB), which 16-bit chunks
-// alternate (fp32 chunks fill the pair). Other D (C term, column-major, unaligned) keeps the
-// register-store path. The 4-stage ring goes to tiles of at most 32 k-tiles and to split-K.
-// Measured on the H200 (benchmarks/RESULTS.md, "Ring depth, idle warpgroups" under the Hopper
-// GEMM): bf16 0.92-1.08x cuBLAS on the square shapes, 0.75x at K = 1024, 0.67-0.74x at
-// M = 16 / 128; fp8 0.89-1.03x _scaled_mm on the square shapes (4096^3 1180 TFLOP/s, was
-// 946-1038 with 3 stages), 0.55x at K = 1024, 0.89-0.94x at M = 16 / 128 (cuBLAS's own time
-// for the skinny shapes moves by up to 1.4x between processes). A fixed cost of ~7 us per
-// tile remains (ncu, 8192 x 8192 x 1024 bf16: tensor pipe active 58% of the kernel's 253 us),
-// not isolated; the skinny shapes read B at ~2.8 TB/s (ncu, M = 16: DRAM 59% of peak) whatever
-// the ring depth.
+// (cp.async.bulk.tensor stores, one bulk group per box). Beside the 3-stage ring (and the
+// ping-pong ring) a 16-bit tile has a box per 64-column chunk (64 KB for the CTA), so the
+// consumers go back to the next tile's MMAs at once and the stores drain under them; a box is
+// waited for only when the next tile reuses it. Beside the 4-stage cooperative ring there are 2
+// boxes a warpgroup (32 KB), which 16-bit chunks alternate (fp32 chunks fill the pair). Other D
+// (C term, column-major, unaligned) keeps the register-store path. The 4-stage ring goes to
+// tiles of at most 32 k-tiles and to split-K.
+// Measured on the H200 (benchmarks/RESULTS.md, "Ping-pong schedule (branch gemm8)", both
+// schedules timed in one process, A B B A): ping-pong / cooperative 1.15-1.23 at bf16 8192 x
+// 8192 x 1024 (0.76 -> 0.87-0.90x cuBLAS), 1.11-1.14 for bias + GELU at 4096^3 (1.05-1.10x
+// cuBLAS + torch's epilogue), 1.09-1.13 for fp8 at K = 1024, 4096^3 and 4096 x 12288 x 4096;
+// 0.89-0.96 on the long-K bf16 shapes (4096^3 and up, 64+ k-tiles), which keep the cooperative
+// schedule (0.92-0.99x cuBLAS), as do the split-K (skinny M) shapes. FLASHKIT_SM90_GEMM_SCHEDULE=
+// pingpong|cooperative overrides. Both schedules: 168 registers; ptxas reports no spills for
+// the ping-pong kernels, 8 bytes for the cooperative ones (as before this schedule existed).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -43,12 +54,17 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages>
+// PingPong: the schedule (GemmArgs::pingpong, heuristics.h pick_pingpong); Stages must be 4.
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages,
+          bool PingPong = false>
 struct GemmKernel {
-  using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB, Stages>;
+  static constexpr bool kPingPong = PingPong;
+  static_assert(!PingPong || Stages == 4, "the ping-pong schedule has one ring: 4 stages of 40 KB");
+  using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB, Stages,
+                                  PingPong ? kTileM / 2 : kTileM>;
   // The epilogue's copy-engine boxes take what the ring leaves: 4 per warpgroup (64 KB) beside
-  // 3 stages, 2 (32 KB) beside 4.
-  using EpiStorage = EpilogueStorage<Stages == 3 ? 4 : 2>;
+  // 3 stages of 48 KB or 4 of 40 KB (ping-pong), 2 (32 KB) beside 4 stages of 48 KB.
+  using EpiStorage = EpilogueStorage<(Stages == 3 || PingPong) ? 4 : 2>;
   static constexpr int kThreads = 384;
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
@@ -73,6 +89,75 @@ struct GemmKernel {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 per-block limit");
 };
 
+// Named barriers of the ping-pong turn (ids 8 + w and 10 are the epilogue's and split-K's):
+// consumer warpgroup w waits on kTurnBarrier + w for its turn at the tensor cores.
+constexpr uint32_t kTurnBarrier = 3;
+
+// Consumer warpgroup of the ping-pong schedule. Work unit i of the CTA is tile i's half h =
+// warpgroup (rows 64 h .. 64 h + 63 of the tile): warpgroup 0 takes the top halves, warpgroup 1
+// the bottom halves, and the producer fills the ring in that order (top, bottom, next tile's
+// top, ...). The warpgroups take turns at the mainloop: each waits for its turn, waits for and
+// multiplies its stages, hands the turn over as soon as its last wgmma batch is issued, and
+// runs its epilogue (stores of D) while the other one's MMAs run. The turn also keeps the ring's
+// parity waits sound: a warpgroup starts waiting on its stages only once the other has waited
+// for all of its own, so no stage is more than one phase ahead of its waiter. Each warpgroup
+// steps its ring position over the other's stages (PipelineState::advance). Split-K launches
+// never take this schedule (the host picks the cooperative one: the partials' reduction is
+// tile-wide).
+template <class Kernel, class Pipeline, class Storage>
+__device__ __forceinline__ void pingpong_consumer(const typename Kernel::Params& params,
+                                                  Pipeline& pipeline, Storage& smem,
+                                                  const TileScheduler& scheduler) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace cute;
+  using Mainloop = typename Kernel::Mainloop;
+  const int wg = int(threadIdx.x) / 128 - 1;          // 0: top halves, 1: bottom halves
+  const int mma_thread = int(threadIdx.x) - 128;      // the epilogue's thread numbering
+  typename Mainloop::TiledMma tiled_mma;
+  Tensor accum = partition_fragment_C(tiled_mma, Shape<Int<kEpiRows>, Int<kTileN>>{});
+  typename Mainloop::PipelineState read;  // stage 0, phase 0
+  const bool tma_store = params.epilogue.tma_store != 0;
+  TmaStoreState tma_state;
+  const int64_t M = params.epilogue.M;
+  bool first = true;
+  for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+    const TileCoord tc = scheduler.coord(t);
+    const int32_t k_count = tc.k_count();
+    const int64_t row0 = int64_t(tc.m) * kTileM;
+    // Warpgroup 1 steps over this tile's top half, which precedes its own in the ring.
+    if (wg == 1 && k_count > 0 && row0 < M) read.advance(uint32_t(k_count));
+    const bool live = row0 + wg * kEpiRows < M;
+    // The other warpgroup's next unit: this tile's bottom half (always there, live or not), or
+    // the next tile's top half (if this CTA has another tile). Without one, nobody waits for the
+    // hand-over, so none is made (every bar.arrive below meets a bar.sync).
+    const bool other_next = wg == 0 || scheduler.valid(scheduler.next(t));
+    auto hand_over = [&] {
+      if (other_next) cutlass::arch::NamedBarrier::arrive(256, kTurnBarrier + (1 - wg));
+    };
+    if (wg == 1 || !first) cutlass::arch::NamedBarrier::sync(256, kTurnBarrier + wg);
+    first = false;
+    if (k_count > 0 && live) {
+      Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread % 128, hand_over);
+    } else {
+      clear(accum);  // K = 0 (D = act(beta C + bias)), or rows past M (nothing stored)
+      hand_over();
+    }
+    // Warpgroup 0 steps over this tile's bottom half, which follows its own.
+    if (wg == 0 && k_count > 0 && row0 + kEpiRows < M) read.advance(uint32_t(k_count));
+    if (tma_store) {
+      epilogue_store_tma<typename Mainloop::TileMma, Mainloop::kFp8>(
+          params.epilogue, &params.d_map, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l,
+          tma_state);
+    } else if (live) {
+      epilogue_store<typename Mainloop::TileMma, Mainloop::kFp8>(
+          params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
+    }
+  }
+  // Shared memory must outlive the copy engine's reads of the last boxes.
+  if (tma_store && mma_thread % 128 == 0) cute::tma_store_wait<0>();
+#endif
+}
+
 template <class Kernel>
 __global__ void __launch_bounds__(Kernel::kThreads, 1)
     gemm_sm90_kernel(__grid_constant__ const typename Kernel::Params params) {
@@ -95,7 +180,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
   pp.transaction_bytes = Mainloop::kTmaTransactionBytes;
   pp.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
   pp.is_leader = threadIdx.x == 0;
-  pp.num_consumers = 256;
+  // Ping-pong: every stage is read by one warpgroup only.
+  pp.num_consumers = Kernel::kPingPong ? 128 : 256;
   Pipeline pipeline(smem.pipeline, pp, Shape<_1, _1, _1>{});
   __syncthreads();  // barrier initialisation visible to every thread
 
@@ -106,12 +192,27 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       auto write = cutlass::make_producer_start_state<Pipeline>();
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
         const TileCoord tc = scheduler.coord(t);
-        Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
-                       tc.k_begin, tc.k_end, tc.k_step);
+        if constexpr (Kernel::kPingPong) {
+          // The tile's two 64-row halves one after the other (the consumers' order); a half
+          // whose rows all lie past M gets no stages.
+          CUTE_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            if (int64_t(tc.m) * kTileM + h * kEpiRows < params.epilogue.M) {
+              Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, 2 * tc.m + h, tc.n,
+                             tc.l, tc.k_begin, tc.k_end, tc.k_step);
+            }
+          }
+        } else {
+          Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
+                         tc.k_begin, tc.k_end, tc.k_step);
+        }
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
       pipeline.producer_tail(write);
     }
+  } else if constexpr (Kernel::kPingPong) {
+    cutlass::arch::warpgroup_reg_alloc<Kernel::kConsumerRegisters>();
+    pingpong_consumer<Kernel>(params, pipeline, smem, scheduler);
   } else {
     cutlass::arch::warpgroup_reg_alloc<Kernel::kConsumerRegisters>();
     const int mma_thread = int(threadIdx.x) - 128;
@@ -130,22 +231,22 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       if (k_count > 0 && idle_rows) {
         Mainloop::skip(pipeline, read, k_count);
       } else if (k_count > 0) {
-        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread);
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {});
       } else {
         clear(accum);  // K = 0: D = act(beta C + bias)
       }
       if (params.scheduler.splits > 1 &&
-          !splitk_reduce<typename Mainloop::TiledMma>(
+          !splitk_reduce<typename Mainloop::TileMma>(
               params.splitk, params.scheduler.splits, accum, smem.epilogue, mma_thread, tc.tile,
               tc.split, params.epilogue.M - tc.m * kTileM)) {
         continue;  // another unit of this tile finishes it
       }
       if (tma_store) {
-        epilogue_store_tma<typename Mainloop::TiledMma, Mainloop::kFp8>(
+        epilogue_store_tma<typename Mainloop::TileMma, Mainloop::kFp8>(
             params.epilogue, &params.d_map, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l,
             tma_state);
       } else {
-        epilogue_store<typename Mainloop::TiledMma, Mainloop::kFp8>(
+        epilogue_store<typename Mainloop::TileMma, Mainloop::kFp8>(
             params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
       }
     }

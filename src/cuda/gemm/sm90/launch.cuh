@@ -1,6 +1,7 @@
 // Host side of one kernel instantiation: copy-engine descriptors, parameter block, grid, launch.
 // Included by the per-dtype translation units (launch_bf16.cu, launch_f16.cu, launch_fp8_*.cu),
-// which list the instantiations: 4 layouts (fp8: 2 B formats) x 2 ring depths each.
+// which list the instantiations: 4 layouts (fp8: 2 B formats) x 3 kernels each (cooperative
+// with 3 or 4 stages, ping-pong).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -43,9 +44,9 @@ inline bool encode_d_map(const EpilogueParams& e, cute::TmaDescriptor* map) {
   return r == CUDA_SUCCESS && descriptor_encoded(map, sizeof(*map));
 }
 
-template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages>
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages, bool PingPong>
 fk_status_t launch_config(const GemmArgs& g, cudaStream_t stream) {
-  using Kernel = GemmKernel<ElementA, ElementB, KMajorA, KMajorB, Stages>;
+  using Kernel = GemmKernel<ElementA, ElementB, KMajorA, KMajorB, Stages, PingPong>;
   typename Kernel::Params params;
   params.mainloop = Kernel::Mainloop::make_params(g);
   if (!descriptor_encoded(params.mainloop.tma_a.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
@@ -70,11 +71,13 @@ fk_status_t launch_config(const GemmArgs& g, cudaStream_t stream) {
   return check_launch("cuda.sm90.gemm kernel");
 }
 
-// Ring depth (GemmArgs::stages): both depths are instantiated for every layout.
+// Schedule and ring depth (GemmArgs::pingpong, ::stages): three kernels per layout, the
+// cooperative schedule with 3 or 4 stages and the ping-pong schedule (4 stages of 64-row A).
 template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
 fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
-  return g.stages == 4 ? launch_config<ElementA, ElementB, KMajorA, KMajorB, 4>(g, stream)
-                       : launch_config<ElementA, ElementB, KMajorA, KMajorB, 3>(g, stream);
+  if (g.pingpong) return launch_config<ElementA, ElementB, KMajorA, KMajorB, 4, true>(g, stream);
+  return g.stages == 4 ? launch_config<ElementA, ElementB, KMajorA, KMajorB, 4, false>(g, stream)
+                       : launch_config<ElementA, ElementB, KMajorA, KMajorB, 3, false>(g, stream);
 }
 
 template <class Element>

@@ -105,6 +105,10 @@ struct GemmArgs {
   SplitKParams splitk;
   int32_t grid = 1;  // persistent CTAs
   int32_t stages = 3;  // ring depth, 3 or 4 (heuristics.h, pick_stages)
+  // Ping-pong schedule (kernel.cuh, pingpong_consumer; heuristics.h, pick_pingpong): each
+  // consumer warpgroup owns a 64-row half of the tile and one's epilogue runs under the other's
+  // MMAs; 4 stages of 64-row A. Never with split-K.
+  bool pingpong = false;
 };
 
 // One launcher per input dtype (launch_bf16.cu, launch_f16.cu), each holding the four layout

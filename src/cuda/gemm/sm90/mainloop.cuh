@@ -1,9 +1,11 @@
 // Mainloop of the Hopper GEMM: the copy engine (TMA) fills a ring of shared-memory stages with
 // 128 x 64 tiles of A and 256 x 64 tiles of B; two consumer warpgroups multiply them with wgmma
 // (64 x 256 x 16 per instruction, each warpgroup owning 64 rows of the 128-row tile: CUTLASS's
-// "cooperative" split), fp32 accumulators in registers. The ring is guarded by a pair of
-// mbarriers per stage (cutlass::PipelineTmaAsync): "full" completes when the copy engine has
-// written a stage's bytes, "empty" when all 256 consumer threads are done reading it.
+// "cooperative" split), fp32 accumulators in registers. With BlockM = 64 (the ping-pong
+// schedule, kernel.cuh) a stage holds 64 rows of A and is read by one warpgroup. The ring is
+// guarded by a pair of mbarriers per stage (cutlass::PipelineTmaAsync): "full" completes when
+// the copy engine has written a stage's bytes, "empty" when all its consumer threads (256, or
+// 128 under ping-pong) are done reading it.
 //
 // Layouts: each operand is either K-major (unit stride along K: A row-major, B stored N x K) or
 // MN-major (unit stride along M or N); wgmma reads either from shared memory (the transpose
@@ -22,7 +24,8 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-template <class ElementA_, class ElementB_, bool KMajorA, bool KMajorB, int Stages>
+template <class ElementA_, class ElementB_, bool KMajorA, bool KMajorB, int Stages,
+          int BlockM = kTileM>
 struct Mainloop {
   // cute::half_t or cute::bfloat16_t (both operands), or cute::float_e4m3_t /
   // cute::float_e5m2_t (each operand its own, K-major only).
@@ -32,7 +35,13 @@ struct Mainloop {
   static constexpr bool kFp8 = sizeof(ElementA) == 1;
   static_assert(!kFp8 || (KMajorA && KMajorB), "wgmma reads 8-bit operands K-major only");
   static constexpr int kTileK = kTileKBytes / int(sizeof(ElementA));
-  using TileShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
+  // Rows of A per stage: the CTA tile's 128 (cooperative schedule: both consumer warpgroups
+  // multiply each stage, 64 rows each) or one warpgroup's 64 (ping-pong schedule, kernel.cuh:
+  // each stage feeds one warpgroup's half of a tile; the other half reads B again, from L2).
+  static constexpr int kBlockM = BlockM;
+  static_assert(BlockM == kTileM || BlockM == kTileM / 2, "128 or 64 rows per stage");
+  static constexpr int kMmaWarpgroups = BlockM / 64;
+  using TileShape = cute::Shape<cute::Int<kBlockM>, cute::Int<kTileN>, cute::Int<kTileK>>;
   // Ring depth (heuristics.h, pick_stages): 3 stages (144 KB) beside 64 KB of epilogue staging
   // (a whole 16-bit tile, so that D's stores drain under the next tile's mainloop), or 4 stages
   // (192 KB) beside 32 KB of staging (half a tile: the epilogue waits for its own first stores
@@ -55,16 +64,23 @@ struct Mainloop {
   using OrderB = std::conditional_t<KMajorB, cute::Step<cute::_1, cute::_2, cute::_3>,
                                     cute::Step<cute::_2, cute::_1, cute::_3>>;
   using SmemLayoutA = decltype(cute::tile_to_shape(
-      AtomA{}, cute::make_shape(cute::Int<kTileM>{}, cute::Int<kTileK>{}, cute::Int<kStages>{}),
+      AtomA{}, cute::make_shape(cute::Int<kBlockM>{}, cute::Int<kTileK>{}, cute::Int<kStages>{}),
       OrderA{}));
   using SmemLayoutB = decltype(cute::tile_to_shape(
       AtomB{}, cute::make_shape(cute::Int<kTileN>{}, cute::Int<kTileK>{}, cute::Int<kStages>{}),
       OrderB{}));
 
-  // Two warpgroups stacked along M, each issuing 64 x 256 x 16 (x 32 for fp8) wgmma with both
-  // operands in shared memory.
+  // Two warpgroups stacked along M (one for 64-row stages), each issuing 64 x 256 x 16 (x 32
+  // for fp8) wgmma with both operands in shared memory.
   using TiledMma = decltype(cute::make_tiled_mma(
       cute::GMMA::ss_op_selector<ElementA, ElementB, float, TileShape, kMajorA, kMajorB>(),
+      cute::Layout<cute::Shape<cute::Int<kMmaWarpgroups>, cute::_1, cute::_1>>{}));
+  // The 128 x 256 tile's two-warpgroup MMA, by which the epilogue and split-K address a
+  // consumer thread's accumulators (thread 128 w + i of it holds rows 64 w + ... of the tile);
+  // one warpgroup's fragment of the 64-row TiledMma is laid out as either half of this one.
+  using TileMmaShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
+  using TileMma = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<ElementA, ElementB, float, TileMmaShape, kMajorA, kMajorB>(),
       cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
 
   // Global strides of A (M, K, L) and B (N, K, L); the unit stride is static so that CuTe
@@ -80,7 +96,7 @@ struct Mainloop {
   using PipelineState = typename Pipeline::PipelineState;
 
   static constexpr uint32_t kTmaTransactionBytes =
-      uint32_t((kTileM + kTileN) * kTileK * sizeof(ElementA));
+      uint32_t((kBlockM + kTileN) * kTileK * sizeof(ElementA));
 
   template <class Stride>
   static auto gmem_tensor(const TmaElement* ptr, Stride stride) {
@@ -149,7 +165,7 @@ struct Mainloop {
   }
 
   // Producer (one thread): enqueues k-tiles k_begin, k_begin + k_step, ... below k_end of output
-  // tile (m, n), batch l.
+  // tile (m, n), batch l; m counts blocks of kBlockM rows.
   // `p` must be the kernel's __grid_constant__ parameter: the copy engine reads its descriptor
   // from there.
   __device__ __forceinline__ static void load(const Params& p, Pipeline& pipeline, PipelineState& write,
@@ -183,17 +199,19 @@ struct Mainloop {
   // Consumer warpgroups: accum = sum over the next k_tiles (>= 1) stages. One wgmma batch
   // stays in flight: stage k is released once the batch of stage k + 1 is issued and the one of
   // stage k has retired.
-  template <class Accum>
+  // `issued()` runs once every stage has been waited for and the last batch issued, before
+  // its wait (the ping-pong schedule hands the tensor cores to the other warpgroup there).
+  template <class Accum, class Issued>
   __device__ __forceinline__ static void mma(Pipeline& pipeline, PipelineState& read,
                                              SharedStorage& smem, Accum& accum, int32_t k_tiles,
-                                             int mma_thread) {
+                                             int mma_thread, Issued issued) {
     using namespace cute;
     Tensor sA = make_tensor(make_smem_ptr(smem.a.data()), SmemLayoutA{});
     Tensor sB = make_tensor(make_smem_ptr(smem.b.data()), SmemLayoutB{});
     TiledMma tiled_mma;
     // All threads of a warpgroup share the shared-memory descriptors: slice by the warpgroup's
     // first thread (a warp-uniform value).
-    const int wg = __shfl_sync(0xffffffffu, mma_thread / 128, 0);
+    const int wg = kMmaWarpgroups == 1 ? 0 : __shfl_sync(0xffffffffu, mma_thread / 128, 0);
     auto thr = tiled_mma.get_slice(wg * 128);
     Tensor tCsA = thr.partition_A(sA);  // (MMA, MMA_M, MMA_K, PIPE)
     Tensor tCsB = thr.partition_B(sB);  // (MMA, MMA_N, MMA_K, PIPE)
@@ -231,6 +249,7 @@ struct Mainloop {
       ++release;
       ++read;
     }
+    issued();
     warpgroup_wait<0>();
     warpgroup_fence_operand(accum);
     pipeline.consumer_release(release);
