@@ -66,7 +66,7 @@ class Launch(ctypes.Structure):
 def find_library(path):
     """`path` is libflashkit.so itself or a folder holding it (libkissfft sits beside it)."""
     if os.path.isdir(path):
-        for name in ("libflashkit.so", "libflashkit.so.0"):
+        for name in ("libflashkit.so", "libflashkit.so.1"):
             if os.path.exists(os.path.join(path, name)):
                 return os.path.abspath(os.path.join(path, name))
     return os.path.abspath(path)

@@ -108,11 +108,14 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define FK_VERSION_MAJOR 0 /**< Major version: incompatible API changes. */
-#define FK_VERSION_MINOR 1 /**< Minor version: added functionality. */
+#define FK_VERSION_MINOR 2 /**< Minor version: added functionality. */
 #define FK_VERSION_PATCH 0 /**< Patch version: fixes. */
 /** @brief The version as one number: major * 10000 + minor * 100 + patch. */
 #define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
-#define FK_ABI_VERSION 0 /**< ABI number, the SONAME suffix. */
+/** ABI number, the SONAME suffix. 1 since 0.2.0: fk_attention_params_t grew (max_seqlen_q/k), and
+ *  fk_attention_params_init() writes the whole struct, so a binary built against the 0.1 header
+ *  (a 24-byte struct) must not load this library. */
+#define FK_ABI_VERSION 1
 
 /**
  * @brief Runtime version of the loaded library.
@@ -472,18 +475,19 @@ typedef struct fk_attention_params_t {
                                   to 0 by `causal`. Must be >= -1. */
   float softcap;             /**< Score cap; 0 (default) disables it; must be >= 0 and finite. */
   /**
-   * Varlen form only (ignored in the batched form): the longest sequence in `cu_seqlens_q`,
-   * FlashAttention's `max_seqlen_q` (rows, int64). 0 (the default) means "not given": the
+   * Varlen form: the longest sequence in `cu_seqlens_q`, FlashAttention's `max_seqlen_q`
+   * (rows, int64); not used in the batched form. 0 (the default) means "not given": the
    * library then reads `cu_seqlens_q` itself to find it and to check every entry, which on the
    * CUDA backend copies it to the host and waits for the launch stream (a host-device
    * synchronisation per call). Given (> 0) on the CUDA backend, `cu_seqlens_q` is read only by
-   * the kernel and the call does not wait: entries are then trusted, except that the kernel
-   * clamps each one to `[0, total_q]` (and each end to at least its start), so wrong entries
-   * never make it touch memory outside q, k, v, out and lse, but the result is unspecified;
-   * rows of a sequence longer than `max_seqlen_q` are not written. On the CPU backend (host
-   * cu_seqlens) the entries are always checked and a value below the longest sequence is
-   * FK_ERROR_INVALID_ARGUMENT. Negative: FK_ERROR_INVALID_ARGUMENT. Appended after 0.1.0: a
-   * caller built against the older 24-byte struct (struct_size 24) keeps the old behaviour.
+   * the kernel: entries are then trusted, except that the kernel clamps each one to
+   * `[0, total_q]` (and each end to at least its start), so wrong entries never make it touch
+   * memory outside q, k, v, out and lse, but the result is unspecified; rows of a sequence
+   * longer than `max_seqlen_q` are not written. The call waits for nothing only when both
+   * `max_seqlen_q` and `max_seqlen_k` are given. On the CPU backend (host cu_seqlens) the
+   * entries are always checked and a value below the longest sequence is
+   * FK_ERROR_INVALID_ARGUMENT. Negative (either form): FK_ERROR_INVALID_ARGUMENT. Added in
+   * 0.2.0 (ABI 1).
    */
   int64_t max_seqlen_q;
   int64_t max_seqlen_k; /**< The same for `cu_seqlens_k` (`max_seqlen_k`, keys). */

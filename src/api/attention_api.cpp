@@ -2,7 +2,6 @@
 // dispatch. Kernels receive a fully resolved AttentionProblem.
 #include <algorithm>
 #include <cinttypes>
-#include <cstddef>
 #include <cmath>
 #include <vector>
 
@@ -71,9 +70,7 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   FK_RETURN_IF_ERROR(check_context(ctx));
   fk_attention_params_t prm;
   fk_attention_params_init(&prm);
-  // 0.1 callers pass the struct without max_seqlen_q/k (24 bytes): accepted, defaults kept.
-  FK_RETURN_IF_ERROR(load_struct("params", user_params, &prm,
-                                 offsetof(fk_attention_params_t, max_seqlen_q)));
+  FK_RETURN_IF_ERROR(load_struct("params", user_params, &prm));
 
   if (prm.max_seqlen_q < 0 || prm.max_seqlen_k < 0) {
     const bool on_q = prm.max_seqlen_q < 0;

@@ -55,20 +55,20 @@ fk_status_t expect_disjoint(const char* out_name, const TensorView& out,
                             std::initializer_list<NamedView> inputs);
 
 // Copies a caller's struct (whose first member is uint32_t struct_size) over defaults. Accepts
-// the sizes this library knows: sizeof(T), or `old_size`, the size of the struct's previous
-// version (fields appended since then keep their defaults); NULL keeps the defaults.
+// exactly the size this library knows (sizeof(T)): the init functions write the whole struct, so
+// a caller built against an older, shorter one would already have been overrun (a struct that
+// grows is an ABI change: FK_ABI_VERSION); NULL keeps the defaults.
 template <class T>
-fk_status_t load_struct(const char* name, const T* user, T* out, size_t old_size = sizeof(T)) {
+fk_status_t load_struct(const char* name, const T* user, T* out) {
   if (!user) return FK_SUCCESS;
   const size_t size = user->struct_size;
-  if (size != sizeof(T) && size != old_size) {
+  if (size != sizeof(T)) {
     return set_error(FK_ERROR_BAD_STRUCT_SIZE,
                      "%s: struct_size %u is not %u; fill it with its fk_*_init() function",
                      name, static_cast<unsigned>(user->struct_size),
                      static_cast<unsigned>(sizeof(T)));
   }
-  std::memcpy(out, user, size);
-  out->struct_size = static_cast<uint32_t>(sizeof(T));
+  std::memcpy(out, user, sizeof(T));
   return FK_SUCCESS;
 }
 

@@ -32,8 +32,9 @@ struct AttentionProblem {
   bool varlen;
 
   int64_t batch;
-  int64_t seqlen_q;  // batched: the extent; varlen: max over sequences
-  int64_t seqlen_k;  // batched: the extent; varlen: max over sequences
+  int64_t seqlen_q;  // batched: the extent; varlen: max over sequences (read from cu_seqlens,
+                     // or the caller's max_seqlen_q capped at total_q; see varlen.h)
+  int64_t seqlen_k;  // batched: the extent; varlen: the same for the keys
   int64_t total_q;   // varlen: rows of q; batched: batch * seqlen_q
   int64_t total_k;
   int64_t nheads;

@@ -19,8 +19,7 @@ FK_STATIC_ASSERT(offsetof(fk_context_info_t, device_name) == 48, context_info_na
 FK_STATIC_ASSERT(sizeof(fk_launch_t) == 32, launch_size);
 FK_STATIC_ASSERT(offsetof(fk_launch_t, stream) == 8, launch_stream);
 FK_STATIC_ASSERT(offsetof(fk_launch_t, workspace_bytes) == 24, launch_workspace_bytes);
-/* 40 bytes since max_seqlen_q/k were appended; the 24-byte struct of 0.1.0 (struct_size 24) is
- * still accepted (tests/cpu/test_validation.cpp), so this is not an ABI break. */
+/* 40 bytes since 0.2.0 (max_seqlen_q/k appended): FK_ABI_VERSION 1. */
 FK_STATIC_ASSERT(sizeof(fk_attention_params_t) == 40, attention_params_size);
 FK_STATIC_ASSERT(offsetof(fk_attention_params_t, max_seqlen_q) == 24, attention_max_seqlen_q);
 FK_STATIC_ASSERT(offsetof(fk_attention_params_t, max_seqlen_k) == 32, attention_max_seqlen_k);

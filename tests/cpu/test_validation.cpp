@@ -485,9 +485,9 @@ TEST_CASE("attention: validation rules", "[validation][attention]") {
       prm.max_seqlen_k = 1;
       expect_error(run(std::addressof(good_q), std::addressof(good_k)), FK_ERROR_INVALID_ARGUMENT, {"max_seqlen_k: 1", "cu_seqlens_k (5)"});
     }
-    SECTION("a struct of size other than the current or the 0.1.0 one") {
-      prm.struct_size = 32;
-      expect_error(run(std::addressof(good_q), std::addressof(good_k)), FK_ERROR_BAD_STRUCT_SIZE, {"params", "32"});
+    SECTION("the 0.1 struct size (24 bytes, before max_seqlen_q/k) is refused") {
+      prm.struct_size = 24;
+      expect_error(run(std::addressof(good_q), std::addressof(good_k)), FK_ERROR_BAD_STRUCT_SIZE, {"params", "24", "40"});
     }
     SECTION("valid call with an empty sequence succeeds") {
       REQUIRE(run(std::addressof(good_q), std::addressof(good_k)) == FK_SUCCESS);

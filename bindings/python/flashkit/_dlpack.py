@@ -16,6 +16,7 @@ dimensions without asking the producer's library for anything.
 """
 
 import ctypes
+import sys
 
 import numpy as np
 
@@ -213,7 +214,7 @@ def dtype_from_numpy(dt, name=None):
     if hit is not None:
         return hit
     d = _dtype_from_numpy(dt, name)
-    if dt.isnative and len(_NUMPY_DTYPES) < 64:
+    if dt.isnative and d.code != 255 and len(_NUMPY_DTYPES) < 64:
         _NUMPY_DTYPES[dt] = d
     return d
 
@@ -484,18 +485,18 @@ def _from_torch(obj, name):
     if dtype is None:
         return None
     dev = obj.device
-    if dev.type == "cuda":
+    if dev.type == "cuda" and getattr(torch.version, "hip", None) is None:
         device_type, device_id = kDLCUDA, dev.index
     elif dev.type == "cpu":
         device_type, device_id = kDLCPU, 0
-    else:
+    else:  # ROCm builds call their devices "cuda" too; DLPack names them kDLROCM
         return None
     try:
-        data = obj.data_ptr()
-    except RuntimeError:  # tensors without storage (fake/functional): the general path decides
+        data, shape, strides = obj.data_ptr(), obj.shape, obj.stride()
+    except RuntimeError:  # no storage (fake/functional) or no strides (nested): general path
         return None
-    return TensorRef(name, data, 0, device_type, device_id, dtype, obj.shape, obj.stride(),
-                     "torch", obj, obj)
+    return TensorRef(name, data, 0, device_type, device_id, dtype, shape, strides, "torch", obj,
+                     obj)
 
 
 def _from_cai(obj, name, lib):
@@ -545,8 +546,8 @@ def device_of(obj, name="array"):
     if isinstance(obj, np.ndarray):
         return kDLCPU, 0, "numpy"
     if lib == "torch" and hasattr(obj, "data_ptr"):
-        dev = obj.device  # what __dlpack_device__ reports, read without it
-        if dev.type == "cuda":
+        dev = obj.device  # what __dlpack_device__ reports, read without it (not on ROCm)
+        if dev.type == "cuda" and getattr(sys.modules["torch"].version, "hip", None) is None:
             return kDLCUDA, dev.index, lib
         if dev.type == "cpu":
             return kDLCPU, 0, lib

@@ -3,10 +3,10 @@
 
 pub const DLPACK_VERSION: u32 = 60;
 pub const FK_VERSION_MAJOR: u32 = 0;
-pub const FK_VERSION_MINOR: u32 = 1;
+pub const FK_VERSION_MINOR: u32 = 2;
 pub const FK_VERSION_PATCH: u32 = 0;
-pub const FK_VERSION_NUMBER: u32 = 100;
-pub const FK_ABI_VERSION: u32 = 0;
+pub const FK_VERSION_NUMBER: u32 = 200;
+pub const FK_ABI_VERSION: u32 = 1;
 pub const FK_DLPACK_FLOAT8_E4M3FN: u32 = 10;
 pub const FK_DLPACK_FLOAT8_E5M2: u32 = 12;
 pub const FK_ATTENTION_MAX_HEAD_DIM: u32 = 256;
@@ -969,18 +969,19 @@ pub struct fk_attention_params_t {
     pub window_size_right: i32,
     #[doc = "< Score cap; 0 (default) disables it; must be >= 0 and finite."]
     pub softcap: f32,
-    #[doc = " Varlen form only (ignored in the batched form): the longest sequence in `cu_seqlens_q`,"]
-    #[doc = " FlashAttention's `max_seqlen_q` (rows, int64). 0 (the default) means \"not given\": the"]
+    #[doc = " Varlen form: the longest sequence in `cu_seqlens_q`, FlashAttention's `max_seqlen_q`"]
+    #[doc = " (rows, int64); not used in the batched form. 0 (the default) means \"not given\": the"]
     #[doc = " library then reads `cu_seqlens_q` itself to find it and to check every entry, which on the"]
     #[doc = " CUDA backend copies it to the host and waits for the launch stream (a host-device"]
     #[doc = " synchronisation per call). Given (> 0) on the CUDA backend, `cu_seqlens_q` is read only by"]
-    #[doc = " the kernel and the call does not wait: entries are then trusted, except that the kernel"]
-    #[doc = " clamps each one to `[0, total_q]` (and each end to at least its start), so wrong entries"]
-    #[doc = " never make it touch memory outside q, k, v, out and lse, but the result is unspecified;"]
-    #[doc = " rows of a sequence longer than `max_seqlen_q` are not written. On the CPU backend (host"]
-    #[doc = " cu_seqlens) the entries are always checked and a value below the longest sequence is"]
-    #[doc = " FK_ERROR_INVALID_ARGUMENT. Negative: FK_ERROR_INVALID_ARGUMENT. Appended after 0.1.0: a"]
-    #[doc = " caller built against the older 24-byte struct (struct_size 24) keeps the old behaviour."]
+    #[doc = " the kernel: entries are then trusted, except that the kernel clamps each one to"]
+    #[doc = " `[0, total_q]` (and each end to at least its start), so wrong entries never make it touch"]
+    #[doc = " memory outside q, k, v, out and lse, but the result is unspecified; rows of a sequence"]
+    #[doc = " longer than `max_seqlen_q` are not written. The call waits for nothing only when both"]
+    #[doc = " `max_seqlen_q` and `max_seqlen_k` are given. On the CPU backend (host cu_seqlens) the"]
+    #[doc = " entries are always checked and a value below the longest sequence is"]
+    #[doc = " FK_ERROR_INVALID_ARGUMENT. Negative (either form): FK_ERROR_INVALID_ARGUMENT. Added in"]
+    #[doc = " 0.2.0 (ABI 1)."]
     pub max_seqlen_q: i64,
     #[doc = "< The same for `cu_seqlens_k` (`max_seqlen_k`, keys)."]
     pub max_seqlen_k: i64,

@@ -42,6 +42,8 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (static_cast<int64_t>(smem_bytes_for_bucket(bucket)) > caps.smem_per_block_optin) return false;
   if (p.seqlen_q > kMaxLen || p.seqlen_k > kMaxLen || p.nheads > kMaxLen || p.batch > kMaxLen)
     return false;
+  // Varlen with max_seqlen given: a (wrong) entry can make one sequence as long as all rows.
+  if (p.varlen && (p.total_q > kMaxLen || p.total_k > kMaxLen)) return false;
   if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0) return false;
   if (!std::isfinite(p.softmax_scale)) return false;
   const int64_t block_m = block_m_for_bucket(bucket);
