@@ -10,6 +10,11 @@ host takes to launch each op, not by the kernels. This measures, per op:
 A call whose host time exceeds its GPU time leaves the GPU idle in a sequence of such calls.
 
     PYTHONPATH=<dir holding the flashkit package> python3 benchmarks/overhead.py [--json out]
+        [--lib <libflashkit.so or its folder>]
+
+With --lib, the GEMM is also called through the C ABI directly (ctypes, arguments built once:
+benchmarks/gemm.py's harness), which separates the C library's host time from the Python
+package's.
 """
 import argparse
 import json
@@ -56,6 +61,7 @@ def sync_time(fn, n=30):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--lib", help="libflashkit.so (or its folder) for the C ABI rows")
     args = ap.parse_args()
     torch.manual_seed(0)
     ctx = flashkit.Context(DEV)
@@ -67,6 +73,10 @@ def main():
     cu = cu.to(DEV)
     mx = int(lens.max())
     rows = []
+    cabi = None
+    if args.lib:
+        import gemm as gemm_bench  # benchmarks/gemm.py: ctypes view of fk_gemm
+        cabi = gemm_bench.Flashkit(args.lib)
     for dt in (torch.bfloat16, torch.float16, torch.float32):
         x = torch.randn(T, H, device=DEV, dtype=dt)
         w = torch.randn(3 * H, H, device=DEV, dtype=dt) * 0.05
@@ -87,6 +97,9 @@ def main():
             "torch SDPA batched (same)": lambda: torch.nn.functional.scaled_dot_product_attention(
                 qb.transpose(1, 2), qb.transpose(1, 2), qb.transpose(1, 2)),
         }
+        if cabi is not None:
+            call, _ = cabi.make_call(x, w, out, bias=bias, trans_b=True)
+            ops["C ABI fk_gemm (ctypes, same gemm + bias)"] = call
         name = str(dt).rsplit(".", 1)[-1]
         for op, fn in ops.items():
             h, g = host_times(fn)
