@@ -271,6 +271,13 @@ inline ErrorStats compare(const std::vector<double>& got, const std::vector<doub
   return s;
 }
 
+// A compact int32 vector (cu_seqlens) holding `vals`.
+inline HostTensor int32_tensor(const std::vector<int32_t>& vals) {
+  HostTensor t(DT::I32, {int64_t(vals.size())});
+  for (size_t i = 0; i < vals.size(); ++i) t.set({int64_t(i)}, vals[i]);
+  return t;
+}
+
 // The tolerance for outputs produced in a given dtype, as a relative L2 bound.
 inline double rel_tol(DT t) {
   switch (t) {

@@ -83,17 +83,12 @@ void run_varlen(const AttnCase& c, const std::vector<int32_t>& cu_q,
                 const std::vector<int32_t>& cu_k, uint64_t tag) {
   auto rng = fkcpu::rng_for(tag);
   const int64_t total_q = cu_q.back(), total_k = cu_k.back();
-  const int64_t nseq = int64_t(cu_q.size()) - 1;
   HostTensor q = make(c.dtype, {total_q, c.nheads, c.head_dim}, c.padded, 3);
   HostTensor k = make(c.dtype, {total_k, c.nheads_k, c.head_dim}, c.padded, 5);
   HostTensor v = make(c.dtype, {total_k, c.nheads_k, c.head_dim}, c.padded, 1);
   HostTensor out = make(c.dtype, {total_q, c.nheads, c.head_dim}, c.padded, 2);
   HostTensor lse = make(DT::F32, {c.nheads, total_q}, c.padded, 4);
-  HostTensor cq(DT::I32, {nseq + 1}), ck(DT::I32, {nseq + 1});
-  for (int64_t i = 0; i <= nseq; ++i) {
-    cq.set({i}, cu_q[size_t(i)]);
-    ck.set({i}, cu_k[size_t(i)]);
-  }
+  HostTensor cq = fktest::int32_tensor(cu_q), ck = fktest::int32_tensor(cu_k);
   q.fill_normal(rng);
   k.fill_normal(rng);
   v.fill_normal(rng);
@@ -322,11 +317,7 @@ TEST_CASE("cpu attention: varlen with max_seqlen_q/k given", "[cpu][attention][v
   std::mt19937_64 rng(fktest::test_seed() + 11);
   const std::vector<int32_t> cu_q{0, 4, 4, 9}, cu_k{0, 5, 6, 11};
   HostTensor q(DT::F32, {9, 2, 8}), k(DT::F32, {11, 1, 8}), v(DT::F32, {11, 1, 8});
-  HostTensor cq(DT::I32, {4}), ck(DT::I32, {4});
-  for (int64_t i = 0; i < 4; ++i) {
-    cq.set({i}, cu_q[size_t(i)]);
-    ck.set({i}, cu_k[size_t(i)]);
-  }
+  HostTensor cq = fktest::int32_tensor(cu_q), ck = fktest::int32_tensor(cu_k);
   q.fill_normal(rng);
   k.fill_normal(rng);
   v.fill_normal(rng);
@@ -337,17 +328,15 @@ TEST_CASE("cpu attention: varlen with max_seqlen_q/k given", "[cpu][attention][v
                           ref_out, ref_lse);
   for (int way = 0; way < 3; ++way) {
     INFO("way " << way);
-    struct {
-      fk_attention_params_t p;
-    } holder;
-    fk_attention_params_init(&holder.p);
-    holder.p.causal = 1;
-    if (way == 1) holder.p.max_seqlen_q = 5, holder.p.max_seqlen_k = 5;
-    if (way == 2) holder.p.max_seqlen_q = 1000, holder.p.max_seqlen_k = 7;
+    fk_attention_params_t prm;
+    fk_attention_params_init(&prm);
+    prm.causal = 1;
+    if (way == 1) prm.max_seqlen_q = 5, prm.max_seqlen_k = 5;
+    if (way == 2) prm.max_seqlen_q = 1000, prm.max_seqlen_k = 7;
     HostTensor out(DT::F32, {9, 2, 8}), lse(DT::F32, {2, 9});
     out.poison();
     lse.poison();
-    const fk_status_t st = fk_attention_forward(fkcpu::cpu_context(2), nullptr, &holder.p,
+    const fk_status_t st = fk_attention_forward(fkcpu::cpu_context(2), nullptr, &prm,
                                                 q.view(), k.view(), v.view(), cq.view(),
                                                 ck.view(), out.view(), lse.view());
     INFO(fk_get_last_error_message());

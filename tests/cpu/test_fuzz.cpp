@@ -150,11 +150,7 @@ void fuzz_attention(std::mt19937_64& rng) {
   HostTensor q = make_t(rng, dt, qs, true, true), k = make_t(rng, dt, ks, true, true);
   HostTensor v = make_t(rng, dt, ks, true, true);
   HostTensor out = make_t(rng, dt, qs), lse = make_t(rng, DT::F32, ls);
-  HostTensor cu_q(DT::I32, {int64_t(cuq.size())}), cu_k(DT::I32, {int64_t(cuk.size())});
-  for (size_t i = 0; i < cuq.size(); ++i) {
-    cu_q.set({int64_t(i)}, cuq[i]);
-    cu_k.set({int64_t(i)}, cuk[i]);
-  }
+  HostTensor cu_q = fktest::int32_tensor(cuq), cu_k = fktest::int32_tensor(cuk);
   q.fill_normal(rng);
   k.fill_normal(rng);
   v.fill_normal(rng);
@@ -629,11 +625,7 @@ TEST_CASE("fuzz: broken attention arguments are refused, nothing written or prin
                                            : std::vector<int64_t>{b, h, sq};
     HostTensor q = make_t(rng, dt, qs), k = make_t(rng, dt, ks), v = make_t(rng, dt, ks);
     HostTensor out = make_t(rng, dt, qs), lse = make_t(rng, DT::F32, ls);
-    HostTensor cu_q(DT::I32, {b + 1}), cu_k(DT::I32, {b + 1});
-    for (int64_t i = 0; i <= b; ++i) {
-      cu_q.set({i}, cq[size_t(i)]);
-      cu_k.set({i}, ck[size_t(i)]);
-    }
+    HostTensor cu_q = fktest::int32_tensor(cq), cu_k = fktest::int32_tensor(ck);
     q.fill_normal(rng);
     k.fill_normal(rng);
     v.fill_normal(rng);

@@ -433,11 +433,7 @@ TEST_CASE("attention: validation rules", "[validation][attention]") {
     k.fill_normal(rng);
     v.fill_normal(rng);
     out.poison();
-    auto cu = [](std::vector<int32_t> vals) {
-      HostTensor t(DT::I32, {int64_t(vals.size())});
-      for (size_t i = 0; i < vals.size(); ++i) t.set({int64_t(i)}, vals[i]);
-      return t;
-    };
+    auto cu = [](std::vector<int32_t> vals) { return fktest::int32_tensor(vals); };
     fk_attention_params_t prm;
     fk_attention_params_init(&prm);
     auto run = [&](const HostTensor* cq, const HostTensor* ck) {

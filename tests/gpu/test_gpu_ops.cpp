@@ -419,11 +419,7 @@ void run_attention_varlen(const std::vector<int32_t>& lq, const std::vector<int3
   const std::vector<int64_t> qs{tq, nheads, d}, ks{tk, nheads_k, d};
   HostTensor q(dt, qs, padded(qs, 1)), k(dt, ks), v(dt, ks, padded(ks, 2)), out(dt, qs, padded(qs, 1));
   HostTensor lse(DT::F32, {nheads, tq});
-  HostTensor hcq(DT::I32, {int64_t(cu_q.size())}), hck(DT::I32, {int64_t(cu_k.size())});
-  for (size_t i = 0; i < cu_q.size(); ++i) {
-    hcq.set({int64_t(i)}, cu_q[i]);
-    hck.set({int64_t(i)}, cu_k[i]);
-  }
+  HostTensor hcq = fktest::int32_tensor(cu_q), hck = fktest::int32_tensor(cu_k);
   q.fill_normal(rng);
   k.fill_normal(rng);
   v.fill_normal(rng);
@@ -511,11 +507,7 @@ TEST_CASE("gpu attention: wrong device cu_seqlens with max_seqlen given stay ins
       const std::vector<int64_t> qs{tq, h, d}, ks{tk, hk, d};
       HostTensor q(DT::BF16, qs), k(DT::BF16, ks), v(DT::BF16, ks), out(DT::BF16, qs, padded(qs, 3));
       HostTensor lse(DT::F32, {h, tq}, {tq + 5, 1});
-      HostTensor hcq(DT::I32, {5}), hck(DT::I32, {5});
-      for (int64_t j = 0; j < 5; ++j) {
-        hcq.set({j}, bad_q[i][size_t(j)]);
-        hck.set({j}, bad_k[i][size_t(j)]);
-      }
+      HostTensor hcq = fktest::int32_tensor(bad_q[i]), hck = fktest::int32_tensor(bad_k[i]);
       q.fill_normal(rng);
       k.fill_normal(rng);
       v.fill_normal(rng);
@@ -564,11 +556,7 @@ TEST_CASE("gpu attention: varlen with max_seqlen given does not wait for the str
     auto rng = rng_for(7400);
     const std::vector<int64_t> qs{tq, h, d}, ks{tk, hk, d};
     HostTensor q(DT::BF16, qs), k(DT::BF16, ks), v(DT::BF16, ks), out(DT::BF16, qs);
-    HostTensor hcq(DT::I32, {5}), hck(DT::I32, {5});
-    for (int64_t j = 0; j < 5; ++j) {
-      hcq.set({j}, cu_q[size_t(j)]);
-      hck.set({j}, cu_k[size_t(j)]);
-    }
+    HostTensor hcq = fktest::int32_tensor(cu_q), hck = fktest::int32_tensor(cu_k);
     q.fill_normal(rng);
     k.fill_normal(rng);
     v.fill_normal(rng);
