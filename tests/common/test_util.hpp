@@ -271,6 +271,13 @@ inline ErrorStats compare(const std::vector<double>& got, const std::vector<doub
   return s;
 }
 
+// |x| elementwise: inputs for the reference run that gives the magnitude rounding errors scale
+// with (sum |a||b| for a dot product that may cancel).
+inline std::vector<double> absolute(std::vector<double> x) {
+  for (auto& e : x) e = std::fabs(e);
+  return x;
+}
+
 // A compact int32 vector (cu_seqlens) holding `vals`.
 inline HostTensor int32_tensor(const std::vector<int32_t>& vals) {
   HostTensor t(DT::I32, {int64_t(vals.size())});

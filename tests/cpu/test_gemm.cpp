@@ -8,6 +8,7 @@ namespace {
 
 using fkcpu::check_output;
 using fktest::DT;
+using fktest::absolute;
 using fktest::HostTensor;
 
 enum Layout { kCompact = 0, kPadded = 1, kColMajor = 2 };
@@ -148,11 +149,8 @@ void run_gemm(const GemmCase& c, uint64_t tag) {
       fkref::gemm(av, batch_of(a), bv, batch_of(b), c.with_c && !c.poison_c ? &cv : nullptr,
                   batch_of(cm), c.with_bias ? &biasv : nullptr, nb, c.M, c.N, c.K, rp);
   // The scale of the rounding errors: the same epilogue on |A| |B|, |C|, |bias|.
-  auto absv = [](std::vector<double> v) {
-    for (auto& x : v) x = std::fabs(x);
-    return v;
-  };
-  const std::vector<double> aa = absv(av), ba = absv(bv), ca = absv(cv), biasa = absv(biasv);
+  const std::vector<double> aa = absolute(av), ba = absolute(bv), ca = absolute(cv),
+                            biasa = absolute(biasv);
   fkref::GemmParams sp = rp;
   sp.alpha = std::fabs(rp.alpha);
   sp.beta = std::fabs(rp.beta);

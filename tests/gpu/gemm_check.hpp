@@ -267,17 +267,14 @@ inline void run(const Case& c, uint64_t tag, const Target& target) {
   const std::vector<double> ref =
       fkref::gemm(av, nb, bv, b_batch, c.with_c ? &cv : nullptr, nb,
                   c.with_bias ? &biasv : nullptr, nb, c.M, c.N, c.K, rp);
-  auto absv = [](std::vector<double> x) {
-    for (auto& e : x) e = std::fabs(e);
-    return x;
-  };
   fkref::GemmParams sp = rp;
   sp.alpha = std::fabs(c.alpha);
   sp.beta = std::fabs(c.beta);
   sp.activation = 0;
-  const std::vector<double> cva = absv(cv), biasa = absv(biasv);
+  const std::vector<double> cva = fktest::absolute(cv), biasa = fktest::absolute(biasv);
   const std::vector<double> scale =
-      fkref::gemm(absv(av), nb, absv(bv), b_batch, c.with_c ? &cva : nullptr, nb,
+      fkref::gemm(fktest::absolute(av), nb, fktest::absolute(bv), b_batch,
+                  c.with_c ? &cva : nullptr, nb,
                   c.with_bias ? &biasa : nullptr, nb, c.M, c.N, c.K, sp);
   check_output(d, ref, scale, c.cd, fktest::dt_bytes(c.ab) == 1);
 }
