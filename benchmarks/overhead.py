@@ -58,10 +58,36 @@ def sync_time(fn, n=30):
     return statistics.median(ts) * 1e6
 
 
+def profile(ops, n=2000):
+    """cProfile of n calls of each op with the GPU kept busy (own time per call, in us)."""
+    import cProfile
+    import pstats
+    for op, fn in ops.items():
+        fn()
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int(2e9))
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(n):
+            fn()
+        pr.disable()
+        torch.cuda.synchronize()
+        st = pstats.Stats(pr)
+        rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:14]
+        print(f"profile of {op} ({n} calls; cProfile inflates Python time): own us/call, "
+              "cumulative us/call, function")
+        for (file, line, func), (_, ncalls, tottime, cumtime, _) in rows:
+            print(f"  {tottime / n * 1e6:7.2f} {cumtime / n * 1e6:7.2f}  {ncalls / n:4.1f}x "
+                  f"{file.rsplit('/', 1)[-1]}:{line}({func})", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--lib", help="libflashkit.so (or its folder) for the C ABI rows")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print where the Python package spends its host time (cProfile "
+                         "of the bf16 gemm + bias and varlen attention calls, top 14 by own time)")
     args = ap.parse_args()
     torch.manual_seed(0)
     ctx = flashkit.Context(DEV)
@@ -101,6 +127,8 @@ def main():
             call, _ = cabi.make_call(x, w, out, bias=bias, trans_b=True)
             ops["C ABI fk_gemm (ctypes, same gemm + bias)"] = call
         name = str(dt).rsplit(".", 1)[-1]
+        if args.profile and dt is torch.bfloat16:
+            profile({k: v for k, v in ops.items() if k.startswith(("gemm + bias (", "attention v"))})
         for op, fn in ops.items():
             h, g = host_times(fn)
             s = sync_time(fn)

@@ -132,3 +132,49 @@ def test_jax_cpu_roundtrip(rng):
     d = flashkit.gemm(a, a.T)
     assert isinstance(d, jax.Array) and next(iter(d.devices())) == cpu
     ref.assert_close(np.asarray(d), ref.gemm(a_np, a_np.T), "float32")
+
+
+def test_packed_descriptors_match_ctypes_structs(rng):
+    """The per-call descriptor buffer (struct.pack_into) holds exactly what the ctypes DLTensor
+    path builds: every field of every view, including rank 0, offsets, strides and None."""
+    from flashkit import _dlpack
+
+    assert _dlpack._PACKED_LAYOUT_OK  # every 64-bit little-endian platform flashkit builds for
+    base = np.asarray(ref.randn(rng, (3, 5, 7)), dtype=np.float32)
+    refs = [_dlpack.as_tensor(base, "a"), None,
+            _dlpack.as_tensor(base[:, 1:4:2, ::3], "b"),
+            _dlpack.as_tensor(base, "c").select(1, 2),
+            _dlpack.as_tensor(np.float32(rng.standard_normal()) * np.ones((), np.float32), "d"),
+            _dlpack.as_tensor(np.zeros((2, 0, 4), np.float16), "e")]
+    keep = []
+    packed = _dlpack.pack_descriptors(refs, keep)
+    assert packed[1] is None
+    for r, addr in zip(refs, packed):
+        if r is None:
+            continue
+        mine = _dlpack.DLTensor.from_address(addr)
+        theirs = _dlpack.DLTensor.from_address(r.to_c(keep))
+        nd = theirs.ndim
+        assert mine.ndim == nd == r.ndim
+        assert (mine.data or 0) == (theirs.data or 0)
+        assert (mine.device.device_type, mine.device.device_id) == \
+            (theirs.device.device_type, theirs.device.device_id)
+        assert (mine.dtype.code, mine.dtype.bits, mine.dtype.lanes) == \
+            (theirs.dtype.code, theirs.dtype.bits, theirs.dtype.lanes)
+        assert mine.byte_offset == theirs.byte_offset
+        assert [mine.shape[i] for i in range(nd)] == [theirs.shape[i] for i in range(nd)]
+        assert [mine.strides[i] for i in range(nd)] == [theirs.strides[i] for i in range(nd)]
+        assert bool(mine.shape) and bool(mine.strides)  # never NULL, even at rank 0
+
+
+def test_cached_params_keep_calls_apart(rng):
+    """Calls share params structs per argument values: alternating arguments must still give
+    each call its own result."""
+    a = ref.randn(rng, (6, 5))
+    b = ref.randn(rng, (5, 4))
+    c = ref.randn(rng, (6, 4))
+    for alpha, beta in [(1.0, 0.0), (0.5, 1.0), (1.0, 0.0), (-2.0, 0.5), (0.5, 1.0)]:
+        d = flashkit.gemm(a, b, c, alpha=alpha, beta=beta)
+        ref.assert_close(d, alpha * ref.gemm(a, b) + beta * c.astype(np.float64), "float32")
+    for alpha in (-0.0, 0.0, -0.0):
+        assert np.all(flashkit.gemm(a, b, alpha=alpha) == 0)

@@ -106,14 +106,25 @@ class Context:
     def _in_call(self):
         """Holds the context (and its plans) alive for one C call; yields the handle. Raises
         InvalidArgumentError after close()."""
-        with self._plans_lock:
-            handle = self.handle
-            self._calls += 1
+        handle = self._enter_call()
         try:
             yield handle
         finally:
-            with self._plans_lock:
-                self._calls -= 1
+            self._leave_call()
+
+    def _enter_call(self):
+        """The handle, counted as in use until the matching _leave_call() (what _in_call does,
+        without a generator: the operations call these on every call). Raises
+        InvalidArgumentError after close()."""
+        with self._plans_lock:
+            handle = self.handle
+            self._calls += 1
+        return handle
+
+    def _leave_call(self):
+        with self._plans_lock:
+            self._calls -= 1
+            if self._doomed:
                 self._destroy_doomed()
 
     def _destroy_doomed(self):

@@ -16,6 +16,7 @@ dimensions without asking the producer's library for anything.
 """
 
 import ctypes
+import struct
 import sys
 
 import numpy as np
@@ -59,6 +60,16 @@ class DLTensor(ctypes.Structure):
         ("strides", ctypes.POINTER(ctypes.c_int64)),
         ("byte_offset", ctypes.c_uint64),
     ]
+
+
+# pack_descriptors() writes DLTensor structs with struct.pack_into, which is several times
+# cheaper than building them through ctypes; it relies on the layout below (dlpack.h on every
+# 64-bit ABI flashkit builds for) and checks it once against ctypes' own layout of the struct.
+_DESC_HEAD = struct.Struct("=QiiiBBHQQQ")  # data, device, ndim, dtype, shape, strides, offset
+_PACKED_LAYOUT_OK = (
+    ctypes.sizeof(DLTensor) == _DESC_HEAD.size == 48
+    and [getattr(DLTensor, f).offset for f, _ in DLTensor._fields_] == [0, 8, 16, 20, 24, 32, 40]
+    and sys.byteorder == "little")
 
 
 class _DLManagedTensor(ctypes.Structure):  # legacy capsule "dltensor"
@@ -285,8 +296,9 @@ class TensorRef:
         self.device_type = device_type
         self.device_id = device_id
         self.dtype = dtype
-        self.shape = tuple(int(s) for s in shape)
-        self.strides = _canonical_strides(self.shape, strides)
+        self.shape = shape = tuple(map(int, shape))
+        self.strides = (tuple(map(int, strides)) if 1 not in shape and 0 not in shape
+                        else _canonical_strides(shape, strides))
         self.lib = lib
         self.obj = obj
         self.keep = keep
@@ -368,6 +380,37 @@ def _canonical_strides(shape, strides):
             out[i] = inner
         inner = out[i] * shape[i]
     return tuple(out)
+
+
+def pack_descriptors(refs, keep):
+    """The DLTensor addresses of ``refs`` (None stays None), all written into one buffer that is
+    appended to ``keep`` with what each view must keep alive until the call returns."""
+    if not _PACKED_LAYOUT_OK:
+        return [None if r is None else r.to_c(keep) for r in refs]
+    size = 0
+    for r in refs:
+        if r is not None:
+            size += 48 + 16 * (len(r.shape) or 1)
+    buf = ctypes.create_string_buffer(size)
+    base = ctypes.addressof(buf)
+    keep.append(buf)
+    out, off, head = [], 0, _DESC_HEAD.pack_into
+    for r in refs:
+        if r is None:
+            out.append(None)
+            continue
+        nd = len(r.shape)
+        n1 = nd or 1
+        addr = base + off
+        dt = r.dtype
+        head(buf, off, r.data or 0, r.device_type, r.device_id, nd, dt.code, dt.bits, 1,
+             addr + 48, addr + 48 + 8 * n1, r.byte_offset)
+        if nd:
+            struct.pack_into(f"={2 * nd}q", buf, off + 48, *r.shape, *r.strides)
+        keep.append(r.keep)
+        out.append(addr)
+        off += 48 + 16 * n1
+    return out
 
 
 def library_of(obj):
@@ -468,6 +511,17 @@ def _torch_dtypes(torch):
     return _TORCH_DTYPES
 
 
+_TORCH_HIP = None
+
+
+def _torch_is_hip(torch):
+    """Whether torch is a ROCm build (its "cuda" devices are DLPack's kDLROCM)."""
+    global _TORCH_HIP
+    if _TORCH_HIP is None:
+        _TORCH_HIP = getattr(torch.version, "hip", None) is not None
+    return _TORCH_HIP
+
+
 def _from_torch(obj, name):
     """A TensorRef read straight from a strided CPU or CUDA torch.Tensor (data_ptr, sizes,
     strides), or None when the tensor needs the general DLPack path (another layout or device,
@@ -485,7 +539,7 @@ def _from_torch(obj, name):
     if dtype is None:
         return None
     dev = obj.device
-    if dev.type == "cuda" and getattr(torch.version, "hip", None) is None:
+    if dev.type == "cuda" and not _torch_is_hip(torch):
         device_type, device_id = kDLCUDA, dev.index
     elif dev.type == "cpu":
         device_type, device_id = kDLCPU, 0
@@ -547,7 +601,7 @@ def device_of(obj, name="array"):
         return kDLCPU, 0, "numpy"
     if lib == "torch" and hasattr(obj, "data_ptr"):
         dev = obj.device  # what __dlpack_device__ reports, read without it (not on ROCm)
-        if dev.type == "cuda" and getattr(sys.modules["torch"].version, "hip", None) is None:
+        if dev.type == "cuda" and not _torch_is_hip(sys.modules["torch"]):
             return kDLCUDA, dev.index, lib
         if dev.type == "cpu":
             return kDLCPU, 0, lib

@@ -84,6 +84,57 @@ def _none_error(name):
     return _errors.InvalidArgumentError(f"{name}: None, but this array is required", 101)
 
 
+_CONTEXT_MODULE = None
+
+
+def _context():
+    """flashkit._context (imported on first use: it imports this module)."""
+    global _CONTEXT_MODULE
+    if _CONTEXT_MODULE is None:
+        from . import _context as module
+        _CONTEXT_MODULE = module
+    return _CONTEXT_MODULE
+
+
+_LAUNCHES = {}  # cudaStream_t -> fk_launch_t naming it (read-only once made)
+_PARAMS = {}  # (kind, field values) -> params struct (read-only once made)
+_CACHE_LIMIT = 256
+
+
+def _zero_sign(value):
+    """Tells 0.0 from -0.0 in a params key (they compare equal, but the library may see the
+    sign); None for every other value."""
+    try:
+        return math.copysign(1.0, value) if value == 0 else None
+    except TypeError:
+        return None
+
+
+def _launch_for(stream):
+    """An fk_launch_t for ``stream`` (no workspace), shared by calls on that stream."""
+    launch = _LAUNCHES.get(stream)
+    if launch is None:
+        launch = capi.fk_launch_t()
+        capi.fk_launch_init(launch)
+        launch.stream = stream
+        if len(_LAUNCHES) >= _CACHE_LIMIT:
+            _LAUNCHES.clear()
+        _LAUNCHES[stream] = launch
+    return launch
+
+
+def _cached_params(key, make):
+    """The params struct for ``key`` (a tuple of the checked field values), made by ``make()``
+    the first time: the C calls only read it, so equal arguments can share one struct."""
+    params = _PARAMS.get(key)
+    if params is None:
+        params = make()
+        if len(_PARAMS) >= _CACHE_LIMIT:
+            _PARAMS.clear()
+        _PARAMS[key] = params
+    return params
+
+
 class _Call:
     """State of one C call: the context, the launch (stream), the converted tensors, and
     everything that must stay alive until the call returns.
@@ -98,8 +149,7 @@ class _Call:
             if obj is None:
                 raise _none_error(name)
         if ctx is not None:
-            from ._context import Context
-            if not isinstance(ctx, Context):
+            if not isinstance(ctx, _context().Context):
                 raise _errors.InvalidArgumentError(
                     f"context: {type(ctx).__name__} is not a flashkit.Context", 101)
         index = next((i for i, (_, o) in enumerate(inputs) if o is not None), 0)
@@ -134,14 +184,9 @@ class _Call:
                 _dlpack.check_compute_dtype(ref)
         self.primary = self.refs[index]
         if ctx is None:
-            from ._context import context_for
-            ctx = context_for(device_type, device_id)
+            ctx = _context().context_for(device_type, device_id)
         self.ctx = ctx
-        self.launch = None
-        if self.stream:
-            self.launch = capi.fk_launch_t()
-            capi.fk_launch_init(self.launch)
-            self.launch.stream = self.stream
+        self.launch = _launch_for(self.stream) if self.stream else None
 
     def output(self, name, user_obj, shape, dtype):
         """(object returned to the caller, its TensorRef): ``user_obj`` (out=) or a new array in
@@ -156,17 +201,22 @@ class _Call:
             _dlpack.check_compute_dtype(ref)
         return obj, ref
 
-    def addr(self, ref):
-        return None if ref is None else ref.to_c(self.keep)
+    def addrs(self, refs):
+        """The DLTensor addresses of ``refs`` (None for None), valid until finish()."""
+        return _dlpack.pack_descriptors(refs, self.keep)
 
     def run(self, select, select_fn, run_fn, params, *args):
         """``select_fn(handle, params, *args)`` (the variant name) when ``select``, else
         ``run_fn(handle, launch, params, *args)`` and finish(); either one while the context is
-        held, so that close() on another thread waits for it (Context._in_call)."""
-        with self.ctx._in_call() as h:
+        held, so that close() on another thread waits for it (Context._enter_call)."""
+        ctx = self.ctx
+        h = ctx._enter_call()
+        try:
             if select:
                 return select_fn(h, params, *args)
             run_fn(h, self.launch, params, *args)
+        finally:
+            ctx._leave_call()
         self.finish()
         return None
 
@@ -242,19 +292,25 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
             raise _errors.InvalidArgumentError(f"{name}: {value} is negative", 100)
         maxima.append(value if varlen else 0)
 
-    params = capi.fk_attention_params_t()
-    capi.fk_attention_params_init(params)
-    params.softmax_scale = softmax_scale
-    params.causal = 1 if causal else 0
-    params.window_size_left = left
-    params.window_size_right = right
-    params.softcap = softcap
-    params.max_seqlen_q, params.max_seqlen_k = maxima
+    def make():
+        params = capi.fk_attention_params_t()
+        capi.fk_attention_params_init(params)
+        params.softmax_scale = softmax_scale
+        params.causal = 1 if causal else 0
+        params.window_size_left = left
+        params.window_size_right = right
+        params.softcap = softcap
+        params.max_seqlen_q, params.max_seqlen_k = maxima
+        return params
+    # NaN (the default scale) never equals itself as a key: spelled out instead.
+    scale_key = "default" if math.isnan(softmax_scale) else softmax_scale
+    params = _cached_params(("attention", scale_key, causal, left, right, softcap,
+                             _zero_sign(softcap)) + tuple(maxima), make)
 
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
     lse_obj, lser = (call.output("lse", None, lse_shape, float32) if return_lse
                      else (None, None))
-    args = [call.addr(r) for r in (qr, kr, vr, cq, ck, outr, lser)]
+    args = call.addrs((qr, kr, vr, cq, ck, outr, lser))
     name = call.run(_select, capi.fk_attention_select_kernel, capi.fk_attention_forward,
                     params, *args)
     if _select:
@@ -304,14 +360,17 @@ def _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation
     batch = next((bt for bt in batches if bt != 1), 1)
     shape = ((batch,) if batches else ()) + (m, n)
 
-    params = capi.fk_gemm_params_t()
-    capi.fk_gemm_params_init(params)
-    params.trans_a = 1 if trans_a else 0
-    params.trans_b = 1 if trans_b else 0
-    params.alpha = float32_arg(alpha, "alpha")
-    params.beta = float32_arg(beta, "beta")
-    params.activation = _activation(activation)
-    return shape, params
+    key = ("gemm", trans_a, trans_b, float32_arg(alpha, "alpha"), float32_arg(beta, "beta"),
+           _activation(activation), _zero_sign(alpha), _zero_sign(beta))
+
+    def make():
+        params = capi.fk_gemm_params_t()
+        capi.fk_gemm_params_init(params)
+        params.trans_a = 1 if trans_a else 0
+        params.trans_b = 1 if trans_b else 0
+        params.alpha, params.beta, params.activation = key[3:6]
+        return params
+    return shape, _cached_params(key, make)
 
 
 def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bias=None,
@@ -320,7 +379,7 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
     ar, br, cr, biasr = call.refs
     shape, params = _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation)
     out_obj, outr = call.output("out", out, shape, cr.dtype if cr is not None else ar.dtype)
-    args = [call.addr(r) for r in (ar, br, cr, biasr, outr)]
+    args = call.addrs((ar, br, cr, biasr, outr))
     name = call.run(_select, capi.fk_gemm_select_kernel, capi.fk_gemm, params, *args)
     return name if _select else out_obj
 
@@ -341,7 +400,7 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
     else:
         result_dtype = _dlpack.bfloat16  # fp8 inputs: bf16 result, as torch._scaled_mm's usual
     out_obj, outr = call.output("out", out, shape, result_dtype)
-    args = [call.addr(r) for r in (ar, br, sar, sbr, cr, biasr, outr)]
+    args = call.addrs((ar, br, sar, sbr, cr, biasr, outr))
     name = call.run(_select, capi.fk_gemm_scaled_select_kernel, capi.fk_gemm_scaled, params,
                     *args)
     return name if _select else out_obj
@@ -375,8 +434,8 @@ def monarch(ctx, x, w1, w2, out=None, *, bias=None, _select=False):
     n_out = w2r.shape[0] * w2r.shape[1]
     out_obj, outr = call.output("out", out, xr.shape[:-1] + (n_out,), xr.dtype)
     _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks2 * s,)")
-    args = [call.addr(r) for r in (xr.flatten_leading(1), w1r, w2r, biasr,
-                                   outr.flatten_leading(1))]
+    args = call.addrs((xr.flatten_leading(1), w1r, w2r, biasr,
+                                   outr.flatten_leading(1)))
     name = call.run(_select, capi.fk_monarch_select_kernel, capi.fk_monarch,
                     _monarch_params(), *args)
     return name if _select else out_obj
@@ -391,7 +450,7 @@ def blockdiag_linear(ctx, x, w, out=None, *, bias=None, _select=False):
     n_out = wr.shape[0] * wr.shape[1]
     out_obj, outr = call.output("out", out, xr.shape[:-1] + (n_out,), xr.dtype)
     _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks * q,)")
-    args = [call.addr(r) for r in (xr.flatten_leading(1), wr, biasr, outr.flatten_leading(1))]
+    args = call.addrs((xr.flatten_leading(1), wr, biasr, outr.flatten_leading(1)))
     name = call.run(_select, capi.fk_blockdiag_linear_select_kernel, capi.fk_blockdiag_linear,
                     _monarch_params(), *args)
     return name if _select else out_obj
@@ -490,7 +549,7 @@ class FFTConv:
         _expect_rank(ur, (3,), "(batch, channels, seqlen)")
         _expect_rank(kr, (2,), "(channels, filter_len)")
         out_obj, outr = call.output("out", out, ur.shape, self.dtype or ur.dtype)
-        args = [call.addr(r) for r in (ur, kr, dr, prer, postr, outr)]
+        args = call.addrs((ur, kr, dr, prer, postr, outr))
         if call.ctx.closed:
             self._plan(call.ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
         # Plans destroyed (by close() of this object or the context) while the call holds the
