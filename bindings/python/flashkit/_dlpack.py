@@ -127,7 +127,8 @@ class DType:
         return np.dtype(f"{kind}{self.itemsize}")
 
     def __eq__(self, other):
-        return isinstance(other, DType) and (self.code, self.bits) == (other.code, other.bits)
+        return self is other or (isinstance(other, DType) and self.code == other.code and
+                                 self.bits == other.bits)
 
     def __hash__(self):
         return hash((self.code, self.bits))
@@ -413,13 +414,23 @@ def pack_descriptors(refs, keep):
     return out
 
 
+_LIB_OF_TYPE = {}  # type -> library name (looked up on every argument of every call)
+
+
 def library_of(obj):
-    mod = type(obj).__module__.split(".", 1)[0]
-    if mod in ("numpy", "torch", "cupy", "numba"):
-        return mod
-    if mod in ("jax", "jaxlib"):
-        return "jax"
-    return "other"
+    t = type(obj)
+    lib = _LIB_OF_TYPE.get(t)
+    if lib is None:
+        mod = t.__module__.split(".", 1)[0]
+        if mod in ("numpy", "torch", "cupy", "numba"):
+            lib = mod
+        elif mod in ("jax", "jaxlib"):
+            lib = "jax"
+        else:
+            lib = "other"
+        if len(_LIB_OF_TYPE) < 256:
+            _LIB_OF_TYPE[t] = lib
+    return lib
 
 
 def _compact_strides(shape):
@@ -538,12 +549,13 @@ def _from_torch(obj, name):
     dtype = _torch_dtypes(torch).get(obj.dtype)
     if dtype is None:
         return None
-    dev = obj.device
-    if dev.type == "cuda" and not _torch_is_hip(torch):
-        device_type, device_id = kDLCUDA, dev.index
-    elif dev.type == "cpu":
+    if obj.is_cuda:
+        if _torch_is_hip(torch):  # ROCm builds call their devices "cuda"; DLPack's kDLROCM
+            return None
+        device_type, device_id = kDLCUDA, obj.get_device()
+    elif obj.device.type == "cpu":
         device_type, device_id = kDLCPU, 0
-    else:  # ROCm builds call their devices "cuda" too; DLPack names them kDLROCM
+    else:
         return None
     try:
         data, shape, strides = obj.data_ptr(), obj.shape, obj.stride()
@@ -743,10 +755,16 @@ def _empty(primary, shape, dtype, name):
         f"{type(primary.obj).__name__} input; pass {name}= explicitly")
 
 
+_TORCH_DTYPE_OF = None  # DType -> torch dtype, for outputs
+
+
 def _torch_dtype(dtype):
-    import torch
-    table = {float32: torch.float32, float16: torch.float16, bfloat16: torch.bfloat16,
-             int32: torch.int32}
+    global _TORCH_DTYPE_OF
+    table = _TORCH_DTYPE_OF
+    if table is None:
+        import torch
+        table = _TORCH_DTYPE_OF = {float32: torch.float32, float16: torch.float16,
+                                   bfloat16: torch.bfloat16, int32: torch.int32}
     if dtype not in table:
         raise _errors.NotSupportedError(f"dtype {dtype.name}: flashkit computes in float32, "
                                         "float16 or bfloat16 only")

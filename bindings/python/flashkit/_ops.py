@@ -152,7 +152,11 @@ class _Call:
             if not isinstance(ctx, _context().Context):
                 raise _errors.InvalidArgumentError(
                     f"context: {type(ctx).__name__} is not a flashkit.Context", 101)
-        index = next((i for i, (_, o) in enumerate(inputs) if o is not None), 0)
+        index = 0
+        for i, (_, o) in enumerate(inputs):
+            if o is not None:
+                index = i
+                break
         primary_name, primary = inputs[index]
         if isinstance(primary, _dlpack.TensorRef):
             dev = (primary.device_type, primary.device_id, primary.lib)
