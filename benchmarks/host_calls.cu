@@ -47,10 +47,21 @@ double median_us(const std::function<void()>& fn, int n = 400) {
   return t[n / 2];
 }
 
+// A DLTensor with its own shape and strides (the pointers follow the struct when it is copied).
 struct Tensor {
   DLTensor t;
   int64_t shape[4];
   int64_t strides[4];
+  Tensor() = default;
+  Tensor(const Tensor& o) { *this = o; }
+  Tensor& operator=(const Tensor& o) {
+    t = o.t;
+    std::memcpy(shape, o.shape, sizeof(shape));
+    std::memcpy(strides, o.strides, sizeof(strides));
+    t.shape = shape;
+    t.strides = strides;
+    return *this;
+  }
 };
 
 Tensor make(void* data, std::vector<int64_t> shape, DLDataType dt) {

@@ -144,6 +144,7 @@ def test_packed_descriptors_match_ctypes_structs(rng):
     refs = [_dlpack.as_tensor(base, "a"), None,
             _dlpack.as_tensor(base[:, 1:4:2, ::3], "b"),
             _dlpack.as_tensor(base, "c").select(1, 2),
+            _dlpack.as_tensor(base[:, ::-1], "r").select(1, 3),  # negative byte offset
             _dlpack.as_tensor(np.float32(rng.standard_normal()) * np.ones((), np.float32), "d"),
             _dlpack.as_tensor(np.zeros((2, 0, 4), np.float16), "e")]
     keep = []
@@ -161,7 +162,7 @@ def test_packed_descriptors_match_ctypes_structs(rng):
             (theirs.device.device_type, theirs.device.device_id)
         assert (mine.dtype.code, mine.dtype.bits, mine.dtype.lanes) == \
             (theirs.dtype.code, theirs.dtype.bits, theirs.dtype.lanes)
-        assert mine.byte_offset == theirs.byte_offset
+        assert mine.byte_offset == theirs.byte_offset == r.byte_offset % (1 << 64)
         assert [mine.shape[i] for i in range(nd)] == [theirs.shape[i] for i in range(nd)]
         assert [mine.strides[i] for i in range(nd)] == [theirs.strides[i] for i in range(nd)]
         assert bool(mine.shape) and bool(mine.strides)  # never NULL, even at rank 0
@@ -176,5 +177,15 @@ def test_cached_params_keep_calls_apart(rng):
     for alpha, beta in [(1.0, 0.0), (0.5, 1.0), (1.0, 0.0), (-2.0, 0.5), (0.5, 1.0)]:
         d = flashkit.gemm(a, b, c, alpha=alpha, beta=beta)
         ref.assert_close(d, alpha * ref.gemm(a, b) + beta * c.astype(np.float64), "float32")
-    for alpha in (-0.0, 0.0, -0.0):
-        assert np.all(flashkit.gemm(a, b, alpha=alpha) == 0)
+    # 0.0 and -0.0 compare equal but need structs of their own: the sign of the result's zeros
+    # must be what an uncached call with that alpha gives.
+    from flashkit import _ops
+    fresh = {}  # keyed by repr: -0.0 == 0.0 as dict keys
+    for alpha in (-0.0, 0.0):
+        _ops._PARAMS.clear()
+        fresh[repr(alpha)] = np.signbit(flashkit.gemm(a, b, alpha=alpha))
+    _ops._PARAMS.clear()
+    for alpha in (-0.0, 0.0, -0.0, 0.0):
+        d = flashkit.gemm(a, b, alpha=alpha)
+        assert np.all(d == 0)
+        assert np.array_equal(np.signbit(d), fresh[repr(alpha)]), alpha

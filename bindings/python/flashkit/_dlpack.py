@@ -404,8 +404,10 @@ def pack_descriptors(refs, keep):
         n1 = nd or 1
         addr = base + off
         dt = r.dtype
+        # byte_offset is uint64 in DLTensor; a view through a negative stride (select() on a
+        # reversed dimension) has a negative one, which wraps as it would in C.
         head(buf, off, r.data or 0, r.device_type, r.device_id, nd, dt.code, dt.bits, 1,
-             addr + 48, addr + 48 + 8 * n1, r.byte_offset)
+             addr + 48, addr + 48 + 8 * n1, r.byte_offset & 0xFFFFFFFFFFFFFFFF)
         if nd:
             struct.pack_into(f"={2 * nd}q", buf, off + 48, *r.shape, *r.strides)
         keep.append(r.keep)

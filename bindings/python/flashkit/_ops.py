@@ -308,8 +308,8 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
         return params
     # NaN (the default scale) never equals itself as a key: spelled out instead.
     scale_key = "default" if math.isnan(softmax_scale) else softmax_scale
-    params = _cached_params(("attention", scale_key, causal, left, right, softcap,
-                             _zero_sign(softcap)) + tuple(maxima), make)
+    params = _cached_params(("attention", scale_key, _zero_sign(softmax_scale), causal, left,
+                             right, softcap, _zero_sign(softcap)) + tuple(maxima), make)
 
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
     lse_obj, lser = (call.output("lse", None, lse_shape, float32) if return_lse
