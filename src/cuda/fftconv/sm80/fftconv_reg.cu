@@ -22,46 +22,59 @@
 //   fragment order -> (. ) conj F_M2, same reuse -> conjugate twiddles -> conj F_M1 (.) with the
 //   accumulators transposed in registers (movmatrix) into B operands. Output leaves through
 //   shared memory (fp32) for the radix-S step, the D term, the gates and 16-byte stores.
-//   Complex products are 4 real mma each; signs go on operands as sign-bit flips (exact).
+//   Complex products are 4 real mma each; signs go on operands as sign-bit flips (exact); the
+//   first two products of each DFT step start the accumulators (no zeroing). The steps between
+//   the two left DFTs act on rows independently and run one 16-row tile at a time.
 //   Tensor work per row pair: 4 M1 M2 (M1 + M2) * 4 real MACs per sub-FFT; for N = 2048,
 //   2 sub-FFTs x 256 mma = 512 mma per pair (256 per row).
-// - The F matrices are computed once per persistent block; the twiddles W_P^(k1 n2) and the
-//   spectrum are tables in the lanes' fragment order (one 16-byte load per two points). The
-//   radix-S twiddles W_N^(n j) are made in registers (RadixTw: __sincosf once per thread group,
-//   then a recurrence), not read per position: those reads were uncoalesced (lanes G positions
-//   apart) and were the largest share of the L1 traffic.
+// - 32 x 32 tiles read the F_32 fragments from shared memory at each DFT step (one copy in the
+//   A-operand word order, one in the B order, so the B register pairs need no moves) instead of
+//   holding them in 32 registers; __syncwarp() between the steps keeps the compiler from hoisting
+//   a step's table and fragment loads into the step before (the 255-register builds spilled at
+//   fft_size 8192 without it). 16-row tiles keep F in registers under a 12-warp cap.
+//   The twiddles W_P^(k1 n2) and the spectrum are tables in the lanes' fragment order (one
+//   16-byte load per two points). The radix-S twiddles W_N^(n j) are made in registers
+//   (RadixTw: __sincosf once per thread group, then a recurrence).
+// - The radix-S steps are radix-2 decimation-in-frequency FFTs (S log2 S additions). A row is
+//   zero from L on, so with L <= N / 2 (every causal plan with the default fft_size) the input
+//   step reads and adds only its inputs i < S / 2 and the output step computes only outputs
+//   i < S / 2 (a run-time choice between two inlined copies of each phase).
 // - Precision: fp16 operands (11-bit significands), fp32 accumulation and fp32 radix-S steps.
 //   Range is kept by exact power-of-two scaling: each row pair is scaled so its largest
-//   component after the radix-S step is < 1 (a block max-reduction while the loaded rows sit
-//   in registers), each channel's spectrum so its largest component is <= 1/8; with P <= 1024
-//   no fp16 operand can then exceed 2^15. The output is scaled back in fp32.
+//   component after the radix-S step is < 1 (max |u| and max |pregate| as raw 16-bit
+//   magnitudes, one redux.sync per warp, then across the warps), each channel's spectrum so its
+//   largest component is <= 1/8; with P <= 1024 no fp16 operand can then exceed 2^15. The
+//   output is scaled back in fp32.
 // - The filter spectrum (an fp32 radix-2 FFT in shared memory, one block per channel) is cached
 //   in the plan when FK_FFTCONV_FILTER_CONSTANT is set, else computed once per call.
 // - Input/output: the next row pair's u and gates are prefetched into a shared-memory ring
-//   (cp.async, 16-byte chunks, zero-filled past seqlen) while the current pair is transformed;
-//   the D term and the postgate read the ring, y leaves with 16-byte stores. Each block takes a
-//   contiguous range of pairs (channel-major), so its spectrum loads hit L1. Rows that are not
-//   16-byte aligned take plain loads into the ring (no prefetch) and scalar stores.
-// - Measured (H200, 2026-11-30, in-process A/B on the benchmarks/fftconv.py shapes: B 64, H 768,
-//   bf16, causal, fft_size 2L, constant-filter plan; branch fft9): 0.070 ms at L 256 (7.2x
-//   torch.fft), 0.336 ms at L 1K (5.2x, 15% of the HBM floor; 0.411 ms before the register
-//   radix-S twiddles), 0.461 ms at L 4K with B 16 (4.0x; 0.588 before). Still far from the 12x /
-//   60% targets. ncu at L 1K (one-warp tiles): 255 registers, 8 warps per SM (12.5% occupancy),
-//   4.4 cycles per issued instruction per warp, SM throughput 42%, L1/shared 36% (57% before):
-//   latency bound at low occupancy. The DFT core is about 1200 instructions per warp and
-//   sub-FFT (256 mma); the I/O phases about as much again.
-//   Tried and left off (FLASHKIT_FFTCONV_REG_SPLIT=1): two warps per 32 x 32 sub-FFT, 16 rows
-//   each (128 registers, 16 warps per SM, the last inverse DFT from shared memory): 0.364 ms at
-//   L 1K, 0.578 at L 4K, slower at every size (spills, the F reload, both warps reading the whole
-//   tile and the C round trip raise the L1 traffic to 60%; 6.7 cycles per instruction). 168
-//   registers (12 warps) instead of 128: 0.353 ms at L 1K. Capping the one-warp tiles at 168
-//   registers spills and was no faster; it is the default for 16 x 32 (fft_size 512).
-//   Next: fewer instructions per point rather than more warps (the I/O phases: ring reads,
-//   conversions, fp32 radix-S steps and staging), twiddles W_P^(k1 n2) generated rather than
-//   read, and a faster spectrum kernel for the plain plan.
+//   (cp.async, 16-byte chunks, zero-filled past seqlen; an odd batch's missing second row is
+//   zero-filled too, so the kernel reads both rows unconditionally) while the current pair is
+//   transformed; the D term and the postgate read the ring, y leaves with 16-byte stores. Each
+//   block takes a contiguous range of pairs (channel-major), so its spectrum loads hit L1. Rows
+//   that are not 16-byte aligned take plain loads into the ring (no prefetch) and scalar stores.
+// - Measured (H200, 2026-11-30, benchmarks/fftconv.py shapes: B 64, H 768, bf16, causal,
+//   fft_size 2L, D, constant-filter plan; branch fft10): 0.065 ms at L 256 (7.9x torch.fft,
+//   0.070 before), 0.292 ms at L 1K (6.0x, 17% of the HBM floor; 0.336 before), 0.347 ms gated
+//   (5.8x; 0.404), 0.367 ms at L 4K with B 16 (5.0x; 0.461). Still far from the 12x / 60%
+//   targets. ncu at L 1K: 111M instructions (135M before), 255 registers, 8 warps per SM,
+//   4.7 cycles per issued instruction per warp, tensor pipe 28% active; stalls per issued
+//   instruction: wait (fixed-latency dependencies) 1.33, no_instruction 0.47 (the loop body is
+//   large), short scoreboard 0.45, long scoreboard 0.31, dispatch 0.29, math-pipe throttle 0.25.
+//   Leaving stages out (diagnostic builds, L 1K): without the DFT core 0.109 ms, without the
+//   output phase 0.214, without the three table products 0.225, without the input radix step
+//   0.256, all 0.291: the DFT core (256 mma and the table products per sub-FFT) is ~60% of the
+//   time. A 12-warp cap (168 registers) was slower gated (shared memory allows 4 blocks anyway)
+//   and no faster ungated (0.293 ms); F in registers (8 warps) 5% slower; the middle steps on
+//   both row tiles at once 1% faster at L 1K, 10% slower at L 4K.
+//   Tried before (branch fft9) and removed: two warps per 32 x 32 sub-FFT (row halves, 128
+//   registers): slower at every size.
+//   Next: fewer dependent instructions in the DFT core (the table products in fp16x2, the
+//   W_P twiddles folded into fewer passes), a wgmma (sm_90a) core for Hopper, a faster
+//   spectrum kernel for the plain plan (+0.05 ms at L 1K, +0.24 ms at L 4K).
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
-#ifndef FK_FFTCONV_REG_SPLIT_BUILD
-#define FK_FFTCONV_REG_SPLIT_BUILD 0  // the row-half variant (see launch_conv) is not built
+#ifndef FK_FFTCONV_REG_AB_BUILD
+#define FK_FFTCONV_REG_AB_BUILD 0  // measurement builds only (see launch_conv)
 #endif
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -69,6 +82,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <type_traits>
@@ -90,7 +104,6 @@ namespace {
 
 using conv::cmul;
 using conv::cmul_conj;
-using conv::small_dft;
 
 constexpr int kMinLogN = 8;   // 16 x 16
 constexpr int kMaxLogN = 13;  // 8 x (32 x 32)
@@ -108,40 +121,31 @@ struct RegArgs : conv::ConvIO {
   int slots; // 2: the next pair is prefetched while this one is transformed; 1: no prefetch
 };
 
-// HS_: warps per sub-FFT. 1 (the default): one warp holds the whole M1 x M2 tile; 2 (M1 = 32,
-// FLASHKIT_FFTCONV_REG_SPLIT=1, diagnostic): each warp holds 16 rows (half the accumulators,
-// 128 registers), the last inverse DFT (which mixes the rows) reads the tile back from shared
-// memory.
-template <int M1_, int M2_, int S_, int HS_ = 1>
+template <int M1_, int M2_, int S_>
 struct Cfg {
-  static constexpr int M1 = M1_, M2 = M2_, S = S_, HS = HS_;
-  static constexpr int P = M1 * M2, T = 32 * S * HS, NW = T / 32;
+  static constexpr int M1 = M1_, M2 = M2_, S = S_;
+  static constexpr int P = M1 * M2, T = 32 * S, NW = T / 32;
   static constexpr int MT1 = M1 / 16, NT = M2 / 8, MT2 = M2 / 16;
-  static constexpr int MW = MT1 / HS;            // 16-row tiles per warp
   static constexpr int PPT = P / T;             // positions of a sub-FFT per thread
   static constexpr int G = PPT < 8 ? PPT : 8;   // consecutive positions per vector access
   static constexpr int R = PPT / G;             // groups per thread
-  static_assert(HS == 1 || (HS == 2 && MT1 == 2), "row halves need 32-row tiles");
   static constexpr int XS = M2 + 8;             // row stride (halves) of the fp16 X planes
   static constexpr int YS = M2 + 8;             // row stride (floats) of the fp32 staging planes
   static constexpr int PLANE_X = M1 * XS, PLANE_Y = M1 * YS;
   static constexpr size_t kStage = size_t(S) * 2 * PLANE_Y * sizeof(float);
-  // Row halves: the F_32 fragments (32 words per lane, the same in every warp) wait in shared
-  // memory between the pairs, so that the input and output phases do not hold them.
-  static constexpr size_t kFrag = HS == 2 ? 32 * 32 * sizeof(uint32_t) : 0;
+  // 32 x 32 tiles: room for the F_32 fragments (32 words per lane, in the A-operand order and
+  // again in the B-operand order) when they are read from shared memory rather than held in
+  // registers (FM > 0, the default for these tiles).
+  static constexpr size_t kFrag = (M1 == 32 && M2 == 32) ? 2 * 32 * 32 * sizeof(uint32_t) : 0;
   static constexpr size_t kSmem = kStage + kFrag;
   static_assert(G == 2 || G == 4 || G == 8, "group size");
   static_assert(size_t(S) * 2 * PLANE_X * 2 <= kStage, "X planes alias the staging planes");
 };
 
-// ---- small helpers -----------------------------------------------------------------------------
+template <int V>
+using int_c = std::integral_constant<int, V>;
 
-// W_N^e for any e >= 0.
-__device__ __forceinline__ float2 twn(const RegArgs& a, int e) {
-  const int half = static_cast<int>(a.N >> 1);
-  const float2 t = a.tw_n[e & (half - 1)];
-  return (e & half) ? make_float2(-t.x, -t.y) : t;
-}
+// ---- small helpers -----------------------------------------------------------------------------
 
 // The radix-S step's twiddles W_N^(n j), j = 1 .. S - 1, for the G consecutive positions
 // n = n0 + e of a thread's group, without a table read per position (the lanes' n0 are G apart,
@@ -178,6 +182,41 @@ struct RadixTw {
   }
 };
 
+// In-place R-point DFT (INV: conjugated), R in {1, 2, 4, 8}, as radix-2 decimation in frequency
+// (R log2 R complex additions instead of the R^2 of the definition; natural-order output).
+// Inputs x[i], i >= NZ, are taken as zero and not read (the zero-padded upper half of a causal
+// row): their additions are left out, which the compiler cannot do by itself (x + 0 is not x
+// for x = -0).
+template <int R, bool INV, int NZ = R>
+__device__ __forceinline__ void fft_dif(float2 (&x)[R]) {
+  if constexpr (R > 1) {
+    constexpr int H = R / 2;
+    float2 ev[H], od[H];
+#pragma unroll
+    for (int i = 0; i < H; ++i) {
+      const int e = (i * (8 / R)) & 7;  // W_R^i = W_8^(i 8 / R)
+      const int ee = INV ? (8 - e) & 7 : e;
+      if (i + H < NZ) {
+        ev[i] = make_float2(x[i].x + x[i + H].x, x[i].y + x[i + H].y);
+        od[i] = conv::mul_w8(make_float2(x[i].x - x[i + H].x, x[i].y - x[i + H].y), ee);
+      } else if (i < NZ) {
+        ev[i] = x[i];
+        od[i] = conv::mul_w8(x[i], ee);
+      } else {
+        ev[i] = od[i] = make_float2(0.0f, 0.0f);  // not read (NZ2 <= i below)
+      }
+    }
+    constexpr int NZ2 = NZ < H ? NZ : H;
+    fft_dif<H, INV, NZ2>(ev);
+    fft_dif<H, INV, NZ2>(od);
+#pragma unroll
+    for (int q = 0; q < H; ++q) {
+      x[2 * q] = ev[q];
+      x[2 * q + 1] = od[q];
+    }
+  }
+}
+
 __device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
   __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&h);
@@ -191,28 +230,28 @@ __device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], u
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// c = a b (no accumulator input: replaces zeroing the accumulators before a DFT step).
+__device__ __forceinline__ void mma_f16_z(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                          uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%10,%10,%10};\n"
+      : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
+}
+// First accumulation into c (kFirst: c = a b) or a later one (c += a b).
+template <bool kFirst>
+__device__ __forceinline__ void mma_acc(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1) {
+  if constexpr (kFirst) {
+    mma_f16_z(c, a, b0, b1);
+  } else {
+    mma_f16(c, a, b0, b1);
+  }
+}
 __device__ __forceinline__ uint32_t movt(uint32_t x) {
   uint32_t y;
   asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
   return y;
-}
-
-// bar.sync on barrier 1 + j (j < S, warp-uniform) for the 64 threads of sub-FFT j's two warps.
-// Immediate ids, so that a block reserves S + 1 barriers rather than all 16 (the barriers per
-// multiprocessor limit the resident blocks).
-template <int ID>
-__device__ __forceinline__ void bar_sync_64() {
-  asm volatile("bar.sync %0, 64;\n" ::"n"(ID) : "memory");
-}
-template <int S, int Q = 0>
-__device__ __forceinline__ void pair_barrier(int j) {
-  if constexpr (Q < S) {
-    if (j == Q) {
-      bar_sync_64<1 + Q>();
-    } else {
-      pair_barrier<S, Q + 1>(j);
-    }
-  }
 }
 
 // A-operand fragments of the M x M DFT matrix W_M^(r c): tile (mt, kt), register i holds row
@@ -242,6 +281,53 @@ __device__ __forceinline__ void make_frag(Frag<M>& f) {
         f.im[mt][kt][i] = pack_h2(s[0], s[1]);
       }
 }
+
+// Where a warp reads the F fragments from: registers (FM = 0: 8 M^2 / 256 words per lane held
+// for the kernel's life) or shared memory (M = 32: lane-major 16-byte words loaded per DFT step,
+// so that the input and output phases and a register cap do not pay for them; FM = 2 also keeps
+// a copy in the B-operand word order).
+template <int M, int FM>
+struct FragSrc {
+  Frag<M> f;
+  const uint4* sm;
+  // Tile (mt, kt) of the real (im = 0) or imaginary part, as 4 words.
+  __device__ __forceinline__ void get(int im, int mt, int kt, int lane, uint32_t (&r)[4]) const {
+    if constexpr (FM > 0) {
+      const uint4 q = sm[((im * (M / 16) + mt) * (M / 16) + kt) * 32 + lane];
+      r[0] = q.x;
+      r[1] = q.y;
+      r[2] = q.z;
+      r[3] = q.w;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) r[i] = im ? f.im[mt][kt][i] : f.re[mt][kt][i];
+    }
+  }
+  // The same tile in B-operand order: words (0, 2, 1, 3), so that the pair of B registers of
+  // n tile 2 m + q is r[2 q], r[2 q + 1] (adjacent: no moves before the mma). FM = 2: a second
+  // copy stored in that order.
+  __device__ __forceinline__ void get_b(int im, int mt, int kt, int lane, uint32_t (&r)[4]) const {
+    if constexpr (FM == 2) {
+      const uint4 q = sm[(8 + (im * (M / 16) + mt) * (M / 16) + kt) * 32 + lane];
+      r[0] = q.x;
+      r[1] = q.y;
+      r[2] = q.z;
+      r[3] = q.w;
+    } else if constexpr (FM == 1) {
+      const uint4 q = sm[((im * (M / 16) + mt) * (M / 16) + kt) * 32 + lane];
+      r[0] = q.x;
+      r[1] = q.z;
+      r[2] = q.y;
+      r[3] = q.w;
+    } else {
+      const uint32_t(&x)[4] = im ? f.im[mt][kt] : f.re[mt][kt];
+      r[0] = x[0];
+      r[1] = x[2];
+      r[2] = x[1];
+      r[3] = x[3];
+    }
+  }
+};
 
 // ---- global loads and stores of G consecutive 16-bit elements --------------------------------
 
@@ -273,27 +359,17 @@ __device__ __forceinline__ uint32_t pack_out(float lo, float hi, bool bf16) {
   return *reinterpret_cast<uint32_t*>(&h);
 }
 
-// ---- steps on a warp's accumulator tile (MW x NT mma tiles of 16 x 8, complex as re/im) ----
-
-template <class C>
-__device__ __forceinline__ void zero_acc(float (&ar)[C::MW][C::NT][4], float (&ai)[C::MW][C::NT][4]) {
-#pragma unroll
-  for (int mt = 0; mt < C::MW; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < C::NT; ++nt)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
-}
+// ---- steps on a warp's accumulator tile (MT1 x NT mma tiles of 16 x 8, complex as re/im) ----
 
 // Entry-wise product with a table stored in lane order (one float4 = the two complex values of
 // accumulator pair h of tile (mt, nt) for this lane): twiddles or the filter spectrum;
 // kConj multiplies by the conjugate (the inverse transform's twiddles).
-template <class C, bool kConj>
-__device__ __forceinline__ void mul_lane_table(float (&ar)[C::MW][C::NT][4],
-                                               float (&ai)[C::MW][C::NT][4], const float4* table,
+template <class C, bool kConj, int MTO>
+__device__ __forceinline__ void mul_lane_table(float (&ar)[C::MT1][C::NT][4],
+                                               float (&ai)[C::MT1][C::NT][4], const float4* table,
                                                int lane) {
 #pragma unroll
-  for (int mt = 0; mt < C::MW; ++mt)
+  for (int mt = (MTO < 0 ? 0 : MTO); mt < (MTO < 0 ? C::MT1 : MTO + 1); ++mt)
 #pragma unroll
     for (int nt = 0; nt < C::NT; ++nt)
 #pragma unroll
@@ -314,15 +390,17 @@ __device__ __forceinline__ void mul_lane_table(float (&ar)[C::MW][C::NT][4],
 // operands (fp16; FlashAttention's P-in-registers step). Complex product as four real mma:
 //   forward  Cr = Xr Fr - Xi Fi, Ci = Xr Fi + Xi Fr
 //   inverse  Cr = Xr Fr + Xi Fi, Ci = Xi Fr - Xr Fi
-// issued term-major so that 2 MT1 NT independent mma separate two that share an accumulator.
-template <class C, bool kConj>
-__device__ __forceinline__ void right_dft(float (&ar)[C::MW][C::NT][4], float (&ai)[C::MW][C::NT][4],
-                                          const Frag<C::M2>& fb) {
-  uint32_t pr[C::MW][C::MT2][4], pi[C::MW][C::MT2][4];
+// issued term-major so that 2 MT1 NT independent mma separate two that share an accumulator;
+// the first two terms of the first k tile start the accumulators (no zeroing).
+template <class C, bool kConj, int FM, int MTO>
+__device__ __forceinline__ void right_dft(float (&ar)[C::MT1][C::NT][4], float (&ai)[C::MT1][C::NT][4],
+                                          const FragSrc<C::M2, FM>& fb, int lane) {
+  constexpr int MT1 = C::MT1, MT2 = C::MT2, NT = C::NT;
+  uint32_t pr[MT1][MT2][4], pi[MT1][MT2][4];
 #pragma unroll
-  for (int mt = 0; mt < C::MW; ++mt)
+  for (int mt = (MTO < 0 ? 0 : MTO); mt < (MTO < 0 ? MT1 : MTO + 1); ++mt)
 #pragma unroll
-    for (int kt = 0; kt < C::MT2; ++kt) {
+    for (int kt = 0; kt < MT2; ++kt) {
       pr[mt][kt][0] = pack_h2(ar[mt][2 * kt][0], ar[mt][2 * kt][1]);
       pr[mt][kt][1] = pack_h2(ar[mt][2 * kt][2], ar[mt][2 * kt][3]);
       pr[mt][kt][2] = pack_h2(ar[mt][2 * kt + 1][0], ar[mt][2 * kt + 1][1]);
@@ -332,32 +410,45 @@ __device__ __forceinline__ void right_dft(float (&ar)[C::MW][C::NT][4], float (&
       pi[mt][kt][2] = pack_h2(ai[mt][2 * kt + 1][0], ai[mt][2 * kt + 1][1]);
       pi[mt][kt][3] = pack_h2(ai[mt][2 * kt + 1][2], ai[mt][2 * kt + 1][3]);
     }
-  zero_acc<C>(ar, ai);
 #pragma unroll
-  for (int kt = 0; kt < C::MT2; ++kt)
+  for (int kt = 0; kt < MT2; ++kt) {
+    // B fragments of tile (kt, nt): F_M2 is symmetric, so tile (nt / 2, kt) of the A layout.
+    uint32_t fre[MT2][4], fim[MT2][4];
+#pragma unroll
+    for (int m = 0; m < MT2; ++m) {
+      fb.get_b(0, m, kt, lane, fre[m]);
+      fb.get_b(1, m, kt, lane, fim[m]);
+    }
 #pragma unroll
     for (int term = 0; term < 4; ++term)
 #pragma unroll
-      for (int mt = 0; mt < C::MW; ++mt) {
+      for (int mt = (MTO < 0 ? 0 : MTO); mt < (MTO < 0 ? MT1 : MTO + 1); ++mt) {
         // The operand that enters with a minus sign: Xi (forward) or Xr (inverse).
         const uint32_t(&src)[4] = kConj ? pr[mt][kt] : pi[mt][kt];
         const uint32_t neg[4] = {src[0] ^ kNeg2, src[1] ^ kNeg2, src[2] ^ kNeg2, src[3] ^ kNeg2};
 #pragma unroll
-        for (int nt = 0; nt < C::NT; ++nt) {
-          const uint32_t fr0 = fb.re[nt >> 1][kt][nt & 1], fr1 = fb.re[nt >> 1][kt][2 + (nt & 1)];
-          const uint32_t fi0 = fb.im[nt >> 1][kt][nt & 1], fi1 = fb.im[nt >> 1][kt][2 + (nt & 1)];
-          if (term == 0) mma_f16(ar[mt][nt], pr[mt][kt], fr0, fr1);
+        for (int nt = 0; nt < NT; ++nt) {
+          const uint32_t fr0 = fre[nt >> 1][2 * (nt & 1)], fr1 = fre[nt >> 1][2 * (nt & 1) + 1];
+          const uint32_t fi0 = fim[nt >> 1][2 * (nt & 1)], fi1 = fim[nt >> 1][2 * (nt & 1) + 1];
+          if (kt == 0) {
+            if (term == 0) mma_acc<true>(ar[mt][nt], pr[mt][kt], fr0, fr1);
+            if (!kConj && term == 1) mma_acc<true>(ai[mt][nt], pr[mt][kt], fi0, fi1);
+            if (kConj && term == 1) mma_acc<true>(ai[mt][nt], pi[mt][kt], fr0, fr1);
+          } else {
+            if (term == 0) mma_f16(ar[mt][nt], pr[mt][kt], fr0, fr1);
+            if (!kConj && term == 1) mma_f16(ai[mt][nt], pr[mt][kt], fi0, fi1);
+            if (kConj && term == 1) mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
+          }
           if (!kConj) {
-            if (term == 1) mma_f16(ai[mt][nt], pr[mt][kt], fi0, fi1);
             if (term == 2) mma_f16(ar[mt][nt], neg, fi0, fi1);
             if (term == 3) mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
           } else {
-            if (term == 1) mma_f16(ai[mt][nt], pi[mt][kt], fr0, fr1);
             if (term == 2) mma_f16(ar[mt][nt], pi[mt][kt], fi0, fi1);
             if (term == 3) mma_f16(ai[mt][nt], neg, fi0, fi1);
           }
         }
       }
+  }
 }
 
 template <int G>
@@ -387,52 +478,55 @@ __device__ __forceinline__ void store_g(uint16_t* row, int64_t t0, int64_t L, bo
 // cuda/attention/sm80/primitives.cuh.
 
 // Copies the rows of pair `pair` (u, then pregate and postgate when present; two rows each) into
-// ring slot `slot`: positions >= seqlen (up to lp) are zero. vec: cp.async (the caller commits);
-// otherwise plain loads.
+// ring slot `slot`: positions >= seqlen (up to lp) are zero, and so is the second row of each
+// array when the pair has none (an odd batch's last pair), so that the kernel reads both rows
+// unconditionally. vec: cp.async (the caller commits); otherwise plain loads.
 template <int T>
 __device__ __forceinline__ void fill_ring(const RegArgs& a, uint16_t* ring, int slot, int64_t c,
                                           int64_t b0) {
   const bool has1 = b0 + 1 < a.batch;
   const int chunks = a.lp / 8;
   for (int arr = 0; arr < a.narr; ++arr)
-    for (int row = 0; row < (has1 ? 2 : 1); ++row) {
+    for (int row = 0; row < 2; ++row) {
+      const bool present = row == 0 || has1;
+      const int64_t b = present ? b0 + row : b0;
       const void* base;
       int64_t off;
       if (arr == 0) {
         base = a.u;
-        off = (b0 + row) * a.u_bs + c * a.u_cs;
+        off = b * a.u_bs + c * a.u_cs;
       } else if (arr == 1 && a.pre != nullptr) {
         base = a.pre;
-        off = (b0 + row) * a.pre_bs + c * a.pre_cs;
+        off = b * a.pre_bs + c * a.pre_cs;
       } else {
         base = a.post;
-        off = (b0 + row) * a.post_bs + c * a.post_cs;
+        off = b * a.post_bs + c * a.post_cs;
       }
       const uint16_t* src = static_cast<const uint16_t*>(base) + off;
       uint16_t* dst = ring + ((slot * a.narr + arr) * 2 + row) * a.lp;
       for (int ch = threadIdx.x; ch < chunks; ch += T) {
         const int t = 8 * ch;
-        const int64_t left = a.L - t;
+        const int64_t left = present ? a.L - t : 0;
         if (a.vec) {
-          cp_async_16(smem_u32(dst + t), src + t, left >= 8 ? 16 : static_cast<int>(2 * left));
+          cp_async_16(smem_u32(dst + t), src + t,
+                      left >= 8 ? 16 : (left > 0 ? static_cast<int>(2 * left) : 0));
         } else {
 #pragma unroll
-          for (int e = 0; e < 8; ++e) dst[t + e] = (t + e < a.L) ? src[t + e] : uint16_t(0);
+          for (int e = 0; e < 8; ++e) dst[t + e] = (e < left) ? src[t + e] : uint16_t(0);
         }
       }
     }
 }
 
-// v[e] = row[t0 + e] from the ring (zeros when the row is absent or t0 >= L).
+// w = the G / 2 words of row[t0 .. t0 + G) in the ring (zeros when !in).
 template <int G>
-__device__ __forceinline__ void load_s(const uint16_t* row, int t0, int64_t L, bool bf16,
-                                       float (&v)[G]) {
-  if (row == nullptr || t0 >= L) {
+__device__ __forceinline__ void ld_words(const uint16_t* row, int t0, bool in,
+                                         uint32_t (&w)[G / 2]) {
+  if (!in) {
 #pragma unroll
-    for (int e = 0; e < G; ++e) v[e] = 0.0f;
+    for (int e = 0; e < G / 2; ++e) w[e] = 0u;
     return;
   }
-  uint32_t w[G / 2];
   if constexpr (G == 8) {
     const uint4 q = *reinterpret_cast<const uint4*>(row + t0);
     w[0] = q.x;
@@ -446,25 +540,13 @@ __device__ __forceinline__ void load_s(const uint16_t* row, int t0, int64_t L, b
   } else {
     w[0] = *reinterpret_cast<const uint32_t*>(row + t0);
   }
-#pragma unroll
-  for (int e = 0; e < G / 2; ++e) cvt_word(w[e], bf16, v[2 * e], v[2 * e + 1]);
 }
-
-// m = per-half max of |row[t0 .. t0 + G)| as raw 16-bit magnitudes (bf16 and fp16 magnitudes
-// order like unsigned integers).
-template <int G>
-__device__ __forceinline__ void absmax_s(const uint16_t* row, int t0, int64_t L, uint32_t& m) {
-  if (row == nullptr || t0 >= L) return;
-  if constexpr (G == 8) {
-    const uint4 q = *reinterpret_cast<const uint4*>(row + t0);
-    m = __vmaxu2(m, __vmaxu2(q.x & 0x7fff7fffu, q.y & 0x7fff7fffu));
-    m = __vmaxu2(m, __vmaxu2(q.z & 0x7fff7fffu, q.w & 0x7fff7fffu));
-  } else if constexpr (G == 4) {
-    const uint2 q = *reinterpret_cast<const uint2*>(row + t0);
-    m = __vmaxu2(m, __vmaxu2(q.x & 0x7fff7fffu, q.y & 0x7fff7fffu));
-  } else {
-    m = __vmaxu2(m, *reinterpret_cast<const uint32_t*>(row + t0) & 0x7fff7fffu);
-  }
+// m = per-half max of the raw 16-bit magnitudes of w (bf16 and fp16 magnitudes order like
+// unsigned integers).
+template <int GW>
+__device__ __forceinline__ void absmax_w(const uint32_t (&w)[GW], uint32_t& m) {
+#pragma unroll
+  for (int e = 0; e < GW; ++e) m = __vmaxu2(m, w[e] & 0x7fff7fffu);
 }
 // Exponent e with x < 2^e (x >= 0 finite); 0 for x = 0; -1000 flags inf/NaN.
 __device__ __forceinline__ int exp_above(float x) {
@@ -475,55 +557,80 @@ __device__ __forceinline__ int exp_above(float x) {
   return ex;
 }
 
+// W_N^e for any e >= 0.
+__device__ __forceinline__ float2 twn(const RegArgs& a, int e) {
+  const int half = static_cast<int>(a.N >> 1);
+  const float2 t = a.tw_n[e & (half - 1)];
+  return (e & half) ? make_float2(-t.x, -t.y) : t;
+}
+
 // ---- the kernel --------------------------------------------------------------------------------
 
 // W > 0: registers capped so that W warps fit on a multiprocessor (W * 32 / T blocks).
-template <class C, int W, bool BF16>
+// FM > 0: the F_32 fragments are read from shared memory per DFT step (32 x 32 tiles only).
+// SW: __syncwarp() between the steps of the DFT core, so that the compiler does not hoist a
+// step's loads (tables, F fragments) into the step before: fewer live registers, no spills.
+// SPLIT: the steps between the two left DFTs one 16-row tile at a time.
+// DIAG (measurement builds only, wrong results): bit 0 leaves out the table products, bit 1
+// the input radix step, bit 2 the output phase, bit 3 the DFT core.
+template <class C, int W, bool BF16, int FM, bool SW, bool SPLIT = true, int DIAG = 0>
 __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kernel(const RegArgs a) {
   constexpr int M1 = C::M1, M2 = C::M2, S = C::S, P = C::P, T = C::T;
-  constexpr int MT1 = C::MT1, MW = C::MW, HS = C::HS, NT = C::NT, G = C::G, R = C::R;
+  constexpr int MT1 = C::MT1, NT = C::NT, G = C::G, R = C::R, GW = G / 2;
   constexpr int NW = C::NW;
+  constexpr bool FS = FM > 0;
+  static_assert(!FS || (M1 == 32 && M2 == 32), "shared-memory fragments: 32 x 32 tiles");
   extern __shared__ float4 smem4[];
   float* stage = reinterpret_cast<float*>(smem4);
   __half* xbuf = reinterpret_cast<__half*>(smem4);
   uint16_t* ring = reinterpret_cast<uint16_t*>(smem4 + C::kSmem / sizeof(float4));
-  __shared__ float red[2 * NW];
+  __shared__ uint32_t red[2 * NW];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   constexpr bool bf16 = BF16;
   const bool vec = a.vec != 0;
+  const bool gated_in = a.pre != nullptr;
 
-  Frag<M1> fa;
-  Frag<M2> fb;
-  uint4* fsm = reinterpret_cast<uint4*>(smem4 + C::kStage / sizeof(float4));
-  if constexpr (HS == 2) {
-    // Warp 0 parks F_32 in shared memory (lane-major, 16-byte words); every warp reloads it for
-    // the DFT core of each pair (first read after the pair loop's __syncthreads).
+  FragSrc<M1, FM> fa;
+  FragSrc<M2, FM> fb;
+  if constexpr (FS) {
+    // Warp 0 writes F_32 (lane-major 16-byte words, A then B order); read after the pair loop's
+    // first barrier.
+    uint4* fsm = reinterpret_cast<uint4*>(smem4 + C::kStage / sizeof(float4));
     if (warp == 0) {
-      Frag<M1> f;
-      make_frag<M1>(f);
+      Frag<32> f;
+      make_frag<32>(f);
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        fsm[q * 32 + lane] = make_uint4(f.re[q >> 1][q & 1][0], f.re[q >> 1][q & 1][1],
-                                        f.re[q >> 1][q & 1][2], f.re[q >> 1][q & 1][3]);
-        fsm[(4 + q) * 32 + lane] = make_uint4(f.im[q >> 1][q & 1][0], f.im[q >> 1][q & 1][1],
-                                              f.im[q >> 1][q & 1][2], f.im[q >> 1][q & 1][3]);
+        const uint32_t(&r)[4] = f.re[q >> 1][q & 1];
+        const uint32_t(&i)[4] = f.im[q >> 1][q & 1];
+        fsm[q * 32 + lane] = make_uint4(r[0], r[1], r[2], r[3]);
+        fsm[(4 + q) * 32 + lane] = make_uint4(i[0], i[1], i[2], i[3]);
+        if (FM == 2) {
+          fsm[(8 + q) * 32 + lane] = make_uint4(r[0], r[2], r[1], r[3]);
+          fsm[(12 + q) * 32 + lane] = make_uint4(i[0], i[2], i[1], i[3]);
+        }
       }
     }
+    fa.sm = fsm;
+    fb.sm = fsm;
   } else {
-    make_frag<M1>(fa);
+    make_frag<M1>(fa.f);
     if constexpr (M1 == M2) {
-      fb = fa;
+      fb.f = fa.f;
     } else {
-      make_frag<M2>(fb);
+      make_frag<M2>(fb.f);
     }
   }
 
   const int64_t pairs = a.pairs_per_channel * a.channels;
   const int64_t first = blockIdx.x * a.pairs_per_block;
   const int64_t last = first + a.pairs_per_block < pairs ? first + a.pairs_per_block : pairs;
-  const int ipre = 1, ipost = a.pre != nullptr ? 2 : 1;
+  const int lp = a.lp;
+  // The row is zero from L on: with L <= N / 2 (a causal plan's fft_size >= 2 L) the radix-S
+  // step's inputs i >= S / 2 are zero and its outputs i >= S / 2 are not stored.
+  const bool half = S > 1 && 2 * a.L <= int64_t(S) * P;
   int64_t c = first / a.pairs_per_channel;
   int64_t b0 = 2 * (first - c * a.pairs_per_channel);
   if (vec && a.slots == 2 && first < last) {
@@ -554,150 +661,156 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
       fill_ring<T>(a, ring, slot ^ 1, cn, bn);
       cp_async_commit();
     }
-    const uint16_t* rs = ring + int64_t(slot) * a.narr * 2 * a.lp;
-    const uint16_t* u0 = rs;
-    const uint16_t* u1 = has1 ? rs + a.lp : nullptr;
-    const uint16_t* p0 = a.pre != nullptr ? rs + ipre * 2 * a.lp : nullptr;
-    const uint16_t* p1 = (p0 != nullptr && has1) ? p0 + a.lp : nullptr;
+    // Ring rows of this pair (the second rows are zeros when the pair has none).
+    const uint16_t* u0 = ring + int64_t(slot) * a.narr * 2 * lp;
+    const uint16_t* u1 = u0 + lp;
+    const uint16_t* p0 = u0 + 2 * lp;  // pregate rows (read only when gated_in)
+    const uint16_t* p1 = p0 + lp;
 
-    // ---- scale: s_in = 2^-E with |v| s_in < 1, from max |u| * max |pregate| of the pair ----
-    uint32_t mu = 0, mp = 0;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int n0 = G * (tid + T * r);
-#pragma unroll
-      for (int i = 0; i < S; ++i) {
-        const int t0 = n0 + i * P;
-        absmax_s<G>(u0, t0, a.L, mu);
-        absmax_s<G>(u1, t0, a.L, mu);
-        if (p0 != nullptr) {
-          absmax_s<G>(p0, t0, a.L, mp);
-          absmax_s<G>(p1, t0, a.L, mp);
-        }
-      }
-    }
-    float mxu, mxp;
-    {
-      float lo, hi;
-      cvt_word(mu, bf16, lo, hi);
-      mxu = fmaxf(lo, hi);
-      cvt_word(mp, bf16, lo, hi);
-      mxp = fmaxf(lo, hi);
-    }
-    mxu = warp_max(mxu);
-    mxp = warp_max(mxp);
-    if (lane == 0) {
-      red[warp] = mxu;
-      red[NW + warp] = mxp;
-    }
-    __syncthreads();
-    mxu = red[0];
-    mxp = red[NW];
-#pragma unroll
-    for (int w = 1; w < NW; ++w) {
-      mxu = fmaxf(mxu, red[w]);
-      mxp = fmaxf(mxp, red[NW + w]);
-    }
+    // ---- input: the scale s_in = 2^-E with |v| s_in < 1 from max |u| * max |pregate|, the
+    // radix-S DIF step (SI nonzero inputs), fp16 into the X planes ----
     float s_in = 1.0f;
-    {
-      const int eu = exp_above(mxu), ep = p0 != nullptr ? exp_above(mxp) : 0;
-      if (eu > -1000 && ep > -1000) s_in = ldexpf(1.0f, -(eu + ep));
-    }
-
-    // ---- radix-S DIF step, scaled, fp16 into the X planes ----
+    auto input_phase = [&](auto si_tag) {
+      constexpr int SI = decltype(si_tag)::value;
+      // Pass 1: max |u|, max |pregate| (raw 16-bit magnitudes); pass 2 below re-reads the
+      // ring (keeping the words in registers across the barrier costs 32-64 registers).
+      uint32_t mu = 0, mp = 0;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int n0 = G * (tid + T * r), n1 = n0 / M2, n2 = n0 % M2;
-      float v0[S][G], v1[S][G];
+      for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int i = 0; i < S; ++i) {
-        const int t0 = n0 + i * P;
-        load_s<G>(u0, t0, a.L, bf16, v0[i]);
-        load_s<G>(u1, t0, a.L, bf16, v1[i]);
-        if (p0 != nullptr) {
-          float q0[G], q1[G];
-          load_s<G>(p0, t0, a.L, bf16, q0);
-          load_s<G>(p1, t0, a.L, bf16, q1);
+        for (int i = 0; i < SI; ++i) {
+          const int t0 = G * (tid + T * r) + i * P;
+          const bool in = t0 < lp;  // the ring holds zeros from L up to lp
+          uint32_t w0[GW], w1[GW];
+          ld_words<G>(u0, t0, in, w0);
+          ld_words<G>(u1, t0, in, w1);
+          absmax_w<GW>(w0, mu);
+          absmax_w<GW>(w1, mu);
+          if (gated_in) {
+            ld_words<G>(p0, t0, in, w0);
+            ld_words<G>(p1, t0, in, w1);
+            absmax_w<GW>(w0, mp);
+            absmax_w<GW>(w1, mp);
+          }
+        }
+      // Largest raw magnitude over the block: one redux per warp, then across the warps.
+      mu = __reduce_max_sync(0xffffffffu, max(mu & 0xffffu, mu >> 16));
+      mp = __reduce_max_sync(0xffffffffu, max(mp & 0xffffu, mp >> 16));
+      if (lane == 0) {
+        red[warp] = mu;
+        red[NW + warp] = mp;
+      }
+      __syncthreads();
+      mu = red[0];
+      mp = red[NW];
 #pragma unroll
-          for (int e = 0; e < G; ++e) {
-            v0[i][e] *= q0[e];
-            v1[i][e] *= q1[e];
+      for (int w = 1; w < NW; ++w) {
+        mu = max(mu, red[w]);
+        mp = max(mp, red[NW + w]);
+      }
+      float mxu, mxp, unused;
+      cvt_word(mu, bf16, mxu, unused);
+      cvt_word(mp, bf16, mxp, unused);
+      {
+        const int eu = exp_above(mxu), ep = gated_in ? exp_above(mxp) : 0;
+        if (eu > -1000 && ep > -1000) s_in = ldexpf(1.0f, -(eu + ep));
+      }
+#pragma unroll
+      for (int r = 0; r < ((DIAG & 2) ? 0 : R); ++r) {
+        const int n0 = G * (tid + T * r), n1 = n0 / M2, n2 = n0 % M2;
+        uint32_t wu[SI][2][GW], wp[SI][2][GW];
+#pragma unroll
+        for (int i = 0; i < SI; ++i) {
+          const int t0 = n0 + i * P;
+          const bool in = t0 < lp;
+          ld_words<G>(u0, t0, in, wu[i][0]);
+          ld_words<G>(u1, t0, in, wu[i][1]);
+          if (gated_in) {
+            ld_words<G>(p0, t0, in, wp[i][0]);
+            ld_words<G>(p1, t0, in, wp[i][1]);
+          }
+        }
+        float2 xs[S][G];
+        RadixTw<S, S * P> tw(a, n0);
+#pragma unroll
+        for (int e2 = 0; e2 < GW; ++e2) {
+          float2 z[2][S];
+#pragma unroll
+          for (int i = 0; i < SI; ++i) {
+            float a0, b0v, a1, b1v;  // rows 0 and 1 at positions 2 e2, 2 e2 + 1
+            cvt_word(wu[i][0][e2], bf16, a0, b0v);
+            cvt_word(wu[i][1][e2], bf16, a1, b1v);
+            if (gated_in) {
+              float c0, d0, c1, d1;
+              cvt_word(wp[i][0][e2], bf16, c0, d0);
+              cvt_word(wp[i][1][e2], bf16, c1, d1);
+              a0 *= c0;
+              b0v *= d0;
+              a1 *= c1;
+              b1v *= d1;
+            }
+            z[0][i] = make_float2(a0 * s_in, a1 * s_in);
+            z[1][i] = make_float2(b0v * s_in, b1v * s_in);
+          }
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            fft_dif<S, false, SI>(z[h]);
+            tw.template apply<false>(z[h]);
+            if (2 * e2 + h + 1 < G) tw.next();
+#pragma unroll
+            for (int j = 0; j < S; ++j) xs[j][2 * e2 + h] = z[h][j];
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+          uint32_t hr[GW], hi[GW];
+#pragma unroll
+          for (int e = 0; e < GW; ++e) {
+            hr[e] = pack_h2(xs[j][2 * e].x, xs[j][2 * e + 1].x);
+            hi[e] = pack_h2(xs[j][2 * e].y, xs[j][2 * e + 1].y);
+          }
+          __half* pr = xbuf + (j * 2 + 0) * C::PLANE_X + n1 * C::XS + n2;
+          __half* pi = xbuf + (j * 2 + 1) * C::PLANE_X + n1 * C::XS + n2;
+          if constexpr (G == 8) {
+            *reinterpret_cast<uint4*>(pr) = make_uint4(hr[0], hr[1], hr[2], hr[3]);
+            *reinterpret_cast<uint4*>(pi) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+          } else if constexpr (G == 4) {
+            *reinterpret_cast<uint2*>(pr) = make_uint2(hr[0], hr[1]);
+            *reinterpret_cast<uint2*>(pi) = make_uint2(hi[0], hi[1]);
+          } else {
+            *reinterpret_cast<uint32_t*>(pr) = hr[0];
+            *reinterpret_cast<uint32_t*>(pi) = hi[0];
           }
         }
       }
-      float2 xs[S][G];
-      RadixTw<S, S * P> tw(a, n0);
-#pragma unroll
-      for (int e = 0; e < G; ++e) {
-        float2 z[S];
-#pragma unroll
-        for (int i = 0; i < S; ++i) z[i] = make_float2(v0[i][e] * s_in, v1[i][e] * s_in);
-        small_dft<S, false>(z);
-        tw.template apply<false>(z);
-        if (e + 1 < G) tw.next();
-#pragma unroll
-        for (int j = 0; j < S; ++j) xs[j][e] = z[j];
-      }
-#pragma unroll
-      for (int j = 0; j < S; ++j) {
-        uint32_t hr[G / 2], hi[G / 2];
-#pragma unroll
-        for (int e = 0; e < G / 2; ++e) {
-          hr[e] = pack_h2(xs[j][2 * e].x, xs[j][2 * e + 1].x);
-          hi[e] = pack_h2(xs[j][2 * e].y, xs[j][2 * e + 1].y);
-        }
-        __half* pr = xbuf + (j * 2 + 0) * C::PLANE_X + n1 * C::XS + n2;
-        __half* pi = xbuf + (j * 2 + 1) * C::PLANE_X + n1 * C::XS + n2;
-        if constexpr (G == 8) {
-          *reinterpret_cast<uint4*>(pr) = make_uint4(hr[0], hr[1], hr[2], hr[3]);
-          *reinterpret_cast<uint4*>(pi) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-        } else if constexpr (G == 4) {
-          *reinterpret_cast<uint2*>(pr) = make_uint2(hr[0], hr[1]);
-          *reinterpret_cast<uint2*>(pi) = make_uint2(hi[0], hi[1]);
-        } else {
-          *reinterpret_cast<uint32_t*>(pr) = hr[0];
-          *reinterpret_cast<uint32_t*>(pi) = hi[0];
-        }
+    };
+    if constexpr (S == 1) {
+      input_phase(int_c<1>{});
+    } else {
+      if (half) {
+        input_phase(int_c<S / 2>{});
+      } else {
+        input_phase(int_c<S>{});
       }
     }
     __syncthreads();
 
-    // ---- the warp's sub-FFT j (rows 16 MW hh .. of it), forward, pointwise, inverse ----
-    const int j = warp / HS, hh = HS == 1 ? 0 : warp % HS;
-    // A-operand fragment (tile row mw of this warp, tile column kt) of F_M1: with two row halves
-    // the warp's rows are tile hh (selected, not indexed, to keep fa in registers).
-    auto fa_re = [&](int mw, int kt, int i) -> uint32_t {
-      if constexpr (HS == 1) return fa.re[mw][kt][i];
-      else return hh ? fa.re[1][kt][i] : fa.re[0][kt][i];
-    };
-    auto fa_im = [&](int mw, int kt, int i) -> uint32_t {
-      if constexpr (HS == 1) return fa.im[mw][kt][i];
-      else return hh ? fa.im[1][kt][i] : fa.im[0][kt][i];
-    };
-    if constexpr (HS == 2) {
+    // ---- the warp's sub-FFT j: forward, pointwise, inverse ----
+    const int j = warp;
+    float ar[MT1][NT][4], ai[MT1][NT][4];
+    // acc = conj?(F_M1) . B with B = the M1 x M2 plane pair (re, im) in shared memory, loaded as
+    // B operands with ldmatrix.trans; the first k tile's first two terms start the accumulators.
+    //   Yr = Fr Br - Fi Bi, Yi = Fr Bi + Fi Br
+    if constexpr ((DIAG & 8) != 0) {
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const uint4 r = fsm[q * 32 + lane], i = fsm[(4 + q) * 32 + lane];
-        fa.re[q >> 1][q & 1][0] = r.x;
-        fa.re[q >> 1][q & 1][1] = r.y;
-        fa.re[q >> 1][q & 1][2] = r.z;
-        fa.re[q >> 1][q & 1][3] = r.w;
-        fa.im[q >> 1][q & 1][0] = i.x;
-        fa.im[q >> 1][q & 1][1] = i.y;
-        fa.im[q >> 1][q & 1][2] = i.z;
-        fa.im[q >> 1][q & 1][3] = i.w;
-      }
-      fb = fa;
-    }
-    // Tables in fragment order: this warp's tiles start at tile row MW hh.
-    const int toff = hh * MW * NT * 2 * 32;
-    float ar[MW][NT][4], ai[MW][NT][4];
-    // acc (+)= conj?(F_M1 rows) . B with B = the M1 x M2 plane pair (re, im) at xr / xi in shared
-    // memory, loaded as B operands with ldmatrix.trans.
-    //   forward: Yr = Fr Br - Fi Bi, Yi = Fr Bi + Fi Br
-    //   inverse: Yr = Fr Br + Fi Bi, Yi = Fr Bi - Fi Br
-    auto left_dft_smem = [&](const __half* xr, const __half* xi, auto conj_tag) {
-      constexpr bool kConj = decltype(conj_tag)::value;
+      for (int mt = 0; mt < MT1; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
+    } else {
+      const __half* xr = xbuf + (j * 2 + 0) * C::PLANE_X;
+      const __half* xi = xbuf + (j * 2 + 1) * C::PLANE_X;
       const int mat = lane >> 3, rr = lane & 7;
 #pragma unroll
       for (int kt = 0; kt < MT1; ++kt) {
@@ -716,47 +829,60 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
             bi[2 * np + q][1] = e[2 * q + 1];
           }
         }
-        // Term-major order: 2 MW NT independent mma between two that share an accumulator.
+        uint32_t fr[MT1][4], fi[MT1][4];
+#pragma unroll
+        for (int mt = 0; mt < MT1; ++mt) {
+          fa.get(0, mt, kt, lane, fr[mt]);
+          fa.get(1, mt, kt, lane, fi[mt]);
+        }
 #pragma unroll
         for (int term = 0; term < 4; ++term)
 #pragma unroll
-          for (int mw = 0; mw < MW; ++mw) {
-            uint32_t fr[4], fi[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              fr[i] = fa_re(mw, kt, i);
-              fi[i] = fa_im(mw, kt, i);
-            }
+          for (int mt = 0; mt < MT1; ++mt)
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
               const uint32_t r0 = br[nt][0], r1 = br[nt][1], i0 = bi[nt][0], i1 = bi[nt][1];
-              if (term == 0) mma_f16(ar[mw][nt], fr, r0, r1);
-              if (term == 1) mma_f16(ai[mw][nt], fr, i0, i1);
-              if (!kConj) {
-                if (term == 2) mma_f16(ar[mw][nt], fi, i0 ^ kNeg2, i1 ^ kNeg2);
-                if (term == 3) mma_f16(ai[mw][nt], fi, r0, r1);
+              if (kt == 0) {
+                if (term == 0) mma_acc<true>(ar[mt][nt], fr[mt], r0, r1);
+                if (term == 1) mma_acc<true>(ai[mt][nt], fr[mt], i0, i1);
               } else {
-                if (term == 2) mma_f16(ar[mw][nt], fi, i0, i1);
-                if (term == 3) mma_f16(ai[mw][nt], fi, r0 ^ kNeg2, r1 ^ kNeg2);
+                if (term == 0) mma_f16(ar[mt][nt], fr[mt], r0, r1);
+                if (term == 1) mma_f16(ai[mt][nt], fr[mt], i0, i1);
               }
+              if (term == 2) mma_f16(ar[mt][nt], fi[mt], i0 ^ kNeg2, i1 ^ kNeg2);
+              if (term == 3) mma_f16(ai[mt][nt], fi[mt], r0, r1);
             }
-          }
       }
+    }
+    // The steps between the two left DFTs act on rows independently: one 16-row tile at a time
+    // (half the operands, table values and F_M2 fragments live at once).
+    auto middle = [&](auto mt_tag) {
+      constexpr int MTO = decltype(mt_tag)::value;
+      if constexpr (SW) __syncwarp();
+      // Twiddles W_P^(k1 n2), k1 = 16 mt + g + 8 h, n2 = 8 nt + 2 t + e.
+      if constexpr (!(DIAG & 1)) mul_lane_table<C, false, MTO>(ar, ai, a.tw_p, lane);
+      if constexpr (SW) __syncwarp();
+      // Step 2: (A o T) F_M2, the accumulators repacked as A operands.
+      right_dft<C, false, FM, MTO>(ar, ai, fb, lane);
+      if constexpr (SW) __syncwarp();
+      // Pointwise: times the spectrum (entry (k1, k2) of sub-FFT j).
+      if constexpr (!(DIAG & 1))
+        mul_lane_table<C, false, MTO>(ar, ai, a.spec + c * (a.N >> 1) + j * (P / 2), lane);
+      if constexpr (SW) __syncwarp();
+      // Inverse step 1: Y conj(F_M2), then conjugate twiddles.
+      right_dft<C, true, FM, MTO>(ar, ai, fb, lane);
+      if constexpr (SW) __syncwarp();
+      if constexpr (!(DIAG & 1)) mul_lane_table<C, true, MTO>(ar, ai, a.tw_p, lane);
+      if constexpr (SW) __syncwarp();
     };
-    __half* xr_j = xbuf + (j * 2 + 0) * C::PLANE_X;
-    __half* xi_j = xbuf + (j * 2 + 1) * C::PLANE_X;
-    zero_acc<C>(ar, ai);
-    left_dft_smem(xr_j, xi_j, std::false_type{});
-    // Twiddles W_P^(k1 n2), k1 = 16 mt + g + 8 h, n2 = 8 nt + 2 t + e.
-    mul_lane_table<C, false>(ar, ai, a.tw_p + toff, lane);
-    // Step 2: (A o T) F_M2, the accumulators repacked as A operands.
-    right_dft<C, false>(ar, ai, fb);
-    // Pointwise: times the spectrum (entry (k1, k2) of sub-FFT j).
-    mul_lane_table<C, false>(ar, ai, a.spec + c * (a.N >> 1) + j * (P / 2) + toff, lane);
-    // Inverse step 1: Y conj(F_M2), then conjugate twiddles.
-    right_dft<C, true>(ar, ai, fb);
-    mul_lane_table<C, true>(ar, ai, a.tw_p + toff, lane);
-    if constexpr (HS == 1) {
+    if constexpr ((DIAG & 8) != 0) {
+    } else if constexpr (SPLIT) {
+      middle(int_c<0>{});
+      if constexpr (MT1 == 2) middle(int_c<1>{});
+    } else {
+      middle(int_c<-1>{});  // all row tiles at once
+    }
+    if constexpr ((DIAG & 8) == 0) {
       // Inverse step 2: conj(F_M1) C, C transposed in registers into B operands.
       uint32_t cr[MT1][NT][2], ci[MT1][NT][2];
 #pragma unroll
@@ -768,9 +894,14 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
           ci[kt][nt][0] = movt(pack_h2(ai[kt][nt][0], ai[kt][nt][1]));
           ci[kt][nt][1] = movt(pack_h2(ai[kt][nt][2], ai[kt][nt][3]));
         }
-      zero_acc<C>(ar, ai);
 #pragma unroll
-      for (int kt = 0; kt < MT1; ++kt)
+      for (int kt = 0; kt < MT1; ++kt) {
+        uint32_t fr[MT1][4], fi[MT1][4];
+#pragma unroll
+        for (int mt = 0; mt < MT1; ++mt) {
+          fa.get(0, mt, kt, lane, fr[mt]);
+          fa.get(1, mt, kt, lane, fi[mt]);
+        }
 #pragma unroll
         for (int term = 0; term < 4; ++term)
 #pragma unroll
@@ -778,127 +909,145 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
               // yr = Fr Cr + Fi Ci, yi = Fr Ci - Fi Cr
-              if (term == 0) mma_f16(ar[mt][nt], fa.re[mt][kt], cr[kt][nt][0], cr[kt][nt][1]);
-              if (term == 1) mma_f16(ai[mt][nt], fa.re[mt][kt], ci[kt][nt][0], ci[kt][nt][1]);
-              if (term == 2) mma_f16(ar[mt][nt], fa.im[mt][kt], ci[kt][nt][0], ci[kt][nt][1]);
+              if (kt == 0) {
+                if (term == 0) mma_acc<true>(ar[mt][nt], fr[mt], cr[kt][nt][0], cr[kt][nt][1]);
+                if (term == 1) mma_acc<true>(ai[mt][nt], fr[mt], ci[kt][nt][0], ci[kt][nt][1]);
+              } else {
+                if (term == 0) mma_f16(ar[mt][nt], fr[mt], cr[kt][nt][0], cr[kt][nt][1]);
+                if (term == 1) mma_f16(ai[mt][nt], fr[mt], ci[kt][nt][0], ci[kt][nt][1]);
+              }
+              if (term == 2) mma_f16(ar[mt][nt], fi[mt], ci[kt][nt][0], ci[kt][nt][1]);
               if (term == 3)
-                mma_f16(ai[mt][nt], fa.im[mt][kt], cr[kt][nt][0] ^ kNeg2, cr[kt][nt][1] ^ kNeg2);
+                mma_f16(ai[mt][nt], fi[mt], cr[kt][nt][0] ^ kNeg2, cr[kt][nt][1] ^ kNeg2);
             }
-    } else {
-      // Inverse step 2 across the two row halves: both warps of sub-FFT j have read its X planes
-      // (barrier j + 1 of the sub-FFT's 64 threads), each writes its rows of C there (fp16),
-      // then conj(F_M1) C for its output rows from shared memory.
-      pair_barrier<S>(j);
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int off = (16 * hh + g + 8 * h) * C::XS + 8 * nt + 2 * t;
-          *reinterpret_cast<uint32_t*>(xr_j + off) = pack_h2(ar[0][nt][2 * h], ar[0][nt][2 * h + 1]);
-          *reinterpret_cast<uint32_t*>(xi_j + off) = pack_h2(ai[0][nt][2 * h], ai[0][nt][2 * h + 1]);
-        }
-      pair_barrier<S>(j);
-      zero_acc<C>(ar, ai);
-      left_dft_smem(xr_j, xi_j, std::true_type{});
+      }
     }
     __syncthreads();  // every warp has read its X planes (they alias the staging planes)
 #pragma unroll
-    for (int mw = 0; mw < MW; ++mw)
+    for (int mt = 0; mt < MT1; ++mt)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int n1 = 16 * (hh * MW + mw) + g + 8 * h, n2 = 8 * nt + 2 * t;
+          const int n1 = 16 * mt + g + 8 * h, n2 = 8 * nt + 2 * t;
           float* yr = stage + (j * 2 + 0) * C::PLANE_Y + n1 * C::YS + n2;
           float* yi = stage + (j * 2 + 1) * C::PLANE_Y + n1 * C::YS + n2;
-          *reinterpret_cast<float2*>(yr) = make_float2(ar[mw][nt][2 * h], ar[mw][nt][2 * h + 1]);
-          *reinterpret_cast<float2*>(yi) = make_float2(ai[mw][nt][2 * h], ai[mw][nt][2 * h + 1]);
+          *reinterpret_cast<float2*>(yr) = make_float2(ar[mt][nt][2 * h], ar[mt][nt][2 * h + 1]);
+          *reinterpret_cast<float2*>(yi) = make_float2(ai[mt][nt][2 * h], ai[mt][nt][2 * h + 1]);
         }
     __syncthreads();
 
-    // ---- radix-S DIT step, scale back, D term, gates, stores ----
+    // ---- output: radix-S DIT step (outputs i < SO), scale back, D term, gates, stores ----
     const float oscale = __ldg(a.spec_scale + c) / s_in;
     const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
     uint16_t* y0 = static_cast<uint16_t*>(a.y) + b0 * a.y_bs + c * a.y_cs;
     uint16_t* y1 = has1 ? y0 + a.y_bs : nullptr;
-    const uint16_t* q0 = a.post != nullptr ? rs + ipost * 2 * a.lp : nullptr;
-    const uint16_t* q1 = (q0 != nullptr && has1) ? q0 + a.lp : nullptr;
+    const uint16_t* q0 = a.post != nullptr ? u0 + (gated_in ? 4 : 2) * lp : nullptr;
+    const uint16_t* q1 = q0 != nullptr ? q0 + lp : nullptr;
+    auto output_phase = [&](auto so_tag) {
+      constexpr int SO = decltype(so_tag)::value;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int n0 = G * (tid + T * r), n1 = n0 / M2, n2 = n0 % M2;
-      float2 z[G][S];
+      for (int r = 0; r < R; ++r) {
+        const int n0 = G * (tid + T * r), n1 = n0 / M2, n2 = n0 % M2;
+        float2 z[G][S];
 #pragma unroll
-      for (int jj = 0; jj < S; ++jj) {
-        const float* sr = stage + (jj * 2 + 0) * C::PLANE_Y + n1 * C::YS + n2;
-        const float* si = stage + (jj * 2 + 1) * C::PLANE_Y + n1 * C::YS + n2;
-        if constexpr (G == 2) {
-          const float2 vr = *reinterpret_cast<const float2*>(sr);
-          const float2 vi = *reinterpret_cast<const float2*>(si);
-          z[0][jj] = make_float2(vr.x, vi.x);
-          z[1][jj] = make_float2(vr.y, vi.y);
-        } else {
+        for (int jj = 0; jj < S; ++jj) {
+          const float* sr = stage + (jj * 2 + 0) * C::PLANE_Y + n1 * C::YS + n2;
+          const float* si = stage + (jj * 2 + 1) * C::PLANE_Y + n1 * C::YS + n2;
+          if constexpr (G == 2) {
+            const float2 vr = *reinterpret_cast<const float2*>(sr);
+            const float2 vi = *reinterpret_cast<const float2*>(si);
+            z[0][jj] = make_float2(vr.x, vi.x);
+            z[1][jj] = make_float2(vr.y, vi.y);
+          } else {
 #pragma unroll
-          for (int e4 = 0; e4 < G / 4; ++e4) {
-            const float4 vr = *reinterpret_cast<const float4*>(sr + 4 * e4);
-            const float4 vi = *reinterpret_cast<const float4*>(si + 4 * e4);
-            z[4 * e4 + 0][jj] = make_float2(vr.x, vi.x);
-            z[4 * e4 + 1][jj] = make_float2(vr.y, vi.y);
-            z[4 * e4 + 2][jj] = make_float2(vr.z, vi.z);
-            z[4 * e4 + 3][jj] = make_float2(vr.w, vi.w);
-          }
-        }
-      }
-      {
-        RadixTw<S, S * P> tw(a, n0);
-#pragma unroll
-        for (int e = 0; e < G; ++e) {
-          tw.template apply<true>(z[e]);
-          if (e + 1 < G) tw.next();
-          small_dft<S, true>(z[e]);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < S; ++i) {
-        const int64_t t0 = n0 + int64_t(i) * P;
-        if (t0 >= a.L) continue;
-        float o0[G], o1[G];
-#pragma unroll
-        for (int e = 0; e < G; ++e) {
-          o0[e] = z[e][i].x * oscale;
-          o1[e] = z[e][i].y * oscale;
-        }
-        if (a.D != nullptr) {
-          float w0[G], w1[G];
-          load_s<G>(u0, int(t0), a.L, bf16, w0);
-          load_s<G>(u1, int(t0), a.L, bf16, w1);
-          if (p0 != nullptr) {
-            float g0[G], g1[G];
-            load_s<G>(p0, int(t0), a.L, bf16, g0);
-            load_s<G>(p1, int(t0), a.L, bf16, g1);
-#pragma unroll
-            for (int e = 0; e < G; ++e) {
-              w0[e] *= g0[e];
-              w1[e] *= g1[e];
+            for (int e4 = 0; e4 < G / 4; ++e4) {
+              const float4 vr = *reinterpret_cast<const float4*>(sr + 4 * e4);
+              const float4 vi = *reinterpret_cast<const float4*>(si + 4 * e4);
+              z[4 * e4 + 0][jj] = make_float2(vr.x, vi.x);
+              z[4 * e4 + 1][jj] = make_float2(vr.y, vi.y);
+              z[4 * e4 + 2][jj] = make_float2(vr.z, vi.z);
+              z[4 * e4 + 3][jj] = make_float2(vr.w, vi.w);
             }
           }
+        }
+        {
+          RadixTw<S, S * P> tw(a, n0);
 #pragma unroll
           for (int e = 0; e < G; ++e) {
-            o0[e] = fmaf(dc, w0[e], o0[e]);
-            o1[e] = fmaf(dc, w1[e], o1[e]);
+            tw.template apply<true>(z[e]);
+            if (e + 1 < G) tw.next();
+            fft_dif<S, true>(z[e]);  // outputs i >= SO are never read: dead code
           }
         }
-        if (q0 != nullptr) {
-          float g0[G], g1[G];
-          load_s<G>(q0, int(t0), a.L, bf16, g0);
-          load_s<G>(q1, int(t0), a.L, bf16, g1);
+#pragma unroll
+        for (int i = 0; i < SO; ++i) {
+          const int t0 = n0 + i * P;
+          if (t0 >= a.L) continue;
+          float o0[G], o1[G];
 #pragma unroll
           for (int e = 0; e < G; ++e) {
-            o0[e] *= g0[e];
-            o1[e] *= g1[e];
+            o0[e] = z[e][i].x * oscale;
+            o1[e] = z[e][i].y * oscale;
           }
+          if (a.D != nullptr) {
+            uint32_t w0[GW], w1[GW];
+            ld_words<G>(u0, t0, true, w0);
+            ld_words<G>(u1, t0, true, w1);
+            float v0[G], v1[G];
+#pragma unroll
+            for (int e = 0; e < GW; ++e) {
+              cvt_word(w0[e], bf16, v0[2 * e], v0[2 * e + 1]);
+              cvt_word(w1[e], bf16, v1[2 * e], v1[2 * e + 1]);
+            }
+            if (gated_in) {
+              ld_words<G>(p0, t0, true, w0);
+              ld_words<G>(p1, t0, true, w1);
+#pragma unroll
+              for (int e = 0; e < GW; ++e) {
+                float c0, d0, c1, d1;
+                cvt_word(w0[e], bf16, c0, d0);
+                cvt_word(w1[e], bf16, c1, d1);
+                v0[2 * e] *= c0;
+                v0[2 * e + 1] *= d0;
+                v1[2 * e] *= c1;
+                v1[2 * e + 1] *= d1;
+              }
+            }
+#pragma unroll
+            for (int e = 0; e < G; ++e) {
+              o0[e] = fmaf(dc, v0[e], o0[e]);
+              o1[e] = fmaf(dc, v1[e], o1[e]);
+            }
+          }
+          if (q0 != nullptr) {
+            uint32_t w0[GW], w1[GW];
+            ld_words<G>(q0, t0, true, w0);
+            ld_words<G>(q1, t0, true, w1);
+#pragma unroll
+            for (int e = 0; e < GW; ++e) {
+              float c0, d0, c1, d1;
+              cvt_word(w0[e], bf16, c0, d0);
+              cvt_word(w1[e], bf16, c1, d1);
+              o0[2 * e] *= c0;
+              o0[2 * e + 1] *= d0;
+              o1[2 * e] *= c1;
+              o1[2 * e + 1] *= d1;
+            }
+          }
+          store_g<G>(y0, t0, a.L, vec, bf16, o0);
+          if (y1 != nullptr) store_g<G>(y1, t0, a.L, vec, bf16, o1);
         }
-        store_g<G>(y0, t0, a.L, vec, bf16, o0);
-        if (y1 != nullptr) store_g<G>(y1, t0, a.L, vec, bf16, o1);
+      }
+    };
+    if constexpr ((DIAG & 4) != 0) {
+    } else if constexpr (S == 1) {
+      output_phase(int_c<1>{});
+    } else {
+      if (half) {
+        output_phase(int_c<S / 2>{});
+      } else {
+        output_phase(int_c<S>{});
       }
     }
     c = cn;
@@ -992,36 +1141,27 @@ size_t stage_smem(int log_n) {
   switch (log_n) {
     case 8: return C256::kSmem;
     case 9: return C512::kSmem;
-    // the row-half build (4 KB more) whether or not FLASHKIT_FFTCONV_REG_SPLIT=0
-    case 10: return Cfg<32, 32, 1, 2>::kSmem;
-    case 11: return Cfg<32, 32, 2, 2>::kSmem;
-    case 12: return Cfg<32, 32, 4, 2>::kSmem;
-    default: return Cfg<32, 32, 8, 2>::kSmem;
+    case 10: return C1K::kSmem;
+    case 11: return C2K::kSmem;
+    case 12: return C4K::kSmem;
+    default: return C8K::kSmem;
   }
 }
+
 
 bool reg_enabled() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_REG");
   return !(e != nullptr && e[0] == '0');
 }
 
-// Register cap: 12 warps per multiprocessor (168 registers) for the 16 x 32 tile (fft_size 512,
-// no spills there: 0.069 vs 0.082 ms at B 64, H 768, L 256 on the H200); none for the 32 x 32
-// tiles (capping them spills and was no faster). FLASHKIT_FFTCONV_REG_WARPS=0 or 12
-// (diagnostic) overrides.
-int warps_mode(int log_n) {
-  const char* e = std::getenv("FLASHKIT_FFTCONV_REG_WARPS");
-  if (e != nullptr && (e[0] == '0' || std::atoi(e) == 12)) return std::atoi(e) == 12 ? 12 : 0;
-  return log_n <= 9 ? 12 : 0;
-}
-
 size_t ring_bytes(const RegArgs& a, int slots) {
   return size_t(slots) * a.narr * 2 * size_t(a.lp) * sizeof(uint16_t);
 }
 
-template <class C, int W, bool BF16>
+template <class C, int W, bool BF16, int FM, bool SW, bool SPLIT = true, int DIAG = 0>
 fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t stream) {
-  const void* kernel = reinterpret_cast<const void*>(conv_reg_kernel<C, W, BF16>);
+  const void* kernel =
+      reinterpret_cast<const void*>(conv_reg_kernel<C, W, BF16, FM, SW, SPLIT, DIAG>);
   a.slots = C::kSmem + ring_bytes(a, 2) <= size_t(smem_optin) ? 2 : 1;
   const size_t smem = C::kSmem + ring_bytes(a, a.slots);
   // The kernel's static shared memory counts against the 48 KB default too (allow_smem only
@@ -1038,55 +1178,58 @@ fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t 
   int64_t grid = std::min<int64_t>(pairs, int64_t(std::max(per_sm, 1)) * std::max(sm_count, 1));
   a.pairs_per_block = (pairs + grid - 1) / grid;
   grid = (pairs + a.pairs_per_block - 1) / a.pairs_per_block;
-  conv_reg_kernel<C, W, BF16><<<grid_for(grid), C::T, smem, stream>>>(a);
+  conv_reg_kernel<C, W, BF16, FM, SW, SPLIT, DIAG><<<grid_for(grid), C::T, smem, stream>>>(a);
   return check_launch("cuda.sm80.fftconv_reg fused kernel");
 }
 
-// The capped (12-warp) build exists only for the 16-row tiles (fft_size 256 and 512), where it is
-// the default; the 32 x 32 tiles are built uncapped only (capping spills; fewer instantiations
-// keep the compile time and the library size down), so the override is ignored there.
-// Row halves (two warps per 32 x 32 sub-FFT, 128 registers, 16 warps per multiprocessor):
-// FLASHKIT_FFTCONV_REG_SPLIT=1 in a library built with -DFK_FFTCONV_REG_SPLIT_BUILD=1
-// (diagnostic; FLASHKIT_FFTCONV_REG_WARPS=12 with it: 168 registers,
-// 12 warps, fft_size <= 2048). Off by default: slower than the one-warp tiles at every size
-// measured (H200, B 64, H 768, bf16: 0.364 vs 0.336 ms at L 1K, 0.578 vs 0.461 ms at L 4K with
-// B 16): the spills at 128 registers, the F_32 reload, both warps reading the whole X tile and
-// the C round trip through shared memory cost more L1 traffic (60% vs 36% L1 throughput in ncu)
-// than 16 warps per multiprocessor win back in latency hiding.
-#if FK_FFTCONV_REG_SPLIT_BUILD
-bool split_enabled() {
-  const char* e = std::getenv("FLASHKIT_FFTCONV_REG_SPLIT");
-  return e != nullptr && e[0] == '1';
+// One build per tile shape and dtype (CI compile time): 16-row tiles (fft_size 256, 512) with
+// F in registers and a 12-warp cap (168 registers); 32 x 32 tiles with F from shared memory, no
+// cap (8 warps per multiprocessor), __syncwarp() fences in both. A library compiled with
+// -DFK_FFTCONV_REG_AB_BUILD=1 (measurement only) also has other 32 x 32 bf16 builds, chosen by
+// FLASHKIT_FFTCONV_REG_VARIANT = r (F in registers, no fences), s2 (no fences), s212 (12-warp
+// cap), ns (the middle steps on all rows at once); at fft_size 2048, d1 / d2 / d4 / d8 time the
+// kernel without a stage (DIAG below; wrong results).
+#if FK_FFTCONV_REG_AB_BUILD
+int ab_variant() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_REG_VARIANT");
+  if (e == nullptr) return -1;
+  const char* names[] = {"r", "s2", "s212", "ns", "d1", "d2", "d4", "d8"};
+  for (int i = 0; i < 8; ++i)
+    if (std::strcmp(e, names[i]) == 0) return i;
+  return -1;
 }
 #endif
 
 template <class C>
 fk_status_t launch_conv(const RegArgs& a, int optin, int sm_count, cudaStream_t stream) {
   const bool bf16 = a.dtype == DType::BF16;
-  if constexpr (C::M1 == 32) {
-#if FK_FFTCONV_REG_SPLIT_BUILD
-    // Built only with -DFK_FFTCONV_REG_SPLIT_BUILD=1: twelve more kernels (~1.5 min of compile
-    // per architecture) for a variant that is slower everywhere measured.
-    using CH = Cfg<C::M1, C::M2, C::S, 2>;
-    if (split_enabled()) {
-      if constexpr (C::S <= 2) {
-        // FLASHKIT_FFTCONV_REG_WARPS=12 (diagnostic): 168 registers, 12 warps
-        if (warps_mode(conv::log2_exact(a.N)) == 12)
-          return bf16 ? launch_conv_w<CH, 12, true>(a, optin, sm_count, stream)
-                      : launch_conv_w<CH, 12, false>(a, optin, sm_count, stream);
+  if constexpr (C::M1 == 16) {
+    return bf16 ? launch_conv_w<C, 12, true, 0, true>(a, optin, sm_count, stream)
+                : launch_conv_w<C, 12, false, 0, true>(a, optin, sm_count, stream);
+  } else {
+#if FK_FFTCONV_REG_AB_BUILD
+    if (bf16) {
+      switch (ab_variant()) {
+        case 0: return launch_conv_w<C, 0, true, 0, false>(a, optin, sm_count, stream);
+        case 1: return launch_conv_w<C, 0, true, 2, false>(a, optin, sm_count, stream);
+        case 2: return launch_conv_w<C, 12, true, 2, true>(a, optin, sm_count, stream);
+        case 3: return launch_conv_w<C, 0, true, 2, true, false>(a, optin, sm_count, stream);
+        default: break;
       }
-      return bf16 ? launch_conv_w<CH, 16, true>(a, optin, sm_count, stream)
-                  : launch_conv_w<CH, 16, false>(a, optin, sm_count, stream);
+      if constexpr (C::S == 2) {
+        switch (ab_variant()) {
+          case 4: return launch_conv_w<C, 0, true, 2, true, true, 1>(a, optin, sm_count, stream);
+          case 5: return launch_conv_w<C, 0, true, 2, true, true, 2>(a, optin, sm_count, stream);
+          case 6: return launch_conv_w<C, 0, true, 2, true, true, 4>(a, optin, sm_count, stream);
+          case 7: return launch_conv_w<C, 0, true, 2, true, true, 8>(a, optin, sm_count, stream);
+          default: break;
+        }
+      }
     }
 #endif
+    return bf16 ? launch_conv_w<C, 0, true, 2, true>(a, optin, sm_count, stream)
+                : launch_conv_w<C, 0, false, 2, true>(a, optin, sm_count, stream);
   }
-  if constexpr (C::M1 == 16) {
-    if (warps_mode(conv::log2_exact(a.N)) == 12)
-      return bf16 ? launch_conv_w<C, 12, true>(a, optin, sm_count, stream)
-                  : launch_conv_w<C, 12, false>(a, optin, sm_count, stream);
-  }
-  return bf16 ? launch_conv_w<C, 0, true>(a, optin, sm_count, stream)
-              : launch_conv_w<C, 0, false>(a, optin, sm_count, stream);
 }
 
 fk_status_t run_conv(const RegArgs& a, int log_n, int optin, int sm_count, cudaStream_t stream) {
