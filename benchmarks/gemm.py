@@ -17,11 +17,15 @@ torch.matmul followed by torch's bias add and GELU.
   python3 benchmarks/gemm.py --lib build/libflashkit.so [--dtype bf16 fp16] [--layout nn tn]
                              [--family auto|generic|sm80|sm90] [--fp8] [--ksweep]
 FLASHKIT_SM90_GEMM_EPILOGUE=regs in the environment keeps the Hopper kernel's D on the register
-store path (no copy-engine stores), for comparison.
+store path (no copy-engine stores), for comparison. --sweep-skinny SPEC... times each shape again
+under FLASHKIT_SM90_GEMM_SKINNY=SPEC (read per call: on[,splits[,krot]], src/cuda/gemm/sm90/
+heuristics.h), in the same process and on the same inputs, each SPEC twice (forward then reverse
+order, the mean of its two medians).
 """
 import argparse
 import ctypes
 import os
+import statistics
 import sys
 
 import torch
@@ -52,6 +56,35 @@ ANCHOR = {
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fkbench import DLTensor, Launch, time_ms, rotation_count, write_json  # noqa: E402
 import fkbench  # noqa: E402
+
+
+# --batched N: time N back-to-back calls between one pair of events (the per-call time is their
+# mean, the median over --reps such batches). The host enqueues a call in well under the ~35 us
+# a decode-shaped GEMM runs, so the stream stays busy and host launch gaps drop out of the
+# numbers; the default (one call between events) can include them for calls this short.
+BATCH = 1
+
+
+def time_calls(fns, warmup, reps):
+    if BATCH <= 1:
+        return time_ms(fns, warmup, reps)
+    if callable(fns):
+        fns = [fns]
+    for i in range(warmup):
+        fns[i % len(fns)]()
+    torch.cuda.synchronize()
+    times = []
+    j = 0
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(BATCH):
+            fns[j % len(fns)]()
+            j += 1
+        e.record()
+        times.append((s, e))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) / BATCH for s, e in times)
 
 
 class GemmParams(ctypes.Structure):
@@ -145,7 +178,7 @@ def tune(fk, l2, args):
     def measure(M, N, K, layout="nn", label=""):
         sets = input_sets(M, N, K, dtype, layout, with_bias=False)
         calls = [fk.make_call(a, b, d, trans_b=(layout == "tn"))[0] for a, b, _, d in sets]
-        t = time_ms(calls, args.warmup, args.reps)
+        t = time_calls(calls, args.warmup, args.reps)
         tf = 2.0 * M * N * K / t * 1e-9
         out.append(dict(kind="tune", label=label, M=M, N=N, K=K, layout=layout, flashkit_ms=t,
                         flashkit_tflops=tf))
@@ -219,11 +252,38 @@ def ab_schedule(args, calls, check):
     for sch in SCHEDULES + SCHEDULES[::-1]:
         os.environ["FLASHKIT_SM90_GEMM_SCHEDULE"] = sch
         errs[sch] = max(errs.get(sch, 0.0), check())
-        times[sch].append(time_ms(calls, args.warmup, args.reps))
+        times[sch].append(time_calls(calls, args.warmup, args.reps))
     os.environ.pop("FLASHKIT_SM90_GEMM_SCHEDULE", None)
     for sch in SCHEDULES:
         out[sch] = (sum(times[sch]) / len(times[sch]), errs[sch])
     return out
+
+
+def ab_env(var, specs, calls, check, warmup, reps):
+    """{spec: (ms, rel_err)} for each value of environment variable `var` (read per call by the
+    library), the same calls and inputs; each spec timed twice, forward then reverse order."""
+    out = {}
+    if not specs:
+        return out
+    times = {sp: [] for sp in specs}
+    errs = {}
+    old = os.environ.get(var)
+    for sp in list(specs) + list(specs)[::-1]:
+        os.environ[var] = sp
+        errs[sp] = max(errs.get(sp, 0.0), check())
+        times[sp].append(time_calls(calls, warmup, reps))
+    if old is None:
+        os.environ.pop(var, None)
+    else:
+        os.environ[var] = old
+    for sp in specs:
+        out[sp] = (sum(times[sp]) / len(times[sp]), errs[sp])
+    return out
+
+
+def sweep_note(sw, flops, t_torch):
+    return "".join(f"\n      skinny={sp:<8} {flops / t * 1e-9:7.1f} TF/s {t * 1e3:7.1f} us "
+                   f"ratio {t_torch / t:.3f} err {e:.1e}" for sp, (t, e) in sw.items())
 
 
 def ab_note(ab, flops, t_torch):
@@ -272,9 +332,16 @@ def main():
     ap.add_argument("--ab-schedule", action="store_true",
                     help="also time flashkit with FLASHKIT_SM90_GEMM_SCHEDULE=cooperative and "
                          "=pingpong (read per call) in this process, on the same inputs")
+    ap.add_argument("--sweep-skinny", nargs="+", default=None, metavar="SPEC",
+                    help="also time flashkit under FLASHKIT_SM90_GEMM_SKINNY=SPEC for each SPEC "
+                         "(on[,splits[,krot]], read per call), same process and inputs")
+    ap.add_argument("--batched", type=int, default=1, metavar="N",
+                    help="time N back-to-back calls per event pair (host launch gaps out)")
     ap.add_argument("--label", default="",
                     help="tag printed on each row (e.g. the FLASHKIT_SM90_GEMM_* knobs of this run)")
     args = ap.parse_args()
+    global BATCH
+    BATCH = max(1, args.batched)
     if args.shapes:
         keep = {tuple(int(x) for x in s.lower().split("x")) for s in args.shapes}
         SHAPES[:] = [s for s in SHAPES if s in keep] + [s for s in keep if s not in SHAPES]
@@ -320,21 +387,25 @@ def main():
                     return ((sets[0][3].float() - ref).norm() / ref.norm()).item()
 
                 err = check()
-                t_fk = time_ms(calls, args.warmup, args.reps)
-                t_tc = time_ms([lambda s=s: torch_mm(s[0], s[1], layout) for s in sets],
+                t_fk = time_calls(calls, args.warmup, args.reps)
+                t_tc = time_calls([lambda s=s: torch_mm(s[0], s[1], layout) for s in sets],
                                args.warmup, args.reps)
                 ab = ab_schedule(args, calls, check)
+                sw = ab_env("FLASHKIT_SM90_GEMM_SKINNY", args.sweep_skinny, calls, check,
+                            args.warmup, args.reps)
                 flops = 2.0 * M * N * K
                 r = dict(kind="gemm", dtype=dname, layout=layout, M=M, N=N, K=K, variant=variant,
                          sets=len(sets), flashkit_ms=t_fk, torch_ms=t_tc,
                          flashkit_tflops=flops / t_fk * 1e-9, torch_tflops=flops / t_tc * 1e-9,
                          ratio=t_tc / t_fk, rel_err_vs_torch=err,
                          anchor_tflops=ANCHOR.get((dname, M, N, K)),
-                         schedules={k: dict(ms=v[0], rel_err=v[1]) for k, v in ab.items()})
+                         schedules={k: dict(ms=v[0], rel_err=v[1]) for k, v in ab.items()},
+                         skinny_sweep={k: dict(ms=v[0], rel_err=v[1]) for k, v in sw.items()})
                 rows.append(r)
                 print(f"  {dname} {layout} {M}x{N}x{K}: flashkit {r['flashkit_tflops']:.1f} "
                       f"torch {r['torch_tflops']:.1f} TFLOP/s ratio {r['ratio']:.3f} err {err:.2e} "
-                      f"[{variant}]{ab_note(ab, flops, t_tc)}", flush=True)
+                      f"[{variant}]{ab_note(ab, flops, t_tc)}{sweep_note(sw, flops, t_tc)}",
+                      flush=True)
                 del sets, calls
                 torch.cuda.empty_cache()
 
@@ -360,12 +431,12 @@ def main():
             def unfused(s):
                 return torch.nn.functional.gelu(torch.matmul(s[0], s[1]) + s[2], approximate="tanh")
 
-            t_fk = time_ms(calls, args.warmup, args.reps)
-            t_tc = time_ms([lambda s=s: unfused(s) for s in sets], args.warmup, args.reps)
+            t_fk = time_calls(calls, args.warmup, args.reps)
+            t_tc = time_calls([lambda s=s: unfused(s) for s in sets], args.warmup, args.reps)
             t_lt = None
             if hasattr(torch, "_addmm_activation"):  # cuBLASLt's fused GELU_BIAS epilogue
                 try:
-                    t_lt = time_ms([lambda s=s: torch._addmm_activation(s[2], s[0], s[1], use_gelu=True)
+                    t_lt = time_calls([lambda s=s: torch._addmm_activation(s[2], s[0], s[1], use_gelu=True)
                                     for s in sets], args.warmup, args.reps)
                 except RuntimeError:
                     t_lt = None
@@ -411,11 +482,11 @@ def main():
             return ((d0.float() - ref).norm() / ref.norm()).item()
 
         err = check()
-        t_fk = time_ms(calls, args.warmup, args.reps)
+        t_fk = time_calls(calls, args.warmup, args.reps)
         times = {}
         for fast in (False, True):
             try:
-                times[fast] = time_ms(
+                times[fast] = time_calls(
                     [lambda s=s: torch._scaled_mm(s[0], s[1].t(), scale_a=s[2], scale_b=s[3],
                                                   out_dtype=torch.bfloat16, use_fast_accum=fast)
                      for s in sets], args.warmup, args.reps)
@@ -423,6 +494,8 @@ def main():
                 print(f"  torch._scaled_mm(use_fast_accum={fast}) failed: {e}", flush=True)
                 times[fast] = None
         ab = ab_schedule(args, calls, check)
+        sw = ab_env("FLASHKIT_SM90_GEMM_SKINNY", args.sweep_skinny, calls, check, args.warmup,
+                    args.reps)
         flops = 2.0 * M * N * K
         t_ref = times[False] or times[True] or float("nan")
         r = dict(kind="gemm_fp8", dtype="e4m3", layout="tn", M=M, N=N, K=K, variant=variant,
@@ -430,15 +503,16 @@ def main():
                  torch_fast_accum_ms=times[True], flashkit_tflops=flops / t_fk * 1e-9,
                  torch_tflops=flops / t_ref * 1e-9, ratio=t_ref / t_fk, rel_err_vs_torch=err,
                  anchor_tflops=1392.0 if (M, N, K) == (8192, 8192, 8192) else None,
-                 schedules={k: dict(ms=v[0], rel_err=v[1]) for k, v in ab.items()})
+                 schedules={k: dict(ms=v[0], rel_err=v[1]) for k, v in ab.items()},
+                 skinny_sweep={k: dict(ms=v[0], rel_err=v[1]) for k, v in sw.items()})
         if times[True]:
             r["ratio_fast_accum"] = times[True] / t_fk
         rows.append(r)
         print(f"  fp8 {M}x{N}x{K}: flashkit {r['flashkit_tflops']:.1f} _scaled_mm "
               f"{r['torch_tflops']:.1f} (fast accum "
               f"{(flops / times[True] * 1e-9) if times[True] else float('nan'):.1f}) TFLOP/s "
-              f"ratio {r['ratio']:.3f} err {err:.2e} [{variant}]{ab_note(ab, flops, t_ref)}",
-              flush=True)
+              f"ratio {r['ratio']:.3f} err {err:.2e} [{variant}]{ab_note(ab, flops, t_ref)}"
+              f"{sweep_note(sw, flops, t_ref)}", flush=True)
         del sets, calls
         torch.cuda.empty_cache()
 

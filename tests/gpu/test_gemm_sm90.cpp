@@ -237,8 +237,10 @@ TEST_CASE("sm90 gemm: small copy-engine store case for the sanitizers",
 
 // The 4-stage ring (heuristics.h, pick_stages) with 2 copy-engine boxes a warpgroup: the
 // heuristics give it to every split-K launch (grids of at most half the GPU's SMs in tiles, K of
-// at least 8 k-tiles) and to tiles of at most 32 k-tiles, so these shapes take it by
-// construction on the H200 (132 SMs), with D through both boxes (16-bit D alternating them, fp32
+// at least 8 k-tiles) and to tiles of at most 32 k-tiles, so these shapes took it by
+// construction on the H200 (132 SMs); since the skinny kernel (heuristics.h, pick_skinny) the
+// split-K shapes with M <= 128 and K-major A run that kernel instead (the [skinny] case forces
+// the cooperative one on such shapes), with D through both boxes (16-bit D alternating them, fp32
 // D filling the pair per chunk), C on the register path, tails, M <= 64 (the second consumer
 // warpgroup idle: Mainloop::skip), split-K slices of uneven k-tile counts (K tails), and more
 // tiles than CTAs (the box alternation carried from tile to tile). Longer K (the
@@ -403,14 +405,19 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
     c.act = 1 + j;
     run_schedule(c, 44500 + uint64_t(j++), "pingpong");
   }
-  // A split-K shape keeps the cooperative schedule even when ping-pong is asked for.
+  // A split-K shape never takes ping-pong, even when it is asked for: its decode-sized M takes
+  // the skinny kernel (M > 128: the cooperative schedule).
   Case k;
   k.M = 16;
   k.N = 2048;
   k.K = 4096;
   k.with_bias = true;
   k.act = 2;
-  run_schedule(k, 44600, "cooperative");
+  run_schedule(k, 44600, "skinny");
+  k.M = 200;
+  k.N = 520;
+  k.K = 2048;
+  run_schedule(k, 44601, "cooperative");
 }
 
 // The table's picks (heuristics.h, pick_pingpong) on a 132-SM H200: many tiles with short K
@@ -435,6 +442,165 @@ TEST_CASE("sm90 gemm: schedule picked by the heuristics", "[gpu][gemm][sm90][pin
   b.N = 300;
   b.K = 2048;
   run_schedule(b, 44701, "cooperative");
+}
+
+namespace {
+
+// FLASHKIT_SM90_GEMM_SKINNY=<v> while in scope (read by the library on every call).
+struct ForceSkinny {
+  explicit ForceSkinny(const char* v) { setenv("FLASHKIT_SM90_GEMM_SKINNY", v, 1); }
+  ~ForceSkinny() { unsetenv("FLASHKIT_SM90_GEMM_SKINNY"); }
+};
+
+}  // namespace
+
+// The skinny kernel (kernel.cuh, SkinnyKernel; heuristics.h, pick_skinny): 64 x 128 tiles, one
+// consumer warpgroup, 8-deep ring, for decode-sized M with K-major A. First the table's picks
+// (skinny for M <= 128 on grids the 128 x 256 kernel would split K, cooperative above, for
+// M-major A and for short K), each checked against the float64 reference with D poisoned; then
+// the kernel forced (FLASHKIT_SM90_GEMM_SKINNY=1[,splits[,krot]]) through split-K factors
+// (including uneven slices and the rotated k-tile walk), N and K tails, both B layouts,
+// fp16/bf16/fp8 inputs, bf16/fp16/fp32 D, bias, ReLU/GELU, alpha, beta C (the register-store
+// path), column-major and unaligned D, batches and a single k-tile; last the cooperative kernel forced on
+// split-K shapes (the path these shapes took before), with and without the rotated walk.
+TEST_CASE("sm90 gemm: skinny kernel for decode-sized M (picks, tails, epilogues, fp8)",
+          "[gpu][gemm][sm90][skinny]") {
+  const DT cds[] = {DT::BF16, DT::F16, DT::F32};
+  // The table's picks. N = 1000 and 1030: N tails inside a 128-wide tile (and, for D rows not
+  // a multiple of 16 bytes, the register-store path); K = 1500 and 2100: K tails and uneven
+  // split-K slices.
+  struct P {
+    int64_t M, N, K;
+    bool trans_a, trans_b;
+    const char* schedule;
+  };
+  const P picks[] = {
+      {1, 1000, 1500, false, true, "skinny"},     {7, 1030, 2100, false, false, "skinny"},
+      {16, 1000, 1500, false, true, "skinny"},    {64, 1024, 2048, false, false, "skinny"},
+      {127, 1000, 1500, false, true, "skinny"},   {128, 1030, 2100, false, false, "skinny"},
+      {129, 1000, 1500, false, true, "cooperative"},  // above two 64-row tiles
+      {16, 1000, 1500, true, false, "cooperative"},   // M-major A: not the skinny kernel's
+      {16, 1000, 256, false, true, "cooperative"},    // 4 k-tiles: no split-K, no skinny
+  };
+  int i = 0;
+  for (const P& pk : picks) {
+    Case c;
+    c.M = pk.M;
+    c.N = pk.N;
+    c.K = pk.K;
+    c.trans_a = pk.trans_a;
+    c.trans_b = pk.trans_b;
+    c.ab = ab_by_index(i);
+    c.cd = cds[i % 3];
+    c.with_bias = (i % 2) == 0;
+    c.act = i % 4;
+    c.alpha = (i % 3) == 1 ? 0.75f : 1.0f;
+    run_schedule(c, 45000 + uint64_t(i++), pk.schedule);
+  }
+  // The kernel forced, with split-K factors and the rotated walk.
+  struct F {
+    int64_t M, N, K;
+    const char* spec;
+  };
+  const F forced[] = {
+      {16, 1000, 1500, "1,5,1"},   // 5 uneven slices, rotated
+      {1, 520, 4100, "1,16,0"},    // 65 k-tiles in 16 slices
+      {100, 136, 700, "1,1,1"},    // no split, rotated, 2 tile rows
+      {129, 264, 1100, "1,3,0"},   // 3 tile rows (the last with one row)
+      {64, 2000, 640, "1,2,1"},    // 16 tiles, one full 64-row tile
+      {33, 300, 64, "1"},          // one k-tile (the table needs 8)
+      {16, 8192, 1024, "1"},       // 64 tiles over the GPU's SMs (split 2 on 132 SMs)
+  };
+  int j = 0;
+  for (const F& f : forced) {
+    ForceSkinny force(f.spec);
+    for (int v = 0; v < 3; ++v) {
+      Case c;
+      c.M = f.M;
+      c.N = f.N;
+      c.K = f.K;
+      c.ab = ab_by_index(j + v);
+      c.cd = cds[(j + v) % 3];
+      c.trans_b = ((j + v) % 2) == 1;
+      c.with_bias = v != 1;
+      c.bias_dt = (v % 2) ? DT::BF16 : DT::F32;
+      c.act = (j + v) % 4;
+      c.alpha = v == 1 ? -0.5f : 1.0f;
+      c.with_c = v == 2 && (j % 2) == 0;  // C: the register-store path
+      c.beta = c.with_c ? 0.5f : 0.0f;
+      c.col_major_d = v == 2 && (j % 2) == 1;
+      c.ld_pad_d = (v == 1 && (j % 3) == 0) ? 4 : -1;  // D pitch off 16 bytes: register path
+      c.batch = (v == 0 && (j % 3) == 2 && c.K > 0) ? 3 : 0;
+      if (c.M * c.N * std::max<int64_t>(c.K, 1) > 60000000) {  // keep the reference quick
+        c.with_c = false;
+        c.batch = 0;
+        if (v > 0) continue;
+      }
+      run_schedule(c, 45100 + uint64_t(10 * j + v), "skinny");
+    }
+    ++j;
+  }
+  // fp8 (K-major A and B) through the skinny kernel: the table's pick and forced splits, per-row
+  // and per-column scales, bf16 and fp32 D.
+  const F fp8[] = {{16, 1000, 4096, ""}, {128, 520, 2000, "1,3,1"}, {7, 264, 1100, "1,1"}};
+  int q = 0;
+  for (const F& f : fp8) {
+    std::unique_ptr<ForceSkinny> force;
+    if (*f.spec) force.reset(new ForceSkinny(f.spec));
+    Case c;
+    c.scaled = true;
+    c.ab = DT::E4M3;
+    c.b_dt_set = true;
+    c.b_dt = (q % 2) ? DT::E5M2 : DT::E4M3;
+    c.M = f.M;
+    c.N = f.N;
+    c.K = f.K;
+    c.trans_b = true;
+    c.cd = (q % 2) ? DT::F32 : DT::BF16;
+    c.scale_a = 2 - (q % 2);
+    c.scale_b = 2;
+    c.with_bias = q != 1;
+    c.act = 1 + q;
+    c.with_c = q == 2;
+    c.beta = c.with_c ? 0.25f : 0.0f;
+    run_schedule(c, 45200 + uint64_t(q), "skinny");
+    ++q;
+  }
+  // The cooperative kernel forced on split-K shapes (the 4-stage ring, idle warpgroup), with the
+  // rotated walk and without.
+  const F coop[] = {{16, 1000, 1500, "0"}, {100, 520, 2100, "0,4,1"}, {1, 264, 4100, "0,16,1"}};
+  int r = 0;
+  for (const F& f : coop) {
+    ForceSkinny force(f.spec);
+    Case c;
+    c.M = f.M;
+    c.N = f.N;
+    c.K = f.K;
+    c.trans_b = (r % 2) == 0;
+    c.cd = cds[r % 3];
+    c.with_bias = true;
+    c.act = 2;
+    run_schedule(c, 45300 + uint64_t(r), "cooperative");
+    ++r;
+  }
+}
+
+// A small skinny case for compute-sanitizer (memcheck): split-K with the rotated walk, both
+// 64-row halves of a 128-row tile, copy-engine stores; then C on the register path.
+TEST_CASE("sm90 gemm: small skinny case for the sanitizers", "[gpu][gemm][sm90][skinny_small]") {
+  ForceSkinny force("1,3,1");
+  Case c;
+  c.M = 100;
+  c.N = 264;
+  c.K = 600;
+  c.with_bias = true;
+  c.act = 2;
+  run_schedule(c, 45400, "skinny");
+  c.with_c = true;
+  c.beta = 0.5f;
+  c.cd = DT::F32;
+  c.trans_b = true;
+  run_schedule(c, 45401, "skinny");
 }
 
 TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {

@@ -43,39 +43,46 @@ struct TmaStoreState {
   uint32_t bits = 4u << 1;
 };
 
-template <int Boxes>
+// Warpgroups: consumer warpgroups with staging of their own (2; the skinny kernel's one
+// warpgroup stores either half of a 128-row tile from the same buffers: slot()).
+template <int Boxes, int Warpgroups = 2>
 struct EpilogueStorage {
   static constexpr int kBoxes = Boxes;  // copy-engine boxes per consumer warpgroup (2 or 4)
+  static constexpr int kWarpgroups = Warpgroups;
   static_assert(Boxes == 2 || Boxes == 4, "2 or 4 boxes a warpgroup");
+  static_assert(Warpgroups == 1 || Warpgroups == 2, "1 or 2 consumer warpgroups");
+  // The staging of the warpgroup that stores rows 64 wg .. 64 wg + 63 of the tile.
+  __device__ __forceinline__ static int slot(int wg) { return Warpgroups == 1 ? 0 : wg; }
   // The two paths never run in one launch (EpilogueParams::tma_store is launch-uniform). The
   // storage starts 1024-byte aligned (it follows the mainloop's stages, whose size is a multiple
   // of 1024: kernel.cuh checks), as the 128-byte swizzle of the copy engine requires.
-  static constexpr int kStageBytes = 2 * kEpiRows * kEpiPitch * 4;
-  static constexpr int kAllBoxBytes = 2 * Boxes * kEpiBoxBytes;
-  static constexpr int kBiasBytes = 2 * kTileN * 4;
-  // Copy-engine path: the tile's 256 bias values in fp32, per warpgroup (the ping-pong
+  static constexpr int kStageBytes = Warpgroups * kEpiRows * kEpiPitch * 4;
+  static constexpr int kAllBoxBytes = Warpgroups * Boxes * kEpiBoxBytes;
+  static constexpr int kBiasBytes = Warpgroups * kTileN * 4;
+  // Copy-engine path: the tile's bias values (up to 256) in fp32, per warpgroup (the ping-pong
   // warpgroups may be on different tiles), never in the boxes (they may still be draining).
   // Beside 2 boxes a warpgroup they fit in the union's tail, which only the register path's
-  // staging reaches (the 4-stage ring leaves < 1 KB of shared memory); beside 4, they get
-  // their own space.
+  // staging reaches (the 4-stage ring leaves < 1 KB of shared memory; the skinny kernel's one
+  // warpgroup fills the tail exactly); beside 4, they get their own space.
   static constexpr bool kBiasInUnion = kStageBytes >= kAllBoxBytes + kBiasBytes;
   union {
-    float stage[2][kEpiRows * kEpiPitch];   // register-store path: one buffer per warpgroup
-    uint8_t box[2][Boxes][kEpiBoxBytes];    // copy-engine path: [warpgroup][box]
+    float stage[Warpgroups][kEpiRows * kEpiPitch];  // register-store path: one per warpgroup
+    uint8_t box[Warpgroups][Boxes][kEpiBoxBytes];   // copy-engine path: [warpgroup][box]
     uint8_t raw[kStageBytes > kAllBoxBytes ? kStageBytes : kAllBoxBytes];
   };
   struct OwnBias {
-    float values[2][kTileN];
+    float values[Warpgroups][kTileN];
   };
   struct NoBias {};
   std::conditional_t<kBiasInUnion, NoBias, OwnBias> own_bias;
   int32_t splitk_last;                   // split-K: this CTA's unit finished its tile last
 
+  // The bias staging of the warpgroup that stores rows 64 wg .. 64 wg + 63 of the tile.
   __device__ __forceinline__ float* bias_stage(int wg) {
     if constexpr (kBiasInUnion) {
-      return reinterpret_cast<float*>(raw + kAllBoxBytes) + wg * kTileN;
+      return reinterpret_cast<float*>(raw + kAllBoxBytes) + slot(wg) * kTileN;
     } else {
-      return own_bias.values[wg];
+      return own_bias.values[slot(wg)];
     }
   }
 };
@@ -91,44 +98,49 @@ struct EpilogueStorage {
 // through L2 (ld.global.cg), never a stale L1 line.
 // Threads whose rows are all past M (skinny problems: M = 16 uses 16 of the tile's 128 rows)
 // neither store nor read partials: the epilogue never stores their values.
-template <class TiledMma, class Accum, class Storage>
+// Consumers: the consumer threads that own the unit's tile (256: both warpgroups of a 128-row
+// tile; 128: the skinny kernel's one warpgroup, whose 64-row tile is either half of the 128 x
+// BlockN TiledMma: `mma_thread` then numbers that half's threads, 128 w + i).
+template <class TiledMma, int Consumers = 256, int BlockN = kTileN, class Accum, class Storage>
 __device__ __forceinline__ bool splitk_reduce(const SplitKParams& sk, int32_t splits, Accum& accum,
                                               Storage& smem, int mma_thread, int64_t tile,
                                               int32_t split, int32_t rows_left) {
-  constexpr int kVals = decltype(cute::size(accum))::value;  // 128 per thread
+  constexpr int kVals = decltype(cute::size(accum))::value;  // 128 (64: BlockN 128) per thread
   TiledMma tiled_mma;
   auto thr = tiled_mma.get_slice(mma_thread);
   auto coords = thr.partition_C(cute::make_identity_tensor(
-      cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>>{}));
+      cute::Shape<cute::Int<kTileM>, cute::Int<BlockN>>{}));
   // Element 0 is on the thread's upper row; its other row is 8 below.
   const bool live = cute::get<0>(coords(0)) < rows_left;
-  constexpr int kTileFloats = kTileM * kTileN;
-  static_assert(kVals * 256 == kTileFloats, "two consumer warpgroups own the tile");
-  float* own = sk.partials + (tile * splits + split) * int64_t(kTileFloats);
+  constexpr int kUnitFloats = kVals * Consumers;  // one unit's partial tile
+  static_assert(kUnitFloats == (Consumers / 128) * kEpiRows * BlockN, "consumers own the tile");
+  const int slot = mma_thread % Consumers;
+  float* own = sk.partials + (tile * splits + split) * int64_t(kUnitFloats);
   if (live) {
     CUTE_UNROLL
     for (int j = 0; j < kVals / 4; ++j) {
-      *reinterpret_cast<float4*>(own + j * 1024 + mma_thread * 4) =
+      *reinterpret_cast<float4*>(own + j * (4 * Consumers) + slot * 4) =
           make_float4(accum(4 * j), accum(4 * j + 1), accum(4 * j + 2), accum(4 * j + 3));
     }
   }
   __threadfence();
-  cutlass::arch::NamedBarrier::sync(256, 2);  // all partial stores fenced
-  if (mma_thread == 0) {
+  cutlass::arch::NamedBarrier::sync(Consumers, 2);  // all partial stores fenced
+  if (slot == 0) {
     const int32_t before = atomicAdd(sk.counters + tile, 1);
     smem.splitk_last = before == splits - 1 ? 1 : 0;
   }
-  cutlass::arch::NamedBarrier::sync(256, 2);
+  cutlass::arch::NamedBarrier::sync(Consumers, 2);
   const bool last = smem.splitk_last != 0;
   if (!last) return false;
   if (!live) return true;
   __threadfence();
   for (int32_t s = 0; s < splits; ++s) {
     if (s == split) continue;
-    const float* other = sk.partials + (tile * splits + s) * int64_t(kTileFloats);
+    const float* other = sk.partials + (tile * splits + s) * int64_t(kUnitFloats);
     CUTE_UNROLL
     for (int j = 0; j < kVals / 4; ++j) {
-      const float4 v = __ldcg(reinterpret_cast<const float4*>(other + j * 1024 + mma_thread * 4));
+      const float4 v =
+          __ldcg(reinterpret_cast<const float4*>(other + j * (4 * Consumers) + slot * 4));
       accum(4 * j) += v.x;
       accum(4 * j + 1) += v.y;
       accum(4 * j + 2) += v.z;
@@ -293,7 +305,7 @@ __device__ __forceinline__ void epilogue_chunk_vec(const EpilogueParams& e, cons
 // consumer thread `mma_thread` (0..255). `accum` is the thread's wgmma fragment of the
 // TiledMma's 128 x 256 tile. kScaled (the fp8 instantiations): the accumulators are multiplied
 // by scale_a[m] * scale_b[n] as they are staged, before alpha and the rest of the epilogue.
-template <class TiledMma, bool kScaled, class Accum, class Storage>
+template <class TiledMma, bool kScaled, int BlockN = kTileN, class Accum, class Storage>
 __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Accum& accum,
                                                Storage& smem, int mma_thread,
                                                int32_t m_tile, int32_t n_tile, int64_t l) {
@@ -301,19 +313,19 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
   TiledMma tiled_mma;
   auto thr = tiled_mma.get_slice(mma_thread);
   // (row, col) inside the 128 x 256 tile of each accumulator element.
-  Tensor coords = thr.partition_C(make_identity_tensor(Shape<Int<kTileM>, Int<kTileN>>{}));
+  Tensor coords = thr.partition_C(make_identity_tensor(Shape<Int<kTileM>, Int<BlockN>>{}));
   static_assert(decltype(size(coords))::value == decltype(size(accum))::value, "fragment shape");
   // wgmma's fragment: element i covers column group i / 4 (8 columns), so chunk `ch` of 64
   // columns is elements [32 ch, 32 ch + 32).
-  constexpr int kPerChunk = decltype(size(accum))::value / (kTileN / kEpiChunk);
-  static_assert(kPerChunk == 32, "64 x 256 wgmma fragment expected");
+  constexpr int kPerChunk = decltype(size(accum))::value / (BlockN / kEpiChunk);
+  static_assert(kPerChunk == 32, "64 x BlockN wgmma fragment expected");
 
   const int wg = mma_thread / 128, t = mma_thread % 128;
-  float* buf = smem.stage[wg];
+  float* buf = smem.stage[Storage::slot(wg)];
   const int row0 = wg * kEpiRows;  // first tile row of this warpgroup
   const bool col_mode = e.col_mode != 0;
   const int64_t m_base = int64_t(m_tile) * kTileM + row0;
-  const int64_t n_tile0 = int64_t(n_tile) * kTileN;
+  const int64_t n_tile0 = int64_t(n_tile) * BlockN;
   const int64_t d_off_l = l * e.d_batch_stride, c_off_l = l * e.c_batch_stride;
   const bool use_c = e.c != nullptr;
 
@@ -336,7 +348,7 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
   // groups x every dtype and activation path, ~20 000 instructions) measured ~100 us per tile on
   // the H200 (likely cause: its code fetched from L2 every tile). Only the register-to-shared
   // copy is unrolled (wgmma's registers need compile-time indices); the chunk loop stays rolled.
-  constexpr int kChunks = kTileN / kEpiChunk;
+  constexpr int kChunks = BlockN / kEpiChunk;
 #pragma unroll 1
   for (int ch = 0; ch < kChunks; ++ch) {
     const int64_t n_base = n_tile0 + ch * kEpiChunk;
@@ -475,7 +487,7 @@ __device__ __forceinline__ uint32_t box_offset(int r, int b) {
 // engine clips rows past M and columns past N (it writes whole 16-byte units, so the host sends
 // here only D whose rows are a multiple of 16 bytes long). `d_map`: D's tensor map (N, M, L),
 // box (128 bytes, 64, 1).
-template <class TiledMma, bool kScaled, class Accum, class Storage>
+template <class TiledMma, bool kScaled, int BlockN = kTileN, class Accum, class Storage>
 __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, const void* d_map,
                                                    const Accum& accum, Storage& smem,
                                                    int mma_thread, int32_t m_tile, int32_t n_tile,
@@ -483,10 +495,10 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
   using namespace cute;
   TiledMma tiled_mma;
   auto thr = tiled_mma.get_slice(mma_thread);
-  Tensor coords = thr.partition_C(make_identity_tensor(Shape<Int<kTileM>, Int<kTileN>>{}));
-  constexpr int kPerChunk = decltype(size(accum))::value / (kTileN / kEpiChunk);
-  static_assert(kPerChunk == 32, "64 x 256 wgmma fragment expected");
-  constexpr int kChunks = kTileN / kEpiChunk;
+  Tensor coords = thr.partition_C(make_identity_tensor(Shape<Int<kTileM>, Int<BlockN>>{}));
+  constexpr int kPerChunk = decltype(size(accum))::value / (BlockN / kEpiChunk);
+  static_assert(kPerChunk == 32, "64 x BlockN wgmma fragment expected");
+  constexpr int kChunks = BlockN / kEpiChunk;
 
   const int wg = mma_thread / 128, t = mma_thread % 128;
   const int row0 = wg * kEpiRows;
@@ -495,7 +507,8 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     st.bits &= 1u;        // stored no chunk
     return;
   }
-  const int64_t n_tile0 = int64_t(n_tile) * kTileN;
+  const int64_t n_tile0 = int64_t(n_tile) * BlockN;
+  const int sw = Storage::slot(wg);  // this warpgroup's staging
   const DType dt = static_cast<DType>(e.d_dtype);
   const bool wide = dt == DType::F32;
   const DType bias_t = static_cast<DType>(e.bias_dtype);
@@ -537,7 +550,7 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
   if (e.bias != nullptr) {
     float* sbias = smem.bias_stage(wg);
 #pragma unroll 1
-    for (int i = 0; i < kTileN / 128; ++i) {
+    for (int i = 0; i < BlockN / 128; ++i) {
       const int64_t n = n_tile0 + i * 128 + t;
       sbias[i * 128 + t] = n < e.N ? load_float(e.bias, bias_t, n) : 0.0f;
     }
@@ -572,18 +585,24 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
 #pragma unroll 1
     for (int q = 0; q < kSteps; ++q) {
       float v[kQuarter];
-      static_assert(kChunks * kSteps == 16, "16 blocks of 8 values");
+      constexpr int kBlocks = kChunks * kSteps;
+      static_assert(kBlocks == 16 || kBlocks == 8, "16 (BlockN 256) or 8 (128) blocks of 8 values");
       switch (ch * kSteps + q) {  // one jump, then 8 moves
 #define FLASHKIT_EPI_PICK(S)                                                    \
   case S:                                                                       \
-    CUTE_UNROLL                                                                 \
-    for (int j = 0; j < kQuarter; ++j) v[j] = accum((S) * kQuarter + j);       \
+    if constexpr ((S) < kBlocks) {                                              \
+      CUTE_UNROLL                                                               \
+      for (int j = 0; j < kQuarter; ++j) v[j] = accum((S) * kQuarter + j);     \
+    }                                                                           \
     break;
         FLASHKIT_EPI_PICK(0) FLASHKIT_EPI_PICK(1) FLASHKIT_EPI_PICK(2) FLASHKIT_EPI_PICK(3)
         FLASHKIT_EPI_PICK(4) FLASHKIT_EPI_PICK(5) FLASHKIT_EPI_PICK(6) FLASHKIT_EPI_PICK(7)
         FLASHKIT_EPI_PICK(8) FLASHKIT_EPI_PICK(9) FLASHKIT_EPI_PICK(10) FLASHKIT_EPI_PICK(11)
         FLASHKIT_EPI_PICK(12) FLASHKIT_EPI_PICK(13) FLASHKIT_EPI_PICK(14)
-        default: FLASHKIT_EPI_PICK(15)
+        default:  // the last block (15, or 7 for BlockN 128)
+          CUTE_UNROLL
+          for (int j = 0; j < kQuarter; ++j) v[j] = accum((kBlocks - 1) * kQuarter + j);
+          break;
 #undef FLASHKIT_EPI_PICK
       }
       // Value j of step q sits at the column of fragment element j, plus 16 q (element i is
@@ -634,21 +653,21 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
         CUTE_UNROLL
         for (int j = 0; j < kQuarter; j += 2) {
           const int r = get<0>(coords(j)) - row0, c = get<1>(coords(j)) + 16 * q;  // c even
-          *reinterpret_cast<float2*>(&smem.box[wg][buf + (c >> 5)][box_offset(r, (c & 31) * 4)]) =
+          *reinterpret_cast<float2*>(&smem.box[sw][buf + (c >> 5)][box_offset(r, (c & 31) * 4)]) =
               make_float2(v[j], v[j + 1]);
         }
       } else if (dt == DType::F16) {
         CUTE_UNROLL
         for (int j = 0; j < kQuarter; j += 2) {
           const int r = get<0>(coords(j)) - row0, c = get<1>(coords(j)) + 16 * q;
-          *reinterpret_cast<__half2*>(&smem.box[wg][buf][box_offset(r, c * 2)]) =
+          *reinterpret_cast<__half2*>(&smem.box[sw][buf][box_offset(r, c * 2)]) =
               __floats2half2_rn(v[j], v[j + 1]);
         }
       } else {
         CUTE_UNROLL
         for (int j = 0; j < kQuarter; j += 2) {
           const int r = get<0>(coords(j)) - row0, c = get<1>(coords(j)) + 16 * q;
-          *reinterpret_cast<__nv_bfloat162*>(&smem.box[wg][buf][box_offset(r, c * 2)]) =
+          *reinterpret_cast<__nv_bfloat162*>(&smem.box[sw][buf][box_offset(r, c * 2)]) =
               __floats2bfloat162_rn(v[j], v[j + 1]);
         }
       }
@@ -658,12 +677,12 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     if (t == 0) {
       const int32_t m0 = int32_t(m_base), n0 = int32_t(n_base), l0 = int32_t(l);
       if (wide) {
-        SM90_TMA_STORE_3D::copy(d_map, smem.box[wg][buf], n0, m0, l0);
+        SM90_TMA_STORE_3D::copy(d_map, smem.box[sw][buf], n0, m0, l0);
         if (n_base + kEpiChunk / 2 < e.N) {
-          SM90_TMA_STORE_3D::copy(d_map, smem.box[wg][buf + 1], n0 + kEpiChunk / 2, m0, l0);
+          SM90_TMA_STORE_3D::copy(d_map, smem.box[sw][buf + 1], n0 + kEpiChunk / 2, m0, l0);
         }
       } else {
-        SM90_TMA_STORE_3D::copy(d_map, smem.box[wg][buf], n0, m0, l0);
+        SM90_TMA_STORE_3D::copy(d_map, smem.box[sw][buf], n0, m0, l0);
       }
       tma_store_arrive();
     }

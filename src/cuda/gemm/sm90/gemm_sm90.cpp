@@ -86,9 +86,21 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   // wgmma reads 8-bit operands K-major only (A row-major (M, K), B stored (N, K)).
   if (fp8 && (!g->a.k_major || !g->b.k_major)) return false;
 
-  const int64_t tiles_m = (p.M + kTileM - 1) / kTileM, tiles_n = (p.N + kTileN - 1) / kTileN;
+  const int64_t tile_k = tile_k_for(p.ab_dtype);
+  const int64_t k_tiles = (p.K + tile_k - 1) / tile_k;
+  const CallOverrides co = call_overrides();
+  // The skinny kernel (64 x 128 tiles) or the 128 x 256 one.
+  const int64_t coop_tiles = ((p.M + kTileM - 1) / kTileM) * ((p.N + kTileN - 1) / kTileN) * p.batch;
+  bool skinny = pick_skinny(g->a.k_major, p.M, coop_tiles, k_tiles, caps.sm_count);
+  if (co.skinny >= 0) skinny = co.skinny == 1 && g->a.k_major;
+  g->skinny = skinny;
+  const int64_t tile_rows = skinny ? kSkinnyM : kTileM, tile_cols = skinny ? kSkinnyN : kTileN;
+  const int64_t tiles_m = (p.M + tile_rows - 1) / tile_rows;
+  const int64_t tiles_n = (p.N + tile_cols - 1) / tile_cols;
   if (tiles_m * tiles_n > kMaxI32) return false;
   TileSchedulerParams& s = g->scheduler;
+  s.tile_rows = int32_t(tile_rows);
+  s.tile_cols = int32_t(tile_cols);
   s.tiles_m = int32_t(tiles_m);
   s.tiles_n = int32_t(tiles_n);
   s.tiles_per_batch = tiles_m * tiles_n;
@@ -96,17 +108,25 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   const ScheduleChoice choice = pick_schedule(tiles_m, tiles_n);
   s.group = choice.group;
   s.raster_n = choice.raster_n ? 1 : 0;
-  const int64_t tile_k = tile_k_for(p.ab_dtype);
-  s.k_tiles = int32_t((p.K + tile_k - 1) / tile_k);
-  s.splits = pick_splits(s.total_tiles, s.k_tiles, caps.sm_count);
+  s.k_tiles = int32_t(k_tiles);
+  s.splits = skinny ? pick_skinny_splits(s.total_tiles, s.k_tiles, caps.sm_count)
+                   : pick_splits(s.total_tiles, s.k_tiles, caps.sm_count);
+  if (co.splits > 0) s.splits = co.splits > s.k_tiles ? (s.k_tiles > 0 ? s.k_tiles : 1) : co.splits;
   s.total_units = s.total_tiles * s.splits;
   s.skip_idle_rows = tuning_overrides().no_idle_skip ? 0 : 1;
   s.splitk_interleave = tuning_overrides().splitk_interleave ? 1 : 0;
+  s.k_rotate = pick_krot(skinny, s.splits, s.tiles_m) ? 1 : 0;
+  if (co.krot >= 0) s.k_rotate = co.krot;
   g->grid = pick_grid(s.total_units, caps.sm_count);
-  g->stages = pick_stages(s.splits, s.total_tiles, s.k_tiles);
-  const bool fused = p.bias != nullptr || p.activation != Activation::None || p.c != nullptr;
-  g->pingpong = pick_pingpong(s.splits, s.total_tiles, s.k_tiles, fused, caps.sm_count);
-  if (g->pingpong) g->stages = 4;  // its one ring
+  if (skinny) {
+    g->stages = kSkinnyStages;
+    g->pingpong = false;
+  } else {
+    g->stages = pick_stages(s.splits, s.total_tiles, s.k_tiles);
+    const bool fused = p.bias != nullptr || p.activation != Activation::None || p.c != nullptr;
+    g->pingpong = pick_pingpong(s.splits, s.total_tiles, s.k_tiles, fused, caps.sm_count);
+    if (g->pingpong) g->stages = 4;  // its one ring
+  }
 
   EpilogueParams& e = g->epilogue;
   e.d = p.d;
@@ -195,7 +215,8 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
     const int64_t tiles = g.scheduler.total_tiles;
     void* partials = nullptr;
     void* counters = nullptr;
-    FK_RETURN_IF_ERROR(arena.alloc(size_t(tiles * g.scheduler.splits) * kTileM * kTileN * sizeof(float),
+    const size_t unit_floats = size_t(g.scheduler.tile_rows) * size_t(g.scheduler.tile_cols);
+    FK_RETURN_IF_ERROR(arena.alloc(size_t(tiles * g.scheduler.splits) * unit_floats * sizeof(float),
                                    &partials, "cuda.sm90.gemm split-K partials"));
     FK_RETURN_IF_ERROR(arena.alloc(size_t(tiles) * sizeof(int32_t), &counters,
                                    "cuda.sm90.gemm split-K counters"));
@@ -205,8 +226,9 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
     g.splitk.counters = static_cast<int32_t*>(counters);
   }
   if (log_enabled(FK_LOG_DEBUG)) {
-    log_message(FK_LOG_DEBUG, "cuda.sm90.gemm: schedule %s, %d stages, %d k-splits",
-                g.pingpong ? "pingpong" : "cooperative", int(g.stages), int(g.scheduler.splits));
+    log_message(FK_LOG_DEBUG, "cuda.sm90.gemm: schedule %s, %d stages, %d k-splits%s",
+                g.skinny ? "skinny" : (g.pingpong ? "pingpong" : "cooperative"), int(g.stages),
+                int(g.scheduler.splits), g.scheduler.k_rotate ? ", rotated k" : "");
   }
   switch (g.ab_dtype) {
     case DType::BF16: return launch_bf16(g, stream);

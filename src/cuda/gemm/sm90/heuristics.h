@@ -12,7 +12,11 @@
 // its typed fast path; FLASHKIT_SM90_GEMM_IDLE=0 lets warpgroups whose rows are all past M
 // multiply zeros as before. FLASHKIT_SM90_GEMM_SCHEDULE=pingpong|cooperative overrides the
 // schedule (pick_pingpong); unlike the others it is read on every call, so that one process can
-// time both schedules (benchmarks/gemm.py --ab-schedule).
+// time both schedules (benchmarks/gemm.py --ab-schedule). FLASHKIT_SM90_GEMM_SKINNY=<on>[,<splits>
+// [,<krot>]] (also read on every call: benchmarks/gemm.py --sweep-skinny) forces the skinny
+// kernel on (1, where A is K-major) or off (0), optionally with a split-K factor (1..64, either
+// kernel) and the rotated k-tile walk on or off (pick_krot); an empty field keeps the table's
+// choice.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +41,32 @@ struct TuningOverrides {
   bool no_idle_skip = false;  // FLASHKIT_SM90_GEMM_IDLE=0
   bool splitk_interleave = false;  // FLASHKIT_SM90_GEMM_SPLITK=interleave
 };
+
+// The per-call overrides of FLASHKIT_SM90_GEMM_SKINNY=<on>[,<splits>[,<krot>]] (-1 / 0: no
+// override; an empty field leaves its setting to the table).
+struct CallOverrides {
+  int32_t skinny = -1;  // 0 off, 1 on
+  int32_t splits = 0;   // 1..64
+  int32_t krot = -1;    // 0 off, 1 on
+};
+
+inline CallOverrides call_overrides() {
+  CallOverrides o;
+  const char* v = std::getenv("FLASHKIT_SM90_GEMM_SKINNY");
+  if (v == nullptr) return o;
+  for (int field = 0; field < 3 && *v != 0; ++field) {
+    char* end = nullptr;
+    const long x = std::strtol(v, &end, 10);
+    if (end != v) {
+      if (field == 0) o.skinny = x != 0 ? 1 : 0;
+      if (field == 1 && x >= 1 && x <= 64) o.splits = int32_t(x);
+      if (field == 2) o.krot = x != 0 ? 1 : 0;
+    }
+    while (*end != 0 && *end != ',') ++end;  // skip to the next field
+    v = *end == ',' ? end + 1 : end;
+  }
+  return o;
+}
 
 inline const TuningOverrides& tuning_overrides() {
   static const TuningOverrides t = [] {
@@ -148,6 +178,51 @@ inline bool pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, 
   }
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   return total_tiles >= sms && (k_tiles <= 32 || (fused && k_tiles <= 64));
+}
+
+// The skinny kernel (kernel.cuh, SkinnyKernel: 64 x 128 tiles, one consumer warpgroup, 8-deep
+// ring) for decode-sized problems: A K-major, M at most two of its 64-row tiles, and a
+// 128 x 256 grid too small to fill the GPU (the cooperative kernel would split K: at most half
+// the SMs in tiles, at least 8 k-tiles). `coop_tiles` counts the 128 x 256 tiles of all batches.
+// Measured on the H200 (benchmarks/RESULTS.md, "Skinny kernel (branch gemm9)", run 2, one
+// process, same inputs, per-call events), this table's picks against the cooperative kernel
+// forced: (M, N, K) = (16, 8192, 8192) bf16 43.3 / 43.8 us (a @ b / a @ w.T) against 47.3 /
+// 48.8; M = 128 40.6 / 42.1 against 56.5 / 58.8; fp8 M = 16 28.5 against 38.5, M = 128 26.2
+// against 45.2.
+inline bool pick_skinny(bool a_k_major, int64_t M, int64_t coop_tiles, int64_t k_tiles,
+                        int32_t sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  return a_k_major && M <= 2 * kSkinnyM && k_tiles >= 8 && coop_tiles * 2 <= sms;
+}
+
+// Split-K for the skinny kernel: as many slices as keep tiles x splits within one CTA per SM,
+// but each slice at least 64 k-tiles (1 MB of B for a 64 x 128 tile of 16-bit inputs): split-K
+// costs a few microseconds a launch (the counters' memset, the partial stores, the last unit's
+// reduction). H200 (RESULTS.md, runs 1 and 2): M = 16 x 8192 x 8192 bf16 (128 k-tiles) 43.3 /
+// 43.8 us with 2 rotated slices against 48.2 / 47.7 unsplit (64 CTAs) and 47.6 / 46.8 with 4
+// (run 1); fp8 (64 k-tiles) unsplit 38.2 against 43.5 with 2 slices in run 1, 28.4 against
+// 28.9 in run 2. FLASHKIT_SM90_GEMM_SPLITS (per process) and FLASHKIT_SM90_GEMM_SKINNY=1,<n>
+// (per call) override.
+inline int32_t pick_skinny_splits(int64_t total_tiles, int64_t k_tiles, int32_t sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  int64_t s = total_tiles > 0 ? sms / total_tiles : 1;
+  if (s > k_tiles / 64) s = k_tiles / 64;
+  if (s > 16) s = 16;
+  if (s < 1) s = 1;
+  if (tuning_overrides().splits) s = tuning_overrides().splits;
+  if (s > k_tiles) s = k_tiles > 0 ? k_tiles : 1;
+  return int32_t(s);
+}
+
+// The rotated k-tile walk (TileSchedulerParams::k_rotate): the skinny kernel's split-K launches
+// of one 64-row tile row. H200, M = 16 x 8192 x 8192 bf16, 2 slices: 43.3 / 43.8 us (a @ b /
+// a @ w.T) rotated against 45.5 / 46.6 in order (run 2; run 1 44.0 / 43.8 against 45.0 / 46.6).
+// Not with two tile rows: each unit's rotation is its own, so the two 64-row halves of a column
+// no longer read B's k-tiles together and the second read misses L2 (M = 128, unsplit, forced
+// rotated: 52.5 / 52.0 against 40.2 / 41.9 us). The cooperative kernel gained nothing from it
+// (run 1, split 4: 48.3 / 48.2 against 47.0 / 47.9 us).
+inline bool pick_krot(bool skinny, int32_t splits, int64_t tiles_m) {
+  return skinny && splits > 1 && tiles_m == 1;
 }
 
 // Persistent grid: one CTA per SM (the kernel's 227 KB of shared memory allows no second), or

@@ -39,6 +39,22 @@
 // schedule (0.92-0.99x cuBLAS), as do the split-K (skinny M) shapes. FLASHKIT_SM90_GEMM_SCHEDULE=
 // pingpong|cooperative overrides. Both schedules: 168 registers; ptxas reports no spills for
 // the ping-pong kernels, 8 bytes for the cooperative ones (as before this schedule existed).
+//
+// Skinny kernel (SkinnyKernel below, gemm_sm90_skinny_kernel; issue 7, the decode shapes): for
+// M up to 128 with K-major A where the 128 x 256 grid would not fill the GPU (heuristics.h,
+// pick_skinny), a second kernel of 256 threads: the producer warpgroup and one consumer
+// warpgroup on 64 x 128 tiles, an 8-deep ring of 24 KB stages, one CTA per SM, split-K only
+// while each slice keeps at least 64 k-tiles (pick_skinny_splits), the slices' k-tile walks
+// rotated (pick_krot). It shares the mainloop (BlockM 64, BlockN 128), the split-K reduction and
+// every epilogue path with the cooperative kernel: its 64-row tile is addressed as the top or
+// bottom half of a 128-row tile. Two instantiations per 16-bit dtype (B K- or MN-major), one per
+// fp8 format pair. Measured on the H200 (benchmarks/RESULTS.md, "Skinny kernel (branch gemm9)",
+// run 2, (M, N, K) = (M, 8192, 8192), same process and inputs), this kernel / the cooperative
+// one forced: bf16 M = 16 43.3 / 47.3 us (a @ b), 43.8 / 48.8 (a @ w.T); M = 128 40.6 / 56.5,
+// 42.1 / 58.8; fp8 M = 16 28.5 / 38.5, M = 128 26.2 / 45.2. Against cuBLAS timed in batches of
+// 10 back-to-back calls (host launch gaps out): bf16 0.81-0.83x at M = 16 (43 us against 35:
+// ncu, DRAM at 67% of peak against cuBLAS's 82%), 0.93-0.94x at M = 128; fp8 1.11x and 1.27x.
+// ptxas: 165 registers, no spills (fp8 file).
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -199,12 +215,12 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           for (int h = 0; h < 2; ++h) {
             if (int64_t(tc.m) * kTileM + h * kEpiRows < params.epilogue.M) {
               Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, 2 * tc.m + h, tc.n,
-                             tc.l, tc.k_begin, tc.k_end, tc.k_step);
+                             tc.l, tc.k_begin, tc.k_end, tc.k_step, tc.k_rot);
             }
           }
         } else {
           Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
-                         tc.k_begin, tc.k_end, tc.k_step);
+                         tc.k_begin, tc.k_end, tc.k_step, tc.k_rot);
         }
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
@@ -252,6 +268,122 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     }
     // Shared memory must outlive the copy engine's reads of the last boxes.
     if (tma_store && mma_thread % 128 == 0) cute::tma_store_wait<0>();
+  }
+#endif
+}
+
+// The skinny kernel (issue 7, decode shapes; heuristics.h, pick_skinny): 256 threads, a
+// producer warpgroup and one consumer warpgroup, 64 x 128 tiles (kSkinnyM x kSkinnyN) and an
+// 8-deep ring of 24 KB stages (16-bit; fp8 the same bytes), one CTA per SM. Meant for M up to a
+// few 64-row tiles against large N and K, where the problem is B's bytes: more, narrower tiles
+// (N / 128 of them per 64 rows) and a deeper ring keep more of B in flight per SM than the
+// 128 x 256 tile whose rows are mostly past M. The scheduler's units are 64 x 128 tiles (or K
+// slices of them: split-K as in the cooperative kernel, the partials 64 x 128 per unit). The
+// epilogue and split-K address the consumer's fragment as the top or bottom half of a 128-row
+// tile (the ping-pong schedule's convention): 64-row tile m is half m % 2 of 128-row tile m / 2,
+// so every epilogue path (copy-engine stores, register stores with C, column-major D, fp8
+// scales) is shared with the other schedules.
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
+struct SkinnyKernel {
+  static constexpr bool kPingPong = false;
+  using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB, kSkinnyStages, kSkinnyM,
+                                  kSkinnyN>;
+  // One warpgroup's staging: 2 copy-engine boxes (16-bit chunks alternate them) or the
+  // register path's 64 x 64 fp32 chunk.
+  using EpiStorage = EpilogueStorage<2, 1>;
+  static constexpr int kThreads = 256;
+
+  struct Params {
+    typename Mainloop::Params mainloop;
+    EpilogueParams epilogue;
+    cute::TmaDescriptor d_map;  // D's tensor map (epilogue.tma_store only)
+    TileSchedulerParams scheduler;
+    SplitKParams splitk;
+  };
+
+  struct SharedStorage {
+    typename Mainloop::SharedStorage mainloop;
+    EpiStorage epilogue;
+    typename Mainloop::Pipeline::SharedStorage pipeline;
+  };
+  static constexpr int kSmemBytes = int(sizeof(SharedStorage));
+  static_assert(sizeof(typename Mainloop::SharedStorage) % 1024 == 0, "epilogue staging alignment");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 per-block limit");
+};
+
+template <class Kernel>
+__global__ void __launch_bounds__(Kernel::kThreads, 1)
+    gemm_sm90_skinny_kernel(__grid_constant__ const typename Kernel::Params params) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace cute;
+  using Mainloop = typename Kernel::Mainloop;
+  using Pipeline = typename Mainloop::Pipeline;
+
+  extern __shared__ __align__(1024) char smem_raw[];
+  auto& smem = *reinterpret_cast<typename Kernel::SharedStorage*>(smem_raw);
+
+  const int warp = cutlass::canonical_warp_idx_sync();
+  const int warpgroup = warp / 4;
+  if (threadIdx.x == 0) {
+    Mainloop::prefetch_descriptors(params.mainloop);
+    if (params.epilogue.tma_store) cute::prefetch_tma_descriptor(&params.d_map);
+  }
+
+  typename Pipeline::Params pp;
+  pp.transaction_bytes = Mainloop::kTmaTransactionBytes;
+  pp.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
+  pp.is_leader = threadIdx.x == 0;
+  pp.num_consumers = 128;
+  Pipeline pipeline(smem.pipeline, pp, Shape<_1, _1, _1>{});
+  __syncthreads();  // barrier initialisation visible to every thread
+
+  TileScheduler scheduler(params.scheduler);
+  if (warpgroup == 0) {
+    if (threadIdx.x == 0) {
+      auto write = cutlass::make_producer_start_state<Pipeline>();
+      for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+        const TileCoord tc = scheduler.coord(t);
+        Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
+                       tc.k_begin, tc.k_end, tc.k_step, tc.k_rot);
+      }
+      // Keep the CTA alive until the consumer has drained every stage in flight.
+      pipeline.producer_tail(write);
+    }
+  } else {
+    const int t = int(threadIdx.x) - 128;  // 0..127
+    typename Mainloop::TiledMma tiled_mma;
+    Tensor accum = partition_fragment_C(tiled_mma, Shape<Int<kSkinnyM>, Int<kSkinnyN>>{});
+    typename Mainloop::PipelineState read;  // stage 0, phase 0
+    const bool tma_store = params.epilogue.tma_store != 0;
+    TmaStoreState tma_state;
+    for (int64_t u = scheduler.first(); scheduler.valid(u); u = scheduler.next(u)) {
+      const TileCoord tc = scheduler.coord(u);
+      const int32_t k_count = tc.k_count();
+      if (k_count > 0) {
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, t, [] {});
+      } else {
+        clear(accum);  // K = 0: D = act(beta C + bias)
+      }
+      // This 64-row tile as half (tc.m % 2) of 128-row tile tc.m / 2.
+      const int32_t m128 = tc.m >> 1;
+      const int half_thread = t + 128 * (tc.m & 1);
+      if (params.scheduler.splits > 1 &&
+          !splitk_reduce<typename Mainloop::TileMma, 128, kSkinnyN>(
+              params.splitk, params.scheduler.splits, accum, smem.epilogue, half_thread, tc.tile,
+              tc.split, int32_t(params.epilogue.M - int64_t(m128) * kTileM))) {
+        continue;  // another unit of this tile finishes it
+      }
+      if (tma_store) {
+        epilogue_store_tma<typename Mainloop::TileMma, Mainloop::kFp8, kSkinnyN>(
+            params.epilogue, &params.d_map, accum, smem.epilogue, half_thread, m128, tc.n, tc.l,
+            tma_state);
+      } else {
+        epilogue_store<typename Mainloop::TileMma, Mainloop::kFp8, kSkinnyN>(
+            params.epilogue, accum, smem.epilogue, half_thread, m128, tc.n, tc.l);
+      }
+    }
+    // Shared memory must outlive the copy engine's reads of the last boxes.
+    if (tma_store && t == 0) cute::tma_store_wait<0>();
   }
 #endif
 }

@@ -1,7 +1,8 @@
 // Host side of one kernel instantiation: copy-engine descriptors, parameter block, grid, launch.
 // Included by the per-dtype translation units (launch_bf16.cu, launch_f16.cu, launch_fp8_*.cu),
 // which list the instantiations: 4 layouts (fp8: 2 B formats) x 3 kernels each (cooperative
-// with 3 or 4 stages, ping-pong).
+// with 3 or 4 stages, ping-pong), plus the skinny kernel for K-major A (16-bit: B K- or
+// MN-major; fp8: 2 B formats).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -44,9 +45,11 @@ inline bool encode_d_map(const EpilogueParams& e, cute::TmaDescriptor* map) {
   return r == CUDA_SUCCESS && descriptor_encoded(map, sizeof(*map));
 }
 
-template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages, bool PingPong>
-fk_status_t launch_config(const GemmArgs& g, cudaStream_t stream) {
-  using Kernel = GemmKernel<ElementA, ElementB, KMajorA, KMajorB, Stages, PingPong>;
+// One launch of `kernel` (an instantiation of gemm_sm90_kernel or gemm_sm90_skinny_kernel for
+// Kernel).
+template <class Kernel>
+fk_status_t launch_kernel(const GemmArgs& g, cudaStream_t stream,
+                          void (*kernel)(const typename Kernel::Params)) {
   typename Kernel::Params params;
   params.mainloop = Kernel::Mainloop::make_params(g);
   if (!descriptor_encoded(params.mainloop.tma_a.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
@@ -63,12 +66,25 @@ fk_status_t launch_config(const GemmArgs& g, cudaStream_t stream) {
   }
   params.scheduler = g.scheduler;
   params.splitk = g.splitk;
-  auto* kernel = &gemm_sm90_kernel<Kernel>;
   FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    Kernel::kSmemBytes),
               "cuda.sm90.gemm: raising the kernel's shared-memory limit");
   kernel<<<dim3(unsigned(g.grid)), dim3(Kernel::kThreads), Kernel::kSmemBytes, stream>>>(params);
   return check_launch("cuda.sm90.gemm kernel");
+}
+
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages, bool PingPong>
+fk_status_t launch_config(const GemmArgs& g, cudaStream_t stream) {
+  using Kernel = GemmKernel<ElementA, ElementB, KMajorA, KMajorB, Stages, PingPong>;
+  return launch_kernel<Kernel>(g, stream, &gemm_sm90_kernel<Kernel>);
+}
+
+// The skinny kernel (GemmArgs::skinny): K-major A only, so two instantiations per 16-bit input
+// dtype (B K- or MN-major) and one per fp8 format pair.
+template <class ElementA, class ElementB, bool KMajorB>
+fk_status_t launch_skinny(const GemmArgs& g, cudaStream_t stream) {
+  using Kernel = SkinnyKernel<ElementA, ElementB, true, KMajorB>;
+  return launch_kernel<Kernel>(g, stream, &gemm_sm90_skinny_kernel<Kernel>);
 }
 
 // Schedule and ring depth (GemmArgs::pingpong, ::stages): three kernels per layout, the
@@ -82,6 +98,13 @@ fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
 
 template <class Element>
 fk_status_t launch_dtype(const GemmArgs& g, cudaStream_t stream) {
+  if (g.skinny) {
+    if (!g.a.k_major) {
+      return set_error(FK_ERROR_INTERNAL, "cuda.sm90.gemm: the skinny kernel reads K-major A only");
+    }
+    return g.b.k_major ? launch_skinny<Element, Element, true>(g, stream)
+                       : launch_skinny<Element, Element, false>(g, stream);
+  }
   if (g.a.k_major) {
     return g.b.k_major ? launch_layout<Element, Element, true, true>(g, stream)
                        : launch_layout<Element, Element, true, false>(g, stream);
@@ -96,6 +119,10 @@ template <class ElementA>
 fk_status_t launch_fp8(const GemmArgs& g, cudaStream_t stream) {
   if (!g.a.k_major || !g.b.k_major) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.gemm: fp8 operands must be K-major");
+  }
+  if (g.skinny) {
+    return g.b_dtype == DType::F8E4M3 ? launch_skinny<ElementA, cute::float_e4m3_t, true>(g, stream)
+                                      : launch_skinny<ElementA, cute::float_e5m2_t, true>(g, stream);
   }
   return g.b_dtype == DType::F8E4M3
              ? launch_layout<ElementA, cute::float_e4m3_t, true, true>(g, stream)

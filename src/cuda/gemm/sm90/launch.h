@@ -18,6 +18,10 @@ namespace sm90 {
 // 128-byte swizzle row), a 3- or 4-deep ring (GemmArgs::stages; what the ring leaves of the
 // 227 KB stages D for the copy-engine stores).
 constexpr int kTileM = 128, kTileN = 256, kTileKBytes = 128;
+// The skinny kernel (kernel.cuh, SkinnyKernel; heuristics.h, pick_skinny): decode-sized M
+// against large N and K. One consumer warpgroup on 64 x 128 tiles, an 8-deep ring of 24 KB
+// stages (16-bit: 8 KB of A, 16 KB of B), one CTA per SM.
+constexpr int kSkinnyM = 64, kSkinnyN = 128, kSkinnyStages = 8;
 constexpr int tile_k_for(DType t) { return kTileKBytes / dtype_bytes(t); }
 
 // One of A (rows = M) or B (rows = N): logical X(row, k) at
@@ -86,12 +90,19 @@ struct TileSchedulerParams {
   // A consumer warpgroup whose rows of the tile are all past M skips its MMAs (kernel.cuh);
   // FLASHKIT_SM90_GEMM_IDLE=0 turns it off, for measurement.
   int32_t skip_idle_rows = 1;
+  // Each unit's producer starts its k-tile walk at a unit-dependent k-tile and wraps around
+  // (TileCoord::k_rot), so that the CTAs streaming B at one time read it at scattered K offsets
+  // rather than all at the same offset of their slices (heuristics.h, pick_krot).
+  int32_t k_rotate = 0;
+  // Rows and columns of one tile: kTileM x kTileN, or kSkinnyM x kSkinnyN for the skinny kernel
+  // (tiles_m, tiles_n count these).
+  int32_t tile_rows = kTileM, tile_cols = kTileN;
 };
 
 // Split-K reduction: every unit of a tile stores its fp32 partial tile; the last unit to finish
 // (an atomic counter per tile) adds the others' partials and runs the epilogue.
 struct SplitKParams {
-  float* partials = nullptr;    // total_tiles * splits * kTileM * kTileN floats
+  float* partials = nullptr;    // total_tiles * splits * tile_rows * tile_cols floats
   int32_t* counters = nullptr;  // total_tiles, zero before the launch
 };
 
@@ -109,6 +120,9 @@ struct GemmArgs {
   // consumer warpgroup owns a 64-row half of the tile and one's epilogue runs under the other's
   // MMAs; 4 stages of 64-row A. Never with split-K.
   bool pingpong = false;
+  // Skinny kernel (kernel.cuh, SkinnyKernel; heuristics.h, pick_skinny): 64 x 128 tiles, one
+  // consumer warpgroup, kSkinnyStages stages; A K-major only. Excludes pingpong.
+  bool skinny = false;
 };
 
 // One launcher per input dtype (launch_bf16.cu, launch_f16.cu), each holding the four layout

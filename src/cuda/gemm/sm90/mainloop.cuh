@@ -1,5 +1,6 @@
 // Mainloop of the Hopper GEMM: the copy engine (TMA) fills a ring of shared-memory stages with
-// 128 x 64 tiles of A and 256 x 64 tiles of B; two consumer warpgroups multiply them with wgmma
+// 128 x 64 tiles of A and 256 x 64 tiles of B (the skinny kernel: 64 x 64 and 128 x 64, one
+// consumer warpgroup, 8 stages; kernel.cuh); two consumer warpgroups multiply them with wgmma
 // (64 x 256 x 16 per instruction, each warpgroup owning 64 rows of the 128-row tile: CUTLASS's
 // "cooperative" split), fp32 accumulators in registers. With BlockM = 64 (the ping-pong
 // schedule, kernel.cuh) a stage holds 64 rows of A and is read by one warpgroup. The ring is
@@ -25,7 +26,7 @@ namespace cuda {
 namespace sm90 {
 
 template <class ElementA_, class ElementB_, bool KMajorA, bool KMajorB, int Stages,
-          int BlockM = kTileM>
+          int BlockM = kTileM, int BlockN = kTileN>
 struct Mainloop {
   // cute::half_t or cute::bfloat16_t (both operands), or cute::float_e4m3_t /
   // cute::float_e5m2_t (each operand its own, K-major only).
@@ -41,13 +42,18 @@ struct Mainloop {
   static constexpr int kBlockM = BlockM;
   static_assert(BlockM == kTileM || BlockM == kTileM / 2, "128 or 64 rows per stage");
   static constexpr int kMmaWarpgroups = BlockM / 64;
-  using TileShape = cute::Shape<cute::Int<kBlockM>, cute::Int<kTileN>, cute::Int<kTileK>>;
+  // Columns of B per stage: the CTA tile's 256, or 128 for the skinny kernel (kernel.cuh,
+  // SkinnyKernel: one consumer warpgroup on 64 x 128 tiles, a deeper ring).
+  static constexpr int kBlockN = BlockN;
+  static_assert(BlockN == kTileN || BlockN == kSkinnyN, "256 or 128 columns per stage");
+  using TileShape = cute::Shape<cute::Int<kBlockM>, cute::Int<kBlockN>, cute::Int<kTileK>>;
   // Ring depth (heuristics.h, pick_stages): 3 stages (144 KB) beside 64 KB of epilogue staging
   // (a whole 16-bit tile, so that D's stores drain under the next tile's mainloop), or 4 stages
   // (192 KB) beside 32 KB of staging (half a tile: the epilogue waits for its own first stores
   // once per tile) for launches that stream operands with little reuse (split-K, skinny M).
   static constexpr int kStages = Stages;
-  static_assert(Stages == 3 || Stages == 4, "ring of 3 or 4 stages");
+  static_assert(Stages == 3 || Stages == 4 || Stages == kSkinnyStages,
+                "ring of 3 or 4 stages (the skinny kernel's: kSkinnyStages)");
 
   static constexpr cute::GMMA::Major kMajorA = KMajorA ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
   static constexpr cute::GMMA::Major kMajorB = KMajorB ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
@@ -67,7 +73,7 @@ struct Mainloop {
       AtomA{}, cute::make_shape(cute::Int<kBlockM>{}, cute::Int<kTileK>{}, cute::Int<kStages>{}),
       OrderA{}));
   using SmemLayoutB = decltype(cute::tile_to_shape(
-      AtomB{}, cute::make_shape(cute::Int<kTileN>{}, cute::Int<kTileK>{}, cute::Int<kStages>{}),
+      AtomB{}, cute::make_shape(cute::Int<kBlockN>{}, cute::Int<kTileK>{}, cute::Int<kStages>{}),
       OrderB{}));
 
   // Two warpgroups stacked along M (one for 64-row stages), each issuing 64 x 256 x 16 (x 32
@@ -75,10 +81,10 @@ struct Mainloop {
   using TiledMma = decltype(cute::make_tiled_mma(
       cute::GMMA::ss_op_selector<ElementA, ElementB, float, TileShape, kMajorA, kMajorB>(),
       cute::Layout<cute::Shape<cute::Int<kMmaWarpgroups>, cute::_1, cute::_1>>{}));
-  // The 128 x 256 tile's two-warpgroup MMA, by which the epilogue and split-K address a
+  // The 128 x BlockN tile's two-warpgroup MMA, by which the epilogue and split-K address a
   // consumer thread's accumulators (thread 128 w + i of it holds rows 64 w + ... of the tile);
   // one warpgroup's fragment of the 64-row TiledMma is laid out as either half of this one.
-  using TileMmaShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
+  using TileMmaShape = cute::Shape<cute::Int<kTileM>, cute::Int<kBlockN>, cute::Int<kTileK>>;
   using TileMma = decltype(cute::make_tiled_mma(
       cute::GMMA::ss_op_selector<ElementA, ElementB, float, TileMmaShape, kMajorA, kMajorB>(),
       cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
@@ -96,7 +102,7 @@ struct Mainloop {
   using PipelineState = typename Pipeline::PipelineState;
 
   static constexpr uint32_t kTmaTransactionBytes =
-      uint32_t((kBlockM + kTileN) * kTileK * sizeof(ElementA));
+      uint32_t((kBlockM + kBlockN) * kTileK * sizeof(ElementA));
 
   template <class Stride>
   static auto gmem_tensor(const TmaElement* ptr, Stride stride) {
@@ -165,12 +171,15 @@ struct Mainloop {
   }
 
   // Producer (one thread): enqueues k-tiles k_begin, k_begin + k_step, ... below k_end of output
-  // tile (m, n), batch l; m counts blocks of kBlockM rows.
+  // tile (m, n), batch l; m counts blocks of kBlockM rows, n blocks of kBlockN columns. With
+  // k_rot > 0 the walk starts at the k_rot-th of those k-tiles and wraps around (the consumers
+  // sum the same stages in a different order; TileCoord::k_rot).
   // `p` must be the kernel's __grid_constant__ parameter: the copy engine reads its descriptor
   // from there.
   __device__ __forceinline__ static void load(const Params& p, Pipeline& pipeline, PipelineState& write,
                               SharedStorage& smem, int32_t m, int32_t n, int64_t l,
-                              int32_t k_begin, int32_t k_end, int32_t k_step) {
+                              int32_t k_begin, int32_t k_end, int32_t k_step,
+                              int32_t k_rot = 0) {
     using namespace cute;
     Tensor sA = make_tensor(make_smem_ptr(smem.a.data()), SmemLayoutA{});  // (BM, BK, PIPE)
     Tensor sB = make_tensor(make_smem_ptr(smem.b.data()), SmemLayoutB{});  // (BN, BK, PIPE)
@@ -186,7 +195,15 @@ struct Mainloop {
     Tensor tAsA = cta_a.partition_D(sA);                  // (TMA, TMA_M, TMA_K, PIPE)
     Tensor tBgB = cta_b.partition_S(gB(_, _, n, _, lb));
     Tensor tBsB = cta_b.partition_D(sB);
-    for (int32_t k = k_begin; k < k_end; k += k_step) {
+    const int32_t count = k_end > k_begin ? (k_end - k_begin + k_step - 1) / k_step : 0;
+    const int32_t rot = (k_rot > 0 && k_rot < count) ? k_rot : 0;
+    // The k-tile at position i of the walk (i < count).
+    auto k_at = [&](int32_t i) {
+      const int32_t q = i + rot;
+      return k_begin + (q >= count ? q - count : q) * k_step;
+    };
+    for (int32_t i = 0; i < count; ++i) {
+      const int32_t k = k_at(i);
       pipeline.producer_acquire(write);
       auto* full = pipeline.producer_get_barrier(write);
       const int stage = write.index();

@@ -27,6 +27,7 @@ struct TileCoord {
   int32_t k_begin;  // k-tiles k_begin, k_begin + k_step, ... below k_end
   int32_t k_end;
   int32_t k_step;
+  int32_t k_rot;    // the producer's walk starts at the k_rot-th k-tile and wraps (0: in order)
   __device__ __forceinline__ int32_t k_count() const {
     return k_end > k_begin ? (k_end - k_begin + k_step - 1) / k_step : 0;
   }
@@ -60,6 +61,14 @@ struct TileScheduler {
       c.k_begin = int32_t(int64_t(c.split) * p.k_tiles / p.splits);
       c.k_end = int32_t(int64_t(c.split + 1) * p.k_tiles / p.splits);
       c.k_step = 1;
+    }
+    c.k_rot = 0;
+    if (p.k_rotate) {
+      // A multiplicative hash of the unit spreads the start offsets of the units in flight over
+      // their slices (only the producer's load order changes).
+      const int32_t count = c.k_count();
+      // (32-bit arithmetic: a 64-bit remainder is a called subroutine, with a stack frame.)
+      if (count > 1) c.k_rot = int32_t(((uint32_t(u) * 2654435761u) >> 8) % uint32_t(count));
     }
     c.l = t / p.tiles_per_batch;
     const int32_t r = static_cast<int32_t>(t - c.l * p.tiles_per_batch);
