@@ -461,8 +461,8 @@ struct ForceSkinny {
 // the kernel forced (FLASHKIT_SM90_GEMM_SKINNY=1[,splits[,krot]]) through split-K factors
 // (including uneven slices and the rotated k-tile walk), N and K tails, both B layouts,
 // fp16/bf16/fp8 inputs, bf16/fp16/fp32 D, bias, ReLU/GELU, alpha, beta C (the register-store
-// path), column-major and unaligned D, batches and a single k-tile; last the cooperative kernel forced on
-// split-K shapes (the path these shapes took before), with and without the rotated walk.
+// path), column-major and unaligned D, batches and a single k-tile; last the cooperative kernel
+// forced on split-K shapes (the path these shapes took before).
 TEST_CASE("sm90 gemm: skinny kernel for decode-sized M (picks, tails, epilogues, fp8)",
           "[gpu][gemm][sm90][skinny]") {
   const DT cds[] = {DT::BF16, DT::F16, DT::F32};
@@ -566,8 +566,8 @@ TEST_CASE("sm90 gemm: skinny kernel for decode-sized M (picks, tails, epilogues,
     run_schedule(c, 45200 + uint64_t(q), "skinny");
     ++q;
   }
-  // The cooperative kernel forced on split-K shapes (the 4-stage ring, idle warpgroup), with the
-  // rotated walk and without.
+  // The cooperative kernel forced on split-K shapes (the 4-stage ring, idle warpgroup), also with
+  // the rotation flag set (which that kernel ignores: it walks K in order).
   const F coop[] = {{16, 1000, 1500, "0"}, {100, 520, 2100, "0,4,1"}, {1, 264, 4100, "0,16,1"}};
   int r = 0;
   for (const F& f : coop) {

@@ -15,8 +15,8 @@
 // time both schedules (benchmarks/gemm.py --ab-schedule). FLASHKIT_SM90_GEMM_SKINNY=<on>[,<splits>
 // [,<krot>]] (also read on every call: benchmarks/gemm.py --sweep-skinny) forces the skinny
 // kernel on (1, where A is K-major) or off (0), optionally with a split-K factor (1..64, either
-// kernel) and the rotated k-tile walk on or off (pick_krot); an empty field keeps the table's
-// choice.
+// kernel) and the rotated k-tile walk on or off (pick_krot; the skinny kernel only); an empty
+// field keeps the table's choice.
 #pragma once
 
 #include <cstdint>
@@ -220,7 +220,8 @@ inline int32_t pick_skinny_splits(int64_t total_tiles, int64_t k_tiles, int32_t 
 // Not with two tile rows: each unit's rotation is its own, so the two 64-row halves of a column
 // no longer read B's k-tiles together and the second read misses L2 (M = 128, unsplit, forced
 // rotated: 52.5 / 52.0 against 40.2 / 41.9 us). The cooperative kernel gained nothing from it
-// (run 1, split 4: 48.3 / 48.2 against 47.0 / 47.9 us).
+// (run 1, split 4: 48.3 / 48.2 against 47.0 / 47.9 us) and walks K in order whatever the flag
+// (Mainloop::load<false>: the rotation's arithmetic in its producer loop cost spills).
 inline bool pick_krot(bool skinny, int32_t splits, int64_t tiles_m) {
   return skinny && splits > 1 && tiles_m == 1;
 }

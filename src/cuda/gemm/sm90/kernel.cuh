@@ -54,7 +54,7 @@
 // 42.1 / 58.8; fp8 M = 16 28.5 / 38.5, M = 128 26.2 / 45.2. Against cuBLAS timed in batches of
 // 10 back-to-back calls (host launch gaps out): bf16 0.81-0.83x at M = 16 (43 us against 35:
 // ncu, DRAM at 67% of peak against cuBLAS's 82%), 0.93-0.94x at M = 128; fp8 1.11x and 1.27x.
-// ptxas: 165 registers, no spills (fp8 file).
+// ptxas: 163 (bf16) / 166 (fp8) registers, no spills.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -215,12 +215,12 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           for (int h = 0; h < 2; ++h) {
             if (int64_t(tc.m) * kTileM + h * kEpiRows < params.epilogue.M) {
               Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, 2 * tc.m + h, tc.n,
-                             tc.l, tc.k_begin, tc.k_end, tc.k_step, tc.k_rot);
+                             tc.l, tc.k_begin, tc.k_end, tc.k_step);
             }
           }
         } else {
           Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
-                         tc.k_begin, tc.k_end, tc.k_step, tc.k_rot);
+                         tc.k_begin, tc.k_end, tc.k_step);
         }
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
@@ -343,8 +343,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       auto write = cutlass::make_producer_start_state<Pipeline>();
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
         const TileCoord tc = scheduler.coord(t);
-        Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
-                       tc.k_begin, tc.k_end, tc.k_step, tc.k_rot);
+        Mainloop::template load<true>(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n,
+                                      tc.l, tc.k_begin, tc.k_end, tc.k_step, tc.k_rot);
       }
       // Keep the CTA alive until the consumer has drained every stage in flight.
       pipeline.producer_tail(write);

@@ -172,10 +172,14 @@ struct Mainloop {
 
   // Producer (one thread): enqueues k-tiles k_begin, k_begin + k_step, ... below k_end of output
   // tile (m, n), batch l; m counts blocks of kBlockM rows, n blocks of kBlockN columns. With
-  // k_rot > 0 the walk starts at the k_rot-th of those k-tiles and wraps around (the consumers
-  // sum the same stages in a different order; TileCoord::k_rot).
+  // Rotate (the skinny kernel) and k_rot > 0 the walk starts at the k_rot-th of those k-tiles
+  // and wraps around (the consumer sums the same stages in a different order;
+  // TileCoord::k_rot); without, the walk is in order (the cooperative and ping-pong kernels:
+  // their producer loop as before the skinny kernel, whose 168-register budget has no room to
+  // spare).
   // `p` must be the kernel's __grid_constant__ parameter: the copy engine reads its descriptor
   // from there.
+  template <bool Rotate = false>
   __device__ __forceinline__ static void load(const Params& p, Pipeline& pipeline, PipelineState& write,
                               SharedStorage& smem, int32_t m, int32_t n, int64_t l,
                               int32_t k_begin, int32_t k_end, int32_t k_step,
@@ -195,21 +199,24 @@ struct Mainloop {
     Tensor tAsA = cta_a.partition_D(sA);                  // (TMA, TMA_M, TMA_K, PIPE)
     Tensor tBgB = cta_b.partition_S(gB(_, _, n, _, lb));
     Tensor tBsB = cta_b.partition_D(sB);
-    const int32_t count = k_end > k_begin ? (k_end - k_begin + k_step - 1) / k_step : 0;
-    const int32_t rot = (k_rot > 0 && k_rot < count) ? k_rot : 0;
-    // The k-tile at position i of the walk (i < count).
-    auto k_at = [&](int32_t i) {
-      const int32_t q = i + rot;
-      return k_begin + (q >= count ? q - count : q) * k_step;
-    };
-    for (int32_t i = 0; i < count; ++i) {
-      const int32_t k = k_at(i);
+    auto issue = [&](int32_t k) {
       pipeline.producer_acquire(write);
       auto* full = pipeline.producer_get_barrier(write);
       const int stage = write.index();
       copy(p.tma_a.with(*full, 0), tAgA(_, _, _, k), tAsA(_, _, _, stage));
       copy(p.tma_b.with(*full, 0), tBgB(_, _, _, k), tBsB(_, _, _, stage));
       ++write;
+    };
+    if constexpr (Rotate) {
+      const int32_t count = k_end > k_begin ? (k_end - k_begin + k_step - 1) / k_step : 0;
+      const int32_t rot = (k_rot > 0 && k_rot < count) ? k_rot : 0;
+      for (int32_t i = 0; i < count; ++i) {
+        const int32_t q = i + rot;  // position i of the walk
+        issue(k_begin + (q >= count ? q - count : q) * k_step);
+      }
+    } else {
+      (void)k_rot;
+      for (int32_t k = k_begin; k < k_end; k += k_step) issue(k);
     }
   }
 
