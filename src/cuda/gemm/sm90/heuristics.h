@@ -184,10 +184,10 @@ inline bool pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, 
 // ring) for decode-sized problems: A K-major, M at most two of its 64-row tiles, and a
 // 128 x 256 grid too small to fill the GPU (the cooperative kernel would split K: at most half
 // the SMs in tiles, at least 8 k-tiles). `coop_tiles` counts the 128 x 256 tiles of all batches.
-// Measured on the H200 (benchmarks/RESULTS.md, "Skinny kernel (branch gemm9)", run 2, one
+// Measured on the H200 (benchmarks/RESULTS.md, "Skinny kernel ... (branch gemm9)", run 2, one
 // process, same inputs, per-call events), this table's picks against the cooperative kernel
 // forced: (M, N, K) = (16, 8192, 8192) bf16 43.3 / 43.8 us (a @ b / a @ w.T) against 47.3 /
-// 48.8; M = 128 40.6 / 42.1 against 56.5 / 58.8; fp8 M = 16 28.5 against 38.5, M = 128 26.2
+// 48.8; M = 128 40.6 / 41.8 against 56.5 / 58.8; fp8 M = 16 29.1 against 38.5, M = 128 26.7
 // against 45.2.
 inline bool pick_skinny(bool a_k_major, int64_t M, int64_t coop_tiles, int64_t k_tiles,
                         int32_t sm_count) {

@@ -48,10 +48,10 @@
 // rotated (pick_krot). It shares the mainloop (BlockM 64, BlockN 128), the split-K reduction and
 // every epilogue path with the cooperative kernel: its 64-row tile is addressed as the top or
 // bottom half of a 128-row tile. Two instantiations per 16-bit dtype (B K- or MN-major), one per
-// fp8 format pair. Measured on the H200 (benchmarks/RESULTS.md, "Skinny kernel (branch gemm9)",
+// fp8 format pair. Measured on the H200 (benchmarks/RESULTS.md, "Skinny kernel ... (branch gemm9)",
 // run 2, (M, N, K) = (M, 8192, 8192), same process and inputs), this kernel / the cooperative
 // one forced: bf16 M = 16 43.3 / 47.3 us (a @ b), 43.8 / 48.8 (a @ w.T); M = 128 40.6 / 56.5,
-// 42.1 / 58.8; fp8 M = 16 28.5 / 38.5, M = 128 26.2 / 45.2. Against cuBLAS timed in batches of
+// 41.8 / 58.8; fp8 M = 16 29.1 / 38.5, M = 128 26.7 / 45.2. Against cuBLAS timed in batches of
 // 10 back-to-back calls (host launch gaps out): bf16 0.81-0.83x at M = 16 (43 us against 35:
 // ncu, DRAM at 67% of peak against cuBLAS's 82%), 0.93-0.94x at M = 128; fp8 1.11x and 1.27x.
 // ptxas: 163 (bf16) / 166 (fp8) registers, no spills.
