@@ -33,7 +33,13 @@ build() {
   cmake --preset gpu -DFLASHKIT_BUILD_PYTHON=ON >/dev/null
   cmake --build --preset gpu -j "$(nproc)"
   rm -rf "$stage" && mkdir -p "$stage/lib" "$stage/bin" "$stage/include" "$stage/python"
-  cp -a build-gpu/libflashkit.so* build-gpu/libkissfft-float.so* "$stage/lib/"
+  # The library's current files only (the link, its SONAME link and the versioned file): an
+  # older versioned file left in build-gpu/ would double what a device call carries.
+  local so soname real
+  so=build-gpu/libflashkit.so
+  soname=$(readlink "$so")
+  real=$(readlink -f "$so")
+  cp -a "$so" "build-gpu/$soname" "$real" build-gpu/libkissfft-float.so* "$stage/lib/"
   cp build-gpu/tests/flashkit_tests_gpu build-gpu/tests/flashkit_tests_cpu "$stage/bin/"
   cp -r /usr/include/dlpack "$stage/include/"
   # The SWIG wrapper is compiled on the device against its own Python (3.12 there, 3.11 here).
