@@ -123,24 +123,28 @@ class Flashkit:
 # ------------------------------------------------------------------------------------------
 # Timing
 # ------------------------------------------------------------------------------------------
-def time_ms(fns, warmup, reps):
+def time_ms(fns, warmup, reps, batch=1):
     """Median milliseconds of one call, cycling through `fns` (a callable or a list of them, one
-    per input set)."""
+    per input set). `batch` > 1 times that many back-to-back calls between one pair of events
+    and takes their mean, so that host launch gaps drop out for calls shorter than the host's
+    time to issue them."""
     if callable(fns):
         fns = [fns]
     for i in range(warmup):
         fns[i % len(fns)]()
     torch.cuda.synchronize()
     times = []
-    for i in range(reps):
+    j = 0
+    for _ in range(reps):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        f = fns[i % len(fns)]
         s.record()
-        f()
+        for _ in range(batch):
+            fns[j % len(fns)]()
+            j += 1
         e.record()
         times.append((s, e))
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in times)
+    return statistics.median(s.elapsed_time(e) / batch for s, e in times)
 
 
 def l2_bytes():

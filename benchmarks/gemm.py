@@ -25,7 +25,6 @@ order, the mean of its two medians).
 import argparse
 import ctypes
 import os
-import statistics
 import sys
 
 import torch
@@ -66,25 +65,7 @@ BATCH = 1
 
 
 def time_calls(fns, warmup, reps):
-    if BATCH <= 1:
-        return time_ms(fns, warmup, reps)
-    if callable(fns):
-        fns = [fns]
-    for i in range(warmup):
-        fns[i % len(fns)]()
-    torch.cuda.synchronize()
-    times = []
-    j = 0
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(BATCH):
-            fns[j % len(fns)]()
-            j += 1
-        e.record()
-        times.append((s, e))
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) / BATCH for s, e in times)
+    return time_ms(fns, warmup, reps, batch=max(1, BATCH))
 
 
 class GemmParams(ctypes.Structure):
