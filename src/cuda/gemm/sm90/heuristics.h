@@ -125,18 +125,26 @@ inline ScheduleChoice pick_schedule(int64_t tiles_m, int64_t tiles_n) {
 // 4 k-tiles (256 of K) long so the pipeline still runs full, at most 16 so the partials
 // (128 KB per unit, summed once by the tile's last unit) stay a small fraction of the traffic.
 // FLASHKIT_SM90_GEMM_SPLITS=<n> overrides (1 turns split-K off).
-inline int32_t pick_splits(int64_t total_tiles, int64_t k_tiles, int32_t sm_count) {
-  const int64_t sms = sm_count > 0 ? sm_count : 132;
+// The rule both kernels share (`split` false: no split-K unless overridden): enough slices for
+// total_tiles x slices to cover about one wave of `sms`, each at least `min_slice` k-tiles, at
+// most 16; then the override, and never more slices than k-tiles.
+inline int32_t wave_splits(bool split, int64_t total_tiles, int64_t k_tiles, int64_t sms,
+                           int64_t min_slice) {
   int64_t s = 1;
-  if (k_tiles >= 8 && total_tiles * 2 <= sms) {
+  if (split && total_tiles > 0) {
     s = sms / total_tiles;
-    if (s > k_tiles / 4) s = k_tiles / 4;
+    if (s > k_tiles / min_slice) s = k_tiles / min_slice;
     if (s > 16) s = 16;
     if (s < 1) s = 1;
   }
   if (tuning_overrides().splits) s = tuning_overrides().splits;
   if (s > k_tiles) s = k_tiles > 0 ? k_tiles : 1;
   return int32_t(s);
+}
+
+inline int32_t pick_splits(int64_t total_tiles, int64_t k_tiles, int32_t sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  return wave_splits(k_tiles >= 8 && total_tiles * 2 <= sms, total_tiles, k_tiles, sms, 4);
 }
 
 // Ring depth: 4 stages (32 KB of epilogue staging) or 3 (64 KB), kernel.cuh. Measured on the
@@ -205,13 +213,7 @@ inline bool pick_skinny(bool a_k_major, int64_t M, int64_t coop_tiles, int64_t k
 // (per call) override.
 inline int32_t pick_skinny_splits(int64_t total_tiles, int64_t k_tiles, int32_t sm_count) {
   const int64_t sms = sm_count > 0 ? sm_count : 132;
-  int64_t s = total_tiles > 0 ? sms / total_tiles : 1;
-  if (s > k_tiles / 64) s = k_tiles / 64;
-  if (s > 16) s = 16;
-  if (s < 1) s = 1;
-  if (tuning_overrides().splits) s = tuning_overrides().splits;
-  if (s > k_tiles) s = k_tiles > 0 ? k_tiles : 1;
-  return int32_t(s);
+  return wave_splits(true, total_tiles, k_tiles, sms, 64);
 }
 
 // The rotated k-tile walk (TileSchedulerParams::k_rotate): the skinny kernel's split-K launches
