@@ -57,11 +57,28 @@ bool expect_sm90() {
 fkgemm::Target target() { return {fkgpu::auto_context(), "cuda.sm90.gemm", expect_sm90()}; }
 void run(const Case& c, uint64_t tag) { fkgemm::run(c, tag, target()); }
 
+// FLASHKIT_SM90_GEMM_SKINNY=<v> while in scope (read by the library on every call). Since the
+// table gives sub-wave 16-bit grids of at most 32 k-tiles to the skinny kernel, the cases meant
+// for the 128 x 256 kernel on such shapes switch it off ("0").
+struct ForceSkinny {
+  explicit ForceSkinny(const char* v) { setenv("FLASHKIT_SM90_GEMM_SKINNY", v, 1); }
+  ~ForceSkinny() { unsetenv("FLASHKIT_SM90_GEMM_SKINNY"); }
+};
+
 }  // namespace
 
 TEST_CASE("sm90 gemm: M N K in {1 7 127 129} with every transpose dtype and epilogue",
           "[gpu][gemm][sm90]") {
   fkgemm::cases_small_extents(target(), 0);
+}
+
+// The same small shapes and epilogues on the 128 x 256 kernel: by default most of them now run
+// the skinny kernel (sub-wave grids, heuristics.h pick_skinny).
+TEST_CASE("sm90 gemm: small extents and every epilogue with the skinny kernel off",
+          "[gpu][gemm][sm90]") {
+  ForceSkinny off("0");
+  fkgemm::cases_small_extents(target(), 1);
+  fkgemm::cases_epilogues(target(), 1);
 }
 
 TEST_CASE("sm90 gemm: extents of 4097 (many tiles and tails in both raster orders)", "[gpu][gemm][sm90]") {
@@ -223,6 +240,7 @@ TEST_CASE("sm90 gemm: D pitch not 16-byte aligned keeps the register-store path"
 // the box alternation, tails.
 TEST_CASE("sm90 gemm: small copy-engine store case for the sanitizers",
           "[gpu][gemm][sm90][tma_store_small]") {
+  ForceSkinny off("0");  // both consumer warpgroups of the 128 x 256 kernel
   Case c;
   c.M = 200;
   c.N = 136;
@@ -238,9 +256,9 @@ TEST_CASE("sm90 gemm: small copy-engine store case for the sanitizers",
 // The 4-stage ring (heuristics.h, pick_stages) with 2 copy-engine boxes a warpgroup: the
 // heuristics give it to every split-K launch (grids of at most half the GPU's SMs in tiles, K of
 // at least 8 k-tiles) and to tiles of at most 32 k-tiles, so these shapes took it by
-// construction on the H200 (132 SMs); since the skinny kernel (heuristics.h, pick_skinny) the
-// split-K shapes with M <= 128 and K-major A run that kernel instead (the [skinny] case forces
-// the cooperative one on such shapes), with D through both boxes (16-bit D alternating them, fp32
+// construction on the H200 (132 SMs). The table now gives these sub-wave grids to the skinny
+// kernel (heuristics.h, pick_skinny), so the case switches it off: the 128 x 256 kernel, with D
+// through both boxes (16-bit D alternating them, fp32
 // D filling the pair per chunk), C on the register path, tails, M <= 64 (the second consumer
 // warpgroup idle: Mainloop::skip), split-K slices of uneven k-tile counts (K tails), and more
 // tiles than CTAs (the box alternation carried from tile to tile). Longer K (the
@@ -249,6 +267,7 @@ TEST_CASE("sm90 gemm: small copy-engine store case for the sanitizers",
 // split-K order).
 TEST_CASE("sm90 gemm: 4-stage ring on split-K shapes (2 boxes, idle warpgroup)",
           "[gpu][gemm][sm90][deep_ring]") {
+  ForceSkinny off("0");  // the 128 x 256 kernel's 4-stage ring on every shape
   struct S {
     int64_t M, N, K;
     DT ab, cd;
@@ -416,7 +435,7 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
   run_schedule(k, 44600, "skinny");
   k.M = 200;
   k.N = 520;
-  k.K = 2048;
+  k.K = 4096;  // 64 k-tiles: above the skinny kernel's sub-wave rule
   run_schedule(k, 44601, "cooperative");
 }
 
@@ -437,22 +456,13 @@ TEST_CASE("sm90 gemm: schedule picked by the heuristics", "[gpu][gemm][sm90][pin
   a.N = 2000;
   a.K = 72;
   run_schedule(a, 44700, "pingpong");
-  Case b;  // 2 tiles, split-K
+  Case b;  // 2 tiles, split-K (64 k-tiles: not the skinny kernel's sub-wave rule)
   b.M = 129;
   b.N = 300;
-  b.K = 2048;
+  b.K = 4096;
   run_schedule(b, 44701, "cooperative");
 }
 
-namespace {
-
-// FLASHKIT_SM90_GEMM_SKINNY=<v> while in scope (read by the library on every call).
-struct ForceSkinny {
-  explicit ForceSkinny(const char* v) { setenv("FLASHKIT_SM90_GEMM_SKINNY", v, 1); }
-  ~ForceSkinny() { unsetenv("FLASHKIT_SM90_GEMM_SKINNY"); }
-};
-
-}  // namespace
 
 // The skinny kernel (kernel.cuh, SkinnyKernel; heuristics.h, pick_skinny): 64 x 128 tiles, one
 // consumer warpgroup, 8-deep ring, for decode-sized M with K-major A. First the table's picks
@@ -478,9 +488,11 @@ TEST_CASE("sm90 gemm: skinny kernel for decode-sized M (picks, tails, epilogues,
       {1, 1000, 1500, false, true, "skinny"},     {7, 1030, 2100, false, false, "skinny"},
       {16, 1000, 1500, false, true, "skinny"},    {64, 1024, 2048, false, false, "skinny"},
       {127, 1000, 1500, false, true, "skinny"},   {128, 1030, 2100, false, false, "skinny"},
-      {129, 1000, 1500, false, true, "cooperative"},  // above two 64-row tiles
+      {129, 1000, 4100, false, true, "cooperative"},  // above two 64-row tiles, 65 k-tiles
       {16, 1000, 1500, true, false, "cooperative"},   // M-major A: not the skinny kernel's
-      {16, 1000, 256, false, true, "cooperative"},    // 4 k-tiles: no split-K, no skinny
+      {16, 1000, 256, false, true, "skinny"},         // 4 k-tiles, sub-wave grid: no split-K
+      {300, 900, 1000, false, true, "skinny"},        // sub-wave grid, 16 k-tiles, M > 128
+      {300, 520, 2200, false, true, "cooperative"},   // sub-wave grid but 35 k-tiles
   };
   int i = 0;
   for (const P& pk : picks) {

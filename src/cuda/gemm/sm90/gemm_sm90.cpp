@@ -91,7 +91,7 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   const CallOverrides co = call_overrides();
   // The skinny kernel (64 x 128 tiles) or the 128 x 256 one.
   const int64_t coop_tiles = ((p.M + kTileM - 1) / kTileM) * ((p.N + kTileN - 1) / kTileN) * p.batch;
-  bool skinny = pick_skinny(g->a.k_major, p.M, coop_tiles, k_tiles, caps.sm_count);
+  bool skinny = pick_skinny(g->a.k_major, p.M, coop_tiles, k_tiles, caps.sm_count, fp8);
   if (co.skinny >= 0) skinny = co.skinny == 1 && g->a.k_major;
   g->skinny = skinny;
   const int64_t tile_rows = skinny ? kSkinnyM : kTileM, tile_cols = skinny ? kSkinnyN : kTileN;
