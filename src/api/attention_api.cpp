@@ -32,6 +32,18 @@ fk_status_t check_cu_seqlens(const fk_context_t* ctx, const fk_launch_t& launch,
     const int32_t* p = static_cast<const int32_t*>(cu.data);
     for (int64_t i = 0; i < n; ++i) host[i] = p[i];
   } else {
+    // Reading device-resident entries waits for the stream, which a stream being captured into
+    // a CUDA graph cannot do (the capture would end in an error): the caller must say how long
+    // the longest sequence is.
+    bool capturing = false;
+    FK_RETURN_IF_ERROR(cuda::stream_is_capturing(launch.stream, ctx->device_ordinal, &capturing));
+    if (capturing) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT,
+                       "%s: must be given (> 0) while the launch stream is being captured into a "
+                       "CUDA graph: %s is in device memory and reading it back would wait for "
+                       "the stream",
+                       max_name, name);
+    }
     FK_RETURN_IF_ERROR(cuda::copy_to_host_sync(host.data(), cu.data, n * sizeof(int32_t),
                                                ctx->device_ordinal, launch.stream));
   }

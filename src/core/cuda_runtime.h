@@ -23,5 +23,9 @@ fk_status_t query_device(int ordinal, DeviceCaps* caps);
 fk_status_t copy_to_host_sync(void* dst, const void* src, size_t bytes, int ordinal,
                               void* stream);
 
+// Whether `stream` is being captured into a CUDA graph (cudaStreamIsCapturing), where a call
+// must not wait for the GPU: it would end the capture with an error.
+fk_status_t stream_is_capturing(void* stream, int ordinal, bool* capturing);
+
 }  // namespace cuda
 }  // namespace flashkit

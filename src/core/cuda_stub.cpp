@@ -16,5 +16,10 @@ fk_status_t copy_to_host_sync(void*, const void*, size_t, int, void*) {
   return set_error(FK_ERROR_BACKEND_UNAVAILABLE, "backend: flashkit was built without CUDA");
 }
 
+fk_status_t stream_is_capturing(void*, int, bool* capturing) {
+  *capturing = false;  // no CUDA streams without CUDA
+  return FK_SUCCESS;
+}
+
 }  // namespace cuda
 }  // namespace flashkit

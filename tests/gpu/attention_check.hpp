@@ -196,6 +196,72 @@ inline std::string describe(const Case& c) {
   return o.str();
 }
 
+// Checks one run's out (FlashAttention's rule: at most twice the error of the same math done
+// naively in the input dtype, plus two rounding steps) and lse (or, without lse, that it kept the
+// poison) against the float64 reference on the inputs q, k, v as they were for that run.
+inline void check_result(const Case& c, const HostTensor& q, const HostTensor& k,
+                         const HostTensor& v, const HostTensor& out, const HostTensor& lse) {
+  const Problem& pr = c.pr;
+  const int64_t B = int64_t(pr.lq.size());
+  int64_t tq = 0;
+  for (int64_t b = 0; b < B; ++b) tq += pr.lq[size_t(b)];
+  // The reference works on (total, heads, d) rows; batched tensors are that already.
+  Problem rp = pr;
+  const Reference ref = reference(rp, q.to_vector(), k.to_vector(), v.to_vector());
+  const std::vector<double> got = out.to_vector();
+  double err = 0, err_naive = 0, noise = 0;
+  int64_t unwritten = 0, worst = -1;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) {
+      ++unwritten;
+      continue;
+    }
+    const double e = std::fabs(got[i] - ref.out[i]);
+    if (e > err) {
+      err = e;
+      worst = int64_t(i);
+    }
+    err_naive = std::max(err_naive, std::fabs(ref.naive[i] - ref.out[i]));
+    const double r = fkref::round_to(pr.dt, ref.out[i]);
+    noise = std::max(noise, std::fabs(fkref::round_to(pr.dt, fkref::round_to(pr.dt, r + 0.3) - 0.3) - r));
+  }
+  const double atol = 2 * noise;
+  INFO("max err " << err << " at " << worst << " (got " << (worst >= 0 ? got[size_t(worst)] : 0)
+                  << ", ref " << (worst >= 0 ? ref.out[size_t(worst)] : 0) << "), naive err "
+                  << err_naive << ", atol " << atol << ", unwritten " << unwritten);
+  CHECK(unwritten == 0);
+  CHECK(err <= 2 * err_naive + atol);
+  CHECK(padding_written(out) == 0);
+
+  if (c.with_lse) {
+    // ref.lse is (h, total_q); the batched LSE tensor is (b, h, seqlen_q).
+    const std::vector<double> gl = lse.to_vector();
+    int64_t bad = 0, first_bad = -1;
+    double lse_err = 0;
+    for (int64_t b = 0, row0 = 0; b < B; row0 += pr.lq[size_t(b)], ++b)
+      for (int64_t h = 0; h < pr.nheads; ++h)
+        for (int64_t i = 0; i < pr.lq[size_t(b)]; ++i) {
+          const size_t gi = c.varlen ? size_t(h * tq + row0 + i)
+                                     : size_t((b * pr.nheads + h) * pr.lq[0] + i);
+          const double want = ref.lse[size_t(h * tq + row0 + i)], have = gl[gi];
+          bool ok;
+          if (std::isinf(want)) {
+            ok = have == want;
+          } else {
+            const double e = std::fabs(have - want);
+            ok = e <= 2e-4 * (1 + std::fabs(want));  // NaN fails too
+            if (ok) lse_err = std::max(lse_err, e);
+          }
+          if (!ok && bad++ == 0) first_bad = int64_t(gi);
+        }
+    INFO("lse: " << bad << " bad, first at " << first_bad << ", max err of the good " << lse_err);
+    CHECK(bad == 0);
+    CHECK(padding_written(lse) == 0);
+  } else {
+    CHECK(lse.all_poison());
+  }
+}
+
 inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
   INFO(describe(c) << ", seed " << fktest::test_seed());
   const Problem& pr = c.pr;
@@ -262,61 +328,7 @@ inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
   dout.download();
   dlse.download();
 
-  // The reference works on (total, heads, d) rows; batched tensors are that already.
-  Problem rp = pr;
-  const Reference ref = reference(rp, q.to_vector(), k.to_vector(), v.to_vector());
-  const std::vector<double> got = out.to_vector();
-  double err = 0, err_naive = 0, noise = 0;
-  int64_t unwritten = 0, worst = -1;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(got[i])) {
-      ++unwritten;
-      continue;
-    }
-    const double e = std::fabs(got[i] - ref.out[i]);
-    if (e > err) {
-      err = e;
-      worst = int64_t(i);
-    }
-    err_naive = std::max(err_naive, std::fabs(ref.naive[i] - ref.out[i]));
-    const double r = fkref::round_to(pr.dt, ref.out[i]);
-    noise = std::max(noise, std::fabs(fkref::round_to(pr.dt, fkref::round_to(pr.dt, r + 0.3) - 0.3) - r));
-  }
-  const double atol = 2 * noise;
-  INFO("max err " << err << " at " << worst << " (got " << (worst >= 0 ? got[size_t(worst)] : 0)
-                  << ", ref " << (worst >= 0 ? ref.out[size_t(worst)] : 0) << "), naive err "
-                  << err_naive << ", atol " << atol << ", unwritten " << unwritten);
-  CHECK(unwritten == 0);
-  CHECK(err <= 2 * err_naive + atol);
-  CHECK(padding_written(out) == 0);
-
-  if (c.with_lse) {
-    // ref.lse is (h, total_q); the batched LSE tensor is (b, h, seqlen_q).
-    const std::vector<double> gl = lse.to_vector();
-    int64_t bad = 0, first_bad = -1;
-    double lse_err = 0;
-    for (int64_t b = 0, row0 = 0; b < B; row0 += pr.lq[size_t(b)], ++b)
-      for (int64_t h = 0; h < pr.nheads; ++h)
-        for (int64_t i = 0; i < pr.lq[size_t(b)]; ++i) {
-          const size_t gi = c.varlen ? size_t(h * tq + row0 + i)
-                                     : size_t((b * pr.nheads + h) * pr.lq[0] + i);
-          const double want = ref.lse[size_t(h * tq + row0 + i)], have = gl[gi];
-          bool ok;
-          if (std::isinf(want)) {
-            ok = have == want;
-          } else {
-            const double e = std::fabs(have - want);
-            ok = e <= 2e-4 * (1 + std::fabs(want));  // NaN fails too
-            if (ok) lse_err = std::max(lse_err, e);
-          }
-          if (!ok && bad++ == 0) first_bad = int64_t(gi);
-        }
-    INFO("lse: " << bad << " bad, first at " << first_bad << ", max err of the good " << lse_err);
-    CHECK(bad == 0);
-    CHECK(padding_written(lse) == 0);
-  } else {
-    CHECK(lse.all_poison());
-  }
+  check_result(c, q, k, v, out, lse);
 }
 
 inline Case batched(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t hk, int64_t d, DT dt) {

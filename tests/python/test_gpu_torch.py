@@ -224,6 +224,72 @@ def test_non_default_stream(gen):
                "bfloat16", "attention on side stream")
 
 
+def test_cuda_graph_capture_and_replay(gen):
+    """A GEMM (bias, GELU) feeding varlen attention, captured with torch.cuda.graph and replayed
+    on fresh inputs copied into the captured tensors; the outputs are poisoned before each
+    replay and checked against the float64 reference of those inputs."""
+    lens = [8, 29, 67, 1, 40]
+    cu = torch.tensor([0] + list(np.cumsum(lens)), dtype=torch.int32, device=DEV)
+    total, h, d = int(sum(lens)), 4, 64
+    x = randn(gen, (total, 256), torch.bfloat16)
+    w = randn(gen, (3 * h * d, 256), torch.bfloat16, scale=1 / 16)
+    bias = randn(gen, (3 * h * d,), torch.float32)
+    ctx = flashkit.Context(DEV)
+
+    def forward():
+        qkv = ctx.gemm(x, w, trans_b=True, bias=bias, activation="gelu").view(total, 3, h, d)
+        out = ctx.attention(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu_seqlens_q=cu, cu_seqlens_k=cu,
+                            max_seqlen_q=max(lens), max_seqlen_k=max(lens))
+        return qkv, out
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        forward()                     # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        qkv, out = forward()
+    cu_np = cu.cpu().numpy()
+    for _ in range(2):
+        x.copy_(randn(gen, x.shape, torch.bfloat16))
+        w.copy_(randn(gen, w.shape, torch.bfloat16, scale=1 / 16))
+        bias.copy_(randn(gen, bias.shape, torch.float32))
+        qkv.fill_(float("nan"))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = ref.gemm(np64(x), np64(w), trans_b=True, bias=np64(bias), act="gelu")
+        anchor = F.gelu(F.linear(x, w, bias.to(torch.bfloat16)))
+        check_rule(qkv.view(total, -1), anchor, expected, "bfloat16", "gemm replayed")
+        q, k, v = (qkv[:, i] for i in range(3))
+        r_out, _ = ref.attention(np64(q), np64(k), np64(v), cu_seqlens_q=cu_np,
+                                 cu_seqlens_k=cu_np)
+        ref.assert_close(out.float().cpu().numpy(), r_out, "bfloat16")
+
+
+def test_cuda_graph_varlen_needs_max_seqlen(gen):
+    """Under capture the library cannot read cu_seqlens back: the call raises an error naming
+    max_seqlen_q, and the capture itself stays valid (torch ends it without error)."""
+    lens = [5, 17]
+    cu = torch.tensor([0, 5, 22], dtype=torch.int32, device=DEV)
+    q = randn(gen, (22, 2, 64), torch.float16)
+    out = torch.full_like(q, float("nan"))
+    ctx = flashkit.Context(DEV)
+    ctx.attention(q, q, q, cu_seqlens_q=cu, cu_seqlens_k=cu, out=out)  # fine outside capture
+    out.fill_(float("nan"))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        with pytest.raises(flashkit.InvalidArgumentError, match="max_seqlen_q"):
+            ctx.attention(q, q, q, cu_seqlens_q=cu, cu_seqlens_k=cu, out=out)
+        with pytest.raises(flashkit.InvalidArgumentError, match="max_seqlen_k"):
+            ctx.attention(q, q, q, cu_seqlens_q=cu, cu_seqlens_k=cu, out=out,
+                          max_seqlen_q=max(lens))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.isnan(out).all()
+
+
 # ------------------------------------------------------------------------------------------
 # FFT convolution vs torch.fft; Monarch vs a torch composition
 # ------------------------------------------------------------------------------------------

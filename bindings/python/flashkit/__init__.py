@@ -84,7 +84,8 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
             later rows left unwritten, and wrong entries give an unspecified result (never an
             access outside the arrays). On the CPU (host cu_seqlens are always checked) a value
             below the longest sequence raises InvalidArgumentError. Not used in the batched form
-            (a negative value is refused in both forms).
+            (a negative value is refused in both forms). Under CUDA graph capture
+            (``torch.cuda.graph``) both are required: InvalidArgumentError names the missing one.
         return_lse: also return the fp32 natural-log log-sum-exp of each row's scores.
         out: optional output array (same dtype and shape as the result).
 

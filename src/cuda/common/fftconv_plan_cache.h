@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/backend.h"
 #include "cuda/common/check.h"
@@ -38,6 +39,7 @@ struct FFTConvDeviceTable {
   int device = -1;
   void* data = nullptr;
   cudaEvent_t ready = nullptr;
+  bool captured = false;  // read by a call captured into a CUDA graph: kept until the plan dies
   ~FFTConvDeviceTable() {
     DeviceGuard guard(device);
     if (ready) (void)cudaEventDestroy(ready);
@@ -83,13 +85,73 @@ struct FFTConvFamilyCache {
   std::shared_ptr<FFTConvDeviceTable> twiddles;
   FFTConvSpectrumKey spectrum_key;
   std::shared_ptr<FFTConvDeviceTable> spectrum;
+  // Replaced tables that a captured CUDA graph may still read (a graph holds raw pointers, and
+  // nothing tells the plan when it is destroyed): freed with the plan.
+  std::vector<std::shared_ptr<FFTConvDeviceTable>> pinned;
+
+  // pinned plus the current tables that a capture has read, for the entry that replaces this.
+  std::vector<std::shared_ptr<FFTConvDeviceTable>> captured_tables() const {
+    std::vector<std::shared_ptr<FFTConvDeviceTable>> v = pinned;
+    if (twiddles && twiddles->captured) v.push_back(twiddles);
+    if (spectrum && spectrum->captured) v.push_back(spectrum);
+    return v;
+  }
 };
 
+// Whether `stream` is being captured into a CUDA graph.
+inline fk_status_t fftconv_capturing(cudaStream_t stream, bool* capturing) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  FK_CUDA_TRY(cudaStreamIsCapturing(stream, &st), "fftconv: cudaStreamIsCapturing");
+  *capturing = st != cudaStreamCaptureStatusNone;
+  return FK_SUCCESS;
+}
+
+// `stream` waits for table `t`. Under CUDA graph capture a wait on an event recorded outside
+// the capture is invalid (it would end the capture in an error); the table was then built by an
+// earlier call outside the capture, and it must be complete by now: the graph has no way to wait
+// for it.
+inline fk_status_t fftconv_wait_table(FFTConvDeviceTable& t, cudaStream_t stream,
+                                      const char* what) {
+  bool capturing = false;
+  FK_RETURN_IF_ERROR(fftconv_capturing(stream, &capturing));
+  if (!capturing) {
+    FK_CUDA_TRY(cudaStreamWaitEvent(stream, t.ready, 0), "fftconv: cudaStreamWaitEvent");
+    return FK_SUCCESS;
+  }
+  // Querying an event is among the calls a global-mode capture forbids on this thread; the
+  // event is not part of the capture, so the query is safe with the thread's mode relaxed for it.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  FK_CUDA_TRY(cudaThreadExchangeStreamCaptureMode(&mode), "fftconv: capture mode");
+  const cudaError_t q = cudaEventQuery(t.ready);
+  FK_CUDA_TRY(cudaThreadExchangeStreamCaptureMode(&mode), "fftconv: capture mode");
+  if (q == cudaSuccess) {
+    t.captured = true;
+    return FK_SUCCESS;
+  }
+  if (q != cudaErrorNotReady) FK_CUDA_TRY(q, "fftconv: cudaEventQuery");
+  return set_error(FK_ERROR_NOT_SUPPORTED,
+                   "%s: still being built by an earlier call on another stream while this "
+                   "stream is captured into a CUDA graph; synchronise that stream before the "
+                   "capture",
+                   what);
+}
+
 // A new table of `bytes` on the current device, filled by fill(void* data) on `stream`, its
-// `ready` event recorded after the fill.
+// `ready` event recorded after the fill. Not under CUDA graph capture: the fill would only run
+// when the graph is launched, while the plan would hand the table to every later call.
 template <class Fill>
 fk_status_t fftconv_make_table(int device, size_t bytes, const char* what, cudaStream_t stream,
                                Fill&& fill, std::shared_ptr<FFTConvDeviceTable>* out) {
+  bool capturing = false;
+  FK_RETURN_IF_ERROR(fftconv_capturing(stream, &capturing));
+  if (capturing) {
+    return set_error(FK_ERROR_NOT_SUPPORTED,
+                     "%s: the plan builds it on its first call (and again when the filter, "
+                     "dtype or device changes), which cannot happen while the launch stream is "
+                     "captured into a CUDA graph; make one call with the same arguments before "
+                     "the capture",
+                     what);
+  }
   auto t = std::make_shared<FFTConvDeviceTable>();
   t->device = device;
   FK_CUDA_TRY(cudaMalloc(&t->data, bytes), what);
@@ -113,12 +175,13 @@ fk_status_t fftconv_family_twiddles(std::shared_ptr<void>& slot, int device, int
     auto fresh = std::make_shared<FFTConvFamilyCache>();
     fresh->device = device;
     fresh->N = N;
+    if (g) fresh->pinned = g->captured_tables();
     FK_RETURN_IF_ERROR(fftconv_make_table(device, bytes, "fftconv: twiddle table", stream,
                                           fill_twiddles, &fresh->twiddles));
     slot = fresh;
     g = fresh;
   }
-  FK_CUDA_TRY(cudaStreamWaitEvent(stream, g->twiddles->ready, 0), "fftconv: cudaStreamWaitEvent");
+  FK_RETURN_IF_ERROR(fftconv_wait_table(*g->twiddles, stream, "fftconv: twiddle table"));
   *out = std::move(g);
   return FK_SUCCESS;
 }
@@ -133,10 +196,11 @@ fk_status_t fftconv_cached_spectrum(FFTConvFamilyCache& g, const FFTConvSpectrum
     std::shared_ptr<FFTConvDeviceTable> fresh;
     FK_RETURN_IF_ERROR(fftconv_make_table(key.device, bytes, "fftconv: cached filter spectrum",
                                           stream, fill_spectrum, &fresh));
+    if (g.spectrum && g.spectrum->captured) g.pinned.push_back(g.spectrum);
     g.spectrum = fresh;
     g.spectrum_key = key;
   }
-  FK_CUDA_TRY(cudaStreamWaitEvent(stream, g.spectrum->ready, 0), "fftconv: cudaStreamWaitEvent");
+  FK_RETURN_IF_ERROR(fftconv_wait_table(*g.spectrum, stream, "fftconv: cached filter spectrum"));
   *out = g.spectrum;
   return FK_SUCCESS;
 }

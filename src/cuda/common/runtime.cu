@@ -103,5 +103,16 @@ fk_status_t copy_to_host_sync(void* dst, const void* src, size_t bytes, int ordi
   return FK_SUCCESS;
 }
 
+fk_status_t stream_is_capturing(void* stream, int ordinal, bool* capturing) {
+  *capturing = false;
+  DeviceGuard guard(ordinal);
+  FK_RETURN_IF_ERROR(guard.status());
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  FK_CUDA_TRY(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &st),
+              "cudaStreamIsCapturing");
+  *capturing = st != cudaStreamCaptureStatusNone;
+  return FK_SUCCESS;
+}
+
 }  // namespace cuda
 }  // namespace flashkit

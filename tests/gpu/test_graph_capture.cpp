@@ -1,0 +1,456 @@
+// CUDA graph capture. Inference servers capture a model's forward once
+// (cudaStreamBeginCapture, or torch.cuda.graph around the same calls) and replay it with new
+// inputs copied into the same buffers, so that the host launches one graph instead of dozens of
+// kernels. Each case here makes one call outside the capture (as such servers do: a warm-up
+// builds lazily made state such as fftconv plan tables), captures the same call on a non-blocking
+// stream, then twice fills the inputs with fresh random values, poisons the output, launches the
+// graph and checks the output against the float64 reference of those inputs. The second launch
+// checks that a replay re-initialises what the kernels keep between CTAs (split-K counters,
+// stream-ordered scratch).
+// And the calls that cannot be captured (varlen attention that would read cu_seqlens back, an
+// fftconv plan whose tables are not built yet) return a status that names the argument, enqueue
+// nothing, and leave the capture usable.
+#include <catch2/catch.hpp>
+
+// The CPU-only build compiles the GPU suite without the CUDA runtime: nothing to test there.
+#if defined(FLASHKIT_TEST_WITH_CUDA)
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention_check.hpp"
+#include "gemm_check.hpp"
+#include "gpu_test_util.hpp"
+#include "reference/reference.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using fkgpu::DeviceTensor;
+using fkgpu::rng_for;
+using fktest::DT;
+using fktest::HostTensor;
+
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() { REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  ~Stream() { cudaStreamDestroy(s); }
+};
+
+struct Graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~Graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+// Captures call() (an fk_* call on `s`) into *g and instantiates it. `want` is the status the
+// call must return; on anything but FK_SUCCESS the capture must still end cleanly (the call
+// enqueued nothing that broke it), and `message_has` must appear in the error message.
+template <class Call>
+void capture(cudaStream_t s, Graph* g, Call&& call, fk_status_t want = FK_SUCCESS,
+             const char* message_has = nullptr) {
+  REQUIRE_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  const fk_status_t st = call();
+  const std::string msg = fk_get_last_error_message();
+  const cudaError_t end = cudaStreamEndCapture(s, &g->graph);
+  INFO("call under capture -> " << fk_status_string(st) << ": " << msg);
+  CHECK(st == want);
+  REQUIRE_CUDA(end);
+  if (message_has) CHECK(msg.find(message_has) != std::string::npos);
+  REQUIRE_CUDA(cudaGraphInstantiate(&g->exec, g->graph, 0));
+}
+
+void upload(DeviceTensor& d) {
+  REQUIRE_CUDA(cudaMemcpy(d.ptr, d.host->bytes.data(), d.host->bytes.size(),
+                          cudaMemcpyHostToDevice));
+}
+
+void replay(const Graph& g, cudaStream_t s) {
+  REQUIRE_CUDA(cudaGraphLaunch(g.exec, s));
+  REQUIRE_CUDA(cudaStreamSynchronize(s));
+}
+
+// ---------------------------------------------------------------------------------------------
+// GEMM: D = act(alpha A B^T + beta C + bias), B as (N, K) (a Linear layer's weight).
+// ---------------------------------------------------------------------------------------------
+struct GemmGraphCase {
+  const char* what;
+  fk_kernel_family_t family;
+  int64_t M, N, K;
+  DT ab, cd;
+  bool with_c;
+  int act;
+  bool workspace;  // a caller workspace instead of stream-ordered scratch
+};
+
+void gemm_graph(const GemmGraphCase& c, uint64_t tag) {
+  INFO(c.what << ": M " << c.M << " N " << c.N << " K " << c.K << " " << fktest::dt_name(c.ab)
+               << " -> " << fktest::dt_name(c.cd) << (c.with_c ? " + C" : "") << " act "
+               << c.act << (c.workspace ? ", caller workspace" : "") << ", seed "
+               << fktest::test_seed());
+  const fk_context_t* ctx = fkgpu::context_for(c.family);
+  if (ctx == nullptr) {
+    WARN("kernel family " << int(c.family) << " unavailable on this device: skipped");
+    return;
+  }
+  auto rng = rng_for(tag);
+  HostTensor a(c.ab, {c.M, c.K}), b(c.ab, {c.N, c.K}), cm(c.cd, {c.M, c.N}),
+      bias(DT::F32, {c.N}), d(c.cd, {c.M, c.N});
+  a.fill_normal(rng);
+  b.fill_normal(rng);
+  cm.fill_normal(rng);
+  bias.fill_normal(rng);
+  DeviceTensor da(a), db(b), dc(cm), dbias(bias), dd(d);
+  fk_gemm_params_t p;
+  fk_gemm_params_init(&p);
+  p.trans_b = 1;
+  p.beta = c.with_c ? 1.0f : 0.0f;
+  p.activation = c.act;
+  Stream s;
+  void* ws = nullptr;
+  fk_launch_t launch;
+  fk_launch_init(&launch);
+  launch.stream = s.s;
+  if (c.workspace) {
+    REQUIRE_CUDA(cudaMalloc(&ws, 64 << 20));
+    launch.workspace = ws;
+    launch.workspace_bytes = 64 << 20;
+  }
+  std::unique_ptr<void, cudaError_t (*)(void*)> ws_guard(ws, cudaFree);
+  const char* variant = "?";
+  REQUIRE_FK(fk_gemm_select_kernel(ctx, &p, &da, &db, c.with_c ? &dc : nullptr, &dbias, &dd,
+                                   &variant));
+  INFO("variant " << variant);
+  auto call = [&] {
+    return fk_gemm(ctx, &launch, &p, &da, &db, c.with_c ? &dc : nullptr, &dbias, &dd);
+  };
+  REQUIRE_FK(call());  // warm-up, outside the capture
+  REQUIRE_CUDA(cudaStreamSynchronize(s.s));
+  Graph g;
+  capture(s.s, &g, call);
+  for (int rep = 0; rep < 2; ++rep) {
+    INFO("graph launch " << rep + 1);
+    a.fill_normal(rng);
+    b.fill_normal(rng);
+    cm.fill_normal(rng);
+    bias.fill_normal(rng);
+    upload(da);
+    upload(db);
+    upload(dc);
+    upload(dbias);
+    dd.poison();
+    replay(g, s.s);
+    dd.download();
+    fkref::GemmParams rp;
+    rp.trans_b = true;
+    rp.beta = p.beta;
+    rp.activation = c.act;
+    const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = cm.to_vector(),
+                              biasv = bias.to_vector();
+    const std::vector<double> ref = fkref::gemm(av, 1, bv, 1, c.with_c ? &cv : nullptr, 1,
+                                                &biasv, 1, c.M, c.N, c.K, rp);
+    fkref::GemmParams sp = rp;
+    sp.activation = 0;
+    const std::vector<double> cva = fktest::absolute(cv), biasa = fktest::absolute(biasv);
+    const std::vector<double> scale =
+        fkref::gemm(fktest::absolute(av), 1, fktest::absolute(bv), 1, c.with_c ? &cva : nullptr,
+                    1, &biasa, 1, c.M, c.N, c.K, sp);
+    fkgemm::check_output(d, ref, scale, c.cd);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpu graph capture: gemm (sm90 skinny, split-K, 128 x 256, sm80, generic)",
+          "[gpu][graph][gemm]") {
+  const GemmGraphCase cases[] = {
+      // The demo's QKV projection: a sub-wave grid (the sm90 skinny kernel on an H200).
+      {"sub-wave", FK_KERNEL_FAMILY_AUTO, 1128, 1152, 384, DT::BF16, DT::BF16, false, 0, false},
+      // Decode-sized M: split-K, its counters reset by a memset node on every launch.
+      {"split-K", FK_KERNEL_FAMILY_AUTO, 16, 2048, 4096, DT::BF16, DT::BF16, false, 2, false},
+      {"split-K, caller workspace", FK_KERNEL_FAMILY_AUTO, 16, 2048, 4096, DT::F16, DT::F16,
+       false, 1, true},
+      // Residual in C, fp32 D (the demo's output projection), and a multi-wave grid.
+      {"residual", FK_KERNEL_FAMILY_AUTO, 1128, 384, 1536, DT::BF16, DT::F32, true, 0, false},
+      {"many tiles", FK_KERNEL_FAMILY_AUTO, 1280, 4096, 256, DT::F16, DT::F16, false, 3, false},
+      {"sm80 family", FK_KERNEL_FAMILY_SM80, 300, 600, 520, DT::BF16, DT::BF16, true, 2, false},
+      {"generic family", FK_KERNEL_FAMILY_GENERIC, 70, 96, 130, DT::F32, DT::F32, true, 1,
+       false},
+  };
+  uint64_t tag = 61000;
+  for (const GemmGraphCase& c : cases) gemm_graph(c, tag++);
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Attention: varlen with max_seqlen_q/k given (the demo's call), and batched GQA causal.
+// ---------------------------------------------------------------------------------------------
+void attention_graph(const fkattn::Case& c, uint64_t tag, bool give_max) {
+  INFO(fkattn::describe(c) << ", seed " << fktest::test_seed());
+  const fk_context_t* ctx = fkgpu::auto_context();
+  const fkattn::Problem& pr = c.pr;
+  auto rng = rng_for(tag);
+  const int64_t B = int64_t(pr.lq.size());
+  int64_t tq = 0, tk = 0, mq = 0, mk = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    tq += pr.lq[size_t(b)];
+    tk += pr.lk[size_t(b)];
+    mq = std::max(mq, pr.lq[size_t(b)]);
+    mk = std::max(mk, pr.lk[size_t(b)]);
+  }
+  std::vector<int64_t> qs, ks, ls;
+  if (c.varlen) {
+    qs = {tq, pr.nheads, pr.d};
+    ks = {tk, pr.nheads_k, pr.d};
+    ls = {pr.nheads, tq};
+  } else {
+    qs = {B, pr.lq[0], pr.nheads, pr.d};
+    ks = {B, pr.lk[0], pr.nheads_k, pr.d};
+    ls = {B, pr.nheads, pr.lq[0]};
+  }
+  HostTensor q(pr.dt, qs), k(pr.dt, ks), v(pr.dt, ks), out(pr.dt, qs), lse(DT::F32, ls);
+  HostTensor cq(DT::I32, {B + 1}), ck(DT::I32, {B + 1});
+  for (int64_t b = 0, aq = 0, ak = 0; b <= B; ++b) {
+    cq.set({b}, double(aq));
+    ck.set({b}, double(ak));
+    if (b < B) {
+      aq += pr.lq[size_t(b)];
+      ak += pr.lk[size_t(b)];
+    }
+  }
+  q.fill_normal(rng);
+  k.fill_normal(rng);
+  v.fill_normal(rng);
+  DeviceTensor dq(q), dk(k), dv(v), dout(out), dlse(lse), dcq(cq), dck(ck);
+  fk_attention_params_t params;
+  fk_attention_params_init(&params);
+  params.softmax_scale = float(pr.scale);
+  params.causal = pr.causal;
+  params.window_size_left = int32_t(pr.wl);
+  params.window_size_right = int32_t(pr.wr);
+  params.softcap = float(pr.softcap);
+  if (c.varlen && give_max) {
+    params.max_seqlen_q = mq;
+    params.max_seqlen_k = mk;
+  }
+  const DLTensor* cu_q = c.varlen ? &dcq : nullptr;
+  const DLTensor* cu_k = c.varlen ? &dck : nullptr;
+  Stream s;
+  fk_launch_t launch;
+  fk_launch_init(&launch);
+  launch.stream = s.s;
+  auto call = [&] {
+    return fk_attention_forward(ctx, &launch, &params, &dq, &dk, &dv, cu_q, cu_k, &dout, &dlse);
+  };
+  REQUIRE_FK(call());  // warm-up, outside the capture
+  REQUIRE_CUDA(cudaStreamSynchronize(s.s));
+  Graph g;
+  if (c.varlen && !give_max) {
+    // Without max_seqlen_q/k the library would read cu_seqlens back: refused under capture.
+    dout.poison();
+    dlse.poison();
+    capture(s.s, &g, call, FK_ERROR_INVALID_ARGUMENT, "max_seqlen_q");
+    params.max_seqlen_q = mq;  // q's given, k's not: the message names max_seqlen_k
+    Graph g2;
+    capture(s.s, &g2, call, FK_ERROR_INVALID_ARGUMENT, "max_seqlen_k");
+    replay(g, s.s);  // empty graphs
+    replay(g2, s.s);
+    dout.download();
+    dlse.download();
+    CHECK(out.all_poison());
+    CHECK(lse.all_poison());
+    return;
+  }
+  capture(s.s, &g, call);
+  for (int rep = 0; rep < 2; ++rep) {
+    INFO("graph launch " << rep + 1);
+    q.fill_normal(rng);
+    k.fill_normal(rng);
+    v.fill_normal(rng);
+    upload(dq);
+    upload(dk);
+    upload(dv);
+    dout.poison();
+    dlse.poison();
+    replay(g, s.s);
+    dout.download();
+    dlse.download();
+    fkattn::check_result(c, q, k, v, out, lse);
+  }
+}
+
+fkattn::Case varlen_case(DT dt) {
+  fkattn::Case c;
+  c.varlen = true;
+  c.pr.lq = {8, 29, 67, 1, 40, 17};
+  c.pr.lk = c.pr.lq;
+  c.pr.nheads = 12;
+  c.pr.nheads_k = 12;
+  c.pr.d = 32;
+  c.pr.dt = dt;
+  c.pr.scale = 1.0 / std::sqrt(32.0);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("gpu graph capture: attention (varlen with max_seqlen, batched GQA causal)",
+          "[gpu][graph][attention]") {
+  attention_graph(varlen_case(DT::BF16), 62000, true);
+  fkattn::Case c = fkattn::batched(2, 300, 300, 8, 2, 128, DT::F16);
+  c.pr.causal = true;
+  c.pr.scale = 1.0 / std::sqrt(128.0);
+  attention_graph(c, 62001, true);
+  fkattn::Case w = fkattn::batched(3, 130, 257, 4, 4, 64, DT::BF16);
+  w.pr.wl = 40;
+  w.pr.wr = 7;
+  w.pr.softcap = 20;
+  attention_graph(w, 62002, true);
+}
+
+TEST_CASE("gpu graph capture: varlen attention without max_seqlen is refused under capture",
+          "[gpu][graph][attention][validation]") {
+  attention_graph(varlen_case(DT::F16), 62100, false);
+}
+
+namespace {
+
+// Relative size of a result: the root mean square of its reference.
+double rms_of(const std::vector<double>& r) {
+  double s = 0;
+  for (double x : r) s += x * x;
+  return r.empty() ? 0.0 : std::sqrt(s / double(r.size()));
+}
+
+}  // namespace
+
+TEST_CASE("gpu graph capture: monarch", "[gpu][graph][monarch]") {
+  const fk_context_t* ctx = fkgpu::auto_context();
+  auto rng = rng_for(63000);
+  const int64_t tokens = 1000, nb = 16, blk = 64, n = nb * blk;
+  HostTensor x(DT::BF16, {tokens, n}), w1(DT::BF16, {nb, blk, blk}), w2(DT::BF16, {nb, blk, blk});
+  HostTensor bias(DT::F32, {n}), out(DT::BF16, {tokens, n});
+  x.fill_normal(rng);
+  w1.fill_normal(rng, 1.0 / std::sqrt(double(blk)));
+  w2.fill_normal(rng, 1.0 / std::sqrt(double(blk)));
+  bias.fill_normal(rng);
+  DeviceTensor dx(x), dw1(w1), dw2(w2), dbias(bias), dout(out);
+  fk_monarch_params_t mp;
+  fk_monarch_params_init(&mp);
+  const char* variant = "?";
+  REQUIRE_FK(fk_monarch_select_kernel(ctx, &mp, &dx, &dw1, &dw2, &dbias, &dout, &variant));
+  INFO("variant " << variant << ", seed " << fktest::test_seed());
+  Stream s;
+  fk_launch_t launch;
+  fk_launch_init(&launch);
+  launch.stream = s.s;
+  auto call = [&] { return fk_monarch(ctx, &launch, &mp, &dx, &dw1, &dw2, &dbias, &dout); };
+  REQUIRE_FK(call());
+  REQUIRE_CUDA(cudaStreamSynchronize(s.s));
+  Graph g;
+  capture(s.s, &g, call);
+  for (int rep = 0; rep < 2; ++rep) {
+    INFO("graph launch " << rep + 1);
+    x.fill_normal(rng);
+    upload(dx);
+    dout.poison();
+    replay(g, s.s);
+    dout.download();
+    const std::vector<double> bv = bias.to_vector(), ba = fktest::absolute(bv);
+    const std::vector<double> w1v = w1.to_vector(), w2v = w2.to_vector(), xv = x.to_vector();
+    const std::vector<double> ref =
+        fkref::monarch(xv, w1v, w2v, &bv, tokens, nb, blk, blk, nb, blk, blk);
+    const std::vector<double> scale =
+        fkref::monarch(fktest::absolute(xv), fktest::absolute(w1v), fktest::absolute(w2v), &ba,
+                       tokens, nb, blk, blk, nb, blk, blk);
+    fkgemm::check_output(out, ref, scale, DT::BF16);
+  }
+}
+
+TEST_CASE("gpu graph capture: fftconv with a constant filter; a plan's first call is refused",
+          "[gpu][graph][fftconv]") {
+  const fk_context_t* ctx = fkgpu::auto_context();
+  auto rng = rng_for(64000);
+  const int64_t B = 2, H = 111, L = 1000;
+  fk_fftconv_plan_options_t o;
+  fk_fftconv_plan_options_init(&o);
+  o.mode = FK_FFTCONV_CAUSAL;
+  o.channels = H;
+  o.seqlen = L;
+  o.filter_len = L;
+  o.dtype = fktest::dl_dtype(DT::BF16);
+  o.flags = FK_FFTCONV_FILTER_CONSTANT;
+  fk_fftconv_plan_t* plan = nullptr;
+  REQUIRE_FK(fk_fftconv_plan_create(ctx, &o, &plan));
+  std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
+      plan, fk_fftconv_plan_destroy);
+  fk_fftconv_plan_options_t resolved;
+  fk_fftconv_plan_options_init(&resolved);
+  REQUIRE_FK(fk_fftconv_plan_get_options(plan, &resolved));
+  HostTensor u(DT::BF16, {B, H, L}), y(DT::BF16, {B, H, L}), k(DT::F32, {H, L}), D(DT::F32, {H});
+  u.fill_normal(rng);
+  // A decaying filter keeps the outputs O(1) (as in the fftconv suite).
+  k.for_each([&](const std::vector<int64_t>& i) {
+    std::normal_distribution<double> nd(0.0, 1.0);
+    k.set(i, nd(rng) * std::exp(-double(i[1]) / (0.3 * double(L) + 1.0)) / std::sqrt(1.0 + 0.3 * L));
+  });
+  D.fill_normal(rng);
+  DeviceTensor du(u), dy(y), dk(k), dD(D);
+  const char* variant = "?";
+  REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, &dD, nullptr, nullptr, &dy, &variant));
+  INFO("variant " << variant << ", fft_size " << resolved.fft_size << ", seed "
+                  << fktest::test_seed());
+  Stream s;
+  fk_launch_t launch;
+  fk_launch_init(&launch);
+  launch.stream = s.s;
+  auto call = [&] {
+    return fk_fftconv_forward(plan, &launch, &du, &dk, &dD, nullptr, nullptr, &dy);
+  };
+  {
+    // The plan's first call builds its tables: refused under capture, nothing enqueued.
+    dy.poison();
+    Graph g0;
+    capture(s.s, &g0, call, FK_ERROR_NOT_SUPPORTED, "before the capture");
+    replay(g0, s.s);
+    dy.download();
+    CHECK(y.all_poison());
+  }
+  REQUIRE_FK(call());  // the warm-up call builds them
+  REQUIRE_CUDA(cudaStreamSynchronize(s.s));
+  Graph g;
+  capture(s.s, &g, call);
+  const std::vector<double> kv = k.to_vector();
+  for (int rep = 0; rep < 2; ++rep) {
+    INFO("graph launch " << rep + 1);
+    u.fill_normal(rng, 0.5);
+    D.fill_normal(rng);
+    upload(du);
+    upload(dD);
+    dy.poison();
+    replay(g, s.s);
+    dy.download();
+    const std::vector<double> Dv = D.to_vector();
+    const std::vector<double> ref =
+        fkref::fftconv(u.to_vector(), kv, &Dv, nullptr, nullptr, B, H, L, L,
+                       fkref::ConvMode::Causal, resolved.fft_size);
+    // FFT round trips carry log2(fft_size) rounding steps per element: 4x the dtype's bound,
+    // relative to the output's size (as the fftconv suite does).
+    std::vector<double> scale(ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) scale[i] = 4.0 * std::fabs(ref[i]);
+    INFO("output rms " << rms_of(ref));
+    fkgemm::check_output(y, ref, scale, DT::BF16);
+  }
+}
+
+#endif  // FLASHKIT_TEST_WITH_CUDA
