@@ -262,26 +262,41 @@ inline void check_result(const Case& c, const HostTensor& q, const HostTensor& k
   }
 }
 
-inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
-  INFO(describe(c) << ", seed " << fktest::test_seed());
+// Logical shapes of a case's q (and out), k (and v) and lse: varlen (total, heads, d) rows and
+// lse (heads, total_q), or batched (batch, seqlen, heads, d) and lse (batch, heads, seqlen_q).
+struct Shapes {
+  std::vector<int64_t> q, k, lse;
+};
+inline Shapes shapes_of(const Case& c) {
   const Problem& pr = c.pr;
-  auto rng = rng_for(tag);
   const int64_t B = int64_t(pr.lq.size());
   int64_t tq = 0, tk = 0;
   for (int64_t b = 0; b < B; ++b) {
     tq += pr.lq[size_t(b)];
     tk += pr.lk[size_t(b)];
   }
-  std::vector<int64_t> qs, ks, ls;
-  if (c.varlen) {
-    qs = {tq, pr.nheads, pr.d};
-    ks = {tk, pr.nheads_k, pr.d};
-    ls = {pr.nheads, tq};
-  } else {
-    qs = {B, pr.lq[0], pr.nheads, pr.d};
-    ks = {B, pr.lk[0], pr.nheads_k, pr.d};
-    ls = {B, pr.nheads, pr.lq[0]};
+  if (c.varlen) return {{tq, pr.nheads, pr.d}, {tk, pr.nheads_k, pr.d}, {pr.nheads, tq}};
+  return {{B, pr.lq[0], pr.nheads, pr.d}, {B, pr.lk[0], pr.nheads_k, pr.d},
+          {B, pr.nheads, pr.lq[0]}};
+}
+
+// A (batch + 1,) int32 tensor holding the prefix sums of `lens`.
+inline void fill_cu_seqlens(const std::vector<int64_t>& lens, HostTensor& cu) {
+  const int64_t B = int64_t(lens.size());
+  cu.init(DT::I32, {B + 1});
+  int64_t acc = 0;
+  for (int64_t b = 0; b <= B; ++b) {
+    cu.set({b}, double(acc));
+    if (b < B) acc += lens[size_t(b)];
   }
+}
+
+inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
+  INFO(describe(c) << ", seed " << fktest::test_seed());
+  const Problem& pr = c.pr;
+  auto rng = rng_for(tag);
+  const Shapes sh = shapes_of(c);
+  const std::vector<int64_t>&qs = sh.q, &ks = sh.k, &ls = sh.lse;
   auto strides = [&](const std::vector<int64_t>& s) {
     return c.row_pitch ? pitched(s, c.row_pitch) : padded(s, c.pad);
   };
@@ -291,19 +306,9 @@ inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
   q.fill_normal(rng);
   k.fill_normal(rng);
   v.fill_normal(rng);
-  HostTensor cq(DT::I32, {B + 1}), ck(DT::I32, {B + 1});
-  {
-    int64_t aq = 0, ak = 0;
-    for (int64_t b = 0; b <= B; ++b) {
-      cq.set({b}, double(aq));
-      ck.set({b}, double(ak));
-      if (b < B) {
-        aq += pr.lq[size_t(b)];
-        ak += pr.lk[size_t(b)];
-      }
-    }
-  }
-
+  HostTensor cq, ck;
+  fill_cu_seqlens(pr.lq, cq);
+  fill_cu_seqlens(pr.lk, ck);
   DeviceTensor dq(q), dk(k), dv(v), dout(out), dlse(lse), dcq(cq), dck(ck);
   dout.poison();
   dlse.poison();

@@ -200,34 +200,16 @@ void attention_graph(const fkattn::Case& c, uint64_t tag, bool give_max) {
   const fk_context_t* ctx = fkgpu::auto_context();
   const fkattn::Problem& pr = c.pr;
   auto rng = rng_for(tag);
-  const int64_t B = int64_t(pr.lq.size());
-  int64_t tq = 0, tk = 0, mq = 0, mk = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    tq += pr.lq[size_t(b)];
-    tk += pr.lk[size_t(b)];
-    mq = std::max(mq, pr.lq[size_t(b)]);
-    mk = std::max(mk, pr.lk[size_t(b)]);
+  int64_t mq = 0, mk = 0;
+  for (size_t b = 0; b < pr.lq.size(); ++b) {
+    mq = std::max(mq, pr.lq[b]);
+    mk = std::max(mk, pr.lk[b]);
   }
-  std::vector<int64_t> qs, ks, ls;
-  if (c.varlen) {
-    qs = {tq, pr.nheads, pr.d};
-    ks = {tk, pr.nheads_k, pr.d};
-    ls = {pr.nheads, tq};
-  } else {
-    qs = {B, pr.lq[0], pr.nheads, pr.d};
-    ks = {B, pr.lk[0], pr.nheads_k, pr.d};
-    ls = {B, pr.nheads, pr.lq[0]};
-  }
-  HostTensor q(pr.dt, qs), k(pr.dt, ks), v(pr.dt, ks), out(pr.dt, qs), lse(DT::F32, ls);
-  HostTensor cq(DT::I32, {B + 1}), ck(DT::I32, {B + 1});
-  for (int64_t b = 0, aq = 0, ak = 0; b <= B; ++b) {
-    cq.set({b}, double(aq));
-    ck.set({b}, double(ak));
-    if (b < B) {
-      aq += pr.lq[size_t(b)];
-      ak += pr.lk[size_t(b)];
-    }
-  }
+  const fkattn::Shapes sh = fkattn::shapes_of(c);
+  HostTensor q(pr.dt, sh.q), k(pr.dt, sh.k), v(pr.dt, sh.k), out(pr.dt, sh.q), lse(DT::F32, sh.lse);
+  HostTensor cq, ck;
+  fkattn::fill_cu_seqlens(pr.lq, cq);
+  fkattn::fill_cu_seqlens(pr.lk, ck);
   q.fill_normal(rng);
   k.fill_normal(rng);
   v.fill_normal(rng);
