@@ -291,6 +291,18 @@ inline void fill_cu_seqlens(const std::vector<int64_t>& lens, HostTensor& cu) {
   }
 }
 
+// The C ABI's params for a problem (max_seqlen_q/k not given).
+inline fk_attention_params_t params_of(const Problem& pr) {
+  fk_attention_params_t params;
+  fk_attention_params_init(&params);
+  params.softmax_scale = float(pr.scale);
+  params.causal = pr.causal;
+  params.window_size_left = int32_t(pr.wl);
+  params.window_size_right = int32_t(pr.wr);
+  params.softcap = float(pr.softcap);
+  return params;
+}
+
 inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
   INFO(describe(c) << ", seed " << fktest::test_seed());
   const Problem& pr = c.pr;
@@ -312,13 +324,7 @@ inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
   DeviceTensor dq(q), dk(k), dv(v), dout(out), dlse(lse), dcq(cq), dck(ck);
   dout.poison();
   dlse.poison();
-  fk_attention_params_t params;
-  fk_attention_params_init(&params);
-  params.softmax_scale = float(pr.scale);
-  params.causal = pr.causal;
-  params.window_size_left = int32_t(pr.wl);
-  params.window_size_right = int32_t(pr.wr);
-  params.softcap = float(pr.softcap);
+  fk_attention_params_t params = params_of(pr);
   const DLTensor* cu_q = c.varlen ? &dcq : nullptr;
   const DLTensor* cu_k = c.varlen ? &dck : nullptr;
   const DLTensor* lse_arg = c.with_lse ? &dlse : nullptr;

@@ -214,13 +214,7 @@ void attention_graph(const fkattn::Case& c, uint64_t tag, bool give_max) {
   k.fill_normal(rng);
   v.fill_normal(rng);
   DeviceTensor dq(q), dk(k), dv(v), dout(out), dlse(lse), dcq(cq), dck(ck);
-  fk_attention_params_t params;
-  fk_attention_params_init(&params);
-  params.softmax_scale = float(pr.scale);
-  params.causal = pr.causal;
-  params.window_size_left = int32_t(pr.wl);
-  params.window_size_right = int32_t(pr.wr);
-  params.softcap = float(pr.softcap);
+  fk_attention_params_t params = fkattn::params_of(pr);
   if (c.varlen && give_max) {
     params.max_seqlen_q = mq;
     params.max_seqlen_k = mk;
