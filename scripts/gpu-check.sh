@@ -166,7 +166,7 @@ python_checks() {
       HF_HUB_OFFLINE=1 $py examples/python/embed.py --device cuda --dtype $dt --batch 64 \
         --json "$out/demo_$dt.json" >"$out/demo_$dt.log" 2>&1
       local drc=$?
-      record "demo (cuda, $dt, 64 sentences)" "$([ $drc -eq 0 ] && echo PASS || echo "FAIL rc $drc") $(grep -iE 'agreement|per batch' "$out/demo_$dt.log" | tr '\n' ' ' | cut -c1-110)"
+      record "demo (cuda, $dt, 64 sentences)" "$([ $drc -eq 0 ] && echo PASS || echo "FAIL rc $drc") $(grep -iE 'agreement|per batch' "$out/demo_$dt.log" | tr '\n' ' ' | cut -c1-240)"
     done
   fi
 }
