@@ -38,7 +38,11 @@ import fkbench  # noqa: E402
 class AttnParams(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("softmax_scale", ctypes.c_float),
                 ("causal", ctypes.c_int32), ("window_size_left", ctypes.c_int32),
-                ("window_size_right", ctypes.c_int32), ("softcap", ctypes.c_float)]
+                ("window_size_right", ctypes.c_int32), ("softcap", ctypes.c_float),
+                # ABI 1 (0.2.0) appended these; fk_attention_params_init writes the whole struct,
+                # so leaving them out overran this ctypes buffer (segfaults on the H200, run 1
+                # of branch attn80b).
+                ("max_seqlen_q", ctypes.c_int64), ("max_seqlen_k", ctypes.c_int64)]
 
 
 class Flashkit(fkbench.Flashkit):
