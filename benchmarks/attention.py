@@ -47,8 +47,7 @@ class AttnParams(ctypes.Structure):
 
 class Flashkit(fkbench.Flashkit):
     def params(self, causal):
-        p = AttnParams()
-        self.check(self.lib.fk_attention_params_init(ctypes.byref(p)), "fk_attention_params_init")
+        p = self.init("fk_attention_params_init", AttnParams)
         p.causal = 1 if causal else 0
         return p
 

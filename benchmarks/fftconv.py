@@ -51,8 +51,7 @@ class Flashkit(fkbench.Flashkit):
             [P(ctypes.c_char_p)]
 
     def plan(self, H, L, fft_size, dtype, constant):
-        o = PlanOptions()
-        self.check(self.lib.fk_fftconv_plan_options_init(ctypes.byref(o)), "plan_options_init")
+        o = self.init("fk_fftconv_plan_options_init", PlanOptions)
         o.mode, o.channels, o.seqlen = FK_FFTCONV_CAUSAL, H, L
         o.filter_len, o.fft_size = L, fft_size
         code, bits = fkbench.DL_CODES[dtype]
@@ -180,7 +179,7 @@ def main():
                 res["pct_floor"] = 100.0 * res["floor_ms"] / best
                 res["ratio_vs_torch"] = res["torch_ms"] / best
                 rows.append(res)
-                print(f"{dname:5} {B:3d} {L:6d} {str(gated):>5} {res["variant"]:22} {best:11.4f} "
+                print(f"{dname:5} {B:3d} {L:6d} {str(gated):>5} {res['variant']:22} {best:11.4f} "
                       f"{res['fk_ms']:8.4f} {res['torch_ms']:9.4f} {res['gbps']:7.0f} "
                       f"{res['pct_floor']:6.1f}% {res['ratio_vs_torch']:7.1f}x "
                       f"{res['max_rel_err']:9.2e}", flush=True)

@@ -80,8 +80,8 @@ class Flashkit:
         L = self.lib
         L.fk_status_string.restype = ctypes.c_char_p
         L.fk_get_last_error_message.restype = ctypes.c_char_p
-        opts = ContextOptions()
-        self.check(L.fk_context_options_init(ctypes.byref(opts)), "fk_context_options_init")
+        opts = self.init("fk_context_options_init", ContextOptions)
+        self.init("fk_launch_init", Launch)  # checks the mirror's size once
         opts.backend = FK_BACKEND_CUDA
         opts.device_ordinal = torch.cuda.current_device()
         opts.kernel_family = FAMILIES[family]
@@ -89,6 +89,22 @@ class Flashkit:
         self.ctx = ctypes.c_void_p()
         self.check(L.fk_context_create(ctypes.byref(opts), ctypes.byref(self.ctx)), "fk_context_create")
         self._keep = []
+
+    def init(self, init_name, cls):
+        """A ``cls`` filled by the library's ``init_name``, once the library's struct is checked
+        to be the size of this ctypes mirror: an init writes the whole C struct, so a stale
+        mirror would be overrun (benchmarks/attention.py's params were, after ABI 1 grew them)."""
+        init = getattr(self.lib, init_name)
+        probe = (ctypes.c_uint8 * (ctypes.sizeof(cls) + 256))()
+        self.check(init(probe), init_name)
+        size = ctypes.c_uint32.from_buffer(probe).value  # struct_size, the struct's first field
+        if size != ctypes.sizeof(cls):
+            raise RuntimeError(f"{init_name}: the library's struct is {size} bytes, this "
+                               f"script's {cls.__name__} {ctypes.sizeof(cls)}: update its fields "
+                               "from include/flashkit/flashkit.h")
+        out = cls()
+        self.check(init(ctypes.byref(out)), init_name)
+        return out
 
     def check(self, status, what):
         if status != 0:

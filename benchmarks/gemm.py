@@ -92,8 +92,7 @@ class Flashkit(fkbench.Flashkit):
 
     def make_scaled_call(self, a, w, d, scale_a, scale_b):
         """fk_gemm_scaled of fp8 a (M, K) and w (N, K) (trans_b): (callable, variant)."""
-        p = GemmParams()
-        self.check(self.lib.fk_gemm_params_init(ctypes.byref(p)), "fk_gemm_params_init")
+        p = self.init("fk_gemm_params_init", GemmParams)
         p.trans_b = 1
         args = [self.dl(x) for x in (a, w, scale_a, scale_b, None, None, d)]
         name = ctypes.c_char_p()
@@ -114,8 +113,7 @@ class Flashkit(fkbench.Flashkit):
     def make_call(self, a, b, d, c=None, bias=None, trans_a=False, trans_b=False, alpha=1.0,
                   beta=0.0, act="none"):
         """Returns (callable, variant name); the callable enqueues one fk_gemm on the current stream."""
-        p = GemmParams()
-        self.check(self.lib.fk_gemm_params_init(ctypes.byref(p)), "fk_gemm_params_init")
+        p = self.init("fk_gemm_params_init", GemmParams)
         p.trans_a, p.trans_b, p.alpha, p.beta, p.activation = int(trans_a), int(trans_b), alpha, beta, ACT[act]
         args = [self.dl(x) for x in (a, b, c, bias, d)]
         name = ctypes.c_char_p()
