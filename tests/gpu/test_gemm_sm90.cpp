@@ -494,7 +494,7 @@ TEST_CASE("sm90 gemm: skinny kernel for decode-sized M (picks, tails, epilogues,
       {127, 1000, 1500, false, true, "skinny"},   {128, 1030, 2100, false, false, "skinny"},
       {129, 1000, 4100, false, true, "cooperative"},  // above two 64-row tiles, 65 k-tiles
       {16, 1000, 1500, true, false, "cooperative"},   // M-major A: not the skinny kernel's
-      {16, 1000, 256, false, true, "skinny"},         // 4 k-tiles, sub-wave grid: no split-K
+      {16, 1000, 256, false, true, "cooperative"},    // 4 k-tiles: no split-K, no skinny
       {300, 900, 1000, false, true, "skinny"},        // sub-wave grid, 16 k-tiles, M > 128
       {300, 520, 2200, false, true, "cooperative"},   // sub-wave grid but 35 k-tiles
   };

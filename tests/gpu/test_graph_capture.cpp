@@ -176,8 +176,9 @@ TEST_CASE("gpu graph capture: gemm (sm90 skinny, split-K, 128 x 256, sm80, gener
       // The demo's QKV projection: a sub-wave grid (the sm90 skinny kernel on an H200).
       {"sub-wave", FK_KERNEL_FAMILY_AUTO, 1128, 1152, 384, DT::BF16, DT::BF16, false, 0, false},
       // Decode-sized M: split-K, its counters reset by a memset node on every launch.
-      {"split-K", FK_KERNEL_FAMILY_AUTO, 16, 2048, 4096, DT::BF16, DT::BF16, false, 2, false},
-      {"split-K, caller workspace", FK_KERNEL_FAMILY_AUTO, 16, 2048, 4096, DT::F16, DT::F16,
+      // (128 k-tiles: the H200's table splits K in two, each slice keeping 64 k-tiles.)
+      {"split-K", FK_KERNEL_FAMILY_AUTO, 16, 2048, 8192, DT::BF16, DT::BF16, false, 2, false},
+      {"split-K, caller workspace", FK_KERNEL_FAMILY_AUTO, 16, 2048, 8192, DT::F16, DT::F16,
        false, 1, true},
       // Residual in C, fp32 D (the demo's output projection), and a multi-wave grid.
       {"residual", FK_KERNEL_FAMILY_AUTO, 1128, 384, 1536, DT::BF16, DT::F32, true, 0, false},
@@ -406,7 +407,20 @@ TEST_CASE("gpu graph capture: fftconv with a constant filter; a plan's first cal
   REQUIRE_CUDA(cudaStreamSynchronize(s.s));
   Graph g;
   capture(s.s, &g, call);
+  // y against the float64 FFT reference of the current u and D with the captured filter k.
+  // FFT round trips carry log2(fft_size) rounding steps per element: 4x the dtype's bound,
+  // relative to the output's size (as the fftconv suite does).
   const std::vector<double> kv = k.to_vector();
+  auto check_y = [&] {
+    const std::vector<double> Dv = D.to_vector();
+    const std::vector<double> ref =
+        fkref::fftconv(u.to_vector(), kv, &Dv, nullptr, nullptr, B, H, L, L,
+                       fkref::ConvMode::Causal, resolved.fft_size);
+    std::vector<double> scale(ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) scale[i] = 4.0 * std::fabs(ref[i]);
+    INFO("output rms " << rms_of(ref));
+    fkgemm::check_output(y, ref, scale, DT::BF16);
+  };
   for (int rep = 0; rep < 2; ++rep) {
     INFO("graph launch " << rep + 1);
     u.fill_normal(rng, 0.5);
@@ -416,17 +430,21 @@ TEST_CASE("gpu graph capture: fftconv with a constant filter; a plan's first cal
     dy.poison();
     replay(g, s.s);
     dy.download();
-    const std::vector<double> Dv = D.to_vector();
-    const std::vector<double> ref =
-        fkref::fftconv(u.to_vector(), kv, &Dv, nullptr, nullptr, B, H, L, L,
-                       fkref::ConvMode::Causal, resolved.fft_size);
-    // FFT round trips carry log2(fft_size) rounding steps per element: 4x the dtype's bound,
-    // relative to the output's size (as the fftconv suite does).
-    std::vector<double> scale(ref.size());
-    for (size_t i = 0; i < ref.size(); ++i) scale[i] = 4.0 * std::fabs(ref[i]);
-    INFO("output rms " << rms_of(ref));
-    fkgemm::check_output(y, ref, scale, DT::BF16);
+    check_y();
   }
+  // A call with another filter replaces the plan's cached spectrum; the graph still holds the
+  // old one's address, which the plan keeps (freed with the plan): the replay must still give
+  // the captured filter's result (and memcheck, which runs this case, sees no freed memory).
+  HostTensor k2(DT::F32, {H, L});
+  k2.fill_normal(rng, 0.01);
+  DeviceTensor dk2(k2);
+  REQUIRE_FK(fk_fftconv_forward(plan, &launch, &du, &dk2, &dD, nullptr, nullptr, &dy));
+  REQUIRE_CUDA(cudaStreamSynchronize(s.s));
+  dy.poison();
+  replay(g, s.s);
+  dy.download();
+  INFO("replay after the plan's spectrum was replaced");
+  check_y();
 }
 
 #endif  // FLASHKIT_TEST_WITH_CUDA

@@ -501,7 +501,11 @@ class FFTConv:
     filter_len, dtype) and reused. Plans are not evicted: an object fed many different shapes
     keeps one plan per shape until ``close()`` (use one FFTConv per layer shape in a
     long-running server). Plans belong to their context: closing the context destroys them
-    first, and a later call on that context raises InvalidArgumentError. Raises
+    first, and a later call on that context raises InvalidArgumentError. CUDA graphs
+    (``torch.cuda.graph``): make one call with the same arguments, finished, before the capture
+    (the first call builds the plan's tables; under capture it raises NotSupportedError), and
+    keep this object and its context alive while a graph that captured it may be replayed (the
+    graph reads the plan's tables by address). Raises
     InvalidArgumentError for a bad mode or dtype, a size that is not an int, not a power of two
     or too small for the mode, mismatched shapes or dtypes.
     """

@@ -129,6 +129,7 @@ inline fk_status_t fftconv_wait_table(FFTConvDeviceTable& t, cudaStream_t stream
     return FK_SUCCESS;
   }
   if (q != cudaErrorNotReady) FK_CUDA_TRY(q, "fftconv: cudaEventQuery");
+  if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();  // not a failure
   return set_error(FK_ERROR_NOT_SUPPORTED,
                    "%s: still being built by an earlier call on another stream while this "
                    "stream is captured into a CUDA graph; synchronise that stream before the "

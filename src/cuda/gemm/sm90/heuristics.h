@@ -197,8 +197,8 @@ inline bool pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, 
 // forced: (M, N, K) = (16, 8192, 8192) bf16 43.3 / 43.8 us (a @ b / a @ w.T) against 47.3 /
 // 48.8; M = 128 40.6 / 41.8 against 56.5 / 58.8; fp8 M = 16 29.1 against 38.5, M = 128 26.7
 // against 45.2.
-// Also the small 16-bit GEMMs of a small model's layers (less than one wave of 128 x 256 tiles,
-// at most 32 k-tiles), where the 128 x 256 grid leaves most SMs idle: the demo's
+// Also the small 16-bit GEMMs of a small model's layers (at most half a wave of 128 x 256 tiles,
+// 6 to 32 k-tiles), where the 128 x 256 grid leaves most SMs idle: the demo's
 // (all-MiniLM-L6-v2, 1128 tokens) bf16 + bias GEMMs measured on the H200 (RESULTS.md, "GPU
 // check summary", 15:30 UTC; GPU us per call, skinny forced against the old pick): 1128 x 1152 x
 // 384 11.7 against 12.9, 1128 x 384 x 384 7.1 against 12.7, 1128 x 1536 x 384 + GELU 14.3
@@ -209,7 +209,8 @@ inline bool pick_skinny(bool a_k_major, int64_t M, int64_t coop_tiles, int64_t k
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   if (!a_k_major) return false;
   if (M <= 2 * kSkinnyM && k_tiles >= 8 && coop_tiles * 2 <= sms) return true;
-  return !fp8 && coop_tiles < sms && k_tiles >= 1 && k_tiles <= 32;
+  // Bounded by what was measured: at most half a wave of 128 x 256 tiles, 6-32 k-tiles.
+  return !fp8 && coop_tiles * 2 <= sms && k_tiles >= 6 && k_tiles <= 32;
 }
 
 // Split-K for the skinny kernel: as many slices as keep tiles x splits within one CTA per SM,
