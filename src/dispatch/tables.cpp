@@ -2,6 +2,7 @@
 #include "dispatch/dispatch.h"
 
 #if defined(FLASHKIT_WITH_CUDA)
+#include "cuda/attention/sm80/attention_packed.h"
 #include "cuda/fftconv/sm80/fftconv_reg.h"
 #endif
 #if defined(FLASHKIT_WITH_SM90)
@@ -27,6 +28,12 @@ bool family_allowed(const fk_context_t* ctx, fk_backend_t backend, fk_kernel_fam
 #define FK_COUNT(t) (sizeof(t) / sizeof((t)[0]))
 
 static const AttentionVariant kAttention[] = {
+#if defined(FLASHKIT_WITH_CUDA)
+    // Varlen batches of many short sequences (cc >= 8.0, Hopper included): query tiles packed
+    // across sequence ends (attention_packed.h); its predicate takes only what packing pays for.
+    {"cuda.sm80.attention_packed", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
+     cuda::sm80::attention_packed_supported, cuda::sm80::attention_packed},
+#endif
 #if defined(FLASHKIT_WITH_SM90)
     // Hopper (FlashAttention-3 class): declines what it does not take, the sm80 row serves it.
     {"cuda.sm90.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90,

@@ -47,6 +47,15 @@ using fkgpu::DeviceTensor;
 
 const fk_context_t* sm80() { return context_for(FK_KERNEL_FAMILY_SM80); }
 
+constexpr const char* kPacked = "cuda.sm80.attention_packed";
+
+// FLASHKIT_ATTENTION_PACK=<v> while in scope (read by the library on every call): "0" keeps
+// varlen problems on the per-sequence tiles, "1" packs every varlen problem.
+struct ForcePack {
+  explicit ForcePack(const char* v) { setenv("FLASHKIT_ATTENTION_PACK", v, 1); }
+  ~ForcePack() { unsetenv("FLASHKIT_ATTENTION_PACK"); }
+};
+
 bool have_sm80() {
   if (sm80() == nullptr) {
     WARN("no CUDA device of compute capability >= 8.0: sm80 attention cases skipped");
@@ -102,8 +111,51 @@ TEST_CASE("sm80 attention: varlen with empty sequences", "[gpu][attention][sm80]
       {{300, 129, 1}, {257, 128, 500}, 6, 3, 256, DT::BF16, 4},
       {{77, 0, 250}, {0, 10, 250}, 2, 1, 200, DT::F16, 6},
   };
-  int i = 0;
-  for (const V& x : vs) {
+  // Each case on the per-sequence tiles, then packed (query tiles across sequence ends).
+  for (const char* pack : {"0", "1"}) {
+    ForcePack force(pack);
+    int i = 0;
+    for (const V& x : vs) {
+      Case c;
+      c.varlen = true;
+      c.pr.lq = x.lq;
+      c.pr.lk = x.lk;
+      c.pr.nheads = x.h;
+      c.pr.nheads_k = x.hk;
+      c.pr.d = x.d;
+      c.pr.dt = x.dt;
+      apply_mask(c, x.mask);
+      c.pad = (i % 2) ? 8 : 0;
+      // The packed kernel exists for the head-dim buckets 64 and 128 (tile_size.h).
+      if (*pack == '1' && (x.d <= 64 || (x.d > 96 && x.d <= 128))) c.expect_variant = kPacked;
+      run_case(sm80(), c, (*pack == '1' ? 3100 : 3000) + uint64_t(i++));
+    }
+  }
+}
+
+TEST_CASE("sm80 attention: packed varlen, many short sequences", "[gpu][attention][sm80][varlen]") {
+  if (!have_sm80()) return;
+  // Sentence-embedding batches: 64 sequences of 1-40 tokens (the demo's kind), sequences that
+  // straddle tile boundaries at 127/128/129 rows, every mask, MHA/GQA, both dtypes, head dims
+  // of both packed buckets (64, 128) and padded ones (32, 40, 120).
+  std::vector<int64_t> demo;
+  for (int b = 0; b < 64; ++b) demo.push_back(1 + (b * 37) % 40);
+  struct V {
+    std::vector<int64_t> lq, lk;
+    int64_t h, hk, d;
+    DT dt;
+    int mask;
+  };
+  const V vs[] = {
+      {demo, demo, 12, 12, 32, DT::BF16, 0},
+      {demo, demo, 4, 2, 64, DT::F16, 1},
+      {{127, 1, 128, 2, 129, 0, 3, 125}, {127, 1, 128, 2, 129, 0, 3, 125}, 2, 1, 128, DT::BF16, 2},
+      {{17, 9, 30, 1, 11, 40, 5, 20, 8, 26}, {20, 9, 31, 4, 11, 39, 5, 21, 8, 25}, 3, 1, 120,
+       DT::F16, 4},
+      {{10, 12, 9, 14, 11, 13, 8, 15, 10, 12}, {10, 12, 9, 14, 11, 13, 8, 15, 10, 12}, 2, 2, 40,
+       DT::BF16, 6},
+  };
+  auto make = [&](const V& x, int i) {
     Case c;
     c.varlen = true;
     c.pr.lq = x.lq;
@@ -114,8 +166,19 @@ TEST_CASE("sm80 attention: varlen with empty sequences", "[gpu][attention][sm80]
     c.pr.dt = x.dt;
     apply_mask(c, x.mask);
     c.pad = (i % 2) ? 8 : 0;
-    run_case(sm80(), c, 3000 + uint64_t(i++));
-  }
+    c.expect_variant = kPacked;
+    return c;
+  };
+  // The table packs the demo's kind by itself, on the AUTO context too (on Hopper it is listed
+  // before the sm90 row).
+  const char* forced = std::getenv("FLASHKIT_KERNEL_FAMILY");
+  const fk_context_t* autoc = context_for(FK_KERNEL_FAMILY_AUTO);
+  if (autoc != nullptr && !(forced && *forced && std::string(forced) != "auto"))
+    run_case(autoc, make(vs[0], 0), 3200);
+  run_case(sm80(), make(vs[1], 1), 3201);
+  ForcePack force("1");
+  int i = 0;
+  for (const V& x : vs) run_case(sm80(), make(x, i), 3210 + uint64_t(i++));
 }
 
 TEST_CASE("sm80 attention: fully masked rows and empty keys", "[gpu][attention][sm80][sanitize]") {
@@ -157,6 +220,11 @@ TEST_CASE("sm80 attention: small cases", "[gpu][attention][sm80][sanitize]") {
   v.pr.dt = DT::BF16;
   v.pr.causal = true;
   run_case(sm80(), v, 5002);
+  ForcePack force("1");  // the same varlen problem (head_dim 64) with its query tiles packed
+  v.expect_variant = kPacked;
+  v.pr.d = 64;
+  v.pr.wl = 5;
+  run_case(sm80(), v, 5003);
 }
 
 TEST_CASE("sm80 attention: head dims that are not multiples of 8", "[gpu][attention][sm80][sanitize]") {

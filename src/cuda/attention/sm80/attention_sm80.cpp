@@ -6,14 +6,17 @@
 // softcap and LSE, provided the 16-byte cp.async copies are legal: 16-byte aligned base
 // pointers and row, head and batch strides that are multiples of 8 elements (a stride whose
 // extent is 1 is never used and is not checked), and a device whose opt-in shared memory per
-// block holds the bucket's tiles (head_dim > 128 needs 132 KiB: A100 and Hopper yes, Ada and
+// block holds the bucket's tiles (head_dim > 128 needs 133 KiB: A100 and Hopper yes, Ada and
 // consumer Blackwell at 99 KiB no). Everything else goes to the generic kernel.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/backend.h"
+#include "cuda/attention/sm80/attention_packed.h"
 #include "cuda/attention/sm80/launch.h"
 #include "cuda/attention/sm80/params.h"
 #include "cuda/attention/sm80/tile_size.h"
@@ -53,9 +56,35 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   return attn::all_strides(p, stride_ok);
 }
 
-fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
+// Packing (attention_packed.h): FLASHKIT_ATTENTION_PACK=0 never, =1 every varlen problem the
+// kernel takes, unset (or anything else) when the sequences average at most a quarter of a
+// query tile and packing more than halves the grid (per-sequence tiles: batch x the longest
+// sequence's tiles; the host knows no single length when max_seqlen_q is given): the demo's 64
+// sentences of 1-67 tokens (1128 rows) take 9 packed tiles of 128 rows per head instead of 64.
+// Read on every call (tests and benchmarks switch it).
+bool attention_packed_supported(const DeviceCaps& caps, const AttentionProblem& p) {
+  if (!p.varlen || p.batch <= 0 || p.total_q <= 0) return false;
+  const char* env = std::getenv("FLASHKIT_ATTENTION_PACK");
+  const int force = env == nullptr ? -1 : std::strcmp(env, "0") == 0 ? 0 : std::strcmp(env, "1") == 0 ? 1 : -1;
+  if (force == 0) return false;
+  if (!attention_supported(caps, p)) return false;
+  const int bucket = head_dim_bucket(p.head_dim);
+  if (!packed_bucket(bucket)) return false;
+  if (static_cast<int64_t>(packed_smem_bytes_for_bucket(bucket)) > caps.smem_per_block_optin)
+    return false;
+  const int64_t block_m = block_m_for_bucket(bucket);
+  const int64_t packed_tiles = (p.total_q + block_m - 1) / block_m;
+  if (packed_tiles * p.nheads > INT32_MAX) return false;
+  if (force == 1) return true;
+  const int64_t per_sequence_tiles = p.batch * ((p.seqlen_q + block_m - 1) / block_m);
+  return p.total_q * 4 <= p.batch * block_m && per_sequence_tiles > 2 * packed_tiles;
+}
+
+namespace {
+
+fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) {
   if (p.batch <= 0 || p.nheads <= 0 || p.seqlen_q <= 0) return FK_SUCCESS;
-  if (!attention_supported(*ctx.caps, p)) {
+  if (!(packed ? attention_packed_supported(*ctx.caps, p) : attention_supported(*ctx.caps, p))) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm80.attention: problem outside the kernel's predicate");
   }
   DeviceGuard guard(ctx.device_ordinal);
@@ -92,7 +121,8 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   k.total_k = p.total_k;
   k.head_dim = static_cast<int32_t>(p.head_dim);
   const int64_t block_m = block_m_for_bucket(head_dim_bucket(p.head_dim));
-  k.num_m_blocks = static_cast<int32_t>((p.seqlen_q + block_m - 1) / block_m);
+  k.num_m_blocks = static_cast<int32_t>(((packed ? p.total_q : p.seqlen_q) + block_m - 1) / block_m);
+  k.packed = packed ? 1 : 0;
   // Window sizes come from int32 parameters; causal is the window (left, 0).
   k.window_left = static_cast<int32_t>(p.window_left < 0 ? -1 : p.window_left);
   k.window_right = p.causal ? 0 : static_cast<int32_t>(p.window_right < 0 ? -1 : p.window_right);
@@ -110,6 +140,14 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
     case 128: return launch_hdim128(k, bf16, stream);
     default: return launch_hdim256(k, bf16, stream);
   }
+}
+
+}  // namespace
+
+fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) { return run(ctx, p, false); }
+
+fk_status_t attention_packed(const ExecContext& ctx, const AttentionProblem& p) {
+  return run(ctx, p, true);
 }
 
 }  // namespace sm80

@@ -9,8 +9,19 @@
 // warp is done with K(n) and lands during the softmax and O += P V(n). Key tiles are walked from
 // the last to the first, so a tile that needs masking (sequence end, causal diagonal) comes
 // first and the rest run without mask arithmetic, except under a sliding window's left edge.
+//
+// Packed varlen (kPacked; chosen on the host for batches of many short sequences, see
+// attention_packed.h): the query tiles run over the packed rows [0, total_q) across sequence
+// ends instead of one set of tiles per sequence, so 64 sentences of ~18 tokens take 9 tiles of
+// 128 rows per head rather than 64 mostly empty ones. Each row finds its sequence in
+// cu_seqlens_q (binary search) and sees the keys [cu_seqlens_k[s], cu_seqlens_k[s + 1]) of that
+// sequence only, with causal and window bounds applied within it; the per-row ranges are
+// computed once per block into shared memory and every key tile is masked with them. A block's
+// key tiles span the sequences its rows belong to. A separate instantiation, so that the
+// per-sequence kernel keeps its registers (a runtime flag cost it up to 90 bytes of spills).
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 #include "cuda/attention/common/varlen.h"
@@ -24,7 +35,7 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <class T, int kHeadDim>
+template <class T, int kHeadDim, bool kPacked = false>
 __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 128 ? 2 : 1)
     attention_fwd_kernel(const Params p) {
   using ML = Mainloop<T, kHeadDim>;
@@ -47,7 +58,12 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
   const int64_t bh_count = static_cast<int64_t>(p.batch) * p.nheads;
   int m_block;
   int64_t bh;
-  if (p.window_left >= 0 || p.window_right >= 0) {
+  if constexpr (kPacked) {
+    // The heads of one row tile are adjacent (they read the same rows of q, k, v); batch
+    // index 0: the packed tensors have no batch stride.
+    m_block = static_cast<int>(blockIdx.x / p.nheads);
+    bh = blockIdx.x % p.nheads;
+  } else if (p.window_left >= 0 || p.window_right >= 0) {
     m_block = p.num_m_blocks - 1 - static_cast<int>(blockIdx.x / bh_count);
     bh = blockIdx.x % bh_count;
   } else {
@@ -59,7 +75,10 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
   const int hk = h / p.group;
 
   int row0_q = 0, row0_k = 0, len_q = p.seqlen_q, len_k = p.seqlen_k;
-  if (p.cu_seqlens_q != nullptr) {
+  if constexpr (kPacked) {
+    len_q = static_cast<int>(p.total_q);
+    len_k = static_cast<int>(p.total_k);
+  } else if (p.cu_seqlens_q != nullptr) {
     attn::varlen_rows(p.cu_seqlens_q, b, p.total_q, &row0_q, &len_q);
     attn::varlen_rows(p.cu_seqlens_k, b, p.total_k, &row0_k, &len_k);
   }
@@ -85,11 +104,61 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
     return static_cast<int>(max(min(hi, static_cast<int64_t>(len_k) - 1), int64_t(-1)));
   };
   const int m_last = min(m0 + kBlockM, len_q) - 1;
-  const int tile_lo = key_lo(m0), tile_hi = key_hi(m_last);
+  int tile_lo, tile_hi;
+  // A key tile needs the per-element mask unless every row of the block sees all of it
+  // (packed: always, rows of different sequences see different keys).
+  int all_rows_lo, all_rows_hi;
+  int* s_range = nullptr;  // packed: each row's visible keys [lo, hi]
+  if constexpr (kPacked) {
+    // The keys packed row i (< total_q) sees: its sequence s is the last one starting at or
+    // before i (so empty sequences are skipped), and the causal/window bounds apply within s.
+    // Entries are clamped as in varlen_rows: wrong ones give a wrong result but never an
+    // address outside the tensors.
+    auto packed_range = [&](int64_t i, int* lo, int* hi) {
+      int a = 0, z = p.batch - 1;
+      while (a < z) {
+        const int mid = (a + z + 1) >> 1;
+        if (min(max(int64_t(p.cu_seqlens_q[mid]), int64_t(0)), p.total_q) <= i) {
+          a = mid;
+        } else {
+          z = mid - 1;
+        }
+      }
+      int rq, lq, rk, lk;
+      attn::varlen_rows(p.cu_seqlens_q, a, p.total_q, &rq, &lq);
+      attn::varlen_rows(p.cu_seqlens_k, a, p.total_k, &rk, &lk);
+      const int64_t li = i - rq, sh = static_cast<int64_t>(lk) - lq;
+      const int64_t l = p.window_left >= 0 ? li + sh - p.window_left : 0;
+      const int64_t h2 = p.window_right >= 0 ? li + sh + p.window_right : lk - 1;
+      *lo = rk + static_cast<int>(min(max(l, int64_t(0)), static_cast<int64_t>(lk)));
+      *hi = rk + static_cast<int>(max(min(h2, static_cast<int64_t>(lk) - 1), int64_t(-1)));
+    };
+    // Per-row ranges into shared memory after V (read after the key loop's first barrier; rows
+    // past total_q see nothing and are not stored).
+    s_range = reinterpret_cast<int*>(sV + SmemLayout<kHeadDim>::kKVElems);
+    for (int r = tid; r < kBlockM; r += TileShape<kHeadDim>::kWarps * 32) {
+      int lo = 1, hi = 0;
+      if (m0 + r < len_q) packed_range(m0 + r, &lo, &hi);
+      s_range[2 * r] = lo;
+      s_range[2 * r + 1] = hi;
+    }
+    // The block's key span: ranges grow with the row for valid cu_seqlens, so the first row's
+    // start and the last row's end bound it.
+    int lo_last, hi_first;
+    packed_range(m0, &tile_lo, &hi_first);
+    packed_range(m_last, &lo_last, &tile_hi);
+    all_rows_lo = INT_MAX;
+    all_rows_hi = INT_MIN;
+  } else {
+    tile_lo = key_lo(m0);
+    tile_hi = key_hi(m_last);
+  }
   const int n_block_min = tile_lo / kBlockN;
   const int n_block_max = tile_hi >= tile_lo ? tile_hi / kBlockN + 1 : n_block_min;
-  // A key tile needs the per-element mask unless every row of the block sees all of it.
-  const int all_rows_lo = key_lo(m0 + kBlockM - 1), all_rows_hi = key_hi(m0);
+  if constexpr (!kPacked) {
+    all_rows_lo = key_lo(m0 + kBlockM - 1);
+    all_rows_hi = key_hi(m0);
+  }
 
   const uint32_t sQa = smem_u32(sQ), sKa = smem_u32(sK), sVa = smem_u32(sV);
   const uint32_t q_addr = ML::q_lane_addr(sQa, warp, lane);
@@ -150,9 +219,15 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const int64_t i = m0 + warp * kWarpRows + mt * 16 + (lane >> 2) + 8 * r;
-          row_lo[mt][r] = key_lo(i);
-          row_hi[mt][r] = key_hi(i);
+          if constexpr (kPacked) {
+            const int local = warp * kWarpRows + mt * 16 + (lane >> 2) + 8 * r;
+            row_lo[mt][r] = s_range[2 * local];
+            row_hi[mt][r] = s_range[2 * local + 1];
+          } else {
+            const int64_t i = m0 + warp * kWarpRows + mt * 16 + (lane >> 2) + 8 * r;
+            row_lo[mt][r] = key_lo(i);
+            row_hi[mt][r] = key_hi(i);
+          }
         }
       SM::mask(acc_s, n0 + 2 * (lane & 3), row_lo, row_hi);
     }

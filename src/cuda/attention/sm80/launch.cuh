@@ -1,5 +1,6 @@
 // Grid and launch of the sm80-class attention kernel for one (element type, head-dim bucket):
-// one block per (query tile, head, sequence), flattened into grid.x (the predicate in
+// one block per (query tile, head, sequence), or per (packed query tile, head), flattened into
+// grid.x (the predicate in
 // attention_sm80.cpp keeps the count below 2^31).
 #pragma once
 
@@ -12,19 +13,29 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <class T, int kHeadDim>
-fk_status_t launch(const Params& p, cudaStream_t stream) {
+template <class T, int kHeadDim, bool kPacked>
+fk_status_t launch_kernel(const Params& p, cudaStream_t stream) {
   constexpr int kThreads = TileShape<kHeadDim>::kWarps * 32;
-  constexpr size_t kSmem = SmemLayout<kHeadDim>::kBytes;
-  auto kernel = attention_fwd_kernel<T, kHeadDim>;
+  constexpr size_t kSmem = kPacked ? SmemLayout<kHeadDim>::kPackedBytes : SmemLayout<kHeadDim>::kBytes;
+  auto kernel = attention_fwd_kernel<T, kHeadDim, kPacked>;
   // Above 48 KB a kernel must opt in to dynamic shared memory (a per-device, host-side setting:
   // cheap, so it is simply repeated on every call, on the call's current device).
   FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(kSmem)),
               "cuda.sm80.attention: cudaFuncSetAttribute(max dynamic shared memory)");
-  const int64_t blocks = static_cast<int64_t>(p.num_m_blocks) * p.nheads * p.batch;
+  const int64_t blocks = static_cast<int64_t>(p.num_m_blocks) * p.nheads * (kPacked ? 1 : p.batch);
   kernel<<<static_cast<unsigned>(blocks), kThreads, kSmem, stream>>>(p);
   return check_launch("cuda.sm80.attention kernel");
+}
+
+template <class T, int kHeadDim>
+fk_status_t launch(const Params& p, cudaStream_t stream) {
+  if constexpr (packed_bucket(kHeadDim)) {
+    if (p.packed) return launch_kernel<T, kHeadDim, true>(p, stream);
+  } else if (p.packed) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.sm80.attention: no packed kernel for this head_dim");
+  }
+  return launch_kernel<T, kHeadDim, false>(p, stream);
 }
 
 }  // namespace sm80

@@ -30,7 +30,10 @@ struct Params {
   int32_t seqlen_q, seqlen_k;    // batched: the extents; varlen: the longest sequence
   int64_t total_q, total_k;      // varlen: rows of q and of k/v (cu_seqlens entries clamped to it)
   int32_t head_dim;              // <= the kernel's bucket
-  int32_t num_m_blocks;          // query tiles per (batch, head) for seqlen_q
+  int32_t num_m_blocks;          // query tiles per (batch, head) for seqlen_q; packed: for total_q
+  // Packed varlen (kernel.cuh): query tiles run over all total_q rows, across sequence ends, and
+  // each row sees only the keys of its own sequence. Grid: num_m_blocks x nheads.
+  int32_t packed;
   // Window, bottom-right aligned, causal already folded in as right = 0; -1 = unbounded.
   int32_t window_left, window_right;
 

@@ -60,6 +60,8 @@ struct SmemLayout {
   static constexpr int kQElems = TileShape<kHeadDim>::kBlockM * kPitch;
   static constexpr int kKVElems = TileShape<kHeadDim>::kBlockN * kPitch;
   static constexpr size_t kBytes = sizeof(unsigned short) * (kQElems + 2 * kKVElems);
+  // The packed varlen kernel adds each query row's visible key range (two int32) after V.
+  static constexpr size_t kPackedBytes = kBytes + TileShape<kHeadDim>::kBlockM * 2 * sizeof(int);
 };
 
 inline int block_m_for_bucket(int bucket) {
@@ -68,6 +70,18 @@ inline int block_m_for_bucket(int bucket) {
     case 96: return TileShape<96>::kBlockM;
     case 128: return TileShape<128>::kBlockM;
     case 256: return TileShape<256>::kBlockM;
+    default: return 0;
+  }
+}
+
+// The packed varlen kernel (kernel.cuh, kPacked) is instantiated for the buckets 64 and 128
+// only (compile time); attention_packed_supported declines the others.
+constexpr bool packed_bucket(int bucket) { return bucket == 64 || bucket == 128; }
+
+inline size_t packed_smem_bytes_for_bucket(int bucket) {
+  switch (bucket) {
+    case 64: return SmemLayout<64>::kPackedBytes;
+    case 128: return SmemLayout<128>::kPackedBytes;
     default: return 0;
   }
 }
