@@ -65,6 +65,13 @@
  *   operation defines a value for them (GEMM with K = 0 writes `beta * C`).
  * - **Asynchrony**: on the CUDA backend every call is enqueued on the launch's stream and returns
  *   before the work finishes; on the CPU backend calls are synchronous.
+ * - **CUDA graphs**: CUDA calls can be captured (cudaStreamBeginCapture on the launch stream) and
+ *   replayed; a call enqueues kernels, memsets and stream-ordered allocations only. Two calls
+ *   would have to wait for the GPU and are refused under capture, enqueueing nothing and leaving
+ *   the capture usable: varlen attention without both `max_seqlen_q` and `max_seqlen_k`
+ *   (FK_ERROR_INVALID_ARGUMENT naming the missing one), and an FFT-convolution plan's first call
+ *   with given arguments, which builds its tables (FK_ERROR_NOT_SUPPORTED: make that call, and
+ *   let it finish, before the capture). docs/design.md, "CUDA graph capture".
  */
 
 #include <stddef.h>
@@ -486,8 +493,9 @@ typedef struct fk_attention_params_t {
    * longer than `max_seqlen_q` are not written. The call waits for nothing only when both
    * `max_seqlen_q` and `max_seqlen_k` are given. On the CPU backend (host cu_seqlens) the
    * entries are always checked and a value below the longest sequence is
-   * FK_ERROR_INVALID_ARGUMENT. Negative (either form): FK_ERROR_INVALID_ARGUMENT. Added in
-   * 0.2.0 (ABI 1).
+   * FK_ERROR_INVALID_ARGUMENT. Negative (either form): FK_ERROR_INVALID_ARGUMENT. Required (> 0)
+   * while the launch stream is being captured into a CUDA graph, where reading cu_seqlens back
+   * is impossible: FK_ERROR_INVALID_ARGUMENT naming it otherwise. Added in 0.2.0 (ABI 1).
    */
   int64_t max_seqlen_q;
   int64_t max_seqlen_k; /**< The same for `cu_seqlens_k` (`max_seqlen_k`, keys). */
@@ -910,7 +918,9 @@ FK_API fk_status_t fk_fftconv_plan_create(const fk_context_t* context,
                                           fk_fftconv_plan_t** plan);
 
 /**
- * @brief Destroys a plan; NULL does nothing. No call using it may be in flight.
+ * @brief Destroys a plan; NULL does nothing. No call using it may be in flight, and no CUDA
+ *        graph that captured a call on it may be launched afterwards (the graph reads the
+ *        plan's tables by address).
  * @param plan The plan, or NULL.
  * @return FK_SUCCESS.
  */
@@ -939,7 +949,11 @@ FK_API fk_status_t fk_fftconv_plan_get_options(const fk_fftconv_plan_t* plan,
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE (launch);
  *   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not
  *   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;
- *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE.
+ *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE;
+ *   FK_ERROR_NOT_SUPPORTED when the launch stream is being captured into a CUDA graph and the
+ *   plan must first build its tables for these arguments (its first call, a new filter of a
+ *   FK_FFTCONV_FILTER_CONSTANT plan, another device), or they are still being built on another
+ *   stream: make that call outside the capture, and let it finish, first.
  */
 FK_API fk_status_t fk_fftconv_forward(const fk_fftconv_plan_t* plan, const fk_launch_t* launch,
                                       const DLTensor* u, const DLTensor* k, const DLTensor* D,
