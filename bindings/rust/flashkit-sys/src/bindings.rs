@@ -980,8 +980,9 @@ pub struct fk_attention_params_t {
     #[doc = " longer than `max_seqlen_q` are not written. The call waits for nothing only when both"]
     #[doc = " `max_seqlen_q` and `max_seqlen_k` are given. On the CPU backend (host cu_seqlens) the"]
     #[doc = " entries are always checked and a value below the longest sequence is"]
-    #[doc = " FK_ERROR_INVALID_ARGUMENT. Negative (either form): FK_ERROR_INVALID_ARGUMENT. Added in"]
-    #[doc = " 0.2.0 (ABI 1)."]
+    #[doc = " FK_ERROR_INVALID_ARGUMENT. Negative (either form): FK_ERROR_INVALID_ARGUMENT. Required (> 0)"]
+    #[doc = " while the launch stream is being captured into a CUDA graph, where reading cu_seqlens back"]
+    #[doc = " is impossible: FK_ERROR_INVALID_ARGUMENT naming it otherwise. Added in 0.2.0 (ABI 1)."]
     pub max_seqlen_q: i64,
     #[doc = "< The same for `cu_seqlens_k` (`max_seqlen_k`, keys)."]
     pub max_seqlen_k: i64,
@@ -1809,7 +1810,9 @@ extern "C" {
     ) -> fk_status_t;
 }
 extern "C" {
-    #[doc = " @brief Destroys a plan; NULL does nothing. No call using it may be in flight."]
+    #[doc = " @brief Destroys a plan; NULL does nothing. No call using it may be in flight, and no CUDA"]
+    #[doc = "        graph that captured a call on it may be launched afterwards (the graph reads the"]
+    #[doc = "        plan's tables by address)."]
     #[doc = " @param plan The plan, or NULL."]
     #[doc = " @return FK_SUCCESS."]
     pub fn fk_fftconv_plan_destroy(plan: *mut fk_fftconv_plan_t) -> fk_status_t;
@@ -1838,7 +1841,11 @@ extern "C" {
     #[doc = " @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE (launch);"]
     #[doc = "   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not"]
     #[doc = "   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;"]
-    #[doc = "   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE."]
+    #[doc = "   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE;"]
+    #[doc = "   FK_ERROR_NOT_SUPPORTED when the launch stream is being captured into a CUDA graph and the"]
+    #[doc = "   plan must first build its tables for these arguments (its first call, a new filter of a"]
+    #[doc = "   FK_FFTCONV_FILTER_CONSTANT plan, another device), or they are still being built on another"]
+    #[doc = "   stream: make that call outside the capture, and let it finish, first."]
     pub fn fk_fftconv_forward(
         plan: *const fk_fftconv_plan_t,
         launch: *const fk_launch_t,
