@@ -56,6 +56,29 @@ struct ForcePack {
   ~ForcePack() { unsetenv("FLASHKIT_ATTENTION_PACK"); }
 };
 
+// A varlen case: per-sequence query and key lengths, heads, head_dim, dtype, a mask of
+// apply_mask, and the tensors padded (8 elements a row) on odd positions `i`.
+struct Varlen {
+  std::vector<int64_t> lq, lk;
+  int64_t h, hk, d;
+  DT dt;
+  int mask;
+};
+
+Case varlen_case(const Varlen& x, int i) {
+  Case c;
+  c.varlen = true;
+  c.pr.lq = x.lq;
+  c.pr.lk = x.lk;
+  c.pr.nheads = x.h;
+  c.pr.nheads_k = x.hk;
+  c.pr.d = x.d;
+  c.pr.dt = x.dt;
+  apply_mask(c, x.mask);
+  c.pad = (i % 2) ? 8 : 0;
+  return c;
+}
+
 bool have_sm80() {
   if (sm80() == nullptr) {
     WARN("no CUDA device of compute capability >= 8.0: sm80 attention cases skipped");
@@ -97,13 +120,7 @@ TEST_CASE("sm80 attention: long sequence (4224, 4224)", "[gpu][attention][sm80]"
 
 TEST_CASE("sm80 attention: varlen with empty sequences", "[gpu][attention][sm80][varlen]") {
   if (!have_sm80()) return;
-  struct V {
-    std::vector<int64_t> lq, lk;
-    int64_t h, hk, d;
-    DT dt;
-    int mask;
-  };
-  const V vs[] = {
+  const Varlen vs[] = {
       {{5, 0, 130, 1, 64, 0}, {7, 3, 100, 0, 64, 0}, 4, 2, 64, DT::BF16, 0},
       {{5, 0, 130, 1, 64, 0}, {7, 3, 100, 0, 64, 0}, 4, 2, 128, DT::F16, 1},
       {{200, 17, 33}, {150, 300, 33}, 3, 1, 96, DT::F16, 2},
@@ -115,17 +132,8 @@ TEST_CASE("sm80 attention: varlen with empty sequences", "[gpu][attention][sm80]
   for (const char* pack : {"0", "1"}) {
     ForcePack force(pack);
     int i = 0;
-    for (const V& x : vs) {
-      Case c;
-      c.varlen = true;
-      c.pr.lq = x.lq;
-      c.pr.lk = x.lk;
-      c.pr.nheads = x.h;
-      c.pr.nheads_k = x.hk;
-      c.pr.d = x.d;
-      c.pr.dt = x.dt;
-      apply_mask(c, x.mask);
-      c.pad = (i % 2) ? 8 : 0;
+    for (const Varlen& x : vs) {
+      Case c = varlen_case(x, i);
       // The packed kernel exists for the head-dim buckets 64 and 128 (tile_size.h), and has
       // nothing to do without query rows (the per-sequence row takes those).
       int64_t rows = 0;
@@ -144,13 +152,7 @@ TEST_CASE("sm80 attention: packed varlen, many short sequences", "[gpu][attentio
   // of both packed buckets (64, 128) and padded ones (32, 40, 120).
   std::vector<int64_t> demo;
   for (int b = 0; b < 64; ++b) demo.push_back(1 + (b * 37) % 40);
-  struct V {
-    std::vector<int64_t> lq, lk;
-    int64_t h, hk, d;
-    DT dt;
-    int mask;
-  };
-  const V vs[] = {
+  const Varlen vs[] = {
       {demo, demo, 12, 12, 32, DT::BF16, 0},
       {demo, demo, 4, 2, 64, DT::F16, 1},
       {{127, 1, 128, 2, 129, 0, 3, 125}, {127, 1, 128, 2, 129, 0, 3, 125}, 2, 1, 128, DT::BF16, 2},
@@ -159,17 +161,8 @@ TEST_CASE("sm80 attention: packed varlen, many short sequences", "[gpu][attentio
       {{10, 12, 9, 14, 11, 13, 8, 15, 10, 12}, {10, 12, 9, 14, 11, 13, 8, 15, 10, 12}, 2, 2, 40,
        DT::BF16, 6},
   };
-  auto make = [&](const V& x, int i) {
-    Case c;
-    c.varlen = true;
-    c.pr.lq = x.lq;
-    c.pr.lk = x.lk;
-    c.pr.nheads = x.h;
-    c.pr.nheads_k = x.hk;
-    c.pr.d = x.d;
-    c.pr.dt = x.dt;
-    apply_mask(c, x.mask);
-    c.pad = (i % 2) ? 8 : 0;
+  auto make = [&](const Varlen& x, int i) {
+    Case c = varlen_case(x, i);
     c.expect_variant = kPacked;
     return c;
   };
@@ -182,7 +175,7 @@ TEST_CASE("sm80 attention: packed varlen, many short sequences", "[gpu][attentio
   run_case(sm80(), make(vs[1], 1), 3201);
   ForcePack force("1");
   int i = 0;
-  for (const V& x : vs) run_case(sm80(), make(x, i), 3210 + uint64_t(i++));
+  for (const Varlen& x : vs) run_case(sm80(), make(x, i), 3210 + uint64_t(i++));
 }
 
 TEST_CASE("sm80 attention: fully masked rows and empty keys", "[gpu][attention][sm80][sanitize]") {
