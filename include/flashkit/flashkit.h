@@ -71,7 +71,9 @@
  *   the capture usable: varlen attention without both `max_seqlen_q` and `max_seqlen_k`
  *   (FK_ERROR_INVALID_ARGUMENT naming the missing one), and an FFT-convolution plan's first call
  *   with given arguments, which builds its tables (FK_ERROR_NOT_SUPPORTED: make that call, and
- *   let it finish, before the capture). docs/design.md, "CUDA graph capture".
+ *   let it finish, before the capture). On a GPU without stream-ordered memory pools, calls that
+ *   need scratch memory capture only with a caller workspace (fk_launch_t::workspace).
+ *   docs/design.md, "CUDA graph capture".
  */
 
 #include <stddef.h>
@@ -495,7 +497,8 @@ typedef struct fk_attention_params_t {
    * entries are always checked and a value below the longest sequence is
    * FK_ERROR_INVALID_ARGUMENT. Negative (either form): FK_ERROR_INVALID_ARGUMENT. Required (> 0)
    * while the launch stream is being captured into a CUDA graph, where reading cu_seqlens back
-   * is impossible: FK_ERROR_INVALID_ARGUMENT naming it otherwise. Added in 0.2.0 (ABI 1).
+   * is impossible: FK_ERROR_INVALID_ARGUMENT naming it otherwise (a batch whose sequences are
+   * all empty passes 1). Added in 0.2.0 (ABI 1).
    */
   int64_t max_seqlen_q;
   int64_t max_seqlen_k; /**< The same for `cu_seqlens_k` (`max_seqlen_k`, keys). */

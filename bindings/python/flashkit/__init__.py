@@ -80,12 +80,14 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
         max_seqlen_q, max_seqlen_k: varlen form: the longest sequence in cu_seqlens_q /
             cu_seqlens_k (int >= 0; None or 0: not given), as in FlashAttention. Given, on the
             CUDA backend the call does not copy cu_seqlens to the host (which waits for the
-            GPU; both must be given for the call to wait for nothing); the entries are trusted: a sequence longer than ``max_seqlen_q`` has its
-            later rows left unwritten, and wrong entries give an unspecified result (never an
-            access outside the arrays). On the CPU (host cu_seqlens are always checked) a value
+            GPU; both must be given for the call to wait for nothing); the entries are
+            trusted: a sequence longer than ``max_seqlen_q`` has its later rows left
+            unwritten, and wrong entries give an unspecified result (never an access outside
+            the arrays). On the CPU (host cu_seqlens are always checked) a value
             below the longest sequence raises InvalidArgumentError. Not used in the batched form
             (a negative value is refused in both forms). Under CUDA graph capture
-            (``torch.cuda.graph``) both are required: InvalidArgumentError names the missing one.
+            (``torch.cuda.graph``) both are required (pass 1 for a batch of empty sequences):
+            InvalidArgumentError names the missing one.
         return_lse: also return the fp32 natural-log log-sum-exp of each row's scores.
         out: optional output array (same dtype and shape as the result).
 

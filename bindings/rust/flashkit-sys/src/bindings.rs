@@ -982,7 +982,8 @@ pub struct fk_attention_params_t {
     #[doc = " entries are always checked and a value below the longest sequence is"]
     #[doc = " FK_ERROR_INVALID_ARGUMENT. Negative (either form): FK_ERROR_INVALID_ARGUMENT. Required (> 0)"]
     #[doc = " while the launch stream is being captured into a CUDA graph, where reading cu_seqlens back"]
-    #[doc = " is impossible: FK_ERROR_INVALID_ARGUMENT naming it otherwise. Added in 0.2.0 (ABI 1)."]
+    #[doc = " is impossible: FK_ERROR_INVALID_ARGUMENT naming it otherwise (a batch whose sequences are"]
+    #[doc = " all empty passes 1). Added in 0.2.0 (ABI 1)."]
     pub max_seqlen_q: i64,
     #[doc = "< The same for `cu_seqlens_k` (`max_seqlen_k`, keys)."]
     pub max_seqlen_k: i64,
