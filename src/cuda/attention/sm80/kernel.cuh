@@ -18,7 +18,7 @@
 // sequence only, with causal and window bounds applied within it; the per-row ranges are
 // computed once per block into shared memory and every key tile is masked with them. A block's
 // key tiles span the sequences its rows belong to. A separate instantiation, so that the
-// per-sequence kernel keeps its registers (a runtime flag cost it up to 90 bytes of spills).
+// per-sequence kernel keeps its registers (a runtime flag cost it up to 112 bytes of spills).
 #pragma once
 
 #include <climits>
