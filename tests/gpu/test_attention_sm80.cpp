@@ -173,6 +173,13 @@ TEST_CASE("sm80 attention: packed varlen, many short sequences", "[gpu][attentio
   if (autoc != nullptr && !(forced && *forced && std::string(forced) != "auto"))
     run_case(autoc, make(vs[0], 0), 3200);
   run_case(sm80(), make(vs[1], 1), 3201);
+  // Not packed by the table: decode-like batches (one query against 2048 keys per sequence),
+  // where a packed tile would walk all keys of its sequences on few blocks.
+  Case dec = varlen_case({std::vector<int64_t>(16, 1), std::vector<int64_t>(16, 2048), 4, 2, 64,
+                          DT::BF16, 1},
+                         0);
+  dec.run = false;
+  run_case(sm80(), dec, 3202);
   ForcePack force("1");
   int i = 0;
   for (const Varlen& x : vs) run_case(sm80(), make(x, i), 3210 + uint64_t(i++));

@@ -6,7 +6,7 @@
 // softcap and LSE, provided the 16-byte cp.async copies are legal: 16-byte aligned base
 // pointers and row, head and batch strides that are multiples of 8 elements (a stride whose
 // extent is 1 is never used and is not checked), and a device whose opt-in shared memory per
-// block holds the bucket's tiles (head_dim > 128 needs 133 KiB: A100 and Hopper yes, Ada and
+// block holds the bucket's tiles (head_dim > 128 needs 132 KiB: A100 and Hopper yes, Ada and
 // consumer Blackwell at 99 KiB no). Everything else goes to the generic kernel.
 #include <cuda_runtime_api.h>
 
@@ -57,8 +57,8 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
 }
 
 // Packing (attention_packed.h): FLASHKIT_ATTENTION_PACK=0 never, =1 every varlen problem the
-// kernel takes, unset (or anything else) when the sequences average at most a quarter of a
-// query tile and packing more than halves the grid (per-sequence tiles: batch x the longest
+// kernel takes, unset (or anything else) when the sequences (queries and keys) average at most
+// a quarter of a query tile and packing more than halves the grid (per-sequence tiles: batch x the longest
 // sequence's tiles; the host knows no single length when max_seqlen_q is given): the demo's 64
 // sentences of 1-67 tokens (1128 rows) take 9 packed tiles of 128 rows per head instead of 64.
 // Read on every call (tests and benchmarks switch it).
@@ -76,8 +76,12 @@ bool attention_packed_supported(const DeviceCaps& caps, const AttentionProblem& 
   const int64_t packed_tiles = (p.total_q + block_m - 1) / block_m;
   if (packed_tiles * p.nheads > INT32_MAX) return false;
   if (force == 1) return true;
+  // Keys short too: a packed tile walks every key of the sequences its rows belong to, so a
+  // decode-like batch (1-16 queries against thousands of keys each) would put all of its keys
+  // on a handful of blocks (review: ~5x slower at 128 sequences of 1 x 4096, 32 heads).
   const int64_t per_sequence_tiles = p.batch * ((p.seqlen_q + block_m - 1) / block_m);
-  return p.total_q * 4 <= p.batch * block_m && per_sequence_tiles > 2 * packed_tiles;
+  return p.total_q * 4 <= p.batch * block_m && p.total_k * 4 <= p.batch * block_m &&
+         per_sequence_tiles > 2 * packed_tiles;
 }
 
 namespace {
