@@ -174,6 +174,26 @@ __device__ __forceinline__ void pingpong_consumer(const typename Kernel::Params&
 #endif
 }
 
+// The start both kernels share: thread 0 prefetches the copy-engine descriptors, and the ring's
+// barriers are initialised with warpgroup 0 as producer and kConsumers threads reading every
+// stage (visible to all threads after the caller's __syncthreads()).
+template <class Kernel, int kConsumers>
+__device__ __forceinline__ typename Kernel::Mainloop::Pipeline kernel_start(
+    const typename Kernel::Params& params, typename Kernel::SharedStorage& smem, int warpgroup) {
+  using Mainloop = typename Kernel::Mainloop;
+  using Pipeline = typename Mainloop::Pipeline;
+  if (threadIdx.x == 0) {
+    Mainloop::prefetch_descriptors(params.mainloop);
+    if (params.epilogue.tma_store) cute::prefetch_tma_descriptor(&params.d_map);
+  }
+  typename Pipeline::Params pp;
+  pp.transaction_bytes = Mainloop::kTmaTransactionBytes;
+  pp.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
+  pp.is_leader = threadIdx.x == 0;
+  pp.num_consumers = kConsumers;
+  return Pipeline(smem.pipeline, pp, cute::Shape<cute::_1, cute::_1, cute::_1>{});
+}
+
 template <class Kernel>
 __global__ void __launch_bounds__(Kernel::kThreads, 1)
     gemm_sm90_kernel(__grid_constant__ const typename Kernel::Params params) {
@@ -187,18 +207,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
 
   const int warp = cutlass::canonical_warp_idx_sync();
   const int warpgroup = warp / 4;
-  if (threadIdx.x == 0) {
-    Mainloop::prefetch_descriptors(params.mainloop);
-    if (params.epilogue.tma_store) cute::prefetch_tma_descriptor(&params.d_map);
-  }
-
-  typename Pipeline::Params pp;
-  pp.transaction_bytes = Mainloop::kTmaTransactionBytes;
-  pp.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
-  pp.is_leader = threadIdx.x == 0;
   // Ping-pong: every stage is read by one warpgroup only.
-  pp.num_consumers = Kernel::kPingPong ? 128 : 256;
-  Pipeline pipeline(smem.pipeline, pp, Shape<_1, _1, _1>{});
+  Pipeline pipeline = kernel_start<Kernel, Kernel::kPingPong ? 128 : 256>(params, smem, warpgroup);
   __syncthreads();  // barrier initialisation visible to every thread
 
   TileScheduler scheduler(params.scheduler);
@@ -324,17 +334,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
 
   const int warp = cutlass::canonical_warp_idx_sync();
   const int warpgroup = warp / 4;
-  if (threadIdx.x == 0) {
-    Mainloop::prefetch_descriptors(params.mainloop);
-    if (params.epilogue.tma_store) cute::prefetch_tma_descriptor(&params.d_map);
-  }
-
-  typename Pipeline::Params pp;
-  pp.transaction_bytes = Mainloop::kTmaTransactionBytes;
-  pp.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
-  pp.is_leader = threadIdx.x == 0;
-  pp.num_consumers = 128;
-  Pipeline pipeline(smem.pipeline, pp, Shape<_1, _1, _1>{});
+  Pipeline pipeline = kernel_start<Kernel, 128>(params, smem, warpgroup);  // one consumer group
   __syncthreads();  // barrier initialisation visible to every thread
 
   TileScheduler scheduler(params.scheduler);
