@@ -541,6 +541,26 @@ __device__ __forceinline__ void ld_words(const uint16_t* row, int t0, bool in,
     w[0] = *reinterpret_cast<const uint32_t*>(row + t0);
   }
 }
+
+// v0, v1 *= the G values of two rows at row0, row1 [t0 .. t0 + G) (the pre- or post-gate of a
+// row pair), read from the ring as fp16/bf16 words.
+template <int G>
+__device__ __forceinline__ void mul_rows(const uint16_t* row0, const uint16_t* row1, int t0,
+                                         bool bf16, float (&v0)[G], float (&v1)[G]) {
+  uint32_t w0[G / 2], w1[G / 2];
+  ld_words<G>(row0, t0, true, w0);
+  ld_words<G>(row1, t0, true, w1);
+#pragma unroll
+  for (int e = 0; e < G / 2; ++e) {
+    float c0, d0, c1, d1;
+    cvt_word(w0[e], bf16, c0, d0);
+    cvt_word(w1[e], bf16, c1, d1);
+    v0[2 * e] *= c0;
+    v0[2 * e + 1] *= d0;
+    v1[2 * e] *= c1;
+    v1[2 * e + 1] *= d1;
+  }
+}
 // m = per-half max of the raw 16-bit magnitudes of w (bf16 and fp16 magnitudes order like
 // unsigned integers).
 template <int GW>
@@ -1000,41 +1020,14 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
               cvt_word(w0[e], bf16, v0[2 * e], v0[2 * e + 1]);
               cvt_word(w1[e], bf16, v1[2 * e], v1[2 * e + 1]);
             }
-            if (gated_in) {
-              ld_words<G>(p0, t0, true, w0);
-              ld_words<G>(p1, t0, true, w1);
-#pragma unroll
-              for (int e = 0; e < GW; ++e) {
-                float c0, d0, c1, d1;
-                cvt_word(w0[e], bf16, c0, d0);
-                cvt_word(w1[e], bf16, c1, d1);
-                v0[2 * e] *= c0;
-                v0[2 * e + 1] *= d0;
-                v1[2 * e] *= c1;
-                v1[2 * e + 1] *= d1;
-              }
-            }
+            if (gated_in) mul_rows<G>(p0, p1, t0, bf16, v0, v1);
 #pragma unroll
             for (int e = 0; e < G; ++e) {
               o0[e] = fmaf(dc, v0[e], o0[e]);
               o1[e] = fmaf(dc, v1[e], o1[e]);
             }
           }
-          if (q0 != nullptr) {
-            uint32_t w0[GW], w1[GW];
-            ld_words<G>(q0, t0, true, w0);
-            ld_words<G>(q1, t0, true, w1);
-#pragma unroll
-            for (int e = 0; e < GW; ++e) {
-              float c0, d0, c1, d1;
-              cvt_word(w0[e], bf16, c0, d0);
-              cvt_word(w1[e], bf16, c1, d1);
-              o0[2 * e] *= c0;
-              o0[2 * e + 1] *= d0;
-              o1[2 * e] *= c1;
-              o1[2 * e + 1] *= d1;
-            }
-          }
+          if (q0 != nullptr) mul_rows<G>(q0, q1, t0, bf16, o0, o1);
           store_g<G>(y0, t0, a.L, vec, bf16, o0);
           if (y1 != nullptr) store_g<G>(y1, t0, a.L, vec, bf16, o1);
         }
