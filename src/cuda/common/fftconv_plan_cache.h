@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/cuda_runtime.h"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 
@@ -98,14 +99,6 @@ struct FFTConvFamilyCache {
   }
 };
 
-// Whether `stream` is being captured into a CUDA graph.
-inline fk_status_t fftconv_capturing(cudaStream_t stream, bool* capturing) {
-  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  FK_CUDA_TRY(cudaStreamIsCapturing(stream, &st), "fftconv: cudaStreamIsCapturing");
-  *capturing = st != cudaStreamCaptureStatusNone;
-  return FK_SUCCESS;
-}
-
 // `stream` waits for table `t`. Under CUDA graph capture a wait on an event recorded outside
 // the capture is invalid (it would end the capture in an error); the table was then built by an
 // earlier call outside the capture, and it must be complete by now: the graph has no way to wait
@@ -113,7 +106,7 @@ inline fk_status_t fftconv_capturing(cudaStream_t stream, bool* capturing) {
 inline fk_status_t fftconv_wait_table(FFTConvDeviceTable& t, cudaStream_t stream,
                                       const char* what) {
   bool capturing = false;
-  FK_RETURN_IF_ERROR(fftconv_capturing(stream, &capturing));
+  FK_RETURN_IF_ERROR(stream_is_capturing(stream, t.device, &capturing));
   if (!capturing) {
     FK_CUDA_TRY(cudaStreamWaitEvent(stream, t.ready, 0), "fftconv: cudaStreamWaitEvent");
     return FK_SUCCESS;
@@ -144,7 +137,7 @@ template <class Fill>
 fk_status_t fftconv_make_table(int device, size_t bytes, const char* what, cudaStream_t stream,
                                Fill&& fill, std::shared_ptr<FFTConvDeviceTable>* out) {
   bool capturing = false;
-  FK_RETURN_IF_ERROR(fftconv_capturing(stream, &capturing));
+  FK_RETURN_IF_ERROR(stream_is_capturing(stream, device, &capturing));
   if (capturing) {
     return set_error(FK_ERROR_NOT_SUPPORTED,
                      "%s: the plan builds it on its first call (and again when the filter, "
