@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -83,6 +84,16 @@ inline std::string shape_str(const std::vector<int64_t>& s) {
   for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
   o << ")";
   return o.str();
+}
+
+// A (channels, filter_len) long-convolution filter decaying along filter_len, as long-convolution
+// models' filters do, scaled so that the convolution's output stays O(1) for O(1) inputs.
+inline void fill_decaying_filter(HostTensor& k, int64_t filter_len, std::mt19937_64& rng) {
+  k.for_each([&](const std::vector<int64_t>& i) {
+    std::normal_distribution<double> nd(0.0, 1.0);
+    k.set(i, nd(rng) * std::exp(-double(i[1]) / (0.3 * double(filter_len) + 1.0)) /
+                 std::sqrt(1.0 + 0.3 * filter_len));
+  });
 }
 
 // Bytes of `t` outside its logical elements that no longer hold the poison (0xFF).

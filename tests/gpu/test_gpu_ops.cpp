@@ -908,11 +908,7 @@ void run_fftconv(const ConvCase& c, uint64_t tag) {
   HostTensor pre(c.dtype, as), post(c.dtype, as, padded(as, 2));
   HostTensor k(c.k_dt, {c.channels, fl}, {fl + c.pad, 1}), D(c.d_dt, {c.channels});
   u.fill_normal(rng);
-  // Decaying filters, as long-convolution models use, keep the output magnitude O(1).
-  k.for_each([&](const std::vector<int64_t>& i) {
-    std::normal_distribution<double> nd(0.0, 1.0);
-    k.set(i, nd(rng) * std::exp(-double(i[1]) / (0.3 * double(fl) + 1.0)) / std::sqrt(1.0 + 0.3 * fl));
-  });
+  fkgpu::fill_decaying_filter(k, fl, rng);
   pre.fill_uniform(rng, -1.0, 1.0);
   post.fill_uniform(rng, -1.0, 1.0);
   D.fill_normal(rng);

@@ -376,11 +376,7 @@ TEST_CASE("gpu graph capture: fftconv with a constant filter; a plan's first cal
   REQUIRE_FK(fk_fftconv_plan_get_options(plan, &resolved));
   HostTensor u(DT::BF16, {B, H, L}), y(DT::BF16, {B, H, L}), k(DT::F32, {H, L}), D(DT::F32, {H});
   u.fill_normal(rng);
-  // A decaying filter keeps the outputs O(1) (as in the fftconv suite).
-  k.for_each([&](const std::vector<int64_t>& i) {
-    std::normal_distribution<double> nd(0.0, 1.0);
-    k.set(i, nd(rng) * std::exp(-double(i[1]) / (0.3 * double(L) + 1.0)) / std::sqrt(1.0 + 0.3 * L));
-  });
+  fkgpu::fill_decaying_filter(k, L, rng);
   D.fill_normal(rng);
   DeviceTensor du(u), dy(y), dk(k), dD(D);
   const char* variant = "?";
