@@ -191,3 +191,48 @@ def test_monarch_out_shape_must_match_exactly(rng):
     out = np.empty((2, 3, 16), np.float32)
     assert flashkit.blockdiag_linear(x, w, out) is out
     ref.assert_close(out, ref.blockdiag(x, w), "float32")
+
+
+# --- workspace= ----------------------------------------------------------------------------
+
+def test_workspace_is_accepted_by_every_operation(rng):
+    """A caller workspace changes no result (the CPU backend takes no scratch; the CUDA suite
+    checks that the GPU kernels carve their buffers from it): every operation, with a
+    workspace of several sizes, against the float64 reference."""
+    a, b = ref.randn(rng, (5, 7)), ref.randn(rng, (7, 3))
+    q = ref.randn(rng, (1, 9, 2, 16))
+    x, w1, w2 = ref.randn(rng, (3, 16)), ref.randn(rng, (4, 4, 4)), ref.randn(rng, (4, 4, 4))
+    u, k = ref.randn(rng, (2, 3, 40)), ref.randn(rng, (3, 40))
+    for ws in (np.empty(0, np.uint8), np.empty(3, np.uint8), np.empty((4, 1024), np.float32)):
+        ref.assert_close(flashkit.gemm(a, b, workspace=ws), ref.gemm(a, b), "float32")
+        ref.assert_close(flashkit.gemm_scaled(a, b, workspace=ws), ref.gemm(a, b), "float32")
+        ref.assert_close(flashkit.attention(q, q, q, causal=True, workspace=ws),
+                         ref.attention(q, q, q, causal=True)[0], "float32")
+        ref.assert_close(flashkit.monarch(x, w1, w2, workspace=ws), ref.monarch(x, w1, w2),
+                         "float32")
+        ref.assert_close(flashkit.blockdiag_linear(x, w1, workspace=ws),
+                         ref.blockdiag(x, w1), "float32")
+        ref.assert_close(flashkit.FFTConv(40)(u, k, workspace=ws), ref.fftconv(u, k), "float32")
+        with flashkit.Context("cpu") as ctx:
+            ref.assert_close(ctx.gemm(a, b, workspace=ws), ref.gemm(a, b), "float32")
+            ref.assert_close(flashkit.FFTConv(40).run(ctx, u, k, workspace=ws),
+                             ref.fftconv(u, k), "float32")
+
+
+def test_workspace_rules(rng):
+    """Each workspace rule, with the output left untouched: read-only, non-contiguous, not an
+    array."""
+    a = ref.randn(rng, (4, 4))
+    out = np.full((4, 4), np.nan, np.float32)
+    readonly = np.empty(64, np.uint8)
+    readonly.flags.writeable = False
+    e = _invalid("workspace: ", flashkit.gemm, a, a, out=out, workspace=readonly)
+    assert "read-only" in str(e)
+    e = _invalid("workspace: ", flashkit.gemm, a, a, out=out,
+                 workspace=np.empty((8, 8), np.uint8)[:, ::2])
+    assert "contiguous" in str(e) and e.status == capi.FK_ERROR_BAD_STRIDES
+    _invalid("workspace: ", flashkit.gemm, a, a, out=out, workspace="scratch")
+    u, k = ref.randn(rng, (1, 2, 32)), ref.randn(rng, (2, 32))
+    y = np.full((1, 2, 32), np.nan, np.float32)
+    _invalid("workspace: ", flashkit.FFTConv(32), u, k, out=y, workspace=readonly)
+    assert np.isnan(out).all() and np.isnan(y).all()

@@ -15,6 +15,18 @@ the same device (or write into ``out=``). NumPy bfloat16 works through ``ml_dtyp
   rule it broke: :class:`InvalidArgumentError` (also a ``ValueError``),
   :class:`NotSupportedError`, :class:`OutOfMemoryError`, :class:`DeviceError`,
   :class:`InternalError`.
+* ``workspace=``: every operation (and an FFTConv call) takes an optional scratch array,
+  fk_launch_t::workspace: any writable, contiguous array on the call's device, any dtype (its
+  bytes are used; ``torch.empty(n, dtype=torch.uint8, device="cuda")`` is typical). The call
+  takes its temporary buffers from it first (256-byte aligned pieces) and allocates
+  stream-ordered memory only for what does not fit, so any size is valid, 0 included. Calls
+  that take scratch on the GPU: split-K GEMMs (fp32 partials), FFT convolutions (a plan whose
+  filter is not constant: its spectrum per call; fft_size above shared memory: the
+  intermediates) and the generic Monarch kernel. Use it to keep allocation out of a hot loop,
+  or to capture a CUDA graph on a GPU without stream-ordered memory pools. The workspace must
+  stay alive, and not be used for anything else, until the stream's work that the call queued
+  has finished (the rule for any array the call reads or writes). InvalidArgumentError: a
+  read-only or non-contiguous array, or one on another device than the call's arrays.
 * ``flashkit.flash_attn_interface`` offers FlashAttention 2's function signatures.
 * ``flashkit.capi`` is the raw SWIG binding of ``flashkit.h``.
 
@@ -51,7 +63,7 @@ __all__ = [
 
 def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
               cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
-              return_lse=False, out=None):
+              return_lse=False, out=None, workspace=None):
     """Attention forward, ``softmax(mask(softcap(softmax_scale * q k^T))) v``, without forming
     the score matrix (FlashAttention; Dao et al. 2022, 2023).
 
@@ -90,6 +102,7 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
             InvalidArgumentError names the missing one.
         return_lse: also return the fp32 natural-log log-sum-exp of each row's scores.
         out: optional output array (same dtype and shape as the result).
+        workspace: optional scratch array on the call's device (module notes).
 
     Returns:
         ``out``, or ``(out, lse)`` with ``return_lse``. A query row that sees no key gives 0
@@ -105,11 +118,12 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
     return _ops.attention(None, q, k, v, softmax_scale=softmax_scale, causal=causal,
                           window_size=window_size, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
                           cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
-                          max_seqlen_k=max_seqlen_k, return_lse=return_lse, out=out)
+                          max_seqlen_k=max_seqlen_k, return_lse=return_lse, out=out,
+                          workspace=workspace)
 
 
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bias=None,
-         activation=None, out=None):
+         activation=None, out=None, workspace=None):
     """GEMM with a fused epilogue: ``out = act(alpha * op(a) @ op(b) + beta * c + bias)``,
     accumulated in fp32 (the BLAS contract with cuBLASLt-style epilogues).
 
@@ -130,6 +144,7 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
             ``"gelu_tanh"``.
         out: optional output ``(M, N)`` / ``(batch, M, N)`` (the library's messages call it
             ``d``, the C ABI's name).
+        workspace: optional scratch array on the call's device (module notes).
 
     dtypes: a and b share float32/float16/bfloat16; c, out and the result share one, which
     may differ from a's. A given c counts even when beta == 0 (its values are then unused, but
@@ -153,12 +168,12 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
             byte order.
     """
     return _ops.gemm(None, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
-                     bias=bias, activation=activation, out=out)
+                     bias=bias, activation=activation, out=out, workspace=workspace)
 
 
 def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0,
                 trans_a=False, trans_b=False, bias=None, activation=None, out=None,
-                out_dtype=None):
+                out_dtype=None, workspace=None):
     """Scaled GEMM for quantised (FP8) inputs, with gemm's fused epilogue:
     ``out = act(alpha * scale_a[m] * scale_b[n] * op(a) @ op(b) + beta * c + bias)``,
     accumulated in fp32 (``torch._scaled_mm``'s and cuBLASLt's scale convention: a and b hold
@@ -180,6 +195,7 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
             are not scaled).
         out: optional output ``(M, N)`` / ``(batch, M, N)``, fp32/fp16/bf16 (the library's
             messages call it ``d``).
+        workspace: optional scratch array on the call's device (module notes).
         out_dtype: the result's dtype when out is not given (float32, float16 or bfloat16);
             default c's dtype, else a's when a is 16/32-bit, else bfloat16.
 
@@ -199,10 +215,11 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
     """
     return _ops.gemm_scaled(None, a, b, c, scale_a=scale_a, scale_b=scale_b, alpha=alpha,
                             beta=beta, trans_a=trans_a, trans_b=trans_b, bias=bias,
-                            activation=activation, out=out, out_dtype=out_dtype)
+                            activation=activation, out=out, out_dtype=out_dtype,
+                            workspace=workspace)
 
 
-def monarch(x, w1, w2, out=None, *, bias=None):
+def monarch(x, w1, w2, out=None, *, bias=None, workspace=None):
     """Two-factor Monarch multiply ``out = P L P^T R x`` (Dao et al. 2022, Definition 3.1), in
     the argument order and shapes of the m2 repository's ``blockdiag_butterfly_multiply``.
 
@@ -213,6 +230,7 @@ def monarch(x, w1, w2, out=None, *, bias=None):
         w2: ``(nblocks2, s, r)``, L, with ``nblocks1 * q == nblocks2 * r``.
         out: optional, of exactly the result's shape ``x.shape[:-1] + (nblocks2 * s,)``.
         bias: optional ``(nblocks2 * s,)``, fp32/fp16/bf16 (need not match x), contiguous.
+        workspace: optional scratch array on the call's device (module notes).
 
     x, w1, w2 and out share float32/float16/bfloat16; weights must be compact; fp32
     accumulation. Element for element: ``y1[t, i*q + a] = sum_c w1[i, a, c] x[t, i*p + c]``,
@@ -226,10 +244,10 @@ def monarch(x, w1, w2, out=None, *, bias=None):
         InvalidArgumentError: ranks, ``n != nblocks1 * p``, ``nblocks1 * q != nblocks2 * r``,
             dtypes, non-compact weights, an out of another shape (even of the same size).
     """
-    return _ops.monarch(None, x, w1, w2, out, bias=bias)
+    return _ops.monarch(None, x, w1, w2, out, bias=bias, workspace=workspace)
 
 
-def blockdiag_linear(x, w, out=None, *, bias=None):
+def blockdiag_linear(x, w, out=None, *, bias=None, workspace=None):
     """Block-diagonal linear layer (M2-BERT's ``BlockdiagLinear``, Fu et al. 2023):
     ``out[t, i*q + a] = sum_c w[i, a, c] x[t, i*p + c] (+ bias[i*q + a])``.
 
@@ -238,6 +256,7 @@ def blockdiag_linear(x, w, out=None, *, bias=None):
         w: ``(nblocks, q, p)``, compact.
         out: optional, of exactly the result's shape ``x.shape[:-1] + (nblocks * q,)``.
         bias: optional ``(nblocks * q,)``, fp32/fp16/bf16 (need not match x).
+        workspace: optional scratch array on the call's device (module notes).
 
     x, w and out share float32/float16/bfloat16 (fp32 accumulation).
 
@@ -248,7 +267,7 @@ def blockdiag_linear(x, w, out=None, *, bias=None):
         InvalidArgumentError: ranks, ``x.shape[-1] != nblocks * p``, dtypes, strides, an out
             of another shape (even of the same size).
     """
-    return _ops.blockdiag_linear(None, x, w, out, bias=bias)
+    return _ops.blockdiag_linear(None, x, w, out, bias=bias, workspace=workspace)
 
 
 def set_log_callback(callback, max_level=capi.FK_LOG_WARN):

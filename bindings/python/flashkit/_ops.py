@@ -192,6 +192,40 @@ class _Call:
         self.ctx = ctx
         self.launch = _launch_for(self.stream) if self.stream else None
 
+    def use_workspace(self, workspace):
+        """Points this call's fk_launch_t at ``workspace`` (fk_launch_t::workspace): any
+        writable, contiguous array on the call's device, whose bytes the call may use as
+        scratch before it allocates any. None leaves the launch as it is."""
+        if workspace is None:
+            return
+        ref = _dlpack.as_tensor(workspace, "workspace", self.dl_stream,
+                                torch_stream=self.torch_stream)
+        if ref.readonly:
+            raise _errors.InvalidArgumentError(
+                "workspace: the array is read-only (the call writes scratch data into it)", 100)
+        here = (ref.device_type, ref.device_id) if ref.is_cuda else (ref.device_type, 0)
+        want = ((self.primary.device_type, self.primary.device_id) if self.primary.is_cuda
+                else (self.primary.device_type, 0))
+        if here != want:
+            raise _errors.InvalidArgumentError(
+                f"workspace: on {ref.device_str()}, but the call runs on "
+                f"{self.primary.device_str()} (a workspace must be on the call's device)", 106)
+        if ref.strides != _dlpack._compact_strides(ref.shape):
+            raise _errors.InvalidArgumentError(
+                f"workspace: strides {ref.strides} for shape {ref.shape} are not contiguous "
+                f"(the call uses it as one byte range)", 105)
+        nbytes = ref.dtype.itemsize
+        for extent in ref.shape:
+            nbytes *= extent
+        launch = capi.fk_launch_t()
+        capi.fk_launch_init(launch)
+        launch.stream = self.stream or 0
+        if nbytes:
+            launch.workspace = ref.data + ref.byte_offset
+            launch.workspace_bytes = nbytes
+        self.keep.append(ref)
+        self.launch = launch
+
     def output(self, name, user_obj, shape, dtype):
         """(object returned to the caller, its TensorRef): ``user_obj`` (out=) or a new array in
         the caller's library and device."""
@@ -260,7 +294,7 @@ def _window(window_size):
 
 def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1),
               softcap=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-              max_seqlen_k=None, return_lse=False, out=None, _select=False):
+              max_seqlen_k=None, return_lse=False, out=None, workspace=None, _select=False):
     call = _Call(ctx, [("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q),
                        ("cu_seqlens_k", cu_seqlens_k)], required=3,
                  index_args=("cu_seqlens_q", "cu_seqlens_k"))
@@ -314,6 +348,7 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
     lse_obj, lser = (call.output("lse", None, lse_shape, float32) if return_lse
                      else (None, None))
+    call.use_workspace(workspace)
     args = call.addrs((qr, kr, vr, cq, ck, outr, lser))
     name = call.run(_select, capi.fk_attention_select_kernel, capi.fk_attention_forward,
                     params, *args)
@@ -378,11 +413,12 @@ def _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation
 
 
 def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bias=None,
-         activation=None, out=None, _select=False):
+         activation=None, out=None, workspace=None, _select=False):
     call = _Call(ctx, [("a", a), ("b", b), ("c", c), ("bias", bias)], required=2)
     ar, br, cr, biasr = call.refs
     shape, params = _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation)
     out_obj, outr = call.output("out", out, shape, cr.dtype if cr is not None else ar.dtype)
+    call.use_workspace(workspace)
     args = call.addrs((ar, br, cr, biasr, outr))
     name = call.run(_select, capi.fk_gemm_select_kernel, capi.fk_gemm, params, *args)
     return name if _select else out_obj
@@ -390,7 +426,7 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
 
 def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0,
                 trans_a=False, trans_b=False, bias=None, activation=None, out=None,
-                out_dtype=None, _select=False):
+                out_dtype=None, workspace=None, _select=False):
     call = _Call(ctx, [("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("c", c),
                        ("bias", bias)], required=2, scale_args=("scale_a", "scale_b"))
     ar, br, sar, sbr, cr, biasr = call.refs
@@ -404,6 +440,7 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
     else:
         result_dtype = _dlpack.bfloat16  # fp8 inputs: bf16 result, as torch._scaled_mm's usual
     out_obj, outr = call.output("out", out, shape, result_dtype)
+    call.use_workspace(workspace)
     args = call.addrs((ar, br, sar, sbr, cr, biasr, outr))
     name = call.run(_select, capi.fk_gemm_scaled_select_kernel, capi.fk_gemm_scaled, params,
                     *args)
@@ -428,7 +465,7 @@ def _monarch_params():
     return params
 
 
-def monarch(ctx, x, w1, w2, out=None, *, bias=None, _select=False):
+def monarch(ctx, x, w1, w2, out=None, *, bias=None, workspace=None, _select=False):
     call = _Call(ctx, [("x", x), ("w1", w1), ("w2", w2), ("bias", bias)], required=3)
     xr, w1r, w2r, biasr = call.refs
     _expect_rank(w1r, (3,), "(nblocks1, q, p)")
@@ -438,6 +475,7 @@ def monarch(ctx, x, w1, w2, out=None, *, bias=None, _select=False):
     n_out = w2r.shape[0] * w2r.shape[1]
     out_obj, outr = call.output("out", out, xr.shape[:-1] + (n_out,), xr.dtype)
     _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks2 * s,)")
+    call.use_workspace(workspace)
     args = call.addrs((xr.flatten_leading(1), w1r, w2r, biasr,
                                    outr.flatten_leading(1)))
     name = call.run(_select, capi.fk_monarch_select_kernel, capi.fk_monarch,
@@ -445,7 +483,7 @@ def monarch(ctx, x, w1, w2, out=None, *, bias=None, _select=False):
     return name if _select else out_obj
 
 
-def blockdiag_linear(ctx, x, w, out=None, *, bias=None, _select=False):
+def blockdiag_linear(ctx, x, w, out=None, *, bias=None, workspace=None, _select=False):
     call = _Call(ctx, [("x", x), ("w", w), ("bias", bias)], required=2)
     xr, wr, biasr = call.refs
     _expect_rank(wr, (3,), "(nblocks, q, p)")
@@ -454,6 +492,7 @@ def blockdiag_linear(ctx, x, w, out=None, *, bias=None, _select=False):
     n_out = wr.shape[0] * wr.shape[1]
     out_obj, outr = call.output("out", out, xr.shape[:-1] + (n_out,), xr.dtype)
     _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks * q,)")
+    call.use_workspace(workspace)
     args = call.addrs((xr.flatten_leading(1), wr, biasr, outr.flatten_leading(1)))
     name = call.run(_select, capi.fk_blockdiag_linear_select_kernel, capi.fk_blockdiag_linear,
                     _monarch_params(), *args)
@@ -488,14 +527,16 @@ class FFTConv:
             ``"bfloat16"``, or such a NumPy/ml_dtypes/torch dtype; anything else raises here);
             None takes ``u``'s dtype.
 
-    Calling it, ``conv(u, k, D=None, pregate=None, postgate=None, *, out=None)``:
+    Calling it, ``conv(u, k, D=None, pregate=None, postgate=None, *, out=None,
+    workspace=None)``:
 
     * ``u``: ``(batch, channels, seqlen)``, fp32/fp16/bf16, last dimension contiguous;
     * ``k``: ``(channels, filter_len)``, fp32/fp16/bf16 (need not match ``u``), last dimension
       contiguous;
     * ``D``: optional ``(channels,)`` skip term; ``pregate``/``postgate``: optional, like ``u``;
     * returns ``y = postgate * (conv(pregate * u, k) + D * (pregate * u))`` (each factor only if
-      given), ``(batch, channels, seqlen)`` in ``u``'s library and device, or ``out``.
+      given), ``(batch, channels, seqlen)`` in ``u``'s library and device, or ``out``;
+    * ``workspace``: optional scratch array on the call's device (flashkit's module notes).
 
     The C plan (twiddles, scratch) is made on first use for each (context, channels,
     filter_len, dtype) and reused. Plans are not evicted: an object fed many different shapes
@@ -550,13 +591,14 @@ class FFTConv:
                 self._plans[key] = entry
         return entry[2]
 
-    def _run(self, ctx, u, k, D, pregate, postgate, out, select):
+    def _run(self, ctx, u, k, D, pregate, postgate, out, select, workspace=None):
         call = _Call(ctx, [("u", u), ("k", k), ("D", D), ("pregate", pregate),
                            ("postgate", postgate)], required=2)
         ur, kr, dr, prer, postr = call.refs
         _expect_rank(ur, (3,), "(batch, channels, seqlen)")
         _expect_rank(kr, (2,), "(channels, filter_len)")
         out_obj, outr = call.output("out", out, ur.shape, self.dtype or ur.dtype)
+        call.use_workspace(workspace)
         args = call.addrs((ur, kr, dr, prer, postr, outr))
         if call.ctx.closed:
             self._plan(call.ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
@@ -570,12 +612,13 @@ class FFTConv:
         call.finish()
         return out_obj
 
-    def __call__(self, u, k, D=None, pregate=None, postgate=None, *, out=None):
-        return self._run(None, u, k, D, pregate, postgate, out, False)
+    def __call__(self, u, k, D=None, pregate=None, postgate=None, *, out=None, workspace=None):
+        return self._run(None, u, k, D, pregate, postgate, out, False, workspace)
 
-    def run(self, context, u, k, D=None, pregate=None, postgate=None, *, out=None):
+    def run(self, context, u, k, D=None, pregate=None, postgate=None, *, out=None,
+            workspace=None):
         """Like calling the object, on an explicit flashkit.Context."""
-        return self._run(context, u, k, D, pregate, postgate, out, False)
+        return self._run(context, u, k, D, pregate, postgate, out, False, workspace)
 
     def select_kernel(self, u, k, D=None, pregate=None, postgate=None, *, out=None,
                       context=None):
