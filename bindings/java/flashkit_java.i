@@ -14,7 +14,8 @@
  *   - Handles (fk_context_t*, fk_fftconv_plan_t*) and tensors (const DLTensor*) travel as Java
  *     long addresses; tensors are built natively by fkj_tensor_create() (native/fkj_native.c).
  *   - The shared file hides the out-parameters; here the functions that have one return it:
- *     fk_context_create -> long, fk_fftconv_plan_create -> long, fk_*_select_kernel -> String.
+ *     fk_context_create -> long, fk_fftconv_plan_create -> long, fk_*_select_kernel -> String,
+ *     fk_*_workspace_size -> long.
  *   - `const fk_launch_t*` is a long[3] {stream, workspace, workspace_bytes} or null, turned into
  *     an fk_launch_t on the native stack (no native object for Java to free).
  *   - Enums are plain int constants (the public layer has real Java enums built on them).
@@ -119,6 +120,12 @@ FKJ_RETURNS_OUT_PARAM(fk_gemm_scaled_select_kernel, jstring, String)
 FKJ_RETURNS_OUT_PARAM(fk_monarch_select_kernel, jstring, String)
 FKJ_RETURNS_OUT_PARAM(fk_blockdiag_linear_select_kernel, jstring, String)
 FKJ_RETURNS_OUT_PARAM(fk_fftconv_select_kernel, jstring, String)
+FKJ_RETURNS_OUT_PARAM(fk_attention_workspace_size, jlong, long)
+FKJ_RETURNS_OUT_PARAM(fk_gemm_workspace_size, jlong, long)
+FKJ_RETURNS_OUT_PARAM(fk_gemm_scaled_workspace_size, jlong, long)
+FKJ_RETURNS_OUT_PARAM(fk_monarch_workspace_size, jlong, long)
+FKJ_RETURNS_OUT_PARAM(fk_blockdiag_linear_workspace_size, jlong, long)
+FKJ_RETURNS_OUT_PARAM(fk_fftconv_workspace_size, jlong, long)
 
 /* The argout typemaps the shared file asks each language for (they run after `out`, so only
    on success). */
@@ -127,6 +134,8 @@ FKJ_RETURNS_OUT_PARAM(fk_fftconv_select_kernel, jstring, String)
 %typemap(argout) const char** variant_name %{
   jresult = (*jenv)->NewStringUTF(jenv, *$1 ? *$1 : "");
 %}
+/* Sizes above Long.MAX_VALUE cannot occur (they would not fit any device). */
+%typemap(argout) uint64_t* workspace_bytes %{ jresult = (jlong)*$1; %}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Java-only helpers (native/fkj_native.c).                                                   */

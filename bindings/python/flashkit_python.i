@@ -104,6 +104,9 @@ static void fk_py_log_trampoline(fk_log_level_t level, const char* message, void
 %typemap(argout) const char** variant_name {
   $result = SWIG_Python_AppendOutput($result, SWIG_FromCharPtr(*$1 ? *$1 : ""));
 }
+%typemap(argout) uint64_t* workspace_bytes {
+  $result = SWIG_Python_AppendOutput($result, PyLong_FromUnsignedLongLong(*$1));
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* DLTensor pointers and raw device pointers as Python ints.                                   */

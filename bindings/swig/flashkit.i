@@ -19,9 +19,10 @@
  *   - The small DLPack value types the header uses by value (`DLDataType`, inside
  *     fk_fftconv_plan_options_t) and the device/type-code constants are declared here.
  *   - Out-parameters are hidden from the argument list: `fk_context_t** context`,
- *     `fk_fftconv_plan_t** plan` and `const char** variant_name` become locals. A language file
- *     MUST add an `argout` typemap for each of the three names to hand the value back (and
- *     decide what a returned fk_status_t becomes: an exception is the expected choice).
+ *     `fk_fftconv_plan_t** plan`, `const char** variant_name` and `uint64_t* workspace_bytes`
+ *     become locals. A language file MUST add an `argout` typemap for each of the four names to
+ *     hand the value back (and decide what a returned fk_status_t becomes: an exception is the
+ *     expected choice).
  *
  * Nothing here depends on a target language; anything that does belongs in the language file.
  */
@@ -78,6 +79,9 @@ typedef struct {
 }
 %typemap(in, numinputs=0) const char** variant_name (const char* fk_out_variant = NULL) {
   $1 = ($1_ltype)&fk_out_variant;
+}
+%typemap(in, numinputs=0) uint64_t* workspace_bytes (uint64_t fk_out_bytes = 0) {
+  $1 = &fk_out_bytes;
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -117,7 +117,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define FK_VERSION_MAJOR 0 /**< Major version: incompatible API changes. */
-#define FK_VERSION_MINOR 2 /**< Minor version: added functionality. */
+#define FK_VERSION_MINOR 3 /**< Minor version: added functionality. */
 #define FK_VERSION_PATCH 0 /**< Patch version: fixes. */
 /** @brief The version as one number: major * 10000 + minor * 100 + patch. */
 #define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
@@ -408,7 +408,8 @@ typedef struct fk_launch_t {
                                 today the FFT convolutions (per-call spectrum and twiddles,
                                 intermediates above shared-memory sizes), the split-K GEMMs
                                 (fp32 partials) and the generic Monarch kernel (the
-                                intermediate) take scratch. There is no size query yet. */
+                                intermediate) take scratch. fk_*_workspace_size() gives the
+                                size with which a call allocates nothing. */
   uint64_t workspace_bytes;/**< Size of `workspace` in bytes. */
 } fk_launch_t;
 
@@ -580,6 +581,31 @@ FK_API fk_status_t fk_attention_select_kernel(const fk_context_t* context,
                                               const DLTensor* cu_seqlens_k, const DLTensor* out,
                                               const DLTensor* lse, const char** variant_name);
 
+/**
+ * @brief Workspace bytes that fk_attention_forward() on these arguments needs so that it
+ *        allocates nothing; today every attention variant reports 0.
+ *
+ * The size is for the kernel variant that fk_attention_select_kernel() names for the same arguments
+ * on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the
+ * call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count
+ * includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch.
+ * Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). The size
+ * depends only on the arguments' shapes, dtypes, strides and alignment, the device and the
+ * context's kernel family (TensorRT plugins and ONNX Runtime kernels that must declare scratch up
+ * front: query once per shape). Added in 0.3.0. Validates like fk_attention_forward() (same
+ * statuses) and runs nothing.
+ * @param context, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse As for
+ *        fk_attention_forward().
+ * @param[out] workspace_bytes Receives the size on success.
+ * @return As fk_attention_forward(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
+ */
+FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
+                                               const fk_attention_params_t* params,
+                                               const DLTensor* q, const DLTensor* k,
+                                               const DLTensor* v, const DLTensor* cu_seqlens_q,
+                                               const DLTensor* cu_seqlens_k, const DLTensor* out,
+                                               const DLTensor* lse, uint64_t* workspace_bytes);
+
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -680,6 +706,30 @@ FK_API fk_status_t fk_gemm_select_kernel(const fk_context_t* context,
                                          const char** variant_name);
 
 /**
+ * @brief Workspace bytes that fk_gemm() on these arguments needs so that it allocates
+ *        nothing: nonzero for split-K schedules (decode-sized M with a long K: fp32 partial
+ *        tiles, `splits x M x N x 4` bytes or so, and arrival counters).
+ *
+ * The size is for the kernel variant that fk_gemm_select_kernel() names for the same arguments on
+ * this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the
+ * call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count
+ * includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch.
+ * Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). The size
+ * depends only on the arguments' shapes, dtypes, strides and alignment, the device and the
+ * context's kernel family (TensorRT plugins and ONNX Runtime kernels that must declare scratch up
+ * front: query once per shape). Added in 0.3.0. Validates like fk_gemm() (same statuses) and runs
+ * nothing.
+ * @param context, params, a, b, c, bias, d As for fk_gemm().
+ * @param[out] workspace_bytes Receives the size on success.
+ * @return As fk_gemm(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
+ */
+FK_API fk_status_t fk_gemm_workspace_size(const fk_context_t* context,
+                                          const fk_gemm_params_t* params, const DLTensor* a,
+                                          const DLTensor* b, const DLTensor* c,
+                                          const DLTensor* bias, const DLTensor* d,
+                                          uint64_t* workspace_bytes);
+
+/**
  * @brief Scaled GEMM for quantised inputs (FP8), with the fused epilogue of fk_gemm():
  *        `d = act(alpha * scale_a[m] * scale_b[n] * sum_k a[m, k] b[k, n] + beta * c + bias)`.
  *
@@ -729,6 +779,28 @@ FK_API fk_status_t fk_gemm_scaled_select_kernel(const fk_context_t* context,
                                                 const DLTensor* scale_b, const DLTensor* c,
                                                 const DLTensor* bias, const DLTensor* d,
                                                 const char** variant_name);
+
+/**
+ * @brief Workspace bytes that fk_gemm_scaled() on these arguments needs so that it allocates
+ *        nothing (as fk_gemm_workspace_size()).
+ *
+ * The size is for the kernel variant that fk_gemm_scaled_select_kernel() names for the same
+ * arguments on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any
+ * address, the call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it;
+ * the count includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no
+ * scratch. Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered).
+ * Added in 0.3.0. Validates like fk_gemm_scaled() (same statuses) and runs nothing.
+ * @param context, params, a, b, scale_a, scale_b, c, bias, d As for fk_gemm_scaled().
+ * @param[out] workspace_bytes Receives the size on success.
+ * @return As fk_gemm_scaled(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
+ */
+FK_API fk_status_t fk_gemm_scaled_workspace_size(const fk_context_t* context,
+                                                 const fk_gemm_params_t* params,
+                                                 const DLTensor* a, const DLTensor* b,
+                                                 const DLTensor* scale_a,
+                                                 const DLTensor* scale_b, const DLTensor* c,
+                                                 const DLTensor* bias, const DLTensor* d,
+                                                 uint64_t* workspace_bytes);
 
 /** @} */
 
@@ -812,6 +884,27 @@ FK_API fk_status_t fk_monarch_select_kernel(const fk_context_t* context,
                                             const DLTensor* out, const char** variant_name);
 
 /**
+ * @brief Workspace bytes that fk_monarch() on these arguments needs so that it allocates
+ *        nothing: nonzero only on the generic CUDA kernel (its fp32 intermediate,
+ *        `tokens x nblocks1 * q x 4` bytes).
+ *
+ * The size is for the kernel variant that fk_monarch_select_kernel() names for the same arguments
+ * on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the
+ * call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count
+ * includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch.
+ * Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). Added in
+ * 0.3.0. Validates like fk_monarch() (same statuses) and runs nothing.
+ * @param context, params, x, w1, w2, bias, out As for fk_monarch().
+ * @param[out] workspace_bytes Receives the size on success.
+ * @return As fk_monarch(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
+ */
+FK_API fk_status_t fk_monarch_workspace_size(const fk_context_t* context,
+                                             const fk_monarch_params_t* params,
+                                             const DLTensor* x, const DLTensor* w1,
+                                             const DLTensor* w2, const DLTensor* bias,
+                                             const DLTensor* out, uint64_t* workspace_bytes);
+
+/**
  * @brief Block-diagonal linear `out = blockdiag(w) x` (+ bias), see the group description.
  * @param context The context.
  * @param launch  Stream and workspace, or NULL for defaults.
@@ -838,6 +931,26 @@ FK_API fk_status_t fk_blockdiag_linear_select_kernel(const fk_context_t* context
                                                      const DLTensor* x, const DLTensor* w,
                                                      const DLTensor* bias, const DLTensor* out,
                                                      const char** variant_name);
+
+/**
+ * @brief Workspace bytes that fk_blockdiag_linear() on these arguments needs so that it
+ *        allocates nothing; today every variant reports 0.
+ *
+ * The size is for the kernel variant that fk_blockdiag_linear_select_kernel() names for the same
+ * arguments on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any
+ * address, the call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it;
+ * the count includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no
+ * scratch. Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered).
+ * Added in 0.3.0. Validates like fk_blockdiag_linear() (same statuses) and runs nothing.
+ * @param context, params, x, w, bias, out As for fk_blockdiag_linear().
+ * @param[out] workspace_bytes Receives the size on success.
+ * @return As fk_blockdiag_linear(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
+ */
+FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* context,
+                                                      const fk_monarch_params_t* params,
+                                                      const DLTensor* x, const DLTensor* w,
+                                                      const DLTensor* bias, const DLTensor* out,
+                                                      uint64_t* workspace_bytes);
 
 /** @} */
 
@@ -973,6 +1086,29 @@ FK_API fk_status_t fk_fftconv_select_kernel(const fk_fftconv_plan_t* plan, const
                                             const DLTensor* k, const DLTensor* D,
                                             const DLTensor* pregate, const DLTensor* postgate,
                                             const DLTensor* y, const char** variant_name);
+
+/**
+ * @brief Workspace bytes that fk_fftconv_forward() on these arguments needs so that it
+ *        allocates nothing: on the CUDA backend, a plan without FK_FFTCONV_FILTER_CONSTANT
+ *        computes the filter spectrum into scratch on every call (about `channels x fft_size
+ *        x 8` bytes), and fft_size above 8192 on the generic kernel adds its four-step
+ *        intermediates (up to 256 MiB); a constant filter's spectrum and the twiddles are
+ *        the plan's own memory, not workspace.
+ *
+ * The size is for the kernel variant that fk_fftconv_select_kernel() names for the same arguments
+ * on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the
+ * call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count
+ * includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch.
+ * Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). Added in
+ * 0.3.0. Validates like fk_fftconv_forward() (same statuses) and runs nothing.
+ * @param plan, u, k, D, pregate, postgate, y As for fk_fftconv_forward().
+ * @param[out] workspace_bytes Receives the size on success.
+ * @return As fk_fftconv_forward(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
+ */
+FK_API fk_status_t fk_fftconv_workspace_size(const fk_fftconv_plan_t* plan, const DLTensor* u,
+                                             const DLTensor* k, const DLTensor* D,
+                                             const DLTensor* pregate, const DLTensor* postgate,
+                                             const DLTensor* y, uint64_t* workspace_bytes);
 
 /** @} */
 

@@ -287,6 +287,17 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
                                      lse, &name));
     return name;
   }
+  /** @brief fk_attention_workspace_size(): launch workspace bytes with which the call allocates
+   *         nothing (0: it takes no scratch). */
+  uint64_t attention_workspace_size(const fk_attention_params_t* params, const DLTensor* q,
+                                    const DLTensor* k, const DLTensor* v,
+                                    const DLTensor* cu_seqlens_q, const DLTensor* cu_seqlens_k,
+                                    const DLTensor* out, const DLTensor* lse = nullptr) const {
+    uint64_t bytes = 0;
+    check(fk_attention_workspace_size(handle_, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out,
+                                      lse, &bytes));
+    return bytes;
+  }
 
   /** @brief fk_gemm() on this context; throws fk::Error on failure. */
   void gemm(const fk_gemm_params_t* params, const DLTensor* a, const DLTensor* b,
@@ -301,6 +312,15 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
     const char* name = nullptr;
     check(fk_gemm_select_kernel(handle_, params, a, b, c, bias, d, &name));
     return name;
+  }
+  /** @brief fk_gemm_workspace_size(): launch workspace bytes with which the call allocates
+   *         nothing (nonzero for split-K schedules). */
+  uint64_t gemm_workspace_size(const fk_gemm_params_t* params, const DLTensor* a,
+                               const DLTensor* b, const DLTensor* c, const DLTensor* bias,
+                               const DLTensor* d) const {
+    uint64_t bytes = 0;
+    check(fk_gemm_workspace_size(handle_, params, a, b, c, bias, d, &bytes));
+    return bytes;
   }
 
   /** @brief fk_gemm_scaled() (FP8 inputs with dequantisation scales) on this context; throws
@@ -320,6 +340,16 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
     check(fk_gemm_scaled_select_kernel(handle_, params, a, b, scale_a, scale_b, c, bias, d, &name));
     return name;
   }
+  /** @brief fk_gemm_scaled_workspace_size(): as gemm_workspace_size(). */
+  uint64_t gemm_scaled_workspace_size(const fk_gemm_params_t* params, const DLTensor* a,
+                                      const DLTensor* b, const DLTensor* scale_a,
+                                      const DLTensor* scale_b, const DLTensor* c,
+                                      const DLTensor* bias, const DLTensor* d) const {
+    uint64_t bytes = 0;
+    check(fk_gemm_scaled_workspace_size(handle_, params, a, b, scale_a, scale_b, c, bias, d,
+                                        &bytes));
+    return bytes;
+  }
 
   /** @brief fk_monarch() on this context; throws fk::Error on failure. */
   void monarch(const fk_monarch_params_t* params, const DLTensor* x, const DLTensor* w1,
@@ -335,6 +365,15 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
     check(fk_monarch_select_kernel(handle_, params, x, w1, w2, bias, out, &name));
     return name;
   }
+  /** @brief fk_monarch_workspace_size(): launch workspace bytes with which the call allocates
+   *         nothing. */
+  uint64_t monarch_workspace_size(const fk_monarch_params_t* params, const DLTensor* x,
+                                  const DLTensor* w1, const DLTensor* w2, const DLTensor* bias,
+                                  const DLTensor* out) const {
+    uint64_t bytes = 0;
+    check(fk_monarch_workspace_size(handle_, params, x, w1, w2, bias, out, &bytes));
+    return bytes;
+  }
 
   /** @brief fk_blockdiag_linear() on this context; throws fk::Error on failure. */
   void blockdiag_linear(const fk_monarch_params_t* params, const DLTensor* x, const DLTensor* w,
@@ -349,6 +388,15 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
     const char* name = nullptr;
     check(fk_blockdiag_linear_select_kernel(handle_, params, x, w, bias, out, &name));
     return name;
+  }
+  /** @brief fk_blockdiag_linear_workspace_size(): launch workspace bytes with which the call
+   *         allocates nothing. */
+  uint64_t blockdiag_linear_workspace_size(const fk_monarch_params_t* params, const DLTensor* x,
+                                           const DLTensor* w, const DLTensor* bias,
+                                           const DLTensor* out) const {
+    uint64_t bytes = 0;
+    check(fk_blockdiag_linear_workspace_size(handle_, params, x, w, bias, out, &bytes));
+    return bytes;
   }
 
  private:
@@ -385,6 +433,15 @@ class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destr
     const char* name = nullptr;
     check(fk_fftconv_select_kernel(handle_, u, k, D, pregate, postgate, y, &name));
     return name;
+  }
+  /** @brief fk_fftconv_workspace_size(): launch workspace bytes with which the call allocates
+   *         nothing. */
+  uint64_t workspace_size(const DLTensor* u, const DLTensor* k, const DLTensor* D,
+                          const DLTensor* pregate, const DLTensor* postgate,
+                          const DLTensor* y) const {
+    uint64_t bytes = 0;
+    check(fk_fftconv_workspace_size(handle_, u, k, D, pregate, postgate, y, &bytes));
+    return bytes;
   }
 };
 

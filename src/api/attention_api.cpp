@@ -351,4 +351,19 @@ fk_status_t fk_attention_select_kernel(const fk_context_t* context,
       select_attention);
 }
 
+fk_status_t fk_attention_workspace_size(const fk_context_t* context,
+                                        const fk_attention_params_t* params, const DLTensor* q,
+                                        const DLTensor* k, const DLTensor* v,
+                                        const DLTensor* cu_seqlens_q,
+                                        const DLTensor* cu_seqlens_k, const DLTensor* out,
+                                        const DLTensor* lse, uint64_t* workspace_bytes) {
+  return size_op<AttentionProblem>(
+      "attention", context, workspace_bytes,
+      [&](const fk_launch_t& l, AttentionProblem* p, bool* empty) {
+        return build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse,
+                             p, empty);
+      },
+      select_attention);
+}
+
 }  // extern "C"

@@ -264,4 +264,17 @@ fk_status_t fk_fftconv_select_kernel(const fk_fftconv_plan_t* plan, const DLTens
       select_fftconv);
 }
 
+fk_status_t fk_fftconv_workspace_size(const fk_fftconv_plan_t* plan, const DLTensor* u,
+                                      const DLTensor* k, const DLTensor* D,
+                                      const DLTensor* pregate, const DLTensor* postgate,
+                                      const DLTensor* y, uint64_t* workspace_bytes) {
+  if (!plan) return set_error(FK_ERROR_NULL_POINTER, "plan: NULL handle");
+  return size_op<FFTConvProblem>(
+      "fftconv", plan->context, workspace_bytes,
+      [&](const fk_launch_t&, FFTConvProblem* p, bool* empty) {
+        return build_problem(plan, u, k, D, pregate, postgate, y, p, empty);
+      },
+      select_fftconv);
+}
+
 }  // extern "C"

@@ -293,4 +293,32 @@ fk_status_t fk_gemm_scaled_select_kernel(const fk_context_t* context,
       select_gemm);
 }
 
+fk_status_t fk_gemm_workspace_size(const fk_context_t* context, const fk_gemm_params_t* params,
+                                   const DLTensor* a, const DLTensor* b, const DLTensor* c,
+                                   const DLTensor* bias, const DLTensor* d,
+                                   uint64_t* workspace_bytes) {
+  return size_op<GemmProblem>(
+      "gemm", context, workspace_bytes,
+      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
+        return build_problem(context, params, a, b, nullptr, nullptr, c, bias, d, false, p,
+                             empty);
+      },
+      select_gemm);
+}
+
+fk_status_t fk_gemm_scaled_workspace_size(const fk_context_t* context,
+                                          const fk_gemm_params_t* params, const DLTensor* a,
+                                          const DLTensor* b, const DLTensor* scale_a,
+                                          const DLTensor* scale_b, const DLTensor* c,
+                                          const DLTensor* bias, const DLTensor* d,
+                                          uint64_t* workspace_bytes) {
+  return size_op<GemmProblem>(
+      "gemm_scaled", context, workspace_bytes,
+      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
+        return build_problem(context, params, a, b, scale_a, scale_b, c, bias, d, true, p,
+                             empty);
+      },
+      select_gemm);
+}
+
 }  // extern "C"

@@ -191,4 +191,30 @@ fk_status_t fk_blockdiag_linear_select_kernel(const fk_context_t* context,
       select_blockdiag);
 }
 
+fk_status_t fk_monarch_workspace_size(const fk_context_t* context,
+                                      const fk_monarch_params_t* params, const DLTensor* x,
+                                      const DLTensor* w1, const DLTensor* w2,
+                                      const DLTensor* bias, const DLTensor* out,
+                                      uint64_t* workspace_bytes) {
+  return size_op<MonarchProblem>(
+      "monarch", context, workspace_bytes,
+      [&](const fk_launch_t&, MonarchProblem* p, bool* empty) {
+        return build_monarch(context, params, x, w1, w2, bias, out, p, empty);
+      },
+      select_monarch);
+}
+
+fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* context,
+                                               const fk_monarch_params_t* params,
+                                               const DLTensor* x, const DLTensor* w,
+                                               const DLTensor* bias, const DLTensor* out,
+                                               uint64_t* workspace_bytes) {
+  return size_op<BlockdiagProblem>(
+      "blockdiag_linear", context, workspace_bytes,
+      [&](const fk_launch_t&, BlockdiagProblem* p, bool* empty) {
+        return build_blockdiag(context, params, x, w, bias, out, p, empty);
+      },
+      select_blockdiag);
+}
+
 }  // extern "C"

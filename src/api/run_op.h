@@ -44,4 +44,28 @@ fk_status_t name_op(const char* op, const fk_context_t* context, const char** va
   });
 }
 
+// fk_<op>_workspace_size(): validates like the op, then asks the selected variant what
+// scratch it would take (0 for a zero-sized problem or a variant without scratch).
+template <class Problem, class Build, class Select>
+fk_status_t size_op(const char* op, const fk_context_t* context, uint64_t* workspace_bytes,
+                    Build&& build, Select select) {
+  return guarded([&]() -> fk_status_t {
+    FK_RETURN_IF_ERROR(check_context(context));
+    if (!workspace_bytes) return set_error(FK_ERROR_NULL_POINTER, "workspace_bytes: NULL");
+    fk_launch_t l;
+    fk_launch_init(&l);
+    Problem p{};
+    bool empty = false;
+    FK_RETURN_IF_ERROR(build(l, &p, &empty));
+    if (empty) {
+      *workspace_bytes = 0;
+      return FK_SUCCESS;
+    }
+    const auto* variant = select(context, p);
+    if (!variant) return set_error(FK_ERROR_INTERNAL, "%s: no kernel variant matched", op);
+    *workspace_bytes = variant->workspace ? variant->workspace(context->caps, p) : 0;
+    return FK_SUCCESS;
+  });
+}
+
 }  // namespace flashkit

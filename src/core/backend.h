@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 
@@ -29,6 +30,20 @@ struct ExecContext {
   uint64_t workspace_bytes = 0;
 };
 
+// Scratch carved from a caller workspace (fk_launch_t::workspace; cuda/common/scratch.h's
+// ScratchArena): every buffer takes its size rounded up to kScratchAlign bytes (a zero-byte
+// request takes one unit), and the workspace's start is first aligned to kScratchAlign.
+constexpr uint64_t kScratchAlign = 256;
+// Workspace bytes with which buffers of these sizes all come from the caller's workspace,
+// whatever its start address: the rounded sizes plus kScratchAlign - 1 for the start. A size
+// of 0 is a buffer the call does not take (no call site asks the arena for 0 bytes); 0 when it
+// takes none. What the fk_*_workspace_size() queries report.
+inline uint64_t workspace_for(std::initializer_list<uint64_t> buffers) {
+  uint64_t total = 0;
+  for (uint64_t b : buffers) total += (b + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+  return total == 0 ? 0 : total + kScratchAlign - 1;
+}
+
 // Per-plan state of an FFT convolution that backends may fill lazily (twiddles, DFT matrices,
 // cached filter spectra). Guard every access with `mutex`.
 struct FFTConvPlanState {
@@ -43,6 +58,10 @@ using GemmFn = fk_status_t (*)(const ExecContext&, const GemmProblem&);
 using MonarchFn = fk_status_t (*)(const ExecContext&, const MonarchProblem&);
 using BlockdiagFn = fk_status_t (*)(const ExecContext&, const BlockdiagProblem&);
 using FFTConvFn = fk_status_t (*)(const ExecContext&, const FFTConvProblem&);
+// Workspace bytes with which a variant's run allocates nothing (workspace_for() of its scratch
+// buffers) for a problem it supports; nullptr in a dispatch row: the variant takes no scratch.
+template <class Problem>
+using WorkspaceFn = uint64_t (*)(const DeviceCaps&, const Problem&);
 
 namespace cpu {
 fk_status_t attention(const ExecContext&, const AttentionProblem&);
@@ -60,6 +79,8 @@ fk_status_t gemm(const ExecContext&, const GemmProblem&);
 fk_status_t monarch(const ExecContext&, const MonarchProblem&);
 fk_status_t blockdiag(const ExecContext&, const BlockdiagProblem&);
 fk_status_t fftconv(const ExecContext&, const FFTConvProblem&);
+uint64_t monarch_workspace(const DeviceCaps&, const MonarchProblem&);
+uint64_t fftconv_workspace(const DeviceCaps&, const FFTConvProblem&);
 }  // namespace generic
 namespace sm80 {
 // mma.sync + cp.async kernels (compute capability >= 8.0); each with the predicate of its
@@ -68,12 +89,14 @@ bool attention_supported(const DeviceCaps&, const AttentionProblem&);
 fk_status_t attention(const ExecContext&, const AttentionProblem&);
 bool gemm_supported(const DeviceCaps&, const GemmProblem&);
 fk_status_t gemm(const ExecContext&, const GemmProblem&);
+uint64_t gemm_workspace(const DeviceCaps&, const GemmProblem&);
 bool monarch_supported(const DeviceCaps&, const MonarchProblem&);
 fk_status_t monarch(const ExecContext&, const MonarchProblem&);
 bool blockdiag_supported(const DeviceCaps&, const BlockdiagProblem&);
 fk_status_t blockdiag(const ExecContext&, const BlockdiagProblem&);
 bool fftconv_supported(const DeviceCaps&, const FFTConvProblem&);
 fk_status_t fftconv(const ExecContext&, const FFTConvProblem&);
+uint64_t fftconv_workspace(const DeviceCaps&, const FFTConvProblem&);
 }  // namespace sm80
 }  // namespace cuda
 #endif

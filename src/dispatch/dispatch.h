@@ -19,6 +19,7 @@ struct Variant {
   fk_kernel_family_t family;  // CPU, GENERIC, SM80, SM90
   bool (*supports)(const DeviceCaps&, const Problem&);  // nullptr: every valid problem
   Fn run;
+  WorkspaceFn<Problem> workspace;  // nullptr: takes no scratch (fk_*_workspace_size() reports 0)
 };
 
 using AttentionVariant = Variant<AttentionProblem, AttentionFn>;

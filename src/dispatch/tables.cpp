@@ -32,37 +32,38 @@ static const AttentionVariant kAttention[] = {
     // Varlen batches of many short sequences (cc >= 8.0, Hopper included): query tiles packed
     // across sequence ends (attention_packed.h); its predicate takes only what packing pays for.
     {"cuda.sm80.attention_packed", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
-     cuda::sm80::attention_packed_supported, cuda::sm80::attention_packed},
+     cuda::sm80::attention_packed_supported, cuda::sm80::attention_packed, nullptr},
 #endif
 #if defined(FLASHKIT_WITH_SM90)
     // Hopper (FlashAttention-3 class): declines what it does not take, the sm80 row serves it.
     {"cuda.sm90.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90,
-     cuda::sm90_attention::attention_supported, cuda::sm90_attention::attention},
+     cuda::sm90_attention::attention_supported, cuda::sm90_attention::attention, nullptr},
 #endif
 #if defined(FLASHKIT_WITH_CUDA)
     // sm80-class kernel: every cc >= 8.0 (family_allowed() admits SM80 there), and what the
     // sm90 row declines on compute capability 9.0.
     {"cuda.sm80.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
-     cuda::sm80::attention_supported, cuda::sm80::attention},
+     cuda::sm80::attention_supported, cuda::sm80::attention, nullptr},
     {"cuda.generic.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
-     cuda::generic::attention},
+     cuda::generic::attention, nullptr},
 #endif
-    {"cpu.attention", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::attention},
+    {"cpu.attention", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::attention, nullptr},
 };
 
 static const GemmVariant kGemm[] = {
 #if defined(FLASHKIT_WITH_SM90)
     {"cuda.sm90.gemm", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90, cuda::sm90::gemm_supported,
-     cuda::sm90::gemm},
+     cuda::sm90::gemm, cuda::sm90::gemm_workspace},
 #endif
 #if defined(FLASHKIT_WITH_CUDA)
     // mma.sync + cp.async kernel for every cc >= 8.0 device; on Hopper it runs when the sm90
     // row declines or the SM80 family is forced.
     {"cuda.sm80.gemm", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80, cuda::sm80::gemm_supported,
-     cuda::sm80::gemm},
-    {"cuda.generic.gemm", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr, cuda::generic::gemm},
+     cuda::sm80::gemm, cuda::sm80::gemm_workspace},
+    {"cuda.generic.gemm", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr, cuda::generic::gemm,
+     nullptr},
 #endif
-    {"cpu.gemm", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::gemm},
+    {"cpu.gemm", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::gemm, nullptr},
 };
 
 static const MonarchVariant kMonarch[] = {
@@ -71,26 +72,27 @@ static const MonarchVariant kMonarch[] = {
     // (nblocks2 in {8, 16, 32, 64}, s in {32, 64, 128}; see its predicate); the sm80 row serves
     // what it declines.
     {"cuda.sm90.monarch", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90, cuda::sm90::monarch_supported,
-     cuda::sm90::monarch},
+     cuda::sm90::monarch, nullptr},
 #endif
 #if defined(FLASHKIT_WITH_CUDA)
     // Fused sm80-class kernel (fp16/bf16, block sizes multiples of 16; see its predicate).
     {"cuda.sm80.monarch", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80, cuda::sm80::monarch_supported,
-     cuda::sm80::monarch},
+     cuda::sm80::monarch, nullptr},
     {"cuda.generic.monarch", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
-     cuda::generic::monarch},
+     cuda::generic::monarch, cuda::generic::monarch_workspace},
 #endif
-    {"cpu.monarch", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::monarch},
+    {"cpu.monarch", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::monarch, nullptr},
 };
 
 static const BlockdiagVariant kBlockdiag[] = {
 #if defined(FLASHKIT_WITH_CUDA)
     {"cuda.sm80.blockdiag_linear", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
-     cuda::sm80::blockdiag_supported, cuda::sm80::blockdiag},
+     cuda::sm80::blockdiag_supported, cuda::sm80::blockdiag, nullptr},
     {"cuda.generic.blockdiag_linear", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
-     cuda::generic::blockdiag},
+     cuda::generic::blockdiag, nullptr},
 #endif
-    {"cpu.blockdiag_linear", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::blockdiag},
+    {"cpu.blockdiag_linear", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::blockdiag,
+     nullptr},
 };
 
 static const FFTConvVariant kFFTConv[] = {
@@ -98,15 +100,16 @@ static const FFTConvVariant kFFTConv[] = {
     // Register-resident FFT convolution (two rows per complex transform, 32 x 32 Monarch DFTs
     // on mma.sync with fp16 operands): fp16/bf16, fft_size 256..8192.
     {"cuda.sm80.fftconv_reg", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
-     cuda::sm80::fftconv_reg_supported, cuda::sm80::fftconv_reg},
+     cuda::sm80::fftconv_reg_supported, cuda::sm80::fftconv_reg,
+     cuda::sm80::fftconv_reg_workspace},
     // Fused tensor-core FFT convolution: fp16/bf16, fft_size 256..32768 (one sequence per
     // block in shared memory); larger sizes and fp32 go to the generic row.
     {"cuda.sm80.fftconv", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80, cuda::sm80::fftconv_supported,
-     cuda::sm80::fftconv},
+     cuda::sm80::fftconv, cuda::sm80::fftconv_workspace},
     {"cuda.generic.fftconv", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
-     cuda::generic::fftconv},
+     cuda::generic::fftconv, cuda::generic::fftconv_workspace},
 #endif
-    {"cpu.fftconv", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::fftconv},
+    {"cpu.fftconv", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::fftconv, nullptr},
 };
 
 const AttentionVariant* select_attention(const fk_context_t* ctx, const AttentionProblem& p) {

@@ -87,6 +87,9 @@ TEST_CASE("C++ wrapper: gemm_scaled and its select_kernel", "[cpp]") {
   const fk::Tensor sa = fk::Tensor::cpu(scale_a.data(), {M}), sb = fk::Tensor::cpu(scale_b.data(), {1});
   const fk::Tensor td = fk::Tensor::cpu(d.data(), {M, N});
   CHECK(ctx.gemm_scaled_select_kernel(&p, ta, tb, sa, sb, nullptr, nullptr, td) == "cpu.gemm");
+  // The CPU backend takes no scratch: no workspace needed.
+  CHECK(ctx.gemm_scaled_workspace_size(&p, ta, tb, sa, sb, nullptr, nullptr, td) == 0);
+  CHECK(ctx.gemm_workspace_size(&p, ta, tb, nullptr, nullptr, td) == 0);
   ctx.gemm_scaled(&p, ta, tb, sa, sb, nullptr, nullptr, td);
   const std::vector<double> ref = matmul(a, b, M, N, K);
   for (int i = 0; i < M; ++i)

@@ -897,3 +897,102 @@ TEST_CASE("outputs: no sharing memory with inputs, no self-overlap, no overflowi
     CHECK(plan == nullptr);
   }
 }
+
+TEST_CASE("workspace size queries: validation and the CPU backend's zero", "[validation][workspace]") {
+  // The queries validate exactly like their ops (same status, same message, output untouched)
+  // and report 0 on the CPU backend, which takes no scratch. The CUDA suite checks the sizes
+  // against real calls (tests/gpu/test_graph_capture.cpp).
+  Ctx c;
+  uint64_t bytes = 12345;
+  SECTION("attention") {
+    Attn a;
+    REQUIRE(fk_attention_workspace_size(c.ctx, &a.prm, a.q.view(), a.k.view(), a.v.view(), nullptr,
+                                        nullptr, a.out.view(), a.lse.view(), &bytes) == FK_SUCCESS);
+    CHECK(bytes == 0);
+    expect_error(fk_attention_workspace_size(c.ctx, &a.prm, a.q.view(), a.k.view(), a.v.view(),
+                                             nullptr, nullptr, a.out.view(), a.lse.view(), nullptr),
+                 FK_ERROR_NULL_POINTER, {"workspace_bytes"});
+    HostTensor bad(DT::F32, {2, 5, 4, 300});
+    bytes = 7;
+    expect_error(fk_attention_workspace_size(c.ctx, &a.prm, bad.view(), a.k.view(), a.v.view(),
+                                             nullptr, nullptr, a.out.view(), nullptr, &bytes),
+                 FK_ERROR_SHAPE_MISMATCH, {"head_dim"});
+    CHECK(bytes == 7);
+    CHECK(a.untouched());
+  }
+  SECTION("gemm and gemm_scaled") {
+    Gemm g(3, 4, 5);
+    REQUIRE(fk_gemm_workspace_size(c.ctx, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr,
+                                   g.d.view(), &bytes) == FK_SUCCESS);
+    CHECK(bytes == 0);
+    bytes = 1;
+    REQUIRE(fk_gemm_scaled_workspace_size(c.ctx, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr,
+                                          nullptr, nullptr, g.d.view(), &bytes) == FK_SUCCESS);
+    CHECK(bytes == 0);
+    HostTensor wrong(DT::F32, {6, 4});
+    expect_error(fk_gemm_workspace_size(c.ctx, &g.prm, g.a.view(), wrong.view(), nullptr, nullptr,
+                                        g.d.view(), &bytes),
+                 FK_ERROR_SHAPE_MISMATCH, {"b"});
+    expect_error(fk_gemm_workspace_size(nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr,
+                                        g.d.view(), &bytes),
+                 FK_ERROR_NULL_POINTER, {"context"});
+    expect_error(fk_gemm_scaled_workspace_size(c.ctx, &g.prm, g.a.view(), g.b.view(), nullptr,
+                                               nullptr, nullptr, nullptr, g.d.view(), nullptr),
+                 FK_ERROR_NULL_POINTER, {"workspace_bytes"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("monarch and blockdiag_linear") {
+    std::mt19937_64 rng(fktest::test_seed() + 11);
+    HostTensor x(DT::F32, {5, 16}), w1(DT::F32, {4, 4, 4}), w2(DT::F32, {4, 4, 4});
+    HostTensor out(DT::F32, {5, 16});
+    x.fill_normal(rng);
+    w1.fill_normal(rng);
+    w2.fill_normal(rng);
+    out.poison();
+    fk_monarch_params_t prm;
+    fk_monarch_params_init(&prm);
+    REQUIRE(fk_monarch_workspace_size(c.ctx, &prm, x.view(), w1.view(), w2.view(), nullptr,
+                                      out.view(), &bytes) == FK_SUCCESS);
+    CHECK(bytes == 0);
+    bytes = 1;
+    REQUIRE(fk_blockdiag_linear_workspace_size(c.ctx, &prm, x.view(), w1.view(), nullptr,
+                                               out.view(), &bytes) == FK_SUCCESS);
+    CHECK(bytes == 0);
+    HostTensor bad(DT::F32, {3, 4, 4});
+    expect_error(fk_monarch_workspace_size(c.ctx, &prm, x.view(), w1.view(), bad.view(), nullptr,
+                                           out.view(), &bytes),
+                 FK_ERROR_SHAPE_MISMATCH, {"w2", "nblocks2"});
+    expect_error(fk_blockdiag_linear_workspace_size(c.ctx, &prm, x.view(), w1.view(), nullptr,
+                                                    out.view(), nullptr),
+                 FK_ERROR_NULL_POINTER, {"workspace_bytes"});
+    CHECK(out.all_poison());
+  }
+  SECTION("fftconv") {
+    fk_fftconv_plan_options_t o;
+    fk_fftconv_plan_options_init(&o);
+    o.channels = 3;
+    o.seqlen = 100;
+    fk_fftconv_plan_t* plan = nullptr;
+    REQUIRE(fk_fftconv_plan_create(c.ctx, &o, &plan) == FK_SUCCESS);
+    std::mt19937_64 rng(fktest::test_seed() + 12);
+    HostTensor u(DT::F32, {2, 3, 100}), k(DT::F32, {3, 100}), y(DT::F32, {2, 3, 100});
+    u.fill_normal(rng);
+    k.fill_normal(rng);
+    y.poison();
+    REQUIRE(fk_fftconv_workspace_size(plan, u.view(), k.view(), nullptr, nullptr, nullptr,
+                                      y.view(), &bytes) == FK_SUCCESS);
+    CHECK(bytes == 0);
+    HostTensor short_k(DT::F32, {2, 100});
+    expect_error(fk_fftconv_workspace_size(plan, u.view(), short_k.view(), nullptr, nullptr,
+                                           nullptr, y.view(), &bytes),
+                 FK_ERROR_SHAPE_MISMATCH, {"k"});
+    expect_error(fk_fftconv_workspace_size(nullptr, u.view(), k.view(), nullptr, nullptr, nullptr,
+                                           y.view(), &bytes),
+                 FK_ERROR_NULL_POINTER, {"plan"});
+    expect_error(fk_fftconv_workspace_size(plan, u.view(), k.view(), nullptr, nullptr, nullptr,
+                                           y.view(), nullptr),
+                 FK_ERROR_NULL_POINTER, {"workspace_bytes"});
+    CHECK(y.all_poison());
+    fk_fftconv_plan_destroy(plan);
+  }
+}

@@ -236,3 +236,35 @@ def test_workspace_rules(rng):
     y = np.full((1, 2, 32), np.nan, np.float32)
     _invalid("workspace: ", flashkit.FFTConv(32), u, k, out=y, workspace=readonly)
     assert np.isnan(out).all() and np.isnan(y).all()
+
+
+def test_workspace_size_queries_on_cpu(rng):
+    """Context.workspace_size answers 0 on the CPU backend (no scratch) for every op, validates
+    like the op, and refuses an unknown op."""
+    a, b = ref.randn(rng, (5, 7)), ref.randn(rng, (7, 3))
+    q = ref.randn(rng, (1, 9, 2, 16))
+    x, w1, w2 = ref.randn(rng, (3, 16)), ref.randn(rng, (4, 4, 4)), ref.randn(rng, (4, 4, 4))
+    u, k = ref.randn(rng, (2, 3, 40)), ref.randn(rng, (3, 40))
+    with flashkit.Context("cpu") as ctx:
+        assert ctx.workspace_size("gemm", a, b) == 0
+        assert ctx.workspace_size("gemm_scaled", a, b) == 0
+        assert ctx.workspace_size("attention", q, q, q, causal=True) == 0
+        assert ctx.workspace_size("monarch", x, w1, w2) == 0
+        assert ctx.workspace_size("blockdiag_linear", x, w1) == 0
+        assert ctx.workspace_size("fftconv", u, k) == 0
+        assert flashkit.FFTConv(40).workspace_size(u, k, context=ctx) == 0
+        _invalid("b: ", ctx.workspace_size, "gemm", a, a)
+        _invalid("op: ", ctx.workspace_size, "conv2d", a, b)
+        _invalid("k: ", ctx.workspace_size, "fftconv", u, ref.randn(rng, (2, 40)))
+
+
+def test_fftconv_filter_constant(rng):
+    """FFTConv(filter_constant=True) (the plan flag FK_FFTCONV_FILTER_CONSTANT) gives the same
+    results, for two filters at two addresses in turn; the flag must be a bool."""
+    u = ref.randn(rng, (3, 4, 50))
+    conv = flashkit.FFTConv(50, filter_constant=True)
+    for _ in range(2):
+        k = ref.randn(rng, (4, 50))
+        ref.assert_close(conv(u, k), ref.fftconv(u, k), "float32")
+    assert "filter_constant=True" in repr(conv)
+    _invalid("filter_constant: ", flashkit.FFTConv, 50, filter_constant="yes")

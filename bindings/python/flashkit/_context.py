@@ -181,6 +181,26 @@ class Context:
                 f"op: {op!r} is not one of {', '.join(sorted(_ops.SELECTORS))}", 100)
         return impl(self, *args, **kwargs)
 
+    def workspace_size(self, op, *args, **kwargs):
+        """Bytes of ``workspace=`` with which ``op`` on this context and these arguments
+        allocates nothing (the fk_*_workspace_size queries): 0 when the call takes no scratch
+        (every CPU call, attention, blockdiag_linear); nonzero for split-K GEMMs (decode-sized
+        M, long K), FFT convolutions that recompute their filter's spectrum per call (and the
+        generic kernel's four-step intermediates above fft_size 8192), the generic Monarch
+        kernel. A workspace of this size, at any address, covers the call; a smaller one is
+        still valid (the rest is allocated). Validates exactly like the call (same
+        exceptions) and runs nothing.
+
+        Args:
+            op, *args, **kwargs: as for :meth:`select_kernel`.
+        """
+        impl = (_ops.WORKSPACE_SIZES.get(op) if _ops.in_choices(op, _ops.WORKSPACE_SIZES)
+                else None)
+        if impl is None:
+            raise _errors.InvalidArgumentError(
+                f"op: {op!r} is not one of {', '.join(sorted(_ops.WORKSPACE_SIZES))}", 100)
+        return impl(self, *args, **kwargs)
+
     def attention(self, q, k, v, **kwargs):
         """flashkit.attention on this context (same arguments)."""
         return _ops.attention(self, q, k, v, **kwargs)

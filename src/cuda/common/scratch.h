@@ -80,7 +80,7 @@ class ScratchArena {
   }
 
  private:
-  static constexpr size_t kAlign = 256;
+  static constexpr size_t kAlign = kScratchAlign;  // core/backend.h: workspace_for()
   static constexpr int kMaxOwned = 8;
   struct Owned {
     void* ptr;

@@ -3,9 +3,9 @@
 
 pub const DLPACK_VERSION: u32 = 60;
 pub const FK_VERSION_MAJOR: u32 = 0;
-pub const FK_VERSION_MINOR: u32 = 2;
+pub const FK_VERSION_MINOR: u32 = 3;
 pub const FK_VERSION_PATCH: u32 = 0;
-pub const FK_VERSION_NUMBER: u32 = 200;
+pub const FK_VERSION_NUMBER: u32 = 300;
 pub const FK_ABI_VERSION: u32 = 1;
 pub const FK_DLPACK_FLOAT8_E4M3FN: u32 = 10;
 pub const FK_DLPACK_FLOAT8_E5M2: u32 = 12;
@@ -858,7 +858,8 @@ pub struct fk_launch_t {
     #[doc = "today the FFT convolutions (per-call spectrum and twiddles,"]
     #[doc = "intermediates above shared-memory sizes), the split-K GEMMs"]
     #[doc = "(fp32 partials) and the generic Monarch kernel (the"]
-    #[doc = "intermediate) take scratch. There is no size query yet."]
+    #[doc = "intermediate) take scratch. fk_*_workspace_size() gives the"]
+    #[doc = "size with which a call allocates nothing."]
     pub workspace: *mut ::std::os::raw::c_void,
     #[doc = "< Size of `workspace` in bytes."]
     pub workspace_bytes: u64,
@@ -1222,6 +1223,36 @@ extern "C" {
         variant_name: *mut *const ::std::os::raw::c_char,
     ) -> fk_status_t;
 }
+extern "C" {
+    #[doc = " @brief Workspace bytes that fk_attention_forward() on these arguments needs so that it"]
+    #[doc = "        allocates nothing; today every attention variant reports 0."]
+    #[doc = ""]
+    #[doc = " The size is for the kernel variant that fk_attention_select_kernel() names for the same arguments"]
+    #[doc = " on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the"]
+    #[doc = " call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count"]
+    #[doc = " includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch."]
+    #[doc = " Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). The size"]
+    #[doc = " depends only on the arguments' shapes, dtypes, strides and alignment, the device and the"]
+    #[doc = " context's kernel family (TensorRT plugins and ONNX Runtime kernels that must declare scratch up"]
+    #[doc = " front: query once per shape). Added in 0.3.0. Validates like fk_attention_forward() (same"]
+    #[doc = " statuses) and runs nothing."]
+    #[doc = " @param context, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse As for"]
+    #[doc = "        fk_attention_forward()."]
+    #[doc = " @param[out] workspace_bytes Receives the size on success."]
+    #[doc = " @return As fk_attention_forward(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL."]
+    pub fn fk_attention_workspace_size(
+        context: *const fk_context_t,
+        params: *const fk_attention_params_t,
+        q: *const DLTensor,
+        k: *const DLTensor,
+        v: *const DLTensor,
+        cu_seqlens_q: *const DLTensor,
+        cu_seqlens_k: *const DLTensor,
+        out: *const DLTensor,
+        lse: *const DLTensor,
+        workspace_bytes: *mut u64,
+    ) -> fk_status_t;
+}
 #[doc = "< Identity."]
 pub const FK_ACTIVATION_NONE: fk_activation_t = 0;
 #[doc = "< max(x, 0)."]
@@ -1408,6 +1439,34 @@ extern "C" {
     ) -> fk_status_t;
 }
 extern "C" {
+    #[doc = " @brief Workspace bytes that fk_gemm() on these arguments needs so that it allocates"]
+    #[doc = "        nothing: nonzero for split-K schedules (decode-sized M with a long K: fp32 partial"]
+    #[doc = "        tiles, `splits x M x N x 4` bytes or so, and arrival counters)."]
+    #[doc = ""]
+    #[doc = " The size is for the kernel variant that fk_gemm_select_kernel() names for the same arguments on"]
+    #[doc = " this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the"]
+    #[doc = " call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count"]
+    #[doc = " includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch."]
+    #[doc = " Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). The size"]
+    #[doc = " depends only on the arguments' shapes, dtypes, strides and alignment, the device and the"]
+    #[doc = " context's kernel family (TensorRT plugins and ONNX Runtime kernels that must declare scratch up"]
+    #[doc = " front: query once per shape). Added in 0.3.0. Validates like fk_gemm() (same statuses) and runs"]
+    #[doc = " nothing."]
+    #[doc = " @param context, params, a, b, c, bias, d As for fk_gemm()."]
+    #[doc = " @param[out] workspace_bytes Receives the size on success."]
+    #[doc = " @return As fk_gemm(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL."]
+    pub fn fk_gemm_workspace_size(
+        context: *const fk_context_t,
+        params: *const fk_gemm_params_t,
+        a: *const DLTensor,
+        b: *const DLTensor,
+        c: *const DLTensor,
+        bias: *const DLTensor,
+        d: *const DLTensor,
+        workspace_bytes: *mut u64,
+    ) -> fk_status_t;
+}
+extern "C" {
     #[doc = " @brief Scaled GEMM for quantised inputs (FP8), with the fused epilogue of fk_gemm():"]
     #[doc = "        `d = act(alpha * scale_a[m] * scale_b[n] * sum_k a[m, k] b[k, n] + beta * c + bias)`."]
     #[doc = ""]
@@ -1467,6 +1526,32 @@ extern "C" {
         bias: *const DLTensor,
         d: *const DLTensor,
         variant_name: *mut *const ::std::os::raw::c_char,
+    ) -> fk_status_t;
+}
+extern "C" {
+    #[doc = " @brief Workspace bytes that fk_gemm_scaled() on these arguments needs so that it allocates"]
+    #[doc = "        nothing (as fk_gemm_workspace_size())."]
+    #[doc = ""]
+    #[doc = " The size is for the kernel variant that fk_gemm_scaled_select_kernel() names for the same"]
+    #[doc = " arguments on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any"]
+    #[doc = " address, the call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it;"]
+    #[doc = " the count includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no"]
+    #[doc = " scratch. Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered)."]
+    #[doc = " Added in 0.3.0. Validates like fk_gemm_scaled() (same statuses) and runs nothing."]
+    #[doc = " @param context, params, a, b, scale_a, scale_b, c, bias, d As for fk_gemm_scaled()."]
+    #[doc = " @param[out] workspace_bytes Receives the size on success."]
+    #[doc = " @return As fk_gemm_scaled(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL."]
+    pub fn fk_gemm_scaled_workspace_size(
+        context: *const fk_context_t,
+        params: *const fk_gemm_params_t,
+        a: *const DLTensor,
+        b: *const DLTensor,
+        scale_a: *const DLTensor,
+        scale_b: *const DLTensor,
+        c: *const DLTensor,
+        bias: *const DLTensor,
+        d: *const DLTensor,
+        workspace_bytes: *mut u64,
     ) -> fk_status_t;
 }
 #[doc = " @brief Monarch options (reserved for growth). Fill with fk_monarch_params_init()."]
@@ -1569,6 +1654,31 @@ extern "C" {
     ) -> fk_status_t;
 }
 extern "C" {
+    #[doc = " @brief Workspace bytes that fk_monarch() on these arguments needs so that it allocates"]
+    #[doc = "        nothing: nonzero only on the generic CUDA kernel (its fp32 intermediate,"]
+    #[doc = "        `tokens x nblocks1 * q x 4` bytes)."]
+    #[doc = ""]
+    #[doc = " The size is for the kernel variant that fk_monarch_select_kernel() names for the same arguments"]
+    #[doc = " on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the"]
+    #[doc = " call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count"]
+    #[doc = " includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch."]
+    #[doc = " Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). Added in"]
+    #[doc = " 0.3.0. Validates like fk_monarch() (same statuses) and runs nothing."]
+    #[doc = " @param context, params, x, w1, w2, bias, out As for fk_monarch()."]
+    #[doc = " @param[out] workspace_bytes Receives the size on success."]
+    #[doc = " @return As fk_monarch(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL."]
+    pub fn fk_monarch_workspace_size(
+        context: *const fk_context_t,
+        params: *const fk_monarch_params_t,
+        x: *const DLTensor,
+        w1: *const DLTensor,
+        w2: *const DLTensor,
+        bias: *const DLTensor,
+        out: *const DLTensor,
+        workspace_bytes: *mut u64,
+    ) -> fk_status_t;
+}
+extern "C" {
     #[doc = " @brief Block-diagonal linear `out = blockdiag(w) x` (+ bias), see the group description."]
     #[doc = " @param context The context."]
     #[doc = " @param launch  Stream and workspace, or NULL for defaults."]
@@ -1601,6 +1711,29 @@ extern "C" {
         bias: *const DLTensor,
         out: *const DLTensor,
         variant_name: *mut *const ::std::os::raw::c_char,
+    ) -> fk_status_t;
+}
+extern "C" {
+    #[doc = " @brief Workspace bytes that fk_blockdiag_linear() on these arguments needs so that it"]
+    #[doc = "        allocates nothing; today every variant reports 0."]
+    #[doc = ""]
+    #[doc = " The size is for the kernel variant that fk_blockdiag_linear_select_kernel() names for the same"]
+    #[doc = " arguments on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any"]
+    #[doc = " address, the call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it;"]
+    #[doc = " the count includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no"]
+    #[doc = " scratch. Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered)."]
+    #[doc = " Added in 0.3.0. Validates like fk_blockdiag_linear() (same statuses) and runs nothing."]
+    #[doc = " @param context, params, x, w, bias, out As for fk_blockdiag_linear()."]
+    #[doc = " @param[out] workspace_bytes Receives the size on success."]
+    #[doc = " @return As fk_blockdiag_linear(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL."]
+    pub fn fk_blockdiag_linear_workspace_size(
+        context: *const fk_context_t,
+        params: *const fk_monarch_params_t,
+        x: *const DLTensor,
+        w: *const DLTensor,
+        bias: *const DLTensor,
+        out: *const DLTensor,
+        workspace_bytes: *mut u64,
     ) -> fk_status_t;
 }
 #[repr(C)]
@@ -1872,5 +2005,33 @@ extern "C" {
         postgate: *const DLTensor,
         y: *const DLTensor,
         variant_name: *mut *const ::std::os::raw::c_char,
+    ) -> fk_status_t;
+}
+extern "C" {
+    #[doc = " @brief Workspace bytes that fk_fftconv_forward() on these arguments needs so that it"]
+    #[doc = "        allocates nothing: on the CUDA backend, a plan without FK_FFTCONV_FILTER_CONSTANT"]
+    #[doc = "        computes the filter spectrum into scratch on every call (about `channels x fft_size"]
+    #[doc = "        x 8` bytes), and fft_size above 8192 on the generic kernel adds its four-step"]
+    #[doc = "        intermediates (up to 256 MiB); a constant filter's spectrum and the twiddles are"]
+    #[doc = "        the plan's own memory, not workspace."]
+    #[doc = ""]
+    #[doc = " The size is for the kernel variant that fk_fftconv_select_kernel() names for the same arguments"]
+    #[doc = " on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the"]
+    #[doc = " call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count"]
+    #[doc = " includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch."]
+    #[doc = " Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). Added in"]
+    #[doc = " 0.3.0. Validates like fk_fftconv_forward() (same statuses) and runs nothing."]
+    #[doc = " @param plan, u, k, D, pregate, postgate, y As for fk_fftconv_forward()."]
+    #[doc = " @param[out] workspace_bytes Receives the size on success."]
+    #[doc = " @return As fk_fftconv_forward(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL."]
+    pub fn fk_fftconv_workspace_size(
+        plan: *const fk_fftconv_plan_t,
+        u: *const DLTensor,
+        k: *const DLTensor,
+        D: *const DLTensor,
+        pregate: *const DLTensor,
+        postgate: *const DLTensor,
+        y: *const DLTensor,
+        workspace_bytes: *mut u64,
     ) -> fk_status_t;
 }

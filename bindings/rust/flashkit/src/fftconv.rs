@@ -258,6 +258,40 @@ impl<'ctx> FFTConvPlan<'ctx> {
         Ok(static_str(name))
     }
 
+    /// Workspace bytes with which [`FFTConvPlan::forward`] on these arguments allocates
+    /// nothing (`fk_fftconv_workspace_size`: on the GPU, the per-call filter spectrum of a plan
+    /// without a constant filter, and the four-step intermediates above fft_size 8192 on the
+    /// generic kernel); validates like it and runs nothing.
+    pub fn workspace_size(
+        &self,
+        u: &Tensor<'_>,
+        k: &Tensor<'_>,
+        d: Option<&Tensor<'_>>,
+        pregate: Option<&Tensor<'_>>,
+        postgate: Option<&Tensor<'_>>,
+        y: &TensorMut<'_>,
+    ) -> Result<u64> {
+        let (u, k, yy) = (u.as_dlpack(), k.as_dlpack(), y.as_dlpack());
+        let d = d.map(|t| t.as_dlpack());
+        let pre = pregate.map(|t| t.as_dlpack());
+        let post = postgate.map(|t| t.as_dlpack());
+        let mut bytes: u64 = 0;
+        // SAFETY: as in `forward`; nothing is written but `bytes`.
+        check(unsafe {
+            sys::fk_fftconv_workspace_size(
+                self.raw.as_ptr(),
+                &u,
+                &k,
+                opt_ptr(&d),
+                opt_ptr(&pre),
+                opt_ptr(&post),
+                &yy,
+                &mut bytes,
+            )
+        })?;
+        Ok(bytes)
+    }
+
     /// The C handle, for calls through [`crate::sys`]. Valid while `self` is alive.
     pub fn as_raw(&self) -> *const sys::fk_fftconv_plan_t {
         self.raw.as_ptr()

@@ -11,7 +11,9 @@
 //!   [`ErrorCategory`]) and exactly the message `fk_get_last_error_message()` gave.
 //! - Operations: [`attention`], [`gemm`], [`monarch`], [`blockdiag_linear`] and
 //!   [`FFTConvPlan::forward`]; each has a `*_select_kernel` twin naming the kernel variant that
-//!   would run.
+//!   would run. [`gemm_workspace_size`], [`monarch_workspace_size`] and
+//!   [`FFTConvPlan::workspace_size`] give the [`Launch`] workspace with which a call allocates
+//!   nothing (attention and blockdiag_linear take no scratch).
 //!
 //! ```
 //! use flashkit::{attention, AttentionParams, Context, Tensor, TensorMut};
@@ -47,8 +49,9 @@ pub use error::{Error, ErrorCategory, Result, Status};
 pub use fftconv::{FFTConvMode, FFTConvOptions, FFTConvPlan};
 pub use ops::{
     attention, attention_select_kernel, blockdiag_linear, blockdiag_linear_select_kernel, gemm,
-    gemm_scaled, gemm_scaled_select_kernel, gemm_select_kernel, monarch, monarch_select_kernel,
-    Activation, AttentionParams, GemmParams, VarLen,
+    gemm_scaled, gemm_scaled_select_kernel, gemm_select_kernel, gemm_workspace_size, monarch,
+    monarch_select_kernel, monarch_workspace_size, Activation, AttentionParams, GemmParams,
+    VarLen,
 };
 pub use tensor::{DType, Device, Element, Tensor, TensorMut};
 

@@ -341,6 +341,38 @@ pub fn gemm_select_kernel(
     Ok(static_str(name))
 }
 
+/// Workspace bytes with which [`gemm`] on these arguments allocates nothing
+/// (`fk_gemm_workspace_size`: a [`crate::Launch`] workspace at least this large, at any address;
+/// nonzero for split-K schedules, 0 when the call takes no scratch); validates like it.
+pub fn gemm_workspace_size(
+    context: &Context,
+    params: &GemmParams,
+    a: &Tensor<'_>,
+    b: &Tensor<'_>,
+    c: Option<&Tensor<'_>>,
+    bias: Option<&Tensor<'_>>,
+    d: &TensorMut<'_>,
+) -> Result<u64> {
+    let p = params.to_raw();
+    let (a, b, dd) = (a.as_dlpack(), b.as_dlpack(), d.as_dlpack());
+    let (c, bias) = (c.map(|t| t.as_dlpack()), bias.map(|t| t.as_dlpack()));
+    let mut bytes: u64 = 0;
+    // SAFETY: see `attention`; nothing is written but `bytes`.
+    check(unsafe {
+        sys::fk_gemm_workspace_size(
+            context.as_raw(),
+            &p,
+            &a,
+            &b,
+            opt_ptr(&c),
+            opt_ptr(&bias),
+            &dd,
+            &mut bytes,
+        )
+    })?;
+    Ok(bytes)
+}
+
 /// Scaled GEMM for quantised (FP8) inputs, with [`gemm`]'s epilogue:
 /// `d = activation(alpha * scale_a[m] * scale_b[n] * op(a) @ op(b) + beta * c + bias)`
 /// (`torch._scaled_mm`'s scale convention; C ABI `fk_gemm_scaled`).
@@ -493,6 +525,36 @@ pub fn monarch_select_kernel(
         )
     })?;
     Ok(static_str(name))
+}
+
+/// Workspace bytes with which [`monarch`] on these arguments allocates nothing
+/// (`fk_monarch_workspace_size`: nonzero only on the generic CUDA kernel); validates like it.
+pub fn monarch_workspace_size(
+    context: &Context,
+    x: &Tensor<'_>,
+    w1: &Tensor<'_>,
+    w2: &Tensor<'_>,
+    bias: Option<&Tensor<'_>>,
+    out: &TensorMut<'_>,
+) -> Result<u64> {
+    let p = raw_monarch_params();
+    let (x, w1, w2, o) = (x.as_dlpack(), w1.as_dlpack(), w2.as_dlpack(), out.as_dlpack());
+    let bias = bias.map(|t| t.as_dlpack());
+    let mut bytes: u64 = 0;
+    // SAFETY: see `attention`; nothing is written but `bytes`.
+    check(unsafe {
+        sys::fk_monarch_workspace_size(
+            context.as_raw(),
+            &p,
+            &x,
+            &w1,
+            &w2,
+            opt_ptr(&bias),
+            &o,
+            &mut bytes,
+        )
+    })?;
+    Ok(bytes)
 }
 
 /// Block-diagonal linear (M2-BERT's `BlockdiagLinear`):

@@ -459,6 +459,13 @@ fn gemm_scaled_fp8_matches_f64() {
         )
         .unwrap();
         assert_eq!(name, "cpu.gemm");
+        // The CPU backend takes no scratch (the query validates like gemm).
+        let plain = GemmParams { trans_b: true, ..Default::default() };
+        let bf = vec![0.5f32; n * k];
+        let bft = Tensor::new(&bf, &[n as i64, k as i64]).unwrap();
+        let af = vec![0.25f32; m * k];
+        let aft = Tensor::new(&af, &[m as i64, k as i64]).unwrap();
+        assert_eq!(flashkit::gemm_workspace_size(&ctx, &plain, &aft, &bft, None, None, &dt), Ok(0));
         gemm_scaled(&ctx, None, &params, &at, &bt, Some(&sat), Some(&sbt), None, None, &mut dt)
             .unwrap();
     }

@@ -388,6 +388,39 @@ fk_status_t run_convolution(const FftArgs& a, bool four_step, const float2* spec
 
 }  // namespace
 
+// Scratch sizes of fftconv(): per-call spectra (a chunk of channels), the four-step rows, and
+// the twiddles when there is no plan.
+struct GenericScratch {
+  int64_t spec_chunk;  // channels per spectrum chunk
+  uint64_t spec;       // bytes of the spectrum chunk; 0 when the plan caches the spectrum
+  uint64_t rows;       // bytes of the four-step workspace (ws_rows rows); 0 for fused sizes
+  uint64_t tw;         // bytes of the per-call twiddles; 0 with a plan
+};
+
+static GenericScratch generic_scratch(const FFTConvProblem& p) {
+  GenericScratch g{};
+  const int64_t N = p.fft_size;
+  const int64_t row_bytes = N * static_cast<int64_t>(sizeof(float2));
+  g.spec_chunk = std::max<int64_t>(1, std::min<int64_t>(p.channels, kSpectrumBudget / row_bytes));
+  const bool cached = p.state != nullptr && p.filter_constant &&
+                      row_bytes * p.channels <= kSpectrumBudget;
+  g.spec = cached ? 0 : uint64_t(g.spec_chunk * row_bytes);
+  if (log2_exact(N) > kLogSmemFFT) {
+    // run_convolution(): rows in flight for the first (largest) chunk of channels.
+    const int64_t rows_total = (cached ? p.channels : g.spec_chunk) * ((p.batch + 1) / 2);
+    g.rows = uint64_t(std::max<int64_t>(1, std::min<int64_t>(rows_total, kRowBudget / row_bytes)) *
+                      row_bytes);
+  }
+  g.tw = p.state ? 0 : sizeof(float2) * uint64_t(std::max<int64_t>(1, N / 2));
+  return g;
+}
+
+uint64_t fftconv_workspace(const DeviceCaps&, const FFTConvProblem& p) {
+  if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return 0;
+  const GenericScratch g = generic_scratch(p);
+  return workspace_for({g.tw, g.spec, g.rows});
+}
+
 fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return FK_SUCCESS;
   const int64_t N = p.fft_size;

@@ -1287,6 +1287,21 @@ bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   return p.seqlen <= N && p.filter_len > 0;
 }
 
+// The spectrum (fp32 complex, fragment order) and per-channel scales of every channel.
+static int64_t spectrum_bytes(const FFTConvProblem& p) {
+  return p.channels * p.fft_size * static_cast<int64_t>(sizeof(float2)) +
+         p.channels * int64_t(sizeof(float));
+}
+
+uint64_t fftconv_reg_workspace(const DeviceCaps&, const FFTConvProblem& p) {
+  if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return 0;
+  // With a plan (every C API call) the twiddles are the plan's; a constant filter's spectrum
+  // is cached there too.
+  const uint64_t spec = p.filter_constant && p.state ? 0 : uint64_t(spectrum_bytes(p));
+  const uint64_t tw = p.state ? 0 : uint64_t(tables_bytes(conv::log2_exact(p.fft_size)));
+  return workspace_for({tw, spec});
+}
+
 fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
   if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return FK_SUCCESS;
   const int64_t N = p.fft_size;
@@ -1322,8 +1337,7 @@ fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
               : 0;
 
   ScratchArena arena(ctx);
-  const int64_t spec_bytes =
-      p.channels * N * static_cast<int64_t>(sizeof(float2)) + p.channels * int64_t(sizeof(float));
+  const int64_t spec_bytes = spectrum_bytes(p);
   std::shared_ptr<FFTConvFamilyCache> family;
   std::shared_ptr<FFTConvDeviceTable> cached_spec;
   const size_t tw_bytes = tables_bytes(log_n);

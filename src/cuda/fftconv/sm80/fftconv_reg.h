@@ -11,6 +11,8 @@ namespace sm80 {
 
 bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p);
 fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p);
+// Scratch of fftconv_reg(): the filter spectrum of a plan whose filter is not constant.
+uint64_t fftconv_reg_workspace(const DeviceCaps& caps, const FFTConvProblem& p);
 
 }  // namespace sm80
 }  // namespace cuda

@@ -701,6 +701,21 @@ bool fftconv_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   return p.seqlen <= N && p.filter_len > 0;
 }
 
+// The half-size spectrum of every channel (fp32 complex).
+static int64_t spectrum_bytes(const FFTConvProblem& p) {
+  return (p.fft_size / 2 + 1) * p.channels * static_cast<int64_t>(sizeof(float2));
+}
+
+uint64_t fftconv_workspace(const DeviceCaps&, const FFTConvProblem& p) {
+  if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return 0;
+  // With a plan (every C API call) the twiddles are the plan's; a constant filter's spectrum
+  // is cached there too.
+  const uint64_t spec = p.filter_constant && p.state ? 0 : uint64_t(spectrum_bytes(p));
+  const uint64_t tw =
+      p.state ? 0 : sizeof(float2) * uint64_t(twiddle_count(log2_exact(p.fft_size)));
+  return workspace_for({tw, spec});
+}
+
 fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return FK_SUCCESS;
   const int64_t N = p.fft_size;
@@ -732,7 +747,7 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   }
 
   ScratchArena arena(ctx);
-  const int64_t spec_bytes = (N / 2 + 1) * p.channels * static_cast<int64_t>(sizeof(float2));
+  const int64_t spec_bytes = spectrum_bytes(p);
   // The plan's cached tables, held until this call has enqueued its last kernel.
   std::shared_ptr<FFTConvFamilyCache> family;
   std::shared_ptr<FFTConvDeviceTable> cached_spec;

@@ -178,6 +178,21 @@ bool gemm_supported(const DeviceCaps& caps, const GemmProblem& p) {
   return build(caps, p, &g, &tile, &layout);
 }
 
+namespace {
+// Split-K scratch: `splits` fp32 partial products of the whole (M, N) output.
+size_t partials_bytes(const GemmParams& g) {
+  return size_t(g.splits) * size_t(g.M) * size_t(g.N) * sizeof(float);
+}
+}  // namespace
+
+uint64_t gemm_workspace(const DeviceCaps& caps, const GemmProblem& p) {
+  GemmParams g;
+  TileKind tile;
+  Layout layout;
+  if (!build(caps, p, &g, &tile, &layout) || g.splits <= 1) return 0;
+  return workspace_for({partials_bytes(g)});
+}
+
 fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
   GemmParams g;
   TileKind tile;
@@ -191,8 +206,7 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
   ScratchArena arena(ctx);
   if (g.splits > 1) {
     void* partials = nullptr;
-    FK_RETURN_IF_ERROR(arena.alloc(size_t(g.splits) * size_t(g.M) * size_t(g.N) * sizeof(float),
-                                   &partials, "cuda.sm80.gemm split-K partials"));
+    FK_RETURN_IF_ERROR(arena.alloc(partials_bytes(g), &partials, "cuda.sm80.gemm split-K partials"));
     g.partials = static_cast<float*>(partials);
   }
   if (log_enabled(FK_LOG_DEBUG)) {

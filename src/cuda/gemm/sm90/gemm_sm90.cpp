@@ -201,6 +201,28 @@ bool gemm_supported(const DeviceCaps& caps, const GemmProblem& p) {
   return build_args(caps, p, &g);
 }
 
+namespace {
+
+// Split-K scratch: the partial tiles (fp32) and one arrival counter per output tile.
+struct SplitKBytes {
+  size_t partials, counters;
+};
+SplitKBytes splitk_bytes(const GemmArgs& g) {
+  const size_t tiles = size_t(g.scheduler.total_tiles);
+  const size_t unit_floats = size_t(g.scheduler.tile_rows) * size_t(g.scheduler.tile_cols);
+  return {tiles * size_t(g.scheduler.splits) * unit_floats * sizeof(float),
+          tiles * sizeof(int32_t)};
+}
+
+}  // namespace
+
+uint64_t gemm_workspace(const DeviceCaps& caps, const GemmProblem& p) {
+  GemmArgs g;
+  if (!build_args(caps, p, &g) || g.scheduler.splits <= 1) return 0;
+  const SplitKBytes b = splitk_bytes(g);
+  return workspace_for({b.partials, b.counters});
+}
+
 fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
@@ -212,15 +234,12 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
   // Split-K scratch: the partial tiles and one arrival counter per tile (zeroed on the stream).
   ScratchArena arena(ctx);
   if (g.scheduler.splits > 1) {
-    const int64_t tiles = g.scheduler.total_tiles;
+    const SplitKBytes bytes = splitk_bytes(g);  // what gemm_workspace() reports
     void* partials = nullptr;
     void* counters = nullptr;
-    const size_t unit_floats = size_t(g.scheduler.tile_rows) * size_t(g.scheduler.tile_cols);
-    FK_RETURN_IF_ERROR(arena.alloc(size_t(tiles * g.scheduler.splits) * unit_floats * sizeof(float),
-                                   &partials, "cuda.sm90.gemm split-K partials"));
-    FK_RETURN_IF_ERROR(arena.alloc(size_t(tiles) * sizeof(int32_t), &counters,
-                                   "cuda.sm90.gemm split-K counters"));
-    FK_CUDA_TRY(cudaMemsetAsync(counters, 0, size_t(tiles) * sizeof(int32_t), stream),
+    FK_RETURN_IF_ERROR(arena.alloc(bytes.partials, &partials, "cuda.sm90.gemm split-K partials"));
+    FK_RETURN_IF_ERROR(arena.alloc(bytes.counters, &counters, "cuda.sm90.gemm split-K counters"));
+    FK_CUDA_TRY(cudaMemsetAsync(counters, 0, bytes.counters, stream),
                 "cuda.sm90.gemm: clearing the split-K counters");
     g.splitk.partials = static_cast<float*>(partials);
     g.splitk.counters = static_cast<int32_t*>(counters);

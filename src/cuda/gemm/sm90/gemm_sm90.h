@@ -15,6 +15,8 @@ bool gemm_supported(const DeviceCaps& caps, const GemmProblem& p);
 
 // Enqueues the GEMM on the launch's stream. Call only for problems gemm_supported() accepts.
 fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p);
+// Scratch of gemm() (split-K partial tiles and arrival counters); 0 without split-K.
+uint64_t gemm_workspace(const DeviceCaps& caps, const GemmProblem& p);
 
 }  // namespace sm90
 }  // namespace cuda

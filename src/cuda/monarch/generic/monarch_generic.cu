@@ -66,6 +66,16 @@ fk_status_t blockdiag(const ExecContext& ctx, const BlockdiagProblem& p) {
   return launch_gemm(g, static_cast<cudaStream_t>(ctx.stream));
 }
 
+// Scratch: y1, the first factor's output (tokens x nblocks1 * q, fp32, compact).
+static size_t y1_bytes(const MonarchProblem& p) {
+  return static_cast<size_t>(p.tokens) * static_cast<size_t>(p.nblocks1 * p.q) * sizeof(float);
+}
+
+uint64_t monarch_workspace(const DeviceCaps&, const MonarchProblem& p) {
+  if (p.tokens <= 0 || p.nblocks2 <= 0 || p.s <= 0 || p.nblocks1 * p.q <= 0) return 0;
+  return workspace_for({y1_bytes(p)});
+}
+
 fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   if (p.tokens <= 0 || p.nblocks2 <= 0 || p.s <= 0) return FK_SUCCESS;
   DeviceGuard guard(ctx.device_ordinal);
@@ -77,9 +87,8 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   ScratchArena arena(ctx);
   void* y1 = nullptr;
   if (n_mid > 0) {
-    FK_RETURN_IF_ERROR(arena.alloc(static_cast<size_t>(p.tokens) * static_cast<size_t>(n_mid) *
-                                       sizeof(float),
-                                   &y1, "monarch: intermediate (tokens x nblocks1*q fp32)"));
+    FK_RETURN_IF_ERROR(
+        arena.alloc(y1_bytes(p), &y1, "monarch: intermediate (tokens x nblocks1*q fp32)"));
     GemmArgs g1 = blockdiag_args(p.dtype, p.x, p.x_row_stride, p.dtype, p.w1, DType::F32, y1,
                                  n_mid, DType::F32, nullptr, p.tokens, p.nblocks1, p.q,
                                  p.p < 0 ? 0 : p.p);

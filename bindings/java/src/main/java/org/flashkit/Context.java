@@ -186,6 +186,23 @@ public final class Context implements AutoCloseable {
     }
   }
 
+  /**
+   * Workspace bytes with which {@link #attention} on these arguments allocates nothing
+   * ({@code fk_attention_workspace_size}: a {@link Launch} workspace at least this large, at any
+   * address; 0 when the call takes no scratch); validates the same.
+   */
+  public long attentionWorkspaceSize(AttentionParams params, Tensor q, Tensor k, Tensor v,
+      Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out, Tensor lse) {
+    fk_attention_params_t p = nativeParams(params);
+    try {
+      return FlashkitNative.fk_attention_workspace_size(handle(), p, h(q), h(k), h(v),
+          h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse));
+    } finally {
+      p.delete();
+      Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
+    }
+  }
+
   // -------------------------------------------------------------------------------------------
   // GEMM
   // -------------------------------------------------------------------------------------------
@@ -235,6 +252,21 @@ public final class Context implements AutoCloseable {
   }
 
   /**
+   * Workspace bytes with which {@link #gemm} on these arguments allocates nothing
+   * ({@code fk_gemm_workspace_size}: nonzero for split-K schedules); validates the same.
+   */
+  public long gemmWorkspaceSize(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias,
+      Tensor d) {
+    fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    try {
+      return FlashkitNative.fk_gemm_workspace_size(handle(), p, h(a), h(b), h(c), h(bias), h(d));
+    } finally {
+      p.delete();
+      Tensor.keepAlive(a, b, c, bias, d);
+    }
+  }
+
+  /**
    * Scaled GEMM for quantised (FP8) inputs ({@code fk_gemm_scaled}):
    * {@code d = activation(alpha scaleA[m] scaleB[n] op(a) op(b) + beta c + bias)}. a and b are
    * {@link DType#FLOAT8_E4M3FN} / {@link DType#FLOAT8_E5M2} (or both the same 16/32-bit float
@@ -264,6 +296,19 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     try {
       return FlashkitNative.fk_gemm_scaled_select_kernel(handle(), p, h(a), h(b), h(scaleA),
+          h(scaleB), h(c), h(bias), h(d));
+    } finally {
+      p.delete();
+      Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
+    }
+  }
+
+  /** Workspace bytes with which {@link #gemmScaled} allocates nothing; validates the same. */
+  public long gemmScaledWorkspaceSize(GemmParams params, Tensor a, Tensor b, Tensor scaleA,
+      Tensor scaleB, Tensor c, Tensor bias, Tensor d) {
+    fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    try {
+      return FlashkitNative.fk_gemm_scaled_workspace_size(handle(), p, h(a), h(b), h(scaleA),
           h(scaleB), h(c), h(bias), h(d));
     } finally {
       p.delete();
@@ -313,6 +358,18 @@ public final class Context implements AutoCloseable {
     }
   }
 
+  /** Workspace bytes with which {@link #monarch} allocates nothing; validates the same. */
+  public long monarchWorkspaceSize(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
+    fk_monarch_params_t p = monarchParams();
+    try {
+      return FlashkitNative.fk_monarch_workspace_size(handle(), p, h(x), h(w1), h(w2), h(bias),
+          h(out));
+    } finally {
+      p.delete();
+      Tensor.keepAlive(x, w1, w2, bias, out);
+    }
+  }
+
   /**
    * Block-diagonal linear {@code out = blockdiag(w) x (+ bias)} (M2-BERT's BlockdiagLinear);
    * see {@code fk_blockdiag_linear()} in flashkit.h.
@@ -343,6 +400,20 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     try {
       return FlashkitNative.fk_blockdiag_linear_select_kernel(handle(), p, h(x), h(w), h(bias),
+          h(out));
+    } finally {
+      p.delete();
+      Tensor.keepAlive(x, w, bias, out);
+    }
+  }
+
+  /**
+   * Workspace bytes with which {@link #blockdiagLinear} allocates nothing; validates the same.
+   */
+  public long blockdiagLinearWorkspaceSize(Tensor x, Tensor w, Tensor bias, Tensor out) {
+    fk_monarch_params_t p = monarchParams();
+    try {
+      return FlashkitNative.fk_blockdiag_linear_workspace_size(handle(), p, h(x), h(w), h(bias),
           h(out));
     } finally {
       p.delete();

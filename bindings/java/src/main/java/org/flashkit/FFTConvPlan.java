@@ -209,6 +209,23 @@ public final class FFTConvPlan implements AutoCloseable {
     }
   }
 
+  /**
+   * Workspace bytes with which {@link #forward} on these arguments allocates nothing
+   * ({@code fk_fftconv_workspace_size}: on the GPU, the per-call filter spectrum of a plan
+   * without FILTER_CONSTANT, and the four-step intermediates above fft_size 8192 on the
+   * generic kernel); validates the same.
+   */
+  public long workspaceSize(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate,
+      Tensor y) {
+    try {
+      return FlashkitNative.fk_fftconv_workspace_size(handle(), Tensor.handleOf(u),
+          Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
+          Tensor.handleOf(postgate), Tensor.handleOf(y));
+    } finally {
+      Tensor.keepAlive(u, k, D, pregate, postgate, y);
+    }
+  }
+
   /** Destroys the plan. Idempotent. No call using it may be running. */
   @Override
   public synchronized void close() {

@@ -82,6 +82,7 @@ class ContextTest {
       u.floats().put(new float[] {1, 2, 3, 4, 5, 6});
       k.floats().put(new float[] {1, -1}); // y[t] = u[t] - u[t-1]
       assertFalse(plan.selectKernel(u, k, null, null, null, y).isEmpty());
+      assertEquals(0L, plan.workspaceSize(u, k, null, null, null, y)); // the CPU takes no scratch
       plan.forward(u, k, null, null, null, y, Launch.onStream(0)); // stream ignored on CPU
       float[] got = y.toFloatArray();
       float[] want = {1, 1, 1, 1, 1, 1};

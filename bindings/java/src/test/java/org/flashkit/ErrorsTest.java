@@ -89,6 +89,10 @@ class ErrorsTest {
       InvalidArgumentException e2 = assertThrows(InvalidArgumentException.class,
           () -> ctx.attentionSelectKernel(new AttentionParams(), q, k, v, null, null, out, null));
       assertEquals(e.getMessage(), e2.getMessage());
+      // ... and so does the workspace size query.
+      InvalidArgumentException e3 = assertThrows(InvalidArgumentException.class,
+          () -> ctx.attentionWorkspaceSize(new AttentionParams(), q, k, v, null, null, out, null));
+      assertEquals(e.getMessage(), e3.getMessage());
     }
   }
 

@@ -51,6 +51,7 @@ class GemmScaledTest {
       GemmParams p = new GemmParams().transB(true);
       ctx.gemmScaled(p, a, b, sa, sb, null, null, d);
       assertEquals("cpu.gemm", ctx.gemmScaledSelectKernel(p, a, b, sa, sb, null, null, d));
+      assertEquals(0L, ctx.gemmScaledWorkspaceSize(p, a, b, sa, sb, null, null, d));
       for (int i = 0; i < m; ++i) {
         for (int j = 0; j < n; ++j) {
           double acc = 0;
