@@ -96,8 +96,28 @@
 // wait 19%, short scoreboard 18% (ldmatrix -> HMMA). Still short of the 80% target: one CTA of 8
 // warps per SM (the weights fill shared memory) and stage 2's ldmatrix traffic (each warp re-reads
 // w2 and z fragments: ~2000 shared wavefronts per tile of ~3300) leave the SM latency- and
-// L1-bound. Next: wgmma for stage 2 (w2 and z read once per warpgroup instead of once per warp), a
-// second CTA per SM (clusters of 16, half the weights).
+// L1-bound.
+// Tried afterwards and dropped (branch monarch9; H200, bf16, n = 4096, 16384 tokens, each timed in
+// the same device call as main's library, which ran 0.157-0.164 ms; benchmarks/RESULTS.md):
+//  - stage 2 by wgmma m64n16k16 (each warpgroup one 16-token half of z for all 8 j, z stored as
+//    two halves with the 32-byte swizzle; 32 HGMMA per warpgroup and tile, 244 registers):
+//    0.185 ms. ncu: 184 us, 9.0 cycles per issued instruction, top stall the L1TEX scoreboard
+//    (36%, the output stores as before): the warpgroup waits for its whole wgmma batch in lock
+//    step, and the N = 16 products read 2.5 KB of operands per 32 KFLOP.
+//  - output exchange (commit ed11ca4, FK_MONARCH90_OX): CTA d receives through DSMEM (st.async)
+//    the outputs of rows m in [8d, 8d+8), i.e. whole 1 KB row segments of each token, and stores
+//    them with two 256 x 32 copy-engine boxes per tile (a receive buffer in place of the staging
+//    area, full/empty mbarriers, the store issued by a rotating warp one tile later): 0.193 ms.
+//    ncu: 190 us, L2 36% of peak (from 60-70%), but 14.7 cycles per issued instruction, 41% of
+//    the stall samples the short scoreboard of MIO operations (the st.async source registers: each
+//    CTA now sends 2 x 2048 16-byte st.async per tile, z and out).
+//  - the exchange + stage 2 by wgmma m64n32k16 (each warpgroup 4 j for all 32 tokens, so a thread
+//    sends 8-byte pieces, twice as many): 0.243 ms (ncu 240 us).
+// So DSMEM messages cost more than the 16-byte copy-engine rows they replace, and the z hand-off
+// itself (2048 st.async of 16 bytes per CTA and tile) is the next suspect. Next: stage z in local
+// shared memory and move it with bulk DSMEM copies (cp.async.bulk.shared::cluster, one 4 KB copy
+// per destination CTA and tile; needs ~32 KB, e.g. the output staging area with register stores,
+// measured 6% slower on their own), or two CTAs per SM (clusters of 16, half the weights).
 //
 // Declined (the sm80 kernel then serves): nblocks2 not 8, 16, 32 or 64; nblocks1 not a
 // multiple of the cluster size; s not 32, 64 or 128; block sizes not multiples of 16; a share
@@ -109,12 +129,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <tuple>
-#include <type_traits>
 
 #include "core/backend.h"
 #include "cuda/attention/sm80/primitives.cuh"
@@ -152,10 +170,7 @@ struct Params : monarch_io::MonarchIO {
   int32_t o_off;     // > 0: output staging area (8 warps x NT2 x 2 KB), stored by the copy engine
                      // through omap; 0: 16-byte register stores
   int32_t xtma;      // 1: x tiles loaded by the copy engine through xmap (one box per warp)
-  int32_t ox;        // 1 (with o_off): outputs exchanged through DSMEM, o_off is the receive
-                     // buffer, whole 1 KB row segments stored through omap (64 x 64 kernel)
-  CUtensorMap omap;  // out as (j: nb2, m: s, token: tokens), box (8, 16, 2 * NT2), no swizzle;
-                     // ox: out as (column, token), box (256, 32)
+  CUtensorMap omap;  // out as (j: nb2, m: s, token: tokens), box (8, 16, 2 * NT2), no swizzle
   CUtensorMap xmap;  // x as (column, token), box (p, 32), swizzled like swz(row, unit, p / 8)
 };
 
@@ -253,13 +268,6 @@ __device__ __forceinline__ void st_async_v4(uint32_t addr, uint4 v, uint32_t rba
       "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(rbar)
       : "memory");
 }
-__device__ __forceinline__ void st_async_v2(uint32_t addr, uint32_t a, uint32_t b, uint32_t rbar) {
-  asm volatile(
-      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1,%2}, [%3];\n" ::"r"(
-          addr),
-      "r"(a), "r"(b), "r"(rbar)
-      : "memory");
-}
 // One arrival (release, CTA scope) on a barrier of this CTA.
 __device__ __forceinline__ void mbar_arrive_local(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
@@ -274,13 +282,6 @@ __device__ __forceinline__ void st_cluster_v4(uint32_t addr, uint4 v) {
 // ---- copy-engine (TMA) stores of the output from shared memory
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
-          reinterpret_cast<uint64_t>(map)),
-      "r"(src), "r"(c0), "r"(c1)
-      : "memory");
 }
 __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t src, int c0, int c1,
                                              int c2) {
@@ -318,51 +319,9 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-// ---- wgmma (sm_90a) for stage 2 of the 64 x 64 kernel
-// Shared-memory matrix descriptor: start address, leading / stride byte offsets (16-byte units),
-// swizzle mode in bits 62-63 (1: 128-byte, 3: 32-byte), base offset 0 (1024-byte aligned atoms).
-__device__ __forceinline__ uint64_t gmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo,
-                                              uint32_t mode) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32) | (static_cast<uint64_t>(mode) << 62);
-}
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wg_wait0() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
-__device__ __forceinline__ uint64_t opaque_u64(uint64_t v) {
-  asm volatile("" : "+l"(v));
-  return v;
-}
-__device__ __forceinline__ void reg_fence(float& v) { asm volatile("" : "+f"(v)::"memory"); }
-// d (64 x 32, fp32) = A (64 x 16, K-major, descriptor da) * B (16 x 32, MN-major, descriptor
-// db) + (acc ? d : 0). Issued by the 4 warps of a warpgroup together.
-#define FK_WGMMA_64x32x16(TY)                                                                   \
-  asm volatile(                                                                               \
-      "{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"                                            \
-      " wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY                                \
-      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 1;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
-        "+f"(d[13]), "+f"(d[14]), "+f"(d[15])                                                 \
-      : "l"(da), "l"(db), "r"(acc))
-template <class T>
-__device__ __forceinline__ void wgmma_64x32x16(float (&d)[16], uint64_t da, uint64_t db, int acc) {
-  if constexpr (std::is_same<T, __half>::value) {
-    FK_WGMMA_64x32x16("f16");
-  } else {
-    FK_WGMMA_64x32x16("bf16");
-  }
-}
-#undef FK_WGMMA_64x32x16
-
 // KB, KB1: 0, or the block size (p = q = r = s = KB) and w1 blocks per CTA known at compile
 // time (the benchmark's square shapes): then the k loops unroll and the swizzled addresses fold.
-// WG = 1 (KB = 64 only): stage 2 by wgmma where the output exchange runs (see consume).
-template <class T, int UPW, int NT2, int KB, int KB1, int WG>
+template <class T, int UPW, int NT2, int KB, int KB1>
 __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
     const __grid_constant__ Params P) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -375,17 +334,12 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
   const int my_tiles = P.tiles > cluster ? (P.tiles - 1 - cluster) / nclusters + 1 : 0;
   const int NX = P.nx, NZ = P.nz;
 
-  // WG kernels align the base up to 1024 bytes (the host asks for 1 KB more): wgmma's swizzle
-  // atoms of w2 (offset 0) and z must sit at 1024-byte aligned addresses.
-  const uint32_t s_base = WG ? (smem_u32(smem) + 1023u) & ~1023u : smem_u32(smem);
+  const uint32_t s_base = smem_u32(smem);
   const uint32_t s_w1 = s_base + P.w1_off, s_w2 = s_base + P.w2_off, s_x = s_base + P.x_off;
   const uint32_t s_z = s_base + P.z_off;
   // Barriers: full[b] (z buffer b holds the tile: 1 arrival + z_bytes of st.async), empty[b]
   // (every warp of every CTA has read z buffer b of its tile: C * 8 arrivals).
   const uint32_t s_full = s_base + P.bar_off, s_empty = s_full + 16;
-  // ox: ofull (the receive buffer holds the tile's outputs: 1 arrival + its bytes of st.async),
-  // oempty (every CTA's copy-engine store has read its receive buffer: C arrivals).
-  const uint32_t s_ofull = s_full + 32 + 8 * 24, s_oempty = s_ofull + 8;
   const int p = KB ? KB : P.p, q = KB ? KB : P.q, r = KB ? KB : P.r, s = KB ? KB : P.s;
   const int B1 = KB1 ? KB1 : P.B1;
   // Compile-time shapes keep the warp's w1 block in registers (UPW m-tiles x KS1 k-steps of
@@ -396,11 +350,6 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
   const int U2 = r / 8;            // w2 row units
   const T* x = static_cast<const T*>(P.x);
   T* out = static_cast<T*>(P.out);
-  // wgmma stage 2 (WG kernels) runs with the output exchange only (a thread then holds 4 j,
-  // whose 8 bytes it sends); the host launches a WG kernel only with ox set, w2 and z at
-  // 1024-byte aligned offsets.
-  static_assert(!WG || (KB == 64 && NT2 == 2), "wgmma stage 2: 64 x 64 blocks only");
-  constexpr bool wg = WG != 0;
 
   // A cluster of 1 stores z with plain stores and every thread arrives on full (no bytes).
   const bool solo = C == 1;
@@ -410,13 +359,8 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
       mbar_init(s_full + 8 * b, solo ? 1 + kThreads : 1);
       mbar_init(s_empty + 8 * b, static_cast<uint32_t>(C * (kThreads / 32)));
     }
-    if (KB == 64 && P.ox) {
-      mbar_init(s_ofull, 1);
-      mbar_init(s_oempty, static_cast<uint32_t>(C));
-    }
     mbar_init_fence();
     for (int b = 0; b < NZ && b < my_tiles; ++b) mbar_arm(s_full + 8 * b, full_bytes);
-    if (KB == 64 && P.ox && my_tiles > 0) mbar_arm(s_ofull, static_cast<uint32_t>(kTile * s * kJ * 2));
   }
   // Barriers initialised (and every CTA of the cluster runs); wait below. With w1 in registers
   // the arrive also says "this CTA's z buffers (the w1 staging area) may be written".
@@ -528,11 +472,8 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
 
   // ---- stage-2 role: warp w owns w2 rows mt2*16.. (an m-tile) and z token n-tiles
   // ntb .. ntb+NT2-1 (in rho' order), for all 8 j.
-  // wg: warpgroup warp/4 takes j in [jb, jb + 4) (jb = 4 * (warp/4)) and all 32 tokens, its
-  // warp warp%4 the m-tile.
-  const int mt2 = wg ? (warp & 3) : (warp * NT2) / 4;
-  const int ntb = wg ? 0 : (warp * NT2) % 4;
-  const int jb = wg ? 4 * (warp >> 2) : 0;
+  const int mt2 = (warp * NT2) / 4;
+  const int ntb = (warp * NT2) % 4;
   const DType bias_dt = static_cast<DType>(P.bias_dtype);
   float bias_r[2][kJ];
 #pragma unroll
@@ -540,47 +481,12 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
 #pragma unroll
     for (int jj = 0; jj < kJ; ++jj) {
       const int m = mt2 * 16 + g + 8 * h;
-      bias_r[h][jj] = P.bias && jb + jj < kJ
-                          ? load_float(P.bias, bias_dt, static_cast<int64_t>(m) * P.nb2 + c * kJ + jb + jj)
-                          : 0.0f;
+      bias_r[h][jj] = P.bias ? load_float(P.bias, bias_dt,
+                                          static_cast<int64_t>(m) * P.nb2 + c * kJ + jj)
+                             : 0.0f;
     }
-
-  // ox (64 x 64 kernel, clusters of 2 to 8): CTA d receives the outputs of rows m in
-  // [d*s/C, (d+1)*s/C), i.e. the contiguous columns [d*s*kJ, (d+1)*s*kJ) (512) of each token,
-  // in two halves [h][token][256 columns]; this thread sends its 16 bytes of (token, m, 8 j)
-  // there. oaddr[hm]: rank-mapped address for rows m = mt2*16 + g + 8*hm, without the token.
-  uint32_t oaddr[2] = {0, 0}, ofrem[2] = {0, 0};
-  const bool ox = WG || (KB == 64 && P.ox != 0 && P.o_off != 0);
-  if (ox) {
-#pragma unroll
-    for (int hm = 0; hm < 2; ++hm) {
-      const int m = mt2 * 16 + g + 8 * hm;
-      const int mpc = s / C;  // rows m per CTA
-      const int d = m / mpc;
-      const int col = (m - d * mpc) * P.nb2 + c * kJ + jb;  // within the CTA's 512 columns
-      const uint32_t off = static_cast<uint32_t>(P.o_off + (col >> 8) * (kTile * 512) + (col & 255) * 2);
-      oaddr[hm] = map_shared_rank(s_base + off, static_cast<uint32_t>(d));
-      ofrem[hm] = map_shared_rank(s_ofull, static_cast<uint32_t>(d));
-    }
-  }
-  // ox: the store of tile kk (receive buffer complete), by lane 0 of warp 0; then (if another
-  // tile follows) every CTA is told that this buffer may be written again.
-  auto ox_store = [&](int kk) {
-    mbar_wait(s_ofull, static_cast<uint32_t>(kk) & 1);
-    if (kk + 1 < my_tiles) mbar_arm(s_ofull, static_cast<uint32_t>(kTile * s * kJ * 2));
-    fence_proxy_async_smem();  // st.async (generic proxy) writes before the copy engine reads
-    const int t0 = (cluster + kk * nclusters) * kTile;
-    tma_store_2d(&P.omap, s_base + P.o_off, c * (s / C) * P.nb2, t0);
-    tma_store_2d(&P.omap, s_base + P.o_off + kTile * 512, c * (s / C) * P.nb2 + 256, t0);
-    bulk_commit();
-    if (kk + 1 < my_tiles) {
-      bulk_wait_read();
-      for (int d = 0; d < C; ++d) mbar_arrive_remote(map_shared_rank(s_oempty, static_cast<uint32_t>(d)));
-    }
-  };
 
   x_wait(NX);       // the weights (the first group) have landed; the x loads may be in flight
-  if constexpr (wg) fence_proxy_async_smem();  // w2 (cp.async writes) before the tensor core reads it
   __syncthreads();  // the weights are visible to every warp
   uint32_t a1[kW1R ? UPW : 1][KS1][4];
   if constexpr (kW1R) {
@@ -673,50 +579,6 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
     const uint32_t zbase = s_z + zoff;
     uint32_t pk[NT2][4][kJ / 2];
     float ev[NT2][4];
-    uint32_t pw[4][4][2];  // wg: (n-tile, pos, j pair) of the warpgroup's 4 j
-    if constexpr (WG) {
-      {  // (scope of d)
-        // Warpgroup warp/4: out^T[j] (64 x 32 tokens) = w2[j] (64 x 64, K-major, 128-byte
-        // swizzle: swz(row, unit, 8)) * z[j] (64 b x 32 tokens, MN-major, 64-byte swizzle:
-        // swz(R, unit, 4)) for its 4 j, 4 wgmma of K = 16 per j, all 16 in one batch. A thread's
-        // accumulators d[j][4*nt + pos] are the mma.sync layout's acc2[nt][pos] for m-tile
-        // warp%4 and n-tiles 0..3 (z columns nu = 8*nt + 2*qd + pos%2).
-        // z arrived by st.async (generic proxy): order it before the tensor core's reads.
-        fence_proxy_async_smem();
-        float d[4][16];
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj)
-#pragma unroll
-          for (int i = 0; i < 16; ++i) d[jj][i] = 0.0f;
-        // Descriptors as base + offset (the address field is the low 14 bits, in 16-byte
-        // units; no carry within shared memory), the bases opaque so that the compiler does not
-        // keep 32 precomputed descriptors live across the loop.
-        const uint64_t da0 = opaque_u64(gmma_desc(s_w2 + jb * KB * KB * 2, 16, 1024, 1));
-        const uint64_t db0 = opaque_u64(gmma_desc(zbase + jb * KB * 64, 512, 512, 2));
-        wg_fence();
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj)
-#pragma unroll
-          for (int ks = 0; ks < KB / 16; ++ks)
-            wgmma_64x32x16<T>(d[jj], da0 + ((jj * KB * KB + ks * 16) * 2 >> 4),
-                              db0 + ((jj * KB + ks * 16) * 64 >> 4), ks);
-        wg_commit();
-        wg_wait0();
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj)
-#pragma unroll
-          for (int i = 0; i < 16; ++i) reg_fence(d[jj][i]);
-#pragma unroll
-        for (int jp = 0; jp < 2; ++jp)
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-            for (int pos = 0; pos < 4; ++pos)
-              pw[nt][pos][jp] = Elt<T>::pack(d[2 * jp][4 * nt + pos] + bias_r[pos >> 1][2 * jp],
-                                             d[2 * jp + 1][4 * nt + pos] + bias_r[pos >> 1][2 * jp + 1]);
-      }
-    }
-    if constexpr (!WG) {
 #pragma unroll
     for (int jj = 0; jj < kJ; ++jj) {
       float acc2[NT2][4];
@@ -754,7 +616,6 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
             pk[nt][pos][jj >> 1] = Elt<T>::pack(ev[nt][pos], v);
         }
     }
-    }
     // This warp's z reads are done: tell every CTA, if anyone will wait for it (the producers
     // of tile k + NZ). ptxas issues the arrive right after the last ldmatrix of z (before the
     // last MMAs); the release orders those reads before it (see mbar_arrive_remote).
@@ -767,39 +628,6 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
     }
 
     const int64_t t0 = static_cast<int64_t>(cluster + k * nclusters) * kTile;
-    if (ox) {
-      // Tile k - 1's receive buffer: stored here (by lane 0 of warp (k - 1) % 8, so that the
-      // wait for its store's read rotates over the warps), and released by every CTA before
-      // this tile's outputs are sent.
-      if (k >= 1) {
-        if (warp == (k - 1) % (kThreads / 32) && lane == 0) ox_store(k - 1);
-        __syncwarp();
-        mbar_wait(s_oempty, static_cast<uint32_t>(k - 1) & 1);
-      }
-      if constexpr (WG) {
-        // 8 bytes (the warpgroup's 4 j) per (token, m): z column nu = 8*nt + 2*qd + pos%2 is
-        // tile row rho = 8*qd + 2*nt + pos%2.
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-          for (int pos = 0; pos < 4; ++pos) {
-            const int rho = 8 * qd + 2 * nt + (pos & 1);
-            st_async_v2(oaddr[pos >> 1] + rho * 512, pw[nt][pos][0], pw[nt][pos][1],
-                        ofrem[pos >> 1]);
-          }
-      } else {
-#pragma unroll
-        for (int nt = 0; nt < NT2; ++nt)
-#pragma unroll
-          for (int pos = 0; pos < 4; ++pos) {
-            const int rho = 8 * qd + 2 * (ntb + nt) + (pos & 1);
-            st_async_v4(oaddr[pos >> 1] + rho * 512,
-                        make_uint4(pk[nt][pos][0], pk[nt][pos][1], pk[nt][pos][2], pk[nt][pos][3]),
-                        ofrem[pos >> 1]);
-          }
-      }
-      return;
-    }
     if (P.o_off) {
       // Copy-engine stores: the warp's outputs go to its own staging area as 4 runs (one per qd)
       // of 2*NT2 consecutive tokens x 16 rows m x 8 j (16 bytes), i.e. the box of omap; lane 0
@@ -851,8 +679,6 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
     if (kp < my_tiles) produce(kp);
     consume(k);
   }
-  if (ox && my_tiles > 0 && warp == (my_tiles - 1) % (kThreads / 32) && lane == 0)
-    ox_store(my_tiles - 1);
   cp_async_wait<0>();
   if (P.o_off && lane == 0) bulk_wait_all();
   // No CTA leaves while another may still access its shared memory (every incoming st.async and
@@ -873,8 +699,6 @@ struct Config {
   bool ok = false;
   bool w1reg = false;  // a compile-time square shape: w1 in registers (the KB kernels)
   bool xtma = false;   // x tiles by the copy engine (the KB kernels: one warp per w1 block)
-  bool wg = false;     // stage 2 by wgmma (the 64 x 64 KB kernel)
-  bool ox = false;     // outputs exchanged through DSMEM, 1 KB row segments stored (64 x 64 kernel)
   int C = 0, B1 = 0, UPW = 0, NT2 = 0, nx = 0, nz = 0;
   int64_t o_off = 0, o_bytes = 0;  // output staging for the copy-engine stores (0: none)
   int64_t w1_off = 0, w2_off = 0, x_off = 0, x_bytes = 0, z_off = 0, z_bytes = 0, bar_off = 0, smem = 0,
@@ -898,35 +722,6 @@ struct Config {
 #endif
 #ifndef FK_MONARCH90_PREFER_Z2
 #define FK_MONARCH90_PREFER_Z2 1
-#endif
-// Stage 2 by wgmma in the 64 x 64 kernel (0: mma.sync + ldmatrix, as before).
-#ifndef FK_MONARCH90_WGMMA
-#define FK_MONARCH90_WGMMA 0
-#endif
-// Output exchange in the 64 x 64 kernel (clusters of 2 to 8): each CTA receives whole row
-// segments of the output through DSMEM and stores them with the copy engine.
-#ifndef FK_MONARCH90_OX
-#define FK_MONARCH90_OX 0
-#endif
-
-#ifndef FK_MONARCH90_AB
-#define FK_MONARCH90_AB 0
-#endif
-// FK_MONARCH90_AB = 1 (measurement builds only, never the default): the environment variables
-// FK_MONARCH90_WGMMA and FK_MONARCH90_TMA_OUT (0 or 1) override the two switches per call, so
-// one library times the variants in one process.
-#if FK_MONARCH90_AB
-inline int ab_env(const char* name, int dflt) {
-  const char* v = std::getenv(name);
-  return v && (v[0] == '0' || v[0] == '1') ? v[0] - '0' : dflt;
-}
-#define FK_MONARCH90_WGMMA_ ab_env("FK_MONARCH90_WGMMA", FK_MONARCH90_WGMMA)
-#define FK_MONARCH90_TMA_OUT_ ab_env("FK_MONARCH90_TMA_OUT", FK_MONARCH90_TMA_OUT)
-#define FK_MONARCH90_OX_ ab_env("FK_MONARCH90_OX", FK_MONARCH90_OX)
-#else
-#define FK_MONARCH90_OX_ FK_MONARCH90_OX
-#define FK_MONARCH90_WGMMA_ FK_MONARCH90_WGMMA
-#define FK_MONARCH90_TMA_OUT_ FK_MONARCH90_TMA_OUT
 #endif
 
 Config config(const DeviceCaps& caps, const MonarchProblem& p) {
@@ -952,7 +747,7 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   if (p.tokens > (int64_t(1) << 31) * kTile / 2) return c;  // tile index fits int32
   const int64_t w1_bytes = B1 * p.q * p.p * 2, w2_bytes = kJ * p.s * p.r * 2;
   const int64_t x_bytes = kTile * B1 * p.p * 2, z_bytes = kJ * p.r * kTile * 2;
-  const int64_t bars = 32 + 8 * 24 + 16;  // full[2], empty[2], 3 x barriers per warp, ofull, oempty
+  const int64_t bars = 32 + 8 * 24;  // full[2], empty[2], then 3 x barriers per warp
   // The square shapes compiled with constant block sizes (see pick) keep w1 in registers; it is
   // staged once through the z buffers, which must hold it.
   const bool sq = p.p == p.q && p.q == p.r && p.r == p.s;
@@ -960,7 +755,7 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   const int64_t base = (w1reg ? 0 : w1_bytes) + w2_bytes;
   // The copy-engine output path stages s x 32 tokens x 16 bytes (a run's token coordinate
   // must fit int32; the row stride must be a multiple of 16 bytes); not for s = 32 (above).
-  const bool ostage = FK_MONARCH90_TMA_OUT_ && p.s != 32 &&
+  const bool ostage = FK_MONARCH90_TMA_OUT && p.s != 32 &&
                       p.tokens < (int64_t(1) << 31) - 2 * kTile && p.out_row_stride % 8 == 0;
   const int64_t o_bytes = ostage ? p.s * kTile * 16 : 0;
   // (nx, nz, staged output) in order of preference; the first that fits is taken. Two x
@@ -999,12 +794,6 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   // widths), token coordinates in int32.
   c.xtma = FK_MONARCH90_TMA_X && w1reg && (p.p == 16 || p.p == 32 || p.p == 64) &&
            p.tokens < (int64_t(1) << 31) - 2 * kTile;
-  // The output exchange takes the staging area as its receive buffer (same size: 32 tokens x
-  // s * 8 columns); st.async needs a cluster of at least 2.
-  c.ox = FK_MONARCH90_OX_ && w1reg && p.s == 64 && B1 == 8 && UPW == 4 && C >= 2 && ost;
-  // wgmma stage 2: with the output exchange only; its kernel aligns the shared-memory base up
-  // to 1024 bytes, so it asks for 1 KB more (where that fits).
-  c.wg = FK_MONARCH90_WGMMA_ && c.ox;
   c.w2_off = w1reg ? 0 : w1_bytes;
   c.x_off = base;
   c.x_bytes = x_bytes;
@@ -1015,12 +804,6 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
   c.o_off = ost ? c.z_off + nz * z_bytes : 0;
   c.bar_off = c.z_off + nz * z_bytes + c.o_bytes;
   c.smem = c.bar_off + bars;
-  if (c.wg) {
-    if (c.smem + 1024 <= caps.smem_per_block_optin && c.w2_off % 1024 == 0 && c.z_off % 1024 == 0)
-      c.smem += 1024;
-    else
-      c.wg = false;
-  }
   c.tiles = (p.tokens + kTile - 1) / kTile;
   return c;
 }
@@ -1071,22 +854,6 @@ bool encode_x_map(const MonarchProblem& p, CUtensorMap* map) {
   return r == CUDA_SUCCESS;
 }
 
-// ox: the output as (column, token) in elements, box (256, 32): half of a CTA's 512-column row
-// segment for a 32-token tile. False when the driver refuses it.
-bool encode_out_map_ox(const MonarchProblem& p, CUtensorMap* map) {
-  const EncodeTiledFn fn = encode_tiled();
-  if (fn == nullptr) return false;
-  const int64_t cols = p.nblocks2 * p.s;
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(p.tokens)};
-  const cuuint64_t strides[1] = {cuuint64_t((p.tokens > 1 ? p.out_row_stride : cols) * 2)};
-  const cuuint32_t box[2] = {256u, cuuint32_t(kTile)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, p.out, dims, strides, box,
-                        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                        CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS;
-}
-
 // The output as (j: nb2, m: s, token: tokens) in elements, box (8, 16, 2 * NT2): one run of a
 // warp's staged outputs (see the kernel's store). False when the driver refuses it.
 bool encode_out_map(const MonarchProblem& p, int NT2, CUtensorMap* map) {
@@ -1104,15 +871,13 @@ bool encode_out_map(const MonarchProblem& p, int NT2, CUtensorMap* map) {
 }
 
 template <class T>
-KernelFn pick(int UPW, int NT2, int KB, int KB1, bool wg) {
+KernelFn pick(int UPW, int NT2, int KB, int KB1) {
   // The benchmark's square shapes with compile-time block sizes (n = 4096: 64 blocks of 64 in
-  // clusters of 8, stage 2 by wgmma where config() says so; n = 1024: 32 blocks of 32 in
-  // clusters of 4).
-  if (UPW == 4 && NT2 == 2 && KB == 64 && KB1 == 8)
-    return wg ? monarch_cluster_kernel<T, 4, 2, 64, 8, 1> : monarch_cluster_kernel<T, 4, 2, 64, 8, 0>;
-  if (UPW == 2 && NT2 == 1 && KB == 32 && KB1 == 8) return monarch_cluster_kernel<T, 2, 1, 32, 8, 0>;
+  // clusters of 8; n = 1024: 32 blocks of 32 in clusters of 4).
+  if (UPW == 4 && NT2 == 2 && KB == 64 && KB1 == 8) return monarch_cluster_kernel<T, 4, 2, 64, 8>;
+  if (UPW == 2 && NT2 == 1 && KB == 32 && KB1 == 8) return monarch_cluster_kernel<T, 2, 1, 32, 8>;
 #define FK_MONARCH_CASE(u, n) \
-  if (UPW == u && NT2 == n) return monarch_cluster_kernel<T, u, n, 0, 0, 0>;
+  if (UPW == u && NT2 == n) return monarch_cluster_kernel<T, u, n, 0, 0>;
   FK_MONARCH_CASE(1, 1)
   FK_MONARCH_CASE(1, 2)
   FK_MONARCH_CASE(1, 4)
@@ -1175,21 +940,9 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.monarch: problem outside the kernel's predicate");
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
-  Params k{};
-  static_cast<monarch_io::MonarchIO&>(k) = monarch_io::from_problem(p);
-  k.ox = 0;
-  k.o_off = 0;
-  if (c.o_off > 0 && c.ox && encode_out_map_ox(p, &k.omap)) {
-    k.o_off = static_cast<int32_t>(c.o_off);
-    k.ox = 1;
-  } else if (c.o_off > 0 && encode_out_map(p, c.NT2, &k.omap)) {
-    k.o_off = static_cast<int32_t>(c.o_off);
-  }
-  // The wgmma kernel runs only with the output exchange (else the 1 KB of alignment stays unused).
-  const bool wg = c.wg && k.ox != 0;
   const int KB = c.w1reg ? static_cast<int>(p.p) : 0;
-  const KernelFn kernel = p.dtype == DType::BF16 ? pick<__nv_bfloat16>(c.UPW, c.NT2, KB, c.B1, wg)
-                                                 : pick<__half>(c.UPW, c.NT2, KB, c.B1, wg);
+  const KernelFn kernel = p.dtype == DType::BF16 ? pick<__nv_bfloat16>(c.UPW, c.NT2, KB, c.B1)
+                                                 : pick<__half>(c.UPW, c.NT2, KB, c.B1);
   if (kernel == nullptr)
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.monarch: no kernel for this configuration");
   FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1205,6 +958,8 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
     return set_error(FK_ERROR_KERNEL_LAUNCH,
                      "cuda.sm90.monarch: no cluster of this size fits the device");
   }
+  Params k{};
+  static_cast<monarch_io::MonarchIO&>(k) = monarch_io::from_problem(p);
   k.B1 = c.B1;
   k.tiles = static_cast<int32_t>(c.tiles);
   k.w1_off = static_cast<int32_t>(c.w1_off);
@@ -1216,7 +971,9 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   k.bar_off = static_cast<int32_t>(c.bar_off);
   k.nx = c.nx;
   k.nz = c.nz;
+  k.o_off = 0;
   k.xtma = c.xtma && encode_x_map(p, &k.xmap) ? 1 : 0;
+  if (c.o_off > 0 && encode_out_map(p, c.NT2, &k.omap)) k.o_off = static_cast<int32_t>(c.o_off);
 
   const int64_t grid_clusters = std::min<int64_t>(c.tiles, clusters);
   cudaLaunchConfig_t cfg = {};
