@@ -96,8 +96,28 @@
 // wait 19%, short scoreboard 18% (ldmatrix -> HMMA). Still short of the 80% target: one CTA of 8
 // warps per SM (the weights fill shared memory) and stage 2's ldmatrix traffic (each warp re-reads
 // w2 and z fragments: ~2000 shared wavefronts per tile of ~3300) leave the SM latency- and
-// L1-bound. Next: wgmma for stage 2 (w2 and z read once per warpgroup instead of once per warp), a
-// second CTA per SM (clusters of 16, half the weights).
+// L1-bound.
+// Tried afterwards and dropped (branch monarch9; H200, bf16, n = 4096, 16384 tokens, each timed in
+// the same device call as main's library, which ran 0.157-0.164 ms; benchmarks/RESULTS.md):
+//  - stage 2 by wgmma m64n16k16 (each warpgroup one 16-token half of z for all 8 j, z stored as
+//    two halves with the 32-byte swizzle; 32 HGMMA per warpgroup and tile, 244 registers):
+//    0.185 ms. ncu: 184 us, 9.0 cycles per issued instruction, top stall the L1TEX scoreboard
+//    (36%, the output stores as before): the warpgroup waits for its whole wgmma batch in lock
+//    step, and the N = 16 products read 2.5 KB of operands per 32 KFLOP.
+//  - output exchange (commit ed11ca4, FK_MONARCH90_OX): CTA d receives through DSMEM (st.async)
+//    the outputs of rows m in [8d, 8d+8), i.e. whole 1 KB row segments of each token, and stores
+//    them with two 256 x 32 copy-engine boxes per tile (a receive buffer in place of the staging
+//    area, full/empty mbarriers, the store issued by a rotating warp one tile later): 0.193 ms.
+//    ncu: 190 us, L2 36% of peak (from 60-70%), but 14.7 cycles per issued instruction, 41% of
+//    the stall samples the short scoreboard of MIO operations (the st.async source registers: each
+//    CTA now sends 2 x 2048 16-byte st.async per tile, z and out).
+//  - the exchange + stage 2 by wgmma m64n32k16 (each warpgroup 4 j for all 32 tokens, so a thread
+//    sends 8-byte pieces, twice as many): 0.243 ms (ncu 240 us).
+// So DSMEM messages cost more than the 16-byte copy-engine rows they replace, and the z hand-off
+// itself (2048 st.async of 16 bytes per CTA and tile) is the next suspect. Next: stage z in local
+// shared memory and move it with bulk DSMEM copies (cp.async.bulk.shared::cluster, one 4 KB copy
+// per destination CTA and tile; needs ~32 KB, e.g. the output staging area with register stores,
+// measured 6% slower on their own), or two CTAs per SM (clusters of 16, half the weights).
 //
 // Declined (the sm80 kernel then serves): nblocks2 not 8, 16, 32 or 64; nblocks1 not a
 // multiple of the cluster size; s not 32, 64 or 128; block sizes not multiples of 16; a share
