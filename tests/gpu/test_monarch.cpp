@@ -419,7 +419,7 @@ TEST_CASE("sm90 monarch: small cases", "[gpu][monarch][sm90][sanitize]") {
   c.bias = true;
   c.bias_dt = DT::F16;
   run_monarch(c, 602);
-  // 8 blocks of 64: the 64 x 64 kernel (stage 2 by wgmma) in a cluster of 1
+  // 8 blocks of 64: the 64 x 64 kernel in a cluster of 1
   MCase d = sm90_case(square(70, 8, 64, DT::BF16, true));
   run_monarch(d, 603);
 }
