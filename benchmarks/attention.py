@@ -3,8 +3,9 @@
 backends, in the same process, on the same inputs.
 
 Grid (FlashAttention-2/3 papers): bf16, batch * seqlen = 16384, nheads * head_dim = 2048,
-head_dim in {64, 128, 256}, seqlen in {512, ..., 16k}, causal and not; plus one varlen row and
-one GQA row. FLOPs = 4 * batch * nheads * seqlen^2 * head_dim, halved for causal (the
+head_dim in {64, 128, 256}, seqlen in {512, ..., 16k}, causal and not; plus varlen, GQA and
+decode rows (one query per sequence on a KV cache of 8k / 2k keys, GQA 32 on 8 heads: reported
+also as GB/s of K/V/q/out traffic against the 4.2 TB/s copy bandwidth). FLOPs = 4 * batch * nheads * seqlen^2 * head_dim, halved for causal (the
 FlashAttention convention; the varlen row sums over sequences). Times: CUDA events around each
 call, after warm-up; the median over the repetitions.
 
@@ -127,13 +128,15 @@ def main():
               f"{g(r['ratio_flash'])} {g(r['ratio_cudnn'])} {r['max_diff_vs_flash']:8.4f}  "
               f"{r['variant']}{'  ' + r['note'] if r.get('note') else ''}", flush=True)
 
-    def cell(B, S, H, Hk, D, causal, label=None):
-        q = torch.randn(B, S, H, D, device=dev, dtype=dt)
+    def cell(B, S, H, Hk, D, causal, label=None, Sq=None):
+        # Sq (queries per sequence) defaults to S (keys); decode rows pass Sq = 1.
+        Sq = S if Sq is None else Sq
+        q = torch.randn(B, Sq, H, D, device=dev, dtype=dt)
         k = torch.randn(B, S, Hk, D, device=dev, dtype=dt)
         v = torch.randn(B, S, Hk, D, device=dev, dtype=dt)
         out = torch.empty_like(q)
-        lse = torch.empty(B, H, S, device=dev, dtype=torch.float32)
-        flops = 4.0 * B * H * S * S * D / (2 if causal else 1)
+        lse = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
+        flops = 4.0 * B * H * Sq * S * D / (2 if causal else 1)
         run = fk.prepare(q, k, v, out, lse, causal)
         reps = args.reps if args.family != "generic" else max(3, args.reps // 5)
         ms = time_ms(run, args.warmup, reps)
@@ -163,6 +166,13 @@ def main():
                     r["note"] += "(diff vs cudnn) "
             else:
                 r["note"] += f"cudnn: {cout} "
+        if Sq != S:
+            # Memory-bound: K and V read once, q and out once; against the copy bandwidth.
+            nbytes = 2 * (2 * B * S * Hk * D + 2 * B * Sq * H * D)
+            r["seqlen_q"] = Sq
+            r["gbps"] = nbytes / ms / 1e6
+            r["note"] += (f"Sq {Sq}: {r['gbps']:.0f} GB/s = {100 * r['gbps'] / 4200:.0f}% of 4.2 TB/s; "
+                          f"flash {nbytes / fms / 1e6 if (not args.no_anchors and fms) else float('nan'):.0f} GB/s ")
         rows.append(r)
         report(r)
         del q, k, v, out, lse
@@ -180,6 +190,11 @@ def main():
         # GQA: 16 query heads on 2 KV heads (group 8), head_dim 128.
         cell(4, 4096, 16, 2, 128, True, label="gqa")
         cell(4, 4096, 16, 2, 128, False, label="gqa")
+        # Decode: one query per sequence against a long KV cache, GQA 32 query heads on 8 KV
+        # heads (group 4), head_dim 128. Non-causal: with one query, flashkit's bottom-right
+        # causal mask sees every key anyway, and torch's is_causal is top-left aligned.
+        cell(8, 8192, 32, 8, 128, False, label="decode", Sq=1)
+        cell(64, 2048, 32, 8, 128, False, label="decode", Sq=1)
         # Varlen: 16k tokens in sequences of mixed lengths, head_dim 128, causal. flashkit only
         # (torch SDPA has no varlen entry); the call includes flashkit's cu_seqlens check, which
         # reads them back and so synchronises the stream.
