@@ -1,4 +1,4 @@
-// cuda.sm80.fftconv_reg: register-resident FFT convolution for fft_size N = 256 .. 8192
+// cuda.sm80.fftconv_reg: register-resident FFT convolution for fft_size N = 256 .. 32768
 // (FlashFFTConv's Monarch form, Fu et al. 2023, section 3), fp16/bf16 u/y. Same semantics as
 // generic/ and sm80/fftconv_sm80.cu: y = postgate * (conv(v, k) + D * v), v = pregate * u, every
 // mode of flashkit.h. What this kernel declines goes to cuda.sm80.fftconv.
@@ -10,7 +10,7 @@
 //   (linearity; H is the spectrum of a real filter). No real/imaginary split and no partner
 //   frequencies: the pointwise step is one complex multiply per point. An odd batch pairs its
 //   last row with zeros.
-// - N = S * P. A radix-S step (S in {1, 2, 4, 8}) on the CUDA cores in fp32 while the row is
+// - N = S * P. A radix-S step (S in {1, 2, 4, ..., 32}) on the CUDA cores in fp32 while the row is
 //   loaded (decimation in frequency) splits the transform into S independent P-point FFTs, P =
 //   M1 x M2 with M1, M2 in {16, 32} (P = 1024 for N >= 1024). Frequency j + S (k1 + M1 k2) is
 //   entry (k1, k2) of sub-FFT j. The inverse is the exact mirror, finishing with the radix-S step
@@ -72,6 +72,30 @@
 //   Next: fewer dependent instructions in the DFT core (the table products in fp16x2, the
 //   W_P twiddles folded into fewer passes), a wgmma (sm_90a) core for Hopper, a faster
 //   spectrum kernel for the plain plan (+0.05 ms at L 1K, +0.24 ms at L 4K).
+// - fft_size 16384 and 32768 (S = 16, 32; conv_reg_big_kernel, branch fft11): one block of 8
+//   warps (255 registers, one block per multiprocessor); all S X tiles (fp16, 5 KB each with
+//   the row padding) sit in shared memory after the radix-S step, warp w transforms sub-FFTs
+//   w, w + 8, ... in turn and writes its inverse result Z_j over its own X tile as fp16 times
+//   2^-4 (no fp32 staging: 168 KB of tiles at S = 32 instead of 320 KB); the spectrum is scaled
+//   to <= 1 / (4 S) there (1/32 below), which keeps every fp16 operand and Z_j < 2^15. The radix
+//   steps work on two consecutive positions per thread group (S = 32: 128 fp32 registers of
+//   data). u is prefetched into a ring when one fits (two pairs at 16K; at 32K one pair up to
+//   L ~14.8K, else none), otherwise read from global memory like the gates, which are always
+//   read from global memory at these sizes (the D term and the post-gate re-read them from L2,
+//   one chunk of outputs ahead of the stores). The spectrum kernel takes N / 2 points per pass
+//   at 32K (two passes: even and odd frequencies) and 1024 threads at N >= 16K.
+//   Measured (H200, 2026-11-30, benchmarks/fftconv.py, B L = 64K, H 768, bf16, causal, D,
+//   constant-filter plan): L 8K 0.578 ms (3.4x torch; the sm80 kernel before 1.378 ms, 1.4x),
+//   gated 0.955 (2.3x; 1.493); L 16K 1.410 ms (1.6x; 2.140), gated 1.817 (1.4x; 2.402). The
+//   plain plan (spectrum per call) is 2.560 / 2.958 ms at L 16K, slower than the sm80 kernel's
+//   2.478 / 2.737: the two-pass radix-2 spectrum kernel costs ~1.15 ms per call there.
+//   Why 16K is far from the 8K kernel's per-pair rate (117 us per pair vs 24 us at 8K for 2x
+//   the work): ncu at L 16K: 13.99 cycles per issued instruction per warp (4.7 at 8K), 45% of
+//   them no_instruction stalls; the kernel is 551 KB of SASS (303 KB at S = 16, 138 KB for the
+//   8K kernel): the fully unrolled radix-32 steps (half and full variants, two positions each)
+//   thrash the instruction cache. Next: radix steps in loops / two levels (4 x 8) instead of
+//   one unrolled radix-32, one variant with predicated zero inputs, the u ring at 32K (X tiles
+//   unpadded with a swizzle: 128 KB), a faster spectrum kernel for the plain plan.
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
 #ifndef FK_FFTCONV_REG_AB_BUILD
 #define FK_FFTCONV_REG_AB_BUILD 0  // measurement builds only (see launch_conv)
