@@ -98,7 +98,7 @@ static const BlockdiagVariant kBlockdiag[] = {
 static const FFTConvVariant kFFTConv[] = {
 #if defined(FLASHKIT_WITH_CUDA)
     // Register-resident FFT convolution (two rows per complex transform, 32 x 32 Monarch DFTs
-    // on mma.sync with fp16 operands): fp16/bf16, fft_size 256..8192.
+    // on mma.sync with fp16 operands): fp16/bf16, fft_size 256..32768.
     {"cuda.sm80.fftconv_reg", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
      cuda::sm80::fftconv_reg_supported, cuda::sm80::fftconv_reg,
      cuda::sm80::fftconv_reg_workspace},

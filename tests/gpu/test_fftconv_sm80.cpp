@@ -19,7 +19,7 @@
 // FlashFFTConv's tests use atol 1e-2 on similar inputs (outputs of order 1e-2 here), far looser.
 // The largest error seen, relative to the row rms, is reported per kernel and dtype (WARN).
 //
-// fft_size 256..8192 goes to cuda.sm80.fftconv_reg; FLASHKIT_FFTCONV_REG=0 (set by the cases
+// fft_size 256..32768 goes to cuda.sm80.fftconv_reg; FLASHKIT_FFTCONV_REG=0 (set by the cases
 // tagged [sm80-only]) makes it decline so the sm80 kernel is still covered at those sizes.
 #if defined(FLASHKIT_TEST_WITH_CUDA)
 
@@ -64,7 +64,7 @@ bool reg_disabled() {
 }
 // The variant fk_fftconv_select_kernel must name for a resolved fft_size.
 std::string expected_variant(int64_t fft_size) {
-  if (!reg_disabled() && fft_size >= 256 && fft_size <= 8192) return "cuda.sm80.fftconv_reg";
+  if (!reg_disabled() && fft_size >= 256 && fft_size <= 32768) return "cuda.sm80.fftconv_reg";
   return "cuda.sm80.fftconv";
 }
 // Sets FLASHKIT_FFTCONV_REG=0 for the enclosing scope.
@@ -432,10 +432,10 @@ TEST_CASE("sm80 fftconv: the predicate declines what the fused kernel does not c
 
 // ---- cuda.sm80.fftconv_reg -----------------------------------------------------------------
 
-TEST_CASE("sm80 fftconv_reg: fft sizes 256..8192, every mode, B 1 and 2",
+TEST_CASE("sm80 fftconv_reg: fft sizes 256..32768, every mode, B 1 and 2",
           "[gpu][fftconv][sm80][reg]") {
   int i = 0;
-  for (int64_t n = 256; n <= 8192; n *= 2)
+  for (int64_t n = 256; n <= 32768; n *= 2)
     for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
       Case c;
       c.mode = m;
@@ -490,12 +490,59 @@ TEST_CASE("sm80 fftconv_reg: B 64, H 111 and 768, gated, D, odd batch",
     }
 }
 
+// fft_size 16384 and 32768 (the kernel with 8 warps taking the 16 or 32 sub-FFTs in turn):
+// odd batch (the last pair's second row absent), gated and not, D, fp16 and bf16, aligned rows
+// (u ring with prefetch at 16K; u from global memory at 32K, where the ring does not fit) and
+// padded rows (plain loads), causal, circular (every radix input and output nonzero) and
+// bidirectional, a constant-filter plan reused.
+TEST_CASE("sm80 fftconv_reg: fft_size 16K and 32K, odd batch, gated, D, aligned and padded",
+          "[gpu][fftconv][sm80][reg][big]") {
+  struct Big {
+    fk_fftconv_mode_t mode;
+    int64_t L, fl;
+    DT dt;
+    bool pre, post, D, constant;
+    int64_t pad;
+  };
+  const Big cases[] = {
+      {FK_FFTCONV_CAUSAL, 8192, 301, DT::BF16, true, true, true, false, 0},
+      {FK_FFTCONV_CAUSAL, 8192, 8192, DT::F16, false, false, true, true, 0},
+      {FK_FFTCONV_CAUSAL, 8000, 257, DT::F16, true, false, false, false, 3},
+      {FK_FFTCONV_CIRCULAR, 16000, 16000, DT::BF16, false, true, true, false, 0},
+      {FK_FFTCONV_BIDIRECTIONAL, 9001, 2 * 4000 + 1, DT::F16, true, true, true, false, 0},
+      {FK_FFTCONV_CAUSAL, 16384, 301, DT::BF16, true, true, true, false, 0},
+      {FK_FFTCONV_CAUSAL, 16384, 16384, DT::F16, false, false, true, true, 0},
+      {FK_FFTCONV_CAUSAL, 16001, 257, DT::BF16, true, true, false, false, 1},
+      {FK_FFTCONV_CIRCULAR, 32000, 513, DT::F16, true, true, true, false, 0},
+      {FK_FFTCONV_CIRCULAR, 32765, 4097, DT::BF16, false, true, true, false, 5},
+      {FK_FFTCONV_BIDIRECTIONAL, 17001, 2 * 8000 + 1, DT::BF16, true, false, true, false, 0},
+  };
+  int i = 0;
+  for (const Big& b : cases) {
+    Case c;
+    c.mode = b.mode;
+    c.batch = (i % 2) ? 5 : 3;
+    c.channels = 3;
+    c.seqlen = b.L;
+    c.filter_len = b.fl;
+    c.dtype = b.dt;
+    c.k_dt = (i % 3) == 0 ? DT::F32 : b.dt;
+    c.pre = b.pre;
+    c.post = b.post;
+    c.with_D = b.D;
+    c.constant = b.constant;
+    c.pad = b.pad;
+    c.sample_rows = b.fl > 1000 ? 3 : 0;
+    run_case(c, 60000 + uint64_t(i++), b.constant ? 2 : 1);
+  }
+}
+
 // Inputs far from the 0.02 scale: the power-of-two scaling must keep the fp16 operands in range
 // (bf16 u of order 1e4, filter of order 10: intermediate values far beyond fp16's 65504).
 TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][reg]") {
   int i = 0;
   for (double us : {3.0e4, 1.0e-5})
-    for (int64_t L : {300, 4000}) {
+    for (int64_t L : {300, 4000, 12000}) {
       Case c;
       c.batch = 2;
       c.channels = 4;
@@ -506,13 +553,14 @@ TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][
       c.k_scale = us > 1 ? 500.0 : 1.0e-3;
       c.pre = (i % 2) == 0;
       c.post = true;
+      c.filter_len = L > 4000 ? 513 : 0;
       run_case(c, 58000 + uint64_t(i++));
     }
 }
 
 // A small case for compute-sanitizer (run alone: "[memcheck]").
 TEST_CASE("sm80 fftconv_reg: small case for memcheck", "[gpu][fftconv][sm80][reg][memcheck]") {
-  for (int64_t n : {256, 2048, 8192}) {
+  for (int64_t n : {256, 2048, 8192, 16384, 32768}) {
     Case c;
     c.batch = 3;
     c.channels = 2;
@@ -526,11 +574,11 @@ TEST_CASE("sm80 fftconv_reg: small case for memcheck", "[gpu][fftconv][sm80][reg
 }
 
 // The sm80 kernel at the sizes the reg kernel now takes (FLASHKIT_FFTCONV_REG=0).
-TEST_CASE("sm80 fftconv: fft sizes 256..8192 with the reg kernel off",
+TEST_CASE("sm80 fftconv: fft sizes 256..32768 with the reg kernel off",
           "[gpu][fftconv][sm80][sm80-only]") {
   RegOff off;
   int i = 0;
-  for (int64_t n = 256; n <= 8192; n *= 4)
+  for (int64_t n : {256, 1024, 4096, 16384, 32768})
     for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_BIDIRECTIONAL}) {
       Case c;
       c.mode = m;

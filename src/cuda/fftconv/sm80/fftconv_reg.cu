@@ -1,4 +1,4 @@
-// cuda.sm80.fftconv_reg: register-resident FFT convolution for fft_size N = 256 .. 8192
+// cuda.sm80.fftconv_reg: register-resident FFT convolution for fft_size N = 256 .. 32768
 // (FlashFFTConv's Monarch form, Fu et al. 2023, section 3), fp16/bf16 u/y. Same semantics as
 // generic/ and sm80/fftconv_sm80.cu: y = postgate * (conv(v, k) + D * v), v = pregate * u, every
 // mode of flashkit.h. What this kernel declines goes to cuda.sm80.fftconv.
@@ -10,7 +10,7 @@
 //   (linearity; H is the spectrum of a real filter). No real/imaginary split and no partner
 //   frequencies: the pointwise step is one complex multiply per point. An odd batch pairs its
 //   last row with zeros.
-// - N = S * P. A radix-S step (S in {1, 2, 4, 8}) on the CUDA cores in fp32 while the row is
+// - N = S * P. A radix-S step (S in {1, 2, 4, ..., 32}) on the CUDA cores in fp32 while the row is
 //   loaded (decimation in frequency) splits the transform into S independent P-point FFTs, P =
 //   M1 x M2 with M1, M2 in {16, 32} (P = 1024 for N >= 1024). Frequency j + S (k1 + M1 k2) is
 //   entry (k1, k2) of sub-FFT j. The inverse is the exact mirror, finishing with the radix-S step
@@ -72,6 +72,30 @@
 //   Next: fewer dependent instructions in the DFT core (the table products in fp16x2, the
 //   W_P twiddles folded into fewer passes), a wgmma (sm_90a) core for Hopper, a faster
 //   spectrum kernel for the plain plan (+0.05 ms at L 1K, +0.24 ms at L 4K).
+// - fft_size 16384 and 32768 (S = 16, 32; conv_reg_big_kernel, branch fft11): one block of 8
+//   warps (255 registers, one block per multiprocessor); all S X tiles (fp16, 5 KB each with
+//   the row padding) sit in shared memory after the radix-S step, warp w transforms sub-FFTs
+//   w, w + 8, ... in turn and writes its inverse result Z_j over its own X tile as fp16 times
+//   2^-4 (no fp32 staging: 168 KB of tiles at S = 32 instead of 320 KB); the spectrum is scaled
+//   to <= 1 / (4 S) there (1/32 below), which keeps every fp16 operand and Z_j < 2^15. The radix
+//   steps work on two consecutive positions per thread group (S = 32: 128 fp32 registers of
+//   data). u is prefetched into a ring when one fits (two pairs at 16K; at 32K one pair up to
+//   L ~14.8K, else none), otherwise read from global memory like the gates, which are always
+//   read from global memory at these sizes (the D term and the post-gate re-read them from L2,
+//   one chunk of outputs ahead of the stores). The spectrum kernel takes N / 2 points per pass
+//   at 32K (two passes: even and odd frequencies) and 1024 threads at N >= 16K.
+//   Measured (H200, 2026-11-30, benchmarks/fftconv.py, B L = 64K, H 768, bf16, causal, D,
+//   constant-filter plan): L 8K 0.578 ms (3.4x torch; the sm80 kernel before 1.378 ms, 1.4x),
+//   gated 0.955 (2.3x; 1.493); L 16K 1.410 ms (1.6x; 2.140), gated 1.817 (1.4x; 2.402). The
+//   plain plan (spectrum per call) is 2.560 / 2.958 ms at L 16K, slower than the sm80 kernel's
+//   2.478 / 2.737: the two-pass radix-2 spectrum kernel costs ~1.15 ms per call there.
+//   Why 16K is far from the 8K kernel's per-pair rate (117 us per pair vs 24 us at 8K for 2x
+//   the work): ncu at L 16K: 13.99 cycles per issued instruction per warp (4.7 at 8K), 45% of
+//   them no_instruction stalls; the kernel is 551 KB of SASS (303 KB at S = 16, 138 KB for the
+//   8K kernel): the fully unrolled radix-32 steps (half and full variants, two positions each)
+//   thrash the instruction cache. Next: radix steps in loops / two levels (4 x 8) instead of
+//   one unrolled radix-32, one variant with predicated zero inputs, the u ring at 32K (X tiles
+//   unpadded with a swizzle: 128 KB), a faster spectrum kernel for the plain plan.
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
 #ifndef FK_FFTCONV_REG_AB_BUILD
 #define FK_FFTCONV_REG_AB_BUILD 0  // measurement builds only (see launch_conv)
@@ -106,7 +130,7 @@ using conv::cmul;
 using conv::cmul_conj;
 
 constexpr int kMinLogN = 8;   // 16 x 16
-constexpr int kMaxLogN = 13;  // 8 x (32 x 32)
+constexpr int kMaxLogN = 15;  // 32 x (32 x 32)
 
 struct RegArgs : conv::ConvIO {
   const float2* tw_n;      // W_N^e, e < N / 2
@@ -182,11 +206,46 @@ struct RadixTw {
   }
 };
 
-// In-place R-point DFT (INV: conjugated), R in {1, 2, 4, 8}, as radix-2 decimation in frequency
-// (R log2 R complex additions instead of the R^2 of the definition; natural-order output).
-// Inputs x[i], i >= NZ, are taken as zero and not read (the zero-padded upper half of a causal
-// row): their additions are left out, which the compiler cannot do by itself (x + 0 is not x
-// for x = -0).
+// cos and sin of -2 pi i / R, i < R / 2, evaluated at compile time (Taylor series in double
+// after reduction to [-pi, pi]): the constant twiddles of the R = 16 and 32 radix steps.
+constexpr double kPi = 3.14159265358979323846;
+constexpr double taylor_cos(double x) {
+  double term = 1.0, sum = 1.0;
+  for (int k = 1; k < 30; ++k) {
+    term *= -x * x / double((2 * k - 1) * (2 * k));
+    sum += term;
+  }
+  return sum;
+}
+template <int R>
+struct TwConst {
+  float c[R / 2 > 0 ? R / 2 : 1], s[R / 2 > 0 ? R / 2 : 1];
+  constexpr TwConst() : c(), s() {
+    for (int i = 0; i < R / 2; ++i) {
+      const double x = -2.0 * kPi * double(i) / double(R);  // in (-pi, 0]
+      c[i] = float(taylor_cos(x));
+      s[i] = float(taylor_cos(x - kPi / 2));  // sin x = cos(x - pi / 2), still in [-1.5 pi, 0]
+    }
+  }
+};
+// v * W_R^i (INV: W_R^-i), i < R / 2 known after unrolling: W_8 multiples by mul_w8 (no
+// multiplications by 0 or 1), the others by constants.
+template <int R, bool INV>
+__device__ __forceinline__ float2 mul_wr(float2 v, int i) {
+  if ((i * 8) % R == 0) {
+    const int e = (i * 8 / R) & 7;
+    return conv::mul_w8(v, INV ? (8 - e) & 7 : e);
+  }
+  constexpr TwConst<R> tw{};
+  const float c = tw.c[i], s = INV ? -tw.s[i] : tw.s[i];
+  return make_float2(v.x * c - v.y * s, v.x * s + v.y * c);
+}
+
+// In-place R-point DFT (INV: conjugated), R in {1, 2, 4, ..., 32}, as radix-2 decimation in
+// frequency (R log2 R complex additions instead of the R^2 of the definition; natural-order
+// output). Inputs x[i], i >= NZ, are taken as zero and not read (the zero-padded upper half of a
+// causal row): their additions are left out, which the compiler cannot do by itself (x + 0 is
+// not x for x = -0).
 template <int R, bool INV, int NZ = R>
 __device__ __forceinline__ void fft_dif(float2 (&x)[R]) {
   if constexpr (R > 1) {
@@ -194,14 +253,12 @@ __device__ __forceinline__ void fft_dif(float2 (&x)[R]) {
     float2 ev[H], od[H];
 #pragma unroll
     for (int i = 0; i < H; ++i) {
-      const int e = (i * (8 / R)) & 7;  // W_R^i = W_8^(i 8 / R)
-      const int ee = INV ? (8 - e) & 7 : e;
       if (i + H < NZ) {
         ev[i] = make_float2(x[i].x + x[i + H].x, x[i].y + x[i + H].y);
-        od[i] = conv::mul_w8(make_float2(x[i].x - x[i + H].x, x[i].y - x[i + H].y), ee);
+        od[i] = mul_wr<R, INV>(make_float2(x[i].x - x[i + H].x, x[i].y - x[i + H].y), i);
       } else if (i < NZ) {
         ev[i] = x[i];
-        od[i] = conv::mul_w8(x[i], ee);
+        od[i] = mul_wr<R, INV>(x[i], i);
       } else {
         ev[i] = od[i] = make_float2(0.0f, 0.0f);  // not read (NZ2 <= i below)
       }
@@ -1048,6 +1105,448 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
   }
 }
 
+// ---- fft_size 16384 and 32768: S = 16 or 32 sub-FFTs, 8 warps taking them in turn ----------
+//
+// The X planes of all S sub-FFTs (fp16, the radix-S step's output) live in shared memory; warp w
+// transforms sub-FFTs w, w + 8, ... in turn and writes each result Z_j (the inverse P-point
+// FFT, before the radix-S DIT step) back over its own X planes as fp16, scaled by 2^-4 (Z_j <=
+// 2^19 in magnitude with the spectrum scaled to <= 1 / (4 S): no overflow; the 2^4 goes into
+// the output scale). Then all threads do the radix-S DIT step from the S planes. Shared memory:
+// S * 5 KB of planes + 8 KB of F_32 fragments (88 KB at S = 16, 168 KB at S = 32), plus a u ring
+// (one or two row pairs, 16-byte aligned rows only) when it fits; otherwise u is read from
+// global memory like the gates, which are always read from global memory here (L2-resident:
+// each block re-reads its pair's rows at the D term and the post-gate).
+template <int S_>
+struct BigCfg {
+  static constexpr int M1 = 32, M2 = 32, S = S_, P = 1024, T = 256, NW = 8;
+  static constexpr int MT1 = 2, NT = 4, MT2 = 2;
+  static constexpr int R = P / (T * 2);  // groups of two consecutive positions per thread
+  static constexpr int XS = M2 + 8;      // row stride (halves) of the fp16 planes
+  static constexpr int PLANE_X = M1 * XS;
+  static constexpr size_t kPlanes = size_t(S) * 2 * PLANE_X * sizeof(__half);
+  static constexpr size_t kFrag = 2 * 32 * 32 * sizeof(uint32_t);
+  static constexpr size_t kSmem = kPlanes + kFrag;
+  static constexpr float kZScale = 0.0625f;  // Z_j staged as fp16 times 2^-4
+};
+
+// Word t0 / 2 (positions t0, t0 + 1; t0 even) of a 16-bit row of length L: zero past L and for
+// a missing row (nullptr). `al`: the row is 4-byte aligned at even positions.
+__device__ __forceinline__ uint32_t ld_w2(const uint16_t* row, int64_t t0, int64_t L, bool al) {
+  if (row == nullptr || t0 >= L) return 0u;
+  if (al && t0 + 2 <= L) return *reinterpret_cast<const uint32_t*>(row + t0);
+  const uint32_t lo = row[t0];
+  const uint32_t hi = t0 + 1 < L ? uint32_t(row[t0 + 1]) : 0u;
+  return lo | (hi << 16);
+}
+
+template <class C, bool BF16>
+__global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) {
+  constexpr int S = C::S, P = C::P, T = C::T, NW = C::NW, R = C::R;
+  constexpr int MT1 = C::MT1, NT = C::NT, XS = C::XS, PX = C::PLANE_X;
+  constexpr int FM = 2;
+  constexpr bool bf16 = BF16;
+  extern __shared__ float4 smem4[];
+  __half* xbuf = reinterpret_cast<__half*>(smem4);
+  uint4* fsm = reinterpret_cast<uint4*>(smem4 + C::kPlanes / sizeof(float4));
+  uint16_t* ring = reinterpret_cast<uint16_t*>(smem4 + C::kSmem / sizeof(float4));
+  __shared__ uint32_t red[2 * NW];
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const bool vec = a.vec != 0;
+  const bool gated_in = a.pre != nullptr;
+  const int64_t L = a.L;
+  const int slots = a.slots;  // 0: u from global memory; 1, 2: ring slots (vec rows only)
+
+  if (warp == 0) {
+    Frag<32> f;
+    make_frag<32>(f);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const uint32_t(&r)[4] = f.re[q >> 1][q & 1];
+      const uint32_t(&i)[4] = f.im[q >> 1][q & 1];
+      fsm[q * 32 + lane] = make_uint4(r[0], r[1], r[2], r[3]);
+      fsm[(4 + q) * 32 + lane] = make_uint4(i[0], i[1], i[2], i[3]);
+      fsm[(8 + q) * 32 + lane] = make_uint4(r[0], r[2], r[1], r[3]);
+      fsm[(12 + q) * 32 + lane] = make_uint4(i[0], i[2], i[1], i[3]);
+    }
+  }
+  FragSrc<32, FM> fa, fb;
+  fa.sm = fsm;
+  fb.sm = fsm;
+
+  const int64_t pairs = a.pairs_per_channel * a.channels;
+  const int64_t first = blockIdx.x * a.pairs_per_block;
+  const int64_t last = first + a.pairs_per_block < pairs ? first + a.pairs_per_block : pairs;
+  const int lp = a.lp;
+  const bool half = 2 * L <= int64_t(S) * P;
+  int64_t c = first / a.pairs_per_channel;
+  int64_t b0 = 2 * (first - c * a.pairs_per_channel);
+  if (slots == 2 && first < last) {
+    fill_ring<T>(a, ring, 0, c, b0);
+    cp_async_commit();
+  }
+  int slot = 0;
+  for (int64_t pair = first; pair < last; ++pair, slot ^= (slots == 2 ? 1 : 0)) {
+    int64_t cn = c, bn = b0 + 2;
+    if (bn >= a.batch) {
+      bn = 0;
+      ++cn;
+    }
+    const bool has1 = b0 + 1 < a.batch;
+    if (slots == 1) {
+      __syncthreads();  // the previous pair is done with the only slot
+      fill_ring<T>(a, ring, 0, c, b0);
+      cp_async_commit();
+    }
+    if (slots > 0) cp_async_wait_all();
+    __syncthreads();  // this pair's u rows are in the ring; the previous pair is done with all
+    if (slots == 2 && pair + 1 < last) {
+      fill_ring<T>(a, ring, slot ^ 1, cn, bn);
+      cp_async_commit();
+    }
+    // The pair's rows (u in the ring or in global memory, the gates in global memory; nullptr
+    // for an odd batch's missing row), made in each phase rather than kept across the DFT core.
+    const bool ual = slots > 0 || vec;
+    struct Rows {
+      const uint16_t *u0, *u1, *p0, *p1, *q0, *q1;
+    };
+    auto rows = [&]() {
+      Rows w;
+      const uint16_t* gu0 = static_cast<const uint16_t*>(a.u) + b0 * a.u_bs + c * a.u_cs;
+      w.u0 = slots > 0 ? ring + int64_t(slot) * 2 * lp : gu0;
+      w.u1 = slots > 0 ? w.u0 + lp : (has1 ? gu0 + a.u_bs : nullptr);
+      w.p0 = gated_in ? static_cast<const uint16_t*>(a.pre) + b0 * a.pre_bs + c * a.pre_cs
+                      : nullptr;
+      w.p1 = (gated_in && has1) ? w.p0 + a.pre_bs : nullptr;
+      w.q0 = a.post != nullptr
+                 ? static_cast<const uint16_t*>(a.post) + b0 * a.post_bs + c * a.post_cs
+                 : nullptr;
+      w.q1 = (w.q0 != nullptr && has1) ? w.q0 + a.post_bs : nullptr;
+      return w;
+    };
+
+    // ---- input: scale, radix-S DIF step (SI nonzero inputs), fp16 into the X planes ----
+    float s_in = 1.0f;
+    auto input_phase = [&](auto si_tag) {
+      constexpr int SI = decltype(si_tag)::value;
+      const Rows w = rows();
+      const uint16_t *u0 = w.u0, *u1 = w.u1, *p0 = w.p0, *p1 = w.p1;
+      uint32_t mu = 0, mp = 0;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int i = 0; i < SI; ++i) {
+          const int64_t t0 = 2 * (tid + T * r) + i * P;
+          mu = __vmaxu2(mu, ld_w2(u0, t0, L, ual) & 0x7fff7fffu);
+          mu = __vmaxu2(mu, ld_w2(u1, t0, L, ual) & 0x7fff7fffu);
+          if (gated_in) {
+            mp = __vmaxu2(mp, ld_w2(p0, t0, L, vec) & 0x7fff7fffu);
+            mp = __vmaxu2(mp, ld_w2(p1, t0, L, vec) & 0x7fff7fffu);
+          }
+        }
+      mu = __reduce_max_sync(0xffffffffu, max(mu & 0xffffu, mu >> 16));
+      mp = __reduce_max_sync(0xffffffffu, max(mp & 0xffffu, mp >> 16));
+      if (lane == 0) {
+        red[warp] = mu;
+        red[NW + warp] = mp;
+      }
+      __syncthreads();
+      mu = red[0];
+      mp = red[NW];
+#pragma unroll
+      for (int w = 1; w < NW; ++w) {
+        mu = max(mu, red[w]);
+        mp = max(mp, red[NW + w]);
+      }
+      float mxu, mxp, unused;
+      cvt_word(mu, bf16, mxu, unused);
+      cvt_word(mp, bf16, mxp, unused);
+      {
+        const int eu = exp_above(mxu), ep = gated_in ? exp_above(mxp) : 0;
+        if (eu > -1000 && ep > -1000) s_in = ldexpf(1.0f, -(eu + ep));
+      }
+#pragma unroll 1
+      for (int r = 0; r < R; ++r) {
+        const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
+        float2 z[2][S];
+#pragma unroll
+        for (int i = 0; i < SI; ++i) {
+          const int64_t t0 = n0 + i * P;
+          float a0, b0v, a1, b1v;  // rows 0 and 1 at positions n0, n0 + 1
+          cvt_word(ld_w2(u0, t0, L, ual), bf16, a0, b0v);
+          cvt_word(ld_w2(u1, t0, L, ual), bf16, a1, b1v);
+          if (gated_in) {
+            float c0, d0, c1, d1;
+            cvt_word(ld_w2(p0, t0, L, vec), bf16, c0, d0);
+            cvt_word(ld_w2(p1, t0, L, vec), bf16, c1, d1);
+            a0 *= c0;
+            b0v *= d0;
+            a1 *= c1;
+            b1v *= d1;
+          }
+          z[0][i] = make_float2(a0 * s_in, a1 * s_in);
+          z[1][i] = make_float2(b0v * s_in, b1v * s_in);
+        }
+        RadixTw<S, S * P> tw(a, n0);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          fft_dif<S, false, SI>(z[h]);
+          tw.template apply<false>(z[h]);
+          if (h == 0) tw.next();
+        }
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+          __half* pr = xbuf + (j * 2 + 0) * PX + n1 * XS + n2;
+          *reinterpret_cast<uint32_t*>(pr) = pack_h2(z[0][j].x, z[1][j].x);
+          *reinterpret_cast<uint32_t*>(pr + PX) = pack_h2(z[0][j].y, z[1][j].y);
+        }
+      }
+    };
+    if (half) {
+      input_phase(int_c<S / 2>{});
+    } else {
+      input_phase(int_c<S>{});
+    }
+    __syncthreads();
+
+    // ---- sub-FFTs j = warp, warp + NW, ...: forward, pointwise, inverse; Z_j over X_j ----
+#pragma unroll 1
+    for (int j = warp; j < S; j += NW) {
+      __half* xr = xbuf + (j * 2 + 0) * PX;
+      __half* xi = xr + PX;
+      float ar[MT1][NT][4], ai[MT1][NT][4];
+      {
+        const int mat = lane >> 3, rr = lane & 7;
+#pragma unroll
+        for (int kt = 0; kt < MT1; ++kt) {
+          uint32_t br[NT][2], bi[NT][2];
+#pragma unroll
+          for (int np = 0; np < NT / 2; ++np) {
+            const int off = (16 * kt + (mat & 1) * 8 + rr) * XS + 8 * (2 * np + (mat >> 1));
+            uint32_t d[4], e[4];
+            ldsm_x4_trans(d, smem_u32(xr + off));
+            ldsm_x4_trans(e, smem_u32(xi + off));
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+              br[2 * np + q][0] = d[2 * q];
+              br[2 * np + q][1] = d[2 * q + 1];
+              bi[2 * np + q][0] = e[2 * q];
+              bi[2 * np + q][1] = e[2 * q + 1];
+            }
+          }
+          uint32_t fr[MT1][4], fi[MT1][4];
+#pragma unroll
+          for (int mt = 0; mt < MT1; ++mt) {
+            fa.get(0, mt, kt, lane, fr[mt]);
+            fa.get(1, mt, kt, lane, fi[mt]);
+          }
+#pragma unroll
+          for (int term = 0; term < 4; ++term)
+#pragma unroll
+            for (int mt = 0; mt < MT1; ++mt)
+#pragma unroll
+              for (int nt = 0; nt < NT; ++nt) {
+                const uint32_t r0 = br[nt][0], r1 = br[nt][1], i0 = bi[nt][0], i1 = bi[nt][1];
+                if (kt == 0) {
+                  if (term == 0) mma_acc<true>(ar[mt][nt], fr[mt], r0, r1);
+                  if (term == 1) mma_acc<true>(ai[mt][nt], fr[mt], i0, i1);
+                } else {
+                  if (term == 0) mma_f16(ar[mt][nt], fr[mt], r0, r1);
+                  if (term == 1) mma_f16(ai[mt][nt], fr[mt], i0, i1);
+                }
+                if (term == 2) mma_f16(ar[mt][nt], fi[mt], i0 ^ kNeg2, i1 ^ kNeg2);
+                if (term == 3) mma_f16(ai[mt][nt], fi[mt], r0, r1);
+              }
+        }
+      }
+      const float4* spec_j = a.spec + c * (a.N >> 1) + j * (P / 2);
+      auto middle = [&](auto mt_tag) {
+        constexpr int MTO = decltype(mt_tag)::value;
+        __syncwarp();
+        mul_lane_table<C, false, MTO>(ar, ai, a.tw_p, lane);
+        __syncwarp();
+        right_dft<C, false, FM, MTO>(ar, ai, fb, lane);
+        __syncwarp();
+        mul_lane_table<C, false, MTO>(ar, ai, spec_j, lane);
+        __syncwarp();
+        right_dft<C, true, FM, MTO>(ar, ai, fb, lane);
+        __syncwarp();
+        mul_lane_table<C, true, MTO>(ar, ai, a.tw_p, lane);
+        __syncwarp();
+      };
+      middle(int_c<0>{});
+      middle(int_c<1>{});
+      {
+        uint32_t cr[MT1][NT][2], ci[MT1][NT][2];
+#pragma unroll
+        for (int kt = 0; kt < MT1; ++kt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            cr[kt][nt][0] = movt(pack_h2(ar[kt][nt][0], ar[kt][nt][1]));
+            cr[kt][nt][1] = movt(pack_h2(ar[kt][nt][2], ar[kt][nt][3]));
+            ci[kt][nt][0] = movt(pack_h2(ai[kt][nt][0], ai[kt][nt][1]));
+            ci[kt][nt][1] = movt(pack_h2(ai[kt][nt][2], ai[kt][nt][3]));
+          }
+#pragma unroll
+        for (int kt = 0; kt < MT1; ++kt) {
+          uint32_t fr[MT1][4], fi[MT1][4];
+#pragma unroll
+          for (int mt = 0; mt < MT1; ++mt) {
+            fa.get(0, mt, kt, lane, fr[mt]);
+            fa.get(1, mt, kt, lane, fi[mt]);
+          }
+#pragma unroll
+          for (int term = 0; term < 4; ++term)
+#pragma unroll
+            for (int mt = 0; mt < MT1; ++mt)
+#pragma unroll
+              for (int nt = 0; nt < NT; ++nt) {
+                if (kt == 0) {
+                  if (term == 0) mma_acc<true>(ar[mt][nt], fr[mt], cr[kt][nt][0], cr[kt][nt][1]);
+                  if (term == 1) mma_acc<true>(ai[mt][nt], fr[mt], ci[kt][nt][0], ci[kt][nt][1]);
+                } else {
+                  if (term == 0) mma_f16(ar[mt][nt], fr[mt], cr[kt][nt][0], cr[kt][nt][1]);
+                  if (term == 1) mma_f16(ai[mt][nt], fr[mt], ci[kt][nt][0], ci[kt][nt][1]);
+                }
+                if (term == 2) mma_f16(ar[mt][nt], fi[mt], ci[kt][nt][0], ci[kt][nt][1]);
+                if (term == 3)
+                  mma_f16(ai[mt][nt], fi[mt], cr[kt][nt][0] ^ kNeg2, cr[kt][nt][1] ^ kNeg2);
+              }
+        }
+      }
+      __syncwarp();  // this warp's ldmatrix reads of X_j are done before Z_j overwrites them
+#pragma unroll
+      for (int mt = 0; mt < MT1; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int n1 = 16 * mt + g + 8 * h, n2 = 8 * nt + 2 * t;
+            *reinterpret_cast<uint32_t*>(xr + n1 * XS + n2) =
+                pack_h2(ar[mt][nt][2 * h] * C::kZScale, ar[mt][nt][2 * h + 1] * C::kZScale);
+            *reinterpret_cast<uint32_t*>(xi + n1 * XS + n2) =
+                pack_h2(ai[mt][nt][2 * h] * C::kZScale, ai[mt][nt][2 * h + 1] * C::kZScale);
+          }
+    }
+    __syncthreads();
+
+    // ---- output: radix-S DIT step (outputs i < SO), scale back, D term, gates, stores ----
+    const float oscale = __ldg(a.spec_scale + c) / (s_in * C::kZScale);
+    const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
+    auto output_phase = [&](auto so_tag) {
+      constexpr int SO = decltype(so_tag)::value;
+      // The global words of the D term and the gates (u, pregate, postgate; two rows each) for
+      // CH outputs at a time, loaded one chunk ahead of the stores: loads written after a store
+      // through a pointer that may alias it cannot be hoisted above it, so without this each
+      // output waited for its own L2 round trip (2x the time at fft_size 32K, measured).
+      constexpr int CHM = 4;  // registers: z is 4 S floats during the DIT step
+      constexpr int CH = SO < CHM ? SO : CHM, NCH = SO / CH;
+      const Rows w = rows();
+      const uint16_t *u0 = w.u0, *u1 = w.u1, *p0 = w.p0, *p1 = w.p1, *q0 = w.q0, *q1 = w.q1;
+      uint16_t* y0 = static_cast<uint16_t*>(a.y) + b0 * a.y_bs + c * a.y_cs;
+      uint16_t* y1 = has1 ? y0 + a.y_bs : nullptr;
+      const bool has_d = a.D != nullptr, pre_d = has_d && gated_in, has_q = q0 != nullptr;
+      auto load_chunk = [&](int n0, int ch, uint32_t (&wd)[CH][6]) {
+#pragma unroll
+        for (int k = 0; k < CH; ++k) {
+          const int64_t t0 = n0 + (ch * CH + k) * P;
+          wd[k][0] = has_d ? ld_w2(u0, t0, L, ual) : 0u;
+          wd[k][1] = has_d ? ld_w2(u1, t0, L, ual) : 0u;
+          wd[k][2] = pre_d ? ld_w2(p0, t0, L, vec) : 0u;
+          wd[k][3] = pre_d ? ld_w2(p1, t0, L, vec) : 0u;
+          wd[k][4] = has_q ? ld_w2(q0, t0, L, vec) : 0u;
+          wd[k][5] = has_q ? ld_w2(q1, t0, L, vec) : 0u;
+        }
+      };
+#pragma unroll 1
+      for (int r = 0; r < R; ++r) {
+        const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
+        uint32_t wd[CH][6];
+        load_chunk(n0, 0, wd);
+        float2 z[2][S];
+#pragma unroll
+        for (int jj = 0; jj < S; ++jj) {
+          const __half* sr = xbuf + (jj * 2 + 0) * PX + n1 * XS + n2;
+          const float2 vr = __half22float2(*reinterpret_cast<const __half2*>(sr));
+          const float2 vi = __half22float2(*reinterpret_cast<const __half2*>(sr + PX));
+          z[0][jj] = make_float2(vr.x, vi.x);
+          z[1][jj] = make_float2(vr.y, vi.y);
+        }
+        {
+          RadixTw<S, S * P> tw(a, n0);
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            tw.template apply<true>(z[e]);
+            if (e == 0) tw.next();
+            fft_dif<S, true>(z[e]);  // outputs i >= SO are never read: dead code
+          }
+        }
+#pragma unroll
+        for (int ch = 0; ch < NCH; ++ch) {
+          uint32_t wn[CH][6];
+          if (ch + 1 < NCH) load_chunk(n0, ch + 1, wn);
+#pragma unroll
+          for (int k = 0; k < CH; ++k) {
+            const int i = ch * CH + k;
+            const int64_t t0 = n0 + i * P;
+            if (t0 >= L) continue;
+            float o0[2], o1[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              o0[e] = z[e][i].x * oscale;
+              o1[e] = z[e][i].y * oscale;
+            }
+            if (has_d) {
+              float v0[2], v1[2];
+              cvt_word(wd[k][0], bf16, v0[0], v0[1]);
+              cvt_word(wd[k][1], bf16, v1[0], v1[1]);
+              if (gated_in) {
+                float c0, d0, c1, d1;
+                cvt_word(wd[k][2], bf16, c0, d0);
+                cvt_word(wd[k][3], bf16, c1, d1);
+                v0[0] *= c0;
+                v0[1] *= d0;
+                v1[0] *= c1;
+                v1[1] *= d1;
+              }
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                o0[e] = fmaf(dc, v0[e], o0[e]);
+                o1[e] = fmaf(dc, v1[e], o1[e]);
+              }
+            }
+            if (has_q) {
+              float c0, d0, c1, d1;
+              cvt_word(wd[k][4], bf16, c0, d0);
+              cvt_word(wd[k][5], bf16, c1, d1);
+              o0[0] *= c0;
+              o0[1] *= d0;
+              o1[0] *= c1;
+              o1[1] *= d1;
+            }
+            store_g<2>(y0, t0, L, vec, bf16, o0);
+            if (y1 != nullptr) store_g<2>(y1, t0, L, vec, bf16, o1);
+          }
+          if (ch + 1 < NCH) {
+#pragma unroll
+            for (int k = 0; k < CH; ++k)
+#pragma unroll
+              for (int q = 0; q < 6; ++q) wd[k][q] = wn[k][q];
+          }
+        }
+      }
+    };
+    if (half) {
+      output_phase(int_c<S / 2>{});
+    } else {
+      output_phase(int_c<S>{});
+    }
+    c = cn;
+    b0 = bn;
+  }
+}
+
 // ---- tables ------------------------------------------------------------------------------------
 
 // Index (in float2) of entry (k1, k2) of an M1 x M2 tile in fragment order.
@@ -1068,32 +1567,67 @@ __global__ void tw_p_kernel(float2* tw, int M1, int M2) {
   }
 }
 
-// Per channel: H = DFT_N(filter row) by an fp32 radix-2 FFT in shared memory; g = the smallest
-// power of two >= max component of H; spec gets H / (8 g) in fragment order, scale 8 g / N.
-__global__ void __launch_bounds__(256) spectrum_reg_kernel(const RegArgs a, int M1, int M2,
-                                                           int log_n, float2* spec, float* scale) {
+// Per channel: H = DFT_N(filter row) by fp32 radix-2 FFTs in shared memory; g = the smallest
+// power of two >= max component of H; spec gets H / (den g) in fragment order, scale den g / N,
+// den = max(32, 4 S) (S = N / P: |spectrum| <= 1 / (4 S) keeps every fp16 operand of the
+// fft_size 16K / 32K kernel below 2^15, as 1/32 does up to 8K). `split` > 1 (when N points do
+// not fit in shared memory): the N-point DFT as `split` DFTs of N / split points, frequencies
+// split m + p from the sequence sum_q k[n + q M] W_N^((n + q M) p) (M = N / split), written
+// unscaled and rescaled in place once the maximum is known.
+// Up to kSpecThreads threads per block: at N >= 16K the blocks are one per multiprocessor (N /
+// split points of shared memory each), and each butterfly stage waits on shared-memory and
+// twiddle latency; 256 below (several blocks per multiprocessor).
+constexpr int kSpecThreads = 1024;
+__global__ void __launch_bounds__(kSpecThreads) spectrum_reg_kernel(const RegArgs a, int M1,
+                                                                    int M2, int log_n, int split,
+                                                                    float2* spec, float* scale) {
   extern __shared__ float2 buf[];
-  __shared__ float red[8];
+  __shared__ float red[kSpecThreads / 32];
   const int N = static_cast<int>(a.N), S = N / (M1 * M2), P = M1 * M2, NT = M2 / 8;
+  const int M = N / split;
+  const int log_m = log_n - (split == 1 ? 0 : (split == 2 ? 1 : 2));
+  const float den = static_cast<float>(S * 4 > 32 ? S * 4 : 32);
   for (int64_t c = blockIdx.x; c < a.channels; c += gridDim.x) {
-    for (int tt = threadIdx.x; tt < N; tt += blockDim.x) {
-      const unsigned rev = __brev(static_cast<unsigned>(tt)) >> (32 - log_n);
-      buf[rev] = make_float2(conv::load_filter(a, c, tt, 1.0f), 0.0f);
-    }
-    __syncthreads();
-    for (int half = 1; half < N; half *= 2) {
-      for (int b = threadIdx.x; b < N / 2; b += blockDim.x) {
-        const int pos = b & (half - 1), i0 = (b - pos) * 2 + pos, i1 = i0 + half;
-        const float2 w = twn(a, pos * (N / (2 * half)));
-        const float2 x0 = buf[i0], x1 = cmul(buf[i1], w);
-        buf[i0] = make_float2(x0.x + x1.x, x0.y + x1.y);
-        buf[i1] = make_float2(x0.x - x1.x, x0.y - x1.y);
+    float2* sc = spec + c * N;
+    float mx = 0.0f;
+    for (int p = 0; p < split; ++p) {
+      for (int tt = threadIdx.x; tt < M; tt += blockDim.x) {
+        const unsigned rev = __brev(static_cast<unsigned>(tt)) >> (32 - log_m);
+        float2 v = make_float2(0.0f, 0.0f);
+        if (split == 1) {
+          v.x = conv::load_filter(a, c, tt, 1.0f);
+        } else {
+          for (int q = 0; q < split; ++q) {
+            const int n = tt + q * M;
+            const float k = conv::load_filter(a, c, n, 1.0f);
+            const float2 w = twn(a, (n * p) & (N - 1));
+            v.x += k * w.x;
+            v.y += k * w.y;
+          }
+        }
+        buf[rev] = v;
       }
       __syncthreads();
+      for (int half = 1; half < M; half *= 2) {
+#pragma unroll 4
+        for (int b = threadIdx.x; b < M / 2; b += blockDim.x) {
+          const int pos = b & (half - 1), i0 = (b - pos) * 2 + pos, i1 = i0 + half;
+          const float2 w = twn(a, pos * (N / (2 * half)));
+          const float2 x0 = buf[i0], x1 = cmul(buf[i1], w);
+          buf[i0] = make_float2(x0.x + x1.x, x0.y + x1.y);
+          buf[i1] = make_float2(x0.x - x1.x, x0.y - x1.y);
+        }
+        __syncthreads();
+      }
+      for (int m = threadIdx.x; m < M; m += blockDim.x) {
+        mx = fmaxf(mx, fmaxf(fabsf(buf[m].x), fabsf(buf[m].y)));
+        if (split > 1) {
+          const int k = m * split + p, j = k % S, mm = k / S, k1 = mm % M1, k2 = mm / M1;
+          sc[j * P + frag_pos(k1, k2, NT)] = buf[m];
+        }
+      }
+      __syncthreads();  // buf is reused by the next part
     }
-    float mx = 0.0f;
-    for (int k = threadIdx.x; k < N; k += blockDim.x)
-      mx = fmaxf(mx, fmaxf(fabsf(buf[k].x), fabsf(buf[k].y)));
     mx = warp_max(mx);
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = mx;
     __syncthreads();
@@ -1105,14 +1639,21 @@ __global__ void __launch_bounds__(256) spectrum_reg_kernel(const RegArgs a, int 
       frexpf(mx, &ex);
       gsc = ldexpf(1.0f, ex);  // >= mx
     }
-    const float inv = 1.0f / (32.0f * gsc);
-    float2* sc = spec + c * N;
-    for (int k = threadIdx.x; k < N; k += blockDim.x) {
-      const int j = k % S, m = k / S, k1 = m % M1, k2 = m / M1;
-      const float2 v = buf[k];
-      sc[j * P + frag_pos(k1, k2, NT)] = make_float2(v.x * inv, v.y * inv);
+    const float inv = 1.0f / (den * gsc);
+    if (split == 1) {
+      for (int k = threadIdx.x; k < N; k += blockDim.x) {
+        const int j = k % S, m = k / S, k1 = m % M1, k2 = m / M1;
+        const float2 v = buf[k];
+        sc[j * P + frag_pos(k1, k2, NT)] = make_float2(v.x * inv, v.y * inv);
+      }
+    } else {
+      // The unscaled values written above by this block (visible after the barriers).
+      for (int k = threadIdx.x; k < N; k += blockDim.x) {
+        const float2 v = sc[k];
+        sc[k] = make_float2(v.x * inv, v.y * inv);
+      }
     }
-    if (threadIdx.x == 0) scale[c] = 32.0f * gsc / static_cast<float>(N);
+    if (threadIdx.x == 0) scale[c] = den * gsc / static_cast<float>(N);
     __syncthreads();
   }
 }
@@ -1125,6 +1666,8 @@ using C1K = Cfg<32, 32, 1>;
 using C2K = Cfg<32, 32, 2>;
 using C4K = Cfg<32, 32, 4>;
 using C8K = Cfg<32, 32, 8>;
+using C16K = BigCfg<16>;
+using C32K = BigCfg<32>;
 
 void dims_for(int log_n, int* m1, int* m2) {
   *m1 = log_n <= 9 ? 16 : 32;
@@ -1137,7 +1680,9 @@ size_t stage_smem(int log_n) {
     case 10: return C1K::kSmem;
     case 11: return C2K::kSmem;
     case 12: return C4K::kSmem;
-    default: return C8K::kSmem;
+    case 13: return C8K::kSmem;
+    case 14: return C16K::kSmem;
+    default: return C32K::kSmem;
   }
 }
 
@@ -1225,6 +1770,40 @@ fk_status_t launch_conv(const RegArgs& a, int optin, int sm_count, cudaStream_t 
   }
 }
 
+// fft_size 16K / 32K: one block of 8 warps per multiprocessor (255 registers); the u ring holds
+// two row pairs (prefetch), one, or none (u read from global memory), whatever fits.
+template <class C, bool BF16>
+fk_status_t launch_big_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t stream) {
+  const void* kernel = reinterpret_cast<const void*>(conv_reg_big_kernel<C, BF16>);
+  a.narr = 1;
+  a.slots = 0;
+  if (a.vec) {
+    if (C::kSmem + ring_bytes(a, 2) + 1024 <= size_t(smem_optin)) {
+      a.slots = 2;
+    } else if (C::kSmem + ring_bytes(a, 1) + 1024 <= size_t(smem_optin)) {
+      a.slots = 1;
+    }
+  }
+  const size_t smem = C::kSmem + ring_bytes(a, a.slots);
+  FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)),
+              "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(shared memory)");
+  int per_sm = 0;
+  FK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::T, smem),
+              "cuda.sm80.fftconv_reg: occupancy");
+  const int64_t pairs = a.pairs_per_channel * a.channels;
+  int64_t grid = std::min<int64_t>(pairs, int64_t(std::max(per_sm, 1)) * std::max(sm_count, 1));
+  a.pairs_per_block = (pairs + grid - 1) / grid;
+  grid = (pairs + a.pairs_per_block - 1) / a.pairs_per_block;
+  conv_reg_big_kernel<C, BF16><<<grid_for(grid), C::T, smem, stream>>>(a);
+  return check_launch("cuda.sm80.fftconv_reg fused kernel (fft_size 16K / 32K)");
+}
+template <class C>
+fk_status_t launch_big(const RegArgs& a, int optin, int sm_count, cudaStream_t stream) {
+  return a.dtype == DType::BF16 ? launch_big_w<C, true>(a, optin, sm_count, stream)
+                                : launch_big_w<C, false>(a, optin, sm_count, stream);
+}
+
 fk_status_t run_conv(const RegArgs& a, int log_n, int optin, int sm_count, cudaStream_t stream) {
   switch (log_n) {
     case 8: return launch_conv<C256>(a, optin, sm_count, stream);
@@ -1232,7 +1811,9 @@ fk_status_t run_conv(const RegArgs& a, int log_n, int optin, int sm_count, cudaS
     case 10: return launch_conv<C1K>(a, optin, sm_count, stream);
     case 11: return launch_conv<C2K>(a, optin, sm_count, stream);
     case 12: return launch_conv<C4K>(a, optin, sm_count, stream);
-    default: return launch_conv<C8K>(a, optin, sm_count, stream);
+    case 13: return launch_conv<C8K>(a, optin, sm_count, stream);
+    case 14: return launch_big<C16K>(a, optin, sm_count, stream);
+    default: return launch_big<C32K>(a, optin, sm_count, stream);
   }
 }
 
@@ -1253,17 +1834,27 @@ fk_status_t fill_tables(float2* tw, int log_n, cudaStream_t stream) {
   return check_launch("cuda.sm80.fftconv_reg fragment twiddle kernel");
 }
 
-fk_status_t compute_spectrum(const RegArgs& a, int log_n, void* spec, cudaStream_t stream) {
+// Parts of the spectrum kernel's DFT (see spectrum_reg_kernel): N / split points in shared memory.
+int spectrum_split(int64_t N, int optin) {
+  int split = 1;
+  while (split < 4 && sizeof(float2) * size_t(N / split) + 1024 > size_t(optin)) split *= 2;
+  return split;
+}
+
+fk_status_t compute_spectrum(const RegArgs& a, int log_n, int optin, void* spec,
+                             cudaStream_t stream) {
   int m1, m2;
   dims_for(log_n, &m1, &m2);
-  const size_t smem = sizeof(float2) * static_cast<size_t>(a.N);
+  const int split = spectrum_split(a.N, optin);
+  const size_t smem = sizeof(float2) * static_cast<size_t>(a.N / split);
   const void* kernel = reinterpret_cast<const void*>(spectrum_reg_kernel);
   FK_RETURN_IF_ERROR(conv::allow_smem(kernel, smem,
                                       "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(spectrum)"));
   float2* sp = static_cast<float2*>(spec);
   float* scale = reinterpret_cast<float*>(sp + a.channels * a.N);
-  spectrum_reg_kernel<<<grid_for(std::min<int64_t>(a.channels, 65535)), 256, smem, stream>>>(
-      a, m1, m2, log_n, sp, scale);
+  const int threads = a.N >= 16384 ? kSpecThreads : 256;
+  spectrum_reg_kernel<<<grid_for(std::min<int64_t>(a.channels, 65535)), threads, smem, stream>>>(
+      a, m1, m2, log_n, split, sp, scale);
   return check_launch("cuda.sm80.fftconv_reg filter spectrum kernel");
 }
 
@@ -1280,9 +1871,18 @@ bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   const int64_t N = p.fft_size;
   if (N < (int64_t(1) << kMinLogN) || N > (int64_t(1) << kMaxLogN) || (N & (N - 1)) != 0)
     return false;
+  const int log_n = conv::log2_exact(N);
+  if (log_n >= 14) {
+    // The ring is optional there (u and the gates can be read from global memory); the
+    // spectrum kernel needs N / 4 points in shared memory at most.
+    if (static_cast<int64_t>(stage_smem(log_n)) + 1024 > caps.smem_per_block_optin ||
+        int64_t(sizeof(float2)) * (N / 4) > caps.smem_per_block_optin)
+      return false;
+    return p.seqlen <= N && p.filter_len > 0;
+  }
   const int narr = 1 + (p.pregate != nullptr ? 1 : 0) + (p.postgate != nullptr ? 1 : 0);
   const int64_t one_slot = int64_t(narr) * 2 * ((p.seqlen + 7) / 8 * 8) * 2;
-  if (static_cast<int64_t>(stage_smem(conv::log2_exact(N))) + one_slot > caps.smem_per_block_optin)
+  if (static_cast<int64_t>(stage_smem(log_n)) + one_slot > caps.smem_per_block_optin)
     return false;
   return p.seqlen <= N && p.filter_len > 0;
 }
@@ -1353,7 +1953,7 @@ fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
     if (p.filter_constant) {
       FK_RETURN_IF_ERROR(fftconv_cached_spectrum(
           *family, FFTConvSpectrumKey::of(p, device, 0), static_cast<size_t>(spec_bytes), stream,
-          [&](void* spec) { return compute_spectrum(a, log_n, spec, stream); }, &cached_spec));
+          [&](void* spec) { return compute_spectrum(a, log_n, optin, spec, stream); }, &cached_spec));
     }
   } else {
     void* t = nullptr;
@@ -1369,7 +1969,7 @@ fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
   } else {
     FK_RETURN_IF_ERROR(
         arena.alloc(static_cast<size_t>(spec_bytes), &spec, "fftconv_reg: filter spectrum"));
-    FK_RETURN_IF_ERROR(compute_spectrum(a, log_n, spec, stream));
+    FK_RETURN_IF_ERROR(compute_spectrum(a, log_n, optin, spec, stream));
   }
   a.spec = static_cast<const float4*>(spec);
   a.spec_scale = reinterpret_cast<const float*>(static_cast<const float2*>(spec) + p.channels * N);
