@@ -404,12 +404,35 @@ typedef struct fk_launch_t {
                                 aligned pieces); what does not fit, or everything when it is
                                 NULL, is allocated stream-ordered (cudaMallocAsync, freed on
                                 the same stream when the call returns), so a small or absent
-                                workspace is never an error. Most calls need none: on the GPU
-                                today the FFT convolutions (per-call spectrum and twiddles,
-                                intermediates above shared-memory sizes), the split-K GEMMs
-                                (fp32 partials) and the generic Monarch kernel (the
-                                intermediate) take scratch. fk_*_workspace_size() gives the
-                                size with which a call allocates nothing. */
+                                workspace is never an error. It must not overlap any tensor
+                                of the call (not checked by the C library: the results are
+                                then undefined; the Python package refuses it) nor be used by
+                                other work until the call's kernels have finished on the
+                                stream. Most calls need none: on the GPU today the split-K
+                                GEMMs (fp32 partial tiles and arrival counters), the FFT
+                                convolutions (a plan without FK_FFTCONV_FILTER_CONSTANT: each
+                                call's filter spectrum; the generic kernel above fft_size
+                                8192: its four-step intermediates) and the generic Monarch
+                                kernel (its intermediate) take scratch; the CPU backend never
+                                does. Plan tables (twiddles, cached spectra) are the plan's
+                                own memory, allocated by the call that first needs them.
+
+                                fk_*_workspace_size() (0.3.0) reports the bytes with which a
+                                call on the same arguments allocates no scratch: the sum of
+                                its buffers, each rounded up to 256 bytes, plus 255 so that
+                                any start address works; 0 when it takes none. The answer is
+                                for the variant fk_*_select_kernel() names, so it depends on
+                                the shapes, dtypes and strides, the data pointers' alignment
+                                (which can change the variant; the data are never read), the
+                                device, the context's kernel family, the plan's flags and the
+                                FLASHKIT_* tuning variables. Query once per shape and
+                                alignment, with the real tensors or with stand-ins of the same
+                                alignment (a TensorRT plugin's getWorkspaceSize has no data
+                                pointers: 256-byte aligned dummies give the size for aligned
+                                tensors). Varlen attention without max_seqlen_q/k reads
+                                cu_seqlens back in the query as in the call (a synchronising
+                                copy on the default stream). One workspace shared by several
+                                calls must hold the largest of their sizes. */
   uint64_t workspace_bytes;/**< Size of `workspace` in bytes. */
 } fk_launch_t;
 
@@ -585,15 +608,8 @@ FK_API fk_status_t fk_attention_select_kernel(const fk_context_t* context,
  * @brief Workspace bytes that fk_attention_forward() on these arguments needs so that it
  *        allocates nothing; today every attention variant reports 0.
  *
- * The size is for the kernel variant that fk_attention_select_kernel() names for the same arguments
- * on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the
- * call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count
- * includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch.
- * Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). The size
- * depends only on the arguments' shapes, dtypes, strides and alignment, the device and the
- * context's kernel family (TensorRT plugins and ONNX Runtime kernels that must declare scratch up
- * front: query once per shape). Added in 0.3.0. Validates like fk_attention_forward() (same
- * statuses) and runs nothing.
+ * fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0.
+ * Validates like fk_attention_forward() (same statuses) and runs nothing.
  * @param context, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse As for
  *        fk_attention_forward().
  * @param[out] workspace_bytes Receives the size on success.
@@ -708,17 +724,10 @@ FK_API fk_status_t fk_gemm_select_kernel(const fk_context_t* context,
 /**
  * @brief Workspace bytes that fk_gemm() on these arguments needs so that it allocates
  *        nothing: nonzero for split-K schedules (decode-sized M with a long K: fp32 partial
- *        tiles, `splits x M x N x 4` bytes or so, and arrival counters).
+ *        tiles, whole tiles per split, and on the sm90 kernel one arrival counter per tile).
  *
- * The size is for the kernel variant that fk_gemm_select_kernel() names for the same arguments on
- * this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the
- * call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count
- * includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch.
- * Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). The size
- * depends only on the arguments' shapes, dtypes, strides and alignment, the device and the
- * context's kernel family (TensorRT plugins and ONNX Runtime kernels that must declare scratch up
- * front: query once per shape). Added in 0.3.0. Validates like fk_gemm() (same statuses) and runs
- * nothing.
+ * fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0.
+ * Validates like fk_gemm() (same statuses) and runs nothing.
  * @param context, params, a, b, c, bias, d As for fk_gemm().
  * @param[out] workspace_bytes Receives the size on success.
  * @return As fk_gemm(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
@@ -784,12 +793,8 @@ FK_API fk_status_t fk_gemm_scaled_select_kernel(const fk_context_t* context,
  * @brief Workspace bytes that fk_gemm_scaled() on these arguments needs so that it allocates
  *        nothing (as fk_gemm_workspace_size()).
  *
- * The size is for the kernel variant that fk_gemm_scaled_select_kernel() names for the same
- * arguments on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any
- * address, the call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it;
- * the count includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no
- * scratch. Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered).
- * Added in 0.3.0. Validates like fk_gemm_scaled() (same statuses) and runs nothing.
+ * fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0.
+ * Validates like fk_gemm_scaled() (same statuses) and runs nothing.
  * @param context, params, a, b, scale_a, scale_b, c, bias, d As for fk_gemm_scaled().
  * @param[out] workspace_bytes Receives the size on success.
  * @return As fk_gemm_scaled(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
@@ -888,12 +893,8 @@ FK_API fk_status_t fk_monarch_select_kernel(const fk_context_t* context,
  *        nothing: nonzero only on the generic CUDA kernel (its fp32 intermediate,
  *        `tokens x nblocks1 * q x 4` bytes).
  *
- * The size is for the kernel variant that fk_monarch_select_kernel() names for the same arguments
- * on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the
- * call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count
- * includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch.
- * Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). Added in
- * 0.3.0. Validates like fk_monarch() (same statuses) and runs nothing.
+ * fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0.
+ * Validates like fk_monarch() (same statuses) and runs nothing.
  * @param context, params, x, w1, w2, bias, out As for fk_monarch().
  * @param[out] workspace_bytes Receives the size on success.
  * @return As fk_monarch(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
@@ -936,12 +937,8 @@ FK_API fk_status_t fk_blockdiag_linear_select_kernel(const fk_context_t* context
  * @brief Workspace bytes that fk_blockdiag_linear() on these arguments needs so that it
  *        allocates nothing; today every variant reports 0.
  *
- * The size is for the kernel variant that fk_blockdiag_linear_select_kernel() names for the same
- * arguments on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any
- * address, the call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it;
- * the count includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no
- * scratch. Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered).
- * Added in 0.3.0. Validates like fk_blockdiag_linear() (same statuses) and runs nothing.
+ * fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0.
+ * Validates like fk_blockdiag_linear() (same statuses) and runs nothing.
  * @param context, params, x, w, bias, out As for fk_blockdiag_linear().
  * @param[out] workspace_bytes Receives the size on success.
  * @return As fk_blockdiag_linear(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
@@ -996,7 +993,13 @@ typedef enum fk_fftconv_mode_t {
 } fk_fftconv_mode_t;
 
 /** @brief The filter's values do not change between calls: the plan may cache its spectrum,
- *         keyed on the filter's data pointer, shape and strides. */
+ *         keyed on the filter's data pointer, shape and strides.
+ *
+ *  The address stands for the values: a filter whose memory is reused for other values (a
+ *  temporary freed and reallocated, a buffer refilled in place, an implicit filter generated
+ *  per forward pass) gets the spectrum of the earlier values, silently. A plan caches one
+ *  filter's spectrum at a time: a plan fed several filters in turn recomputes on each change
+ *  (and, under CUDA graph capture, refuses), so use one plan per persistent filter (per layer). */
 #define FK_FFTCONV_FILTER_CONSTANT 1u
 
 /** @brief Plan options. Fill with fk_fftconv_plan_options_init(). */
@@ -1092,15 +1095,13 @@ FK_API fk_status_t fk_fftconv_select_kernel(const fk_fftconv_plan_t* plan, const
  *        allocates nothing: on the CUDA backend, a plan without FK_FFTCONV_FILTER_CONSTANT
  *        computes the filter spectrum into scratch on every call (about `channels x fft_size
  *        x 8` bytes), and fft_size above 8192 on the generic kernel adds its four-step
- *        intermediates (up to 256 MiB); a constant filter's spectrum and the twiddles are
- *        the plan's own memory, not workspace.
+ *        intermediates (up to 256 MiB); a constant filter's spectrum (up to 1 GiB of spectra;
+ *        beyond that the generic kernel computes them per call in chunks, in scratch) and
+ *        the twiddles are the plan's own memory, allocated by the call that first needs
+ *        them, not workspace. The context is the plan's.
  *
- * The size is for the kernel variant that fk_fftconv_select_kernel() names for the same arguments
- * on this context: with a `fk_launch_t::workspace` of at least this many bytes, at any address, the
- * call allocates nothing (every scratch buffer takes a 256-byte-aligned piece of it; the count
- * includes up to 255 bytes for aligning the workspace's start). 0 means the call takes no scratch.
- * Smaller workspaces stay valid: the call allocates what does not fit (stream-ordered). Added in
- * 0.3.0. Validates like fk_fftconv_forward() (same statuses) and runs nothing.
+ * fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0.
+ * Validates like fk_fftconv_forward() (same statuses) and runs nothing.
  * @param plan, u, k, D, pregate, postgate, y As for fk_fftconv_forward().
  * @param[out] workspace_bytes Receives the size on success.
  * @return As fk_fftconv_forward(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.

@@ -268,3 +268,40 @@ def test_fftconv_filter_constant(rng):
         ref.assert_close(conv(u, k), ref.fftconv(u, k), "float32")
     assert "filter_constant=True" in repr(conv)
     _invalid("filter_constant: ", flashkit.FFTConv, 50, filter_constant="yes")
+
+
+def test_workspace_reaches_the_launch(rng, monkeypatch):
+    """workspace= becomes fk_launch_t::workspace / workspace_bytes (its data pointer plus byte
+    offset, its size in bytes), and an empty one leaves the launch without a workspace."""
+    seen = []
+    real = capi.fk_gemm
+
+    def spy(ctx, launch, *args):
+        seen.append(None if launch is None else (launch.workspace, launch.workspace_bytes))
+        return real(ctx, launch, *args)
+
+    monkeypatch.setattr(capi, "fk_gemm", spy)
+    a = ref.randn(rng, (4, 4))
+    big = np.empty(1000, np.uint8)
+    ws = big[24:24 + 640].view(np.float32)            # 160 floats at a byte offset of 24
+    flashkit.gemm(a, a, workspace=ws)
+    assert seen[-1] == (big.ctypes.data + 24, 640)
+    flashkit.gemm(a, a, workspace=np.empty(0, np.float32))
+    assert seen[-1] in (None, (None, 0), (0, 0))
+    flashkit.gemm(a, a)
+    assert seen[-1] is None or seen[-1][1] == 0
+
+
+def test_workspace_must_not_overlap_the_call_tensors(rng):
+    """A workspace overlapping an input or the output is refused, naming that tensor, before
+    anything runs; a disjoint view of the same buffer is fine."""
+    buf = np.zeros(64, np.float32)
+    a = buf[:16].reshape(4, 4)
+    a[:] = ref.randn(rng, (4, 4))
+    out = np.full((4, 4), np.nan, np.float32)
+    e = _invalid("workspace: ", flashkit.gemm, a, a, out=out, workspace=buf[8:40])
+    assert "overlaps a" in str(e)
+    e = _invalid("workspace: ", flashkit.gemm, a, a, out=out, workspace=out.reshape(-1)[4:])
+    assert "overlaps out" in str(e)
+    assert np.isnan(out[:1]).all()
+    ref.assert_close(flashkit.gemm(a, a, out=out, workspace=buf[16:]), ref.gemm(a, a), "float32")

@@ -188,11 +188,15 @@ class Context:
         M, long K), FFT convolutions that recompute their filter's spectrum per call (and the
         generic kernel's four-step intermediates above fft_size 8192), the generic Monarch
         kernel. A workspace of this size, at any address, covers the call; a smaller one is
-        still valid (the rest is allocated). Validates exactly like the call (same
-        exceptions) and runs nothing.
+        still valid (the rest is allocated); one workspace shared by several calls needs the
+        largest of their sizes. Validates exactly like the call (same exceptions) and runs no
+        kernel; without ``out=`` it allocates a temporary output for that validation, as
+        :meth:`select_kernel` does.
 
         Args:
-            op, *args, **kwargs: as for :meth:`select_kernel`.
+            op, *args, **kwargs: as for :meth:`select_kernel`. ``"fftconv"`` sizes a plan
+                without a constant filter; for an ``FFTConv(filter_constant=True)`` object use
+                its own ``workspace_size``.
         """
         impl = (_ops.WORKSPACE_SIZES.get(op) if _ops.in_choices(op, _ops.WORKSPACE_SIZES)
                 else None)

@@ -516,7 +516,7 @@ def _torch_dtypes(torch):
     global _TORCH_DTYPES
     if _TORCH_DTYPES is None:
         table = {torch.float32: float32, torch.float16: float16, torch.bfloat16: bfloat16,
-                 torch.int32: int32}
+                 torch.int32: int32, torch.uint8: dtype_from_code(kDLUInt, 8)}  # uint8: workspaces
         for attr, code in (("float8_e4m3fn", kDLFloat8_e4m3fn), ("float8_e5m2", kDLFloat8_e5m2)):
             if hasattr(torch, attr):
                 table[getattr(torch, attr)] = dtype_from_code(code, 8)

@@ -199,6 +199,7 @@ class _Call:
             ctx = _context().context_for(device_type, device_id)
         self.ctx = ctx
         self.launch = _launch_for(self.stream) if self.stream else None
+        self.ws_range = None  # [start, end) of a workspace= array, for the overlap check
 
     def use_workspace(self, workspace):
         """Points this call's fk_launch_t at ``workspace`` (fk_launch_t::workspace): any
@@ -211,9 +212,10 @@ class _Call:
         if ref.readonly:
             raise _errors.InvalidArgumentError(
                 "workspace: the array is read-only (the call writes scratch data into it)", 100)
-        here = (ref.device_type, ref.device_id) if ref.is_cuda else (ref.device_type, 0)
-        want = ((self.primary.device_type, self.primary.device_id) if self.primary.is_cuda
-                else (self.primary.device_type, 0))
+        # CUDA device memory and managed memory are both "cuda:N"; host memory (pageable or
+        # pinned) is "cpu": what the library itself accepts together.
+        here = (True, ref.device_id) if ref.is_cuda else (False, 0)
+        want = (True, self.primary.device_id) if self.primary.is_cuda else (False, 0)
         if here != want:
             raise _errors.InvalidArgumentError(
                 f"workspace: on {ref.device_str()}, but the call runs on "
@@ -231,8 +233,23 @@ class _Call:
         if nbytes:
             launch.workspace = ref.data + ref.byte_offset
             launch.workspace_bytes = nbytes
+            self.ws_range = (launch.workspace, launch.workspace + nbytes)
         self.keep.append(ref)
         self.launch = launch
+
+    def _check_workspace_overlap(self, refs):
+        """A workspace that overlaps a tensor of the call would have the call's scratch
+        overwrite it (the C library does not check): refused, naming the tensor."""
+        lo, hi = self.ws_range
+        for ref in refs:
+            if ref is None or not ref.data or 0 in ref.shape:
+                continue
+            start = ref.data + ref.byte_offset
+            span = sum((n - 1) * st for n, st in zip(ref.shape, ref.strides)) + 1
+            end = start + span * ref.dtype.itemsize
+            if start < hi and lo < end:
+                raise _errors.InvalidArgumentError(
+                    f"workspace: overlaps {ref.name} (the call writes scratch data into it)", 100)
 
     def output(self, name, user_obj, shape, dtype):
         """(object returned to the caller, its TensorRef): ``user_obj`` (out=) or a new array in
@@ -248,7 +265,10 @@ class _Call:
         return obj, ref
 
     def addrs(self, refs):
-        """The DLTensor addresses of ``refs`` (None for None), valid until finish()."""
+        """The DLTensor addresses of ``refs`` (None for None), valid until finish(); first
+        checks that a workspace overlaps none of them."""
+        if self.ws_range is not None:
+            self._check_workspace_overlap(refs)
         return _dlpack.pack_descriptors(refs, self.keep)
 
     def run(self, select, select_fn, run_fn, params, *args):
@@ -356,10 +376,10 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
     params = _cached_params(("attention", scale_key, _zero_sign(softmax_scale), causal, left,
                              right, softcap, _zero_sign(softcap)) + tuple(maxima), make)
 
+    call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
     lse_obj, lser = (call.output("lse", None, lse_shape, float32) if return_lse
                      else (None, None))
-    call.use_workspace(workspace)
     args = call.addrs((qr, kr, vr, cq, ck, outr, lser))
     name = call.run(_select, capi.fk_attention_select_kernel, capi.fk_attention_forward,
                     params, *args)
@@ -428,8 +448,8 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
     call = _Call(ctx, [("a", a), ("b", b), ("c", c), ("bias", bias)], required=2)
     ar, br, cr, biasr = call.refs
     shape, params = _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation)
+    call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, shape, cr.dtype if cr is not None else ar.dtype)
-    call.use_workspace(workspace)
     args = call.addrs((ar, br, cr, biasr, outr))
     name = call.run(_select, capi.fk_gemm_select_kernel, capi.fk_gemm, params, *args)
     return name if _select else out_obj
@@ -450,8 +470,8 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
         result_dtype = ar.dtype
     else:
         result_dtype = _dlpack.bfloat16  # fp8 inputs: bf16 result, as torch._scaled_mm's usual
+    call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, shape, result_dtype)
-    call.use_workspace(workspace)
     args = call.addrs((ar, br, sar, sbr, cr, biasr, outr))
     name = call.run(_select, capi.fk_gemm_scaled_select_kernel, capi.fk_gemm_scaled, params,
                     *args)
@@ -484,9 +504,9 @@ def monarch(ctx, x, w1, w2, out=None, *, bias=None, workspace=None, _select=Fals
     if xr.ndim < 1:
         _expect_rank(xr, (2,), "(tokens, n)")
     n_out = w2r.shape[0] * w2r.shape[1]
+    call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, xr.shape[:-1] + (n_out,), xr.dtype)
     _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks2 * s,)")
-    call.use_workspace(workspace)
     args = call.addrs((xr.flatten_leading(1), w1r, w2r, biasr,
                                    outr.flatten_leading(1)))
     name = call.run(_select, capi.fk_monarch_select_kernel, capi.fk_monarch,
@@ -501,9 +521,9 @@ def blockdiag_linear(ctx, x, w, out=None, *, bias=None, workspace=None, _select=
     if xr.ndim < 1:
         _expect_rank(xr, (2,), "(tokens, nblocks * p)")
     n_out = wr.shape[0] * wr.shape[1]
+    call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, xr.shape[:-1] + (n_out,), xr.dtype)
     _expect_out_shape(outr, xr.shape[:-1] + (n_out,), "x.shape[:-1] + (nblocks * q,)")
-    call.use_workspace(workspace)
     args = call.addrs((xr.flatten_leading(1), wr, biasr, outr.flatten_leading(1)))
     name = call.run(_select, capi.fk_blockdiag_linear_select_kernel, capi.fk_blockdiag_linear,
                     _monarch_params(), *args)
@@ -543,7 +563,12 @@ class FFTConv:
             shape and strides, instead of recomputing it on every call (measured on the H200:
             +0.05 ms per call at L 1K, +0.24 ms at L 4K for 768 channels). Right for inference
             with fixed weights; leave it False when the filter is updated in place (training).
-            Default False.
+            The filter's address stands for its values: a temporary filter (freed and
+            reallocated), a buffer refilled in place or a filter generated per forward pass
+            silently gets the spectrum of earlier values. A plan holds one filter's spectrum
+            at a time, so use one FFTConv object per layer with a persistent filter tensor
+            (several filters in turn through one object recompute on every change, and under
+            CUDA graph capture raise NotSupportedError). Default False.
 
     Calling it, ``conv(u, k, D=None, pregate=None, postgate=None, *, out=None,
     workspace=None)``:
@@ -618,8 +643,8 @@ class FFTConv:
         ur, kr, dr, prer, postr = call.refs
         _expect_rank(ur, (3,), "(batch, channels, seqlen)")
         _expect_rank(kr, (2,), "(channels, filter_len)")
+        call.use_workspace(workspace)  # checked before any output is allocated
         out_obj, outr = call.output("out", out, ur.shape, self.dtype or ur.dtype)
-        call.use_workspace(workspace)
         args = call.addrs((ur, kr, dr, prer, postr, outr))
         if call.ctx.closed:
             self._plan(call.ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
@@ -650,9 +675,11 @@ class FFTConv:
 
     def workspace_size(self, u, k, D=None, pregate=None, postgate=None, *, out=None,
                        context=None):
-        """Bytes of ``workspace=`` with which a call with these arguments allocates nothing
-        (fk_fftconv_workspace_size: on the GPU, the per-call filter spectrum, and the four-step
-        intermediates above fft_size 8192 on the generic kernel; 0 on the CPU)."""
+        """Bytes of ``workspace=`` with which a call with these arguments allocates no
+        scratch (fk_fftconv_workspace_size: on the GPU, the per-call filter spectrum of a plan
+        without ``filter_constant``, and the four-step intermediates above fft_size 8192 on
+        the generic kernel; 0 on the CPU). Without ``out=`` a temporary output is allocated
+        for the validation."""
         return self._run(context, u, k, D, pregate, postgate, out, "workspace")
 
     def resolved_fft_size(self, channels, filter_len=None, context=None):

@@ -11,9 +11,8 @@
 //!   [`ErrorCategory`]) and exactly the message `fk_get_last_error_message()` gave.
 //! - Operations: [`attention`], [`gemm`], [`monarch`], [`blockdiag_linear`] and
 //!   [`FFTConvPlan::forward`]; each has a `*_select_kernel` twin naming the kernel variant that
-//!   would run. [`gemm_workspace_size`], [`monarch_workspace_size`] and
-//!   [`FFTConvPlan::workspace_size`] give the [`Launch`] workspace with which a call allocates
-//!   nothing (attention and blockdiag_linear take no scratch).
+//!   would run, and a `*_workspace_size` twin ([`FFTConvPlan::workspace_size`]) giving the
+//!   [`Launch`] workspace with which the call allocates nothing.
 //!
 //! ```
 //! use flashkit::{attention, AttentionParams, Context, Tensor, TensorMut};
@@ -48,10 +47,11 @@ pub use context::{Backend, Context, ContextInfo, ContextOptions, KernelFamily, L
 pub use error::{Error, ErrorCategory, Result, Status};
 pub use fftconv::{FFTConvMode, FFTConvOptions, FFTConvPlan};
 pub use ops::{
-    attention, attention_select_kernel, blockdiag_linear, blockdiag_linear_select_kernel, gemm,
-    gemm_scaled, gemm_scaled_select_kernel, gemm_select_kernel, gemm_workspace_size, monarch,
-    monarch_select_kernel, monarch_workspace_size, Activation, AttentionParams, GemmParams,
-    VarLen,
+    attention, attention_select_kernel, attention_workspace_size, blockdiag_linear,
+    blockdiag_linear_select_kernel, blockdiag_linear_workspace_size, gemm, gemm_scaled,
+    gemm_scaled_select_kernel, gemm_scaled_workspace_size, gemm_select_kernel,
+    gemm_workspace_size, monarch, monarch_select_kernel, monarch_workspace_size, Activation,
+    AttentionParams, GemmParams, VarLen,
 };
 pub use tensor::{DType, Device, Element, Tensor, TensorMut};
 

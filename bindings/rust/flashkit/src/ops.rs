@@ -182,6 +182,43 @@ pub fn attention_select_kernel(
     Ok(static_str(name))
 }
 
+/// Workspace bytes with which [`attention`] on these arguments allocates nothing
+/// (`fk_attention_workspace_size`; every variant takes none today); validates like it.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_workspace_size(
+    context: &Context,
+    params: &AttentionParams,
+    q: &Tensor<'_>,
+    k: &Tensor<'_>,
+    v: &Tensor<'_>,
+    varlen: Option<VarLen<'_, '_>>,
+    out: &TensorMut<'_>,
+    lse: Option<&TensorMut<'_>>,
+) -> Result<u64> {
+    let p = params.to_raw()?;
+    let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
+    let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
+    let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());
+    let lse = lse.map(|t| t.as_dlpack());
+    let mut bytes: u64 = 0;
+    // SAFETY: as in `attention`; nothing is written but `bytes`.
+    check(unsafe {
+        sys::fk_attention_workspace_size(
+            context.as_raw(),
+            &p,
+            &q,
+            &k,
+            &v,
+            opt_ptr(&cu_q),
+            opt_ptr(&cu_k),
+            &o,
+            opt_ptr(&lse),
+            &mut bytes,
+        )
+    })?;
+    Ok(bytes)
+}
+
 /// Elementwise activation applied last in a GEMM epilogue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Activation {
@@ -457,6 +494,43 @@ pub fn gemm_scaled_select_kernel(
     Ok(static_str(name))
 }
 
+/// Workspace bytes with which [`gemm_scaled`] on these arguments allocates nothing
+/// (`fk_gemm_scaled_workspace_size`, as [`gemm_workspace_size`]); validates like it.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_scaled_workspace_size(
+    context: &Context,
+    params: &GemmParams,
+    a: &Tensor<'_>,
+    b: &Tensor<'_>,
+    scale_a: Option<&Tensor<'_>>,
+    scale_b: Option<&Tensor<'_>>,
+    c: Option<&Tensor<'_>>,
+    bias: Option<&Tensor<'_>>,
+    d: &TensorMut<'_>,
+) -> Result<u64> {
+    let p = params.to_raw();
+    let (a, b, dd) = (a.as_dlpack(), b.as_dlpack(), d.as_dlpack());
+    let (sa, sb) = (scale_a.map(|t| t.as_dlpack()), scale_b.map(|t| t.as_dlpack()));
+    let (c, bias) = (c.map(|t| t.as_dlpack()), bias.map(|t| t.as_dlpack()));
+    let mut bytes: u64 = 0;
+    // SAFETY: see `attention`; nothing is written but `bytes`.
+    check(unsafe {
+        sys::fk_gemm_scaled_workspace_size(
+            context.as_raw(),
+            &p,
+            &a,
+            &b,
+            opt_ptr(&sa),
+            opt_ptr(&sb),
+            opt_ptr(&c),
+            opt_ptr(&bias),
+            &dd,
+            &mut bytes,
+        )
+    })?;
+    Ok(bytes)
+}
+
 fn raw_monarch_params() -> sys::fk_monarch_params_t {
     // SAFETY: plain-old-data; the init function fills every field.
     let mut raw: sys::fk_monarch_params_t = unsafe { std::mem::zeroed() };
@@ -617,4 +691,32 @@ pub fn blockdiag_linear_select_kernel(
         )
     })?;
     Ok(static_str(name))
+}
+
+/// Workspace bytes with which [`blockdiag_linear`] on these arguments allocates nothing
+/// (`fk_blockdiag_linear_workspace_size`; every variant takes none today); validates like it.
+pub fn blockdiag_linear_workspace_size(
+    context: &Context,
+    x: &Tensor<'_>,
+    w: &Tensor<'_>,
+    bias: Option<&Tensor<'_>>,
+    out: &TensorMut<'_>,
+) -> Result<u64> {
+    let p = raw_monarch_params();
+    let (x, w, o) = (x.as_dlpack(), w.as_dlpack(), out.as_dlpack());
+    let bias = bias.map(|t| t.as_dlpack());
+    let mut bytes: u64 = 0;
+    // SAFETY: see `attention`; nothing is written but `bytes`.
+    check(unsafe {
+        sys::fk_blockdiag_linear_workspace_size(
+            context.as_raw(),
+            &p,
+            &x,
+            &w,
+            opt_ptr(&bias),
+            &o,
+            &mut bytes,
+        )
+    })?;
+    Ok(bytes)
 }

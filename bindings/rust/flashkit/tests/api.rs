@@ -466,6 +466,18 @@ fn gemm_scaled_fp8_matches_f64() {
         let af = vec![0.25f32; m * k];
         let aft = Tensor::new(&af, &[m as i64, k as i64]).unwrap();
         assert_eq!(flashkit::gemm_workspace_size(&ctx, &plain, &aft, &bft, None, None, &dt), Ok(0));
+        let sized = flashkit::gemm_scaled_workspace_size(
+            &ctx,
+            &params,
+            &at,
+            &bt,
+            Some(&sat),
+            Some(&sbt),
+            None,
+            None,
+            &dt,
+        );
+        assert_eq!(sized, Ok(0));
         gemm_scaled(&ctx, None, &params, &at, &bt, Some(&sat), Some(&sbt), None, None, &mut dt)
             .unwrap();
     }

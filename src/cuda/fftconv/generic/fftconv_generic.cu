@@ -346,48 +346,6 @@ fk_status_t compute_spectrum(const FftArgs& a, bool four_step, float2* spec, int
   return check_launch("cuda.generic.fftconv row kernel (filter)");
 }
 
-// Convolves every row pair of channels c0 .. c0 + count - 1 with spec (their spectra).
-fk_status_t run_convolution(const FftArgs& a, bool four_step, const float2* spec, int64_t c0,
-                            int64_t count, ScratchArena& arena, float2** ws, int64_t* ws_rows,
-                            cudaStream_t stream) {
-  if (!four_step) {
-    const size_t smem = sizeof(float2) << a.log_n;
-    FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(conv_fused_kernel), smem));
-    conv_fused_kernel<<<grid_for(count * a.pairs), block_threads(a.N / 2), smem, stream>>>(
-        a, spec, c0, count);
-    return check_launch("cuda.generic.fftconv fused kernel");
-  }
-  const size_t smem = sizeof(float2) << kLogSmemFFT;
-  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(columns_forward_kernel), smem));
-  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(rows_kernel), smem));
-  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(columns_inverse_kernel), smem));
-  const int64_t rows_total = count * a.pairs;
-  if (*ws == nullptr) {
-    // One workspace for all chunks of this call: stream order serialises its reuse.
-    const int64_t row_bytes = a.N * static_cast<int64_t>(sizeof(float2));
-    *ws_rows = std::max<int64_t>(1, std::min<int64_t>(rows_total, kRowBudget / row_bytes));
-    void* p = nullptr;
-    FK_RETURN_IF_ERROR(arena.alloc(static_cast<size_t>(*ws_rows * row_bytes), &p,
-                                   "fftconv: four-step workspace"));
-    *ws = static_cast<float2*>(p);
-  }
-  const int64_t tiles = int64_t(1) << (a.log_n2 - a.log_c);
-  for (int64_t r0 = 0; r0 < rows_total; r0 += *ws_rows) {
-    const int64_t rows = std::min<int64_t>(*ws_rows, rows_total - r0);
-    columns_forward_kernel<<<grid_for(rows * tiles), kThreads, smem, stream>>>(a, *ws, kSignal,
-                                                                               c0, r0, rows);
-    FK_RETURN_IF_ERROR(check_launch("cuda.generic.fftconv column kernel"));
-    rows_kernel<<<grid_for(rows << a.log_n1), kThreads, smem, stream>>>(a, *ws, spec, r0, rows);
-    FK_RETURN_IF_ERROR(check_launch("cuda.generic.fftconv row kernel"));
-    columns_inverse_kernel<<<grid_for(rows * tiles), kThreads, smem, stream>>>(a, *ws, c0, r0,
-                                                                               rows);
-    FK_RETURN_IF_ERROR(check_launch("cuda.generic.fftconv inverse column kernel"));
-  }
-  return FK_SUCCESS;
-}
-
-}  // namespace
-
 // Scratch sizes of fftconv(): per-call spectra (a chunk of channels), the four-step rows, and
 // the twiddles when there is no plan.
 struct GenericScratch {
@@ -414,6 +372,48 @@ static GenericScratch generic_scratch(const FFTConvProblem& p) {
   g.tw = p.state ? 0 : sizeof(float2) * uint64_t(std::max<int64_t>(1, N / 2));
   return g;
 }
+
+// Convolves every row pair of channels c0 .. c0 + count - 1 with spec (their spectra).
+fk_status_t run_convolution(const FftArgs& a, bool four_step, const float2* spec, int64_t c0,
+                            int64_t count, ScratchArena& arena, float2** ws, int64_t* ws_rows,
+                            cudaStream_t stream) {
+  if (!four_step) {
+    const size_t smem = sizeof(float2) << a.log_n;
+    FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(conv_fused_kernel), smem));
+    conv_fused_kernel<<<grid_for(count * a.pairs), block_threads(a.N / 2), smem, stream>>>(
+        a, spec, c0, count);
+    return check_launch("cuda.generic.fftconv fused kernel");
+  }
+  const size_t smem = sizeof(float2) << kLogSmemFFT;
+  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(columns_forward_kernel), smem));
+  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(rows_kernel), smem));
+  FK_RETURN_IF_ERROR(allow_smem(reinterpret_cast<const void*>(columns_inverse_kernel), smem));
+  const int64_t rows_total = count * a.pairs;
+  if (*ws == nullptr) {
+    // One workspace for all chunks of this call: stream order serialises its reuse. Its rows
+    // (*ws_rows) come from generic_scratch(), what fftconv_workspace() reports.
+    const int64_t row_bytes = a.N * static_cast<int64_t>(sizeof(float2));
+    void* p = nullptr;
+    FK_RETURN_IF_ERROR(arena.alloc(static_cast<size_t>(*ws_rows * row_bytes), &p,
+                                   "fftconv: four-step workspace"));
+    *ws = static_cast<float2*>(p);
+  }
+  const int64_t tiles = int64_t(1) << (a.log_n2 - a.log_c);
+  for (int64_t r0 = 0; r0 < rows_total; r0 += *ws_rows) {
+    const int64_t rows = std::min<int64_t>(*ws_rows, rows_total - r0);
+    columns_forward_kernel<<<grid_for(rows * tiles), kThreads, smem, stream>>>(a, *ws, kSignal,
+                                                                               c0, r0, rows);
+    FK_RETURN_IF_ERROR(check_launch("cuda.generic.fftconv column kernel"));
+    rows_kernel<<<grid_for(rows << a.log_n1), kThreads, smem, stream>>>(a, *ws, spec, r0, rows);
+    FK_RETURN_IF_ERROR(check_launch("cuda.generic.fftconv row kernel"));
+    columns_inverse_kernel<<<grid_for(rows * tiles), kThreads, smem, stream>>>(a, *ws, c0, r0,
+                                                                               rows);
+    FK_RETURN_IF_ERROR(check_launch("cuda.generic.fftconv inverse column kernel"));
+  }
+  return FK_SUCCESS;
+}
+
+}  // namespace
 
 uint64_t fftconv_workspace(const DeviceCaps&, const FFTConvProblem& p) {
   if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return 0;
@@ -479,17 +479,17 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
     FK_RETURN_IF_ERROR(launch_twiddles(static_cast<float2*>(tw), N, stream));
   }
 
+  const GenericScratch sc = generic_scratch(p);  // what fftconv_workspace() reports
   float2* ws = nullptr;
-  int64_t ws_rows = 0;
+  int64_t ws_rows = sc.rows > 0 ? int64_t(sc.rows) / (N * int64_t(sizeof(float2))) : 0;
   if (cached_spec) {
     return run_convolution(a, four_step, static_cast<const float2*>(cached_spec->data), 0,
                            p.channels, arena, &ws, &ws_rows, stream);
   }
   // Spectra per chunk of channels, in scratch memory reused (in stream order) by every chunk.
-  const int64_t chunk =
-      std::max<int64_t>(1, std::min<int64_t>(p.channels, kSpectrumBudget / spec_row_bytes));
+  const int64_t chunk = sc.spec_chunk;
   void* spec = nullptr;
-  FK_RETURN_IF_ERROR(arena.alloc(static_cast<size_t>(chunk * spec_row_bytes), &spec,
+  FK_RETURN_IF_ERROR(arena.alloc(static_cast<size_t>(sc.spec), &spec,
                                  "fftconv: filter spectrum"));
   for (int64_t c0 = 0; c0 < p.channels; c0 += chunk) {
     const int64_t count = std::min<int64_t>(chunk, p.channels - c0);
