@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "api/run_op.h"
@@ -72,6 +74,40 @@ fk_status_t check_cu_seqlens(const fk_context_t* ctx, const fk_launch_t& launch,
   }
   *max_len = mx;
   return FK_SUCCESS;
+}
+
+// GQA decode, one query per sequence (batched form): the group's query heads become the rows of
+// one tile, FlashAttention's swap of seqlen_q and the group size (flash_api.cpp,
+// "seqlenq_ngroups_swapped"). Each key/value head is then read once per sequence instead of once
+// per query head, and a tile holds `group` useful rows instead of one. Exact: with one query the
+// bottom-right causal mask and a left window reaching key 0 hide nothing, so the packed rows (all
+// the same position) need no mask. Only a rewrite of strides: q (batch, 1, nheads, d) read as
+// (batch, group, nheads_k, d), row stride = the head stride, head stride = group x it; out and lse
+// likewise (lse only when its heads are contiguous, as its rows must be). CUDA backend only (the
+// CPU kernel already shares each K/V tile across its group). FLASHKIT_ATTENTION_GQA_PACK=0
+// (diagnostic) turns it off.
+void pack_gqa_decode(const fk_context_t* ctx, AttentionProblem* p) {
+  if (ctx->backend != FK_BACKEND_CUDA || p->varlen || p->seqlen_q != 1 || p->seqlen_k < 1 ||
+      p->nheads_k < 1 || p->nheads <= p->nheads_k || p->nheads % p->nheads_k != 0)
+    return;
+  if (p->window_left >= 0 && p->window_left < p->seqlen_k - 1) return;  // the window hides keys
+  if (p->lse != nullptr && p->lse_head_stride != 1) return;
+  if (const char* env = std::getenv("FLASHKIT_ATTENTION_GQA_PACK"); env && std::strcmp(env, "0") == 0)
+    return;
+  const int64_t group = p->nheads / p->nheads_k;
+  p->seqlen_q = group;
+  p->total_q = p->batch * group;
+  p->nheads = p->nheads_k;
+  p->q_row_stride = p->q_head_stride;
+  p->q_head_stride *= group;
+  p->o_row_stride = p->o_head_stride;
+  p->o_head_stride *= group;
+  if (p->lse != nullptr) {
+    p->lse_row_stride = 1;  // = the original head stride
+    p->lse_head_stride = group;
+  }
+  p->causal = false;
+  p->window_left = p->window_right = -1;
 }
 
 fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
@@ -302,6 +338,7 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   }
   // Nothing to compute when there are no output rows (batch, seqlen_q or nheads is 0).
   *empty = (p->total_q == 0 || nheads == 0 || p->batch == 0);
+  if (!*empty) pack_gqa_decode(ctx, p);
   return FK_SUCCESS;
 }
 

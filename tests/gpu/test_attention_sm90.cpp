@@ -243,4 +243,37 @@ TEST_CASE("sm90 attention: declined problems reach the sm80-class kernel",
   run_case(autoc, s, 7404);
 }
 
+// GQA decode (one query per sequence): the API packs the group's query heads into the rows of
+// one tile (attention_api.cpp, pack_gqa_decode). Every layout it rewrites (MQA, groups of 2, 4
+// and 8, lse on and off) and every mask it accepts (causal, a left window reaching key 0,
+// softcap), plus a window that hides keys (not packed), on the sm90 kernel and on the forced
+// sm80-class kernel, against the float64 reference.
+TEST_CASE("attention: GQA decode, query heads packed into one tile (sm90 and sm80)",
+          "[gpu][attention][sm90][decode]") {
+  struct Fam {
+    fk_kernel_family_t family;
+    const char* variant;
+  } fams[] = {{FK_KERNEL_FAMILY_SM90, kSm90}, {FK_KERNEL_FAMILY_SM80, "cuda.sm80.attention"}};
+  int i = 0;
+  for (const Fam& f : fams) {
+    if (f.family == FK_KERNEL_FAMILY_SM90 && !have_sm90()) continue;
+    const fk_context_t* ctx = context_for(f.family);
+    for (int64_t sk : {1, 77, 1000, 4100})
+      for (auto heads : {std::pair<int64_t, int64_t>{8, 1}, {8, 2}, {32, 8}, {6, 3}})
+        for (int64_t d : {64, 128}) {
+          Case c = batched(3, 1, sk, heads.first, heads.second, d, (i % 2) ? DT::BF16 : DT::F16);
+          c.expect_variant = f.variant;
+          c.with_lse = i % 3 != 2;
+          switch (i % 5) {
+            case 0: break;
+            case 1: c.pr.causal = true; break;
+            case 2: c.pr.wl = sk + 3; c.pr.wr = 0; c.pr.softcap = 20.0; break;
+            case 3: c.pr.wl = sk > 40 ? 31 : -1; c.pr.causal = true; break;  // 31: not packed
+            case 4: c.pr.softcap = 5.0; c.pr.scale = 0.3; break;
+          }
+          run_case(ctx, c, 91000 + uint64_t(i++));
+        }
+  }
+}
+
 #endif  // FLASHKIT_TEST_WITH_CUDA
