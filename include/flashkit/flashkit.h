@@ -405,10 +405,9 @@ typedef struct fk_launch_t {
                                 NULL, is allocated stream-ordered (cudaMallocAsync, freed on
                                 the same stream when the call returns), so a small or absent
                                 workspace is never an error. It must not overlap any tensor
-                                of the call (not checked by the C library: the results are
-                                then undefined; the Python package refuses it) nor be used by
-                                other work until the call's kernels have finished on the
-                                stream. Most calls need none: on the GPU today the split-K
+                                of the call (FK_ERROR_INVALID_ARGUMENT, "launch.workspace:
+                                overlaps <tensor>", outputs untouched) nor be used by other
+                                work until the call's kernels have finished on the stream. Most calls need none: on the GPU today the split-K
                                 GEMMs (fp32 partial tiles and arrival counters), the FFT
                                 convolutions (a plan without FK_FFTCONV_FILTER_CONSTANT: each
                                 call's filter spectrum; the generic kernel above fft_size

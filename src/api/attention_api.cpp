@@ -336,6 +336,11 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
                        {"cu_seqlens_q", cuq.valid ? &cuq.t : nullptr, false},
                        {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false}}));
   }
+  FK_RETURN_IF_ERROR(expect_workspace_disjoint(
+      launch, {{"q", &q, false}, {"k", &k, false}, {"v", &v, false},
+               {"cu_seqlens_q", cuq.valid ? &cuq.t : nullptr, false},
+               {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false}, {"out", &out, false},
+               {"lse", lse.valid ? &lse.t : nullptr, false}}));
   // Nothing to compute when there are no output rows (batch, seqlen_q or nheads is 0).
   *empty = (p->total_q == 0 || nheads == 0 || p->batch == 0);
   if (!*empty) pack_gqa_decode(ctx, p);

@@ -56,7 +56,8 @@ fk_status_t check_act(const char* name, const TensorView& t, const fk_fftconv_pl
   return FK_SUCCESS;
 }
 
-fk_status_t build_problem(const fk_fftconv_plan_t* plan, const DLTensor* u_, const DLTensor* k_,
+fk_status_t build_problem(const fk_fftconv_plan_t* plan, const fk_launch_t& launch,
+                          const DLTensor* u_, const DLTensor* k_,
                           const DLTensor* D_, const DLTensor* pre_, const DLTensor* post_,
                           const DLTensor* y_, FFTConvProblem* p, bool* empty) {
   if (!plan) return set_error(FK_ERROR_NULL_POINTER, "plan: NULL handle");
@@ -90,6 +91,10 @@ fk_status_t build_problem(const fk_fftconv_plan_t* plan, const DLTensor* u_, con
                                               {"D", D.valid ? &D.t : nullptr, false},
                                               {"pregate", pre.valid ? &pre.t : nullptr, false},
                                               {"postgate", post.valid ? &post.t : nullptr, false}}));
+  FK_RETURN_IF_ERROR(expect_workspace_disjoint(
+      launch, {{"u", &u, false}, {"k", &k, false}, {"D", D.valid ? &D.t : nullptr, false},
+               {"pregate", pre.valid ? &pre.t : nullptr, false},
+               {"postgate", post.valid ? &post.t : nullptr, false}, {"y", &y, false}}));
   p->device = u.device;
   p->dtype = plan->dtype;
   p->k_dtype = k.dtype;
@@ -245,8 +250,8 @@ fk_status_t fk_fftconv_forward(const fk_fftconv_plan_t* plan, const fk_launch_t*
   if (!plan) return set_error(FK_ERROR_NULL_POINTER, "plan: NULL handle");
   return run_op<FFTConvProblem>(
       "fftconv", plan->context, launch,
-      [&](const fk_launch_t&, FFTConvProblem* p, bool* empty) {
-        return build_problem(plan, u, k, D, pregate, postgate, y, p, empty);
+      [&](const fk_launch_t& l, FFTConvProblem* p, bool* empty) {
+        return build_problem(plan, l, u, k, D, pregate, postgate, y, p, empty);
       },
       select_fftconv);
 }
@@ -258,8 +263,8 @@ fk_status_t fk_fftconv_select_kernel(const fk_fftconv_plan_t* plan, const DLTens
   if (!plan) return set_error(FK_ERROR_NULL_POINTER, "plan: NULL handle");
   return name_op<FFTConvProblem>(
       "fftconv", plan->context, variant_name,
-      [&](const fk_launch_t&, FFTConvProblem* p, bool* empty) {
-        return build_problem(plan, u, k, D, pregate, postgate, y, p, empty);
+      [&](const fk_launch_t& l, FFTConvProblem* p, bool* empty) {
+        return build_problem(plan, l, u, k, D, pregate, postgate, y, p, empty);
       },
       select_fftconv);
 }
@@ -271,8 +276,8 @@ fk_status_t fk_fftconv_workspace_size(const fk_fftconv_plan_t* plan, const DLTen
   if (!plan) return set_error(FK_ERROR_NULL_POINTER, "plan: NULL handle");
   return size_op<FFTConvProblem>(
       "fftconv", plan->context, workspace_bytes,
-      [&](const fk_launch_t&, FFTConvProblem* p, bool* empty) {
-        return build_problem(plan, u, k, D, pregate, postgate, y, p, empty);
+      [&](const fk_launch_t& l, FFTConvProblem* p, bool* empty) {
+        return build_problem(plan, l, u, k, D, pregate, postgate, y, p, empty);
       },
       select_fftconv);
 }

@@ -74,10 +74,11 @@ fk_status_t load_scale(const fk_context_t* ctx, const char* name, const DLTensor
 
 // `scaled`: the fk_gemm_scaled form (fp8 a/b allowed, scales); otherwise scale_a_/scale_b_ are
 // ignored (NULL).
-fk_status_t build_problem(const fk_context_t* ctx, const fk_gemm_params_t* user,
-                          const DLTensor* a_, const DLTensor* b_, const DLTensor* scale_a_,
-                          const DLTensor* scale_b_, const DLTensor* c_, const DLTensor* bias_,
-                          const DLTensor* d_, bool scaled, GemmProblem* p, bool* empty) {
+fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
+                          const fk_gemm_params_t* user, const DLTensor* a_, const DLTensor* b_,
+                          const DLTensor* scale_a_, const DLTensor* scale_b_,
+                          const DLTensor* c_, const DLTensor* bias_, const DLTensor* d_,
+                          bool scaled, GemmProblem* p, bool* empty) {
   FK_RETURN_IF_ERROR(check_context(ctx));
   fk_gemm_params_t prm;
   fk_gemm_params_init(&prm);
@@ -202,6 +203,11 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_gemm_params_t* user,
                                               {"bias", bias.valid ? &bias.t : nullptr, false},
                                               {"scale_a", sa.valid ? &sa.t : nullptr, false},
                                               {"scale_b", sb.valid ? &sb.t : nullptr, false}}));
+  FK_RETURN_IF_ERROR(expect_workspace_disjoint(
+      launch, {{"a", &a, false}, {"b", &b, false}, {"c", c.valid ? &c.t : nullptr, false},
+               {"bias", bias.valid ? &bias.t : nullptr, false},
+               {"scale_a", sa.valid ? &sa.t : nullptr, false},
+               {"scale_b", sb.valid ? &sb.t : nullptr, false}, {"d", &d, false}}));
   p->device = d.device;
   p->ab_dtype = a.dtype;
   p->b_dtype = b.dtype;
@@ -245,8 +251,8 @@ fk_status_t fk_gemm(const fk_context_t* context, const fk_launch_t* launch,
                     const DLTensor* c, const DLTensor* bias, const DLTensor* d) {
   return run_op<GemmProblem>(
       "gemm", context, launch,
-      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
-        return build_problem(context, params, a, b, nullptr, nullptr, c, bias, d, false, p,
+      [&](const fk_launch_t& l, GemmProblem* p, bool* empty) {
+        return build_problem(context, l, params, a, b, nullptr, nullptr, c, bias, d, false, p,
                              empty);
       },
       select_gemm);
@@ -258,8 +264,8 @@ fk_status_t fk_gemm_select_kernel(const fk_context_t* context, const fk_gemm_par
                                   const char** variant_name) {
   return name_op<GemmProblem>(
       "gemm", context, variant_name,
-      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
-        return build_problem(context, params, a, b, nullptr, nullptr, c, bias, d, false, p,
+      [&](const fk_launch_t& l, GemmProblem* p, bool* empty) {
+        return build_problem(context, l, params, a, b, nullptr, nullptr, c, bias, d, false, p,
                              empty);
       },
       select_gemm);
@@ -271,8 +277,8 @@ fk_status_t fk_gemm_scaled(const fk_context_t* context, const fk_launch_t* launc
                            const DLTensor* bias, const DLTensor* d) {
   return run_op<GemmProblem>(
       "gemm_scaled", context, launch,
-      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
-        return build_problem(context, params, a, b, scale_a, scale_b, c, bias, d, true, p,
+      [&](const fk_launch_t& l, GemmProblem* p, bool* empty) {
+        return build_problem(context, l, params, a, b, scale_a, scale_b, c, bias, d, true, p,
                              empty);
       },
       select_gemm);
@@ -286,8 +292,8 @@ fk_status_t fk_gemm_scaled_select_kernel(const fk_context_t* context,
                                          const char** variant_name) {
   return name_op<GemmProblem>(
       "gemm_scaled", context, variant_name,
-      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
-        return build_problem(context, params, a, b, scale_a, scale_b, c, bias, d, true, p,
+      [&](const fk_launch_t& l, GemmProblem* p, bool* empty) {
+        return build_problem(context, l, params, a, b, scale_a, scale_b, c, bias, d, true, p,
                              empty);
       },
       select_gemm);
@@ -299,8 +305,8 @@ fk_status_t fk_gemm_workspace_size(const fk_context_t* context, const fk_gemm_pa
                                    uint64_t* workspace_bytes) {
   return size_op<GemmProblem>(
       "gemm", context, workspace_bytes,
-      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
-        return build_problem(context, params, a, b, nullptr, nullptr, c, bias, d, false, p,
+      [&](const fk_launch_t& l, GemmProblem* p, bool* empty) {
+        return build_problem(context, l, params, a, b, nullptr, nullptr, c, bias, d, false, p,
                              empty);
       },
       select_gemm);
@@ -314,8 +320,8 @@ fk_status_t fk_gemm_scaled_workspace_size(const fk_context_t* context,
                                           uint64_t* workspace_bytes) {
   return size_op<GemmProblem>(
       "gemm_scaled", context, workspace_bytes,
-      [&](const fk_launch_t&, GemmProblem* p, bool* empty) {
-        return build_problem(context, params, a, b, scale_a, scale_b, c, bias, d, true, p,
+      [&](const fk_launch_t& l, GemmProblem* p, bool* empty) {
+        return build_problem(context, l, params, a, b, scale_a, scale_b, c, bias, d, true, p,
                              empty);
       },
       select_gemm);

@@ -43,7 +43,8 @@ fk_status_t check_io(const TensorView& x, const TensorView& out, const OptTensor
   return FK_SUCCESS;
 }
 
-fk_status_t build_monarch(const fk_context_t* ctx, const fk_monarch_params_t* params,
+fk_status_t build_monarch(const fk_context_t* ctx, const fk_launch_t& launch,
+                          const fk_monarch_params_t* params,
                           const DLTensor* x_, const DLTensor* w1_, const DLTensor* w2_,
                           const DLTensor* bias_, const DLTensor* out_, MonarchProblem* p,
                           bool* empty) {
@@ -75,6 +76,9 @@ fk_status_t build_monarch(const fk_context_t* ctx, const fk_monarch_params_t* pa
   FK_RETURN_IF_ERROR(expect_disjoint("out", out, {{"x", &x, false}, {"w1", &w1, false},
                                                   {"w2", &w2, false},
                                                   {"bias", bias.valid ? &bias.t : nullptr, false}}));
+  FK_RETURN_IF_ERROR(expect_workspace_disjoint(
+      launch, {{"x", &x, false}, {"w1", &w1, false}, {"w2", &w2, false},
+               {"bias", bias.valid ? &bias.t : nullptr, false}, {"out", &out, false}}));
   p->device = x.device;
   p->dtype = x.dtype;
   p->bias_dtype = bias.valid ? bias.t.dtype : DType::F32;
@@ -96,7 +100,8 @@ fk_status_t build_monarch(const fk_context_t* ctx, const fk_monarch_params_t* pa
   return FK_SUCCESS;
 }
 
-fk_status_t build_blockdiag(const fk_context_t* ctx, const fk_monarch_params_t* params,
+fk_status_t build_blockdiag(const fk_context_t* ctx, const fk_launch_t& launch,
+                            const fk_monarch_params_t* params,
                             const DLTensor* x_, const DLTensor* w_, const DLTensor* bias_,
                             const DLTensor* out_, BlockdiagProblem* p, bool* empty) {
   FK_RETURN_IF_ERROR(check_context(ctx));
@@ -115,6 +120,9 @@ fk_status_t build_blockdiag(const fk_context_t* ctx, const fk_monarch_params_t* 
   FK_RETURN_IF_ERROR(expect_no_self_overlap("out", out));
   FK_RETURN_IF_ERROR(expect_disjoint("out", out, {{"x", &x, false}, {"w", &w, false},
                                                   {"bias", bias.valid ? &bias.t : nullptr, false}}));
+  FK_RETURN_IF_ERROR(expect_workspace_disjoint(
+      launch, {{"x", &x, false}, {"w", &w, false},
+               {"bias", bias.valid ? &bias.t : nullptr, false}, {"out", &out, false}}));
   p->device = x.device;
   p->dtype = x.dtype;
   p->bias_dtype = bias.valid ? bias.t.dtype : DType::F32;
@@ -148,8 +156,8 @@ fk_status_t fk_monarch(const fk_context_t* context, const fk_launch_t* launch,
                        const DLTensor* w2, const DLTensor* bias, const DLTensor* out) {
   return run_op<MonarchProblem>(
       "monarch", context, launch,
-      [&](const fk_launch_t&, MonarchProblem* p, bool* empty) {
-        return build_monarch(context, params, x, w1, w2, bias, out, p, empty);
+      [&](const fk_launch_t& l, MonarchProblem* p, bool* empty) {
+        return build_monarch(context, l, params, x, w1, w2, bias, out, p, empty);
       },
       select_monarch);
 }
@@ -161,8 +169,8 @@ fk_status_t fk_monarch_select_kernel(const fk_context_t* context,
                                      const char** variant_name) {
   return name_op<MonarchProblem>(
       "monarch", context, variant_name,
-      [&](const fk_launch_t&, MonarchProblem* p, bool* empty) {
-        return build_monarch(context, params, x, w1, w2, bias, out, p, empty);
+      [&](const fk_launch_t& l, MonarchProblem* p, bool* empty) {
+        return build_monarch(context, l, params, x, w1, w2, bias, out, p, empty);
       },
       select_monarch);
 }
@@ -172,8 +180,8 @@ fk_status_t fk_blockdiag_linear(const fk_context_t* context, const fk_launch_t* 
                                 const DLTensor* w, const DLTensor* bias, const DLTensor* out) {
   return run_op<BlockdiagProblem>(
       "blockdiag_linear", context, launch,
-      [&](const fk_launch_t&, BlockdiagProblem* p, bool* empty) {
-        return build_blockdiag(context, params, x, w, bias, out, p, empty);
+      [&](const fk_launch_t& l, BlockdiagProblem* p, bool* empty) {
+        return build_blockdiag(context, l, params, x, w, bias, out, p, empty);
       },
       select_blockdiag);
 }
@@ -185,8 +193,8 @@ fk_status_t fk_blockdiag_linear_select_kernel(const fk_context_t* context,
                                               const char** variant_name) {
   return name_op<BlockdiagProblem>(
       "blockdiag_linear", context, variant_name,
-      [&](const fk_launch_t&, BlockdiagProblem* p, bool* empty) {
-        return build_blockdiag(context, params, x, w, bias, out, p, empty);
+      [&](const fk_launch_t& l, BlockdiagProblem* p, bool* empty) {
+        return build_blockdiag(context, l, params, x, w, bias, out, p, empty);
       },
       select_blockdiag);
 }
@@ -198,8 +206,8 @@ fk_status_t fk_monarch_workspace_size(const fk_context_t* context,
                                       uint64_t* workspace_bytes) {
   return size_op<MonarchProblem>(
       "monarch", context, workspace_bytes,
-      [&](const fk_launch_t&, MonarchProblem* p, bool* empty) {
-        return build_monarch(context, params, x, w1, w2, bias, out, p, empty);
+      [&](const fk_launch_t& l, MonarchProblem* p, bool* empty) {
+        return build_monarch(context, l, params, x, w1, w2, bias, out, p, empty);
       },
       select_monarch);
 }
@@ -211,8 +219,8 @@ fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* context,
                                                uint64_t* workspace_bytes) {
   return size_op<BlockdiagProblem>(
       "blockdiag_linear", context, workspace_bytes,
-      [&](const fk_launch_t&, BlockdiagProblem* p, bool* empty) {
-        return build_blockdiag(context, params, x, w, bias, out, p, empty);
+      [&](const fk_launch_t& l, BlockdiagProblem* p, bool* empty) {
+        return build_blockdiag(context, l, params, x, w, bias, out, p, empty);
       },
       select_blockdiag);
 }

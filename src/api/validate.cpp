@@ -292,6 +292,23 @@ fk_status_t expect_disjoint(const char* out_name, const TensorView& out,
   return FK_SUCCESS;
 }
 
+fk_status_t expect_workspace_disjoint(const fk_launch_t& launch,
+                                      std::initializer_list<NamedView> tensors) {
+  if (!launch.workspace || launch.workspace_bytes == 0) return FK_SUCCESS;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(launch.workspace);
+  const uintptr_t hi = lo + static_cast<uintptr_t>(launch.workspace_bytes);
+  for (const NamedView& t : tensors) {
+    if (!t.view) continue;
+    const ByteRange r = byte_range(*t.view);
+    if (r.lo == r.hi || r.hi <= lo || hi <= r.lo) continue;
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "launch.workspace: overlaps %s in memory (the call's scratch would overwrite "
+                     "it)",
+                     t.name);
+  }
+  return FK_SUCCESS;
+}
+
 fk_status_t expect_rank(const char* name, const TensorView& t, int rank, const char* dims) {
   if (t.rank != rank) {
     return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: expected rank %d %s, got rank %d", name, rank,

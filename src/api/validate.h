@@ -54,6 +54,11 @@ struct NamedView {
 fk_status_t expect_disjoint(const char* out_name, const TensorView& out,
                             std::initializer_list<NamedView> inputs);
 
+// The launch's workspace (fk_launch_t::workspace, workspace_bytes) must not share memory with
+// any tensor of the call: its scratch would overwrite them. No workspace: nothing to check.
+fk_status_t expect_workspace_disjoint(const fk_launch_t& launch,
+                                      std::initializer_list<NamedView> tensors);
+
 // Copies a caller's struct (whose first member is uint32_t struct_size) over defaults. Accepts
 // exactly the size this library knows (sizeof(T)): the init functions write the whole struct, so
 // a caller built against an older, shorter one would already have been overrun (a struct that

@@ -898,6 +898,77 @@ TEST_CASE("outputs: no sharing memory with inputs, no self-overlap, no overflowi
   }
 }
 
+TEST_CASE("launch workspace: must not overlap a tensor of the call", "[validation][workspace]") {
+  // Each op refuses a workspace that overlaps one of its tensors (input or output), naming it,
+  // with the outputs untouched; a disjoint workspace is accepted (the CPU backend ignores it).
+  Ctx c;
+  std::vector<float> spare(4096);
+  fk_launch_t l;
+  fk_launch_init(&l);
+  auto use = [&](const HostTensor& t, uint64_t bytes) {
+    l.workspace = const_cast<void*>(static_cast<const void*>(t.view()->data));
+    l.workspace_bytes = bytes;
+  };
+  SECTION("gemm: over a, over d; disjoint") {
+    Gemm g(3, 4, 5);
+    use(g.a, 8);
+    expect_error(fk_gemm(c.ctx, &l, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, g.d.view()),
+                 FK_ERROR_INVALID_ARGUMENT, {"launch.workspace", "overlaps a"});
+    use(g.d, 4);
+    expect_error(fk_gemm(c.ctx, &l, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, g.d.view()),
+                 FK_ERROR_INVALID_ARGUMENT, {"launch.workspace", "overlaps d"});
+    CHECK(g.d.all_poison());
+    l.workspace = spare.data();
+    l.workspace_bytes = spare.size() * sizeof(float);
+    CHECK(fk_gemm(c.ctx, &l, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, g.d.view()) ==
+          FK_SUCCESS);
+  }
+  SECTION("attention: over lse") {
+    Attn a;
+    use(a.lse, 16);
+    expect_error(fk_attention_forward(c.ctx, &l, &a.prm, a.q.view(), a.k.view(), a.v.view(), nullptr,
+                                      nullptr, a.out.view(), a.lse.view()),
+                 FK_ERROR_INVALID_ARGUMENT, {"launch.workspace", "overlaps lse"});
+    CHECK(a.untouched());
+  }
+  SECTION("monarch and blockdiag_linear: over w2, over x") {
+    std::mt19937_64 rng(fktest::test_seed() + 13);
+    HostTensor x(DT::F32, {5, 16}), w1(DT::F32, {4, 4, 4}), w2(DT::F32, {4, 4, 4});
+    HostTensor out(DT::F32, {5, 16});
+    x.fill_normal(rng);
+    w1.fill_normal(rng);
+    w2.fill_normal(rng);
+    out.poison();
+    fk_monarch_params_t prm;
+    fk_monarch_params_init(&prm);
+    use(w2, 256);
+    expect_error(fk_monarch(c.ctx, &l, &prm, x.view(), w1.view(), w2.view(), nullptr, out.view()),
+                 FK_ERROR_INVALID_ARGUMENT, {"launch.workspace", "overlaps w2"});
+    use(x, 4);
+    expect_error(fk_blockdiag_linear(c.ctx, &l, &prm, x.view(), w1.view(), nullptr, out.view()),
+                 FK_ERROR_INVALID_ARGUMENT, {"launch.workspace", "overlaps x"});
+    CHECK(out.all_poison());
+  }
+  SECTION("fftconv: over y") {
+    fk_fftconv_plan_options_t o;
+    fk_fftconv_plan_options_init(&o);
+    o.channels = 3;
+    o.seqlen = 100;
+    fk_fftconv_plan_t* plan = nullptr;
+    REQUIRE(fk_fftconv_plan_create(c.ctx, &o, &plan) == FK_SUCCESS);
+    std::mt19937_64 rng(fktest::test_seed() + 14);
+    HostTensor u(DT::F32, {2, 3, 100}), k(DT::F32, {3, 100}), y(DT::F32, {2, 3, 100});
+    u.fill_normal(rng);
+    k.fill_normal(rng);
+    y.poison();
+    use(y, 1);
+    expect_error(fk_fftconv_forward(plan, &l, u.view(), k.view(), nullptr, nullptr, nullptr, y.view()),
+                 FK_ERROR_INVALID_ARGUMENT, {"launch.workspace", "overlaps y"});
+    CHECK(y.all_poison());
+    fk_fftconv_plan_destroy(plan);
+  }
+}
+
 TEST_CASE("workspace size queries: validation and the CPU backend's zero", "[validation][workspace]") {
   // The queries validate exactly like their ops (same status, same message, output untouched)
   // and report 0 on the CPU backend, which takes no scratch. The CUDA suite checks the sizes

@@ -28,7 +28,8 @@ the same device (or write into ``out=``). NumPy bfloat16 works through ``ml_dtyp
   or to capture a CUDA graph on a GPU without stream-ordered memory pools. The workspace must
   stay alive, and not be used for anything else, until the stream's work that the call queued
   has finished (the rule for any array the call reads or writes). InvalidArgumentError: a
-  read-only or non-contiguous array, or one on another device than the call's arrays.
+  read-only or non-contiguous array, one on another device than the call's arrays, or one
+  that overlaps any of the call's arrays.
 * ``flashkit.flash_attn_interface`` offers FlashAttention 2's function signatures.
 * ``flashkit.capi`` is the raw SWIG binding of ``flashkit.h``.
 
