@@ -508,6 +508,105 @@ __device__ __forceinline__ void right_dft(float (&ar)[C::MT1][C::NT][4], float (
   }
 }
 
+// Step 1 of a sub-FFT, F_M1 X: X (M1 x M2, fp16 real and imaginary planes in shared memory,
+// row stride C::XS halves) read with ldmatrix.trans as the B operands, F_M1 as the A operand;
+// the first two products start the accumulators. Yr = Fr Br - Fi Bi, Yi = Fr Bi + Fi Br.
+// Shared by conv_reg_kernel and conv_reg_big_kernel.
+template <class C, int FM>
+__device__ __forceinline__ void left_dft(float (&ar)[C::MT1][C::NT][4],
+                                         float (&ai)[C::MT1][C::NT][4], const __half* xr,
+                                         const __half* xi, const FragSrc<C::M1, FM>& fa,
+                                         int lane) {
+  constexpr int MT1 = C::MT1, NT = C::NT;
+  const int mat = lane >> 3, rr = lane & 7;
+#pragma unroll
+  for (int kt = 0; kt < MT1; ++kt) {
+    uint32_t br[NT][2], bi[NT][2];
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      const int off = (16 * kt + (mat & 1) * 8 + rr) * C::XS + 8 * (2 * np + (mat >> 1));
+      uint32_t d[4], e[4];
+      ldsm_x4_trans(d, smem_u32(xr + off));
+      ldsm_x4_trans(e, smem_u32(xi + off));
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        br[2 * np + q][0] = d[2 * q];
+        br[2 * np + q][1] = d[2 * q + 1];
+        bi[2 * np + q][0] = e[2 * q];
+        bi[2 * np + q][1] = e[2 * q + 1];
+      }
+    }
+    uint32_t fr[MT1][4], fi[MT1][4];
+#pragma unroll
+    for (int mt = 0; mt < MT1; ++mt) {
+      fa.get(0, mt, kt, lane, fr[mt]);
+      fa.get(1, mt, kt, lane, fi[mt]);
+    }
+#pragma unroll
+    for (int term = 0; term < 4; ++term)
+#pragma unroll
+      for (int mt = 0; mt < MT1; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const uint32_t r0 = br[nt][0], r1 = br[nt][1], i0 = bi[nt][0], i1 = bi[nt][1];
+          if (kt == 0) {
+            if (term == 0) mma_acc<true>(ar[mt][nt], fr[mt], r0, r1);
+            if (term == 1) mma_acc<true>(ai[mt][nt], fr[mt], i0, i1);
+          } else {
+            if (term == 0) mma_f16(ar[mt][nt], fr[mt], r0, r1);
+            if (term == 1) mma_f16(ai[mt][nt], fr[mt], i0, i1);
+          }
+          if (term == 2) mma_f16(ar[mt][nt], fi[mt], i0 ^ kNeg2, i1 ^ kNeg2);
+          if (term == 3) mma_f16(ai[mt][nt], fi[mt], r0, r1);
+        }
+  }
+}
+
+// The inverse's last DFT step, conj(F_M1) C: C (the accumulators) transposed in registers
+// (movmatrix) into B operands. yr = Fr Cr + Fi Ci, yi = Fr Ci - Fi Cr. Shared by both kernels.
+template <class C, int FM>
+__device__ __forceinline__ void left_dft_inv(float (&ar)[C::MT1][C::NT][4],
+                                             float (&ai)[C::MT1][C::NT][4],
+                                             const FragSrc<C::M1, FM>& fa, int lane) {
+  constexpr int MT1 = C::MT1, NT = C::NT;
+  uint32_t cr[MT1][NT][2], ci[MT1][NT][2];
+#pragma unroll
+  for (int kt = 0; kt < MT1; ++kt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      cr[kt][nt][0] = movt(pack_h2(ar[kt][nt][0], ar[kt][nt][1]));
+      cr[kt][nt][1] = movt(pack_h2(ar[kt][nt][2], ar[kt][nt][3]));
+      ci[kt][nt][0] = movt(pack_h2(ai[kt][nt][0], ai[kt][nt][1]));
+      ci[kt][nt][1] = movt(pack_h2(ai[kt][nt][2], ai[kt][nt][3]));
+    }
+#pragma unroll
+  for (int kt = 0; kt < MT1; ++kt) {
+    uint32_t fr[MT1][4], fi[MT1][4];
+#pragma unroll
+    for (int mt = 0; mt < MT1; ++mt) {
+      fa.get(0, mt, kt, lane, fr[mt]);
+      fa.get(1, mt, kt, lane, fi[mt]);
+    }
+#pragma unroll
+    for (int term = 0; term < 4; ++term)
+#pragma unroll
+      for (int mt = 0; mt < MT1; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          if (kt == 0) {
+            if (term == 0) mma_acc<true>(ar[mt][nt], fr[mt], cr[kt][nt][0], cr[kt][nt][1]);
+            if (term == 1) mma_acc<true>(ai[mt][nt], fr[mt], ci[kt][nt][0], ci[kt][nt][1]);
+          } else {
+            if (term == 0) mma_f16(ar[mt][nt], fr[mt], cr[kt][nt][0], cr[kt][nt][1]);
+            if (term == 1) mma_f16(ai[mt][nt], fr[mt], ci[kt][nt][0], ci[kt][nt][1]);
+          }
+          if (term == 2) mma_f16(ar[mt][nt], fi[mt], ci[kt][nt][0], ci[kt][nt][1]);
+          if (term == 3)
+            mma_f16(ai[mt][nt], fi[mt], cr[kt][nt][0] ^ kNeg2, cr[kt][nt][1] ^ kNeg2);
+        }
+  }
+}
+
 template <int G>
 __device__ __forceinline__ void store_g(uint16_t* row, int64_t t0, int64_t L, bool vec, bool bf16,
                                         const float (&v)[G]) {
@@ -886,50 +985,8 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
 #pragma unroll
           for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
     } else {
-      const __half* xr = xbuf + (j * 2 + 0) * C::PLANE_X;
-      const __half* xi = xbuf + (j * 2 + 1) * C::PLANE_X;
-      const int mat = lane >> 3, rr = lane & 7;
-#pragma unroll
-      for (int kt = 0; kt < MT1; ++kt) {
-        uint32_t br[NT][2], bi[NT][2];
-#pragma unroll
-        for (int np = 0; np < NT / 2; ++np) {
-          const int off = (16 * kt + (mat & 1) * 8 + rr) * C::XS + 8 * (2 * np + (mat >> 1));
-          uint32_t d[4], e[4];
-          ldsm_x4_trans(d, smem_u32(xr + off));
-          ldsm_x4_trans(e, smem_u32(xi + off));
-#pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            br[2 * np + q][0] = d[2 * q];
-            br[2 * np + q][1] = d[2 * q + 1];
-            bi[2 * np + q][0] = e[2 * q];
-            bi[2 * np + q][1] = e[2 * q + 1];
-          }
-        }
-        uint32_t fr[MT1][4], fi[MT1][4];
-#pragma unroll
-        for (int mt = 0; mt < MT1; ++mt) {
-          fa.get(0, mt, kt, lane, fr[mt]);
-          fa.get(1, mt, kt, lane, fi[mt]);
-        }
-#pragma unroll
-        for (int term = 0; term < 4; ++term)
-#pragma unroll
-          for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-              const uint32_t r0 = br[nt][0], r1 = br[nt][1], i0 = bi[nt][0], i1 = bi[nt][1];
-              if (kt == 0) {
-                if (term == 0) mma_acc<true>(ar[mt][nt], fr[mt], r0, r1);
-                if (term == 1) mma_acc<true>(ai[mt][nt], fr[mt], i0, i1);
-              } else {
-                if (term == 0) mma_f16(ar[mt][nt], fr[mt], r0, r1);
-                if (term == 1) mma_f16(ai[mt][nt], fr[mt], i0, i1);
-              }
-              if (term == 2) mma_f16(ar[mt][nt], fi[mt], i0 ^ kNeg2, i1 ^ kNeg2);
-              if (term == 3) mma_f16(ai[mt][nt], fi[mt], r0, r1);
-            }
-      }
+      left_dft<C>(ar, ai, xbuf + (j * 2 + 0) * C::PLANE_X, xbuf + (j * 2 + 1) * C::PLANE_X, fa,
+                  lane);
     }
     // The steps between the two left DFTs act on rows independently: one 16-row tile at a time
     // (half the operands, table values and F_M2 fragments live at once).
@@ -960,44 +1017,8 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
       middle(int_c<-1>{});  // all row tiles at once
     }
     if constexpr ((DIAG & 8) == 0) {
-      // Inverse step 2: conj(F_M1) C, C transposed in registers into B operands.
-      uint32_t cr[MT1][NT][2], ci[MT1][NT][2];
-#pragma unroll
-      for (int kt = 0; kt < MT1; ++kt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          cr[kt][nt][0] = movt(pack_h2(ar[kt][nt][0], ar[kt][nt][1]));
-          cr[kt][nt][1] = movt(pack_h2(ar[kt][nt][2], ar[kt][nt][3]));
-          ci[kt][nt][0] = movt(pack_h2(ai[kt][nt][0], ai[kt][nt][1]));
-          ci[kt][nt][1] = movt(pack_h2(ai[kt][nt][2], ai[kt][nt][3]));
-        }
-#pragma unroll
-      for (int kt = 0; kt < MT1; ++kt) {
-        uint32_t fr[MT1][4], fi[MT1][4];
-#pragma unroll
-        for (int mt = 0; mt < MT1; ++mt) {
-          fa.get(0, mt, kt, lane, fr[mt]);
-          fa.get(1, mt, kt, lane, fi[mt]);
-        }
-#pragma unroll
-        for (int term = 0; term < 4; ++term)
-#pragma unroll
-          for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-              // yr = Fr Cr + Fi Ci, yi = Fr Ci - Fi Cr
-              if (kt == 0) {
-                if (term == 0) mma_acc<true>(ar[mt][nt], fr[mt], cr[kt][nt][0], cr[kt][nt][1]);
-                if (term == 1) mma_acc<true>(ai[mt][nt], fr[mt], ci[kt][nt][0], ci[kt][nt][1]);
-              } else {
-                if (term == 0) mma_f16(ar[mt][nt], fr[mt], cr[kt][nt][0], cr[kt][nt][1]);
-                if (term == 1) mma_f16(ai[mt][nt], fr[mt], ci[kt][nt][0], ci[kt][nt][1]);
-              }
-              if (term == 2) mma_f16(ar[mt][nt], fi[mt], ci[kt][nt][0], ci[kt][nt][1]);
-              if (term == 3)
-                mma_f16(ai[mt][nt], fi[mt], cr[kt][nt][0] ^ kNeg2, cr[kt][nt][1] ^ kNeg2);
-            }
-      }
+      // Inverse step 2: conj(F_M1) C.
+      left_dft_inv<C>(ar, ai, fa, lane);
     }
     __syncthreads();  // every warp has read its X planes (they alias the staging planes)
 #pragma unroll
@@ -1316,50 +1337,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
       __half* xr = xbuf + (j * 2 + 0) * PX;
       __half* xi = xr + PX;
       float ar[MT1][NT][4], ai[MT1][NT][4];
-      {
-        const int mat = lane >> 3, rr = lane & 7;
-#pragma unroll
-        for (int kt = 0; kt < MT1; ++kt) {
-          uint32_t br[NT][2], bi[NT][2];
-#pragma unroll
-          for (int np = 0; np < NT / 2; ++np) {
-            const int off = (16 * kt + (mat & 1) * 8 + rr) * XS + 8 * (2 * np + (mat >> 1));
-            uint32_t d[4], e[4];
-            ldsm_x4_trans(d, smem_u32(xr + off));
-            ldsm_x4_trans(e, smem_u32(xi + off));
-#pragma unroll
-            for (int q = 0; q < 2; ++q) {
-              br[2 * np + q][0] = d[2 * q];
-              br[2 * np + q][1] = d[2 * q + 1];
-              bi[2 * np + q][0] = e[2 * q];
-              bi[2 * np + q][1] = e[2 * q + 1];
-            }
-          }
-          uint32_t fr[MT1][4], fi[MT1][4];
-#pragma unroll
-          for (int mt = 0; mt < MT1; ++mt) {
-            fa.get(0, mt, kt, lane, fr[mt]);
-            fa.get(1, mt, kt, lane, fi[mt]);
-          }
-#pragma unroll
-          for (int term = 0; term < 4; ++term)
-#pragma unroll
-            for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-              for (int nt = 0; nt < NT; ++nt) {
-                const uint32_t r0 = br[nt][0], r1 = br[nt][1], i0 = bi[nt][0], i1 = bi[nt][1];
-                if (kt == 0) {
-                  if (term == 0) mma_acc<true>(ar[mt][nt], fr[mt], r0, r1);
-                  if (term == 1) mma_acc<true>(ai[mt][nt], fr[mt], i0, i1);
-                } else {
-                  if (term == 0) mma_f16(ar[mt][nt], fr[mt], r0, r1);
-                  if (term == 1) mma_f16(ai[mt][nt], fr[mt], i0, i1);
-                }
-                if (term == 2) mma_f16(ar[mt][nt], fi[mt], i0 ^ kNeg2, i1 ^ kNeg2);
-                if (term == 3) mma_f16(ai[mt][nt], fi[mt], r0, r1);
-              }
-        }
-      }
+      left_dft<C>(ar, ai, xr, xi, fa, lane);
       const float4* spec_j = a.spec + c * (a.N >> 1) + j * (P / 2);
       auto middle = [&](auto mt_tag) {
         constexpr int MTO = decltype(mt_tag)::value;
@@ -1377,44 +1355,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
       };
       middle(int_c<0>{});
       middle(int_c<1>{});
-      {
-        uint32_t cr[MT1][NT][2], ci[MT1][NT][2];
-#pragma unroll
-        for (int kt = 0; kt < MT1; ++kt)
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            cr[kt][nt][0] = movt(pack_h2(ar[kt][nt][0], ar[kt][nt][1]));
-            cr[kt][nt][1] = movt(pack_h2(ar[kt][nt][2], ar[kt][nt][3]));
-            ci[kt][nt][0] = movt(pack_h2(ai[kt][nt][0], ai[kt][nt][1]));
-            ci[kt][nt][1] = movt(pack_h2(ai[kt][nt][2], ai[kt][nt][3]));
-          }
-#pragma unroll
-        for (int kt = 0; kt < MT1; ++kt) {
-          uint32_t fr[MT1][4], fi[MT1][4];
-#pragma unroll
-          for (int mt = 0; mt < MT1; ++mt) {
-            fa.get(0, mt, kt, lane, fr[mt]);
-            fa.get(1, mt, kt, lane, fi[mt]);
-          }
-#pragma unroll
-          for (int term = 0; term < 4; ++term)
-#pragma unroll
-            for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-              for (int nt = 0; nt < NT; ++nt) {
-                if (kt == 0) {
-                  if (term == 0) mma_acc<true>(ar[mt][nt], fr[mt], cr[kt][nt][0], cr[kt][nt][1]);
-                  if (term == 1) mma_acc<true>(ai[mt][nt], fr[mt], ci[kt][nt][0], ci[kt][nt][1]);
-                } else {
-                  if (term == 0) mma_f16(ar[mt][nt], fr[mt], cr[kt][nt][0], cr[kt][nt][1]);
-                  if (term == 1) mma_f16(ai[mt][nt], fr[mt], ci[kt][nt][0], ci[kt][nt][1]);
-                }
-                if (term == 2) mma_f16(ar[mt][nt], fi[mt], ci[kt][nt][0], ci[kt][nt][1]);
-                if (term == 3)
-                  mma_f16(ai[mt][nt], fi[mt], cr[kt][nt][0] ^ kNeg2, cr[kt][nt][1] ^ kNeg2);
-              }
-        }
-      }
+      left_dft_inv<C>(ar, ai, fa, lane);
       __syncwarp();  // this warp's ldmatrix reads of X_j are done before Z_j overwrites them
 #pragma unroll
       for (int mt = 0; mt < MT1; ++mt)
