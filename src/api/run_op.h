@@ -26,12 +26,15 @@ fk_status_t run_op(const char* op, const fk_context_t* context, const fk_launch_
   });
 }
 
-template <class Problem, class Build, class Select>
-fk_status_t name_op(const char* op, const fk_context_t* context, const char** variant_name,
-                    Build&& build, Select select) {
+// The queries (fk_<op>_select_kernel, fk_<op>_workspace_size): validate like the op (default
+// launch), select its variant, and hand it to `answer(variant, problem, empty)`, which fills the
+// caller's out-parameter `out` (named `out_name`, checked for NULL first).
+template <class Problem, class Build, class Select, class Out, class Answer>
+fk_status_t query_op(const char* op, const fk_context_t* context, const char* out_name, Out* out,
+                     Build&& build, Select select, Answer&& answer) {
   return guarded([&]() -> fk_status_t {
     FK_RETURN_IF_ERROR(check_context(context));
-    if (!variant_name) return set_error(FK_ERROR_NULL_POINTER, "variant_name: NULL");
+    if (!out) return set_error(FK_ERROR_NULL_POINTER, "%s: NULL", out_name);
     fk_launch_t l;
     fk_launch_init(&l);
     Problem p{};
@@ -39,33 +42,28 @@ fk_status_t name_op(const char* op, const fk_context_t* context, const char** va
     FK_RETURN_IF_ERROR(build(l, &p, &empty));
     const auto* variant = select(context, p);
     if (!variant) return set_error(FK_ERROR_INTERNAL, "%s: no kernel variant matched", op);
-    *variant_name = variant->name;
+    answer(*variant, p, empty);
     return FK_SUCCESS;
   });
 }
 
-// fk_<op>_workspace_size(): validates like the op, then asks the selected variant what
-// scratch it would take (0 for a zero-sized problem or a variant without scratch).
+template <class Problem, class Build, class Select>
+fk_status_t name_op(const char* op, const fk_context_t* context, const char** variant_name,
+                    Build&& build, Select select) {
+  return query_op<Problem>(op, context, "variant_name", variant_name, build, select,
+                           [&](const auto& v, const Problem&, bool) { *variant_name = v.name; });
+}
+
+// fk_<op>_workspace_size(): what the selected variant's scratch would take (0 for a zero-sized
+// problem or a variant without scratch).
 template <class Problem, class Build, class Select>
 fk_status_t size_op(const char* op, const fk_context_t* context, uint64_t* workspace_bytes,
                     Build&& build, Select select) {
-  return guarded([&]() -> fk_status_t {
-    FK_RETURN_IF_ERROR(check_context(context));
-    if (!workspace_bytes) return set_error(FK_ERROR_NULL_POINTER, "workspace_bytes: NULL");
-    fk_launch_t l;
-    fk_launch_init(&l);
-    Problem p{};
-    bool empty = false;
-    FK_RETURN_IF_ERROR(build(l, &p, &empty));
-    if (empty) {
-      *workspace_bytes = 0;
-      return FK_SUCCESS;
-    }
-    const auto* variant = select(context, p);
-    if (!variant) return set_error(FK_ERROR_INTERNAL, "%s: no kernel variant matched", op);
-    *workspace_bytes = variant->workspace ? variant->workspace(context->caps, p) : 0;
-    return FK_SUCCESS;
-  });
+  return query_op<Problem>(
+      op, context, "workspace_bytes", workspace_bytes, build, select,
+      [&](const auto& v, const Problem& p, bool empty) {
+        *workspace_bytes = !empty && v.workspace ? v.workspace(context->caps, p) : 0;
+      });
 }
 
 }  // namespace flashkit
