@@ -105,6 +105,8 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--no-anchors", action="store_true")
     ap.add_argument("--no-extra", action="store_true", help="skip the varlen and GQA rows")
+    ap.add_argument("--only-decode", action="store_true",
+                    help="only the decode rows (no grid, no GQA or varlen rows)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
 
@@ -179,22 +181,28 @@ def main():
         torch.cuda.empty_cache()
 
     t0 = time.time()
-    for D in [int(x) for x in args.head_dims.split(",")]:
+    for D in ([] if args.only_decode else [int(x) for x in args.head_dims.split(",")]):
         H = args.hidden // D
         for S in [int(x) for x in args.seqlens.split(",")]:
             B = max(1, args.tokens // S)
             for causal in [int(x) for x in args.causal.split(",")]:
                 cell(B, S, H, H, D, bool(causal))
 
-    if not args.no_extra:
+    if not args.no_extra and not args.only_decode:
         # GQA: 16 query heads on 2 KV heads (group 8), head_dim 128.
         cell(4, 4096, 16, 2, 128, True, label="gqa")
         cell(4, 4096, 16, 2, 128, False, label="gqa")
+    if not args.no_extra or args.only_decode:
         # Decode: one query per sequence against a long KV cache, GQA 32 query heads on 8 KV
         # heads (group 4), head_dim 128. Non-causal: with one query, flashkit's bottom-right
         # causal mask sees every key anyway, and torch's is_causal is top-left aligned.
+        # Batches of 1-8 sequences give 8-64 (sequence, KV head) tiles: split-KV territory.
         cell(8, 8192, 32, 8, 128, False, label="decode", Sq=1)
         cell(64, 2048, 32, 8, 128, False, label="decode", Sq=1)
+        cell(1, 32768, 32, 8, 128, False, label="decode", Sq=1)
+        cell(2, 16384, 32, 8, 128, False, label="decode", Sq=1)
+        cell(4, 8192, 32, 32, 128, False, label="decode", Sq=1)
+    if not args.no_extra and not args.only_decode:
         # Varlen: 16k tokens in sequences of mixed lengths, head_dim 128, causal. flashkit only
         # (torch SDPA has no varlen entry); the call includes flashkit's cu_seqlens check, which
         # reads them back and so synchronises the stream.

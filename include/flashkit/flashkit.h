@@ -118,7 +118,7 @@ extern "C" {
 
 #define FK_VERSION_MAJOR 0 /**< Major version: incompatible API changes. */
 #define FK_VERSION_MINOR 3 /**< Minor version: added functionality. */
-#define FK_VERSION_PATCH 0 /**< Patch version: fixes. */
+#define FK_VERSION_PATCH 1 /**< Patch version: fixes. */
 /** @brief The version as one number: major * 10000 + minor * 100 + patch. */
 #define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
 /** ABI number, the SONAME suffix. 1 since 0.2.0: fk_attention_params_t grew (max_seqlen_q/k), and
@@ -408,7 +408,10 @@ typedef struct fk_launch_t {
                                 of the call (FK_ERROR_INVALID_ARGUMENT, "launch.workspace:
                                 overlaps <tensor>", outputs untouched) nor be used by other
                                 work until the call's kernels have finished on the stream. Most calls need none: on the GPU today the split-K
-                                GEMMs (fp32 partial tiles and arrival counters), the FFT
+                                GEMMs (fp32 partial tiles and arrival counters), attention
+                                run with its keys split (decode-like calls with too few
+                                query tiles to fill the GPU: each key chunk's queries,
+                                output and LSE), the FFT
                                 convolutions (a plan without FK_FFTCONV_FILTER_CONSTANT: each
                                 call's filter spectrum; the generic kernel above fft_size
                                 8192: its four-step intermediates) and the generic Monarch
@@ -605,7 +608,8 @@ FK_API fk_status_t fk_attention_select_kernel(const fk_context_t* context,
 
 /**
  * @brief Workspace bytes that fk_attention_forward() on these arguments needs so that it
- *        allocates nothing; today every attention variant reports 0.
+ *        allocates nothing: nonzero exactly when the CUDA backend splits the keys of the call
+ *        into chunks (batched, few query tiles, a mask that hides no key; 0.3.1).
  *
  * fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0.
  * Validates like fk_attention_forward() (same statuses) and runs nothing.

@@ -2,6 +2,7 @@
 #include "dispatch/dispatch.h"
 
 #if defined(FLASHKIT_WITH_CUDA)
+#include "cuda/attention/common/split_kv.h"
 #include "cuda/attention/sm80/attention_packed.h"
 #include "cuda/fftconv/sm80/fftconv_reg.h"
 #endif
@@ -36,16 +37,23 @@ static const AttentionVariant kAttention[] = {
 #endif
 #if defined(FLASHKIT_WITH_SM90)
     // Hopper (FlashAttention-3 class): declines what it does not take, the sm80 row serves it.
+    // The CUDA rows run few-tile decode calls with their keys split (split_kv.h).
     {"cuda.sm90.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90,
-     cuda::sm90_attention::attention_supported, cuda::sm90_attention::attention, nullptr},
+     cuda::sm90_attention::attention_supported,
+     cuda::attn::run_with_split<cuda::sm90_attention::attention_supported,
+                                cuda::sm90_attention::attention>,
+     cuda::attn::workspace_with_split<cuda::sm90_attention::attention_supported>},
 #endif
 #if defined(FLASHKIT_WITH_CUDA)
     // sm80-class kernel: every cc >= 8.0 (family_allowed() admits SM80 there), and what the
     // sm90 row declines on compute capability 9.0.
     {"cuda.sm80.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
-     cuda::sm80::attention_supported, cuda::sm80::attention, nullptr},
+     cuda::sm80::attention_supported,
+     cuda::attn::run_with_split<cuda::sm80::attention_supported, cuda::sm80::attention>,
+     cuda::attn::workspace_with_split<cuda::sm80::attention_supported>},
     {"cuda.generic.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
-     cuda::generic::attention, nullptr},
+     cuda::attn::run_with_split<nullptr, cuda::generic::attention>,
+     cuda::attn::workspace_with_split<nullptr>},
 #endif
     {"cpu.attention", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::attention, nullptr},
 };

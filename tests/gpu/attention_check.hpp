@@ -172,6 +172,11 @@ struct Case {
   bool with_lse = true;
   bool run = true;  // false: only check the variant select_kernel names
   const char* expect_variant = "cuda.sm80.attention";
+  // Batched k and v as the first seqlen_k rows of a (batch, kv_rows, nheads_k, d) cache
+  // (kv_rows > seqlen_k; 0: their own compact or padded strides).
+  int64_t kv_rows = 0;
+  // fk_attention_workspace_size(): -1 unchecked, 0 must be 0 (no split-KV), 1 must be > 0.
+  int expect_workspace = -1;
 };
 
 // Strides for `shape` (..., heads, d) with every d-row `pitch` elements apart.
@@ -193,6 +198,7 @@ inline std::string describe(const Case& c) {
     << fktest::dt_name(c.pr.dt) << (c.pr.causal ? " causal" : "") << " window(" << c.pr.wl
     << "," << c.pr.wr << ") softcap " << c.pr.softcap << " scale " << c.pr.scale << " pad "
     << c.pad << " row_pitch " << c.row_pitch << (c.with_lse ? "" : " no-lse");
+  if (c.kv_rows) o << " kv_rows " << c.kv_rows;
   return o.str();
 }
 
@@ -312,7 +318,13 @@ inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
   auto strides = [&](const std::vector<int64_t>& s) {
     return c.row_pitch ? pitched(s, c.row_pitch) : padded(s, c.pad);
   };
-  HostTensor q(pr.dt, qs, strides(qs)), k(pr.dt, ks, strides(ks)), v(pr.dt, ks, strides(ks)),
+  auto kv_strides = [&]() {
+    if (c.kv_rows == 0 || c.varlen) return strides(ks);
+    std::vector<int64_t> cache = ks;
+    cache[1] = c.kv_rows;
+    return HostTensor(pr.dt, cache).strides;
+  };
+  HostTensor q(pr.dt, qs, strides(qs)), k(pr.dt, ks, kv_strides()), v(pr.dt, ks, kv_strides()),
       out(pr.dt, qs, strides(qs)),
       lse(DT::F32, ls, padded(ls, c.pad ? 1 : 0));
   q.fill_normal(rng);
@@ -333,6 +345,13 @@ inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
                                              lse_arg, &variant));
   INFO("variant " << variant);
   CHECK(std::string(variant) == c.expect_variant);
+  if (c.expect_workspace >= 0) {
+    uint64_t ws = 0;
+    REQUIRE_FK(fk_attention_workspace_size(ctx, &params, &dq, &dk, &dv, cu_q, cu_k, &dout,
+                                           lse_arg, &ws));
+    INFO("workspace_size " << ws);
+    CHECK((ws > 0) == (c.expect_workspace > 0));
+  }
   if (!c.run) return;
   REQUIRE_FK(
       fk_attention_forward(ctx, nullptr, &params, &dq, &dk, &dv, cu_q, cu_k, &dout, lse_arg));

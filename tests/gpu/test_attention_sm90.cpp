@@ -276,4 +276,101 @@ TEST_CASE("attention: GQA decode, query heads packed into one tile (sm90 and sm8
   }
 }
 
+// Split-KV decode (src/cuda/attention/common/split_kv.h): calls with too few tiles for the GPU
+// run their keys in chunks and merge them by LSE. The workspace size query shows whether a call
+// is split (its scratch); each CUDA row keeps its name. Automatic cases (which split and which
+// must not), then FLASHKIT_ATTENTION_SPLIT_KV=N forcing odd chunk counts onto small problems:
+// several query rows, a KV-cache slice (gaps between sequences), chunks of 2 keys, fp32 on the
+// generic row, and =0 turning it off.
+struct SplitKvEnv {
+  explicit SplitKvEnv(const char* v) { setenv("FLASHKIT_ATTENTION_SPLIT_KV", v, 1); }
+  ~SplitKvEnv() { unsetenv("FLASHKIT_ATTENTION_SPLIT_KV"); }
+};
+
+TEST_CASE("attention: split-KV decode, key chunks merged by their LSE (sm90, sm80, generic)",
+          "[gpu][attention][sm90][decode][split]") {
+  struct Fam {
+    fk_kernel_family_t family;
+    const char* variant;
+  } fams[] = {{FK_KERNEL_FAMILY_SM90, kSm90},
+              {FK_KERNEL_FAMILY_SM80, "cuda.sm80.attention"},
+              {FK_KERNEL_FAMILY_GENERIC, "cuda.generic.attention"}};
+  int i = 0;
+  for (const Fam& f : fams) {
+    if (f.family == FK_KERNEL_FAMILY_SM90 && !have_sm90()) continue;
+    const fk_context_t* ctx = context_for(f.family);
+    INFO("family " << f.variant);
+    auto run = [&](Case c, int expect_ws) {
+      if (c.pr.dt != DT::F32) c.expect_variant = f.variant;
+      else c.expect_variant = "cuda.generic.attention";
+      c.expect_workspace = expect_ws;
+      run_case(ctx, c, 93000 + uint64_t(i++));
+    };
+    SECTION("automatic") {
+      Case a = batched(1, 1, 9000, 32, 8, 128, DT::BF16);  // 8 tiles
+      run(a, 1);
+      Case b = batched(2, 1, 3000, 8, 8, 64, DT::F16);  // MHA, causal: one row sees every key
+      b.pr.causal = true;
+      b.with_lse = false;
+      run(b, 1);
+      Case c = batched(3, 1, 5000, 6, 3, 128, DT::BF16);  // KV-cache slice, window reaching 0
+      c.kv_rows = 6000;
+      c.pr.wl = 4999;
+      c.pr.wr = 3;
+      c.pr.softcap = 20.0;
+      run(c, 1);
+      Case d = batched(1, 16, 4096, 8, 2, 64, DT::BF16);  // 16 rows, no mask
+      d.pr.scale = 0.3;
+      run(d, 1);
+      Case e = batched(2, 1, 3000, 8, 8, 64, DT::BF16);  // a window hiding keys: not split
+      e.pr.wl = 100;
+      run(e, 0);
+      Case g = batched(1, 16, 4096, 8, 8, 64, DT::BF16);  // causal rows: not split
+      g.pr.causal = true;
+      run(g, 0);
+      Case h = batched(16, 1, 2048, 32, 8, 128, DT::BF16);  // 128 tiles fill the GPU: not split
+      run(h, 0);
+      Case k = batched(2, 1, 2000, 4, 2, 40, DT::F32);  // fp32: the generic row
+      run(k, 1);
+    }
+    SECTION("forced chunk counts") {
+      {
+        SplitKvEnv env("3");
+        Case a = batched(3, 5, 77, 4, 2, 32, DT::F16);  // KV-cache slice, 5 query rows
+        a.kv_rows = 100;
+        run(a, 1);
+        Case b = batched(2, 1, 300, 4, 4, 64, DT::F32);
+        b.pr.softcap = 7.0;
+        run(b, 1);
+      }
+      {
+        SplitKvEnv env("32");
+        Case a = batched(2, 1, 40, 8, 1, 96, DT::BF16);  // chunks of 2 keys (20 of them)
+        run(a, 1);
+      }
+      {
+        SplitKvEnv env("7");
+        Case a = batched(1, 130, 1000, 2, 2, 256, DT::BF16);  // two query tiles
+        a.pr.softcap = 10.0;
+        a.pr.scale = -0.1;
+        run(a, 1);
+      }
+      {
+        SplitKvEnv env("0");
+        Case a = batched(1, 1, 9000, 32, 8, 128, DT::BF16);
+        run(a, 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("attention: split-KV small case", "[gpu][attention][sanitize][split]") {
+  SplitKvEnv env("4");
+  Case c = batched(2, 1, 300, 8, 2, 64, DT::BF16);
+  c.kv_rows = 320;
+  c.expect_workspace = 1;
+  c.expect_variant = have_sm90() ? kSm90 : "cuda.sm80.attention";
+  run_case(fkgpu::auto_context(), c, 93900);
+}
+
 #endif  // FLASHKIT_TEST_WITH_CUDA

@@ -579,6 +579,35 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       });
     }
   }
+  SECTION("attention: split-KV decode (chunk queries, outputs, lse, cu_seqlens)") {
+    // Batch 2 x 8 KV heads (32 query heads) x 8192 keys: 16 tiles, split on every CUDA row.
+    for (fk_kernel_family_t fam :
+         {FK_KERNEL_FAMILY_AUTO, FK_KERNEL_FAMILY_SM80, FK_KERNEL_FAMILY_GENERIC}) {
+      const fk_context_t* ctx = fkgpu::context_for(fam);
+      if (ctx == nullptr) continue;
+      auto rng = rng_for(65300);
+      HostTensor q(DT::BF16, {2, 1, 32, 128}), k(DT::BF16, {2, 8192, 8, 128}),
+          v(DT::BF16, {2, 8192, 8, 128}), out(DT::BF16, {2, 1, 32, 128}),
+          lse(DT::F32, {2, 32, 1});
+      q.fill_normal(rng);
+      k.fill_normal(rng);
+      v.fill_normal(rng);
+      DeviceTensor dq(q), dk(k), dv(v), dout(out), dlse(lse);
+      fk_attention_params_t ap;
+      fk_attention_params_init(&ap);
+      const char* variant = "?";
+      REQUIRE_FK(fk_attention_select_kernel(ctx, &ap, &dq, &dk, &dv, nullptr, nullptr, &dout,
+                                            &dlse, &variant));
+      uint64_t bytes = 0;
+      REQUIRE_FK(fk_attention_workspace_size(ctx, &ap, &dq, &dk, &dv, nullptr, nullptr, &dout,
+                                             &dlse, &bytes));
+      INFO("family " << int(fam) << ", variant " << variant);
+      CHECK(bytes >= uint64_t(2) * 2 * 32 * 128 * 2);  // at least two chunks' queries
+      check_workspace_size(bytes, true, [&](const fk_launch_t* l) {
+        return fk_attention_forward(ctx, l, &ap, &dq, &dk, &dv, nullptr, nullptr, &dout, &dlse);
+      });
+    }
+  }
   SECTION("fftconv plans that recompute the spectrum: every kernel's size range") {
     const fk_context_t* ctx = fkgpu::auto_context();
     struct Conv {

@@ -4,8 +4,8 @@
 pub const DLPACK_VERSION: u32 = 60;
 pub const FK_VERSION_MAJOR: u32 = 0;
 pub const FK_VERSION_MINOR: u32 = 3;
-pub const FK_VERSION_PATCH: u32 = 0;
-pub const FK_VERSION_NUMBER: u32 = 300;
+pub const FK_VERSION_PATCH: u32 = 1;
+pub const FK_VERSION_NUMBER: u32 = 301;
 pub const FK_ABI_VERSION: u32 = 1;
 pub const FK_DLPACK_FLOAT8_E4M3FN: u32 = 10;
 pub const FK_DLPACK_FLOAT8_E5M2: u32 = 12;
@@ -858,7 +858,10 @@ pub struct fk_launch_t {
     #[doc = "of the call (FK_ERROR_INVALID_ARGUMENT, \"launch.workspace:"]
     #[doc = "overlaps <tensor>\", outputs untouched) nor be used by other"]
     #[doc = "work until the call's kernels have finished on the stream. Most calls need none: on the GPU today the split-K"]
-    #[doc = "GEMMs (fp32 partial tiles and arrival counters), the FFT"]
+    #[doc = "GEMMs (fp32 partial tiles and arrival counters), attention"]
+    #[doc = "run with its keys split (decode-like calls with too few"]
+    #[doc = "query tiles to fill the GPU: each key chunk's queries,"]
+    #[doc = "output and LSE), the FFT"]
     #[doc = "convolutions (a plan without FK_FFTCONV_FILTER_CONSTANT: each"]
     #[doc = "call's filter spectrum; the generic kernel above fft_size"]
     #[doc = "8192: its four-step intermediates) and the generic Monarch"]
@@ -1247,7 +1250,8 @@ extern "C" {
 }
 extern "C" {
     #[doc = " @brief Workspace bytes that fk_attention_forward() on these arguments needs so that it"]
-    #[doc = "        allocates nothing; today every attention variant reports 0."]
+    #[doc = "        allocates nothing: nonzero exactly when the CUDA backend splits the keys of the call"]
+    #[doc = "        into chunks (batched, few query tiles, a mask that hides no key; 0.3.1)."]
     #[doc = ""]
     #[doc = " fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0."]
     #[doc = " Validates like fk_attention_forward() (same statuses) and runs nothing."]

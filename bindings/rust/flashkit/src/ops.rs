@@ -183,7 +183,8 @@ pub fn attention_select_kernel(
 }
 
 /// Workspace bytes with which [`attention`] on these arguments allocates nothing
-/// (`fk_attention_workspace_size`; every variant takes none today); validates like it.
+/// (`fk_attention_workspace_size`; nonzero when the CUDA backend splits the keys of a decode-like
+/// call into chunks); validates like it.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_workspace_size(
     context: &Context,

@@ -1,0 +1,294 @@
+// Split-KV decode: planning, the inner varlen problem, and the prepare and combine kernels
+// (split_kv.h says what and why).
+#include "cuda/attention/common/split_kv.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/common/check.h"
+#include "cuda/common/device_guard.h"
+#include "cuda/common/dtype.cuh"
+#include "cuda/common/scratch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace attn {
+namespace {
+
+constexpr int64_t kMinChunk = 512;  // keys: each chunk's tile start-up and its combine share
+                                    // must stay small against streaming its keys
+constexpr int64_t kKeyTile = 128;   // chunks start on key-tile boundaries of the kernels
+constexpr int64_t kMaxRowsQ = 128;  // query rows per (batch, head): one query tile
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// -1: automatic; 0: never; N >= 2: that many chunks.
+int64_t forced_splits() {
+  const char* env = std::getenv("FLASHKIT_ATTENTION_SPLIT_KV");
+  if (env == nullptr || *env == '\0') return -1;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n < 0) return -1;
+  return n == 1 ? 0 : int64_t(n);
+}
+
+bool elem_bytes_ok(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32; }
+int64_t elem_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+
+// Scratch sizes, in the order they are carved.
+struct ScratchSizes {
+  uint64_t q, out, lse, cu;
+};
+ScratchSizes scratch_sizes(const AttentionProblem& p, const SplitKvPlan& plan) {
+  const int64_t rows = plan.nsplit * p.batch * p.seqlen_q;  // query rows of the chunks
+  const uint64_t qo = uint64_t(rows * p.nheads * p.head_dim * elem_bytes(p.dtype));
+  return {qo, qo, uint64_t(rows * p.nheads) * sizeof(float),
+          uint64_t(2 * (plan.segments + 1)) * sizeof(int32_t)};
+}
+
+// The varlen problem the row runs: chunk c of sequence b is sequence b * nsplit + c (plus one
+// query-less sequence per gap), its queries a copy of sequence b's, compact (rows, heads, d).
+AttentionProblem inner_problem(const AttentionProblem& p, const SplitKvPlan& plan, void* q,
+                               void* out, float* lse, const int32_t* cu_q, const int32_t* cu_k) {
+  AttentionProblem s = p;
+  s.varlen = true;
+  s.q = q;
+  s.out = out;
+  s.lse = lse;
+  s.cu_seqlens_q = cu_q;
+  s.cu_seqlens_k = cu_k;
+  s.batch = plan.segments;
+  s.seqlen_q = p.seqlen_q;
+  s.seqlen_k = plan.chunk;  // the longest sequence with queries
+  s.total_q = plan.nsplit * p.batch * p.seqlen_q;
+  s.total_k = (p.batch - 1) * plan.rows + p.seqlen_k;
+  s.q_batch_stride = s.o_batch_stride = s.k_batch_stride = s.v_batch_stride = 0;
+  s.q_row_stride = s.o_row_stride = p.nheads * p.head_dim;
+  s.q_head_stride = s.o_head_stride = p.head_dim;
+  s.lse_batch_stride = 0;
+  s.lse_head_stride = s.total_q;
+  s.lse_row_stride = 1;
+  s.causal = false;
+  s.window_left = s.window_right = -1;
+  return s;
+}
+
+struct Geometry {
+  int64_t batch, seqlen_q, seqlen_k, nheads, head_dim;
+  int64_t nsplit, chunk, rows, segments;
+  bool gaps;
+  int64_t total_k;
+};
+
+// Entry s of cu_seqlens_q / cu_seqlens_k (s = segments: the totals).
+__device__ void segment_start(const Geometry& g, int64_t s, int32_t* q0, int32_t* k0) {
+  if (s >= g.segments) {
+    *q0 = int32_t(g.nsplit * g.batch * g.seqlen_q);
+    *k0 = int32_t(g.total_k);
+    return;
+  }
+  const int64_t per = g.nsplit + (g.gaps ? 1 : 0);
+  const int64_t b = s / per, c = s % per;
+  if (c < g.nsplit) {
+    *q0 = int32_t((b * g.nsplit + c) * g.seqlen_q);
+    *k0 = int32_t(b * g.rows + c * g.chunk);
+  } else {  // the gap after sequence b's keys: no queries
+    *q0 = int32_t((b + 1) * g.nsplit * g.seqlen_q);
+    *k0 = int32_t(b * g.rows + g.seqlen_k);
+  }
+}
+
+// Writes cu_seqlens_q / _k and copies each sequence's queries to its chunks' rows.
+__global__ void split_kv_prepare(Geometry g, const void* __restrict__ q, int64_t q_bs, int64_t q_rs,
+                                 int64_t q_hs, int32_t elem, void* __restrict__ q_split,
+                                 int32_t* __restrict__ cu_q, int32_t* __restrict__ cu_k) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t t0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t s = t0; s <= g.segments; s += stride) segment_start(g, s, &cu_q[s], &cu_k[s]);
+  // Destination element (b, c, i, h, x) of (batch, nsplit, seqlen_q, nheads, head_dim).
+  const int64_t n = g.batch * g.nsplit * g.seqlen_q * g.nheads * g.head_dim;
+  for (int64_t e = t0; e < n; e += stride) {
+    int64_t r = e;
+    const int64_t x = r % g.head_dim;
+    r /= g.head_dim;
+    const int64_t h = r % g.nheads;
+    r /= g.nheads;
+    const int64_t i = r % g.seqlen_q;
+    const int64_t b = r / (g.seqlen_q * g.nsplit);
+    const int64_t src = b * q_bs + i * q_rs + h * q_hs + x;
+    if (elem == 2) {
+      static_cast<uint16_t*>(q_split)[e] = static_cast<const uint16_t*>(q)[src];
+    } else {
+      static_cast<uint32_t*>(q_split)[e] = static_cast<const uint32_t*>(q)[src];
+    }
+  }
+}
+
+// One warp per output row (b, i, h): lane c holds chunk c's LSE; the output is the
+// LSE-weighted sum of the chunks' rows, in fp32, rounded once to the output dtype.
+__global__ void split_kv_combine(Geometry g, DType dt, const void* __restrict__ out_split,
+                                 const float* __restrict__ lse_split, void* out, int64_t o_bs,
+                                 int64_t o_rs, int64_t o_hs, float* lse, int64_t l_bs,
+                                 int64_t l_hs, int64_t l_rs) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  const int64_t total_q = g.nsplit * g.batch * g.seqlen_q;
+  const int64_t n_rows = g.batch * g.seqlen_q * g.nheads;
+  for (int64_t w = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; w < n_rows;
+       w += warps) {
+    const int64_t h = w % g.nheads;
+    const int64_t i = (w / g.nheads) % g.seqlen_q;
+    const int64_t b = w / (g.nheads * g.seqlen_q);
+    const int64_t row0 = b * g.nsplit * g.seqlen_q + i;  // chunk c's row: row0 + c * seqlen_q
+    const float l = lane < g.nsplit ? lse_split[h * total_q + row0 + lane * g.seqlen_q] : -INFINITY;
+    const float m = warp_max(l);
+    float wgt = 0.0f, total_lse = -INFINITY;
+    if (m == -INFINITY) {  // no chunk saw a key (cannot happen for the problems planned)
+      total_lse = -INFINITY;
+    } else {
+      wgt = lane < g.nsplit ? expf(l - m) : 0.0f;
+      const float sum = warp_sum(wgt);
+      wgt /= sum;
+      total_lse = m + logf(sum);
+    }
+    const int64_t o_base = b * o_bs + i * o_rs + h * o_hs;
+    for (int64_t x0 = 0; x0 < g.head_dim; x0 += 32) {  // warp-uniform (the shuffles)
+      const int64_t x = x0 + lane;
+      float acc = 0.0f;
+      for (int c = 0; c < g.nsplit; ++c) {
+        const float wc = __shfl_sync(0xffffffffu, wgt, c);
+        const int64_t src = ((row0 + c * g.seqlen_q) * g.nheads + h) * g.head_dim + x;
+        if (x < g.head_dim) acc += wc * load_float(out_split, dt, src);
+      }
+      if (x < g.head_dim) store_float(out, dt, o_base + x, acc);
+    }
+    if (lse != nullptr && lane == 0) lse[b * l_bs + h * l_hs + i * l_rs] = total_lse;
+  }
+}
+
+int grid_for(int64_t work, int64_t per_block) {
+  return int(std::max<int64_t>(1, std::min<int64_t>(ceil_div(work, per_block), 8192)));
+}
+
+}  // namespace
+
+bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan) {
+  *plan = SplitKvPlan{};
+  if (p.device != Device::Cuda || p.varlen || !elem_bytes_ok(p.dtype)) return false;
+  if (p.batch < 1 || p.nheads < 1 || p.seqlen_q < 1 || p.seqlen_k < 2 || p.head_dim < 1)
+    return false;
+  // Masks that hide no key: then each chunk's rows see all of its keys.
+  const bool one_row = p.seqlen_q == 1 && (p.window_left < 0 || p.window_left >= p.seqlen_k - 1);
+  const bool no_mask = !p.causal && p.window_left < 0 && p.window_right < 0;
+  if (!one_row && !no_mask) return false;
+  const int64_t forced = forced_splits();
+  if (forced == 0) return false;
+  if (forced < 0 && p.seqlen_q > kMaxRowsQ) return false;
+  // Rows between sequences, the same for k and v.
+  int64_t rows = p.seqlen_k;
+  if (p.batch > 1) {
+    if (p.k_row_stride <= 0 || p.v_row_stride <= 0 || p.k_batch_stride % p.k_row_stride != 0)
+      return false;
+    rows = p.k_batch_stride / p.k_row_stride;
+    if (rows < p.seqlen_k || p.v_batch_stride != rows * p.v_row_stride) return false;
+  }
+  if ((p.batch - 1) * rows + p.seqlen_k > INT32_MAX) return false;
+
+  int64_t n = 0, chunk = 0;
+  if (forced > 0) {
+    n = std::min<int64_t>({forced, kMaxSplits, p.seqlen_k});
+    chunk = ceil_div(p.seqlen_k, n);
+  } else {
+    // FlashAttention-2's heuristic (flash_api.cpp, num_splits_heuristic): tiles almost filling
+    // the GPU run unsplit; otherwise the fewest chunks whose wave efficiency (tiles per wave
+    // slot used) is within 85% of the best.
+    const int64_t sms = std::max<int32_t>(1, caps.sm_count);
+    const int64_t tiles = p.batch * p.nheads * ceil_div(p.seqlen_q, kMaxRowsQ);
+    if (tiles * 10 >= sms * 8) return false;
+    const int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / kMinChunk);
+    if (max_n < 2) return false;
+    auto eff = [&](int64_t k) {
+      const int64_t t = tiles * k;
+      return double(t) / double(ceil_div(t, sms) * sms);
+    };
+    double best = 0;
+    for (int64_t k = 1; k <= max_n; ++k) best = std::max(best, eff(k));
+    for (n = 1; n < max_n && eff(n) < 0.85 * best; ++n) {
+    }
+    chunk = ceil_div(ceil_div(p.seqlen_k, n), kKeyTile) * kKeyTile;
+  }
+  n = ceil_div(p.seqlen_k, chunk);
+  if (n < 2) return false;
+  plan->nsplit = n;
+  plan->chunk = chunk;
+  plan->rows = rows;
+  plan->gaps = p.batch > 1 && rows > p.seqlen_k;
+  plan->segments = p.batch * n + (plan->gaps ? p.batch - 1 : 0);
+  if (plan->segments >= INT32_MAX || n * p.batch * p.seqlen_q * p.nheads >= INT32_MAX) return false;
+  return true;
+}
+
+bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
+                      bool (*supports)(const DeviceCaps&, const AttentionProblem&),
+                      SplitKvPlan* plan) {
+  if (!plan_split_kv(caps, p, plan)) return false;
+  if (supports == nullptr) return true;
+  // The predicate sees the scratch as 256-byte aligned stand-ins (what the arena returns).
+  void* const stand_in = reinterpret_cast<void*>(uintptr_t(kScratchAlign));
+  const AttentionProblem s =
+      inner_problem(p, *plan, stand_in, stand_in, static_cast<float*>(stand_in),
+                    static_cast<const int32_t*>(stand_in), static_cast<const int32_t*>(stand_in));
+  return supports(caps, s);
+}
+
+uint64_t split_kv_workspace(const AttentionProblem& p, const SplitKvPlan& plan) {
+  const ScratchSizes z = scratch_sizes(p, plan);
+  return workspace_for({z.q, z.out, z.lse, z.cu});
+}
+
+fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
+                         const SplitKvPlan& plan, AttentionFn inner) {
+  DeviceGuard guard(ctx.device_ordinal);
+  FK_RETURN_IF_ERROR(guard.status());
+  const ScratchSizes z = scratch_sizes(p, plan);
+  ScratchArena arena(ctx);
+  void *q = nullptr, *out = nullptr, *lse = nullptr, *cu = nullptr;
+  FK_RETURN_IF_ERROR(arena.alloc(z.q, &q, "attention split-KV queries"));
+  FK_RETURN_IF_ERROR(arena.alloc(z.out, &out, "attention split-KV outputs"));
+  FK_RETURN_IF_ERROR(arena.alloc(z.lse, &lse, "attention split-KV lse"));
+  FK_RETURN_IF_ERROR(arena.alloc(z.cu, &cu, "attention split-KV cu_seqlens"));
+  int32_t* cu_q = static_cast<int32_t*>(cu);
+  int32_t* cu_k = cu_q + (plan.segments + 1);
+
+  Geometry g{p.batch, p.seqlen_q, p.seqlen_k, p.nheads, p.head_dim, plan.nsplit,
+             plan.chunk, plan.rows, plan.segments, plan.gaps,
+             (p.batch - 1) * plan.rows + p.seqlen_k};
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+  const int64_t copy = plan.nsplit * p.batch * p.seqlen_q * p.nheads * p.head_dim;
+  split_kv_prepare<<<grid_for(std::max(copy, plan.segments + 1), 256), 256, 0, stream>>>(
+      g, p.q, p.q_batch_stride, p.q_row_stride, p.q_head_stride, int32_t(elem_bytes(p.dtype)), q,
+      cu_q, cu_k);
+  FK_RETURN_IF_ERROR(check_launch("attention split-KV prepare"));
+
+  // The inner call carves nothing from the caller's workspace (the rows take no scratch).
+  ExecContext inner_ctx = ctx;
+  inner_ctx.workspace = nullptr;
+  inner_ctx.workspace_bytes = 0;
+  FK_RETURN_IF_ERROR(inner(inner_ctx, inner_problem(p, plan, q, out, static_cast<float*>(lse),
+                                                    cu_q, cu_k)));
+
+  const int64_t rows_out = p.batch * p.seqlen_q * p.nheads;
+  split_kv_combine<<<grid_for(rows_out, 8), 256, 0, stream>>>(
+      g, p.dtype, out, static_cast<const float*>(lse), p.out, p.o_batch_stride, p.o_row_stride,
+      p.o_head_stride, p.lse, p.lse_batch_stride, p.lse_head_stride, p.lse_row_stride);
+  return check_launch("attention split-KV combine");
+}
+
+}  // namespace attn
+}  // namespace cuda
+}  // namespace flashkit

@@ -1,0 +1,73 @@
+// Split-KV decode (FlashAttention-2's "flash-decoding" split, Dao et al. 2023): a batched call
+// with few query rows per (batch, head) gives each kernel too few tiles to fill the GPU (batch 8
+// x 8 KV heads = 64 tiles on 132 SMs), and each tile then streams all seqlen_k keys alone. The
+// keys of every sequence are cut into `nsplit` chunks that run as separate sequences of one
+// varlen call of the same kernel (each chunk's output and LSE go to scratch), then a combine
+// kernel merges the chunks: out = sum_c exp(lse_c - lse) out_c with lse = log sum_c exp(lse_c).
+//
+// Only where the mask hides no key (non-causal without a window, or one query row with a left
+// window reaching key 0 and any right window), so every chunk's rows see all of their keys and
+// the merge is exact up to the rounding of each chunk's output to the input dtype (one extra
+// rounding step; fp32 inputs lose nothing). K and V must have the same row pitch between
+// sequences (batch stride = rows x row stride with rows >= seqlen_k, as in a contiguous tensor or
+// a slice of a longer KV cache), since the varlen form addresses keys by row. Wrapped around the
+// CUDA dispatch rows (tables.cpp), so the row's name and predicate are unchanged; the row is
+// kept only when its predicate also takes the split problem.
+//
+// FLASHKIT_ATTENTION_SPLIT_KV (read on every call; diagnostic): "0" never splits; an integer
+// N >= 2 splits every eligible call (any seqlen_q) into min(N, 32, seqlen_k) chunks.
+#pragma once
+
+#include <cstdint>
+
+#include "core/backend.h"
+#include "core/problems.h"
+
+namespace flashkit {
+namespace cuda {
+namespace attn {
+
+struct SplitKvPlan {
+  int64_t nsplit = 1;    // key chunks per sequence (>= 2 when planned)
+  int64_t chunk = 0;     // keys per chunk; the last chunk of a sequence may be shorter
+  int64_t rows = 0;      // k/v rows from one sequence's start to the next (>= seqlen_k)
+  bool gaps = false;     // rows > seqlen_k: a sequence without queries skips each gap
+  int64_t segments = 0;  // sequences of the inner varlen problem
+};
+
+// The most chunks one call takes (the combine kernel gives one lane to each).
+constexpr int64_t kMaxSplits = 32;
+
+// Plans the split of `p`; false when it does not apply (mask, layout, varlen) or does not pay
+// (enough tiles already, or keys too few for chunks of kMinChunk).
+bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan);
+
+// True when `p` is split by `plan` and the row predicate `supports` (nullptr: every problem)
+// takes the inner varlen problem as well.
+bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
+                      bool (*supports)(const DeviceCaps&, const AttentionProblem&),
+                      SplitKvPlan* plan);
+
+// Workspace bytes of the split's scratch (chunk queries, outputs, LSE, cu_seqlens).
+uint64_t split_kv_workspace(const AttentionProblem& p, const SplitKvPlan& plan);
+
+// Runs `p` as planned: one prepare kernel, `inner` on the varlen problem, one combine kernel.
+fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
+                         const SplitKvPlan& plan, AttentionFn inner);
+
+// A dispatch row's run and workspace functions with the split in front of them.
+template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), AttentionFn Run>
+fk_status_t run_with_split(const ExecContext& ctx, const AttentionProblem& p) {
+  SplitKvPlan plan;
+  if (split_kv_applies(*ctx.caps, p, Supports, &plan)) return split_kv_run(ctx, p, plan, Run);
+  return Run(ctx, p);
+}
+template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&)>
+uint64_t workspace_with_split(const DeviceCaps& caps, const AttentionProblem& p) {
+  SplitKvPlan plan;
+  return split_kv_applies(caps, p, Supports, &plan) ? split_kv_workspace(p, plan) : 0;
+}
+
+}  // namespace attn
+}  // namespace cuda
+}  // namespace flashkit
