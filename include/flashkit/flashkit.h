@@ -117,8 +117,8 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define FK_VERSION_MAJOR 0 /**< Major version: incompatible API changes. */
-#define FK_VERSION_MINOR 3 /**< Minor version: added functionality. */
-#define FK_VERSION_PATCH 1 /**< Patch version: fixes. */
+#define FK_VERSION_MINOR 4 /**< Minor version: added functionality. */
+#define FK_VERSION_PATCH 0 /**< Patch version: fixes. */
 /** @brief The version as one number: major * 10000 + minor * 100 + patch. */
 #define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
 /** ABI number, the SONAME suffix. 1 since 0.2.0: fk_attention_params_t grew (max_seqlen_q/k), and
@@ -411,7 +411,7 @@ typedef struct fk_launch_t {
                                 GEMMs (fp32 partial tiles and arrival counters), attention
                                 run with its keys split (decode-like calls with too few
                                 query tiles to fill the GPU: each key chunk's queries,
-                                output and LSE), the FFT
+                                output and LSE, and their cu_seqlens), the FFT
                                 convolutions (a plan without FK_FFTCONV_FILTER_CONSTANT: each
                                 call's filter spectrum; the generic kernel above fft_size
                                 8192: its four-step intermediates) and the generic Monarch
@@ -431,7 +431,9 @@ typedef struct fk_launch_t {
                                 alignment, with the real tensors or with stand-ins of the same
                                 alignment (a TensorRT plugin's getWorkspaceSize has no data
                                 pointers: 256-byte aligned dummies give the size for aligned
-                                tensors). Varlen attention without max_seqlen_q/k reads
+                                tensors). The size is not monotone in the shapes (attention
+                                splits the keys of small decode batches only): query each
+                                shape, not only the largest. Varlen attention without max_seqlen_q/k reads
                                 cu_seqlens back in the query as in the call (a synchronising
                                 copy on the default stream). One workspace shared by several
                                 calls must hold the largest of their sizes. */
@@ -609,7 +611,9 @@ FK_API fk_status_t fk_attention_select_kernel(const fk_context_t* context,
 /**
  * @brief Workspace bytes that fk_attention_forward() on these arguments needs so that it
  *        allocates nothing: nonzero exactly when the CUDA backend splits the keys of the call
- *        into chunks (batched, few query tiles, a mask that hides no key; 0.3.1).
+ *        into chunks (batched fp16/bf16, few query tiles, a mask that hides no key; 0.4.0).
+ *        So the size is not monotone in the shapes: a small batch can need scratch where a
+ *        large one needs none (query every shape, not only the largest).
  *
  * fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0.
  * Validates like fk_attention_forward() (same statuses) and runs nothing.

@@ -280,33 +280,57 @@ TEST_CASE("attention: GQA decode, query heads packed into one tile (sm90 and sm8
 // run their keys in chunks and merge them by LSE. The workspace size query shows whether a call
 // is split (its scratch); each CUDA row keeps its name. Automatic cases (which split and which
 // must not), then FLASHKIT_ATTENTION_SPLIT_KV=N forcing odd chunk counts onto small problems:
-// several query rows, a KV-cache slice (gaps between sequences), chunks of 2 keys, fp32 on the
-// generic row, and =0 turning it off.
+// several query rows, a KV-cache slice (gaps between sequences), chunks of 2 keys, 32 chunks,
+// and =0 turning it off; fp32 is never split. Every case on every CUDA row.
 struct SplitKvEnv {
-  explicit SplitKvEnv(const char* v) { setenv("FLASHKIT_ATTENTION_SPLIT_KV", v, 1); }
-  ~SplitKvEnv() { unsetenv("FLASHKIT_ATTENTION_SPLIT_KV"); }
+  explicit SplitKvEnv(const char* v) {
+    const char* old = std::getenv(kName);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (v) setenv(kName, v, 1);
+    else unsetenv(kName);
+  }
+  ~SplitKvEnv() {
+    if (had_) setenv(kName, old_.c_str(), 1);
+    else unsetenv(kName);
+  }
+  static constexpr const char* kName = "FLASHKIT_ATTENTION_SPLIT_KV";
+  bool had_ = false;
+  std::string old_;
 };
+
+struct SplitFam {
+  fk_kernel_family_t family;
+  const char* variant;
+};
+
+// Runs `body(ctx, run)` once per CUDA row (sm90 where present, sm80, generic); `run(c, ws)`
+// checks case c on that row, with its workspace query expected nonzero (ws 1) or zero (0).
+template <class Body>
+void for_each_split_row(uint64_t seed, Body&& body) {
+  const SplitFam fams[] = {{FK_KERNEL_FAMILY_SM90, kSm90},
+                           {FK_KERNEL_FAMILY_SM80, "cuda.sm80.attention"},
+                           {FK_KERNEL_FAMILY_GENERIC, "cuda.generic.attention"}};
+  int i = 0;
+  for (const SplitFam& f : fams) {
+    if (f.family == FK_KERNEL_FAMILY_SM90 && !have_sm90()) continue;
+    const fk_context_t* ctx = context_for(f.family);
+    if (ctx == nullptr) continue;
+    INFO("family " << f.variant);
+    auto run = [&](Case c, int expect_ws) {
+      c.expect_variant = c.pr.dt == DT::F32 ? "cuda.generic.attention" : f.variant;
+      c.expect_workspace = expect_ws;
+      run_case(ctx, c, seed + uint64_t(i++));
+    };
+    body(run);
+  }
+}
 
 TEST_CASE("attention: split-KV decode, key chunks merged by their LSE (sm90, sm80, generic)",
           "[gpu][attention][sm90][decode][split]") {
-  struct Fam {
-    fk_kernel_family_t family;
-    const char* variant;
-  } fams[] = {{FK_KERNEL_FAMILY_SM90, kSm90},
-              {FK_KERNEL_FAMILY_SM80, "cuda.sm80.attention"},
-              {FK_KERNEL_FAMILY_GENERIC, "cuda.generic.attention"}};
-  int i = 0;
-  for (const Fam& f : fams) {
-    if (f.family == FK_KERNEL_FAMILY_SM90 && !have_sm90()) continue;
-    const fk_context_t* ctx = context_for(f.family);
-    INFO("family " << f.variant);
-    auto run = [&](Case c, int expect_ws) {
-      if (c.pr.dt != DT::F32) c.expect_variant = f.variant;
-      else c.expect_variant = "cuda.generic.attention";
-      c.expect_workspace = expect_ws;
-      run_case(ctx, c, 93000 + uint64_t(i++));
-    };
-    SECTION("automatic") {
+  SECTION("automatic") {
+    SplitKvEnv env(nullptr);
+    for_each_split_row(93000, [](auto&& run) {
       Case a = batched(1, 1, 9000, 32, 8, 128, DT::BF16);  // 8 tiles
       run(a, 1);
       Case b = batched(2, 1, 3000, 8, 8, 64, DT::F16);  // MHA, causal: one row sees every key
@@ -330,23 +354,32 @@ TEST_CASE("attention: split-KV decode, key chunks merged by their LSE (sm90, sm8
       run(g, 0);
       Case h = batched(16, 1, 2048, 32, 8, 128, DT::BF16);  // 128 tiles fill the GPU: not split
       run(h, 0);
-      Case k = batched(2, 1, 2000, 4, 2, 40, DT::F32);  // fp32: the generic row
-      run(k, 1);
-    }
-    SECTION("forced chunk counts") {
+      Case k = batched(2, 1, 2000, 4, 2, 40, DT::F32);  // fp32 (the generic row): not split
+      k.run = false;
+      run(k, 0);
+    });
+  }
+  SECTION("forced chunk counts") {
+    for_each_split_row(93500, [](auto&& run) {
       {
         SplitKvEnv env("3");
         Case a = batched(3, 5, 77, 4, 2, 32, DT::F16);  // KV-cache slice, 5 query rows
         a.kv_rows = 100;
         run(a, 1);
-        Case b = batched(2, 1, 300, 4, 4, 64, DT::F32);
-        b.pr.softcap = 7.0;
-        run(b, 1);
+        Case d = batched(1, 3, 300, 4, 4, 64, DT::BF16);  // batch 1, 3 rows, softcap
+        d.pr.softcap = 7.0;
+        run(d, 1);
+        Case b = batched(2, 1, 300, 4, 4, 64, DT::F32);  // fp32 is never split
+        b.run = false;
+        run(b, 0);
       }
       {
         SplitKvEnv env("32");
         Case a = batched(2, 1, 40, 8, 1, 96, DT::BF16);  // chunks of 2 keys (20 of them)
         run(a, 1);
+        Case b = batched(2, 1, 64, 4, 2, 64, DT::F16);  // 32 chunks: every lane of the combine
+        b.kv_rows = 70;
+        run(b, 1);
       }
       {
         SplitKvEnv env("7");
@@ -360,7 +393,7 @@ TEST_CASE("attention: split-KV decode, key chunks merged by their LSE (sm90, sm8
         Case a = batched(1, 1, 9000, 32, 8, 128, DT::BF16);
         run(a, 0);
       }
-    }
+    });
   }
 }
 

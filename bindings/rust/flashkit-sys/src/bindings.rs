@@ -3,9 +3,9 @@
 
 pub const DLPACK_VERSION: u32 = 60;
 pub const FK_VERSION_MAJOR: u32 = 0;
-pub const FK_VERSION_MINOR: u32 = 3;
-pub const FK_VERSION_PATCH: u32 = 1;
-pub const FK_VERSION_NUMBER: u32 = 301;
+pub const FK_VERSION_MINOR: u32 = 4;
+pub const FK_VERSION_PATCH: u32 = 0;
+pub const FK_VERSION_NUMBER: u32 = 400;
 pub const FK_ABI_VERSION: u32 = 1;
 pub const FK_DLPACK_FLOAT8_E4M3FN: u32 = 10;
 pub const FK_DLPACK_FLOAT8_E5M2: u32 = 12;
@@ -861,7 +861,7 @@ pub struct fk_launch_t {
     #[doc = "GEMMs (fp32 partial tiles and arrival counters), attention"]
     #[doc = "run with its keys split (decode-like calls with too few"]
     #[doc = "query tiles to fill the GPU: each key chunk's queries,"]
-    #[doc = "output and LSE), the FFT"]
+    #[doc = "output and LSE, and their cu_seqlens), the FFT"]
     #[doc = "convolutions (a plan without FK_FFTCONV_FILTER_CONSTANT: each"]
     #[doc = "call's filter spectrum; the generic kernel above fft_size"]
     #[doc = "8192: its four-step intermediates) and the generic Monarch"]
@@ -881,7 +881,9 @@ pub struct fk_launch_t {
     #[doc = "alignment, with the real tensors or with stand-ins of the same"]
     #[doc = "alignment (a TensorRT plugin's getWorkspaceSize has no data"]
     #[doc = "pointers: 256-byte aligned dummies give the size for aligned"]
-    #[doc = "tensors). Varlen attention without max_seqlen_q/k reads"]
+    #[doc = "tensors). The size is not monotone in the shapes (attention"]
+    #[doc = "splits the keys of small decode batches only): query each"]
+    #[doc = "shape, not only the largest. Varlen attention without max_seqlen_q/k reads"]
     #[doc = "cu_seqlens back in the query as in the call (a synchronising"]
     #[doc = "copy on the default stream). One workspace shared by several"]
     #[doc = "calls must hold the largest of their sizes."]
@@ -1251,7 +1253,9 @@ extern "C" {
 extern "C" {
     #[doc = " @brief Workspace bytes that fk_attention_forward() on these arguments needs so that it"]
     #[doc = "        allocates nothing: nonzero exactly when the CUDA backend splits the keys of the call"]
-    #[doc = "        into chunks (batched, few query tiles, a mask that hides no key; 0.3.1)."]
+    #[doc = "        into chunks (batched fp16/bf16, few query tiles, a mask that hides no key; 0.4.0)."]
+    #[doc = "        So the size is not monotone in the shapes: a small batch can need scratch where a"]
+    #[doc = "        large one needs none (query every shape, not only the largest)."]
     #[doc = ""]
     #[doc = " fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0."]
     #[doc = " Validates like fk_attention_forward() (same statuses) and runs nothing."]

@@ -37,8 +37,10 @@ int64_t forced_splits() {
   return n == 1 ? 0 : int64_t(n);
 }
 
-bool elem_bytes_ok(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32; }
-int64_t elem_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+// fp16/bf16 only: fp32 attention runs on the generic kernel, which callers pick for accuracy,
+// not speed; it is left as it is.
+bool dtype_ok(DType t) { return t == DType::F16 || t == DType::BF16; }
+constexpr int64_t kElemBytes = 2;
 
 // Scratch sizes, in the order they are carved.
 struct ScratchSizes {
@@ -46,7 +48,7 @@ struct ScratchSizes {
 };
 ScratchSizes scratch_sizes(const AttentionProblem& p, const SplitKvPlan& plan) {
   const int64_t rows = plan.nsplit * p.batch * p.seqlen_q;  // query rows of the chunks
-  const uint64_t qo = uint64_t(rows * p.nheads * p.head_dim * elem_bytes(p.dtype));
+  const uint64_t qo = uint64_t(rows * p.nheads * p.head_dim * kElemBytes);
   return {qo, qo, uint64_t(rows * p.nheads) * sizeof(float),
           uint64_t(2 * (plan.segments + 1)) * sizeof(int32_t)};
 }
@@ -64,7 +66,9 @@ AttentionProblem inner_problem(const AttentionProblem& p, const SplitKvPlan& pla
   s.cu_seqlens_k = cu_k;
   s.batch = plan.segments;
   s.seqlen_q = p.seqlen_q;
-  s.seqlen_k = plan.chunk;  // the longest sequence with queries
+  // The longest key sequence: a chunk, or a gap (which has no queries, so no kernel reads its
+  // keys; the kernels size nothing by it).
+  s.seqlen_k = std::max(plan.chunk, plan.gaps ? plan.rows - p.seqlen_k : int64_t(0));
   s.total_q = plan.nsplit * p.batch * p.seqlen_q;
   s.total_k = (p.batch - 1) * plan.rows + p.seqlen_k;
   s.q_batch_stride = s.o_batch_stride = s.k_batch_stride = s.v_batch_stride = 0;
@@ -105,7 +109,7 @@ __device__ void segment_start(const Geometry& g, int64_t s, int32_t* q0, int32_t
 
 // Writes cu_seqlens_q / _k and copies each sequence's queries to its chunks' rows.
 __global__ void split_kv_prepare(Geometry g, const void* __restrict__ q, int64_t q_bs, int64_t q_rs,
-                                 int64_t q_hs, int32_t elem, void* __restrict__ q_split,
+                                 int64_t q_hs, void* __restrict__ q_split,
                                  int32_t* __restrict__ cu_q, int32_t* __restrict__ cu_k) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t t0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -121,53 +125,56 @@ __global__ void split_kv_prepare(Geometry g, const void* __restrict__ q, int64_t
     const int64_t i = r % g.seqlen_q;
     const int64_t b = r / (g.seqlen_q * g.nsplit);
     const int64_t src = b * q_bs + i * q_rs + h * q_hs + x;
-    if (elem == 2) {
-      static_cast<uint16_t*>(q_split)[e] = static_cast<const uint16_t*>(q)[src];
-    } else {
-      static_cast<uint32_t*>(q_split)[e] = static_cast<const uint32_t*>(q)[src];
-    }
+    static_cast<uint16_t*>(q_split)[e] = static_cast<const uint16_t*>(q)[src];
   }
 }
 
-// One warp per output row (b, i, h): lane c holds chunk c's LSE; the output is the
-// LSE-weighted sum of the chunks' rows, in fp32, rounded once to the output dtype.
-__global__ void split_kv_combine(Geometry g, DType dt, const void* __restrict__ out_split,
-                                 const float* __restrict__ lse_split, void* out, int64_t o_bs,
-                                 int64_t o_rs, int64_t o_hs, float* lse, int64_t l_bs,
-                                 int64_t l_hs, int64_t l_rs) {
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+// One thread per output element (b, i, h, x): the chunks' LSE of its row give the weights,
+// exp(lse_c - max) / sum, and the output is the weighted sum of the chunks' elements, in fp32,
+// rounded once to the output dtype; element x = 0 also writes the row's lse = max + log(sum).
+// All loads of a thread are independent (no shuffles), so they overlap: the rows of a decode
+// call are few (batch x query heads) and a warp-per-row version spent ~13 us on latency.
+__global__ void __launch_bounds__(256)
+    split_kv_combine(Geometry g, DType dt, const void* __restrict__ out_split,
+                     const float* __restrict__ lse_split, void* out, int64_t o_bs, int64_t o_rs,
+                     int64_t o_hs, float* lse, int64_t l_bs, int64_t l_hs, int64_t l_rs) {
   const int64_t total_q = g.nsplit * g.batch * g.seqlen_q;
-  const int64_t n_rows = g.batch * g.seqlen_q * g.nheads;
-  for (int64_t w = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; w < n_rows;
-       w += warps) {
+  const int64_t n_elems = g.batch * g.seqlen_q * g.nheads * g.head_dim;
+  const int n = int(g.nsplit);
+  const int64_t c_stride = g.seqlen_q * g.nheads * g.head_dim;  // between chunk rows
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n_elems;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t x = e % g.head_dim;
+    const int64_t w = e / g.head_dim;
     const int64_t h = w % g.nheads;
     const int64_t i = (w / g.nheads) % g.seqlen_q;
     const int64_t b = w / (g.nheads * g.seqlen_q);
     const int64_t row0 = b * g.nsplit * g.seqlen_q + i;  // chunk c's row: row0 + c * seqlen_q
-    const float l = lane < g.nsplit ? lse_split[h * total_q + row0 + lane * g.seqlen_q] : -INFINITY;
-    const float m = warp_max(l);
-    float wgt = 0.0f, total_lse = -INFINITY;
-    if (m == -INFINITY) {  // no chunk saw a key (cannot happen for the problems planned)
-      total_lse = -INFINITY;
-    } else {
-      wgt = lane < g.nsplit ? expf(l - m) : 0.0f;
-      const float sum = warp_sum(wgt);
-      wgt /= sum;
-      total_lse = m + logf(sum);
+    const float* l = lse_split + h * total_q + row0;
+    float ls[kMaxSplits];
+    float m = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < kMaxSplits; ++c) {
+      ls[c] = c < n ? l[c * g.seqlen_q] : -INFINITY;
+      m = fmaxf(m, ls[c]);
     }
-    const int64_t o_base = b * o_bs + i * o_rs + h * o_hs;
-    for (int64_t x0 = 0; x0 < g.head_dim; x0 += 32) {  // warp-uniform (the shuffles)
-      const int64_t x = x0 + lane;
-      float acc = 0.0f;
-      for (int c = 0; c < g.nsplit; ++c) {
-        const float wc = __shfl_sync(0xffffffffu, wgt, c);
-        const int64_t src = ((row0 + c * g.seqlen_q) * g.nheads + h) * g.head_dim + x;
-        if (x < g.head_dim) acc += wc * load_float(out_split, dt, src);
+    const void* src = static_cast<const char*>(out_split) +
+                      ((row0 * g.nheads + h) * g.head_dim + x) * 2;  // fp16/bf16
+    float acc = 0.0f, sum = 0.0f;
+    if (m != -INFINITY) {  // else no chunk saw a key (not for the problems planned): zeros
+#pragma unroll
+      for (int c = 0; c < kMaxSplits; ++c) {
+        if (c < n) {
+          const float wc = expf(ls[c] - m);
+          sum += wc;
+          acc += wc * load_float(src, dt, c * c_stride);
+        }
       }
-      if (x < g.head_dim) store_float(out, dt, o_base + x, acc);
+      acc /= sum;
     }
-    if (lse != nullptr && lane == 0) lse[b * l_bs + h * l_hs + i * l_rs] = total_lse;
+    store_float(out, dt, b * o_bs + i * o_rs + h * o_hs + x, acc);
+    if (lse != nullptr && x == 0)
+      lse[b * l_bs + h * l_hs + i * l_rs] = m == -INFINITY ? -INFINITY : m + logf(sum);
   }
 }
 
@@ -179,7 +186,7 @@ int grid_for(int64_t work, int64_t per_block) {
 
 bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan) {
   *plan = SplitKvPlan{};
-  if (p.device != Device::Cuda || p.varlen || !elem_bytes_ok(p.dtype)) return false;
+  if (p.device != Device::Cuda || p.varlen || !dtype_ok(p.dtype)) return false;
   if (p.batch < 1 || p.nheads < 1 || p.seqlen_q < 1 || p.seqlen_k < 2 || p.head_dim < 1)
     return false;
   // Masks that hide no key: then each chunk's rows see all of its keys.
@@ -271,7 +278,7 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
   const int64_t copy = plan.nsplit * p.batch * p.seqlen_q * p.nheads * p.head_dim;
   split_kv_prepare<<<grid_for(std::max(copy, plan.segments + 1), 256), 256, 0, stream>>>(
-      g, p.q, p.q_batch_stride, p.q_row_stride, p.q_head_stride, int32_t(elem_bytes(p.dtype)), q,
+      g, p.q, p.q_batch_stride, p.q_row_stride, p.q_head_stride, q,
       cu_q, cu_k);
   FK_RETURN_IF_ERROR(check_launch("attention split-KV prepare"));
 
@@ -283,7 +290,7 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
                                                     cu_q, cu_k)));
 
   const int64_t rows_out = p.batch * p.seqlen_q * p.nheads;
-  split_kv_combine<<<grid_for(rows_out, 8), 256, 0, stream>>>(
+  split_kv_combine<<<grid_for(rows_out * p.head_dim, 256), 256, 0, stream>>>(
       g, p.dtype, out, static_cast<const float*>(lse), p.out, p.o_batch_stride, p.o_row_stride,
       p.o_head_stride, p.lse, p.lse_batch_stride, p.lse_head_stride, p.lse_row_stride);
   return check_launch("attention split-KV combine");

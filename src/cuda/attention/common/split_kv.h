@@ -8,14 +8,18 @@
 // Only where the mask hides no key (non-causal without a window, or one query row with a left
 // window reaching key 0 and any right window), so every chunk's rows see all of their keys and
 // the merge is exact up to the rounding of each chunk's output to the input dtype (one extra
-// rounding step; fp32 inputs lose nothing). K and V must have the same row pitch between
+// rounding step). fp16/bf16 only: fp32 attention runs on the generic kernel, which callers pick
+// for accuracy rather than speed, and is left unsplit. K and V must have the same row pitch between
 // sequences (batch stride = rows x row stride with rows >= seqlen_k, as in a contiguous tensor or
 // a slice of a longer KV cache), since the varlen form addresses keys by row. Wrapped around the
 // CUDA dispatch rows (tables.cpp), so the row's name and predicate are unchanged; the row is
 // kept only when its predicate also takes the split problem.
 //
-// FLASHKIT_ATTENTION_SPLIT_KV (read on every call; diagnostic): "0" never splits; an integer
-// N >= 2 splits every eligible call (any seqlen_q) into min(N, 32, seqlen_k) chunks.
+// FLASHKIT_ATTENTION_SPLIT_KV (read on every call; diagnostic): "0" or "1" never splits; an
+// integer N >= 2 splits every eligible call (mask, dtype, K/V layout and int32 limits as above,
+// any seqlen_q, any number of tiles) into chunks of ceil(seqlen_k / min(N, 32, seqlen_k)) keys,
+// so ceil(seqlen_k / that) chunks (N = 32 on 40 keys: 20 chunks of 2); anything else is the
+// automatic choice. Automatic chunks are multiples of 128 keys (the last one takes the rest).
 #pragma once
 
 #include <cstdint>
