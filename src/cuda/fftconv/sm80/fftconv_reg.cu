@@ -45,8 +45,16 @@
 //   magnitudes, one redux.sync per warp, then across the warps), each channel's spectrum so its
 //   largest component is <= 1/8; with P <= 1024 no fp16 operand can then exceed 2^15. The
 //   output is scaled back in fp32.
-// - The filter spectrum (an fp32 radix-2 FFT in shared memory, one block per channel) is cached
-//   in the plan when FK_FFTCONV_FILTER_CONSTANT is set, else computed once per call.
+// - The filter spectrum is cached in the plan when FK_FFTCONV_FILTER_CONSTANT is set, else
+//   computed once per call by spectrum_fast_kernel (branch spec): fp32, the real-input trick (an
+//   N / 2-point complex DFT of the packed row), radix-16 Stockham passes with 16 points per
+//   thread in registers (3-4 passes instead of 8-15 radix-2 stages, 2 barriers each), N / 2
+//   float2 of shared memory per channel (128 KB at 32K: one pass, no split), several channels
+//   per block below 8K, and the fragment-order table written once with 16-byte stores. The
+//   radix-2 kernel (spectrum_reg_kernel) stays for devices whose shared memory is too small
+//   for the fast one and behind FLASHKIT_FFTCONV_SPECTRUM=radix2 (diagnostic, tested). Not yet
+//   measured on a GPU (see benchmarks/RESULTS.md); the old kernel cost +0.05 ms per call at
+//   fft_size 2K, +0.24 ms at 8K, +0.51 ms at 16K and ~1.1 ms at 32K (H 768).
 // - Input/output: the next row pair's u and gates are prefetched into a shared-memory ring
 //   (cp.async, 16-byte chunks, zero-filled past seqlen; an odd batch's missing second row is
 //   zero-filled too, so the kernel reads both rows unconditionally) while the current pair is
