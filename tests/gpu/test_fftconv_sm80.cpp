@@ -558,6 +558,32 @@ TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][
     }
 }
 
+// The plain plan's filter spectrum by the radix-2 kernel (FLASHKIT_FFTCONV_SPECTRUM=radix2),
+// which still serves devices whose shared memory is too small for the fast one (fft_size 32K
+// below ~130 KB per block); the default cases above run the fast one.
+struct Radix2Spectrum {
+  Radix2Spectrum() { setenv("FLASHKIT_FFTCONV_SPECTRUM", "radix2", 1); }
+  ~Radix2Spectrum() { unsetenv("FLASHKIT_FFTCONV_SPECTRUM"); }
+};
+TEST_CASE("sm80 fftconv_reg: filter spectrum by the radix-2 kernel", "[gpu][fftconv][sm80][reg]") {
+  Radix2Spectrum radix2;
+  int i = 0;
+  for (int64_t n : {256, 2048, 32768})
+    for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR}) {
+      Case c;
+      c.mode = m;
+      c.batch = 2;
+      c.channels = 37;
+      c.seqlen = m == FK_FFTCONV_CAUSAL ? n / 2 - 1 : n - 3;
+      c.filter_len = n <= 2048 ? (m == FK_FFTCONV_CAUSAL ? c.seqlen : n) : 301;
+      c.fft_size = m == FK_FFTCONV_CAUSAL ? 0 : n;
+      c.dtype = io_type(i);
+      c.pre = c.post = (i % 2) == 0;
+      c.sample_rows = 6;
+      run_case(c, 59700 + uint64_t(i++));
+    }
+}
+
 // A small case for compute-sanitizer (run alone: "[memcheck]").
 TEST_CASE("sm80 fftconv_reg: small case for memcheck", "[gpu][fftconv][sm80][reg][memcheck]") {
   for (int64_t n : {256, 2048, 8192, 16384, 32768}) {

@@ -45,8 +45,16 @@
 //   magnitudes, one redux.sync per warp, then across the warps), each channel's spectrum so its
 //   largest component is <= 1/8; with P <= 1024 no fp16 operand can then exceed 2^15. The
 //   output is scaled back in fp32.
-// - The filter spectrum (an fp32 radix-2 FFT in shared memory, one block per channel) is cached
-//   in the plan when FK_FFTCONV_FILTER_CONSTANT is set, else computed once per call.
+// - The filter spectrum is cached in the plan when FK_FFTCONV_FILTER_CONSTANT is set, else
+//   computed once per call by spectrum_fast_kernel (branch spec): fp32, the real-input trick (an
+//   N / 2-point complex DFT of the packed row), radix-16 Stockham passes with 16 points per
+//   thread in registers (3-4 passes instead of 8-15 radix-2 stages, 2 barriers each), N / 2
+//   float2 of shared memory per channel (128 KB at 32K: one pass, no split), several channels
+//   per block below 8K, and the fragment-order table written once with 16-byte stores. The
+//   radix-2 kernel (spectrum_reg_kernel) stays for devices whose shared memory is too small
+//   for the fast one and behind FLASHKIT_FFTCONV_SPECTRUM=radix2 (diagnostic, tested). Not yet
+//   measured on a GPU (see benchmarks/RESULTS.md); the old kernel cost +0.05 ms per call at
+//   fft_size 2K, +0.24 ms at 8K, +0.51 ms at 16K and ~1.1 ms at 32K (H 768).
 // - Input/output: the next row pair's u and gates are prefetched into a shared-memory ring
 //   (cp.async, 16-byte chunks, zero-filled past seqlen; an odd batch's missing second row is
 //   zero-filled too, so the kernel reads both rows unconditionally) while the current pair is
@@ -1599,6 +1607,231 @@ __global__ void __launch_bounds__(kSpecThreads) spectrum_reg_kernel(const RegArg
   }
 }
 
+// Per channel, the fast path (spectrum_fast_kernel, used whenever its shared memory fits):
+// - Real-input trick: z[n] = x[2n] + i x[2n + 1] (M = N / 2 points), Z = DFT_M(z), then
+//   X[k] = E + W_N^k O, X[k + M] = E - W_N^k O with E = (Z[k] + conj Z[M - k]) / 2,
+//   O = (Z[k] - conj Z[M - k]) / 2i; X[N - k] = conj X[k] exactly (the input is real).
+// - DFT_M: Stockham autosort passes (natural order in and out, in place with a barrier between
+//   a pass's loads and its stores), radix 16 with the 16 points of a butterfly in one thread's
+//   registers (M / 16 threads per channel), the last pass radix 2^(log2 M mod 4) when M is not
+//   a power of 16. The filter row is staged in shared memory first (as z, coalesced loads).
+//   Twiddles W_N^(r e) between passes: the powers of two of r from the table, the rest as
+//   products of two or three of them (accurate to a few ulp). Shared memory holds Z as M float2
+//   under an XOR swizzle of the low 4 bits by bits 4-7, 8-11, 12-13 (no bank conflicts in the
+//   passes' strided stores nor in the fragment-order gather below, fft_size >= 1024).
+// - X[0..M] replaces Z in shared memory (pairs k, M - k per thread; X[0] and X[M], both real, in
+//   entry 0); then g, then every entry of the channel's table is written once, in fragment order,
+//   as 16-byte stores (two consecutive positions per thread), each read from X[k] or conj X[N - k].
+// - Several channels per block below fft_size 8K (256 threads per block at least).
+namespace fast_spec {
+
+constexpr int kR = 16;  // points per thread in every pass
+
+// Bank-conflict swizzle of an index < 2^14 (a bijection: only bits 0-3 change).
+__device__ __forceinline__ int swz(int i) { return i ^ (((i >> 4) ^ (i >> 8) ^ (i >> 12)) & 15); }
+
+// x * W_16^k (W_16 = exp(-2 pi i / 16)), k in [0, 8) known at compile time after unrolling.
+__device__ __forceinline__ float2 mul_w16(float2 x, int k) {
+  constexpr float c1 = 0.92387953251128674f, s1 = 0.38268343236508977f,
+                  r2 = 0.70710678118654752f;
+  switch (k) {
+    case 0: return x;
+    case 1: return make_float2(x.x * c1 + x.y * s1, x.y * c1 - x.x * s1);
+    case 2: return make_float2((x.x + x.y) * r2, (x.y - x.x) * r2);
+    case 3: return make_float2(x.x * s1 + x.y * c1, x.y * s1 - x.x * c1);
+    case 4: return make_float2(x.y, -x.x);
+    case 5: return make_float2(x.y * c1 - x.x * s1, -x.y * s1 - x.x * c1);
+    case 6: return make_float2((x.y - x.x) * r2, -(x.x + x.y) * r2);
+    default: return make_float2(x.y * s1 - x.x * c1, -x.y * c1 - x.x * s1);
+  }
+}
+
+// k's low `bits` bits reversed (bits <= 4), a constant expression.
+__host__ __device__ constexpr int brev(int k, int bits) {
+  return (((k & 1) << 3) | ((k & 2) << 1) | ((k & 4) >> 1) | ((k & 8) >> 3)) >> (4 - bits);
+}
+__host__ __device__ constexpr int log2c(int r) { return r >= 16 ? 4 : r >= 8 ? 3 : r >= 4 ? 2 : r >= 2 ? 1 : 0; }
+__host__ __device__ constexpr int hibit(int r) { return r >= 8 ? 8 : r >= 4 ? 4 : r >= 2 ? 2 : 1; }
+
+// One radix-2 decimation-in-frequency stage of half-size H on R registers, then the next.
+template <int R, int H>
+__device__ __forceinline__ void dif_stages(float2* v) {
+#pragma unroll
+  for (int b = 0; b < R; b += 2 * H) {
+#pragma unroll
+    for (int i = 0; i < H; ++i) {
+      const float2 x0 = v[b + i], x1 = v[b + i + H];
+      v[b + i] = make_float2(x0.x + x1.x, x0.y + x1.y);
+      v[b + i + H] = mul_w16(make_float2(x0.x - x1.x, x0.y - x1.y), i * (8 / H));
+    }
+  }
+  if constexpr (H > 1) dif_stages<R, H / 2>(v);
+}
+
+// In-register R-point DFT, natural order in and out.
+template <int R>
+__device__ __forceinline__ void dft(float2* v) {
+  dif_stages<R, R / 2>(v);
+  float2 t[R];
+#pragma unroll
+  for (int k = 0; k < R; ++k) t[k] = v[brev(k, log2c(R))];
+#pragma unroll
+  for (int k = 0; k < R; ++k) v[k] = t[k];
+}
+
+// v[r] *= W_N^(r e1), r < R, with (R / 2) e1 < N / 2.
+template <int R>
+__device__ __forceinline__ void twiddle(float2* v, const float2* tw, int e1) {
+  float2 p[5];  // p[b] = W_N^(2^b e1)
+#pragma unroll
+  for (int b = 0; (1 << b) < R; ++b) p[b] = __ldg(tw + (e1 << b));
+#pragma unroll
+  for (int r = 1; r < R; ++r) {
+    float2 w = p[log2c(hibit(r))];
+#pragma unroll
+    for (int b = 0; b < 3; ++b)
+      if ((1 << b) < hibit(r) && ((r >> b) & 1)) w = cmul(w, p[b]);
+    v[r] = cmul(v[r], w);
+  }
+}
+
+// One Stockham pass of radix R over the M points in buf (Ns = 2^log_ns points already
+// combined): butterfly j takes buf[j + r M / R], r < R, and stores its outputs at
+// (j / Ns) Ns R + j % Ns + r Ns. Each thread does 16 / R butterflies (j = t + g tc).
+template <int R, bool TW = true>
+__device__ __forceinline__ void pass(float2* buf, int log_m, int log_ns, int t, int tc,
+                                     const float2* tw) {
+  constexpr int G = kR / R, LR = log2c(R);
+  float2 v[kR];
+  const int mr = 1 << (log_m - LR);
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int r = 0; r < R; ++r) v[g * R + r] = buf[swz(t + g * tc + r * mr)];
+  __syncthreads();
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const int j = t + g * tc, jn = j & ((1 << log_ns) - 1);
+    // W_(Ns R)^(jn r) = W_N^(r jn N / (Ns R)), N = 2M.
+    if (TW) twiddle<R>(v + g * R, tw, jn << (log_m + 1 - log_ns - LR));
+    dft<R>(v + g * R);
+    const int base = ((j >> log_ns) << (log_ns + LR)) + jn;
+#pragma unroll
+    for (int r = 0; r < R; ++r) buf[swz(base + (r << log_ns))] = v[g * R + r];
+  }
+  __syncthreads();
+}
+
+// X[k] for k < N from X[0..M] in buf (entry 0 holds X[0], X[M]).
+__device__ __forceinline__ float2 spec_at(const float2* buf, int k, int M) {
+  if (k < M) {
+    if (k == 0) return make_float2(buf[0].x, 0.0f);
+    return buf[swz(k)];
+  }
+  if (k == M) return make_float2(buf[0].y, 0.0f);
+  const float2 v = buf[swz(2 * M - k)];
+  return make_float2(v.x, -v.y);
+}
+
+}  // namespace fast_spec
+
+// G channels per block, N / 32 threads per channel, T threads per block at most: 1024 at
+// fft_size 16K and 32K (64 registers), 256 below (3 blocks per multiprocessor at least, 80
+// registers); see the comment above fast_spec.
+template <int T, int MINB>
+__global__ void __launch_bounds__(T, MINB)
+    spectrum_fast_kernel(const RegArgs a, int log_n, int M1, int G, float2* spec, float* scale) {
+  using namespace fast_spec;
+  extern __shared__ float2 sbuf[];
+  __shared__ float red[T / 32];
+  const int N = 1 << log_n, M = N >> 1, log_m = log_n - 1;
+  const int P = N >= 1024 ? 1024 : (N == 512 ? 512 : 256), S = N / P;
+  const int log_p = log_n >= 10 ? 10 : log_n, M2 = P / M1, NT = M2 / 8;
+  const int log_nt = NT == 4 ? 2 : 1, log_s = log_n - log_p, log_m1 = M1 == 32 ? 5 : 4;
+  const float den = static_cast<float>(S * 4 > 32 ? S * 4 : 32);
+  const int tc = N / 32;  // threads per channel
+  const int grp = threadIdx.x / tc, t = threadIdx.x - grp * tc;
+  float2* buf = sbuf + grp * M;
+  const float2* tw = a.tw_n;
+  const int64_t groups = (a.channels + G - 1) / G;
+  for (int64_t cg = blockIdx.x; cg < groups; cg += gridDim.x) {
+    const int64_t c = cg * G + grp;
+    const bool valid = c < a.channels;
+    // The filter row into shared memory as z (entry m = x[2m] + i x[2m + 1]), then pass 1.
+    {
+      float* zf = reinterpret_cast<float*>(buf);
+#pragma unroll 4
+      for (int n = t; n < N; n += tc)
+        zf[2 * swz(n >> 1) + (n & 1)] = valid ? conv::load_filter(a, c, n, 1.0f) : 0.0f;
+      __syncthreads();
+      pass<16, false>(buf, log_m, 0, t, tc, tw);
+    }
+    int log_ns = 4;
+    while (log_m - log_ns >= 4) {
+      pass<16>(buf, log_m, log_ns, t, tc, tw);
+      log_ns += 4;
+    }
+    switch (log_m - log_ns) {
+      case 1: pass<2>(buf, log_m, log_ns, t, tc, tw); break;
+      case 2: pass<4>(buf, log_m, log_ns, t, tc, tw); break;
+      case 3: pass<8>(buf, log_m, log_ns, t, tc, tw); break;
+      default: break;
+    }
+    // Z -> X[0..M] in place, pairs (k, M - k); the largest component (X[N - k] = conj X[k]).
+    float mx = 0.0f;
+    for (int k = t; k <= M / 2; k += tc) {
+      if (k == 0) {
+        const float2 z = buf[0];
+        const float x0 = z.x + z.y, xm = z.x - z.y;
+        buf[0] = make_float2(x0, xm);
+        mx = fmaxf(mx, fmaxf(fabsf(x0), fabsf(xm)));
+      } else {
+        const float2 A = buf[swz(k)], B = buf[swz(M - k)];  // B: conj taken below
+        const float2 E = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y - B.y));
+        const float2 O = make_float2(0.5f * (A.y + B.y), -0.5f * (A.x - B.x));
+        const float2 wo = cmul(O, __ldg(tw + k));
+        const float2 p = make_float2(E.x + wo.x, E.y + wo.y);
+        const float2 q = make_float2(E.x - wo.x, E.y - wo.y);
+        buf[swz(k)] = p;
+        if (k != M - k) buf[swz(M - k)] = make_float2(q.x, -q.y);
+        mx = fmaxf(mx, fmaxf(fmaxf(fabsf(p.x), fabsf(p.y)), fmaxf(fabsf(q.x), fabsf(q.y))));
+      }
+    }
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1)
+      if (o < tc) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (tc > 32 && (threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = mx;
+    __syncthreads();
+    if (tc > 32) {
+      const int w0 = (grp * tc) >> 5;
+      for (int w = 0; w < (tc >> 5); ++w) mx = fmaxf(mx, red[w0 + w]);
+    }
+    float gsc = 1.0f;
+    if (mx > 0.0f && mx <= 3.0e38f) {
+      int ex;
+      frexpf(mx, &ex);
+      gsc = ldexpf(1.0f, ex);  // >= mx
+    }
+    const float inv = 1.0f / (den * gsc);
+    if (valid) {
+      float4* out = reinterpret_cast<float4*>(spec + c * N);
+      const int step = S << log_m1;  // k of position e = 1 minus k of e = 0
+      for (int q2 = t; q2 < M; q2 += tc) {
+        const int q = 2 * q2, jt = q >> log_p, rr = q & (P - 1);
+        const int tt = (rr >> 1) & 31, g8 = tt >> 2, tq = tt & 3, h = (rr >> 6) & 1,
+                  rest = rr >> 7;
+        const int nt = rest & (NT - 1), mt = rest >> log_nt;
+        const int k1 = mt * 16 + h * 8 + g8, k2 = nt * 8 + tq * 2;
+        const int k = jt + ((k1 + (k2 << log_m1)) << log_s);
+        const float2 x0 = spec_at(buf, k, M), x1 = spec_at(buf, k + step, M);
+        out[q2] = make_float4(x0.x * inv, x0.y * inv, x1.x * inv, x1.y * inv);
+      }
+      if (t == 0) scale[c] = den * gsc / static_cast<float>(N);
+    }
+    __syncthreads();  // buf and red are reused by the next channels
+  }
+}
+
 // ---- host side ---------------------------------------------------------------------------------
 
 using C256 = Cfg<16, 16, 1>;
@@ -1782,10 +2015,39 @@ int spectrum_split(int64_t N, int optin) {
   return split;
 }
 
+// FLASHKIT_FFTCONV_SPECTRUM=radix2 (diagnostic) computes every spectrum with the radix-2 kernel.
+bool fast_spectrum_enabled() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_SPECTRUM");
+  return !(e != nullptr && std::strcmp(e, "radix2") == 0);
+}
+
 fk_status_t compute_spectrum(const RegArgs& a, int log_n, int optin, void* spec,
                              cudaStream_t stream) {
   int m1, m2;
   dims_for(log_n, &m1, &m2);
+  {
+    // spectrum_fast_kernel: N / 32 threads and N / 2 float2 of shared memory per channel, G
+    // channels per block (256 threads at least).
+    const int tc = static_cast<int>(a.N / 32);
+    const int g = std::max(1, 256 / tc);
+    const size_t smem = sizeof(float2) * size_t(g) * size_t(a.N / 2);
+    if (smem + 1024 <= size_t(optin) && fast_spectrum_enabled()) {
+      const bool big = g * tc > 256;
+      const void* kernel = big ? reinterpret_cast<const void*>(spectrum_fast_kernel<1024, 1>)
+                               : reinterpret_cast<const void*>(spectrum_fast_kernel<256, 3>);
+      FK_RETURN_IF_ERROR(conv::allow_smem(
+          kernel, smem, "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(spectrum, fast)"));
+      float2* sp = static_cast<float2*>(spec);
+      float* scale = reinterpret_cast<float*>(sp + a.channels * a.N);
+      const unsigned grid = grid_for(std::min<int64_t>((a.channels + g - 1) / g, 65535));
+      if (big) {
+        spectrum_fast_kernel<1024, 1><<<grid, g * tc, smem, stream>>>(a, log_n, m1, g, sp, scale);
+      } else {
+        spectrum_fast_kernel<256, 3><<<grid, g * tc, smem, stream>>>(a, log_n, m1, g, sp, scale);
+      }
+      return check_launch("cuda.sm80.fftconv_reg filter spectrum kernel (fast)");
+    }
+  }
   const int split = spectrum_split(a.N, optin);
   const size_t smem = sizeof(float2) * static_cast<size_t>(a.N / split);
   const void* kernel = reinterpret_cast<const void*>(spectrum_reg_kernel);
