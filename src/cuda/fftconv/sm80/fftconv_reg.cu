@@ -46,15 +46,15 @@
 //   largest component is <= 1/8; with P <= 1024 no fp16 operand can then exceed 2^15. The
 //   output is scaled back in fp32.
 // - The filter spectrum is cached in the plan when FK_FFTCONV_FILTER_CONSTANT is set, else
-//   computed once per call by spectrum_fast_kernel (branch spec): fp32, the real-input trick (an
+//   computed once per call, from fft_size 1024 up by spectrum_fast_kernel: fp32, the real-input trick (an
 //   N / 2-point complex DFT of the packed row), radix-16 Stockham passes with 16 points per
 //   thread in registers (3-4 passes instead of 8-15 radix-2 stages, 2 barriers each), N / 2
 //   float2 of shared memory per channel (128 KB at 32K: one pass, no split), several channels
 //   per block below 8K, and the fragment-order table written once with 16-byte stores. The
-//   radix-2 kernel (spectrum_reg_kernel) stays for devices whose shared memory is too small
-//   for the fast one and behind FLASHKIT_FFTCONV_SPECTRUM=radix2 (diagnostic, tested). Not yet
-//   measured on a GPU (see benchmarks/RESULTS.md); the old kernel cost +0.05 ms per call at
-//   fft_size 2K, +0.24 ms at 8K, +0.51 ms at 16K and ~1.1 ms at 32K (H 768).
+//   radix-2 kernel (spectrum_reg_kernel) stays below fft_size 1024 (faster there), for devices
+//   whose shared memory is too small for the fast one, and behind
+//   FLASHKIT_FFTCONV_SPECTRUM=radix2 (diagnostic, tested). H200, 768 channels: 5.1x faster at
+//   32K (1143 -> 225 us), 4.4x at 8K, 2.3x at 2K (benchmarks/RESULTS.md, FFT section).
 // - Input/output: the next row pair's u and gates are prefetched into a shared-memory ring
 //   (cp.async, 16-byte chunks, zero-filled past seqlen; an odd batch's missing second row is
 //   zero-filled too, so the kernel reads both rows unconditionally) while the current pair is
@@ -2031,7 +2031,9 @@ fk_status_t compute_spectrum(const RegArgs& a, int log_n, int optin, void* spec,
     const int tc = static_cast<int>(a.N / 32);
     const int g = std::max(1, 256 / tc);
     const size_t smem = sizeof(float2) * size_t(g) * size_t(a.N / 2);
-    if (smem + 1024 <= size_t(optin) && fast_spectrum_enabled()) {
+    // Below fft_size 1024 the radix-2 kernel is the faster one (H200, 768 channels: 11.7 vs
+    // 17.5 us at 256, 16.6 vs 18.1 at 512; 25.9 vs 18.7 at 1024; RESULTS.md, FFT section).
+    if (a.N >= 1024 && smem + 1024 <= size_t(optin) && fast_spectrum_enabled()) {
       const bool big = g * tc > 256;
       const void* kernel = big ? reinterpret_cast<const void*>(spectrum_fast_kernel<1024, 1>)
                                : reinterpret_cast<const void*>(spectrum_fast_kernel<256, 3>);
