@@ -138,7 +138,13 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.longest_first = (a.window_left >= 0 || a.window_right >= 0) ? 1 : 0;
   const int64_t sms = ctx.caps->sm_count > 0 ? ctx.caps->sm_count : 1;
   a.grid = int32_t(std::min<int64_t>(a.total_tiles, sms));
-  a.overlap = flags().overlap ? 1 : 0;
+  // Varlen few-row tiles in a single wave (split-KV decode's inner call: a GQA group of rows
+  // per tile, one CTA per SM) run the plain S / softmax / P V order: measured on the H200
+  // (RESULTS, "Split-KV decode"), it streams K/V 8-16% faster there (57% vs 50% of copy
+  // bandwidth at 1 x 32k keys). With several waves (64 x 2k keys) the overlapped order stays
+  // ahead, and batched one-row MHA decode in one wave measured 5% slower plain, so both keep it.
+  const bool few_rows_one_wave = p.varlen && p.seqlen_q <= 64 && a.total_tiles <= sms;
+  a.overlap = flags().overlap && !few_rows_one_wave ? 1 : 0;
   a.pingpong = flags().pingpong ? 1 : 0;
   if (a.longest_first && flags().sections && int64_t(p.batch) * p.nheads * 4 >= a.grid) {
     // Head sections (tile_scheduler.cuh) where the all-heads longest-first order loses L2 reuse:
