@@ -35,6 +35,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string>
 #include <vector>
 
 #include "gpu_test_util.hpp"
@@ -559,11 +560,24 @@ TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][
 }
 
 // The plain plan's filter spectrum by the radix-2 kernel (FLASHKIT_FFTCONV_SPECTRUM=radix2),
-// which still serves devices whose shared memory is too small for the fast one (fft_size 32K
-// below ~130 KB per block); the default cases above run the fast one.
+// which serves fft_size 256 and 512 by default and devices whose shared memory is too small for
+// the fast one (fft_size 32K below ~130 KB per block); the default cases above run the fast
+// one from fft_size 1024 up. At 32K the radix-2 kernel works in parts (two on the H200); the
+// circular case there has a full-length filter, so every part's twiddled sum has nonzero taps.
 struct Radix2Spectrum {
-  Radix2Spectrum() { setenv("FLASHKIT_FFTCONV_SPECTRUM", "radix2", 1); }
-  ~Radix2Spectrum() { unsetenv("FLASHKIT_FFTCONV_SPECTRUM"); }
+  Radix2Spectrum() {
+    const char* old = std::getenv(kName);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(kName, "radix2", 1);
+  }
+  ~Radix2Spectrum() {
+    if (had_) setenv(kName, old_.c_str(), 1);
+    else unsetenv(kName);
+  }
+  static constexpr const char* kName = "FLASHKIT_FFTCONV_SPECTRUM";
+  bool had_ = false;
+  std::string old_;
 };
 TEST_CASE("sm80 fftconv_reg: filter spectrum by the radix-2 kernel", "[gpu][fftconv][sm80][reg]") {
   Radix2Spectrum radix2;
@@ -575,7 +589,7 @@ TEST_CASE("sm80 fftconv_reg: filter spectrum by the radix-2 kernel", "[gpu][fftc
       c.batch = 2;
       c.channels = 37;
       c.seqlen = m == FK_FFTCONV_CAUSAL ? n / 2 - 1 : n - 3;
-      c.filter_len = n <= 2048 ? (m == FK_FFTCONV_CAUSAL ? c.seqlen : n) : 301;
+      c.filter_len = m == FK_FFTCONV_CIRCULAR ? n : (n <= 2048 ? c.seqlen : 301);
       c.fft_size = m == FK_FFTCONV_CAUSAL ? 0 : n;
       c.dtype = io_type(i);
       c.pre = c.post = (i % 2) == 0;

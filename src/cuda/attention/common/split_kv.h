@@ -39,7 +39,7 @@ struct SplitKvPlan {
   int64_t segments = 0;  // sequences of the inner varlen problem
 };
 
-// The most chunks one call takes (the combine kernel gives one lane to each).
+// The most chunks one call takes (the combine kernel holds one LSE per chunk in registers).
 constexpr int64_t kMaxSplits = 32;
 
 // Plans the split of `p`; false when it does not apply (mask, layout, varlen) or does not pay

@@ -1607,7 +1607,8 @@ __global__ void __launch_bounds__(kSpecThreads) spectrum_reg_kernel(const RegArg
   }
 }
 
-// Per channel, the fast path (spectrum_fast_kernel, used whenever its shared memory fits):
+// Per channel, the fast path (spectrum_fast_kernel, used from fft_size 1024 up whenever its
+// shared memory fits):
 // - Real-input trick: z[n] = x[2n] + i x[2n + 1] (M = N / 2 points), Z = DFT_M(z), then
 //   X[k] = E + W_N^k O, X[k + M] = E - W_N^k O with E = (Z[k] + conj Z[M - k]) / 2,
 //   O = (Z[k] - conj Z[M - k]) / 2i; X[N - k] = conj X[k] exactly (the input is real).
@@ -2037,8 +2038,13 @@ fk_status_t compute_spectrum(const RegArgs& a, int log_n, int optin, void* spec,
       const bool big = g * tc > 256;
       const void* kernel = big ? reinterpret_cast<const void*>(spectrum_fast_kernel<1024, 1>)
                                : reinterpret_cast<const void*>(spectrum_fast_kernel<256, 3>);
+      // The 1024-thread instance serves fft_size 16K (64 KB) and 32K (128 KB): its limit is set
+      // to the larger whenever that fits, so that calls of both sizes on other host threads
+      // never lower it under one another's launch (the 256-thread one always takes 32 KB).
+      const size_t big_max = sizeof(float2) * size_t(16384);
+      const size_t attr = big && big_max + 1024 <= size_t(optin) ? std::max(smem, big_max) : smem;
       FK_RETURN_IF_ERROR(conv::allow_smem(
-          kernel, smem, "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(spectrum, fast)"));
+          kernel, attr, "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(spectrum, fast)"));
       float2* sp = static_cast<float2*>(spec);
       float* scale = reinterpret_cast<float*>(sp + a.channels * a.N);
       const unsigned grid = grid_for(std::min<int64_t>((a.channels + g - 1) / g, 65535));
@@ -2081,7 +2087,7 @@ bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
     // The ring is optional there (u and the gates can be read from global memory); the
     // spectrum kernel needs N / 4 points in shared memory at most.
     if (static_cast<int64_t>(stage_smem(log_n)) + 1024 > caps.smem_per_block_optin ||
-        int64_t(sizeof(float2)) * (N / 4) > caps.smem_per_block_optin)
+        int64_t(sizeof(float2)) * (N / 4) + 1024 > caps.smem_per_block_optin)
       return false;
     return p.seqlen <= N && p.filter_len > 0;
   }
