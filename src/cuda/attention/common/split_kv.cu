@@ -20,27 +20,8 @@ namespace cuda {
 namespace attn {
 namespace {
 
-constexpr int64_t kMinChunk = 512;  // keys: each chunk's tile start-up and its combine share
-                                    // must stay small against streaming its keys
-constexpr int64_t kKeyTile = 128;   // chunks start on key-tile boundaries of the kernels
-constexpr int64_t kMaxRowsQ = 128;  // query rows per (batch, head): one query tile
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// -1: automatic; 0: never; N >= 2: that many chunks.
-int64_t forced_splits() {
-  const char* env = std::getenv("FLASHKIT_ATTENTION_SPLIT_KV");
-  if (env == nullptr || *env == '\0') return -1;
-  char* end = nullptr;
-  const long n = std::strtol(env, &end, 10);
-  if (*end != '\0' || n < 0) return -1;
-  return n == 1 ? 0 : int64_t(n);
-}
-
-// fp16/bf16 only: fp32 attention runs on the generic kernel, which callers pick for accuracy,
-// not speed; it is left as it is.
-bool dtype_ok(DType t) { return t == DType::F16 || t == DType::BF16; }
-constexpr int64_t kElemBytes = 2;
+using split_plan::ceil_div;
+constexpr int64_t kElemBytes = 2;  // fp16/bf16 (split_kv_plan.h takes no other dtype)
 
 // Scratch sizes, in the order they are carved.
 struct ScratchSizes {
@@ -183,62 +164,6 @@ int grid_for(int64_t work, int64_t per_block) {
 }
 
 }  // namespace
-
-bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan) {
-  *plan = SplitKvPlan{};
-  if (p.device != Device::Cuda || p.varlen || !dtype_ok(p.dtype)) return false;
-  if (p.batch < 1 || p.nheads < 1 || p.seqlen_q < 1 || p.seqlen_k < 2 || p.head_dim < 1)
-    return false;
-  // Masks that hide no key: then each chunk's rows see all of its keys.
-  const bool one_row = p.seqlen_q == 1 && (p.window_left < 0 || p.window_left >= p.seqlen_k - 1);
-  const bool no_mask = !p.causal && p.window_left < 0 && p.window_right < 0;
-  if (!one_row && !no_mask) return false;
-  const int64_t forced = forced_splits();
-  if (forced == 0) return false;
-  if (forced < 0 && p.seqlen_q > kMaxRowsQ) return false;
-  // Rows between sequences, the same for k and v.
-  int64_t rows = p.seqlen_k;
-  if (p.batch > 1) {
-    if (p.k_row_stride <= 0 || p.v_row_stride <= 0 || p.k_batch_stride % p.k_row_stride != 0)
-      return false;
-    rows = p.k_batch_stride / p.k_row_stride;
-    if (rows < p.seqlen_k || p.v_batch_stride != rows * p.v_row_stride) return false;
-  }
-  if ((p.batch - 1) * rows + p.seqlen_k > INT32_MAX) return false;
-
-  int64_t n = 0, chunk = 0;
-  if (forced > 0) {
-    n = std::min<int64_t>({forced, kMaxSplits, p.seqlen_k});
-    chunk = ceil_div(p.seqlen_k, n);
-  } else {
-    // FlashAttention-2's heuristic (flash_api.cpp, num_splits_heuristic): tiles almost filling
-    // the GPU run unsplit; otherwise the fewest chunks whose wave efficiency (tiles per wave
-    // slot used) is within 85% of the best.
-    const int64_t sms = std::max<int32_t>(1, caps.sm_count);
-    const int64_t tiles = p.batch * p.nheads * ceil_div(p.seqlen_q, kMaxRowsQ);
-    if (tiles * 10 >= sms * 8) return false;
-    const int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / kMinChunk);
-    if (max_n < 2) return false;
-    auto eff = [&](int64_t k) {
-      const int64_t t = tiles * k;
-      return double(t) / double(ceil_div(t, sms) * sms);
-    };
-    double best = 0;
-    for (int64_t k = 1; k <= max_n; ++k) best = std::max(best, eff(k));
-    for (n = 1; n < max_n && eff(n) < 0.85 * best; ++n) {
-    }
-    chunk = ceil_div(ceil_div(p.seqlen_k, n), kKeyTile) * kKeyTile;
-  }
-  n = ceil_div(p.seqlen_k, chunk);
-  if (n < 2) return false;
-  plan->nsplit = n;
-  plan->chunk = chunk;
-  plan->rows = rows;
-  plan->gaps = p.batch > 1 && rows > p.seqlen_k;
-  plan->segments = p.batch * n + (plan->gaps ? p.batch - 1 : 0);
-  if (plan->segments >= INT32_MAX || n * p.batch * p.seqlen_q * p.nheads >= INT32_MAX) return false;
-  return true;
-}
 
 bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
                       bool (*supports)(const DeviceCaps&, const AttentionProblem&),

@@ -26,25 +26,11 @@
 
 #include "core/backend.h"
 #include "core/problems.h"
+#include "cuda/attention/common/split_kv_plan.h"
 
 namespace flashkit {
 namespace cuda {
 namespace attn {
-
-struct SplitKvPlan {
-  int64_t nsplit = 1;    // key chunks per sequence (>= 2 when planned)
-  int64_t chunk = 0;     // keys per chunk; the last chunk of a sequence may be shorter
-  int64_t rows = 0;      // k/v rows from one sequence's start to the next (>= seqlen_k)
-  bool gaps = false;     // rows > seqlen_k: a sequence without queries skips each gap
-  int64_t segments = 0;  // sequences of the inner varlen problem
-};
-
-// The most chunks one call takes (the combine kernel holds one LSE per chunk in registers).
-constexpr int64_t kMaxSplits = 32;
-
-// Plans the split of `p`; false when it does not apply (mask, layout, varlen) or does not pay
-// (enough tiles already, or keys too few for chunks of kMinChunk).
-bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan);
 
 // True when `p` is split by `plan` and the row predicate `supports` (nullptr: every problem)
 // takes the inner varlen problem as well.

@@ -1,0 +1,114 @@
+// The split-KV planner (split_kv.h says what the split is): whether a problem is split, into
+// how many chunks of how many keys, and the varlen segments that follow. Host code only, inline
+// so that the CPU unit tests (tests/cpu/test_split_kv_plan.cpp) check its rules without a GPU.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
+#include "core/backend.h"
+#include "core/problems.h"
+
+namespace flashkit {
+namespace cuda {
+namespace attn {
+
+struct SplitKvPlan {
+  int64_t nsplit = 1;    // key chunks per sequence (>= 2 when planned)
+  int64_t chunk = 0;     // keys per chunk; the last chunk of a sequence may be shorter
+  int64_t rows = 0;      // k/v rows from one sequence's start to the next (>= seqlen_k)
+  bool gaps = false;     // rows > seqlen_k: a sequence without queries skips each gap
+  int64_t segments = 0;  // sequences of the inner varlen problem
+};
+
+// The most chunks one call takes (the combine kernel holds one LSE per chunk in registers).
+constexpr int64_t kMaxSplits = 32;
+
+namespace split_plan {
+
+constexpr int64_t kMinChunk = 512;  // keys: each chunk's tile start-up and its combine share
+                                    // must stay small against streaming its keys
+constexpr int64_t kKeyTile = 128;   // chunks start on key-tile boundaries of the kernels
+constexpr int64_t kMaxRowsQ = 128;  // query rows per (batch, head): one query tile
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// FLASHKIT_ATTENTION_SPLIT_KV: -1 automatic (unset, empty or unparsable); 0 never ("0", "1");
+// N >= 2 that many chunks.
+inline int64_t forced_splits() {
+  const char* env = std::getenv("FLASHKIT_ATTENTION_SPLIT_KV");
+  if (env == nullptr || *env == '\0') return -1;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n < 0) return -1;
+  return n == 1 ? 0 : int64_t(n);
+}
+
+// fp16/bf16 only: fp32 attention runs on the generic kernel, which callers pick for accuracy,
+// not speed; it is left as it is.
+inline bool dtype_ok(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+}  // namespace split_plan
+
+// Plans the split of `p`; false when it does not apply (mask, layout, varlen, dtype) or does
+// not pay (enough tiles already, or keys too few for chunks of kMinChunk).
+inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan) {
+  *plan = SplitKvPlan{};
+  if (p.device != Device::Cuda || p.varlen || !split_plan::dtype_ok(p.dtype)) return false;
+  if (p.batch < 1 || p.nheads < 1 || p.seqlen_q < 1 || p.seqlen_k < 2 || p.head_dim < 1)
+    return false;
+  // Masks that hide no key: then each chunk's rows see all of its keys.
+  const bool one_row = p.seqlen_q == 1 && (p.window_left < 0 || p.window_left >= p.seqlen_k - 1);
+  const bool no_mask = !p.causal && p.window_left < 0 && p.window_right < 0;
+  if (!one_row && !no_mask) return false;
+  const int64_t forced = split_plan::forced_splits();
+  if (forced == 0) return false;
+  if (forced < 0 && p.seqlen_q > split_plan::kMaxRowsQ) return false;
+  // Rows between sequences, the same for k and v.
+  int64_t rows = p.seqlen_k;
+  if (p.batch > 1) {
+    if (p.k_row_stride <= 0 || p.v_row_stride <= 0 || p.k_batch_stride % p.k_row_stride != 0)
+      return false;
+    rows = p.k_batch_stride / p.k_row_stride;
+    if (rows < p.seqlen_k || p.v_batch_stride != rows * p.v_row_stride) return false;
+  }
+  if ((p.batch - 1) * rows + p.seqlen_k > INT32_MAX) return false;
+
+  int64_t n = 0, chunk = 0;
+  if (forced > 0) {
+    n = std::min<int64_t>({forced, kMaxSplits, p.seqlen_k});
+    chunk = split_plan::ceil_div(p.seqlen_k, n);
+  } else {
+    // FlashAttention-2's heuristic (flash_api.cpp, num_splits_heuristic): tiles almost filling
+    // the GPU run unsplit; otherwise the fewest chunks whose wave efficiency (tiles per wave
+    // slot used) is within 85% of the best.
+    const int64_t sms = std::max<int32_t>(1, caps.sm_count);
+    const int64_t tiles = p.batch * p.nheads * split_plan::ceil_div(p.seqlen_q, split_plan::kMaxRowsQ);
+    if (tiles * 10 >= sms * 8) return false;
+    const int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / split_plan::kMinChunk);
+    if (max_n < 2) return false;
+    auto eff = [&](int64_t k) {
+      const int64_t t = tiles * k;
+      return double(t) / double(split_plan::ceil_div(t, sms) * sms);
+    };
+    double best = 0;
+    for (int64_t k = 1; k <= max_n; ++k) best = std::max(best, eff(k));
+    for (n = 1; n < max_n && eff(n) < 0.85 * best; ++n) {
+    }
+    chunk = split_plan::ceil_div(split_plan::ceil_div(p.seqlen_k, n), split_plan::kKeyTile) * split_plan::kKeyTile;
+  }
+  n = split_plan::ceil_div(p.seqlen_k, chunk);
+  if (n < 2) return false;
+  plan->nsplit = n;
+  plan->chunk = chunk;
+  plan->rows = rows;
+  plan->gaps = p.batch > 1 && rows > p.seqlen_k;
+  plan->segments = p.batch * n + (plan->gaps ? p.batch - 1 : 0);
+  if (plan->segments >= INT32_MAX || n * p.batch * p.seqlen_q * p.nheads >= INT32_MAX) return false;
+  return true;
+}
+
+}  // namespace attn
+}  // namespace cuda
+}  // namespace flashkit

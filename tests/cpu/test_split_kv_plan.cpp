@@ -1,0 +1,184 @@
+// The split-KV planner's rules (src/cuda/attention/common/split_kv_plan.h): which attention
+// problems have their keys split into chunks, into how many, and the varlen segments that
+// follow, checked on the host against the numbers worked out by hand. The GPU suite runs the
+// split itself against the float64 reference (tests/gpu/test_attention_sm90.cpp, "[split]").
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "cuda/attention/common/split_kv_plan.h"
+
+namespace {
+
+using flashkit::AttentionProblem;
+using flashkit::DeviceCaps;
+using flashkit::DType;
+using flashkit::cuda::attn::plan_split_kv;
+using flashkit::cuda::attn::SplitKvPlan;
+
+DeviceCaps h200() {
+  DeviceCaps c;
+  c.cc_major = 9;
+  c.sm_count = 132;
+  return c;
+}
+
+// A batched bf16 problem with compact (batch, seqlen, heads, head_dim) tensors; seqlen_q rows
+// per (batch, head) as the kernels see them (a packed GQA decode has `group` rows).
+AttentionProblem decode(int64_t batch, int64_t seqlen_q, int64_t seqlen_k, int64_t nheads,
+                        int64_t head_dim = 128) {
+  AttentionProblem p{};
+  p.dtype = DType::BF16;
+  p.device = flashkit::Device::Cuda;
+  p.batch = batch;
+  p.seqlen_q = seqlen_q;
+  p.seqlen_k = seqlen_k;
+  p.total_q = batch * seqlen_q;
+  p.total_k = batch * seqlen_k;
+  p.nheads = p.nheads_k = nheads;
+  p.head_dim = head_dim;
+  p.q_row_stride = p.o_row_stride = nheads * head_dim;
+  p.q_batch_stride = p.o_batch_stride = seqlen_q * nheads * head_dim;
+  p.k_row_stride = p.v_row_stride = nheads * head_dim;
+  p.k_batch_stride = p.v_batch_stride = seqlen_k * nheads * head_dim;
+  p.q_head_stride = p.k_head_stride = p.v_head_stride = p.o_head_stride = head_dim;
+  p.softmax_scale = 0.088f;
+  p.window_left = p.window_right = -1;
+  return p;
+}
+
+struct Env {
+  explicit Env(const char* v) {
+    const char* old = std::getenv(kName);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (v) setenv(kName, v, 1);
+    else unsetenv(kName);
+  }
+  ~Env() {
+    if (had_) setenv(kName, old_.c_str(), 1);
+    else unsetenv(kName);
+  }
+  static constexpr const char* kName = "FLASHKIT_ATTENTION_SPLIT_KV";
+  bool had_ = false;
+  std::string old_;
+};
+
+}  // namespace
+
+TEST_CASE("split-KV plan: the automatic choice (FlashAttention-2's wave-efficiency rule)",
+          "[cpu][attention][split]") {
+  Env env(nullptr);
+  SplitKvPlan plan;
+  SECTION("1 x 32k keys, 8 KV heads (a packed GQA group of 4 rows): 14 chunks of 2432 keys") {
+    // 8 tiles; the best efficiency up to 32 chunks is 128/132; the fewest chunks within 85% of
+    // it: 8n/132 >= 0.824 -> n = 14, chunk ceil(32768/14) = 2341 -> 2432 (multiple of 128).
+    REQUIRE(plan_split_kv(h200(), decode(1, 4, 32768, 8), &plan));
+    CHECK(plan.nsplit == 14);
+    CHECK(plan.chunk == 2432);
+    CHECK(plan.rows == 32768);
+    CHECK_FALSE(plan.gaps);
+    CHECK(plan.segments == 14);
+  }
+  SECTION("8 x 8k keys, 8 KV heads: 2 chunks of 4096 keys, 128 tiles") {
+    REQUIRE(plan_split_kv(h200(), decode(8, 4, 8192, 8), &plan));
+    CHECK(plan.nsplit == 2);
+    CHECK(plan.chunk == 4096);
+    CHECK(plan.segments == 16);
+  }
+  SECTION("a KV-cache slice: sequences 6000 rows apart, 5000 keys used: gap segments") {
+    AttentionProblem p = decode(3, 2, 5000, 3);
+    p.k_batch_stride = p.v_batch_stride = 6000 * p.k_row_stride;
+    REQUIRE(plan_split_kv(h200(), p, &plan));
+    CHECK(plan.rows == 6000);
+    CHECK(plan.gaps);
+    CHECK(plan.segments == 3 * plan.nsplit + 2);
+    CHECK(plan.chunk % 128 == 0);
+    CHECK((plan.nsplit - 1) * plan.chunk < 5000);
+    CHECK(plan.nsplit * plan.chunk >= 5000);
+  }
+  SECTION("one query row, causal or with a left window reaching key 0: split") {
+    AttentionProblem p = decode(1, 1, 9000, 8);
+    p.causal = true;
+    p.window_right = 0;
+    CHECK(plan_split_kv(h200(), p, &plan));
+    p.window_left = 8999;
+    CHECK(plan_split_kv(h200(), p, &plan));
+  }
+  SECTION("not split") {
+    AttentionProblem p = decode(1, 16, 4096, 8);
+    p.causal = true;  // causal rows each see a different key range
+    p.window_right = 0;
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+    p = decode(1, 1, 9000, 8);
+    p.window_left = 100;  // a window hiding keys
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+    p = decode(1, 1, 9000, 8);
+    p.dtype = DType::F32;
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+    p = decode(1, 1, 9000, 8);
+    p.varlen = true;
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+    p = decode(16, 4, 2048, 8);  // 128 tiles: the GPU is nearly full
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+    p = decode(1, 1, 1000, 8);  // fewer keys than two chunks of 512
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+    p = decode(1, 129, 9000, 8);  // more rows than one query tile
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+    p = decode(2, 1, 9000, 8);
+    p.v_batch_stride += p.v_row_stride;  // k and v with different pitches between sequences
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+    p = decode(2, 1, 9000, 8);
+    p.k_batch_stride += 8;  // a batch stride that is not a whole number of rows
+    p.v_batch_stride += 8;
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+    p = decode(1, 1, 9000, 8);
+    p.device = flashkit::Device::Host;
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+  }
+}
+
+TEST_CASE("split-KV plan: FLASHKIT_ATTENTION_SPLIT_KV", "[cpu][attention][split]") {
+  SplitKvPlan plan;
+  SECTION("0 and 1 never split") {
+    for (const char* v : {"0", "1"}) {
+      Env env(v);
+      CHECK_FALSE(plan_split_kv(h200(), decode(1, 4, 32768, 8), &plan));
+    }
+  }
+  SECTION("N forces ceil(seqlen_k / min(N, 32, seqlen_k))-key chunks on any size") {
+    {
+      Env env("3");
+      REQUIRE(plan_split_kv(h200(), decode(3, 5, 77, 2), &plan));  // 5 rows, 77 keys, 6 tiles
+      CHECK(plan.nsplit == 3);
+      CHECK(plan.chunk == 26);
+    }
+    {
+      Env env("32");
+      REQUIRE(plan_split_kv(h200(), decode(2, 1, 40, 1), &plan));  // 20 chunks of 2 keys
+      CHECK(plan.nsplit == 20);
+      CHECK(plan.chunk == 2);
+      REQUIRE(plan_split_kv(h200(), decode(2, 1, 64, 1), &plan));
+      CHECK(plan.nsplit == 32);
+    }
+    {
+      Env env("99");  // capped at 32
+      REQUIRE(plan_split_kv(h200(), decode(1, 1, 9000, 8), &plan));
+      CHECK(plan.nsplit <= 32);
+    }
+    {
+      Env env("7");  // forcing still needs a mask that hides no key
+      AttentionProblem p = decode(1, 16, 4096, 8);
+      p.causal = true;
+      p.window_right = 0;
+      CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+    }
+  }
+  SECTION("anything else is the automatic choice") {
+    Env env("many");
+    REQUIRE(plan_split_kv(h200(), decode(1, 4, 32768, 8), &plan));
+    CHECK(plan.nsplit == 14);
+  }
+}
