@@ -20,11 +20,14 @@ the same device (or write into ``out=``). NumPy bfloat16 works through ``ml_dtyp
   bytes are used; ``torch.empty(n, dtype=torch.uint8, device="cuda")`` is typical). The call
   takes its temporary buffers from it first (256-byte aligned pieces) and allocates
   stream-ordered memory only for what does not fit, so any size is valid, 0 included. Calls
-  that take scratch on the GPU: split-K GEMMs (fp32 partials), FFT convolutions (a plan whose
-  filter is not constant: its spectrum per call; fft_size above shared memory: the
-  intermediates) and the generic Monarch kernel; ``Context.workspace_size(op, *args)`` (and
-  ``FFTConv.workspace_size``) gives the size with which a call allocates nothing, 0 when it
-  takes no scratch. Use it to keep allocation out of a hot loop,
+  that take scratch on the GPU: split-K GEMMs (fp32 partials), attention whose keys are split
+  into chunks (fp16/bf16 decode-like calls with too few query tiles to fill the GPU: each
+  chunk's queries, output and lse), FFT convolutions (a plan whose filter is not constant: its
+  spectrum per call; fft_size above shared memory: the intermediates) and the generic Monarch
+  kernel; ``Context.workspace_size(op, *args)`` (and ``FFTConv.workspace_size``) gives the
+  size with which a call allocates nothing, 0 when it takes no scratch. The size is not
+  monotone in the shapes (a small decode batch can need scratch where a large one needs
+  none): query each shape. Use it to keep allocation out of a hot loop,
   or to capture a CUDA graph on a GPU without stream-ordered memory pools. The workspace must
   stay alive, and not be used for anything else, until the stream's work that the call queued
   has finished (the rule for any array the call reads or writes). InvalidArgumentError: a

@@ -184,8 +184,10 @@ class Context:
     def workspace_size(self, op, *args, **kwargs):
         """Bytes of ``workspace=`` with which ``op`` on this context and these arguments
         allocates nothing (the fk_*_workspace_size queries): 0 when the call takes no scratch
-        (every CPU call, attention, blockdiag_linear); nonzero for split-K GEMMs (decode-sized
-        M, long K), FFT convolutions that recompute their filter's spectrum per call (and the
+        (every CPU call, blockdiag_linear, most attention calls); nonzero for split-K GEMMs
+        (decode-sized M, long K), attention calls whose keys the GPU splits into chunks
+        (fp16/bf16 decode-like calls with too few query tiles to fill it; so a small batch can
+        need scratch where a large one needs none: query each shape), FFT convolutions that recompute their filter's spectrum per call (and the
         generic kernel's four-step intermediates above fft_size 8192), the generic Monarch
         kernel. A workspace of this size, at any address, covers the call; a smaller one is
         still valid (the rest is allocated); one workspace shared by several calls needs the

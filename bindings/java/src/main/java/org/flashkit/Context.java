@@ -189,7 +189,9 @@ public final class Context implements AutoCloseable {
   /**
    * Workspace bytes with which {@link #attention} on these arguments allocates nothing
    * ({@code fk_attention_workspace_size}: a {@link Launch} workspace at least this large, at any
-   * address; 0 when the call takes no scratch); validates the same.
+   * address; 0 when the call takes no scratch, nonzero when the GPU splits the keys of a
+   * decode-like call with too few query tiles into chunks, so a small batch can need scratch
+   * where a large one needs none); validates the same.
    */
   public long attentionWorkspaceSize(AttentionParams params, Tensor q, Tensor k, Tensor v,
       Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out, Tensor lse) {
