@@ -17,6 +17,30 @@
 
 namespace fktest {
 
+// Sets (value non-null) or unsets (nullptr) the environment variable `name` for the enclosing
+// scope and restores what it held before, so a suite run under a FLASHKIT_* setting keeps it.
+// For the library's tuning variables that are read on every call.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_.c_str(), old_.c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
 // E4M3 / E5M2: OCP 8-bit floats (float8_e4m3fn, float8_e5m2), inputs of fk_gemm_scaled.
 enum class DT { F32, F16, BF16, I32, E4M3, E5M2 };
 

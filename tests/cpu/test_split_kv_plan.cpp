@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cuda/attention/common/split_kv_plan.h"
+#include "test_util.hpp"
 
 namespace {
 
@@ -49,21 +50,8 @@ AttentionProblem decode(int64_t batch, int64_t seqlen_q, int64_t seqlen_k, int64
   return p;
 }
 
-struct Env {
-  explicit Env(const char* v) {
-    const char* old = std::getenv(kName);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (v) setenv(kName, v, 1);
-    else unsetenv(kName);
-  }
-  ~Env() {
-    if (had_) setenv(kName, old_.c_str(), 1);
-    else unsetenv(kName);
-  }
-  static constexpr const char* kName = "FLASHKIT_ATTENTION_SPLIT_KV";
-  bool had_ = false;
-  std::string old_;
+struct Env : fktest::ScopedEnv {
+  explicit Env(const char* v) : ScopedEnv("FLASHKIT_ATTENTION_SPLIT_KV", v) {}
 };
 
 }  // namespace

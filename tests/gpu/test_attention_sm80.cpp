@@ -51,9 +51,8 @@ constexpr const char* kPacked = "cuda.sm80.attention_packed";
 
 // FLASHKIT_ATTENTION_PACK=<v> while in scope (read by the library on every call): "0" keeps
 // varlen problems on the per-sequence tiles, "1" packs every varlen problem.
-struct ForcePack {
-  explicit ForcePack(const char* v) { setenv("FLASHKIT_ATTENTION_PACK", v, 1); }
-  ~ForcePack() { unsetenv("FLASHKIT_ATTENTION_PACK"); }
+struct ForcePack : fktest::ScopedEnv {
+  explicit ForcePack(const char* v) : ScopedEnv("FLASHKIT_ATTENTION_PACK", v) {}
 };
 
 // A varlen case: per-sequence query and key lengths, heads, head_dim, dtype, a mask of

@@ -282,21 +282,8 @@ TEST_CASE("attention: GQA decode, query heads packed into one tile (sm90 and sm8
 // must not), then FLASHKIT_ATTENTION_SPLIT_KV=N forcing odd chunk counts onto small problems:
 // several query rows, a KV-cache slice (gaps between sequences), chunks of 2 keys, 32 chunks,
 // and =0 turning it off; fp32 is never split. Every case on every CUDA row.
-struct SplitKvEnv {
-  explicit SplitKvEnv(const char* v) {
-    const char* old = std::getenv(kName);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (v) setenv(kName, v, 1);
-    else unsetenv(kName);
-  }
-  ~SplitKvEnv() {
-    if (had_) setenv(kName, old_.c_str(), 1);
-    else unsetenv(kName);
-  }
-  static constexpr const char* kName = "FLASHKIT_ATTENTION_SPLIT_KV";
-  bool had_ = false;
-  std::string old_;
+struct SplitKvEnv : fktest::ScopedEnv {
+  explicit SplitKvEnv(const char* v) : ScopedEnv("FLASHKIT_ATTENTION_SPLIT_KV", v) {}
 };
 
 struct SplitFam {

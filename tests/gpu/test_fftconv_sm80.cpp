@@ -69,9 +69,8 @@ std::string expected_variant(int64_t fft_size) {
   return "cuda.sm80.fftconv";
 }
 // Sets FLASHKIT_FFTCONV_REG=0 for the enclosing scope.
-struct RegOff {
-  RegOff() { setenv("FLASHKIT_FFTCONV_REG", "0", 1); }
-  ~RegOff() { unsetenv("FLASHKIT_FFTCONV_REG"); }
+struct RegOff : fktest::ScopedEnv {
+  RegOff() : ScopedEnv("FLASHKIT_FFTCONV_REG", "0") {}
 };
 
 struct Case {
@@ -564,20 +563,8 @@ TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][
 // the fast one (fft_size 32K below ~130 KB per block); the default cases above run the fast
 // one from fft_size 1024 up. At 32K the radix-2 kernel works in parts (two on the H200); the
 // circular case there has a full-length filter, so every part's twiddled sum has nonzero taps.
-struct Radix2Spectrum {
-  Radix2Spectrum() {
-    const char* old = std::getenv(kName);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(kName, "radix2", 1);
-  }
-  ~Radix2Spectrum() {
-    if (had_) setenv(kName, old_.c_str(), 1);
-    else unsetenv(kName);
-  }
-  static constexpr const char* kName = "FLASHKIT_FFTCONV_SPECTRUM";
-  bool had_ = false;
-  std::string old_;
+struct Radix2Spectrum : fktest::ScopedEnv {
+  Radix2Spectrum() : ScopedEnv("FLASHKIT_FFTCONV_SPECTRUM", "radix2") {}
 };
 TEST_CASE("sm80 fftconv_reg: filter spectrum by the radix-2 kernel", "[gpu][fftconv][sm80][reg]") {
   Radix2Spectrum radix2;

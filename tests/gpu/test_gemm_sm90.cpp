@@ -60,9 +60,8 @@ void run(const Case& c, uint64_t tag) { fkgemm::run(c, tag, target()); }
 // FLASHKIT_SM90_GEMM_SKINNY=<v> while in scope (read by the library on every call). Since the
 // table gives sub-wave 16-bit grids of at most 32 k-tiles to the skinny kernel, the cases meant
 // for the 128 x 256 kernel on such shapes switch it off ("0").
-struct ForceSkinny {
-  explicit ForceSkinny(const char* v) { setenv("FLASHKIT_SM90_GEMM_SKINNY", v, 1); }
-  ~ForceSkinny() { unsetenv("FLASHKIT_SM90_GEMM_SKINNY"); }
+struct ForceSkinny : fktest::ScopedEnv {
+  explicit ForceSkinny(const char* v) : ScopedEnv("FLASHKIT_SM90_GEMM_SKINNY", v) {}
 };
 
 }  // namespace
@@ -342,9 +341,8 @@ struct ScheduleLog {
 };
 
 // FLASHKIT_SM90_GEMM_SCHEDULE=<v> while in scope (read by the library on every call).
-struct ForceSchedule {
-  explicit ForceSchedule(const char* v) { setenv("FLASHKIT_SM90_GEMM_SCHEDULE", v, 1); }
-  ~ForceSchedule() { unsetenv("FLASHKIT_SM90_GEMM_SCHEDULE"); }
+struct ForceSchedule : fktest::ScopedEnv {
+  explicit ForceSchedule(const char* v) : ScopedEnv("FLASHKIT_SM90_GEMM_SCHEDULE", v) {}
 };
 
 // Runs c and, where the sm90 kernel must take it, checks that its one launch ran `schedule`.
