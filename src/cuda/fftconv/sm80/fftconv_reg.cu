@@ -741,6 +741,34 @@ __device__ __forceinline__ int exp_above(float x) {
   return ex;
 }
 
+// The input scale 2^-E with |u| |pregate| 2^-E < 1 (1 when a maximum is zero or not finite),
+// from each thread's largest raw 16-bit magnitudes of u (`mu`) and of the pregate (`mp`), two
+// per word: one redux per warp, then across the NW warps through `red` (2 NW words of shared
+// memory; a block-wide barrier). conv_reg_kernel and conv_reg_big_kernel share it.
+template <int NW>
+__device__ __forceinline__ float input_scale(uint32_t mu, uint32_t mp, bool gated_in, bool bf16,
+                                             uint32_t* red, int lane, int warp) {
+  mu = __reduce_max_sync(0xffffffffu, max(mu & 0xffffu, mu >> 16));
+  mp = __reduce_max_sync(0xffffffffu, max(mp & 0xffffu, mp >> 16));
+  if (lane == 0) {
+    red[warp] = mu;
+    red[NW + warp] = mp;
+  }
+  __syncthreads();
+  mu = red[0];
+  mp = red[NW];
+#pragma unroll
+  for (int w = 1; w < NW; ++w) {
+    mu = max(mu, red[w]);
+    mp = max(mp, red[NW + w]);
+  }
+  float mxu, mxp, unused;
+  cvt_word(mu, bf16, mxu, unused);
+  cvt_word(mp, bf16, mxp, unused);
+  const int eu = exp_above(mxu), ep = gated_in ? exp_above(mxp) : 0;
+  return eu > -1000 && ep > -1000 ? ldexpf(1.0f, -(eu + ep)) : 1.0f;
+}
+
 // W_N^e for any e >= 0.
 __device__ __forceinline__ float2 twn(const RegArgs& a, int e) {
   const int half = static_cast<int>(a.N >> 1);
@@ -877,28 +905,7 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
             absmax_w<GW>(w1, mp);
           }
         }
-      // Largest raw magnitude over the block: one redux per warp, then across the warps.
-      mu = __reduce_max_sync(0xffffffffu, max(mu & 0xffffu, mu >> 16));
-      mp = __reduce_max_sync(0xffffffffu, max(mp & 0xffffu, mp >> 16));
-      if (lane == 0) {
-        red[warp] = mu;
-        red[NW + warp] = mp;
-      }
-      __syncthreads();
-      mu = red[0];
-      mp = red[NW];
-#pragma unroll
-      for (int w = 1; w < NW; ++w) {
-        mu = max(mu, red[w]);
-        mp = max(mp, red[NW + w]);
-      }
-      float mxu, mxp, unused;
-      cvt_word(mu, bf16, mxu, unused);
-      cvt_word(mp, bf16, mxp, unused);
-      {
-        const int eu = exp_above(mxu), ep = gated_in ? exp_above(mxp) : 0;
-        if (eu > -1000 && ep > -1000) s_in = ldexpf(1.0f, -(eu + ep));
-      }
+      s_in = input_scale<NW>(mu, mp, gated_in, bf16, red, lane, warp);
 #pragma unroll
       for (int r = 0; r < ((DIAG & 2) ? 0 : R); ++r) {
         const int n0 = G * (tid + T * r), n1 = n0 / M2, n2 = n0 % M2;
@@ -1274,27 +1281,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
             mp = __vmaxu2(mp, ld_w2(p1, t0, L, vec) & 0x7fff7fffu);
           }
         }
-      mu = __reduce_max_sync(0xffffffffu, max(mu & 0xffffu, mu >> 16));
-      mp = __reduce_max_sync(0xffffffffu, max(mp & 0xffffu, mp >> 16));
-      if (lane == 0) {
-        red[warp] = mu;
-        red[NW + warp] = mp;
-      }
-      __syncthreads();
-      mu = red[0];
-      mp = red[NW];
-#pragma unroll
-      for (int w = 1; w < NW; ++w) {
-        mu = max(mu, red[w]);
-        mp = max(mp, red[NW + w]);
-      }
-      float mxu, mxp, unused;
-      cvt_word(mu, bf16, mxu, unused);
-      cvt_word(mp, bf16, mxp, unused);
-      {
-        const int eu = exp_above(mxu), ep = gated_in ? exp_above(mxp) : 0;
-        if (eu > -1000 && ep > -1000) s_in = ldexpf(1.0f, -(eu + ep));
-      }
+      s_in = input_scale<NW>(mu, mp, gated_in, bf16, red, lane, warp);
 #pragma unroll 1
       for (int r = 0; r < R; ++r) {
         const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
