@@ -117,7 +117,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define FK_VERSION_MAJOR 0 /**< Major version: incompatible API changes. */
-#define FK_VERSION_MINOR 4 /**< Minor version: added functionality. */
+#define FK_VERSION_MINOR 5 /**< Minor version: added functionality. */
 #define FK_VERSION_PATCH 0 /**< Patch version: fixes. */
 /** @brief The version as one number: major * 10000 + minor * 100 + patch. */
 #define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
@@ -628,6 +628,113 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
                                                const DLTensor* v, const DLTensor* cu_seqlens_q,
                                                const DLTensor* cu_seqlens_k, const DLTensor* out,
                                                const DLTensor* lse, uint64_t* workspace_bytes);
+
+/**
+ * @brief Attention of new queries over a KV cache, contiguous or paged: FlashAttention's
+ *        `flash_attn_with_kvcache` contract (decode and chunked prefill in an inference
+ *        server). Added in 0.5.0.
+ *
+ * The paged layout is vLLM's PagedAttention (Kwon et al. 2023, "Efficient Memory Management
+ * for Large Language Model Serving with PagedAttention", Section 4.1): the keys and values of
+ * all sequences live in one pool of fixed-size pages (FlashAttention calls them blocks), and
+ * row `b` of `block_table` lists the pages of sequence `b` in key order. Key `n` of sequence
+ * `b` is row `n % page_block_size` of page `block_table[b][n / page_block_size]`.
+ *
+ * The cache is read, never written (appending the new tokens' keys and values is the
+ * caller's, e.g. a scatter into the pages before this call). Everything else, masks, softcap,
+ * GQA/MQA, `lse`, dtypes, strides and alignment, follows fk_attention_forward()'s batched form
+ * with `seqlen_k = cache_seqlens[b]` per sequence: the masks are bottom-right aligned to each
+ * sequence's own length, so query row `i` of sequence `b` sits at key position
+ * `cache_seqlens[b] - seqlen_q + i` (the new tokens are the last `seqlen_q` keys of the cache).
+ * A row that sees no key (`cache_seqlens[b] == 0`, or masked) gives `out = 0`, `lse = -inf`.
+ *
+ * Entries of `cache_seqlens` and `block_table`. On the CPU backend (host memory) every entry
+ * is checked: FK_ERROR_INVALID_ARGUMENT naming the tensor and the entry. On the CUDA backend
+ * they stay in device memory and are read only by the kernels, so the call never waits for
+ * the stream and can be captured into a CUDA graph; entries are then trusted, except that a
+ * sequence length is clamped to `[0, capacity]` and a page index to `[0, num_blocks - 1]`, so
+ * a wrong entry gives a wrong result but never an access outside `k_cache` and `v_cache`.
+ *
+ * Kernels: on the CUDA backend the sm80-class kernel (every GPU of compute capability >= 8.0,
+ * Hopper included) serves fp16/bf16 caches with 16-byte aligned rows, page_block_size a power
+ * of two and head_dim a multiple of 8 (`cuda.sm80.attention`); everything else runs on
+ * `cuda.generic.attention`. fk_attention_kvcache_select_kernel() names the choice.
+ *
+ * @param context       As fk_attention_forward().
+ * @param launch        Stream and workspace, or NULL for defaults.
+ * @param params        Options as for fk_attention_forward(); `max_seqlen_q` and
+ *                      `max_seqlen_k` are not used here and must be 0
+ *                      (FK_ERROR_INVALID_ARGUMENT otherwise).
+ * @param q             New queries `(batch, seqlen_q, nheads, head_dim)`; fp32, fp16 or bf16;
+ *                      head_dim (1..256) contiguous, other strides arbitrary.
+ * @param k_cache       Keys. Without `block_table`: `(batch, seqlen_cache, nheads_k,
+ *                      head_dim)`, capacity `seqlen_cache` keys per sequence. With
+ *                      `block_table`: the page pool `(num_blocks, page_block_size, nheads_k,
+ *                      head_dim)`, capacity `max_blocks_per_seq * page_block_size`. q's dtype
+ *                      (FK_ERROR_DTYPE_MISMATCH) and head_dim; `nheads % nheads_k == 0`;
+ *                      head_dim contiguous, other strides arbitrary (FK_ERROR_BAD_STRIDES if
+ *                      negative); page_block_size >= 1 (FK_ERROR_SHAPE_MISMATCH).
+ * @param v_cache       Values: k_cache's shape and dtype; its own strides.
+ * @param cache_seqlens NULL (every sequence holds `capacity` keys) or int32 `(batch,)`,
+ *                      contiguous, in q's memory space: the number of valid keys of each
+ *                      sequence (FlashAttention's `cache_seqlens`, vLLM's `seq_lens`), in
+ *                      `[0, capacity]` (FK_ERROR_INVALID_ARGUMENT on the CPU backend; clamped on
+ *                      CUDA).
+ * @param block_table   NULL (contiguous cache) or int32 `(batch, max_blocks_per_seq)`, last
+ *                      dimension contiguous, row stride arbitrary (>= 0): the page indices of
+ *                      each sequence, each in `[0, num_blocks)` (FK_ERROR_INVALID_ARGUMENT on
+ *                      the CPU backend; clamped on CUDA). Only the first
+ *                      `ceil(cache_seqlens[b] / page_block_size)` entries of row `b` are read;
+ *                      the rest may hold anything. Pages may be shared between sequences
+ *                      (prefix caching).
+ * @param out           Output `(batch, seqlen_q, nheads, head_dim)`, q's dtype, head_dim
+ *                      contiguous; must not overlap an input (FK_ERROR_INVALID_ARGUMENT).
+ * @param lse           NULL, or fp32 `(batch, nheads, seqlen_q)`, last dimension contiguous.
+ * @return As fk_attention_forward(), plus: FK_ERROR_SHAPE_MISMATCH (k_cache/v_cache ranks or
+ *   extents, cache_seqlens not `(batch,)`, block_table not `(batch, max_blocks_per_seq)`, a
+ *   paged cache without `batch` rows of block_table); FK_ERROR_DTYPE_MISMATCH (cache_seqlens or
+ *   block_table not int32); FK_ERROR_BAD_STRIDES (cache_seqlens or block_table's last dimension
+ *   not contiguous); FK_ERROR_INVALID_ARGUMENT (entries on the CPU backend, max_seqlen_q/k not 0).
+ */
+FK_API fk_status_t fk_attention_kvcache_forward(const fk_context_t* context,
+                                                const fk_launch_t* launch,
+                                                const fk_attention_params_t* params,
+                                                const DLTensor* q, const DLTensor* k_cache,
+                                                const DLTensor* v_cache,
+                                                const DLTensor* cache_seqlens,
+                                                const DLTensor* block_table, const DLTensor* out,
+                                                const DLTensor* lse);
+
+/**
+ * @brief Names the kernel variant fk_attention_kvcache_forward() would run for these
+ *        arguments. Validates exactly as it does (same statuses) and runs nothing. Added in
+ *        0.5.0.
+ * @param context, params, q, k_cache, v_cache, cache_seqlens, block_table, out, lse As for
+ *        fk_attention_kvcache_forward().
+ * @param[out] variant_name Receives static text on success.
+ * @return As fk_attention_kvcache_forward(); FK_ERROR_NULL_POINTER if `variant_name` is NULL.
+ */
+FK_API fk_status_t fk_attention_kvcache_select_kernel(
+    const fk_context_t* context, const fk_attention_params_t* params, const DLTensor* q,
+    const DLTensor* k_cache, const DLTensor* v_cache, const DLTensor* cache_seqlens,
+    const DLTensor* block_table, const DLTensor* out, const DLTensor* lse,
+    const char** variant_name);
+
+/**
+ * @brief Workspace bytes that fk_attention_kvcache_forward() on these arguments needs so that
+ *        it allocates nothing (fk_launch_t::workspace says what the size covers). Validates
+ *        like it (same statuses) and runs nothing. Added in 0.5.0.
+ * @param context, params, q, k_cache, v_cache, cache_seqlens, block_table, out, lse As for
+ *        fk_attention_kvcache_forward().
+ * @param[out] workspace_bytes Receives the size on success.
+ * @return As fk_attention_kvcache_forward(); FK_ERROR_NULL_POINTER if `workspace_bytes` is
+ *         NULL.
+ */
+FK_API fk_status_t fk_attention_kvcache_workspace_size(
+    const fk_context_t* context, const fk_attention_params_t* params, const DLTensor* q,
+    const DLTensor* k_cache, const DLTensor* v_cache, const DLTensor* cache_seqlens,
+    const DLTensor* block_table, const DLTensor* out, const DLTensor* lse,
+    uint64_t* workspace_bytes);
 
 /** @} */
 

@@ -110,15 +110,138 @@ void pack_gqa_decode(const fk_context_t* ctx, AttentionProblem* p) {
   p->window_left = p->window_right = -1;
 }
 
+// fk_attention_kvcache_forward's extra tensors (nullptr members: not given).
+struct KvCacheArgs {
+  const DLTensor* cache_seqlens;
+  const DLTensor* block_table;
+};
+
+// Reads a host-resident int32 vector's entries and checks each against [lo, hi]; `what` names
+// the quantity in the message.
+fk_status_t check_host_entries(const char* name, const TensorView& t, int64_t row_stride,
+                               int64_t rows, int64_t cols, int64_t lo, int64_t hi,
+                               const int64_t* col_limit, const char* what) {
+  const int32_t* d = static_cast<const int32_t*>(t.data);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = col_limit ? std::min(cols, col_limit[r]) : cols;
+    for (int64_t c = 0; c < n; ++c) {
+      const int64_t x = d[r * row_stride + c];
+      if (x < lo || x > hi) {
+        if (t.rank == 1) {
+          return set_error(FK_ERROR_INVALID_ARGUMENT,
+                           "%s: entry %" PRId64 " is %" PRId64 ", outside [%" PRId64 ", %" PRId64
+                           "] (%s)",
+                           name, c, x, lo, hi, what);
+        }
+        return set_error(FK_ERROR_INVALID_ARGUMENT,
+                         "%s: entry [%" PRId64 "][%" PRId64 "] is %" PRId64
+                         ", outside [%" PRId64 ", %" PRId64 "] (%s)",
+                         name, r, c, x, lo, hi, what);
+      }
+    }
+  }
+  return FK_SUCCESS;
+}
+
+// The KV-cache form's extra checks, after build_problem's batched ones (k and v are the cache):
+// cache_seqlens (batch,), block_table (batch, max_blocks_per_seq); p->seqlen_k becomes the
+// capacity and the strides of a paged cache its pool's.
+fk_status_t apply_kvcache(const fk_context_t* ctx, const KvCacheArgs& kv, const TensorView& q,
+                          const TensorView& k, OptTensor* seqlens_out, OptTensor* table_out,
+                          AttentionProblem* p) {
+  OptTensor& sl = *seqlens_out;
+  OptTensor& bt = *table_out;
+  FK_RETURN_IF_ERROR(to_opt_view(ctx, "cache_seqlens", kv.cache_seqlens, &sl, Accept::Int32));
+  FK_RETURN_IF_ERROR(to_opt_view(ctx, "block_table", kv.block_table, &bt, Accept::Int32));
+  for (const auto& [name, t] : {std::pair<const char*, OptTensor*>{"cache_seqlens", &sl},
+                                std::pair<const char*, OptTensor*>{"block_table", &bt}}) {
+    if (t->valid && t->t.dtype != DType::I32) {
+      return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: dtype must be int32, got %s", name,
+                       dtype_name(t->t.dtype));
+    }
+  }
+  const int64_t batch = q.shape[0];
+  if (bt.valid) {
+    FK_RETURN_IF_ERROR(expect_rank("block_table", bt.t, 2, "(batch, max_blocks_per_seq)"));
+    FK_RETURN_IF_ERROR(expect_dim("block_table", bt.t, 0, "batch", batch, "q"));
+    FK_RETURN_IF_ERROR(expect_last_contiguous("block_table", bt.t, "max_blocks_per_seq"));
+    const int64_t page = k.shape[1], pages = k.shape[0], per_seq = bt.t.shape[1];
+    if (page < 1) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH,
+                       "k_cache: page_block_size (dimension 1 of the page pool) is 0; a page "
+                       "holds at least one key");
+    }
+    if (per_seq > 0 && batch > 0 && pages < 1) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH,
+                       "k_cache: the page pool has no pages (num_blocks 0) but block_table "
+                       "lists %" PRId64 " per sequence",
+                       per_seq);
+    }
+    if (per_seq > INT32_MAX / page) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH,
+                       "block_table: capacity max_blocks_per_seq x page_block_size = %" PRId64
+                       " x %" PRId64 " exceeds the int32 range of cache_seqlens",
+                       per_seq, page);
+    }
+    p->block_table = static_cast<const int32_t*>(bt.t.data);
+    p->block_table_stride = bt.t.shape[0] > 1 ? bt.t.stride[0] : per_seq;
+    p->page_size = page;
+    p->num_pages = pages;
+    p->seqlen_k = per_seq * page;  // capacity
+    p->total_k = pages * page;  // the pool's page stride stays in k/v_batch_stride
+  } else {
+    FK_RETURN_IF_ERROR(expect_dim("k_cache", k, 0, "batch", batch, "q"));
+    if (p->seqlen_k > INT32_MAX) {
+      return set_error(FK_ERROR_SHAPE_MISMATCH,
+                       "k_cache: seqlen_cache %" PRId64 " exceeds the int32 range of "
+                       "cache_seqlens",
+                       p->seqlen_k);
+    }
+  }
+  if (sl.valid) {
+    FK_RETURN_IF_ERROR(expect_rank("cache_seqlens", sl.t, 1, "(batch,)"));
+    FK_RETURN_IF_ERROR(expect_dim("cache_seqlens", sl.t, 0, "batch", batch, "q"));
+    FK_RETURN_IF_ERROR(expect_last_contiguous("cache_seqlens", sl.t, "batch"));
+    p->seqused_k = static_cast<const int32_t*>(sl.t.data);
+  }
+  // Host-resident entries (CPU backend) are checked; device ones are clamped by the kernels.
+  if (q.device == Device::Host) {
+    std::vector<int64_t> used(static_cast<size_t>(batch), p->seqlen_k);
+    if (sl.valid) {
+      FK_RETURN_IF_ERROR(check_host_entries("cache_seqlens", sl.t, 0, 1, batch, 0, p->seqlen_k,
+                                            nullptr, "valid keys, at most the capacity"));
+      for (int64_t b = 0; b < batch; ++b) used[b] = p->seqused_k[b];
+    }
+    if (bt.valid && batch > 0) {
+      std::vector<int64_t> pages_used(static_cast<size_t>(batch));
+      for (int64_t b = 0; b < batch; ++b) pages_used[b] = (used[b] + p->page_size - 1) / p->page_size;
+      FK_RETURN_IF_ERROR(check_host_entries("block_table", bt.t, p->block_table_stride, batch,
+                                            bt.t.shape[1], 0, p->num_pages - 1,
+                                            pages_used.data(), "a page of k_cache"));
+    }
+  }
+  return FK_SUCCESS;
+}
+
 fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
                           const fk_attention_params_t* user_params, const DLTensor* q_,
                           const DLTensor* k_, const DLTensor* v_, const DLTensor* cuq_,
                           const DLTensor* cuk_, const DLTensor* out_, const DLTensor* lse_,
-                          AttentionProblem* p, bool* empty) {
+                          AttentionProblem* p, bool* empty, const KvCacheArgs* kv = nullptr) {
   FK_RETURN_IF_ERROR(check_context(ctx));
   fk_attention_params_t prm;
   fk_attention_params_init(&prm);
   FK_RETURN_IF_ERROR(load_struct("params", user_params, &prm));
+  if (kv && (prm.max_seqlen_q != 0 || prm.max_seqlen_k != 0)) {
+    const bool on_q = prm.max_seqlen_q != 0;
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "%s: %" PRId64 " given, but the KV-cache form does not use it (the lengths "
+                     "come from q and cache_seqlens); leave it 0",
+                     on_q ? "max_seqlen_q" : "max_seqlen_k",
+                     on_q ? prm.max_seqlen_q : prm.max_seqlen_k);
+  }
+  const char* kname = kv ? "k_cache" : "k";
+  const char* vname = kv ? "v_cache" : "v";
 
   if (prm.max_seqlen_q < 0 || prm.max_seqlen_k < 0) {
     const bool on_q = prm.max_seqlen_q < 0;
@@ -132,8 +255,8 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   TensorView q, k, v, out;
   OptTensor lse, cuq, cuk;
   FK_RETURN_IF_ERROR(to_view(ctx, "q", q_, &q));
-  FK_RETURN_IF_ERROR(to_view(ctx, "k", k_, &k));
-  FK_RETURN_IF_ERROR(to_view(ctx, "v", v_, &v));
+  FK_RETURN_IF_ERROR(to_view(ctx, kname, k_, &k));
+  FK_RETURN_IF_ERROR(to_view(ctx, vname, v_, &v));
   FK_RETURN_IF_ERROR(to_view(ctx, "out", out_, &out));
   FK_RETURN_IF_ERROR(to_opt_view(ctx, "lse", lse_, &lse, Accept::Float32));
   FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_q", cuq_, &cuq, Accept::Int32));
@@ -147,16 +270,20 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   const bool varlen = cuq.valid;
   const int r = varlen ? 3 : 4;  // rank of q, k, v, out
   const char* qdims = varlen ? "(total_q, nheads, head_dim)" : "(batch, seqlen_q, nheads, head_dim)";
+  const bool paged = kv && kv->block_table;
   const char* kdims =
-      varlen ? "(total_k, nheads_k, head_dim)" : "(batch, seqlen_k, nheads_k, head_dim)";
+      varlen  ? "(total_k, nheads_k, head_dim)"
+      : paged ? "(num_blocks, page_block_size, nheads_k, head_dim)"
+      : kv    ? "(batch, seqlen_cache, nheads_k, head_dim)"
+              : "(batch, seqlen_k, nheads_k, head_dim)";
   FK_RETURN_IF_ERROR(expect_rank("q", q, r, qdims));
-  FK_RETURN_IF_ERROR(expect_rank("k", k, r, kdims));
-  FK_RETURN_IF_ERROR(expect_rank("v", v, r, kdims));
+  FK_RETURN_IF_ERROR(expect_rank(kname, k, r, kdims));
+  FK_RETURN_IF_ERROR(expect_rank(vname, v, r, kdims));
   FK_RETURN_IF_ERROR(expect_rank("out", out, r, qdims));
 
   FK_RETURN_IF_ERROR(expect_float("q", q));
-  FK_RETURN_IF_ERROR(expect_same_dtype("k", k, "q", q));
-  FK_RETURN_IF_ERROR(expect_same_dtype("v", v, "q", q));
+  FK_RETURN_IF_ERROR(expect_same_dtype(kname, k, "q", q));
+  FK_RETURN_IF_ERROR(expect_same_dtype(vname, v, "q", q));
   FK_RETURN_IF_ERROR(expect_same_dtype("out", out, "q", q));
 
   const int hd = r - 1, hh = r - 2;  // head_dim and head-count dimensions
@@ -169,15 +296,15 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
     return set_error(FK_ERROR_SHAPE_MISMATCH, "q: head_dim %" PRId64 " must be at least 1",
                      head_dim);
   }
-  FK_RETURN_IF_ERROR(expect_dim("k", k, hd, "head_dim", head_dim, "q"));
-  FK_RETURN_IF_ERROR(expect_dim("v", v, hd, "head_dim", head_dim, "q"));
+  FK_RETURN_IF_ERROR(expect_dim(kname, k, hd, "head_dim", head_dim, "q"));
+  FK_RETURN_IF_ERROR(expect_dim(vname, v, hd, "head_dim", head_dim, "q"));
   const int64_t nheads = q.shape[hh], nheads_k = k.shape[hh];
-  FK_RETURN_IF_ERROR(expect_dim("v", v, hh, "nheads_k", nheads_k, "k"));
+  FK_RETURN_IF_ERROR(expect_dim(vname, v, hh, "nheads_k", nheads_k, kname));
   if ((nheads_k == 0 && nheads != 0) || (nheads_k != 0 && nheads % nheads_k != 0)) {
     return set_error(FK_ERROR_SHAPE_MISMATCH,
-                     "k: nheads (%" PRId64 ", from q) must be a multiple of nheads_k (%" PRId64
+                     "%s: nheads (%" PRId64 ", from q) must be a multiple of nheads_k (%" PRId64
                      ") for GQA/MQA",
-                     nheads, nheads_k);
+                     kname, nheads, nheads_k);
   }
   for (int d = 0; d < r; ++d) {
     if (out.shape[d] != q.shape[d]) {
@@ -187,14 +314,18 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
                        d, out.shape[d], q.shape[d]);
     }
   }
-  FK_RETURN_IF_ERROR(expect_dim("v", v, 0, varlen ? "total_k" : "batch", k.shape[0], "k"));
+  FK_RETURN_IF_ERROR(expect_dim(vname, v, 0,
+                                varlen ? "total_k" : paged ? "num_blocks" : "batch", k.shape[0],
+                                kname));
   if (!varlen) {
-    FK_RETURN_IF_ERROR(expect_dim("k", k, 0, "batch", q.shape[0], "q"));
-    FK_RETURN_IF_ERROR(expect_dim("v", v, 1, "seqlen_k", k.shape[1], "k"));
+    if (!kv) FK_RETURN_IF_ERROR(expect_dim("k", k, 0, "batch", q.shape[0], "q"));
+    FK_RETURN_IF_ERROR(expect_dim(vname, v, 1,
+                                  paged ? "page_block_size" : kv ? "seqlen_cache" : "seqlen_k",
+                                  k.shape[1], kname));
   }
   FK_RETURN_IF_ERROR(expect_last_contiguous("q", q, "head_dim"));
-  FK_RETURN_IF_ERROR(expect_last_contiguous("k", k, "head_dim"));
-  FK_RETURN_IF_ERROR(expect_last_contiguous("v", v, "head_dim"));
+  FK_RETURN_IF_ERROR(expect_last_contiguous(kname, k, "head_dim"));
+  FK_RETURN_IF_ERROR(expect_last_contiguous(vname, v, "head_dim"));
   FK_RETURN_IF_ERROR(expect_last_contiguous("out", out, "head_dim"));
 
   // Options.
@@ -300,6 +431,8 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
     p->o_row_stride = out.stride[1];
     p->o_head_stride = out.stride[2];
   }
+  OptTensor kv_seqlens, kv_table;
+  if (kv) FK_RETURN_IF_ERROR(apply_kvcache(ctx, *kv, q, k, &kv_seqlens, &kv_table, p));
 
   if (lse.valid) {
     const TensorView& l = lse.t;  // fp32 (to_opt_view with Accept::Float32)
@@ -325,22 +458,28 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   }
   // Outputs: no element written twice, no memory shared with an input.
   FK_RETURN_IF_ERROR(expect_no_self_overlap("out", out));
+  const TensorView* sl_t = kv_seqlens.valid ? &kv_seqlens.t : nullptr;
+  const TensorView* bt_t = kv_table.valid ? &kv_table.t : nullptr;
   FK_RETURN_IF_ERROR(expect_disjoint(
-      "out", out, {{"q", &q, false}, {"k", &k, false}, {"v", &v, false},
+      "out", out, {{"q", &q, false}, {kname, &k, false}, {vname, &v, false},
                    {"cu_seqlens_q", cuq.valid ? &cuq.t : nullptr, false},
-                   {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false}}));
+                   {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false},
+                   {"cache_seqlens", sl_t, false}, {"block_table", bt_t, false}}));
   if (lse.valid) {
     FK_RETURN_IF_ERROR(expect_no_self_overlap("lse", lse.t));
     FK_RETURN_IF_ERROR(expect_disjoint(
-        "lse", lse.t, {{"q", &q, false}, {"k", &k, false}, {"v", &v, false}, {"out", &out, false},
+        "lse", lse.t, {{"q", &q, false}, {kname, &k, false}, {vname, &v, false},
+                       {"out", &out, false},
                        {"cu_seqlens_q", cuq.valid ? &cuq.t : nullptr, false},
-                       {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false}}));
+                       {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false},
+                       {"cache_seqlens", sl_t, false}, {"block_table", bt_t, false}}));
   }
   FK_RETURN_IF_ERROR(expect_workspace_disjoint(
-      launch, {{"q", &q, false}, {"k", &k, false}, {"v", &v, false},
+      launch, {{"q", &q, false}, {kname, &k, false}, {vname, &v, false},
                {"cu_seqlens_q", cuq.valid ? &cuq.t : nullptr, false},
                {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false}, {"out", &out, false},
-               {"lse", lse.valid ? &lse.t : nullptr, false}}));
+               {"lse", lse.valid ? &lse.t : nullptr, false}, {"cache_seqlens", sl_t, false},
+               {"block_table", bt_t, false}}));
   // Nothing to compute when there are no output rows (batch, seqlen_q or nheads is 0).
   *empty = (p->total_q == 0 || nheads == 0 || p->batch == 0);
   if (!*empty) pack_gqa_decode(ctx, p);
@@ -404,6 +543,52 @@ fk_status_t fk_attention_workspace_size(const fk_context_t* context,
       [&](const fk_launch_t& l, AttentionProblem* p, bool* empty) {
         return build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse,
                              p, empty);
+      },
+      select_attention);
+}
+
+fk_status_t fk_attention_kvcache_forward(const fk_context_t* context, const fk_launch_t* launch,
+                                         const fk_attention_params_t* params, const DLTensor* q,
+                                         const DLTensor* k_cache, const DLTensor* v_cache,
+                                         const DLTensor* cache_seqlens,
+                                         const DLTensor* block_table, const DLTensor* out,
+                                         const DLTensor* lse) {
+  const KvCacheArgs kv{cache_seqlens, block_table};
+  return run_op<AttentionProblem>(
+      "attention_kvcache", context, launch,
+      [&](const fk_launch_t& l, AttentionProblem* p, bool* empty) {
+        return build_problem(context, l, params, q, k_cache, v_cache, nullptr, nullptr, out, lse,
+                             p, empty, &kv);
+      },
+      select_attention);
+}
+
+fk_status_t fk_attention_kvcache_select_kernel(
+    const fk_context_t* context, const fk_attention_params_t* params, const DLTensor* q,
+    const DLTensor* k_cache, const DLTensor* v_cache, const DLTensor* cache_seqlens,
+    const DLTensor* block_table, const DLTensor* out, const DLTensor* lse,
+    const char** variant_name) {
+  const KvCacheArgs kv{cache_seqlens, block_table};
+  return name_op<AttentionProblem>(
+      "attention_kvcache", context, variant_name,
+      [&](const fk_launch_t& l, AttentionProblem* p, bool* empty) {
+        return build_problem(context, l, params, q, k_cache, v_cache, nullptr, nullptr, out, lse,
+                             p, empty, &kv);
+      },
+      select_attention);
+}
+
+fk_status_t fk_attention_kvcache_workspace_size(
+    const fk_context_t* context, const fk_attention_params_t* params, const DLTensor* q,
+    const DLTensor* k_cache, const DLTensor* v_cache, const DLTensor* cache_seqlens,
+    const DLTensor* block_table, const DLTensor* out, const DLTensor* lse,
+    uint64_t* workspace_bytes) {
+  const KvCacheArgs kv{cache_seqlens, block_table};
+  return size_op<AttentionProblem>(
+      "attention_kvcache", context, workspace_bytes,
+      [&](const fk_launch_t& l, AttentionProblem* p, bool* empty) {
+        return build_problem(context, l, params, q, k_cache, v_cache, nullptr, nullptr, out, lse,
+                             p, empty, &kv);
       },
       select_attention);
 }

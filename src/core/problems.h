@@ -56,7 +56,25 @@ struct AttentionProblem {
   int64_t window_left;
   int64_t window_right;
   float softcap;  // 0 = off
+
+  // KV cache (fk_attention_kvcache_forward; batched q only, varlen false). seqused_k: (batch,)
+  // valid keys of each sequence, the mask's seqlen_k per sequence (nullptr: seqlen_k); kernels
+  // clamp entries to [0, seqlen_k]. block_table: paged k/v. Key n of sequence b is then at
+  // k + page * k_batch_stride + (n % page_size) * k_row_stride (+ head), with page =
+  // block_table[b * block_table_stride + n / page_size] clamped to [0, num_pages - 1];
+  // seqlen_k = max_blocks_per_seq * page_size is the capacity. Rows that read these set them.
+  const int32_t* seqused_k = nullptr;
+  const int32_t* block_table = nullptr;
+  int64_t block_table_stride = 0;
+  int64_t page_size = 0;
+  int64_t num_pages = 0;
 };
+
+// True when `p` reads a KV cache's per-sequence lengths or page table (kernel rows that do
+// not implement them decline such problems).
+inline bool attention_uses_kvcache(const AttentionProblem& p) {
+  return p.seqused_k != nullptr || p.block_table != nullptr;
+}
 
 // ---------------------------------------------------------------------------------------------
 // GEMM: D = act(alpha * op(A) @ op(B) + beta * C + bias). All operands described as logical

@@ -37,7 +37,19 @@ inline SeqInfo seq_info(const AttentionProblem& p, int64_t b) {
     const int64_t rq = p.cu_seqlens_q[b], rk = p.cu_seqlens_k[b];
     return {p.cu_seqlens_q[b + 1] - rq, p.cu_seqlens_k[b + 1] - rk, rq, rk};
   }
-  return {p.seqlen_q, p.seqlen_k, 0, 0};
+  // KV cache: the valid keys of sequence b (entries checked by the API on host memory).
+  return {p.seqlen_q, p.seqused_k ? int64_t(p.seqused_k[b]) : p.seqlen_k, 0, 0};
+}
+
+// Element offset of key/value row n (0-based within sequence b, whose rows start at row0) for
+// one (batch_stride, row_stride) pair: through the page table when the cache is paged.
+inline int64_t kv_row_offset(const AttentionProblem& p, int64_t b, int64_t row0, int64_t n,
+                             int64_t batch_stride, int64_t row_stride) {
+  if (p.block_table) {
+    const int64_t page = p.block_table[b * p.block_table_stride + n / p.page_size];
+    return page * batch_stride + (n % p.page_size) * row_stride;
+  }
+  return b * batch_stride + (row0 + n) * row_stride;
 }
 
 inline int64_t round_up8(int64_t x) { return (x + 7) / 8 * 8; }
@@ -174,13 +186,15 @@ void run_item(const AttentionProblem& p, const WorkItem& it, Scratch& w) {
   for (int64_t j0 = jlo; j0 < jhi; j0 += kBlockK) {
     const int64_t nk = std::min(kBlockK, jhi - j0);
     for (int64_t jj = 0; jj < nk; ++jj) {
-      const int64_t krow = it.b * p.k_batch_stride + (si.rk + j0 + jj) * p.k_row_stride +
-                           it.hk * p.k_head_stride;
+      const int64_t krow =
+          kv_row_offset(p, it.b, si.rk, j0 + jj, p.k_batch_stride, p.k_row_stride) +
+          it.hk * p.k_head_stride;
       float* tmp = w.s.data();
       load_run(p.k, p.dtype, krow, d, tmp);
       for (int64_t x = 0; x < d; ++x) w.kt[size_t(x * kBlockK + jj)] = tmp[x];
-      const int64_t vrow = it.b * p.v_batch_stride + (si.rk + j0 + jj) * p.v_row_stride +
-                           it.hk * p.v_head_stride;
+      const int64_t vrow =
+          kv_row_offset(p, it.b, si.rk, j0 + jj, p.v_batch_stride, p.v_row_stride) +
+          it.hk * p.v_head_stride;
       load_run(p.v, p.dtype, vrow, d, &w.v[size_t(jj * dp)]);
     }
     if (nk < kBlockK) {  // a last partial tile: zero the unused key columns
