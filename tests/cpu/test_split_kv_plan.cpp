@@ -170,3 +170,59 @@ TEST_CASE("split-KV plan: FLASHKIT_ATTENTION_SPLIT_KV", "[cpu][attention][split]
     CHECK(plan.nsplit == 14);
   }
 }
+
+TEST_CASE("split-KV plan: KV caches (fk_attention_kvcache_forward) split in whole pages",
+          "[cpu][attention][split][kvcache]") {
+  Env env(nullptr);
+  static const int32_t dummy[4] = {0, 0, 0, 0};
+  SECTION("paged, pages of 16: chunks stay multiples of 128 keys") {
+    AttentionProblem p = decode(1, 4, 32768, 8);  // 1 x 32k, GQA 32/8 packed: 8 tiles
+    p.block_table = dummy;
+    p.page_size = 16;
+    p.num_pages = 2048;
+    p.k_batch_stride = p.v_batch_stride = 16 * p.k_row_stride;  // the pool's page stride
+    SplitKvPlan plan;
+    REQUIRE(plan_split_kv(h200(), p, &plan));
+    CHECK(plan.kvcache);
+    CHECK(plan.page == 16);
+    CHECK(plan.nsplit == 14);  // as the contiguous 1 x 32k case: 14 x 2432
+    CHECK(plan.chunk == 2432);
+    CHECK(plan.chunk % 16 == 0);
+  }
+  SECTION("paged, pages of 384 (not a power of two): chunks of lcm(128, 384) multiples") {
+    AttentionProblem p = decode(1, 4, 32768, 8);
+    p.block_table = dummy;
+    p.page_size = 384;
+    p.num_pages = 100;
+    SplitKvPlan plan;
+    REQUIRE(plan_split_kv(h200(), p, &plan));
+    CHECK(plan.chunk % 384 == 0);
+    CHECK(plan.nsplit == (32768 + plan.chunk - 1) / plan.chunk);
+  }
+  SECTION("contiguous with cache_seqlens: 128-row virtual pages") {
+    AttentionProblem p = decode(2, 4, 8192, 8);
+    p.seqused_k = dummy;
+    SplitKvPlan plan;
+    REQUIRE(plan_split_kv(h200(), p, &plan));
+    CHECK(plan.page == 128);
+    CHECK(plan.pages_per_seq == 64);
+    // Sequences not a whole number of 128-row pages apart: not split.
+    p.k_batch_stride = p.v_batch_stride = 8200 * p.k_row_stride;
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+  }
+  SECTION("a page longer than the cache: nothing to split") {
+    AttentionProblem p = decode(1, 4, 1024, 8);
+    p.block_table = dummy;
+    p.page_size = 2048;
+    p.seqlen_k = 1024;
+    SplitKvPlan plan;
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+  }
+  SECTION("varlen queries over a cache are never split") {
+    AttentionProblem p = decode(1, 4, 32768, 8);
+    p.seqused_k = dummy;
+    p.varlen = true;
+    SplitKvPlan plan;
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+  }
+}

@@ -30,8 +30,88 @@ struct ScratchSizes {
 ScratchSizes scratch_sizes(const AttentionProblem& p, const SplitKvPlan& plan) {
   const int64_t rows = plan.nsplit * p.batch * p.seqlen_q;  // query rows of the chunks
   const uint64_t qo = uint64_t(rows * p.nheads * p.head_dim * kElemBytes);
-  return {qo, qo, uint64_t(rows * p.nheads) * sizeof(float),
-          uint64_t(2 * (plan.segments + 1)) * sizeof(int32_t)};
+  // KV cache: each chunk-sequence's length and page row; else cu_seqlens_q / _k.
+  const uint64_t ints = plan.kvcache
+                            ? uint64_t(plan.nsplit * p.batch * (1 + plan.chunk / plan.page))
+                            : uint64_t(2 * (plan.segments + 1));
+  return {qo, qo, uint64_t(rows * p.nheads) * sizeof(float), ints * sizeof(int32_t)};
+}
+
+// KV cache: the batched paged problem the row runs. Chunk c of sequence b is sequence
+// v = b * nsplit + c, with the queries of b (compact copy), seqused_k[v] = its keys in the
+// chunk (0 past the sequence's end) and its own block_table row of chunk / page pages.
+AttentionProblem inner_problem_cache(const AttentionProblem& p, const SplitKvPlan& plan, void* q,
+                                     void* out, float* lse, const int32_t* seqused,
+                                     const int32_t* table) {
+  AttentionProblem s = p;
+  const int64_t vb = plan.nsplit * p.batch;
+  s.q = q;
+  s.out = out;
+  s.lse = lse;
+  s.batch = vb;
+  s.seqlen_k = plan.chunk;
+  s.total_q = vb * p.seqlen_q;
+  s.total_k = vb * plan.chunk;
+  s.q_row_stride = s.o_row_stride = p.nheads * p.head_dim;
+  s.q_head_stride = s.o_head_stride = p.head_dim;
+  s.q_batch_stride = s.o_batch_stride = p.seqlen_q * p.nheads * p.head_dim;
+  // lse (nheads, vb x seqlen_q), as the combine reads it.
+  s.lse_batch_stride = p.seqlen_q;
+  s.lse_head_stride = s.total_q;
+  s.lse_row_stride = 1;
+  s.seqused_k = seqused;
+  s.block_table = table;
+  s.block_table_stride = plan.chunk / plan.page;
+  s.page_size = plan.page;
+  if (p.block_table == nullptr) {  // virtual pages of a contiguous cache
+    s.k_batch_stride = plan.page * p.k_row_stride;
+    s.v_batch_stride = plan.page * p.v_row_stride;
+    s.num_pages = (p.batch - 1) * plan.pages_per_seq + split_plan::ceil_div(p.seqlen_k, plan.page);
+  }
+  s.causal = false;
+  s.window_left = s.window_right = -1;
+  return s;
+}
+
+// KV cache: the chunk-sequences' lengths and page rows, and the query copies (as
+// split_kv_prepare). Entry j of v's row is page c x (chunk / page) + j of sequence b: the
+// caller's table entry (copied unclamped: the kernels clamp) or the virtual page id; entries
+// past the caller's row (the last chunk may reach beyond the capacity) repeat page 0 of b and
+// are never read (the chunk's length stops before them).
+__global__ void split_kv_prepare_cache(int64_t batch, int64_t nsplit, int64_t chunk, int64_t page,
+                                       int64_t seqlen_k, const int32_t* __restrict__ seqused_k,
+                                       const int32_t* __restrict__ block_table, int64_t bt_stride,
+                                       int64_t pages_per_seq, int64_t seqlen_q, int64_t nheads,
+                                       int64_t head_dim, const void* __restrict__ q, int64_t q_bs,
+                                       int64_t q_rs, int64_t q_hs, void* __restrict__ q_split,
+                                       int32_t* __restrict__ seqused, int32_t* __restrict__ table) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t t0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t vb = batch * nsplit, cpp = chunk / page, cap_pages = (seqlen_k + page - 1) / page;
+  for (int64_t v = t0; v < vb; v += stride) {
+    const int64_t b = v / nsplit, c = v % nsplit;
+    const int64_t len =
+        seqused_k ? min(max(int64_t(seqused_k[b]), int64_t(0)), seqlen_k) : seqlen_k;
+    seqused[v] = int32_t(min(max(len - c * chunk, int64_t(0)), chunk));
+  }
+  for (int64_t e = t0; e < vb * cpp; e += stride) {
+    const int64_t v = e / cpp, j = e % cpp;
+    const int64_t b = v / nsplit, src = (v % nsplit) * cpp + j;
+    const int64_t at = src < cap_pages ? src : 0;
+    table[e] = block_table ? block_table[b * bt_stride + at] : int32_t(b * pages_per_seq + at);
+  }
+  const int64_t n = vb * seqlen_q * nheads * head_dim;
+  for (int64_t e = t0; e < n; e += stride) {
+    int64_t r = e;
+    const int64_t x = r % head_dim;
+    r /= head_dim;
+    const int64_t h = r % nheads;
+    r /= nheads;
+    const int64_t i = r % seqlen_q;
+    const int64_t b = r / (seqlen_q * nsplit);
+    static_cast<uint16_t*>(q_split)[e] =
+        static_cast<const uint16_t*>(q)[b * q_bs + i * q_rs + h * q_hs + x];
+  }
 }
 
 // The varlen problem the row runs: chunk c of sequence b is sequence b * nsplit + c (plus one
@@ -172,9 +252,13 @@ bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
   if (supports == nullptr) return true;
   // The predicate sees the scratch as 256-byte aligned stand-ins (what the arena returns).
   void* const stand_in = reinterpret_cast<void*>(uintptr_t(kScratchAlign));
+  const int32_t* const ints = static_cast<const int32_t*>(stand_in);
   const AttentionProblem s =
-      inner_problem(p, *plan, stand_in, stand_in, static_cast<float*>(stand_in),
-                    static_cast<const int32_t*>(stand_in), static_cast<const int32_t*>(stand_in));
+      plan->kvcache
+          ? inner_problem_cache(p, *plan, stand_in, stand_in, static_cast<float*>(stand_in),
+                                ints, ints)
+          : inner_problem(p, *plan, stand_in, stand_in, static_cast<float*>(stand_in), ints,
+                          ints);
   return supports(caps, s);
 }
 
@@ -194,25 +278,36 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
   FK_RETURN_IF_ERROR(arena.alloc(z.out, &out, "attention split-KV outputs"));
   FK_RETURN_IF_ERROR(arena.alloc(z.lse, &lse, "attention split-KV lse"));
   FK_RETURN_IF_ERROR(arena.alloc(z.cu, &cu, "attention split-KV cu_seqlens"));
-  int32_t* cu_q = static_cast<int32_t*>(cu);
-  int32_t* cu_k = cu_q + (plan.segments + 1);
-
-  Geometry g{p.batch, p.seqlen_q, p.seqlen_k, p.nheads, p.head_dim, plan.nsplit,
-             plan.chunk, plan.rows, plan.segments, plan.gaps,
-             (p.batch - 1) * plan.rows + p.seqlen_k};
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
-  const int64_t copy = plan.nsplit * p.batch * p.seqlen_q * p.nheads * p.head_dim;
-  split_kv_prepare<<<grid_for(std::max(copy, plan.segments + 1), 256), 256, 0, stream>>>(
-      g, p.q, p.q_batch_stride, p.q_row_stride, p.q_head_stride, q,
-      cu_q, cu_k);
-  FK_RETURN_IF_ERROR(check_launch("attention split-KV prepare"));
-
   // The inner call carves nothing from the caller's workspace (the rows take no scratch).
   ExecContext inner_ctx = ctx;
   inner_ctx.workspace = nullptr;
   inner_ctx.workspace_bytes = 0;
-  FK_RETURN_IF_ERROR(inner(inner_ctx, inner_problem(p, plan, q, out, static_cast<float*>(lse),
-                                                    cu_q, cu_k)));
+  Geometry g{p.batch, p.seqlen_q, p.seqlen_k, p.nheads, p.head_dim, plan.nsplit,
+             plan.chunk, plan.rows, plan.segments, plan.gaps,
+             plan.kvcache ? 0 : (p.batch - 1) * plan.rows + p.seqlen_k};
+  const int64_t copy = plan.nsplit * p.batch * p.seqlen_q * p.nheads * p.head_dim;
+  if (plan.kvcache) {
+    int32_t* seqused = static_cast<int32_t*>(cu);
+    int32_t* table = seqused + plan.nsplit * p.batch;
+    const int64_t ints = plan.nsplit * p.batch * (1 + plan.chunk / plan.page);
+    split_kv_prepare_cache<<<grid_for(std::max(copy, ints), 256), 256, 0, stream>>>(
+        p.batch, plan.nsplit, plan.chunk, plan.page, p.seqlen_k, p.seqused_k, p.block_table,
+        p.block_table_stride, plan.pages_per_seq, p.seqlen_q, p.nheads, p.head_dim, p.q,
+        p.q_batch_stride, p.q_row_stride, p.q_head_stride, q, seqused, table);
+    FK_RETURN_IF_ERROR(check_launch("attention split-KV prepare"));
+    FK_RETURN_IF_ERROR(inner(inner_ctx, inner_problem_cache(p, plan, q, out,
+                                                            static_cast<float*>(lse), seqused,
+                                                            table)));
+  } else {
+    int32_t* cu_q = static_cast<int32_t*>(cu);
+    int32_t* cu_k = cu_q + (plan.segments + 1);
+    split_kv_prepare<<<grid_for(std::max(copy, plan.segments + 1), 256), 256, 0, stream>>>(
+        g, p.q, p.q_batch_stride, p.q_row_stride, p.q_head_stride, q, cu_q, cu_k);
+    FK_RETURN_IF_ERROR(check_launch("attention split-KV prepare"));
+    FK_RETURN_IF_ERROR(inner(inner_ctx, inner_problem(p, plan, q, out, static_cast<float*>(lse),
+                                                      cu_q, cu_k)));
+  }
 
   const int64_t rows_out = p.batch * p.seqlen_q * p.nheads;
   split_kv_combine<<<grid_for(rows_out * p.head_dim, 256), 256, 0, stream>>>(

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <numeric>
 
 #include "core/backend.h"
 #include "core/problems.h"
@@ -20,6 +21,14 @@ struct SplitKvPlan {
   int64_t rows = 0;      // k/v rows from one sequence's start to the next (>= seqlen_k)
   bool gaps = false;     // rows > seqlen_k: a sequence without queries skips each gap
   int64_t segments = 0;  // sequences of the inner varlen problem
+  // KV cache (seqused_k / block_table): the inner problem is batched over batch x nsplit
+  // chunk-sequences, each a paged cache of chunk keys with its own length and page row
+  // (built by the prepare kernel). page: rows per page, the caller's page_block_size, or
+  // kKeyTile "virtual" pages of a contiguous cache (page j of sequence b is rows [j, j + 1) x
+  // page of it; page id b x pages_per_seq + j).
+  bool kvcache = false;
+  int64_t page = 0;
+  int64_t pages_per_seq = 0;  // contiguous cache: batch stride / (page x row stride)
 };
 
 // The most chunks one call takes (the combine kernel holds one LSE per chunk in registers).
@@ -65,20 +74,47 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
   const int64_t forced = split_plan::forced_splits();
   if (forced == 0) return false;
   if (forced < 0 && p.seqlen_q > split_plan::kMaxRowsQ) return false;
+  // KV cache: chunks are whole pages.
+  const bool cache = attention_uses_kvcache(p);
+  int64_t page = 0, pages_per_seq = 0, unit = split_plan::kKeyTile;
+  if (cache) {
+    if (p.block_table != nullptr) {
+      page = p.page_size;
+    } else {
+      page = split_plan::kKeyTile;
+      if (p.k_row_stride <= 0 || p.v_row_stride <= 0) return false;
+      if (p.batch > 1) {
+        if (p.k_batch_stride % (page * p.k_row_stride) != 0 ||
+            p.v_batch_stride % (page * p.v_row_stride) != 0 ||
+            p.k_batch_stride / p.k_row_stride != p.v_batch_stride / p.v_row_stride)
+          return false;
+        pages_per_seq = p.k_batch_stride / (page * p.k_row_stride);
+      }
+      if (p.batch * std::max<int64_t>(pages_per_seq, split_plan::ceil_div(p.seqlen_k, page)) >
+          INT32_MAX)
+        return false;
+    }
+    if (page < 1 || page > INT32_MAX) return false;
+    unit = std::lcm(split_plan::kKeyTile, page);
+    if (unit > p.seqlen_k) return false;
+  }
   // Rows between sequences, the same for k and v.
   int64_t rows = p.seqlen_k;
-  if (p.batch > 1) {
+  if (cache) {
+    // (chunks address pages, not rows)
+  } else if (p.batch > 1) {
     if (p.k_row_stride <= 0 || p.v_row_stride <= 0 || p.k_batch_stride % p.k_row_stride != 0)
       return false;
     rows = p.k_batch_stride / p.k_row_stride;
     if (rows < p.seqlen_k || p.v_batch_stride != rows * p.v_row_stride) return false;
   }
-  if ((p.batch - 1) * rows + p.seqlen_k > INT32_MAX) return false;
+  if (!cache && (p.batch - 1) * rows + p.seqlen_k > INT32_MAX) return false;
 
   int64_t n = 0, chunk = 0;
   if (forced > 0) {
     n = std::min<int64_t>({forced, kMaxSplits, p.seqlen_k});
     chunk = split_plan::ceil_div(p.seqlen_k, n);
+    if (cache) chunk = split_plan::ceil_div(chunk, unit) * unit;
   } else {
     // FlashAttention-2's heuristic (flash_api.cpp, num_splits_heuristic): tiles almost filling
     // the GPU run unsplit; otherwise the fewest chunks whose wave efficiency (tiles per wave
@@ -96,15 +132,19 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     for (int64_t k = 1; k <= max_n; ++k) best = std::max(best, eff(k));
     for (n = 1; n < max_n && eff(n) < 0.85 * best; ++n) {
     }
-    chunk = split_plan::ceil_div(split_plan::ceil_div(p.seqlen_k, n), split_plan::kKeyTile) * split_plan::kKeyTile;
+    chunk = split_plan::ceil_div(split_plan::ceil_div(p.seqlen_k, n), unit) * unit;
   }
   n = split_plan::ceil_div(p.seqlen_k, chunk);
   if (n < 2) return false;
   plan->nsplit = n;
   plan->chunk = chunk;
   plan->rows = rows;
-  plan->gaps = p.batch > 1 && rows > p.seqlen_k;
+  plan->gaps = !cache && p.batch > 1 && rows > p.seqlen_k;
   plan->segments = p.batch * n + (plan->gaps ? p.batch - 1 : 0);
+  plan->kvcache = cache;
+  plan->page = page;
+  plan->pages_per_seq = pages_per_seq;
+  if (cache && p.batch * n * (chunk / page) >= INT32_MAX) return false;
   if (plan->segments >= INT32_MAX || n * p.batch * p.seqlen_q * p.nheads >= INT32_MAX) return false;
   return true;
 }

@@ -12,17 +12,20 @@ namespace flashkit {
 namespace cuda {
 namespace attn {
 
+// A paged KV cache (block_table) steps k and v by pages of page_size rows, num_pages of them.
 template <class StrideOk>
 bool all_strides(const AttentionProblem& p, StrideOk ok) {
   const int64_t rows_q = p.varlen ? p.total_q : p.seqlen_q;
-  const int64_t rows_k = p.varlen ? p.total_k : p.seqlen_k;
   const int64_t batches = p.varlen ? 1 : p.batch;
+  const bool paged = p.block_table != nullptr;
+  const int64_t rows_k = paged ? p.page_size : p.varlen ? p.total_k : p.seqlen_k;
+  const int64_t batches_k = paged ? p.num_pages : batches;
   return ok(p.q_row_stride, rows_q) && ok(p.q_head_stride, p.nheads) &&
          ok(p.q_batch_stride, batches) && ok(p.o_row_stride, rows_q) &&
          ok(p.o_head_stride, p.nheads) && ok(p.o_batch_stride, batches) &&
          ok(p.k_row_stride, rows_k) && ok(p.k_head_stride, p.nheads_k) &&
-         ok(p.k_batch_stride, batches) && ok(p.v_row_stride, rows_k) &&
-         ok(p.v_head_stride, p.nheads_k) && ok(p.v_batch_stride, batches);
+         ok(p.k_batch_stride, batches_k) && ok(p.v_row_stride, rows_k) &&
+         ok(p.v_head_stride, p.nheads_k) && ok(p.v_batch_stride, batches_k);
 }
 
 }  // namespace attn

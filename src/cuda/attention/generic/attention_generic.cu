@@ -17,6 +17,7 @@
 
 #include "core/backend.h"
 #include "cuda/attention/common/logits.h"
+#include "cuda/attention/common/kvcache.h"
 #include "cuda/attention/common/varlen.h"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
@@ -90,6 +91,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
       attn::varlen_rows(p.cu_seqlens_q, int(b), p.total_q, &row0_q, &len_q);
       attn::varlen_rows(p.cu_seqlens_k, int(b), p.total_k, &row0_k, &len_k);
     }
+    if (p.seqused_k != nullptr) len_k = attn::cache_len(p.seqused_k, b, p.seqlen_k);
     const int64_t i_begin = tile * kBR;
     if (i_begin >= len_q) continue;  // uniform across the block
     const int64_t i_end = min(i_begin + kBR, len_q);
@@ -131,11 +133,18 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
         for (int jj = warp; jj < kKeyTile; jj += kWarps) {
           const int64_t j = j0 + jj;
           const bool in = j < len_k;
+          int64_t kj = k_off + j * p.k_row_stride, vj = v_off + j * p.v_row_stride;
+          if (in && p.block_table != nullptr) {  // paged: row j % page_size of j's page
+            const int64_t pg = attn::cache_page(p.block_table, p.block_table_stride, b, j,
+                                                p.page_size, p.num_pages);
+            const int64_t r = j % p.page_size;
+            kj = pg * p.k_batch_stride + r * p.k_row_stride + hk * p.k_head_stride;
+            vj = pg * p.v_batch_stride + r * p.v_row_stride + hk * p.v_head_stride;
+          }
           for (int d = lane; d < dpad; d += 32) {
             const bool ok = in && d < D;
-            sKt[d * kKtPitch + jj] =
-                ok ? load_float(p.k, p.dtype, k_off + j * p.k_row_stride + d) : 0.0f;
-            sV[jj * dpad + d] = ok ? load_float(p.v, p.dtype, v_off + j * p.v_row_stride + d) : 0.0f;
+            sKt[d * kKtPitch + jj] = ok ? load_float(p.k, p.dtype, kj + d) : 0.0f;
+            sV[jj * dpad + d] = ok ? load_float(p.v, p.dtype, vj + d) : 0.0f;
           }
         }
         __syncthreads();

@@ -53,6 +53,14 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   const int64_t m_blocks = (p.seqlen_q + block_m - 1) / block_m;
   if (m_blocks * p.nheads > INT32_MAX || m_blocks * p.nheads * p.batch > INT32_MAX) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.out)) return false;
+  // KV cache: batched queries only; pages a power of two rows (shift and mask in the loads).
+  if (attention_uses_kvcache(p)) {
+    if (p.varlen) return false;
+    if (p.block_table != nullptr) {
+      if (p.page_size < 1 || (p.page_size & (p.page_size - 1)) != 0) return false;
+      if (p.num_pages < 1 || p.num_pages > INT32_MAX) return false;
+    }
+  }
   return attn::all_strides(p, stride_ok);
 }
 
@@ -63,7 +71,7 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
 // sentences of 1-67 tokens (1128 rows) take 9 packed tiles of 128 rows per head instead of 64.
 // Read on every call (tests and benchmarks switch it).
 bool attention_packed_supported(const DeviceCaps& caps, const AttentionProblem& p) {
-  if (!p.varlen || p.batch <= 0 || p.total_q <= 0) return false;
+  if (!p.varlen || p.batch <= 0 || p.total_q <= 0 || attention_uses_kvcache(p)) return false;
   const char* env = std::getenv("FLASHKIT_ATTENTION_PACK");
   const int force = env == nullptr ? -1 : std::strcmp(env, "0") == 0 ? 0 : std::strcmp(env, "1") == 0 ? 1 : -1;
   if (force == 0) return false;
@@ -135,6 +143,12 @@ fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) 
   k.scale_log2 = ls.scale_log2;
   k.cap_pre = ls.cap_pre;
   k.cap_post = ls.cap_post;
+  k.seqused_k = p.seqused_k;
+  k.block_table = p.block_table;
+  k.block_table_stride = p.block_table_stride;
+  k.page_shift = 0;
+  while (p.block_table != nullptr && (int64_t(1) << k.page_shift) < p.page_size) ++k.page_shift;
+  k.num_pages = static_cast<int32_t>(p.num_pages);
 
   const bool bf16 = p.dtype == DType::BF16;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);

@@ -82,15 +82,35 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
     attn::varlen_rows(p.cu_seqlens_q, b, p.total_q, &row0_q, &len_q);
     attn::varlen_rows(p.cu_seqlens_k, b, p.total_k, &row0_k, &len_k);
   }
+  if (p.seqused_k != nullptr) len_k = min(max(p.seqused_k[b], 0), p.seqlen_k);
   const int m0 = m_block * kBlockM;
   if (m0 >= len_q) return;  // uniform across the block
 
   const T* gQ = static_cast<const T*>(p.q) + b * p.q_batch_stride +
                 static_cast<int64_t>(row0_q + m0) * p.q_row_stride + h * p.q_head_stride;
-  const T* gK = static_cast<const T*>(p.k) + b * p.k_batch_stride +
+  // Paged cache: gK / gV are the pools with the head offset; the tile loads find the pages.
+  const bool paged = p.block_table != nullptr;
+  const T* gK = static_cast<const T*>(p.k) + (paged ? 0 : b * p.k_batch_stride) +
                 static_cast<int64_t>(row0_k) * p.k_row_stride + hk * p.k_head_stride;
-  const T* gV = static_cast<const T*>(p.v) + b * p.v_batch_stride +
+  const T* gV = static_cast<const T*>(p.v) + (paged ? 0 : b * p.v_batch_stride) +
                 static_cast<int64_t>(row0_k) * p.v_row_stride + hk * p.v_head_stride;
+  const int32_t* table = paged ? p.block_table + b * p.block_table_stride : nullptr;
+  // Key/value tile n0 of this sequence. Pages of at least kBlockN rows (powers of two, so
+  // multiples of the tile) hold whole tiles: one table entry per tile, then the contiguous copy.
+  auto load_kv = [&](uint32_t smem, const T* g, int64_t batch_stride, int64_t row_stride,
+                     int n0) {
+    if (!paged) {
+      ML::load_kv_tile(smem, g, row_stride, n0, len_k, p.head_dim, tid);
+    } else if ((1 << p.page_shift) >= kBlockN) {
+      const int pg = min(max(table[n0 >> p.page_shift], 0), p.num_pages - 1);
+      const T* t = g + pg * batch_stride +
+                   static_cast<int64_t>(n0 & ((1 << p.page_shift) - 1)) * row_stride;
+      ML::load_kv_tile_at(smem, t, row_stride, len_k - n0, p.head_dim, tid);
+    } else {
+      ML::load_kv_tile_paged(smem, g, table, p.num_pages, batch_stride, row_stride, p.page_shift,
+                             n0, len_k - n0, p.head_dim, tid);
+    }
+  };
 
   // ---- Keys visible to each row (bottom-right alignment: row i sits at key i + shift),
   // clamped to [0, len_k - 1]; lo > hi means none.
@@ -168,8 +188,7 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
   // ---- Prologue: Q and the first (highest) K tile.
   ML::template load_tile<kBlockM>(sQa, gQ, p.q_row_stride, len_q - m0, p.head_dim, tid);
   if (n_block_max > n_block_min) {
-    ML::load_kv_tile(sKa, gK, p.k_row_stride, (n_block_max - 1) * kBlockN, len_k, p.head_dim,
-                     tid);
+    load_kv(sKa, gK, p.k_batch_stride, p.k_row_stride, (n_block_max - 1) * kBlockN);
   }
   cp_async_commit();
 
@@ -195,7 +214,7 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
 
     cp_async_wait<0>();  // K(n) (and Q) landed ...
     __syncthreads();     // ... for every thread, and every warp is done reading V(n+1)
-    ML::load_kv_tile(sVa, gV, p.v_row_stride, n0, len_k, p.head_dim, tid);
+    load_kv(sVa, gV, p.v_batch_stride, p.v_row_stride, n0);
     cp_async_commit();
 
     ML::gemm_qk(acc_s, q_addr, k_addr);
@@ -203,7 +222,7 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
     cp_async_wait<0>();  // V(n) landed ...
     __syncthreads();     // ... and every warp is done reading K(n)
     if (n > n_block_min) {
-      ML::load_kv_tile(sKa, gK, p.k_row_stride, n0 - kBlockN, len_k, p.head_dim, tid);
+      load_kv(sKa, gK, p.k_batch_stride, p.k_row_stride, n0 - kBlockN);
       cp_async_commit();
     }
 

@@ -101,16 +101,47 @@ struct Mainloop {
     }
   }
 
-  // Loads key/value tile n0 of a sequence of len_k rows: the whole-tile path unless the tile
-  // crosses the sequence end or head_dim is padded.
+  // Loads a key/value tile whose first row is at g (rows_valid of its kBlockN rows exist): the
+  // whole-tile path unless the tile crosses the sequence end or head_dim is padded.
+  static __device__ __forceinline__ void load_kv_tile_at(uint32_t smem, const T* g,
+                                                         int64_t row_stride, int rows_valid,
+                                                         int head_dim, int tid) {
+    if (head_dim == kHeadDim && rows_valid >= kBlockN) {
+      load_tile_full<kBlockN>(smem, g, row_stride, tid);
+    } else {
+      load_tile<kBlockN>(smem, g, row_stride, rows_valid, head_dim, tid);
+    }
+  }
+
+  // Loads key/value tile n0 of a sequence of len_k rows stored from gmem on.
   static __device__ __forceinline__ void load_kv_tile(uint32_t smem, const T* gmem,
                                                       int64_t row_stride, int n0, int len_k,
                                                       int head_dim, int tid) {
-    const T* g = gmem + static_cast<int64_t>(n0) * row_stride;
-    if (head_dim == kHeadDim && n0 + kBlockN <= len_k) {
-      load_tile_full<kBlockN>(smem, g, row_stride, tid);
-    } else {
-      load_tile<kBlockN>(smem, g, row_stride, len_k - n0, head_dim, tid);
+    load_kv_tile_at(smem, gmem + static_cast<int64_t>(n0) * row_stride, row_stride, len_k - n0,
+                    head_dim, tid);
+  }
+
+  // Paged KV cache with pages of fewer than kBlockN rows (2^page_shift): every row finds its
+  // page in the sequence's block_table row (entries clamped to the pool), then the copy is
+  // load_tile's. base = the pool with the head offset applied.
+  static __device__ __forceinline__ void load_kv_tile_paged(
+      uint32_t smem, const T* base, const int32_t* table, int num_pages, int64_t page_stride,
+      int64_t row_stride, int page_shift, int n0, int rows_valid, int head_dim, int tid) {
+    constexpr int kTotal = kBlockN * kChunks;
+    static_assert(kTotal % kThreads == 0, "whole chunks per thread");
+    const int page_mask = (1 << page_shift) - 1;
+#pragma unroll
+    for (int i = 0; i < kTotal / kThreads; ++i) {
+      const int idx = tid + i * kThreads;
+      const int row = idx / kChunks, col = (idx % kChunks) * 8;
+      const int bytes = row < rows_valid ? 2 * max(0, min(8, head_dim - col)) : 0;
+      const T* src = base;
+      if (bytes > 0) {
+        const int n = n0 + row;
+        const int pg = min(max(table[n >> page_shift], 0), num_pages - 1);
+        src = base + pg * page_stride + static_cast<int64_t>(n & page_mask) * row_stride + col;
+      }
+      cp_async_16(smem + 2u * static_cast<uint32_t>(row * kPitch + col), src, bytes);
     }
   }
 

@@ -43,6 +43,16 @@ struct Params {
   bool softcap;
   float scale_log2;
   float cap_pre, cap_post;
+
+  // KV cache (fk_attention_kvcache_forward; kernel.cuh). seqused_k: valid keys per sequence
+  // (nullptr: seqlen_k), clamped to [0, seqlen_k]. block_table: paged k/v, row b at
+  // block_table + b * block_table_stride, entries clamped to [0, num_pages - 1]; pages of
+  // 2^page_shift rows, k/v_batch_stride stepping from one page to the next.
+  const int32_t* seqused_k;
+  const int32_t* block_table;
+  int64_t block_table_stride;
+  int32_t page_shift;
+  int32_t num_pages;
 };
 
 }  // namespace sm80

@@ -64,6 +64,7 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
   if (p.device != Device::Cuda) return false;
   if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
+  if (attention_uses_kvcache(p)) return false;  // the sm80-class kernel reads KV caches
   if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0) return false;
   if (smem_bytes_for(padded_head_dim(p.head_dim)) > caps.smem_per_block_optin) return false;
   if (p.varlen) {
