@@ -70,6 +70,26 @@ class Flashkit(fkbench.Flashkit):
         run.keep = (args_io, p, launch)
         return run
 
+    def prepare_kvcache(self, q, k_cache, v_cache, cache_seqlens, block_table, out, lse):
+        """fk_attention_kvcache_forward (non-causal: one query row sees its whole cache)."""
+        p = self.params(False)
+        name = ctypes.c_char_p()
+        args_io = [self.dl(t) for t in (q, k_cache, v_cache, cache_seqlens, block_table, out, lse)]
+        self.check(self.lib.fk_attention_kvcache_select_kernel(self.ctx, ctypes.byref(p), *args_io,
+                                                             ctypes.byref(name)),
+                   "fk_attention_kvcache_select_kernel")
+        self.variant = name.value.decode()
+        launch = self.launch()
+
+        def run():
+            launch.stream = torch.cuda.current_stream().cuda_stream
+            st = self.lib.fk_attention_kvcache_forward(self.ctx, ctypes.byref(launch), ctypes.byref(p),
+                                                       *args_io)
+            if st != 0:
+                self.check(st, "fk_attention_kvcache_forward")
+        run.keep = (args_io, p, launch)
+        return run
+
 
 def sdpa_fn(backend, q, k, v, causal, gqa=False):
     # torch wants (B, H, S, D); transposed views of (B, S, H, D) keep the last dim contiguous.
@@ -107,6 +127,8 @@ def main():
     ap.add_argument("--no-extra", action="store_true", help="skip the varlen and GQA rows")
     ap.add_argument("--only-decode", action="store_true",
                     help="only the decode rows (no grid, no GQA or varlen rows)")
+    ap.add_argument("--only-kvcache", action="store_true",
+                    help="only the KV-cache decode rows (paged and contiguous caches)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
 
@@ -180,8 +202,57 @@ def main():
         del q, k, v, out, lse
         torch.cuda.empty_cache()
 
+    def kv_cell(B, S, H, Hk, D, page):
+        # Decode over a KV cache of S keys per sequence (all valid): paged with `page` rows per
+        # page and a shuffled block_table, or contiguous with cache_seqlens (page 0). Anchors:
+        # the same keys contiguous, through flashkit's batched call and torch's flash backend.
+        q = torch.randn(B, 1, H, D, device=dev, dtype=dt)
+        k = torch.randn(B, S, Hk, D, device=dev, dtype=dt)
+        v = torch.randn(B, S, Hk, D, device=dev, dtype=dt)
+        seqlens = torch.full((B,), S, dtype=torch.int32, device=dev)
+        if page:
+            per = S // page
+            perm = torch.randperm(B * per, device=dev)
+            table = perm.view(B, per).to(torch.int32)
+            kc = torch.empty(B * per, page, Hk, D, device=dev, dtype=dt)
+            vc = torch.empty_like(kc)
+            kc[perm] = k.view(B * per, page, Hk, D)
+            vc[perm] = v.view(B * per, page, Hk, D)
+        else:
+            table, kc, vc = None, k, v
+        out = torch.empty_like(q)
+        lse = torch.empty(B, H, 1, device=dev, dtype=torch.float32)
+        run = fk.prepare_kvcache(q, kc, vc, seqlens, table, out, lse)
+        ms = time_ms(run, args.warmup, args.reps)
+        variant = fk.variant
+        out2 = torch.empty_like(q)
+        ms_dense = time_ms(fk.prepare(q, k, v, out2, lse, False), args.warmup, args.reps)
+        fms, fout = anchor(SDPBackend.FLASH_ATTENTION, q, k, v, False, args.warmup, args.reps, Hk != H)
+        run()
+        torch.cuda.synchronize()
+        diff = (out.float() - fout.float()).abs().max().item() if fms else float("nan")
+        nbytes = 2 * (2 * B * S * Hk * D + 2 * B * H * D)
+        r = dict(label="kvcache", batch=B, seqlen=S, nheads=H, nheads_k=Hk, head_dim=D, page=page,
+                 flashkit_ms=ms, gbps=nbytes / ms / 1e6, flashkit_dense_ms=ms_dense, flash_ms=fms,
+                 ratio_flash=(fms / ms) if fms else None, ratio_dense=ms_dense / ms,
+                 max_diff_vs_flash=diff, variant=variant)
+        rows.append(r)
+        print(f"kvcache B {B:>3} S {S:>6} H {H}/{Hk} d {D} page {page:>4}: {ms * 1e3:8.1f} us "
+              f"{r['gbps']:6.0f} GB/s ({100 * r['gbps'] / 4200:3.0f}% of 4.2 TB/s)  flashkit dense "
+              f"{ms_dense * 1e3:8.1f} us  torch flash {fms * 1e3 if fms else float('nan'):8.1f} us  "
+              f"x flash {r['ratio_flash'] or float('nan'):5.2f}  maxdiff {diff:.4f}  {variant}",
+              flush=True)
+        del q, k, v, kc, vc, out, out2, lse
+        torch.cuda.empty_cache()
+
     t0 = time.time()
-    for D in ([] if args.only_decode else [int(x) for x in args.head_dims.split(",")]):
+    if args.only_kvcache:
+        for (B, S) in [(1, 32768), (8, 8192), (64, 2048)]:
+            for page in (0, 16, 256):
+                kv_cell(B, S, 32, 8, 128, page)
+        args.head_dims = ""
+        args.no_extra = True
+    for D in ([] if args.only_decode or not args.head_dims else [int(x) for x in args.head_dims.split(",")]):
         H = args.hidden // D
         for S in [int(x) for x in args.seqlens.split(",")]:
             B = max(1, args.tokens // S)

@@ -299,6 +299,42 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
     return bytes;
   }
 
+  /** @brief fk_attention_kvcache_forward() (0.5.0): queries over a contiguous or paged KV
+   *         cache; throws fk::Error on failure. */
+  void attention_kvcache_forward(const fk_attention_params_t* params, const DLTensor* q,
+                                 const DLTensor* k_cache, const DLTensor* v_cache,
+                                 const DLTensor* cache_seqlens, const DLTensor* block_table,
+                                 const DLTensor* out, const DLTensor* lse = nullptr,
+                                 const fk_launch_t* launch = nullptr) const {
+    check(fk_attention_kvcache_forward(handle_, launch, params, q, k_cache, v_cache,
+                                       cache_seqlens, block_table, out, lse));
+  }
+  /** @brief fk_attention_kvcache_select_kernel(): the variant name. */
+  std::string attention_kvcache_select_kernel(const fk_attention_params_t* params,
+                                              const DLTensor* q, const DLTensor* k_cache,
+                                              const DLTensor* v_cache,
+                                              const DLTensor* cache_seqlens,
+                                              const DLTensor* block_table, const DLTensor* out,
+                                              const DLTensor* lse = nullptr) const {
+    const char* name = nullptr;
+    check(fk_attention_kvcache_select_kernel(handle_, params, q, k_cache, v_cache, cache_seqlens,
+                                             block_table, out, lse, &name));
+    return name;
+  }
+  /** @brief fk_attention_kvcache_workspace_size(): launch workspace bytes with which the call
+   *         allocates nothing. */
+  uint64_t attention_kvcache_workspace_size(const fk_attention_params_t* params,
+                                            const DLTensor* q, const DLTensor* k_cache,
+                                            const DLTensor* v_cache,
+                                            const DLTensor* cache_seqlens,
+                                            const DLTensor* block_table, const DLTensor* out,
+                                            const DLTensor* lse = nullptr) const {
+    uint64_t bytes = 0;
+    check(fk_attention_kvcache_workspace_size(handle_, params, q, k_cache, v_cache,
+                                              cache_seqlens, block_table, out, lse, &bytes));
+    return bytes;
+  }
+
   /** @brief fk_gemm() on this context; throws fk::Error on failure. */
   void gemm(const fk_gemm_params_t* params, const DLTensor* a, const DLTensor* b,
             const DLTensor* c, const DLTensor* bias, const DLTensor* d,

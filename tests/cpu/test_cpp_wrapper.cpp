@@ -157,3 +157,39 @@ TEST_CASE("C++ wrapper: a plan cannot be made from a temporary Context", "[cpp]"
   fk::FFTConvPlan plan(ctx, o);
   CHECK(plan.options().fft_size == 16);
 }
+
+TEST_CASE("C++ wrapper: attention over a paged KV cache", "[cpp][kvcache]") {
+  // One sequence, one head, head_dim 2; pool of 3 pages of 2 keys; the sequence's 3 keys are
+  // rows 0-1 of page 2 and row 0 of page 0 (row 1 of page 0 and page 1 are never read).
+  const std::vector<float> q = {0.7f, -1.3f};
+  const std::vector<float> kc = {0.5f, 2.0f, 9.0f, 9.0f, 9.0f, 9.0f, 9.0f, 9.0f, -1.0f, 0.25f, 1.5f, -0.5f};
+  const std::vector<float> vc = {3.0f, -2.0f, 7.0f, 7.0f, 7.0f, 7.0f, 7.0f, 7.0f, 1.0f, 0.5f, -4.0f, 2.5f};
+  const std::vector<int32_t> table = {2, 0}, lens = {3};
+  std::vector<float> out(2, -1.0f);
+  fk::Context ctx = fk::Context::cpu(1);
+  const fk_attention_params_t p = fk::attention_params();
+  const fk::Tensor tq = fk::Tensor::cpu(q.data(), {1, 1, 1, 2});
+  const fk::Tensor tk = fk::Tensor::cpu(kc.data(), {3, 2, 1, 2}), tv = fk::Tensor::cpu(vc.data(), {3, 2, 1, 2});
+  const fk::Tensor tl = fk::Tensor::cpu(lens.data(), {1}), tt = fk::Tensor::cpu(table.data(), {1, 2});
+  const fk::Tensor to = fk::Tensor::cpu(out.data(), {1, 1, 1, 2});
+  CHECK(ctx.attention_kvcache_select_kernel(&p, tq, tk, tv, tl, tt, to) == "cpu.attention");
+  CHECK(ctx.attention_kvcache_workspace_size(&p, tq, tk, tv, tl, tt, to) == 0);
+  ctx.attention_kvcache_forward(&p, tq, tk, tv, tl, tt, to);
+  // Keys in order: page 2 rows 0, 1, then page 0 row 0.
+  const double keys[3][2] = {{-1.0, 0.25}, {1.5, -0.5}, {0.5, 2.0}};
+  const double vals[3][2] = {{1.0, 0.5}, {-4.0, 2.5}, {3.0, -2.0}};
+  double w[3], sum = 0, ref[2] = {0, 0};
+  for (int j = 0; j < 3; ++j) {
+    w[j] = std::exp((0.7 * keys[j][0] - 1.3 * keys[j][1]) / std::sqrt(2.0));
+    sum += w[j];
+  }
+  for (int j = 0; j < 3; ++j)
+    for (int x = 0; x < 2; ++x) ref[x] += w[j] / sum * vals[j][x];
+  CHECK(out[0] == Approx(ref[0]).margin(1e-5));
+  CHECK(out[1] == Approx(ref[1]).margin(1e-5));
+  // A page index outside the pool is refused on the CPU backend, naming the table.
+  const std::vector<int32_t> bad = {2, 3};
+  CHECK_THROWS_WITH(ctx.attention_kvcache_forward(&p, tq, tk, tv, tl,
+                                                  fk::Tensor::cpu(bad.data(), {1, 2}), to),
+                    Catch::Contains("block_table"));
+}
