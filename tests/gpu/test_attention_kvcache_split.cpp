@@ -46,7 +46,7 @@ void run_kv(const fk_context_t* ctx, const KvCase& c, uint64_t tag) {
     kc.init(c.dt, {npages, c.page, Hk, D});
     vc.init(c.dt, {npages, c.page, Hk, D});
     table.init(DT::I32, {B, per_seq});
-    std::vector<int64_t> perm(size_t(npages));
+    std::vector<int64_t> perm(static_cast<size_t>(npages));
     for (int64_t i = 0; i < npages; ++i) perm[size_t(i)] = i;
     std::shuffle(perm.begin(), perm.end(), rng);
     for (int64_t b = 0; b < B; ++b)

@@ -119,7 +119,10 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     // FlashAttention-2's heuristic (flash_api.cpp, num_splits_heuristic): tiles almost filling
     // the GPU run unsplit; otherwise the fewest chunks whose wave efficiency (tiles per wave
     // slot used) is within 85% of the best.
-    const int64_t sms = std::max<int32_t>(1, caps.sm_count);
+    // KV caches run on the sm80-class kernel (two blocks per multiprocessor at head_dim <= 128)
+    // or the generic one, whose blocks keep one K/V tile in flight each: their wave counts twice
+    // the SMs, so a decode streams twice the bytes at once (H200, 1 x 32k: see RESULTS.md).
+    const int64_t sms = std::max<int32_t>(1, caps.sm_count) * (cache ? 2 : 1);
     const int64_t tiles = p.batch * p.nheads * split_plan::ceil_div(p.seqlen_q, split_plan::kMaxRowsQ);
     if (tiles * 10 >= sms * 8) return false;
     const int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / split_plan::kMinChunk);
