@@ -50,9 +50,8 @@ pub use fftconv::{FFTConvMode, FFTConvOptions, FFTConvPlan};
 pub use ops::{
     attention, attention_kvcache, attention_kvcache_select_kernel,
     attention_kvcache_workspace_size, attention_select_kernel, attention_workspace_size,
-    blockdiag_linear,
-    blockdiag_linear_select_kernel, blockdiag_linear_workspace_size, gemm, gemm_scaled,
-    gemm_scaled_select_kernel, gemm_scaled_workspace_size, gemm_select_kernel,
+    blockdiag_linear, blockdiag_linear_select_kernel, blockdiag_linear_workspace_size, gemm,
+    gemm_scaled, gemm_scaled_select_kernel, gemm_scaled_workspace_size, gemm_select_kernel,
     gemm_workspace_size, monarch, monarch_select_kernel, monarch_workspace_size, Activation,
     AttentionParams, GemmParams, KvCache, VarLen,
 };
