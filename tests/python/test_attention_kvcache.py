@@ -320,3 +320,65 @@ def test_paged_cuda_torch(rng, dtype, page):
                                    np.repeat(table[:1], 5, axis=0), causal=True)
     torch.cuda.synchronize()
     ref.assert_close(from_fa.float().cpu().numpy(), r13, dtype, factor=2, what="int seqlens")
+
+
+@pytest.mark.gpu
+def test_paged_cuda_graph_replay_with_new_tables(rng):
+    """A decode step (seqlen_q 1, bf16, page 16) captured with torch.cuda.graph: the call reads
+    cache_seqlens and block_table only on the device, so it is capturable, and a replay after
+    the tables were rewritten in place (new lengths, other pages) gives the new answer; out is
+    poisoned before each replay."""
+    torch = _cuda_or_skip()
+    td = torch.bfloat16
+    q, kc, vc, sl, table = paged_case(rng, "float32", [40, 3, 77, 16], seqlen_q=1, h=8, hk=2,
+                                      d=128, page=16, max_blocks=6, extra_pages=8)
+    tq, tk, tv = (torch.from_numpy(a).to("cuda:0", td) for a in (q, kc, vc))
+    tsl, ttab = torch.from_numpy(sl).cuda(), torch.from_numpy(table).cuda()
+    out = torch.empty_like(tq)
+    ctx = flashkit.Context("cuda:0")
+    with torch.inference_mode():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            ctx.attention_kvcache(tq, tk, tv, tsl, ttab, causal=True, out=out)  # warm-up
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            ctx.attention_kvcache(tq, tk, tv, tsl, ttab, causal=True, out=out)
+    kf, vf = tk.float().cpu().numpy(), tv.float().cpu().numpy()
+    num_blocks = kc.shape[0]
+    for step in range(3):
+        new_sl = rng.integers(0, 6 * 16 + 1, size=4).astype(np.int32)
+        new_sl[step % 4] = 0
+        new_tab = np.stack([rng.permutation(num_blocks)[:6] for _ in range(4)]).astype(np.int32)
+        new_tab[1, 0] = new_tab[0, 0]
+        tsl.copy_(torch.from_numpy(new_sl))
+        ttab.copy_(torch.from_numpy(new_tab))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        r_out, _ = ref.attention_kvcache(tq.float().cpu().numpy(), kf, vf, new_sl, new_tab,
+                                         causal=True)
+        ref.assert_close(out.float().cpu().numpy(), r_out, "bfloat16", factor=2,
+                         what=f"replay {step}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_paged_cuda_wrong_entries_are_clamped_not_fatal(rng, dtype):
+    """On the GPU the entries are not checked (the call never waits): a page index or a length
+    out of range gives some result, but no error and no access outside the cache (the stream
+    stays healthy and out is finite)."""
+    torch = _cuda_or_skip()
+    td = {"float32": torch.float32, "float16": torch.float16}[dtype]
+    q, kc, vc, sl, table = paged_case(rng, "float32", [13, 21], d=64, page=8)
+    table[0, 1] = 1 << 30
+    table[1, 0] = -5
+    sl[1] = 10 ** 6
+    tq, tk, tv = (torch.from_numpy(a).to("cuda:0", td) for a in (q, kc, vc))
+    out = torch.full_like(tq, float("nan"))
+    with torch.inference_mode():
+        flashkit.attention_kvcache(tq, tk, tv, torch.from_numpy(sl).cuda(),
+                                   torch.from_numpy(table).cuda(), causal=True, out=out)
+    torch.cuda.synchronize()
+    assert torch.isfinite(out).all()
