@@ -112,6 +112,41 @@ def attention(q, k, v, softmax_scale=None, causal=False, window_size=(-1, -1), s
     return out, lse
 
 
+
+def kvcache_gather(k_cache, v_cache, cache_seqlens, block_table, b):
+    """Sequence ``b``'s keys and values (its first ``cache_seqlens[b]`` rows) of a contiguous or
+    paged cache, gathered one key at a time: key ``n`` is row ``n % page_block_size`` of page
+    ``block_table[b][n // page_block_size]`` (vLLM's PagedAttention layout)."""
+    if block_table is None:
+        capacity = k_cache.shape[1]
+    else:
+        capacity = np.asarray(block_table).shape[1] * k_cache.shape[1]
+    n = capacity if cache_seqlens is None else int(np.asarray(cache_seqlens)[b])
+    if block_table is None:
+        return k_cache[b, :n], v_cache[b, :n]
+    page = k_cache.shape[1]
+    table = np.asarray(block_table)
+    ks = np.stack([k_cache[table[b, i // page], i % page] for i in range(n)]) if n else \
+        np.zeros((0,) + k_cache.shape[2:])
+    vs = np.stack([v_cache[table[b, i // page], i % page] for i in range(n)]) if n else \
+        np.zeros((0,) + v_cache.shape[2:])
+    return ks, vs
+
+
+def attention_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
+                      softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0):
+    """Reference of fk_attention_kvcache_forward: per sequence, batched attention of q[b] over
+    its gathered cache (masks bottom-right aligned to cache_seqlens[b]); (out, lse), float64."""
+    q, k_cache, v_cache = f64(q), f64(k_cache), f64(v_cache)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if softmax_scale is None else softmax_scale
+    outs, lses = [], []
+    for b in range(q.shape[0]):
+        k, v = kvcache_gather(k_cache, v_cache, cache_seqlens, block_table, b)
+        o, l = _attention_one(q[b], k, v, scale, causal, window_size, softcap)
+        outs.append(o)
+        lses.append(l)
+    return np.stack(outs), np.stack(lses)
+
 # ------------------------------------------------------------------------------------------
 # GEMM
 # ------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ the same device (or write into ``out=``). NumPy bfloat16 works through ``ml_dtyp
   CuPy's current stream for CuPy arrays; calls return before the GPU finishes, as in those
   libraries.
 * Arrays are read in place: their dtype must be float32, float16 or bfloat16 (int32 for
-  ``cu_seqlens``) in native byte order; nothing is converted.
+  ``cu_seqlens``, ``cache_seqlens`` and ``block_table``) in native byte order; nothing is
+  converted.
 * Failures raise :class:`FlashkitError` subclasses whose message names the argument and the
   rule it broke: :class:`InvalidArgumentError` (also a ``ValueError``),
   :class:`NotSupportedError`, :class:`OutOfMemoryError`, :class:`DeviceError`,
@@ -60,7 +61,7 @@ from . import _ops, flash_attn_interface
 from ._version import __version__
 
 __all__ = [
-    "__version__", "Context", "default_context", "attention", "gemm", "gemm_scaled", "monarch",
+    "__version__", "Context", "default_context", "attention", "attention_kvcache", "gemm", "gemm_scaled", "monarch",
     "blockdiag_linear", "FFTConv", "set_log_callback", "library_version",
     "FlashkitError", "InvalidArgumentError", "NotSupportedError", "OutOfMemoryError",
     "DeviceError", "InternalError", "float32", "float16", "bfloat16",
@@ -126,6 +127,70 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
                           cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                           max_seqlen_k=max_seqlen_k, return_lse=return_lse, out=out,
                           workspace=workspace)
+
+
+def attention_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *,
+                      softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                      return_lse=False, out=None, workspace=None):
+    """Attention of new queries over a KV cache, contiguous or paged (decode and chunked
+    prefill): FlashAttention's ``flash_attn_with_kvcache`` contract (FlashAttention-2, Dao
+    2023), C ABI ``fk_attention_kvcache_forward`` (0.5.0). The paged layout is vLLM's
+    PagedAttention (Kwon et al. 2023, "Efficient Memory Management for Large Language Model
+    Serving with PagedAttention", Section 4.1): all sequences' keys and values live in one pool
+    of fixed-size pages, and key ``n`` of sequence ``b`` is row ``n % page_block_size`` of page
+    ``block_table[b, n // page_block_size]``.
+
+    The cache is only read: appending the new tokens' keys and values is the caller's (e.g. a
+    scatter into the pages before the call). Masks, softcap, GQA/MQA and dtypes follow
+    :func:`attention`'s batched form with ``seqlen_k = cache_seqlens[b]`` per sequence: the new
+    queries are the last ``seqlen_q`` keys of their sequence, so query row ``i`` of sequence
+    ``b`` sits at key position ``cache_seqlens[b] - seqlen_q + i`` (bottom-right aligned).
+
+    Args:
+        q: new queries ``(batch, seqlen_q, nheads, head_dim)``; float32, float16 or bfloat16;
+            head_dim 1..256, contiguous; other strides arbitrary.
+        k_cache: keys, q's dtype and head_dim, head_dim contiguous, other strides arbitrary.
+            Without ``block_table``: ``(batch, seqlen_cache, nheads_k, head_dim)``, capacity
+            ``seqlen_cache`` keys per sequence. With ``block_table``: the page pool
+            ``(num_blocks, page_block_size, nheads_k, head_dim)``, capacity
+            ``max_blocks_per_seq * page_block_size``. ``nheads % nheads_k == 0`` (GQA/MQA).
+        v_cache: values, k_cache's shape and dtype (its own strides).
+        cache_seqlens: None (every sequence holds ``capacity`` keys), an int (the same length
+            for every sequence, broadcast as FlashAttention does), or int32 ``(batch,)``,
+            contiguous, on q's device: the valid keys of each sequence, in ``[0, capacity]``.
+        block_table: None (contiguous cache) or int32 ``(batch, max_blocks_per_seq)``, last
+            dimension contiguous, on q's device: the pages of each sequence in key order, each
+            in ``[0, num_blocks)``. Only the first ``ceil(cache_seqlens[b] / page_block_size)``
+            entries of row ``b`` are read (the rest may hold anything); pages may be shared
+            between sequences (prefix caching).
+        softmax_scale, causal, window_size, softcap: as for :func:`attention`.
+        return_lse: also return the fp32 natural-log log-sum-exp ``(batch, nheads, seqlen_q)``.
+        out: optional output array ``(batch, seqlen_q, nheads, head_dim)``, q's dtype; must not
+            overlap an input.
+        workspace: optional scratch array on the call's device (module notes).
+
+    Returns:
+        ``out`` ``(batch, seqlen_q, nheads, head_dim)``, or ``(out, lse)`` with ``return_lse``.
+        A query row that sees no key (``cache_seqlens[b] == 0``, or masked) gives 0 and lse
+        ``-inf``.
+
+    Raises:
+        InvalidArgumentError: as :func:`attention`, plus: k_cache/v_cache ranks or extents,
+            cache_seqlens not ``(batch,)``, block_table not ``(batch, max_blocks_per_seq)``,
+            either not int32 or its last dimension not contiguous; a negative int
+            cache_seqlens. On the CPU every entry of cache_seqlens and block_table is checked
+            and one out of range is named with its index (e.g. ``"block_table: entry [1][2] is
+            9, outside [0, 7] (a page of k_cache)"``); on the GPU the entries are not read
+            back (the call never waits and can be captured in a CUDA graph) but clamped inside
+            the cache: a wrong entry gives a wrong result, never an access outside k_cache and
+            v_cache.
+        NotSupportedError: torch tensors that require grad while autograd is on; an int
+            cache_seqlens for a CUDA array of a library other than torch or CuPy.
+    """
+    return _ops.attention_kvcache(None, q, k_cache, v_cache, cache_seqlens, block_table,
+                                  softmax_scale=softmax_scale, causal=causal,
+                                  window_size=window_size, softcap=softcap,
+                                  return_lse=return_lse, out=out, workspace=workspace)
 
 
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bias=None,

@@ -168,9 +168,8 @@ class Context:
         (same exceptions) and runs nothing.
 
         Args:
-            op: ``"attention"``, ``"gemm"``, ``"gemm_scaled"``, ``"monarch"``,
-                ``"blockdiag_linear"`` or
-                ``"fftconv"``.
+            op: ``"attention"``, ``"attention_kvcache"``, ``"gemm"``, ``"gemm_scaled"``,
+                ``"monarch"``, ``"blockdiag_linear"`` or ``"fftconv"``.
             *args, **kwargs: the arguments of ``flashkit.<op>`` (for ``"fftconv"``:
                 ``(u, k, D=None, pregate=None, postgate=None, *, fft_size=None,
                 mode="causal")``).
@@ -210,6 +209,12 @@ class Context:
     def attention(self, q, k, v, **kwargs):
         """flashkit.attention on this context (same arguments)."""
         return _ops.attention(self, q, k, v, **kwargs)
+
+    def attention_kvcache(self, q, k_cache, v_cache, cache_seqlens=None, block_table=None,
+                          **kwargs):
+        """flashkit.attention_kvcache on this context (same arguments)."""
+        return _ops.attention_kvcache(self, q, k_cache, v_cache, cache_seqlens, block_table,
+                                      **kwargs)
 
     def gemm(self, a, b, c=None, **kwargs):
         """flashkit.gemm on this context (same arguments)."""

@@ -100,6 +100,7 @@ _LAUNCHES = {}  # cudaStream_t -> fk_launch_t naming it (read-only once made)
 # Each fk_*_select_kernel's fk_*_workspace_size twin (same arguments; bytes instead of a name).
 _WORKSPACE_SIZE_OF = {
     capi.fk_attention_select_kernel: capi.fk_attention_workspace_size,
+    capi.fk_attention_kvcache_select_kernel: capi.fk_attention_kvcache_workspace_size,
     capi.fk_gemm_select_kernel: capi.fk_gemm_workspace_size,
     capi.fk_gemm_scaled_select_kernel: capi.fk_gemm_scaled_workspace_size,
     capi.fk_monarch_select_kernel: capi.fk_monarch_workspace_size,
@@ -323,6 +324,36 @@ def _window(window_size):
     return sides
 
 
+def _attention_params(softmax_scale, causal, window_size, softcap, maxima=(0, 0)):
+    """The fk_attention_params_t of attention() and attention_kvcache(), after checking the
+    scalar arguments (shared by equal arguments, _cached_params)."""
+    left, right = _window(window_size)
+    if softmax_scale is None:
+        softmax_scale = math.nan  # the C library's "default" (1 / sqrt(head_dim))
+    else:
+        softmax_scale = float32_arg(softmax_scale, "softmax_scale")
+        if math.isnan(softmax_scale):
+            raise _errors.InvalidArgumentError(
+                "softmax_scale: NaN (pass None for the default 1/sqrt(head_dim))", 100)
+    softcap = float32_arg(softcap, "softcap")
+    causal = bool_arg(causal, "causal")
+
+    def make():
+        params = capi.fk_attention_params_t()
+        capi.fk_attention_params_init(params)
+        params.softmax_scale = softmax_scale
+        params.causal = 1 if causal else 0
+        params.window_size_left = left
+        params.window_size_right = right
+        params.softcap = softcap
+        params.max_seqlen_q, params.max_seqlen_k = maxima
+        return params
+    # NaN (the default scale) never equals itself as a key: spelled out instead.
+    scale_key = "default" if math.isnan(softmax_scale) else softmax_scale
+    return _cached_params(("attention", scale_key, _zero_sign(softmax_scale), causal, left,
+                           right, softcap, _zero_sign(softcap)) + tuple(maxima), make)
+
+
 def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1),
               softcap=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
               max_seqlen_k=None, return_lse=False, out=None, workspace=None, _select=False):
@@ -341,16 +372,6 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
         _expect_rank(qr, (4,), layout)
         _expect_rank(vr, (4,), layout)
         lse_shape = (qr.shape[0], qr.shape[2], qr.shape[1])
-    left, right = _window(window_size)
-    if softmax_scale is None:
-        softmax_scale = math.nan  # the C library's "default" (1 / sqrt(head_dim))
-    else:
-        softmax_scale = float32_arg(softmax_scale, "softmax_scale")
-        if math.isnan(softmax_scale):
-            raise _errors.InvalidArgumentError(
-                "softmax_scale: NaN (pass None for the default 1/sqrt(head_dim))", 100)
-    softcap = float32_arg(softcap, "softcap")
-    causal = bool_arg(causal, "causal")
     return_lse = bool_arg(return_lse, "return_lse")
     maxima = []
     for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
@@ -360,21 +381,7 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
         if value < 0:
             raise _errors.InvalidArgumentError(f"{name}: {value} is negative", 100)
         maxima.append(value if varlen else 0)
-
-    def make():
-        params = capi.fk_attention_params_t()
-        capi.fk_attention_params_init(params)
-        params.softmax_scale = softmax_scale
-        params.causal = 1 if causal else 0
-        params.window_size_left = left
-        params.window_size_right = right
-        params.softcap = softcap
-        params.max_seqlen_q, params.max_seqlen_k = maxima
-        return params
-    # NaN (the default scale) never equals itself as a key: spelled out instead.
-    scale_key = "default" if math.isnan(softmax_scale) else softmax_scale
-    params = _cached_params(("attention", scale_key, _zero_sign(softmax_scale), causal, left,
-                             right, softcap, _zero_sign(softcap)) + tuple(maxima), make)
+    params = _attention_params(softmax_scale, causal, window_size, softcap, tuple(maxima))
 
     call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
@@ -383,6 +390,64 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
     args = call.addrs((qr, kr, vr, cq, ck, outr, lser))
     name = call.run(_select, capi.fk_attention_select_kernel, capi.fk_attention_forward,
                     params, *args)
+    if _select:
+        return name
+    return (out_obj, lse_obj) if return_lse else out_obj
+
+
+def _full_int32(primary, shape, value, name):
+    """An int32 array of ``shape`` filled with ``value``, where ``primary`` (a TensorRef) lives:
+    NumPy for host memory, else the library of ``primary`` (torch or CuPy), queued on its
+    current stream, the stream of the call."""
+    if not primary.is_cuda:
+        return np.full(shape, value, dtype=np.int32)
+    if primary.lib == "torch":
+        import torch
+        return torch.full(shape, value, dtype=torch.int32, device=primary.obj.device)
+    if primary.lib == "cupy":
+        import cupy
+        with cupy.cuda.Device(primary.device_id):
+            return cupy.full(shape, value, dtype=cupy.int32)
+    raise _errors.NotSupportedError(
+        f"{name}: an int is broadcast only for host, torch and CuPy arrays; pass an int32 "
+        f"array of shape (batch,) on {primary.device_str()}", 200)
+
+
+def attention_kvcache(ctx, q, k_cache, v_cache, cache_seqlens=None, block_table=None, *,
+                      softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                      return_lse=False, out=None, workspace=None, _select=False):
+    seqlens_int = None
+    if isinstance(cache_seqlens, (int, np.integer)):  # FlashAttention's int form: broadcast
+        seqlens_int = int_arg(cache_seqlens, "cache_seqlens")
+        if seqlens_int < 0:
+            raise _errors.InvalidArgumentError(
+                f"cache_seqlens: {seqlens_int} is negative (a number of keys)", 100)
+        cache_seqlens = None
+    call = _Call(ctx, [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
+                       ("cache_seqlens", cache_seqlens), ("block_table", block_table)],
+                 required=3, index_args=("cache_seqlens", "block_table"))
+    qr, kr, vr, sl, bt = call.refs
+    layout = "(batch, seqlen, nheads, head_dim)"
+    _expect_rank(qr, (4,), layout)
+    cache_layout = ("(num_blocks, page_block_size, nheads_k, head_dim) with block_table"
+                    if bt is not None else "(batch, seqlen_cache, nheads_k, head_dim)")
+    _expect_rank(kr, (4,), cache_layout)
+    _expect_rank(vr, (4,), cache_layout)
+    params = _attention_params(softmax_scale, causal, window_size, softcap)
+    return_lse = bool_arg(return_lse, "return_lse")
+    if seqlens_int is not None:
+        arr = _full_int32(call.primary, (qr.shape[0],), seqlens_int, "cache_seqlens")
+        call.keep.append(arr)
+        sl = _dlpack.as_tensor(arr, "cache_seqlens", call.dl_stream,
+                               torch_stream=call.torch_stream)
+
+    call.use_workspace(workspace)  # checked before any output is allocated
+    out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
+    lse_obj, lser = (call.output("lse", None, (qr.shape[0], qr.shape[2], qr.shape[1]), float32)
+                     if return_lse else (None, None))
+    args = call.addrs((qr, kr, vr, sl, bt, outr, lser))
+    name = call.run(_select, capi.fk_attention_kvcache_select_kernel,
+                    capi.fk_attention_kvcache_forward, params, *args)
     if _select:
         return name
     return (out_obj, lse_obj) if return_lse else out_obj
@@ -739,6 +804,7 @@ def _selector(fn, mode=True):
 
 SELECTORS = {
     "attention": _selector(attention),
+    "attention_kvcache": _selector(attention_kvcache),
     "gemm": _selector(gemm),
     "gemm_scaled": _selector(gemm_scaled),
     "monarch": _selector(monarch),
@@ -749,6 +815,7 @@ SELECTORS = {
 # Context.workspace_size(op, ...): the same validation, the fk_*_workspace_size answer.
 WORKSPACE_SIZES = {
     "attention": _selector(attention, "workspace"),
+    "attention_kvcache": _selector(attention_kvcache, "workspace"),
     "gemm": _selector(gemm, "workspace"),
     "gemm_scaled": _selector(gemm_scaled, "workspace"),
     "monarch": _selector(monarch, "workspace"),

@@ -5,7 +5,7 @@ Code written for FlashAttention runs by changing the import::
     # from flash_attn.flash_attn_interface import flash_attn_func
     from flashkit.flash_attn_interface import flash_attn_func
 
-The six functions keep FlashAttention 2's names, argument names, defaults and layouts:
+The functions keep FlashAttention 2's names, argument names, defaults and layouts:
 ``(batch, seqlen, nheads, headdim)`` for the batched form, ``(total, nheads, headdim)`` plus
 ``cu_seqlens`` for the variable-length form, packed ``qkv``/``kv`` with the pack dimension
 before the heads. With ``return_attn_probs=True`` they return ``(out, softmax_lse, None)``;
@@ -15,7 +15,9 @@ The attention probabilities are never formed, hence ``None``.
 They accept any array flashkit accepts (torch tensors, but also NumPy, CuPy, JAX), so fp32
 works too. What flashkit does not compute yet raises :class:`flashkit.NotSupportedError`
 instead of giving a different answer: ``dropout_p > 0``, ``alibi_slopes``, a paged
-``block_table``, and gradients (a torch input with ``requires_grad=True`` while autograd is
+``block_table`` in the varlen functions, the cache-appending and rotary arguments of
+:func:`flash_attn_with_kvcache` (the exception raised for those is also a
+``NotImplementedError``), and gradients (a torch input with ``requires_grad=True`` while autograd is
 enabled; run under ``torch.no_grad()`` / ``torch.inference_mode()``). ``deterministic`` only
 concerns the backward pass and is accepted. ``max_seqlen*`` are used as FlashAttention uses
 them: the varlen call then does not wait for the GPU to read ``cu_seqlens`` (see
@@ -31,7 +33,14 @@ __all__ = [
     "flash_attn_varlen_func",
     "flash_attn_varlen_kvpacked_func",
     "flash_attn_varlen_qkvpacked_func",
+    "flash_attn_with_kvcache",
 ]
+
+
+class _NotImplementedHere(_errors.NotSupportedError, NotImplementedError):
+    """What flash_attn_with_kvcache raises for FlashAttention arguments flashkit does not
+    implement: a flashkit.NotSupportedError that is also a NotImplementedError."""
+
 
 
 def _unsupported(func, dropout_p, alibi_slopes, block_table=None):
@@ -189,3 +198,79 @@ def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0,
     return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs,
                 cu_seqlens_q=cu_seqlens, cu_seqlens_k=cu_seqlens, max_seqlen_q=max_seqlen,
                 max_seqlen_k=max_seqlen)
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
+                            rotary_sin=None, cache_seqlens=None, cache_batch_idx=None,
+                            cache_leftpad=None, block_table=None, softmax_scale=None,
+                            causal=False, window_size=(-1, -1), softcap=0.0,
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0,
+                            return_softmax_lse=False):
+    """FlashAttention 2's ``flash_attn_with_kvcache`` (inference: new queries over a KV cache,
+    contiguous or paged), computed by :func:`flashkit.attention_kvcache` (C ABI
+    ``fk_attention_kvcache_forward``). The paged layout is vLLM's PagedAttention (Kwon et al.
+    2023, Section 4.1).
+
+    Args:
+        q: ``(batch_size, seqlen_q, nheads, headdim)``.
+        k_cache, v_cache: ``(batch_size_cache, seqlen_cache, nheads_k, headdim)`` without
+            ``block_table``, where ``batch_size_cache`` must equal ``batch_size`` (no
+            ``cache_batch_idx``); with it, the page pool ``(num_blocks, page_block_size,
+            nheads_k, headdim)``. ``nheads % nheads_k == 0``. Read, never written.
+        k, v: the new tokens' keys and values to append to the cache: must be None (else a
+            NotImplementedError that is also :class:`flashkit.NotSupportedError`): write them
+            into the cache yourself (at positions ``cache_seqlens[b]`` onwards, then pass the
+            lengths after the append).
+        rotary_cos, rotary_sin, cache_batch_idx, cache_leftpad, alibi_slopes: must be None (the
+            same exception).
+        cache_seqlens: None (every sequence holds ``seqlen_cache`` keys, or
+            ``max_blocks_per_seq * page_block_size`` when paged), an int (broadcast to every
+            sequence), or int32 ``(batch_size,)``: the number of keys of each sequence.
+        block_table: None or int32 ``(batch_size, max_num_blocks_per_seq)``: the pages of each
+            sequence in key order.
+        softmax_scale: default ``1 / sqrt(headdim)``.
+        causal: causal mask aligned to the bottom-right corner: query i of sequence b sits at
+            key position ``cache_seqlens[b] - seqlen_q + i``.
+        window_size: ``(left, right)`` around that position; -1 unbounded.
+        softcap: > 0 enables ``softcap * tanh(scores / softcap)``.
+        rotary_interleaved: accepted and unused (it only shapes the rotary embedding).
+        num_splits: accepted (a performance hint in FlashAttention; flashkit chooses its own
+            split); must be an int >= 0.
+        return_softmax_lse: also return softmax_lse.
+
+    Returns:
+        out ``(batch_size, seqlen_q, nheads, headdim)``; with ``return_softmax_lse``
+        ``(out, softmax_lse)``, softmax_lse ``(batch_size, nheads, seqlen_q)`` fp32 (natural
+        log). A row that sees no key gives 0 and ``-inf``.
+
+    Raises:
+        NotImplementedError (a :class:`flashkit.NotSupportedError`): k, v, rotary_cos,
+            rotary_sin, cache_batch_idx, cache_leftpad or alibi_slopes given.
+        flashkit.InvalidArgumentError: as :func:`flashkit.attention_kvcache`.
+    """
+    for name, value, why in (
+            ("k", k, "appending new keys to the cache is not implemented: write them into "
+             "k_cache yourself and pass the updated cache_seqlens"),
+            ("v", v, "appending new values to the cache is not implemented: write them into "
+             "v_cache yourself and pass the updated cache_seqlens"),
+            ("rotary_cos", rotary_cos, "rotary embedding of the new tokens is not "
+             "implemented: apply it to q (and to the keys before they enter the cache)"),
+            ("rotary_sin", rotary_sin, "rotary embedding of the new tokens is not "
+             "implemented: apply it to q (and to the keys before they enter the cache)"),
+            ("cache_batch_idx", cache_batch_idx, "indexing the cache's batch is not "
+             "implemented: pass a cache whose batch b is sequence b, or a block_table"),
+            ("cache_leftpad", cache_leftpad, "left-padded caches are not implemented"),
+            ("alibi_slopes", alibi_slopes, "ALiBi biases are not implemented")):
+        if value is not None:
+            raise _NotImplementedHere(
+                f"{name}: {why} (flashkit's flash_attn_with_kvcache supports q, k_cache, "
+                f"v_cache, cache_seqlens, block_table, softmax_scale, causal, window_size, "
+                f"softcap and return_softmax_lse)", 200)
+    if _ops.int_arg(num_splits, "num_splits") < 0:
+        raise _errors.InvalidArgumentError(f"num_splits: {num_splits} is negative", 100)
+    _ops.bool_arg(rotary_interleaved, "rotary_interleaved")
+    return_softmax_lse = _ops.bool_arg(return_softmax_lse, "return_softmax_lse")
+    return _ops.attention_kvcache(None, q, k_cache, v_cache, cache_seqlens, block_table,
+                                  softmax_scale=softmax_scale, causal=causal,
+                                  window_size=window_size, softcap=softcap,
+                                  return_lse=return_softmax_lse)

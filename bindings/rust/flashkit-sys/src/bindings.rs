@@ -3,9 +3,9 @@
 
 pub const DLPACK_VERSION: u32 = 60;
 pub const FK_VERSION_MAJOR: u32 = 0;
-pub const FK_VERSION_MINOR: u32 = 4;
+pub const FK_VERSION_MINOR: u32 = 5;
 pub const FK_VERSION_PATCH: u32 = 0;
-pub const FK_VERSION_NUMBER: u32 = 400;
+pub const FK_VERSION_NUMBER: u32 = 500;
 pub const FK_ABI_VERSION: u32 = 1;
 pub const FK_DLPACK_FLOAT8_E4M3FN: u32 = 10;
 pub const FK_DLPACK_FLOAT8_E5M2: u32 = 12;
@@ -1271,6 +1271,128 @@ extern "C" {
         v: *const DLTensor,
         cu_seqlens_q: *const DLTensor,
         cu_seqlens_k: *const DLTensor,
+        out: *const DLTensor,
+        lse: *const DLTensor,
+        workspace_bytes: *mut u64,
+    ) -> fk_status_t;
+}
+extern "C" {
+    #[doc = " @brief Attention of new queries over a KV cache, contiguous or paged: FlashAttention's"]
+    #[doc = "        `flash_attn_with_kvcache` contract (decode and chunked prefill in an inference"]
+    #[doc = "        server). Added in 0.5.0."]
+    #[doc = ""]
+    #[doc = " The paged layout is vLLM's PagedAttention (Kwon et al. 2023, \"Efficient Memory Management"]
+    #[doc = " for Large Language Model Serving with PagedAttention\", Section 4.1): the keys and values of"]
+    #[doc = " all sequences live in one pool of fixed-size pages (FlashAttention calls them blocks), and"]
+    #[doc = " row `b` of `block_table` lists the pages of sequence `b` in key order. Key `n` of sequence"]
+    #[doc = " `b` is row `n % page_block_size` of page `block_table[b][n / page_block_size]`."]
+    #[doc = ""]
+    #[doc = " The cache is read, never written (appending the new tokens' keys and values is the"]
+    #[doc = " caller's, e.g. a scatter into the pages before this call). Everything else, masks, softcap,"]
+    #[doc = " GQA/MQA, `lse`, dtypes, strides and alignment, follows fk_attention_forward()'s batched form"]
+    #[doc = " with `seqlen_k = cache_seqlens[b]` per sequence: the masks are bottom-right aligned to each"]
+    #[doc = " sequence's own length, so query row `i` of sequence `b` sits at key position"]
+    #[doc = " `cache_seqlens[b] - seqlen_q + i` (the new tokens are the last `seqlen_q` keys of the cache)."]
+    #[doc = " A row that sees no key (`cache_seqlens[b] == 0`, or masked) gives `out = 0`, `lse = -inf`."]
+    #[doc = ""]
+    #[doc = " Entries of `cache_seqlens` and `block_table`. On the CPU backend (host memory) every entry"]
+    #[doc = " is checked: FK_ERROR_INVALID_ARGUMENT naming the tensor and the entry. On the CUDA backend"]
+    #[doc = " they stay in device memory and are read only by the kernels, so the call never waits for"]
+    #[doc = " the stream and can be captured into a CUDA graph; entries are then trusted, except that a"]
+    #[doc = " sequence length is clamped to `[0, capacity]` and a page index to `[0, num_blocks - 1]`, so"]
+    #[doc = " a wrong entry gives a wrong result but never an access outside `k_cache` and `v_cache`."]
+    #[doc = ""]
+    #[doc = " Kernels: on the CUDA backend the sm80-class kernel (every GPU of compute capability >= 8.0,"]
+    #[doc = " Hopper included) serves fp16/bf16 caches with 16-byte aligned rows, page_block_size a power"]
+    #[doc = " of two and head_dim a multiple of 8 (`cuda.sm80.attention`); everything else runs on"]
+    #[doc = " `cuda.generic.attention`. fk_attention_kvcache_select_kernel() names the choice."]
+    #[doc = ""]
+    #[doc = " @param context       As fk_attention_forward()."]
+    #[doc = " @param launch        Stream and workspace, or NULL for defaults."]
+    #[doc = " @param params        Options as for fk_attention_forward(); `max_seqlen_q` and"]
+    #[doc = "                      `max_seqlen_k` are not used here and must be 0"]
+    #[doc = "                      (FK_ERROR_INVALID_ARGUMENT otherwise)."]
+    #[doc = " @param q             New queries `(batch, seqlen_q, nheads, head_dim)`; fp32, fp16 or bf16;"]
+    #[doc = "                      head_dim (1..256) contiguous, other strides arbitrary."]
+    #[doc = " @param k_cache       Keys. Without `block_table`: `(batch, seqlen_cache, nheads_k,"]
+    #[doc = "                      head_dim)`, capacity `seqlen_cache` keys per sequence. With"]
+    #[doc = "                      `block_table`: the page pool `(num_blocks, page_block_size, nheads_k,"]
+    #[doc = "                      head_dim)`, capacity `max_blocks_per_seq * page_block_size`. q's dtype"]
+    #[doc = "                      (FK_ERROR_DTYPE_MISMATCH) and head_dim; `nheads % nheads_k == 0`;"]
+    #[doc = "                      head_dim contiguous, other strides arbitrary (FK_ERROR_BAD_STRIDES if"]
+    #[doc = "                      negative); page_block_size >= 1 (FK_ERROR_SHAPE_MISMATCH)."]
+    #[doc = " @param v_cache       Values: k_cache's shape and dtype; its own strides."]
+    #[doc = " @param cache_seqlens NULL (every sequence holds `capacity` keys) or int32 `(batch,)`,"]
+    #[doc = "                      contiguous, in q's memory space: the number of valid keys of each"]
+    #[doc = "                      sequence (FlashAttention's `cache_seqlens`, vLLM's `seq_lens`), in"]
+    #[doc = "                      `[0, capacity]` (FK_ERROR_INVALID_ARGUMENT on the CPU backend; clamped on"]
+    #[doc = "                      CUDA)."]
+    #[doc = " @param block_table   NULL (contiguous cache) or int32 `(batch, max_blocks_per_seq)`, last"]
+    #[doc = "                      dimension contiguous, row stride arbitrary (>= 0): the page indices of"]
+    #[doc = "                      each sequence, each in `[0, num_blocks)` (FK_ERROR_INVALID_ARGUMENT on"]
+    #[doc = "                      the CPU backend; clamped on CUDA). Only the first"]
+    #[doc = "                      `ceil(cache_seqlens[b] / page_block_size)` entries of row `b` are read;"]
+    #[doc = "                      the rest may hold anything. Pages may be shared between sequences"]
+    #[doc = "                      (prefix caching)."]
+    #[doc = " @param out           Output `(batch, seqlen_q, nheads, head_dim)`, q's dtype, head_dim"]
+    #[doc = "                      contiguous; must not overlap an input (FK_ERROR_INVALID_ARGUMENT)."]
+    #[doc = " @param lse           NULL, or fp32 `(batch, nheads, seqlen_q)`, last dimension contiguous."]
+    #[doc = " @return As fk_attention_forward(), plus: FK_ERROR_SHAPE_MISMATCH (k_cache/v_cache ranks or"]
+    #[doc = "   extents, cache_seqlens not `(batch,)`, block_table not `(batch, max_blocks_per_seq)`, a"]
+    #[doc = "   paged cache without `batch` rows of block_table); FK_ERROR_DTYPE_MISMATCH (cache_seqlens or"]
+    #[doc = "   block_table not int32); FK_ERROR_BAD_STRIDES (cache_seqlens or block_table's last dimension"]
+    #[doc = "   not contiguous); FK_ERROR_INVALID_ARGUMENT (entries on the CPU backend, max_seqlen_q/k not 0)."]
+    pub fn fk_attention_kvcache_forward(
+        context: *const fk_context_t,
+        launch: *const fk_launch_t,
+        params: *const fk_attention_params_t,
+        q: *const DLTensor,
+        k_cache: *const DLTensor,
+        v_cache: *const DLTensor,
+        cache_seqlens: *const DLTensor,
+        block_table: *const DLTensor,
+        out: *const DLTensor,
+        lse: *const DLTensor,
+    ) -> fk_status_t;
+}
+extern "C" {
+    #[doc = " @brief Names the kernel variant fk_attention_kvcache_forward() would run for these"]
+    #[doc = "        arguments. Validates exactly as it does (same statuses) and runs nothing. Added in"]
+    #[doc = "        0.5.0."]
+    #[doc = " @param context, params, q, k_cache, v_cache, cache_seqlens, block_table, out, lse As for"]
+    #[doc = "        fk_attention_kvcache_forward()."]
+    #[doc = " @param[out] variant_name Receives static text on success."]
+    #[doc = " @return As fk_attention_kvcache_forward(); FK_ERROR_NULL_POINTER if `variant_name` is NULL."]
+    pub fn fk_attention_kvcache_select_kernel(
+        context: *const fk_context_t,
+        params: *const fk_attention_params_t,
+        q: *const DLTensor,
+        k_cache: *const DLTensor,
+        v_cache: *const DLTensor,
+        cache_seqlens: *const DLTensor,
+        block_table: *const DLTensor,
+        out: *const DLTensor,
+        lse: *const DLTensor,
+        variant_name: *mut *const ::std::os::raw::c_char,
+    ) -> fk_status_t;
+}
+extern "C" {
+    #[doc = " @brief Workspace bytes that fk_attention_kvcache_forward() on these arguments needs so that"]
+    #[doc = "        it allocates nothing (fk_launch_t::workspace says what the size covers). Validates"]
+    #[doc = "        like it (same statuses) and runs nothing. Added in 0.5.0."]
+    #[doc = " @param context, params, q, k_cache, v_cache, cache_seqlens, block_table, out, lse As for"]
+    #[doc = "        fk_attention_kvcache_forward()."]
+    #[doc = " @param[out] workspace_bytes Receives the size on success."]
+    #[doc = " @return As fk_attention_kvcache_forward(); FK_ERROR_NULL_POINTER if `workspace_bytes` is"]
+    #[doc = "         NULL."]
+    pub fn fk_attention_kvcache_workspace_size(
+        context: *const fk_context_t,
+        params: *const fk_attention_params_t,
+        q: *const DLTensor,
+        k_cache: *const DLTensor,
+        v_cache: *const DLTensor,
+        cache_seqlens: *const DLTensor,
+        block_table: *const DLTensor,
         out: *const DLTensor,
         lse: *const DLTensor,
         workspace_bytes: *mut u64,

@@ -9,7 +9,8 @@
 //!   (`unsafe`).
 //! - Every call returns [`Result<T>`]; an [`Error`] carries the C status ([`Status`], with its
 //!   [`ErrorCategory`]) and exactly the message `fk_get_last_error_message()` gave.
-//! - Operations: [`attention`], [`gemm`], [`monarch`], [`blockdiag_linear`] and
+//! - Operations: [`attention`] (and [`attention_kvcache`] over a paged KV cache), [`gemm`],
+//!   [`monarch`], [`blockdiag_linear`] and
 //!   [`FFTConvPlan::forward`]; each has a `*_select_kernel` twin naming the kernel variant that
 //!   would run, and a `*_workspace_size` twin ([`FFTConvPlan::workspace_size`]) giving the
 //!   [`Launch`] workspace with which the call allocates nothing.
@@ -47,11 +48,12 @@ pub use context::{Backend, Context, ContextInfo, ContextOptions, KernelFamily, L
 pub use error::{Error, ErrorCategory, Result, Status};
 pub use fftconv::{FFTConvMode, FFTConvOptions, FFTConvPlan};
 pub use ops::{
-    attention, attention_select_kernel, attention_workspace_size, blockdiag_linear,
-    blockdiag_linear_select_kernel, blockdiag_linear_workspace_size, gemm, gemm_scaled,
-    gemm_scaled_select_kernel, gemm_scaled_workspace_size, gemm_select_kernel,
+    attention, attention_kvcache, attention_kvcache_select_kernel,
+    attention_kvcache_workspace_size, attention_select_kernel, attention_workspace_size,
+    blockdiag_linear, blockdiag_linear_select_kernel, blockdiag_linear_workspace_size, gemm,
+    gemm_scaled, gemm_scaled_select_kernel, gemm_scaled_workspace_size, gemm_select_kernel,
     gemm_workspace_size, monarch, monarch_select_kernel, monarch_workspace_size, Activation,
-    AttentionParams, GemmParams, VarLen,
+    AttentionParams, GemmParams, KvCache, VarLen,
 };
 pub use tensor::{DType, Device, Element, Tensor, TensorMut};
 

@@ -220,6 +220,155 @@ pub fn attention_workspace_size(
     Ok(bytes)
 }
 
+/// The KV cache of [`attention_kvcache`]: `cache_seqlens` and `block_table`, each optional.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KvCache<'t, 'a> {
+    /// `None` (every sequence holds `capacity` keys) or int32 `(batch,)`, contiguous, in `q`'s
+    /// memory: the number of valid keys of each sequence (FlashAttention's `cache_seqlens`,
+    /// vLLM's `seq_lens`), each in `[0, capacity]`.
+    pub cache_seqlens: Option<&'t Tensor<'a>>,
+    /// `None` (contiguous cache) or int32 `(batch, max_blocks_per_seq)`, last dimension
+    /// contiguous: the page indices of each sequence, each in `[0, num_blocks)`. Only the first
+    /// `ceil(cache_seqlens[b] / page_block_size)` entries of row `b` are read; pages may be
+    /// shared between sequences (prefix caching).
+    pub block_table: Option<&'t Tensor<'a>>,
+}
+
+/// Attention of new queries over a KV cache, contiguous or paged (`fk_attention_kvcache_forward`,
+/// FlashAttention's `flash_attn_with_kvcache` contract; added in 0.5.0). The paged layout is
+/// vLLM's PagedAttention (Kwon et al. 2023, Section 4.1): key `n` of sequence `b` is row
+/// `n % page_block_size` of page `block_table[b][n / page_block_size]`.
+///
+/// Shapes:
+/// - `q`, `out`: `(batch, seqlen_q, nheads, head_dim)`
+/// - `k_cache`, `v_cache` without `block_table`: `(batch, seqlen_cache, nheads_k, head_dim)`
+///   (capacity `seqlen_cache`); with it, the page pool `(num_blocks, page_block_size, nheads_k,
+///   head_dim)` (capacity `max_blocks_per_seq * page_block_size`)
+/// - `cache.cache_seqlens`: int32 `(batch,)`; `cache.block_table`: int32
+///   `(batch, max_blocks_per_seq)`
+/// - `lse`: `(batch, nheads, seqlen_q)`, f32, optional
+///
+/// The cache is only read (appending the new tokens' keys and values is the caller's). Masks,
+/// softcap, GQA/MQA, dtypes and strides follow [`attention`]'s batched form with
+/// `seqlen_k = cache_seqlens[b]`: query row `i` of sequence `b` sits at key position
+/// `cache_seqlens[b] - seqlen_q + i`. A row that sees no key gives `out = 0`, `lse = -inf`.
+/// `params.max_seqlen_q` / `max_seqlen_k` must stay 0.
+///
+/// # Errors
+/// As [`attention`], plus: `ShapeMismatch` (cache ranks or extents, `cache_seqlens` not
+/// `(batch,)`, `block_table` not `(batch, max_blocks_per_seq)`), `DtypeMismatch`
+/// (`cache_seqlens` or `block_table` not int32), `BadStrides` (their last dimension not
+/// contiguous), `InvalidArgument` (on the CPU backend an entry out of range, named with its
+/// index, e.g. `"block_table[1][2]: ..."`; `max_seqlen_q/k` not 0). On the CUDA backend the
+/// entries are not checked but clamped inside the cache.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_kvcache(
+    context: &Context,
+    launch: Option<&Launch>,
+    params: &AttentionParams,
+    q: &Tensor<'_>,
+    k_cache: &Tensor<'_>,
+    v_cache: &Tensor<'_>,
+    cache: KvCache<'_, '_>,
+    out: &mut TensorMut<'_>,
+    lse: Option<&mut TensorMut<'_>>,
+) -> Result<()> {
+    let p = params.to_raw()?;
+    let (q, k, v, o) = (q.as_dlpack(), k_cache.as_dlpack(), v_cache.as_dlpack(), out.as_dlpack());
+    let seqlens = cache.cache_seqlens.map(|t| t.as_dlpack());
+    let table = cache.block_table.map(|t| t.as_dlpack());
+    let lse = lse.map(|t| t.as_dlpack());
+    // SAFETY: as in `attention`.
+    check(unsafe {
+        sys::fk_attention_kvcache_forward(
+            context.as_raw(),
+            Launch::ptr(launch),
+            &p,
+            &q,
+            &k,
+            &v,
+            opt_ptr(&seqlens),
+            opt_ptr(&table),
+            &o,
+            opt_ptr(&lse),
+        )
+    })
+}
+
+/// Names the kernel variant [`attention_kvcache`] would run for these arguments (e.g.
+/// `"cpu.attention"`); validates exactly as it does and runs nothing.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_kvcache_select_kernel(
+    context: &Context,
+    params: &AttentionParams,
+    q: &Tensor<'_>,
+    k_cache: &Tensor<'_>,
+    v_cache: &Tensor<'_>,
+    cache: KvCache<'_, '_>,
+    out: &TensorMut<'_>,
+    lse: Option<&TensorMut<'_>>,
+) -> Result<&'static str> {
+    let p = params.to_raw()?;
+    let (q, k, v, o) = (q.as_dlpack(), k_cache.as_dlpack(), v_cache.as_dlpack(), out.as_dlpack());
+    let seqlens = cache.cache_seqlens.map(|t| t.as_dlpack());
+    let table = cache.block_table.map(|t| t.as_dlpack());
+    let lse = lse.map(|t| t.as_dlpack());
+    let mut name: Variant = std::ptr::null();
+    // SAFETY: as in `attention`; nothing is written but `name`.
+    check(unsafe {
+        sys::fk_attention_kvcache_select_kernel(
+            context.as_raw(),
+            &p,
+            &q,
+            &k,
+            &v,
+            opt_ptr(&seqlens),
+            opt_ptr(&table),
+            &o,
+            opt_ptr(&lse),
+            &mut name,
+        )
+    })?;
+    Ok(static_str(name))
+}
+
+/// Workspace bytes with which [`attention_kvcache`] on these arguments allocates nothing
+/// (`fk_attention_kvcache_workspace_size`); validates like it.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_kvcache_workspace_size(
+    context: &Context,
+    params: &AttentionParams,
+    q: &Tensor<'_>,
+    k_cache: &Tensor<'_>,
+    v_cache: &Tensor<'_>,
+    cache: KvCache<'_, '_>,
+    out: &TensorMut<'_>,
+    lse: Option<&TensorMut<'_>>,
+) -> Result<u64> {
+    let p = params.to_raw()?;
+    let (q, k, v, o) = (q.as_dlpack(), k_cache.as_dlpack(), v_cache.as_dlpack(), out.as_dlpack());
+    let seqlens = cache.cache_seqlens.map(|t| t.as_dlpack());
+    let table = cache.block_table.map(|t| t.as_dlpack());
+    let lse = lse.map(|t| t.as_dlpack());
+    let mut bytes: u64 = 0;
+    // SAFETY: as in `attention`; nothing is written but `bytes`.
+    check(unsafe {
+        sys::fk_attention_kvcache_workspace_size(
+            context.as_raw(),
+            &p,
+            &q,
+            &k,
+            &v,
+            opt_ptr(&seqlens),
+            opt_ptr(&table),
+            &o,
+            opt_ptr(&lse),
+            &mut bytes,
+        )
+    })?;
+    Ok(bytes)
+}
+
 /// Elementwise activation applied last in a GEMM epilogue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Activation {

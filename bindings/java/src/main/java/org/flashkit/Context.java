@@ -205,6 +205,92 @@ public final class Context implements AutoCloseable {
     }
   }
 
+  /**
+   * Attention of new queries over a KV cache, contiguous or paged (decode and chunked prefill):
+   * FlashAttention's {@code flash_attn_with_kvcache} contract; see
+   * {@code fk_attention_kvcache_forward()} in flashkit.h (added in 0.5.0). The paged layout is
+   * vLLM's PagedAttention (Kwon et al. 2023, Section 4.1): key n of sequence b is row
+   * {@code n % page_block_size} of page {@code blockTable[b][n / page_block_size]}.
+   *
+   * <p>The cache is only read (appending the new tokens' keys and values is the caller's).
+   * Masks, softcap, GQA/MQA and dtypes follow the batched {@link #attention} with
+   * {@code seqlen_k = cacheSeqlens[b]}: query row i of sequence b sits at key position
+   * {@code cacheSeqlens[b] - seqlen_q + i}. A row that sees no key gives 0 and lse -inf.
+   *
+   * @param params options; null means the defaults. {@code maxSeqlen} must stay (0, 0)
+   *     (INVALID_ARGUMENT otherwise)
+   * @param q new queries {@code (batch, seqlen_q, nheads, head_dim)}: FLOAT32, FLOAT16 or
+   *     BFLOAT16, head_dim 1..256 and contiguous, other strides any non-negative
+   * @param kCache keys, q's dtype and head_dim, head_dim contiguous. Without a block table:
+   *     {@code (batch, seqlen_cache, nheads_k, head_dim)} (capacity seqlen_cache). With one: the
+   *     page pool {@code (num_blocks, page_block_size, nheads_k, head_dim)} (capacity
+   *     {@code max_blocks_per_seq * page_block_size}). {@code nheads % nheads_k == 0}
+   * @param vCache values, kCache's shape and dtype
+   * @param cacheSeqlens null (every sequence holds the capacity) or INT32 {@code (batch)},
+   *     contiguous: the valid keys of each sequence, in {@code [0, capacity]}
+   * @param blockTable null (contiguous cache) or INT32 {@code (batch, max_blocks_per_seq)},
+   *     last dimension contiguous: each sequence's pages in key order, in
+   *     {@code [0, num_blocks)}; only the first {@code ceil(cacheSeqlens[b] / page_block_size)}
+   *     entries of row b are read; pages may be shared between sequences
+   * @param out output, q's shape and dtype, head_dim contiguous; must not overlap an input
+   * @param lse null, or FLOAT32 {@code (batch, nheads, seqlen_q)}, natural log
+   * @throws InvalidArgumentException with the library's message naming the argument: as
+   *     {@link #attention}, plus SHAPE_MISMATCH (cache ranks or extents, cacheSeqlens not
+   *     (batch), blockTable not (batch, max_blocks_per_seq)), DTYPE_MISMATCH (cacheSeqlens or
+   *     blockTable not INT32), BAD_STRIDES, INVALID_ARGUMENT (on the CPU an entry out of range,
+   *     e.g. "block_table: entry [1][2] is 9, outside [0, 7] (a page of k_cache)"; on the GPU
+   *     entries are not checked but clamped inside the cache)
+   */
+  public void attentionKvCache(AttentionParams params, Tensor q, Tensor kCache, Tensor vCache,
+      Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse) {
+    attentionKvCache(params, q, kCache, vCache, cacheSeqlens, blockTable, out, lse, null);
+  }
+
+  /** As above, on the given launch (stream, workspace); null launch means the defaults. */
+  public void attentionKvCache(AttentionParams params, Tensor q, Tensor kCache, Tensor vCache,
+      Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse, Launch launch) {
+    fk_attention_params_t p = nativeParams(params);
+    try {
+      FlashkitNative.fk_attention_kvcache_forward(handle(), Launch.encode(launch), p, h(q),
+          h(kCache), h(vCache), h(cacheSeqlens), h(blockTable), o(out, "out"), o(lse, "lse"));
+    } finally {
+      p.delete();
+      Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
+    }
+  }
+
+  /**
+   * The kernel variant {@link #attentionKvCache} would run, e.g. "cpu.attention" or
+   * "cuda.sm80.attention"; validates the same.
+   */
+  public String attentionKvCacheSelectKernel(AttentionParams params, Tensor q, Tensor kCache,
+      Tensor vCache, Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse) {
+    fk_attention_params_t p = nativeParams(params);
+    try {
+      return FlashkitNative.fk_attention_kvcache_select_kernel(handle(), p, h(q), h(kCache),
+          h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse));
+    } finally {
+      p.delete();
+      Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
+    }
+  }
+
+  /**
+   * Workspace bytes with which {@link #attentionKvCache} on these arguments allocates nothing
+   * ({@code fk_attention_kvcache_workspace_size}); validates the same.
+   */
+  public long attentionKvCacheWorkspaceSize(AttentionParams params, Tensor q, Tensor kCache,
+      Tensor vCache, Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse) {
+    fk_attention_params_t p = nativeParams(params);
+    try {
+      return FlashkitNative.fk_attention_kvcache_workspace_size(handle(), p, h(q), h(kCache),
+          h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse));
+    } finally {
+      p.delete();
+      Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
+    }
+  }
+
   // -------------------------------------------------------------------------------------------
   // GEMM
   // -------------------------------------------------------------------------------------------
