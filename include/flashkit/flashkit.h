@@ -656,9 +656,14 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * a wrong entry gives a wrong result but never an access outside `k_cache` and `v_cache`.
  *
  * Kernels: on the CUDA backend the sm80-class kernel (every GPU of compute capability >= 8.0,
- * Hopper included) serves fp16/bf16 caches with 16-byte aligned rows, page_block_size a power
- * of two and head_dim a multiple of 8 (`cuda.sm80.attention`); everything else runs on
- * `cuda.generic.attention`. fk_attention_kvcache_select_kernel() names the choice.
+ * Hopper included) serves fp16/bf16 caches with 16-byte aligned rows and strides that are
+ * multiples of 8 elements, and a page_block_size that is a power of two and, unless the call is
+ * a decode (at most 16 query rows per KV head after grouping the GQA heads, head_dim <= 128),
+ * at least one key tile (64 keys, 128 at head_dim <= 64) (`cuda.sm80.attention`); everything
+ * else runs on `cuda.generic.attention`, which is correct for any valid input but slower.
+ * Small decode batches have their keys split into chunks of whole pages, which takes scratch
+ * (fk_attention_kvcache_workspace_size()). fk_attention_kvcache_select_kernel() names the
+ * choice.
  *
  * @param context       As fk_attention_forward().
  * @param launch        Stream and workspace, or NULL for defaults.

@@ -33,6 +33,13 @@ namespace {
 constexpr int64_t kMaxLen = int64_t(1) << 30;  // positions stay in int32 inside the kernel
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+// FLASHKIT_SM80_ATTENTION_DECODE=0 (diagnostic, read on every call): calls with at most 16 query
+// rows keep the default 128-row tiles instead of the decode tiles.
+bool decode_tiles_on() {
+  const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_DECODE");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
 bool stride_ok(int64_t stride, int64_t extent) { return extent <= 1 || stride % 8 == 0; }
 
 }  // namespace
@@ -59,6 +66,9 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
     if (p.block_table != nullptr) {
       if (p.page_size < 1 || (p.page_size & (p.page_size - 1)) != 0) return false;
       if (p.num_pages < 1 || p.num_pages > INT32_MAX) return false;
+      // Pages smaller than a key tile: decode tiles only (kernel.cuh, load_kv).
+      const bool decode = decode_bucket(bucket) && p.seqlen_q <= kDecodeRows && decode_tiles_on();
+      if (!decode && p.page_size < block_n_for_bucket(bucket)) return false;
     }
   }
   return attn::all_strides(p, stride_ok);
@@ -132,7 +142,9 @@ fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) 
   k.total_q = p.total_q;
   k.total_k = p.total_k;
   k.head_dim = static_cast<int32_t>(p.head_dim);
-  const int64_t block_m = block_m_for_bucket(head_dim_bucket(p.head_dim));
+  const int bucket = head_dim_bucket(p.head_dim);
+  k.decode = !packed && decode_bucket(bucket) && p.seqlen_q <= kDecodeRows && decode_tiles_on();
+  const int64_t block_m = k.decode ? kDecodeRows : block_m_for_bucket(bucket);
   k.num_m_blocks = static_cast<int32_t>(((packed ? p.total_q : p.seqlen_q) + block_m - 1) / block_m);
   k.packed = packed ? 1 : 0;
   // Window sizes come from int32 parameters; causal is the window (left, 0).

@@ -35,10 +35,11 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <class T, int kHeadDim, bool kPacked = false>
-__global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 128 ? 2 : 1)
+template <class T, int kHeadDim, bool kPacked = false, int kKind = 0>
+__global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
+                                  kKind == kDecodeKind ? 8 : kHeadDim <= 128 ? 2 : 1)
     attention_fwd_kernel(const Params p) {
-  using ML = Mainloop<T, kHeadDim>;
+  using ML = Mainloop<T, kHeadDim, kKind>;
   using SM = OnlineSoftmax<ML::kMTiles, ML::kSTiles>;
   using EP = Epilogue<T, kHeadDim>;
   constexpr int kBlockM = ML::kBlockM, kBlockN = ML::kBlockN, kMTiles = ML::kMTiles;
@@ -46,8 +47,8 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
-  T* sK = sQ + SmemLayout<kHeadDim>::kQElems;
-  T* sV = sK + SmemLayout<kHeadDim>::kKVElems;
+  T* sK = sQ + SmemLayout<kHeadDim, kKind>::kQElems;
+  T* sV = sK + SmemLayout<kHeadDim, kKind>::kKVElems;
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 
@@ -101,12 +102,14 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
                      int n0) {
     if (!paged) {
       ML::load_kv_tile(smem, g, row_stride, n0, len_k, p.head_dim, tid);
-    } else if ((1 << p.page_shift) >= kBlockN) {
+    } else if (kKind != kDecodeKind || (1 << p.page_shift) >= kBlockN) {
       const int pg = min(max(table[n0 >> p.page_shift], 0), p.num_pages - 1);
       const T* t = g + pg * batch_stride +
                    static_cast<int64_t>(n0 & ((1 << p.page_shift) - 1)) * row_stride;
       ML::load_kv_tile_at(smem, t, row_stride, len_k - n0, p.head_dim, tid);
-    } else {
+    } else if constexpr (kKind == kDecodeKind) {
+      // Pages smaller than a tile: decode tiles only (the 128-row kernel's registers are full;
+      // attention_supported sends its paged calls with small pages to the generic kernel).
       ML::load_kv_tile_paged(smem, g, table, p.num_pages, batch_stride, row_stride, p.page_shift,
                              n0, len_k - n0, p.head_dim, tid);
     }
@@ -155,8 +158,8 @@ __global__ void __launch_bounds__(TileShape<kHeadDim>::kWarps * 32, kHeadDim <= 
     };
     // Per-row ranges into shared memory after V (read after the key loop's first barrier; rows
     // past total_q see nothing and are not stored).
-    s_range = reinterpret_cast<int*>(sV + SmemLayout<kHeadDim>::kKVElems);
-    for (int r = tid; r < kBlockM; r += TileShape<kHeadDim>::kWarps * 32) {
+    s_range = reinterpret_cast<int*>(sV + SmemLayout<kHeadDim, kKind>::kKVElems);
+    for (int r = tid; r < kBlockM; r += TileShape<kHeadDim, kKind>::kWarps * 32) {
       int lo = 1, hi = 0;
       if (m0 + r < len_q) packed_range(m0 + r, &lo, &hi);
       s_range[2 * r] = lo;

@@ -13,11 +13,12 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <class T, int kHeadDim, bool kPacked>
+template <class T, int kHeadDim, bool kPacked, int kKind = 0>
 fk_status_t launch_kernel(const Params& p, cudaStream_t stream) {
-  constexpr int kThreads = TileShape<kHeadDim>::kWarps * 32;
-  constexpr size_t kSmem = kPacked ? SmemLayout<kHeadDim>::kPackedBytes : SmemLayout<kHeadDim>::kBytes;
-  auto kernel = attention_fwd_kernel<T, kHeadDim, kPacked>;
+  constexpr int kThreads = TileShape<kHeadDim, kKind>::kWarps * 32;
+  constexpr size_t kSmem = kPacked ? SmemLayout<kHeadDim, kKind>::kPackedBytes
+                                   : SmemLayout<kHeadDim, kKind>::kBytes;
+  auto kernel = attention_fwd_kernel<T, kHeadDim, kPacked, kKind>;
   // Above 48 KB a kernel must opt in to dynamic shared memory (a per-device, host-side setting:
   // cheap, so it is simply repeated on every call, on the call's current device).
   FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -30,6 +31,11 @@ fk_status_t launch_kernel(const Params& p, cudaStream_t stream) {
 
 template <class T, int kHeadDim>
 fk_status_t launch(const Params& p, cudaStream_t stream) {
+  if constexpr (decode_bucket(kHeadDim)) {
+    if (p.decode) return launch_kernel<T, kHeadDim, false, kDecodeKind>(p, stream);
+  } else if (p.decode) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.sm80.attention: no decode tiles for this head_dim");
+  }
   if constexpr (packed_bucket(kHeadDim)) {
     if (p.packed) return launch_kernel<T, kHeadDim, true>(p, stream);
   } else if (p.packed) {

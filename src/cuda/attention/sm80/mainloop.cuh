@@ -20,9 +20,9 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <class T, int kHeadDim>
+template <class T, int kHeadDim, int kKind = 0>
 struct Mainloop {
-  using Shape = TileShape<kHeadDim>;
+  using Shape = TileShape<kHeadDim, kKind>;
   static constexpr int kBlockM = Shape::kBlockM;
   static constexpr int kBlockN = Shape::kBlockN;
   static constexpr int kThreads = Shape::kWarps * 32;
@@ -121,26 +121,37 @@ struct Mainloop {
                     head_dim, tid);
   }
 
-  // Paged KV cache with pages of fewer than kBlockN rows (2^page_shift): every row finds its
-  // page in the sequence's block_table row (entries clamped to the pool), then the copy is
-  // load_tile's. base = the pool with the head offset applied.
+  // Paged KV cache with pages of fewer than kBlockN rows (2^page_shift; n0 is a multiple of
+  // kBlockN, so the tile holds kBlockN >> page_shift whole pages): each warp reads the tile's
+  // table entries once, lane j holding pages j and j + 32 (only those with valid rows: the
+  // header promises no read past ceil(cache_seqlens / page_block_size)), clamped to the pool;
+  // every row then takes its page with a shuffle. base = the pool with the head offset applied.
+  // A rolled loop: unrolled, the per-row addresses spilled the one-warp decode kernel.
   static __device__ __forceinline__ void load_kv_tile_paged(
       uint32_t smem, const T* base, const int32_t* table, int num_pages, int64_t page_stride,
       int64_t row_stride, int page_shift, int n0, int rows_valid, int head_dim, int tid) {
     constexpr int kTotal = kBlockN * kChunks;
     static_assert(kTotal % kThreads == 0, "whole chunks per thread");
+    static_assert(kBlockN <= 64, "two table entries per lane cover the tile's pages");
+    const int lane = tid & 31;
+    const int first = n0 >> page_shift;
+    const int pages_valid = rows_valid > 0 ? ((rows_valid - 1) >> page_shift) + 1 : 0;
+    int e0 = 0, e1 = 0;
+    if (lane < pages_valid) e0 = min(max(table[first + lane], 0), num_pages - 1);
+    if (lane + 32 < pages_valid) e1 = min(max(table[first + lane + 32], 0), num_pages - 1);
     const int page_mask = (1 << page_shift) - 1;
-#pragma unroll
+#pragma unroll 4
     for (int i = 0; i < kTotal / kThreads; ++i) {
       const int idx = tid + i * kThreads;
       const int row = idx / kChunks, col = (idx % kChunks) * 8;
       const int bytes = row < rows_valid ? 2 * max(0, min(8, head_dim - col)) : 0;
-      const T* src = base;
-      if (bytes > 0) {
-        const int n = n0 + row;
-        const int pg = min(max(table[n >> page_shift], 0), num_pages - 1);
-        src = base + pg * page_stride + static_cast<int64_t>(n & page_mask) * row_stride + col;
-      }
+      const int pi = row >> page_shift;  // < 64
+      const int p0 = __shfl_sync(0xffffffffu, e0, pi & 31);
+      const int p1 = __shfl_sync(0xffffffffu, e1, pi & 31);
+      const int pg = pi < 32 ? p0 : p1;
+      const T* src = bytes > 0 ? base + pg * page_stride +
+                                     static_cast<int64_t>((n0 + row) & page_mask) * row_stride + col
+                               : base;
       cp_async_16(smem + 2u * static_cast<uint32_t>(row * kPitch + col), src, bytes);
     }
   }

@@ -34,6 +34,9 @@ struct Params {
   // Packed varlen (kernel.cuh): query tiles run over all total_q rows, across sequence ends, and
   // each row sees only the keys of its own sequence. Grid: num_m_blocks x nheads.
   int32_t packed;
+  // Decode tiles (tile_size.h, kDecodeKind): one warp of 16 query rows per block; num_m_blocks
+  // then counts 16-row tiles.
+  int32_t decode;
   // Window, bottom-right aligned, causal already folded in as right = 0; -1 = unbounded.
   int32_t window_left, window_right;
 

@@ -21,7 +21,10 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <int kHeadDim>
+// kKind 0: the default tiles; kKind 1 (kDecodeKind): decode tiles, below.
+constexpr int kDecodeKind = 1;
+
+template <int kHeadDim, int kKind = 0>
 struct TileShape;  // kBlockM, kBlockN, kWarps per head-dim bucket
 
 template <>
@@ -41,6 +44,24 @@ struct TileShape<256> {
   static constexpr int kBlockM = 128, kBlockN = 64, kWarps = 8;
 };
 
+// Decode tiles (head_dim buckets 64 and 128): calls with at most 16 query rows per (sequence,
+// head), i.e. decode after the GQA packing and split-KV's chunks, run one warp of 16 rows per
+// block instead of four warps of 128 rows, of which a decode fills 1-16: the 128-row tile spent
+// 8x the tensor-core work on empty rows, and its 68 KB of shared memory held two blocks per SM,
+// each with one K/V tile in flight. A one-warp block takes 39 KB (head_dim 128): five per SM,
+// five tiles in flight. FlashAttention-2 makes the same trade for its KV-cache kernel (small
+// kBlockM when seqlen_q is 1).
+template <>
+struct TileShape<64, kDecodeKind> {
+  static constexpr int kBlockM = 16, kBlockN = 64, kWarps = 1;
+};
+template <>
+struct TileShape<128, kDecodeKind> {
+  static constexpr int kBlockM = 16, kBlockN = 64, kWarps = 1;
+};
+constexpr bool decode_bucket(int bucket) { return bucket == 64 || bucket == 128; }
+constexpr int kDecodeRows = 16;  // TileShape<*, kDecodeKind>::kBlockM
+
 // The bucket a head_dim runs in (0 when none does).
 inline int head_dim_bucket(long long head_dim) {
   if (head_dim < 1) return 0;
@@ -54,15 +75,26 @@ inline int head_dim_bucket(long long head_dim) {
 // Shared memory layout of one block: Q (kBlockM rows), one K tile and one V tile (kBlockN rows
 // each), every row padded by 8 elements (16 bytes) so that the 8 row addresses of an ldmatrix
 // phase fall in 8 different 16-byte bank groups (row pitch = an odd number of 16-byte chunks).
-template <int kHeadDim>
+template <int kHeadDim, int kKind = 0>
 struct SmemLayout {
   static constexpr int kPitch = kHeadDim + 8;  // elements per row
-  static constexpr int kQElems = TileShape<kHeadDim>::kBlockM * kPitch;
-  static constexpr int kKVElems = TileShape<kHeadDim>::kBlockN * kPitch;
+  static constexpr int kQElems = TileShape<kHeadDim, kKind>::kBlockM * kPitch;
+  static constexpr int kKVElems = TileShape<kHeadDim, kKind>::kBlockN * kPitch;
   static constexpr size_t kBytes = sizeof(unsigned short) * (kQElems + 2 * kKVElems);
   // The packed varlen kernel adds each query row's visible key range (two int32) after V.
-  static constexpr size_t kPackedBytes = kBytes + TileShape<kHeadDim>::kBlockM * 2 * sizeof(int);
+  static constexpr size_t kPackedBytes =
+      kBytes + TileShape<kHeadDim, kKind>::kBlockM * 2 * sizeof(int);
 };
+
+inline int block_n_for_bucket(int bucket) {
+  switch (bucket) {
+    case 64: return TileShape<64>::kBlockN;
+    case 96: return TileShape<96>::kBlockN;
+    case 128: return TileShape<128>::kBlockN;
+    case 256: return TileShape<256>::kBlockN;
+    default: return 0;
+  }
+}
 
 inline int block_m_for_bucket(int bucket) {
   switch (bucket) {
