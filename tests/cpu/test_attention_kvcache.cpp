@@ -734,3 +734,79 @@ TEST_CASE("cpu kvcache validation: NULL outputs of select_kernel / workspace_siz
   bt.dl.device = DLDevice{kDLCUDA, 0};
   expect_error(v, &v.t.seqlens, &bt, FK_ERROR_WRONG_DEVICE, "block_table");
 }
+
+TEST_CASE("cpu kvcache: block_table row stride 0 (every sequence reads one row)",
+          "[cpu][attention][kvcache]") {
+  // "row stride arbitrary (>= 0)": a broadcast row is a valid table.
+  for (DT dt : {DT::F32, DT::BF16}) {
+    auto rng = fkcpu::rng_for(22000 + uint64_t(dt));
+    Layout L = paged(16, 5, {50, 33, 49, 0}, 3, 4, 2, 32, dt);
+    Tensors t = fkkv::build(L, rng);
+    HostTensor bt(DT::I32, {L.batch, L.max_blocks}, {0, 1});
+    for (int64_t j = 0; j < L.max_blocks; ++j) bt.set({0, j}, t.table.get({0, j}));
+    t.table = std::move(bt);
+    t.table.refresh();
+    fk_attention_params_t p;
+    fk_attention_params_init(&p);
+    p.causal = 1;
+    p.softmax_scale = 2.0f;  // > 1: applied to q.k rather than folded into q
+    INFO(fktest::dt_name(dt) << ", seed " << fktest::test_seed());
+    const fk_status_t st = fk_attention_kvcache_forward(fkcpu::cpu_context(), nullptr, &p, &t.q,
+                                                        &t.k, &t.v, &t.seqlens, &t.table, &t.out,
+                                                        &t.lse);
+    INFO(fk_get_last_error_message());
+    REQUIRE(st == FK_SUCCESS);
+    fkref::AttentionParams rp;
+    rp.causal = true;
+    rp.softmax_scale = 2.0;
+    std::vector<double> ref_out, ref_lse;
+    fkkv::reference(L, t, rp, ref_out, ref_lse);
+    check_output(t.out, ref_out, dt, "out");
+    check_output(t.lse, ref_lse, DT::F32, "lse");
+  }
+}
+
+TEST_CASE("cpu kvcache: empty shapes (batch 0, max_blocks_per_seq 0, seqlen_cache 0 with NULL "
+          "data)",
+          "[cpu][attention][kvcache]") {
+  const fk_context_t* ctx = fkcpu::cpu_context();
+  SECTION("batch 0") {
+    auto rng = fkcpu::rng_for(22100);
+    Layout L = paged(16, 3, {}, 1, 4, 2, 32, DT::F16);
+    Tensors t = fkkv::build(L, rng);
+    const fk_status_t st = fk_attention_kvcache_forward(ctx, nullptr, nullptr, &t.q, &t.k, &t.v,
+                                                        &t.seqlens, &t.table, &t.out, &t.lse);
+    INFO(fk_get_last_error_message());
+    CHECK(st == FK_SUCCESS);
+  }
+  SECTION("max_blocks_per_seq 0: capacity 0, every row sees no key") {
+    auto rng = fkcpu::rng_for(22101);
+    Layout L = paged(16, 0, {0, 0}, 3, 4, 2, 32, DT::F32);
+    Tensors t = fkkv::build(L, rng);
+    const fk_status_t st = fk_attention_kvcache_forward(ctx, nullptr, nullptr, &t.q, &t.k, &t.v,
+                                                        &t.seqlens, &t.table, &t.out, &t.lse);
+    INFO(fk_get_last_error_message());
+    REQUIRE(st == FK_SUCCESS);
+    std::vector<double> ref_out, ref_lse;
+    fkkv::reference(L, t, fkref::AttentionParams{}, ref_out, ref_lse);
+    check_output(t.out, ref_out, DT::F32, "out");
+    check_output(t.lse, ref_lse, DT::F32, "lse");
+  }
+  SECTION("contiguous seqlen_cache 0, k/v data NULL") {
+    auto rng = fkcpu::rng_for(22102);
+    Layout L = contiguous(0, {0, 0}, 2, 4, 2, 32, DT::BF16);
+    Tensors t = fkkv::build(L, rng);
+    t.k.dl.data = nullptr;
+    t.v.dl.data = nullptr;
+    const fk_status_t st = fk_attention_kvcache_forward(ctx, nullptr, nullptr, &t.q, &t.k, &t.v,
+                                                        &t.seqlens, nullptr, &t.out, &t.lse);
+    INFO(fk_get_last_error_message());
+    REQUIRE(st == FK_SUCCESS);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t h = 0; h < 4; ++h)
+        for (int64_t i = 0; i < 2; ++i) {
+          CHECK(std::isinf(t.lse.get({b, h, i})));
+          CHECK(t.out.get({b, i, h, 5}) == 0.0);
+        }
+  }
+}
