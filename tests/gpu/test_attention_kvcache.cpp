@@ -3,7 +3,8 @@
 // same inputs: on the AUTO context, with FK_KERNEL_FAMILY_SM80 forced and with
 // FK_KERNEL_FAMILY_GENERIC forced, and each time checks the variant select_kernel names:
 //   cuda.sm80.attention   fp16/bf16, head_dim % 8 == 0, rows 16-byte aligned, page_block_size
-//                         a power of two (or a contiguous cache), AUTO or SM80 forced;
+//                         a power of two (or a contiguous cache) and at least a key tile
+//                         unless the call takes the decode tiles, AUTO or SM80 forced;
 //   cuda.generic.attention everything else (page 48, fp32, head_dim 36) and GENERIC forced.
 // (The header's rule: head_dim a multiple of 8, so head_dim 72 is expected on the sm80 kernel;
 // expected_variant() is the one place that encodes it.)
@@ -70,19 +71,31 @@ bool auto_is_generic() {
   return f && (std::string(f) == "generic" || std::string(f) == "sm90");
 }
 
-bool sm80_eligible(const Layout& L) {
+bool sm80_eligible(const Layout& L, const Mask& m, bool with_lse) {
   const bool half = L.dt == DT::F16 || L.dt == DT::BF16;
   const bool pow2 = !L.paged || (L.page & (L.page - 1)) == 0;
   const int64_t vpad = L.v_pool_pad >= 0 ? L.v_pool_pad : L.pool_pad;
   const bool aligned =
       L.head_dim % 8 == 0 && L.pool_pad % 8 == 0 && vpad % 8 == 0 && L.io_pad % 8 == 0;
-  return half && pow2 && aligned;
+  if (!(half && pow2 && aligned)) return false;
+  if (!L.paged) return true;
+  // Pages smaller than the kernel's key tile (64 keys; 128 at head_dim <= 64) only with its
+  // decode tiles: head_dim <= 128 and at most 16 rows per (sequence, KV head), counted after the
+  // GQA packing of one-query calls (batched, a window that hides no key, lse heads contiguous).
+  const int64_t bucket = L.head_dim <= 64 ? 64 : L.head_dim <= 96 ? 96 : L.head_dim <= 128 ? 128 : 256;
+  const int64_t block_n = bucket == 64 ? 128 : 64;
+  if (L.page >= block_n) return true;
+  const bool pack = L.seqlen_q == 1 && L.nheads > L.nheads_k &&
+                    (m.wl < 0 || m.wl >= fkkv::capacity(L) - 1) && (!with_lse || L.io_pad == 0);
+  const int64_t rows = pack ? L.nheads / L.nheads_k : L.seqlen_q;
+  return (bucket == 64 || bucket == 128) && rows <= 16;
 }
 
-std::string expected_variant(const Layout& L, fk_kernel_family_t family) {
+std::string expected_variant(const Layout& L, const Mask& m, bool with_lse,
+                             fk_kernel_family_t family) {
   if (family == FK_KERNEL_FAMILY_GENERIC) return kGeneric;
   if (family == FK_KERNEL_FAMILY_AUTO && auto_is_generic()) return kGeneric;
-  return sm80_eligible(L) ? kSm80 : kGeneric;
+  return sm80_eligible(L, m, with_lse) ? kSm80 : kGeneric;
 }
 
 const char* family_name(fk_kernel_family_t f) {
@@ -221,7 +234,7 @@ void run(const Layout& L, const Mask& m, uint64_t tag, bool with_lse = true) {
     REQUIRE_FK(fk_attention_kvcache_select_kernel(ctx, &params, &d.q, &d.k, &d.v, d.sl(), d.bt(),
                                                   &d.out, lse_arg, &variant));
     INFO("variant " << variant);
-    CHECK(std::string(variant) == expected_variant(L, fam));
+    CHECK(std::string(variant) == expected_variant(L, m, with_lse, fam));
     uint64_t ws = 0;
     REQUIRE_FK(fk_attention_kvcache_workspace_size(ctx, &params, &d.q, &d.k, &d.v, d.sl(),
                                                    d.bt(), &d.out, lse_arg, &ws));
@@ -535,7 +548,7 @@ void graph_case(fk_kernel_family_t fam, Layout L, const Mask& m, bool caller_wor
   const char* variant = "?";
   REQUIRE_FK(fk_attention_kvcache_select_kernel(ctx, &params, &d.q, &d.k, &d.v, d.sl(), d.bt(),
                                                 &d.out, &d.lse, &variant));
-  CHECK(std::string(variant) == expected_variant(L, fam));
+  CHECK(std::string(variant) == expected_variant(L, m, true, fam));
   Stream s;
   fk_launch_t launch;
   fk_launch_init(&launch);
