@@ -91,9 +91,28 @@ bool sm80_eligible(const Layout& L, const Mask& m, bool with_lse) {
   return (bucket == 64 || bucket == 128) && rows <= 16;
 }
 
+// A contiguous cache without cache_seqlens is plain batched attention: on a compute capability
+// 9.0 device built with the sm90 kernels, AUTO runs it on the Hopper row (which declines caches
+// only when they have lengths or pages).
+bool auto_takes_sm90() {
+#if defined(FLASHKIT_TEST_EXPECT_SM90_ATTENTION)
+  if (const char* f = std::getenv("FLASHKIT_KERNEL_FAMILY"); f && *f) return std::string(f) == "sm90";
+  const fk_context_t* c = fkgpu::context_for(FK_KERNEL_FAMILY_AUTO);
+  fk_context_info_t info;
+  fk_context_info_init(&info);
+  return c != nullptr && fk_context_get_info(c, &info) == FK_SUCCESS && info.cc_major == 9 &&
+         info.cc_minor == 0;
+#else
+  return false;
+#endif
+}
+
 std::string expected_variant(const Layout& L, const Mask& m, bool with_lse,
                              fk_kernel_family_t family) {
   if (family == FK_KERNEL_FAMILY_GENERIC) return kGeneric;
+  if (family == FK_KERNEL_FAMILY_AUTO && !L.paged && L.null_seqlens &&
+      sm80_eligible(L, m, with_lse) && auto_takes_sm90())
+    return "cuda.sm90.attention";
   if (family == FK_KERNEL_FAMILY_AUTO && auto_is_generic()) return kGeneric;
   return sm80_eligible(L, m, with_lse) ? kSm80 : kGeneric;
 }

@@ -165,6 +165,7 @@ TEST_CASE("attention kvcache: split-KV decode over paged and contiguous caches",
     KvCase f = a;  // chunked prefill with causal rows: not split
     f.seqlen_q = 37;
     f.causal = true;
+    f.page = 64;  // a whole key tile: the 128-row kernel reads pages of 64 keys and more
     f.lens = {4000};
     f.expect_ws = 0;
     run_kv(ctx, f, 97005);
@@ -182,6 +183,7 @@ TEST_CASE("attention kvcache: split-KV decode over paged and contiguous caches",
     a.nheads = 8;
     a.nheads_k = 2;
     a.d = 256;
+    a.page = 64;  // head_dim 256 has no decode tiles: pages of at least a key tile
     a.capacity = 700;
     a.lens = {700, 129, 1};
     run_kv(ctx, a, 97100);

@@ -140,6 +140,36 @@ struct Mainloop {
     if (lane < pages_valid) e0 = min(max(table[first + lane], 0), num_pages - 1);
     if (lane + 32 < pages_valid) e1 = min(max(table[first + lane + 32], 0), num_pages - 1);
     const int page_mask = (1 << page_shift) - 1;
+    if constexpr (kThreads % kChunks == 0) {
+      // Pages of at least kStep rows (the rows a thread's copies step by): every lane's i-th
+      // row is in the same page, so the page loop is warp-uniform and each page's rows are
+      // one pointer advanced by kStep rows, as in load_tile.
+      constexpr int kStep = kThreads / kChunks;
+      if ((1 << page_shift) >= kStep) {
+        const int row0 = tid / kChunks, col = (tid % kChunks) * 8;
+        const int col_bytes = 2 * max(0, min(8, head_dim - col));
+        const int per_page = (1 << page_shift) / kStep;  // this thread's rows in one page
+        const int pages = kBlockN >> page_shift;
+        uint32_t dst = smem + 2u * static_cast<uint32_t>(row0 * kPitch + col);
+        for (int pp = 0; pp < pages; ++pp) {
+          const int p0 = __shfl_sync(0xffffffffu, e0, pp & 31);
+          const int p1 = __shfl_sync(0xffffffffu, e1, pp & 31);
+          const T* src = base + (pp < 32 ? p0 : p1) * page_stride +
+                         static_cast<int64_t>(((n0 + row0) & page_mask)) * row_stride + col;
+          const int64_t step = kStep * row_stride;
+          int row = (pp << page_shift) + row0;
+#pragma unroll 4
+          for (int j = 0; j < per_page; ++j) {
+            const int bytes = row < rows_valid ? col_bytes : 0;
+            cp_async_16(dst, bytes > 0 ? src : base, bytes);
+            src += step;
+            row += kStep;
+            dst += 2u * static_cast<uint32_t>(kStep * kPitch);
+          }
+        }
+        return;
+      }
+    }
 #pragma unroll 4
     for (int i = 0; i < kTotal / kThreads; ++i) {
       const int idx = tid + i * kThreads;
