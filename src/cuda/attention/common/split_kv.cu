@@ -37,6 +37,27 @@ ScratchSizes scratch_sizes(const AttentionProblem& p, const SplitKvPlan& plan) {
   return {qo, qo, uint64_t(rows * p.nheads) * sizeof(float), ints * sizeof(int32_t)};
 }
 
+// Copies each sequence's queries to its chunks' rows (grid-stride, starting at element t0):
+// destination element (b, c, i, h, x) of the compact (batch, nsplit, seqlen_q, nheads,
+// head_dim) scratch from q's (b, i, h, x). Both prepare kernels run it.
+__device__ void copy_chunk_queries(int64_t batch, int64_t nsplit, int64_t seqlen_q, int64_t nheads,
+                                   int64_t head_dim, const void* __restrict__ q, int64_t q_bs,
+                                   int64_t q_rs, int64_t q_hs, void* __restrict__ q_split,
+                                   int64_t t0, int64_t stride) {
+  const int64_t n = batch * nsplit * seqlen_q * nheads * head_dim;
+  for (int64_t e = t0; e < n; e += stride) {
+    int64_t r = e;
+    const int64_t x = r % head_dim;
+    r /= head_dim;
+    const int64_t h = r % nheads;
+    r /= nheads;
+    const int64_t i = r % seqlen_q;
+    const int64_t b = r / (seqlen_q * nsplit);
+    static_cast<uint16_t*>(q_split)[e] =
+        static_cast<const uint16_t*>(q)[b * q_bs + i * q_rs + h * q_hs + x];
+  }
+}
+
 // KV cache: the batched paged problem the row runs. Chunk c of sequence b is sequence
 // v = b * nsplit + c, with the queries of b (compact copy), seqused_k[v] = its keys in the
 // chunk (0 past the sequence's end) and its own block_table row of chunk / page pages.
@@ -100,18 +121,8 @@ __global__ void split_kv_prepare_cache(int64_t batch, int64_t nsplit, int64_t ch
     const int64_t at = src < cap_pages ? src : 0;
     table[e] = block_table ? block_table[b * bt_stride + at] : int32_t(b * pages_per_seq + at);
   }
-  const int64_t n = vb * seqlen_q * nheads * head_dim;
-  for (int64_t e = t0; e < n; e += stride) {
-    int64_t r = e;
-    const int64_t x = r % head_dim;
-    r /= head_dim;
-    const int64_t h = r % nheads;
-    r /= nheads;
-    const int64_t i = r % seqlen_q;
-    const int64_t b = r / (seqlen_q * nsplit);
-    static_cast<uint16_t*>(q_split)[e] =
-        static_cast<const uint16_t*>(q)[b * q_bs + i * q_rs + h * q_hs + x];
-  }
+  copy_chunk_queries(batch, nsplit, seqlen_q, nheads, head_dim, q, q_bs, q_rs, q_hs, q_split,
+                     t0, stride);
 }
 
 // The varlen problem the row runs: chunk c of sequence b is sequence b * nsplit + c (plus one
@@ -175,19 +186,8 @@ __global__ void split_kv_prepare(Geometry g, const void* __restrict__ q, int64_t
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t t0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int64_t s = t0; s <= g.segments; s += stride) segment_start(g, s, &cu_q[s], &cu_k[s]);
-  // Destination element (b, c, i, h, x) of (batch, nsplit, seqlen_q, nheads, head_dim).
-  const int64_t n = g.batch * g.nsplit * g.seqlen_q * g.nheads * g.head_dim;
-  for (int64_t e = t0; e < n; e += stride) {
-    int64_t r = e;
-    const int64_t x = r % g.head_dim;
-    r /= g.head_dim;
-    const int64_t h = r % g.nheads;
-    r /= g.nheads;
-    const int64_t i = r % g.seqlen_q;
-    const int64_t b = r / (g.seqlen_q * g.nsplit);
-    const int64_t src = b * q_bs + i * q_rs + h * q_hs + x;
-    static_cast<uint16_t*>(q_split)[e] = static_cast<const uint16_t*>(q)[src];
-  }
+  copy_chunk_queries(g.batch, g.nsplit, g.seqlen_q, g.nheads, g.head_dim, q, q_bs, q_rs, q_hs,
+                     q_split, t0, stride);
 }
 
 // One thread per output element (b, i, h, x): the chunks' LSE of its row give the weights,

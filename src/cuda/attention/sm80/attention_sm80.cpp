@@ -42,6 +42,12 @@ bool decode_tiles_on() {
 }
 bool stride_ok(int64_t stride, int64_t extent) { return extent <= 1 || stride % 8 == 0; }
 
+// Whether a (non-packed) call runs the decode tiles (tile_size.h): the predicate's page rule and
+// the launch both ask here.
+bool uses_decode_tiles(const AttentionProblem& p, int bucket) {
+  return decode_bucket(bucket) && p.seqlen_q <= kDecodeRows && decode_tiles_on();
+}
+
 }  // namespace
 
 bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
@@ -67,8 +73,7 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
       if (p.page_size < 1 || (p.page_size & (p.page_size - 1)) != 0) return false;
       if (p.num_pages < 1 || p.num_pages > INT32_MAX) return false;
       // Pages smaller than a key tile: decode tiles only (kernel.cuh, load_kv).
-      const bool decode = decode_bucket(bucket) && p.seqlen_q <= kDecodeRows && decode_tiles_on();
-      if (!decode && p.page_size < block_n_for_bucket(bucket)) return false;
+      if (!uses_decode_tiles(p, bucket) && p.page_size < block_n_for_bucket(bucket)) return false;
     }
   }
   return attn::all_strides(p, stride_ok);
@@ -143,7 +148,7 @@ fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) 
   k.total_k = p.total_k;
   k.head_dim = static_cast<int32_t>(p.head_dim);
   const int bucket = head_dim_bucket(p.head_dim);
-  k.decode = !packed && decode_bucket(bucket) && p.seqlen_q <= kDecodeRows && decode_tiles_on();
+  k.decode = !packed && uses_decode_tiles(p, bucket);
   const int64_t block_m = k.decode ? kDecodeRows : block_m_for_bucket(bucket);
   k.num_m_blocks = static_cast<int32_t>(((packed ? p.total_q : p.seqlen_q) + block_m - 1) / block_m);
   k.packed = packed ? 1 : 0;
