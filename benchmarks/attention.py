@@ -248,7 +248,7 @@ def main():
     t0 = time.time()
     if args.only_kvcache:
         for (B, S) in [(1, 32768), (8, 8192), (64, 2048)]:
-            for page in (0, 16, 256):
+            for page in (0, 16, 128, 256):
                 kv_cell(B, S, 32, 8, 128, page)
         args.head_dims = ""
         args.no_extra = True

@@ -118,7 +118,7 @@ extern "C" {
 
 #define FK_VERSION_MAJOR 0 /**< Major version: incompatible API changes. */
 #define FK_VERSION_MINOR 5 /**< Minor version: added functionality. */
-#define FK_VERSION_PATCH 0 /**< Patch version: fixes. */
+#define FK_VERSION_PATCH 1 /**< Patch version: fixes. */
 /** @brief The version as one number: major * 10000 + minor * 100 + patch. */
 #define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
 /** ABI number, the SONAME suffix. 1 since 0.2.0: fk_attention_params_t grew (max_seqlen_q/k), and
@@ -655,12 +655,16 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * sequence length is clamped to `[0, capacity]` and a page index to `[0, num_blocks - 1]`, so
  * a wrong entry gives a wrong result but never an access outside `k_cache` and `v_cache`.
  *
- * Kernels: on the CUDA backend the sm80-class kernel (every GPU of compute capability >= 8.0,
- * Hopper included) serves fp16/bf16 caches with 16-byte aligned rows and strides that are
- * multiples of 8 elements, and a page_block_size that is a power of two and, unless the call is
- * a decode (at most 16 query rows per KV head after grouping the GQA heads, head_dim <= 128),
- * at least one key tile (64 keys, 128 at head_dim <= 64) (`cuda.sm80.attention`); everything
- * else runs on `cuda.generic.attention`, which is correct for any valid input but slower.
+ * Kernels, on the CUDA backend. On Hopper (compute capability 9.0) the Hopper kernel
+ * (`cuda.sm90.attention`) serves fp16/bf16 contiguous caches, and paged caches whose
+ * page_block_size is a multiple of its key tile (128 keys at head_dim <= 128, 112 at <= 192,
+ * 80 above; FlashAttention-2 asks for multiples of 256), with 16-byte aligned rows and strides
+ * that are multiples of 8 elements. Otherwise the sm80-class kernel (every GPU of compute
+ * capability >= 8.0, Hopper included; `cuda.sm80.attention`) serves fp16/bf16 caches with the
+ * same alignment and a page_block_size that is a power of two and, unless the call is a decode
+ * (at most 16 query rows per KV head after grouping the GQA heads, head_dim <= 128), at least
+ * one key tile (64 keys, 128 at head_dim <= 64). Everything else runs on
+ * `cuda.generic.attention`, which is correct for any valid input but slower.
  * Small decode batches have their keys split into chunks of whole pages, which takes scratch
  * (fk_attention_kvcache_workspace_size()). fk_attention_kvcache_select_kernel() names the
  * choice.

@@ -36,7 +36,8 @@ struct AttentionProblem {
                      // or the caller's max_seqlen_q capped at total_q; see varlen.h)
   int64_t seqlen_k;  // batched: the extent; varlen: the same for the keys
   int64_t total_q;   // varlen: rows of q; batched: batch * seqlen_q
-  int64_t total_k;
+  int64_t total_k;   // varlen: rows of k/v; paged KV cache: rows of the pool that exist
+                     // (num_pages x page_size, less where the last page is partial)
   int64_t nheads;
   int64_t nheads_k;
   int64_t head_dim;  // of q and k and v (equal)

@@ -191,6 +191,22 @@ TEST_CASE("split-KV plan: KV caches (fk_attention_kvcache_forward) split in whol
     CHECK(plan.chunk == 1280);
     CHECK(plan.chunk % 16 == 0);
   }
+  SECTION("the Hopper row's wave: one CTA per SM") {
+    AttentionProblem p = decode(1, 4, 32768, 8);
+    p.block_table = dummy;
+    p.page_size = 128;
+    p.num_pages = 256;
+    SplitKvPlan plan;
+    REQUIRE(plan_split_kv(h200(), p, &plan, 1));
+    // Waves of 132 slots: 8n / 132 -> best 1.0 at n = 33 (> 32); within 85%: the first n with
+    // 8n / (ceil(8n / 132) x 132) >= 0.85 x max over n <= 32 (8 x 16 / 132 = 0.97) -> n = 14,
+    // chunk ceil(32768 / 14) = 2341 -> 2432 (whole 128-key tiles) -> 14 chunks.
+    CHECK(plan.nsplit == 14);
+    CHECK(plan.chunk == 2432);
+    SplitKvPlan two;
+    REQUIRE(plan_split_kv(h200(), p, &two));  // the default: two blocks per SM
+    CHECK(two.nsplit > plan.nsplit);
+  }
   SECTION("paged, pages of 384 (not a power of two): chunks of lcm(128, 384) multiples") {
     AttentionProblem p = decode(1, 4, 32768, 8);
     p.block_table = dummy;

@@ -27,6 +27,21 @@
 
 namespace fkattn {
 
+// True when AUTO contexts try the Hopper row (cuda.sm90.attention) first: a compute capability
+// 9.0 device, a library built with the sm90 kernels, and FLASHKIT_KERNEL_FAMILY unset (or sm90).
+inline bool auto_takes_sm90() {
+#if defined(FLASHKIT_TEST_EXPECT_SM90_ATTENTION)
+  if (const char* f = std::getenv("FLASHKIT_KERNEL_FAMILY"); f && *f) return std::string(f) == "sm90";
+  const fk_context_t* c = fkgpu::context_for(FK_KERNEL_FAMILY_AUTO);
+  fk_context_info_t info;
+  fk_context_info_init(&info);
+  return c != nullptr && fk_context_get_info(c, &info) == FK_SUCCESS && info.cc_major == 9 &&
+         info.cc_minor == 0;
+#else
+  return false;
+#endif
+}
+
 using fktest::DT;
 using fktest::HostTensor;
 using fkgpu::DeviceTensor;

@@ -2,6 +2,8 @@
 // KV cache, FlashAttention's flash_attn_with_kvcache contract. Every case runs three times on the
 // same inputs: on the AUTO context, with FK_KERNEL_FAMILY_SM80 forced and with
 // FK_KERNEL_FAMILY_GENERIC forced, and each time checks the variant select_kernel names:
+//   cuda.sm90.attention   AUTO on an H100/H200: contiguous caches, and pages of a multiple of
+//                         128 keys at head_dim <= 128 (sm90_eligible());
 //   cuda.sm80.attention   fp16/bf16, head_dim % 8 == 0, rows 16-byte aligned, page_block_size
 //                         a power of two (or a contiguous cache) and at least a key tile
 //                         unless the call takes the decode tiles, AUTO or SM80 forced;
@@ -91,27 +93,25 @@ bool sm80_eligible(const Layout& L, const Mask& m, bool with_lse) {
   return (bucket == 64 || bucket == 128) && rows <= 16;
 }
 
-// A contiguous cache without cache_seqlens is plain batched attention: on a compute capability
-// 9.0 device built with the sm90 kernels, AUTO runs it on the Hopper row (which declines caches
-// only when they have lengths or pages).
-bool auto_takes_sm90() {
-#if defined(FLASHKIT_TEST_EXPECT_SM90_ATTENTION)
-  if (const char* f = std::getenv("FLASHKIT_KERNEL_FAMILY"); f && *f) return std::string(f) == "sm90";
-  const fk_context_t* c = fkgpu::context_for(FK_KERNEL_FAMILY_AUTO);
-  fk_context_info_t info;
-  fk_context_info_init(&info);
-  return c != nullptr && fk_context_get_info(c, &info) == FK_SUCCESS && info.cc_major == 9 &&
-         info.cc_minor == 0;
-#else
-  return false;
-#endif
+// The Hopper row (cuda.sm90.attention) reads contiguous caches with or without cache_seqlens,
+// and pages that hold whole key tiles of its kernel: a multiple of 128 keys at head_dim <= 128
+// (72 runs padded to 96), 112 at 192 and 80 at 256 (so no power-of-two page there); fp16/bf16
+// with rows 16-byte aligned, like the sm80 row.
+bool sm90_eligible(const Layout& L) {
+  const bool half = L.dt == DT::F16 || L.dt == DT::BF16;
+  const int64_t vpad = L.v_pool_pad >= 0 ? L.v_pool_pad : L.pool_pad;
+  const bool aligned =
+      L.head_dim % 8 == 0 && L.pool_pad % 8 == 0 && vpad % 8 == 0 && L.io_pad % 8 == 0;
+  if (!(half && aligned && L.head_dim <= 256)) return false;
+  if (!L.paged) return true;
+  const int64_t block_n = L.head_dim <= 128 ? 128 : L.head_dim <= 192 ? 112 : 80;
+  return L.page % block_n == 0;
 }
 
 std::string expected_variant(const Layout& L, const Mask& m, bool with_lse,
                              fk_kernel_family_t family) {
   if (family == FK_KERNEL_FAMILY_GENERIC) return kGeneric;
-  if (family == FK_KERNEL_FAMILY_AUTO && !L.paged && L.null_seqlens &&
-      sm80_eligible(L, m, with_lse) && auto_takes_sm90())
+  if (family == FK_KERNEL_FAMILY_AUTO && sm90_eligible(L) && fkattn::auto_takes_sm90())
     return "cuda.sm90.attention";
   if (family == FK_KERNEL_FAMILY_AUTO && auto_is_generic()) return kGeneric;
   return sm80_eligible(L, m, with_lse) ? kSm80 : kGeneric;
@@ -437,6 +437,38 @@ TEST_CASE("gpu kvcache: batch 1 with 4096+ keys", "[gpu][attention][kvcache]") {
   run(g, Mask{}, 43005);
 }
 
+TEST_CASE("gpu kvcache: pages of whole key tiles (the Hopper row's pages)",
+          "[gpu][attention][kvcache]") {
+  if (!fkgpu::context_for(FK_KERNEL_FAMILY_AUTO)) return;
+  // Pages of 128 and 512 keys at head_dim 64, 72 (padded to 96) and 128: on an H100/H200 AUTO
+  // reads them on the Hopper row, a key tile per page lookup. The pool is either one sequence of
+  // rows (contiguous pages) or, with padded rows, pages further apart than page_size rows.
+  int i = 0;
+  for (int64_t d : {64, 72, 128})
+    for (int64_t page : {128, 512}) {
+      Layout L = paged(page, 1300, {}, 1, 32, 8, d, i % 2 ? DT::BF16 : DT::F16);
+      L.seqlens = mixed_lengths(L);
+      L.batch = int64_t(L.seqlens.size());
+      if (i % 3 == 1) L.pool_pad = 8;
+      Mask m;
+      if (i % 2) m.softcap = 20;
+      run(L, m, 47000 + uint64_t(i));
+      // Chunked prefill: 150 causal rows (two query tiles), a left window on every other one.
+      Layout P = paged(page, 1100, {150, 0, 1100, int32_t(page + 3)}, 150, 8, 2, d,
+                       i % 2 ? DT::F16 : DT::BF16);
+      if (i % 3 == 2) P.pool_pad = 16;
+      Mask c;
+      c.causal = true;
+      if (i % 2) c.wl = 100;
+      run(P, c, 47100 + uint64_t(i), i % 4 != 3);
+      ++i;
+    }
+  // One long decode the keys of which are split into chunks of whole pages, on a padded pool.
+  Layout S = paged(128, 8192, {8000}, 1, 32, 8, 128, DT::BF16);
+  S.pool_pad = 8;
+  run(S, Mask{}, 47200);
+}
+
 TEST_CASE("gpu kvcache: padded strides, fp32, head_dim 36", "[gpu][attention][kvcache]") {
   if (!fkgpu::context_for(FK_KERNEL_FAMILY_AUTO)) return;
   // Pads that are multiples of 8 elements keep rows 16-byte aligned (sm80); 3 does not.
@@ -471,22 +503,25 @@ TEST_CASE("gpu kvcache: out-of-range entries are clamped, never a fault",
     const fk_context_t* c = fkgpu::context_for(fam);
     if (!c) continue;
     INFO("context: " << family_name(fam));
-    auto rng = rng_for(45000);
-    Layout L = paged(16, 128, {5, 128, 30}, 3, 8, 2, 64, DT::F16);
-    Tensors t = fkkv::build(L, rng);
-    t.seqlens.set({0}, -5);
-    t.seqlens.set({1}, 1000000);  // past the capacity (128)
-    t.table.set({2, 0}, -3);
-    t.table.set({2, 1}, 1000000000);
-    DeviceCase d(t);
-    d.out.poison();
-    fk_attention_params_t p;
-    fk_attention_params_init(&p);
-    p.causal = 1;
-    REQUIRE_FK(fk_attention_kvcache_forward(c, nullptr, &p, &d.q, &d.k, &d.v, d.sl(), d.bt(),
-                                            &d.out, &d.lse));
-    d.out.download();
-    CHECK(fkgpu::padding_written(t.out) == 0);
+    // Pages of 16 (below a key tile) and of 128 (a key tile: the Hopper row under AUTO).
+    for (int64_t page : {16, 128}) {
+      auto rng = rng_for(45000 + uint64_t(page));
+      Layout L = paged(page, 256, {5, 256, 30}, 3, 8, 2, 64, DT::F16);
+      Tensors t = fkkv::build(L, rng);
+      t.seqlens.set({0}, -5);
+      t.seqlens.set({1}, 1000000);  // past the capacity (256)
+      t.table.set({2, 0}, -3);
+      t.table.set({2, 1}, 1000000000);
+      DeviceCase d(t);
+      d.out.poison();
+      fk_attention_params_t p;
+      fk_attention_params_init(&p);
+      p.causal = 1;
+      REQUIRE_FK(fk_attention_kvcache_forward(c, nullptr, &p, &d.q, &d.k, &d.v, d.sl(), d.bt(),
+                                              &d.out, &d.lse));
+      d.out.download();
+      CHECK(fkgpu::padding_written(t.out) == 0);
+    }
   }
 }
 
@@ -649,6 +684,8 @@ TEST_CASE("gpu kvcache: graph capture and replay with new cache_seqlens",
   graph_case(FK_KERNEL_FAMILY_AUTO, p48, Mask{}, true, 46100);
   Layout contig = contiguous(900, {0, 0, 0, 0}, 1, 32, 8, 128, DT::BF16);
   graph_case(FK_KERNEL_FAMILY_AUTO, contig, Mask{}, false, 46101);
+  Layout p256 = paged(256, 2048, {0, 0, 0, 0}, 1, 32, 8, 128, DT::BF16);  // sm90 on Hopper
+  graph_case(FK_KERNEL_FAMILY_AUTO, p256, Mask{}, true, 46102);
 }
 
 #endif  // FLASHKIT_TEST_WITH_CUDA

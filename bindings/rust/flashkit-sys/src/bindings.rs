@@ -4,8 +4,8 @@
 pub const DLPACK_VERSION: u32 = 60;
 pub const FK_VERSION_MAJOR: u32 = 0;
 pub const FK_VERSION_MINOR: u32 = 5;
-pub const FK_VERSION_PATCH: u32 = 0;
-pub const FK_VERSION_NUMBER: u32 = 500;
+pub const FK_VERSION_PATCH: u32 = 1;
+pub const FK_VERSION_NUMBER: u32 = 501;
 pub const FK_ABI_VERSION: u32 = 1;
 pub const FK_DLPACK_FLOAT8_E4M3FN: u32 = 10;
 pub const FK_DLPACK_FLOAT8_E5M2: u32 = 12;
@@ -1302,12 +1302,16 @@ extern "C" {
     #[doc = " sequence length is clamped to `[0, capacity]` and a page index to `[0, num_blocks - 1]`, so"]
     #[doc = " a wrong entry gives a wrong result but never an access outside `k_cache` and `v_cache`."]
     #[doc = ""]
-    #[doc = " Kernels: on the CUDA backend the sm80-class kernel (every GPU of compute capability >= 8.0,"]
-    #[doc = " Hopper included) serves fp16/bf16 caches with 16-byte aligned rows and strides that are"]
-    #[doc = " multiples of 8 elements, and a page_block_size that is a power of two and, unless the call is"]
-    #[doc = " a decode (at most 16 query rows per KV head after grouping the GQA heads, head_dim <= 128),"]
-    #[doc = " at least one key tile (64 keys, 128 at head_dim <= 64) (`cuda.sm80.attention`); everything"]
-    #[doc = " else runs on `cuda.generic.attention`, which is correct for any valid input but slower."]
+    #[doc = " Kernels, on the CUDA backend. On Hopper (compute capability 9.0) the Hopper kernel"]
+    #[doc = " (`cuda.sm90.attention`) serves fp16/bf16 contiguous caches, and paged caches whose"]
+    #[doc = " page_block_size is a multiple of its key tile (128 keys at head_dim <= 128, 112 at <= 192,"]
+    #[doc = " 80 above; FlashAttention-2 asks for multiples of 256), with 16-byte aligned rows and strides"]
+    #[doc = " that are multiples of 8 elements. Otherwise the sm80-class kernel (every GPU of compute"]
+    #[doc = " capability >= 8.0, Hopper included; `cuda.sm80.attention`) serves fp16/bf16 caches with the"]
+    #[doc = " same alignment and a page_block_size that is a power of two and, unless the call is a decode"]
+    #[doc = " (at most 16 query rows per KV head after grouping the GQA heads, head_dim <= 128), at least"]
+    #[doc = " one key tile (64 keys, 128 at head_dim <= 64). Everything else runs on"]
+    #[doc = " `cuda.generic.attention`, which is correct for any valid input but slower."]
     #[doc = " Small decode batches have their keys split into chunks of whole pages, which takes scratch"]
     #[doc = " (fk_attention_kvcache_workspace_size()). fk_attention_kvcache_select_kernel() names the"]
     #[doc = " choice."]

@@ -72,7 +72,7 @@ AttentionProblem inner_problem_cache(const AttentionProblem& p, const SplitKvPla
   s.batch = vb;
   s.seqlen_k = plan.chunk;
   s.total_q = vb * p.seqlen_q;
-  s.total_k = vb * plan.chunk;
+  s.total_k = p.total_k;  // the caller's pool (problems.h); virtual pages below
   s.q_row_stride = s.o_row_stride = p.nheads * p.head_dim;
   s.q_head_stride = s.o_head_stride = p.head_dim;
   s.q_batch_stride = s.o_batch_stride = p.seqlen_q * p.nheads * p.head_dim;
@@ -88,6 +88,7 @@ AttentionProblem inner_problem_cache(const AttentionProblem& p, const SplitKvPla
     s.k_batch_stride = plan.page * p.k_row_stride;
     s.v_batch_stride = plan.page * p.v_row_stride;
     s.num_pages = (p.batch - 1) * plan.pages_per_seq + split_plan::ceil_div(p.seqlen_k, plan.page);
+    s.total_k = (p.batch - 1) * plan.pages_per_seq * plan.page + p.seqlen_k;  // partial last page
   }
   s.causal = false;
   s.window_left = s.window_right = -1;
@@ -247,8 +248,8 @@ int grid_for(int64_t work, int64_t per_block) {
 
 bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
                       bool (*supports)(const DeviceCaps&, const AttentionProblem&),
-                      SplitKvPlan* plan) {
-  if (!plan_split_kv(caps, p, plan)) return false;
+                      SplitKvPlan* plan, int64_t cache_blocks_per_sm) {
+  if (!plan_split_kv(caps, p, plan, cache_blocks_per_sm)) return false;
   if (supports == nullptr) return true;
   // The predicate sees the scratch as 256-byte aligned stand-ins (what the arena returns).
   void* const stand_in = reinterpret_cast<void*>(uintptr_t(kScratchAlign));

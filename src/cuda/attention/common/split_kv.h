@@ -33,10 +33,10 @@ namespace cuda {
 namespace attn {
 
 // True when `p` is split by `plan` and the row predicate `supports` (nullptr: every problem)
-// takes the inner varlen problem as well.
+// takes the inner varlen problem as well; cache_blocks_per_sm as plan_split_kv's.
 bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
                       bool (*supports)(const DeviceCaps&, const AttentionProblem&),
-                      SplitKvPlan* plan);
+                      SplitKvPlan* plan, int64_t cache_blocks_per_sm);
 
 // Workspace bytes of the split's scratch (chunk queries, outputs, LSE, cu_seqlens).
 uint64_t split_kv_workspace(const AttentionProblem& p, const SplitKvPlan& plan);
@@ -45,17 +45,21 @@ uint64_t split_kv_workspace(const AttentionProblem& p, const SplitKvPlan& plan);
 fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
                          const SplitKvPlan& plan, AttentionFn inner);
 
-// A dispatch row's run and workspace functions with the split in front of them.
-template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), AttentionFn Run>
+// A dispatch row's run and workspace functions with the split in front of them
+// (kCacheBlocksPerSm: the row kernel's, see plan_split_kv).
+template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), AttentionFn Run,
+          int kCacheBlocksPerSm = 2>
 fk_status_t run_with_split(const ExecContext& ctx, const AttentionProblem& p) {
   SplitKvPlan plan;
-  if (split_kv_applies(*ctx.caps, p, Supports, &plan)) return split_kv_run(ctx, p, plan, Run);
+  if (split_kv_applies(*ctx.caps, p, Supports, &plan, kCacheBlocksPerSm))
+    return split_kv_run(ctx, p, plan, Run);
   return Run(ctx, p);
 }
-template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&)>
+template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), int kCacheBlocksPerSm = 2>
 uint64_t workspace_with_split(const DeviceCaps& caps, const AttentionProblem& p) {
   SplitKvPlan plan;
-  return split_kv_applies(caps, p, Supports, &plan) ? split_kv_workspace(p, plan) : 0;
+  return split_kv_applies(caps, p, Supports, &plan, kCacheBlocksPerSm) ? split_kv_workspace(p, plan)
+                                                                        : 0;
 }
 
 }  // namespace attn

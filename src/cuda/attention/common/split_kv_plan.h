@@ -61,8 +61,12 @@ inline bool dtype_ok(DType t) { return t == DType::F16 || t == DType::BF16; }
 }  // namespace split_plan
 
 // Plans the split of `p`; false when it does not apply (mask, layout, varlen, dtype) or does
-// not pay (enough tiles already, or keys too few for chunks of kMinChunk).
-inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan) {
+// not pay (enough tiles already, or keys too few for chunks of kMinChunk). cache_blocks_per_sm:
+// the blocks of the row's kernel that stream a cache's keys at once on one multiprocessor
+// (the wave the heuristic fills): 2 for the sm80-class and generic kernels, 1 for the Hopper
+// kernel (one persistent CTA per SM).
+inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan,
+                          int64_t cache_blocks_per_sm = 2) {
   *plan = SplitKvPlan{};
   if (p.device != Device::Cuda || p.varlen || !split_plan::dtype_ok(p.dtype)) return false;
   if (p.batch < 1 || p.nheads < 1 || p.seqlen_q < 1 || p.seqlen_k < 2 || p.head_dim < 1)
@@ -119,10 +123,11 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     // FlashAttention-2's heuristic (flash_api.cpp, num_splits_heuristic): tiles almost filling
     // the GPU run unsplit; otherwise the fewest chunks whose wave efficiency (tiles per wave
     // slot used) is within 85% of the best.
-    // KV caches run on the sm80-class kernel (two blocks per multiprocessor at head_dim <= 128)
-    // or the generic one, whose blocks keep one K/V tile in flight each: their wave counts twice
+    // KV caches on the sm80-class kernel (two blocks per multiprocessor at head_dim <= 128) or
+    // the generic one, whose blocks keep one K/V tile in flight each: their wave counts twice
     // the SMs, so a decode streams twice the bytes at once (H200, 1 x 32k: see RESULTS.md).
-    const int64_t sms = std::max<int32_t>(1, caps.sm_count) * (cache ? 2 : 1);
+    const int64_t sms =
+        std::max<int32_t>(1, caps.sm_count) * (cache ? std::max<int64_t>(1, cache_blocks_per_sm) : 1);
     const int64_t tiles = p.batch * p.nheads * split_plan::ceil_div(p.seqlen_q, split_plan::kMaxRowsQ);
     if (tiles * 10 >= sms * 8) return false;
     const int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / split_plan::kMinChunk);

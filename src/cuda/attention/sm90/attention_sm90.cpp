@@ -3,7 +3,9 @@
 //
 // It takes fp16 and bf16; head_dim 64, 96, 128, 192 or 256 natively and every other multiple
 // of 8 up to 256 padded to the next of those (launch.h, padded_head_dim); the batched form
-// (seqlen_k >= 1) and the varlen form (cu_seqlens; sequences of length 0 included); MHA/GQA/MQA,
+// (seqlen_k >= 1) and the varlen form (cu_seqlens; sequences of length 0 included); KV caches
+// (fk_attention_kvcache_forward: cache_seqlens, and pages of a multiple of 128 keys at head_dim
+// <= 128, read by the copy engine page by page; cache_ok below); MHA/GQA/MQA,
 // causal, sliding window, softcap and LSE; provided the copy engine can read Q, K and V: 16-byte
 // aligned base pointers and row, head and batch strides that are multiples of 8 elements (a
 // stride whose extent is 1 is never used and is not checked; varlen has no batch stride), below
@@ -58,13 +60,34 @@ const Flags& flags() {
   return f;
 }
 
+// A paged cache as the copy engine sees it: one sequence of rows where pages sit page_size rows
+// apart (a contiguous pool, and split-KV's 128-row virtual pages of a contiguous cache, whose
+// last page may be partial: total_k rows exist), else num_pages batch entries of page_size
+// rows, which needs every page whole (num_pages x page_size <= total_k).
+bool pages_merged(const AttentionProblem& p) {
+  return p.k_batch_stride == p.page_size * p.k_row_stride &&
+         p.v_batch_stride == p.page_size * p.v_row_stride && p.total_k <= kMaxLen;
+}
+
+// KV caches (batched form): any seqused_k; a block_table whose pages hold whole key tiles (a
+// multiple of the masked-tile width: 128 keys at head_dim <= 128, the width the launch takes
+// for pages), int32 table indices and copy-engine coordinates.
+bool cache_ok(const AttentionProblem& p) {
+  if (p.varlen) return false;
+  if (p.block_table == nullptr) return true;
+  const int64_t block_n = block_n_for(padded_head_dim(p.head_dim), true);
+  if (p.page_size < block_n || p.page_size % block_n != 0 || p.page_size > kMaxLen) return false;
+  if (p.num_pages < 1 || p.num_pages > kMaxLen || p.block_table_stride < 0) return false;
+  return pages_merged(p) || p.num_pages * p.page_size <= p.total_k;
+}
+
 }  // namespace
 
 bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
   if (p.device != Device::Cuda) return false;
   if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
-  if (attention_uses_kvcache(p)) return false;  // the sm80-class kernel reads KV caches
+  if (attention_uses_kvcache(p) && !cache_ok(p)) return false;
   if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0) return false;
   if (smem_bytes_for(padded_head_dim(p.head_dim)) > caps.smem_per_block_optin) return false;
   if (p.varlen) {
@@ -92,8 +115,12 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   FK_RETURN_IF_ERROR(guard.status());
 
   const int64_t rows_q = p.varlen ? p.total_q : p.seqlen_q;
-  const int64_t rows_k = p.varlen ? p.total_k : p.seqlen_k;
   const int64_t batches = p.varlen ? 1 : p.batch;
+  const bool paged = p.block_table != nullptr;
+  const bool merged = paged && pages_merged(p);
+  // K/V as the copy engine sees them: rows per batch entry and entries (launch.h).
+  const int64_t rows_k = merged ? p.total_k : paged ? p.page_size : p.varlen ? p.total_k : p.seqlen_k;
+  const int64_t batches_k = merged ? 1 : paged ? p.num_pages : batches;
   AttnArgs a;
   a.q = p.q;
   a.k = p.k;
@@ -103,10 +130,10 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.q_batch_stride = tma_stride(p.q_batch_stride, batches);
   a.q_row_stride = tma_stride(p.q_row_stride, rows_q);
   a.q_head_stride = tma_stride(p.q_head_stride, p.nheads);
-  a.k_batch_stride = tma_stride(p.k_batch_stride, batches);
+  a.k_batch_stride = tma_stride(p.k_batch_stride, batches_k);
   a.k_row_stride = tma_stride(p.k_row_stride, rows_k);
   a.k_head_stride = tma_stride(p.k_head_stride, p.nheads_k);
-  a.v_batch_stride = tma_stride(p.v_batch_stride, batches);
+  a.v_batch_stride = tma_stride(p.v_batch_stride, batches_k);
   a.v_row_stride = tma_stride(p.v_row_stride, rows_k);
   a.v_head_stride = tma_stride(p.v_head_stride, p.nheads_k);
   a.o_batch_stride = p.o_batch_stride;
@@ -120,6 +147,13 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.tma_rows_q = int32_t(rows_q);
   a.tma_rows_k = int32_t(rows_k);
   a.tma_batch = int32_t(batches);
+  a.tma_batch_k = int32_t(batches_k);
+  a.seqused_k = p.seqused_k;
+  a.block_table = p.block_table;
+  a.block_table_stride = p.block_table_stride;
+  a.page_size = int32_t(p.page_size);
+  a.num_pages = int32_t(p.num_pages);
+  a.pages_merged = merged ? 1 : 0;
   a.batch = int32_t(p.batch);
   a.nheads = int32_t(p.nheads);
   a.nheads_k = int32_t(p.nheads_k);
@@ -146,7 +180,8 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   // order stays ahead; batched calls keep it too (batched one-row MHA decode in one wave: 95%
   // overlapped vs 94% plain). A split MHA decode (one row per tile) takes the plain order by
   // this rule, unmeasured.
-  const bool few_rows_one_wave = p.varlen && p.seqlen_q <= 64 && a.total_tiles <= sms;
+  const bool few_rows_one_wave =
+      (p.varlen || attention_uses_kvcache(p)) && p.seqlen_q <= 64 && a.total_tiles <= sms;
   a.overlap = flags().overlap && !few_rows_one_wave ? 1 : 0;
   a.pingpong = flags().pingpong ? 1 : 0;
   if (a.longest_first && flags().sections && int64_t(p.batch) * p.nheads * 4 >= a.grid) {

@@ -108,9 +108,9 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         if (w.empty) continue;
         // Q of the previous tile released by both consumer warpgroups.
         if (iter > 0) cutlass::arch::ClusterBarrier::wait(&smem.q_empty, (iter - 1) & 1);
-        Mainloop::load(params.mainloop, pipe_k, pipe_v, write_k, write_v, smem.mainloop,
-                       &smem.q_full, w.m_block, w.h, w.hk, a.cu_seqlens_q != nullptr ? 0 : w.b,
-                       w.row0_q, w.row0_k, w.n_min, w.n_max);
+        Mainloop::load(params.mainloop, a, pipe_k, pipe_v, write_k, write_v, smem.mainloop,
+                       &smem.q_full, w.m_block, w.h, w.hk, w.b, w.row0_q, w.row0_k, w.n_min,
+                       w.n_max);
         ++iter;
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.

@@ -24,6 +24,7 @@
 #include <cutlass/arch/barrier.h>
 #include <cutlass/pipeline/sm90_pipeline.hpp>
 
+#include "cuda/attention/common/kvcache.h"
 #include "cuda/attention/sm90/launch.h"
 
 namespace flashkit {
@@ -104,8 +105,8 @@ struct Mainloop {
     using namespace cute;
     Params p;
     p.shape_q = ShapeG{a.tma_rows_q, a.head_dim, a.nheads, a.tma_batch};
-    p.shape_k = ShapeG{a.tma_rows_k, a.head_dim, a.nheads_k, a.tma_batch};
-    p.shape_vt = ShapeG{a.head_dim, a.tma_rows_k, a.nheads_k, a.tma_batch};
+    p.shape_k = ShapeG{a.tma_rows_k, a.head_dim, a.nheads_k, a.tma_batch_k};
+    p.shape_vt = ShapeG{a.head_dim, a.tma_rows_k, a.nheads_k, a.tma_batch_k};
     auto q = gmem(static_cast<const Element*>(a.q), p.shape_q,
                   StrideRowMajor{a.q_row_stride, _1{}, a.q_head_stride, a.q_batch_stride});
     auto k = gmem(static_cast<const Element*>(a.k), p.shape_k,
@@ -124,51 +125,75 @@ struct Mainloop {
     cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
   }
 
-  // Producer (one thread): the Q tile of (m_block, h, b) on `q_full`, then key/value tiles
-  // n_max - 1 down to n_min (the order the consumers walk them), K(n) before V(n).
-  // Varlen: b is 0 and the tiles start at the sequence's rows row0_q / row0_k of the packed
-  // tensors (any row: the copy engine takes unaligned box coordinates); rows past the sequence
-  // belong to the next one and are masked (keys) or not stored (queries) by the consumers.
-  // `p` must live in the kernel's __grid_constant__ parameter (the copy engine reads the
-  // descriptors from there).
-  __device__ __forceinline__ static void load(const Params& p, Pipeline& pipe_k, Pipeline& pipe_v,
+  // Producer (one thread): the Q tile of (m_block, h, sequence b) on `q_full`, then key/value
+  // tiles n_max - 1 down to n_min (the order the consumers walk them), K(n) before V(n).
+  // Varlen: the tensors are one batch entry and the tiles start at the sequence's rows row0_q /
+  // row0_k of the packed tensors (any row: the copy engine takes unaligned box coordinates);
+  // rows past the sequence belong to the next one and are masked (keys) or not stored
+  // (queries) by the consumers. Paged KV cache: key tile n is looked up in block_table (its
+  // first key's page; a tile never straddles pages), the next tile's entry read before this
+  // one's buffers are waited for. `p` must live in the kernel's __grid_constant__ parameter
+  // (the copy engine reads the descriptors from there).
+  __device__ __forceinline__ static void load(const Params& p, const AttnArgs& a,
+                                              Pipeline& pipe_k, Pipeline& pipe_v,
                                               PipelineState& write_k, PipelineState& write_v,
                                               SharedStorage& smem, uint64_t* q_full,
                                               int32_t m_block, int32_t h, int32_t hk, int32_t b,
                                               int32_t row0_q, int32_t row0_k,
                                               int32_t n_min, int32_t n_max) {
     using namespace cute;
+    const int32_t b_q = a.cu_seqlens_q != nullptr ? 0 : b;  // Q's batch coordinate
     Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), SmemLayoutQ{});
     Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), SmemLayoutK{});
     Tensor sVt = make_tensor(make_smem_ptr(smem.v.data()), SmemLayoutVt{});
     Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q);
     Tensor mK = p.tma_k.get_tma_tensor(p.shape_k);
     Tensor mVt = p.tma_v.get_tma_tensor(p.shape_vt);
-    Tensor gQ = local_tile(domain_offset(make_coord(row0_q, _0{}), mQ(_, _, h, b)), Shape<BM, HD>{},
-                           make_coord(m_block, _0{}));  // (BM, D)
-    Tensor gK = local_tile(domain_offset(make_coord(row0_k, _0{}), mK(_, _, hk, b)), Shape<BN, HD>{},
-                           make_coord(_, _0{}));  // (BN, D, n)
-    Tensor gVt = local_tile(domain_offset(make_coord(_0{}, row0_k), mVt(_, _, hk, b)),
-                            Shape<HD, BN>{}, make_coord(_0{}, _));  // (D, BN, n)
+    Tensor gQ = local_tile(domain_offset(make_coord(row0_q, _0{}), mQ(_, _, h, b_q)),
+                           Shape<BM, HD>{}, make_coord(m_block, _0{}));  // (BM, D)
+    // Key tiles of every batch entry (a page under a paged cache): (BN, D, n, entry).
+    Tensor gK = local_tile(domain_offset(make_coord(row0_k, _0{}, _0{}), mK(_, _, hk, _)),
+                           Shape<BN, HD>{}, make_coord(_, _0{}));
+    Tensor gVt = local_tile(domain_offset(make_coord(_0{}, row0_k, _0{}), mVt(_, _, hk, _)),
+                            Shape<HD, BN>{}, make_coord(_0{}, _));  // (D, BN, n, entry)
     auto cq = p.tma_q.get_slice(_0{});
     auto ck = p.tma_k.get_slice(_0{});
     auto cv = p.tma_v.get_slice(_0{});
     Tensor tQgQ = cq.partition_S(gQ);
     Tensor tQsQ = cq.partition_D(sQ);
-    Tensor tKgK = ck.partition_S(gK);  // (TMA, TMA_N, TMA_D, n)
+    Tensor tKgK = ck.partition_S(gK);  // (TMA, TMA_N, TMA_D, n, entry)
     Tensor tKsK = ck.partition_D(sK);  // (TMA, TMA_N, TMA_D, PIPE)
     Tensor tVgV = cv.partition_S(gVt);
     Tensor tVsV = cv.partition_D(sVt);
 
+    auto page_of = [&](int32_t n) -> int64_t {
+      return attn::cache_page(a.block_table, a.block_table_stride, b, int64_t(n) * kBlockN,
+                              a.page_size, a.num_pages);
+    };
+    const bool paged = a.block_table != nullptr;
+    int64_t page = paged && n_max > n_min ? page_of(n_max - 1) : 0;
+
     cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(q_full, kQBytes);
     copy(p.tma_q.with(*q_full, 0), tQgQ, tQsQ);
     for (int32_t n = n_max - 1; n >= n_min; --n) {
+      int32_t tile = n, entry = b_q;
+      if (paged) {
+        const int32_t off = int32_t((int64_t(n) * kBlockN) % a.page_size);
+        if (a.pages_merged) {
+          tile = int32_t((page * a.page_size + off) / kBlockN);
+          entry = 0;
+        } else {
+          tile = off / kBlockN;
+          entry = int32_t(page);
+        }
+        if (n > n_min) page = page_of(n - 1);  // in flight while the buffers are waited for
+      }
       pipe_k.producer_acquire(write_k);
-      copy(p.tma_k.with(*pipe_k.producer_get_barrier(write_k), 0), tKgK(_, _, _, n),
+      copy(p.tma_k.with(*pipe_k.producer_get_barrier(write_k), 0), tKgK(_, _, _, tile, entry),
            tKsK(_, _, _, write_k.index()));
       ++write_k;
       pipe_v.producer_acquire(write_v);
-      copy(p.tma_v.with(*pipe_v.producer_get_barrier(write_v), 0), tVgV(_, _, _, n),
+      copy(p.tma_v.with(*pipe_v.producer_get_barrier(write_v), 0), tVgV(_, _, _, tile, entry),
            tVsV(_, _, _, write_v.index()));
       ++write_v;
     }

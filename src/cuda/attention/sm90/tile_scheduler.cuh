@@ -13,7 +13,7 @@
 // problems number ceil(max seqlen_q / kBlockM) tiles per (sequence, head); the tiles past a
 // shorter sequence's end are empty and skipped by every warpgroup alike.
 //
-// A tile's key range (per sequence under varlen): row i (bottom-right aligned) sees keys [i + shift - left, i + shift +
+// A tile's key range (per sequence under varlen, seqlen_k = the cache's length under a KV cache): row i (bottom-right aligned) sees keys [i + shift - left, i + shift +
 // right] clamped to [0, seqlen_k - 1], shift = seqlen_k - seqlen_q. Key tiles with no visible
 // key for any row of the tile are skipped (n_min, n_max); the consumers mask the tiles that
 // some row sees only partly.
@@ -21,6 +21,7 @@
 
 #include <cstdint>
 
+#include "cuda/attention/common/kvcache.h"
 #include "cuda/attention/common/varlen.h"
 #include "cuda/attention/sm90/launch.h"
 
@@ -31,7 +32,8 @@ namespace sm90_attention {
 struct WorkTile {
   int32_t m_block, h, hk, b;
   int32_t m0;            // first query row, counted from the sequence's first row
-  int32_t len_q, len_k;  // the sequence's lengths (varlen: from cu_seqlens; else the extents)
+  int32_t len_q, len_k;  // the sequence's lengths (varlen: from cu_seqlens; KV cache: len_k
+                         // from seqused_k; else the extents)
   int32_t row0_q, row0_k;  // varlen: the sequence's first row in the packed tensors; else 0
   int32_t n_min, n_max;  // key tiles [n_min, n_max), walked from n_max - 1 down
   int32_t all_lo, all_hi;  // keys every row of the tile sees: tiles inside need no mask
@@ -98,7 +100,8 @@ struct TileScheduler {
     } else {
       w.row0_q = w.row0_k = 0;
       w.len_q = a.seqlen_q;
-      w.len_k = a.seqlen_k;
+      w.len_k = a.seqused_k != nullptr ? int32_t(attn::cache_len(a.seqused_k, w.b, a.seqlen_k))
+                                       : a.seqlen_k;
     }
     w.empty = w.m0 >= w.len_q;
     const int m_last = min(w.m0 + kBlockM, w.len_q) - 1;
