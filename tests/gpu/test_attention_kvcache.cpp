@@ -3,11 +3,12 @@
 // same inputs: on the AUTO context, with FK_KERNEL_FAMILY_SM80 forced and with
 // FK_KERNEL_FAMILY_GENERIC forced, and each time checks the variant select_kernel names:
 //   cuda.sm90.attention   AUTO on an H100/H200: contiguous caches, and pages of a multiple of
-//                         128 keys at head_dim <= 128 (sm90_eligible());
+//                         16 keys (sm90_eligible());
 //   cuda.sm80.attention   fp16/bf16, head_dim % 8 == 0, rows 16-byte aligned, page_block_size
 //                         a power of two (or a contiguous cache) and at least a key tile
 //                         unless the call takes the decode tiles, AUTO or SM80 forced;
-//   cuda.generic.attention everything else (page 48, fp32, head_dim 36) and GENERIC forced.
+//   cuda.generic.attention everything else (page 48 off Hopper, fp32, head_dim 36) and GENERIC
+//                         forced.
 // (The header's rule: head_dim a multiple of 8, so head_dim 72 is expected on the sm80 kernel;
 // expected_variant() is the one place that encodes it.)
 //
@@ -94,18 +95,15 @@ bool sm80_eligible(const Layout& L, const Mask& m, bool with_lse) {
 }
 
 // The Hopper row (cuda.sm90.attention) reads contiguous caches with or without cache_seqlens,
-// and pages that hold whole key tiles of its kernel: a multiple of 128 keys at head_dim <= 128
-// (72 runs padded to 96), 112 at 192 and 80 at 256 (so no power-of-two page there); fp16/bf16
-// with rows 16-byte aligned, like the sm80 row.
+// and pages of a multiple of 16 keys (a page per key tile where the page is a multiple of the
+// tile, else 16-row boxes: 48 included); fp16/bf16 with rows 16-byte aligned, like the sm80 row.
 bool sm90_eligible(const Layout& L) {
   const bool half = L.dt == DT::F16 || L.dt == DT::BF16;
   const int64_t vpad = L.v_pool_pad >= 0 ? L.v_pool_pad : L.pool_pad;
   const bool aligned =
       L.head_dim % 8 == 0 && L.pool_pad % 8 == 0 && vpad % 8 == 0 && L.io_pad % 8 == 0;
   if (!(half && aligned && L.head_dim <= 256)) return false;
-  if (!L.paged) return true;
-  const int64_t block_n = L.head_dim <= 128 ? 128 : L.head_dim <= 192 ? 112 : 80;
-  return L.page % block_n == 0;
+  return !L.paged || L.page % 16 == 0;
 }
 
 std::string expected_variant(const Layout& L, const Mask& m, bool with_lse,
@@ -427,7 +425,7 @@ TEST_CASE("gpu kvcache: batch 1 with 4096+ keys", "[gpu][attention][kvcache]") {
   Layout c = paged(256, 5000, {4133}, 1, 32, 8, 256, DT::F16);
   c.shuffle = true;
   run(c, Mask{}, 43002);
-  Layout e = paged(48, 4500, {4497}, 37, 32, 8, 128, DT::BF16);  // generic (page 48)
+  Layout e = paged(48, 4500, {4497}, 37, 32, 8, 128, DT::BF16);  // generic off Hopper
   run(e, causal, 43003);
   Layout f = contiguous(4500, {4133}, 37, 32, 8, 128, DT::BF16);
   run(f, causal, 43004);
@@ -437,15 +435,16 @@ TEST_CASE("gpu kvcache: batch 1 with 4096+ keys", "[gpu][attention][kvcache]") {
   run(g, Mask{}, 43005);
 }
 
-TEST_CASE("gpu kvcache: pages of whole key tiles (the Hopper row's pages)",
+TEST_CASE("gpu kvcache: pages of 32, 128 and 512 keys (the Hopper row's two page paths)",
           "[gpu][attention][kvcache]") {
   if (!fkgpu::context_for(FK_KERNEL_FAMILY_AUTO)) return;
   // Pages of 128 and 512 keys at head_dim 64, 72 (padded to 96) and 128: on an H100/H200 AUTO
-  // reads them on the Hopper row, a key tile per page lookup. The pool is either one sequence of
-  // rows (contiguous pages) or, with padded rows, pages further apart than page_size rows.
+  // reads them on the Hopper row, a key tile per page lookup; pages of 32 there come in 16-row
+  // boxes. The pool is either one sequence of rows (contiguous pages) or, with padded rows,
+  // pages further apart than page_size rows.
   int i = 0;
   for (int64_t d : {64, 72, 128})
-    for (int64_t page : {128, 512}) {
+    for (int64_t page : {32, 128, 512}) {
       Layout L = paged(page, 1300, {}, 1, 32, 8, d, i % 2 ? DT::BF16 : DT::F16);
       L.seqlens = mixed_lengths(L);
       L.batch = int64_t(L.seqlens.size());
@@ -463,10 +462,21 @@ TEST_CASE("gpu kvcache: pages of whole key tiles (the Hopper row's pages)",
       run(P, c, 47100 + uint64_t(i), i % 4 != 3);
       ++i;
     }
-  // One long decode the keys of which are split into chunks of whole pages, on a padded pool.
+  // Long decodes the keys of which are split into chunks of whole pages, on a padded pool.
   Layout S = paged(128, 8192, {8000}, 1, 32, 8, 128, DT::BF16);
   S.pool_pad = 8;
   run(S, Mask{}, 47200);
+  Layout T = paged(16, 8192, {7990}, 1, 32, 8, 128, DT::F16);
+  T.pool_pad = 16;
+  run(T, Mask{}, 47201);
+  // head_dim 192 (112-key tiles: seven boxes) and 256 (80-key tiles, a page of 256 not a
+  // multiple: boxes too).
+  Layout U = paged(64, 900, {900, 0, 333}, 37, 8, 2, 192, DT::BF16);
+  Mask c;
+  c.causal = true;
+  run(U, c, 47202);
+  Layout W = paged(256, 1300, {1300, 1, 700}, 1, 16, 2, 256, DT::F16);
+  run(W, Mask{}, 47203);
 }
 
 TEST_CASE("gpu kvcache: padded strides, fp32, head_dim 36", "[gpu][attention][kvcache]") {
@@ -680,7 +690,7 @@ TEST_CASE("gpu kvcache: graph capture and replay with new cache_seqlens",
     graph_case(fam, pre, causal, i % 2 == 0, 46000 + uint64_t(i));
     ++i;
   }
-  Layout p48 = paged(48, 1000, {0, 0, 0}, 1, 32, 8, 128, DT::F16);  // generic under AUTO
+  Layout p48 = paged(48, 1000, {0, 0, 0}, 1, 32, 8, 128, DT::F16);  // AUTO: generic off Hopper
   graph_case(FK_KERNEL_FAMILY_AUTO, p48, Mask{}, true, 46100);
   Layout contig = contiguous(900, {0, 0, 0, 0}, 1, 32, 8, 128, DT::BF16);
   graph_case(FK_KERNEL_FAMILY_AUTO, contig, Mask{}, false, 46101);

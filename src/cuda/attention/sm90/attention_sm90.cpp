@@ -4,8 +4,8 @@
 // It takes fp16 and bf16; head_dim 64, 96, 128, 192 or 256 natively and every other multiple
 // of 8 up to 256 padded to the next of those (launch.h, padded_head_dim); the batched form
 // (seqlen_k >= 1) and the varlen form (cu_seqlens; sequences of length 0 included); KV caches
-// (fk_attention_kvcache_forward: cache_seqlens, and pages of a multiple of 128 keys at head_dim
-// <= 128, read by the copy engine page by page; cache_ok below); MHA/GQA/MQA,
+// (fk_attention_kvcache_forward: cache_seqlens, and pages of a multiple of 16 keys, read by
+// the copy engine a key tile or a 16-row box at a time; cache_ok below); MHA/GQA/MQA,
 // causal, sliding window, softcap and LSE; provided the copy engine can read Q, K and V: 16-byte
 // aligned base pointers and row, head and batch strides that are multiples of 8 elements (a
 // stride whose extent is 1 is never used and is not checked; varlen has no batch stride), below
@@ -69,14 +69,19 @@ bool pages_merged(const AttentionProblem& p) {
          p.v_batch_stride == p.page_size * p.v_row_stride && p.total_k <= kMaxLen;
 }
 
-// KV caches (batched form): any seqused_k; a block_table whose pages hold whole key tiles (a
-// multiple of the masked-tile width: 128 keys at head_dim <= 128, the width the launch takes
-// for pages), int32 table indices and copy-engine coordinates.
+// Key-tile width over a paged cache: the masked one (128 keys at head_dim <= 128, 112 at 192, 80
+// at 256), which the launch takes for pages.
+int64_t paged_block_n(const AttentionProblem& p) {
+  return block_n_for(padded_head_dim(p.head_dim), true);
+}
+
+// KV caches (batched form): any seqused_k; a block_table whose pages are a multiple of 16 keys
+// (those that are not a multiple of the key tile arrive in 16-row boxes), int32 table indices
+// and copy-engine coordinates.
 bool cache_ok(const AttentionProblem& p) {
   if (p.varlen) return false;
   if (p.block_table == nullptr) return true;
-  const int64_t block_n = block_n_for(padded_head_dim(p.head_dim), true);
-  if (p.page_size < block_n || p.page_size % block_n != 0 || p.page_size > kMaxLen) return false;
+  if (p.page_size < 16 || p.page_size % 16 != 0 || p.page_size > kMaxLen) return false;
   if (p.num_pages < 1 || p.num_pages > kMaxLen || p.block_table_stride < 0) return false;
   return pages_merged(p) || p.num_pages * p.page_size <= p.total_k;
 }
@@ -154,6 +159,7 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.page_size = int32_t(p.page_size);
   a.num_pages = int32_t(p.num_pages);
   a.pages_merged = merged ? 1 : 0;
+  a.page_boxes = paged && p.page_size % paged_block_n(p) != 0 ? 1 : 0;
   a.batch = int32_t(p.batch);
   a.nheads = int32_t(p.nheads);
   a.nheads_k = int32_t(p.nheads_k);

@@ -36,7 +36,9 @@ fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
   params.args = a;
   if (!descriptor_encoded(params.mainloop.tma_q.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
       !descriptor_encoded(params.mainloop.tma_k.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
-      !descriptor_encoded(params.mainloop.tma_v.get_tma_descriptor(), sizeof(cute::TmaDescriptor))) {
+      !descriptor_encoded(params.mainloop.tma_v.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
+      !descriptor_encoded(params.mainloop.tma_kb.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
+      !descriptor_encoded(params.mainloop.tma_vb.get_tma_descriptor(), sizeof(cute::TmaDescriptor))) {
     return set_error(FK_ERROR_INTERNAL,
                      "cuda.sm90.attention: the driver refused a tensor-map descriptor");
   }

@@ -67,8 +67,8 @@ struct AttnArgs {
   // KV cache (batched form only; AttentionProblem::seqused_k / block_table). seqused_k: the
   // keys of sequence b, clamped to [0, seqlen_k] (nullptr: seqlen_k). block_table: key n of
   // sequence b lies on page block_table[b * block_table_stride + n / page_size] (clamped to
-  // [0, num_pages - 1]), at row n % page_size of it; page_size is a multiple of kBlockN, so a
-  // key tile never straddles two pages. The copy engine sees the pool either as one sequence of
+  // [0, num_pages - 1]), at row n % page_size of it; page_size is a multiple of kBlockN (a key
+  // tile never straddles two pages) or of 16 (page_boxes). The copy engine sees the pool either as one sequence of
   // rows (pages_merged = 1: page p starts at row p * page_size, tma_rows_k rows in all, so a
   // partial last page ends where the memory does) or as num_pages batch entries of page_size
   // rows (pages_merged = 0: pages further apart than page_size rows).
@@ -76,6 +76,9 @@ struct AttnArgs {
   const int32_t* block_table = nullptr;
   int64_t block_table_stride = 0;
   int32_t page_size = 0, num_pages = 0, pages_merged = 0;
+  // Pages that are not a multiple of kBlockN (but of 16 keys): each key tile arrives as 16-row
+  // boxes, each from its own page (mainloop.cuh, load_boxes).
+  int32_t page_boxes = 0;
 
   int32_t batch = 0, nheads = 0, nheads_k = 0, group = 1;  // group = nheads / nheads_k
   int32_t seqlen_q = 0, seqlen_k = 0;  // varlen: the longest sequences

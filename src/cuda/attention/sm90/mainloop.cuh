@@ -64,6 +64,20 @@ struct Mainloop {
                                  cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
       cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
 
+  // Paged caches whose pages are not a multiple of kBlockN (a multiple of kBoxRows keys): each
+  // key tile arrives as kBoxRows-row boxes, one per (box, swizzle panel), each from its own
+  // page. A box is two whole swizzle atoms of the tile's shared-memory layout (rows first in
+  // K, keys first in V^T), so it lands at an atom-aligned offset with the same swizzle.
+  static constexpr int kBoxRows = 16;
+  static constexpr int kPanel = kHeadDim % 64 == 0 ? 64 : 32;  // swizzle atom width
+  static constexpr int kPanels = kHeadDim / kPanel;
+  static constexpr int kBoxes = kBlockN / kBoxRows;
+  static_assert(kBlockN % kBoxRows == 0, "key tiles must be whole boxes");
+  using SmemLayoutKBox =
+      decltype(cute::tile_to_shape(AtomK{}, cute::Shape<cute::Int<kBoxRows>, cute::Int<kPanel>>{}));
+  using SmemLayoutVtBox = decltype(cute::tile_to_shape(
+      AtomMN{}, cute::Shape<cute::Int<kPanel>, cute::Int<kBoxRows>>{}, cute::Step<cute::_2, cute::_1>{}));
+
   using Pipeline = cutlass::PipelineTmaAsync<kStages>;
   using PipelineState = typename Pipeline::PipelineState;
   static constexpr uint32_t kKVBytes = uint32_t(kBlockN * kHeadDim * sizeof(Element));
@@ -88,10 +102,19 @@ struct Mainloop {
                                             gmem(nullptr, ShapeG{}, StrideColMajor{}),
                                             SmemLayoutVt{}(cute::_, cute::_, cute::Int<0>{})));
 
+  using TmaKBox = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{},
+                                               gmem(nullptr, ShapeG{}, StrideRowMajor{}),
+                                               SmemLayoutKBox{}));
+  using TmaVBox = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{},
+                                               gmem(nullptr, ShapeG{}, StrideColMajor{}),
+                                               SmemLayoutVtBox{}));
+
   struct Params {
     TmaQ tma_q;
     TmaK tma_k;
     TmaV tma_v;
+    TmaKBox tma_kb;  // small pages only
+    TmaVBox tma_vb;
     ShapeG shape_q, shape_k, shape_vt;
   };
 
@@ -116,6 +139,8 @@ struct Mainloop {
     p.tma_q = make_tma_copy(SM90_TMA_LOAD{}, q, SmemLayoutQ{});
     p.tma_k = make_tma_copy(SM90_TMA_LOAD{}, k, SmemLayoutK{}(_, _, Int<0>{}));
     p.tma_v = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVt{}(_, _, Int<0>{}));
+    p.tma_kb = make_tma_copy(SM90_TMA_LOAD{}, k, SmemLayoutKBox{});
+    p.tma_vb = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVtBox{});
     return p;
   }
 
@@ -125,15 +150,79 @@ struct Mainloop {
     cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
   }
 
+  // Small pages: key tile n of sequence b into ring stage `stage`, kBoxes x kPanels boxes for K
+  // and as many for V^T, all on the stage's barriers (the tile's byte count is the same). Box j
+  // holds keys n * kBlockN + kBoxRows * j onwards, a clamped table entry's page (keys past the
+  // capacity read the row's last entry: masked by the consumers like every key past the
+  // sequence's length). The entries are read before the buffers are waited for.
+  __device__ __forceinline__ static void load_boxes(const Params& p, const AttnArgs& a,
+                                                    Pipeline& pipe_k, Pipeline& pipe_v,
+                                                    PipelineState& write_k,
+                                                    PipelineState& write_v, SharedStorage& smem,
+                                                    int32_t hk, int32_t b, int32_t n) {
+    using namespace cute;
+    int32_t row[kBoxes], entry[kBoxes];  // copy-engine coordinates of each box
+    CUTE_UNROLL
+    for (int j = 0; j < kBoxes; ++j) {
+      const int64_t key = min(int64_t(n) * kBlockN + kBoxRows * j, int64_t(a.seqlen_k) - 1);
+      const int64_t page = attn::cache_page(a.block_table, a.block_table_stride, b, key,
+                                            a.page_size, a.num_pages);
+      const int64_t off = key % a.page_size;  // a multiple of kBoxRows
+      row[j] = a.pages_merged ? int32_t(page * a.page_size + off) : int32_t(off);
+      entry[j] = a.pages_merged ? 0 : int32_t(page);
+    }
+    Tensor mK = p.tma_kb.get_tma_tensor(p.shape_k);
+    Tensor mVt = p.tma_vb.get_tma_tensor(p.shape_vt);
+    // (rows, panel, entry) boxes, addressed by box-aligned row and panel indices.
+    Tensor gK = local_tile(mK(_, _, hk, _), Shape<Int<kBoxRows>, Int<kPanel>>{}, make_coord(_, _));
+    Tensor gVt = local_tile(mVt(_, _, hk, _), Shape<Int<kPanel>, Int<kBoxRows>>{}, make_coord(_, _));
+    auto ck = p.tma_kb.get_slice(_0{});
+    auto cv = p.tma_vb.get_slice(_0{});
+    Tensor tKg = ck.partition_S(gK);   // (TMA, TMA_R, TMA_P, row box, panel, entry)
+    Tensor tVg = cv.partition_S(gVt);  // (TMA, TMA_P, TMA_R, panel, row box, entry)
+
+    pipe_k.producer_acquire(write_k);
+    {
+      const int stage = write_k.index();
+      CUTE_UNROLL
+      for (int j = 0; j < kBoxes; ++j)
+        CUTE_UNROLL
+        for (int c = 0; c < kPanels; ++c) {
+          Tensor sK = make_tensor(
+              make_smem_ptr(smem.k.data() + SmemLayoutK{}.layout_b()(kBoxRows * j, kPanel * c, stage)),
+              SmemLayoutKBox{});
+          copy(p.tma_kb.with(*pipe_k.producer_get_barrier(write_k), 0),
+               tKg(_, _, _, row[j] / kBoxRows, c, entry[j]), ck.partition_D(sK));
+        }
+    }
+    ++write_k;
+    pipe_v.producer_acquire(write_v);
+    {
+      const int stage = write_v.index();
+      CUTE_UNROLL
+      for (int j = 0; j < kBoxes; ++j)
+        CUTE_UNROLL
+        for (int c = 0; c < kPanels; ++c) {
+          Tensor sV = make_tensor(
+              make_smem_ptr(smem.v.data() +
+                            SmemLayoutVt{}.layout_b()(kPanel * c, kBoxRows * j, stage)),
+              SmemLayoutVtBox{});
+          copy(p.tma_vb.with(*pipe_v.producer_get_barrier(write_v), 0),
+               tVg(_, _, _, c, row[j] / kBoxRows, entry[j]), cv.partition_D(sV));
+        }
+    }
+    ++write_v;
+  }
+
   // Producer (one thread): the Q tile of (m_block, h, sequence b) on `q_full`, then key/value
   // tiles n_max - 1 down to n_min (the order the consumers walk them), K(n) before V(n).
   // Varlen: the tensors are one batch entry and the tiles start at the sequence's rows row0_q /
   // row0_k of the packed tensors (any row: the copy engine takes unaligned box coordinates);
   // rows past the sequence belong to the next one and are masked (keys) or not stored
-  // (queries) by the consumers. Paged KV cache: key tile n is looked up in block_table (its
-  // first key's page; a tile never straddles pages), the next tile's entry read before this
-  // one's buffers are waited for. `p` must live in the kernel's __grid_constant__ parameter
-  // (the copy engine reads the descriptors from there).
+  // (queries) by the consumers. Paged KV cache with pages of whole key tiles: key tile n is
+  // looked up in block_table (its first key's page), the next tile's entry read before this
+  // one's buffers are waited for; other pages (a.page_boxes): load_boxes. `p` must live in the
+  // kernel's __grid_constant__ parameter (the copy engine reads the descriptors from there).
   __device__ __forceinline__ static void load(const Params& p, const AttnArgs& a,
                                               Pipeline& pipe_k, Pipeline& pipe_v,
                                               PipelineState& write_k, PipelineState& write_v,
@@ -175,6 +264,11 @@ struct Mainloop {
 
     cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(q_full, kQBytes);
     copy(p.tma_q.with(*q_full, 0), tQgQ, tQsQ);
+    if (a.page_boxes) {
+      for (int32_t n = n_max - 1; n >= n_min; --n)
+        load_boxes(p, a, pipe_k, pipe_v, write_k, write_v, smem, hk, b, n);
+      return;
+    }
     for (int32_t n = n_max - 1; n >= n_min; --n) {
       int32_t tile = n, entry = b_q;
       if (paged) {
