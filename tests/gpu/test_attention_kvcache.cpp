@@ -3,7 +3,7 @@
 // same inputs: on the AUTO context, with FK_KERNEL_FAMILY_SM80 forced and with
 // FK_KERNEL_FAMILY_GENERIC forced, and each time checks the variant select_kernel names:
 //   cuda.sm90.attention   AUTO on an H100/H200: contiguous caches, and pages of a multiple of
-//                         16 keys (sm90_eligible());
+//                         16 keys except decode over small power-of-two pages (sm90_eligible());
 //   cuda.sm80.attention   fp16/bf16, head_dim % 8 == 0, rows 16-byte aligned, page_block_size
 //                         a power of two (or a contiguous cache) and at least a key tile
 //                         unless the call takes the decode tiles, AUTO or SM80 forced;
@@ -25,7 +25,9 @@
 // {64, 128, 256, 72} x page_block_size {16, 64, 256, 48}, fp16/bf16 alternating, batches mixing
 // cache_seqlens 0, partial last pages, page boundaries and full capacity, pages shuffled and
 // shared between sequences, garbage past each row's used entries; contiguous caches with and
-// without cache_seqlens; KV-cache batch 1 with 4096+ keys; padded strides; one fp32 case; a
+// without cache_seqlens; KV-cache batch 1 with 4096+ keys; pages of 32, 128 and 512 keys (the
+// Hopper row's box and tile paths) on merged and padded pools, head_dim 192 and 256 pages, long
+// split decodes; padded strides; one fp32 case; a
 // graph-capture case (the call must not wait for the stream: captured once, replayed with new
 // inputs and new cache_seqlens); out-of-range entries (clamped, no fault).
 #include <catch2/catch.hpp>
@@ -74,42 +76,59 @@ bool auto_is_generic() {
   return f && (std::string(f) == "generic" || std::string(f) == "sm90");
 }
 
-bool sm80_eligible(const Layout& L, const Mask& m, bool with_lse) {
+// Query rows per (sequence, KV head) the kernels see: one-query GQA calls have their group's
+// heads packed into the rows (batched, a window that hides no key, lse heads contiguous).
+int64_t packed_rows(const Layout& L, const Mask& m, bool with_lse) {
+  const bool pack = L.seqlen_q == 1 && L.nheads > L.nheads_k &&
+                    (m.wl < 0 || m.wl >= fkkv::capacity(L) - 1) && (!with_lse || L.io_pad == 0);
+  return pack ? L.nheads / L.nheads_k : L.seqlen_q;
+}
+
+bool sm80_base(const Layout& L) {
   const bool half = L.dt == DT::F16 || L.dt == DT::BF16;
   const bool pow2 = !L.paged || (L.page & (L.page - 1)) == 0;
   const int64_t vpad = L.v_pool_pad >= 0 ? L.v_pool_pad : L.pool_pad;
   const bool aligned =
       L.head_dim % 8 == 0 && L.pool_pad % 8 == 0 && vpad % 8 == 0 && L.io_pad % 8 == 0;
-  if (!(half && pow2 && aligned)) return false;
+  return half && pow2 && aligned;
+}
+
+// The sm80 kernel's decode tiles: head_dim 64/128 buckets and at most 16 rows per (sequence,
+// KV head), counted after the GQA packing of one-query calls.
+bool sm80_decode_tiles(const Layout& L, const Mask& m, bool with_lse) {
+  const int64_t bucket = L.head_dim <= 64 ? 64 : L.head_dim <= 96 ? 96 : L.head_dim <= 128 ? 128 : 256;
+  return sm80_base(L) && (bucket == 64 || bucket == 128) && packed_rows(L, m, with_lse) <= 16;
+}
+
+bool sm80_eligible(const Layout& L, const Mask& m, bool with_lse) {
+  if (!sm80_base(L)) return false;
   if (!L.paged) return true;
   // Pages smaller than the kernel's key tile (64 keys; 128 at head_dim <= 64) only with its
-  // decode tiles: head_dim <= 128 and at most 16 rows per (sequence, KV head), counted after the
-  // GQA packing of one-query calls (batched, a window that hides no key, lse heads contiguous).
-  const int64_t bucket = L.head_dim <= 64 ? 64 : L.head_dim <= 96 ? 96 : L.head_dim <= 128 ? 128 : 256;
-  const int64_t block_n = bucket == 64 ? 128 : 64;
-  if (L.page >= block_n) return true;
-  const bool pack = L.seqlen_q == 1 && L.nheads > L.nheads_k &&
-                    (m.wl < 0 || m.wl >= fkkv::capacity(L) - 1) && (!with_lse || L.io_pad == 0);
-  const int64_t rows = pack ? L.nheads / L.nheads_k : L.seqlen_q;
-  return (bucket == 64 || bucket == 128) && rows <= 16;
+  // decode tiles.
+  const int64_t block_n = L.head_dim <= 64 ? 128 : 64;
+  return L.page >= block_n || sm80_decode_tiles(L, m, with_lse);
 }
 
 // The Hopper row (cuda.sm90.attention) reads contiguous caches with or without cache_seqlens,
 // and pages of a multiple of 16 keys (a page per key tile where the page is a multiple of the
 // tile, else 16-row boxes: 48 included); fp16/bf16 with rows 16-byte aligned, like the sm80 row.
-bool sm90_eligible(const Layout& L) {
+// Pages below its key tile in a call the sm80 row runs on its decode tiles it leaves there.
+bool sm90_eligible(const Layout& L, const Mask& m, bool with_lse) {
   const bool half = L.dt == DT::F16 || L.dt == DT::BF16;
   const int64_t vpad = L.v_pool_pad >= 0 ? L.v_pool_pad : L.pool_pad;
   const bool aligned =
       L.head_dim % 8 == 0 && L.pool_pad % 8 == 0 && vpad % 8 == 0 && L.io_pad % 8 == 0;
   if (!(half && aligned && L.head_dim <= 256)) return false;
-  return !L.paged || L.page % 16 == 0;
+  if (!L.paged) return true;
+  if (L.page % 16 != 0) return false;
+  const int64_t block_n = L.head_dim <= 128 ? 128 : L.head_dim <= 192 ? 112 : 80;
+  return L.page % block_n == 0 || !sm80_decode_tiles(L, m, with_lse);
 }
 
 std::string expected_variant(const Layout& L, const Mask& m, bool with_lse,
                              fk_kernel_family_t family) {
   if (family == FK_KERNEL_FAMILY_GENERIC) return kGeneric;
-  if (family == FK_KERNEL_FAMILY_AUTO && sm90_eligible(L) && fkattn::auto_takes_sm90())
+  if (family == FK_KERNEL_FAMILY_AUTO && sm90_eligible(L, m, with_lse) && fkattn::auto_takes_sm90())
     return "cuda.sm90.attention";
   if (family == FK_KERNEL_FAMILY_AUTO && auto_is_generic()) return kGeneric;
   return sm80_eligible(L, m, with_lse) ? kSm80 : kGeneric;
