@@ -404,6 +404,7 @@ TEST_CASE("gpu kvcache: contiguous cache with and without cache_seqlens",
   for (DT dt : {DT::F16, DT::BF16})
     for (int64_t sq : {1, 37}) {
       Layout L = contiguous(600, {0, 1, 37, 256, 600, 333}, sq, 16, 4, 128, dt);
+      L.nan_tail = true;  // rows past each length: unwritten memory
       Mask m;
       m.causal = sq > 1;
       run(L, m, 42000 + uint64_t(i++));
@@ -459,14 +460,16 @@ TEST_CASE("gpu kvcache: pages of 32, 128 and 512 keys (the Hopper row's two page
   if (!fkgpu::context_for(FK_KERNEL_FAMILY_AUTO)) return;
   // Pages of 128 and 512 keys at head_dim 64, 72 (padded to 96) and 128: on an H100/H200 AUTO
   // reads them on the Hopper row, a key tile per page lookup; pages of 32 there come in 16-row
-  // boxes. The pool is either one sequence of rows (contiguous pages) or, with padded rows,
-  // pages further apart than page_size rows.
+  // boxes (prefill; decode takes the sm80 decode tiles). The pool is either one sequence of rows
+  // (contiguous pages) or, with padded rows, pages further apart than page_size rows. Rows no
+  // sequence holds are NaN: the kernels read them with a tile but must not let them through.
   int i = 0;
   for (int64_t d : {64, 72, 128})
     for (int64_t page : {32, 128, 512}) {
       Layout L = paged(page, 1300, {}, 1, 32, 8, d, i % 2 ? DT::BF16 : DT::F16);
       L.seqlens = mixed_lengths(L);
       L.batch = int64_t(L.seqlens.size());
+      L.nan_tail = true;
       if (i % 3 == 1) L.pool_pad = 8;
       Mask m;
       if (i % 2) m.softcap = 20;
@@ -475,6 +478,7 @@ TEST_CASE("gpu kvcache: pages of 32, 128 and 512 keys (the Hopper row's two page
       Layout P = paged(page, 1100, {150, 0, 1100, int32_t(page + 3)}, 150, 8, 2, d,
                        i % 2 ? DT::F16 : DT::BF16);
       if (i % 3 == 2) P.pool_pad = 16;
+      P.nan_tail = true;
       Mask c;
       c.causal = true;
       if (i % 2) c.wl = 100;
@@ -483,18 +487,22 @@ TEST_CASE("gpu kvcache: pages of 32, 128 and 512 keys (the Hopper row's two page
     }
   // Long decodes the keys of which are split into chunks of whole pages, on a padded pool.
   Layout S = paged(128, 8192, {8000}, 1, 32, 8, 128, DT::BF16);
+  S.nan_tail = true;
   S.pool_pad = 8;
   run(S, Mask{}, 47200);
   Layout T = paged(16, 8192, {7990}, 1, 32, 8, 128, DT::F16);
+  T.nan_tail = true;
   T.pool_pad = 16;
   run(T, Mask{}, 47201);
   // head_dim 192 (112-key tiles: seven boxes) and 256 (80-key tiles, a page of 256 not a
   // multiple: boxes too).
   Layout U = paged(64, 900, {900, 0, 333}, 37, 8, 2, 192, DT::BF16);
+  U.nan_tail = true;
   Mask c;
   c.causal = true;
   run(U, c, 47202);
   Layout W = paged(256, 1300, {1300, 1, 700}, 1, 16, 2, 256, DT::F16);
+  W.nan_tail = true;
   run(W, Mask{}, 47203);
 }
 
@@ -532,13 +540,14 @@ TEST_CASE("gpu kvcache: out-of-range entries are clamped, never a fault",
     const fk_context_t* c = fkgpu::context_for(fam);
     if (!c) continue;
     INFO("context: " << family_name(fam));
-    // Pages of 16 (below a key tile) and of 128 (a key tile: the Hopper row under AUTO).
-    for (int64_t page : {16, 128}) {
+    // Pages of 16 (below a key tile: sm80 decode tiles), 48 (the Hopper row's 16-row boxes
+    // under AUTO) and 128 (a key tile: the Hopper row's tile path).
+    for (int64_t page : {16, 48, 128}) {
       auto rng = rng_for(45000 + uint64_t(page));
       Layout L = paged(page, 256, {5, 256, 30}, 3, 8, 2, 64, DT::F16);
       Tensors t = fkkv::build(L, rng);
       t.seqlens.set({0}, -5);
-      t.seqlens.set({1}, 1000000);  // past the capacity (256)
+      t.seqlens.set({1}, 1000000);  // past the capacity
       t.table.set({2, 0}, -3);
       t.table.set({2, 1}, 1000000000);
       DeviceCase d(t);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct Layout {
   int64_t table_pad = 0;         // block_table row stride = max_blocks + table_pad
   int64_t io_pad = 0;            // extra elements per row of q, out and lse
   bool garbage = true;           // unused block_table entries hold -7, 1e9, num_blocks, -1
+  bool nan_tail = false;         // cache rows no sequence holds are NaN (unwritten memory)
 };
 
 inline int64_t capacity(const Layout& L) { return L.paged ? L.max_blocks * L.page : L.seqlen_cache; }
@@ -112,6 +114,27 @@ inline Tensors build(const Layout& L, std::mt19937_64& rng) {
   t.q.fill_normal(rng);
   t.k.fill_normal(rng);
   t.v.fill_normal(rng);
+  if (L.nan_tail) {
+    // Rows that no sequence's first lens[b] keys reach (a page's tail, unused pages and
+    // capacity) become NaN: a kernel may read them but must not let them reach the output.
+    const int64_t blocks = cshape[0], rows = cshape[1];
+    std::vector<uint8_t> held(size_t(blocks * rows), 0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t n = 0; n < t.lens[size_t(b)]; ++n) {
+        const int64_t blk = L.paged ? int64_t(t.table.get({b, n / L.page})) : b;
+        const int64_t row = L.paged ? n % L.page : n;
+        held[size_t(blk * rows + row)] = 1;
+      }
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (int64_t blk = 0; blk < blocks; ++blk)
+      for (int64_t row = 0; row < rows; ++row)
+        if (!held[size_t(blk * rows + row)])
+          for (int64_t h = 0; h < L.nheads_k; ++h)
+            for (int64_t x = 0; x < L.head_dim; ++x) {
+              t.k.set({blk, row, h, x}, nan);
+              t.v.set({blk, row, h, x}, nan);
+            }
+  }
   t.out.poison();
   t.lse.poison();
   return t;

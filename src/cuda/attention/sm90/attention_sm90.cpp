@@ -190,9 +190,10 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   // per tile, one CTA per SM) run the plain S / softmax / P V order: measured on the H200
   // (RESULTS, "Split-KV decode"), it streams K/V 8-16% faster there (57% vs 50% of copy
   // bandwidth at 1 x 32k keys). With several waves (64 x 2k keys: 93% vs 90%) the overlapped
-  // order stays ahead; batched calls keep it too (batched one-row MHA decode in one wave: 95%
-  // overlapped vs 94% plain). A split MHA decode (one row per tile) takes the plain order by
-  // this rule, unmeasured.
+  // order stays ahead; plain batched calls keep it too (batched one-row MHA decode in one wave:
+  // 95% overlapped vs 94% plain). KV-cache calls (batched; split-KV's inner call over a cache
+  // is one) follow the varlen rule. A split MHA decode (one row per tile) takes the plain order
+  // by this rule, unmeasured.
   const bool few_rows_one_wave =
       (p.varlen || attention_uses_kvcache(p)) && p.seqlen_q <= 64 && a.total_tiles <= sms;
   a.overlap = flags().overlap && !few_rows_one_wave ? 1 : 0;

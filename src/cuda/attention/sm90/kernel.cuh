@@ -40,9 +40,9 @@ namespace flashkit {
 namespace cuda {
 namespace sm90_attention {
 
-template <class Element, int kHeadDim, int kBlockN>
+template <class Element, int kHeadDim, int kBlockN, bool kCache>
 struct AttentionKernel {
-  using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN>;
+  using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN, kCache>;
   static constexpr int kThreads = 384;
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
   cutlass::arch::fence_barrier_init();
   __syncthreads();  // barrier initialisation visible to every thread
 
-  TileScheduler<kBlockN> scheduler(a);
+  TileScheduler<kBlockN, Mainloop::kCache> scheduler(a);
   if (warpgroup == 0) {
     cutlass::arch::warpgroup_reg_dealloc<Kernel::kProducerRegisters>();
     if (threadIdx.x == 0) {
@@ -153,6 +153,25 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     };
     if (pingpong && wg == 1) cutlass::arch::NamedBarrier::arrive(256, 0);
 
+    // KV caches: the rows of a work tile's last key tile past the sequence's length hold
+    // whatever the cache holds there (a page's tail, unused capacity: memory the caller may
+    // never have written, NaN or Inf). Their P is 0, but 0 x NaN is NaN in the P V GEMM, so each
+    // consumer warpgroup zeroes those V rows of the stage before its first P V of the work tile
+    // (both write the same zeros) and fences them for the tensor cores. K needs nothing: the
+    // mask replaces those scores. (The plain kernel reads such rows only past a tensor's end,
+    // where the copy engine fills zeros, or from the next varlen sequence.)
+    auto clear_v_tail = [&](const WorkTile& w, int stage) {
+      if constexpr (Mainloop::kCache) {
+        const int valid = w.len_k - (w.n_max - 1) * kBlockN;  // keys in tile n_max - 1
+        if (valid < kBlockN) {
+          for (int e = mma_thread % 128; e < (kBlockN - valid) * Mainloop::kHeadDim; e += 128)
+            sVt(e % Mainloop::kHeadDim, valid + e / Mainloop::kHeadDim, stage) = Element(0.0f);
+          cutlass::arch::fence_view_async_shared();
+          cutlass::arch::NamedBarrier::sync(128, 2 + wg);
+        }
+      }
+    };
+
     const bool raw = !a.softcap && a.scale_log2 > 0.0f;
     const float scale = raw ? a.scale_log2 : 1.0f;
     typename Mainloop::PipelineState read_k, read_v;  // stage 0, phase 0
@@ -205,6 +224,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         for (int n = w.n_max - 2; n >= w.n_min; --n) {
           pipe_k.consumer_wait(read_k);
           pipe_v.consumer_wait(read_v);
+          if (n == w.n_max - 2) clear_v_tail(w, read_v.index());  // V of tile n_max - 1
           turn_wait();
           Mainloop::template wg_gemm<true, false>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
           Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
@@ -222,6 +242,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           convert_fragment(tSrS, tOrP);
         }
         pipe_v.consumer_wait(read_v);
+        if (w.n_max - 1 == w.n_min) clear_v_tail(w, read_v.index());  // the tile's only V
         turn_wait();
         Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
         turn_pass();
@@ -242,6 +263,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           OnlineSoftmax::rescale(tOrO, corr);
           convert_fragment(tSrS, tOrP);
           pipe_v.consumer_wait(read_v);
+          if (n == w.n_max - 1) clear_v_tail(w, read_v.index());
           Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
           warpgroup_wait<0>();
           pipe_v.consumer_release(read_v);

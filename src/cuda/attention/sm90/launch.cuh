@@ -28,17 +28,22 @@ inline bool descriptor_encoded(const void* desc, size_t bytes) {
   return false;
 }
 
-template <class Element, int kHeadDim, int kBlockN>
-fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
-  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN>;
+template <class Element, int kHeadDim, int kBlockN, bool kCache>
+fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
+  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN, kCache>;
   typename Kernel::Params params;
   params.mainloop = Kernel::Mainloop::make_params(a);
   params.args = a;
-  if (!descriptor_encoded(params.mainloop.tma_q.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
-      !descriptor_encoded(params.mainloop.tma_k.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
-      !descriptor_encoded(params.mainloop.tma_v.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
-      !descriptor_encoded(params.mainloop.tma_kb.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) ||
-      !descriptor_encoded(params.mainloop.tma_vb.get_tma_descriptor(), sizeof(cute::TmaDescriptor))) {
+  bool encoded =
+      descriptor_encoded(params.mainloop.tma_q.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) &&
+      descriptor_encoded(params.mainloop.tma_k.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) &&
+      descriptor_encoded(params.mainloop.tma_v.get_tma_descriptor(), sizeof(cute::TmaDescriptor));
+  if constexpr (kCache) {
+    encoded = encoded &&
+              descriptor_encoded(params.mainloop.tma_kb.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) &&
+              descriptor_encoded(params.mainloop.tma_vb.get_tma_descriptor(), sizeof(cute::TmaDescriptor));
+  }
+  if (!encoded) {
     return set_error(FK_ERROR_INTERNAL,
                      "cuda.sm90.attention: the driver refused a tensor-map descriptor");
   }
@@ -48,6 +53,20 @@ fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
               "cuda.sm90.attention: raising the kernel's shared-memory limit");
   kernel<<<dim3(unsigned(a.grid)), dim3(Kernel::kThreads), Kernel::kSmemBytes, stream>>>(params);
   return check_launch("cuda.sm90.attention kernel");
+}
+
+// The plain kernel, or its KV-cache instantiation where the call reads a cache (AttnArgs::
+// seqused_k / block_table); caches take the masked key-tile width (launch.h), so that pages hold
+// whole tiles of it.
+template <class Element, int kHeadDim>
+fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
+  if (a.seqused_k != nullptr || a.block_table != nullptr)
+    return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, true), true>(a, stream);
+  const bool masked = a.window_left >= 0 || a.window_right >= 0;
+  if constexpr (block_n_for(kHeadDim, true) != block_n_for(kHeadDim, false)) {
+    if (!masked) return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, false), false>(a, stream);
+  }
+  return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, true), false>(a, stream);
 }
 
 }  // namespace sm90_attention

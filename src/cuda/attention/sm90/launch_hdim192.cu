@@ -9,8 +9,7 @@ namespace sm90_attention {
 static_assert(block_n_for(192, false) == block_n_for(192, true), "one instantiation per dtype");
 
 fk_status_t launch_hdim192(const AttnArgs& a, bool bf16, cudaStream_t stream) {
-  return bf16 ? launch<cute::bfloat16_t, 192, block_n_for(192, false)>(a, stream)
-              : launch<cute::half_t, 192, block_n_for(192, false)>(a, stream);
+  return bf16 ? launch<cute::bfloat16_t, 192>(a, stream) : launch<cute::half_t, 192>(a, stream);
 }
 
 }  // namespace sm90_attention

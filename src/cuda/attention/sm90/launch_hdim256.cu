@@ -6,7 +6,7 @@ namespace cuda {
 namespace sm90_attention {
 
 fk_status_t launch_hdim256(const AttnArgs& a, bool bf16, cudaStream_t stream) {
-  return bf16 ? launch<cute::bfloat16_t, 256, block_n_for(256, false)>(a, stream) : launch<cute::half_t, 256, block_n_for(256, false)>(a, stream);
+  return bf16 ? launch<cute::bfloat16_t, 256>(a, stream) : launch<cute::half_t, 256>(a, stream);
 }
 
 }  // namespace sm90_attention

@@ -31,11 +31,15 @@ namespace flashkit {
 namespace cuda {
 namespace sm90_attention {
 
-template <class Element_, int kHeadDim_, int kBlockN_>
+// kCache: the instantiation that reads KV caches (AttnArgs::seqused_k / block_table); the
+// plain one compiles none of that code (it cost the plain kernel up to 7% at head_dim 128 when
+// both shared one producer: H200, 8k causal, RESULTS.md "Hopper kernel over KV caches").
+template <class Element_, int kHeadDim_, int kBlockN_, bool kCache_>
 struct Mainloop {
   using Element = Element_;  // cute::half_t or cute::bfloat16_t
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockN = kBlockN_;
+  static constexpr bool kCache = kCache_;
   static constexpr int kStages = stages_for(kHeadDim);
   static_assert(kHeadDim % 32 == 0, "head_dim must be a whole number of 64-byte swizzle atoms");
 
@@ -109,12 +113,19 @@ struct Mainloop {
                                                gmem(nullptr, ShapeG{}, StrideColMajor{}),
                                                SmemLayoutVtBox{}));
 
-  struct Params {
+  // The box descriptors exist in the KV-cache instantiation only (an empty base otherwise), so
+  // that the plain kernel's parameter block keeps its layout.
+  template <bool kWith, class Dummy = void>
+  struct BoxTmas {};
+  template <class Dummy>
+  struct BoxTmas<true, Dummy> {
+    TmaKBox tma_kb;  // pages that are not a multiple of kBlockN
+    TmaVBox tma_vb;
+  };
+  struct Params : BoxTmas<kCache> {
     TmaQ tma_q;
     TmaK tma_k;
     TmaV tma_v;
-    TmaKBox tma_kb;  // small pages only
-    TmaVBox tma_vb;
     ShapeG shape_q, shape_k, shape_vt;
   };
 
@@ -139,8 +150,10 @@ struct Mainloop {
     p.tma_q = make_tma_copy(SM90_TMA_LOAD{}, q, SmemLayoutQ{});
     p.tma_k = make_tma_copy(SM90_TMA_LOAD{}, k, SmemLayoutK{}(_, _, Int<0>{}));
     p.tma_v = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVt{}(_, _, Int<0>{}));
-    p.tma_kb = make_tma_copy(SM90_TMA_LOAD{}, k, SmemLayoutKBox{});
-    p.tma_vb = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVtBox{});
+    if constexpr (kCache) {
+      p.tma_kb = make_tma_copy(SM90_TMA_LOAD{}, k, SmemLayoutKBox{});
+      p.tma_vb = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVtBox{});
+    }
     return p;
   }
 
@@ -148,6 +161,10 @@ struct Mainloop {
     cute::prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
     cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
+    if constexpr (kCache) {
+      cute::prefetch_tma_descriptor(p.tma_kb.get_tma_descriptor());
+      cute::prefetch_tma_descriptor(p.tma_vb.get_tma_descriptor());
+    }
   }
 
   // Small pages: key tile n of sequence b into ring stage `stage`, kBoxes x kPanels boxes for K
@@ -214,8 +231,9 @@ struct Mainloop {
     ++write_v;
   }
 
-  // Producer (one thread): the Q tile of (m_block, h, sequence b) on `q_full`, then key/value
-  // tiles n_max - 1 down to n_min (the order the consumers walk them), K(n) before V(n).
+  // Producer (one thread) of the cache instantiation, as load_plain with b the sequence: the Q
+  // tile of (m_block, h, b) on `q_full`, then key/value tiles n_max - 1 down to n_min, K(n)
+  // before V(n).
   // Varlen: the tensors are one batch entry and the tiles start at the sequence's rows row0_q /
   // row0_k of the packed tensors (any row: the copy engine takes unaligned box coordinates);
   // rows past the sequence belong to the next one and are masked (keys) or not stored
@@ -223,7 +241,7 @@ struct Mainloop {
   // looked up in block_table (its first key's page), the next tile's entry read before this
   // one's buffers are waited for; other pages (a.page_boxes): load_boxes. `p` must live in the
   // kernel's __grid_constant__ parameter (the copy engine reads the descriptors from there).
-  __device__ __forceinline__ static void load(const Params& p, const AttnArgs& a,
+  __device__ __forceinline__ static void load_cache(const Params& p, const AttnArgs& a,
                                               Pipeline& pipe_k, Pipeline& pipe_v,
                                               PipelineState& write_k, PipelineState& write_v,
                                               SharedStorage& smem, uint64_t* q_full,
@@ -290,6 +308,74 @@ struct Mainloop {
       copy(p.tma_v.with(*pipe_v.producer_get_barrier(write_v), 0), tVgV(_, _, _, tile, entry),
            tVsV(_, _, _, write_v.index()));
       ++write_v;
+    }
+  }
+
+  // Producer (one thread): the Q tile of (m_block, h, b) on `q_full`, then key/value tiles
+  // n_max - 1 down to n_min (the order the consumers walk them), K(n) before V(n).
+  // Varlen: b is 0 and the tiles start at the sequence's rows row0_q / row0_k of the packed
+  // tensors (any row: the copy engine takes unaligned box coordinates); rows past the sequence
+  // belong to the next one and are masked (keys) or not stored (queries) by the consumers.
+  // `p` must live in the kernel's __grid_constant__ parameter (the copy engine reads the
+  // descriptors from there).
+  __device__ __forceinline__ static void load_plain(const Params& p, Pipeline& pipe_k, Pipeline& pipe_v,
+                                              PipelineState& write_k, PipelineState& write_v,
+                                              SharedStorage& smem, uint64_t* q_full,
+                                              int32_t m_block, int32_t h, int32_t hk, int32_t b,
+                                              int32_t row0_q, int32_t row0_k,
+                                              int32_t n_min, int32_t n_max) {
+    using namespace cute;
+    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), SmemLayoutQ{});
+    Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), SmemLayoutK{});
+    Tensor sVt = make_tensor(make_smem_ptr(smem.v.data()), SmemLayoutVt{});
+    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q);
+    Tensor mK = p.tma_k.get_tma_tensor(p.shape_k);
+    Tensor mVt = p.tma_v.get_tma_tensor(p.shape_vt);
+    Tensor gQ = local_tile(domain_offset(make_coord(row0_q, _0{}), mQ(_, _, h, b)), Shape<BM, HD>{},
+                           make_coord(m_block, _0{}));  // (BM, D)
+    Tensor gK = local_tile(domain_offset(make_coord(row0_k, _0{}), mK(_, _, hk, b)), Shape<BN, HD>{},
+                           make_coord(_, _0{}));  // (BN, D, n)
+    Tensor gVt = local_tile(domain_offset(make_coord(_0{}, row0_k), mVt(_, _, hk, b)),
+                            Shape<HD, BN>{}, make_coord(_0{}, _));  // (D, BN, n)
+    auto cq = p.tma_q.get_slice(_0{});
+    auto ck = p.tma_k.get_slice(_0{});
+    auto cv = p.tma_v.get_slice(_0{});
+    Tensor tQgQ = cq.partition_S(gQ);
+    Tensor tQsQ = cq.partition_D(sQ);
+    Tensor tKgK = ck.partition_S(gK);  // (TMA, TMA_N, TMA_D, n)
+    Tensor tKsK = ck.partition_D(sK);  // (TMA, TMA_N, TMA_D, PIPE)
+    Tensor tVgV = cv.partition_S(gVt);
+    Tensor tVsV = cv.partition_D(sVt);
+
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(q_full, kQBytes);
+    copy(p.tma_q.with(*q_full, 0), tQgQ, tQsQ);
+    for (int32_t n = n_max - 1; n >= n_min; --n) {
+      pipe_k.producer_acquire(write_k);
+      copy(p.tma_k.with(*pipe_k.producer_get_barrier(write_k), 0), tKgK(_, _, _, n),
+           tKsK(_, _, _, write_k.index()));
+      ++write_k;
+      pipe_v.producer_acquire(write_v);
+      copy(p.tma_v.with(*pipe_v.producer_get_barrier(write_v), 0), tVgV(_, _, _, n),
+           tVsV(_, _, _, write_v.index()));
+      ++write_v;
+    }
+  }
+
+  // The producer's loads of one work tile: load_cache where the kernel reads KV caches, else
+  // load_plain (b: the sequence; varlen tensors are one batch entry).
+  __device__ __forceinline__ static void load(const Params& p, const AttnArgs& a,
+                                              Pipeline& pipe_k, Pipeline& pipe_v,
+                                              PipelineState& write_k, PipelineState& write_v,
+                                              SharedStorage& smem, uint64_t* q_full,
+                                              int32_t m_block, int32_t h, int32_t hk, int32_t b,
+                                              int32_t row0_q, int32_t row0_k,
+                                              int32_t n_min, int32_t n_max) {
+    if constexpr (kCache) {
+      load_cache(p, a, pipe_k, pipe_v, write_k, write_v, smem, q_full, m_block, h, hk, b, row0_q,
+                 row0_k, n_min, n_max);
+    } else {
+      load_plain(p, pipe_k, pipe_v, write_k, write_v, smem, q_full, m_block, h, hk,
+                 a.cu_seqlens_q != nullptr ? 0 : b, row0_q, row0_k, n_min, n_max);
     }
   }
 

@@ -13,8 +13,9 @@
 // problems number ceil(max seqlen_q / kBlockM) tiles per (sequence, head); the tiles past a
 // shorter sequence's end are empty and skipped by every warpgroup alike.
 //
-// A tile's key range (per sequence under varlen, seqlen_k = the cache's length under a KV cache): row i (bottom-right aligned) sees keys [i + shift - left, i + shift +
-// right] clamped to [0, seqlen_k - 1], shift = seqlen_k - seqlen_q. Key tiles with no visible
+// A tile's key range (per sequence under varlen; seqlen_k the cache's length under a KV cache,
+// kCache): row i (bottom-right aligned) sees keys [i + shift - left, i + shift + right]
+// clamped to [0, seqlen_k - 1], shift = seqlen_k - seqlen_q. Key tiles with no visible
 // key for any row of the tile are skipped (n_min, n_max); the consumers mask the tiles that
 // some row sees only partly.
 #pragma once
@@ -40,7 +41,7 @@ struct WorkTile {
   bool empty;            // no query row (varlen: m0 >= len_q): producer and consumers skip it
 };
 
-template <int kBlockN>
+template <int kBlockN, bool kCache>
 struct TileScheduler {
   const AttnArgs& a;
 
@@ -100,8 +101,10 @@ struct TileScheduler {
     } else {
       w.row0_q = w.row0_k = 0;
       w.len_q = a.seqlen_q;
-      w.len_k = a.seqused_k != nullptr ? int32_t(attn::cache_len(a.seqused_k, w.b, a.seqlen_k))
-                                       : a.seqlen_k;
+      w.len_k = a.seqlen_k;
+      if constexpr (kCache) {
+        if (a.seqused_k != nullptr) w.len_k = int32_t(attn::cache_len(a.seqused_k, w.b, a.seqlen_k));
+      }
     }
     w.empty = w.m0 >= w.len_q;
     const int m_last = min(w.m0 + kBlockM, w.len_q) - 1;
