@@ -233,7 +233,8 @@ struct Mainloop {
 
   // Producer (one thread) of the cache instantiation, as load_plain with b the sequence: the Q
   // tile of (m_block, h, b) on `q_full`, then key/value tiles n_max - 1 down to n_min, K(n)
-  // before V(n).
+  // before V(n). Its set-up repeats load_plain's with a batch-entry mode added; they are kept
+  // apart so that the plain kernel compiles exactly as before (see kCache).
   // Varlen: the tensors are one batch entry and the tiles start at the sequence's rows row0_q /
   // row0_k of the packed tensors (any row: the copy engine takes unaligned box coordinates);
   // rows past the sequence belong to the next one and are masked (keys) or not stored
