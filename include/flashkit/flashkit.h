@@ -658,14 +658,15 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * Kernels, on the CUDA backend. On Hopper (compute capability 9.0) the Hopper kernel
  * (`cuda.sm90.attention`) serves fp16/bf16 contiguous caches, and paged caches whose
  * page_block_size is a multiple of 16 (FlashAttention-2 asks for multiples of 256), with
- * 16-byte aligned rows and strides that are multiples of 8 elements; decode calls over pages
- * smaller than its key tile (128 keys at head_dim <= 128) that the sm80-class decode tiles
- * take run there instead. Otherwise the sm80-class kernel (every GPU of compute
- * capability >= 8.0, Hopper included; `cuda.sm80.attention`) serves fp16/bf16 caches with the
- * same alignment and a page_block_size that is a power of two and, unless the call is a decode
- * (at most 16 query rows per KV head after grouping the GQA heads, head_dim <= 64 or 97-128),
- * at least one key tile (64 keys, 128 at head_dim <= 64). Everything else runs on
- * `cuda.generic.attention`, which is correct for any valid input but slower.
+ * 16-byte aligned rows and strides that are multiples of 8 elements; decode calls (at most 16
+ * query rows per KV head) over pages that are not a multiple of its key tile (128 keys at
+ * head_dim <= 128, 112 at <= 192, 80 above) run on the sm80-class kernel wherever it takes
+ * them. That kernel (every GPU of compute capability >= 8.0, Hopper included;
+ * `cuda.sm80.attention`) serves fp16/bf16 caches with the same alignment and a
+ * page_block_size that is a power of two and, unless the call is a decode (at most 16 query
+ * rows per KV head after grouping the GQA heads, head_dim <= 64 or 97-128), at least one key
+ * tile (64 keys, 128 at head_dim <= 64). Everything else runs on `cuda.generic.attention`,
+ * which is correct for any valid input but slower.
  * Small decode batches have their keys split into chunks of whole pages, which takes scratch
  * (fk_attention_kvcache_workspace_size()). fk_attention_kvcache_select_kernel() names the
  * choice.

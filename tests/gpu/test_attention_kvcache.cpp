@@ -3,7 +3,8 @@
 // same inputs: on the AUTO context, with FK_KERNEL_FAMILY_SM80 forced and with
 // FK_KERNEL_FAMILY_GENERIC forced, and each time checks the variant select_kernel names:
 //   cuda.sm90.attention   AUTO on an H100/H200: contiguous caches, and pages of a multiple of
-//                         16 keys except decode over small power-of-two pages (sm90_eligible());
+//                         16 keys except decode over pages below its key tile that the sm80
+//                         row takes (sm90_eligible());
 //   cuda.sm80.attention   fp16/bf16, head_dim % 8 == 0, rows 16-byte aligned, page_block_size
 //                         a power of two (or a contiguous cache) and at least a key tile
 //                         unless the call takes the decode tiles, AUTO or SM80 forced;
@@ -112,7 +113,8 @@ bool sm80_eligible(const Layout& L, const Mask& m, bool with_lse) {
 // The Hopper row (cuda.sm90.attention) reads contiguous caches with or without cache_seqlens,
 // and pages of a multiple of 16 keys (a page per key tile where the page is a multiple of the
 // tile, else 16-row boxes: 48 included); fp16/bf16 with rows 16-byte aligned, like the sm80 row.
-// Pages below its key tile in a call the sm80 row runs on its decode tiles it leaves there.
+// Decode-sized calls (at most 16 rows per KV head after the GQA packing) over pages that are
+// not a multiple of its key tile it leaves to the sm80 row wherever that row takes them.
 bool sm90_eligible(const Layout& L, const Mask& m, bool with_lse) {
   const bool half = L.dt == DT::F16 || L.dt == DT::BF16;
   const int64_t vpad = L.v_pool_pad >= 0 ? L.v_pool_pad : L.pool_pad;
@@ -122,7 +124,8 @@ bool sm90_eligible(const Layout& L, const Mask& m, bool with_lse) {
   if (!L.paged) return true;
   if (L.page % 16 != 0) return false;
   const int64_t block_n = L.head_dim <= 128 ? 128 : L.head_dim <= 192 ? 112 : 80;
-  return L.page % block_n == 0 || !sm80_decode_tiles(L, m, with_lse);
+  return L.page % block_n == 0 || packed_rows(L, m, with_lse) > 16 ||
+         !sm80_eligible(L, m, with_lse);
 }
 
 std::string expected_variant(const Layout& L, const Mask& m, bool with_lse,

@@ -27,15 +27,16 @@ struct KvCase {
 };
 
 // The Hopper row (AUTO on an H100/H200) reads contiguous caches and pages of a multiple of 16
-// keys, except pages below its key tile in calls the sm80 row runs on its decode tiles
-// (test_attention_kvcache.cpp, sm90_eligible()).
+// keys, except decode-sized calls over pages that are not a multiple of its key tile where the
+// sm80 row takes them (test_attention_kvcache.cpp, sm90_eligible()).
 std::string expected_variant(const KvCase& c) {
   const bool half = c.dt == DT::F16 || c.dt == DT::BF16;
   const int64_t block_n = c.d <= 128 ? 128 : c.d <= 192 ? 112 : 80;
   const bool pow2 = (c.page & (c.page - 1)) == 0;
   const int64_t rows = c.seqlen_q == 1 && c.nheads > c.nheads_k ? c.nheads / c.nheads_k : c.seqlen_q;
-  const bool decode_tiles = pow2 && (c.d <= 64 || (c.d > 96 && c.d <= 128)) && rows <= 16;
-  const bool small_decode_page = c.page % block_n != 0 && decode_tiles;
+  const bool decode_tiles = (c.d <= 64 || (c.d > 96 && c.d <= 128)) && rows <= 16;
+  const bool sm80_takes = pow2 && (c.page >= (c.d <= 64 ? 128 : 64) || decode_tiles);
+  const bool small_decode_page = c.page % block_n != 0 && rows <= 16 && sm80_takes;
   if (half && c.page % 16 == 0 && !small_decode_page && auto_takes_sm90())
     return "cuda.sm90.attention";
   return c.variant;

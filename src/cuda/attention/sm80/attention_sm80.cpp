@@ -17,7 +17,6 @@
 
 #include "core/backend.h"
 #include "cuda/attention/sm80/attention_packed.h"
-#include "cuda/attention/sm80/decode_tiles.h"
 #include "cuda/attention/sm80/launch.h"
 #include "cuda/attention/sm80/params.h"
 #include "cuda/attention/sm80/tile_size.h"
@@ -78,10 +77,6 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
     }
   }
   return attn::all_strides(p, stride_ok);
-}
-
-bool attention_takes_decode_tiles(const DeviceCaps& caps, const AttentionProblem& p) {
-  return attention_supported(caps, p) && uses_decode_tiles(p, head_dim_bucket(p.head_dim));
 }
 
 // Packing (attention_packed.h): FLASHKIT_ATTENTION_PACK=0 never, =1 every varlen problem the

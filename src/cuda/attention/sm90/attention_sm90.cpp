@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "cuda/attention/sm80/decode_tiles.h"
+#include "core/backend.h"
 #include "cuda/attention/sm90/launch.h"
 #include "cuda/attention/common/logits.h"
 #include "cuda/attention/common/strides.h"
@@ -83,11 +83,14 @@ bool cache_ok(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.varlen) return false;
   if (p.block_table == nullptr) return true;
   if (p.page_size < 16 || p.page_size % 16 != 0 || p.page_size > kMaxLen) return false;
-  // Pages below a key tile in a call the sm80-class kernel runs on its decode tiles (at most 16
-  // query rows per KV head after the GQA packing, head_dim 64/128) are left to it: there the
-  // 16-row boxes (32 copies per 128-key tile at head_dim 128) bound the stream (H200, bf16,
-  // GQA 32/8, pages of 16: 251 us vs 147 us at 64 x 2k keys, 97 vs 101 at 1 x 32k).
-  if (p.page_size % paged_block_n(p) != 0 && sm80::attention_takes_decode_tiles(caps, p))
+  // Decode-sized calls (at most 16 query rows per KV head after the GQA packing) over pages
+  // that are not a multiple of the key tile are left to the sm80-class kernel wherever it takes
+  // them: on its decode tiles the 16-row boxes lost (32 copies per 128-key tile at head_dim 128
+  // bound the stream; H200, bf16, GQA 32/8, pages of 16: 251 us vs 147 us at 64 x 2k keys, 97
+  // vs 101 at 1 x 32k); at head_dim 192/256 (its 128-row tiles) the comparison is not timed,
+  // so those stay where 0.5.0 ran them. The boxes take the rest (prefill, and pages the sm80
+  // row declines, which otherwise fall to the generic kernel).
+  if (p.page_size % paged_block_n(p) != 0 && p.seqlen_q <= 16 && sm80::attention_supported(caps, p))
     return false;
   if (p.num_pages < 1 || p.num_pages > kMaxLen || p.block_table_stride < 0) return false;
   return pages_merged(p) || p.num_pages * p.page_size <= p.total_k;
