@@ -167,8 +167,17 @@ struct Mainloop {
     }
   }
 
-  // Small pages: key tile n of sequence b into ring stage `stage`, kBoxes x kPanels boxes for K
-  // and as many for V^T, all on the stage's barriers (the tile's byte count is the same). Box j
+  // Copy-engine coordinates of the rows starting at row `off` of page `page` (launch.h,
+  // pages_merged): the row in the pool's one sequence of rows and batch entry 0, or the row in
+  // the page and the page as the batch entry.
+  __device__ __forceinline__ static void page_rows(const AttnArgs& a, int64_t page, int64_t off,
+                                                   int64_t* row, int32_t* entry) {
+    *row = a.pages_merged ? page * a.page_size + off : off;
+    *entry = a.pages_merged ? 0 : int32_t(page);
+  }
+
+  // Small pages: key tile n of sequence b into the next ring stage of K and of V, kBoxes x
+  // kPanels boxes each, all on that stage's barrier (the tile's byte count is the same). Box j
   // holds keys n * kBlockN + kBoxRows * j onwards, a clamped table entry's page (keys past the
   // capacity read the row's last entry: masked by the consumers like every key past the
   // sequence's length). The entries are read before the buffers are waited for.
@@ -184,9 +193,9 @@ struct Mainloop {
       const int64_t key = min(int64_t(n) * kBlockN + kBoxRows * j, int64_t(a.seqlen_k) - 1);
       const int64_t page = attn::cache_page(a.block_table, a.block_table_stride, b, key,
                                             a.page_size, a.num_pages);
-      const int64_t off = key % a.page_size;  // a multiple of kBoxRows
-      row[j] = a.pages_merged ? int32_t(page * a.page_size + off) : int32_t(off);
-      entry[j] = a.pages_merged ? 0 : int32_t(page);
+      int64_t r;
+      page_rows(a, page, key % a.page_size, &r, &entry[j]);  // key % page_size: a box start
+      row[j] = int32_t(r);
     }
     Tensor mK = p.tma_kb.get_tma_tensor(p.shape_k);
     Tensor mVt = p.tma_vb.get_tma_tensor(p.shape_vt);
@@ -231,44 +240,43 @@ struct Mainloop {
     ++write_v;
   }
 
-  // Producer (one thread) of the cache instantiation, as load_plain with b the sequence: the Q
-  // tile of (m_block, h, b) on `q_full`, then key/value tiles n_max - 1 down to n_min, K(n)
-  // before V(n). Its set-up repeats load_plain's with a batch-entry mode added; they are kept
-  // apart so that the plain kernel compiles exactly as before (see kCache).
-  // Varlen: the tensors are one batch entry and the tiles start at the sequence's rows row0_q /
-  // row0_k of the packed tensors (any row: the copy engine takes unaligned box coordinates);
-  // rows past the sequence belong to the next one and are masked (keys) or not stored
-  // (queries) by the consumers. Paged KV cache with pages of whole key tiles: key tile n is
-  // looked up in block_table (its first key's page), the next tile's entry read before this
-  // one's buffers are waited for; other pages (a.page_boxes): load_boxes. `p` must live in the
-  // kernel's __grid_constant__ parameter (the copy engine reads the descriptors from there).
+  // Producer (one thread) of the cache instantiation (batched problems only: cache_ok): the Q
+  // tile of (m_block, h, sequence b) on `q_full`, then key/value tiles n_max - 1 down to n_min,
+  // K(n) before V(n). Its set-up repeats load_plain's with a batch-entry mode added (a page
+  // under a paged cache); they are kept apart so that the plain kernel compiles exactly as
+  // before (see kCache). Pages of whole key tiles: key tile n is looked up in block_table (its
+  // first key's page), the next tile's entry read before this one's buffers are waited for;
+  // other pages (a.page_boxes): load_boxes. `p` must live in the kernel's __grid_constant__
+  // parameter (the copy engine reads the descriptors from there).
   __device__ __forceinline__ static void load_cache(const Params& p, const AttnArgs& a,
-                                              Pipeline& pipe_k, Pipeline& pipe_v,
-                                              PipelineState& write_k, PipelineState& write_v,
-                                              SharedStorage& smem, uint64_t* q_full,
-                                              int32_t m_block, int32_t h, int32_t hk, int32_t b,
-                                              int32_t row0_q, int32_t row0_k,
-                                              int32_t n_min, int32_t n_max) {
+                                                    Pipeline& pipe_k, Pipeline& pipe_v,
+                                                    PipelineState& write_k,
+                                                    PipelineState& write_v, SharedStorage& smem,
+                                                    uint64_t* q_full, int32_t m_block, int32_t h,
+                                                    int32_t hk, int32_t b, int32_t n_min,
+                                                    int32_t n_max) {
     using namespace cute;
-    const int32_t b_q = a.cu_seqlens_q != nullptr ? 0 : b;  // Q's batch coordinate
     Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), SmemLayoutQ{});
+    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q);
+    Tensor gQ = local_tile(mQ(_, _, h, b), Shape<BM, HD>{}, make_coord(m_block, _0{}));  // (BM, D)
+    auto cq = p.tma_q.get_slice(_0{});
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(q_full, kQBytes);
+    copy(p.tma_q.with(*q_full, 0), cq.partition_S(gQ), cq.partition_D(sQ));
+    if (a.page_boxes) {
+      for (int32_t n = n_max - 1; n >= n_min; --n)
+        load_boxes(p, a, pipe_k, pipe_v, write_k, write_v, smem, hk, b, n);
+      return;
+    }
+
     Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), SmemLayoutK{});
     Tensor sVt = make_tensor(make_smem_ptr(smem.v.data()), SmemLayoutVt{});
-    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q);
     Tensor mK = p.tma_k.get_tma_tensor(p.shape_k);
     Tensor mVt = p.tma_v.get_tma_tensor(p.shape_vt);
-    Tensor gQ = local_tile(domain_offset(make_coord(row0_q, _0{}), mQ(_, _, h, b_q)),
-                           Shape<BM, HD>{}, make_coord(m_block, _0{}));  // (BM, D)
     // Key tiles of every batch entry (a page under a paged cache): (BN, D, n, entry).
-    Tensor gK = local_tile(domain_offset(make_coord(row0_k, _0{}, _0{}), mK(_, _, hk, _)),
-                           Shape<BN, HD>{}, make_coord(_, _0{}));
-    Tensor gVt = local_tile(domain_offset(make_coord(_0{}, row0_k, _0{}), mVt(_, _, hk, _)),
-                            Shape<HD, BN>{}, make_coord(_0{}, _));  // (D, BN, n, entry)
-    auto cq = p.tma_q.get_slice(_0{});
+    Tensor gK = local_tile(mK(_, _, hk, _), Shape<BN, HD>{}, make_coord(_, _0{}));
+    Tensor gVt = local_tile(mVt(_, _, hk, _), Shape<HD, BN>{}, make_coord(_0{}, _));  // (D, BN, n, entry)
     auto ck = p.tma_k.get_slice(_0{});
     auto cv = p.tma_v.get_slice(_0{});
-    Tensor tQgQ = cq.partition_S(gQ);
-    Tensor tQsQ = cq.partition_D(sQ);
     Tensor tKgK = ck.partition_S(gK);  // (TMA, TMA_N, TMA_D, n, entry)
     Tensor tKsK = ck.partition_D(sK);  // (TMA, TMA_N, TMA_D, PIPE)
     Tensor tVgV = cv.partition_S(gVt);
@@ -280,25 +288,12 @@ struct Mainloop {
     };
     const bool paged = a.block_table != nullptr;
     int64_t page = paged && n_max > n_min ? page_of(n_max - 1) : 0;
-
-    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(q_full, kQBytes);
-    copy(p.tma_q.with(*q_full, 0), tQgQ, tQsQ);
-    if (a.page_boxes) {
-      for (int32_t n = n_max - 1; n >= n_min; --n)
-        load_boxes(p, a, pipe_k, pipe_v, write_k, write_v, smem, hk, b, n);
-      return;
-    }
     for (int32_t n = n_max - 1; n >= n_min; --n) {
-      int32_t tile = n, entry = b_q;
+      int32_t tile = n, entry = b;
       if (paged) {
-        const int32_t off = int32_t((int64_t(n) * kBlockN) % a.page_size);
-        if (a.pages_merged) {
-          tile = int32_t((page * a.page_size + off) / kBlockN);
-          entry = 0;
-        } else {
-          tile = off / kBlockN;
-          entry = int32_t(page);
-        }
+        int64_t row;
+        page_rows(a, page, (int64_t(n) * kBlockN) % a.page_size, &row, &entry);
+        tile = int32_t(row / kBlockN);
         if (n > n_min) page = page_of(n - 1);  // in flight while the buffers are waited for
       }
       pipe_k.producer_acquire(write_k);
@@ -363,7 +358,7 @@ struct Mainloop {
   }
 
   // The producer's loads of one work tile: load_cache where the kernel reads KV caches, else
-  // load_plain (b: the sequence; varlen tensors are one batch entry).
+  // load_plain (b: the sequence; varlen tensors are one batch entry, rows from row0_q/row0_k).
   __device__ __forceinline__ static void load(const Params& p, const AttnArgs& a,
                                               Pipeline& pipe_k, Pipeline& pipe_v,
                                               PipelineState& write_k, PipelineState& write_v,
@@ -372,8 +367,8 @@ struct Mainloop {
                                               int32_t row0_q, int32_t row0_k,
                                               int32_t n_min, int32_t n_max) {
     if constexpr (kCache) {
-      load_cache(p, a, pipe_k, pipe_v, write_k, write_v, smem, q_full, m_block, h, hk, b, row0_q,
-                 row0_k, n_min, n_max);
+      load_cache(p, a, pipe_k, pipe_v, write_k, write_v, smem, q_full, m_block, h, hk, b, n_min,
+                 n_max);
     } else {
       load_plain(p, pipe_k, pipe_v, write_k, write_v, smem, q_full, m_block, h, hk,
                  a.cu_seqlens_q != nullptr ? 0 : b, row0_q, row0_k, n_min, n_max);
