@@ -136,6 +136,24 @@ TEST_CASE("sm90 attention: more tiles than SMs (persistent loop)", "[gpu][attent
   run_case(sm90(), e, 7102);
 }
 
+TEST_CASE("sm90 attention: persistent loop small case for the sanitizers",
+          "[gpu][attention][sm90][sanitize]") {
+  if (!have_sm90()) return;
+  // More tiles than SMs, so each CTA reuses its output staging (copy-engine stores at head_dim
+  // <= 128: a V-ring stage, refilled only after the stores have read it). The causal case with
+  // seqlen_q > seqlen_k gives whole tiles with no key between tiles with keys (no V read there).
+  Case c = sm90_case(3, 300, 200, 16, 4, 128, DT::BF16);  // 3 x 16 x 3 = 144 tiles
+  run_case(sm90(), c, 7110);
+  Case d = sm90_case(3, 300, 40, 16, 4, 96, DT::F16);
+  d.pr.causal = true;
+  d.with_lse = true;
+  run_case(sm90(), d, 7111);
+  Case e = sm90_case(2, 257, 300, 24, 8, 64, DT::BF16);  // 3 x 24 x 2 = 144 tiles, 3 stages
+  e.pr.wl = 37;
+  e.pr.wr = 5;
+  run_case(sm90(), e, 7112);
+}
+
 TEST_CASE("sm90 attention: causal tile order in L2-sized head sections", "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
   // 2048 keys at head_dim 128 are 1 MiB of K and V per KV head: with a 50-60 MiB L2 the

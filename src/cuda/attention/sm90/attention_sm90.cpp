@@ -46,16 +46,23 @@ int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : st
 // consumers' plain S / softmax / P V order instead of the overlapped one;
 // FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets both consumer warpgroups issue GEMMs at will;
 // FLASHKIT_SM90_ATTENTION_SECTIONS=0 walks masked problems longest tile first over all heads at
-// once; FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the output as 4-byte pairs.
+// once; FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the output as 4-byte pairs;
+// FLASHKIT_SM90_ATTENTION_TMA_STORE=1 has the copy engine write it from shared memory at
+// head_dim <= 128 (kernel.cuh; measured no faster than the register stores, so off by default).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
+}
+bool env_opt_in(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr && e[0] == '1';
 }
 struct Flags {
   bool overlap = env_flag("FLASHKIT_SM90_ATTENTION_OVERLAP");
   bool pingpong = env_flag("FLASHKIT_SM90_ATTENTION_PINGPONG");
   bool sections = env_flag("FLASHKIT_SM90_ATTENTION_SECTIONS");
   bool wide_store = env_flag("FLASHKIT_SM90_ATTENTION_WIDE_STORE");
+  bool tma_store = env_opt_in("FLASHKIT_SM90_ATTENTION_TMA_STORE");
 };
 const Flags& flags() {
   static const Flags f;
@@ -203,6 +210,11 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.overlap = flags().overlap && !few_rows_one_wave ? 1 : 0;
   a.pingpong = flags().pingpong ? 1 : 0;
   a.o_wide = flags().wide_store ? 1 : 0;
+  // Copy-engine output stores: the plain kernel's batched calls at head_dim <= 128 (kernel.cuh).
+  a.o_tma = flags().tma_store && !p.varlen && !attention_uses_kvcache(p) &&
+                    padded_head_dim(p.head_dim) <= 128
+                ? 1
+                : 0;
   if (a.longest_first && flags().sections && int64_t(p.batch) * p.nheads * 4 >= a.grid) {
     // Head sections (tile_scheduler.cuh) where the all-heads longest-first order loses L2 reuse:
     // with at least a quarter as many (batch, head) pairs as CTAs, one wave of that order holds

@@ -30,6 +30,21 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   }
 }
 
+// The LSE of the thread's two rows (one thread per quad writes them); arguments as for
+// store_output below.
+__device__ __forceinline__ void store_lse(const AttnArgs& a, const float (&lse)[2], int32_t b,
+                                          int32_t h, int32_t m0, int row0, int t,
+                                          int32_t seq_row0, int32_t len_q) {
+  if (a.lse == nullptr || t != 0) return;
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    const int seq_row = m0 + row0 + 8 * r;
+    if (seq_row >= len_q) continue;
+    a.lse[int64_t(b) * a.lse_batch_stride + int64_t(h) * a.lse_head_stride +
+          (int64_t(seq_row0) + seq_row) * a.lse_row_stride] = lse[r];
+  }
+}
+
 // Wide stores (AttnArgs::o_wide): the four threads of a quad hold the four column pairs of each
 // 8-column group; a 4 x 4 transpose across the quad (two rounds of two shuffles) gives thread t
 // all eight columns of group 4 q + t, stored as one 16-byte write. A warp's store then covers 64
@@ -91,11 +106,24 @@ __device__ __forceinline__ void store_output(const AttnArgs& a, const TO& o, con
         *reinterpret_cast<uint32_t*>(dst + 8 * j) = pack2<Element>(o(4 * j + 2 * r), o(4 * j + 2 * r + 1));
       }
     }
-    if (in_seq && a.lse != nullptr && t == 0) {
-      a.lse[int64_t(b) * a.lse_batch_stride + int64_t(h) * a.lse_head_stride +
-            row * a.lse_row_stride] = lse[r];
-    }
   }
+  store_lse(a, lse, b, h, m0, row0, t, seq_row0, len_q);
+}
+
+// Copy-engine output stores (AttnArgs::o_tma, kernel.cuh): the thread's fragment, rounded to
+// the input type, into its warpgroup's 64-row staging tile sO (the swizzled layout the copy
+// engine reads; two adjacent columns share a 16-byte chunk, so each pair is one 4-byte store,
+// and the 8 rows of a warp's store fall on 8 different chunks: no bank conflict). row: the
+// thread's first row within the warpgroup's 64.
+template <class Element, class TO, class SO>
+__device__ __forceinline__ void stage_output(const TO& o, SO& sO, int row, int t) {
+  constexpr int kGroups = decltype(cute::size(o))::value / 4;
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r)
+    CUTE_UNROLL
+    for (int j = 0; j < kGroups; ++j)
+      *reinterpret_cast<uint32_t*>(&sO(row + 8 * r, 8 * j + 2 * t)) =
+          pack2<Element>(o(4 * j + 2 * r), o(4 * j + 2 * r + 1));
 }
 
 }  // namespace sm90_attention

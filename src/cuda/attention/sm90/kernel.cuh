@@ -47,9 +47,39 @@ struct AttentionKernel {
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
 
+  // Copy-engine output stores (AttnArgs::o_tma): each consumer warpgroup writes its 64 rows of
+  // O, rounded, into a staging tile and one thread stores it with the copy engine, which the
+  // warpgroup does not wait for. The staging tiles lie in a V-ring stage that both warpgroups
+  // are done with (the one before the last; its release is waited for on the ring's empty
+  // barrier), which the producer refills only after `o_free` (both warpgroups' stores have read
+  // their staging) for the next work tile's first V. The 128 rows fit in one stage where the
+  // key tile is at least 128 rows (head_dim <= 128). Batched problems only (varlen rows past a
+  // sequence belong to the next one); the KV-cache instantiation keeps the register stores.
+  static constexpr bool kTmaStore = !kCache && kHeadDim <= 128;
+  static_assert(!kTmaStore || (kBlockN >= kBlockM && Mainloop::kStages >= 2),
+                "the output staging must fit in a V stage that is not the last one read");
+  using SmemLayoutOHalf = decltype(cute::tile_to_shape(
+      typename Mainloop::AtomK{}, cute::Shape<cute::_64, cute::Int<kHeadDim>>{}));
+  static auto gmem_o(Element* ptr, typename Mainloop::ShapeG shape,
+                     typename Mainloop::StrideRowMajor stride) {
+    return cute::make_tensor(cute::make_gmem_ptr(ptr), cute::make_layout(shape, stride));
+  }
+  using TmaO = decltype(cute::make_tma_copy(cute::SM90_TMA_STORE{},
+                                            gmem_o(nullptr, typename Mainloop::ShapeG{},
+                                                   typename Mainloop::StrideRowMajor{}),
+                                            SmemLayoutOHalf{}));
+  template <bool kWith, class Dummy = void>
+  struct OStore {};
+  template <class Dummy>
+  struct OStore<true, Dummy> {
+    TmaO tma_o;
+    typename Mainloop::ShapeG shape_o;
+  };
+
   struct Params {
     typename Mainloop::Params mainloop;
     AttnArgs args;
+    OStore<kTmaStore> o_store;  // last: the parameter block otherwise keeps its layout
   };
 
   struct SharedStorage {
@@ -58,6 +88,7 @@ struct AttentionKernel {
     typename Mainloop::Pipeline::SharedStorage pipe_v;
     alignas(8) uint64_t q_full;
     alignas(8) uint64_t q_empty;
+    alignas(8) uint64_t o_free;  // copy-engine output stores: both staging tiles read out
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage));
   static_assert(kSmemBytes <= smem_bytes_for(kHeadDim, kBlockN), "launch.h's shared-memory bound is too low");
@@ -84,6 +115,10 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     Mainloop::prefetch_descriptors(params.mainloop);
     cutlass::arch::ClusterTransactionBarrier::init(&smem.q_full, 1);
     cutlass::arch::ClusterBarrier::init(&smem.q_empty, 256);
+    cutlass::arch::ClusterBarrier::init(&smem.o_free, 2);
+    if constexpr (Kernel::kTmaStore) {
+      if (a.o_tma) cute::prefetch_tma_descriptor(params.o_store.tma_o.get_tma_descriptor());
+    }
   }
 
   typename Pipeline::Params pp;
@@ -108,9 +143,10 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         if (w.empty) continue;
         // Q of the previous tile released by both consumer warpgroups.
         if (iter > 0) cutlass::arch::ClusterBarrier::wait(&smem.q_empty, (iter - 1) & 1);
+        const uint64_t* o_free = Kernel::kTmaStore && a.o_tma && iter > 0 ? &smem.o_free : nullptr;
         Mainloop::load(params.mainloop, a, pipe_k, pipe_v, write_k, write_v, smem.mainloop,
                        &smem.q_full, w.m_block, w.h, w.hk, w.b, w.row0_q, w.row0_k, w.n_min,
-                       w.n_max);
+                       w.n_max, o_free, (iter - 1) & 1);
         ++iter;
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
@@ -175,6 +211,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     const bool raw = !a.softcap && a.scale_log2 > 0.0f;
     const float scale = raw ? a.scale_log2 : 1.0f;
     typename Mainloop::PipelineState read_k, read_v;  // stage 0, phase 0
+    int64_t v_reads = 0;  // V tiles consumed so far (one ring release each)
     int iter = 0;
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
       const WorkTile w = scheduler.tile(t);
@@ -271,9 +308,45 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         }
       }
       release_q();  // no-op when the mainloop released Q already
+      v_reads += w.n_max - w.n_min;
       float lse[2];
       softmax.finalize(tOrO, lse);
-      store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
+      bool stored = false;
+      if constexpr (Kernel::kTmaStore) {
+        if (a.o_tma) {
+          // The V stage read before the last one (stage 1 while only one has been read):
+          // wait until both warpgroups have released it.
+          int stage = 1;
+          if (v_reads >= 2) {
+            const int64_t use = v_reads - 2;
+            stage = int(use % Mainloop::kStages);
+            smem.pipe_v.empty_barrier_[stage].wait(uint32_t((use / Mainloop::kStages) & 1));
+          }
+          Tensor sO = make_tensor(
+              make_smem_ptr(smem.mainloop.v.data() + (int64_t(stage) * kBlockN + wg * 64) * Mainloop::kHeadDim),
+              typename Kernel::SmemLayoutOHalf{});
+          // The warpgroup's previous store has read its staging: its issuing thread waited for
+          // that before arriving here (tiles without a key read no V, so nothing else orders it).
+          cutlass::arch::NamedBarrier::sync(128, 4 + wg);
+          stage_output<Element>(tOrO, sO, row0 - wg * 64, quad_t);
+          cutlass::arch::fence_view_async_shared();  // visible to the copy engine ...
+          cutlass::arch::NamedBarrier::sync(128, 4 + wg);  // ... from every thread of the warpgroup
+          if (mma_thread % 128 == 0) {
+            auto& tma_o = params.o_store.tma_o;
+            Tensor mO = tma_o.get_tma_tensor(params.o_store.shape_o);
+            Tensor gO = local_tile(mO(_, _, w.h, w.b), Shape<_64, Int<Mainloop::kHeadDim>>{},
+                                   make_coord(w.m_block * 2 + wg, _0{}));
+            auto co = tma_o.get_slice(_0{});
+            copy(tma_o, co.partition_S(sO), co.partition_D(gO));
+            tma_store_arrive();
+            tma_store_wait<0>();  // the staging has been read: the producer may refill it
+            cutlass::arch::ClusterBarrier::arrive(&smem.o_free);
+          }
+          store_lse(a, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
+          stored = true;
+        }
+      }
+      if (!stored) store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
       ++iter;
     }
   }

@@ -43,6 +43,22 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
               descriptor_encoded(params.mainloop.tma_kb.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) &&
               descriptor_encoded(params.mainloop.tma_vb.get_tma_descriptor(), sizeof(cute::TmaDescriptor));
   }
+  if constexpr (Kernel::kTmaStore) {
+    if (a.o_tma) {
+      using namespace cute;
+      params.o_store.shape_o = typename Kernel::Mainloop::ShapeG{a.tma_rows_q, a.head_dim, a.nheads, a.tma_batch};
+      // The copy engine wants a legal stride even along a dimension it never advances.
+      auto legal = [](int64_t stride, int64_t extent) { return extent <= 1 ? int64_t(8) : stride; };
+      auto o = Kernel::gmem_o(
+          static_cast<Element*>(a.out), params.o_store.shape_o,
+          typename Kernel::Mainloop::StrideRowMajor{legal(a.o_row_stride, a.tma_rows_q), _1{},
+                                                    legal(a.o_head_stride, a.nheads),
+                                                    legal(a.o_batch_stride, a.tma_batch)});
+      params.o_store.tma_o = make_tma_copy(SM90_TMA_STORE{}, o, typename Kernel::SmemLayoutOHalf{});
+      encoded = encoded && descriptor_encoded(params.o_store.tma_o.get_tma_descriptor(),
+                                              sizeof(cute::TmaDescriptor));
+    }
+  }
   if (!encoded) {
     return set_error(FK_ERROR_INTERNAL,
                      "cuda.sm90.attention: the driver refused a tensor-map descriptor");

@@ -118,6 +118,10 @@ struct AttnArgs {
   // FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the 4-byte pairs of the fragment, for diagnosis).
   // Legal wherever the kernel runs: out is 16-byte aligned and its strides multiples of 8.
   int32_t o_wide = 1;
+  // Output tiles written by the copy engine from shared memory (kernel.cuh, kTmaStore: the
+  // plain kernel at head_dim <= 128, batched problems), only where
+  // FLASHKIT_SM90_ATTENTION_TMA_STORE=1 asks for it.
+  int32_t o_tma = 0;
 };
 
 // One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.

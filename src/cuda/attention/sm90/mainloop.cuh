@@ -313,13 +313,16 @@ struct Mainloop {
   // tensors (any row: the copy engine takes unaligned box coordinates); rows past the sequence
   // belong to the next one and are masked (keys) or not stored (queries) by the consumers.
   // `p` must live in the kernel's __grid_constant__ parameter (the copy engine reads the
-  // descriptors from there).
+  // descriptors from there). o_free (copy-engine output stores, kernel.cuh): the previous work
+  // tile's output staging, which lies in the V ring, must have been read out (phase o_phase)
+  // before the first V tile of this one is loaded; nullptr: nothing to wait for.
   __device__ __forceinline__ static void load_plain(const Params& p, Pipeline& pipe_k, Pipeline& pipe_v,
                                               PipelineState& write_k, PipelineState& write_v,
                                               SharedStorage& smem, uint64_t* q_full,
                                               int32_t m_block, int32_t h, int32_t hk, int32_t b,
                                               int32_t row0_q, int32_t row0_k,
-                                              int32_t n_min, int32_t n_max) {
+                                              int32_t n_min, int32_t n_max,
+                                              const uint64_t* o_free, int o_phase) {
     using namespace cute;
     Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), SmemLayoutQ{});
     Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), SmemLayoutK{});
@@ -350,6 +353,7 @@ struct Mainloop {
       copy(p.tma_k.with(*pipe_k.producer_get_barrier(write_k), 0), tKgK(_, _, _, n),
            tKsK(_, _, _, write_k.index()));
       ++write_k;
+      if (o_free != nullptr && n == n_max - 1) cutlass::arch::ClusterBarrier::wait(o_free, o_phase);
       pipe_v.producer_acquire(write_v);
       copy(p.tma_v.with(*pipe_v.producer_get_barrier(write_v), 0), tVgV(_, _, _, n),
            tVsV(_, _, _, write_v.index()));
@@ -358,20 +362,22 @@ struct Mainloop {
   }
 
   // The producer's loads of one work tile: load_cache where the kernel reads KV caches, else
-  // load_plain (b: the sequence; varlen tensors are one batch entry, rows from row0_q/row0_k).
+  // load_plain (b: the sequence; varlen tensors are one batch entry, rows from row0_q/row0_k;
+  // o_free / o_phase: see load_plain).
   __device__ __forceinline__ static void load(const Params& p, const AttnArgs& a,
                                               Pipeline& pipe_k, Pipeline& pipe_v,
                                               PipelineState& write_k, PipelineState& write_v,
                                               SharedStorage& smem, uint64_t* q_full,
                                               int32_t m_block, int32_t h, int32_t hk, int32_t b,
                                               int32_t row0_q, int32_t row0_k,
-                                              int32_t n_min, int32_t n_max) {
+                                              int32_t n_min, int32_t n_max,
+                                              const uint64_t* o_free, int o_phase) {
     if constexpr (kCache) {
       load_cache(p, a, pipe_k, pipe_v, write_k, write_v, smem, q_full, m_block, h, hk, b, n_min,
                  n_max);
     } else {
       load_plain(p, pipe_k, pipe_v, write_k, write_v, smem, q_full, m_block, h, hk,
-                 a.cu_seqlens_q != nullptr ? 0 : b, row0_q, row0_k, n_min, n_max);
+                 a.cu_seqlens_q != nullptr ? 0 : b, row0_q, row0_k, n_min, n_max, o_free, o_phase);
     }
   }
 
