@@ -16,13 +16,15 @@
 // at launch. setmaxnreg.inc only takes registers this CTA's own warps gave back, so a producer
 // count of 48 (which would still fit the SM's 64K) hangs the consumers at their setmaxnreg.
 //
-// Status on the H200 (benchmarks/RESULTS.md, "Branch attn6"): 0.62-0.98x cuDNN 9.19 over the
-// standard grid (median 0.87), worst at short sequences and causal. Tried there and removed: an
-// L2 prefetch of the producer's next work tile (Q and first K/V tiles; 2-21% slower, issued
-// between the Q-released wait and the Q load), a quarter of head_dim 64's exp2 on the FMA pipe
-// (no gain). Kept: causal head sections (tile_scheduler.cuh; +8-29% measured at short causal
-// head_dim 128/256). Next suspect: the epilogue (~40% of a 512-key tile is tile-boundary
-// cost, estimated from timings).
+// Status on the H200 (benchmarks/RESULTS.md, "Output stores of the Hopper attention kernel"):
+// 0.72-1.04x cuDNN 9.19 over the standard grid (median 0.90), worst at head_dim 64 and short
+// causal head_dim 256. Tried and removed (RESULTS, "Branch attn6" and "attn7"): an L2 prefetch of
+// the next work tile, a quarter of head_dim 64's exp2 on the FMA pipe, a second Q buffer, the
+// epilogue chained after the next tile's first S GEMM. Kept: causal head sections
+// (tile_scheduler.cuh), 16-byte output stores (epilogue.cuh), and the optional copy-engine
+// output stores below (off by default: no faster). Register allocation matters as much as any
+// of these: the same head_dim 128 kernel measured 1.03-1.20x slower when ptxas put spill reloads
+// inside the key-tile loop; tests/sass/check_sass.py keeps them out of it at head_dim <= 128.
 #pragma once
 
 #include <cute/tensor.hpp>
