@@ -103,6 +103,10 @@ run_cpp_suite() {
     grep -v '^flashkit tests: ' | sed -e '/^$/d' -e 's/^ *//' > "$names"
   local total
   total=$(wc -l < "$names")
+  if [ "$total" -eq 0 ]; then
+    echo "test cases: 0 listed: no test matched '${filter:-<all>}' (or $bin did not run)" | tee "$out/gpu_tests.log"
+    return 1
+  fi
   [ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
   local i pids=() rcs=0
   for ((i = 0; i < jobs; i++)); do
@@ -114,33 +118,41 @@ run_cpp_suite() {
     pids+=("$!:$i")
   done
   local p
+  local -A shard_rc=()
   for p in "${pids[@]}"; do
-    wait "${p%%:*}" || rcs=$((rcs + 1))
+    wait "${p%%:*}"
+    shard_rc[${p##*:}]=$?
   done
   local cases=0 failed_cases=0 asserts=0 line
   : > "$out/gpu_tests.log"
   for p in "${pids[@]}"; do
     i=${p##*:}
-    echo "==== shard $i ====" >> "$out/gpu_tests.log"
+    echo "==== shard $i ($(head -n 1 "$out/gpu_tests_$i.log")) ====" >> "$out/gpu_tests.log"
     cat "$out/gpu_tests_$i.log" >> "$out/gpu_tests.log"
     line=$(grep -E '^(All tests passed|test cases:)' "$out/gpu_tests_$i.log" | tail -n 1)
-    echo "shard $i: ${line:-no summary (crashed?)}"
-    [ -n "$line" ] || rcs=$((rcs + 1))
+    echo "shard $i: ${line:-no summary (crashed?)} (exit ${shard_rc[$i]})"
+    # One count per failed shard: a nonzero exit or no summary line.
+    if [ "${shard_rc[$i]}" -ne 0 ] || [ -z "$line" ]; then rcs=$((rcs + 1)); fi
     if [[ $line == All* ]]; then
       asserts=$((asserts + $(echo "$line" | grep -oE '[0-9]+ assertion' | grep -oE '[0-9]+' || echo 0)))
       cases=$((cases + $(echo "$line" | grep -oE '[0-9]+ test case' | grep -oE '[0-9]+' || echo 0)))
     elif [ -n "$line" ]; then
       # "test cases: N | P passed | F failed" (the assertions line follows it)
       cases=$((cases + $(echo "$line" | sed -E 's/test cases: *([0-9]+).*/\1/')))
-      failed_cases=$((failed_cases + $(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || echo 0)))
+      failed_cases=$((failed_cases + $(echo "$line" | grep -oE '\| [0-9]+ failed' | grep -oE '[0-9]+' | head -n 1 || echo 0)))
     fi
   done
+  if [ $rcs -eq 0 ] && [ "$cases" -ne "$total" ]; then
+    # A name Catch2 could not match from the -f file is left out without an error.
+    echo "test cases: $cases ran of $total listed: some listed cases did not run" | tee -a "$out/gpu_tests.log"
+    return 1
+  fi
   if [ $rcs -eq 0 ]; then
     echo "All tests passed ($asserts assertions in $cases test cases; $total listed, $jobs shards)" | tee -a "$out/gpu_tests.log"
   else
     echo "test cases: $cases | $failed_cases failed ($total listed, $jobs shards, $rcs shards failed)" | tee -a "$out/gpu_tests.log"
   fi
-  return $rcs
+  [ $rcs -eq 0 ]
 }
 
 run_checks() {
@@ -162,9 +174,18 @@ run_checks() {
   fi
   if [ $rc -ne 0 ]; then
     # The failing cases on stdout: a tool that returns only the output tail still shows them.
-    echo "==== failing C++ GPU cases (seed: first line of gpu_tests.log) ===="
-    head -n 1 "$out/gpu_tests.log"
+    echo "==== failing C++ GPU cases (each shard's seed: its ==== line in gpu_tests.log) ===="
+    grep -E '^==== shard' "$out/gpu_tests.log"
     grep -E -B 7 -A 14 ': FAILED:|fatal error condition' "$out/gpu_tests.log" | grep -E -v '^(-{79}|\.{79})$' | head -n 60
+  fi
+  if [ "${FK_GPU_CHECK_CPP:-1}" = 1 ]; then
+    # The Hopper attention kernel's optional copy-engine output stores (read once per process,
+    # so a process of their own): its C++ cases, and memcheck on its small ones.
+    FLASHKIT_SM90_ATTENTION_TMA_STORE=1 "$stage/bin/flashkit_tests_gpu" "[attention][sm90]" \
+      >"$out/gpu_tests_tma_store.log" 2>&1
+    local trc=$?
+    record "C++ [attention][sm90], TMA stores" "$([ $trc -eq 0 ] && echo PASS || echo "FAIL (rc $trc)") $(grep -E '^(All tests passed|test cases:)' "$out/gpu_tests_tma_store.log" | tail -n 1)"
+    [ $trc -eq 0 ] || grep -E -B 7 -A 14 ': FAILED:' "$out/gpu_tests_tma_store.log" | head -n 40
   fi
 
   if [ "${FK_GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
@@ -174,6 +195,10 @@ run_checks() {
       local src=$?
       record "compute-sanitizer $tool" "$([ $src -eq 0 ] && echo PASS || echo "FAIL (rc $src, see sanitizer_$tool.log)") $(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.log" | tail -n 1)"
     done
+    FLASHKIT_SM90_ATTENTION_TMA_STORE=1 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$stage/bin/flashkit_tests_gpu" "[sm90][sanitize]" >"$out/sanitizer_memcheck_tma_store.log" 2>&1
+    local mrc=$?
+    record "memcheck [sm90][sanitize], TMA stores" "$([ $mrc -eq 0 ] && echo PASS || echo "FAIL (rc $mrc)") $(grep -E 'ERROR SUMMARY' "$out/sanitizer_memcheck_tma_store.log" | tail -n 1)"
   fi
 
   if [ "${FK_GPU_CHECK_PYTHON:-1}" = 1 ] && [ -d "$stage/python/flashkit" ]; then

@@ -61,7 +61,7 @@ fk_install_deps() {
   if [ "$profile" = test ] && { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
     if ! { command -v cuobjdump >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/cuobjdump ]; } ||
        ! { command -v nvdisasm >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvdisasm ]; }; then
-      if ! "$py" -c "import glob,site,sys; sys.exit(not all(any(glob.glob(p + '/nvidia/*/bin/' + t) for p in site.getsitepackages()) for t in ('cuobjdump', 'nvdisasm')))" 2>/dev/null; then
+      if ! "$py" -c "import glob,site,sys; sys.exit(not all(any(glob.glob(p + '/nvidia/*/bin/' + t) for p in site.getsitepackages() + [site.getusersitepackages()]) for t in ('cuobjdump', 'nvdisasm')))" 2>/dev/null; then
         fk_log "installing cuobjdump and nvdisasm (pip: nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)"
         "$py" -m pip install -q --disable-pip-version-check --root-user-action=ignore \
           nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm

@@ -139,9 +139,11 @@ TEST_CASE("sm90 attention: more tiles than SMs (persistent loop)", "[gpu][attent
 TEST_CASE("sm90 attention: persistent loop small case for the sanitizers",
           "[gpu][attention][sm90][sanitize]") {
   if (!have_sm90()) return;
-  // More tiles than SMs, so each CTA reuses its output staging (copy-engine stores at head_dim
-  // <= 128: a V-ring stage, refilled only after the stores have read it). The causal case with
-  // seqlen_q > seqlen_k gives whole tiles with no key between tiles with keys (no V read there).
+  // More tiles than SMs, so each CTA walks several work tiles. With the optional copy-engine
+  // output stores (FLASHKIT_SM90_ATTENTION_TMA_STORE=1, which scripts/gpu-check.sh sets for a
+  // pass of its own) each CTA reuses its output staging (a V-ring stage, refilled only after the
+  // stores have read it); the causal case with seqlen_q > seqlen_k gives a CTA a tile with keys
+  // and then tiles with none (no V read there), the order the first version raced on.
   Case c = sm90_case(3, 300, 200, 16, 4, 128, DT::BF16);  // 3 x 16 x 3 = 144 tiles
   run_case(sm90(), c, 7110);
   Case d = sm90_case(3, 300, 40, 16, 4, 96, DT::F16);
@@ -152,6 +154,20 @@ TEST_CASE("sm90 attention: persistent loop small case for the sanitizers",
   e.pr.wl = 37;
   e.pr.wr = 5;
   run_case(sm90(), e, 7112);
+}
+
+TEST_CASE("sm90 attention: head_dim 64 over long keys (192-key tiles)", "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // Unmasked head_dim <= 64 with at least 4096 keys (the longest sequence under varlen) runs
+  // the 192-key tiles: ragged ends, GQA, softcap, a padded head_dim, fp16 and bf16.
+  Case c = sm90_case(2, 300, 4500, 8, 2, 64, DT::BF16);
+  run_case(sm90(), c, 7160);
+  Case d = sm90_case(1, 130, 5000, 4, 4, 40, DT::F16);  // 40 -> 64
+  d.pr.softcap = 20;
+  d.with_lse = false;
+  run_case(sm90(), d, 7161);
+  Case v = sm90_varlen({3, 200, 0, 70}, {4100, 9, 5, 4301}, 4, 1, 64, DT::BF16);
+  run_case(sm90(), v, 7162);
 }
 
 TEST_CASE("sm90 attention: causal tile order in L2-sized head sections", "[gpu][attention][sm90]") {

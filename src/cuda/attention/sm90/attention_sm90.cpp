@@ -9,7 +9,7 @@
 // causal, sliding window, softcap and LSE; provided the copy engine can read Q, K and V: 16-byte
 // aligned base pointers and row, head and batch strides that are multiples of 8 elements (a
 // stride whose extent is 1 is never used and is not checked; varlen has no batch stride), below
-// 2^40 bytes; the output needs the same alignment (4-byte pair stores). Everything else is
+// 2^40 bytes; the output needs the same alignment (16-byte stores, or the copy engine). Everything else is
 // declined and the next row (cuda.sm80.attention) takes it.
 #include "cuda/attention/sm90/attention_sm90.h"
 
@@ -48,7 +48,8 @@ int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : st
 // FLASHKIT_SM90_ATTENTION_SECTIONS=0 walks masked problems longest tile first over all heads at
 // once; FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the output as 4-byte pairs;
 // FLASHKIT_SM90_ATTENTION_TMA_STORE=1 has the copy engine write it from shared memory at
-// head_dim <= 128 (kernel.cuh; measured no faster than the register stores, so off by default).
+// head_dim <= 128 (kernel.cuh; measured no faster than the register stores, slower at head_dim
+// 128, so off by default).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');

@@ -48,7 +48,8 @@ __device__ __forceinline__ void store_lse(const AttnArgs& a, const float (&lse)[
 // Wide stores (AttnArgs::o_wide): the four threads of a quad hold the four column pairs of each
 // 8-column group; a 4 x 4 transpose across the quad (two rounds of two shuffles) gives thread t
 // all eight columns of group 4 q + t, stored as one 16-byte write. A warp's store then covers 64
-// contiguous bytes of each of its 8 rows (two whole 32-byte sectors) instead of 16, in a quarter
+// contiguous bytes of each of its 8 rows (two whole 32-byte sectors where rows start on a
+// 32-byte boundary) instead of 16, in a quarter
 // as many instructions. Every lane runs the shuffles; only the stores are predicated.
 // v[k]: thread t's pair of group 4 q + k; returns, in w[s], thread s's pair of group 4 q + t.
 __device__ __forceinline__ void quad_transpose(const uint32_t (&v)[4], uint32_t (&w)[4], int t) {

@@ -23,7 +23,7 @@
 // epilogue chained after the next tile's first S GEMM. Kept: causal head sections
 // (tile_scheduler.cuh), 16-byte output stores (epilogue.cuh), and the optional copy-engine
 // output stores below (off by default: no faster). Register allocation matters as much as any
-// of these: the same head_dim 128 kernel measured 1.03-1.20x slower when ptxas put spill reloads
+// of these: the same head_dim 128 kernel measured 1.02-1.20x slower when ptxas put spill reloads
 // inside the key-tile loop; tests/sass/check_sass.py keeps them out of it at head_dim <= 128.
 #pragma once
 

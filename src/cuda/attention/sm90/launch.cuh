@@ -73,12 +73,16 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
 
 // The plain kernel, or its KV-cache instantiation where the call reads a cache (AttnArgs::
 // seqused_k / block_table); caches take the masked key-tile width (launch.h), so that pages hold
-// whole tiles of it.
+// whole tiles of it. Unmasked head_dim 64 calls over at least kLongKeys keys take 192-key tiles.
 template <class Element, int kHeadDim>
 fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
   if (a.seqused_k != nullptr || a.block_table != nullptr)
     return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, true), true>(a, stream);
   const bool masked = a.window_left >= 0 || a.window_right >= 0;
+  if constexpr (block_n_long_for(kHeadDim) != block_n_for(kHeadDim, false)) {
+    if (!masked && a.seqlen_k >= kLongKeys)
+      return launch_kernel<Element, kHeadDim, block_n_long_for(kHeadDim), false>(a, stream);
+  }
   if constexpr (block_n_for(kHeadDim, true) != block_n_for(kHeadDim, false)) {
     if (!masked) return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, false), false>(a, stream);
   }

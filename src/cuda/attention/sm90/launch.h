@@ -24,6 +24,13 @@ constexpr int kBlockM = 128;
 constexpr int block_n_for(int head_dim, bool masked) {
   return head_dim <= 96 ? 128 : head_dim <= 128 ? (masked ? 128 : 176) : head_dim <= 192 ? 112 : 80;
 }
+// head_dim 64, nothing masked, at least kLongKeys keys (the longest sequence under varlen):
+// 192-key tiles. On the H200 they measured 1.06-1.07x at 8k and 16k keys, 1.00x at 2k, and
+// 0.87-0.90x at 512 and 1k (benchmarks/RESULTS.md, "head_dim 64: 192-key tiles for long keys").
+constexpr int kLongKeys = 4096;
+constexpr int block_n_long_for(int head_dim) {
+  return head_dim <= 64 ? 192 : block_n_for(head_dim, false);
+}
 // The kernel's head_dim for a problem's (a multiple of 8 up to 256): Q, K and V come in through
 // the copy engine with zeros past the real head_dim (its out-of-bounds fill), so S = Q K^T is
 // exact and the padded columns of O are zero and never stored.
@@ -38,10 +45,11 @@ constexpr int64_t smem_bytes_for(int head_dim, int block_n) {
          2048;
 }
 constexpr int64_t smem_bytes_for(int head_dim) {
-  return smem_bytes_for(head_dim, block_n_for(head_dim, false)) >
-                 smem_bytes_for(head_dim, block_n_for(head_dim, true))
-             ? smem_bytes_for(head_dim, block_n_for(head_dim, false))
-             : smem_bytes_for(head_dim, block_n_for(head_dim, true));
+  const int64_t plain = smem_bytes_for(head_dim, block_n_for(head_dim, false));
+  const int64_t masked = smem_bytes_for(head_dim, block_n_for(head_dim, true));
+  const int64_t longer = smem_bytes_for(head_dim, block_n_long_for(head_dim));
+  const int64_t two = plain > masked ? plain : masked;
+  return two > longer ? two : longer;
 }
 
 struct AttnArgs {
