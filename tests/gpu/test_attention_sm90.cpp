@@ -170,6 +170,18 @@ TEST_CASE("sm90 attention: head_dim 64 over long keys (192-key tiles)", "[gpu][a
   run_case(sm90(), v, 7162);
 }
 
+TEST_CASE("sm90 attention: causal over long keys (wide key tiles)", "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // Causal calls over >= 8192 keys run the unmasked tile width (192 keys at head_dim 64, 176 at
+  // 128): diagonal tiles, bottom-right alignment with seqlen_q < seqlen_k, GQA, ragged ends.
+  Case c = sm90_case(2, 200, 8300, 4, 2, 64, DT::BF16);
+  c.pr.causal = true;
+  run_case(sm90(), c, 7170);
+  Case d = sm90_case(1, 330, 9001, 2, 1, 128, DT::F16);
+  d.pr.causal = true;
+  run_case(sm90(), d, 7171);
+}
+
 TEST_CASE("sm90 attention: causal tile order in L2-sized head sections", "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
   // 2048 keys at head_dim 128 are 1 MiB of K and V per KV head: with a 50-60 MiB L2 the

@@ -78,7 +78,7 @@ template <class Element, int kHeadDim>
 fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
   if (a.seqused_k != nullptr || a.block_table != nullptr)
     return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, true), true>(a, stream);
-  const bool masked = a.window_left >= 0 || a.window_right >= 0;
+  const bool masked = (a.window_left >= 0 || a.window_right >= 0) && !a.wide_masked;
   if constexpr (block_n_long_for(kHeadDim) != block_n_for(kHeadDim, false)) {
     if (!masked && a.seqlen_k >= kLongKeys)
       return launch_kernel<Element, kHeadDim, block_n_long_for(kHeadDim), false>(a, stream);

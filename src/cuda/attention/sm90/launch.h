@@ -130,6 +130,9 @@ struct AttnArgs {
   // plain kernel at head_dim <= 128, batched problems), only where
   // FLASHKIT_SM90_ATTENTION_TMA_STORE=1 asks for it.
   int32_t o_tma = 0;
+  // Causal calls over long keys on the unmasked key-tile width (launch.cuh; see
+  // attention_sm90.cpp for when).
+  int32_t wide_masked = 0;
 };
 
 // One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.
