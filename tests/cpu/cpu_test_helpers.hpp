@@ -122,8 +122,14 @@ inline void check_close(const HostTensor& got, const std::vector<double>& ref, D
             << fktest::rel_tol(dt) * slack << "), max_abs " << s.max_abs << " (magnitude "
             << mag << ", tol " << max_abs_tol(dt) * slack * std::max(1.0, mag)
             << "), nan/inf mismatch " << s.has_nan << ", seed " << fktest::test_seed());
+  // fp16 stores values below 2^-14 as subnormals, in absolute steps of 2^-24: an output of
+  // magnitude ~1e-6 then carries a relative error of about 1% however exact the arithmetic (a
+  // fuzzed K = 1 GEMM with a small alpha did). Within one such step of the reference everywhere
+  // is as close as the dtype can be, so that passes the relative bound too.
+  const double step = dt == DT::F16 ? std::ldexp(1.0, -24) : 0.0;
+  INFO("fp16 subnormal step " << step);
   CHECK_FALSE(s.has_nan);
-  CHECK(rel <= fktest::rel_tol(dt) * slack);
+  CHECK((rel <= fktest::rel_tol(dt) * slack || s.max_abs <= step));
   CHECK(s.max_abs <= max_abs_tol(dt) * slack * std::max(1.0, mag));
 }
 
