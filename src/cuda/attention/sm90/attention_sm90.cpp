@@ -39,8 +39,6 @@ bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 =
 bool stride_ok(int64_t stride, int64_t extent) {
   return extent <= 1 || (stride > 0 && stride % 8 == 0 && stride < kMaxTmaStride);
 }
-// The copy engine wants a legal stride even along a dimension it never advances.
-int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : stride; }
 
 // Diagnostic overrides, each read once per process: FLASHKIT_SM90_ATTENTION_OVERLAP=0 runs the
 // consumers' plain S / softmax / P V order instead of the overlapped one;

@@ -47,13 +47,11 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
     if (a.o_tma) {
       using namespace cute;
       params.o_store.shape_o = typename Kernel::Mainloop::ShapeG{a.tma_rows_q, a.head_dim, a.nheads, a.tma_batch};
-      // The copy engine wants a legal stride even along a dimension it never advances.
-      auto legal = [](int64_t stride, int64_t extent) { return extent <= 1 ? int64_t(8) : stride; };
       auto o = Kernel::gmem_o(
           static_cast<Element*>(a.out), params.o_store.shape_o,
-          typename Kernel::Mainloop::StrideRowMajor{legal(a.o_row_stride, a.tma_rows_q), _1{},
-                                                    legal(a.o_head_stride, a.nheads),
-                                                    legal(a.o_batch_stride, a.tma_batch)});
+          typename Kernel::Mainloop::StrideRowMajor{tma_stride(a.o_row_stride, a.tma_rows_q), _1{},
+                                                    tma_stride(a.o_head_stride, a.nheads),
+                                                    tma_stride(a.o_batch_stride, a.tma_batch)});
       params.o_store.tma_o = make_tma_copy(SM90_TMA_STORE{}, o, typename Kernel::SmemLayoutOHalf{});
       encoded = encoded && descriptor_encoded(params.o_store.tma_o.get_tma_descriptor(),
                                               sizeof(cute::TmaDescriptor));
@@ -73,7 +71,8 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
 
 // The plain kernel, or its KV-cache instantiation where the call reads a cache (AttnArgs::
 // seqused_k / block_table); caches take the masked key-tile width (launch.h), so that pages hold
-// whole tiles of it. Unmasked head_dim 64 calls over at least kLongKeys keys take 192-key tiles.
+// whole tiles of it. Unmasked head_dim 64 calls over at least kLongKeys keys take 192-key tiles;
+// wide_masked (long causal calls) counts as unmasked here.
 template <class Element, int kHeadDim>
 fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
   if (a.seqused_k != nullptr || a.block_table != nullptr)

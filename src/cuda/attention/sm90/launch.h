@@ -38,6 +38,8 @@ constexpr int padded_head_dim(int64_t head_dim) {
   return head_dim <= 64 ? 64 : head_dim <= 96 ? 96 : head_dim <= 128 ? 128 : head_dim <= 192 ? 192 : 256;
 }
 constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
+// The copy engine wants a legal stride even along a dimension it never advances (extent 1).
+constexpr int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : stride; }
 // Shared memory of one CTA: Q, the K and V rings, barriers (rounded up generously; the
 // kernel's own static_assert checks its exact size stays below this).
 constexpr int64_t smem_bytes_for(int head_dim, int block_n) {
