@@ -617,6 +617,121 @@ TEST_CASE("sm90 gemm: small skinny case for the sanitizers", "[gpu][gemm][sm90][
   run_schedule(c, 45401, "skinny");
 }
 
+// The decode kernel (decode.cu): M <= 16 rows of A against a weight stored (N, K) (K-major) or
+// (K, N) (MN-major), streamed once. First the table's picks (a weight of at least 8 Mi elements,
+// K >= 1024, the tile width of least waves x width: 16 to 112 rows K-major, 32 to 112 MN-major;
+// M = 17, short K and explicit skinny requests go elsewhere), then the kernel forced
+// (FLASHKIT_SM90_GEMM_DECODE=1) through every tile width, N tails, K tails (K not a multiple
+// of 8, K = 1, a partial 256-k stage), M = 1 to 16 (one or two 8-token halves), every output
+// dtype, bias, ReLU/GELU, alpha, beta C, column-major D, padded leading dimensions and batches
+// with their own or a broadcast weight.
+TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
+          "[gpu][gemm][sm90][decode]") {
+  const DT cds[] = {DT::BF16, DT::F16, DT::F32};
+  struct P {
+    int64_t M, N, K;
+    bool trans_b;
+    const char* schedule;
+  };
+  const P picks[] = {
+      {16, 4096, 4096, true, "decode, 32-row tiles"},    // 128 CTAs
+      {1, 2048, 8192, true, "decode, 16-row tiles"},     // 128 CTAs
+      {9, 8192, 1024, true, "decode, 64-row tiles"},     // tokens 8..15 partly present
+      {4, 14336, 1024, true, "decode, 112-row tiles"},   // 128 CTAs (64-row: 224, two waves)
+      {16, 4096, 4096, false, "decode, 32-row tiles"},   // MN-major weight
+      {12, 8200, 1024, false, "decode, 64-row tiles"},   // MN-major, 129 CTAs, an N tail
+      {16, 14336, 1024, false, "decode, 112-row tiles"}, // MN-major, 128 CTAs
+      {17, 4096, 4096, true, "skinny"},                  // more rows than one 16-token tile
+      {16, 4096, 512, true, "skinny"},                   // K < 1024
+  };
+  int i = 0;
+  for (const P& pk : picks) {
+    Case c;
+    c.M = pk.M;
+    c.N = pk.N;
+    c.K = pk.K;
+    c.trans_b = pk.trans_b;
+    c.ab = (i % 2) ? DT::F16 : DT::BF16;
+    c.cd = cds[i % 3];
+    c.with_bias = (i % 2) == 0;
+    c.act = i % 4;
+    c.alpha = (i % 3) == 1 ? 0.75f : 1.0f;
+    run_schedule(c, 45500 + uint64_t(i++), pk.schedule);
+  }
+  // The kernel forced on shapes the table leaves to the others: tile widths, tails, epilogues.
+  fktest::ScopedEnv force("FLASHKIT_SM90_GEMM_DECODE", "1");
+  struct F {
+    int64_t M, N, K;
+    bool trans_b;
+    const char* schedule;
+  };
+  const F forced[] = {
+      {16, 1000, 1000, true, "decode, 16-row tiles"},  {7, 1030, 264, false, "decode, 32-row tiles"},
+      {1, 7, 8, true, "decode, 16-row tiles"},         {9, 1000, 4096, false, "decode, 32-row tiles"},
+      {16, 300, 2056, true, "decode, 16-row tiles"},   {2, 129, 520, false, "decode, 32-row tiles"},
+      {16, 64, 256, true, "decode, 16-row tiles"},     {3, 5000, 16, true, "decode, 48-row tiles"},
+      {2, 11008, 264, true, "decode, 96-row tiles"},   {3, 10240, 520, true, "decode, 80-row tiles"},
+      {16, 6144, 256, true, "decode, 48-row tiles"},   {16, 1000, 1001, true, "decode, 16-row tiles"},
+      {5, 64, 7, true, "decode, 16-row tiles"},        {7, 1030, 999, false, "decode, 32-row tiles"},
+      {10, 300, 1, true, "decode, 16-row tiles"},      {16, 8192, 300, false, "decode, 64-row tiles"},
+      {2, 11008, 264, false, "decode, 96-row tiles"},  {3, 10240, 520, false, "decode, 80-row tiles"},
+      {16, 6144, 256, false, "decode, 48-row tiles"},  {13, 14000, 1100, false, "decode, 112-row tiles"},
+  };
+  int j = 0;
+  for (const F& f : forced) {
+    Case c;
+    c.M = f.M;
+    c.N = f.N;
+    c.K = f.K;
+    c.trans_b = f.trans_b;
+    c.ab = (j % 2) ? DT::BF16 : DT::F16;
+    c.cd = cds[j % 3];
+    c.with_bias = (j % 3) != 1;
+    c.bias_dt = (j % 2) ? DT::F32 : DT::BF16;
+    c.act = j % 4;
+    c.alpha = (j % 2) ? 1.25f : 1.0f;
+    c.with_c = (j % 4) == 2;
+    c.beta = c.with_c ? -0.5f : 0.0f;
+    c.col_major_d = (j % 4) == 3;
+    c.ld_pad = (j % 3) == 2 ? 8 : 0;
+    run_schedule(c, 45600 + uint64_t(j++), f.schedule);
+  }
+  // Batches of 3 with the weight broadcast (rank 2) or their own, both layouts.
+  for (int b = 0; b < 4; ++b) {
+    Case c;
+    c.batch = 3;
+    c.M = 5;
+    c.N = 520;
+    c.K = 1032;
+    c.trans_b = b < 2;
+    c.broadcast_b = (b % 2) == 0;
+    c.with_bias = true;
+    c.act = 2;
+    c.cd = (b % 2) == 0 ? DT::BF16 : DT::F32;
+    run_schedule(c, 45700 + uint64_t(b), "decode");
+  }
+}
+
+// A small decode case for compute-sanitizer: N and K tails, two token halves, C and bias.
+TEST_CASE("sm90 gemm: small decode case for the sanitizers", "[gpu][gemm][sm90][decode_small]") {
+  fktest::ScopedEnv force("FLASHKIT_SM90_GEMM_DECODE", "1");
+  Case c;
+  c.M = 11;
+  c.N = 70;
+  c.K = 776;
+  c.trans_b = true;
+  c.with_bias = true;
+  c.with_c = true;
+  c.beta = 0.5f;
+  c.act = 1;
+  run_schedule(c, 45800, "decode, 16-row tiles");
+  c.trans_b = false;  // the MN-major weight (ldmatrix.trans), N and K tails
+  c.K = 777;
+  c.with_c = false;
+  c.beta = 0.0f;
+  run_schedule(c, 45801, "decode, 32-row tiles");
+}
+
 TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {
   fkgemm::cases_stream(target(), 0);
 }

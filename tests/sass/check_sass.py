@@ -16,6 +16,11 @@
    it. Every (head_dim 64/96/128, dtype) must have at least one such kernel in LIB, so that a
    renamed or missing kernel fails instead of escaping the rule. A new CUDA toolkit may move the
    spills: then this test fails on purpose, and the kernels need re-timing.
+3. The decode GEMM kernels (gemm_decode_kernel, src/cuda/gemm/sm90/decode.cu) are the exception
+   to rule 1 by design: they stream a weight once for M <= 16 token rows, the tensor cores a few
+   percent busy, so they use warp-level HMMA (mma.sync). They must issue HMMA and touch no local
+   memory at all, and all 13 tile shapes (7 K-major, 6 MN-major) of each 16-bit dtype must be
+   in LIB.
 
 Tools: cuobjdump and nvdisasm from PATH, /usr/local/cuda/bin, or the pip wheels
 nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (scripts/setup-deps.sh installs them). Exits 77
@@ -68,11 +73,12 @@ def main():
         return 1
     names = sorted(set(re.findall(r"-(_Z\w+)\.sm_90a\.elf\.bin", listing.stdout)))
     kernels = [n for n in names if re.search(r"attention_sm90_kernel|gemm_sm90_kernel|gemm_sm90_skinny_kernel", n)]
+    decode = [n for n in names if "gemm_decode_kernel" in n]
     if not kernels:
         print(f"SKIP: no Hopper matrix kernel in {lib} (a build without sm_90a code)")
         return SKIP
 
-    run = subprocess.run([cuobjdump, "--dump-sass", "--function", ",".join(kernels), lib],
+    run = subprocess.run([cuobjdump, "--dump-sass", "--function", ",".join(kernels + decode), lib],
                          capture_output=True, text=True, env=env)
     if run.returncode != 0:
         print(f"FAIL: cuobjdump --dump-sass exited {run.returncode}: {run.stderr.strip()[:300]}")
@@ -111,9 +117,24 @@ def main():
         for dt in ("fp16", "bf16"):
             if (hd, dt) not in spill_rule:
                 failures.append(f"no plain attention kernel for head_dim {hd} / {dt} found (renamed?)")
+    for dt in ("__half", "__nv_bfloat16"):
+        mine = [n for n in decode if dt in n]
+        if len(mine) != 13:
+            failures.append(f"{len(mine)} decode GEMM kernels for {dt} (want 13: renamed or missing?)")
+    for name in decode:
+        body = bodies.get(name)
+        if not body:
+            failures.append(f"{name}: no SASS found")
+            continue
+        checked += 1
+        hmma = sum(1 for l in body if re.search(r"\bHMMA\b", l))
+        local = [l.strip() for l in body if re.search(r"\b(LDL|STL)\b", l)]
+        if not hmma or local:
+            failures.append(f"{name}: {hmma} HMMA, {len(local)} local-memory accesses (want > 0 and 0)")
     for f in failures:
         print("FAIL:", f)
-    print(f"check_sass: {checked} Hopper matrix kernels checked, {len(failures)} failures")
+    print(f"check_sass: {checked} Hopper matrix kernels checked ({len(decode)} decode GEMM), "
+          f"{len(failures)} failures")
     return 1 if failures else 0
 
 

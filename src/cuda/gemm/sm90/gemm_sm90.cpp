@@ -9,6 +9,7 @@
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/scratch.h"
+#include "cuda/gemm/sm90/decode.h"
 #include "cuda/gemm/sm90/gemm_sm90.h"
 #include "cuda/gemm/sm90/heuristics.h"
 #include "cuda/gemm/sm90/launch.h"
@@ -193,6 +194,13 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   return true;
 }
 
+// The decode kernel's switch for this call: FLASHKIT_SM90_GEMM_DECODE, and off when
+// FLASHKIT_SM90_GEMM_SKINNY asks for one of the other kernels explicitly.
+int decode_force() {
+  const int f = decode_override();
+  return (f < 0 && call_overrides().skinny >= 0) ? 0 : f;
+}
+
 }  // namespace
 
 bool gemm_supported(const DeviceCaps& caps, const GemmProblem& p) {
@@ -217,6 +225,7 @@ SplitKBytes splitk_bytes(const GemmArgs& g) {
 }  // namespace
 
 uint64_t gemm_workspace(const DeviceCaps& caps, const GemmProblem& p) {
+  if (decode_pick(caps, p, decode_force()) > 0) return 0;  // no split-K
   GemmArgs g;
   if (!build_args(caps, p, &g) || g.scheduler.splits <= 1) return 0;
   const SplitKBytes b = splitk_bytes(g);
@@ -226,6 +235,13 @@ uint64_t gemm_workspace(const DeviceCaps& caps, const GemmProblem& p) {
 fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
+  // Decode-sized M against a large K-major weight: the weight-streaming kernel (decode.cu).
+  if (const int block_n = decode_pick(*ctx.caps, p, decode_force())) {
+    if (log_enabled(FK_LOG_DEBUG))
+      log_message(FK_LOG_DEBUG, "cuda.sm90.gemm: schedule decode, %d-row tiles, %s weight", block_n,
+                  (p.b_stride_k == 1 || p.K == 1) ? "K-major" : "MN-major");
+    return decode_gemm(ctx, p, block_n);
+  }
   GemmArgs g;
   if (!build_args(*ctx.caps, p, &g)) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.gemm: called for a problem it does not support");

@@ -55,6 +55,13 @@
 // 10 back-to-back calls (host launch gaps out): bf16 0.81-0.83x at M = 16 (43 us against 35:
 // ncu, DRAM at 67% of peak against cuBLAS's 82%), 0.93-0.94x at M = 128; fp8 1.11x and 1.27x.
 // ptxas: 163 (bf16) / 166 (fp8) registers, no spills.
+//
+// Decode kernel (decode.cu, not this file): for M <= 16 token rows of 16-bit A against a weight
+// of at least 8 Mi elements, gemm_sm90.cpp runs a third kernel before consulting the two above
+// (decode_pick): each CTA streams BN (16-112) whole rows (or columns) of the weight through a
+// cp.async ring with the tokens as mma.sync's N, no split-K. It took the skinny kernel's decode
+// shapes: bf16 M = 16 x 8192 x 8192 36.1 us (a @ w.T) and 35.4 us (a @ b) against its 41.2,
+// 0.96x cuBLAS in back-to-back calls (benchmarks/RESULTS.md, "Decode kernel").
 #pragma once
 
 #include <cute/tensor.hpp>
