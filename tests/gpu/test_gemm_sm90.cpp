@@ -713,7 +713,7 @@ TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
 }
 
 // A small decode case for compute-sanitizer: N and K tails, two token halves, C and bias.
-TEST_CASE("sm90 gemm: small decode case for the sanitizers", "[gpu][gemm][sm90][decode_small]") {
+TEST_CASE("sm90 gemm: small decode case for the sanitizers", "[gpu][gemm][sm90][decode_small][sanitize]") {
   fktest::ScopedEnv force("FLASHKIT_SM90_GEMM_DECODE", "1");
   Case c;
   c.M = 11;
