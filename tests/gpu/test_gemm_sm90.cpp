@@ -628,6 +628,12 @@ TEST_CASE("sm90 gemm: small skinny case for the sanitizers", "[gpu][gemm][sm90][
 TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
           "[gpu][gemm][sm90][decode]") {
   const DT cds[] = {DT::BF16, DT::F16, DT::F32};
+  // The widths (and the table's picks) below are those of a 132-SM GPU (the H200); elsewhere
+  // the forced cases check only that the decode kernel ran, the picks only values.
+  int sms = 0, dev = 0;
+  if (cudaGetDevice(&dev) == cudaSuccess)
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  const bool h200 = sms == 132;
   struct P {
     int64_t M, N, K;
     bool trans_b;
@@ -636,7 +642,7 @@ TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
   const P picks[] = {
       {16, 4096, 4096, true, "decode, 32-row tiles"},    // 128 CTAs
       {1, 2048, 8192, true, "decode, 16-row tiles"},     // 128 CTAs
-      {9, 8192, 1024, true, "decode, 64-row tiles"},     // tokens 8..15 partly present
+      {9, 8192, 2048, true, "decode, 64-row tiles"},     // tokens 8..15 partly present
       {4, 14336, 1024, true, "decode, 112-row tiles"},   // 128 CTAs (64-row: 224, two waves)
       {16, 4096, 4096, false, "decode, 32-row tiles"},   // MN-major weight
       {12, 8200, 1024, false, "decode, 64-row tiles"},   // MN-major, 129 CTAs, an N tail
@@ -656,9 +662,15 @@ TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
     c.with_bias = (i % 2) == 0;
     c.act = i % 4;
     c.alpha = (i % 3) == 1 ? 0.75f : 1.0f;
-    run_schedule(c, 45500 + uint64_t(i++), pk.schedule);
+    if (h200)
+      run_schedule(c, 45500 + uint64_t(i++), pk.schedule);
+    else
+      run(c, 45500 + uint64_t(i++));
   }
   // The kernel forced on shapes the table leaves to the others: tile widths, tails, epilogues.
+  // Each width's cases here or above run more 256-k chunks than its ring has stages (K-major /
+  // MN-major: 16: 12 / -, 32: 9 / 9, 48: 7 / 5, 64: 5 / 5, 80 and 96: 4 / 3, 112: 3 / 3), so
+  // every stage is refilled.
   fktest::ScopedEnv force("FLASHKIT_SM90_GEMM_DECODE", "1");
   struct F {
     int64_t M, N, K;
@@ -670,12 +682,12 @@ TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
       {1, 7, 8, true, "decode, 16-row tiles"},         {9, 1000, 4096, false, "decode, 32-row tiles"},
       {16, 300, 2056, true, "decode, 16-row tiles"},   {2, 129, 520, false, "decode, 32-row tiles"},
       {16, 64, 256, true, "decode, 16-row tiles"},     {3, 5000, 16, true, "decode, 48-row tiles"},
-      {2, 11008, 264, true, "decode, 96-row tiles"},   {3, 10240, 520, true, "decode, 80-row tiles"},
-      {16, 6144, 256, true, "decode, 48-row tiles"},   {16, 1000, 1001, true, "decode, 16-row tiles"},
+      {2, 11008, 1300, true, "decode, 96-row tiles"},   {3, 10240, 1600, true, "decode, 80-row tiles"},
+      {16, 6144, 2100, true, "decode, 48-row tiles"},   {16, 1000, 1001, true, "decode, 16-row tiles"},
       {5, 64, 7, true, "decode, 16-row tiles"},        {7, 1030, 999, false, "decode, 32-row tiles"},
-      {10, 300, 1, true, "decode, 16-row tiles"},      {16, 8192, 300, false, "decode, 64-row tiles"},
-      {2, 11008, 264, false, "decode, 96-row tiles"},  {3, 10240, 520, false, "decode, 80-row tiles"},
-      {16, 6144, 256, false, "decode, 48-row tiles"},  {13, 14000, 1100, false, "decode, 112-row tiles"},
+      {10, 300, 1, true, "decode, 16-row tiles"},      {16, 8192, 1800, false, "decode, 64-row tiles"},
+      {2, 11008, 1300, false, "decode, 96-row tiles"},  {3, 10240, 1100, false, "decode, 80-row tiles"},
+      {16, 6144, 2100, false, "decode, 48-row tiles"},  {13, 14000, 1100, false, "decode, 112-row tiles"},
   };
   int j = 0;
   for (const F& f : forced) {
@@ -694,7 +706,7 @@ TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
     c.beta = c.with_c ? -0.5f : 0.0f;
     c.col_major_d = (j % 4) == 3;
     c.ld_pad = (j % 3) == 2 ? 8 : 0;
-    run_schedule(c, 45600 + uint64_t(j++), f.schedule);
+    run_schedule(c, 45600 + uint64_t(j++), h200 ? f.schedule : "decode");
   }
   // Batches of 3 with the weight broadcast (rank 2) or their own, both layouts.
   for (int b = 0; b < 4; ++b) {
@@ -712,13 +724,14 @@ TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
   }
 }
 
-// A small decode case for compute-sanitizer: N and K tails, two token halves, C and bias.
+// A small decode case for compute-sanitizer: N and K tails, two token halves, C and bias, and
+// more k chunks than ring stages (the refill after the barrier is what racecheck must see).
 TEST_CASE("sm90 gemm: small decode case for the sanitizers", "[gpu][gemm][sm90][decode_small][sanitize]") {
   fktest::ScopedEnv force("FLASHKIT_SM90_GEMM_DECODE", "1");
   Case c;
   c.M = 11;
   c.N = 70;
-  c.K = 776;
+  c.K = 3400;  // 14 chunks of 256: more than the 12-stage ring, so stages are refilled
   c.trans_b = true;
   c.with_bias = true;
   c.with_c = true;
@@ -726,7 +739,7 @@ TEST_CASE("sm90 gemm: small decode case for the sanitizers", "[gpu][gemm][sm90][
   c.act = 1;
   run_schedule(c, 45800, "decode, 16-row tiles");
   c.trans_b = false;  // the MN-major weight (ldmatrix.trans), N and K tails
-  c.K = 777;
+  c.K = 3401;  // 14 chunks, a 9-stage ring
   c.with_c = false;
   c.beta = 0.0f;
   run_schedule(c, 45801, "decode, 32-row tiles");

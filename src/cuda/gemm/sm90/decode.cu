@@ -28,7 +28,7 @@
 //
 // Measured (H200, bf16, back-to-back calls, RESULTS.md "Decode kernel"): M = 16 x 8192 x 8192
 // 36.1 us (a @ w.T) / 35.4 us (a @ b), the skinny kernel 41.2 / 41.2, cuBLAS 34.7-35.2: 3.7-3.8
-// TB/s of weight. 4 x 28672 x 8192: 111 us, 4.2 TB/s. What is left to cuBLAS (0.91-0.99x on
+// TB/s of weight. 4 x 28672 x 8192: 111 us, 4.2 TB/s. What is left to cuBLAS (0.90-0.99x on
 // most decode shapes) looks like a fixed ~4 us per call (ramp-up and the tail of 128 streams;
 // not profiled): the longest stream reaches 4.2 TB/s.
 #include <cuda_bf16.h>
@@ -108,8 +108,8 @@ __device__ __forceinline__ uint32_t mn_addr(int row, int unit) {
 // Bytes of a 16-byte unit starting at element `i` of a run of `n` elements that lie in memory
 // (zero-filled past the end).
 __device__ __forceinline__ int unit_bytes(int i, int n) {
-  const int b = (n - i) * 2;
-  return b >= 16 ? 16 : (b > 0 ? b : 0);
+  const int left = n - i;  // elements (no overflow: both <= 2^30)
+  return left >= 8 ? 16 : (left > 0 ? 2 * left : 0);
 }
 
 // KMB: the weight is K-major (stored (N, K), torch's `a @ w.T`); else MN-major (stored (K, N),

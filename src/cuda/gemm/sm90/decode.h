@@ -12,9 +12,10 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-// Rows of B (columns of D) per CTA: 64, 32 or 16, the largest whose grid fills the GPU; 0 when
-// the decode kernel does not take the problem. `force`: -1 the table's choice, 0 never, 1
-// whenever the layout allows it (FLASHKIT_SM90_GEMM_DECODE).
+// Rows of the weight (columns of D) per CTA: 16 to 112 in steps of 16 (32 to 112 for a
+// weight stored (K, N)), the width of least waves x width on this GPU; 0 when the decode
+// kernel does not take the problem. `force`: -1 the table's choice, 0 never, 1 whenever the
+// layout allows it (FLASHKIT_SM90_GEMM_DECODE).
 int decode_pick(const DeviceCaps& caps, const GemmProblem& p, int force);
 
 // Enqueues the decode kernel with `block_n` = decode_pick(...) > 0.

@@ -4,6 +4,7 @@
 // at FK_LOG_DEBUG ("cuda.sm90.gemm: schedule pingpong, 4 stages, 1 k-splits"; the GPU tests
 // read it to check which kernel ran).
 #include <cstdint>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "cuda/common/check.h"
@@ -194,11 +195,13 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   return true;
 }
 
-// The decode kernel's switch for this call: FLASHKIT_SM90_GEMM_DECODE, and off when
-// FLASHKIT_SM90_GEMM_SKINNY asks for one of the other kernels explicitly.
+// The decode kernel's switch for this call: FLASHKIT_SM90_GEMM_DECODE, and off whenever
+// FLASHKIT_SM90_GEMM_SKINNY is set (a request about the other kernels) unless DECODE is 1.
 int decode_force() {
   const int f = decode_override();
-  return (f < 0 && call_overrides().skinny >= 0) ? 0 : f;
+  if (f >= 0) return f;
+  const char* skinny = std::getenv("FLASHKIT_SM90_GEMM_SKINNY");
+  return (skinny != nullptr && *skinny != 0) ? 0 : -1;
 }
 
 }  // namespace
@@ -235,7 +238,8 @@ uint64_t gemm_workspace(const DeviceCaps& caps, const GemmProblem& p) {
 fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
-  // Decode-sized M against a large K-major weight: the weight-streaming kernel (decode.cu).
+  // Decode-sized M against a large weight (either layout): the weight-streaming kernel
+  // (decode.cu).
   if (const int block_n = decode_pick(*ctx.caps, p, decode_force())) {
     if (log_enabled(FK_LOG_DEBUG))
       log_message(FK_LOG_DEBUG, "cuda.sm90.gemm: schedule decode, %d-row tiles, %s weight", block_n,

@@ -69,11 +69,14 @@ inline CallOverrides call_overrides() {
 }
 
 // FLASHKIT_SM90_GEMM_DECODE (read per call): "0" never runs the decode kernel (decode.cu), "1"
-// runs it on every problem whose layout it takes; unset, the table decides (decode_pick).
+// runs it on every problem whose layout it takes; unset or anything else, the table decides
+// (decode_pick).
 inline int decode_override() {
   const char* v = std::getenv("FLASHKIT_SM90_GEMM_DECODE");
-  if (v == nullptr || *v == 0) return -1;
-  return std::strtol(v, nullptr, 10) != 0 ? 1 : 0;
+  if (v == nullptr) return -1;
+  if (std::strcmp(v, "0") == 0) return 0;
+  if (std::strcmp(v, "1") == 0) return 1;
+  return -1;
 }
 
 inline const TuningOverrides& tuning_overrides() {
