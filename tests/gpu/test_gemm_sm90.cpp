@@ -617,15 +617,16 @@ TEST_CASE("sm90 gemm: small skinny case for the sanitizers", "[gpu][gemm][sm90][
   run_schedule(c, 45401, "skinny");
 }
 
-// The decode kernel (decode.cu): M <= 16 rows of A against a weight stored (N, K) (K-major) or
+// The decode kernel (decode.cu): M <= 32 rows of A against a weight stored (N, K) (K-major) or
 // (K, N) (MN-major), streamed once. First the table's picks (a weight of at least 8 Mi elements,
 // K >= 1024, the tile width of least waves x width: 16 to 112 rows K-major, 32 to 112 MN-major;
-// M = 17, short K and explicit skinny requests go elsewhere), then the kernel forced
+// M = 33, short K and explicit skinny requests go elsewhere), then the kernel forced
 // (FLASHKIT_SM90_GEMM_DECODE=1) through every tile width, N tails, K tails (K not a multiple
-// of 8, K = 1, a partial 256-k stage), M = 1 to 16 (one or two 8-token halves), every output
+// of 8, K = 1, a partial 256-k stage), M = 1 to 32 (one to four 8-token tiles; width 64 above
+// 16 tokens), every output
 // dtype, bias, ReLU/GELU, alpha, beta C, column-major D, padded leading dimensions and batches
 // with their own or a broadcast weight.
-TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
+TEST_CASE("sm90 gemm: decode kernel for M <= 32 against a large weight",
           "[gpu][gemm][sm90][decode]") {
   const DT cds[] = {DT::BF16, DT::F16, DT::F32};
   // The widths (and the table's picks) below are those of a 132-SM GPU (the H200); elsewhere
@@ -647,7 +648,10 @@ TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
       {16, 4096, 4096, false, "decode, 32-row tiles"},   // MN-major weight
       {12, 8200, 1024, false, "decode, 64-row tiles"},   // MN-major, 129 CTAs, an N tail
       {16, 14336, 1024, false, "decode, 112-row tiles"}, // MN-major, 128 CTAs
-      {17, 4096, 4096, true, "skinny"},                  // more rows than one 16-token tile
+      {24, 8192, 1024, true, "decode, 64-row tiles"},    // the 32-token kernel, 3 live tiles
+      {32, 8192, 1024, false, "decode, 64-row tiles"},   // 32 tokens, MN-major
+      {33, 4096, 4096, true, "skinny"},                  // more rows than 32 tokens
+      {20, 4096, 4096, true, "skinny"},                  // 17-32 tokens: width 64 only, 64 CTAs
       {16, 4096, 512, true, "skinny"},                   // K < 1024
   };
   int i = 0;
@@ -688,6 +692,9 @@ TEST_CASE("sm90 gemm: decode kernel for M <= 16 against a large weight",
       {10, 300, 1, true, "decode, 16-row tiles"},      {16, 8192, 1800, false, "decode, 64-row tiles"},
       {2, 11008, 1300, false, "decode, 96-row tiles"},  {3, 10240, 1100, false, "decode, 80-row tiles"},
       {16, 6144, 2100, false, "decode, 48-row tiles"},  {13, 14000, 1100, false, "decode, 112-row tiles"},
+      {17, 1000, 3000, true, "decode, 64-row tiles"},  {31, 1030, 2100, false, "decode, 64-row tiles"},
+      {20, 6144, 1500, true, "decode, 64-row tiles"},  {32, 8192, 1800, false, "decode, 64-row tiles"},
+      {25, 129, 264, true, "decode, 64-row tiles"},
   };
   int j = 0;
   for (const F& f : forced) {

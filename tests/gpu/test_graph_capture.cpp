@@ -176,10 +176,10 @@ TEST_CASE("gpu graph capture: gemm (sm90 skinny, split-K, decode, 128 x 256, sm8
       // The demo's QKV projection: a sub-wave grid (the sm90 skinny kernel on an H200).
       {"sub-wave", FK_KERNEL_FAMILY_AUTO, 1128, 1152, 384, DT::BF16, DT::BF16, false, 0, false},
       // Decode-sized M: split-K, its counters reset by a memset node on every launch.
-      // (128 k-tiles: the H200's table splits K in two, each slice keeping 64 k-tiles. M = 17:
+      // (128 k-tiles: the H200's table splits K in two, each slice keeping 64 k-tiles. M = 33:
       // one row more than the decode kernel takes, so the skinny kernel's split-K runs.)
-      {"split-K", FK_KERNEL_FAMILY_AUTO, 17, 2048, 8192, DT::BF16, DT::BF16, false, 2, false},
-      {"split-K, caller workspace", FK_KERNEL_FAMILY_AUTO, 17, 2048, 8192, DT::F16, DT::F16,
+      {"split-K", FK_KERNEL_FAMILY_AUTO, 33, 2048, 8192, DT::BF16, DT::BF16, false, 2, false},
+      {"split-K, caller workspace", FK_KERNEL_FAMILY_AUTO, 33, 2048, 8192, DT::F16, DT::F16,
        false, 1, true},
       // M = 16: the decode kernel (no workspace) on an H200.
       {"decode", FK_KERNEL_FAMILY_AUTO, 16, 2048, 8192, DT::BF16, DT::BF16, false, 1, false},
@@ -537,8 +537,8 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       const fk_context_t* ctx = fkgpu::context_for(fam);
       if (ctx == nullptr) continue;
       auto rng = rng_for(65000);
-      // M = 17: one row more than the sm90 decode kernel takes (M = 16 runs it, no workspace).
-      HostTensor a(DT::BF16, {17, 8192}), b(DT::BF16, {2048, 8192}), d(DT::BF16, {17, 2048});
+      // M = 33: one row more than the sm90 decode kernel takes (M <= 32 runs it, no workspace).
+      HostTensor a(DT::BF16, {33, 8192}), b(DT::BF16, {2048, 8192}), d(DT::BF16, {33, 2048});
       a.fill_normal(rng);
       b.fill_normal(rng);
       DeviceTensor da(a), db(b), dd(d);

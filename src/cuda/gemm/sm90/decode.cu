@@ -1,6 +1,6 @@
 // The decode GEMM ("schedule decode" of cuda.sm90.gemm; issue 7, the skinny shapes).
 //
-// What it is for: a decode step multiplies a handful of token rows A (M <= 16, K) by a linear
+// What it is for: a decode step multiplies a handful of token rows A (M <= 32, K) by a linear
 // layer's weight, stored (N, K) (K-major: B(k, n) = w[n, k], torch's `a @ w.T`) or (K, N)
 // (MN-major: `a @ b`). Every weight element is
 // used M times, so the work is reading the weight once from HBM: 2 N K bytes against 2 M N K
@@ -17,7 +17,8 @@
 // run of a weight row; MN-major, consecutive threads copy the k rows' BN * 2-byte runs. A (M x
 // 256 per stage, the rows past M zero-filled) comes from L2. The products are mma.sync
 // m16n8k16 with the weight as the 16-row A operand (ldmatrix, or ldmatrix.trans for MN-major)
-// and the tokens as N (one or two 8-token halves): warp w takes k steps 2w and 2w + 1 of every
+// and the tokens as N (one to four 8-token tiles; kernels for 16 or 32 rows of A, the 32-row
+// ones only 64 wide): warp w takes k steps 2w and 2w + 1 of every
 // stage for all BN rows, so each warp ends with a partial BN x 16 sum over its share of K; the
 // eight partials are added in shared memory once, at the end, and the epilogue (alpha, beta C,
 // bias, activation, any D/C strides and dtype) runs element by element in the documented order.
@@ -61,22 +62,22 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kChunkK = 256;            // k per ring stage
 constexpr int kRowBytes = kChunkK * 2;  // one stage row of 16-bit elements
-constexpr int kTokens = 16;             // rows of A held per stage (M <= 16)
+constexpr int kMaxTokens = 32;          // rows of A: 16 or 32 per kernel (TOK)
 
 // The ring of one kernel: BN weight rows x 256 k per stage and 16 rows of A. K-major: BN rows
 // of 512 bytes. MN-major: 256 k rows of BN * 2 bytes, each in a row of kMnUnits 16-byte units
 // (BN / 8 rounded up to 4, 8 or 16; the rest unused) so that the XOR swizzle stays within the
 // row: a padded layout (rows of BN * 2 + 16 bytes, any width) measured 5-12% slower on the H200
 // at the same widths, as its rows straddle 128-byte lines.
-template <int BN, bool KMB>
+template <int BN, bool KMB, int TOK>
 struct Shape {
   static constexpr int kMnUnits = BN <= 32 ? 4 : BN <= 64 ? 8 : 16;
   static constexpr int kWBytes = KMB ? BN * kRowBytes : kChunkK * kMnUnits * 16;
-  static constexpr int kStageBytes = kWBytes + kTokens * kRowBytes;
+  static constexpr int kStageBytes = kWBytes + TOK * kRowBytes;
   static constexpr int kStages = (225 * 1024) / kStageBytes > 12 ? 12 : (225 * 1024) / kStageBytes;
   static constexpr int kSmem = kStages * kStageBytes;
   static_assert(kStages >= 3, "a ring of at least three stages");
-  static_assert(kWarps * kTokens * BN * 4 <= kSmem, "the reduction reuses the ring");
+  static_assert(kWarps * TOK * BN * 4 <= kSmem, "the reduction reuses the ring");
   static_assert((BN * 32) % kThreads == 0, "each thread copies whole 16-byte units");
   static_assert(BN >= 32 || KMB, "MN-major tiles are at least 32 columns wide");
 };
@@ -114,9 +115,9 @@ __device__ __forceinline__ int unit_bytes(int i, int n) {
 
 // KMB: the weight is K-major (stored (N, K), torch's `a @ w.T`); else MN-major (stored (K, N),
 // `a @ b`), read with ldmatrix.trans.
-template <class T, int BN, bool KMB>
+template <class T, int BN, bool KMB, int TOK>
 __global__ void __launch_bounds__(kThreads, 1) gemm_decode_kernel(const __grid_constant__ DecodeParams P) {
-  using S = Shape<BN, KMB>;
+  using S = Shape<BN, KMB, TOK>;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int n0 = static_cast<int>(blockIdx.x) * BN;
@@ -150,7 +151,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_decode_kernel(const __grid_c
       }
     }
 #pragma unroll
-    for (int i = 0; i < kTokens * 32 / kThreads; ++i) {
+    for (int i = 0; i < TOK * 32 / kThreads; ++i) {
       const int idx = tid + i * kThreads;
       const int row = idx >> 5, unit = idx & 31;
       const int k = k0 + unit * 8;
@@ -166,14 +167,15 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_decode_kernel(const __grid_c
     cp_async_commit();
   }
 
-  float acc[BN / 16][2][4];
+  constexpr int NT = TOK / 8;  // 8-token column tiles
+  float acc[BN / 16][NT][4];
 #pragma unroll
   for (int mt = 0; mt < BN / 16; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
+    for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
-  const bool two = P.M > 8;  // tokens 8..15 present
+  const int live = (P.M + 7) / 8;  // column tiles with tokens (uniform)
   const int a_row = lane & 15, a_hi = lane >> 4;                      // weight rows, k half
   const int b_row = (lane & 7) + ((lane >> 4) << 3), b_hi = (lane >> 3) & 1;  // tokens, k half
   const int t_row = b_row, t_hi = b_hi;  // MN-major weight: k row, 8-row half of the m-tile
@@ -190,8 +192,9 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_decode_kernel(const __grid_c
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) {
       const int ks = warp * 2 + kk;  // this warp's 16-k steps of the chunk
-      uint32_t bt[4];
-      ldsm_x4(bt, sa + swz(b_row, ks * 2 + b_hi));
+      uint32_t bt[NT / 2][4];  // tokens 16h..16h+15: b0 b1 of tile 2h, b0 b1 of tile 2h + 1
+#pragma unroll
+      for (int h = 0; h < NT / 2; ++h) ldsm_x4(bt[h], sa + swz(16 * h + b_row, ks * 2 + b_hi));
 #pragma unroll
       for (int mt = 0; mt < BN / 16; ++mt) {
         uint32_t a[4];
@@ -199,8 +202,10 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_decode_kernel(const __grid_c
           ldsm_x4(a, sw + swz(mt * 16 + a_row, ks * 2 + a_hi));
         else
           ldsm_x4_trans(a, sw + mn_addr<S::kMnUnits>(ks * 16 + t_row, mt * 2 + t_hi));
-        Elt<T>::mma(acc[mt][0], a, bt[0], bt[1]);
-        if (two) Elt<T>::mma(acc[mt][1], a, bt[2], bt[3]);
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+          if (nt == 0 || nt < live)
+            Elt<T>::mma(acc[mt][nt], a, bt[nt >> 1][(nt & 1) * 2], bt[nt >> 1][(nt & 1) * 2 + 1]);
       }
     }
   }
@@ -213,22 +218,22 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_decode_kernel(const __grid_c
 #pragma unroll
   for (int mt = 0; mt < BN / 16; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
+    for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int row = mt * 16 + g + (i >> 1) * 8, tok = nt * 8 + 2 * qd + (i & 1);
-        red[(warp * kTokens + tok) * BN + row] = acc[mt][nt][i];
+        red[(warp * TOK + tok) * BN + row] = acc[mt][nt][i];
       }
   __syncthreads();
   const DType d_dt = static_cast<DType>(P.d_dtype);
   const Activation act = static_cast<Activation>(P.activation);
-  for (int o = tid; o < kTokens * BN; o += kThreads) {
+  for (int o = tid; o < TOK * BN; o += kThreads) {
     const int tok = o / BN, row = o - tok * BN;
     const int n = n0 + row;
     if (tok >= P.M || n >= P.N) continue;
     float sum = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) sum += red[(w * kTokens + tok) * BN + row];
+    for (int w = 0; w < kWarps; ++w) sum += red[(w * TOK + tok) * BN + row];
     // The documented order: alpha * acc + beta * C + bias, then the activation.
     float v = P.alpha * sum;
     if (P.c != nullptr)
@@ -241,10 +246,10 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_decode_kernel(const __grid_c
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
-template <class T, int BN, bool KMB>
+template <class T, int BN, bool KMB, int TOK>
 fk_status_t launch(const DecodeParams& k, int64_t batch, cudaStream_t stream) {
-  using S = Shape<BN, KMB>;
-  const auto kernel = gemm_decode_kernel<T, BN, KMB>;
+  using S = Shape<BN, KMB, TOK>;
+  const auto kernel = gemm_decode_kernel<T, BN, KMB, TOK>;
   FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem),
               "cuda.sm90.gemm (decode): raising the kernel's shared-memory limit");
   const dim3 grid(static_cast<unsigned>((k.N + BN - 1) / BN), static_cast<unsigned>(batch));
@@ -252,27 +257,32 @@ fk_status_t launch(const DecodeParams& k, int64_t batch, cudaStream_t stream) {
   return check_launch("cuda.sm90.gemm decode kernel");
 }
 
+// 17-32 tokens: one width, 64 (decode_pick).
 template <class T>
 fk_status_t launch_bn(const DecodeParams& k, int64_t batch, int block_n, bool k_major_b,
                       cudaStream_t stream) {
+  if (k.M > 16) {
+    return k_major_b ? launch<T, 64, true, 32>(k, batch, stream)
+                     : launch<T, 64, false, 32>(k, batch, stream);
+  }
   if (!k_major_b) {
     switch (block_n) {
-      case 112: return launch<T, 112, false>(k, batch, stream);
-      case 96: return launch<T, 96, false>(k, batch, stream);
-      case 80: return launch<T, 80, false>(k, batch, stream);
-      case 64: return launch<T, 64, false>(k, batch, stream);
-      case 48: return launch<T, 48, false>(k, batch, stream);
-      default: return launch<T, 32, false>(k, batch, stream);
+      case 112: return launch<T, 112, false, 16>(k, batch, stream);
+      case 96: return launch<T, 96, false, 16>(k, batch, stream);
+      case 80: return launch<T, 80, false, 16>(k, batch, stream);
+      case 64: return launch<T, 64, false, 16>(k, batch, stream);
+      case 48: return launch<T, 48, false, 16>(k, batch, stream);
+      default: return launch<T, 32, false, 16>(k, batch, stream);
     }
   }
   switch (block_n) {
-    case 112: return launch<T, 112, true>(k, batch, stream);
-    case 96: return launch<T, 96, true>(k, batch, stream);
-    case 80: return launch<T, 80, true>(k, batch, stream);
-    case 64: return launch<T, 64, true>(k, batch, stream);
-    case 48: return launch<T, 48, true>(k, batch, stream);
-    case 32: return launch<T, 32, true>(k, batch, stream);
-    default: return launch<T, 16, true>(k, batch, stream);
+    case 112: return launch<T, 112, true, 16>(k, batch, stream);
+    case 96: return launch<T, 96, true, 16>(k, batch, stream);
+    case 80: return launch<T, 80, true, 16>(k, batch, stream);
+    case 64: return launch<T, 64, true, 16>(k, batch, stream);
+    case 48: return launch<T, 48, true, 16>(k, batch, stream);
+    case 32: return launch<T, 32, true, 16>(k, batch, stream);
+    default: return launch<T, 16, true, 16>(k, batch, stream);
   }
 }
 
@@ -286,7 +296,7 @@ int decode_pick(const DeviceCaps& caps, const GemmProblem& p, int force) {
   if (p.ab_dtype != DType::F16 && p.ab_dtype != DType::BF16) return 0;
   if (p.b_dtype != p.ab_dtype || p.scale_a != nullptr || p.scale_b != nullptr) return 0;
   if (p.cd_dtype != DType::F16 && p.cd_dtype != DType::BF16 && p.cd_dtype != DType::F32) return 0;
-  if (p.M < 1 || p.M > kTokens || p.N < 1 || p.K < 1) return 0;
+  if (p.M < 1 || p.M > kMaxTokens || p.N < 1 || p.K < 1) return 0;
   if (p.N > (int64_t(1) << 30) || p.K > (int64_t(1) << 30)) return 0;
   if (p.batch < 1 || p.batch > 65535) return 0;
   // A (M, K) with unit stride along K; the weight with unit stride along K or N; bases, rows
@@ -311,7 +321,11 @@ int decode_pick(const DeviceCaps& caps, const GemmProblem& p, int force) {
   static const int kWidths[] = {112, 96, 80, 64, 48, 32, 16};
   int block_n = 0;
   int64_t best = 0;
-  for (int i = 0; i < (kmb ? 7 : 6); ++i) {
+  // 17-32 tokens: width 64 only. The 32-token kernels hold twice the A rows per stage (a ring
+  // one stage shorter, twice the L2 reads of A); measured on the H200 (RESULTS.md, "Decode
+  // kernel") 1.06-1.10x the skinny kernel at N = 8192 (width 64), 0.97-1.02x at N = 4096
+  // (width 32), so narrower grids keep the skinny kernel.
+  for (int i = p.M > 16 ? 3 : 0; i < (p.M > 16 ? 4 : (kmb ? 7 : 6)); ++i) {
     const int bn = kWidths[i];
     const int64_t ctas = ((p.N + bn - 1) / bn) * p.batch;
     const int64_t cost = ((ctas + sms - 1) / sms) * bn;

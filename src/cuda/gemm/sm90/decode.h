@@ -1,5 +1,5 @@
 // The decode GEMM (issue 7, the skinny shapes): D = act(alpha A B + beta C + bias) for a few
-// rows of A (M <= 16 tokens) against a large B (a linear layer's weight, stored (N, K) or
+// rows of A (M <= 32 tokens) against a large B (a linear layer's weight, stored (N, K) or
 // (K, N)), as a pure weight stream: see decode.cu. Called from the Hopper GEMM's entry (gemm_sm90.cpp),
 // which logs it as "schedule decode".
 #pragma once

@@ -215,7 +215,7 @@ inline bool pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, 
 // 384 11.7 against 12.9, 1128 x 384 x 384 7.1 against 12.7, 1128 x 1536 x 384 + GELU 14.3
 // against 17.4, 1128 x 384 x 1536 10.4 against 23.9 (cuBLAS 4.3-10.0). FP8 keeps the first rule
 // (not measured at these sizes).
-// (M <= 16 against a large weight goes to the decode kernel before this rule is asked: decode.h.)
+// (M <= 32 against a large weight goes to the decode kernel before this rule is asked: decode.h.)
 inline bool pick_skinny(bool a_k_major, int64_t M, int64_t coop_tiles, int64_t k_tiles,
                         int32_t sm_count, bool fp8 = false) {
   const int64_t sms = sm_count > 0 ? sm_count : 132;

@@ -56,7 +56,7 @@
 // ncu, DRAM at 67% of peak against cuBLAS's 82%), 0.93-0.94x at M = 128; fp8 1.11x and 1.27x.
 // ptxas: 163 (bf16) / 166 (fp8) registers, no spills.
 //
-// Decode kernel (decode.cu, not this file): for M <= 16 token rows of 16-bit A against a weight
+// Decode kernel (decode.cu, not this file): for M <= 32 token rows of 16-bit A against a weight
 // of at least 8 Mi elements, gemm_sm90.cpp runs a third kernel before consulting the two above
 // (decode_pick): each CTA streams BN (16-112) whole rows (or columns) of the weight through a
 // cp.async ring with the tokens as mma.sync's N, no split-K. It took the skinny kernel's decode
