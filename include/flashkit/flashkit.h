@@ -850,8 +850,10 @@ FK_API fk_status_t fk_gemm_select_kernel(const fk_context_t* context,
  * @brief Workspace bytes that fk_gemm() on these arguments needs so that it allocates
  *        nothing: nonzero for split-K schedules (decode-sized M with a long K: fp32 partial
  *        tiles, whole tiles per split, and on the sm90 kernel one arrival counter per tile).
- *        On the sm90 kernel, M <= 32 against a weight of at least 8 Mi elements streams the
- *        weight without split-K and needs none (0).
+ *        On the sm90 kernel, the decode kernel (M <= 16, or 17-32 on N of about 6300 and
+ *        more on an H200, against a weight of at least 8 Mi elements whose grid fills 3/4 of
+ *        the SMs) streams the weight without split-K and needs none (0); ask this function
+ *        rather than predicting it.
  *
  * fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0.
  * Validates like fk_gemm() (same statuses) and runs nothing.

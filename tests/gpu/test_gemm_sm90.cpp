@@ -673,8 +673,8 @@ TEST_CASE("sm90 gemm: decode kernel for M <= 32 against a large weight",
   }
   // The kernel forced on shapes the table leaves to the others: tile widths, tails, epilogues.
   // Each width's cases here or above run more 256-k chunks than its ring has stages (K-major /
-  // MN-major: 16: 12 / -, 32: 9 / 9, 48: 7 / 5, 64: 5 / 5, 80 and 96: 4 / 3, 112: 3 / 3), so
-  // every stage is refilled.
+  // MN-major: 16: 12 / -, 32: 9 / 9, 48: 7 / 5, 64: 5 / 5, 80 and 96: 4 / 3, 112: 3 / 3; the
+  // 32-token kernels, 64 wide: 4 / 4), so every stage is refilled.
   fktest::ScopedEnv force("FLASHKIT_SM90_GEMM_DECODE", "1");
   struct F {
     int64_t M, N, K;
@@ -750,6 +750,15 @@ TEST_CASE("sm90 gemm: small decode case for the sanitizers", "[gpu][gemm][sm90][
   c.with_c = false;
   c.beta = 0.0f;
   run_schedule(c, 45801, "decode, 32-row tiles");
+  // The 32-token kernels (64 wide, 4-stage rings): 27 rows (4 tiles, the last partly live).
+  c.M = 27;
+  c.K = 1300;  // 6 chunks
+  c.trans_b = true;
+  run_schedule(c, 45802, "decode, 64-row tiles");
+  c.trans_b = false;
+  c.with_c = true;
+  c.beta = 0.5f;
+  run_schedule(c, 45803, "decode, 64-row tiles");
 }
 
 TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {

@@ -177,7 +177,8 @@ TEST_CASE("gpu graph capture: gemm (sm90 skinny, split-K, decode, 128 x 256, sm8
       {"sub-wave", FK_KERNEL_FAMILY_AUTO, 1128, 1152, 384, DT::BF16, DT::BF16, false, 0, false},
       // Decode-sized M: split-K, its counters reset by a memset node on every launch.
       // (128 k-tiles: the H200's table splits K in two, each slice keeping 64 k-tiles. M = 33:
-      // one row more than the decode kernel takes, so the skinny kernel's split-K runs.)
+      // above the decode kernel's 32 rows, so the skinny kernel's split-K runs whatever N is;
+      // at N = 2048 the decode kernel only takes M <= 16.)
       {"split-K", FK_KERNEL_FAMILY_AUTO, 33, 2048, 8192, DT::BF16, DT::BF16, false, 2, false},
       {"split-K, caller workspace", FK_KERNEL_FAMILY_AUTO, 33, 2048, 8192, DT::F16, DT::F16,
        false, 1, true},
@@ -537,7 +538,7 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       const fk_context_t* ctx = fkgpu::context_for(fam);
       if (ctx == nullptr) continue;
       auto rng = rng_for(65000);
-      // M = 33: one row more than the sm90 decode kernel takes (M <= 32 runs it, no workspace).
+      // M = 33: above the sm90 decode kernel's 32 rows (which needs no workspace), so split-K.
       HostTensor a(DT::BF16, {33, 8192}), b(DT::BF16, {2048, 8192}), d(DT::BF16, {33, 2048});
       a.fill_normal(rng);
       b.fill_normal(rng);

@@ -295,8 +295,8 @@ def test_workspace_is_used_and_captured(gen):
     plan that recomputes its spectrum: the workspace's bytes change (the kernels wrote there),
     results match the float64 reference, a 16-byte workspace still works (the rest is
     allocated), and both calls replay from a CUDA graph."""
-    # decode-sized M: split-K on the H200 (fp32 partials); M = 33 is one row more than the
-    # decode kernel takes (it needs no workspace)
+    # decode-sized M: split-K on the H200 (fp32 partials); M = 33 is above the decode kernel's
+    # 32 rows (it needs no workspace), whatever N is
     m, n, kk = 33, 2048, 8192
     a = randn(gen, (m, kk), torch.bfloat16)
     b = randn(gen, (n, kk), torch.bfloat16, scale=1 / 64)

@@ -17,7 +17,7 @@
    renamed or missing kernel fails instead of escaping the rule. A new CUDA toolkit may move the
    spills: then this test fails on purpose, and the kernels need re-timing.
 3. The decode GEMM kernels (gemm_decode_kernel, src/cuda/gemm/sm90/decode.cu) are the exception
-   to rule 1 by design: they stream a weight once for M <= 16 token rows, the tensor cores a few
+   to rule 1 by design: they stream a weight once for M <= 32 token rows, the tensor cores a few
    percent busy, so they use warp-level HMMA (mma.sync). They must issue HMMA and touch no local
    memory at all, and all 15 shapes (16 tokens: 7 K-major and 6 MN-major widths; 32 tokens:
    width 64 of each layout) of each 16-bit dtype must be in LIB.

@@ -19,7 +19,7 @@
 // m16n8k16 with the weight as the 16-row A operand (ldmatrix, or ldmatrix.trans for MN-major)
 // and the tokens as N (one to four 8-token tiles; kernels for 16 or 32 rows of A, the 32-row
 // ones only 64 wide): warp w takes k steps 2w and 2w + 1 of every
-// stage for all BN rows, so each warp ends with a partial BN x 16 sum over its share of K; the
+// stage for all BN rows, so each warp ends with a partial BN x TOK sum over its share of K; the
 // eight partials are added in shared memory once, at the end, and the epilogue (alpha, beta C,
 // bias, activation, any D/C strides and dtype) runs element by element in the documented order.
 // No split-K, no workspace, no atomics: the result does not depend on the launch.
@@ -64,7 +64,8 @@ constexpr int kChunkK = 256;            // k per ring stage
 constexpr int kRowBytes = kChunkK * 2;  // one stage row of 16-bit elements
 constexpr int kMaxTokens = 32;          // rows of A: 16 or 32 per kernel (TOK)
 
-// The ring of one kernel: BN weight rows x 256 k per stage and 16 rows of A. K-major: BN rows
+// The ring of one kernel: BN weight rows x 256 k per stage and TOK rows of A (16 or 32; the
+// 64-wide 32-token rings have 4 stages, the 16-token ones 5). K-major: BN rows
 // of 512 bytes. MN-major: 256 k rows of BN * 2 bytes, each in a row of kMnUnits 16-byte units
 // (BN / 8 rounded up to 4, 8 or 16; the rest unused) so that the XOR swizzle stays within the
 // row: a padded layout (rows of BN * 2 + 16 bytes, any width) measured 5-12% slower on the H200
@@ -126,7 +127,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_decode_kernel(const __grid_c
   const T* B = static_cast<const T*>(P.b) + z * P.b_batch;
   const uint32_t s0 = smem_u32(smem);
 
-  // Stage `stage` <- k chunk `kc`: BN weight rows and 16 rows of A, 256 k each; what lies past
+  // Stage `stage` <- k chunk `kc`: BN weight rows and TOK rows of A, 256 k each; what lies past
   // N, M or K is zero-filled.
   auto load = [&](int kc, int stage) {
     const uint32_t sw = s0 + stage * S::kStageBytes, sa = sw + S::kWBytes;

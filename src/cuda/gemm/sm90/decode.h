@@ -12,9 +12,9 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-// Rows of the weight (columns of D) per CTA: 16 to 112 in steps of 16 (32 to 112 for a
-// weight stored (K, N)), the width of least waves x width on this GPU; 0 when the decode
-// kernel does not take the problem. `force`: -1 the table's choice, 0 never, 1 whenever the
+// Rows of the weight (columns of D) per CTA: for M <= 16, 16 to 112 in steps of 16 (32 to 112
+// for a weight stored (K, N)), the width of least waves x width on this GPU; for M = 17-32
+// always 64; 0 when the decode kernel does not take the problem. `force`: -1 the table's choice, 0 never, 1 whenever the
 // layout allows it (FLASHKIT_SM90_GEMM_DECODE).
 int decode_pick(const DeviceCaps& caps, const GemmProblem& p, int force);
 
