@@ -345,6 +345,7 @@ int decode_pick(const DeviceCaps& caps, const GemmProblem& p, int force) {
 }
 
 fk_status_t decode_gemm(const ExecContext& ctx, const GemmProblem& p, int block_n) {
+  const bool kmb = k_major_b(p);
   DecodeParams k{};
   k.a = p.a;
   k.b = p.b;
@@ -356,7 +357,7 @@ fk_status_t decode_gemm(const ExecContext& ctx, const GemmProblem& p, int block_
   k.K = static_cast<int32_t>(p.K);
   k.k_chunks = static_cast<int32_t>((p.K + kChunkK - 1) / kChunkK);
   k.lda = p.a_stride_m;
-  k.ldb = k_major_b(p) ? p.b_stride_n : p.b_stride_k;
+  k.ldb = kmb ? p.b_stride_n : p.b_stride_k;
   k.a_batch = p.batch > 1 ? p.a_batch_stride : 0;
   k.b_batch = p.batch > 1 ? p.b_batch_stride : 0;
   k.c_stride_m = p.c_stride_m;
@@ -372,7 +373,9 @@ fk_status_t decode_gemm(const ExecContext& ctx, const GemmProblem& p, int block_
   k.c_dtype = static_cast<int32_t>(p.cd_dtype);
   k.bias_dtype = static_cast<int32_t>(p.bias_dtype);
   const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
-  const bool kmb = k_major_b(p);
+  if (log_enabled(FK_LOG_DEBUG))
+    log_message(FK_LOG_DEBUG, "cuda.sm90.gemm: schedule decode, %d-row tiles, %s weight", block_n,
+                kmb ? "K-major" : "MN-major");
   if (p.ab_dtype == DType::BF16)
     return launch_bn<__nv_bfloat16>(k, p.batch, block_n, kmb, stream);
   return launch_bn<__half>(k, p.batch, block_n, kmb, stream);

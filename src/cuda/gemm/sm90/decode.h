@@ -18,7 +18,8 @@ namespace sm90 {
 // layout allows it (FLASHKIT_SM90_GEMM_DECODE).
 int decode_pick(const DeviceCaps& caps, const GemmProblem& p, int force);
 
-// Enqueues the decode kernel with `block_n` = decode_pick(...) > 0.
+// Enqueues the decode kernel with `block_n` = decode_pick(...) > 0 and logs its schedule at
+// FK_LOG_DEBUG ("cuda.sm90.gemm: schedule decode, 64-row tiles, K-major weight").
 fk_status_t decode_gemm(const ExecContext& ctx, const GemmProblem& p, int block_n);
 
 }  // namespace sm90

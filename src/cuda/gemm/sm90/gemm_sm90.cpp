@@ -240,12 +240,8 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
   FK_RETURN_IF_ERROR(guard.status());
   // Decode-sized M against a large weight (either layout): the weight-streaming kernel
   // (decode.cu).
-  if (const int block_n = decode_pick(*ctx.caps, p, decode_force())) {
-    if (log_enabled(FK_LOG_DEBUG))
-      log_message(FK_LOG_DEBUG, "cuda.sm90.gemm: schedule decode, %d-row tiles, %s weight", block_n,
-                  (p.b_stride_k == 1 || p.K == 1) ? "K-major" : "MN-major");
+  if (const int block_n = decode_pick(*ctx.caps, p, decode_force()))
     return decode_gemm(ctx, p, block_n);
-  }
   GemmArgs g;
   if (!build_args(*ctx.caps, p, &g)) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.gemm: called for a problem it does not support");
