@@ -129,7 +129,7 @@ TEST_CASE("sm90 attention: more tiles than SMs (persistent loop)", "[gpu][attent
   Case c = sm90_case(3, 700, 700, 16, 4, 128, DT::BF16);  // 6 x 16 x 3 = 288 tiles
   c.pr.causal = true;
   run_case(sm90(), c, 7100);
-  Case d = sm90_case(2, 600, 650, 24, 24, 64, DT::F16);  // 240 tiles
+  Case d = sm90_case(2, 600, 650, 24, 24, 64, DT::F16);  // 192 tiles of 192 rows
   run_case(sm90(), d, 7101);
   Case e = sm90_case(2, 520, 300, 12, 3, 256, DT::BF16);  // 120 tiles, causal seqlen_q > seqlen_k
   e.pr.causal = true;
@@ -150,10 +150,15 @@ TEST_CASE("sm90 attention: persistent loop small case for the sanitizers",
   d.pr.causal = true;
   d.with_lse = true;
   run_case(sm90(), d, 7111);
-  Case e = sm90_case(2, 257, 300, 24, 8, 64, DT::BF16);  // 3 x 24 x 2 = 144 tiles, 3 stages
+  // 1 x 24 x 6 = 144 tiles of 128 rows (seqlen_q <= 128 keeps two consumer warpgroups), 3 stages
+  Case e = sm90_case(6, 120, 300, 24, 8, 64, DT::BF16);
   e.pr.wl = 37;
   e.pr.wr = 5;
   run_case(sm90(), e, 7112);
+  // 2 x 24 x 3 = 144 tiles of 192 rows (three consumer warpgroups): the Q hand-off and the
+  // warpgroups' GEMM turns carried from one work tile to the next.
+  Case f = sm90_case(3, 200, 150, 24, 8, 64, DT::F16);
+  run_case(sm90(), f, 7113);
 }
 
 TEST_CASE("sm90 attention: head_dim 64 over long keys (192-key tiles)", "[gpu][attention][sm90]") {
@@ -168,6 +173,47 @@ TEST_CASE("sm90 attention: head_dim 64 over long keys (192-key tiles)", "[gpu][a
   run_case(sm90(), d, 7161);
   Case v = sm90_varlen({3, 200, 0, 70}, {4100, 9, 5, 4301}, 4, 1, 64, DT::BF16);
   run_case(sm90(), v, 7162);
+}
+
+TEST_CASE("sm90 attention: head_dim 64 on three consumer warpgroups (192-row tiles)",
+          "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // head_dim <= 64 with more than 128 query rows runs 192-row tiles (three consumer warpgroups,
+  // 128-key tiles) unless it is masked (causal, window) over fewer than 4096 keys: query rows
+  // ending in each of the three warpgroups' rows (193, 300, 383), causal with seqlen_q >
+  // seqlen_k and < seqlen_k, a window, softcap, GQA/MQA, a padded head_dim, more tiles than
+  // SMs, varlen with empty sequences.
+  Case c = sm90_case(2, 193, 250, 4, 2, 64, DT::BF16);
+  c.pr.softcap = 25;
+  run_case(sm90(), c, 7180);
+  Case d = sm90_case(1, 300, 4100, 6, 1, 64, DT::F16);  // causal, bottom-right aligned
+  d.pr.causal = true;
+  run_case(sm90(), d, 7181);
+  Case e = sm90_case(1, 383, 4200, 2, 2, 56, DT::BF16);  // 56 -> 64
+  e.pr.wl = 100;
+  e.pr.wr = 20;
+  e.pr.softcap = 30;
+  run_case(sm90(), e, 7182);
+  Case f = sm90_case(4, 500, 300, 16, 4, 64, DT::F16);  // 3 x 16 x 4 = 192 tiles
+  run_case(sm90(), f, 7183);
+  Case g = sm90_case(1, 4300, 4096, 1, 1, 64, DT::BF16);  // causal, more queries than keys
+  g.pr.causal = true;
+  run_case(sm90(), g, 7184);
+  Case v = sm90_varlen({0, 191, 192, 577, 5}, {7, 300, 192, 600, 1}, 4, 2, 64, DT::BF16);
+  run_case(sm90(), v, 7185);
+  Case w = sm90_varlen({200, 0, 330}, {4100, 10, 500}, 2, 1, 64, DT::F16);
+  w.pr.causal = true;
+  run_case(sm90(), w, 7186);
+}
+
+TEST_CASE("sm90 attention: 192-row tiles, small case for the sanitizers",
+          "[gpu][attention][sm90][sanitize]") {
+  if (!have_sm90()) return;
+  Case c = sm90_case(2, 200, 150, 3, 1, 64, DT::F16);  // the last tile's third warpgroup idle
+  c.pr.softcap = 10;
+  run_case(sm90(), c, 7190);
+  Case d = sm90_case(1, 400, 260, 2, 2, 64, DT::BF16);
+  run_case(sm90(), d, 7191);
 }
 
 TEST_CASE("sm90 attention: causal over long keys (wide key tiles)", "[gpu][attention][sm90]") {

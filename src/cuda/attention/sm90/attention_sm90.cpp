@@ -48,7 +48,8 @@ bool stride_ok(int64_t stride, int64_t extent) {
 // FLASHKIT_SM90_ATTENTION_TMA_STORE=1 has the copy engine write it from shared memory at
 // head_dim <= 128 (kernel.cuh; measured no faster than the register stores, slower at head_dim
 // 128, so off by default); FLASHKIT_SM90_ATTENTION_CAUSAL_WIDE=0 keeps long causal calls on the
-// masked key-tile width.
+// masked key-tile width; FLASHKIT_SM90_ATTENTION_WG3=0 keeps head_dim 64 on two consumer
+// warpgroups (128-row tiles), =2 gives it three (192-row tiles) also in short masked calls.
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -57,6 +58,11 @@ bool env_opt_in(const char* name) {
   const char* e = std::getenv(name);
   return e != nullptr && e[0] == '1';
 }
+// '0' -> 0, '2' -> 2, anything else (or unset) -> 1, the table's choice.
+int env_mode(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr && e[0] == '0' ? 0 : e != nullptr && e[0] == '2' ? 2 : 1;
+}
 struct Flags {
   bool overlap = env_flag("FLASHKIT_SM90_ATTENTION_OVERLAP");
   bool pingpong = env_flag("FLASHKIT_SM90_ATTENTION_PINGPONG");
@@ -64,6 +70,7 @@ struct Flags {
   bool wide_store = env_flag("FLASHKIT_SM90_ATTENTION_WIDE_STORE");
   bool tma_store = env_opt_in("FLASHKIT_SM90_ATTENTION_TMA_STORE");
   bool causal_wide = env_flag("FLASHKIT_SM90_ATTENTION_CAUSAL_WIDE");
+  int wg3 = env_mode("FLASHKIT_SM90_ATTENTION_WG3");
 };
 const Flags& flags() {
   static const Flags f;
@@ -193,7 +200,26 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.scale_log2 = ls.scale_log2;
   a.cap_pre = ls.cap_pre;
   a.cap_post = ls.cap_post;
-  a.num_m_blocks = int32_t((p.seqlen_q + kBlockM - 1) / kBlockM);
+  // Causal calls over at least 8192 keys take the unmasked key-tile width (192 at head_dim 64,
+  // 176 at 128): the diagonal tiles whose waste the narrower masked tile limits are a small
+  // share there. H200: 1.04-1.06x at head_dim 64 and 1.02-1.03x at 128, 8k and 16k keys
+  // (RESULTS, "Causal calls over long keys on the wide tiles"); shorter ones are untimed.
+  a.wide_masked = flags().causal_wide && p.causal && p.window_left < 0 && !attention_uses_kvcache(p) &&
+                          p.seqlen_k >= 8192
+                      ? 1
+                      : 0;
+  // head_dim 64, plain kernel: three consumer warpgroups of 64 rows (192-row tiles) over 128-key
+  // tiles, as FlashAttention-3 runs head_dim 64: every key tile read from shared memory serves
+  // 192 query rows. H200, bf16 (RESULTS, "head_dim 64 on three consumer warpgroups"): 1.16-1.25x
+  // the two-warpgroup kernels unmasked (512 to 16k keys, including the 192-key tiles from 4k),
+  // 1.01x / 1.10x / 1.13x causal at 4k / 8k / 16k keys, but 0.96x / 0.95x / 0.99x causal at 512 /
+  // 1k / 2k (more rows on the diagonal), where masked calls keep 128-row tiles. Not where one
+  // 128-row tile holds every query (decode, split-KV's inner calls), nor over KV caches.
+  const bool masked_call = a.window_left >= 0 || a.window_right >= 0;
+  if (padded_head_dim(p.head_dim) == 64 && !attention_uses_kvcache(p) && p.seqlen_q > kBlockM &&
+      flags().wg3 != 0 && (flags().wg3 == 2 || !masked_call || p.seqlen_k >= kLongKeys))
+    a.block_m = kBlockM3;
+  a.num_m_blocks = int32_t((p.seqlen_q + a.block_m - 1) / a.block_m);
   a.total_tiles = int64_t(a.num_m_blocks) * p.nheads * p.batch;
   a.longest_first = (a.window_left >= 0 || a.window_right >= 0) ? 1 : 0;
   const int64_t sms = ctx.caps->sm_count > 0 ? ctx.caps->sm_count : 1;
@@ -211,14 +237,6 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   a.overlap = flags().overlap && !few_rows_one_wave ? 1 : 0;
   a.pingpong = flags().pingpong ? 1 : 0;
   a.o_wide = flags().wide_store ? 1 : 0;
-  // Causal calls over at least 8192 keys take the unmasked key-tile width (192 at head_dim 64,
-  // 176 at 128): the diagonal tiles whose waste the narrower masked tile limits are a small
-  // share there. H200: 1.04-1.06x at head_dim 64 and 1.02-1.03x at 128, 8k and 16k keys
-  // (RESULTS, "Causal calls over long keys on the wide tiles"); shorter ones are untimed.
-  a.wide_masked = flags().causal_wide && p.causal && p.window_left < 0 && !attention_uses_kvcache(p) &&
-                          p.seqlen_k >= 8192
-                      ? 1
-                      : 0;
   // Copy-engine output stores: the plain kernel's batched calls at head_dim <= 128 (kernel.cuh).
   a.o_tma = flags().tma_store && !p.varlen && !attention_uses_kvcache(p) &&
                     padded_head_dim(p.head_dim) <= 128

@@ -15,6 +15,9 @@
 // 232 for each consumer thread: 40 * 128 + 232 * 256 = 168 * 384, exactly the CTA's allocation
 // at launch. setmaxnreg.inc only takes registers this CTA's own warps gave back, so a producer
 // count of 48 (which would still fit the SM's 64K) hangs the consumers at their setmaxnreg.
+// The head_dim 64 kernel of 192-row tiles (kBlockM3) runs 512 threads: three consumer
+// warpgroups of 64 rows each (setmaxnreg 160, the producer 32), taking GEMM turns round robin;
+// each key tile read from shared memory then serves 192 query rows instead of 128.
 //
 // Status on the H200 (benchmarks/RESULTS.md, "Output stores of the Hopper attention kernel"):
 // 0.72-1.04x cuDNN 9.19 over the standard grid (median 0.90), worst at head_dim 64 and short
@@ -42,12 +45,18 @@ namespace flashkit {
 namespace cuda {
 namespace sm90_attention {
 
-template <class Element, int kHeadDim, int kBlockN, bool kCache>
+template <class Element, int kHeadDim, int kBlockN, bool kCache, int kBlockM_ = kBlockM>
 struct AttentionKernel {
-  using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN, kCache>;
-  static constexpr int kThreads = 384;
-  static constexpr uint32_t kProducerRegisters = 40;
-  static constexpr uint32_t kConsumerRegisters = 232;
+  using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN, kCache, kBlockM_>;
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kConsumers = Mainloop::kConsumers;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  // Two consumers: 40 * 128 + 232 * 256 = 168 * 384 registers. Three (head_dim 64, as
+  // FlashAttention-3 splits them): 32 * 128 + 160 * 384 = 128 * 512, the whole register file.
+  static constexpr uint32_t kProducerRegisters = kConsumers == 2 ? 40 : 32;
+  static constexpr uint32_t kConsumerRegisters = kConsumers == 2 ? 232 : 160;
+  static_assert(kConsumers == 2 || (!kCache && kHeadDim <= 64 && kBlockN <= 128),
+                "three consumer warpgroups: the plain head_dim 64 kernel over 128-key tiles only");
 
   // Copy-engine output stores (AttnArgs::o_tma): each consumer warpgroup writes its 64 rows of
   // O, rounded, into a staging tile and one thread stores it with the copy engine, which the
@@ -57,7 +66,7 @@ struct AttentionKernel {
   // their staging) for the next work tile's first V. The 128 rows fit in one stage where the
   // key tile is at least 128 rows (head_dim <= 128). Batched problems only (varlen rows past a
   // sequence belong to the next one); the KV-cache instantiation keeps the register stores.
-  static constexpr bool kTmaStore = !kCache && kHeadDim <= 128;
+  static constexpr bool kTmaStore = !kCache && kHeadDim <= 128 && kConsumers == 2;
   static_assert(!kTmaStore || (kBlockN >= kBlockM && Mainloop::kStages >= 2),
                 "the output staging must fit in a V stage that is not the last one read");
   using SmemLayoutOHalf = decltype(cute::tile_to_shape(
@@ -93,7 +102,7 @@ struct AttentionKernel {
     alignas(8) uint64_t o_free;  // copy-engine output stores: both staging tiles read out
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage));
-  static_assert(kSmemBytes <= smem_bytes_for(kHeadDim, kBlockN), "launch.h's shared-memory bound is too low");
+  static_assert(kSmemBytes <= smem_bytes_for(kHeadDim, kBlockN, kBlockM), "launch.h's shared-memory bound is too low");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 per-block limit");
 };
 
@@ -116,7 +125,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
   if (threadIdx.x == 0) {
     Mainloop::prefetch_descriptors(params.mainloop);
     cutlass::arch::ClusterTransactionBarrier::init(&smem.q_full, 1);
-    cutlass::arch::ClusterBarrier::init(&smem.q_empty, 256);
+    cutlass::arch::ClusterBarrier::init(&smem.q_empty, 128 * Kernel::kConsumers);
     cutlass::arch::ClusterBarrier::init(&smem.o_free, 2);
     if constexpr (Kernel::kTmaStore) {
       if (a.o_tma) cute::prefetch_tma_descriptor(params.o_store.tma_o.get_tma_descriptor());
@@ -127,13 +136,13 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
   pp.transaction_bytes = Mainloop::kKVBytes;
   pp.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
   pp.is_leader = threadIdx.x == 0;
-  pp.num_consumers = 256;
+  pp.num_consumers = 128 * Kernel::kConsumers;
   Pipeline pipe_k(smem.pipe_k, pp, Shape<_1, _1, _1>{});
   Pipeline pipe_v(smem.pipe_v, pp, Shape<_1, _1, _1>{});
   cutlass::arch::fence_barrier_init();
   __syncthreads();  // barrier initialisation visible to every thread
 
-  TileScheduler<kBlockN, Mainloop::kCache> scheduler(a);
+  TileScheduler<kBlockN, Mainloop::kCache, Kernel::kBlockM> scheduler(a);
   if (warpgroup == 0) {
     cutlass::arch::warpgroup_reg_dealloc<Kernel::kProducerRegisters>();
     if (threadIdx.x == 0) {
@@ -143,7 +152,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
         const WorkTile w = scheduler.tile(t);
         if (w.empty) continue;
-        // Q of the previous tile released by both consumer warpgroups.
+        // Q of the previous tile released by every consumer warpgroup.
         if (iter > 0) cutlass::arch::ClusterBarrier::wait(&smem.q_empty, (iter - 1) & 1);
         const uint64_t* o_free = Kernel::kTmaStore && a.o_tma && iter > 0 ? &smem.o_free : nullptr;
         Mainloop::load(params.mainloop, a, pipe_k, pipe_v, write_k, write_v, smem.mainloop,
@@ -163,6 +172,30 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     const int quad_t = lane % 4;
     // Tile row of the thread's first row (its second is 8 below).
     const int row0 = wg * 64 + (warp % 4) * 16 + lane / 4;
+    // The same row and quad index, for use inside the tile loop. With three consumers (160
+    // registers each) ptxas spilled such per-thread constants and reloaded them in the key-tile
+    // loop; there they are computed again from %tid.x (a volatile read, so that they are not
+    // hoisted back into long-lived registers).
+    auto tid_now = []() -> int {
+      uint32_t tid;
+      asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+      return int(tid);
+    };
+    auto tile_row0 = [&]() -> int {
+      if constexpr (Kernel::kConsumers == 3) {
+        const int tid = tid_now();
+        return (tid / 128 - 1) * 64 + (tid / 32 % 4) * 16 + tid % 32 / 4;
+      } else {
+        return row0;
+      }
+    };
+    auto tile_quad_t = [&]() -> int {
+      if constexpr (Kernel::kConsumers == 3) {
+        return tid_now() % 4;
+      } else {
+        return quad_t;
+      }
+    };
 
     typename Mainloop::TiledMmaQK mma_qk;
     typename Mainloop::TiledMmaPV mma_pv;
@@ -174,22 +207,25 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ));   // (MMA, MMA_M, MMA_K)
     Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK));   // (MMA, MMA_N, MMA_K, PIPE)
     Tensor tOrV = thr_pv.make_fragment_B(thr_pv.partition_B(sVt));  // (MMA, MMA_N, MMA_K, PIPE)
+    constexpr int kBlockM = Kernel::kBlockM;
     Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});
     Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<kBlockM>, Int<Mainloop::kHeadDim>>{});
     Tensor tOrP = make_tensor<Element>(partition_shape_A(mma_pv, Shape<Int<kBlockM>, Int<kBlockN>>{}));
 
     // Ping-pong (FA3 Section 3.2): named barrier `wg` is this warpgroup's turn to issue GEMMs;
-    // after issuing it passes the turn to the other one. Warpgroup 1 opens warpgroup 0's first
-    // turn. Both walk the same tiles with the same number of GEMM rounds, so the turns stay
-    // matched (the last pass is left pending when the CTA exits).
+    // after issuing it passes the turn to the next one (round robin over two or three). The
+    // last warpgroup opens warpgroup 0's first turn. All walk the same tiles with the same
+    // number of GEMM rounds, so the turns stay matched (the last pass is left pending when the
+    // CTA exits). Barriers 0 .. kConsumers - 1; the ones below start at 2 and 4 and exist only
+    // with two consumers (KV caches, copy-engine stores).
     const bool pingpong = a.pingpong && a.overlap;
     auto turn_wait = [&]() {
       if (pingpong) cutlass::arch::NamedBarrier::sync(256, wg);
     };
     auto turn_pass = [&]() {
-      if (pingpong) cutlass::arch::NamedBarrier::arrive(256, 1 - wg);
+      if (pingpong) cutlass::arch::NamedBarrier::arrive(256, wg + 1 == Kernel::kConsumers ? 0 : wg + 1);
     };
-    if (pingpong && wg == 1) cutlass::arch::NamedBarrier::arrive(256, 0);
+    if (pingpong && wg == Kernel::kConsumers - 1) cutlass::arch::NamedBarrier::arrive(256, 0);
 
     // KV caches: the rows of a work tile's last key tile past the sequence's length hold
     // whatever the cache holds there (a page's tail, unused capacity: memory the caller may
@@ -225,10 +261,20 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       // This warpgroup is done with Q once the tile's last S GEMM has completed, so the producer
       // may load the next tile's Q under the last softmax, the last P V and the epilogue
       // instead of after them (FA3 releases Q early the same way).
+      // The overlapped order below always releases Q inside (at the tile's last S GEMM); the
+      // other orders release it after the loop. The three-consumer kernel uses that fact
+      // instead of a flag, which ptxas kept in local memory there (a spill inside the key-tile
+      // loop); the two-consumer kernels keep the flag (their register allocation, measured
+      // sensitive, stays as it was).
+      const bool overlapped = a.overlap && w.n_max > w.n_min;
       bool q_released = false;
       auto release_q = [&]() {
-        if (!q_released) cutlass::arch::ClusterBarrier::arrive(&smem.q_empty);
-        q_released = true;
+        if constexpr (Kernel::kConsumers == 3) {
+          cutlass::arch::ClusterBarrier::arrive(&smem.q_empty);
+        } else {
+          if (!q_released) cutlass::arch::ClusterBarrier::arrive(&smem.q_empty);
+          q_released = true;
+        }
       };
       // Scores of key tile n -> base-2 logits, masked where some row sees only part of it.
       auto logits_and_mask = [&](int n) {
@@ -236,15 +282,16 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         const int n0 = n * kBlockN;
         if (n0 < w.all_lo || n0 + kBlockN - 1 > w.all_hi) {
           int lo[2], hi[2];
+          const int r0 = tile_row0();
           CUTE_UNROLL
           for (int r = 0; r < 2; ++r) {
-            lo[r] = scheduler.key_lo(w, int64_t(w.m0) + row0 + 8 * r);
-            hi[r] = scheduler.key_hi(w, int64_t(w.m0) + row0 + 8 * r);
+            lo[r] = scheduler.key_lo(w, int64_t(w.m0) + r0 + 8 * r);
+            hi[r] = scheduler.key_hi(w, int64_t(w.m0) + r0 + 8 * r);
           }
-          OnlineSoftmax::mask(tSrS, n0 + 2 * quad_t, lo, hi);
+          OnlineSoftmax::mask(tSrS, n0 + 2 * tile_quad_t(), lo, hi);
         }
       };
-      if (a.overlap && w.n_max > w.n_min) {
+      if (overlapped) {
         // FlashAttention-3's intra-warpgroup pipelining (Section 3.2): the S GEMM of the next
         // key tile and the P V GEMM of the current one are in flight together while the
         // softmax of the next tile runs; O is rescaled once P V has retired.
@@ -309,7 +356,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           ++read_v;
         }
       }
-      release_q();  // no-op when the mainloop released Q already
+      if (Kernel::kConsumers != 3 || !overlapped) release_q();  // no-op when the mainloop released Q already
       v_reads += w.n_max - w.n_min;
       float lse[2];
       softmax.finalize(tOrO, lse);
@@ -348,7 +395,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           stored = true;
         }
       }
-      if (!stored) store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, row0, quad_t, w.row0_q, w.len_q);
+      if (!stored)
+        store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, tile_row0(), tile_quad_t(), w.row0_q, w.len_q);
       ++iter;
     }
   }

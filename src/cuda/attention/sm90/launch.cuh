@@ -28,9 +28,12 @@ inline bool descriptor_encoded(const void* desc, size_t bytes) {
   return false;
 }
 
-template <class Element, int kHeadDim, int kBlockN, bool kCache>
+template <class Element, int kHeadDim, int kBlockN, bool kCache, int kBlockM_ = kBlockM>
 fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
-  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN, kCache>;
+  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN, kCache, kBlockM_>;
+  if (a.block_m != kBlockM_) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention: tile height differs from the host's count");
+  }
   typename Kernel::Params params;
   params.mainloop = Kernel::Mainloop::make_params(a);
   params.args = a;
@@ -72,11 +75,15 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
 // The plain kernel, or its KV-cache instantiation where the call reads a cache (AttnArgs::
 // seqused_k / block_table); caches take the masked key-tile width (launch.h), so that pages hold
 // whole tiles of it. Unmasked head_dim 64 calls over at least kLongKeys keys take 192-key tiles;
-// wide_masked (long causal calls) counts as unmasked here.
+// wide_masked (long causal calls) counts as unmasked here. head_dim 64 calls that the host gave
+// 192-row tiles (AttnArgs::block_m) take the three-consumer kernel over 128-key tiles.
 template <class Element, int kHeadDim>
 fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
   if (a.seqused_k != nullptr || a.block_table != nullptr)
     return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, true), true>(a, stream);
+  if constexpr (kHeadDim == 64) {
+    if (a.block_m == kBlockM3) return launch_kernel<Element, kHeadDim, 128, false, kBlockM3>(a, stream);
+  }
   const bool masked = (a.window_left >= 0 || a.window_right >= 0) && !a.wide_masked;
   if constexpr (block_n_long_for(kHeadDim) != block_n_for(kHeadDim, false)) {
     if (!masked && a.seqlen_k >= kLongKeys)

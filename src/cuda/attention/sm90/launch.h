@@ -15,12 +15,15 @@ namespace cuda {
 namespace sm90_attention {
 
 // Tiles: 128 query rows per CTA (two consumer warpgroups of 64 rows), key tiles of kBlockN
-// rows streamed through a ring of kStages K and V buffers. head_dim is the whole tile width.
+// rows streamed through a ring of kStages K and V buffers. head_dim 64 also has a kernel with
+// three consumer warpgroups (kBlockM3 = 192 rows, 128-key tiles, as FlashAttention-3 runs
+// head_dim 64), chosen per call by AttnArgs::block_m (attention_sm90.cpp). head_dim is the whole tile width.
 // head_dim 128 takes 176-key tiles when nothing is masked (fewer softmax rounds per key, as
 // FlashAttention-3 does) and 128-key tiles under causal/window masks (less waste on the
 // diagonal); head_dim 256 takes 80 (the Q tile and two 80 x 256 stages of K and V fill
 // shared memory: 224 KiB of the 227 KiB).
 constexpr int kBlockM = 128;
+constexpr int kBlockM3 = 192;
 constexpr int block_n_for(int head_dim, bool masked) {
   return head_dim <= 96 ? 128 : head_dim <= 128 ? (masked ? 128 : 176) : head_dim <= 192 ? 112 : 80;
 }
@@ -42,16 +45,18 @@ constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
 constexpr int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : stride; }
 // Shared memory of one CTA: Q, the K and V rings, barriers (rounded up generously; the
 // kernel's own static_assert checks its exact size stays below this).
-constexpr int64_t smem_bytes_for(int head_dim, int block_n) {
-  return (int64_t(kBlockM) * head_dim + 2 * int64_t(stages_for(head_dim)) * block_n * head_dim) * 2 +
+constexpr int64_t smem_bytes_for(int head_dim, int block_n, int block_m = kBlockM) {
+  return (int64_t(block_m) * head_dim + 2 * int64_t(stages_for(head_dim)) * block_n * head_dim) * 2 +
          2048;
 }
 constexpr int64_t smem_bytes_for(int head_dim) {
   const int64_t plain = smem_bytes_for(head_dim, block_n_for(head_dim, false));
   const int64_t masked = smem_bytes_for(head_dim, block_n_for(head_dim, true));
   const int64_t longer = smem_bytes_for(head_dim, block_n_long_for(head_dim));
+  const int64_t three = head_dim <= 64 ? smem_bytes_for(head_dim, 128, kBlockM3) : 0;
   const int64_t two = plain > masked ? plain : masked;
-  return two > longer ? two : longer;
+  const int64_t most = two > longer ? two : longer;
+  return most > three ? most : three;
 }
 
 struct AttnArgs {
@@ -135,6 +140,9 @@ struct AttnArgs {
   // Causal calls over long keys on the unmasked key-tile width (launch.cuh; see
   // attention_sm90.cpp for when).
   int32_t wide_masked = 0;
+  // Query rows per work tile: kBlockM, or kBlockM3 (head_dim 64, plain kernel: three consumer
+  // warpgroups over 128-key tiles). num_m_blocks counts tiles of this height.
+  int32_t block_m = kBlockM;
 };
 
 // One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.

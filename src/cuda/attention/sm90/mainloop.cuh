@@ -4,10 +4,10 @@
 // Shared memory: the Q tile (kBlockM x head_dim), loaded once per work tile, and two rings of
 // kStages key and value tiles (kBlockN x head_dim), each guarded by a
 // cutlass::PipelineTmaAsync (a "full" mbarrier completed by the copy engine's byte count and an
-// "empty" one completed when all 256 consumer threads are done). K and V have separate rings
+// "empty" one completed when all consumer threads are done). K and V have separate rings
 // so that S = Q K^T can start as soon as K has landed, while V is still in flight.
 //
-// GEMMs (wgmma, each consumer warpgroup owning 64 query rows of the 128-row tile):
+// GEMMs (wgmma, each consumer warpgroup owning 64 query rows of the 128- or 192-row tile):
 //   S = Q K^T  : A = Q and B = K both from shared memory, K-major (head_dim contiguous);
 //   O += P V   : A = P from registers (the S accumulators rounded to the input type in place:
 //                wgmma's accumulator and register-A fragments cover the same (row, column)
@@ -34,12 +34,16 @@ namespace sm90_attention {
 // kCache: the instantiation that reads KV caches (AttnArgs::seqused_k / block_table); the
 // plain one compiles none of that code (it cost the plain kernel up to 7% at head_dim 128 when
 // both shared one producer: H200, 8k causal, RESULTS.md "Hopper kernel over KV caches").
-template <class Element_, int kHeadDim_, int kBlockN_, bool kCache_>
+// kBlockM_: query rows per work tile, 64 per consumer warpgroup (launch.h).
+template <class Element_, int kHeadDim_, int kBlockN_, bool kCache_, int kBlockM_ = kBlockM>
 struct Mainloop {
   using Element = Element_;  // cute::half_t or cute::bfloat16_t
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockN = kBlockN_;
   static constexpr bool kCache = kCache_;
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kConsumers = kBlockM / 64;  // consumer warpgroups
+  static_assert(kBlockM % 64 == 0 && kConsumers >= 2 && kConsumers <= 3, "64 query rows per consumer warpgroup");
   static constexpr int kStages = stages_for(kHeadDim);
   static_assert(kHeadDim % 32 == 0, "head_dim must be a whole number of 64-byte swizzle atoms");
 
@@ -62,11 +66,11 @@ struct Mainloop {
 
   using TiledMmaQK = decltype(cute::make_tiled_mma(
       cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<BM, BN, HD>>(),
-      cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
+      cute::Layout<cute::Shape<cute::Int<kConsumers>, cute::_1, cute::_1>>{}));
   using TiledMmaPV = decltype(cute::make_tiled_mma(
       cute::GMMA::rs_op_selector<Element, Element, float, cute::Shape<BM, HD, BN>,
                                  cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
-      cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
+      cute::Layout<cute::Shape<cute::Int<kConsumers>, cute::_1, cute::_1>>{}));
 
   // Paged caches whose pages are not a multiple of kBlockN (a multiple of kBoxRows keys): each
   // key tile arrives as kBoxRows-row boxes, one per (box, swizzle panel), each from its own

@@ -1,6 +1,6 @@
 // Persistent tile scheduler of the Hopper attention kernel. The grid holds at most one CTA per
 // SM; CTA c takes work tiles c, c + grid, c + 2 grid, ... of one numbering, so the producer and
-// both consumer warpgroups walk the same sequence without talking to each other and the
+// all consumer warpgroups walk the same sequence without talking to each other and the
 // producer runs ahead into the next tile while the consumers finish the current one.
 //
 // Numbering: unmasked problems put the query tiles of one (batch, head) next to each other
@@ -41,8 +41,10 @@ struct WorkTile {
   bool empty;            // no query row (varlen: m0 >= len_q): producer and consumers skip it
 };
 
-template <int kBlockN, bool kCache>
+// kBlockM_: the kernel's query rows per work tile (launch.h; AttnArgs::block_m).
+template <int kBlockN, bool kCache, int kBlockM_ = kBlockM>
 struct TileScheduler {
+  static constexpr int kBlockM = kBlockM_;
   const AttnArgs& a;
 
   __device__ __forceinline__ explicit TileScheduler(const AttnArgs& args) : a(args) {}
