@@ -163,15 +163,16 @@ TEST_CASE("sm90 attention: persistent loop small case for the sanitizers",
 
 TEST_CASE("sm90 attention: head_dim 64 over long keys (192-key tiles)", "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
-  // Unmasked head_dim <= 64 with at least 4096 keys (the longest sequence under varlen) runs
-  // the 192-key tiles: ragged ends, GQA, softcap, a padded head_dim, fp16 and bf16.
-  Case c = sm90_case(2, 300, 4500, 8, 2, 64, DT::BF16);
+  // Unmasked head_dim <= 64 with at least 4096 keys (the longest sequence under varlen) and at
+  // most 128 query rows runs the 192-key tiles of two consumer warpgroups (more query rows take
+  // the 192-row tiles, next case): ragged ends, GQA, softcap, a padded head_dim, fp16 and bf16.
+  Case c = sm90_case(2, 120, 4500, 8, 2, 64, DT::BF16);
   run_case(sm90(), c, 7160);
-  Case d = sm90_case(1, 130, 5000, 4, 4, 40, DT::F16);  // 40 -> 64
+  Case d = sm90_case(1, 100, 5000, 4, 4, 40, DT::F16);  // 40 -> 64
   d.pr.softcap = 20;
   d.with_lse = false;
   run_case(sm90(), d, 7161);
-  Case v = sm90_varlen({3, 200, 0, 70}, {4100, 9, 5, 4301}, 4, 1, 64, DT::BF16);
+  Case v = sm90_varlen({3, 128, 0, 70}, {4100, 9, 5, 4301}, 4, 1, 64, DT::BF16);
   run_case(sm90(), v, 7162);
 }
 
@@ -220,7 +221,8 @@ TEST_CASE("sm90 attention: causal over long keys (wide key tiles)", "[gpu][atten
   if (!have_sm90()) return;
   // Causal calls over >= 8192 keys run the unmasked tile width (192 keys at head_dim 64, 176 at
   // 128): diagonal tiles, bottom-right alignment with seqlen_q < seqlen_k, GQA, ragged ends.
-  Case c = sm90_case(2, 200, 8300, 4, 2, 64, DT::BF16);
+  // (head_dim 64 with more than 128 query rows runs the 192-row tiles instead.)
+  Case c = sm90_case(2, 100, 8300, 4, 2, 64, DT::BF16);
   c.pr.causal = true;
   run_case(sm90(), c, 7170);
   Case d = sm90_case(1, 330, 9001, 2, 1, 128, DT::F16);

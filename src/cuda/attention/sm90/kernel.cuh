@@ -19,9 +19,9 @@
 // warpgroups of 64 rows each (setmaxnreg 160, the producer 32), taking GEMM turns round robin;
 // each key tile read from shared memory then serves 192 query rows instead of 128.
 //
-// Status on the H200 (benchmarks/RESULTS.md, "Output stores of the Hopper attention kernel"):
-// 0.72-1.04x cuDNN 9.19 over the standard grid (median 0.90), worst at head_dim 64 and short
-// causal head_dim 256. Tried and removed (RESULTS, "Branch attn6" and "attn7"): an L2 prefetch of
+// Status on the H200 (benchmarks/RESULTS.md, "head_dim 64 on three consumer warpgroups"):
+// 0.73-1.17x cuDNN 9.19 over the standard grid (median 0.95; head_dim 64 unmasked 1.10-1.17x
+// from 2k keys), worst at short causal calls (head_dim 64 on 128-row tiles, head_dim 256). Tried and removed (RESULTS, "Branch attn6" and "attn7"): an L2 prefetch of
 // the next work tile, a quarter of head_dim 64's exp2 on the FMA pipe, a second Q buffer, the
 // epilogue chained after the next tile's first S GEMM. Kept: causal head sections
 // (tile_scheduler.cuh), 16-byte output stores (epilogue.cuh), and the optional copy-engine
