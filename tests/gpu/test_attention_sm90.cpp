@@ -180,7 +180,8 @@ TEST_CASE("sm90 attention: head_dim 64 on three consumer warpgroups (192-row til
           "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
   // head_dim <= 64 with more than 128 query rows runs 192-row tiles (three consumer warpgroups,
-  // 128-key tiles) unless it is masked (causal, window) over fewer than 4096 keys: query rows
+  // 128-key tiles) unless it is masked over fewer than 4096 keys (causal: seqlen_k; a window:
+  // its span, left + right + 1): query rows
   // ending in each of the three warpgroups' rows (193, 300, 383), causal with seqlen_q >
   // seqlen_k and < seqlen_k, a window, softcap, GQA/MQA, a padded head_dim, more tiles than
   // SMs, varlen with empty sequences.
@@ -191,10 +192,14 @@ TEST_CASE("sm90 attention: head_dim 64 on three consumer warpgroups (192-row til
   d.pr.causal = true;
   run_case(sm90(), d, 7181);
   Case e = sm90_case(1, 383, 4200, 2, 2, 56, DT::BF16);  // 56 -> 64
-  e.pr.wl = 100;
-  e.pr.wr = 20;
+  e.pr.wl = 4000;  // a window spanning >= 4096 keys
+  e.pr.wr = 150;
   e.pr.softcap = 30;
   run_case(sm90(), e, 7182);
+  Case e2 = sm90_case(1, 383, 4200, 2, 2, 64, DT::F16);  // a narrow window: 128-row tiles
+  e2.pr.wl = 100;
+  e2.pr.wr = 20;
+  run_case(sm90(), e2, 7187);
   Case f = sm90_case(4, 500, 300, 16, 4, 64, DT::F16);  // 3 x 16 x 4 = 192 tiles
   run_case(sm90(), f, 7183);
   Case g = sm90_case(1, 4300, 4096, 1, 1, 64, DT::BF16);  // causal, more queries than keys

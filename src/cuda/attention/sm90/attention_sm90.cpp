@@ -42,7 +42,7 @@ bool stride_ok(int64_t stride, int64_t extent) {
 
 // Diagnostic overrides, each read once per process: FLASHKIT_SM90_ATTENTION_OVERLAP=0 runs the
 // consumers' plain S / softmax / P V order instead of the overlapped one;
-// FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets both consumer warpgroups issue GEMMs at will;
+// FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets the consumer warpgroups issue GEMMs at will;
 // FLASHKIT_SM90_ATTENTION_SECTIONS=0 walks masked problems longest tile first over all heads at
 // once; FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the output as 4-byte pairs;
 // FLASHKIT_SM90_ATTENTION_TMA_STORE=1 has the copy engine write it from shared memory at
@@ -213,11 +213,16 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   // 192 query rows. H200, bf16 (RESULTS, "head_dim 64 on three consumer warpgroups"): 1.16-1.25x
   // the two-warpgroup kernels unmasked (512 to 16k keys, including the 192-key tiles from 4k),
   // 1.01x / 1.10x / 1.13x causal at 4k / 8k / 16k keys, but 0.96x / 0.95x / 0.99x causal at 512 /
-  // 1k / 2k (more rows on the diagonal), where masked calls keep 128-row tiles. Not where one
-  // 128-row tile holds every query (decode, split-KV's inner calls), nor over KV caches.
+  // 1k / 2k (more rows on the diagonal), where masked calls keep 128-row tiles. A sliding
+  // window counts by its span (left + right + 1 keys, the keys a row sees), not by seqlen_k
+  // (windows not timed). Not where one 128-row tile holds every query (decode, split-KV's inner
+  // calls), nor over KV caches.
   const bool masked_call = a.window_left >= 0 || a.window_right >= 0;
+  int64_t span = p.seqlen_k;
+  if (a.window_left >= 0 && a.window_right >= 0)
+    span = std::min<int64_t>(span, int64_t(a.window_left) + a.window_right + 1);
   if (padded_head_dim(p.head_dim) == 64 && !attention_uses_kvcache(p) && p.seqlen_q > kBlockM &&
-      flags().wg3 != 0 && (flags().wg3 == 2 || !masked_call || p.seqlen_k >= kLongKeys))
+      flags().wg3 != 0 && (flags().wg3 == 2 || !masked_call || span >= kLongKeys))
     a.block_m = kBlockM3;
   a.num_m_blocks = int32_t((p.seqlen_q + a.block_m - 1) / a.block_m);
   a.total_tiles = int64_t(a.num_m_blocks) * p.nheads * p.batch;

@@ -2,11 +2,12 @@
 // warp-specialised composition of the mainloop (mainloop.cuh), the online softmax
 // (softmax.cuh), the epilogue (epilogue.cuh) and the tile scheduler (tile_scheduler.cuh).
 //
-// 384 threads in three warpgroups. Warpgroup 0 is the producer: it gives registers back
-// (setmaxnreg 24) and one thread issues the copy-engine loads of every tile the CTA owns: Q once
-// per tile (its own full/empty mbarrier pair; the next tile's Q is loaded as soon as both
-// consumer warpgroups are done with the current one), then K and V tiles through their rings,
-// running ahead across tile boundaries. Warpgroups 1 and 2 are the consumers (setmaxnreg 232):
+// 384 threads in three warpgroups (512 in four for the 192-row tiles, below). Warpgroup 0 is the
+// producer: it gives registers back (setmaxnreg 40) and one thread issues the copy-engine loads
+// of every tile the CTA owns: Q once per tile (its own full/empty mbarrier pair; the next tile's
+// Q is loaded as soon as every consumer warpgroup is done with the current one), then K and V
+// tiles through their rings, running ahead across tile boundaries. Warpgroups 1 and 2 are the
+// consumers (setmaxnreg 232):
 // each owns 64 query rows and, per key tile, issues S = Q K^T, masks, updates the online
 // softmax, and issues O += P V with P in registers; then it writes its rows of O and LSE.
 // The S GEMM of key tile n - 1 is issued together with the P V GEMM of tile n, so the

@@ -101,8 +101,8 @@ struct AttnArgs {
   // Intra-warpgroup overlap of the two GEMMs and the softmax (FLASHKIT_SM90_ATTENTION_OVERLAP=0
   // turns it off, for diagnosis).
   int32_t overlap = 1;
-  // Inter-warpgroup ping-pong: the two consumer warpgroups take turns issuing their GEMMs, so
-  // one's softmax runs while the other's GEMMs occupy the tensor cores
+  // Inter-warpgroup ping-pong: the consumer warpgroups take turns (round robin) issuing their
+  // GEMMs, so one's softmax runs while another's GEMMs occupy the tensor cores
   // (FLASHKIT_SM90_ATTENTION_PINGPONG=0 turns it off, for diagnosis).
   int32_t pingpong = 1;
   // Masked problems: the tile order walks the heads in sections of `section_heads` (batch,

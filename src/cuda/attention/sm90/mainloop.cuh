@@ -1,5 +1,5 @@
 // Mainloop of the Hopper attention kernel (FlashAttention-3, Shah et al. 2024, Section 3.1):
-// the producer's copy-engine (TMA) loads and the consumers' two warpgroup GEMMs.
+// the producer's copy-engine (TMA) loads and the two warpgroup GEMMs each consumer issues.
 //
 // Shared memory: the Q tile (kBlockM x head_dim), loaded once per work tile, and two rings of
 // kStages key and value tiles (kBlockN x head_dim), each guarded by a
