@@ -179,27 +179,16 @@ run_checks() {
     grep -E -B 7 -A 14 ': FAILED:|fatal error condition' "$out/gpu_tests.log" | grep -E -v '^(-{79}|\.{79})$' | head -n 60
   fi
   if [ "${FK_GPU_CHECK_CPP:-1}" = 1 ]; then
-    # The Hopper attention kernel's optional copy-engine output stores (read once per process,
-    # so a process of their own): its C++ cases, and memcheck on its small ones.
-    FLASHKIT_SM90_ATTENTION_TMA_STORE=1 "$stage/bin/flashkit_tests_gpu" "[attention][sm90]" \
-      >"$out/gpu_tests_tma_store.log" 2>&1
-    local trc=$?
-    record "C++ [attention][sm90], TMA stores" "$([ $trc -eq 0 ] && echo PASS || echo "FAIL (rc $trc)") $(grep -E '^(All tests passed|test cases:)' "$out/gpu_tests_tma_store.log" | tail -n 1)"
-    [ $trc -eq 0 ] || grep -E -B 7 -A 14 ': FAILED:' "$out/gpu_tests_tma_store.log" | head -n 40
-    # head_dim 64's 192-row tiles (three consumer warpgroups) on every call the table gives 128
-    # rows (FLASHKIT_SM90_ATTENTION_WG3=2: short masked calls), and on the small cases also with
-    # the plain S / softmax / P V order (FLASHKIT_SM90_ATTENTION_OVERLAP=0), which releases Q
-    # after the key-tile loop instead of inside it.
-    local label filter envs log
-    for label in "WG3=2:[attention][sm90]:FLASHKIT_SM90_ATTENTION_WG3=2" \
-                 "WG3=2 OVERLAP=0:[sm90][sanitize]:FLASHKIT_SM90_ATTENTION_WG3=2 FLASHKIT_SM90_ATTENTION_OVERLAP=0"; do
-      filter=${label#*:}; envs=${filter#*:}; filter=${filter%%:*}; label=${label%%:*}
-      log="$out/gpu_tests_$(echo "$label" | tr ' =' '__').log"
-      env $envs "$stage/bin/flashkit_tests_gpu" "$filter" >"$log" 2>&1
-      trc=$?
-      record "C++ $filter, $label" "$([ $trc -eq 0 ] && echo PASS || echo "FAIL (rc $trc)") $(grep -E '^(All tests passed|test cases:)' "$log" | tail -n 1)"
-      [ $trc -eq 0 ] || grep -E -B 7 -A 14 ': FAILED:' "$log" | head -n 40
-    done
+    # Switches of the Hopper attention kernel, each read once per process, so each pass is a
+    # process of its own: the optional copy-engine output stores (and memcheck on their small
+    # cases, below); head_dim 64's 192-row tiles (three consumer warpgroups) on every call the
+    # table gives 128 rows (WG3=2: short masked calls), and on the small cases also with the
+    # plain S / softmax / P V order (OVERLAP=0), which releases Q after the key-tile loop.
+    cpp_pass "$out" "TMA stores" "[attention][sm90]" gpu_tests_tma_store.log \
+      FLASHKIT_SM90_ATTENTION_TMA_STORE=1
+    cpp_pass "$out" "WG3=2" "[attention][sm90]" gpu_tests_wg3.log FLASHKIT_SM90_ATTENTION_WG3=2
+    cpp_pass "$out" "WG3=2 OVERLAP=0" "[sm90][sanitize]" gpu_tests_wg3_plain.log \
+      FLASHKIT_SM90_ATTENTION_WG3=2 FLASHKIT_SM90_ATTENTION_OVERLAP=0
   fi
 
   if [ "${FK_GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
@@ -223,6 +212,17 @@ run_checks() {
   printf '%s\n' "${summary[@]}"
   # One archive instead of a dozen files: the device tool returns only a few files per call.
   (cd "$out" && tar czf gpu-check-logs.tar.gz --remove-files ./*.log ./*.json 2>/dev/null) || true
+}
+
+# One run of the C++ GPU suite over `filter` in a process of its own, with the environment
+# overrides that follow, recorded as "C++ <filter>, <label>" (its failures on stdout).
+cpp_pass() {
+  local out=$1 label=$2 filter=$3 log=$4
+  shift 4
+  env "$@" "$stage/bin/flashkit_tests_gpu" "$filter" >"$out/$log" 2>&1
+  local prc=$?
+  record "C++ $filter, $label" "$([ $prc -eq 0 ] && echo PASS || echo "FAIL (rc $prc)") $(grep -E '^(All tests passed|test cases:)' "$out/$log" | tail -n 1)"
+  [ $prc -eq 0 ] || grep -E -B 7 -A 14 ': FAILED:' "$out/$log" | head -n 40
 }
 
 python_checks() {
