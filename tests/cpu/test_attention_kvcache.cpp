@@ -698,13 +698,19 @@ TEST_CASE("cpu kvcache validation: q, out, lse shapes and overlap",
     CHECK(std::string(fk_get_last_error_message()).find("out") != std::string::npos);
   }
   {
-    // lse aliasing block_table.
+    // lse aliasing block_table. The table is widened to 8 columns (96 bytes, lse's size) so
+    // that lse lies wholly inside it: with the 4-column table lse ran past its end, and
+    // whichever allocation the heap put there (cache_seqlens, once) was named instead.
+    HostTensor bt(DT::I32, {3, 8});
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t j = 0; j < 8; ++j) bt.set({b, j}, j < 4 ? v.t.table.get({b, j}) : 0.0);
     HostTensor lse(DT::F32, {3, 4, 2});
-    lse.dl.data = v.t.table.bytes.data();
+    REQUIRE(lse.bytes.size() == bt.bytes.size());
+    lse.dl.data = bt.bytes.data();
     v.t.out.poison();
     const fk_status_t st = fk_attention_kvcache_forward(fkcpu::cpu_context(), nullptr, nullptr,
                                                         &v.t.q, &v.t.k, &v.t.v, &v.t.seqlens,
-                                                        &v.t.table, &v.t.out, lse.view());
+                                                        &bt, &v.t.out, lse.view());
     INFO(fk_get_last_error_message());
     CHECK(st == FK_ERROR_INVALID_ARGUMENT);
     CHECK(std::string(fk_get_last_error_message()).find("block_table") != std::string::npos);
