@@ -174,10 +174,22 @@ PyObject* fk_py_set_error_factory(PyObject* factory) {
   Py_RETURN_NONE;
 }
 
+/* fk_set_log_callback waits for the library's log mutex, which a thread logging holds while
+ * its callback (the trampoline) waits for the GIL: calling it with the GIL held deadlocks
+ * against any thread that logs meanwhile. So the GIL is released around it (this function is
+ * %nothread only for its own Python object handling). */
+static fk_status_t fk_py_set_c_log_callback(fk_log_callback_t cb, int max_level) {
+  fk_status_t status;
+  Py_BEGIN_ALLOW_THREADS
+  status = fk_set_log_callback(cb, (fk_log_level_t)max_level, NULL);
+  Py_END_ALLOW_THREADS
+  return status;
+}
+
 fk_status_t fk_py_set_log_callback(PyObject* callback, int max_level) {
   fk_status_t status;
   if (callback == Py_None) {
-    status = fk_set_log_callback(NULL, (fk_log_level_t)max_level, NULL);
+    status = fk_py_set_c_log_callback(NULL, max_level);
     if (status == FK_SUCCESS) Py_CLEAR(fk_py_log_callable);
     return status;
   }
@@ -185,7 +197,7 @@ fk_status_t fk_py_set_log_callback(PyObject* callback, int max_level) {
     PyErr_SetString(PyExc_TypeError, "callback: must be callable or None");
     return FK_SUCCESS; /* the pending TypeError is raised by the wrapper below */
   }
-  status = fk_set_log_callback(fk_py_log_trampoline, (fk_log_level_t)max_level, NULL);
+  status = fk_py_set_c_log_callback(fk_py_log_trampoline, max_level);
   if (status == FK_SUCCESS) {
     PyObject* old = fk_py_log_callable;
     Py_INCREF(callback);

@@ -1,6 +1,9 @@
 """flashkit.Context, default contexts, kernel selection, version, docs and logging."""
 
 import pathlib
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -97,6 +100,40 @@ def test_log_callback(rng):
     assert len(seen) == n  # removed
     with pytest.raises(TypeError):
         flashkit.set_log_callback(42)
+
+
+def test_log_callback_set_while_another_thread_logs():
+    # set_log_callback waits for the library's log mutex, which a logging thread holds while its
+    # callback waits for the GIL: the binding must not hold the GIL meanwhile (it once did, and
+    # both threads froze within a second). In a child process with a time limit, so that a
+    # deadlock fails the test instead of hanging the suite.
+    code = textwrap.dedent("""
+        import threading, time, numpy as np, flashkit
+        q = np.ones((1, 2, 1, 4), np.float32)
+        n = [0, 0]
+        stop = threading.Event()
+        flashkit.set_log_callback(lambda level, msg: None, 3)
+        def caller():
+            while not stop.is_set():
+                flashkit.attention(q, q, q)
+                n[0] += 1
+        def setter():
+            while not stop.is_set():
+                flashkit.set_log_callback(lambda level, msg: None, 3)
+                n[1] += 1
+        ts = [threading.Thread(target=caller), threading.Thread(target=setter)]
+        for t in ts:
+            t.start()
+        time.sleep(2.0)
+        stop.set()
+        for t in ts:
+            t.join()
+        flashkit.set_log_callback(None)
+        print("done", n[0] > 0 and n[1] > 0)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "done True", r.stdout + r.stderr
 
 
 def test_gil_is_released_during_calls(rng):
