@@ -33,7 +33,7 @@ inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 float activate(Activation act, float x) {
   switch (act) {
-    case Activation::Relu: return x > 0.0f ? x : 0.0f;
+    case Activation::Relu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN (torch.relu)
     case Activation::GeluTanh: {
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), Hendrycks & Gimpel 2016.
       const float k0 = 0.7978845608028654f;

@@ -273,6 +273,31 @@ TEST_CASE("cpu gemm: alpha = 0 reads neither a nor b (BLAS convention)", "[cpu][
     }
 }
 
+TEST_CASE("cpu gemm: NaN in a row of A stays NaN through every activation", "[cpu][gemm]") {
+  // torch's convention (torch.relu(nan) is nan): an activation never hides a NaN. Row 1 of A
+  // holds one NaN, so row 1 of D is NaN for every activation and rows 0 and 2 are finite.
+  for (int act : {FK_ACTIVATION_NONE, FK_ACTIVATION_RELU, FK_ACTIVATION_GELU_TANH,
+                  FK_ACTIVATION_GELU_ERF}) {
+    auto rng = fkcpu::rng_for(1390 + uint64_t(act));
+    HostTensor a(DT::F32, {3, 5}), b(DT::F32, {5, 4}), d(DT::F32, {3, 4});
+    a.fill_normal(rng);
+    b.fill_normal(rng);
+    a.set({1, 2}, NAN);
+    d.poison();
+    fk_gemm_params_t p;
+    fk_gemm_params_init(&p);
+    p.activation = act;
+    REQUIRE(fk_gemm(fkcpu::cpu_context(), nullptr, &p, &a, &b, nullptr, nullptr, &d) ==
+            FK_SUCCESS);
+    INFO("activation " << act);
+    for (int64_t n = 0; n < 4; ++n) {
+      CHECK(std::isnan(d.get({1, n})));
+      CHECK(std::isfinite(d.get({0, n})));
+      CHECK(std::isfinite(d.get({2, n})));
+    }
+  }
+}
+
 TEST_CASE("cpu gemm: strided operands", "[cpu][gemm]") {
   uint64_t tag = 1400;
   for (Layout l : {kPadded, kColMajor})

@@ -169,7 +169,7 @@ inline void attention_varlen(const std::vector<double>& q, const std::vector<dou
 // Activation codes are fk_activation_t's values.
 inline double activation(int act, double x) {
   switch (act) {
-    case 1: return x > 0 ? x : 0.0;  // ReLU
+    case 1: return x < 0 ? 0.0 : x;  // ReLU (NaN stays NaN, as torch.relu)
     case 2: {                        // GELU, tanh approximation
       const double c = std::sqrt(2.0 / 3.14159265358979323846);
       return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));

@@ -11,7 +11,7 @@ namespace cuda {
 
 __device__ __forceinline__ float activate(float x, Activation act) {
   switch (act) {
-    case Activation::Relu: return fmaxf(x, 0.0f);
+    case Activation::Relu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN (torch.relu); fmaxf would drop it
     case Activation::GeluTanh: {
       // Hendrycks & Gimpel 2016, tanh approximation: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x +
       // 0.044715 x^3). Evaluated as x / (1 + exp(-2u)) (0.5 (1 + tanh(u)) is the logistic
