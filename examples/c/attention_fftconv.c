@@ -2,7 +2,10 @@
  * flashkit from C: causal attention and a causal FFT convolution on the CPU backend, printing
  * the kernel variant each call runs and part of each result.
  *
- * Build against an installed flashkit:  cc attention_fftconv.c $(pkg-config --cflags --libs flashkit)
+ * Build against flashkit installed in PREFIX (it uses libm):
+ *   cc attention_fftconv.c $(PKG_CONFIG_PATH=PREFIX/lib/pkgconfig pkg-config --cflags --libs flashkit) \
+ *      -lm -Wl,-rpath,PREFIX/lib
+ * (without the rpath, run it with LD_LIBRARY_PATH=PREFIX/lib).
  */
 #include <math.h>
 #include <stdio.h>

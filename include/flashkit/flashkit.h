@@ -43,8 +43,11 @@
  *   out-parameter. A context is immutable after creation and may be shared between threads;
  *   a plan may be used from several threads at once as long as each call has its own output.
  * - **Parameter structs** start with `uint32_t struct_size`. Always fill them with the matching
- *   `fk_*_init()` first: it sets `struct_size` and every default. Fields are only ever appended,
- *   so a program built against an older header keeps working with a newer library.
+ *   `fk_*_init()` first: it sets `struct_size` and every default. The library accepts exactly
+ *   the `struct_size` of its own header (FK_ERROR_BAD_STRUCT_SIZE naming the struct
+ *   otherwise). Fields are only ever appended, and a struct that grows bumps `FK_ABI_VERSION`
+ *   (the SONAME), so a binary built against an older header never loads a library whose
+ *   structs it would misread: it needs a rebuild, not a code change.
  * - **Tensors** are borrowed DLPack views (`const DLTensor*`, see dlpack.h). flashkit never
  *   takes ownership and never keeps a pointer after a call returns (plans copy what they keep).
  *   Strides are in elements; `strides == NULL` means compact row-major. Unless an operation
@@ -62,7 +65,8 @@
  *   it broke, e.g. `"q: head_dim 300 > 256"`. The library never prints, never aborts and never
  *   calls exit().
  * - **Zero-sized** problems (any dimension 0) succeed without launching any work, except where an
- *   operation defines a value for them (GEMM with K = 0 writes `beta * C`).
+ *   operation defines a value for them (GEMM with K = 0 writes the epilogue of `beta * C`:
+ *   bias and activation applied, see the GEMM section).
  * - **Asynchrony**: on the CUDA backend every call is enqueued on the launch's stream and returns
  *   before the work finishes; on the CPU backend calls are synchronous.
  * - **CUDA graphs**: CUDA calls can be captured (cudaStreamBeginCapture on the launch stream) and
@@ -134,7 +138,7 @@ extern "C" {
 FK_API unsigned fk_get_version_number(void);
 
 /**
- * @brief Runtime version string of the loaded library, e.g. `"0.1.0"`.
+ * @brief Runtime version string of the loaded library, e.g. `"0.5.1"`.
  * @return Static text; never NULL; do not free.
  */
 FK_API const char* fk_get_version(void);
@@ -274,8 +278,10 @@ typedef struct fk_context fk_context_t;
 /** @brief Which backend a context runs on. */
 typedef enum fk_backend_t {
   FK_BACKEND_AUTO = 0, /**< CUDA if compiled in and a device is present, else CPU. The
-                            environment variable `FLASHKIT_BACKEND` (`cpu` or `cuda`) overrides
-                            AUTO, never an explicit choice. */
+                            environment variable `FLASHKIT_BACKEND` (`auto`, `cpu` or `cuda`)
+                            overrides AUTO, never an explicit choice; any other value fails
+                            the creation of an AUTO context with FK_ERROR_INVALID_ARGUMENT
+                            naming the variable. */
   FK_BACKEND_CPU = 1,  /**< The CPU backend: every operation, multithreaded, synchronous. */
   FK_BACKEND_CUDA = 2  /**< The CUDA backend. FK_ERROR_BACKEND_UNAVAILABLE if not compiled in or
                             no device. */
@@ -289,8 +295,10 @@ typedef enum fk_backend_t {
  * variable `FLASHKIT_KERNEL_FAMILY` = `generic`, `sm80` or `sm90`, which overrides AUTO only)
  * restricts the dispatcher to that family plus the generic fallback; forcing a family the
  * device cannot run (sm90 on an sm80 GPU), or any family on the CPU backend, fails at context
- * creation with FK_ERROR_NOT_SUPPORTED (the environment variable applies to CUDA contexts
- * only).
+ * creation with FK_ERROR_NOT_SUPPORTED. A valid value of the environment variable applies to
+ * CUDA contexts only (a CPU context ignores it); a value that is not one of these four fails
+ * the creation of every context that leaves the family AUTO, CPU contexts included, with
+ * FK_ERROR_INVALID_ARGUMENT naming the variable.
  */
 typedef enum fk_kernel_family_t {
   FK_KERNEL_FAMILY_AUTO = 0,    /**< Best available, per call. */
@@ -581,8 +589,10 @@ FK_API fk_status_t fk_attention_params_init(fk_attention_params_t* params);
  *   infinite, cu_seqlens not starting at 0, decreasing, or not ending at total; only one of the
  *   two cu_seqlens given);
  *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE.
- *   On the CUDA backend the monotonicity of cu_seqlens is checked by reading them back, which
- *   synchronises the stream.
+ *   On the CUDA backend the cu_seqlens entries (monotonicity, start, end) are checked only
+ *   when they are read back, that is when `params.max_seqlen_q` or `max_seqlen_k` is left 0:
+ *   that read-back synchronises the stream. With both given nothing is read back, and wrong
+ *   entries give an unspecified result but no out-of-bounds access (see `max_seqlen_q`).
  */
 FK_API fk_status_t fk_attention_forward(const fk_context_t* context, const fk_launch_t* launch,
                                         const fk_attention_params_t* params, const DLTensor* q,
@@ -777,7 +787,7 @@ FK_API fk_status_t fk_attention_kvcache_workspace_size(
 /** @brief Elementwise activation applied last in a GEMM epilogue. */
 typedef enum fk_activation_t {
   FK_ACTIVATION_NONE = 0,      /**< Identity. */
-  FK_ACTIVATION_RELU = 1,      /**< max(x, 0). */
+  FK_ACTIVATION_RELU = 1,      /**< max(x, 0); NaN stays NaN (as torch.relu). */
   FK_ACTIVATION_GELU_TANH = 2, /**< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
                                     (Hendrycks & Gimpel 2016, the tanh approximation). */
   FK_ACTIVATION_GELU_ERF = 3   /**< 0.5 x (1 + erf(x / sqrt(2))), exact GELU (BERT's). */

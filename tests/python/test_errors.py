@@ -80,6 +80,26 @@ def test_invalid_beta_without_c(rng):
     _raises(flashkit.InvalidArgumentError, "beta", flashkit.gemm, a, a, beta=1.0)
 
 
+def test_messages_name_python_arguments(rng):
+    """The C library's messages name C things (params.beta, NULL, fk_gemm's output d); what
+    reaches Python names the keywords, None and out=."""
+    a = ref.randn(rng, (4, 4))
+    e = _raises(flashkit.InvalidArgumentError, "c: None but beta is 1", flashkit.gemm, a, a,
+                beta=1.0)
+    assert "params." not in str(e) and "NULL" not in str(e)
+    e = _raises(flashkit.InvalidArgumentError, "out: N is 5", flashkit.gemm, a, a,
+                out=np.empty((4, 5), np.float32))
+    assert e.status == capi.FK_ERROR_SHAPE_MISMATCH
+    _raises(flashkit.InvalidArgumentError, "must equal out's batch 3", flashkit.gemm, a, a,
+            ref.randn(rng, (2, 4, 4)), beta=1.0, out=np.empty((3, 4, 4), np.float32))
+    q = ref.randn(rng, (1, 4, 2, 16))
+    e = _raises(flashkit.InvalidArgumentError, "softmax_scale: inf must be finite (None selects",
+                flashkit.attention, q, q, q, softmax_scale=float("inf"))
+    e = _raises(flashkit.InvalidArgumentError, "softcap: inf", flashkit.attention, q, q, q,
+                softcap=float("inf"))
+    assert "params." not in str(e)
+
+
 def test_invalid_negative_stride(rng):
     a = ref.randn(rng, (4, 4))[::-1]
     e = _raises(flashkit.InvalidArgumentError, "a", flashkit.gemm, a, a)

@@ -51,6 +51,11 @@ def test_fftconv_plan_rules():
         flashkit.FFTConv(64, fft_size=64, mode="causal").resolved_fft_size(1, 64)
     with pytest.raises(flashkit.InvalidArgumentError, match="mode"):
         flashkit.FFTConv(64, mode="acausal")
+    # Not a power of two (or negative): refused at construction, before any call.
+    for bad in (200, -8, 3):
+        with pytest.raises(flashkit.InvalidArgumentError, match=f"fft_size: {bad} is not a power"):
+            flashkit.FFTConv(64, fft_size=bad)
+    assert flashkit.FFTConv(64, fft_size=0).fft_size == 0  # 0: the C spelling of None
 
 
 # --- plans never outlive their context ----------------------------------------------------

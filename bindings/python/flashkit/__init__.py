@@ -213,8 +213,8 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
             output column.
         activation: None, ``"relu"``, ``"gelu"`` (= ``"gelu_erf"``, exact, torch's default) or
             ``"gelu_tanh"``.
-        out: optional output ``(M, N)`` / ``(batch, M, N)`` (the library's messages call it
-            ``d``, the C ABI's name).
+        out: optional output ``(M, N)`` / ``(batch, M, N)`` (the C ABI's ``d``; error messages
+            raised here say ``out``).
         workspace: optional scratch array on the call's device (module notes).
 
     dtypes: a and b share float32/float16/bfloat16; c, out and the result share one, which

@@ -7,6 +7,7 @@ methods pass themselves.
 
 import math
 import operator
+import re
 import threading
 
 import numpy as np
@@ -142,6 +143,19 @@ def _cached_params(key, make):
             _PARAMS.clear()
         _PARAMS[key] = params
     return params
+
+
+# The C library's messages name C things: the params struct's fields ("params.beta"), NULL,
+# and fk_gemm's output "d". A Python caller passed keywords, None and out=, so the messages
+# that reach Python say those (_Call.run).
+_C_PARAMS = re.compile(r"\bparams\.")
+_C_NULL = re.compile(r"\bNULL\b")
+_C_GEMM_D = re.compile(r"(?<![\w.-])d(?=:|'s\b| has\b| is\b| must\b| overlaps\b)")
+
+
+def _pythonic_message(msg, gemm=False):
+    msg = _C_NULL.sub("None", _C_PARAMS.sub("", msg))
+    return _C_GEMM_D.sub("out", msg) if gemm else msg
 
 
 class _Call:
@@ -285,6 +299,11 @@ class _Call:
             if select:
                 return select_fn(h, params, *args)
             run_fn(h, self.launch, params, *args)
+        except _errors.FlashkitError as e:
+            msg = _pythonic_message(e.message, gemm=run_fn in (capi.fk_gemm, capi.fk_gemm_scaled))
+            if msg == e.message:
+                raise
+            raise type(e)(msg, e.status) from None
         finally:
             ctx._leave_call()
         self.finish()
@@ -335,6 +354,10 @@ def _attention_params(softmax_scale, causal, window_size, softcap, maxima=(0, 0)
         if math.isnan(softmax_scale):
             raise _errors.InvalidArgumentError(
                 "softmax_scale: NaN (pass None for the default 1/sqrt(head_dim))", 100)
+        if math.isinf(softmax_scale):
+            raise _errors.InvalidArgumentError(
+                f"softmax_scale: {softmax_scale} must be finite (None selects "
+                "1/sqrt(head_dim))", 100)
     softcap = float32_arg(softcap, "softcap")
     causal = bool_arg(causal, "causal")
 
@@ -654,9 +677,10 @@ class FFTConv:
     (``torch.cuda.graph``): make one call with the same arguments, finished, before the capture
     (the first call builds the plan's tables; under capture it raises NotSupportedError), and
     keep this object and its context alive while a graph that captured it may be replayed (the
-    graph reads the plan's tables by address). Raises
-    InvalidArgumentError for a bad mode or dtype, a size that is not an int, not a power of two
-    or too small for the mode, mismatched shapes or dtypes.
+    graph reads the plan's tables by address). Raises InvalidArgumentError here for a bad
+    mode or dtype, a seqlen or fft_size that is not an int, a negative seqlen, an fft_size that
+    is not a power of two; and at the call for an fft_size too small for the mode and filter
+    length, mismatched shapes or dtypes.
     """
 
     def __init__(self, seqlen, fft_size=None, mode="causal", dtype=None, *,
@@ -669,6 +693,13 @@ class FFTConv:
             raise _errors.InvalidArgumentError(f"seqlen: {seqlen} is negative", 100)
         self.seqlen = seqlen
         self.fft_size = None if fft_size is None else int_arg(fft_size, "fft_size", bits=64)
+        # The rules that need no call arguments are checked here (the C library would say the
+        # same at the first call, as options.fft_size); "too small for the filter" waits for
+        # the call, which knows filter_len.
+        if self.fft_size is not None and self.fft_size != 0 and (
+                self.fft_size < 0 or self.fft_size & (self.fft_size - 1)):
+            raise _errors.InvalidArgumentError(
+                f"fft_size: {self.fft_size} is not a power of two (or None / 0 to pick one)", 100)
         self.mode = mode
         self.dtype = _dlpack.compute_dtype(dtype, "dtype")
         self.filter_constant = bool_arg(filter_constant, "filter_constant")

@@ -311,7 +311,7 @@ extern "C" {
     pub fn fk_get_version_number() -> ::std::os::raw::c_uint;
 }
 extern "C" {
-    #[doc = " @brief Runtime version string of the loaded library, e.g. `\"0.1.0\"`."]
+    #[doc = " @brief Runtime version string of the loaded library, e.g. `\"0.5.1\"`."]
     #[doc = " @return Static text; never NULL; do not free."]
     pub fn fk_get_version() -> *const ::std::os::raw::c_char;
 }
@@ -415,8 +415,10 @@ pub struct fk_context {
 #[doc = " @brief Opaque context handle. Immutable after creation; safe to share between threads."]
 pub type fk_context_t = fk_context;
 #[doc = "< CUDA if compiled in and a device is present, else CPU. The"]
-#[doc = "environment variable `FLASHKIT_BACKEND` (`cpu` or `cuda`) overrides"]
-#[doc = "AUTO, never an explicit choice."]
+#[doc = "environment variable `FLASHKIT_BACKEND` (`auto`, `cpu` or `cuda`)"]
+#[doc = "overrides AUTO, never an explicit choice; any other value fails"]
+#[doc = "the creation of an AUTO context with FK_ERROR_INVALID_ARGUMENT"]
+#[doc = "naming the variable."]
 pub const FK_BACKEND_AUTO: fk_backend_t = 0;
 #[doc = "< The CPU backend: every operation, multithreaded, synchronous."]
 pub const FK_BACKEND_CPU: fk_backend_t = 1;
@@ -442,8 +444,10 @@ pub const FK_KERNEL_FAMILY_SM90: fk_kernel_family_t = 4;
 #[doc = " variable `FLASHKIT_KERNEL_FAMILY` = `generic`, `sm80` or `sm90`, which overrides AUTO only)"]
 #[doc = " restricts the dispatcher to that family plus the generic fallback; forcing a family the"]
 #[doc = " device cannot run (sm90 on an sm80 GPU), or any family on the CPU backend, fails at context"]
-#[doc = " creation with FK_ERROR_NOT_SUPPORTED (the environment variable applies to CUDA contexts"]
-#[doc = " only)."]
+#[doc = " creation with FK_ERROR_NOT_SUPPORTED. A valid value of the environment variable applies to"]
+#[doc = " CUDA contexts only (a CPU context ignores it); a value that is not one of these four fails"]
+#[doc = " the creation of every context that leaves the family AUTO, CPU contexts included, with"]
+#[doc = " FK_ERROR_INVALID_ARGUMENT naming the variable."]
 pub type fk_kernel_family_t = ::std::os::raw::c_uint;
 #[doc = " @brief Options for fk_context_create(). Fill with fk_context_options_init()."]
 #[repr(C)]
@@ -1213,8 +1217,10 @@ extern "C" {
     #[doc = "   infinite, cu_seqlens not starting at 0, decreasing, or not ending at total; only one of the"]
     #[doc = "   two cu_seqlens given);"]
     #[doc = "   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE."]
-    #[doc = "   On the CUDA backend the monotonicity of cu_seqlens is checked by reading them back, which"]
-    #[doc = "   synchronises the stream."]
+    #[doc = "   On the CUDA backend the cu_seqlens entries (monotonicity, start, end) are checked only"]
+    #[doc = "   when they are read back, that is when `params.max_seqlen_q` or `max_seqlen_k` is left 0:"]
+    #[doc = "   that read-back synchronises the stream. With both given nothing is read back, and wrong"]
+    #[doc = "   entries give an unspecified result but no out-of-bounds access (see `max_seqlen_q`)."]
     pub fn fk_attention_forward(
         context: *const fk_context_t,
         launch: *const fk_launch_t,
@@ -1411,7 +1417,7 @@ extern "C" {
 }
 #[doc = "< Identity."]
 pub const FK_ACTIVATION_NONE: fk_activation_t = 0;
-#[doc = "< max(x, 0)."]
+#[doc = "< max(x, 0); NaN stays NaN (as torch.relu)."]
 pub const FK_ACTIVATION_RELU: fk_activation_t = 1;
 #[doc = "< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"]
 #[doc = "(Hendrycks & Gimpel 2016, the tanh approximation)."]
