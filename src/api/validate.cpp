@@ -172,8 +172,34 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
                        "%s: extents and strides address more than 2^62 bytes", name);
     }
   }
+  // data + byte_offset, and the end of what the view addresses, must be real addresses: no
+  // wrap around the address space, and not NULL when there is something to address (a wrap
+  // to exactly 0 would otherwise pass the NULL check above and be written through).
   char* base = static_cast<char*>(t->data);
-  if (base) base += t->byte_offset;
+  if (base) {
+    uintptr_t addr = 0, end = 0;
+    if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(base),
+                               static_cast<uintptr_t>(t->byte_offset), &addr) ||
+        (numel > 0 && addr == 0)) {
+      return set_error(FK_ERROR_NULL_POINTER,
+                       "%s: data %p + byte_offset %llu is not an address (it wraps around the "
+                       "address space)",
+                       name, t->data, static_cast<unsigned long long>(t->byte_offset));
+    }
+    if (numel > 0) {
+      int64_t span = 0;
+      for (int i = 0; i < v.rank; ++i) span += (v.shape[i] - 1) * v.stride[i];
+      const uintptr_t nbytes = static_cast<uintptr_t>((span + 1) * dtype_bytes(v.dtype));
+      if (__builtin_add_overflow(addr, nbytes, &end)) {
+        return set_error(FK_ERROR_NULL_POINTER,
+                         "%s: data + byte_offset %p plus the %llu bytes the view addresses wraps "
+                         "around the address space",
+                         name, reinterpret_cast<void*>(addr),
+                         static_cast<unsigned long long>(nbytes));
+      }
+    }
+    base = reinterpret_cast<char*>(addr);
+  }
   if (base && reinterpret_cast<uintptr_t>(base) % dtype_bytes(v.dtype) != 0) {
     return set_error(FK_ERROR_MISALIGNED,
                      "%s: data + byte_offset (%p) is not aligned to its element size (%d bytes)",
@@ -380,6 +406,16 @@ fk_status_t load_launch(const fk_launch_t* user, fk_launch_t* out) {
     return set_error(FK_ERROR_NULL_POINTER,
                      "launch: workspace is NULL but workspace_bytes is %llu",
                      static_cast<unsigned long long>(out->workspace_bytes));
+  }
+  // The range [workspace, workspace + workspace_bytes) must not wrap: the overlap checks
+  // (expect_workspace_disjoint) compare its ends.
+  uintptr_t end = 0;
+  if (out->workspace &&
+      __builtin_add_overflow(reinterpret_cast<uintptr_t>(out->workspace),
+                             static_cast<uintptr_t>(out->workspace_bytes), &end)) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "launch: workspace %p + workspace_bytes %llu wraps around the address space",
+                     out->workspace, static_cast<unsigned long long>(out->workspace_bytes));
   }
   return FK_SUCCESS;
 }

@@ -898,6 +898,61 @@ TEST_CASE("outputs: no sharing memory with inputs, no self-overlap, no overflowi
   }
 }
 
+TEST_CASE("tensors: data + byte_offset must be an address, no wrap around the address space",
+          "[validation][tensor]") {
+  // A sum that wraps to exactly 0 once passed the NULL check (made on data alone) and was
+  // written through.
+  Ctx c;
+  Gemm g;
+  DLTensor d = *g.d.view();
+  d.data = reinterpret_cast<void*>(uintptr_t(4096));
+  d.byte_offset = uint64_t(0) - 4096;  // data + byte_offset == 0
+  expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, &d),
+               FK_ERROR_NULL_POINTER, {"d: data", "wraps"});
+  d.byte_offset = uint64_t(0) - 2048;  // past the top, to 2048
+  expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, &d),
+               FK_ERROR_NULL_POINTER, {"d: data", "wraps"});
+  // A start just below the top whose 48 bytes (3 x 4 floats) run past it.
+  d.data = reinterpret_cast<void*>(~uintptr_t(0) - 15);
+  d.byte_offset = 0;
+  expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, &d),
+               FK_ERROR_NULL_POINTER, {"d: data + byte_offset", "wraps"});
+  // An input the same way.
+  DLTensor a = *g.a.view();
+  a.data = reinterpret_cast<void*>(uintptr_t(64));
+  a.byte_offset = uint64_t(0) - 64;
+  expect_error(fk_gemm(c.ctx, nullptr, &g.prm, &a, g.b.view(), nullptr, nullptr, g.d.view()),
+               FK_ERROR_NULL_POINTER, {"a: data", "wraps"});
+  CHECK(g.d.all_poison());
+  // An empty tensor addresses nothing, so its end is not checked, but the sum itself must
+  // not wrap either; data + byte_offset == 0 is the NULL data an empty tensor may have.
+  Gemm e(0, 4, 5);
+  DLTensor de = *e.d.view();
+  de.data = reinterpret_cast<void*>(uintptr_t(4096));
+  de.byte_offset = uint64_t(0) - 2048;
+  expect_error(fk_gemm(c.ctx, nullptr, &e.prm, e.a.view(), e.b.view(), nullptr, nullptr, &de),
+               FK_ERROR_NULL_POINTER, {"d: data", "wraps"});
+  de.data = nullptr;
+  de.byte_offset = 0;
+  CHECK(fk_gemm(c.ctx, nullptr, &e.prm, e.a.view(), e.b.view(), nullptr, nullptr, &de) ==
+        FK_SUCCESS);
+}
+
+TEST_CASE("launch workspace: a range that wraps around the address space",
+          "[validation][workspace]") {
+  // The overlap checks compare the range's ends; a wrapped end once let an overlapping
+  // workspace through.
+  Ctx c;
+  Gemm g;
+  fk_launch_t l;
+  fk_launch_init(&l);
+  l.workspace = const_cast<void*>(g.d.view()->data);
+  l.workspace_bytes = ~uint64_t(0) - 32;
+  expect_error(fk_gemm(c.ctx, &l, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, g.d.view()),
+               FK_ERROR_INVALID_ARGUMENT, {"launch: workspace", "wraps"});
+  CHECK(g.d.all_poison());
+}
+
 TEST_CASE("launch workspace: must not overlap a tensor of the call", "[validation][workspace]") {
   // Each op refuses a workspace that overlaps one of its tensors (input or output), naming it,
   // with the outputs untouched; a disjoint workspace is accepted (the CPU backend ignores it).
