@@ -93,9 +93,20 @@ fk_status_t blockdiag(const ExecContext& ctx, const BlockdiagProblem& p) {
       load_run(p.bias, p.bias_dtype, 0, nout, bias.data());
     }
     const int64_t n = (p.tokens + kTokens - 1) / kTokens;
-    parallel_for(n, ctx.num_threads, 1, [&](int64_t b0, int64_t b1, int) {
-      std::vector<float> x(static_cast<size_t>(kTokens * nin));
-      std::vector<float> y(static_cast<size_t>(kTokens * nout));
+    // Every worker's scratch before any store: an allocation failure (std::bad_alloc, turned
+    // into FK_ERROR_OUT_OF_MEMORY by run_guarded) must leave out untouched, which it would not
+    // if a later chunk's allocation failed after earlier chunks were stored.
+    struct Scratch {
+      std::vector<float> x, y;
+    };
+    std::vector<Scratch> scratch(size_t(parallel_workers(n, ctx.num_threads, 1)));
+    for (Scratch& w : scratch) {
+      w.x.resize(size_t(kTokens * nin));
+      w.y.resize(size_t(kTokens * nout));
+    }
+    parallel_for(n, ctx.num_threads, 1, [&](int64_t b0, int64_t b1, int worker) {
+      std::vector<float>& x = scratch[size_t(worker)].x;
+      std::vector<float>& y = scratch[size_t(worker)].y;
       for (int64_t tile = b0; tile < b1; ++tile) {
         const int64_t t0 = tile * kTokens, T = std::min(kTokens, p.tokens - t0);
         for (int64_t t = 0; t < T; ++t)
@@ -128,12 +139,25 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
     }
     const int64_t nb2 = p.nblocks2, r = p.r, s = p.s;
     const int64_t n = (p.tokens + kTokens - 1) / kTokens;
-    parallel_for(n, ctx.num_threads, 1, [&](int64_t b0, int64_t b1, int) {
-      std::vector<float> x(static_cast<size_t>(kTokens * nin));
-      std::vector<float> y1(static_cast<size_t>(kTokens * mid));
-      std::vector<float> z(static_cast<size_t>(kTokens * mid));  // (T, nblocks2, r)
-      std::vector<float> o(static_cast<size_t>(kTokens * nout));
-      std::vector<float> ob(static_cast<size_t>(s));
+    // Every worker's scratch before any store (see blockdiag).
+    struct Scratch {
+      std::vector<float> x, y1, z, o, ob;
+    };
+    std::vector<Scratch> scratch(size_t(parallel_workers(n, ctx.num_threads, 1)));
+    for (Scratch& w : scratch) {
+      w.x.resize(size_t(kTokens * nin));
+      w.y1.resize(size_t(kTokens * mid));
+      w.z.resize(size_t(kTokens * mid));  // (T, nblocks2, r)
+      w.o.resize(size_t(kTokens * nout));
+      w.ob.resize(size_t(s));
+    }
+    parallel_for(n, ctx.num_threads, 1, [&](int64_t b0, int64_t b1, int worker) {
+      Scratch& w = scratch[size_t(worker)];
+      std::vector<float>& x = w.x;
+      std::vector<float>& y1 = w.y1;
+      std::vector<float>& z = w.z;
+      std::vector<float>& o = w.o;
+      std::vector<float>& ob = w.ob;
       for (int64_t tile = b0; tile < b1; ++tile) {
         const int64_t t0 = tile * kTokens, T = std::min(kTokens, p.tokens - t0);
         for (int64_t t = 0; t < T; ++t)
