@@ -53,10 +53,16 @@
  *   Strides are in elements; `strides == NULL` means compact row-major. Unless an operation
  *   says otherwise the last dimension must be contiguous (stride 1) and every other stride may
  *   be anything, including larger than compact (padded rows). Data pointers (`data` plus
- *   `byte_offset`) must be aligned to the element size. Size limits: the product of a tensor's
+ *   `byte_offset`) must be aligned to the element size (FK_ERROR_MISALIGNED), and neither
+ *   that sum nor the end of the bytes the view addresses may wrap around the address space or,
+ *   for a non-empty tensor, be NULL (FK_ERROR_NULL_POINTER). Size limits: the product of a tensor's
  *   non-zero extents must fit in `int64_t` (so an empty tensor cannot declare, say,
  *   `(2^32, 0, 2^32)`), and its extents and strides may address at most 2^62 bytes;
- *   FK_ERROR_SHAPE_MISMATCH otherwise.
+ *   FK_ERROR_SHAPE_MISMATCH otherwise. Outputs must not write two elements to one address
+ *   (FK_ERROR_BAD_STRIDES). The test is the usual sufficient one: taking the dimensions of
+ *   extent > 1 by increasing stride, each stride must exceed the largest offset the smaller
+ *   ones reach. So a few interleaved layouts whose elements are in fact distinct, such as shape
+ *   (2, 3) with strides (3, 2), are refused too.
  * - **Devices**: a CPU context accepts tensors on `kDLCPU` or `kDLCUDAHost` (pinned host
  *   memory); a CUDA context accepts `kDLCUDA` or `kDLCUDAManaged` tensors whose `device_id` is
  *   the context's device. Anything else is `FK_ERROR_WRONG_DEVICE`.
@@ -445,7 +451,8 @@ typedef struct fk_launch_t {
                                 cu_seqlens back in the query as in the call (a synchronising
                                 copy on the default stream). One workspace shared by several
                                 calls must hold the largest of their sizes. */
-  uint64_t workspace_bytes;/**< Size of `workspace` in bytes. */
+  uint64_t workspace_bytes;/**< Size of `workspace` in bytes; `workspace + workspace_bytes` must not
+                                wrap around the address space (FK_ERROR_INVALID_ARGUMENT). */
 } fk_launch_t;
 
 /**
@@ -491,7 +498,9 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
  *    keys with `i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right`, where
  *    -1 means unbounded on that side; causal is the window `(left, 0)`.
  *  - A query row that sees no key (fully masked, or `seqlen_k == 0`, where k and v may have
- *    NULL data) gives `out = 0` and `lse = -inf`, never NaN.
+ *    NULL data) gives `out = 0` and `lse = -inf`, never NaN. Keys whose score is -inf (an
+ *    infinite input) weigh 0, also when they fill whole key tiles; a NaN score in a row makes
+ *    that row's `out` and `lse` NaN (not -inf, which means "no key").
  *  - `out` and `lse` must not share memory with any input (not even exactly in-place), and
  *    no two of their elements may share an address: FK_ERROR_INVALID_ARGUMENT /
  *    FK_ERROR_BAD_STRIDES.
@@ -1147,7 +1156,8 @@ typedef struct fk_fftconv_plan_options_t {
   int32_t mode;         /**< An fk_fftconv_mode_t. Default FK_FFTCONV_CAUSAL. */
   int64_t channels;     /**< Channels (H), >= 0. */
   int64_t seqlen;       /**< Sequence length (L), >= 0. */
-  int64_t filter_len;   /**< Filter taps per channel; 0 (default) means `seqlen`. */
+  int64_t filter_len;   /**< Filter taps per channel; 0 (default) means `seqlen` (bidirectional
+                             mode: which must then be odd, except that seqlen 0 gives 1). */
   int64_t fft_size;     /**< Power of two, or 0 (default) for the smallest valid one. */
   DLDataType dtype;     /**< dtype of u, y and the gates. Default fp32. */
   uint32_t flags;       /**< 0 or FK_FFTCONV_FILTER_CONSTANT. */

@@ -182,8 +182,20 @@ fk_status_t fk_fftconv_plan_create(const fk_context_t* context,
       return set_error(FK_ERROR_INVALID_ARGUMENT,
                        "options.seqlen: %" PRId64 " > 2^22 (4M), the largest fft_size", o.seqlen);
     }
-    if (o.filter_len == 0) o.filter_len = o.seqlen;
+    const bool defaulted = o.filter_len == 0;
+    if (defaulted) {
+      // seqlen; in bidirectional mode an empty sequence gets the one-tap filter (the odd
+      // length closest to it), so that empty problems plan in every mode.
+      o.filter_len = (mode == FFTConvMode::Bidirectional && o.seqlen == 0) ? 1 : o.seqlen;
+    }
     if (mode == FFTConvMode::Bidirectional && o.filter_len % 2 == 0) {
+      if (defaulted) {
+        return set_error(FK_ERROR_INVALID_ARGUMENT,
+                         "options.filter_len: 0 means seqlen (%" PRId64 "), which is even; "
+                         "bidirectional mode needs an odd filter_len (2R + 1 centred taps): "
+                         "give it",
+                         o.filter_len);
+      }
       return set_error(FK_ERROR_INVALID_ARGUMENT,
                        "options.filter_len: %" PRId64 " must be odd (2R + 1 centred taps) in "
                        "bidirectional mode",

@@ -768,6 +768,23 @@ TEST_CASE("fftconv: plan and call validation rules", "[validation][fftconv]") {
     o.filter_len = 10;
     expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
                  {"filter_len", "odd"});
+    // The default (0: seqlen) names itself when seqlen is even.
+    o.filter_len = 0;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
+                 {"options.filter_len: 0 means seqlen (100)", "odd"});
+    CHECK(plan == nullptr);
+    // An odd seqlen is its own default; an empty sequence plans with one tap, as every mode
+    // plans empty problems.
+    for (int64_t L : {101, 0}) {
+      o.seqlen = L;
+      REQUIRE(fk_fftconv_plan_create(c.ctx, &o, &plan) == FK_SUCCESS);
+      fk_fftconv_plan_options_t got;
+      fk_fftconv_plan_options_init(&got);
+      REQUIRE(fk_fftconv_plan_get_options(plan, &got) == FK_SUCCESS);
+      CHECK(got.filter_len == (L == 0 ? 1 : L));
+      fk_fftconv_plan_destroy(plan);
+      plan = nullptr;
+    }
   }
   SECTION("negative sizes, unknown mode and flags, bad dtype") {
     o.channels = -1;

@@ -892,7 +892,8 @@ pub struct fk_launch_t {
     #[doc = "copy on the default stream). One workspace shared by several"]
     #[doc = "calls must hold the largest of their sizes."]
     pub workspace: *mut ::std::os::raw::c_void,
-    #[doc = "< Size of `workspace` in bytes."]
+    #[doc = "< Size of `workspace` in bytes; `workspace + workspace_bytes` must not"]
+    #[doc = "wrap around the address space (FK_ERROR_INVALID_ARGUMENT)."]
     pub workspace_bytes: u64,
 }
 #[test]
@@ -1910,7 +1911,8 @@ pub struct fk_fftconv_plan_options_t {
     pub channels: i64,
     #[doc = "< Sequence length (L), >= 0."]
     pub seqlen: i64,
-    #[doc = "< Filter taps per channel; 0 (default) means `seqlen`."]
+    #[doc = "< Filter taps per channel; 0 (default) means `seqlen` (bidirectional"]
+    #[doc = "mode: which must then be odd, except that seqlen 0 gives 1)."]
     pub filter_len: i64,
     #[doc = "< Power of two, or 0 (default) for the smallest valid one."]
     pub fft_size: i64,
