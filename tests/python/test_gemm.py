@@ -157,6 +157,24 @@ def test_gemm_scaled_rules(rng):
             flashkit.gemm_scaled(a, np.zeros((5, 8), ml.float8_e4m3fnuz), trans_b=True)
 
 
+def test_gemm_scaled_python_number_scales(rng):
+    """A per-tensor scale may be a Python or NumPy number: folded into alpha (float32)."""
+    a = _fp8(rng, (9, 40), "float8_e4m3fn")
+    w = _fp8(rng, (12, 40), "float8_e5m2")
+    d = flashkit.gemm_scaled(a, w, trans_b=True, scale_a=0.37, scale_b=np.float32(2.5), alpha=1.5,
+                             out_dtype="float32")
+    expected = ref.gemm(ref.f64(a) * (0.37 * 2.5 * 1.5), ref.f64(w), trans_b=True)
+    ref.assert_close(d, expected, "float32")
+    # The same as 1-element tensors.
+    same = flashkit.gemm_scaled(a, w, trans_b=True, scale_a=np.array([0.37], np.float32),
+                                scale_b=np.array([2.5], np.float32), alpha=1.5, out_dtype="float32")
+    ref.assert_close(d, ref.f64(same), "float32")
+    with pytest.raises(flashkit.InvalidArgumentError, match="scale_a: inf must be finite"):
+        flashkit.gemm_scaled(a, w, trans_b=True, scale_a=float("inf"))
+    with pytest.raises(flashkit.InvalidArgumentError, match="scale_b"):
+        flashkit.gemm_scaled(a, w, trans_b=True, scale_b=True)  # a bool is not a scale
+
+
 def test_gemm_scaled_zero_d_scales(rng):
     """torch's per-tensor scales are 0-d tensors: accepted like (1,)."""
     a = _fp8(rng, (6, 32), "float8_e4m3fn")

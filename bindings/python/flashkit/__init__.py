@@ -259,13 +259,15 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
             row-major ``(N, K)`` passed with ``trans_b=True`` (in torch, ``w.t()`` of an
             ``(N, K)`` weight without the flag is the same memory); other layouts run on the
             generic kernel.
-        scale_a: None (1), or float32 0-d or ``(1,)`` (per-tensor; torch's scalar scale
+        scale_a: None (1), a finite Python or NumPy real number (per-tensor, folded into
+            alpha in float32), or float32 0-d or ``(1,)`` (per-tensor; torch's scalar scale
             tensors are 0-d) or ``(M,)`` (per row of a), contiguous, on a's device.
-        scale_b: None (1), or float32 0-d, ``(1,)`` or ``(N,)`` (per column of b), contiguous.
+        scale_b: None (1), a real number as for scale_a, or float32 0-d, ``(1,)`` or ``(N,)``
+            (per column of b), contiguous.
         c, alpha, beta, bias, activation, trans_a, trans_b: as for :func:`gemm` (c and bias
             are not scaled).
-        out: optional output ``(M, N)`` / ``(batch, M, N)``, fp32/fp16/bf16 (the library's
-            messages call it ``d``).
+        out: optional output ``(M, N)`` / ``(batch, M, N)``, fp32/fp16/bf16 (the C ABI's
+            ``d``; error messages raised here say ``out``).
         workspace: optional scratch array on the call's device (module notes).
         out_dtype: the result's dtype when out is not given (float32, float16 or bfloat16);
             default c's dtype, else a's when a is 16/32-bit, else bfloat16.

@@ -6,6 +6,7 @@ methods pass themselves.
 """
 
 import math
+import numbers
 import operator
 import re
 import threading
@@ -543,9 +544,23 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
     return name if _select else out_obj
 
 
+def _fold_scalar_scale(scale, name, alpha):
+    """A per-tensor scale given as a Python or NumPy real number: (None, alpha * scale formed
+    in float32), the same factor the library would form; anything else: (scale, alpha)."""
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        return scale, alpha
+    value = float32_arg(scale, name)
+    if not math.isfinite(value):
+        raise _errors.InvalidArgumentError(f"{name}: {value} must be finite", 100)
+    folded = float(np.float32(float32_arg(alpha, "alpha")) * np.float32(value))
+    return None, folded
+
+
 def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0,
                 trans_a=False, trans_b=False, bias=None, activation=None, out=None,
                 out_dtype=None, workspace=None, _select=False):
+    scale_a, alpha = _fold_scalar_scale(scale_a, "scale_a", alpha)
+    scale_b, alpha = _fold_scalar_scale(scale_b, "scale_b", alpha)
     call = _Call(ctx, [("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("c", c),
                        ("bias", bias)], required=2, scale_args=("scale_a", "scale_b"))
     ar, br, sar, sbr, cr, biasr = call.refs
