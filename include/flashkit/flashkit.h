@@ -1127,6 +1127,11 @@ FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* contex
  *      `k[R - d] = k_bwd[d - 1]` for `d >= 1`.
  *  - `fft_size` must be a power of two (as in FlashFFTConv); 0 picks the smallest power of two
  *    the mode needs.
+ *  - Non-finite inputs: where a kernel transforms the row (every CUDA kernel; on the CPU backend,
+ *    filters of more than 16 log2(fft_size) taps), a NaN or Inf anywhere in a row of `u` or of its
+ *    channel's `k` makes every output of that row NaN, earlier positions included, as with any
+ *    FFT convolution (torch.fft's too). The CPU backend's direct path for short filters spreads
+ *    it only to the positions the sum reaches.
  *  @{ */
 /* ------------------------------------------------------------------------------------------ */
 

@@ -224,10 +224,14 @@ void run_item(const AttentionProblem& p, const WorkItem& it, Scratch& w) {
         for (int64_t jj = lo; jj < hi; ++jj) mx = std::max(mx, s[jj]);
         const size_t ri = size_t(g * kBlockQ + r);
         const float m_new = std::max(w.m[ri], mx);
-        const float corr = std::exp(w.m[ri] - m_new);  // 0 on the first visited tile
+        // While every score seen so far is -inf (keys of -inf score filling whole tiles), m_new
+        // is -inf and exp(-inf - -inf) would be NaN: subtract 0 instead, so those scores give
+        // 0 and the row goes on (FlashAttention's guard).
+        const float m_sub = m_new == neg_inf ? 0.0f : m_new;
+        const float corr = std::exp(w.m[ri] - m_sub);  // 0 on the first visited tile
         float sum = 0.0f;
         for (int64_t jj = lo; jj < hi; ++jj) {
-          s[jj] = std::exp(s[jj] - m_new);
+          s[jj] = std::exp(s[jj] - m_sub);
           sum += s[jj];
         }
         w.m[ri] = m_new;
@@ -242,7 +246,8 @@ void run_item(const AttentionProblem& p, const WorkItem& it, Scratch& w) {
   }
 
   // Normalise once at the end (FlashAttention-2's deferred rescaling) and write out. A row that
-  // saw no key keeps l == 0: output 0 and lse -inf, as the header requires.
+  // saw no key keeps l == 0: output 0 and lse -inf, as the header requires. A NaN score (NaN in
+  // the inputs) makes l NaN: out and lse NaN (std::max above skips NaN, so m alone would not).
   for (int64_t g = 0; g < group; ++g) {
     const int64_t h = it.hk * group + g;
     for (int64_t r = 0; r < rows; ++r) {
@@ -255,7 +260,7 @@ void run_item(const AttentionProblem& p, const WorkItem& it, Scratch& w) {
       const int64_t ooff = it.b * p.o_batch_stride + i * p.o_row_stride + h * p.o_head_stride;
       store_run(p.out, p.dtype, ooff, d, acc);
       if (p.lse) {
-        const float lse = l > 0 ? w.m[ri] + std::log(l) : neg_inf;
+        const float lse = l > 0 ? w.m[ri] + std::log(l) : (l == 0.0f ? neg_inf : l);
         p.lse[it.b * p.lse_batch_stride + h * p.lse_head_stride + i * p.lse_row_stride] = lse;
       }
     }

@@ -200,6 +200,58 @@ TEST_CASE("cpu attention: seqlen_k == 0 gives zeros and -inf", "[cpu][attention]
   run_batched(c, 450);
 }
 
+TEST_CASE("cpu attention: keys scoring -inf over whole key tiles, NaN inputs",
+          "[cpu][attention]") {
+  // Keys [0, n) score -inf (k's first component -inf, q positive). Once they fill a whole
+  // 64-key tile, the running max of that tile is -inf; the rescaling must not turn exp(-inf -
+  // -inf) into NaN (FlashAttention's guard: subtract 0 instead). The exact result is finite.
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {1, 63, 64, 65, 128, 150}) {
+    DYNAMIC_SECTION("n = " << n) {
+      auto rng = fkcpu::rng_for(470 + uint64_t(n));
+      HostTensor q(DT::F32, {1, 5, 2, 16}), k(DT::F32, {1, 200, 1, 16}), v(DT::F32, {1, 200, 1, 16});
+      HostTensor out(DT::F32, {1, 5, 2, 16}), lse(DT::F32, {1, 2, 5});
+      q.fill_uniform(rng, 0.1, 1.0);
+      k.fill_normal(rng);
+      v.fill_normal(rng);
+      for (int64_t j = 0; j < n; ++j) k.set({0, j, 0, 0}, -inf);
+      out.poison();
+      lse.poison();
+      fk_attention_params_t p;
+      fk_attention_params_init(&p);
+      REQUIRE(fk_attention_forward(fkcpu::cpu_context(), nullptr, &p, &q, &k, &v, nullptr,
+                                   nullptr, &out, &lse) == FK_SUCCESS);
+      std::vector<double> ref_out, ref_lse;
+      fkref::attention(q.to_vector(), k.to_vector(), v.to_vector(), 1, 5, 200, 2, 1, 16,
+                       fkref::AttentionParams{}, ref_out, ref_lse);
+      check_output(out, ref_out, DT::F32, "out");
+      check_output(lse, ref_lse, DT::F32, "lse");
+    }
+  }
+  SECTION("a NaN in one query row: that row's out and lse are NaN, the others finite") {
+    // lse NaN, not -inf: -inf means "this row saw no key".
+    auto rng = fkcpu::rng_for(480);
+    HostTensor q(DT::F32, {1, 5, 2, 16}), k(DT::F32, {1, 90, 1, 16}), v(DT::F32, {1, 90, 1, 16});
+    HostTensor out(DT::F32, {1, 5, 2, 16}), lse(DT::F32, {1, 2, 5});
+    q.fill_normal(rng);
+    k.fill_normal(rng);
+    v.fill_normal(rng);
+    q.set({0, 3, 1, 7}, NAN);
+    fk_attention_params_t p;
+    fk_attention_params_init(&p);
+    REQUIRE(fk_attention_forward(fkcpu::cpu_context(), nullptr, &p, &q, &k, &v, nullptr, nullptr,
+                                 &out, &lse) == FK_SUCCESS);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < 5; ++i) {
+        const bool bad = h == 1 && i == 3;
+        INFO("head " << h << " row " << i);
+        CHECK(std::isnan(lse.get({0, h, i})) == bad);
+        if (!bad) CHECK(std::isfinite(lse.get({0, h, i})));
+        for (int64_t x = 0; x < 16; ++x) CHECK(std::isnan(out.get({0, i, h, x})) == bad);
+      }
+  }
+}
+
 TEST_CASE("cpu attention: GQA and MQA", "[cpu][attention]") {
   uint64_t tag = 500;
   const int64_t heads[][2] = {{8, 8}, {8, 4}, {8, 2}, {8, 1}, {3, 1}, {6, 3}};

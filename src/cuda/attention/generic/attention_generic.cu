@@ -231,7 +231,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
       }
       if (p.lse != nullptr && lane == 0) {
         p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + (row0_q + i) * p.lse_row_stride] =
-            lsum > 0.0f ? (m[r] + log2f(lsum)) * 0.6931471805599453f : -INFINITY;
+            lsum > 0.0f ? (m[r] + log2f(lsum)) * 0.6931471805599453f
+                        : (lsum == 0.0f ? -INFINITY : lsum);  // NaN scores: NaN
       }
     }
   }

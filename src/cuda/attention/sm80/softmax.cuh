@@ -162,7 +162,9 @@ struct OnlineSoftmax {
         sum += __shfl_xor_sync(0xffffffffu, sum, 2);
         const bool any = sum > 0.0f;
         const float inv = any ? 1.0f / sum : 0.0f;
-        lse[mt][r] = any ? (row_max[mt][r] + __log2f(sum)) * 0.6931471805599453f : -INFINITY;
+        // NaN scores make sum NaN: lse NaN (-inf means the row saw no key).
+        lse[mt][r] = any ? (row_max[mt][r] + __log2f(sum)) * 0.6931471805599453f
+                         : (sum == 0.0f ? -INFINITY : sum);
 #pragma unroll
         for (int dt = 0; dt < kOTiles; ++dt) {
           acc_o[mt][dt][2 * r] *= inv;

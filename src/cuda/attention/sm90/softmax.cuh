@@ -116,7 +116,9 @@ struct OnlineSoftmax {
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const bool any = sum > 0.0f;
       inv[r] = any ? 1.0f / sum : 0.0f;
-      lse[r] = any ? (row_max[r] + __log2f(sum)) * 0.6931471805599453f : -INFINITY;
+      // NaN scores make sum NaN: lse NaN (-inf means the row saw no key).
+      lse[r] = any ? (row_max[r] + __log2f(sum)) * 0.6931471805599453f
+                   : (sum == 0.0f ? -INFINITY : sum);
     }
     CUTE_UNROLL
     for (int i = 0; i < cute::size(o); ++i) o(i) *= inv[(i >> 1) & 1];
