@@ -267,6 +267,8 @@ TEST_CASE("sm90 gemm: small copy-engine store case for the sanitizers",
 TEST_CASE("sm90 gemm: 4-stage ring on split-K shapes (2 boxes, idle warpgroup)",
           "[gpu][gemm][sm90][deep_ring]") {
   ForceSkinny off("0");  // the 128 x 256 kernel's 4-stage ring on every shape
+  // The 144-tile shapes would take the ping-pong schedule (a full GPU of tiles, few k-tiles).
+  fktest::ScopedEnv coop("FLASHKIT_SM90_GEMM_SCHEDULE", "cooperative");
   struct S {
     int64_t M, N, K;
     DT ab, cd;
