@@ -26,7 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * plans still open on this context (the C ABI requires plans to go first).
  */
 public final class Context implements AutoCloseable {
-  private volatile long handle;
+  private final NativeHandle guard; // every call runs inside guard.call: close waits for them
   private final Set<FFTConvPlan> plans = ConcurrentHashMap.newKeySet();
 
   /** Options for {@link Context#create(Options)}; defaults as {@code fk_context_options_init()}. */
@@ -63,7 +63,7 @@ public final class Context implements AutoCloseable {
   }
 
   private Context(long handle) {
-    this.handle = handle;
+    this.guard = new NativeHandle("Context", handle);
   }
 
   /** A context with the given options. */
@@ -96,15 +96,14 @@ public final class Context implements AutoCloseable {
     return create(new Options().backend(Backend.CPU).numThreads(numThreads));
   }
 
-  long handle() {
-    long h = handle;
-    if (h == 0) throw new IllegalStateException("Context is closed");
-    return h;
+  /** Runs {@code body} with the native context, which stays alive until it returns. */
+  <T> T call(NativeHandle.Call<T> body) {
+    return guard.call(body);
   }
 
   /** Whether {@link #close()} has been called. */
   public boolean isClosed() {
-    return handle == 0;
+    return guard.isClosed();
   }
 
   /** Backend, device and kernel family of this context. */
@@ -112,7 +111,10 @@ public final class Context implements AutoCloseable {
     fk_context_info_t i = new fk_context_info_t();
     try {
       FlashkitNative.fk_context_info_init(i);
-      FlashkitNative.fk_context_get_info(handle(), i);
+      guard.call(nh -> {
+        FlashkitNative.fk_context_get_info(nh, i);
+        return null;
+      });
       return new ContextInfo(i);
     } finally {
       i.delete();
@@ -165,8 +167,11 @@ public final class Context implements AutoCloseable {
       Tensor cuSeqlensK, Tensor out, Tensor lse, Launch launch) {
     fk_attention_params_t p = nativeParams(params);
     try {
-      FlashkitNative.fk_attention_forward(handle(), Launch.encode(launch), p, h(q), h(k), h(v),
+      guard.call(nh -> {
+        FlashkitNative.fk_attention_forward(nh, Launch.encode(launch), p, h(q), h(k), h(v),
           h(cuSeqlensQ), h(cuSeqlensK), o(out, "out"), o(lse, "lse"));
+        return null;
+      });
     } finally {
       p.delete();
       Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
@@ -178,8 +183,8 @@ public final class Context implements AutoCloseable {
       Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
     try {
-      return FlashkitNative.fk_attention_select_kernel(handle(), p, h(q), h(k), h(v),
-          h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse));
+      return guard.call(nh -> FlashkitNative.fk_attention_select_kernel(nh, p, h(q), h(k), h(v),
+          h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse)));
     } finally {
       p.delete();
       Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
@@ -197,8 +202,8 @@ public final class Context implements AutoCloseable {
       Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
     try {
-      return FlashkitNative.fk_attention_workspace_size(handle(), p, h(q), h(k), h(v),
-          h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse));
+      return guard.call(nh -> FlashkitNative.fk_attention_workspace_size(nh, p, h(q), h(k), h(v),
+          h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse)));
     } finally {
       p.delete();
       Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
@@ -251,8 +256,11 @@ public final class Context implements AutoCloseable {
       Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse, Launch launch) {
     fk_attention_params_t p = nativeParams(params);
     try {
-      FlashkitNative.fk_attention_kvcache_forward(handle(), Launch.encode(launch), p, h(q),
+      guard.call(nh -> {
+        FlashkitNative.fk_attention_kvcache_forward(nh, Launch.encode(launch), p, h(q),
           h(kCache), h(vCache), h(cacheSeqlens), h(blockTable), o(out, "out"), o(lse, "lse"));
+        return null;
+      });
     } finally {
       p.delete();
       Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
@@ -267,8 +275,8 @@ public final class Context implements AutoCloseable {
       Tensor vCache, Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
     try {
-      return FlashkitNative.fk_attention_kvcache_select_kernel(handle(), p, h(q), h(kCache),
-          h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse));
+      return guard.call(nh -> FlashkitNative.fk_attention_kvcache_select_kernel(nh, p, h(q), h(kCache),
+          h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse)));
     } finally {
       p.delete();
       Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
@@ -283,8 +291,8 @@ public final class Context implements AutoCloseable {
       Tensor vCache, Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
     try {
-      return FlashkitNative.fk_attention_kvcache_workspace_size(handle(), p, h(q), h(kCache),
-          h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse));
+      return guard.call(nh -> FlashkitNative.fk_attention_kvcache_workspace_size(nh, p, h(q), h(kCache),
+          h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse)));
     } finally {
       p.delete();
       Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
@@ -320,7 +328,10 @@ public final class Context implements AutoCloseable {
       Launch launch) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     try {
-      FlashkitNative.fk_gemm(handle(), Launch.encode(launch), p, h(a), h(b), h(c), h(bias), o(d, "d"));
+      guard.call(nh -> {
+        FlashkitNative.fk_gemm(nh, Launch.encode(launch), p, h(a), h(b), h(c), h(bias), o(d, "d"));
+        return null;
+      });
     } finally {
       p.delete();
       Tensor.keepAlive(a, b, c, bias, d);
@@ -332,7 +343,7 @@ public final class Context implements AutoCloseable {
       Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     try {
-      return FlashkitNative.fk_gemm_select_kernel(handle(), p, h(a), h(b), h(c), h(bias), h(d));
+      return guard.call(nh -> FlashkitNative.fk_gemm_select_kernel(nh, p, h(a), h(b), h(c), h(bias), h(d)));
     } finally {
       p.delete();
       Tensor.keepAlive(a, b, c, bias, d);
@@ -347,7 +358,7 @@ public final class Context implements AutoCloseable {
       Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     try {
-      return FlashkitNative.fk_gemm_workspace_size(handle(), p, h(a), h(b), h(c), h(bias), h(d));
+      return guard.call(nh -> FlashkitNative.fk_gemm_workspace_size(nh, p, h(a), h(b), h(c), h(bias), h(d)));
     } finally {
       p.delete();
       Tensor.keepAlive(a, b, c, bias, d);
@@ -370,8 +381,11 @@ public final class Context implements AutoCloseable {
       Tensor c, Tensor bias, Tensor d, Launch launch) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     try {
-      FlashkitNative.fk_gemm_scaled(handle(), Launch.encode(launch), p, h(a), h(b), h(scaleA),
+      guard.call(nh -> {
+        FlashkitNative.fk_gemm_scaled(nh, Launch.encode(launch), p, h(a), h(b), h(scaleA),
           h(scaleB), h(c), h(bias), o(d, "d"));
+        return null;
+      });
     } finally {
       p.delete();
       Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
@@ -383,8 +397,8 @@ public final class Context implements AutoCloseable {
       Tensor scaleB, Tensor c, Tensor bias, Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     try {
-      return FlashkitNative.fk_gemm_scaled_select_kernel(handle(), p, h(a), h(b), h(scaleA),
-          h(scaleB), h(c), h(bias), h(d));
+      return guard.call(nh -> FlashkitNative.fk_gemm_scaled_select_kernel(nh, p, h(a), h(b), h(scaleA),
+          h(scaleB), h(c), h(bias), h(d)));
     } finally {
       p.delete();
       Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
@@ -396,8 +410,8 @@ public final class Context implements AutoCloseable {
       Tensor scaleB, Tensor c, Tensor bias, Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     try {
-      return FlashkitNative.fk_gemm_scaled_workspace_size(handle(), p, h(a), h(b), h(scaleA),
-          h(scaleB), h(c), h(bias), h(d));
+      return guard.call(nh -> FlashkitNative.fk_gemm_scaled_workspace_size(nh, p, h(a), h(b), h(scaleA),
+          h(scaleB), h(c), h(bias), h(d)));
     } finally {
       p.delete();
       Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
@@ -427,8 +441,11 @@ public final class Context implements AutoCloseable {
   public void monarch(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out, Launch launch) {
     fk_monarch_params_t p = monarchParams();
     try {
-      FlashkitNative.fk_monarch(handle(), Launch.encode(launch), p, h(x), h(w1), h(w2), h(bias),
+      guard.call(nh -> {
+        FlashkitNative.fk_monarch(nh, Launch.encode(launch), p, h(x), h(w1), h(w2), h(bias),
           o(out, "out"));
+        return null;
+      });
     } finally {
       p.delete();
       Tensor.keepAlive(x, w1, w2, bias, out);
@@ -438,8 +455,8 @@ public final class Context implements AutoCloseable {
   public String monarchSelectKernel(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
     try {
-      return FlashkitNative.fk_monarch_select_kernel(handle(), p, h(x), h(w1), h(w2), h(bias),
-          h(out));
+      return guard.call(nh -> FlashkitNative.fk_monarch_select_kernel(nh, p, h(x), h(w1), h(w2), h(bias),
+          h(out)));
     } finally {
       p.delete();
       Tensor.keepAlive(x, w1, w2, bias, out);
@@ -450,8 +467,8 @@ public final class Context implements AutoCloseable {
   public long monarchWorkspaceSize(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
     try {
-      return FlashkitNative.fk_monarch_workspace_size(handle(), p, h(x), h(w1), h(w2), h(bias),
-          h(out));
+      return guard.call(nh -> FlashkitNative.fk_monarch_workspace_size(nh, p, h(x), h(w1), h(w2), h(bias),
+          h(out)));
     } finally {
       p.delete();
       Tensor.keepAlive(x, w1, w2, bias, out);
@@ -476,8 +493,11 @@ public final class Context implements AutoCloseable {
   public void blockdiagLinear(Tensor x, Tensor w, Tensor bias, Tensor out, Launch launch) {
     fk_monarch_params_t p = monarchParams();
     try {
-      FlashkitNative.fk_blockdiag_linear(handle(), Launch.encode(launch), p, h(x), h(w), h(bias),
+      guard.call(nh -> {
+        FlashkitNative.fk_blockdiag_linear(nh, Launch.encode(launch), p, h(x), h(w), h(bias),
           o(out, "out"));
+        return null;
+      });
     } finally {
       p.delete();
       Tensor.keepAlive(x, w, bias, out);
@@ -487,8 +507,8 @@ public final class Context implements AutoCloseable {
   public String blockdiagLinearSelectKernel(Tensor x, Tensor w, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
     try {
-      return FlashkitNative.fk_blockdiag_linear_select_kernel(handle(), p, h(x), h(w), h(bias),
-          h(out));
+      return guard.call(nh -> FlashkitNative.fk_blockdiag_linear_select_kernel(nh, p, h(x), h(w), h(bias),
+          h(out)));
     } finally {
       p.delete();
       Tensor.keepAlive(x, w, bias, out);
@@ -501,8 +521,8 @@ public final class Context implements AutoCloseable {
   public long blockdiagLinearWorkspaceSize(Tensor x, Tensor w, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
     try {
-      return FlashkitNative.fk_blockdiag_linear_workspace_size(handle(), p, h(x), h(w), h(bias),
-          h(out));
+      return guard.call(nh -> FlashkitNative.fk_blockdiag_linear_workspace_size(nh, p, h(x), h(w), h(bias),
+          h(out)));
     } finally {
       p.delete();
       Tensor.keepAlive(x, w, bias, out);
@@ -518,6 +538,7 @@ public final class Context implements AutoCloseable {
     return new FFTConvPlan(this, options);
   }
 
+  /** Called by the plan's constructor inside {@link #call}, so never during close(). */
   void register(FFTConvPlan plan) {
     plans.add(plan);
   }
@@ -527,17 +548,17 @@ public final class Context implements AutoCloseable {
   }
 
   /**
-   * Closes the plans still open on this context, then destroys the context. Idempotent. No call
-   * using the context may be running.
+   * Closes the plans still open on this context, then destroys the context. Idempotent and
+   * thread-safe: it waits for the calls running on this context (and on its plans) to return;
+   * calls made after it began throw IllegalStateException. Must not be called from inside a
+   * call on this context.
    */
   @Override
-  public synchronized void close() {
-    long h = handle;
-    if (h == 0) return;
-    List<FFTConvPlan> open = new ArrayList<>(plans);
-    for (FFTConvPlan p : open) p.close();
-    handle = 0;
-    FlashkitNative.fk_context_destroy(h);
+  public void close() {
+    guard.close(() -> {
+      List<FFTConvPlan> open = new ArrayList<>(plans);
+      for (FFTConvPlan p : open) p.close();
+    }, FlashkitNative::fk_context_destroy);
   }
 
   /** The plans currently open on this context (for diagnostics). */

@@ -12,7 +12,9 @@ package org.flashkit;
  * <p>The plan refers to its context; closing the context closes the plan too.
  */
 public final class FFTConvPlan implements AutoCloseable {
-  private volatile long handle;
+  // Every call runs inside guard.call: close waits for them. Set once, in the constructor,
+  // before the plan is registered with its context (which may then close it at any time).
+  private volatile NativeHandle guard;
   private final Context context;
 
   /** Plan options ({@code fk_fftconv_plan_options_t}); defaults: causal, fp32, sizes 0. */
@@ -133,22 +135,22 @@ public final class FFTConvPlan implements AutoCloseable {
     try {
       FlashkitNative.fk_fftconv_plan_options_init(o);
       options.writeTo(o);
-      handle = FlashkitNative.fk_fftconv_plan_create(context.handle(), o);
+      // Created and registered while the context cannot close (its read lock): a context
+      // closing concurrently either sees this plan registered and closes it, or this call
+      // finds the context closed (IllegalStateException) and creates nothing.
+      context.call(ctx -> {
+        guard = new NativeHandle("FFTConvPlan", FlashkitNative.fk_fftconv_plan_create(ctx, o));
+        context.register(this);
+        return null;
+      });
     } finally {
       o.delete();
     }
-    context.register(this);
-  }
-
-  long handle() {
-    long h = handle;
-    if (h == 0) throw new IllegalStateException("FFTConvPlan is closed");
-    return h;
   }
 
   /** Whether {@link #close()} has been called (directly or by closing the context). */
   public boolean isClosed() {
-    return handle == 0;
+    return guard.isClosed();
   }
 
   /** The context this plan runs on. */
@@ -161,7 +163,10 @@ public final class FFTConvPlan implements AutoCloseable {
     fk_fftconv_plan_options_t o = new fk_fftconv_plan_options_t();
     try {
       FlashkitNative.fk_fftconv_plan_options_init(o);
-      FlashkitNative.fk_fftconv_plan_get_options(handle(), o);
+      guard.call(nh -> {
+        FlashkitNative.fk_fftconv_plan_get_options(nh, o);
+        return null;
+      });
       return Options.readFrom(o);
     } finally {
       o.delete();
@@ -189,9 +194,12 @@ public final class FFTConvPlan implements AutoCloseable {
   public void forward(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y,
       Launch launch) {
     try {
-      FlashkitNative.fk_fftconv_forward(handle(), Launch.encode(launch), Tensor.handleOf(u),
+      guard.call(nh -> {
+        FlashkitNative.fk_fftconv_forward(nh, Launch.encode(launch), Tensor.handleOf(u),
           Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
           Tensor.handleOf(postgate), Tensor.outputHandleOf(y, "y"));
+        return null;
+      });
     } finally {
       Tensor.keepAlive(u, k, D, pregate, postgate, y);
     }
@@ -201,9 +209,9 @@ public final class FFTConvPlan implements AutoCloseable {
   public String selectKernel(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate,
       Tensor y) {
     try {
-      return FlashkitNative.fk_fftconv_select_kernel(handle(), Tensor.handleOf(u),
+      return guard.call(nh -> FlashkitNative.fk_fftconv_select_kernel(nh, Tensor.handleOf(u),
           Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
-          Tensor.handleOf(postgate), Tensor.handleOf(y));
+          Tensor.handleOf(postgate), Tensor.handleOf(y)));
     } finally {
       Tensor.keepAlive(u, k, D, pregate, postgate, y);
     }
@@ -218,21 +226,21 @@ public final class FFTConvPlan implements AutoCloseable {
   public long workspaceSize(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate,
       Tensor y) {
     try {
-      return FlashkitNative.fk_fftconv_workspace_size(handle(), Tensor.handleOf(u),
+      return guard.call(nh -> FlashkitNative.fk_fftconv_workspace_size(nh, Tensor.handleOf(u),
           Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
-          Tensor.handleOf(postgate), Tensor.handleOf(y));
+          Tensor.handleOf(postgate), Tensor.handleOf(y)));
     } finally {
       Tensor.keepAlive(u, k, D, pregate, postgate, y);
     }
   }
 
-  /** Destroys the plan. Idempotent. No call using it may be running. */
+  /**
+   * Destroys the plan. Idempotent and thread-safe: it waits for the calls running on this plan
+   * to return; calls made after it began throw IllegalStateException. Must not be called from
+   * inside a call on this plan.
+   */
   @Override
-  public synchronized void close() {
-    long h = handle;
-    if (h == 0) return;
-    handle = 0;
-    context.unregister(this);
-    FlashkitNative.fk_fftconv_plan_destroy(h);
+  public void close() {
+    guard.close(() -> context.unregister(this), FlashkitNative::fk_fftconv_plan_destroy);
   }
 }

@@ -23,7 +23,8 @@ import java.util.Arrays;
  * to flashkit.
  */
 public final class Tensor implements AutoCloseable {
-  private long handle; // DLTensor*, 0 once closed
+  // DLTensor*, 0 once closed; swapped atomically so that concurrent close() calls free it once.
+  private final java.util.concurrent.atomic.AtomicLong handle = new java.util.concurrent.atomic.AtomicLong();
   private final Buffer buffer; // keeps host memory reachable; null for device pointers
   private final DType dtype;
   private final long[] shape;
@@ -41,8 +42,8 @@ public final class Tensor implements AutoCloseable {
     this.deviceType = deviceType;
     this.deviceId = deviceId;
     this.readOnly = buffer != null && buffer.isReadOnly();
-    this.handle = FlashkitNative.fkj_tensor_create(dataAddress, deviceType.value(), deviceId,
-        dtype.code(), dtype.bits(), this.shape, this.strides);
+    this.handle.set(FlashkitNative.fkj_tensor_create(dataAddress, deviceType.value(), deviceId,
+        dtype.code(), dtype.bits(), this.shape, this.strides));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -105,6 +106,12 @@ public final class Tensor implements AutoCloseable {
   public static Tensor ofAddress(long address, DeviceType deviceType, int deviceId, DType dtype,
       long[] shape, long[] strides) {
     checkShape(shape, strides);
+    try {
+      elementCount(shape);  // numel() must be countable (the library refuses such a view too)
+    } catch (ArithmeticException e) {
+      throw new IllegalArgumentException("shape: " + Arrays.toString(shape)
+          + " has more elements than a long can count");
+    }
     return new Tensor(address, null, deviceType, deviceId, dtype, shape, strides);
   }
 
@@ -122,6 +129,7 @@ public final class Tensor implements AutoCloseable {
     checkShape(shape, strides);
     long needBytes;
     try {
+      elementCount(shape);  // numel() must be countable (the library refuses such a view too)
       needBytes = Math.multiplyExact(spanElements(shape, strides), (long) dtype.bytes());
     } catch (ArithmeticException e) {
       throw new IllegalArgumentException("shape: " + Arrays.toString(shape)
@@ -154,13 +162,24 @@ public final class Tensor implements AutoCloseable {
     return n;
   }
 
-  /** Elements from the first to one past the last addressed element. */
+  /**
+   * Elements from the first to one past the last addressed element. The stride of a dimension
+   * of extent 1 addresses nothing (the library ignores it too); a negative stride on a longer
+   * one is refused here, since the bound it would need lies before the buffer's start (which
+   * the library, reading only the address, could not check).
+   */
   private static long spanElements(long[] shape, long[] strides) {
     if (strides == null) return elementCount(shape);
+    for (long e : shape) {
+      if (e == 0) return 0;
+    }
     long span = 1;
     for (int i = 0; i < shape.length; ++i) {
-      if (shape[i] == 0) return 0;
-      if (strides[i] < 0) return elementCount(shape); // the library rejects it with its own message
+      if (shape[i] == 1) continue;
+      if (strides[i] < 0) {
+        throw new IllegalArgumentException("strides: dimension " + i + " has negative stride "
+            + strides[i] + " (negative strides are not supported) in " + Arrays.toString(strides));
+      }
       span = Math.addExact(span, Math.multiplyExact(shape[i] - 1, strides[i]));
     }
     return span;
@@ -248,13 +267,14 @@ public final class Tensor implements AutoCloseable {
 
   /** Whether {@link #close()} has been called. */
   public boolean isClosed() {
-    return handle == 0;
+    return handle.get() == 0;
   }
 
   /** The native {@code DLTensor*}; throws if closed. */
   long handle() {
-    if (handle == 0) throw new IllegalStateException("Tensor is closed");
-    return handle;
+    long h = handle.get();
+    if (h == 0) throw new IllegalStateException("Tensor is closed");
+    return h;
   }
 
   /** The native handle of an optional tensor: 0 (NULL) for null. */
@@ -280,12 +300,14 @@ public final class Tensor implements AutoCloseable {
     return handleOf(t);
   }
 
-  /** Frees the native descriptor; the data is not touched. Idempotent. */
+  /**
+   * Frees the native descriptor; the data is not touched. Idempotent, also when several threads
+   * close the same tensor at once. Do not close a tensor while a call that uses it is running.
+   */
   @Override
   public void close() {
-    long h = handle;
-    handle = 0;
-    FlashkitNative.fkj_tensor_destroy(h);
+    long h = handle.getAndSet(0);
+    if (h != 0) FlashkitNative.fkj_tensor_destroy(h);
   }
 
   @Override

@@ -72,6 +72,75 @@ class ContextTest {
   }
 
   @Test
+  void closeWaitsForRunningCallsAndLaterCallsFail() throws Exception {
+    // close() on another thread once destroyed the plan under a running forward (the JVM
+    // aborted); now it waits, and calls after it throw IllegalStateException.
+    for (int round = 0; round < 20; ++round) {
+      Context ctx = Context.cpu(2);
+      FFTConvPlan plan = ctx.createFFTConvPlan(
+          new FFTConvPlan.Options().channels(64).seqlen(8192).filterLen(8192));
+      Tensor u = Tensor.allocate(DType.FLOAT32, 8, 64, 8192);
+      Tensor k = Tensor.allocate(DType.FLOAT32, 64, 8192);
+      Tensor y = Tensor.allocate(DType.FLOAT32, 8, 64, 8192);
+      java.util.concurrent.atomic.AtomicReference<Throwable> bad =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      java.util.concurrent.CountDownLatch running = new java.util.concurrent.CountDownLatch(1);
+      Thread caller = new Thread(() -> {
+        try {
+          running.countDown();
+          for (int i = 0; i < 1000; ++i) plan.forward(u, k, null, null, null, y);
+        } catch (IllegalStateException expected) {
+          // the plan was closed between two calls
+        } catch (Throwable t) {
+          bad.set(t);
+        }
+      });
+      caller.start();
+      running.await();
+      if ((round & 1) == 0) {
+        ctx.close();  // closes the plan first
+      } else {
+        plan.close();
+        ctx.close();
+      }
+      caller.join();
+      assertTrue(bad.get() == null, String.valueOf(bad.get()));
+      assertTrue(plan.isClosed());
+      assertThrows(IllegalStateException.class, () -> plan.forward(u, k, null, null, null, y));
+      u.close();
+      k.close();
+      y.close();
+    }
+  }
+
+  @Test
+  void planCreatedWhileItsContextClosesIsClosedWithIt() throws Exception {
+    // A plan made during close() was once left open on a destroyed context.
+    for (int round = 0; round < 500; ++round) {
+      Context ctx = Context.cpu(1);
+      java.util.concurrent.atomic.AtomicReference<FFTConvPlan> made =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(2);
+      Thread creator = new Thread(() -> {
+        try {
+          start.await();
+          made.set(ctx.createFFTConvPlan(new FFTConvPlan.Options().channels(1).seqlen(8)));
+        } catch (IllegalStateException lost) {
+          // the context closed first: no plan
+        } catch (Exception e) {
+          throw new RuntimeException(e);
+        }
+      });
+      creator.start();
+      start.await();
+      ctx.close();
+      creator.join();
+      FFTConvPlan p = made.get();
+      if (p != null) assertTrue(p.isClosed(), "a plan outlived its context");
+    }
+  }
+
+  @Test
   void planAndLaunchRunAConvolution() {
     try (Context ctx = Context.cpu(1);
          FFTConvPlan plan = new FFTConvPlan(ctx,
