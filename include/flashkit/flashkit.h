@@ -128,7 +128,7 @@ extern "C" {
 
 #define FK_VERSION_MAJOR 0 /**< Major version: incompatible API changes. */
 #define FK_VERSION_MINOR 5 /**< Minor version: added functionality. */
-#define FK_VERSION_PATCH 1 /**< Patch version: fixes. */
+#define FK_VERSION_PATCH 2 /**< Patch version: fixes. */
 /** @brief The version as one number: major * 10000 + minor * 100 + patch. */
 #define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
 /** ABI number, the SONAME suffix. 1 since 0.2.0: fk_attention_params_t grew (max_seqlen_q/k), and
@@ -144,7 +144,7 @@ extern "C" {
 FK_API unsigned fk_get_version_number(void);
 
 /**
- * @brief Runtime version string of the loaded library, e.g. `"0.5.1"`.
+ * @brief Runtime version string of the loaded library, e.g. `"0.5.2"`.
  * @return Static text; never NULL; do not free.
  */
 FK_API const char* fk_get_version(void);

@@ -4,8 +4,8 @@
 pub const DLPACK_VERSION: u32 = 60;
 pub const FK_VERSION_MAJOR: u32 = 0;
 pub const FK_VERSION_MINOR: u32 = 5;
-pub const FK_VERSION_PATCH: u32 = 1;
-pub const FK_VERSION_NUMBER: u32 = 501;
+pub const FK_VERSION_PATCH: u32 = 2;
+pub const FK_VERSION_NUMBER: u32 = 502;
 pub const FK_ABI_VERSION: u32 = 1;
 pub const FK_DLPACK_FLOAT8_E4M3FN: u32 = 10;
 pub const FK_DLPACK_FLOAT8_E5M2: u32 = 12;
@@ -311,7 +311,7 @@ extern "C" {
     pub fn fk_get_version_number() -> ::std::os::raw::c_uint;
 }
 extern "C" {
-    #[doc = " @brief Runtime version string of the loaded library, e.g. `\"0.5.1\"`."]
+    #[doc = " @brief Runtime version string of the loaded library, e.g. `\"0.5.2\"`."]
     #[doc = " @return Static text; never NULL; do not free."]
     pub fn fk_get_version() -> *const ::std::os::raw::c_char;
 }
