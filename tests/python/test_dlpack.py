@@ -106,6 +106,60 @@ def test_torch_requires_grad(rng):
     assert torch.allclose(d, (a @ a).detach(), atol=1e-5)
 
 
+def test_torch_negative_and_conjugate_views(rng):
+    """torch's lazy negation is a flag DLPack does not carry: a negative view read as memory
+    gave -(a @ b) with no error. Inputs are resolved (copied); outputs are refused."""
+    torch = pytest.importorskip("torch")
+    a = torch.randn(4, 3, dtype=torch.complex64).conj().imag  # real, is_neg() True
+    assert a.is_neg()
+    b = torch.randn(3, 5)
+    torch.testing.assert_close(flashkit.gemm(a, b), a.resolve_neg() @ b)
+    x = torch.randn(4, 3)._neg_view()
+    torch.testing.assert_close(flashkit.gemm(x, b), x.resolve_neg() @ b)
+    out = torch.empty(4, 5)._neg_view()
+    with pytest.raises(flashkit.InvalidArgumentError, match="out: a torch negative"):
+        flashkit.gemm(torch.randn(4, 3), b, out=out)
+
+
+def test_torch_subclass_is_torch(rng):
+    """A torch.Tensor subclass from the user's module gets torch outputs and torch's rules."""
+    torch = pytest.importorskip("torch")
+
+    class MyT(torch.Tensor):
+        pass
+
+    a = torch.randn(4, 3).as_subclass(MyT)
+    b = torch.randn(3, 5)
+    d = flashkit.gemm(a, b)
+    assert isinstance(d, torch.Tensor)
+    torch.testing.assert_close(torch.Tensor(d), torch.Tensor(a) @ b)
+    g = torch.randn(4, 3, requires_grad=True).as_subclass(MyT)
+    with pytest.raises(flashkit.NotSupportedError, match="requires_grad"):
+        flashkit.gemm(g, b)
+
+
+def test_torch_out_counts_as_an_inplace_write(rng):
+    """out= bumps the tensor's version counter as torch's own out= does, so a backward through
+    values saved before the write is refused instead of silently wrong."""
+    torch = pytest.importorskip("torch")
+    w = torch.randn(4, 5, requires_grad=True)
+    h = w * 2
+    y = h.sin().sum()  # saves h for the backward
+    a, b = torch.randn(4, 3), torch.randn(3, 5)
+    v0 = h._version
+    with torch.no_grad():
+        flashkit.gemm(a, b, out=h)
+    assert h._version > v0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+    # An inference tensor is written only inside inference_mode, as torch allows.
+    with torch.inference_mode():
+        inf_out = torch.empty(4, 5)
+        flashkit.gemm(a, b, out=inf_out)
+    with pytest.raises(flashkit.InvalidArgumentError, match="out: an inference tensor"):
+        flashkit.gemm(a, b, out=inf_out)
+
+
 def test_cupy_cpu_absent_or_roundtrip(rng):
     cupy = pytest.importorskip("cupy")
     try:

@@ -98,6 +98,14 @@ def test_messages_name_python_arguments(rng):
     e = _raises(flashkit.InvalidArgumentError, "softcap: inf", flashkit.attention, q, q, q,
                 softcap=float("inf"))
     assert "params." not in str(e)
+    # FFTConv: the C output y is out=, the plan's options.x the constructor's keyword x.
+    u, k = ref.randn(rng, (1, 2, 16)), ref.randn(rng, (2, 16))
+    _raises(flashkit.InvalidArgumentError, "out: seqlen is 15", flashkit.FFTConv(16), u, k,
+            out=np.empty((1, 2, 15), np.float32))
+    _raises(flashkit.InvalidArgumentError, "out: overlaps u", flashkit.FFTConv(16), u, k, out=u)
+    e = _raises(flashkit.InvalidArgumentError, "fft_size: 16 is too small",
+                flashkit.FFTConv(16, fft_size=16), u, k)
+    assert "options." not in str(e)
 
 
 def test_invalid_negative_stride(rng):

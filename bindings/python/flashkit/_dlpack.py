@@ -429,7 +429,16 @@ def library_of(obj):
         elif mod in ("jax", "jaxlib"):
             lib = "jax"
         else:
-            lib = "other"
+            # A subclass defined in the user's own module (class MyT(torch.Tensor)) is still
+            # its base library's array: its outputs, streams and requires_grad rules apply.
+            torch = sys.modules.get("torch")
+            np_mod = sys.modules.get("numpy")
+            if torch is not None and issubclass(t, torch.Tensor):
+                lib = "torch"
+            elif np_mod is not None and issubclass(t, np_mod.ndarray):
+                lib = "numpy"
+            else:
+                lib = "other"
         if len(_LIB_OF_TYPE) < 256:
             _LIB_OF_TYPE[t] = lib
     return lib
@@ -584,7 +593,26 @@ def _from_cai(obj, name, lib):
                      bool(readonly))
 
 
-def _torch_prepare(obj, name):
+def torch_bump_version(t):
+    """Counts an in-place write to torch tensor ``t`` in its version counter (what torch's own
+    out= and in-place ops do); inference tensors have none."""
+    import torch
+
+    if t.is_inference():
+        return
+    graph = getattr(torch.autograd, "graph", None)
+    inc = getattr(graph, "increment_version", None) or getattr(torch._C, "_increment_version", None)
+    if inc is not None:
+        inc(t)
+
+
+def _torch_prepare(obj, name, writable=False):
+    """``obj`` ready to be read (or, ``writable``, written) through its memory: detached when
+    it requires grad (refused while grad is enabled), negative and conjugate views resolved.
+    torch's lazy negation (``x._neg_view()``, the imaginary part of a conjugate view) and
+    conjugation are flags beside the memory that DLPack does not carry, so reading the memory
+    as is would silently flip signs: an input is materialised with ``resolve_neg()`` /
+    ``resolve_conj()`` (a copy), an output is refused (its memory holds the negation)."""
     import torch
 
     if obj.requires_grad:
@@ -593,6 +621,18 @@ def _torch_prepare(obj, name):
                 f"{name}: requires_grad=True, but flashkit has no backward pass yet: call under "
                 f"torch.no_grad() or pass {name}.detach()")
         obj = obj.detach()
+    is_neg = getattr(obj, "is_neg", None)
+    is_conj = getattr(obj, "is_conj", None)
+    if (is_neg is not None and is_neg()) or (is_conj is not None and is_conj()):
+        if writable:
+            raise _errors.InvalidArgumentError(
+                f"{name}: a torch negative or conjugate view (its memory holds the other sign) "
+                f"cannot be written: pass a plain tensor and copy into the view", 100)
+        obj = obj.resolve_neg().resolve_conj()
+    if writable and obj.is_inference() and not torch.is_inference_mode_enabled():
+        raise _errors.InvalidArgumentError(
+            f"{name}: an inference tensor cannot be written outside torch.inference_mode() "
+            f"(torch refuses in-place updates of it there too)", 100)
     return obj
 
 
@@ -643,7 +683,7 @@ def as_tensor(obj, name, stream=None, writable=False, torch_stream=False):
         return obj
     lib = library_of(obj)
     if lib == "torch" and (torch_stream or stream is None) and hasattr(obj, "data_ptr"):
-        obj = _torch_prepare(obj, name)
+        obj = _torch_prepare(obj, name, writable)
         ref = _from_torch(obj, name)
         if ref is not None:
             return ref
@@ -655,7 +695,7 @@ def as_tensor(obj, name, stream=None, writable=False, torch_stream=False):
         ref = _from_numpy(obj, name)
     elif hasattr(obj, "__dlpack__"):
         if lib == "torch":
-            obj = _torch_prepare(obj, name)
+            obj = _torch_prepare(obj, name, writable)
         dev = _dlpack_device(obj, name)[0] if hasattr(obj, "__dlpack_device__") else kDLCPU
         ref = _from_dlpack(obj, name, lib, stream if dev in _CUDA_DEVICES else None)
     elif hasattr(obj, "__cuda_array_interface__"):

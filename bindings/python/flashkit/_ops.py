@@ -151,12 +151,24 @@ def _cached_params(key, make):
 # that reach Python say those (_Call.run).
 _C_PARAMS = re.compile(r"\bparams\.")
 _C_NULL = re.compile(r"\bNULL\b")
-_C_GEMM_D = re.compile(r"(?<![\w.-])d(?=:|'s\b| has\b| is\b| must\b| overlaps\b)")
 
 
-def _pythonic_message(msg, gemm=False):
+def _c_output_name(c_name):
+    """A regex for C output argument ``c_name`` used as a name in a message ("d: ...",
+    "d's batch", "y overlaps u")."""
+    return re.compile(r"(?<![\w.-])" + c_name + r"(?=:|'s\b| has\b| is\b| must\b| overlaps\b)")
+
+
+_C_OPTIONS = re.compile(r"\boptions\.")
+_C_GEMM_D = _c_output_name("d")
+_C_FFTCONV_Y = _c_output_name("y")
+
+
+def _pythonic_message(msg, out_name=None):
+    """``msg`` with the C names replaced; ``out_name``: the compiled regex of the C output
+    argument that Python calls out=."""
     msg = _C_NULL.sub("None", _C_PARAMS.sub("", msg))
-    return _C_GEMM_D.sub("out", msg) if gemm else msg
+    return out_name.sub("out", msg) if out_name is not None else msg
 
 
 class _Call:
@@ -198,6 +210,7 @@ class _Call:
         self.stream = _dlpack.launch_stream(raw, lib, device_type, device_id)
         self.dl_stream = _dlpack.dlpack_stream(self.stream)
         self.keep = []
+        self.torch_outs = []  # torch out= arrays (finish() bumps their version counters)
         # A torch call runs on torch's current stream: its tensors are read without a DLPack
         # export (_dlpack._from_torch).
         self.torch_stream = lib == "torch"
@@ -278,6 +291,8 @@ class _Call:
             ref = _dlpack.as_tensor(obj, name, self.dl_stream, writable=True,
                                     torch_stream=self.torch_stream)
             _dlpack.check_compute_dtype(ref)
+            if ref.lib == "torch":
+                self.torch_outs.append(obj)
         return obj, ref
 
     def addrs(self, refs):
@@ -301,7 +316,9 @@ class _Call:
                 return select_fn(h, params, *args)
             run_fn(h, self.launch, params, *args)
         except _errors.FlashkitError as e:
-            msg = _pythonic_message(e.message, gemm=run_fn in (capi.fk_gemm, capi.fk_gemm_scaled))
+            out_name = (_C_GEMM_D if run_fn in (capi.fk_gemm, capi.fk_gemm_scaled)
+                        else _C_FFTCONV_Y if run_fn is capi.fk_fftconv_forward else None)
+            msg = _pythonic_message(e.message, out_name)
             if msg == e.message:
                 raise
             raise type(e)(msg, e.status) from None
@@ -315,6 +332,12 @@ class _Call:
             from . import _cuda
             _cuda.stream_synchronize(self.stream)
         self.keep.clear()
+        # A torch out= was written in place: bump its version counter as torch's own out=
+        # does, so that autograd refuses a backward through values saved before the write
+        # ("modified by an inplace operation") instead of using the new ones.
+        for t in self.torch_outs:
+            _dlpack.torch_bump_version(t)
+        self.torch_outs.clear()
 
 
 def _expect_rank(ref, ranks, layout):
@@ -761,13 +784,20 @@ class FFTConv:
             self._plan(call.ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
         # Plans destroyed (by close() of this object or the context) while the call holds the
         # context are destroyed when it returns, not under it.
-        with call.ctx._in_call():
-            plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], self.dtype or ur.dtype)
-            if select == "workspace":
-                return capi.fk_fftconv_workspace_size(plan, *args)
-            if select:
-                return capi.fk_fftconv_select_kernel(plan, *args)
-            capi.fk_fftconv_forward(plan, call.launch, *args)
+        try:
+            with call.ctx._in_call():
+                plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], self.dtype or ur.dtype)
+                if select == "workspace":
+                    return capi.fk_fftconv_workspace_size(plan, *args)
+                if select:
+                    return capi.fk_fftconv_select_kernel(plan, *args)
+                capi.fk_fftconv_forward(plan, call.launch, *args)
+        except _errors.FlashkitError as e:
+            # The C names: y is out=, options.x the constructor's keyword x.
+            msg = _C_OPTIONS.sub("", _pythonic_message(e.message, _C_FFTCONV_Y))
+            if msg == e.message:
+                raise
+            raise type(e)(msg, e.status) from None
         call.finish()
         return out_obj
 
