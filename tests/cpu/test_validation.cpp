@@ -127,11 +127,12 @@ TEST_CASE("context: creation rules", "[validation][context]") {
     expect_error(fk_context_create(&o, &ctx), FK_ERROR_NOT_SUPPORTED, {"options.kernel_family", "CPU"});
     // The environment variable is a CUDA-wide default: a CPU context ignores it.
     o.kernel_family = FK_KERNEL_FAMILY_AUTO;
-    setenv("FLASHKIT_KERNEL_FAMILY", "sm80", 1);
-    fk_context_t* c = nullptr;
-    CHECK(fk_context_create(&o, &c) == FK_SUCCESS);
-    fk_context_destroy(c);
-    unsetenv("FLASHKIT_KERNEL_FAMILY");
+    {
+      fktest::ScopedEnv env("FLASHKIT_KERNEL_FAMILY", "sm80");
+      fk_context_t* c = nullptr;
+      CHECK(fk_context_create(&o, &c) == FK_SUCCESS);
+      fk_context_destroy(c);
+    }
   }
   SECTION("nonzero flags") {
     o.flags = 4;
@@ -143,36 +144,41 @@ TEST_CASE("context: creation rules", "[validation][context]") {
     expect_error(fk_context_create(&o, &ctx), FK_ERROR_BACKEND_UNAVAILABLE, {"CUDA"});
   }
   SECTION("unparsable environment variable") {
-    setenv("FLASHKIT_BACKEND", "tpu", 1);
-    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_BACKEND", "tpu"});
-    unsetenv("FLASHKIT_BACKEND");
-    setenv("FLASHKIT_KERNEL_FAMILY", "sm70", 1);
-    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_KERNEL_FAMILY"});
-    unsetenv("FLASHKIT_KERNEL_FAMILY");
-    setenv("FLASHKIT_NUM_THREADS", "lots", 1);
-    expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_NUM_THREADS"});
-    unsetenv("FLASHKIT_NUM_THREADS");
+    {
+      fktest::ScopedEnv env("FLASHKIT_BACKEND", "tpu");
+      expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_BACKEND", "tpu"});
+    }
+    {
+      fktest::ScopedEnv env("FLASHKIT_KERNEL_FAMILY", "sm70");
+      expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_KERNEL_FAMILY"});
+    }
+    {
+      fktest::ScopedEnv env("FLASHKIT_NUM_THREADS", "lots");
+      expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_NUM_THREADS"});
+    }
   }
   SECTION("a CUDA backend chosen by the environment is named in the error") {
-    setenv("FLASHKIT_BACKEND", "cuda", 1);
-    o.device_ordinal = 4096;  // beyond any machine's devices; or a build without CUDA
-    expect_error(fk_context_create(&o, &ctx), FK_ERROR_BACKEND_UNAVAILABLE,
-                 {"CUDA", "FLASHKIT_BACKEND"});
-    unsetenv("FLASHKIT_BACKEND");
+    {
+      fktest::ScopedEnv env("FLASHKIT_BACKEND", "cuda");
+      o.device_ordinal = 4096;  // beyond any machine's devices; or a build without CUDA
+      expect_error(fk_context_create(&o, &ctx), FK_ERROR_BACKEND_UNAVAILABLE,
+                   {"CUDA", "FLASHKIT_BACKEND"});
+    }
   }
   SECTION("environment selects the CPU backend under AUTO") {
-    setenv("FLASHKIT_BACKEND", "cpu", 1);
-    fk_context_t* c = nullptr;
-    REQUIRE(fk_context_create(&o, &c) == FK_SUCCESS);
-    fk_context_info_t info;
-    fk_context_info_init(&info);
-    REQUIRE(fk_context_get_info(c, &info) == FK_SUCCESS);
-    CHECK(info.backend == FK_BACKEND_CPU);
-    CHECK(info.kernel_family == FK_KERNEL_FAMILY_CPU);
-    CHECK(info.num_threads >= 1);
-    CHECK(std::string(info.device_name) == "cpu");
-    fk_context_destroy(c);
-    unsetenv("FLASHKIT_BACKEND");
+    {
+      fktest::ScopedEnv env("FLASHKIT_BACKEND", "cpu");
+      fk_context_t* c = nullptr;
+      REQUIRE(fk_context_create(&o, &c) == FK_SUCCESS);
+      fk_context_info_t info;
+      fk_context_info_init(&info);
+      REQUIRE(fk_context_get_info(c, &info) == FK_SUCCESS);
+      CHECK(info.backend == FK_BACKEND_CPU);
+      CHECK(info.kernel_family == FK_KERNEL_FAMILY_CPU);
+      CHECK(info.num_threads >= 1);
+      CHECK(std::string(info.device_name) == "cpu");
+      fk_context_destroy(c);
+    }
   }
   SECTION("info needs an initialised struct") {
     Ctx c;
@@ -222,13 +228,19 @@ TEST_CASE("logging: callback receives the variant and errors", "[validation][log
   };
   expect_error(fk_set_log_callback(cb, static_cast<fk_log_level_t>(9), &sink),
                FK_ERROR_INVALID_ARGUMENT, {"max_level"});
-  REQUIRE(fk_set_log_callback(cb, FK_LOG_DEBUG, &sink) == FK_SUCCESS);
-  Ctx c;
-  Gemm g;
-  REQUIRE(g.run(c.ctx) == FK_SUCCESS);
-  g.prm.beta = 1.0f;
-  CHECK(g.run(c.ctx) == FK_ERROR_INVALID_ARGUMENT);
-  REQUIRE(fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr) == FK_SUCCESS);
+  {
+    // Removed on every path out of this scope: a failed REQUIRE below must not leave a
+    // callback pointing at this stack frame for the tests that run after this one.
+    struct RemoveCallback {
+      ~RemoveCallback() { fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr); }
+    } remove;
+    REQUIRE(fk_set_log_callback(cb, FK_LOG_DEBUG, &sink) == FK_SUCCESS);
+    Ctx c;
+    Gemm g;
+    REQUIRE(g.run(c.ctx) == FK_SUCCESS);
+    g.prm.beta = 1.0f;
+    CHECK(g.run(c.ctx) == FK_ERROR_INVALID_ARGUMENT);
+  }
   bool saw_variant = false, saw_error = false;
   for (auto& l : sink.lines) {
     if (l.find("cpu.gemm") != std::string::npos) saw_variant = true;

@@ -5,6 +5,7 @@ an installed wheel. Tests marked ``gpu`` need torch with CUDA and a CUDA-enabled
 they skip otherwise.
 """
 
+import gc
 import os
 import zlib
 
@@ -22,6 +23,19 @@ def rng(request):
     # A fresh seed per test, derived from its name so a failure reproduces.
     seed = zlib.crc32(request.node.nodeid.encode())
     return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def no_gc():
+    """Garbage collected now, then no collection until the test ends: for tests that record
+    every destroy call, which a Context or plan left in a reference cycle by an earlier test
+    would otherwise add whenever the cycle collector happened to run inside the test."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -36,7 +36,7 @@ def _recording(monkeypatch, name, log):
     monkeypatch.setattr(capi, name, wrapped)
 
 
-def test_context_close_waits_for_running_call(monkeypatch):
+def test_context_close_waits_for_running_call(monkeypatch, no_gc):
     log, started = [], threading.Event()
     _slow(monkeypatch, "fk_gemm", log, started)
     _recording(monkeypatch, "fk_context_destroy", log)
@@ -58,7 +58,7 @@ def test_context_close_waits_for_running_call(monkeypatch):
         assert "close" in str(e)
 
 
-def test_fftconv_close_waits_for_running_forward(monkeypatch):
+def test_fftconv_close_waits_for_running_forward(monkeypatch, no_gc):
     log, started = [], threading.Event()
     _slow(monkeypatch, "fk_fftconv_forward", log, started)
     _recording(monkeypatch, "fk_fftconv_plan_destroy", log)

@@ -87,7 +87,7 @@ def test_fftconv_after_with_block_raises(rng):
     ref.assert_close(conv(u, k), ref.fftconv(u, k), "float32")
 
 
-def test_context_close_destroys_its_plans_first(rng, monkeypatch):
+def test_context_close_destroys_its_plans_first(rng, monkeypatch, no_gc):
     from flashkit import capi
     events = []
     plan_destroy, ctx_destroy = capi.fk_fftconv_plan_destroy, capi.fk_context_destroy
