@@ -121,6 +121,18 @@ def test_torch_negative_and_conjugate_views(rng):
         flashkit.gemm(torch.randn(4, 3), b, out=out)
 
 
+def test_torch_unreadable_tensors_name_the_argument(rng):
+    """A tensor torch cannot export (sparse) and a float8 one in an op that computes in 16/32
+    bits: flashkit errors naming the argument, not torch's own exceptions."""
+    torch = pytest.importorskip("torch")
+    b = torch.randn(4, 4)
+    with pytest.raises(flashkit.InvalidArgumentError, match="^a: its library cannot export it"):
+        flashkit.gemm(b.to_sparse(), b)
+    if hasattr(torch, "float8_e4m3fn"):
+        with pytest.raises(flashkit.NotSupportedError, match="^a: fp8 .*gemm_scaled"):
+            flashkit.gemm(b.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn))
+
+
 def test_torch_subclass_is_torch(rng):
     """A torch.Tensor subclass from the user's module gets torch outputs and torch's rules."""
     torch = pytest.importorskip("torch")

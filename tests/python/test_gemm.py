@@ -175,6 +175,29 @@ def test_gemm_scaled_python_number_scales(rng):
         flashkit.gemm_scaled(a, w, trans_b=True, scale_b=True)  # a bool is not a scale
 
 
+def test_gemm_scaled_scaled_mm_scale_shapes(rng):
+    """torch._scaled_mm's row-wise scale shapes, (M, 1) and (1, N), and (1, 1) per tensor."""
+    m, n, k = 6, 10, 32
+    a = _fp8(rng, (m, k), "float8_e4m3fn")
+    w = _fp8(rng, (n, k), "float8_e4m3fn")
+    sa = rng.uniform(0.5, 2.0, (m, 1)).astype(np.float32)
+    sb = rng.uniform(0.5, 2.0, (1, n)).astype(np.float32)
+    d = flashkit.gemm_scaled(a, w, trans_b=True, scale_a=sa, scale_b=sb, out_dtype="float32")
+    expected = ref.gemm(ref.f64(a) * ref.f64(sa), ref.f64(w) * ref.f64(sb).T, trans_b=True)
+    ref.assert_close(d, expected, "float32")
+    one = np.full((1, 1), 0.5, np.float32)
+    d = flashkit.gemm_scaled(a, w, trans_b=True, scale_a=one, out_dtype="float32")
+    ref.assert_close(d, ref.gemm(ref.f64(a) * 0.5, ref.f64(w), trans_b=True), "float32")
+    with pytest.raises(flashkit.InvalidArgumentError, match="scale_a"):
+        flashkit.gemm_scaled(a, w, trans_b=True, scale_a=np.ones((m, 2), np.float32))
+
+
+def test_fp8_into_gemm_names_the_input(rng):
+    a = _fp8(rng, (4, 8), "float8_e4m3fn")
+    with pytest.raises(flashkit.NotSupportedError, match="^a: fp8 .*gemm_scaled"):
+        flashkit.gemm(a, a, trans_b=True)
+
+
 def test_gemm_scaled_zero_d_scales(rng):
     """torch's per-tensor scales are 0-d tensors: accepted like (1,)."""
     a = _fp8(rng, (6, 32), "float8_e4m3fn")

@@ -261,9 +261,10 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
             generic kernel.
         scale_a: None (1), a finite Python or NumPy real number (per-tensor, folded into
             alpha in float32), or float32 0-d or ``(1,)`` (per-tensor; torch's scalar scale
-            tensors are 0-d) or ``(M,)`` (per row of a), contiguous, on a's device.
+            tensors are 0-d) or ``(M,)`` (per row of a; ``torch._scaled_mm``'s ``(M, 1)`` too),
+            contiguous, on a's device.
         scale_b: None (1), a real number as for scale_a, or float32 0-d, ``(1,)`` or ``(N,)``
-            (per column of b), contiguous.
+            (per column of b; ``torch._scaled_mm``'s ``(1, N)`` too), contiguous.
         c, alpha, beta, bias, activation, trans_a, trans_b: as for :func:`gemm` (c and bias
             are not scaled).
         out: optional output ``(M, N)`` / ``(batch, M, N)``, fp32/fp16/bf16 (the C ABI's

@@ -502,7 +502,14 @@ def _export_dlpack(obj, stream):
 
 
 def _from_dlpack(obj, name, lib, stream):
-    capsule = _export_dlpack(obj, stream)
+    try:
+        capsule = _export_dlpack(obj, stream)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        # The producer refused the export (torch sparse, quantized or nested tensors, sharded
+        # JAX arrays, ...): its own message, under the argument's name.
+        raise _errors.InvalidArgumentError(
+            f"{name}: its library cannot export it through DLPack ({type(e).__name__}: {e})",
+            101) from None
     t, readonly = _read_capsule(capsule, name)
     nd = t.ndim
     shape = tuple(t.shape[i] for i in range(nd))

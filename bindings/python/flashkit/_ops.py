@@ -194,6 +194,7 @@ class _Call:
                 index = i
                 break
         primary_name, primary = inputs[index]
+        self.primary_name = primary_name
         if isinstance(primary, _dlpack.TensorRef):
             dev = (primary.device_type, primary.device_id, primary.lib)
             raw = primary.obj
@@ -284,6 +285,18 @@ class _Call:
         """(object returned to the caller, its TensorRef): ``user_obj`` (out=) or a new array in
         the caller's library and device."""
         if user_obj is None:
+            if dtype not in _dlpack.COMPUTE_DTYPES:
+                # The result would take an input's dtype that flashkit does not compute in
+                # (float8 into gemm or attention): say which input, before any library is asked
+                # to allocate it.
+                if dtype.code in _dlpack._FP8_CODES:
+                    raise _errors.NotSupportedError(
+                        f"{self.primary_name}: fp8 ({dtype.name}) inputs go to gemm_scaled; "
+                        f"this operation computes in float32, float16 or bfloat16",
+                        capi.FK_ERROR_NOT_SUPPORTED)
+                raise _errors.NotSupportedError(
+                    f"{self.primary_name}: dtype {dtype.name} is not float32, float16 or "
+                    f"bfloat16, which flashkit computes in", capi.FK_ERROR_NOT_SUPPORTED)
             obj = _dlpack.empty(self.primary, shape, dtype, name)
             ref = _dlpack.as_tensor(obj, name, self.dl_stream, torch_stream=self.torch_stream)
         else:
@@ -579,11 +592,21 @@ def _fold_scalar_scale(scale, name, alpha):
     return None, folded
 
 
+def _flatten_rowwise_scale(scale):
+    """torch._scaled_mm's row-wise scales are 2-D, ``(M, 1)`` for a and ``(1, N)`` for b (and
+    ``(1, 1)`` per tensor): the same values as flashkit's ``(M,)`` / ``(N,)`` / ``(1,)``."""
+    shape = getattr(scale, "shape", None)
+    if shape is not None and len(shape) == 2 and 1 in tuple(shape):
+        return scale.reshape(-1)
+    return scale
+
+
 def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0,
                 trans_a=False, trans_b=False, bias=None, activation=None, out=None,
                 out_dtype=None, workspace=None, _select=False):
     scale_a, alpha = _fold_scalar_scale(scale_a, "scale_a", alpha)
     scale_b, alpha = _fold_scalar_scale(scale_b, "scale_b", alpha)
+    scale_a, scale_b = _flatten_rowwise_scale(scale_a), _flatten_rowwise_scale(scale_b)
     call = _Call(ctx, [("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("c", c),
                        ("bias", bias)], required=2, scale_args=("scale_a", "scale_b"))
     ar, br, sar, sbr, cr, biasr = call.refs

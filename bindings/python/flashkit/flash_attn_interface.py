@@ -60,7 +60,7 @@ def _unpack(packed, name, dim, names):
     """Strided views of a packed tensor (no copy): qkv[..., i, :, :] for i in 0..len(names)."""
     if packed is None:
         raise _ops._none_error(name)
-    ref = _dlpack.as_tensor(packed, name, _stream_hint(packed))
+    ref = _dlpack.as_tensor(packed, name, _stream_hint(packed, name))
     if ref.ndim <= dim or ref.shape[dim] != len(names):
         raise _errors.InvalidArgumentError(
             f"{name}: shape {ref.shape} has no dimension {dim} of size {len(names)} "
@@ -68,13 +68,14 @@ def _unpack(packed, name, dim, names):
     return [ref.select(dim, i, name=f"{name}[{n}]") for i, n in enumerate(names)]
 
 
-def _stream_hint(obj):
-    """The DLPack stream argument matching the stream the call will run on."""
+def _stream_hint(obj, name):
+    """The DLPack stream argument matching the stream the call will run on (``name``: the
+    argument, for the messages)."""
     dev = _dlpack.device_of(obj)
     if dev is None:
         return None
     if dev[2] == "torch":
-        obj = _dlpack._torch_prepare(obj, "qkv")
+        obj = _dlpack._torch_prepare(obj, name)
     return _dlpack.dlpack_stream(_dlpack.launch_stream(obj, dev[2], dev[0], dev[1]))
 
 
