@@ -11,7 +11,11 @@ the same device (or write into ``out=``). NumPy bfloat16 works through ``ml_dtyp
   libraries.
 * Arrays are read in place: their dtype must be float32, float16 or bfloat16 (int32 for
   ``cu_seqlens``, ``cache_seqlens`` and ``block_table``) in native byte order; nothing is
-  converted.
+  converted. (torch negative or conjugate views are the exception: they are resolved into a
+  copy first, since DLPack cannot describe them.)
+* ``out=`` is written in place, through its memory: a torch tensor's version counter is
+  bumped as by torch's own ``out=``; a JAX array, immutable by JAX's contract, is changed
+  for every reference to it (pass ``out=`` only with a buffer nothing else reads).
 * Failures raise :class:`FlashkitError` subclasses whose message names the argument and the
   rule it broke: :class:`InvalidArgumentError` (also a ``ValueError``),
   :class:`NotSupportedError`, :class:`OutOfMemoryError`, :class:`DeviceError`,
