@@ -125,7 +125,12 @@ inline fk_launch_t launch() {
  * @brief A DLTensor view of memory the caller owns; the view owns its shape and strides.
  *
  * Copies re-point the DLTensor at their own shape/strides storage, so a copy stays valid after
- * the original is gone. Converts implicitly to `const DLTensor*` for the C calls.
+ * the original is gone. Converts implicitly to `const DLTensor*` for the C calls; that pointer
+ * is valid while this view lives (do not keep the pointer of a temporary view beyond the full
+ * expression). An optional argument is absent when passed `nullptr`; an empty `Tensor()` is a
+ * tensor without data (refused where data is needed). A view of `const` memory is for inputs
+ * only: the C API's outputs are `const DLTensor*` too, so passing it as an output compiles, and
+ * the call then writes that memory.
  */
 class Tensor {
  public:
@@ -143,6 +148,12 @@ class Tensor {
   Tensor(const void* data, DLDevice device, DLDataType dtype, std::vector<int64_t> shape,
          std::vector<int64_t> strides = {})
       : shape_(std::move(shape)), strides_(std::move(strides)) {
+    // The C library reads ndim strides: a shorter list would be read past its end.
+    if (!strides_.empty() && strides_.size() != shape_.size()) {
+      throw Error(FK_ERROR_BAD_STRIDES,
+                  "fk::Tensor: " + std::to_string(strides_.size()) + " strides for rank " +
+                      std::to_string(shape_.size()) + " (give one per dimension, or none)");
+    }
     dl_.data = const_cast<void*>(data);  // DLTensor has no const view; flashkit reads inputs only
     dl_.device = device;
     dl_.dtype = dtype;
@@ -166,16 +177,24 @@ class Tensor {
                     std::vector<int64_t> strides = {}) {
     return Tensor(data, DLDevice{kDLCPU, 0}, dtype, std::move(shape), std::move(strides));
   }
+  /**
+   * @brief Refused at compile time: a pointer to another element type with a braced shape
+   *        would bind to the overload above and read the shape as the dtype
+   *        (`cpu(double_ptr, {4, 4}, {4, 1})`). Give the dtype: `cpu(data, dtype, shape)`.
+   */
+  template <class T>
+  static Tensor cpu(const T* data, std::vector<int64_t> shape,
+                    std::vector<int64_t> strides = {}) = delete;
 
   /** @brief Copies the view; the copy owns its own shape and strides. */
   Tensor(const Tensor& o) : dl_(o.dl_), shape_(o.shape_), strides_(o.strides_) { bind(); }
-  /** @brief Moves the view; `o` becomes an empty view. */
+  /** @brief Moves the view; `o` becomes an empty view (`Tensor()`: no data, rank 0). */
   Tensor(Tensor&& o) noexcept
       : dl_(o.dl_), shape_(std::move(o.shape_)), strides_(std::move(o.strides_)) {
     bind();
-    o.bind();
+    o.clear();
   }
-  /** @brief Copy- or move-assigns the view. */
+  /** @brief Copy- or move-assigns the view (a moved-from source becomes empty). */
   Tensor& operator=(Tensor o) noexcept {
     dl_ = o.dl_;
     shape_.swap(o.shape_);
@@ -196,6 +215,14 @@ class Tensor {
     dl_.ndim = static_cast<int32_t>(shape_.size());
     dl_.shape = shape_.empty() ? nullptr : shape_.data();
     dl_.strides = strides_.empty() ? nullptr : strides_.data();
+  }
+  // What Tensor() holds: a moved-from view must not still point at the data (it stayed a
+  // valid 0-d view of the first element, which a call then read).
+  void clear() noexcept {
+    shape_.clear();
+    strides_.clear();
+    dl_ = DLTensor{};
+    bind();
   }
   DLTensor dl_{};
   std::vector<int64_t> shape_;
@@ -448,6 +475,8 @@ class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destr
   }
   /** @brief Refused: a temporary context would be destroyed while the plan still uses it. */
   FFTConvPlan(Context&& context, const fk_fftconv_plan_options_t& options) = delete;
+  /** @brief Refused: the same for a `const` temporary. */
+  FFTConvPlan(const Context&& context, const fk_fftconv_plan_options_t& options) = delete;
 
   /** @brief The resolved options (fft_size after defaulting, filter_len, ...). */
   fk_fftconv_plan_options_t options() const {

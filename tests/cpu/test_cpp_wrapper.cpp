@@ -147,6 +147,9 @@ TEST_CASE("C++ wrapper: a plan cannot be made from a temporary Context", "[cpp]"
   static_assert(!std::is_constructible<fk::FFTConvPlan, fk::Context&&,
                                        const fk_fftconv_plan_options_t&>::value,
                 "FFTConvPlan from an rvalue Context must not compile");
+  static_assert(!std::is_constructible<fk::FFTConvPlan, const fk::Context&&,
+                                       const fk_fftconv_plan_options_t&>::value,
+                "FFTConvPlan from a const rvalue Context must not compile either");
   static_assert(std::is_constructible<fk::FFTConvPlan, const fk::Context&,
                                       const fk_fftconv_plan_options_t&>::value,
                 "FFTConvPlan from a named Context");
@@ -156,6 +159,42 @@ TEST_CASE("C++ wrapper: a plan cannot be made from a temporary Context", "[cpp]"
   o.seqlen = 8;
   fk::FFTConvPlan plan(ctx, o);
   CHECK(plan.options().fft_size == 16);
+}
+
+// A pointer to an element type without its own overload, with a braced shape, would bind to
+// cpu(const void*, DLDataType, ...) and read the shape as the dtype: refused at compile time.
+template <class P, class = void>
+struct CpuTakesShapeAndStrides : std::false_type {};
+template <class P>
+struct CpuTakesShapeAndStrides<
+    P, decltype(void(fk::Tensor::cpu(std::declval<P>(), std::vector<int64_t>{4, 4},
+                                     std::vector<int64_t>{4, 1})))> : std::true_type {};
+
+TEST_CASE("C++ wrapper: Tensor views refuse what the C library would misread", "[cpp]") {
+  static_assert(!CpuTakesShapeAndStrides<const double*>::value, "double* with a shape");
+  static_assert(!CpuTakesShapeAndStrides<const uint16_t*>::value, "uint16_t* without a dtype");
+  static_assert(CpuTakesShapeAndStrides<const float*>::value, "float* keeps its overload");
+  std::vector<float> a(6, 1.0f);
+  // Fewer strides than dimensions: the library would read past the vector.
+  try {
+    fk::Tensor t = fk::Tensor::cpu(a.data(), {2, 3}, {1});
+    FAIL("a short strides list was accepted");
+  } catch (const fk::Error& e) {
+    CHECK(e.status() == FK_ERROR_BAD_STRIDES);
+    CHECK(std::string(e.what()).find("1 strides for rank 2") != std::string::npos);
+  }
+  // A moved-from view is empty (no data), so passing it by mistake is refused, not a view of
+  // the first element.
+  fk::Tensor t = fk::Tensor::cpu(a.data(), {2, 3});
+  fk::Tensor u = std::move(t);
+  CHECK(u.get()->data == a.data());
+  CHECK(t.get()->data == nullptr);  // NOLINT(bugprone-use-after-move): the point of the test
+  CHECK(t.get()->ndim == 0);
+  fk::Tensor w;
+  w = std::move(u);
+  CHECK(u.get()->data == nullptr);  // NOLINT(bugprone-use-after-move)
+  CHECK(w.get()->data == a.data());
+  CHECK(w.shape() == std::vector<int64_t>{2, 3});
 }
 
 TEST_CASE("C++ wrapper: attention over a paged KV cache", "[cpp][kvcache]") {
