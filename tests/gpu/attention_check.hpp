@@ -190,6 +190,9 @@ struct Case {
   // Batched k and v as the first seqlen_k rows of a (batch, kv_rows, nheads_k, d) cache
   // (kv_rows > seqlen_k; 0: their own compact or padded strides).
   int64_t kv_rows = 0;
+  // With kv_rows: the cache rows past seqlen_k (never part of the views) hold NaN, as unwritten
+  // cache memory may; a kernel that multiplies them by P = 0 makes the output NaN.
+  bool nan_gaps = false;
   // fk_attention_workspace_size(): -1 unchecked, 0 must be 0 (no split-KV), 1 must be > 0.
   int expect_workspace = -1;
 };
@@ -213,7 +216,7 @@ inline std::string describe(const Case& c) {
     << fktest::dt_name(c.pr.dt) << (c.pr.causal ? " causal" : "") << " window(" << c.pr.wl
     << "," << c.pr.wr << ") softcap " << c.pr.softcap << " scale " << c.pr.scale << " pad "
     << c.pad << " row_pitch " << c.row_pitch << (c.with_lse ? "" : " no-lse");
-  if (c.kv_rows) o << " kv_rows " << c.kv_rows;
+  if (c.kv_rows) o << " kv_rows " << c.kv_rows << (c.nan_gaps ? " (NaN gaps)" : "");
   return o.str();
 }
 
@@ -342,6 +345,10 @@ inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
   HostTensor q(pr.dt, qs, strides(qs)), k(pr.dt, ks, kv_strides()), v(pr.dt, ks, kv_strides()),
       out(pr.dt, qs, strides(qs)),
       lse(DT::F32, ls, padded(ls, c.pad ? 1 : 0));
+  if (c.nan_gaps) {  // all-ones bytes: NaN in fp32, fp16 and bf16; the views overwrite theirs
+    std::fill(k.bytes.begin(), k.bytes.end(), uint8_t(0xFF));
+    std::fill(v.bytes.begin(), v.bytes.end(), uint8_t(0xFF));
+  }
   q.fill_normal(rng);
   k.fill_normal(rng);
   v.fill_normal(rng);
