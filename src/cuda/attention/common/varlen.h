@@ -14,7 +14,7 @@ namespace cuda {
 namespace attn {
 
 template <class Int>
-__device__ __forceinline__ void varlen_rows(const int32_t* cu_seqlens, int b, int64_t total,
+__device__ __forceinline__ void varlen_rows(const int32_t* cu_seqlens, int64_t b, int64_t total,
                                             Int* row0, Int* len) {
   const int64_t lo = min(max(int64_t(cu_seqlens[b]), int64_t(0)), total);
   const int64_t hi = min(max(int64_t(cu_seqlens[b + 1]), lo), total);

@@ -88,8 +88,8 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
 
     int64_t row0_q = 0, row0_k = 0, len_q = p.seqlen_q, len_k = p.seqlen_k;
     if (p.varlen) {
-      attn::varlen_rows(p.cu_seqlens_q, int(b), p.total_q, &row0_q, &len_q);
-      attn::varlen_rows(p.cu_seqlens_k, int(b), p.total_k, &row0_k, &len_k);
+      attn::varlen_rows(p.cu_seqlens_q, b, p.total_q, &row0_q, &len_q);
+      attn::varlen_rows(p.cu_seqlens_k, b, p.total_k, &row0_k, &len_k);
     }
     if (p.seqused_k != nullptr) len_k = attn::cache_len(p.seqused_k, b, p.seqlen_k);
     const int64_t i_begin = tile * kBR;

@@ -1862,7 +1862,7 @@ template <class C, int W, bool BF16, int FM, bool SW, bool SPLIT = true, int DIA
 fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t stream) {
   const void* kernel =
       reinterpret_cast<const void*>(conv_reg_kernel<C, W, BF16, FM, SW, SPLIT, DIAG>);
-  a.slots = C::kSmem + ring_bytes(a, 2) <= size_t(smem_optin) ? 2 : 1;
+  a.slots = C::kSmem + ring_bytes(a, 2) + 1024 <= size_t(smem_optin) ? 2 : 1;  // + static
   const size_t smem = C::kSmem + ring_bytes(a, a.slots);
   // The kernel's static shared memory counts against the 48 KB default too (allow_smem only
   // raises the limit above 48 KB of dynamic memory).
@@ -2080,7 +2080,10 @@ bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   }
   const int narr = 1 + (p.pregate != nullptr ? 1 : 0) + (p.postgate != nullptr ? 1 : 0);
   const int64_t one_slot = int64_t(narr) * 2 * ((p.seqlen + 7) / 8 * 8) * 2;
-  if (static_cast<int64_t>(stage_smem(log_n)) + one_slot > caps.smem_per_block_optin)
+  // + 1024: the kernel's static shared memory (its reduction words) counts against the same
+  // per-block limit; without the margin a launch whose dynamic bytes filled the limit failed
+  // (FK_ERROR_DEVICE) instead of this row declining it.
+  if (static_cast<int64_t>(stage_smem(log_n)) + one_slot + 1024 > caps.smem_per_block_optin)
     return false;
   return p.seqlen <= N && p.filter_len > 0;
 }

@@ -66,14 +66,22 @@ fk_status_t blockdiag(const ExecContext& ctx, const BlockdiagProblem& p) {
   return launch_gemm(g, static_cast<cudaStream_t>(ctx.stream));
 }
 
-// Scratch: y1, the first factor's output (tokens x nblocks1 * q, fp32, compact).
+// Scratch: y1, the first factor's output (tokens x nblocks1 * q, fp32, compact). 0 when the
+// byte count overflows 64 bits (then no allocation can hold it: the call reports out of memory
+// instead of allocating a wrapped size and writing past it).
 static size_t y1_bytes(const MonarchProblem& p) {
-  return static_cast<size_t>(p.tokens) * static_cast<size_t>(p.nblocks1 * p.q) * sizeof(float);
+  uint64_t cols = 0, elems = 0, bytes = 0;
+  if (__builtin_mul_overflow(uint64_t(p.nblocks1), uint64_t(p.q), &cols) ||
+      __builtin_mul_overflow(uint64_t(p.tokens), cols, &elems) ||
+      __builtin_mul_overflow(elems, uint64_t(sizeof(float)), &bytes))
+    return 0;
+  return size_t(bytes);
 }
 
 uint64_t monarch_workspace(const DeviceCaps&, const MonarchProblem& p) {
   if (p.tokens <= 0 || p.nblocks2 <= 0 || p.s <= 0 || p.nblocks1 * p.q <= 0) return 0;
-  return workspace_for({y1_bytes(p)});
+  const size_t y1 = y1_bytes(p);
+  return y1 == 0 ? UINT64_MAX : workspace_for({y1});
 }
 
 fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
@@ -87,8 +95,14 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   ScratchArena arena(ctx);
   void* y1 = nullptr;
   if (n_mid > 0) {
+    const size_t y1_size = y1_bytes(p);
+    if (y1_size == 0) {
+      return set_error(FK_ERROR_OUT_OF_MEMORY,
+                       "monarch: the intermediate (tokens x nblocks1*q fp32) needs more than "
+                       "2^64 bytes");
+    }
     FK_RETURN_IF_ERROR(
-        arena.alloc(y1_bytes(p), &y1, "monarch: intermediate (tokens x nblocks1*q fp32)"));
+        arena.alloc(y1_size, &y1, "monarch: intermediate (tokens x nblocks1*q fp32)"));
     GemmArgs g1 = blockdiag_args(p.dtype, p.x, p.x_row_stride, p.dtype, p.w1, DType::F32, y1,
                                  n_mid, DType::F32, nullptr, p.tokens, p.nblocks1, p.q,
                                  p.p < 0 ? 0 : p.p);

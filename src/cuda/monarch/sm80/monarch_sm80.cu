@@ -551,7 +551,10 @@ MonarchConfig monarch_config(const DeviceCaps& caps, const MonarchProblem& p) {
   if (!dims_ok(p.p, 256) || !dims_ok(p.q, 1 << 20) || !dims_ok(p.r, 256) || !dims_ok(p.s, 128))
     return c;
   if (p.nblocks1 <= 0 || p.nblocks2 <= 0) return c;
-  if (p.nblocks1 * p.q > (int64_t(1) << 30) || p.nblocks2 * p.s > (int64_t(1) << 30)) return c;
+  // The kernel indexes x's columns, z and out in 32-bit arithmetic ((k0 / q) * p among them).
+  if (p.nblocks1 * p.q > (int64_t(1) << 30) || p.nblocks2 * p.s > (int64_t(1) << 30) ||
+      p.nblocks1 * p.p > (int64_t(1) << 30))
+    return c;
   int jb;
   if (p.nblocks2 >= 16) {
     if (p.nblocks2 % 16 != 0) return c;
