@@ -180,7 +180,10 @@ class Tensor {
   /**
    * @brief Refused at compile time: a pointer to another element type with a braced shape
    *        would bind to the overload above and read the shape as the dtype
-   *        (`cpu(double_ptr, {4, 4}, {4, 1})`). Give the dtype: `cpu(data, dtype, shape)`.
+   *        (`cpu(double_ptr, {4, 4}, {4, 1})`). Give the dtype as a named value,
+   *        `cpu(data, fk::dtype::bf16, shape)` or `cpu(data, DLDataType{kDLBfloat, 16, 1},
+   *        shape)`: a braced dtype (`{kDLBfloat, 16, 1}`) with a typed pointer is read as a
+   *        shape here and refused too (since 0.5.2).
    */
   template <class T>
   static Tensor cpu(const T* data, std::vector<int64_t> shape,

@@ -173,6 +173,8 @@ def test_gemm_scaled_python_number_scales(rng):
         flashkit.gemm_scaled(a, w, trans_b=True, scale_a=float("inf"))
     with pytest.raises(flashkit.InvalidArgumentError, match="scale_b"):
         flashkit.gemm_scaled(a, w, trans_b=True, scale_b=True)  # a bool is not a scale
+    with pytest.raises(flashkit.InvalidArgumentError, match="overflows float32"):
+        flashkit.gemm_scaled(a, w, trans_b=True, scale_a=1e30, scale_b=1e30)
 
 
 def test_gemm_scaled_scaled_mm_scale_shapes(rng):
@@ -190,12 +192,20 @@ def test_gemm_scaled_scaled_mm_scale_shapes(rng):
     ref.assert_close(d, ref.gemm(ref.f64(a) * 0.5, ref.f64(w), trans_b=True), "float32")
     with pytest.raises(flashkit.InvalidArgumentError, match="scale_a"):
         flashkit.gemm_scaled(a, w, trans_b=True, scale_a=np.ones((m, 2), np.float32))
+    # Swapped orientations (a row vector for a, a column for b) are refused, not flattened.
+    sq = _fp8(rng, (n, k), "float8_e4m3fn")
+    with pytest.raises(flashkit.InvalidArgumentError, match="scale_a"):
+        flashkit.gemm_scaled(sq, w, trans_b=True, scale_a=sb, scale_b=np.ones((n, 1), np.float32))
 
 
 def test_fp8_into_gemm_names_the_input(rng):
     a = _fp8(rng, (4, 8), "float8_e4m3fn")
     with pytest.raises(flashkit.NotSupportedError, match="^a: fp8 .*gemm_scaled"):
         flashkit.gemm(a, a, trans_b=True)
+    # The result's dtype comes from c when c is given: c is named.
+    f32 = ref.randn(rng, (4, 8), "float32")
+    with pytest.raises(flashkit.NotSupportedError, match="^c: fp8"):
+        flashkit.gemm(f32, f32, _fp8(rng, (4, 4), "float8_e4m3fn"), beta=1.0, trans_b=True)
 
 
 def test_gemm_scaled_zero_d_scales(rng):

@@ -281,22 +281,24 @@ class _Call:
                 raise _errors.InvalidArgumentError(
                     f"workspace: overlaps {ref.name} (the call writes scratch data into it)", 100)
 
-    def output(self, name, user_obj, shape, dtype):
+    def output(self, name, user_obj, shape, dtype, dtype_from=None, fp8_hint=True):
         """(object returned to the caller, its TensorRef): ``user_obj`` (out=) or a new array in
-        the caller's library and device."""
+        the caller's library and device. ``dtype_from``: the argument whose dtype ``dtype``
+        is (default: the call's first array), named if it cannot be a result's dtype."""
         if user_obj is None:
             if dtype not in _dlpack.COMPUTE_DTYPES:
-                # The result would take an input's dtype that flashkit does not compute in
-                # (float8 into gemm or attention): say which input, before any library is asked
-                # to allocate it.
+                # The result would take an argument's dtype that flashkit does not compute in
+                # (float8 into gemm or attention): say which, before any library is asked to
+                # allocate it.
+                src = dtype_from or self.primary_name
                 if dtype.code in _dlpack._FP8_CODES:
+                    hint = " (float8 inputs go to gemm_scaled)" if fp8_hint else ""
                     raise _errors.NotSupportedError(
-                        f"{self.primary_name}: fp8 ({dtype.name}) inputs go to gemm_scaled; "
-                        f"this operation computes in float32, float16 or bfloat16",
-                        capi.FK_ERROR_NOT_SUPPORTED)
+                        f"{src}: fp8 ({dtype.name}) cannot be the result's dtype, which is "
+                        f"float32, float16 or bfloat16{hint}", capi.FK_ERROR_NOT_SUPPORTED)
                 raise _errors.NotSupportedError(
-                    f"{self.primary_name}: dtype {dtype.name} is not float32, float16 or "
-                    f"bfloat16, which flashkit computes in", capi.FK_ERROR_NOT_SUPPORTED)
+                    f"{src}: dtype {dtype.name} cannot be the result's dtype, which is float32, "
+                    f"float16 or bfloat16", capi.FK_ERROR_NOT_SUPPORTED)
             obj = _dlpack.empty(self.primary, shape, dtype, name)
             ref = _dlpack.as_tensor(obj, name, self.dl_stream, torch_stream=self.torch_stream)
         else:
@@ -574,7 +576,8 @@ def gemm(ctx, a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False
     ar, br, cr, biasr = call.refs
     shape, params = _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation)
     call.use_workspace(workspace)  # checked before any output is allocated
-    out_obj, outr = call.output("out", out, shape, cr.dtype if cr is not None else ar.dtype)
+    out_obj, outr = call.output("out", out, shape, cr.dtype if cr is not None else ar.dtype,
+                                "c" if cr is not None else "a")
     args = call.addrs((ar, br, cr, biasr, outr))
     name = call.run(_select, capi.fk_gemm_select_kernel, capi.fk_gemm, params, *args)
     return name if _select else out_obj
@@ -588,15 +591,22 @@ def _fold_scalar_scale(scale, name, alpha):
     value = float32_arg(scale, name)
     if not math.isfinite(value):
         raise _errors.InvalidArgumentError(f"{name}: {value} must be finite", 100)
-    folded = float(np.float32(float32_arg(alpha, "alpha")) * np.float32(value))
+    with np.errstate(over="ignore", under="ignore"):
+        folded = float(np.float32(float32_arg(alpha, "alpha")) * np.float32(value))
+    if not math.isfinite(folded):
+        raise _errors.InvalidArgumentError(
+            f"{name}: {value} times alpha (and the other scale) overflows float32; pass the "
+            f"scales as float32 arrays to have the library form the factor", 100)
     return None, folded
 
 
-def _flatten_rowwise_scale(scale):
-    """torch._scaled_mm's row-wise scales are 2-D, ``(M, 1)`` for a and ``(1, N)`` for b (and
-    ``(1, 1)`` per tensor): the same values as flashkit's ``(M,)`` / ``(N,)`` / ``(1,)``."""
+def _flatten_rowwise_scale(scale, column):
+    """torch._scaled_mm's row-wise scales are 2-D, ``(M, 1)`` for a (``column``) and ``(1, N)``
+    for b (and ``(1, 1)`` per tensor): the same values as flashkit's ``(M,)`` / ``(N,)`` /
+    ``(1,)``. Any other 2-D shape (a row vector for a, a column for b: swapped scales) is left
+    for the library, which refuses a rank-2 scale naming it."""
     shape = getattr(scale, "shape", None)
-    if shape is not None and len(shape) == 2 and 1 in tuple(shape):
+    if shape is not None and len(shape) == 2 and tuple(shape)[1 if column else 0] == 1:
         return scale.reshape(-1)
     return scale
 
@@ -606,7 +616,8 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
                 out_dtype=None, workspace=None, _select=False):
     scale_a, alpha = _fold_scalar_scale(scale_a, "scale_a", alpha)
     scale_b, alpha = _fold_scalar_scale(scale_b, "scale_b", alpha)
-    scale_a, scale_b = _flatten_rowwise_scale(scale_a), _flatten_rowwise_scale(scale_b)
+    scale_a = _flatten_rowwise_scale(scale_a, column=True)
+    scale_b = _flatten_rowwise_scale(scale_b, column=False)
     call = _Call(ctx, [("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("c", c),
                        ("bias", bias)], required=2, scale_args=("scale_a", "scale_b"))
     ar, br, sar, sbr, cr, biasr = call.refs
@@ -620,7 +631,9 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
     else:
         result_dtype = _dlpack.bfloat16  # fp8 inputs: bf16 result, as torch._scaled_mm's usual
     call.use_workspace(workspace)  # checked before any output is allocated
-    out_obj, outr = call.output("out", out, shape, result_dtype)
+    out_obj, outr = call.output("out", out, shape, result_dtype,
+                                "out_dtype" if out_dtype is not None else
+                                ("c" if cr is not None else "a"), fp8_hint=False)
     args = call.addrs((ar, br, sar, sbr, cr, biasr, outr))
     name = call.run(_select, capi.fk_gemm_scaled_select_kernel, capi.fk_gemm_scaled, params,
                     *args)

@@ -218,7 +218,9 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int c = 0; c < kMaxSplits; ++c) {
       ls[c] = c < n ? l[c * g.seqlen_q] : -INFINITY;
-      m = fmaxf(m, ls[c]);
+      // NaN-propagating max: a chunk with NaN scores has lse NaN, and the row must come out
+      // NaN (fmaxf would drop it, and chunks that saw no key would then give 0 and -inf).
+      m = (ls[c] > m || ls[c] != ls[c]) ? ls[c] : m;
     }
     const void* src = static_cast<const char*>(out_split) +
                       ((row0 * g.nheads + h) * g.head_dim + x) * 2;  // fp16/bf16

@@ -73,7 +73,8 @@ static size_t y1_bytes(const MonarchProblem& p) {
   uint64_t cols = 0, elems = 0, bytes = 0;
   if (__builtin_mul_overflow(uint64_t(p.nblocks1), uint64_t(p.q), &cols) ||
       __builtin_mul_overflow(uint64_t(p.tokens), cols, &elems) ||
-      __builtin_mul_overflow(elems, uint64_t(sizeof(float)), &bytes))
+      __builtin_mul_overflow(elems, uint64_t(sizeof(float)), &bytes) ||
+      bytes > UINT64_MAX - 4096)  // the 256-byte roundings of workspace_for / the arena
     return 0;
   return size_t(bytes);
 }

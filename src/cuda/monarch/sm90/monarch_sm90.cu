@@ -953,11 +953,13 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
   int clusters = 0;
   FK_RETURN_IF_ERROR(max_clusters(kernel, dev, c.C, c.smem, &clusters));
   if (clusters <= 0) {
-    // The cluster cannot be made resident here (e.g. a partitioned GPU): the sm80-class kernel,
-    // or the generic one, which takes every problem (a launch error here would refuse a valid
-    // call that another row serves).
+    // The cluster cannot be made resident here (e.g. a partitioned GPU): the sm80-class kernel.
+    // Not the generic one: it takes scratch, and this row's workspace query (select_kernel and
+    // fk_monarch_workspace_size answer for it) promised none; so the call is refused. Moving
+    // the residency check into monarch_supported would let dispatch pick the generic row.
     if (sm80::monarch_supported(*ctx.caps, p)) return sm80::monarch(ctx, p);
-    return generic::monarch(ctx, p);
+    return set_error(FK_ERROR_KERNEL_LAUNCH,
+                     "cuda.sm90.monarch: no cluster of this size fits the device");
   }
   Params k{};
   static_cast<monarch_io::MonarchIO&>(k) = monarch_io::from_problem(p);
