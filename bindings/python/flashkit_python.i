@@ -54,20 +54,22 @@ static void fk_py_raise(fk_status_t status) {
   PyErr_Format(PyExc_RuntimeError, "flashkit status %d: %s", (int)status, message);
 }
 
+/* The callable installed in the library (its user_data), with one reference held here. */
 static PyObject* fk_py_log_callable = NULL;
 
-/* fk_log_callback_t for a Python callable. flashkit may call it from any thread, including
- * its CPU worker threads and threads that released the GIL around a flashkit call. */
+/* fk_log_callback_t for a Python callable, passed as user_data: the library sets the function,
+ * the level and the callable together, so concurrent set_log_callback calls cannot end with
+ * one call's callable and another's level. flashkit may call it from any thread, including
+ * its CPU worker threads and threads that released the GIL around a flashkit call; the
+ * library holds its log mutex meanwhile, so the callable outlives the call (it is released
+ * only after fk_set_log_callback, which waits for that mutex, has replaced it). */
 static void fk_py_log_trampoline(fk_log_level_t level, const char* message, void* user_data) {
-  (void)user_data;
   PyGILState_STATE gil = PyGILState_Ensure();
-  PyObject* callable = fk_py_log_callable;
+  PyObject* callable = (PyObject*)user_data;
   if (callable) {
-    Py_INCREF(callable);
     PyObject* r = PyObject_CallFunction(callable, "is", (int)level, message);
     if (r) Py_DECREF(r);
     else PyErr_WriteUnraisable(callable);
-    Py_DECREF(callable);
   }
   PyGILState_Release(gil);
 }
@@ -178,32 +180,32 @@ PyObject* fk_py_set_error_factory(PyObject* factory) {
  * its callback (the trampoline) waits for the GIL: calling it with the GIL held deadlocks
  * against any thread that logs meanwhile. So the GIL is released around it (this function is
  * %nothread only for its own Python object handling). */
-static fk_status_t fk_py_set_c_log_callback(fk_log_callback_t cb, int max_level) {
-  fk_status_t status;
-  Py_BEGIN_ALLOW_THREADS
-  status = fk_set_log_callback(cb, (fk_log_level_t)max_level, NULL);
-  Py_END_ALLOW_THREADS
-  return status;
-}
+static PyThread_type_lock fk_py_log_lock = NULL;  /* orders the swaps of fk_py_log_callable */
 
 fk_status_t fk_py_set_log_callback(PyObject* callback, int max_level) {
   fk_status_t status;
-  if (callback == Py_None) {
-    status = fk_py_set_c_log_callback(NULL, max_level);
-    if (status == FK_SUCCESS) Py_CLEAR(fk_py_log_callable);
-    return status;
+  PyObject* installed = NULL; /* the new callable, or NULL to remove */
+  if (callback != Py_None) {
+    if (!PyCallable_Check(callback)) {
+      PyErr_SetString(PyExc_TypeError, "callback: must be callable or None");
+      return FK_SUCCESS; /* the pending TypeError is raised by the wrapper below */
+    }
+    installed = callback;
+    Py_INCREF(installed); /* the library's reference, from here on */
   }
-  if (!PyCallable_Check(callback)) {
-    PyErr_SetString(PyExc_TypeError, "callback: must be callable or None");
-    return FK_SUCCESS; /* the pending TypeError is raised by the wrapper below */
-  }
-  status = fk_py_set_c_log_callback(fk_py_log_trampoline, max_level);
+  if (fk_py_log_lock == NULL) fk_py_log_lock = PyThread_allocate_lock(); /* under the GIL */
+  PyObject* drop = installed; /* what to release afterwards: the new one if refused */
+  Py_BEGIN_ALLOW_THREADS
+  PyThread_acquire_lock(fk_py_log_lock, WAIT_LOCK);
+  status = fk_set_log_callback(installed ? fk_py_log_trampoline : NULL, (fk_log_level_t)max_level,
+                               installed);
   if (status == FK_SUCCESS) {
-    PyObject* old = fk_py_log_callable;
-    Py_INCREF(callback);
-    fk_py_log_callable = callback;
-    Py_XDECREF(old);
+    drop = fk_py_log_callable;
+    fk_py_log_callable = installed;
   }
+  PyThread_release_lock(fk_py_log_lock);
+  Py_END_ALLOW_THREADS
+  Py_XDECREF(drop);
   return status;
 }
 %}

@@ -136,6 +136,37 @@ def test_log_callback_set_while_another_thread_logs():
     assert r.stdout.strip() == "done True", r.stdout + r.stderr
 
 
+def test_log_callback_and_level_are_set_together():
+    """Concurrent set_log_callback(f, ERROR) / (g, DEBUG): whichever wins, its callable comes
+    with its own level (the callable travels as the library's user_data, set atomically)."""
+    import threading
+    a = np.ones((4, 4), np.float32)
+    for _ in range(30):
+        got_f, got_g = [], []
+        f = lambda level, msg: got_f.append(level)  # noqa: E731
+        g = lambda level, msg: got_g.append(level)  # noqa: E731
+        start = threading.Barrier(2)
+
+        def set_f():
+            start.wait()
+            flashkit.set_log_callback(f, capi.FK_LOG_ERROR)
+
+        def set_g():
+            start.wait()
+            flashkit.set_log_callback(g, capi.FK_LOG_DEBUG)
+        ts = [threading.Thread(target=set_f), threading.Thread(target=set_g)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        try:
+            flashkit.gemm(a, a)  # logs its variant at DEBUG
+        finally:
+            flashkit.set_log_callback(None)
+        assert capi.FK_LOG_DEBUG not in got_f  # f only ever comes with ERROR
+        assert got_g or not got_f
+
+
 def test_gil_is_released_during_calls(rng):
     # While one long C call runs, another Python thread must keep running: count its ticks
     # inside the call's time window (with the GIL held there would be none).
