@@ -194,6 +194,11 @@ fk_status_t fk_py_set_log_callback(PyObject* callback, int max_level) {
     Py_INCREF(installed); /* the library's reference, from here on */
   }
   if (fk_py_log_lock == NULL) fk_py_log_lock = PyThread_allocate_lock(); /* under the GIL */
+  if (fk_py_log_lock == NULL) {
+    Py_XDECREF(installed);
+    PyErr_NoMemory();
+    return FK_SUCCESS; /* the pending MemoryError is raised by the wrapper */
+  }
   PyObject* drop = installed; /* what to release afterwards: the new one if refused */
   Py_BEGIN_ALLOW_THREADS
   PyThread_acquire_lock(fk_py_log_lock, WAIT_LOCK);

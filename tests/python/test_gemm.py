@@ -175,6 +175,9 @@ def test_gemm_scaled_python_number_scales(rng):
         flashkit.gemm_scaled(a, w, trans_b=True, scale_b=True)  # a bool is not a scale
     with pytest.raises(flashkit.InvalidArgumentError, match="overflows float32"):
         flashkit.gemm_scaled(a, w, trans_b=True, scale_a=1e30, scale_b=1e30)
+    # A non-finite alpha is alpha's fault, also when a scale is folded into it.
+    with pytest.raises(flashkit.InvalidArgumentError, match="^alpha: inf must be finite"):
+        flashkit.gemm_scaled(a, w, trans_b=True, scale_a=2.0, alpha=float("inf"))
 
 
 def test_gemm_scaled_scaled_mm_scale_shapes(rng):

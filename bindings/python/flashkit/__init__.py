@@ -352,8 +352,18 @@ def set_log_callback(callback, max_level=capi.FK_LOG_WARN):
     """Installs ``callback(level: int, message: str)`` for flashkit's diagnostics at or below
     ``max_level`` (``capi.FK_LOG_ERROR`` 0, ``FK_LOG_WARN`` 1, ``FK_LOG_INFO`` 2,
     ``FK_LOG_DEBUG`` 3: which kernel variant ran). None removes it. The callback may be called
-    from any thread and must not call flashkit."""
+    from any thread and must not call flashkit. A callback still installed when the
+    interpreter exits is removed then (the library would otherwise call into a finalised
+    interpreter from a thread that logs later)."""
+    global _remove_at_exit
     capi.fk_py_set_log_callback(callback, int(max_level))
+    if callback is not None and not _remove_at_exit:
+        import atexit
+        atexit.register(capi.fk_py_set_log_callback, None, 0)
+        _remove_at_exit = True
+
+
+_remove_at_exit = False
 
 
 def library_version():

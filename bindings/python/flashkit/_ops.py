@@ -591,12 +591,16 @@ def _fold_scalar_scale(scale, name, alpha):
     value = float32_arg(scale, name)
     if not math.isfinite(value):
         raise _errors.InvalidArgumentError(f"{name}: {value} must be finite", 100)
+    av = float32_arg(alpha, "alpha")
+    if not math.isfinite(av):  # the library's rule for alpha, said before folding into it
+        raise _errors.InvalidArgumentError(f"alpha: {av} must be finite", 100)
     with np.errstate(over="ignore", under="ignore"):
-        folded = float(np.float32(float32_arg(alpha, "alpha")) * np.float32(value))
+        folded = float(np.float32(av) * np.float32(value))
     if not math.isfinite(folded):
         raise _errors.InvalidArgumentError(
-            f"{name}: {value} times alpha (and the other scale) overflows float32; pass the "
-            f"scales as float32 arrays to have the library form the factor", 100)
+            f"{name}: {value} times alpha {av} (and any scale folded before it) overflows "
+            f"float32; pass the scales as float32 arrays to have the library form the factor",
+            100)
     return None, folded
 
 
@@ -606,7 +610,8 @@ def _flatten_rowwise_scale(scale, column):
     ``(1,)``. Any other 2-D shape (a row vector for a, a column for b: swapped scales) is left
     for the library, which refuses a rank-2 scale naming it."""
     shape = getattr(scale, "shape", None)
-    if shape is not None and len(shape) == 2 and tuple(shape)[1 if column else 0] == 1:
+    if (shape is not None and len(shape) == 2 and tuple(shape)[1 if column else 0] == 1 and
+            hasattr(scale, "reshape")):
         return scale.reshape(-1)
     return scale
 
