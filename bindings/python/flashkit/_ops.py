@@ -604,16 +604,16 @@ def _fold_scalar_scale(scale, name, alpha):
     return None, folded
 
 
-def _flatten_rowwise_scale(scale, column):
+def _drop_unit_axis(ref, column):
     """torch._scaled_mm's row-wise scales are 2-D, ``(M, 1)`` for a (``column``) and ``(1, N)``
     for b (and ``(1, 1)`` per tensor): the same values as flashkit's ``(M,)`` / ``(N,)`` /
-    ``(1,)``. Any other 2-D shape (a row vector for a, a column for b: swapped scales) is left
-    for the library, which refuses a rank-2 scale naming it."""
-    shape = getattr(scale, "shape", None)
-    if (shape is not None and len(shape) == 2 and tuple(shape)[1 if column else 0] == 1 and
-            hasattr(scale, "reshape")):
-        return scale.reshape(-1)
-    return scale
+    ``(1,)``, as a view of the same memory (no copy, so nothing is freed before the call reads
+    it). Any other 2-D shape (a row vector for a, a column for b: swapped scales) is left for
+    the library, which refuses a rank-2 scale naming it."""
+    if ref is not None and ref.ndim == 2 and ref.shape[1 if column else 0] == 1:
+        keep = 0 if column else 1
+        return ref._derived((ref.shape[keep],), (ref.strides[keep],), ref.byte_offset)
+    return ref
 
 
 def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0,
@@ -621,11 +621,10 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
                 out_dtype=None, workspace=None, _select=False):
     scale_a, alpha = _fold_scalar_scale(scale_a, "scale_a", alpha)
     scale_b, alpha = _fold_scalar_scale(scale_b, "scale_b", alpha)
-    scale_a = _flatten_rowwise_scale(scale_a, column=True)
-    scale_b = _flatten_rowwise_scale(scale_b, column=False)
     call = _Call(ctx, [("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("c", c),
                        ("bias", bias)], required=2, scale_args=("scale_a", "scale_b"))
     ar, br, sar, sbr, cr, biasr = call.refs
+    sar, sbr = _drop_unit_axis(sar, column=True), _drop_unit_axis(sbr, column=False)
     shape, params = _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation)
     if out_dtype is not None:
         result_dtype = _dlpack.compute_dtype(out_dtype, "out_dtype")
