@@ -157,8 +157,9 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
     compact *= v.shape[i] > 0 ? v.shape[i] : 1;
   }
   // The addressed span must fit comfortably in 64 bits (indexing is int64 everywhere).
+  int64_t total = 0;  // bytes from the first to one past the last addressed element
   if (numel > 0) {
-    int64_t span = 0, term = 0, total = 0;
+    int64_t span = 0, term = 0;
     bool overflow = false;
     for (int i = 0; i < v.rank && !overflow; ++i) {
       overflow |= __builtin_mul_overflow(v.shape[i] - 1, v.stride[i], &term);
@@ -187,9 +188,7 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
                        name, t->data, static_cast<unsigned long long>(t->byte_offset));
     }
     if (numel > 0) {
-      int64_t span = 0;
-      for (int i = 0; i < v.rank; ++i) span += (v.shape[i] - 1) * v.stride[i];
-      const uintptr_t nbytes = static_cast<uintptr_t>((span + 1) * dtype_bytes(v.dtype));
+      const uintptr_t nbytes = static_cast<uintptr_t>(total);
       if (__builtin_add_overflow(addr, nbytes, &end)) {
         return set_error(FK_ERROR_NULL_POINTER,
                          "%s: data + byte_offset %p plus the %llu bytes the view addresses wraps "
