@@ -165,10 +165,17 @@ _C_FFTCONV_Y = _c_output_name("y")
 
 
 def _pythonic_message(msg, out_name=None):
-    """``msg`` with the C names replaced; ``out_name``: the compiled regex of the C output
-    argument that Python calls out=."""
-    msg = _C_NULL.sub("None", _C_PARAMS.sub("", msg))
+    """``msg`` with the C names replaced (``params.x`` / ``options.x`` are keyword ``x``);
+    ``out_name``: the compiled regex of the C output argument that Python calls out=."""
+    msg = _C_NULL.sub("None", _C_OPTIONS.sub("", _C_PARAMS.sub("", msg)))
     return out_name.sub("out", msg) if out_name is not None else msg
+
+
+def _pythonic_error(e, out_name=None):
+    """FlashkitError ``e`` with its message in Python's names, or ``e`` itself when nothing
+    changed (raise the result ``from None`` when it is new)."""
+    msg = _pythonic_message(e.message, out_name)
+    return e if msg == e.message else type(e)(msg, e.status)
 
 
 class _Call:
@@ -331,12 +338,11 @@ class _Call:
                 return select_fn(h, params, *args)
             run_fn(h, self.launch, params, *args)
         except _errors.FlashkitError as e:
-            out_name = (_C_GEMM_D if run_fn in (capi.fk_gemm, capi.fk_gemm_scaled)
-                        else _C_FFTCONV_Y if run_fn is capi.fk_fftconv_forward else None)
-            msg = _pythonic_message(e.message, out_name)
-            if msg == e.message:
+            err = _pythonic_error(e, _C_GEMM_D if run_fn in (capi.fk_gemm, capi.fk_gemm_scaled)
+                                  else None)
+            if err is e:
                 raise
-            raise type(e)(msg, e.status) from None
+            raise err from None
         finally:
             ctx._leave_call()
         self.finish()
@@ -833,11 +839,10 @@ class FFTConv:
                     return capi.fk_fftconv_select_kernel(plan, *args)
                 capi.fk_fftconv_forward(plan, call.launch, *args)
         except _errors.FlashkitError as e:
-            # The C names: y is out=, options.x the constructor's keyword x.
-            msg = _C_OPTIONS.sub("", _pythonic_message(e.message, _C_FFTCONV_Y))
-            if msg == e.message:
+            err = _pythonic_error(e, _C_FFTCONV_Y)  # y is out=
+            if err is e:
                 raise
-            raise type(e)(msg, e.status) from None
+            raise err from None
         call.finish()
         return out_obj
 
