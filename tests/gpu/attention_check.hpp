@@ -195,6 +195,10 @@ struct Case {
   bool nan_gaps = false;
   // fk_attention_workspace_size(): -1 unchecked, 0 must be 0 (no split-KV), 1 must be > 0.
   int expect_workspace = -1;
+  // Varlen: these sequences' v rows are NaN. The reference's rows that see them are NaN and the
+  // kernel's must be too; every other row must stay finite and correct (a kernel whose last key
+  // tile multiplies the next sequence's v by P = 0 gets NaN there).
+  std::vector<int64_t> nan_v;
 };
 
 // Strides for `shape` (..., heads, d) with every d-row `pitch` elements apart.
@@ -235,7 +239,13 @@ inline void check_result(const Case& c, const HostTensor& q, const HostTensor& k
   const std::vector<double> got = out.to_vector();
   double err = 0, err_naive = 0, noise = 0;
   int64_t unwritten = 0, worst = -1;
+  int64_t nan_expected = 0, nan_missing = 0;
   for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(ref.out[i])) {  // only with Case::nan_v: the row sees a NaN value
+      ++nan_expected;
+      if (!std::isnan(got[i])) ++nan_missing;
+      continue;
+    }
     if (std::isnan(got[i])) {
       ++unwritten;
       continue;
@@ -253,7 +263,10 @@ inline void check_result(const Case& c, const HostTensor& q, const HostTensor& k
   INFO("max err " << err << " at " << worst << " (got " << (worst >= 0 ? got[size_t(worst)] : 0)
                   << ", ref " << (worst >= 0 ? ref.out[size_t(worst)] : 0) << "), naive err "
                   << err_naive << ", atol " << atol << ", unwritten " << unwritten);
+  INFO("NaN expected in " << nan_expected << " elements, finite in " << nan_missing << " of them");
   CHECK(unwritten == 0);
+  CHECK(nan_missing == 0);
+  CHECK((nan_expected > 0) == !c.nan_v.empty());
   CHECK(err <= 2 * err_naive + atol);
   CHECK(padding_written(out) == 0);
 
@@ -352,6 +365,13 @@ inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
   q.fill_normal(rng);
   k.fill_normal(rng);
   v.fill_normal(rng);
+  for (int64_t j : c.nan_v) {  // varlen: every v row of sequence j
+    int64_t row0 = 0;
+    for (int64_t b = 0; b < j; ++b) row0 += pr.lk[size_t(b)];
+    for (int64_t r = row0; r < row0 + pr.lk[size_t(j)]; ++r)
+      for (int64_t h = 0; h < pr.nheads_k; ++h)
+        for (int64_t d = 0; d < pr.d; ++d) v.set({r, h, d}, std::nan(""));
+  }
   HostTensor cq, ck;
   fill_cu_seqlens(pr.lq, cq);
   fill_cu_seqlens(pr.lk, ck);

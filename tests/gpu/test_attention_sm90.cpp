@@ -406,11 +406,10 @@ void for_each_split_row(uint64_t seed, Body&& body) {
     auto run = [&](Case c, int expect_ws) {
       c.expect_variant = c.pr.dt == DT::F32 ? "cuda.generic.attention" : f.variant;
       // A KV slice of several sequences (rows between them): the cache rows past seqlen_k
-      // hold NaN. The Hopper row runs such calls unsplit (its kernel would read those rows in
-      // the split's varlen form, split_kv.h kGapsOk); the others split and must not read them.
-      const bool gaps = c.kv_rows > c.pr.lk[0] && c.pr.lq.size() > 1 && !c.varlen;
+      // hold NaN. Every row splits such calls; the split's varlen form must not read them (the
+      // Hopper kernel zeroes them in a sequence's last key tile, kernel.cuh clear_v_tail).
       c.nan_gaps = c.kv_rows > 0;
-      c.expect_workspace = (gaps && f.family == FK_KERNEL_FAMILY_SM90) ? 0 : expect_ws;
+      c.expect_workspace = expect_ws;
       run_case(ctx, c, seed + uint64_t(i++));
     };
     body(run);
@@ -491,13 +490,47 @@ TEST_CASE("attention: split-KV decode, key chunks merged by their LSE (sm90, sm8
 TEST_CASE("attention: split-KV small case", "[gpu][attention][sanitize][split]") {
   SplitKvEnv env("4");
   Case c = batched(2, 1, 300, 8, 2, 64, DT::BF16);
-  // A KV slice (gap rows, NaN) where the row splits it; the Hopper row splits only without
-  // gaps (split_kv.h, kGapsOk).
-  c.kv_rows = have_sm90() ? 0 : 320;
+  // A KV slice (gap rows, NaN) that the row splits.
+  c.kv_rows = 320;
   c.nan_gaps = c.kv_rows > 0;
   c.expect_workspace = 1;
   c.expect_variant = have_sm90() ? kSm90 : "cuda.sm80.attention";
   run_case(fkgpu::auto_context(), c, 93900);
+}
+
+// A key tile that runs past a sequence's end holds the next sequence's rows in the varlen form.
+// Their P is 0, but 0 x NaN is NaN: each kernel must keep a non-finite v value inside its own
+// sequence (the Hopper kernel zeroes those rows of its last key tile, kernel.cuh clear_v_tail;
+// the sm80 and generic kernels never load them). Sequences 3 and 5 hold NaN v; sequences 1 and
+// 4 end inside a key tile that reaches into them. Two- and three-consumer tiles at head_dim 64.
+TEST_CASE("attention: varlen, NaN in one sequence's v stays there (sm90, sm80, generic)",
+          "[gpu][attention][sm90][varlen_nan]") {
+  const std::vector<int64_t> lq = {3, 130, 17, 256, 200, 31};
+  const std::vector<int64_t> lk = {5, 65, 0, 200, 129, 77};
+  const SplitFam fams[] = {{FK_KERNEL_FAMILY_SM90, kSm90},
+                           {FK_KERNEL_FAMILY_SM80, "cuda.sm80.attention"},
+                           {FK_KERNEL_FAMILY_GENERIC, "cuda.generic.attention"}};
+  int i = 0;
+  for (const SplitFam& f : fams) {
+    if (f.family == FK_KERNEL_FAMILY_SM90 && !have_sm90()) continue;
+    const fk_context_t* ctx = context_for(f.family);
+    if (ctx == nullptr) continue;
+    for (int64_t d : {64, 128, 256})
+      for (int mask : {0, 1, 5}) {
+        Case c = sm90_varlen(lq, lk, 4, 2, d, i % 2 ? DT::BF16 : DT::F16);
+        c.expect_variant = f.variant;
+        apply_mask(c, mask);
+        c.nan_v = {3, 5};
+        run_case(ctx, c, 7800 + uint64_t(i++));
+      }
+  }
+}
+
+TEST_CASE("sm90 attention: varlen NaN v small case", "[gpu][attention][sm90][sanitize]") {
+  if (!have_sm90()) return;
+  Case c = sm90_varlen({3, 0, 17, 130}, {5, 4, 20, 65}, 2, 1, 128, DT::BF16);
+  c.nan_v = {2};  // sequence 0's only key tile reads rows 0-127
+  run_case(sm90(), c, 7900);
 }
 
 #endif  // FLASHKIT_TEST_WITH_CUDA

@@ -46,30 +46,25 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
                          const SplitKvPlan& plan, AttentionFn inner);
 
 // A dispatch row's run and workspace functions with the split in front of them
-// (kCacheBlocksPerSm: the row kernel's, see plan_split_kv). kGapsOk: whether the row's kernel
-// may run a split whose K/V rows have gaps between sequences (SplitKvPlan::gaps: k and v are
-// the first seqlen_k rows of a longer per-sequence buffer, e.g. a slice of a KV cache). The
-// inner varlen problem then spans the gap rows, and a sequence's last key tile reads some of
-// them: memory the caller may never have written (NaN, Inf). Their P is 0, but 0 x NaN is NaN.
-// The sm80 and generic kernels zero the rows past a sequence; the Hopper kernel reads them
-// through the copy engine, which zero-fills only past the tensor's end, so its row runs such
-// calls unsplit (batched, where those rows lie past each sequence's extent).
+// (kCacheBlocksPerSm: the row kernel's, see plan_split_kv). A split whose K/V rows have gaps
+// between sequences (SplitKvPlan::gaps: k and v are the first seqlen_k rows of a longer
+// per-sequence buffer, e.g. a slice of a KV cache) runs as a varlen problem that spans the gap
+// rows, and a sequence's last key tile reads some of them: memory the caller may never have
+// written (NaN, Inf). Their P is 0, but 0 x NaN is NaN, so every row kernel zeroes (Hopper:
+// clear_v_tail in sm90/kernel.cuh) or never loads (sm80, generic) the v rows past a sequence.
 template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), AttentionFn Run,
-          int kCacheBlocksPerSm = 2, bool kGapsOk = true>
+          int kCacheBlocksPerSm = 2>
 fk_status_t run_with_split(const ExecContext& ctx, const AttentionProblem& p) {
   SplitKvPlan plan;
-  if (split_kv_applies(*ctx.caps, p, Supports, &plan, kCacheBlocksPerSm) &&
-      (kGapsOk || !plan.gaps))
+  if (split_kv_applies(*ctx.caps, p, Supports, &plan, kCacheBlocksPerSm))
     return split_kv_run(ctx, p, plan, Run);
   return Run(ctx, p);
 }
-template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), int kCacheBlocksPerSm = 2,
-          bool kGapsOk = true>
+template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), int kCacheBlocksPerSm = 2>
 uint64_t workspace_with_split(const DeviceCaps& caps, const AttentionProblem& p) {
   SplitKvPlan plan;
-  return split_kv_applies(caps, p, Supports, &plan, kCacheBlocksPerSm) && (kGapsOk || !plan.gaps)
-             ? split_kv_workspace(p, plan)
-             : 0;
+  return split_kv_applies(caps, p, Supports, &plan, kCacheBlocksPerSm) ? split_kv_workspace(p, plan)
+                                                                        : 0;
 }
 
 }  // namespace attn

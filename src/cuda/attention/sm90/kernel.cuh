@@ -228,22 +228,25 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     };
     if (pingpong && wg == Kernel::kConsumers - 1) cutlass::arch::NamedBarrier::arrive(256, 0);
 
-    // KV caches: the rows of a work tile's last key tile past the sequence's length hold
-    // whatever the cache holds there (a page's tail, unused capacity: memory the caller may
-    // never have written, NaN or Inf). Their P is 0, but 0 x NaN is NaN in the P V GEMM, so each
-    // consumer warpgroup zeroes those V rows of the stage before its first P V of the work tile
-    // (both write the same zeros) and fences them for the tensor cores. K needs nothing: the
-    // mask replaces those scores. (The plain kernel reads such rows only past a tensor's end,
-    // where the copy engine fills zeros, or from the next varlen sequence.)
+    // Rows past a sequence: the rows of a work tile's last key tile past the sequence's length
+    // are, over a KV cache, whatever the cache holds there (a page's tail, unused capacity:
+    // memory the caller may never have written, NaN or Inf), and in the varlen form the next
+    // sequence's rows (or, in split-KV's inner call over a KV slice, the gap between two
+    // sequences). Their P is 0, but 0 x NaN is NaN in the P V GEMM, so each consumer warpgroup
+    // zeroes those V rows of the stage before its first P V of the work tile (all write the
+    // same zeros) and fences them for the tensor cores. K needs nothing: the mask replaces
+    // those scores. Batched calls read such rows only past a tensor's end, where the copy
+    // engine fills zeros. Barriers kConsumers .. 2 * kConsumers - 1 (after the turn barriers;
+    // with two consumers the copy-engine stores' 4 and 5 follow).
+    const bool v_tail = Mainloop::kCache || a.cu_seqlens_k != nullptr;
     auto clear_v_tail = [&](const WorkTile& w, int stage) {
-      if constexpr (Mainloop::kCache) {
-        const int valid = w.len_k - (w.n_max - 1) * kBlockN;  // keys in tile n_max - 1
-        if (valid < kBlockN) {
-          for (int e = mma_thread % 128; e < (kBlockN - valid) * Mainloop::kHeadDim; e += 128)
-            sVt(e % Mainloop::kHeadDim, valid + e / Mainloop::kHeadDim, stage) = Element(0.0f);
-          cutlass::arch::fence_view_async_shared();
-          cutlass::arch::NamedBarrier::sync(128, 2 + wg);
-        }
+      if (!v_tail) return;
+      const int valid = w.len_k - (w.n_max - 1) * kBlockN;  // keys in tile n_max - 1
+      if (valid < kBlockN) {
+        for (int e = mma_thread % 128; e < (kBlockN - valid) * Mainloop::kHeadDim; e += 128)
+          sVt(e % Mainloop::kHeadDim, valid + e / Mainloop::kHeadDim, stage) = Element(0.0f);
+        cutlass::arch::fence_view_async_shared();
+        cutlass::arch::NamedBarrier::sync(128, Kernel::kConsumers + wg);
       }
     };
 
