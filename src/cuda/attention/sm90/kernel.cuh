@@ -232,22 +232,25 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     // are, over a KV cache, whatever the cache holds there (a page's tail, unused capacity:
     // memory the caller may never have written, NaN or Inf), and in the varlen form the next
     // sequence's rows (or, in split-KV's inner call over a KV slice, the gap between two
-    // sequences). Their P is 0, but 0 x NaN is NaN in the P V GEMM, so each consumer warpgroup
-    // zeroes those V rows of the stage before its first P V of the work tile (all write the
-    // same zeros) and fences them for the tensor cores. K needs nothing: the mask replaces
-    // those scores. Batched calls read such rows only past a tensor's end, where the copy
-    // engine fills zeros. Barriers kConsumers .. 2 * kConsumers - 1 (after the turn barriers;
-    // with two consumers the copy-engine stores' 4 and 5 follow).
+    // sequences). Their P is 0, but 0 x NaN is NaN in the P V GEMM, so before a work tile's
+    // key-tile loop each consumer warpgroup waits for the V stage of that tile (the first one
+    // the tile reads), zeroes those rows (all write the same zeros, 16 bytes at a time: 8
+    // head_dim elements are contiguous in a swizzle atom's row) and fences them for the tensor
+    // cores. K needs nothing: the mask replaces those scores. Batched calls read such rows only
+    // past a tensor's end, where the copy engine fills zeros. This stays outside the loops: in
+    // them it moved ptxas's spills into the 176-key loop. Barriers kConsumers .. 2 kConsumers - 1
+    // (after the turn barriers; with two consumers the copy-engine stores' 4 and 5 follow).
     const bool v_tail = Mainloop::kCache || a.cu_seqlens_k != nullptr;
-    auto clear_v_tail = [&](const WorkTile& w, int stage) {
-      if (!v_tail) return;
+    auto clear_v_tail = [&](const WorkTile& w, const typename Mainloop::PipelineState& st) {
       const int valid = w.len_k - (w.n_max - 1) * kBlockN;  // keys in tile n_max - 1
-      if (valid < kBlockN) {
-        for (int e = mma_thread % 128; e < (kBlockN - valid) * Mainloop::kHeadDim; e += 128)
-          sVt(e % Mainloop::kHeadDim, valid + e / Mainloop::kHeadDim, stage) = Element(0.0f);
-        cutlass::arch::fence_view_async_shared();
-        cutlass::arch::NamedBarrier::sync(128, Kernel::kConsumers + wg);
-      }
+      if (valid >= kBlockN || w.n_max <= w.n_min) return;
+      pipe_v.consumer_wait(st);
+      constexpr int kChunks = Mainloop::kHeadDim / 8;  // 16-byte pieces of a key row
+      for (int e = mma_thread % 128; e < (kBlockN - valid) * kChunks; e += 128)
+        *reinterpret_cast<uint4*>(&sVt(8 * (e % kChunks), valid + e / kChunks, st.index())) =
+            make_uint4(0u, 0u, 0u, 0u);
+      cutlass::arch::fence_view_async_shared();
+      cutlass::arch::NamedBarrier::sync(128, Kernel::kConsumers + wg);
     };
 
     const bool raw = !a.softcap && a.scale_log2 > 0.0f;
@@ -262,6 +265,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       softmax.init();
       clear(tOrO);
       cutlass::arch::ClusterBarrier::wait(&smem.q_full, iter & 1);
+      if (v_tail) clear_v_tail(w, read_v);  // V of tile n_max - 1, the first one read
       // This warpgroup is done with Q once the tile's last S GEMM has completed, so the producer
       // may load the next tile's Q under the last softmax, the last P V and the epilogue
       // instead of after them (FA3 releases Q early the same way).
@@ -314,7 +318,6 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         for (int n = w.n_max - 2; n >= w.n_min; --n) {
           pipe_k.consumer_wait(read_k);
           pipe_v.consumer_wait(read_v);
-          if (n == w.n_max - 2) clear_v_tail(w, read_v.index());  // V of tile n_max - 1
           turn_wait();
           Mainloop::template wg_gemm<true, false>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
           Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
@@ -332,7 +335,6 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           convert_fragment(tSrS, tOrP);
         }
         pipe_v.consumer_wait(read_v);
-        if (w.n_max - 1 == w.n_min) clear_v_tail(w, read_v.index());  // the tile's only V
         turn_wait();
         Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
         turn_pass();
@@ -353,7 +355,6 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           OnlineSoftmax::rescale(tOrO, corr);
           convert_fragment(tSrS, tOrP);
           pipe_v.consumer_wait(read_v);
-          if (n == w.n_max - 1) clear_v_tail(w, read_v.index());
           Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
           warpgroup_wait<0>();
           pipe_v.consumer_release(read_v);
