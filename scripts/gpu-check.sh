@@ -18,7 +18,8 @@
 # demo, FK_GPU_CHECK_SANITIZER=0 compute-sanitizer (FK_GPU_CHECK_SANITIZER_TOOLS=memcheck runs one tool),
 # FK_GPU_CHECK_DEMO_DTYPES="bfloat16" limits the demo's dtypes, FK_GPU_CHECK_CPP=0 skips the
 # C++ suite (FK_GPU_CHECK_CPP_JOBS=4 processes share the GPU; FK_GPU_CHECK_CPP_FILTER="[tag]"
-# runs part of it), FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
+# runs part of it; FK_GPU_CHECK_CPP_TIMEOUT=400 seconds stops a shard that hangs),
+# FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
 # built into .device/python, for a script run after this one with PYTHONPATH=.device/python).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -114,7 +115,10 @@ run_cpp_suite() {
     awk -v n="$jobs" -v i="$i" 'NR % n == i' "$names" |
       sed -e 's/\\/\\\\/g' -e 's/\([],[~*"]\)/\\\1/g' > "$out/gpu_tests_$i.txt"
     [ -s "$out/gpu_tests_$i.txt" ] || continue
-    "$bin" -f "$out/gpu_tests_$i.txt" --order rand > "$out/gpu_tests_$i.log" 2>&1 &
+    # A shard that hangs (a kernel that never finishes) is stopped, reported with exit 124, and
+    # the rest of the check still runs in the same device call.
+    timeout "${FK_GPU_CHECK_CPP_TIMEOUT:-400}" "$bin" -f "$out/gpu_tests_$i.txt" --order rand \
+      > "$out/gpu_tests_$i.log" 2>&1 &
     pids+=("$!:$i")
   done
   local p
@@ -130,7 +134,8 @@ run_cpp_suite() {
     echo "==== shard $i ($(head -n 1 "$out/gpu_tests_$i.log")) ====" >> "$out/gpu_tests.log"
     cat "$out/gpu_tests_$i.log" >> "$out/gpu_tests.log"
     line=$(grep -E '^(All tests passed|test cases:)' "$out/gpu_tests_$i.log" | tail -n 1)
-    echo "shard $i: ${line:-no summary (crashed?)} (exit ${shard_rc[$i]})"
+    if [ "${shard_rc[$i]}" -eq 124 ]; then line=""; fi
+    echo "shard $i: ${line:-no summary (crashed, or stopped at FK_GPU_CHECK_CPP_TIMEOUT when exit 124)} (exit ${shard_rc[$i]})"
     # One count per failed shard: a nonzero exit or no summary line.
     if [ "${shard_rc[$i]}" -ne 0 ] || [ -z "$line" ]; then rcs=$((rcs + 1)); fi
     if [[ $line == All* ]]; then
