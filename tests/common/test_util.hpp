@@ -5,6 +5,7 @@
 #include <dlpack/dlpack.h>
 
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <cstdlib>
 #include <cstdint>
@@ -83,8 +84,10 @@ inline double fp8_value(uint8_t code, bool e4m3) {
   if (e == 0) return sign * std::ldexp(double(m) / (1 << mbits), 1 - bias);
   return sign * std::ldexp(1.0 + double(m) / (1 << mbits), e - bias);
 }
-// Nearest finite fp8 code (ties to the even code), saturating to the largest finite value.
-inline uint8_t fp8_encode(double v, bool e4m3) {
+// Nearest finite fp8 code (ties to the even code), saturating to the largest finite value: the
+// definition, a scan of all 256 codes. Kept for NaN and infinite inputs and as the reference the
+// fast path below is tested against (tests/cpu/test_util_selftest.cpp).
+inline uint8_t fp8_encode_scan(double v, bool e4m3) {
   uint8_t best = 0;
   double best_err = INFINITY;
   for (int c = 0; c < 256; ++c) {
@@ -97,6 +100,48 @@ inline uint8_t fp8_encode(double v, bool e4m3) {
     }
   }
   return best;
+}
+// The same code as fp8_encode_scan for every input, from a table of the finite codes sorted by
+// value: filling millions of fp8 elements with the scan took seconds per test case.
+inline uint8_t fp8_encode(double v, bool e4m3) {
+  if (!std::isfinite(v)) return fp8_encode_scan(v, e4m3);
+  struct Table {
+    std::vector<std::pair<double, int>> by_value;  // (value, code) of every finite code
+    explicit Table(bool f) {
+      for (int c = 0; c < 256; ++c) {
+        const double x = fp8_value(uint8_t(c), f);
+        if (std::isfinite(x)) by_value.emplace_back(x, c);
+      }
+      std::sort(by_value.begin(), by_value.end());
+    }
+  };
+  static const Table t4(true), t5(false);
+  const auto& t = (e4m3 ? t4 : t5).by_value;
+  auto it = std::lower_bound(t.begin(), t.end(), std::make_pair(v, -1));
+  // The nearest values lie at it - 1 and it (or their equal neighbours: +0 and -0).
+  double best_err = INFINITY;
+  if (it != t.end()) best_err = std::fabs(it->first - v);
+  if (it != t.begin()) best_err = std::min(best_err, std::fabs(std::prev(it)->first - v));
+  // The scan keeps the first code at the smallest error, then any later even code at the same
+  // error: the result is the largest even code of that set, else its smallest code.
+  int first = 256, last_even = -1;
+  const auto lo = it == t.begin() ? it : std::prev(it);
+  for (auto j = lo; j != t.end(); ++j) {  // from it on the errors only grow
+    if (std::fabs(j->first - v) != best_err) {
+      if (j >= it) break;
+      continue;
+    }
+    first = std::min(first, j->second);
+    if ((j->second & 1) == 0) last_even = std::max(last_even, j->second);
+  }
+  // Codes of equal value left of lo (only -0 / +0 share a value).
+  for (auto j = lo; j != t.begin();) {
+    --j;
+    if (std::fabs(j->first - v) != best_err) break;
+    first = std::min(first, j->second);
+    if ((j->second & 1) == 0) last_even = std::max(last_even, j->second);
+  }
+  return uint8_t(last_even > first ? last_even : first);
 }
 
 // fp16 / bf16 conversions (round to nearest even), independent of the library's own.
