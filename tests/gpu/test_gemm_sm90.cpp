@@ -370,9 +370,14 @@ void run_schedule(const Case& c, uint64_t tag, const char* schedule) {
 // every epilogue (copy-engine stores of 16-bit and fp32 D, the register path with C, column-major
 // D, unaligned D pitch), every transpose, fp16/bf16/fp8 inputs, batches, K = 0. None of these
 // shapes splits K (a split-K launch keeps the cooperative schedule, checked last).
+// Both ping-pong kinds run every shape: "pingpong64" (64-row halves of 128 x 256 tiles) and
+// "pingpong128" (each warpgroup its own 128 x 128 tiles: N tails at 128, halves past M inside a
+// warpgroup's tile, the CTA's units dealt to the two warpgroups in turn, odd unit counts).
 TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
           "[gpu][gemm][sm90][pingpong]") {
-  ForceSchedule force("pingpong");
+  for (const char* kind : {"pingpong64", "pingpong128"}) {
+  DYNAMIC_SECTION(kind) {
+  ForceSchedule force(kind);
   struct S {
     int64_t M, N, K;
   };
@@ -405,7 +410,7 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
       c.batch = ((i % 7) == 4 && c.K > 0) ? 2 : 0;  // (batched K = 0 is not the kernel's)
       if (c.M * c.N * std::max<int64_t>(c.K, 1) * std::max<int64_t>(c.batch, 1) > 400000000)
         c.batch = 0;
-      run_schedule(c, 44000 + uint64_t(i++), "pingpong");
+      run_schedule(c, 44000 + uint64_t(i++), kind);
     }
   // fp8 (K-major A and B), per-row and per-column scales, both output widths.
   const S fp8_shapes[] = {{300, 520, 896}, {129, 264, 127}, {4100, 600, 256}};
@@ -425,7 +430,7 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
     c.scale_b = 2 - (j % 2);
     c.with_bias = true;
     c.act = 1 + j;
-    run_schedule(c, 44500 + uint64_t(j++), "pingpong");
+    run_schedule(c, 44500 + uint64_t(j++), kind);
   }
   skinny_off.reset();  // the table's own pick from here on
   // A split-K shape never takes ping-pong, even when it is asked for: its decode-sized M takes
@@ -441,6 +446,8 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
   k.N = 520;
   k.K = 4096;  // 64 k-tiles: above the skinny kernel's sub-wave rule
   run_schedule(k, 44601, "cooperative");
+  }
+  }
 }
 
 // The table's picks (heuristics.h, pick_pingpong) on a 132-SM H200: many tiles with short K
@@ -459,24 +466,11 @@ TEST_CASE("sm90 gemm: schedule picked by the heuristics", "[gpu][gemm][sm90][pin
   a.M = 4100;
   a.N = 2000;
   a.K = 72;
-  run_schedule(a, 44700, "pingpong");
-  // fp8 (K-major A and B, per-tensor and per-column scales): 264 tiles of 2 k-tiles of 128, so
-  // CTAs take several tiles of fewer k-tiles than the ring has stages (the [pingpong] cases
-  // force ping-pong on fp8 only at 9-99 tiles). On branch gemm12 a case like this one stopped at
-  // the device call's 100 s limit with its output cut (2026-12-01; a hang or a slow reference
-  // not told apart), so it runs here, on main's kernel, in the next full check.
-  Case f;
-  f.M = 4100;
-  f.N = 2000;
-  f.K = 256;
-  f.scaled = true;
-  f.ab = DT::E4M3;
-  f.b_dt_set = true;
-  f.b_dt = DT::E4M3;
-  f.trans_b = true;
-  f.scale_a = 1;
-  f.scale_b = 2;
-  run_schedule(f, 44702, "pingpong");
+  run_schedule(a, 44700, "pingpong128");
+  {
+    fktest::ScopedEnv kind("FLASHKIT_SM90_GEMM_PINGPONG", "64");  // the A/B switch
+    run_schedule(a, 44702, "pingpong64");
+  }
   Case b;  // 2 tiles, split-K (64 k-tiles: not the skinny kernel's sub-wave rule)
   b.M = 129;
   b.N = 300;

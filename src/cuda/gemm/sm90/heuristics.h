@@ -188,15 +188,30 @@ inline int32_t pick_stages(int32_t splits, int64_t total_tiles, int32_t k_tiles)
 // Never with split-K (its reduction is tile-wide).
 // FLASHKIT_SM90_GEMM_SCHEDULE=pingpong|cooperative overrides (read per call; split-K still
 // keeps the cooperative schedule).
-inline bool pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, bool fused,
-                          int32_t sm_count) {
-  if (splits > 1) return false;
+// Which ping-pong: kPingPong128 (whole 128 x 128 tiles per warpgroup, B loaded once) unless
+// FLASHKIT_SM90_GEMM_PINGPONG=64 asks for the 64-row halves (for A/B measurement).
+// `total_tiles` counts 128 x 256 tiles. Returns a GemmArgs::pingpong value.
+// FLASHKIT_SM90_GEMM_SCHEDULE=pingpong64|pingpong128 forces either.
+inline int32_t pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, bool fused,
+                             int32_t sm_count) {
+  if (splits > 1) return kCooperative;
+  const char* kind = std::getenv("FLASHKIT_SM90_GEMM_PINGPONG");
+  const int32_t pp = (kind != nullptr && std::strcmp(kind, "64") == 0) ? kPingPong64 : kPingPong128;
   if (const char* v = std::getenv("FLASHKIT_SM90_GEMM_SCHEDULE")) {
-    if (std::strcmp(v, "pingpong") == 0) return true;
-    if (std::strcmp(v, "cooperative") == 0) return false;
+    if (std::strcmp(v, "pingpong") == 0) return pp;
+    if (std::strcmp(v, "pingpong64") == 0) return kPingPong64;
+    if (std::strcmp(v, "pingpong128") == 0) return kPingPong128;
+    if (std::strcmp(v, "cooperative") == 0) return kCooperative;
   }
   const int64_t sms = sm_count > 0 ? sm_count : 132;
-  return total_tiles >= sms && (k_tiles <= 32 || (fused && k_tiles <= 64));
+  return (total_tiles >= sms && (k_tiles <= 32 || (fused && k_tiles <= 64))) ? pp : kCooperative;
+}
+
+// The name of a schedule in the FK_LOG_DEBUG launch line (the GPU tests read it).
+inline const char* schedule_name(bool skinny, int32_t pingpong) {
+  if (skinny) return "skinny";
+  return pingpong == kPingPong64 ? "pingpong64"
+                                 : (pingpong == kPingPong128 ? "pingpong128" : "cooperative");
 }
 
 // The skinny kernel (kernel.cuh, SkinnyKernel: 64 x 128 tiles, one consumer warpgroup, 8-deep
