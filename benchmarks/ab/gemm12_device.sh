@@ -13,7 +13,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 echo "== [pingpong]"; timeout 200 $B "[pingpong]" 2>&1 | tail -4
 for tool in memcheck racecheck; do
   echo "== $tool pingpong128 [tma_store_small]"
-  FLASHKIT_SM90_GEMM_SCHEDULE=pingpong128 timeout 120 compute-sanitizer --tool $tool $B "[tma_store_small]" 2>&1 | tail -3
+  FLASHKIT_SM90_GEMM_SCHEDULE=pingpong128 timeout 150 compute-sanitizer --tool $tool $B "[tma_store_small],[pp128_small]" 2>&1 | tail -3
 done
 echo "== bench"
 timeout 300 python3 benchmarks/gemm.py --lib .device/lib/libflashkit.so --dtype bf16 --fp8 --ab-schedule --reps 15 --warmup 3 --json $OUT/gemm_pp1.json 2>&1 | grep -v "^\s*$" | tail -40

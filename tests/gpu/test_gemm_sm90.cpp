@@ -267,7 +267,7 @@ TEST_CASE("sm90 gemm: small copy-engine store case for the sanitizers",
 TEST_CASE("sm90 gemm: 4-stage ring on split-K shapes (2 boxes, idle warpgroup)",
           "[gpu][gemm][sm90][deep_ring]") {
   ForceSkinny off("0");  // the 128 x 256 kernel's 4-stage ring on every shape
-  // The 144-tile shapes would take the ping-pong schedule (a full GPU of tiles, few k-tiles).
+  // The 144-tile shapes would take a ping-pong schedule (a full GPU of tiles, few k-tiles).
   fktest::ScopedEnv coop("FLASHKIT_SM90_GEMM_SCHEDULE", "cooperative");
   struct S {
     int64_t M, N, K;
@@ -384,9 +384,12 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
   // The 128 x 256 kernel's schedule: most of these grids are sub-wave with few k-tiles, which
   // the table gives the skinny kernel (it has no ping-pong schedule).
   std::unique_ptr<ForceSkinny> skinny_off(new ForceSkinny("0"));
+  // The last three: 16 k-tiles (longer than either ring) on CTAs that run several tiles, and
+  // K = 0 over 165 (128-column) tiles, so the turn passes on units without stages.
   const S shapes[] = {{1, 7, 1},      {127, 129, 127}, {129, 264, 300}, {200, 136, 72},
                       {4100, 600, 72}, {4160, 520, 200}, {65, 296, 0},   {300, 40, 250},
-                      {4100, 2000, 72}, {2200, 2100, 330}};
+                      {4100, 2000, 72}, {2200, 2100, 330}, {2180, 1100, 1000},
+                      {4100, 600, 0}};
   const DT cds[] = {DT::BF16, DT::F16, DT::F32};
   int i = 0;
   for (const S& sh : shapes)
@@ -476,6 +479,26 @@ TEST_CASE("sm90 gemm: schedule picked by the heuristics", "[gpu][gemm][sm90][pin
   b.N = 300;
   b.K = 4096;
   run_schedule(b, 44701, "cooperative");
+}
+
+// A small case for the sanitizers on the 128-column ping-pong schedule with several tiles per
+// CTA (289 tiles of 128 x 128 over 132 CTAs): turns handed over, both warpgroups storing at once
+// from their own staging, 16-bit and fp32 D, bias and GELU, N and M tails.
+TEST_CASE("sm90 gemm: small 128-column ping-pong case for the sanitizers",
+          "[gpu][gemm][sm90][pingpong][pp128_small]") {
+  ForceSchedule force("pingpong128");
+  ForceSkinny off("0");
+  Case c;
+  c.M = 2100;
+  c.N = 2100;
+  c.K = 64;
+  c.with_bias = true;
+  c.act = 2;
+  run_schedule(c, 42100, "pingpong128");
+  c.cd = DT::F32;
+  c.N = 2052;
+  c.K = 72;
+  run_schedule(c, 42101, "pingpong128");
 }
 
 

@@ -5,8 +5,9 @@
 // back (setmaxnreg 40) and one thread issues the copy-engine loads for every tile this CTA
 // owns, running up to 3 or 4 stages ahead (the ring depth, a template parameter chosen by
 // heuristics.h), across tile boundaries too. Warpgroups 1 and 2 are the consumers (setmaxnreg
-// 232, for the 128 fp32 accumulators each thread holds), in one of two schedules (a template
-// parameter, chosen per launch by heuristics.h, pick_pingpong):
+// 232, for the 128 fp32 accumulators each thread holds), in one of three schedules (a template
+// parameter, chosen per launch by heuristics.h, pick_pingpong; the third, the 128-column
+// ping-pong, is described at pingpong128_consumer below):
 //  - cooperative: they multiply each 128 x 256 tile together, 64 rows each, then each writes its
 //    half of the tile through the epilogue while the producer already fills the ring with the
 //    next tile's stages; the tensor cores idle during the epilogue. A consumer whose 64 rows all

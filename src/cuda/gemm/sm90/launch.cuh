@@ -87,8 +87,9 @@ fk_status_t launch_skinny(const GemmArgs& g, cudaStream_t stream) {
   return launch_kernel<Kernel>(g, stream, &gemm_sm90_skinny_kernel<Kernel>);
 }
 
-// Schedule and ring depth (GemmArgs::pingpong, ::stages): three kernels per layout, the
-// cooperative schedule with 3 or 4 stages and the ping-pong schedule (4 stages of 64-row A).
+// Schedule and ring depth (GemmArgs::pingpong, ::stages): four kernels per layout, the
+// cooperative schedule with 3 or 4 stages, the 64-row ping-pong schedule (4 stages of 64-row
+// A) and the 128-column one (kPp128Stages stages of 128 x 128 tiles).
 template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
 fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
   if (g.pingpong == kPingPong64)

@@ -120,7 +120,7 @@ struct GemmArgs {
   TileSchedulerParams scheduler;
   SplitKParams splitk;
   int32_t grid = 1;  // persistent CTAs
-  int32_t stages = 3;  // ring depth, 3 or 4 (heuristics.h, pick_stages)
+  int32_t stages = 3;  // ring depth, 3 or 4 (heuristics.h, pick_stages); the ping-pong kinds: 4 / kPp128Stages
   // Schedule (heuristics.h, pick_pingpong): kCooperative, or one of the two ping-pong
   // schedules, where one consumer warpgroup's epilogue runs under the other's MMAs. Never with
   // split-K. kPingPong64 (kernel.cuh, pingpong_consumer): each warpgroup owns a 64-row half of
