@@ -474,6 +474,20 @@ TEST_CASE("sm90 gemm: schedule picked by the heuristics", "[gpu][gemm][sm90][pin
     fktest::ScopedEnv kind("FLASHKIT_SM90_GEMM_PINGPONG", "64");  // the A/B switch
     run_schedule(a, 44702, "pingpong64");
   }
+  Case f = a;  // fp8 inputs (K-major A and B) take the 64-row halves
+  f.scaled = true;
+  f.ab = DT::E4M3;
+  f.b_dt_set = true;
+  f.b_dt = DT::E4M3;
+  f.trans_b = true;
+  f.K = 256;  // 2 k-tiles of 128
+  f.scale_a = 1;
+  f.scale_b = 2;
+  run_schedule(f, 44703, "pingpong64");
+  {
+    fktest::ScopedEnv kind("FLASHKIT_SM90_GEMM_PINGPONG", "128");
+    run_schedule(f, 44704, "pingpong128");
+  }
   Case b;  // 2 tiles, split-K (64 k-tiles: not the skinny kernel's sub-wave rule)
   b.M = 129;
   b.N = 300;

@@ -126,7 +126,7 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   } else {
     g->stages = pick_stages(s.splits, s.total_tiles, s.k_tiles);
     const bool fused = p.bias != nullptr || p.activation != Activation::None || p.c != nullptr;
-    g->pingpong = pick_pingpong(s.splits, s.total_tiles, s.k_tiles, fused, caps.sm_count);
+    g->pingpong = pick_pingpong(s.splits, s.total_tiles, s.k_tiles, fused, caps.sm_count, fp8);
     if (g->pingpong == kPingPong64) g->stages = 4;  // its one ring
     if (g->pingpong == kPingPong128) {
       // 128 x 128 tiles (never split: pick_pingpong), its one ring.
