@@ -215,7 +215,7 @@ def host_time(measure):
     return out
 
 
-SCHEDULES = ("cooperative", "pingpong")
+SCHEDULES = ("cooperative", "pingpong64", "pingpong128")
 
 
 def ab_schedule(args, calls, check):
@@ -271,13 +271,13 @@ def ab_note(ab, flops, t_torch):
 
 
 def ab_columns(r):
+    """TF/s and ratio to torch of each forced schedule (SCHEDULES order)."""
     sch = r.get("schedules") or {}
-    if len(sch) != 2:
+    if not sch:
         return ""
     flops = 2.0 * r["M"] * r["N"] * r["K"]
-    c, p = sch["cooperative"]["ms"], sch["pingpong"]["ms"]
-    return (f"   {flops / c * 1e-9:7.1f} {r['torch_ms'] / c:5.3f} | {flops / p * 1e-9:7.1f} "
-            f"{r['torch_ms'] / p:5.3f} | {c / p:5.3f}")
+    return "   " + " | ".join(f"{flops / sch[s]['ms'] * 1e-9:7.1f} {r['torch_ms'] / sch[s]['ms']:5.3f}"
+                             for s in SCHEDULES if s in sch)
 
 
 def torch_mm(a, b, layout):
@@ -309,8 +309,9 @@ def main():
                     help="only these shapes of the main and FP8 lists (e.g. 16x8192x8192)")
     ap.add_argument("--no-fused", action="store_true", help="skip the GEMM + bias + GELU rows")
     ap.add_argument("--ab-schedule", action="store_true",
-                    help="also time flashkit with FLASHKIT_SM90_GEMM_SCHEDULE=cooperative and "
-                         "=pingpong (read per call) in this process, on the same inputs")
+                    help="also time flashkit with FLASHKIT_SM90_GEMM_SCHEDULE=cooperative, "
+                         "=pingpong64 and =pingpong128 (read per call) in this process, on the "
+                         "same inputs")
     ap.add_argument("--sweep-skinny", nargs="+", default=None, metavar="SPEC",
                     help="also time flashkit under FLASHKIT_SM90_GEMM_SKINNY=SPEC for each SPEC "
                          "(on[,splits[,krot]], read per call), same process and inputs")
@@ -504,7 +505,7 @@ def main():
     print()
     print(f"{'op':<10}{'dtype':<6}{'lay':<4}{'M':>6}{'N':>7}{'K':>7}{'fk TF/s':>9}{'torch':>8}"
           f"{'ratio':>7}{'anchor':>8}{'relerr':>9}  variant"
-          + ("   coop TF/s ratio | pingpong TF/s ratio | pp/coop" if args.ab_schedule else ""))
+          + ("   " + " | ".join(f"{s} TF/s ratio" for s in SCHEDULES) if args.ab_schedule else ""))
     for r in rows:
         if r["kind"] not in ("gemm", "gemm_bias_gelu", "gemm_fp8"):
             continue

@@ -267,7 +267,7 @@ TEST_CASE("sm90 gemm: small copy-engine store case for the sanitizers",
 TEST_CASE("sm90 gemm: 4-stage ring on split-K shapes (2 boxes, idle warpgroup)",
           "[gpu][gemm][sm90][deep_ring]") {
   ForceSkinny off("0");  // the 128 x 256 kernel's 4-stage ring on every shape
-  // The 144-tile shapes would take the ping-pong schedule (a full GPU of tiles, few k-tiles).
+  // The 144-tile shapes would take a ping-pong schedule (a full GPU of tiles, few k-tiles).
   fktest::ScopedEnv coop("FLASHKIT_SM90_GEMM_SCHEDULE", "cooperative");
   struct S {
     int64_t M, N, K;
@@ -370,18 +370,26 @@ void run_schedule(const Case& c, uint64_t tag, const char* schedule) {
 // every epilogue (copy-engine stores of 16-bit and fp32 D, the register path with C, column-major
 // D, unaligned D pitch), every transpose, fp16/bf16/fp8 inputs, batches, K = 0. None of these
 // shapes splits K (a split-K launch keeps the cooperative schedule, checked last).
+// Both ping-pong kinds run every shape: "pingpong64" (64-row halves of 128 x 256 tiles) and
+// "pingpong128" (each warpgroup its own 128 x 128 tiles: N tails at 128, halves past M inside a
+// warpgroup's tile, the CTA's units dealt to the two warpgroups in turn, odd unit counts).
 TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
           "[gpu][gemm][sm90][pingpong]") {
-  ForceSchedule force("pingpong");
+  for (const char* kind : {"pingpong64", "pingpong128"}) {
+  DYNAMIC_SECTION(kind) {
+  ForceSchedule force(kind);
   struct S {
     int64_t M, N, K;
   };
   // The 128 x 256 kernel's schedule: most of these grids are sub-wave with few k-tiles, which
   // the table gives the skinny kernel (it has no ping-pong schedule).
   std::unique_ptr<ForceSkinny> skinny_off(new ForceSkinny("0"));
+  // The last three: 16 k-tiles (longer than either ring) on CTAs that run several tiles, and
+  // K = 0 over 165 (128-column) tiles, so the turn passes on units without stages.
   const S shapes[] = {{1, 7, 1},      {127, 129, 127}, {129, 264, 300}, {200, 136, 72},
                       {4100, 600, 72}, {4160, 520, 200}, {65, 296, 0},   {300, 40, 250},
-                      {4100, 2000, 72}, {2200, 2100, 330}};
+                      {4100, 2000, 72}, {2200, 2100, 330}, {2180, 1100, 1000},
+                      {4100, 600, 0}};
   const DT cds[] = {DT::BF16, DT::F16, DT::F32};
   int i = 0;
   for (const S& sh : shapes)
@@ -405,7 +413,7 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
       c.batch = ((i % 7) == 4 && c.K > 0) ? 2 : 0;  // (batched K = 0 is not the kernel's)
       if (c.M * c.N * std::max<int64_t>(c.K, 1) * std::max<int64_t>(c.batch, 1) > 400000000)
         c.batch = 0;
-      run_schedule(c, 44000 + uint64_t(i++), "pingpong");
+      run_schedule(c, 44000 + uint64_t(i++), kind);
     }
   // fp8 (K-major A and B), per-row and per-column scales, both output widths.
   const S fp8_shapes[] = {{300, 520, 896}, {129, 264, 127}, {4100, 600, 256}};
@@ -425,7 +433,7 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
     c.scale_b = 2 - (j % 2);
     c.with_bias = true;
     c.act = 1 + j;
-    run_schedule(c, 44500 + uint64_t(j++), "pingpong");
+    run_schedule(c, 44500 + uint64_t(j++), kind);
   }
   skinny_off.reset();  // the table's own pick from here on
   // A split-K shape never takes ping-pong, even when it is asked for: its decode-sized M takes
@@ -441,6 +449,8 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
   k.N = 520;
   k.K = 4096;  // 64 k-tiles: above the skinny kernel's sub-wave rule
   run_schedule(k, 44601, "cooperative");
+  }
+  }
 }
 
 // The table's picks (heuristics.h, pick_pingpong) on a 132-SM H200: many tiles with short K
@@ -459,16 +469,18 @@ TEST_CASE("sm90 gemm: schedule picked by the heuristics", "[gpu][gemm][sm90][pin
   a.M = 4100;
   a.N = 2000;
   a.K = 72;
-  run_schedule(a, 44700, "pingpong");
-  // fp8 (K-major A and B, per-tensor and per-column scales): 264 tiles of 2 k-tiles of 128, so
-  // CTAs take several tiles of fewer k-tiles than the ring has stages (the [pingpong] cases
-  // force ping-pong on fp8 only at 9-99 tiles). On branch gemm12 a case like this one stopped at
-  // the device call's 100 s limit with its output cut (2026-12-01; a hang or a slow reference
-  // not told apart), so it runs here, on main's kernel, in the next full check.
+  run_schedule(a, 44700, "pingpong128");
+  {
+    fktest::ScopedEnv kind("FLASHKIT_SM90_GEMM_PINGPONG", "64");  // the A/B switch
+    run_schedule(a, 44702, "pingpong64");
+  }
+  // fp8 inputs (K-major A and B) take the 64-row halves: 33 x 5 = 165 tiles, 1 k-tile of 128
+  // (a first version at N = 2000, K = 256, run twice, outgrew the device call's time limit: the
+  // float64 reference of fp8 operands is slow).
   Case f;
   f.M = 4100;
-  f.N = 2000;
-  f.K = 256;
+  f.N = 1040;
+  f.K = 128;
   f.scaled = true;
   f.ab = DT::E4M3;
   f.b_dt_set = true;
@@ -476,12 +488,36 @@ TEST_CASE("sm90 gemm: schedule picked by the heuristics", "[gpu][gemm][sm90][pin
   f.trans_b = true;
   f.scale_a = 1;
   f.scale_b = 2;
-  run_schedule(f, 44702, "pingpong");
+  run_schedule(f, 44703, "pingpong64");
+  {
+    fktest::ScopedEnv kind("FLASHKIT_SM90_GEMM_PINGPONG", "128");
+    run_schedule(f, 44704, "pingpong128");
+  }
   Case b;  // 2 tiles, split-K (64 k-tiles: not the skinny kernel's sub-wave rule)
   b.M = 129;
   b.N = 300;
   b.K = 4096;
   run_schedule(b, 44701, "cooperative");
+}
+
+// A small case for the sanitizers on the 128-column ping-pong schedule with several tiles per
+// CTA (289 tiles of 128 x 128 over 132 CTAs): turns handed over, both warpgroups storing at once
+// from their own staging, 16-bit and fp32 D, bias and GELU, N and M tails.
+TEST_CASE("sm90 gemm: small 128-column ping-pong case for the sanitizers",
+          "[gpu][gemm][sm90][pingpong][pp128_small]") {
+  ForceSchedule force("pingpong128");
+  ForceSkinny off("0");
+  Case c;
+  c.M = 2100;
+  c.N = 2100;
+  c.K = 64;
+  c.with_bias = true;
+  c.act = 2;
+  run_schedule(c, 42100, "pingpong128");
+  c.cd = DT::F32;
+  c.N = 2052;
+  c.K = 72;
+  run_schedule(c, 42101, "pingpong128");
 }
 
 

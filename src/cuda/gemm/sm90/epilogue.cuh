@@ -305,10 +305,14 @@ __device__ __forceinline__ void epilogue_chunk_vec(const EpilogueParams& e, cons
 // consumer thread `mma_thread` (0..255). `accum` is the thread's wgmma fragment of the
 // TiledMma's 128 x 256 tile. kScaled (the fp8 instantiations): the accumulators are multiplied
 // by scale_a[m] * scale_b[n] as they are staged, before alpha and the rest of the epilogue.
+// `own` >= 0: the staging slot and warpgroup barrier to use instead of those of the tile half
+// that mma_thread names (the 128-column ping-pong schedule: one warpgroup stores both halves
+// of its own tile while the other warpgroup may store the same half of another).
 template <class TiledMma, bool kScaled, int BlockN = kTileN, class Accum, class Storage>
 __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Accum& accum,
                                                Storage& smem, int mma_thread,
-                                               int32_t m_tile, int32_t n_tile, int64_t l) {
+                                               int32_t m_tile, int32_t n_tile, int64_t l,
+                                               int own = -1) {
   using namespace cute;
   TiledMma tiled_mma;
   auto thr = tiled_mma.get_slice(mma_thread);
@@ -321,7 +325,8 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
   static_assert(kPerChunk == 32, "64 x BlockN wgmma fragment expected");
 
   const int wg = mma_thread / 128, t = mma_thread % 128;
-  float* buf = smem.stage[Storage::slot(wg)];
+  const int bar = own >= 0 ? own : wg;  // this warpgroup's barrier
+  float* buf = smem.stage[own >= 0 ? own : Storage::slot(wg)];
   const int row0 = wg * kEpiRows;  // first tile row of this warpgroup
   const bool col_mode = e.col_mode != 0;
   const int64_t m_base = int64_t(m_tile) * kTileM + row0;
@@ -354,7 +359,7 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
     const int64_t n_base = n_tile0 + ch * kEpiChunk;
     // Skip chunks entirely outside D (N tails); the condition is uniform over the warpgroup.
     if (n_base >= e.N) break;
-    cutlass::arch::NamedBarrier::sync(128, wg);  // the previous chunk's reads are done
+    cutlass::arch::NamedBarrier::sync(128, bar);  // the previous chunk's reads are done
     CUTE_UNROLL
     for (int cc = 0; cc < kChunks; ++cc) {
       if (cc != ch) continue;
@@ -386,7 +391,7 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
         }
       }
     }
-    cutlass::arch::NamedBarrier::sync(128, wg);
+    cutlass::arch::NamedBarrier::sync(128, bar);
     // Thread t always holds the same 4 elements along the unit-stride ("fast") dimension of
     // the chunk and visits rows (slow coordinate) t / 16 + 8 g.
     const int fast_l = (t % (kEpiChunk / 4)) * 4, slow_l = t / (kEpiChunk / 4);
@@ -491,7 +496,7 @@ template <class TiledMma, bool kScaled, int BlockN = kTileN, class Accum, class 
 __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, const void* d_map,
                                                    const Accum& accum, Storage& smem,
                                                    int mma_thread, int32_t m_tile, int32_t n_tile,
-                                                   int64_t l, TmaStoreState& st) {
+                                                   int64_t l, TmaStoreState& st, int own = -1) {
   using namespace cute;
   TiledMma tiled_mma;
   auto thr = tiled_mma.get_slice(mma_thread);
@@ -508,7 +513,8 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     return;
   }
   const int64_t n_tile0 = int64_t(n_tile) * BlockN;
-  const int sw = Storage::slot(wg);  // this warpgroup's staging
+  const int sw = own >= 0 ? own : Storage::slot(wg);  // this warpgroup's staging
+  const int bar = own >= 0 ? own : wg;                 // and barrier (epilogue_store: `own`)
   const DType dt = static_cast<DType>(e.d_dtype);
   const bool wide = dt == DType::F32;
   const DType bias_t = static_cast<DType>(e.bias_dtype);
@@ -548,7 +554,7 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
   // at the first chunk orders these writes before every read; the previous tile's reads all
   // precede its last chunk's barrier, which every thread passed before coming here.
   if (e.bias != nullptr) {
-    float* sbias = smem.bias_stage(wg);
+    float* sbias = smem.bias_stage(sw);
 #pragma unroll 1
     for (int i = 0; i < BlockN / 128; ++i) {
       const int64_t n = n_tile0 + i * 128 + t;
@@ -581,7 +587,7 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
         }
       }
     }
-    cutlass::arch::NamedBarrier::sync(128, wg);
+    cutlass::arch::NamedBarrier::sync(128, bar);
 #pragma unroll 1
     for (int q = 0; q < kSteps; ++q) {
       float v[kQuarter];
@@ -629,7 +635,7 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
       if (e.bias != nullptr) {
         // Values j and j ^ 2 share a column (rows r and r + 8); values 2i and 2i + 1 are
         // adjacent columns: two 8-byte shared-memory reads for 8 values.
-        const float* bq = smem.bias_stage(wg) + ch * kEpiChunk + 16 * q;
+        const float* bq = smem.bias_stage(sw) + ch * kEpiChunk + 16 * q;
         const float2 b0 = *reinterpret_cast<const float2*>(bq + get<1>(coords(0)));
         const float2 b1 = *reinterpret_cast<const float2*>(bq + get<1>(coords(4)));
         const float b[kQuarter] = {b0.x, b0.y, b0.x, b0.y, b1.x, b1.y, b1.x, b1.y};
@@ -673,7 +679,7 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
       }
     }
     tma_store_fence();  // this thread's shared-memory writes, visible to the copy engine
-    cutlass::arch::NamedBarrier::sync(128, wg);
+    cutlass::arch::NamedBarrier::sync(128, bar);
     if (t == 0) {
       const int32_t m0 = int32_t(m_base), n0 = int32_t(n_base), l0 = int32_t(l);
       if (wide) {

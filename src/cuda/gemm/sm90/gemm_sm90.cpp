@@ -1,7 +1,7 @@
 // Host entry of the Hopper GEMM: the dispatch predicate, the mapping of a validated GemmProblem
 // onto the kernel's operand descriptions (which of each operand's strides is the unit one),
 // the schedule from the heuristics table, and the per-dtype launch. Each launch logs its schedule
-// at FK_LOG_DEBUG ("cuda.sm90.gemm: schedule pingpong, 4 stages, 1 k-splits"; the GPU tests
+// at FK_LOG_DEBUG ("cuda.sm90.gemm: schedule pingpong128, 6 stages, 1 k-splits"; the GPU tests
 // read it to check which kernel ran).
 #include <cstdint>
 #include <cstdlib>
@@ -122,12 +122,27 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   g->grid = pick_grid(s.total_units, caps.sm_count);
   if (skinny) {
     g->stages = kSkinnyStages;
-    g->pingpong = false;
+    g->pingpong = kCooperative;
   } else {
     g->stages = pick_stages(s.splits, s.total_tiles, s.k_tiles);
     const bool fused = p.bias != nullptr || p.activation != Activation::None || p.c != nullptr;
-    g->pingpong = pick_pingpong(s.splits, s.total_tiles, s.k_tiles, fused, caps.sm_count);
-    if (g->pingpong) g->stages = 4;  // its one ring
+    g->pingpong = pick_pingpong(s.splits, s.total_tiles, s.k_tiles, fused, caps.sm_count, fp8);
+    if (g->pingpong == kPingPong64) g->stages = 4;  // its one ring
+    if (g->pingpong == kPingPong128) {
+      // 128 x 128 tiles (never split: pick_pingpong), its one ring.
+      g->stages = kPp128Stages;
+      const int64_t pp_tiles_n = (p.N + kPp128N - 1) / kPp128N;
+      if (tiles_m * pp_tiles_n > kMaxI32) return false;
+      s.tile_cols = kPp128N;
+      s.tiles_n = int32_t(pp_tiles_n);
+      s.tiles_per_batch = tiles_m * pp_tiles_n;
+      s.total_tiles = s.tiles_per_batch * p.batch;
+      const ScheduleChoice pc = pick_schedule(tiles_m, pp_tiles_n);
+      s.group = pc.group;
+      s.raster_n = pc.raster_n ? 1 : 0;
+      s.total_units = s.total_tiles;
+      g->grid = pick_grid(s.total_units, caps.sm_count);
+    }
   }
 
   EpilogueParams& e = g->epilogue;
@@ -262,7 +277,7 @@ fk_status_t gemm(const ExecContext& ctx, const GemmProblem& p) {
   }
   if (log_enabled(FK_LOG_DEBUG)) {
     log_message(FK_LOG_DEBUG, "cuda.sm90.gemm: schedule %s, %d stages, %d k-splits%s",
-                g.skinny ? "skinny" : (g.pingpong ? "pingpong" : "cooperative"), int(g.stages),
+                schedule_name(g.skinny, g.pingpong), int(g.stages),
                 int(g.scheduler.splits), g.scheduler.k_rotate ? ", rotated k" : "");
   }
   switch (g.ab_dtype) {

@@ -188,15 +188,35 @@ inline int32_t pick_stages(int32_t splits, int64_t total_tiles, int32_t k_tiles)
 // Never with split-K (its reduction is tile-wide).
 // FLASHKIT_SM90_GEMM_SCHEDULE=pingpong|cooperative overrides (read per call; split-K still
 // keeps the cooperative schedule).
-inline bool pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, bool fused,
-                          int32_t sm_count) {
-  if (splits > 1) return false;
+// Which ping-pong: 16-bit inputs take kPingPong128 (whole 128 x 128 tiles per warpgroup, B
+// loaded once), fp8 inputs kPingPong64. Measured on the H200 (RESULTS.md, "128-column ping-pong",
+// the three schedules in one process), pingpong128 / pingpong64 where ping-pong is picked: bf16
+// 8192 x 8192 x 1024 1.02, bias + GELU at 4096^3 1.11; fp8 8192 x 8192 x 1024 0.91, 4096^3
+// 0.97, 4096 x 12288 x 4096 1.01. FLASHKIT_SM90_GEMM_PINGPONG=64|128 picks the kind for every
+// dtype (A/B measurement). `total_tiles` counts 128 x 256 tiles. Returns a GemmArgs::pingpong
+// value. FLASHKIT_SM90_GEMM_SCHEDULE=pingpong64|pingpong128 forces either.
+inline int32_t pick_pingpong(int32_t splits, int64_t total_tiles, int32_t k_tiles, bool fused,
+                             int32_t sm_count, bool fp8) {
+  if (splits > 1) return kCooperative;
+  const char* kind = std::getenv("FLASHKIT_SM90_GEMM_PINGPONG");
+  int32_t pp = fp8 ? kPingPong64 : kPingPong128;
+  if (kind != nullptr && std::strcmp(kind, "64") == 0) pp = kPingPong64;
+  if (kind != nullptr && std::strcmp(kind, "128") == 0) pp = kPingPong128;
   if (const char* v = std::getenv("FLASHKIT_SM90_GEMM_SCHEDULE")) {
-    if (std::strcmp(v, "pingpong") == 0) return true;
-    if (std::strcmp(v, "cooperative") == 0) return false;
+    if (std::strcmp(v, "pingpong") == 0) return pp;
+    if (std::strcmp(v, "pingpong64") == 0) return kPingPong64;
+    if (std::strcmp(v, "pingpong128") == 0) return kPingPong128;
+    if (std::strcmp(v, "cooperative") == 0) return kCooperative;
   }
   const int64_t sms = sm_count > 0 ? sm_count : 132;
-  return total_tiles >= sms && (k_tiles <= 32 || (fused && k_tiles <= 64));
+  return (total_tiles >= sms && (k_tiles <= 32 || (fused && k_tiles <= 64))) ? pp : kCooperative;
+}
+
+// The name of a schedule in the FK_LOG_DEBUG launch line (the GPU tests read it).
+inline const char* schedule_name(bool skinny, int32_t pingpong) {
+  if (skinny) return "skinny";
+  return pingpong == kPingPong64 ? "pingpong64"
+                                 : (pingpong == kPingPong128 ? "pingpong128" : "cooperative");
 }
 
 // The skinny kernel (kernel.cuh, SkinnyKernel: 64 x 128 tiles, one consumer warpgroup, 8-deep

@@ -5,8 +5,9 @@
 // back (setmaxnreg 40) and one thread issues the copy-engine loads for every tile this CTA
 // owns, running up to 3 or 4 stages ahead (the ring depth, a template parameter chosen by
 // heuristics.h), across tile boundaries too. Warpgroups 1 and 2 are the consumers (setmaxnreg
-// 232, for the 128 fp32 accumulators each thread holds), in one of two schedules (a template
-// parameter, chosen per launch by heuristics.h, pick_pingpong):
+// 232, for the 128 fp32 accumulators each thread holds), in one of three schedules (a template
+// parameter, chosen per launch by heuristics.h, pick_pingpong; the third, the 128-column
+// ping-pong, is described at pingpong128_consumer below):
 //  - cooperative: they multiply each 128 x 256 tile together, 64 rows each, then each writes its
 //    half of the tile through the epilogue while the producer already fills the ring with the
 //    next tile's stages; the tensor cores idle during the epilogue. A consumer whose 64 rows all
@@ -77,17 +78,26 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-// PingPong: the schedule (GemmArgs::pingpong, heuristics.h pick_pingpong); Stages must be 4.
+// Schedule: GemmArgs::pingpong (heuristics.h pick_pingpong). kPingPong64 takes 4 stages,
+// kPingPong128 kPp128Stages.
 template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages,
-          bool PingPong = false>
+          int Schedule = kCooperative>
 struct GemmKernel {
-  static constexpr bool kPingPong = PingPong;
-  static_assert(!PingPong || Stages == 4, "the ping-pong schedule has one ring: 4 stages of 40 KB");
+  static constexpr int kSchedule = Schedule;
+  static constexpr bool kPingPong = Schedule != kCooperative;  // one warpgroup reads a stage
+  static_assert(Schedule != kPingPong64 || Stages == 4,
+                "the 64-row ping-pong schedule has one ring: 4 stages of 40 KB");
+  static_assert(Schedule != kPingPong128 || Stages == kPp128Stages,
+                "the 128-column ping-pong schedule has one ring: kPp128Stages stages of 32 KB");
   using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB, Stages,
-                                  PingPong ? kTileM / 2 : kTileM>;
+                                  Schedule == kPingPong64 ? kTileM / 2 : kTileM,
+                                  Schedule == kPingPong128 ? kPp128N : kTileN,
+                                  Schedule == kCooperative ? 2 : 1>;
   // The epilogue's copy-engine boxes take what the ring leaves: 4 per warpgroup (64 KB) beside
-  // 3 stages of 48 KB or 4 of 40 KB (ping-pong), 2 (32 KB) beside 4 stages of 48 KB.
-  using EpiStorage = EpilogueStorage<(Stages == 3 || PingPong) ? 4 : 2>;
+  // 3 stages of 48 KB or 4 of 40 KB (64-row ping-pong), 2 (32 KB) beside 4 stages of 48 KB or
+  // 6 of 32 KB (128-column ping-pong).
+  using EpiStorage =
+      EpilogueStorage<((Stages == 3 || Schedule == kPingPong64) && Schedule != kPingPong128) ? 4 : 2>;
   static constexpr int kThreads = 384;
   static constexpr uint32_t kProducerRegisters = 40;
   static constexpr uint32_t kConsumerRegisters = 232;
@@ -181,6 +191,71 @@ __device__ __forceinline__ void pingpong_consumer(const typename Kernel::Params&
 #endif
 }
 
+// Consumer warpgroup of the 128-column ping-pong schedule (GemmArgs::pingpong ==
+// kPingPong128; CUTLASS's "ping-pong" kernel): the scheduler's units are 128 x 128 tiles, and the
+// CTA's units go to its two consumer warpgroups in turn (unit i of the CTA to warpgroup i % 2),
+// each multiplying its whole tile alone (two 64 x 128 wgmma per k-step, 128 accumulators a
+// thread) from stages that hold 128 rows of A and 128 of B; the producer loads the units in the
+// CTA's order. The turn passes as in pingpong_consumer (named barriers kTurnBarrier + w, handed
+// over once the last wgmma batch is issued, so the next unit's MMAs run under this epilogue),
+// and each warpgroup steps its ring position over the other's units. Unlike the 64-row
+// schedule, B is loaded once per tile: 32 KB per 128 x 128 x 64 step, 1.33x the cooperative
+// schedule's copy-engine bytes per FLOP (the 64-row one: 1.67x). The epilogue stores the tile as
+// its two 64-row halves, from this warpgroup's own staging (`own`).
+template <class Kernel, class Pipeline, class Storage>
+__device__ __forceinline__ void pingpong128_consumer(const typename Kernel::Params& params,
+                                                     Pipeline& pipeline, Storage& smem,
+                                                     const TileScheduler& scheduler) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace cute;
+  using Mainloop = typename Kernel::Mainloop;
+  const int wg = int(threadIdx.x) / 128 - 1;  // 0: the CTA's even units, 1: the odd ones
+  const int t = int(threadIdx.x) % 128;
+  typename Mainloop::TiledMma tiled_mma;
+  Tensor accum = partition_fragment_C(tiled_mma, Shape<Int<kTileM>, Int<kPp128N>>{});
+  static_assert(decltype(size<1>(accum))::value == 2, "two 64-row halves per thread");
+  typename Mainloop::PipelineState read;  // stage 0, phase 0
+  const bool tma_store = params.epilogue.tma_store != 0;
+  TmaStoreState tma_state;
+  int i = 0;
+  for (int64_t u = scheduler.first(); scheduler.valid(u); u = scheduler.next(u), ++i) {
+    const TileCoord tc = scheduler.coord(u);
+    const int32_t k_count = tc.k_count();
+    if ((i & 1) != wg) {  // the other warpgroup's unit: step over its stages
+      if (k_count > 0) read.advance(uint32_t(k_count));
+      continue;
+    }
+    // The next unit (the other warpgroup's) waits for this hand-over; without one, none is made.
+    const bool other_next = scheduler.valid(scheduler.next(u));
+    auto hand_over = [&] {
+      if (other_next) cutlass::arch::NamedBarrier::arrive(256, kTurnBarrier + (1 - wg));
+    };
+    if (i > 0) cutlass::arch::NamedBarrier::sync(256, kTurnBarrier + wg);
+    if (k_count > 0) {
+      Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, t, hand_over);
+    } else {
+      clear(accum);  // K = 0: D = act(beta C + bias)
+      hand_over();
+    }
+    CUTE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      // Half h of the tile: the 64 x 128 fragment of thread 128 h + t of the TileMma.
+      Tensor half = accum(_, h, _);
+      if (tma_store) {
+        epilogue_store_tma<typename Mainloop::TileMma, Mainloop::kFp8, kPp128N>(
+            params.epilogue, &params.d_map, half, smem.epilogue, 128 * h + t, tc.m, tc.n, tc.l,
+            tma_state, wg);
+      } else {
+        epilogue_store<typename Mainloop::TileMma, Mainloop::kFp8, kPp128N>(
+            params.epilogue, half, smem.epilogue, 128 * h + t, tc.m, tc.n, tc.l, wg);
+      }
+    }
+  }
+  // Shared memory must outlive the copy engine's reads of the last boxes.
+  if (tma_store && t == 0) cute::tma_store_wait<0>();
+#endif
+}
+
 // The start both kernels share: thread 0 prefetches the copy-engine descriptors, and the ring's
 // barriers are initialised with warpgroup 0 as producer and kConsumers threads reading every
 // stage (visible to all threads after the caller's __syncthreads()).
@@ -225,7 +300,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       auto write = cutlass::make_producer_start_state<Pipeline>();
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
         const TileCoord tc = scheduler.coord(t);
-        if constexpr (Kernel::kPingPong) {
+        if constexpr (Kernel::kSchedule == kPingPong64) {
           // The tile's two 64-row halves one after the other (the consumers' order); a half
           // whose rows all lie past M gets no stages.
           CUTE_UNROLL
@@ -243,9 +318,12 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       // Keep the CTA alive until the consumers have drained every stage in flight.
       pipeline.producer_tail(write);
     }
-  } else if constexpr (Kernel::kPingPong) {
+  } else if constexpr (Kernel::kSchedule == kPingPong64) {
     cutlass::arch::warpgroup_reg_alloc<Kernel::kConsumerRegisters>();
     pingpong_consumer<Kernel>(params, pipeline, smem, scheduler);
+  } else if constexpr (Kernel::kSchedule == kPingPong128) {
+    cutlass::arch::warpgroup_reg_alloc<Kernel::kConsumerRegisters>();
+    pingpong128_consumer<Kernel>(params, pipeline, smem, scheduler);
   } else {
     cutlass::arch::warpgroup_reg_alloc<Kernel::kConsumerRegisters>();
     const int mma_thread = int(threadIdx.x) - 128;

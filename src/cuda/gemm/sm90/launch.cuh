@@ -73,9 +73,9 @@ fk_status_t launch_kernel(const GemmArgs& g, cudaStream_t stream,
   return check_launch("cuda.sm90.gemm kernel");
 }
 
-template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages, bool PingPong>
+template <class ElementA, class ElementB, bool KMajorA, bool KMajorB, int Stages, int Schedule>
 fk_status_t launch_config(const GemmArgs& g, cudaStream_t stream) {
-  using Kernel = GemmKernel<ElementA, ElementB, KMajorA, KMajorB, Stages, PingPong>;
+  using Kernel = GemmKernel<ElementA, ElementB, KMajorA, KMajorB, Stages, Schedule>;
   return launch_kernel<Kernel>(g, stream, &gemm_sm90_kernel<Kernel>);
 }
 
@@ -87,13 +87,18 @@ fk_status_t launch_skinny(const GemmArgs& g, cudaStream_t stream) {
   return launch_kernel<Kernel>(g, stream, &gemm_sm90_skinny_kernel<Kernel>);
 }
 
-// Schedule and ring depth (GemmArgs::pingpong, ::stages): three kernels per layout, the
-// cooperative schedule with 3 or 4 stages and the ping-pong schedule (4 stages of 64-row A).
+// Schedule and ring depth (GemmArgs::pingpong, ::stages): four kernels per layout, the
+// cooperative schedule with 3 or 4 stages, the 64-row ping-pong schedule (4 stages of 64-row
+// A) and the 128-column one (kPp128Stages stages of 128 x 128 tiles).
 template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
 fk_status_t launch_layout(const GemmArgs& g, cudaStream_t stream) {
-  if (g.pingpong) return launch_config<ElementA, ElementB, KMajorA, KMajorB, 4, true>(g, stream);
-  return g.stages == 4 ? launch_config<ElementA, ElementB, KMajorA, KMajorB, 4, false>(g, stream)
-                       : launch_config<ElementA, ElementB, KMajorA, KMajorB, 3, false>(g, stream);
+  if (g.pingpong == kPingPong64)
+    return launch_config<ElementA, ElementB, KMajorA, KMajorB, 4, kPingPong64>(g, stream);
+  if (g.pingpong == kPingPong128)
+    return launch_config<ElementA, ElementB, KMajorA, KMajorB, kPp128Stages, kPingPong128>(g, stream);
+  return g.stages == 4
+             ? launch_config<ElementA, ElementB, KMajorA, KMajorB, 4, kCooperative>(g, stream)
+             : launch_config<ElementA, ElementB, KMajorA, KMajorB, 3, kCooperative>(g, stream);
 }
 
 template <class Element>

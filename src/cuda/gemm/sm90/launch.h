@@ -22,6 +22,11 @@ constexpr int kTileM = 128, kTileN = 256, kTileKBytes = 128;
 // against large N and K. One consumer warpgroup on 64 x 128 tiles, an 8-deep ring of 24 KB
 // stages (16-bit: 8 KB of A, 16 KB of B), one CTA per SM.
 constexpr int kSkinnyM = 64, kSkinnyN = 128, kSkinnyStages = 8;
+// The 128-column ping-pong schedule (kernel.cuh, pingpong128_consumer; GemmArgs::pingpong ==
+// kPingPong128): 128 x 128 tiles, each multiplied by one consumer warpgroup alone, a 6-deep ring
+// of 32 KB stages (128 rows of A and 128 of B).
+constexpr int kPp128N = 128, kPp128Stages = 6;
+enum : int32_t { kCooperative = 0, kPingPong64 = 1, kPingPong128 = 2 };
 constexpr int tile_k_for(DType t) { return kTileKBytes / dtype_bytes(t); }
 
 // One of A (rows = M) or B (rows = N): logical X(row, k) at
@@ -115,11 +120,14 @@ struct GemmArgs {
   TileSchedulerParams scheduler;
   SplitKParams splitk;
   int32_t grid = 1;  // persistent CTAs
-  int32_t stages = 3;  // ring depth, 3 or 4 (heuristics.h, pick_stages)
-  // Ping-pong schedule (kernel.cuh, pingpong_consumer; heuristics.h, pick_pingpong): each
-  // consumer warpgroup owns a 64-row half of the tile and one's epilogue runs under the other's
-  // MMAs; 4 stages of 64-row A. Never with split-K.
-  bool pingpong = false;
+  int32_t stages = 3;  // ring depth, 3 or 4 (heuristics.h, pick_stages); the ping-pong kinds: 4 / kPp128Stages
+  // Schedule (heuristics.h, pick_pingpong): kCooperative, or one of the two ping-pong
+  // schedules, where one consumer warpgroup's epilogue runs under the other's MMAs. Never with
+  // split-K. kPingPong64 (kernel.cuh, pingpong_consumer): each warpgroup owns a 64-row half of
+  // a 128 x 256 tile; 4 stages of 64-row A and all of B. kPingPong128 (pingpong128_consumer):
+  // each warpgroup owns whole 128 x 128 tiles (scheduler tiles of kTileM x kPp128N);
+  // kPp128Stages stages.
+  int32_t pingpong = 0;
   // Skinny kernel (kernel.cuh, SkinnyKernel; heuristics.h, pick_skinny): 64 x 128 tiles, one
   // consumer warpgroup, kSkinnyStages stages; A K-major only. Excludes pingpong.
   bool skinny = false;

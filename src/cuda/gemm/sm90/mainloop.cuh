@@ -25,8 +25,11 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
+// MmaWarpgroups: the warpgroups that multiply one stage together (BlockM / 64, each 64 rows),
+// or 1 for a 128-row stage that one warpgroup multiplies alone (the 128-column ping-pong
+// schedule, kernel.cuh: two 64 x BlockN wgmma per k-step).
 template <class ElementA_, class ElementB_, bool KMajorA, bool KMajorB, int Stages,
-          int BlockM = kTileM, int BlockN = kTileN>
+          int BlockM = kTileM, int BlockN = kTileN, int MmaWarpgroups = BlockM / 64>
 struct Mainloop {
   // cute::half_t or cute::bfloat16_t (both operands), or cute::float_e4m3_t /
   // cute::float_e5m2_t (each operand its own, K-major only).
@@ -41,7 +44,8 @@ struct Mainloop {
   // each stage feeds one warpgroup's half of a tile; the other half reads B again, from L2).
   static constexpr int kBlockM = BlockM;
   static_assert(BlockM == kTileM || BlockM == kTileM / 2, "128 or 64 rows per stage");
-  static constexpr int kMmaWarpgroups = BlockM / 64;
+  static constexpr int kMmaWarpgroups = MmaWarpgroups;
+  static_assert(MmaWarpgroups == BlockM / 64 || MmaWarpgroups == 1, "64 rows a warpgroup, or one");
   // Columns of B per stage: the CTA tile's 256, or 128 for the skinny kernel (kernel.cuh,
   // SkinnyKernel: one consumer warpgroup on 64 x 128 tiles, a deeper ring).
   static constexpr int kBlockN = BlockN;
@@ -52,8 +56,9 @@ struct Mainloop {
   // (192 KB) beside 32 KB of staging (half a tile: the epilogue waits for its own first stores
   // once per tile) for launches that stream operands with little reuse (split-K, skinny M).
   static constexpr int kStages = Stages;
-  static_assert(Stages == 3 || Stages == 4 || Stages == kSkinnyStages,
-                "ring of 3 or 4 stages (the skinny kernel's: kSkinnyStages)");
+  static_assert(Stages == 3 || Stages == 4 || Stages == kSkinnyStages || Stages == kPp128Stages,
+                "ring of 3 or 4 stages (the skinny kernel's: kSkinnyStages; the 128-column "
+                "ping-pong schedule's: kPp128Stages)");
 
   static constexpr cute::GMMA::Major kMajorA = KMajorA ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
   static constexpr cute::GMMA::Major kMajorB = KMajorB ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
