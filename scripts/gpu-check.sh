@@ -76,7 +76,13 @@ build() {
 }
 
 summary=()
-record() { summary+=("$(printf '%-34s %s' "$1" "$2")"); }
+# Each line carries the seconds since the previous one (the time of that step, roughly): a
+# device call may run at most 600 s, and this shows where a run's time goes.
+last_record=$SECONDS
+record() {
+  summary+=("$(printf '%-34s %s [%ds]' "$1" "$2" $((SECONDS - last_record)))")
+  last_record=$SECONDS
+}
 
 receive_model() {
   mkdir -p /tmp/fk-model && cp .device-model/part-* /tmp/fk-model/ && ls -la /tmp/fk-model
