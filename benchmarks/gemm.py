@@ -301,7 +301,7 @@ def main():
     ap.add_argument("--fp8", action="store_true",
                     help="also FP8 e4m3 (fk_gemm_scaled) against torch._scaled_mm")
     ap.add_argument("--profile", type=int, nargs=3, metavar=("M", "N", "K"),
-                    help="only run 3 bf16 flashkit calls of this shape (for ncu -k regex:sm90 -s 2)")
+                    help="only run 3 flashkit calls of this shape, bf16 (with --fp8: e4m3) (for ncu -k regex:sm90 -s 2)")
     ap.add_argument("--family", default="auto", choices=sorted(fkbench.FAMILIES),
                     help="force a kernel family (e.g. sm80 runs the sm80-class GEMM on Hopper)")
     ap.add_argument("--json", default=None, help="default: $OUT/gemm_bench.json")
@@ -330,14 +330,21 @@ def main():
     fk = Flashkit(args.lib, args.family)
     if args.profile:
         M, N, K = args.profile
-        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
         d = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-        f, variant = fk.make_call(a, b, d)
+        if args.fp8:  # e4m3 a (M, K) and w (N, K), per-tensor scales: the benchmark's fp8 rows
+            a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+            w = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
+            sa = torch.tensor([0.5], device="cuda")
+            sb = torch.tensor([0.25], device="cuda")
+            f, variant = fk.make_scaled_call(a, w, d, sa, sb)
+        else:
+            a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+            f, variant = fk.make_call(a, b, d)
         for _ in range(3):
             f()
         torch.cuda.synchronize()
-        print(f"profiled {M}x{N}x{K} [{variant}]")
+        print(f"profiled {'fp8 ' if args.fp8 else ''}{M}x{N}x{K} [{variant}]")
         return 0
     prop = torch.cuda.get_device_properties(0)
     l2 = getattr(prop, "L2_cache_size", 50 * 2**20)
