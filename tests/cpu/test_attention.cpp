@@ -363,6 +363,62 @@ TEST_CASE("cpu attention: varlen", "[cpu][attention]") {
   }
 }
 
+TEST_CASE("cpu attention: varlen, NaN in one sequence's v stays in that sequence",
+          "[cpu][attention][varlen]") {
+  // The same call twice, v of sequence 1 finite and then all NaN: every other sequence's rows
+  // must come out bit for bit the same (and match the float64 reference), sequence 1's NaN.
+  const std::vector<int32_t> cu_q{0, 5, 40, 77, 150}, cu_k{0, 9, 30, 160, 161};
+  for (DT dt : fkcpu::kFloatTypes)
+    for (bool causal : {false, true}) {
+      DYNAMIC_SECTION(fktest::dt_name(dt) << (causal ? " causal" : "")) {
+        std::mt19937_64 rng(fktest::test_seed() + 29);
+        HostTensor q(dt, {150, 4, 32}), k(dt, {161, 2, 32}), v(dt, {161, 2, 32});
+        HostTensor cq = fktest::int32_tensor(cu_q), ck = fktest::int32_tensor(cu_k);
+        q.fill_normal(rng);
+        k.fill_normal(rng);
+        v.fill_normal(rng);
+        fk_attention_params_t prm;
+        fk_attention_params_init(&prm);
+        prm.causal = causal;
+        auto run = [&](HostTensor& out, HostTensor& lse) {
+          out.poison();
+          lse.poison();
+          const fk_status_t st = fk_attention_forward(fkcpu::cpu_context(3), nullptr, &prm,
+                                                      q.view(), k.view(), v.view(), cq.view(),
+                                                      ck.view(), out.view(), lse.view());
+          INFO(fk_get_last_error_message());
+          REQUIRE(st == FK_SUCCESS);
+        };
+        HostTensor out_a(dt, {150, 4, 32}), lse_a(DT::F32, {4, 150});
+        run(out_a, lse_a);
+        fkref::AttentionParams rp;
+        rp.causal = causal;
+        std::vector<double> ref_out, ref_lse;
+        fkref::attention_varlen(q.to_vector(), k.to_vector(), v.to_vector(), cu_q, cu_k, 4, 2, 32,
+                                rp, ref_out, ref_lse);
+        check_output(out_a, ref_out, dt, "out");
+        for (int64_t r = cu_k[1]; r < cu_k[2]; ++r)
+          for (int64_t h = 0; h < 2; ++h)
+            for (int64_t d = 0; d < 32; ++d) v.set({r, h, d}, std::nan(""));
+        HostTensor out_b(dt, {150, 4, 32}), lse_b(DT::F32, {4, 150});
+        run(out_b, lse_b);
+        const std::vector<double> a = out_a.to_vector(), b = out_b.to_vector();
+        int64_t changed = 0, nan_in_seq1 = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+          const int64_t row = int64_t(i) / (4 * 32);
+          if (row >= cu_q[1] && row < cu_q[2]) {
+            nan_in_seq1 += std::isnan(b[i]) ? 1 : 0;
+          } else if (!(a[i] == b[i])) {
+            ++changed;
+          }
+        }
+        CHECK(changed == 0);
+        CHECK(nan_in_seq1 > 0);
+        CHECK(lse_a.to_vector() == lse_b.to_vector());  // v does not enter the lse
+      }
+    }
+}
+
 TEST_CASE("cpu attention: varlen with max_seqlen_q/k given", "[cpu][attention][varlen]") {
   // One problem three ways: defaults; exact maxima; larger maxima. Each against the float64
   // reference.
