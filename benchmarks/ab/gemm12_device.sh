@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Branch gemm12's first device call (not yet made): the [pingpong] cases for both ping-pong kinds,
+# Branch gemm12's first device call (made in session 16; merged for 16-bit inputs: RESULTS.md,
+# "128-column ping-pong schedule"): the [pingpong] cases for both ping-pong kinds,
 # memcheck and racecheck of the small copy-engine-store case with the 128-column kind forced,
 # then benchmarks/gemm.py with --ab-schedule (cooperative, pingpong64, pingpong128 in one
 # process, same inputs, A B C C B A). Build here with `scripts/gpu-check.sh --build-only`, then

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# A/B of branch vtail3 against main in one device call (not yet made). vtail3: varlen work
+# tiles whose first key tile runs past the sequence load V before K there, so that the
+# consumers' V-tail clear (kernel.cuh, clear_v_tail) does not hold back the first S GEMM
+# (RESULTS.md, "Rows past a varlen sequence zeroed": varlen non-causal -4% after the clear).
+# Staging here (2 cores; the attention objects rebuild in ~5 min each way):
+#   scripts/gpu-check.sh --build-only && rm -rf .device/model          # main, as A
+#   tar cf /tmp/attnobj.tar build-gpu/CMakeFiles/flashkit_sm90.dir/src/cuda/attention
+#   git checkout vtail3 && cmake --build --preset gpu --target flashkit flashkit_tests_gpu
+#   mkdir -p .device-b && cp build-gpu/tests/flashkit_tests_gpu .device-b/ &&
+#     gzip -1c "$(readlink -f build-gpu/libflashkit.so)" > .device-b/lib.so.gz
+#   git checkout main && tar xf /tmp/attnobj.tar && touch build-gpu/CMakeFiles/flashkit_sm90.dir/src/cuda/attention/sm90/*.o
+# then  run(command="bash benchmarks/ab/vtail3_device.sh", carry=[".device", ".device-b"])
+# (.device without the model is ~34 MB, .device-b ~30 MB.)
+set -u
+cd "$(dirname "$0")/../.."
+for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
+# B: main's library directory with vtail3's library file under the same names.
+rm -rf .device-b/lib && cp -a .device/lib .device-b/lib
+real=$(readlink -f .device/lib/libflashkit.so)
+gunzip -c .device-b/lib.so.gz > ".device-b/lib/$(basename "$real")"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+echo "== vtail3 [attention] (correctness first)"
+LD_LIBRARY_PATH=$PWD/.device-b/lib timeout 200 .device-b/flashkit_tests_gpu "[attention]" 2>&1 | tail -3
+echo "== vtail3 memcheck [sanitize][attention]"
+LD_LIBRARY_PATH=$PWD/.device-b/lib timeout 120 compute-sanitizer --tool memcheck \
+  .device-b/flashkit_tests_gpu "[sanitize][attention]" 2>&1 | tail -2
+for round in 1 2; do
+  for side in A B; do
+    dir=.device/lib
+    [ $side = B ] && dir=.device-b/lib
+    echo "== round $round, $side ($dir)"
+    LD_LIBRARY_PATH=$PWD/$dir timeout 100 python3 benchmarks/attention.py --lib $dir --family sm90 \
+      --head-dims 64,128 --seqlens 512,2048,8192 --reps 8 --json "$OUT/attn_${side}${round}.json" 2>&1 |
+      grep -v "^\s*$" | tail -22
+  done
+done
