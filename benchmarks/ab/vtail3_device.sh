@@ -6,12 +6,14 @@
 # Staging here (2 cores; the attention objects rebuild in ~5 min each way):
 #   scripts/gpu-check.sh --build-only && rm -rf .device/model          # main, as A
 #   tar cf /tmp/attnobj.tar build-gpu/CMakeFiles/flashkit_sm90.dir/src/cuda/attention
-#   git checkout vtail3 && cmake --build --preset gpu --target flashkit flashkit_tests_gpu
-#   mkdir -p .device-b && cp build-gpu/tests/flashkit_tests_gpu .device-b/ &&
-#     gzip -1c "$(readlink -f build-gpu/libflashkit.so)" > .device-b/lib.so.gz
+#   git checkout vtail3 && cmake --build --preset gpu --target flashkit
+#   mkdir -p .device-b && gzip -1c "$(readlink -f build-gpu/libflashkit.so)" > .device-b/lib.so.gz
 #   git checkout main && tar xf /tmp/attnobj.tar && touch build-gpu/CMakeFiles/flashkit_sm90.dir/src/cuda/attention/sm90/*.o
 # then  run(command="bash benchmarks/ab/vtail3_device.sh", carry=[".device", ".device-b"])
-# (.device without the model is ~34 MB, .device-b ~30 MB.)
+# (.device without the model is ~34 MB, .device-b ~28 MB: under the 64 MiB a call carries. The
+# GPU tests are main's binary, run against vtail3's library: the branch changes no test.)
+# Staged in session 16 (main 1ff43c4, vtail3 295fcfa): .device-b is ready; .device needs only
+# `rm -rf .device/model` if main's CUDA code has not changed since.
 set -u
 cd "$(dirname "$0")/../.."
 for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
@@ -21,10 +23,10 @@ real=$(readlink -f .device/lib/libflashkit.so)
 gunzip -c .device-b/lib.so.gz > ".device-b/lib/$(basename "$real")"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 echo "== vtail3 [attention] (correctness first)"
-LD_LIBRARY_PATH=$PWD/.device-b/lib timeout 200 .device-b/flashkit_tests_gpu "[attention]" 2>&1 | tail -3
+LD_LIBRARY_PATH=$PWD/.device-b/lib timeout 200 .device/bin/flashkit_tests_gpu "[attention]" 2>&1 | tail -3
 echo "== vtail3 memcheck [sanitize][attention]"
 LD_LIBRARY_PATH=$PWD/.device-b/lib timeout 120 compute-sanitizer --tool memcheck \
-  .device-b/flashkit_tests_gpu "[sanitize][attention]" 2>&1 | tail -2
+  .device/bin/flashkit_tests_gpu "[sanitize][attention]" 2>&1 | tail -2
 for round in 1 2; do
   for side in A B; do
     dir=.device/lib
