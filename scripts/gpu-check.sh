@@ -19,7 +19,8 @@
 # FK_GPU_CHECK_DEMO_DTYPES="bfloat16" limits the demo's dtypes, FK_GPU_CHECK_CPP=0 skips the
 # C++ suite (FK_GPU_CHECK_CPP_JOBS=4 processes share the GPU; FK_GPU_CHECK_CPP_FILTER="[tag]"
 # runs part of it; FK_GPU_CHECK_CPP_TIMEOUT=400 seconds stops a shard that hangs),
-# FK_GPU_CHECK_BUDGET=570 seconds: later steps that would not fit are skipped and say so,
+# FK_GPU_CHECK_BUDGET=570 seconds from the start of the checks: later steps that would not fit
+# are skipped and say so, and no step's time limit reaches past it,
 # FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
 # built into .device/python, for a script run after this one with PYTHONPATH=.device/python).
 set -uo pipefail
@@ -87,6 +88,13 @@ record() {
 # fits NAME SECONDS: whether a step expected to take about SECONDS still fits in this run's
 # time budget, FK_GPU_CHECK_BUDGET (default 570 s, under the device call's 600); if not, the
 # step is recorded as skipped, so that the summary still comes back from the call.
+# limit_for CAP: seconds a step may run, CAP or what is left of the budget if less (at least 10).
+limit_for() {
+  local left=$(( ${FK_GPU_CHECK_BUDGET:-570} - SECONDS ))
+  [ "$left" -gt "$1" ] && left=$1
+  [ "$left" -lt 10 ] && left=10
+  echo "$left"
+}
 fits() {
   local budget=${FK_GPU_CHECK_BUDGET:-570}
   [ $((SECONDS + $2)) -le "$budget" ] && return 0
@@ -133,7 +141,7 @@ run_cpp_suite() {
     [ -s "$out/gpu_tests_$i.txt" ] || continue
     # A shard that hangs (a kernel that never finishes) is stopped, reported with exit 124, and
     # the rest of the check still runs in the same device call.
-    timeout "${FK_GPU_CHECK_CPP_TIMEOUT:-400}" "$bin" -f "$out/gpu_tests_$i.txt" --order rand \
+    timeout -k 30 "$(limit_for "${FK_GPU_CHECK_CPP_TIMEOUT:-400}")" "$bin" -f "$out/gpu_tests_$i.txt" --order rand \
       > "$out/gpu_tests_$i.log" 2>&1 &
     pids+=("$!:$i")
   done
@@ -150,8 +158,8 @@ run_cpp_suite() {
     echo "==== shard $i ($(head -n 1 "$out/gpu_tests_$i.log")) ====" >> "$out/gpu_tests.log"
     cat "$out/gpu_tests_$i.log" >> "$out/gpu_tests.log"
     line=$(grep -E '^(All tests passed|test cases:)' "$out/gpu_tests_$i.log" | tail -n 1)
-    if [ "${shard_rc[$i]}" -eq 124 ]; then line=""; fi
-    echo "shard $i: ${line:-no summary (crashed, or stopped at FK_GPU_CHECK_CPP_TIMEOUT when exit 124)} (exit ${shard_rc[$i]})"
+    if [ "${shard_rc[$i]}" -eq 124 ] || [ "${shard_rc[$i]}" -eq 137 ]; then line=""; fi
+    echo "shard $i: ${line:-no summary (crashed, or stopped at its time limit when exit 124 / 137)} (exit ${shard_rc[$i]})"
     # One count per failed shard: a nonzero exit or no summary line.
     if [ "${shard_rc[$i]}" -ne 0 ] || [ -z "$line" ]; then rcs=$((rcs + 1)); fi
     if [[ $line == All* ]]; then
@@ -177,6 +185,10 @@ run_cpp_suite() {
 }
 
 run_checks() {
+  # The budget and the per-step seconds count from here (in the default mode the build before
+  # this would otherwise use them up).
+  SECONDS=0
+  last_record=0
   if ! command -v nvidia-smi >/dev/null 2>&1; then
     echo "SKIP: no NVIDIA driver on this machine (nvidia-smi missing)"; return 0
   fi
@@ -215,13 +227,13 @@ run_checks() {
   if [ "${FK_GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
     for tool in ${FK_GPU_CHECK_SANITIZER_TOOLS:-memcheck racecheck}; do
       fits "compute-sanitizer $tool" 90 || continue
-      timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$stage/bin/flashkit_tests_gpu" "[sanitize]" \
+      timeout -k 30 "$(limit_for 240)" compute-sanitizer --tool $tool --error-exitcode 9 "$stage/bin/flashkit_tests_gpu" "[sanitize]" \
         >"$out/sanitizer_$tool.log" 2>&1
       local src=$?
       record "compute-sanitizer $tool" "$([ $src -eq 0 ] && echo PASS || echo "FAIL (rc $src, see sanitizer_$tool.log)") $(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.log" | tail -n 1)"
     done
     if fits "memcheck [sm90][sanitize], TMA stores" 45; then
-      FLASHKIT_SM90_ATTENTION_TMA_STORE=1 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      FLASHKIT_SM90_ATTENTION_TMA_STORE=1 timeout -k 30 "$(limit_for 120)" compute-sanitizer --tool memcheck --error-exitcode 9 \
         "$stage/bin/flashkit_tests_gpu" "[sm90][sanitize]" >"$out/sanitizer_memcheck_tma_store.log" 2>&1
       local mrc=$?
       record "memcheck [sm90][sanitize], TMA stores" "$([ $mrc -eq 0 ] && echo PASS || echo "FAIL (rc $mrc)") $(grep -E 'ERROR SUMMARY' "$out/sanitizer_memcheck_tma_store.log" | tail -n 1)"
@@ -244,7 +256,7 @@ cpp_pass() {
   local out=$1 label=$2 filter=$3 log=$4
   shift 4
   fits "C++ $filter, $label" 45 || return 0
-  env "$@" "$stage/bin/flashkit_tests_gpu" "$filter" >"$out/$log" 2>&1
+  timeout -k 30 "$(limit_for 240)" env "$@" "$stage/bin/flashkit_tests_gpu" "$filter" >"$out/$log" 2>&1
   local prc=$?
   record "C++ $filter, $label" "$([ $prc -eq 0 ] && echo PASS || echo "FAIL (rc $prc)") $(grep -E '^(All tests passed|test cases:)' "$out/$log" | tail -n 1)"
   [ $prc -eq 0 ] || grep -E -B 7 -A 14 ': FAILED:' "$out/$log" | head -n 40
@@ -271,7 +283,8 @@ python_checks() {
   local have_model=0
   install_model && have_model=1
   if [ "${FK_GPU_CHECK_PYTEST:-1}" = 1 ] && fits "pytest -m gpu (torch CUDA)" 40; then
-    $py -m pytest -q -rs -m gpu tests/python -p no:cacheprovider 2>&1 | tee "$out/python_gpu.log" | tail -n 15
+    timeout -k 10 "$(limit_for 150)" $py -m pytest -q -rs -m gpu tests/python -p no:cacheprovider 2>&1 |
+      tee "$out/python_gpu.log" | tail -n 15
     record "pytest -m gpu (torch CUDA)" "$(tail -n 1 "$out/python_gpu.log")"
   fi
   if [ "${FK_GPU_CHECK_DEMO:-1}" = 1 ] && [ -f examples/python/embed.py ]; then
@@ -281,7 +294,7 @@ python_checks() {
     fi
     for dt in ${FK_GPU_CHECK_DEMO_DTYPES:-float32 bfloat16 float16}; do
       fits "demo (cuda, $dt, 64 sentences)" 30 || continue
-      HF_HUB_OFFLINE=1 $py examples/python/embed.py --device cuda --dtype $dt --batch 64 \
+      HF_HUB_OFFLINE=1 timeout -k 10 "$(limit_for 120)" $py examples/python/embed.py --device cuda --dtype $dt --batch 64 \
         --json "$out/demo_$dt.json" >"$out/demo_$dt.log" 2>&1
       local drc=$?
       record "demo (cuda, $dt, 64 sentences)" "$([ $drc -eq 0 ] && echo PASS || echo "FAIL rc $drc") $(grep -iE 'agreement|per batch' "$out/demo_$dt.log" | tr '\n' ' ' | cut -c1-240)"

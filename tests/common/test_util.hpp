@@ -84,10 +84,23 @@ inline double fp8_value(uint8_t code, bool e4m3) {
   if (e == 0) return sign * std::ldexp(double(m) / (1 << mbits), 1 - bias);
   return sign * std::ldexp(1.0 + double(m) / (1 << mbits), e - bias);
 }
-// Nearest finite fp8 code (ties to the even code), saturating to the largest finite value: the
-// definition, a scan of all 256 codes. Kept for NaN and infinite inputs and as the reference the
+// Inputs the nearest-code rule does not settle: NaN (no finite code: 0), zero (its own sign),
+// and values at or past the largest finite magnitude (448 e4m3, 57344 e5m2), infinities
+// included, which saturate with their sign (far out every code is equally far in double
+// arithmetic, and the tie rule would pick a negative code). Returns -1 for the rest.
+inline int fp8_encode_special(double v, bool e4m3) {
+  if (std::isnan(v)) return 0;
+  if (v == 0) return std::signbit(v) ? 0x80 : 0x00;
+  const double top = e4m3 ? 448.0 : 57344.0;
+  if (v >= top) return e4m3 ? 0x7E : 0x7B;
+  if (v <= -top) return e4m3 ? 0xFE : 0xFB;
+  return -1;
+}
+// Nearest finite fp8 code (ties to the even code), saturating to the largest finite value, a
+// result of zero keeping v's sign: the definition, a scan of all 256 codes. The reference the
 // fast path below is tested against (tests/cpu/test_util_selftest.cpp).
 inline uint8_t fp8_encode_scan(double v, bool e4m3) {
+  if (const int sp = fp8_encode_special(v, e4m3); sp >= 0) return uint8_t(sp);
   uint8_t best = 0;
   double best_err = INFINITY;
   for (int c = 0; c < 256; ++c) {
@@ -99,12 +112,13 @@ inline uint8_t fp8_encode_scan(double v, bool e4m3) {
       best_err = err;
     }
   }
+  if ((best & 0x7F) == 0) return std::signbit(v) ? 0x80 : 0x00;  // +0 and -0 tie: v's sign
   return best;
 }
 // The same code as fp8_encode_scan for every input, from a table of the finite codes sorted by
 // value: filling millions of fp8 elements with the scan took seconds per test case.
 inline uint8_t fp8_encode(double v, bool e4m3) {
-  if (!std::isfinite(v)) return fp8_encode_scan(v, e4m3);
+  if (const int sp = fp8_encode_special(v, e4m3); sp >= 0) return uint8_t(sp);
   struct Table {
     std::vector<std::pair<double, int>> by_value;  // (value, code) of every finite code
     explicit Table(bool f) {
@@ -141,7 +155,9 @@ inline uint8_t fp8_encode(double v, bool e4m3) {
     first = std::min(first, j->second);
     if ((j->second & 1) == 0) last_even = std::max(last_even, j->second);
   }
-  return uint8_t(last_even > first ? last_even : first);
+  const int code = last_even > first ? last_even : first;
+  if ((code & 0x7F) == 0) return std::signbit(v) ? 0x80 : 0x00;  // +0 and -0 tie: v's sign
+  return uint8_t(code);
 }
 
 // fp16 / bf16 conversions (round to nearest even), independent of the library's own.

@@ -46,5 +46,26 @@ TEST_CASE("test helpers: fp8_encode matches the 256-code scan", "[helpers][fp8]"
     INFO("first mismatch at " << first_bad);
     CHECK(bad == 0);
     CHECK(xs.size() > 20000);
+    // Codes the definition fixes: signed zeros (also for values too small to be anything
+    // else), saturation with the sign (infinities and far-out values included), ties to even.
+    const uint8_t top = e4m3 ? 0x7E : 0x7B;
+    // Below half the least subnormal (2^-9 e4m3, 2^-16 e5m2): rounds to a zero.
+    const double tiny = e4m3 ? std::ldexp(1.0, -12) : std::ldexp(1.0, -20);
+    const double halfway = e4m3 ? 1.0 + 0.0625 : 1.0 + 0.125;  // between 1 and its successor
+    const uint8_t one = e4m3 ? 0x38 : 0x3C;
+    for (auto enc : {fktest::fp8_encode, fktest::fp8_encode_scan}) {
+      CHECK(enc(0.0, e4m3) == 0x00);
+      CHECK(enc(-0.0, e4m3) == 0x80);
+      CHECK(enc(tiny, e4m3) == 0x00);
+      CHECK(enc(-tiny, e4m3) == 0x80);
+      CHECK(enc(INFINITY, e4m3) == top);
+      CHECK(enc(-INFINITY, e4m3) == (top | 0x80));
+      CHECK(enc(1e300, e4m3) == top);
+      CHECK(enc(-1e300, e4m3) == (top | 0x80));
+      CHECK(enc(1e6, e4m3) == top);
+      CHECK(enc(1.0, e4m3) == one);
+      CHECK(enc(-1.0, e4m3) == (one | 0x80));
+      CHECK(enc(halfway, e4m3) == one);  // a tie: 1 has the even code
+    }
   }
 }

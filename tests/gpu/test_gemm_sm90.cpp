@@ -384,7 +384,7 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
   // The 128 x 256 kernel's schedule: most of these grids are sub-wave with few k-tiles, which
   // the table gives the skinny kernel (it has no ping-pong schedule).
   std::unique_ptr<ForceSkinny> skinny_off(new ForceSkinny("0"));
-  // The last three: 16 k-tiles (longer than either ring) on CTAs that run several tiles, and
+  // The last two: 16 k-tiles (longer than either ring) on CTAs that run several tiles, and
   // K = 0 over 165 (128-column) tiles, so the turn passes on units without stages.
   const S shapes[] = {{1, 7, 1},      {127, 129, 127}, {129, 264, 300}, {200, 136, 72},
                       {4100, 600, 72}, {4160, 520, 200}, {65, 296, 0},   {300, 40, 250},
@@ -476,7 +476,7 @@ TEST_CASE("sm90 gemm: schedule picked by the heuristics", "[gpu][gemm][sm90][pin
   }
   // fp8 inputs (K-major A and B, per-tensor and per-column scales) take the 64-row halves:
   // 264 tiles of 2 k-tiles of 128, so CTAs take several tiles of fewer k-tiles than either ring
-  // has stages (the [pingpong] cases force fp8 ping-pong only at 9-99 tiles). (This case first
+  // has stages (the [pingpong] cases force fp8 ping-pong only at 4-99 tiles). (This case first
   // overran a device call's time limit: filling its fp8 inputs took seconds per run with the
   // old 256-code fp8_encode scan, tests/common/test_util.hpp.)
   Case f;
