@@ -385,24 +385,33 @@ struct SplitKvEnv : fktest::ScopedEnv {
   explicit SplitKvEnv(const char* v) : ScopedEnv("FLASHKIT_ATTENTION_SPLIT_KV", v) {}
 };
 
-struct SplitFam {
+struct CudaRow {
   fk_kernel_family_t family;
   const char* variant;
 };
 
-// Runs `body(ctx, run)` once per CUDA row (sm90 where present, sm80, generic); `run(c, ws)`
-// checks case c on that row, with its workspace query expected nonzero (ws 1) or zero (0).
+// Runs `body(ctx, row)` once per CUDA row present (sm90 on Hopper, sm80, generic), with that
+// family's context.
 template <class Body>
-void for_each_split_row(uint64_t seed, Body&& body) {
-  const SplitFam fams[] = {{FK_KERNEL_FAMILY_SM90, kSm90},
-                           {FK_KERNEL_FAMILY_SM80, "cuda.sm80.attention"},
-                           {FK_KERNEL_FAMILY_GENERIC, "cuda.generic.attention"}};
-  int i = 0;
-  for (const SplitFam& f : fams) {
+void for_each_cuda_row(Body&& body) {
+  const CudaRow rows[] = {{FK_KERNEL_FAMILY_SM90, kSm90},
+                          {FK_KERNEL_FAMILY_SM80, "cuda.sm80.attention"},
+                          {FK_KERNEL_FAMILY_GENERIC, "cuda.generic.attention"}};
+  for (const CudaRow& f : rows) {
     if (f.family == FK_KERNEL_FAMILY_SM90 && !have_sm90()) continue;
     const fk_context_t* ctx = context_for(f.family);
     if (ctx == nullptr) continue;
     INFO("family " << f.variant);
+    body(ctx, f);
+  }
+}
+
+// Runs `body(run)` once per CUDA row; `run(c, ws)` checks case c on that row, with its
+// workspace query expected nonzero (ws 1) or zero (0).
+template <class Body>
+void for_each_split_row(uint64_t seed, Body&& body) {
+  int i = 0;
+  for_each_cuda_row([&](const fk_context_t* ctx, const CudaRow& f) {
     auto run = [&](Case c, int expect_ws) {
       c.expect_variant = c.pr.dt == DT::F32 ? "cuda.generic.attention" : f.variant;
       // A KV slice of several sequences (rows between them): the cache rows past seqlen_k
@@ -413,7 +422,7 @@ void for_each_split_row(uint64_t seed, Body&& body) {
       run_case(ctx, c, seed + uint64_t(i++));
     };
     body(run);
-  }
+  });
 }
 
 TEST_CASE("attention: split-KV decode, key chunks merged by their LSE (sm90, sm80, generic)",
@@ -507,14 +516,8 @@ TEST_CASE("attention: varlen, NaN in one sequence's v stays there (sm90, sm80, g
           "[gpu][attention][sm90][varlen_nan]") {
   const std::vector<int64_t> lq = {3, 130, 17, 256, 200, 31};
   const std::vector<int64_t> lk = {5, 65, 0, 200, 129, 77};
-  const SplitFam fams[] = {{FK_KERNEL_FAMILY_SM90, kSm90},
-                           {FK_KERNEL_FAMILY_SM80, "cuda.sm80.attention"},
-                           {FK_KERNEL_FAMILY_GENERIC, "cuda.generic.attention"}};
   int i = 0;
-  for (const SplitFam& f : fams) {
-    if (f.family == FK_KERNEL_FAMILY_SM90 && !have_sm90()) continue;
-    const fk_context_t* ctx = context_for(f.family);
-    if (ctx == nullptr) continue;
+  for_each_cuda_row([&](const fk_context_t* ctx, const CudaRow& f) {
     for (int64_t d : {64, 128, 256})
       for (int mask : {0, 1, 5}) {
         Case c = sm90_varlen(lq, lk, 4, 2, d, i % 2 ? DT::BF16 : DT::F16);
@@ -523,7 +526,7 @@ TEST_CASE("attention: varlen, NaN in one sequence's v stays there (sm90, sm80, g
         c.nan_v = {3, 5};
         run_case(ctx, c, 78000 + uint64_t(i++));
       }
-  }
+  });
 }
 
 TEST_CASE("sm90 attention: varlen NaN v small case", "[gpu][attention][sm90][sanitize]") {
