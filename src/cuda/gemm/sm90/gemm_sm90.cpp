@@ -98,18 +98,23 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
   g->skinny = skinny;
   const int64_t tile_rows = skinny ? kSkinnyM : kTileM, tile_cols = skinny ? kSkinnyN : kTileN;
   const int64_t tiles_m = (p.M + tile_rows - 1) / tile_rows;
-  const int64_t tiles_n = (p.N + tile_cols - 1) / tile_cols;
-  if (tiles_m * tiles_n > kMaxI32) return false;
   TileSchedulerParams& s = g->scheduler;
   s.tile_rows = int32_t(tile_rows);
-  s.tile_cols = int32_t(tile_cols);
   s.tiles_m = int32_t(tiles_m);
-  s.tiles_n = int32_t(tiles_n);
-  s.tiles_per_batch = tiles_m * tiles_n;
-  s.total_tiles = s.tiles_per_batch * p.batch;
-  const ScheduleChoice choice = pick_schedule(tiles_m, tiles_n);
-  s.group = choice.group;
-  s.raster_n = choice.raster_n ? 1 : 0;
+  // The tile grid for tiles `cols` wide, and its rasterisation (false: too many tiles).
+  auto set_tile_cols = [&](int64_t cols) {
+    const int64_t tiles_n = (p.N + cols - 1) / cols;
+    if (tiles_m * tiles_n > kMaxI32) return false;
+    s.tile_cols = int32_t(cols);
+    s.tiles_n = int32_t(tiles_n);
+    s.tiles_per_batch = tiles_m * tiles_n;
+    s.total_tiles = s.tiles_per_batch * p.batch;
+    const ScheduleChoice choice = pick_schedule(tiles_m, tiles_n);
+    s.group = choice.group;
+    s.raster_n = choice.raster_n ? 1 : 0;
+    return true;
+  };
+  if (!set_tile_cols(tile_cols)) return false;
   s.k_tiles = int32_t(k_tiles);
   s.splits = skinny ? pick_skinny_splits(s.total_tiles, s.k_tiles, caps.sm_count)
                    : pick_splits(s.total_tiles, s.k_tiles, caps.sm_count);
@@ -131,15 +136,7 @@ bool build_args(const DeviceCaps& caps, const GemmProblem& p, GemmArgs* g) {
     if (g->pingpong == kPingPong128) {
       // 128 x 128 tiles (never split: pick_pingpong), its one ring.
       g->stages = kPp128Stages;
-      const int64_t pp_tiles_n = (p.N + kPp128N - 1) / kPp128N;
-      if (tiles_m * pp_tiles_n > kMaxI32) return false;
-      s.tile_cols = kPp128N;
-      s.tiles_n = int32_t(pp_tiles_n);
-      s.tiles_per_batch = tiles_m * pp_tiles_n;
-      s.total_tiles = s.tiles_per_batch * p.batch;
-      const ScheduleChoice pc = pick_schedule(tiles_m, pp_tiles_n);
-      s.group = pc.group;
-      s.raster_n = pc.raster_n ? 1 : 0;
+      if (!set_tile_cols(kPp128N)) return false;
       s.total_units = s.total_tiles;
       g->grid = pick_grid(s.total_units, caps.sm_count);
     }
