@@ -302,6 +302,8 @@ def main():
                     help="also FP8 e4m3 (fk_gemm_scaled) against torch._scaled_mm")
     ap.add_argument("--profile", type=int, nargs=3, metavar=("M", "N", "K"),
                     help="only run 3 flashkit calls of this shape, bf16 (with --fp8: e4m3) (for ncu -k regex:sm90 -s 2)")
+    ap.add_argument("--profile-act", default="none", choices=sorted(ACT),
+                    help="with --profile (bf16): this activation with a bias (the fused rows: gelu_tanh)")
     ap.add_argument("--family", default="auto", choices=sorted(fkbench.FAMILIES),
                     help="force a kernel family (e.g. sm80 runs the sm80-class GEMM on Hopper)")
     ap.add_argument("--json", default=None, help="default: $OUT/gemm_bench.json")
@@ -340,7 +342,10 @@ def main():
         else:
             a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
             b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
-            f, variant = fk.make_call(a, b, d)
+            bias = None
+            if args.profile_act != "none":
+                bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+            f, variant = fk.make_call(a, b, d, bias=bias, act=args.profile_act)
         for _ in range(3):
             f()
         torch.cuda.synchronize()

@@ -453,6 +453,60 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
   }
 }
 
+// The copy-engine epilogue's lean path (epilogue.cuh, epilogue_store_tma: 16-bit D, no
+// activation, per-column scales only without a bias; alpha, scale_a and a per-tensor scale_b
+// folded into one factor a row, the bias or the column scales from shared memory, unrolled
+// steps with XOR-ed swizzle addresses) on each schedule: fp8 with per-tensor, per-row and
+// per-column scales (2 boxes a warpgroup beside the 4-stage ring), unscaled fp8, and
+// bf16/fp16 inputs (4 boxes beside the 3-stage ring, pingpong128's halves), bias or not, alpha
+// 1, 0.5 and -0.5, bf16 and fp16 D, N tails inside a chunk (520 = 2 x 256 + 8, 600, 264),
+// M tails and several tiles per CTA. The cases with activations, fp32 D or column scales with a bias
+// run the general path.
+TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm][sm90][lean]") {
+  for (const char* kind : {"cooperative", "pingpong64", "pingpong128"}) {
+  DYNAMIC_SECTION(kind) {
+  ForceSchedule force(kind);
+  ForceSkinny skinny_off("0");
+  struct S {
+    int64_t M, N, K;
+  };
+  // fp8 shapes, and 16-bit ones that no schedule splits along K (a split-K launch keeps the
+  // cooperative schedule: 16-bit 300 x 520 x 896 splits 3 ways).
+  const S shapes[] = {{300, 520, 896}, {4100, 600, 256}, {129, 264, 127}};
+  const S shapes16[] = {{129, 264, 300}, {4160, 520, 200}, {127, 129, 127}};
+  int i = 0;
+  for (int s = 0; s < 3; ++s)
+    for (int v = 0; v < 6; ++v) {
+      const S& sh = v < 5 ? shapes[s] : shapes16[s];
+      Case c;
+      c.M = sh.M;
+      c.N = sh.N;
+      c.K = sh.K;
+      c.cd = (v % 2) ? DT::F16 : DT::BF16;
+      c.with_bias = v == 1 || v == 2;
+      c.bias_dt = v == 2 ? DT::BF16 : DT::F32;
+      c.alpha = (v == 1 || v == 4) ? 0.5f : (v == 2 ? -0.5f : 1.0f);
+      if (v < 5) {  // fp8, K-major
+        c.scaled = true;
+        c.ab = DT::E4M3;
+        c.b_dt_set = true;
+        c.b_dt = (i % 2) ? DT::E5M2 : DT::E4M3;
+        c.trans_b = true;
+        // v 4: per-row and per-column scales (staged where the bias goes).
+        const int sa[] = {1, 2, 0, 2, 2}, sb[] = {1, 1, 0, 0, 2};
+        c.scale_a = sa[v];
+        c.scale_b = sb[v];
+      } else {  // 16-bit inputs
+        c.ab = (i % 2) ? DT::F16 : DT::BF16;
+        c.trans_a = (i % 3) == 1;
+        c.trans_b = (i % 3) == 2;
+      }
+      run_schedule(c, 46000 + uint64_t(i++), kind);
+    }
+  }
+  }
+}
+
 // The table's picks (heuristics.h, pick_pingpong) on a 132-SM H200: many tiles with short K
 // take ping-pong, split-K shapes the cooperative schedule. (The k-tile bounds, 32 and 64 with a
 // fused epilogue, need shapes whose float64 reference is too slow for this suite: the benchmark's

@@ -553,23 +553,27 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
   // 43.5k cycles with bias against 27.3k without, benchmarks/RESULTS.md). The warpgroup barrier
   // at the first chunk orders these writes before every read; the previous tile's reads all
   // precede its last chunk's barrier, which every thread passed before coming here.
-  if (e.bias != nullptr) {
+  // The lean path (below) takes 16-bit D with no activation, and per-column scales only without
+  // a bias: it stages those scales where the bias would go.
+  const bool col_scaled = kScaled && e.scale_b != nullptr && e.scale_b_per_col;
+  const bool lean = !wide && act == int32_t(Activation::None) &&
+                    !(col_scaled && e.bias != nullptr);
+  if (e.bias != nullptr || (lean && col_scaled)) {
     float* sbias = smem.bias_stage(sw);
 #pragma unroll 1
     for (int i = 0; i < BlockN / 128; ++i) {
       const int64_t n = n_tile0 + i * 128 + t;
-      sbias[i * 128 + t] = n < e.N ? load_float(e.bias, bias_t, n) : 0.0f;
+      sbias[i * 128 + t] = n >= e.N                 ? 0.0f
+                           : (e.bias != nullptr) ? load_float(e.bias, bias_t, n)
+                                                 : e.scale_b[n];
     }
   }
   uint32_t parity = st.bits & 1u, done = 0;
-#pragma unroll 1
-  for (int ch = 0; ch < kChunks; ++ch) {
-    const int64_t n_base = n_tile0 + ch * kEpiChunk;
-    if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
+  // Start of a chunk: the box it fills must have been read out by the store that used it last.
+  // fp32 D fills a pair of boxes per chunk: with 4 boxes the two pairs alternate, with 2 the
+  // one pair is reused by every chunk. Returns the box (the pair's first).
+  auto chunk_begin = [&](int ch) -> int {
     ++done;
-    // The box this chunk fills must have been read out by the store that used it last.
-    // fp32 D fills a pair of boxes per chunk: with 4 boxes the two pairs alternate, with 2 the
-    // one pair is reused by every chunk.
     const int buf = kBoxes == 4 ? (wide ? 2 * int(parity) : ch) : (wide ? 0 : int(parity));
     parity ^= 1u;
     if (t == 0) {
@@ -588,6 +592,111 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
       }
     }
     cutlass::arch::NamedBarrier::sync(128, bar);
+    return buf;
+  };
+  // End of a chunk: this thread's shared-memory writes, visible to the copy engine; then one
+  // thread stores the box (or pair) and commits the bulk group.
+  auto chunk_end = [&](int buf, int64_t n_base) {
+    tma_store_fence();
+    cutlass::arch::NamedBarrier::sync(128, bar);
+    if (t == 0) {
+      const int32_t m0 = int32_t(m_base), n0 = int32_t(n_base), l0 = int32_t(l);
+      if (wide) {
+        SM90_TMA_STORE_3D::copy(d_map, smem.box[sw][buf], n0, m0, l0);
+        if (n_base + kEpiChunk / 2 < e.N) {
+          SM90_TMA_STORE_3D::copy(d_map, smem.box[sw][buf + 1], n0 + kEpiChunk / 2, m0, l0);
+        }
+      } else {
+        SM90_TMA_STORE_3D::copy(d_map, smem.box[sw][buf], n0, m0, l0);
+      }
+      tma_store_arrive();
+    }
+  };
+
+  // The lean path: 16-bit D, no activation, per-column scales only without a bias (the plain
+  // product, bias or not, and fp8 with per-tensor, per-row or per-column scales). The row
+  // factors fold into one per row, alpha * scale_a[m] * scale_b (per tensor), the column factor
+  // (a bias or a per-column scale_b) comes from shared memory, and the chunk and step loops are
+  // unrolled, so the fragment is read in place (no switch), each value costs one FFMA (two
+  // FMULs with column scales), and the swizzled store addresses are four per-thread bases XOR
+  // the step (below). ncu on the H200 (fp8 8192 x 8192 x 1024, main
+  // ee946f2): the general loop below ran ~170 instructions per 8 values (four global scale_b
+  // reads with 64-bit clamps, the activation and dtype switches, the swizzle arithmetic), 50 of
+  // the kernel's 65 M instructions; with K = 1024 a warpgroup's epilogue outlasted the other's
+  // mainloop, so the ping-pong could not hide it (benchmarks/RESULTS.md).
+  if (lean) {
+    float ra[2] = {e.alpha, e.alpha};
+    if constexpr (kScaled) {
+      const float sb = (e.scale_b != nullptr && !col_scaled) ? e.scale_b[0] : 1.0f;
+      ra[0] = row_scale[0] * sb * e.alpha;
+      ra[1] = row_scale[1] * sb * e.alpha;
+    }
+    const bool f16 = dt == DType::F16;
+    const bool has_bias = e.bias != nullptr;  // (then no column scales)
+    // Value pair j (j = 0, 2, 4, 6) of step q sits at row r_j, columns c_j + 16 q and + 1, with
+    // c_j < 16: byte 2 c_j + 32 q of the row, 16-byte unit (2 c_j >> 4) + 2 q. Under the
+    // swizzle (box_offset) the unit's bits 1-2 only XOR with r % 8, so its offset is
+    // box_offset(r_j, 2 c_j) ^ (q << 5).
+    uint32_t base[4];
+    CUTE_UNROLL
+    for (int p = 0; p < 4; ++p) {
+      base[p] = box_offset(get<0>(coords(2 * p)) - row0, 2 * get<1>(coords(2 * p)));
+    }
+    const float* bias0 = smem.bias_stage(sw) + get<1>(coords(0));  // columns of values 0, 1
+    const float* bias1 = smem.bias_stage(sw) + get<1>(coords(4));  // and of values 4, 5
+    CUTE_UNROLL
+    for (int ch = 0; ch < kChunks; ++ch) {
+      const int64_t n_base = n_tile0 + ch * kEpiChunk;
+      if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
+      const int buf = chunk_begin(ch);
+      uint8_t* box = smem.box[sw][buf];
+      CUTE_UNROLL
+      for (int q = 0; q < kSteps; ++q) {
+        float v[kQuarter];
+        CUTE_UNROLL
+        for (int j = 0; j < kQuarter; ++j) {
+          v[j] = accum((ch * kSteps + q) * kQuarter + j);
+        }
+        float2 b0 = make_float2(0.0f, 0.0f), b1 = b0;
+        if (has_bias || col_scaled) {  // values j and j ^ 2 share a column
+          b0 = *reinterpret_cast<const float2*>(bias0 + ch * kEpiChunk + 16 * q);
+          b1 = *reinterpret_cast<const float2*>(bias1 + ch * kEpiChunk + 16 * q);
+        }
+        const float b[kQuarter] = {b0.x, b0.y, b0.x, b0.y, b1.x, b1.y, b1.x, b1.y};
+        if (col_scaled) {
+          CUTE_UNROLL
+          for (int j = 0; j < kQuarter; ++j) v[j] = v[j] * ra[(j >> 1) & 1] * b[j];
+        } else {
+          CUTE_UNROLL
+          for (int j = 0; j < kQuarter; ++j) v[j] = fmaf(v[j], ra[(j >> 1) & 1], b[j]);
+        }
+        if (f16) {
+          CUTE_UNROLL
+          for (int p = 0; p < 4; ++p) {
+            *reinterpret_cast<__half2*>(box + (base[p] ^ uint32_t(q << 5))) =
+                __floats2half2_rn(v[2 * p], v[2 * p + 1]);
+          }
+        } else {
+          CUTE_UNROLL
+          for (int p = 0; p < 4; ++p) {
+            *reinterpret_cast<__nv_bfloat162*>(box + (base[p] ^ uint32_t(q << 5))) =
+                __floats2bfloat162_rn(v[2 * p], v[2 * p + 1]);
+          }
+        }
+      }
+      chunk_end(buf, n_base);
+    }
+    st.bits = (done << 1) | parity;
+    return;
+  }
+
+  // The general path (fp32 D, activations, per-column scales with a bias): one copy of the
+  // math, 8 values a step, the chunk and step loops rolled.
+#pragma unroll 1
+  for (int ch = 0; ch < kChunks; ++ch) {
+    const int64_t n_base = n_tile0 + ch * kEpiChunk;
+    if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
+    const int buf = chunk_begin(ch);
 #pragma unroll 1
     for (int q = 0; q < kSteps; ++q) {
       float v[kQuarter];
@@ -678,20 +787,7 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
         }
       }
     }
-    tma_store_fence();  // this thread's shared-memory writes, visible to the copy engine
-    cutlass::arch::NamedBarrier::sync(128, bar);
-    if (t == 0) {
-      const int32_t m0 = int32_t(m_base), n0 = int32_t(n_base), l0 = int32_t(l);
-      if (wide) {
-        SM90_TMA_STORE_3D::copy(d_map, smem.box[sw][buf], n0, m0, l0);
-        if (n_base + kEpiChunk / 2 < e.N) {
-          SM90_TMA_STORE_3D::copy(d_map, smem.box[sw][buf + 1], n0 + kEpiChunk / 2, m0, l0);
-        }
-      } else {
-        SM90_TMA_STORE_3D::copy(d_map, smem.box[sw][buf], n0, m0, l0);
-      }
-      tma_store_arrive();
-    }
+    chunk_end(buf, n_base);
   }
   st.bits = (done << 1) | parity;
 }

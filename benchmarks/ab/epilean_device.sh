@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# A/B of the lean copy-engine GEMM epilogue (branch epilean) against main in one device call.
+# A = main's library (.device-b/lib.so.gz, the library main's `scripts/gpu-check.sh
+# --build-only` staged), B = this branch's (.device, staged by the same command here, with the
+# branch's GPU tests). Staging here:
+#   cp .device/lib/libflashkit.so.*.gz .device-b/lib.so.gz     # on main, after --build-only
+#   git checkout epilean && scripts/gpu-check.sh --build-only && rm -rf .device/model
+# then  run(command="bash benchmarks/ab/epilean_device.sh", carry=[".device", ".device-b"]).
+set -u
+cd "$(dirname "$0")/../.."
+for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
+rm -rf .device-b/lib && cp -a .device/lib .device-b/lib
+real=$(readlink -f .device/lib/libflashkit.so)
+gunzip -c .device-b/lib.so.gz > ".device-b/lib/$(basename "$real")"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+echo "== B: [gemm][sm90] (correctness first)"
+LD_LIBRARY_PATH=$PWD/.device/lib timeout -k 10 200 .device/bin/flashkit_tests_gpu "[gemm][sm90]" 2>&1 | tail -4
+echo "== B: memcheck [sanitize][gemm]"
+LD_LIBRARY_PATH=$PWD/.device/lib timeout -k 10 90 compute-sanitizer --tool memcheck .device/bin/flashkit_tests_gpu \
+  "[sanitize][gemm]" 2>&1 | tail -2
+SHAPES="8192x8192x1024 4096x4096x4096 8192x8192x8192 4096x12288x4096"
+for round in 1 2; do
+  order="A B"
+  [ $round = 2 ] && order="B A"  # A B B A: drift within the call cancels
+  for side in $order; do
+    lib=.device/lib/libflashkit.so
+    [ $side = A ] && lib=.device-b/lib/libflashkit.so
+    echo "== round $round, $side ($lib)"
+    timeout -k 10 70 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --fp8 --shapes $SHAPES \
+      --reps 10 --warmup 3 --json "$OUT/gemm_${side}${round}.json" 2>&1 |
+      grep -E "^(bf16|fp16|fp8|fused|gelu|bias)" | cut -c1-110
+  done
+done
