@@ -18,7 +18,9 @@
 # demo, FK_GPU_CHECK_SANITIZER=0 compute-sanitizer (FK_GPU_CHECK_SANITIZER_TOOLS=memcheck runs one tool),
 # FK_GPU_CHECK_DEMO_DTYPES="bfloat16" limits the demo's dtypes, FK_GPU_CHECK_CPP=0 skips the
 # C++ suite (FK_GPU_CHECK_CPP_JOBS=4 processes share the GPU; FK_GPU_CHECK_CPP_FILTER="[tag]"
-# runs part of it; FK_GPU_CHECK_CPP_TIMEOUT=400 seconds stops a shard that hangs),
+# runs part of it; FK_GPU_CHECK_CPP_TIMEOUT=400 seconds stops a shard that hangs; the Hopper
+# attention switch passes run when that filter is empty or names attention, or as
+# FK_GPU_CHECK_VARIANTS=1/0 says),
 # FK_GPU_CHECK_BUDGET=570 seconds from the start of the checks: later steps that would not fit
 # are skipped and say so, and no step's time limit reaches past it,
 # FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
@@ -211,7 +213,16 @@ run_checks() {
     grep -E '^==== shard' "$out/gpu_tests.log"
     grep -E -B 7 -A 14 ': FAILED:|fatal error condition' "$out/gpu_tests.log" | grep -E -v '^(-{79}|\.{79})$' | head -n 60
   fi
-  if [ "${FK_GPU_CHECK_CPP:-1}" = 1 ]; then
+  # The attention-switch passes below follow the suite's filter: by default they run with no
+  # filter or one that names attention (FK_GPU_CHECK_VARIANTS=1 or 0 decides instead).
+  local variants=${FK_GPU_CHECK_VARIANTS:-}
+  if [ -z "$variants" ]; then
+    case "${FK_GPU_CHECK_CPP_FILTER:-}" in
+      ""|*attention*) variants=1 ;;
+      *) variants=0 ;;
+    esac
+  fi
+  if [ "${FK_GPU_CHECK_CPP:-1}" = 1 ] && [ "$variants" = 1 ]; then
     # Switches of the Hopper attention kernel, each read once per process, so each pass is a
     # process of its own: the optional copy-engine output stores (and memcheck on their small
     # cases, below); head_dim 64's 192-row tiles (three consumer warpgroups) on every call the
@@ -240,8 +251,12 @@ run_checks() {
     fi
   fi
 
-  if [ "${FK_GPU_CHECK_PYTHON:-1}" = 1 ] && [ -d "$stage/python/flashkit" ]; then
-    python_checks "$out"
+  if [ "${FK_GPU_CHECK_PYTHON:-1}" = 1 ]; then
+    if [ -d "$stage/python/flashkit" ]; then
+      python_checks "$out"
+    else
+      record "python checks and demo" "SKIPPED (no $stage/python: stage with --build-only)"
+    fi
   fi
   echo
   echo "==== flashkit gpu-check summary ===="
