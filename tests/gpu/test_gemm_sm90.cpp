@@ -456,12 +456,17 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
 // The copy-engine epilogue's lean path (epilogue.cuh, epilogue_store_tma: 16-bit D, no
 // activation, per-column scales only without a bias; alpha, scale_a and a per-tensor scale_b
 // folded into one factor a row, the bias or the column scales from shared memory, unrolled
-// steps with XOR-ed swizzle addresses) on each schedule: fp8 with per-tensor, per-row and
-// per-column scales (2 boxes a warpgroup beside the 4-stage ring), unscaled fp8, and
-// bf16/fp16 inputs (4 boxes beside the 3-stage ring, pingpong128's halves), bias or not, alpha
-// 1, 0.5 and -0.5, bf16 and fp16 D, N tails inside a chunk (520 = 2 x 256 + 8, 600, 264),
-// M tails and several tiles per CTA. The cases with activations, fp32 D or column scales with a bias
-// run the general path.
+// steps with XOR-ed swizzle addresses) on each schedule, every D 16-byte aligned (the copy
+// engine's condition: N a multiple of 8):
+// - fp8 (e4m3 A, e4m3 or e5m2 B) with per-tensor, per-row and per-column scales, unscaled,
+//   bias or not, alpha 1, 0.5 and -0.5, bf16 and fp16 D;
+// - bf16/fp16 inputs, bias or not, alpha 0.5 and -0.5, every transpose;
+// - the boundary: per-column scales with a bias take the general path;
+// - N tails inside a chunk (520 = 2 x 256 + 8, 600, 264, 136), M tails, several tiles per CTA
+//   (4100 / 4160 rows); fp8 K up to 7 k-tiles (the 4-stage ring, 2 boxes a warpgroup), and
+//   under the cooperative schedule one 16-bit shape of 33 k-tiles (the 3-stage ring, 4 boxes)
+//   on 72 tiles (no split-K). Shapes that a schedule would split along K keep the cooperative
+//   schedule, so none is used here.
 TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm][sm90][lean]") {
   for (const char* kind : {"cooperative", "pingpong64", "pingpong128"}) {
   DYNAMIC_SECTION(kind) {
@@ -470,41 +475,90 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
   struct S {
     int64_t M, N, K;
   };
-  // fp8 shapes, and 16-bit ones that no schedule splits along K (a split-K launch keeps the
-  // cooperative schedule: 16-bit 300 x 520 x 896 splits 3 ways).
-  const S shapes[] = {{300, 520, 896}, {4100, 600, 256}, {129, 264, 127}};
-  const S shapes16[] = {{129, 264, 300}, {4160, 520, 200}, {127, 129, 127}};
-  int i = 0;
+  struct V {  // scale_a, scale_b (0 none, 1 per tensor, 2 per row / column), bias, alpha
+    int sa, sb;
+    bool bias;
+    float alpha;
+  };
+  const S shapes8[] = {{300, 520, 896}, {4100, 600, 256}, {129, 264, 127}};
+  const V v8[] = {{1, 1, false, 1.0f}, {2, 1, true, 0.5f},  {0, 0, true, -0.5f},
+                  {2, 0, false, 1.0f}, {2, 2, false, 0.5f}, {1, 2, false, 1.0f},
+                  {2, 2, true, 1.0f}};  // the last: column scales and a bias, general path
+  uint64_t tag = 46000;
   for (int s = 0; s < 3; ++s)
-    for (int v = 0; v < 6; ++v) {
-      const S& sh = v < 5 ? shapes[s] : shapes16[s];
+    for (int v = 0; v < 7; ++v) {
       Case c;
-      c.M = sh.M;
-      c.N = sh.N;
-      c.K = sh.K;
-      c.cd = (v % 2) ? DT::F16 : DT::BF16;
-      c.with_bias = v == 1 || v == 2;
-      c.bias_dt = v == 2 ? DT::BF16 : DT::F32;
-      c.alpha = (v == 1 || v == 4) ? 0.5f : (v == 2 ? -0.5f : 1.0f);
-      if (v < 5) {  // fp8, K-major
-        c.scaled = true;
-        c.ab = DT::E4M3;
-        c.b_dt_set = true;
-        c.b_dt = (i % 2) ? DT::E5M2 : DT::E4M3;
-        c.trans_b = true;
-        // v 4: per-row and per-column scales (staged where the bias goes).
-        const int sa[] = {1, 2, 0, 2, 2}, sb[] = {1, 1, 0, 0, 2};
-        c.scale_a = sa[v];
-        c.scale_b = sb[v];
-      } else {  // 16-bit inputs
-        c.ab = (i % 2) ? DT::F16 : DT::BF16;
-        c.trans_a = (i % 3) == 1;
-        c.trans_b = (i % 3) == 2;
-      }
-      run_schedule(c, 46000 + uint64_t(i++), kind);
+      c.M = shapes8[s].M;
+      c.N = shapes8[s].N;
+      c.K = shapes8[s].K;
+      c.scaled = true;
+      c.ab = DT::E4M3;
+      c.b_dt_set = true;
+      c.b_dt = ((s + v) % 2) ? DT::E5M2 : DT::E4M3;
+      c.trans_b = true;
+      c.cd = ((s + v) % 3 == 1) ? DT::F16 : DT::BF16;
+      c.scale_a = v8[v].sa;
+      c.scale_b = v8[v].sb;
+      c.with_bias = v8[v].bias;
+      c.bias_dt = ((s + v) % 2) ? DT::BF16 : DT::F32;
+      c.alpha = v8[v].alpha;
+      run_schedule(c, tag++, kind);
     }
+  const S shapes16[] = {{129, 264, 300}, {4160, 520, 200}, {127, 136, 127}};
+  for (int s = 0; s < 3; ++s)
+    for (int w = 0; w < 2; ++w) {
+      Case c;
+      c.M = shapes16[s].M;
+      c.N = shapes16[s].N;
+      c.K = shapes16[s].K;
+      c.ab = ((s + w) % 2) ? DT::F16 : DT::BF16;
+      c.cd = ((s + w + 1) % 3 == 0) ? DT::F16 : DT::BF16;
+      c.trans_a = ((2 * s + w) % 4) == 1 || ((2 * s + w) % 4) == 3;
+      c.trans_b = ((2 * s + w) % 4) >= 2;
+      c.with_bias = w == 0;
+      c.bias_dt = s == 1 ? DT::BF16 : DT::F32;
+      c.alpha = w == 0 ? 0.5f : -0.5f;
+      run_schedule(c, tag++, kind);
+    }
+  if (std::string(kind) == "cooperative") {
+    Case c;
+    c.M = 1152;
+    c.N = 1800;
+    c.K = 2112;
+    c.cd = DT::F16;
+    c.with_bias = true;
+    c.alpha = 0.5f;
+    run_schedule(c, tag++, kind);
   }
   }
+  }
+}
+
+// A small lean-path case for compute-sanitizer (memcheck / racecheck): fp8 with per-row and
+// per-column scales (the column scales staged where the bias goes), four chunks over the 2
+// boxes of the 4-stage ring; then 16-bit inputs with a bias on pingpong64's 4 boxes.
+TEST_CASE("sm90 gemm: small lean epilogue case for the sanitizers",
+          "[gpu][gemm][sm90][lean][lean_small][sanitize]") {
+  ForceSkinny off("0");
+  Case c;
+  c.scaled = true;
+  c.ab = DT::E4M3;
+  c.trans_b = true;
+  c.M = 264;
+  c.N = 1032;
+  c.K = 256;
+  c.scale_a = 2;
+  c.scale_b = 2;
+  c.alpha = 0.5f;
+  run(c, 46500);
+  ForceSchedule force("pingpong64");
+  Case h;
+  h.M = 200;
+  h.N = 520;
+  h.K = 72;
+  h.cd = DT::F16;
+  h.with_bias = true;
+  run_schedule(h, 46501, "pingpong64");
 }
 
 // The table's picks (heuristics.h, pick_pingpong) on a 132-SM H200: many tiles with short K

@@ -532,7 +532,8 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     }
   }
 
-  // Values are finished 8 at a time (two 8-column groups, 16 columns): the 128 accumulators
+  // The general path (the lean one below unrolls instead): values are finished 8 at a time
+  // (two 8-column groups, 16 columns): the 128 accumulators
   // stay live through the epilogue, and ptxas compiles the kernel to 168 registers a thread
   // (the launch bound; setmaxnreg only raises the run-time allocation), so a larger working set
   // spills. The 8 are picked from the fragment by a switch over the 16 possible blocks
