@@ -37,6 +37,9 @@ def load(path):
         sys.exit(f"{path}: no 'Address' header (was it made with --page source --csv?)")
     if len(starts) > 1:
         print(f"note: {len(starts)} kernels in the file; reading the first", file=sys.stderr)
+    kernel = rows[starts[0] - 1] if starts[0] > 0 else []
+    if len(kernel) >= 2 and kernel[0] == "Kernel Name":
+        print(f"kernel: {kernel[1]}")
     head = rows[starts[0]]
     end = starts[1] - 1 if len(starts) > 1 else len(rows)
     body = [r for r in rows[starts[0] + 1:end] if len(r) == len(head)]
@@ -74,7 +77,8 @@ def main():
     if s_col is None or e_col is None:
         sys.exit("the CSV lacks the stall-sampling or executed-instruction columns "
                  "(profile with --section SourceCounters --section WarpStateStats)")
-    stall_cols = [n for n in ix if n.startswith("stall_") and "Not Issued" not in n]
+    stall_cols = [n for n in ix if n.startswith("stall_") and "Not Issued" not in n
+                  and n != "stall_selected"]  # selected: issuing, not a stall
     base = int(body[0][0], 16)
     total_s = sum(num(r[s_col]) for r in body) or 1.0
     total_e = sum(num(r[e_col]) for r in body)
@@ -82,6 +86,7 @@ def main():
 
     if args.range:
         lo, hi = args.range
+        print(f"{'offset':>8} {'executed':>10} {'samples':>6}  instruction")
         for r in body:
             off = int(r[0], 16) - base
             if lo <= off < hi and num(r[e_col]) > 0:

@@ -27,6 +27,10 @@
    percent busy, so they use warp-level HMMA (mma.sync). They must issue HMMA and touch no local
    memory at all, and all 15 shapes (16 tokens: 7 K-major and 6 MN-major widths; 32 tokens:
    width 64 of each layout) of each 16-bit dtype must be in LIB.
+4. The Hopper GEMM kernels (gemm_sm90_kernel, gemm_sm90_skinny_kernel) touch no local memory
+   between their first and last warpgroup MMA (the k-tile loop). Since the lean copy-engine
+   epilogue (session 17) 20 of them keep a stack frame of 8 or 40 bytes (main had none), with
+   its loads and stores outside that loop; the rule keeps them there.
 
 Tools: cuobjdump and nvdisasm from PATH, /usr/local/cuda/bin, or the pip wheels
 nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (scripts/setup-deps.sh installs them). Exits 77
@@ -134,6 +138,12 @@ def main():
         hmma = sum(1 for l in body if re.search(r"\bHMMA\b", l))
         if not mma or hmma:
             failures.append(f"{name}: {len(mma)} warpgroup MMAs, {hmma} HMMA (want > 0 and 0)")
+            continue
+        if "gemm_sm90" in name:
+            local = [l.strip() for l in body[mma[0]:mma[-1]] if re.search(r"\b(LDL|STL)\b", l)]
+            if local:
+                failures.append(f"{name}: {len(local)} local-memory accesses inside the k-tile "
+                                f"loop, first: {local[0]}")
             continue
         m = re.search(r"AttentionKernelIN7cutlass\w+?_tELi(\d+)ELi(\d+)ELb([01])E(Li(\d+)E)?", name)
         if m and m.group(3) == "0" and int(m.group(1)) <= 128:
