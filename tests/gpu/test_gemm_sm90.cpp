@@ -462,8 +462,9 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
 //   bias or not, alpha 1, 0.5 and -0.5, bf16 and fp16 D;
 // - bf16/fp16 inputs, bias or not, alpha 0.5 and -0.5, every transpose;
 // - the boundary: per-column scales with a bias take the general path;
-// - N tails inside a chunk (520 = 2 x 256 + 8, 600, 264, 136), M tails, several tiles per CTA
-//   (4100 / 4160 rows); fp8 K up to 7 k-tiles (the 4-stage ring, 2 boxes a warpgroup), and
+// - N tails inside a chunk (520 = 2 x 256 + 8, 600, 264, 136), M tails, and 4100 / 4160 rows
+//   (99 tiles of 128 x 256, one a CTA; 165 of pingpong128's 128 x 128, two on some CTAs);
+//   fp8 K up to 7 k-tiles (the 4-stage ring, 2 boxes a warpgroup), and
 //   under the cooperative schedule one 16-bit shape of 33 k-tiles (the 3-stage ring, 4 boxes)
 //   on 72 tiles (no split-K). Shapes that a schedule would split along K keep the cooperative
 //   schedule, so none is used here.
