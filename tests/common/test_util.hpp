@@ -131,31 +131,15 @@ inline uint8_t fp8_encode(double v, bool e4m3) {
   };
   static const Table t4(true), t5(false);
   const auto& t = (e4m3 ? t4 : t5).by_value;
-  auto it = std::lower_bound(t.begin(), t.end(), std::make_pair(v, -1));
-  // The nearest values lie at it - 1 and it (or their equal neighbours: +0 and -0).
-  double best_err = INFINITY;
-  if (it != t.end()) best_err = std::fabs(it->first - v);
-  if (it != t.begin()) best_err = std::min(best_err, std::fabs(std::prev(it)->first - v));
-  // The scan keeps the first code at the smallest error, then any later even code at the same
-  // error: the result is the largest even code of that set, else its smallest code.
-  int first = 256, last_even = -1;
-  const auto lo = it == t.begin() ? it : std::prev(it);
-  for (auto j = lo; j != t.end(); ++j) {  // from it on the errors only grow
-    if (std::fabs(j->first - v) != best_err) {
-      if (j >= it) break;
-      continue;
-    }
-    first = std::min(first, j->second);
-    if ((j->second & 1) == 0) last_even = std::max(last_even, j->second);
-  }
-  // Codes of equal value left of lo (only -0 / +0 share a value).
-  for (auto j = lo; j != t.begin();) {
-    --j;
-    if (std::fabs(j->first - v) != best_err) break;
-    first = std::min(first, j->second);
-    if ((j->second & 1) == 0) last_even = std::max(last_even, j->second);
-  }
-  const int code = last_even > first ? last_even : first;
+  // Past the special cases |v| is below the largest finite value, so v lies on a table value or
+  // between two neighbours, whose codes differ by one (or one of them is a zero): the nearest
+  // wins, a tie goes to the even code (the scan's rule). +0 and -0 are the only equal values;
+  // a zero result takes v's sign below.
+  const auto hi = std::lower_bound(t.begin(), t.end(), std::make_pair(v, -1));
+  const auto lo = hi == t.begin() ? hi : std::prev(hi);
+  const double e_lo = std::fabs(lo->first - v), e_hi = std::fabs(hi->first - v);
+  const int code = e_lo != e_hi ? (e_lo < e_hi ? lo->second : hi->second)
+                                : ((lo->second & 1) == 0 ? lo->second : hi->second);
   if ((code & 0x7F) == 0) return std::signbit(v) ? 0x80 : 0x00;  // +0 and -0 tie: v's sign
   return uint8_t(code);
 }
