@@ -91,14 +91,14 @@ record() {
 # time budget, FK_GPU_CHECK_BUDGET (default 570 s, under the device call's 600); if not, the
 # step is recorded as skipped, so that the summary still comes back from the call.
 # limit_for CAP: seconds a step may run, CAP or what is left of the budget if less (at least 10).
+budget=${FK_GPU_CHECK_BUDGET:-570}
 limit_for() {
-  local left=$(( ${FK_GPU_CHECK_BUDGET:-570} - SECONDS ))
+  local left=$((budget - SECONDS))
   [ "$left" -gt "$1" ] && left=$1
   [ "$left" -lt 10 ] && left=10
   echo "$left"
 }
 fits() {
-  local budget=${FK_GPU_CHECK_BUDGET:-570}
   [ $((SECONDS + $2)) -le "$budget" ] && return 0
   record "$1" "SKIPPED (time budget: ${SECONDS} s used, ~$2 s needed, FK_GPU_CHECK_BUDGET=$budget)"
   return 1
