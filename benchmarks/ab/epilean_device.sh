@@ -8,11 +8,8 @@
 # then  run(command="bash benchmarks/ab/epilean_device.sh", carry=[".device", ".device-b"]).
 set -u
 cd "$(dirname "$0")/../.."
-for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
-rm -rf .device-b/lib && cp -a .device/lib .device-b/lib
-real=$(readlink -f .device/lib/libflashkit.so)
-gunzip -c .device-b/lib.so.gz > ".device-b/lib/$(basename "$real")"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+. benchmarks/ab/stage.sh
+ab_stage  # .device-b/lib: the same directory with the other library
 echo "== B: [gemm][sm90] (correctness first)"
 LD_LIBRARY_PATH=$PWD/.device/lib timeout -k 10 200 .device/bin/flashkit_tests_gpu "[gemm][sm90]" 2>&1 | tail -4
 echo "== B: memcheck [sanitize][gemm]"

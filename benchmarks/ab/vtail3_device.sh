@@ -16,12 +16,8 @@
 # `rm -rf .device/model` if main's CUDA code has not changed since.
 set -u
 cd "$(dirname "$0")/../.."
-for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
-# B: main's library directory with vtail3's library file under the same names.
-rm -rf .device-b/lib && cp -a .device/lib .device-b/lib
-real=$(readlink -f .device/lib/libflashkit.so)
-gunzip -c .device-b/lib.so.gz > ".device-b/lib/$(basename "$real")"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+. benchmarks/ab/stage.sh
+ab_stage  # .device-b/lib: the same directory with the other library
 # Worst case 150 + 90 + 4 x 75 = 540 s, under a call's 600.
 echo "== vtail3 [attention][sm90], [varlen_nan], [split] (correctness first)"
 LD_LIBRARY_PATH=$PWD/.device-b/lib timeout -k 10 150 .device/bin/flashkit_tests_gpu \
