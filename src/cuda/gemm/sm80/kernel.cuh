@@ -191,14 +191,16 @@ __device__ __forceinline__ void epilogue_octet(const GemmParams& p, int m, int n
       const __half* bp = static_cast<const __half*>(p.bias) + n;
 #pragma unroll
       for (int e = 0; e < 8; ++e) b[e] = __half2float(bp[e]);
-    } else {  // fp8 biases: rare, one switch per value (unrolled: b stays in registers)
+    } else {  // unreachable (the API takes fp32/fp16/bf16 biases); kept for safety
 #pragma unroll
       for (int e = 0; e < 8; ++e) b[e] = load_float(p.bias, p.bias_dtype, n + e);
     }
+    // Rounded twice, as epilogue_value rounds (alpha * acc, then + bias: no FMA), so every
+    // element of D gets the same arithmetic whichever path stores it.
 #pragma unroll
-    for (int e = 0; e < 8; ++e) x[e] = p.alpha * x[e] + b[e];
+    for (int e = 0; e < 8; ++e) x[e] = __fadd_rn(__fmul_rn(p.alpha, x[e]), b[e]);
   }
-  switch (static_cast<Activation>(p.activation)) {
+  switch (p.activation) {
     case Activation::Relu:
 #pragma unroll
       for (int e = 0; e < 8; ++e) x[e] = activate(x[e], Activation::Relu);
