@@ -272,6 +272,32 @@ TEST_CASE("sm80 gemm: every epilogue on every output dtype", "[gpu][gemm][sm80]"
   fkgemm::cases_epilogues(target(), 1000000);
 }
 
+// The plain-D epilogue (16-byte stores, no C: kernel.cuh, epilogue_octet) on a problem the host
+// swaps (A M-major, B K-major, column-major D: D^T = B^T A^T), where the bias runs along the
+// kernel's M: each bias dtype with each activation, alpha 0.1, and an M tail (263).
+TEST_CASE("sm80 gemm: column-major D with a bias along the swapped problem's M",
+          "[gpu][gemm][sm80]") {
+  const DT bias_dts[] = {DT::F32, DT::F16, DT::BF16};
+  uint64_t tag = 1000500;
+  for (int64_t M : {264, 263})
+    for (DT bdt : bias_dts)
+      for (int act = 0; act < 4; ++act) {
+        if (M == 263 && act != 2) continue;
+        Case c;
+        c.M = M;
+        c.N = 150;
+        c.K = 200;
+        c.trans_a = true;
+        c.trans_b = true;
+        c.col_major_d = true;
+        c.with_bias = true;
+        c.bias_dt = bdt;
+        c.alpha = 0.1f;
+        c.act = act;
+        run(c, tag++);
+      }
+}
+
 TEST_CASE("sm80 gemm: transposes and layouts through strides", "[gpu][gemm][sm80]") {
   fkgemm::cases_layouts(target(), 1000000);
 }

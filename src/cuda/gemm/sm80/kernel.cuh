@@ -161,6 +161,63 @@ __device__ __forceinline__ float epilogue_value(const GemmParams& p, int64_t l, 
   return activate(x, p.activation);
 }
 
+// epilogue_value for 8 consecutive columns n .. n + 7 of row m with no C term (the plain-D
+// path): the same alpha * acc + bias, then the activation, with the bias dtype and the
+// activation switched once per 8 values instead of once per value. The sm_80 SASS of the
+// per-value form held a 5-way bias-dtype switch and a 4-way activation switch for each of the
+// 8 values (~1100 instructions between the staging read and the 16-byte store of the 128 x 128
+// kernel), a large share of a tile's instructions at K = 1024 (session 17, static count; the
+// Hopper GEMM's copy-engine epilogue had the same problem, measured there: benchmarks/RESULTS.md,
+// "Lean copy-engine epilogue").
+__device__ __forceinline__ void epilogue_octet(const GemmParams& p, int m, int n, float (&x)[8]) {
+  if (p.bias == nullptr) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) x[e] *= p.alpha;
+  } else {
+    float b[8];
+    if (p.bias_along_m) {
+      const float v = load_float(p.bias, p.bias_dtype, m);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) b[e] = v;
+    } else if (p.bias_dtype == DType::F32) {
+      const float* bp = static_cast<const float*>(p.bias) + n;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) b[e] = bp[e];
+    } else if (p.bias_dtype == DType::BF16) {
+      const __nv_bfloat16* bp = static_cast<const __nv_bfloat16*>(p.bias) + n;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) b[e] = __bfloat162float(bp[e]);
+    } else if (p.bias_dtype == DType::F16) {
+      const __half* bp = static_cast<const __half*>(p.bias) + n;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) b[e] = __half2float(bp[e]);
+    } else {  // unreachable (the API takes fp32/fp16/bf16 biases); kept for safety
+#pragma unroll
+      for (int e = 0; e < 8; ++e) b[e] = load_float(p.bias, p.bias_dtype, n + e);
+    }
+    // Rounded twice, as epilogue_value rounds (alpha * acc, then + bias: no FMA), so every
+    // element of D gets the same arithmetic whichever path stores it.
+#pragma unroll
+    for (int e = 0; e < 8; ++e) x[e] = __fadd_rn(__fmul_rn(p.alpha, x[e]), b[e]);
+  }
+  switch (p.activation) {
+    case Activation::Relu:
+#pragma unroll
+      for (int e = 0; e < 8; ++e) x[e] = activate(x[e], Activation::Relu);
+      break;
+    case Activation::GeluTanh:
+#pragma unroll
+      for (int e = 0; e < 8; ++e) x[e] = activate(x[e], Activation::GeluTanh);
+      break;
+    case Activation::GeluErf:
+#pragma unroll
+      for (int e = 0; e < 8; ++e) x[e] = activate(x[e], Activation::GeluErf);
+      break;
+    default:
+      break;
+  }
+}
+
 // Stores output elements (m, n) and (m, n + 1) when inside D, or their raw fp32 sums when split.
 __device__ __forceinline__ void store_pair(const GemmParams& p, int64_t l, int m, int n, float v0,
                                            float v1, int split) {
@@ -380,8 +437,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) gemm_kernel(co
           float x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
           const int64_t off = l * p.d_batch_stride + int64_t(m) * p.d_stride_m + n;
           if (n + 8 <= p.N) {
-#pragma unroll
-            for (int e = 0; e < 8; ++e) x[e] = epilogue_value(p, l, m, n + e, x[e]);
+            epilogue_octet(p, m, n, x);
             if (p.cd_dtype == DType::F32) {
               float4* d = reinterpret_cast<float4*>(static_cast<float*>(p.d) + off);
               d[0] = make_float4(x[0], x[1], x[2], x[3]);
