@@ -484,12 +484,12 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
   };
   const S shapes8[] = {{300, 520, 896}, {4100, 600, 256}, {129, 264, 127}};
   // The last two take the general path: column scales with a bias, and the erf GELU.
-  const V v8[] = {{1, 1, false, 1.0f, 0}, {2, 1, true, 0.5f, 2},  {0, 0, true, -0.5f, 0},
-                  {2, 0, false, 1.0f, 1}, {2, 2, false, 0.5f, 2}, {1, 2, false, 1.0f, 0},
-                  {2, 2, true, 1.0f, 0},  {1, 1, true, 1.0f, 3}};
+  const V v8[] = {{1, 1, false, 1.0f, 0}, {2, 1, true, 0.5f, 2},   {0, 0, true, -0.5f, 0},
+                  {2, 0, false, 1.0f, 1}, {2, 2, false, 0.5f, 2},  {1, 2, false, 1.0f, 1},
+                  {2, 2, false, -0.5f, 0}, {2, 2, true, 1.0f, 0}, {1, 1, true, 1.0f, 3}};
   uint64_t tag = 46000;
   for (int s = 0; s < 3; ++s)
-    for (int v = 0; v < 8; ++v) {
+    for (int v = 0; v < 9; ++v) {
       Case c;
       c.M = shapes8[s].M;
       c.N = shapes8[s].N;
@@ -510,7 +510,7 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
     }
   const S shapes16[] = {{129, 264, 300}, {4160, 520, 200}, {127, 136, 127}};
   for (int s = 0; s < 3; ++s)
-    for (int w = 0; w < 3; ++w) {
+    for (int w = 0; w < 4; ++w) {
       Case c;
       c.M = shapes16[s].M;
       c.N = shapes16[s].N;
@@ -522,7 +522,8 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
       c.with_bias = w != 1;
       c.bias_dt = s == 1 ? DT::BF16 : DT::F32;
       c.alpha = w == 0 ? 0.5f : -0.5f;
-      c.act = w == 0 ? 2 : (w == 2 ? 1 : 0);  // GELU (tanh) + bias, none, ReLU + bias
+      // GELU (tanh) + bias, none, ReLU + bias, bias alone (a plain linear layer)
+      c.act = w == 0 ? 2 : (w == 2 ? 1 : 0);
       run_schedule(c, tag++, kind);
     }
   if (std::string(kind) == "cooperative") {
