@@ -12,11 +12,8 @@
 # the 4096^3 row matter more than one reading.
 set -u
 cd "$(dirname "$0")/../.."
-for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
-rm -rf .device-b/lib && cp -a .device/lib .device-b/lib
-real=$(readlink -f .device/lib/libflashkit.so)
-gunzip -c .device-b/lib.so.gz > ".device-b/lib/$(basename "$real")"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+. benchmarks/ab/stage.sh
+ab_stage  # .device-b/lib: the same directory with main's library (A)
 # Worst case 250 + 2 x 60 + 4 x 55 = 590 s, under a call's 600 (expected ~250 s in all).
 echo "== B: [gemm][sm90] in 4 shards (correctness first; 16-bit ReLU / tanh GELU calls of every case now lean)"
 FK_GPU_CHECK_CPP_FILTER="[gemm][sm90]" FK_GPU_CHECK_SANITIZER=0 FK_GPU_CHECK_PYTHON=0 \
