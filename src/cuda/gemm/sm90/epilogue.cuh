@@ -554,10 +554,12 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
   // 43.5k cycles with bias against 27.3k without, benchmarks/RESULTS.md). The warpgroup barrier
   // at the first chunk orders these writes before every read; the previous tile's reads all
   // precede its last chunk's barrier, which every thread passed before coming here.
-  // The lean path (below) takes 16-bit D with no activation, and per-column scales only without
-  // a bias: it stages those scales where the bias would go.
+  // The lean path (below) takes 16-bit D with no activation, ReLU or the tanh GELU, and
+  // per-column scales only without a bias: it stages those scales where the bias would go.
   const bool col_scaled = kScaled && e.scale_b != nullptr && e.scale_b_per_col;
-  const bool lean = !wide && act == int32_t(Activation::None) &&
+  const bool lean = !wide &&
+                    (act == int32_t(Activation::None) || act == int32_t(Activation::Relu) ||
+                     act == int32_t(Activation::GeluTanh)) &&
                     !(col_scaled && e.bias != nullptr);
   if (e.bias != nullptr || (lean && col_scaled)) {
     float* sbias = smem.bias_stage(sw);
@@ -614,8 +616,9 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     }
   };
 
-  // The lean path: 16-bit D, no activation, per-column scales only without a bias (the plain
-  // product, bias or not, and fp8 with per-tensor, per-row or per-column scales). The row
+  // The lean path: 16-bit D, no activation, ReLU or the tanh GELU, per-column scales only
+  // without a bias (the plain product or a fused linear layer, and fp8 with per-tensor, per-row
+  // or per-column scales). The row
   // factors fold into one per row, alpha * scale_a[m] * scale_b (per tensor), the column factor
   // (a bias or a per-column scale_b) comes from shared memory, and the chunk and step loops are
   // unrolled, so the fragment is read in place (no switch), each value costs one FFMA (two
@@ -671,6 +674,13 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
           CUTE_UNROLL
           for (int j = 0; j < kQuarter; ++j) v[j] = fmaf(v[j], ra[(j >> 1) & 1], b[j]);
         }
+        if (act == int32_t(Activation::GeluTanh)) {
+          CUTE_UNROLL
+          for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::GeluTanh);
+        } else if (act == int32_t(Activation::Relu)) {
+          CUTE_UNROLL
+          for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::Relu);
+        }
         if (f16) {
           CUTE_UNROLL
           for (int p = 0; p < 4; ++p) {
@@ -691,7 +701,7 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     return;
   }
 
-  // The general path (fp32 D, activations, per-column scales with a bias): one copy of the
+  // The general path (fp32 D, the erf GELU, per-column scales with a bias): one copy of the
   // math, 8 values a step, the chunk and step loops rolled.
 #pragma unroll 1
   for (int ch = 0; ch < kChunks; ++ch) {
