@@ -453,13 +453,13 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
   }
 }
 
-// The copy-engine epilogue's lean path (epilogue.cuh, epilogue_store_tma: 16-bit D, no
-// activation, per-column scales only without a bias; alpha, scale_a and a per-tensor scale_b
+// The copy-engine epilogue's lean path (epilogue.cuh, epilogue_store_tma: no activation,
+// per-column scales only without a bias; alpha, scale_a and a per-tensor scale_b
 // folded into one factor a row, the bias or the column scales from shared memory, unrolled
 // steps with XOR-ed swizzle addresses) on each schedule, every D 16-byte aligned (the copy
 // engine's condition: N a multiple of 8):
 // - fp8 (e4m3 A, e4m3 or e5m2 B) with per-tensor, per-row and per-column scales, unscaled,
-//   bias or not, alpha 1, 0.5 and -0.5, bf16 and fp16 D;
+//   bias or not, alpha 1, 0.5 and -0.5, bf16, fp16 and fp32 D (fp32: a pair of boxes a chunk);
 // - bf16/fp16 inputs, bias or not, alpha 0.5 and -0.5, every transpose;
 // - the boundary: per-column scales with a bias take the general path;
 // - N tails inside a chunk (520 = 2 x 256 + 8, 600, 264, 136), M tails, several tiles per CTA
@@ -496,7 +496,8 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
       c.b_dt_set = true;
       c.b_dt = ((s + v) % 2) ? DT::E5M2 : DT::E4M3;
       c.trans_b = true;
-      c.cd = ((s + v) % 3 == 1) ? DT::F16 : DT::BF16;
+      const DT cds[] = {DT::BF16, DT::F16, DT::F32};
+      c.cd = cds[(s + v) % 3];
       c.scale_a = v8[v].sa;
       c.scale_b = v8[v].sb;
       c.with_bias = v8[v].bias;
@@ -512,7 +513,8 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
       c.N = shapes16[s].N;
       c.K = shapes16[s].K;
       c.ab = ((s + w) % 2) ? DT::F16 : DT::BF16;
-      c.cd = ((s + w + 1) % 3 == 0) ? DT::F16 : DT::BF16;
+      const DT cds[] = {DT::BF16, DT::F32, DT::F16};
+      c.cd = cds[(s + w) % 3];
       c.trans_a = ((2 * s + w) % 4) == 1 || ((2 * s + w) % 4) == 3;
       c.trans_b = ((2 * s + w) % 4) >= 2;
       c.with_bias = w == 0;
@@ -559,6 +561,8 @@ TEST_CASE("sm90 gemm: small lean epilogue case for the sanitizers",
   h.cd = DT::F16;
   h.with_bias = true;
   run_schedule(h, 46501, "pingpong64");
+  h.cd = DT::F32;  // fp32 D: a pair of boxes a chunk
+  run_schedule(h, 46502, "pingpong64");
 }
 
 // The table's picks (heuristics.h, pick_pingpong) on a 132-SM H200: many tiles with short K
