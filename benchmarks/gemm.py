@@ -393,7 +393,8 @@ def main():
                 sw = ab_env("FLASHKIT_SM90_GEMM_SKINNY", args.sweep_skinny, calls, check,
                             args.warmup, args.reps)
                 flops = 2.0 * M * N * K
-                r = dict(kind="gemm", dtype=dname, layout=layout, M=M, N=N, K=K, variant=variant,
+                r = dict(kind="gemm", dtype=dname, d_dtype="fp32" if D_FP32 else dname,
+                         layout=layout, M=M, N=N, K=K, variant=variant,
                          sets=len(sets), flashkit_ms=t_fk, torch_ms=t_tc,
                          flashkit_tflops=flops / t_fk * 1e-9, torch_tflops=flops / t_tc * 1e-9,
                          ratio=t_tc / t_fk, rel_err_vs_torch=err,

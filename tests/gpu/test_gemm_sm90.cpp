@@ -462,9 +462,10 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
 //   bias or not, alpha 1, 0.5 and -0.5, bf16, fp16 and fp32 D (fp32: a pair of boxes a chunk);
 // - bf16/fp16 inputs, bias or not, alpha 0.5 and -0.5, every transpose;
 // - the boundary: per-column scales with a bias take the general path;
-// - N tails inside a chunk (520 = 2 x 256 + 8, 600, 264, 136), M tails, several tiles per CTA
-//   (4100 / 4160 rows); fp8 K up to 7 k-tiles (the 4-stage ring, 2 boxes a warpgroup), and
-//   under the cooperative schedule one 16-bit shape of 33 k-tiles (the 3-stage ring, 4 boxes)
+// - N tails inside a chunk (520 = 2 x 256 + 8, 600, 264, 136), M tails, and 4100 / 4160 rows
+//   (99 tiles of 128 x 256, one a CTA; 165 of pingpong128's 128 x 128, two on some CTAs);
+//   fp8 K up to 7 k-tiles (the 4-stage ring, 2 boxes a warpgroup), and
+//   under the cooperative schedule one 16-bit shape of 33 k-tiles, fp32 D (the 3-stage ring, 4 boxes)
 //   on 72 tiles (no split-K). Shapes that a schedule would split along K keep the cooperative
 //   schedule, so none is used here.
 TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm][sm90][lean]") {
@@ -525,9 +526,9 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
   if (std::string(kind) == "cooperative") {
     Case c;
     c.M = 1152;
-    c.N = 1800;
+    c.N = 1832;  // the last chunk's second fp32 box: 8 columns of 32
     c.K = 2112;
-    c.cd = DT::F16;
+    c.cd = DT::F32;
     c.with_bias = true;
     c.alpha = 0.5f;
     run_schedule(c, tag++, kind);
@@ -538,7 +539,8 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
 
 // A small lean-path case for compute-sanitizer (memcheck / racecheck): fp8 with per-row and
 // per-column scales (the column scales staged where the bias goes), four chunks over the 2
-// boxes of the 4-stage ring; then 16-bit inputs with a bias on pingpong64's 4 boxes.
+// boxes of the 4-stage ring; then 16-bit inputs with a bias on pingpong64's 4 boxes, with
+// fp16 D and with fp32 D (a pair of boxes a chunk).
 TEST_CASE("sm90 gemm: small lean epilogue case for the sanitizers",
           "[gpu][gemm][sm90][lean][lean_small][sanitize]") {
   ForceSkinny off("0");

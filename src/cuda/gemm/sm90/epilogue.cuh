@@ -558,7 +558,8 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
   // bias: it stages those scales where the bias would go.
   const bool col_scaled = kScaled && e.scale_b != nullptr && e.scale_b_per_col;
   // fp32 D only on the 256-column tiles: on pingpong128's (which inlines this twice) the extra
-  // store bases pushed ptxas to 56-104-byte stack frames.
+  // store bases pushed ptxas to 56-104-byte stack frames; the skinny kernel's 128-column tiles
+  // keep the general path for fp32 D too.
   const bool lean = act == int32_t(Activation::None) && !(col_scaled && e.bias != nullptr) &&
                     (!wide || BlockN == kTileN);
   if (e.bias != nullptr || (lean && col_scaled)) {
