@@ -13,11 +13,8 @@
 # JSON files come back (4).
 set -u
 cd "$(dirname "$0")/../.."
-for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
-rm -rf .device-b/lib && cp -a .device/lib .device-b/lib
-real=$(readlink -f .device/lib/libflashkit.so)
-gunzip -c .device-b/lib.so.gz > ".device-b/lib/$(basename "$real")"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+. benchmarks/ab/stage.sh
+ab_stage  # .device-b/lib: the same directory with main's library (A)
 echo "== B: [gemm][sm90] in 4 shards (correctness first)"
 FK_GPU_CHECK_CPP_FILTER="[gemm][sm90]" FK_GPU_CHECK_SANITIZER=0 FK_GPU_CHECK_PYTHON=0 \
   FK_GPU_CHECK_DEMO=0 FK_GPU_CHECK_BUDGET=190 FK_GPU_CHECK_CPP_TIMEOUT=180 \
