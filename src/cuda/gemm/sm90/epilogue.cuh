@@ -554,13 +554,15 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
   // 43.5k cycles with bias against 27.3k without, benchmarks/RESULTS.md). The warpgroup barrier
   // at the first chunk orders these writes before every read; the previous tile's reads all
   // precede its last chunk's barrier, which every thread passed before coming here.
-  // The lean path (below) takes 16-bit D with no activation, ReLU or the tanh GELU, and
-  // per-column scales only without a bias: it stages those scales where the bias would go.
+  // The lean path (below) takes D with no activation, ReLU or the tanh GELU, and per-column
+  // scales only without a bias: it stages those scales where the bias would go.
   const bool col_scaled = kScaled && e.scale_b != nullptr && e.scale_b_per_col;
-  const bool lean = !wide &&
-                    (act == int32_t(Activation::None) || act == int32_t(Activation::Relu) ||
+  // fp32 D only on the 256-column tiles: on pingpong128's (which inlines this twice) the extra
+  // store bases pushed ptxas to 56-104-byte stack frames; the skinny kernel's 128-column tiles
+  // keep the general path for fp32 D too.
+  const bool lean = (act == int32_t(Activation::None) || act == int32_t(Activation::Relu) ||
                      act == int32_t(Activation::GeluTanh)) &&
-                    !(col_scaled && e.bias != nullptr);
+                    !(col_scaled && e.bias != nullptr) && (!wide || BlockN == kTileN);
   if (e.bias != nullptr || (lean && col_scaled)) {
     float* sbias = smem.bias_stage(sw);
 #pragma unroll 1
@@ -616,8 +618,8 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     }
   };
 
-  // The lean path: 16-bit D, no activation, ReLU or the tanh GELU, per-column scales only
-  // without a bias (the plain product or a fused linear layer, and fp8 with per-tensor, per-row
+  // The lean path: no activation, ReLU or the tanh GELU, per-column scales only without a bias
+  // (the plain product or a fused linear layer in any D dtype, and fp8 with per-tensor, per-row
   // or per-column scales). The row
   // factors fold into one per row, alpha * scale_a[m] * scale_b (per tensor), the column factor
   // (a bias or a per-column scale_b) comes from shared memory, and the chunk and step loops are
@@ -641,10 +643,15 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     // c_j < 16: byte 2 c_j + 32 q of the row, 16-byte unit (2 c_j >> 4) + 2 q. Under the
     // swizzle (box_offset) the unit's bits 1-2 only XOR with r % 8, so its offset is
     // box_offset(r_j, 2 c_j) ^ (q << 5).
-    uint32_t base[4];
+    // fp32 D: value pair j of step q is at byte 4 c_j + 64 (q & 1) of box buf + (q >> 1) (a
+    // pair of boxes holds the chunk's 64 columns, 32 each); its unit (c_j >> 2) + 4 (q & 1)
+    // only XORs bit 2 with r % 8, so the offset is box_offset(r_j, 4 c_j) ^ ((q & 1) << 6).
+    uint32_t base[4], base_w[4];
     CUTE_UNROLL
     for (int p = 0; p < 4; ++p) {
-      base[p] = box_offset(get<0>(coords(2 * p)) - row0, 2 * get<1>(coords(2 * p)));
+      const int r = get<0>(coords(2 * p)) - row0, c = get<1>(coords(2 * p));
+      base[p] = box_offset(r, 2 * c);
+      base_w[p] = BlockN == kTileN ? box_offset(r, 4 * c) : 0u;
     }
     const float* bias0 = smem.bias_stage(sw) + get<1>(coords(0));  // columns of values 0, 1
     const float* bias1 = smem.bias_stage(sw) + get<1>(coords(4));  // and of values 4, 5
@@ -681,7 +688,14 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
           CUTE_UNROLL
           for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::Relu);
         }
-        if (f16) {
+        if (BlockN == kTileN && wide) {
+          uint8_t* wbox = smem.box[sw][buf + (q >> 1)];
+          CUTE_UNROLL
+          for (int p = 0; p < 4; ++p) {
+            *reinterpret_cast<float2*>(wbox + (base_w[p] ^ uint32_t((q & 1) << 6))) =
+                make_float2(v[2 * p], v[2 * p + 1]);
+          }
+        } else if (f16) {
           CUTE_UNROLL
           for (int p = 0; p < 4; ++p) {
             *reinterpret_cast<__half2*>(box + (base[p] ^ uint32_t(q << 5))) =
@@ -701,8 +715,8 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     return;
   }
 
-  // The general path (fp32 D, the erf GELU, per-column scales with a bias): one copy of the
-  // math, 8 values a step, the chunk and step loops rolled.
+  // The general path (the erf GELU, per-column scales with a bias, fp32 D on 128-column tiles):
+  // one copy of the math, 8 values a step, the chunk and step loops rolled.
 #pragma unroll 1
   for (int ch = 0; ch < kChunks; ++ch) {
     const int64_t n_base = n_tile0 + ch * kEpiChunk;
