@@ -655,61 +655,87 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     }
     const float* bias0 = smem.bias_stage(sw) + get<1>(coords(0));  // columns of values 0, 1
     const float* bias1 = smem.bias_stage(sw) + get<1>(coords(4));  // and of values 4, 5
-    CUTE_UNROLL
-    for (int ch = 0; ch < kChunks; ++ch) {
-      const int64_t n_base = n_tile0 + ch * kEpiChunk;
-      if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
-      const int buf = chunk_begin(ch);
-      uint8_t* box = smem.box[sw][buf];
+    // One unrolled body per kind of output, picked once per call rather than tested at every
+    // step, so that the plain 16-bit product keeps the compact code it had before activations
+    // and fp32 D joined the lean path (the first build with the tests inside the steps ran fp8
+    // 8192 x 8192 x 1024 13% slower on the H200: benchmarks/RESULTS.md, "Branch epiall").
+    // kKind 0: 16-bit D, no activation; 1: 16-bit D with ReLU or the tanh GELU; 2: fp32 D with
+    // any of those (256-column tiles only).
+    auto body = [&](auto kind) {
+      constexpr int kKind = decltype(kind)::value;
       CUTE_UNROLL
-      for (int q = 0; q < kSteps; ++q) {
-        float v[kQuarter];
+      for (int ch = 0; ch < kChunks; ++ch) {
+        const int64_t n_base = n_tile0 + ch * kEpiChunk;
+        if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
+        const int buf = chunk_begin(ch);
+        uint8_t* box = smem.box[sw][buf];
         CUTE_UNROLL
-        for (int j = 0; j < kQuarter; ++j) {
-          v[j] = accum((ch * kSteps + q) * kQuarter + j);
-        }
-        float2 b0 = make_float2(0.0f, 0.0f), b1 = b0;
-        if (has_bias || col_scaled) {  // values j and j ^ 2 share a column
-          b0 = *reinterpret_cast<const float2*>(bias0 + ch * kEpiChunk + 16 * q);
-          b1 = *reinterpret_cast<const float2*>(bias1 + ch * kEpiChunk + 16 * q);
-        }
-        const float b[kQuarter] = {b0.x, b0.y, b0.x, b0.y, b1.x, b1.y, b1.x, b1.y};
-        if (col_scaled) {
+        for (int q = 0; q < kSteps; ++q) {
+          float v[kQuarter];
           CUTE_UNROLL
-          for (int j = 0; j < kQuarter; ++j) v[j] = v[j] * ra[(j >> 1) & 1] * b[j];
-        } else {
-          CUTE_UNROLL
-          for (int j = 0; j < kQuarter; ++j) v[j] = fmaf(v[j], ra[(j >> 1) & 1], b[j]);
-        }
-        if (act == int32_t(Activation::GeluTanh)) {
-          CUTE_UNROLL
-          for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::GeluTanh);
-        } else if (act == int32_t(Activation::Relu)) {
-          CUTE_UNROLL
-          for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::Relu);
-        }
-        if (BlockN == kTileN && wide) {
-          uint8_t* wbox = smem.box[sw][buf + (q >> 1)];
-          CUTE_UNROLL
-          for (int p = 0; p < 4; ++p) {
-            *reinterpret_cast<float2*>(wbox + (base_w[p] ^ uint32_t((q & 1) << 6))) =
-                make_float2(v[2 * p], v[2 * p + 1]);
+          for (int j = 0; j < kQuarter; ++j) {
+            v[j] = accum((ch * kSteps + q) * kQuarter + j);
           }
-        } else if (f16) {
-          CUTE_UNROLL
-          for (int p = 0; p < 4; ++p) {
-            *reinterpret_cast<__half2*>(box + (base[p] ^ uint32_t(q << 5))) =
-                __floats2half2_rn(v[2 * p], v[2 * p + 1]);
+          float2 b0 = make_float2(0.0f, 0.0f), b1 = b0;
+          if (has_bias || col_scaled) {  // values j and j ^ 2 share a column
+            b0 = *reinterpret_cast<const float2*>(bias0 + ch * kEpiChunk + 16 * q);
+            b1 = *reinterpret_cast<const float2*>(bias1 + ch * kEpiChunk + 16 * q);
           }
-        } else {
-          CUTE_UNROLL
-          for (int p = 0; p < 4; ++p) {
-            *reinterpret_cast<__nv_bfloat162*>(box + (base[p] ^ uint32_t(q << 5))) =
-                __floats2bfloat162_rn(v[2 * p], v[2 * p + 1]);
+          const float b[kQuarter] = {b0.x, b0.y, b0.x, b0.y, b1.x, b1.y, b1.x, b1.y};
+          if (col_scaled) {
+            CUTE_UNROLL
+            for (int j = 0; j < kQuarter; ++j) v[j] = v[j] * ra[(j >> 1) & 1] * b[j];
+          } else {
+            CUTE_UNROLL
+            for (int j = 0; j < kQuarter; ++j) v[j] = fmaf(v[j], ra[(j >> 1) & 1], b[j]);
+          }
+          if constexpr (kKind != 0) {
+            if (act == int32_t(Activation::GeluTanh)) {
+              CUTE_UNROLL
+              for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::GeluTanh);
+            } else if (act == int32_t(Activation::Relu)) {
+              CUTE_UNROLL
+              for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::Relu);
+            }
+          }
+          if constexpr (kKind == 2) {
+            uint8_t* wbox = smem.box[sw][buf + (q >> 1)];
+            CUTE_UNROLL
+            for (int p = 0; p < 4; ++p) {
+              *reinterpret_cast<float2*>(wbox + (base_w[p] ^ uint32_t((q & 1) << 6))) =
+                  make_float2(v[2 * p], v[2 * p + 1]);
+            }
+          } else if (f16) {
+            CUTE_UNROLL
+            for (int p = 0; p < 4; ++p) {
+              *reinterpret_cast<__half2*>(box + (base[p] ^ uint32_t(q << 5))) =
+                  __floats2half2_rn(v[2 * p], v[2 * p + 1]);
+            }
+          } else {
+            CUTE_UNROLL
+            for (int p = 0; p < 4; ++p) {
+              *reinterpret_cast<__nv_bfloat162*>(box + (base[p] ^ uint32_t(q << 5))) =
+                  __floats2bfloat162_rn(v[2 * p], v[2 * p + 1]);
+            }
           }
         }
+        chunk_end(buf, n_base);
       }
-      chunk_end(buf, n_base);
+    };
+    if constexpr (BlockN == kTileN) {
+      if (wide) {
+        body(std::integral_constant<int, 2>{});
+      } else if (act != int32_t(Activation::None)) {
+        body(std::integral_constant<int, 1>{});
+      } else {
+        body(std::integral_constant<int, 0>{});
+      }
+    } else {  // (no fp32 D here: `lean` excludes it)
+      if (act != int32_t(Activation::None)) {
+        body(std::integral_constant<int, 1>{});
+      } else {
+        body(std::integral_constant<int, 0>{});
+      }
     }
     st.bits = (done << 1) | parity;
     return;
