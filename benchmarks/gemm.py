@@ -132,6 +132,9 @@ class Flashkit(fkbench.Flashkit):
         return call, name.value.decode()
 
 
+D_FP32 = False  # --d-fp32
+
+
 def input_sets(M, N, K, dtype, layout, with_bias):
     elem = torch.finfo(dtype).bits // 8
     n = rotation_count((M * K + K * N + M * N) * elem)
@@ -142,7 +145,7 @@ def input_sets(M, N, K, dtype, layout, with_bias):
         b = torch.randn(K, N, device="cuda", dtype=dtype) if layout == "nn" else \
             torch.randn(N, K, device="cuda", dtype=dtype)
         bias = torch.randn(N, device="cuda", dtype=dtype) if with_bias else None
-        d = torch.empty(M, N, device="cuda", dtype=dtype)
+        d = torch.empty(M, N, device="cuda", dtype=torch.float32 if D_FP32 else dtype)
         sets.append((a, b, bias, d))
     return sets
 
@@ -319,11 +322,15 @@ def main():
                          "(on[,splits[,krot]], read per call), same process and inputs")
     ap.add_argument("--batched", type=int, default=1, metavar="N",
                     help="time N back-to-back calls per event pair (host launch gaps out)")
+    ap.add_argument("--d-fp32", action="store_true",
+                    help="flashkit's D in fp32 on the 16-bit rows (torch's anchor keeps 16-bit "
+                         "output; compare flashkit's own A/B, not the ratio)")
     ap.add_argument("--label", default="",
                     help="tag printed on each row (e.g. the FLASHKIT_SM90_GEMM_* knobs of this run)")
     args = ap.parse_args()
-    global BATCH
+    global BATCH, D_FP32
     BATCH = max(1, args.batched)
+    D_FP32 = args.d_fp32
     if args.shapes:
         keep = {tuple(int(x) for x in s.lower().split("x")) for s in args.shapes}
         SHAPES[:] = [s for s in SHAPES if s in keep] + [s for s in keep if s not in SHAPES]
@@ -386,7 +393,8 @@ def main():
                 sw = ab_env("FLASHKIT_SM90_GEMM_SKINNY", args.sweep_skinny, calls, check,
                             args.warmup, args.reps)
                 flops = 2.0 * M * N * K
-                r = dict(kind="gemm", dtype=dname, layout=layout, M=M, N=N, K=K, variant=variant,
+                r = dict(kind="gemm", dtype=dname, d_dtype="fp32" if D_FP32 else dname,
+                         layout=layout, M=M, N=N, K=K, variant=variant,
                          sets=len(sets), flashkit_ms=t_fk, torch_ms=t_tc,
                          flashkit_tflops=flops / t_fk * 1e-9, torch_tflops=flops / t_tc * 1e-9,
                          ratio=t_tc / t_fk, rel_err_vs_torch=err,

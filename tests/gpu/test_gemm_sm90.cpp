@@ -453,19 +453,20 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
   }
 }
 
-// The copy-engine epilogue's lean path (epilogue.cuh, epilogue_store_tma: 16-bit D, no
-// activation, per-column scales only without a bias; alpha, scale_a and a per-tensor scale_b
+// The copy-engine epilogue's lean path (epilogue.cuh, epilogue_store_tma: no activation, ReLU
+// or the tanh GELU, per-column scales only without a bias; alpha, scale_a and a per-tensor scale_b
 // folded into one factor a row, the bias or the column scales from shared memory, unrolled
 // steps with XOR-ed swizzle addresses) on each schedule, every D 16-byte aligned (the copy
 // engine's condition: N a multiple of 8):
 // - fp8 (e4m3 A, e4m3 or e5m2 B) with per-tensor, per-row and per-column scales, unscaled,
-//   bias or not, alpha 1, 0.5 and -0.5, bf16 and fp16 D;
+//   bias or not, alpha 1, 0.5 and -0.5, bf16, fp16 and fp32 D (fp32: a pair of boxes a chunk);
 // - bf16/fp16 inputs, bias or not, alpha 0.5 and -0.5, every transpose;
-// - the boundary: per-column scales with a bias take the general path;
+// - ReLU and the tanh GELU, with and without a bias;
+// - the boundary: per-column scales with a bias, and the erf GELU, take the general path;
 // - N tails inside a chunk (520 = 2 x 256 + 8, 600, 264, 136), M tails, and 4100 / 4160 rows
 //   (99 tiles of 128 x 256, one a CTA; 165 of pingpong128's 128 x 128, two on some CTAs);
 //   fp8 K up to 7 k-tiles (the 4-stage ring, 2 boxes a warpgroup), and
-//   under the cooperative schedule one 16-bit shape of 33 k-tiles (the 3-stage ring, 4 boxes)
+//   under the cooperative schedule one 16-bit shape of 33 k-tiles, fp32 D (the 3-stage ring, 4 boxes)
 //   on 72 tiles (no split-K). Shapes that a schedule would split along K keep the cooperative
 //   schedule, so none is used here.
 TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm][sm90][lean]") {
@@ -476,18 +477,20 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
   struct S {
     int64_t M, N, K;
   };
-  struct V {  // scale_a, scale_b (0 none, 1 per tensor, 2 per row / column), bias, alpha
+  struct V {  // scale_a, scale_b (0 none, 1 per tensor, 2 per row / column), bias, alpha, act
     int sa, sb;
     bool bias;
     float alpha;
+    int act;
   };
   const S shapes8[] = {{300, 520, 896}, {4100, 600, 256}, {129, 264, 127}};
-  const V v8[] = {{1, 1, false, 1.0f}, {2, 1, true, 0.5f},  {0, 0, true, -0.5f},
-                  {2, 0, false, 1.0f}, {2, 2, false, 0.5f}, {1, 2, false, 1.0f},
-                  {2, 2, true, 1.0f}};  // the last: column scales and a bias, general path
+  // The last two take the general path: column scales with a bias, and the erf GELU.
+  const V v8[] = {{1, 1, false, 1.0f, 0}, {2, 1, true, 0.5f, 2},   {0, 0, true, -0.5f, 0},
+                  {2, 0, false, 1.0f, 1}, {2, 2, false, 0.5f, 2},  {1, 2, false, 1.0f, 1},
+                  {2, 2, false, -0.5f, 0}, {2, 2, true, 1.0f, 0}, {1, 1, true, 1.0f, 3}};
   uint64_t tag = 46000;
   for (int s = 0; s < 3; ++s)
-    for (int v = 0; v < 7; ++v) {
+    for (int v = 0; v < 9; ++v) {
       Case c;
       c.M = shapes8[s].M;
       c.N = shapes8[s].N;
@@ -497,38 +500,44 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
       c.b_dt_set = true;
       c.b_dt = ((s + v) % 2) ? DT::E5M2 : DT::E4M3;
       c.trans_b = true;
-      c.cd = ((s + v) % 3 == 1) ? DT::F16 : DT::BF16;
+      const DT cds[] = {DT::BF16, DT::F16, DT::F32};
+      c.cd = cds[(s + v) % 3];
       c.scale_a = v8[v].sa;
       c.scale_b = v8[v].sb;
       c.with_bias = v8[v].bias;
       c.bias_dt = ((s + v) % 2) ? DT::BF16 : DT::F32;
       c.alpha = v8[v].alpha;
+      c.act = v8[v].act;
       run_schedule(c, tag++, kind);
     }
   const S shapes16[] = {{129, 264, 300}, {4160, 520, 200}, {127, 136, 127}};
   for (int s = 0; s < 3; ++s)
-    for (int w = 0; w < 2; ++w) {
+    for (int w = 0; w < 4; ++w) {
       Case c;
       c.M = shapes16[s].M;
       c.N = shapes16[s].N;
       c.K = shapes16[s].K;
       c.ab = ((s + w) % 2) ? DT::F16 : DT::BF16;
-      c.cd = ((s + w + 1) % 3 == 0) ? DT::F16 : DT::BF16;
+      const DT cds[] = {DT::BF16, DT::F32, DT::F16};
+      c.cd = cds[(s + w) % 3];
       c.trans_a = ((2 * s + w) % 4) == 1 || ((2 * s + w) % 4) == 3;
       c.trans_b = ((2 * s + w) % 4) >= 2;
-      c.with_bias = w == 0;
+      c.with_bias = w != 1;
       c.bias_dt = s == 1 ? DT::BF16 : DT::F32;
       c.alpha = w == 0 ? 0.5f : -0.5f;
+      // GELU (tanh) + bias, none, ReLU + bias, bias alone (a plain linear layer)
+      c.act = w == 0 ? 2 : (w == 2 ? 1 : 0);
       run_schedule(c, tag++, kind);
     }
   if (std::string(kind) == "cooperative") {
     Case c;
     c.M = 1152;
-    c.N = 1800;
+    c.N = 1832;  // the last chunk's second fp32 box: 8 columns of 32
     c.K = 2112;
-    c.cd = DT::F16;
+    c.cd = DT::F32;
     c.with_bias = true;
     c.alpha = 0.5f;
+    c.act = 2;
     run_schedule(c, tag++, kind);
   }
   }
@@ -537,7 +546,8 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
 
 // A small lean-path case for compute-sanitizer (memcheck / racecheck): fp8 with per-row and
 // per-column scales (the column scales staged where the bias goes), four chunks over the 2
-// boxes of the 4-stage ring; then 16-bit inputs with a bias on pingpong64's 4 boxes.
+// boxes of the 4-stage ring; then 16-bit inputs with a bias and the tanh GELU on pingpong64's
+// 4 boxes, with fp16 D and with fp32 D (a pair of boxes a chunk).
 TEST_CASE("sm90 gemm: small lean epilogue case for the sanitizers",
           "[gpu][gemm][sm90][lean][lean_small][sanitize]") {
   ForceSkinny off("0");
@@ -559,7 +569,10 @@ TEST_CASE("sm90 gemm: small lean epilogue case for the sanitizers",
   h.K = 72;
   h.cd = DT::F16;
   h.with_bias = true;
+  h.act = 2;  // the tanh GELU
   run_schedule(h, 46501, "pingpong64");
+  h.cd = DT::F32;  // fp32 D: a pair of boxes a chunk
+  run_schedule(h, 46502, "pingpong64");
 }
 
 // The table's picks (heuristics.h, pick_pingpong) on a 132-SM H200: many tiles with short K

@@ -554,11 +554,15 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
   // 43.5k cycles with bias against 27.3k without, benchmarks/RESULTS.md). The warpgroup barrier
   // at the first chunk orders these writes before every read; the previous tile's reads all
   // precede its last chunk's barrier, which every thread passed before coming here.
-  // The lean path (below) takes 16-bit D with no activation, and per-column scales only without
-  // a bias: it stages those scales where the bias would go.
+  // The lean path (below) takes D with no activation, ReLU or the tanh GELU, and per-column
+  // scales only without a bias: it stages those scales where the bias would go.
   const bool col_scaled = kScaled && e.scale_b != nullptr && e.scale_b_per_col;
-  const bool lean = !wide && act == int32_t(Activation::None) &&
-                    !(col_scaled && e.bias != nullptr);
+  // fp32 D only on the 256-column tiles: on pingpong128's (which inlines this twice) the extra
+  // store bases pushed ptxas to 56-104-byte stack frames; the skinny kernel's 128-column tiles
+  // keep the general path for fp32 D too.
+  const bool lean = (act == int32_t(Activation::None) || act == int32_t(Activation::Relu) ||
+                     act == int32_t(Activation::GeluTanh)) &&
+                    !(col_scaled && e.bias != nullptr) && (!wide || BlockN == kTileN);
   if (e.bias != nullptr || (lean && col_scaled)) {
     float* sbias = smem.bias_stage(sw);
 #pragma unroll 1
@@ -614,8 +618,9 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     }
   };
 
-  // The lean path: 16-bit D, no activation, per-column scales only without a bias (the plain
-  // product, bias or not, and fp8 with per-tensor, per-row or per-column scales). The row
+  // The lean path: no activation, ReLU or the tanh GELU, per-column scales only without a bias
+  // (the plain product or a fused linear layer in any D dtype, and fp8 with per-tensor, per-row
+  // or per-column scales). The row
   // factors fold into one per row, alpha * scale_a[m] * scale_b (per tensor), the column factor
   // (a bias or a per-column scale_b) comes from shared memory, and the chunk and step loops are
   // unrolled, so the fragment is read in place (no switch), each value costs one FFMA (two
@@ -638,61 +643,106 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     // c_j < 16: byte 2 c_j + 32 q of the row, 16-byte unit (2 c_j >> 4) + 2 q. Under the
     // swizzle (box_offset) the unit's bits 1-2 only XOR with r % 8, so its offset is
     // box_offset(r_j, 2 c_j) ^ (q << 5).
-    uint32_t base[4];
+    // fp32 D: value pair j of step q is at byte 4 c_j + 64 (q & 1) of box buf + (q >> 1) (a
+    // pair of boxes holds the chunk's 64 columns, 32 each); its unit (c_j >> 2) + 4 (q & 1)
+    // only XORs bit 2 with r % 8, so the offset is box_offset(r_j, 4 c_j) ^ ((q & 1) << 6).
+    uint32_t base[4], base_w[4];
     CUTE_UNROLL
     for (int p = 0; p < 4; ++p) {
-      base[p] = box_offset(get<0>(coords(2 * p)) - row0, 2 * get<1>(coords(2 * p)));
+      const int r = get<0>(coords(2 * p)) - row0, c = get<1>(coords(2 * p));
+      base[p] = box_offset(r, 2 * c);
+      base_w[p] = BlockN == kTileN ? box_offset(r, 4 * c) : 0u;
     }
     const float* bias0 = smem.bias_stage(sw) + get<1>(coords(0));  // columns of values 0, 1
     const float* bias1 = smem.bias_stage(sw) + get<1>(coords(4));  // and of values 4, 5
-    CUTE_UNROLL
-    for (int ch = 0; ch < kChunks; ++ch) {
-      const int64_t n_base = n_tile0 + ch * kEpiChunk;
-      if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
-      const int buf = chunk_begin(ch);
-      uint8_t* box = smem.box[sw][buf];
+    // One unrolled body per kind of output, picked once per call rather than tested at every
+    // step, so that the plain 16-bit product keeps the compact code it had before activations
+    // and fp32 D joined the lean path (the first build with the tests inside the steps ran fp8
+    // 8192 x 8192 x 1024 13% slower on the H200: benchmarks/RESULTS.md, "Branch epiall").
+    // kKind 0: 16-bit D, no activation; 1: 16-bit D with ReLU or the tanh GELU; 2: fp32 D with
+    // any of those (256-column tiles only).
+    auto body = [&](auto kind) {
+      constexpr int kKind = decltype(kind)::value;
       CUTE_UNROLL
-      for (int q = 0; q < kSteps; ++q) {
-        float v[kQuarter];
+      for (int ch = 0; ch < kChunks; ++ch) {
+        const int64_t n_base = n_tile0 + ch * kEpiChunk;
+        if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
+        const int buf = chunk_begin(ch);
+        uint8_t* box = smem.box[sw][buf];
         CUTE_UNROLL
-        for (int j = 0; j < kQuarter; ++j) {
-          v[j] = accum((ch * kSteps + q) * kQuarter + j);
-        }
-        float2 b0 = make_float2(0.0f, 0.0f), b1 = b0;
-        if (has_bias || col_scaled) {  // values j and j ^ 2 share a column
-          b0 = *reinterpret_cast<const float2*>(bias0 + ch * kEpiChunk + 16 * q);
-          b1 = *reinterpret_cast<const float2*>(bias1 + ch * kEpiChunk + 16 * q);
-        }
-        const float b[kQuarter] = {b0.x, b0.y, b0.x, b0.y, b1.x, b1.y, b1.x, b1.y};
-        if (col_scaled) {
+        for (int q = 0; q < kSteps; ++q) {
+          float v[kQuarter];
           CUTE_UNROLL
-          for (int j = 0; j < kQuarter; ++j) v[j] = v[j] * ra[(j >> 1) & 1] * b[j];
-        } else {
-          CUTE_UNROLL
-          for (int j = 0; j < kQuarter; ++j) v[j] = fmaf(v[j], ra[(j >> 1) & 1], b[j]);
-        }
-        if (f16) {
-          CUTE_UNROLL
-          for (int p = 0; p < 4; ++p) {
-            *reinterpret_cast<__half2*>(box + (base[p] ^ uint32_t(q << 5))) =
-                __floats2half2_rn(v[2 * p], v[2 * p + 1]);
+          for (int j = 0; j < kQuarter; ++j) {
+            v[j] = accum((ch * kSteps + q) * kQuarter + j);
           }
-        } else {
-          CUTE_UNROLL
-          for (int p = 0; p < 4; ++p) {
-            *reinterpret_cast<__nv_bfloat162*>(box + (base[p] ^ uint32_t(q << 5))) =
-                __floats2bfloat162_rn(v[2 * p], v[2 * p + 1]);
+          float2 b0 = make_float2(0.0f, 0.0f), b1 = b0;
+          if (has_bias || col_scaled) {  // values j and j ^ 2 share a column
+            b0 = *reinterpret_cast<const float2*>(bias0 + ch * kEpiChunk + 16 * q);
+            b1 = *reinterpret_cast<const float2*>(bias1 + ch * kEpiChunk + 16 * q);
+          }
+          const float b[kQuarter] = {b0.x, b0.y, b0.x, b0.y, b1.x, b1.y, b1.x, b1.y};
+          if (col_scaled) {
+            CUTE_UNROLL
+            for (int j = 0; j < kQuarter; ++j) v[j] = v[j] * ra[(j >> 1) & 1] * b[j];
+          } else {
+            CUTE_UNROLL
+            for (int j = 0; j < kQuarter; ++j) v[j] = fmaf(v[j], ra[(j >> 1) & 1], b[j]);
+          }
+          if constexpr (kKind != 0) {
+            if (act == int32_t(Activation::GeluTanh)) {
+              CUTE_UNROLL
+              for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::GeluTanh);
+            } else if (act == int32_t(Activation::Relu)) {
+              CUTE_UNROLL
+              for (int j = 0; j < kQuarter; ++j) v[j] = activate(v[j], Activation::Relu);
+            }
+          }
+          if constexpr (kKind == 2) {
+            uint8_t* wbox = smem.box[sw][buf + (q >> 1)];
+            CUTE_UNROLL
+            for (int p = 0; p < 4; ++p) {
+              *reinterpret_cast<float2*>(wbox + (base_w[p] ^ uint32_t((q & 1) << 6))) =
+                  make_float2(v[2 * p], v[2 * p + 1]);
+            }
+          } else if (f16) {
+            CUTE_UNROLL
+            for (int p = 0; p < 4; ++p) {
+              *reinterpret_cast<__half2*>(box + (base[p] ^ uint32_t(q << 5))) =
+                  __floats2half2_rn(v[2 * p], v[2 * p + 1]);
+            }
+          } else {
+            CUTE_UNROLL
+            for (int p = 0; p < 4; ++p) {
+              *reinterpret_cast<__nv_bfloat162*>(box + (base[p] ^ uint32_t(q << 5))) =
+                  __floats2bfloat162_rn(v[2 * p], v[2 * p + 1]);
+            }
           }
         }
+        chunk_end(buf, n_base);
       }
-      chunk_end(buf, n_base);
+    };
+    if constexpr (BlockN == kTileN) {
+      if (wide) {
+        body(std::integral_constant<int, 2>{});
+      } else if (act != int32_t(Activation::None)) {
+        body(std::integral_constant<int, 1>{});
+      } else {
+        body(std::integral_constant<int, 0>{});
+      }
+    } else {  // (no fp32 D here: `lean` excludes it)
+      if (act != int32_t(Activation::None)) {
+        body(std::integral_constant<int, 1>{});
+      } else {
+        body(std::integral_constant<int, 0>{});
+      }
     }
     st.bits = (done << 1) | parity;
     return;
   }
 
-  // The general path (fp32 D, activations, per-column scales with a bias): one copy of the
-  // math, 8 values a step, the chunk and step loops rolled.
+  // The general path (the erf GELU, per-column scales with a bias, fp32 D on 128-column tiles):
+  // one copy of the math, 8 values a step, the chunk and step loops rolled.
 #pragma unroll 1
   for (int ch = 0; ch < kChunks; ++ch) {
     const int64_t n_base = n_tile0 + ch * kEpiChunk;
