@@ -323,8 +323,8 @@ def main():
     ap.add_argument("--batched", type=int, default=1, metavar="N",
                     help="time N back-to-back calls per event pair (host launch gaps out)")
     ap.add_argument("--d-fp32", action="store_true",
-                    help="flashkit's D in fp32 on the 16-bit rows (torch's anchor keeps 16-bit "
-                         "output; compare flashkit's own A/B, not the ratio)")
+                    help="flashkit's D in fp32 on the 16-bit rows, fused rows included (torch's "
+                         "anchor keeps 16-bit output; compare flashkit's own A/B, not the ratio)")
     ap.add_argument("--label", default="",
                     help="tag printed on each row (e.g. the FLASHKIT_SM90_GEMM_* knobs of this run)")
     args = ap.parse_args()
@@ -442,7 +442,8 @@ def main():
                     t_lt = None
             ab = ab_schedule(args, calls, check)
             flops = 2.0 * M * N * K
-            r = dict(kind="gemm_bias_gelu", dtype=dname, layout="nn", M=M, N=N, K=K, variant=variant,
+            r = dict(kind="gemm_bias_gelu", dtype=dname, d_dtype="fp32" if D_FP32 else dname,
+                     layout="nn", M=M, N=N, K=K, variant=variant,
                      sets=len(sets), flashkit_ms=t_fk, torch_ms=t_tc,
                      flashkit_tflops=flops / t_fk * 1e-9, torch_tflops=flops / t_tc * 1e-9,
                      ratio=t_tc / t_fk, rel_err_vs_torch=err,

@@ -16,8 +16,9 @@
 #   test:  B's whole C++ GPU suite (4 shards), compute-sanitizer on [sanitize] (incl.
 #          [lean_small]) and on the sm80 epilogue cases, pytest -m gpu (~380 s);
 #   bench: gemm.py A B B A (~400 s).
-# Run on the H200 in session 18 (benchmarks/RESULTS.md, "Lean epilogue for activations and fp32
-# D"): that run's grep dropped the fused rows (they print as "bias+gelu"); the JSON kept them.
+# Run on the H200 in session 18 (benchmarks/RESULTS.md, "Lean epilogue for ReLU, tanh GELU and
+# fp32 D, picked once per call"): that run's grep dropped the fused rows (they print as
+# "bias+gelu"); the JSON kept them.
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh

@@ -318,8 +318,8 @@ TEST_CASE("sm90 gemm: 4-stage ring on split-K shapes (2 boxes, idle warpgroup)",
     c.act = 2;
     run(c, 43100 + uint64_t(j));
   }
-  // No split-K (79 tiles), 3-stage ring, M = 40: the second warpgroup idle on every tile of a
-  // persistent CTA's loop.
+  // No split-K (79 tiles), 4-stage ring (K = 200: 4 k-tiles), M = 40: the second warpgroup
+  // idle on every tile of a persistent CTA's loop.
   Case c;
   c.M = 40;
   c.N = 20000;
@@ -466,8 +466,10 @@ TEST_CASE("sm90 gemm: ping-pong schedule (tails, layouts, epilogues, fp8)",
 // - N tails inside a chunk (520 = 2 x 256 + 8, 600, 264, 136), M tails, and 4100 / 4160 rows
 //   (99 tiles of 128 x 256, one a CTA; 165 of pingpong128's 128 x 128, two on some CTAs);
 //   fp8 K up to 7 k-tiles (the 4-stage ring, 2 boxes a warpgroup), and
-//   under the cooperative schedule one 16-bit shape of 33 k-tiles, fp32 D (the 3-stage ring, 4 boxes)
-//   on 72 tiles (no split-K). Shapes that a schedule would split along K keep the cooperative
+//   under the cooperative schedule one 16-bit shape of 33 k-tiles (the 3-stage ring, 4 boxes)
+//   on 72 tiles (no split-K) with fp32, fp16 and bf16 D.
+// The test checks values, not which path ran: fp32 D on pingpong128 takes the general path by
+// design (see epilogue.cuh), and a change that sent every call to the general path would pass. Shapes that a schedule would split along K keep the cooperative
 //   schedule, so none is used here.
 TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm][sm90][lean]") {
   for (const char* kind : {"cooperative", "pingpong64", "pingpong128"}) {
@@ -530,15 +532,21 @@ TEST_CASE("sm90 gemm: lean copy-engine epilogue on every schedule", "[gpu][gemm]
       run_schedule(c, tag++, kind);
     }
   if (std::string(kind) == "cooperative") {
-    Case c;
-    c.M = 1152;
-    c.N = 1832;  // the last chunk's second fp32 box: 8 columns of 32
-    c.K = 2112;
-    c.cd = DT::F32;
-    c.with_bias = true;
-    c.alpha = 0.5f;
-    c.act = 2;
-    run_schedule(c, tag++, kind);
+    // The 3-stage ring (33 k-tiles, 4 boxes a warpgroup) with each lean body: fp32 D with a
+    // bias and the tanh GELU, fp16 D with a bias and the tanh GELU (the fused rows'
+    // configuration), bf16 D with neither.
+    const DT cds[] = {DT::F32, DT::F16, DT::BF16};
+    for (int v = 0; v < 3; ++v) {
+      Case c;
+      c.M = 1152;
+      c.N = 1832;  // fp32: the last chunk's second box holds 8 columns of 32
+      c.K = 2112;
+      c.cd = cds[v];
+      c.with_bias = v < 2;
+      c.alpha = 0.5f;
+      c.act = v < 2 ? 2 : 0;
+      run_schedule(c, tag++, kind);
+    }
   }
   }
   }

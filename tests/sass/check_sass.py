@@ -29,8 +29,9 @@
    width 64 of each layout) of each 16-bit dtype must be in LIB.
 4. The Hopper GEMM kernels (gemm_sm90_kernel, gemm_sm90_skinny_kernel) touch no local memory
    between their first and last warpgroup MMA (the k-tile loop). Since the lean copy-engine
-   epilogue (session 17) 20 of them keep a stack frame of 8 or 40 bytes (main had none), with
-   its loads and stores outside that loop; the rule keeps them there.
+   epilogue (sessions 17-18) some keep a stack frame, with its loads and stores outside that
+   loop: at 90cbac8, 8 bytes (fp8 3-stage cooperative and fp8 pingpong128), 32 (16-bit 4-stage
+   cooperative) or 48 (fp8 4-stage cooperative). The rule keeps those accesses out of the loop.
 
 Tools: cuobjdump and nvdisasm from PATH, /usr/local/cuda/bin, or the pip wheels
 nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (scripts/setup-deps.sh installs them). Exits 77

@@ -619,9 +619,9 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
   };
 
   // The lean path: no activation, ReLU or the tanh GELU, per-column scales only without a bias
-  // (the plain product or a fused linear layer in any D dtype, and fp8 with per-tensor, per-row
-  // or per-column scales). The row
-  // factors fold into one per row, alpha * scale_a[m] * scale_b (per tensor), the column factor
+  // (the plain product or a fused linear layer, 16-bit D or fp32 D on 256-column tiles, and fp8
+  // with per-tensor, per-row or per-column scales). The row factors fold into one per row,
+  // alpha * scale_a[m] * scale_b (per tensor), the column factor
   // (a bias or a per-column scale_b) comes from shared memory, and the chunk and step loops are
   // unrolled, so the fragment is read in place (no switch), each value costs one FFMA (two
   // FMULs with column scales), and the swizzled store addresses are four per-thread bases XOR
@@ -658,7 +658,8 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     // One unrolled body per kind of output, picked once per call rather than tested at every
     // step, so that the plain 16-bit product keeps the compact code it had before activations
     // and fp32 D joined the lean path (the first build with the tests inside the steps ran fp8
-    // 8192 x 8192 x 1024 13% slower on the H200: benchmarks/RESULTS.md, "Branch epiall").
+    // 8192 x 8192 x 1024 13% slower on the H200: benchmarks/RESULTS.md, "Lean epilogue for ReLU,
+    // tanh GELU and fp32 D, picked once per call").
     // kKind 0: 16-bit D, no activation; 1: 16-bit D with ReLU or the tanh GELU; 2: fp32 D with
     // any of those (256-column tiles only).
     auto body = [&](auto kind) {
