@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check: build here, then run the `gpu` suites on a machine with an NVIDIA GPU (the
-# H200 we test on) and print a short summary.
+# H200 we test on) and print a short summary. Exits 1 when a step fails (skipped steps do not
+# count).
 #
 #   scripts/gpu-check.sh --build-only   (here, no GPU) build preset "gpu" and stage what the
 #                                       device needs in .device/ (library, KissFFT, test
@@ -83,9 +84,15 @@ summary=()
 # Each line carries the seconds since the previous one (the time of that step, roughly): a
 # device call may run at most 600 s, and this shows where a run's time goes.
 last_record=$SECONDS
+failed_steps=0
 record() {
   summary+=("$(printf '%-34s %s [%ds]' "$1" "$2" $((SECONDS - last_record)))")
   last_record=$SECONDS
+  # A step whose status starts with FAIL makes the script exit 1 after the summary (skipped
+  # steps do not).
+  case "$2" in
+    FAIL*) failed_steps=$((failed_steps + 1)) ;;
+  esac
 }
 # fits NAME SECONDS: whether a step expected to take about SECONDS still fits in this run's
 # time budget, FK_GPU_CHECK_BUDGET (default 570 s, under the device call's 600); if not, the
@@ -263,6 +270,10 @@ run_checks() {
   printf '%s\n' "${summary[@]}"
   # One archive instead of a dozen files: the device tool returns only a few files per call.
   (cd "$out" && tar czf gpu-check-logs.tar.gz --remove-files ./*.log ./*.json 2>/dev/null) || true
+  if [ "$failed_steps" -gt 0 ]; then
+    echo "gpu-check: $failed_steps step(s) failed"
+    return 1
+  fi
 }
 
 # One run of the C++ GPU suite over `filter` in a process of its own, with the environment
@@ -300,7 +311,10 @@ python_checks() {
   if [ "${FK_GPU_CHECK_PYTEST:-1}" = 1 ] && fits "pytest -m gpu (torch CUDA)" 40; then
     timeout -k 10 "$(limit_for 150)" $py -m pytest -q -rs -m gpu tests/python -p no:cacheprovider 2>&1 |
       tee "$out/python_gpu.log" | tail -n 15
-    record "pytest -m gpu (torch CUDA)" "$(tail -n 1 "$out/python_gpu.log")"
+    local prc=${PIPESTATUS[0]} st
+    st=$(tail -n 1 "$out/python_gpu.log")
+    [ "$prc" -eq 0 ] || st="FAIL (rc $prc) $st"
+    record "pytest -m gpu (torch CUDA)" "$st"
   fi
   if [ "${FK_GPU_CHECK_DEMO:-1}" = 1 ] && [ -f examples/python/embed.py ]; then
     if [ $have_model = 0 ]; then
