@@ -174,26 +174,52 @@ def tune(fk, l2, args):
     for layout in ("tn",):
         for shp in SHAPES[:2]:
             measure(*shp, layout=layout, label="layout")
+    # The library reads these knobs once per process (heuristics.h, TuningOverrides), so each
+    # setting runs in a process of its own (knob_run; before session 18 they were set between
+    # calls in this process and had no effect), its rows read back from that process's JSON.
+    knobs = [("FLASHKIT_BENCH_BASELINE", "1")]  # no knob: the process-to-process reference
     if args.tune_raster:
-        for g in ("1", "4", "16"):
-            os.environ["FLASHKIT_SM90_GEMM_GROUP"] = g
-            for shp in SHAPES[:2]:
-                measure(*shp, label=f"group {g}")
-        os.environ.pop("FLASHKIT_SM90_GEMM_GROUP", None)
-        os.environ["FLASHKIT_SM90_GEMM_RASTER"] = "n"
-        for shp in SHAPES[:2]:
-            measure(*shp, label="raster n")
-        os.environ.pop("FLASHKIT_SM90_GEMM_RASTER", None)
-    os.environ["FLASHKIT_SM90_GEMM_EPILOGUE"] = "generic"
-    for shp in SHAPES[:2]:
-        measure(*shp, label="generic epilogue")
-    os.environ.pop("FLASHKIT_SM90_GEMM_EPILOGUE", None)
-    for sp in ("1", "2", "8"):
-        os.environ["FLASHKIT_SM90_GEMM_SPLITS"] = sp
-        for shp in SHAPES[4:6]:
-            measure(*shp, label=f"splits {sp}")
-    os.environ.pop("FLASHKIT_SM90_GEMM_SPLITS", None)
+        knobs += [("FLASHKIT_SM90_GEMM_GROUP", g) for g in ("1", "4", "16")]
+        knobs += [("FLASHKIT_SM90_GEMM_RASTER", "n")]
+    knobs += [("FLASHKIT_SM90_GEMM_EPILOGUE", "generic")]
+    tune_shapes = [f"{m}x{n}x{k}" for m, n, k in SHAPES[:2]]  # (--shapes narrows SHAPES)
+    for var, val in knobs:
+        out += knob_run(args, var, val, tune_shapes)
+    split_shapes = [f"{m}x{n}x{k}" for m, n, k in SHAPES[4:6]]
+    for sp in (("1", "2", "8") if split_shapes else ()):
+        out += knob_run(args, "FLASHKIT_SM90_GEMM_SPLITS", sp, split_shapes)
     return out + host_time(measure)
+
+
+def knob_run(args, var, val, shapes):
+    """Rows of `gemm` for `shapes` (bf16, nn, no fused rows) from a child process of this
+    script with environment variable var=val: for the knobs the library reads once per process."""
+    import json
+    import subprocess
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
+        path = tf.name
+    cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--dtype", "bf16",
+           "--no-fused", "--shapes", *shapes, "--reps", str(args.reps), "--warmup",
+           str(args.warmup), "--json", path]
+    env = dict(os.environ, **{var: val})
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    rows = []
+    if res.returncode != 0:
+        print(f"  tune {var}={val}: child failed (rc {res.returncode}): {res.stderr[-300:]}",
+              flush=True)
+        return rows
+    with open(path) as f:
+        for r in json.load(f)["rows"]:
+            if r.get("kind") != "gemm":
+                continue
+            r = dict(r, kind="tune", label=f"{var}={val}")
+            rows.append(r)
+            print(f"  tune {var}={val} {r['M']}x{r['N']}x{r['K']}: {r['flashkit_ms'] * 1e3:9.1f} us "
+                  f"{r['flashkit_tflops']:7.1f} TFLOP/s ratio {r['ratio']:.3f} (own process)",
+                  flush=True)
+    os.unlink(path)
+    return rows
 
 
 def host_time(measure):
@@ -297,7 +323,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="only 4096^3 and 8192^3")
     ap.add_argument("--tune", action="store_true",
                     help="diagnostics: K sweep, layouts, raster group sizes, host time per call")
-    ap.add_argument("--tune-raster", action="store_true", help="with --tune: also raster group sizes")
+    ap.add_argument("--tune-raster", action="store_true",
+                    help="with --tune: also raster group sizes and order (each in a process of its own)")
     ap.add_argument("--skip-main", action="store_true", help="skip the main shape list")
     ap.add_argument("--ksweep", action="store_true",
                     help="only the K sweep of --tune (8192 x 8192 x K, bf16): per-tile fixed cost")
