@@ -25,16 +25,11 @@ LD_LIBRARY_PATH=$PWD/.device/lib timeout -k 10 50 compute-sanitizer --tool memch
   grep -E "passed|failed|SUMMARY" | tail -3
 echo "(memcheck exit ${PIPESTATUS[0]})"
 SHAPES="8192x8192x1024 4096x4096x4096 8192x8192x8192 4096x12288x4096"
-for round in 1 2; do
-  order="A B"
-  [ $round = 2 ] && order="B A"
-  for side in $order; do
-    lib=.device/lib/libflashkit.so
-    [ $side = A ] && lib=.device-b/lib/libflashkit.so
-    echo "== round $round, $side ($lib)"
-    timeout -k 10 60 python3 benchmarks/gemm.py --lib $lib --family sm80 --dtype bf16 \
-      --shapes $SHAPES --reps 10 --warmup 3 --json "$OUT/gemm80_${side}${round}.json" 2>&1 |
-      grep -E "^(gemm|bias)" | cut -c1-110
-    echo "(gemm.py exit ${PIPESTATUS[0]})"
-  done
-done
+bench() {  # side, round, lib
+  local side=$1 round=$2 lib=$3
+  timeout -k 10 60 python3 benchmarks/gemm.py --lib $lib --family sm80 --dtype bf16 \
+    --shapes $SHAPES --reps 10 --warmup 3 --json "$OUT/gemm80_${side}${round}.json" 2>&1 |
+    grep -E "^(gemm|bias)" | cut -c1-110
+  echo "(gemm.py exit ${PIPESTATUS[0]})"
+}
+ab_rounds bench

@@ -37,24 +37,19 @@ if [ "$mode" = test ]; then
   echo "(memcheck exit ${PIPESTATUS[0]})"
   exit 0
 fi
-for round in 1 2; do
-  order="A B"
-  [ $round = 2 ] && order="B A"
-  for side in $order; do
-    lib=.device/lib/libflashkit.so
-    [ $side = A ] && lib=.device-b/lib/libflashkit.so
-    echo "== round $round, $side ($lib)"
-    timeout -k 10 45 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --fp8 \
-      --shapes 4096x4096x4096 8192x8192x8192 8192x8192x1024 --reps 10 --warmup 3 \
-      --json "$OUT/sm90_${side}${round}.json" 2>&1 | grep -E "^(gemm|bias\+gelu|fp8) " | cut -c1-100
-    echo "(gemm.py exit ${PIPESTATUS[0]})"
-    timeout -k 10 25 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --no-fused --d-fp32 \
-      --shapes 4096x4096x4096 8192x8192x8192 --reps 10 --warmup 3 --label fp32-D \
-      --json "/tmp/f32_${side}${round}.json" 2>&1 | grep -E "^gemm " | cut -c1-100
-    echo "(gemm.py --d-fp32 exit ${PIPESTATUS[0]})"
-    timeout -k 10 50 python3 benchmarks/gemm.py --lib $lib --family sm80 --dtype bf16 \
-      --shapes 8192x8192x1024 4096x4096x4096 --reps 10 --warmup 3 \
-      --json "$OUT/sm80_${side}${round}.json" 2>&1 | grep -E "^(gemm|bias\+gelu) " | cut -c1-100
-    echo "(gemm.py sm80 exit ${PIPESTATUS[0]})"
-  done
-done
+bench() {  # side, round, lib
+  local side=$1 round=$2 lib=$3
+  timeout -k 10 45 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --fp8 \
+    --shapes 4096x4096x4096 8192x8192x8192 8192x8192x1024 --reps 10 --warmup 3 \
+    --json "$OUT/sm90_${side}${round}.json" 2>&1 | grep -E "^(gemm|bias\+gelu|fp8) " | cut -c1-100
+  echo "(gemm.py exit ${PIPESTATUS[0]})"
+  timeout -k 10 25 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --no-fused --d-fp32 \
+    --shapes 4096x4096x4096 8192x8192x8192 --reps 10 --warmup 3 --label fp32-D \
+    --json "/tmp/f32_${side}${round}.json" 2>&1 | grep -E "^gemm " | cut -c1-100
+  echo "(gemm.py --d-fp32 exit ${PIPESTATUS[0]})"
+  timeout -k 10 50 python3 benchmarks/gemm.py --lib $lib --family sm80 --dtype bf16 \
+    --shapes 8192x8192x1024 4096x4096x4096 --reps 10 --warmup 3 \
+    --json "$OUT/sm80_${side}${round}.json" 2>&1 | grep -E "^(gemm|bias\+gelu) " | cut -c1-100
+  echo "(gemm.py sm80 exit ${PIPESTATUS[0]})"
+}
+ab_rounds bench

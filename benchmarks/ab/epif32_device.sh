@@ -27,21 +27,16 @@ for tool in memcheck racecheck; do
   echo "($tool exit ${PIPESTATUS[0]})"
 done
 SHAPES="4096x4096x4096 8192x8192x8192 8192x8192x1024"
-for round in 1 2; do
-  order="A B"
-  [ $round = 2 ] && order="B A"
-  for side in $order; do
-    lib=.device/lib/libflashkit.so
-    [ $side = A ] && lib=.device-b/lib/libflashkit.so
-    echo "== round $round, $side ($lib)"
-    # fp32 D first (what the branch changes), then 16-bit D (what must hold)
-    for d in --d-fp32 ""; do
-      jd=/tmp lab=bf16-D
-      [ -n "$d" ] && jd=$OUT lab=fp32-D
-      timeout -k 10 20 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --no-fused $d \
-        --shapes $SHAPES --reps 10 --warmup 3 --label "$lab" \
-        --json "$jd/gemm_${side}${round}.json" 2>&1 | grep -E "^(gemm|  bf16)" | cut -c1-120
-      echo "(gemm.py $d exit ${PIPESTATUS[0]})"
-    done
+bench() {  # side, round, lib
+  local side=$1 round=$2 lib=$3
+  # fp32 D first (what the branch changes), then 16-bit D (what must hold)
+  for d in --d-fp32 ""; do
+    jd=/tmp lab=bf16-D
+    [ -n "$d" ] && jd=$OUT lab=fp32-D
+    timeout -k 10 20 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --no-fused $d \
+      --shapes $SHAPES --reps 10 --warmup 3 --label "$lab" \
+      --json "$jd/gemm_${side}${round}.json" 2>&1 | grep -E "^(gemm|  bf16)" | cut -c1-120
+    echo "(gemm.py $d exit ${PIPESTATUS[0]})"
   done
-done
+}
+ab_rounds bench

@@ -29,16 +29,11 @@ done
 # fp8 128 x 8192 x 8192: split-K on the fp8 4-stage cooperative kernel, whose stack frame the
 # lean epilogue grew to 40 bytes (RESULTS.md, "Lean copy-engine epilogue").
 SHAPES="4096x4096x4096 8192x8192x8192 8192x8192x1024 128x8192x8192"
-for round in 1 2; do
-  order="A B"
-  [ $round = 2 ] && order="B A"
-  for side in $order; do
-    lib=.device/lib/libflashkit.so
-    [ $side = A ] && lib=.device-b/lib/libflashkit.so
-    echo "== round $round, $side ($lib)"
-    timeout -k 10 45 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --fp8 --shapes $SHAPES \
-      --reps 10 --warmup 3 --json "$OUT/gemm_${side}${round}.json" 2>&1 |
-      grep -E "^(gemm|bias|fp8)" | cut -c1-110
-    echo "(gemm.py exit ${PIPESTATUS[0]})"
-  done
-done
+bench() {  # side, round, lib
+  local side=$1 round=$2 lib=$3
+  timeout -k 10 45 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --fp8 --shapes $SHAPES \
+    --reps 10 --warmup 3 --json "$OUT/gemm_${side}${round}.json" 2>&1 |
+    grep -E "^(gemm|bias|fp8)" | cut -c1-110
+  echo "(gemm.py exit ${PIPESTATUS[0]})"
+}
+ab_rounds bench

@@ -8,23 +8,18 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-for round in 1 2; do
-  order="A B"
-  [ $round = 2 ] && order="B A"
-  for side in $order; do
-    lib=.device/lib/libflashkit.so
-    [ $side = A ] && lib=.device-b/lib/libflashkit.so
-    echo "== round $round, $side ($lib)"
-    timeout -k 10 45 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --fp8 \
-      --shapes 4096x4096x4096 8192x8192x8192 8192x8192x1024 --reps 10 --warmup 3 \
-      --json "$OUT/sm90_${side}${round}.json" 2>&1 | grep -E "^(gemm|bias\+gelu|fp8) " | cut -c1-100
-    echo "(gemm.py exit ${PIPESTATUS[0]})"
-    timeout -k 10 25 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --no-fused --d-fp32 \
-      --shapes 4096x4096x4096 8192x8192x8192 --reps 10 --warmup 3 --label fp32-D \
-      --json "$OUT/f32_${side}${round}.json" 2>&1 | grep -E "^gemm " | cut -c1-100
-    echo "(gemm.py --d-fp32 exit ${PIPESTATUS[0]})"
-  done
-done
+bench() {  # side, round, lib
+  local side=$1 round=$2 lib=$3
+  timeout -k 10 45 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --fp8 \
+    --shapes 4096x4096x4096 8192x8192x8192 8192x8192x1024 --reps 10 --warmup 3 \
+    --json "$OUT/sm90_${side}${round}.json" 2>&1 | grep -E "^(gemm|bias\+gelu|fp8) " | cut -c1-100
+  echo "(gemm.py exit ${PIPESTATUS[0]})"
+  timeout -k 10 25 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --no-fused --d-fp32 \
+    --shapes 4096x4096x4096 8192x8192x8192 --reps 10 --warmup 3 --label fp32-D \
+    --json "$OUT/f32_${side}${round}.json" 2>&1 | grep -E "^gemm " | cut -c1-100
+  echo "(gemm.py --d-fp32 exit ${PIPESTATUS[0]})"
+}
+ab_rounds bench
 echo "== B: [gemm][sm90] in 4 shards"
 FK_GPU_CHECK_CPP_FILTER="[gemm][sm90]" FK_GPU_CHECK_SANITIZER=0 FK_GPU_CHECK_PYTHON=0 \
   FK_GPU_CHECK_DEMO=0 FK_GPU_CHECK_BUDGET=220 FK_GPU_CHECK_CPP_TIMEOUT=210 \

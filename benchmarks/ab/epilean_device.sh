@@ -16,15 +16,10 @@ echo "== B: memcheck [sanitize][gemm]"
 LD_LIBRARY_PATH=$PWD/.device/lib timeout -k 10 90 compute-sanitizer --tool memcheck .device/bin/flashkit_tests_gpu \
   "[sanitize][gemm]" 2>&1 | tail -2
 SHAPES="8192x8192x1024 4096x4096x4096 8192x8192x8192 4096x12288x4096"
-for round in 1 2; do
-  order="A B"
-  [ $round = 2 ] && order="B A"  # A B B A: drift within the call cancels
-  for side in $order; do
-    lib=.device/lib/libflashkit.so
-    [ $side = A ] && lib=.device-b/lib/libflashkit.so
-    echo "== round $round, $side ($lib)"
-    timeout -k 10 70 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --fp8 --shapes $SHAPES \
-      --reps 10 --warmup 3 --json "$OUT/gemm_${side}${round}.json" 2>&1 |
-      grep -E "^(gemm|bias|fp8)" | cut -c1-110
-  done
-done
+bench() {  # side, round, lib
+  local side=$1 round=$2 lib=$3
+  timeout -k 10 70 python3 benchmarks/gemm.py --lib $lib --dtype bf16 --fp8 --shapes $SHAPES \
+    --reps 10 --warmup 3 --json "$OUT/gemm_${side}${round}.json" 2>&1 |
+    grep -E "^(gemm|bias|fp8)" | cut -c1-110
+}
+ab_rounds bench
