@@ -203,22 +203,25 @@ def knob_run(args, var, val, shapes):
            "--no-fused", "--shapes", *shapes, "--reps", str(args.reps), "--warmup",
            str(args.warmup), "--json", path]
     env = dict(os.environ, **{var: val})
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    rows = []
-    if res.returncode != 0:
-        print(f"  tune {var}={val}: child failed (rc {res.returncode}): {res.stderr[-300:]}",
-              flush=True)
-        return rows
-    with open(path) as f:
-        for r in json.load(f)["rows"]:
-            if r.get("kind") != "gemm":
-                continue
-            r = dict(r, kind="tune", label=f"{var}={val}")
-            rows.append(r)
-            print(f"  tune {var}={val} {r['M']}x{r['N']}x{r['K']}: {r['flashkit_ms'] * 1e3:9.1f} us "
-                  f"{r['flashkit_tflops']:7.1f} TFLOP/s ratio {r['ratio']:.3f} (own process)",
+    try:
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if res.returncode != 0:
+            print(f"  tune {var}={val}: child failed (rc {res.returncode}): {res.stderr[-300:]}",
                   flush=True)
-    os.unlink(path)
+            return []
+        with open(path) as f:
+            child_rows = json.load(f)["rows"]
+    finally:
+        os.unlink(path)
+    rows = []
+    for r in child_rows:
+        if r.get("kind") != "gemm":
+            continue
+        r = dict(r, kind="tune", label=f"{var}={val}")
+        rows.append(r)
+        print(f"  tune {var}={val} {r['M']}x{r['N']}x{r['K']}: {r['flashkit_ms'] * 1e3:9.1f} us "
+              f"{r['flashkit_tflops']:7.1f} TFLOP/s ratio {r['ratio']:.3f} (own process)",
+              flush=True)
     return rows
 
 
