@@ -325,7 +325,10 @@ template <class T, int UPW, int NT2, int KB, int KB1>
 __global__ void __launch_bounds__(kThreads, 1) monarch_cluster_kernel(
     const __grid_constant__ Params P) {
   extern __shared__ __align__(128) unsigned char smem[];
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  // The warp index through a shuffle from lane 0, so that the compiler knows it is uniform
+  // over the warp: the copy-engine loads and stores whose coordinates derive from it then take
+  // uniform registers directly instead of an ELECT / R2UR / BRA.U.ANY loop around each one.
+  const int tid = threadIdx.x, warp = __shfl_sync(0xffffffffu, tid >> 5, 0), lane = tid & 31;
   const int g = lane >> 2, qd = lane & 3;
   const int C = static_cast<int>(cluster_nctarank());
   const int c = static_cast<int>(cluster_ctarank());
