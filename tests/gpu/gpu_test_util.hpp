@@ -113,14 +113,20 @@ inline int64_t padding_written(const HostTensor& t) {
 // A device copy of a HostTensor: same strides and byte span, DLTensor on kDLCUDA device 0.
 struct DeviceTensor {
   HostTensor* host = nullptr;
-  void* ptr = nullptr;
+  void* ptr = nullptr;  // the allocation
+  char* base = nullptr;  // where the tensor's bytes start: ptr + byte_offset
   DLTensor dl{};
 
-  explicit DeviceTensor(HostTensor& h) : host(std::addressof(h)) {
-    REQUIRE_CUDA(cudaMalloc(&ptr, h.bytes.size()));
-    REQUIRE_CUDA(cudaMemcpy(ptr, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
+  // `byte_offset` > 0 places the tensor that many bytes into its allocation and says so through
+  // DLTensor::byte_offset (data stays the allocation's 256-byte aligned start): the way to hand
+  // the library a base address that is aligned to the element size but not to 16 bytes.
+  explicit DeviceTensor(HostTensor& h, uint64_t byte_offset = 0) : host(std::addressof(h)) {
+    REQUIRE_CUDA(cudaMalloc(&ptr, h.bytes.size() + byte_offset));
+    base = static_cast<char*>(ptr) + byte_offset;
+    REQUIRE_CUDA(cudaMemcpy(base, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
     dl = h.dl;
     dl.data = ptr;
+    dl.byte_offset = byte_offset;
     dl.device = DLDevice{kDLCUDA, 0};
   }
   ~DeviceTensor() { cudaFree(ptr); }
@@ -128,11 +134,11 @@ struct DeviceTensor {
   DeviceTensor& operator=(const DeviceTensor&) = delete;
 
   const DLTensor* operator&() const { return &dl; }
-  void poison() { REQUIRE_CUDA(cudaMemset(ptr, 0xFF, host->bytes.size())); }
+  void poison() { REQUIRE_CUDA(cudaMemset(base, 0xFF, host->bytes.size())); }
   // Waits for all device work, then copies the bytes back into the host tensor.
   void download() {
     REQUIRE_CUDA(cudaDeviceSynchronize());
-    REQUIRE_CUDA(cudaMemcpy(host->bytes.data(), ptr, host->bytes.size(), cudaMemcpyDeviceToHost));
+    REQUIRE_CUDA(cudaMemcpy(host->bytes.data(), base, host->bytes.size(), cudaMemcpyDeviceToHost));
   }
 };
 

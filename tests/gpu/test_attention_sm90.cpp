@@ -117,6 +117,33 @@ TEST_CASE("sm90 attention: other head dims, padded to the next native one",
   run_case(sm90(), v, 7850);
 }
 
+TEST_CASE("sm90 attention: padded head dims on the edge and long seqlen pairs",
+          "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // Issue 6 item 5's pairs (1, 1), (1023, 1024), (1024, 1023) and (4224, 4224) for the head dims
+  // that run padded (32 -> 64, 72 -> 96, 160 -> 192): the one-row tile, a key tail of one row
+  // past a whole tile, a query tail of one row, and many key tiles.
+  const int64_t head_dims[] = {32, 72, 160};
+  const int64_t seqlens[][2] = {{1, 1}, {1023, 1024}, {1024, 1023}};
+  int i = 0;
+  for (int64_t d : head_dims)
+    for (const auto& sl : seqlens) {
+      Case c = sm90_case(1, sl[0], sl[1], i % 2 ? 4 : 2, i % 2 ? 2 : 1, d,
+                         i % 2 ? DT::BF16 : DT::F16);
+      apply_mask(c, i);
+      c.with_lse = i % 3 != 1;
+      run_case(sm90(), c, 7870 + uint64_t(i));
+      ++i;
+    }
+  for (int64_t d : head_dims) {
+    Case c = sm90_case(1, 4224, 4224, 1, 1, d, i % 2 ? DT::BF16 : DT::F16);
+    c.pr.causal = d != 72;
+    c.with_lse = true;
+    run_case(sm90(), c, 7870 + uint64_t(i));
+    ++i;
+  }
+}
+
 TEST_CASE("sm90 attention: padded head_dim small case", "[gpu][attention][sm90][sanitize]") {
   if (!have_sm90()) return;
   Case c = sm90_case(1, 70, 90, 2, 1, 72, DT::F16);  // 72 -> 96: the last head ends the buffer

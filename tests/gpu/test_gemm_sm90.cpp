@@ -169,6 +169,26 @@ TEST_CASE("sm90 gemm: fp8 (e4m3/e5m2) with per-tensor, per-row and per-column sc
   h.scale_b = 2;
   h.eligible = false;
   run(h, 30901);
+  // fp8 rows the copy engine cannot read: a row pitch of K + 1 bytes, or a base one byte past a
+  // 16-byte boundary. Both go to the generic kernel and stay correct.
+  Case u;
+  u.scaled = true;
+  u.ab = DT::E4M3;
+  u.trans_b = true;
+  u.M = 96;
+  u.N = 80;
+  u.K = 64;
+  u.ld_pad = 1;
+  u.scale_a = 2;
+  u.scale_b = 1;
+  u.eligible = false;
+  run(u, 30902);
+  u.ld_pad = 0;
+  u.base_offset = 1;
+  u.cd = DT::F16;
+  u.with_bias = true;
+  u.act = 1;
+  run(u, 30903);
 }
 
 // The copy-engine store of D (epilogue.cuh, epilogue_store_tma) is taken when D is row-major

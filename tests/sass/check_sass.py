@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks on the machine code (SASS) of libflashkit's Hopper kernels, no GPU needed.
 
-  check_sass.py LIB        LIB: libflashkit.so of a CUDA build
+  check_sass.py [--fat-binary] LIB   LIB: libflashkit.so of a CUDA build (rule 5 with
+                                      --fat-binary)
   check_sass.py --find-tools   exit 0 when cuobjdump and nvdisasm are found (setup-deps.sh)
 
 1. Every Hopper matrix kernel (cuda.sm90.attention, cuda.sm90.gemm and its skinny kernel) issues
@@ -32,6 +33,12 @@
    epilogue (sessions 17-18) some keep a stack frame, with its loads and stores outside that
    loop: at 90cbac8, 8 bytes (fp8 3-stage cooperative and fp8 pingpong128), 32 (16-bit 4-stage
    cooperative) or 48 (fp8 4-stage cooperative). The rule keeps those accesses out of the loop.
+
+5. With --fat-binary (what tests/CMakeLists.txt passes when FLASHKIT_CUDA_GENCODE keeps its
+   default): every translation unit outside the sm_90a-only Hopper sources carries sm_80 SASS
+   and compute_80 PTX (the fat binary that serves Ampere, Ada and, through the PTX, later GPUs;
+   the H200 runs the sm_90a copy, so no GPU test here can see a missing one), and the sm80-class
+   and generic kernels of every family are among them (`FATBIN_UNITS`).
 
 Tools: cuobjdump and nvdisasm from PATH, /usr/local/cuda/bin, or the pip wheels
 nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (scripts/setup-deps.sh installs them). Exits 77
@@ -86,10 +93,48 @@ def overlapped_loop(body):
     return None
 
 
+# Rule 5: the translation units (cuobjdump names cubins and PTX after them) that must hold sm_80
+# SASS and compute_80 PTX: the sm80-class kernels of the four families and the generic ones.
+FATBIN_UNITS = ("launch_hdim64", "launch_hdim96", "launch_hdim128", "launch_hdim256",  # attention
+                "split_kv", "attention_generic",
+                "launch_bf16", "launch_f16", "splitk_reduce", "gemm_generic",  # GEMM
+                "monarch_sm80", "monarch_generic",  # Monarch
+                "fftconv_reg", "fftconv_sm80", "fftconv_generic",  # FFT convolution
+                "runtime")
+
+
+def fat_binary_failures(cuobjdump, lib, env):
+    """Rule 5: a list of failures (empty when it holds)."""
+    units = {}
+    for flag, kind in (("--list-elf", "elf"), ("--list-ptx", "ptx")):
+        out = subprocess.run([cuobjdump, flag, lib], capture_output=True, text=True, env=env)
+        if out.returncode != 0:
+            return [f"cuobjdump {flag} exited {out.returncode}: {out.stderr.strip()[:300]}"]
+        for m in re.finditer(r"(?:ELF|PTX) file\s+\d+: (\S+?)\.(sm_\w+?)\.(?:cubin|ptx)", out.stdout):
+            units.setdefault(m.group(1), set()).add((kind, m.group(2)))
+    failures = []
+    for unit in FATBIN_UNITS:
+        have = units.get(unit, set())
+        for want in (("elf", "sm_80"), ("ptx", "sm_80"), ("elf", "sm_90a")):
+            if want not in have:
+                what = "sm_80 SASS" if want == ("elf", "sm_80") else (
+                    "compute_80 PTX" if want[0] == "ptx" else "sm_90a SASS")
+                failures.append(f"{unit}: no {what} in the fat binary")
+    # Every unit with sm_80 SASS has the PTX too (a new unit is held to it without being listed).
+    for unit, have in sorted(units.items()):
+        if ("elf", "sm_80") in have and ("ptx", "sm_80") not in have:
+            failures.append(f"{unit}: sm_80 SASS without compute_80 PTX")
+    return failures
+
+
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    fat_binary = "--fat-binary" in args
+    args = [a for a in args if a != "--fat-binary"]
+    if len(args) != 1:
         print(__doc__)
         return 2
+    sys.argv = [sys.argv[0]] + args
     cuobjdump, nvdisasm = find_tool("cuobjdump"), find_tool("nvdisasm")
     if sys.argv[1] == "--find-tools":
         print(cuobjdump, nvdisasm)
@@ -177,6 +222,11 @@ def main():
         local = [l.strip() for l in body if re.search(r"\b(LDL|STL)\b", l)]
         if not hmma or local:
             failures.append(f"{name}: {hmma} HMMA, {len(local)} local-memory accesses (want > 0 and 0)")
+    if fat_binary:
+        fat = fat_binary_failures(cuobjdump, lib, env)
+        failures += fat
+        print(f"check_sass: fat binary, {len(FATBIN_UNITS)} units with sm_80 SASS, compute_80 PTX "
+              f"and sm_90a SASS: {len(fat)} failures")
     for f in failures:
         print("FAIL:", f)
     print(f"check_sass: {checked} Hopper matrix kernels checked ({len(decode)} decode GEMM), "
