@@ -335,6 +335,9 @@ def main():
                     help="also FP8 e4m3 (fk_gemm_scaled) against torch._scaled_mm")
     ap.add_argument("--profile", type=int, nargs=3, metavar=("M", "N", "K"),
                     help="only run 3 flashkit calls of this shape, bf16 (with --fp8: e4m3) (for ncu -k regex:sm90 -s 2)")
+    ap.add_argument("--profile-anchor", action="store_true",
+                    help="with --profile: run torch's call (cuBLAS: torch.matmul, fp8 "
+                         "torch._scaled_mm) instead of flashkit's, on the same inputs")
     ap.add_argument("--profile-act", default="none", choices=sorted(ACT),
                     help="with --profile (bf16): this activation with a bias (the fused rows: gelu_tanh)")
     ap.add_argument("--family", default="auto", choices=sorted(fkbench.FAMILIES),
@@ -368,6 +371,9 @@ def main():
 
     fk = Flashkit(args.lib, args.family)
     if args.profile:
+        # The three calls run inside a profiler range (cudaProfilerStart / Stop), so that
+        # `ncu --profile-from-start off -s 2 -c 1` takes the third call's kernel and none of the
+        # input set-up's.
         M, N, K = args.profile
         d = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         if args.fp8:  # e4m3 a (M, K) and w (N, K), per-tensor scales: the benchmark's fp8 rows
@@ -375,17 +381,29 @@ def main():
             w = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
             sa = torch.tensor([0.5], device="cuda")
             sb = torch.tensor([0.25], device="cuda")
-            f, variant = fk.make_scaled_call(a, w, d, sa, sb)
+            if args.profile_anchor:
+                f, variant = (lambda: torch._scaled_mm(a, w.t(), scale_a=sa, scale_b=sb,
+                                                        out_dtype=torch.bfloat16)), "torch._scaled_mm"
+            else:
+                f, variant = fk.make_scaled_call(a, w, d, sa, sb)
         else:
             a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
             b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
             bias = None
             if args.profile_act != "none":
                 bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
-            f, variant = fk.make_call(a, b, d, bias=bias, act=args.profile_act)
+            if args.profile_anchor:
+                if bias is not None:
+                    sys.exit("--profile-anchor profiles the plain product only (no --profile-act)")
+                f, variant = (lambda: torch.matmul(a, b, out=d)), "torch.matmul"
+            else:
+                f, variant = fk.make_call(a, b, d, bias=bias, act=args.profile_act)
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
         for _ in range(3):
             f()
         torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
         print(f"profiled {'fp8 ' if args.fp8 else ''}{M}x{N}x{K} [{variant}]")
         return 0
     prop = torch.cuda.get_device_properties(0)
