@@ -1,4 +1,4 @@
-// cuda.sm80.fftconv_reg: the register-resident FFT convolution for fft_size 256..8192
+// cuda.sm80.fftconv_reg: the register-resident FFT convolution for fft_size 256..32768
 // (fftconv_reg.cu). Declared here rather than in core/backend.h so that the kernel family keeps
 // its entry points inside src/cuda/fftconv/.
 #pragma once

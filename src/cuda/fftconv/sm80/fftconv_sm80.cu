@@ -1,6 +1,9 @@
-// fft_size 256..8192 in fp16/bf16 is served first by cuda.sm80.fftconv_reg (fftconv_reg.cu, the
-// register-resident form); this kernel takes what that one declines (16K, 32K) and runs when
-// FLASHKIT_FFTCONV_REG=0.
+// fft_size 256..32768 in fp16/bf16 is served first by cuda.sm80.fftconv_reg (fftconv_reg.cu, the
+// register-resident form, the row above this one in src/dispatch/tables.cpp); this kernel takes
+// what that one declines for shared memory (fft_size 32768 on GPUs with less than ~170 KB per
+// block but room for this kernel's 128 KB, e.g. the A100; fft_size <= 8192 rows whose input ring
+// does not fit beside the register kernel's tiles) and everything in its range when
+// FLASHKIT_FFTCONV_REG=0. On the H200 the register kernel takes every such problem.
 //
 // sm80-class fused FFT convolution (FlashFFTConv, Fu et al. 2023): one thread block per
 // (batch, channel) sequence does load -> FFT -> multiply by the filter spectrum -> inverse FFT
