@@ -334,7 +334,9 @@ def main():
     ap.add_argument("--fp8", action="store_true",
                     help="also FP8 e4m3 (fk_gemm_scaled) against torch._scaled_mm")
     ap.add_argument("--profile", type=int, nargs=3, metavar=("M", "N", "K"),
-                    help="only run 3 flashkit calls of this shape, bf16 (with --fp8: e4m3) (for ncu -k regex:sm90 -s 2)")
+                    help="only run 3 flashkit calls of this shape, bf16 (--profile-dtype; with --fp8: e4m3) (for ncu -k regex:sm90 -s 2)")
+    ap.add_argument("--profile-dtype", default="bf16", choices=["bf16", "fp16"],
+                    help="with --profile (16-bit inputs): the dtype of a, b, bias and d")
     ap.add_argument("--profile-anchor", action="store_true",
                     help="with --profile: run torch's call (cuBLAS: torch.matmul, fp8 "
                          "torch._scaled_mm) instead of flashkit's, on the same inputs")
@@ -375,7 +377,8 @@ def main():
         # `ncu --profile-from-start off -s 2 -c 1` takes the third call's kernel and none of the
         # input set-up's.
         M, N, K = args.profile
-        d = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        pdt = torch.float16 if args.profile_dtype == "fp16" else torch.bfloat16
+        d = torch.empty(M, N, device="cuda", dtype=torch.bfloat16 if args.fp8 else pdt)
         if args.fp8:  # e4m3 a (M, K) and w (N, K), per-tensor scales: the benchmark's fp8 rows
             a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
             w = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
@@ -387,15 +390,15 @@ def main():
             else:
                 f, variant = fk.make_scaled_call(a, w, d, sa, sb)
         else:
-            a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-            b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+            a = torch.randn(M, K, device="cuda", dtype=pdt)
+            b = torch.randn(K, N, device="cuda", dtype=pdt)
             bias = None
             if args.profile_act != "none":
-                bias = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+                bias = torch.randn(N, device="cuda", dtype=pdt)
             if args.profile_anchor:
                 if bias is not None:
                     sys.exit("--profile-anchor profiles the plain product only (no --profile-act)")
-                f, variant = (lambda: torch.matmul(a, b, out=d)), "torch.matmul"
+                f, variant = (lambda: torch.matmul(a, b)), "torch.matmul"  # as the benchmark calls it
             else:
                 f, variant = fk.make_call(a, b, d, bias=bias, act=args.profile_act)
         torch.cuda.synchronize()
@@ -404,7 +407,7 @@ def main():
             f()
         torch.cuda.synchronize()
         torch.cuda.profiler.stop()
-        print(f"profiled {'fp8 ' if args.fp8 else ''}{M}x{N}x{K} [{variant}]")
+        print(f"profiled {'fp8' if args.fp8 else args.profile_dtype} {M}x{N}x{K} [{variant}]")
         return 0
     prop = torch.cuda.get_device_properties(0)
     l2 = getattr(prop, "L2_cache_size", 50 * 2**20)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Nsight Compute details-page CSVs side by side: one column per file, one row per metric.
+"""Nsight Compute CSVs (--page details or --page raw) side by side: one column per file, one row
+per metric.
 
 Made on the device by benchmarks/ab/gemm_grid_device.sh (ncu --csv --page details, one kernel
 launch per file: flashkit's and cuBLAS's on the same shape). Read here, no GPU needed:
@@ -22,8 +23,22 @@ def load(path):
     with open(path, newline="") as f:
         lines = [l for l in f if l.startswith('"')]
     rows = list(csv.reader(lines))
+    if rows and "Metric Name" not in rows[0] and "Kernel Name" in rows[0] and len(rows) >= 3:
+        # --page raw: one column per metric, the second row holds the units, then a row per
+        # kernel (the first is read).
+        head, units, first = rows[0], rows[1], rows[2]
+        col = {name: i for i, name in enumerate(head)}
+        info = {"kernel": first[col["Kernel Name"]], "grid": first[col.get("Grid Size", 0)],
+                "block": first[col.get("Block Size", 0)]}
+        values, order = {}, []
+        start = col.get("Kernel Name", 0) + 1
+        for i in range(start, min(len(head), len(first))):
+            key = ("raw", head[i], units[i] if i < len(units) else "")
+            values[key] = first[i]
+            order.append(key)
+        return info, values, order
     if not rows or "Metric Name" not in rows[0]:
-        sys.exit(f"{path}: no ncu details table (made with --csv --page details?)")
+        sys.exit(f"{path}: no ncu table (made with --csv --page details or --page raw?)")
     head = rows[0]
     col = {name: i for i, name in enumerate(head)}
     info, values, order = {}, {}, []
@@ -40,8 +55,10 @@ def load(path):
     return info, values, order
 
 
-def short(name, width):
-    name = re.sub(r"\(.*", "", name)  # drop the argument list
+def short(name, width, kernel=False):
+    if kernel:
+        name = re.sub(r"\(.*", "", name).replace("void ", "")  # drop the argument list
+    name = name.replace(" ", "")
     return name if len(name) <= width else name[:width - 3] + "..."
 
 
@@ -56,7 +73,8 @@ def main():
     labels = [os.path.splitext(os.path.basename(p))[0].replace("ncu_", "") for p in args.csv]
     print(f"{'':52s}" + "".join(f"{l[:w]:>{w + 1}s}" for l in labels))
     for field in ("kernel", "grid", "block"):
-        print(f"{field:52s}" + "".join(f"{short(i.get(field, '-'), w):>{w + 1}s}" for i, _, _ in loaded))
+        print(f"{field:52s}" + "".join(f"{short(i.get(field, '-'), w, field == 'kernel'):>{w + 1}s}"
+                                        for i, _, _ in loaded))
     keys = []
     for _, _, order in loaded:
         keys += [k for k in order if k not in keys]

@@ -128,9 +128,10 @@ struct Case {
   int64_t ld_pad = 0;     // extra elements per row (keep a multiple of 8 to stay eligible)
   int64_t ld_pad_d = -1;  // the same for d and c only (-1: ld_pad)
   bool eligible = true;   // the target kernel must take it (when the target is enforced)
-  // a, b, c and d placed this many elements past a 16-byte aligned address (DLTensor::
-  // byte_offset): an element-aligned base that is not 16-byte aligned when nonzero.
-  int64_t base_offset = 0;
+  // Operands placed this many elements past a 16-byte aligned allocation (DLTensor::
+  // byte_offset): an element-aligned base that is not 16-byte aligned when nonzero. off_ab
+  // moves a and b, off_cd moves c and d (the bias stays aligned).
+  int64_t off_ab = 0, off_cd = 0;
   cudaStream_t stream = nullptr;
   // fk_gemm_scaled: B's dtype when it differs from A's (fp8 formats); scales 0 none,
   // 1 per-tensor, 2 per-row of A / per-column of B.
@@ -149,7 +150,7 @@ inline std::string describe(const Case& c, const char* label) {
     << (c.broadcast_b ? " broadcast b" : "") << (c.with_c ? " +C" : "")
     << (c.with_bias ? " +bias" : "") << " alpha " << c.alpha << " beta " << c.beta << " act "
     << c.act << " ld_pad " << c.ld_pad;
-  if (c.base_offset != 0) o << " base_offset " << c.base_offset;
+  if (c.off_ab != 0 || c.off_cd != 0) o << " base offsets a/b " << c.off_ab << " c/d " << c.off_cd;
   if (c.ld_pad_d >= 0) o << " ld_pad_d " << c.ld_pad_d;
   if (c.scaled) {
     o << " scaled b " << fktest::dt_name(c.b_dt_set ? c.b_dt : c.ab) << " scale_a " << c.scale_a
@@ -203,9 +204,9 @@ inline void run(const Case& c, uint64_t tag, const Target& target) {
   sa.fill_uniform(rng, 0.25, 4.0);
   sb.fill_uniform(rng, 0.25, 4.0);
 
-  const auto off = [&](DT dt) { return uint64_t(c.base_offset) * uint64_t(fktest::dt_bytes(dt)); };
-  DeviceTensor da(a, off(c.ab)), db(b, off(bdt)), dd(d, off(c.cd)), dc(cm, off(c.cd)), dbias(bias),
-      dsa(sa), dsb(sb);
+  const auto off = [](int64_t n, DT dt) { return uint64_t(n) * uint64_t(fktest::dt_bytes(dt)); };
+  DeviceTensor da(a, off(c.off_ab, c.ab)), db(b, off(c.off_ab, bdt)), dd(d, off(c.off_cd, c.cd)),
+      dc(cm, off(c.off_cd, c.cd)), dbias(bias), dsa(sa), dsb(sb);
   dd.poison();
   fk_gemm_params_t p;
   fk_gemm_params_init(&p);
@@ -245,6 +246,7 @@ inline void run(const Case& c, uint64_t tag, const Target& target) {
   }
   if (c.stream) REQUIRE_CUDA(cudaStreamSynchronize(c.stream));
   dd.download();
+  CHECK(dd.guard_intact());  // nothing written below D's base
 
   fkref::GemmParams rp;
   rp.trans_a = c.trans_a;
@@ -497,18 +499,30 @@ inline void cases_unaligned(const Target& t, uint64_t tag0) {
   f.cd = DT::F32;
   f.eligible = false;
   run(f, tag0 + 28001, t);
-  // Leading dimensions aligned, but every base 2 bytes (one element) past a 16-byte boundary:
-  // the copy engine and cp.async need 16-byte aligned bases too.
+  // Leading dimensions aligned, but the bases of a and b 2 bytes (one element) past a 16-byte
+  // boundary: the copy engine and cp.async need 16-byte aligned bases too.
   Case o;
   o.M = 130;
   o.N = 72;
   o.K = 40;
   o.eligible = false;
-  o.base_offset = 1;
+  o.off_ab = 1;
   o.with_bias = true;
   o.with_c = true;
   o.beta = 0.5f;
   run(o, tag0 + 28002, t);
+  // a and b aligned, c and d one element past a 16-byte boundary: the kernel still takes it (its
+  // register-store epilogue needs only element alignment; no copy-engine store, no 16-byte
+  // vectors) and writes nothing below d's base.
+  o.off_ab = 0;
+  o.off_cd = 1;
+  o.eligible = true;
+  run(o, tag0 + 28003, t);
+  o.with_c = false;  // without C: still no copy-engine store (the base is not 16-byte aligned)
+  o.beta = 0.0f;
+  o.cd = DT::F32;
+  o.off_cd = 3;
+  run(o, tag0 + 28004, t);
 }
 
 // Split-K on grids smaller than the GPU.

@@ -120,9 +120,13 @@ struct DeviceTensor {
   // `byte_offset` > 0 places the tensor that many bytes into its allocation and says so through
   // DLTensor::byte_offset (data stays the allocation's 256-byte aligned start): the way to hand
   // the library a base address that is aligned to the element size but not to 16 bytes.
+  // The bytes before the tensor are filled with kGuard, so that guard_intact() can tell
+  // whether a kernel wrote below the base.
+  static constexpr unsigned char kGuard = 0xA5;
   explicit DeviceTensor(HostTensor& h, uint64_t byte_offset = 0) : host(std::addressof(h)) {
     REQUIRE_CUDA(cudaMalloc(&ptr, h.bytes.size() + byte_offset));
     base = static_cast<char*>(ptr) + byte_offset;
+    if (byte_offset > 0) REQUIRE_CUDA(cudaMemset(ptr, kGuard, byte_offset));
     REQUIRE_CUDA(cudaMemcpy(base, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice));
     dl = h.dl;
     dl.data = ptr;
@@ -139,6 +143,15 @@ struct DeviceTensor {
   void download() {
     REQUIRE_CUDA(cudaDeviceSynchronize());
     REQUIRE_CUDA(cudaMemcpy(host->bytes.data(), base, host->bytes.size(), cudaMemcpyDeviceToHost));
+  }
+  // True when the bytes between the allocation's start and the base still hold kGuard.
+  bool guard_intact() const {
+    const size_t n = size_t(base - static_cast<char*>(ptr));
+    std::vector<unsigned char> g(n);
+    if (n > 0) REQUIRE_CUDA(cudaMemcpy(g.data(), ptr, n, cudaMemcpyDeviceToHost));
+    for (unsigned char x : g)
+      if (x != kGuard) return false;
+    return true;
   }
 };
 

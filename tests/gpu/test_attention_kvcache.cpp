@@ -619,7 +619,7 @@ struct Graph {
 };
 
 void upload(DeviceTensor& d) {
-  REQUIRE_CUDA(cudaMemcpy(d.ptr, d.host->bytes.data(), d.host->bytes.size(),
+  REQUIRE_CUDA(cudaMemcpy(d.base, d.host->bytes.data(), d.host->bytes.size(),
                           cudaMemcpyHostToDevice));
 }
 

@@ -310,7 +310,7 @@ TEST_CASE("sm80 gemm: batch 65536 x (8 64 8) above the 65535 grid limit", "[gpu]
   fkgemm::cases_batch_65536(target(), 1000000);
 }
 
-TEST_CASE("sm80 gemm: unaligned operands fall back and stay correct", "[gpu][gemm][sm80]") {
+TEST_CASE("sm80 gemm: unaligned operands: a and b fall back, c and d stay on the kernel", "[gpu][gemm][sm80]") {
   fkgemm::cases_unaligned(target(), 1000000);
 }
 

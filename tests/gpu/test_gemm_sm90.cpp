@@ -112,7 +112,7 @@ TEST_CASE("sm90 gemm: batch 65536 x (8 64 8) above the 65535 grid limit", "[gpu]
   fkgemm::cases_batch_65536(target(), 0);
 }
 
-TEST_CASE("sm90 gemm: unaligned operands fall back and stay correct", "[gpu][gemm][sm90]") {
+TEST_CASE("sm90 gemm: unaligned operands: a and b fall back, c and d stay on the kernel", "[gpu][gemm][sm90]") {
   fkgemm::cases_unaligned(target(), 0);
 }
 
@@ -169,8 +169,8 @@ TEST_CASE("sm90 gemm: fp8 (e4m3/e5m2) with per-tensor, per-row and per-column sc
   h.scale_b = 2;
   h.eligible = false;
   run(h, 30901);
-  // fp8 rows the copy engine cannot read: a row pitch of K + 1 bytes, or a base one byte past a
-  // 16-byte boundary. Both go to the generic kernel and stay correct.
+  // fp8 rows the copy engine cannot read: a row pitch of K + 1 bytes, or bases of a and b one
+  // byte past a 16-byte boundary. Both go to the generic kernel and stay correct.
   Case u;
   u.scaled = true;
   u.ab = DT::E4M3;
@@ -184,7 +184,7 @@ TEST_CASE("sm90 gemm: fp8 (e4m3/e5m2) with per-tensor, per-row and per-column sc
   u.eligible = false;
   run(u, 30902);
   u.ld_pad = 0;
-  u.base_offset = 1;
+  u.off_ab = 1;
   u.cd = DT::F16;
   u.with_bias = true;
   u.act = 1;

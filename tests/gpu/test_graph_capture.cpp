@@ -70,7 +70,7 @@ void capture(cudaStream_t s, Graph* g, Call&& call, fk_status_t want = FK_SUCCES
 }
 
 void upload(DeviceTensor& d) {
-  REQUIRE_CUDA(cudaMemcpy(d.ptr, d.host->bytes.data(), d.host->bytes.size(),
+  REQUIRE_CUDA(cudaMemcpy(d.base, d.host->bytes.data(), d.host->bytes.size(),
                           cudaMemcpyHostToDevice));
 }
 

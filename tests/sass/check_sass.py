@@ -38,7 +38,9 @@
    default): every translation unit outside the sm_90a-only Hopper sources carries sm_80 SASS
    and compute_80 PTX (the fat binary that serves Ampere, Ada and, through the PTX, later GPUs;
    the H200 runs the sm_90a copy, so no GPU test here can see a missing one), and the sm80-class
-   and generic kernels of every family are among them (`FATBIN_UNITS`).
+   and generic kernels of every family are among them (`FATBIN_UNITS`; a unit named like a
+   Hopper unit, `HOPPER_NAMESAKES`, must carry two sm_90a cubins, its own and the Hopper one's).
+   Rule 5 also runs, and decides the exit status, for a build without the Hopper kernels.
 
 Tools: cuobjdump and nvdisasm from PATH, /usr/local/cuda/bin, or the pip wheels
 nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (scripts/setup-deps.sh installs them). Exits 77
@@ -103,28 +105,46 @@ FATBIN_UNITS = ("launch_hdim64", "launch_hdim96", "launch_hdim128", "launch_hdim
                 "runtime")
 
 
-def fat_binary_failures(cuobjdump, lib, env):
-    """Rule 5: a list of failures (empty when it holds)."""
-    units = {}
+# Non-Hopper units that share their file name with an sm_90a-only Hopper unit (src/cuda/attention/
+# sm90/launch_hdim*.cu, src/cuda/gemm/sm90/launch_{bf16,f16}.cu): cuobjdump names both cubins
+# alike, so in a build with the Hopper kernels such a name must carry two sm_90a cubins.
+HOPPER_NAMESAKES = ("launch_hdim64", "launch_hdim96", "launch_hdim128", "launch_hdim256",
+                    "launch_bf16", "launch_f16")
+
+
+def fat_binary_failures(cuobjdump, lib, env, with_hopper):
+    """Rule 5: a list of failures (empty when it holds). `with_hopper`: LIB has the sm_90a-only
+    Hopper units (then each HOPPER_NAMESAKES name carries two sm_90a cubins)."""
+    units = {}  # unit -> {(kind, arch): count}
     for flag, kind in (("--list-elf", "elf"), ("--list-ptx", "ptx")):
         out = subprocess.run([cuobjdump, flag, lib], capture_output=True, text=True, env=env)
         if out.returncode != 0:
             return [f"cuobjdump {flag} exited {out.returncode}: {out.stderr.strip()[:300]}"]
         for m in re.finditer(r"(?:ELF|PTX) file\s+\d+: (\S+?)\.(sm_\w+?)\.(?:cubin|ptx)", out.stdout):
-            units.setdefault(m.group(1), set()).add((kind, m.group(2)))
+            have = units.setdefault(m.group(1), {})
+            have[(kind, m.group(2))] = have.get((kind, m.group(2)), 0) + 1
     failures = []
     for unit in FATBIN_UNITS:
-        have = units.get(unit, set())
-        for want in (("elf", "sm_80"), ("ptx", "sm_80"), ("elf", "sm_90a")):
-            if want not in have:
-                what = "sm_80 SASS" if want == ("elf", "sm_80") else (
-                    "compute_80 PTX" if want[0] == "ptx" else "sm_90a SASS")
-                failures.append(f"{unit}: no {what} in the fat binary")
+        have = units.get(unit, {})
+        want_90a = 2 if (with_hopper and unit in HOPPER_NAMESAKES) else 1
+        for want, what, n in ((("elf", "sm_80"), "sm_80 SASS", 1),
+                              (("ptx", "sm_80"), "compute_80 PTX", 1),
+                              (("elf", "sm_90a"), "sm_90a SASS", want_90a)):
+            if have.get(want, 0) < n:
+                failures.append(f"{unit}: {have.get(want, 0)} {what} entries in the fat binary "
+                                f"(want {n})")
     # Every unit with sm_80 SASS has the PTX too (a new unit is held to it without being listed).
     for unit, have in sorted(units.items()):
-        if ("elf", "sm_80") in have and ("ptx", "sm_80") not in have:
+        if have.get(("elf", "sm_80"), 0) and not have.get(("ptx", "sm_80"), 0):
             failures.append(f"{unit}: sm_80 SASS without compute_80 PTX")
     return failures
+
+
+def report_fat_binary(cuobjdump, lib, env, with_hopper):
+    fat = fat_binary_failures(cuobjdump, lib, env, with_hopper)
+    print(f"check_sass: fat binary, {len(FATBIN_UNITS)} units with sm_80 SASS, compute_80 PTX "
+          f"and sm_90a SASS: {len(fat)} failures")
+    return fat
 
 
 def main():
@@ -154,6 +174,14 @@ def main():
     kernels = [n for n in names if re.search(r"attention_sm90_kernel|gemm_sm90_kernel|gemm_sm90_skinny_kernel", n)]
     decode = [n for n in names if "gemm_decode_kernel" in n]
     if not kernels:
+        if fat_binary:  # rule 5 holds for a build without the Hopper kernels too
+            fat = report_fat_binary(cuobjdump, lib, env, with_hopper=False)
+            for f in fat:
+                print("FAIL:", f)
+            if fat:
+                return 1
+            print(f"check_sass: rules 1-4 not applicable: no Hopper matrix kernel in {lib}")
+            return 0
         print(f"SKIP: no Hopper matrix kernel in {lib} (a build without sm_90a code)")
         return SKIP
 
@@ -223,10 +251,7 @@ def main():
         if not hmma or local:
             failures.append(f"{name}: {hmma} HMMA, {len(local)} local-memory accesses (want > 0 and 0)")
     if fat_binary:
-        fat = fat_binary_failures(cuobjdump, lib, env)
-        failures += fat
-        print(f"check_sass: fat binary, {len(FATBIN_UNITS)} units with sm_80 SASS, compute_80 PTX "
-              f"and sm_90a SASS: {len(fat)} failures")
+        failures += report_fat_binary(cuobjdump, lib, env, with_hopper=True)
     for f in failures:
         print("FAIL:", f)
     print(f"check_sass: {checked} Hopper matrix kernels checked ({len(decode)} decode GEMM), "
