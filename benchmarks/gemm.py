@@ -179,7 +179,7 @@ def tune(fk, l2, args):
     # calls in this process and had no effect), its rows read back from that process's JSON.
     knobs = [("FLASHKIT_BENCH_BASELINE", "1")]  # no knob: the process-to-process reference
     if args.tune_raster:
-        knobs += [("FLASHKIT_SM90_GEMM_GROUP", g) for g in ("1", "4", "16")]
+        knobs += [("FLASHKIT_SM90_GEMM_GROUP", g) for g in ("1", "4", "16", "32")]
         knobs += [("FLASHKIT_SM90_GEMM_RASTER", "n")]
     knobs += [("FLASHKIT_SM90_GEMM_EPILOGUE", "generic")]
     tune_shapes = [f"{m}x{n}x{k}" for m, n, k in SHAPES[:2]]  # (--shapes narrows SHAPES)

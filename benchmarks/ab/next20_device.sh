@@ -13,7 +13,9 @@
 #   3. ncu stall reasons (WarpStateStats, raw page: smsp__average_warps_issue_stalled_*), flashkit
 #      against cuBLAS, at bf16 4096^3 and the cells session 19 left unprofiled: fp16 8192 x 8192
 #      x 1024 and fp16 16 x 8192 x 8192. The CSVs come back as $OUT/ncu20.tar.gz; read them with
-#      benchmarks/ncu_compare.py --grep stalled.
+#      benchmarks/ncu_compare.py --grep stalled;
+#   4. if time is left: the raster group at 4096^3 and 4096 x 12288 x 4096 (flashkit moved 1.22 /
+#      1.15x cuBLAS's DRAM bytes there, ncu, session 19), groups 1/4/16/32 each in a process.
 # run(command="bash benchmarks/ab/next20_device.sh", carry=[".device"]).
 set -u
 cd "$(dirname "$0")/../.."
@@ -58,4 +60,12 @@ for spec in "bf16 4096 4096 4096" "fp16 8192 8192 1024" "fp16 16 8192 8192"; do
   prof "cublas_$tag" --profile "$2" "$3" "$4" --profile-dtype "$1" --profile-anchor
 done
 tar czf "$OUT/ncu20.tar.gz" -C "$NDIR" .
+echo "== 4. raster group (1, 4, 16, 32) at 4096^3 and 4096 x 12288 x 4096, a process per knob"
+if [ $SECONDS -lt 480 ]; then
+  timeout -k 5 $((590 - SECONDS)) python3 benchmarks/gemm.py --lib "$LIB" --dtype bf16 --no-fused \
+    --tune --tune-raster --shapes 4096x4096x4096 4096x12288x4096 --reps 10 --warmup 3 \
+    --json "$OUT/tune20.json" 2>&1 | grep -E "^  tune (FLASHKIT|BASE)|Error|Traceback" | cut -c1-140
+else
+  echo "(skipped: ${SECONDS} s used)"
+fi
 ls -la "$OUT"
