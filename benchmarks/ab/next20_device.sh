@@ -5,7 +5,8 @@
 #      fft_size 2^22, circular at 2^17 and 2^20, B = 64 at fft_size 16K/32K, H = 768 at L 4K/8K;
 #      a helper ran them once through a build of its own) and the GEMM unaligned-operand cases
 #      (a/b bases one element off fall back; c/d bases one element off stay on the kernel, with
-#      the bytes below D's base checked), sm90 and sm80;
+#      the bytes below D's base checked), sm90 and sm80, and the sm90 attention case that runs
+#      the full causal x window x softcap product on one shape;
 #   2. the ring depth at 64 k-tiles: the Hopper GEMM gives 3 stages to tiles of more than 32
 #      k-tiles, cuBLAS's kernels at the same shapes run 4 (ncu, RESULTS "Issue 7's whole grid").
 #      Default against FLASHKIT_SM90_GEMM_STAGES=4 (read once per process), in the order
@@ -29,7 +30,8 @@ echo "== 1. tests added after session 19's GPU check"
 timeout -k 5 150 .device/bin/flashkit_tests_gpu "[fftconv]" 2>&1 | tail -3
 echo "(exit ${PIPESTATUS[0]}, ${SECONDS} s)"
 timeout -k 5 60 .device/bin/flashkit_tests_gpu \
-  "sm90 gemm: unaligned operands*,sm80 gemm: unaligned operands*,sm90 gemm: fp8 (e4m3/e5m2)*" 2>&1 | tail -3
+  "sm90 gemm: unaligned operands*,sm80 gemm: unaligned operands*,sm90 gemm: fp8 (e4m3/e5m2)*,sm90 attention: causal x window x softcap*" \
+  2>&1 | tail -3
 echo "(exit ${PIPESTATUS[0]}, ${SECONDS} s)"
 echo "== 2. ring depth: default vs FLASHKIT_SM90_GEMM_STAGES=4"
 for st in default 4 4 default; do

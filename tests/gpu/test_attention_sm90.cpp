@@ -144,6 +144,28 @@ TEST_CASE("sm90 attention: padded head dims on the edge and long seqlen pairs",
   }
 }
 
+TEST_CASE("sm90 attention: causal x window x softcap, the full product on one shape",
+          "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // apply_mask rotates eight mask combinations across cases; here every combination of causal,
+  // a two-sided window and softcap runs on the same shapes (a key tail, seqlen_q < seqlen_k),
+  // for head_dim 64 and 128, both dtypes, with LSE.
+  int i = 0;
+  for (int64_t d : {int64_t(64), int64_t(128)})
+    for (int m = 0; m < 8; ++m) {
+      const bool odd = ((m ^ (m >> 1) ^ (m >> 2)) & 1) != 0;  // dtype by the parity of m
+      Case c = sm90_case(2, 113, 203, 4, 2, d, odd != (d == 128) ? DT::BF16 : DT::F16);
+      c.pr.causal = (m & 1) != 0;
+      if (m & 2) {
+        c.pr.wl = 37;
+        c.pr.wr = 5;  // causal forces the right side to 0
+      }
+      if (m & 4) c.pr.softcap = 15.0;
+      c.with_lse = true;
+      run_case(sm90(), c, 7900 + uint64_t(i++));
+    }
+}
+
 TEST_CASE("sm90 attention: padded head_dim small case", "[gpu][attention][sm90][sanitize]") {
   if (!have_sm90()) return;
   Case c = sm90_case(1, 70, 90, 2, 1, 72, DT::F16);  // 72 -> 96: the last head ends the buffer
