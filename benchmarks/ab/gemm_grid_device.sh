@@ -15,12 +15,8 @@
 # part 2 stops starting profiles after 540 s.
 set -u
 cd "$(dirname "$0")/../.."
-for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
-LIB=$PWD/.device/lib/libflashkit.so
-export LD_LIBRARY_PATH=$PWD/.device/lib
-OUT=${OUT:-/tmp/fk-out}
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader
+. benchmarks/ab/stage.sh
+dev_stage name,driver_version,clocks.max.sm,power.limit
 echo "== 1. the grid (flashkit auto dispatch): bf16, fp16, fused, fp8"
 timeout -k 5 200 python3 benchmarks/gemm.py --lib "$LIB" --dtype bf16 fp16 --fp8 --reps 20 \
   --warmup 5 --json "$OUT/grid_auto.json" 2>&1 | grep -vE "^\s*$" | cut -c1-160
@@ -46,17 +42,10 @@ NCU=(ncu --clock-control none --profile-from-start off -s 2 -c 1 --csv --page de
 [ ${#extra[@]} -gt 0 ] && NCU+=(--metrics "$(IFS=,; echo "${extra[*]}")")
 NDIR=/tmp/fk-ncu  # the CSVs travel back as one archive (a call returns at most 8 files)
 rm -rf "$NDIR" && mkdir -p "$NDIR"
-prof() {  # name, gemm.py arguments
-  local name=$1
-  shift
-  if [ $SECONDS -gt 540 ]; then echo "$name: skipped (${SECONDS} s used)"; return; fi
-  timeout -k 5 50 "${NCU[@]}" python3 benchmarks/gemm.py --lib "$LIB" "$@" >"$NDIR/ncu_$name.csv" 2>&1
-  echo "$name: rc $?, $(grep -c '^"' "$NDIR/ncu_$name.csv") CSV rows, $(grep -m1 -o 'profiled.*' "$NDIR/ncu_$name.csv")"
-}
 for shape in "4096 4096 4096" "8192 8192 1024" "16 8192 8192" "128 8192 8192" "4096 12288 4096"; do
   tag=${shape// /x}
-  prof "fk_$tag" --profile $shape
-  prof "cublas_$tag" --profile $shape --profile-anchor
+  gemm_ncu 540 "fk_$tag" --profile $shape
+  gemm_ncu 540 "cublas_$tag" --profile $shape --profile-anchor
 done
 tar czf "$OUT/ncu.tar.gz" -C "$NDIR" .
 ls -la "$OUT"

@@ -13,12 +13,8 @@
 #   carry=[".device"]). About 400 s; step 3 gets what is left of 560 s.
 set -u
 cd "$(dirname "$0")/../.."
-for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
-LIB=$PWD/.device/lib/libflashkit.so
-export LD_LIBRARY_PATH=$PWD/.device/lib
-OUT=${OUT:-/tmp/fk-out}
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader
+. benchmarks/ab/stage.sh
+dev_stage name,driver_version,clocks.max.sm,power.limit
 for run in 2 3; do
   echo "== 1. grid run $run (auto)"
   timeout -k 5 120 python3 benchmarks/gemm.py --lib "$LIB" --dtype bf16 fp16 --fp8 --reps 20 \

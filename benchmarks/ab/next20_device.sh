@@ -20,12 +20,8 @@
 # run(command="bash benchmarks/ab/next20_device.sh", carry=[".device"]).
 set -u
 cd "$(dirname "$0")/../.."
-for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
-LIB=$PWD/.device/lib/libflashkit.so
-export LD_LIBRARY_PATH=$PWD/.device/lib
-OUT=${OUT:-/tmp/fk-out}
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+. benchmarks/ab/stage.sh
+dev_stage
 echo "== 1. tests added after session 19's GPU check"
 timeout -k 5 150 .device/bin/flashkit_tests_gpu "[fftconv]" 2>&1 | tail -3
 echo "(exit ${PIPESTATUS[0]}, ${SECONDS} s)"
@@ -48,18 +44,11 @@ NDIR=/tmp/fk-ncu20
 rm -rf "$NDIR" && mkdir -p "$NDIR"
 NCU=(ncu --clock-control none --profile-from-start off -s 2 -c 1 --csv --page raw
      --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis)
-prof() {  # name, gemm.py arguments
-  local name=$1
-  shift
-  if [ $SECONDS -gt 520 ]; then echo "$name: skipped (${SECONDS} s used)"; return; fi
-  timeout -k 5 50 "${NCU[@]}" python3 benchmarks/gemm.py --lib "$LIB" "$@" >"$NDIR/ncu_$name.csv" 2>&1
-  echo "$name: rc $?, $(grep -m1 -o 'profiled.*' "$NDIR/ncu_$name.csv")"
-}
 for spec in "bf16 4096 4096 4096" "fp16 8192 8192 1024" "fp16 16 8192 8192"; do
   set -- $spec
   tag="$1_$2x$3x$4"
-  prof "fk_$tag" --profile "$2" "$3" "$4" --profile-dtype "$1"
-  prof "cublas_$tag" --profile "$2" "$3" "$4" --profile-dtype "$1" --profile-anchor
+  gemm_ncu 520 "fk_$tag" --profile "$2" "$3" "$4" --profile-dtype "$1"
+  gemm_ncu 520 "cublas_$tag" --profile "$2" "$3" "$4" --profile-dtype "$1" --profile-anchor
 done
 tar czf "$OUT/ncu20.tar.gz" -C "$NDIR" .
 echo "== 4. raster group (1, 4, 16, 32) at 4096^3 and 4096 x 12288 x 4096, a process per knob"

@@ -10,12 +10,8 @@
 # order below, and each stops after 90 s.
 set -u
 cd "$(dirname "$0")/../.."
-for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
-LIB=$PWD/.device/lib/libflashkit.so
-export LD_LIBRARY_PATH=$PWD/.device/lib
-OUT=${OUT:-/tmp/fk-out}
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+. benchmarks/ab/stage.sh
+dev_stage
 NCU=(ncu --clock-control none --section WarpStateStats --section SourceCounters
      --page source --print-source sass --csv)
 

@@ -25,3 +25,26 @@ ab_rounds() {
     done
   done
 }
+# dev_stage [FIELDS]: for the scripts that run one library (.device): unpacks .device/lib,
+# exports LD_LIBRARY_PATH to it, sets LIB (its libflashkit.so) and OUT (default /tmp/fk-out,
+# created), then prints the GPU line (nvidia-smi FIELDS, default name,driver_version,
+# clocks.max.sm).
+dev_stage() {
+  local z
+  for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
+  export LD_LIBRARY_PATH=$PWD/.device/lib
+  LIB=$PWD/.device/lib/libflashkit.so
+  OUT=${OUT:-/tmp/fk-out}
+  mkdir -p "$OUT"
+  nvidia-smi --query-gpu="${1:-name,driver_version,clocks.max.sm}" --format=csv,noheader
+}
+# gemm_ncu LIMIT NAME ARGS...: one ncu profile of `python3 benchmarks/gemm.py --lib $LIB ARGS`
+# (its --profile mode) with the options in the array NCU, into $NDIR/ncu_NAME.csv; skipped once
+# the call has used LIMIT seconds. Prints the exit status, the CSV rows and what was profiled.
+gemm_ncu() {
+  local limit=$1 name=$2
+  shift 2
+  if [ $SECONDS -gt "$limit" ]; then echo "$name: skipped (${SECONDS} s used)"; return; fi
+  timeout -k 5 50 "${NCU[@]}" python3 benchmarks/gemm.py --lib "$LIB" "$@" >"$NDIR/ncu_$name.csv" 2>&1
+  echo "$name: rc $?, $(grep -c '^"' "$NDIR/ncu_$name.csv") CSV rows, $(grep -m1 -o 'profiled.*' "$NDIR/ncu_$name.csv")"
+}
