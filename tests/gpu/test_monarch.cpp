@@ -186,13 +186,8 @@ void run_monarch(const MCase& c, uint64_t tag) {
   w1.fill_normal(rng, 1.0 / std::sqrt(double(c.p)));
   w2.fill_normal(rng, 1.0 / std::sqrt(double(c.r)));
   bias.fill_normal(rng);
-  DeviceTensor dx(x), dw1(w1), dw2(w2), dbias(bias), dout(out);
-  if (c.x_offset) {
-    // Shift the view (the host copy has 16 spare bytes); the host tensor mirrors the shift.
-    REQUIRE_CUDA(cudaMemcpy(static_cast<char*>(dx.ptr) + c.x_offset, x.bytes.data(),
-                            x.bytes.size() - 16, cudaMemcpyHostToDevice));
-    dx.dl.byte_offset = c.x_offset;
-  }
+  // x_offset: x's view starts that many bytes into its allocation (DLTensor::byte_offset).
+  DeviceTensor dx(x, c.x_offset), dw1(w1), dw2(w2), dbias(bias), dout(out);
   dout.poison();
   fk_monarch_params_t mp;
   fk_monarch_params_init(&mp);

@@ -33,7 +33,6 @@
    epilogue (sessions 17-18) some keep a stack frame, with its loads and stores outside that
    loop: at 90cbac8, 8 bytes (fp8 3-stage cooperative and fp8 pingpong128), 32 (16-bit 4-stage
    cooperative) or 48 (fp8 4-stage cooperative). The rule keeps those accesses out of the loop.
-
 5. With --fat-binary (what tests/CMakeLists.txt passes when FLASHKIT_CUDA_GENCODE keeps its
    default): every translation unit outside the sm_90a-only Hopper sources carries sm_80 SASS
    and compute_80 PTX (the fat binary that serves Ampere, Ada and, through the PTX, later GPUs;
@@ -154,12 +153,11 @@ def main():
     if len(args) != 1:
         print(__doc__)
         return 2
-    sys.argv = [sys.argv[0]] + args
     cuobjdump, nvdisasm = find_tool("cuobjdump"), find_tool("nvdisasm")
-    if sys.argv[1] == "--find-tools":
+    if args[0] == "--find-tools":
         print(cuobjdump, nvdisasm)
         return 0 if cuobjdump and nvdisasm else 1
-    lib = sys.argv[1]
+    lib = args[0]
     if not cuobjdump or not nvdisasm:
         print("SKIP: cuobjdump / nvdisasm not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
         return SKIP
