@@ -78,6 +78,9 @@ if [ -z "$cuda" ]; then
     cuda=ON
   fi
 fi
+if [ "$cuda" != ON ] && [ -z "${FK_DEMO_CUDA:-}" ]; then
+  log "no CUDA GPU visible (nvidia-smi -L) or no nvcc: building and running on the CPU backend (FK_DEMO_CUDA=ON forces the CUDA build)"
+fi
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/flashkit-ccache}

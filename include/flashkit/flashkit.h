@@ -772,7 +772,9 @@ FK_API fk_status_t fk_attention_kvcache_workspace_size(
 /** @defgroup gemm GEMM
  *
  *  `D = epilogue(alpha * op(A) @ op(B) + beta * C)` with `op(X) = X` or `X^T`, accumulated in
- *  fp32 (the BLAS GEMM contract, with cuBLASLt-style fused epilogues).
+ *  fp32: the BLAS GEMM contract (xGEMM of the Level 3 BLAS: Dongarra, Du Croz, Hammarling and
+ *  Duff, "A set of level 3 basic linear algebra subprograms", ACM TOMS 16(1), 1990), with
+ *  cuBLASLt-style fused epilogues.
  *
  *  - `a`: `(M, K)`, or `(K, M)` when `trans_a`; optionally with a leading batch dimension.
  *  - `b`: `(K, N)`, or `(N, K)` when `trans_b`; optionally batched.
@@ -822,12 +824,14 @@ FK_API fk_status_t fk_gemm_params_init(fk_gemm_params_t* params);
 
 /**
  * @brief GEMM with fused epilogue.
+ *
+ * Every tensor's data pointer (`data + byte_offset`) must be aligned to its element size
+ * (FK_ERROR_MISALIGNED) and live where the context runs (FK_ERROR_WRONG_DEVICE); strides are
+ * in elements. Semantics and the definition of op(): the Level 3 BLAS xGEMM (group
+ * description).
  * @param context The context.
  * @param launch  Stream and workspace, or NULL for defaults.
  * @param params  Options, or NULL for defaults.
- * Every tensor's data pointer (`data + byte_offset`) must be aligned to its element size
- * (FK_ERROR_MISALIGNED) and live where the context runs (FK_ERROR_WRONG_DEVICE); strides are
- * in elements.
  * @param a    `(M, K)` (`(K, M)` with trans_a), optionally `(batch, ., .)`; fp32/fp16/bf16; any
  *             non-negative strides (row- or column-major, padded); element-aligned.
  * @param b    `(K, N)` (`(N, K)` with trans_b), optionally batched; a's dtype
@@ -846,7 +850,8 @@ FK_API fk_status_t fk_gemm_params_init(fk_gemm_params_t* params);
  *   FK_ERROR_SHAPE_MISMATCH (rank not 2 or 3, inner dimensions or batch counts disagree, bias
  *   length not N); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (negative stride, bias not
  *   contiguous); FK_ERROR_INVALID_ARGUMENT (unknown activation, beta != 0 without c, alpha or
- *   beta not finite); FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE.
+ *   beta not finite); FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (host
+ *   or device scratch could not be allocated); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH.
  */
 FK_API fk_status_t fk_gemm(const fk_context_t* context, const fk_launch_t* launch,
                            const fk_gemm_params_t* params, const DLTensor* a, const DLTensor* b,
@@ -891,7 +896,9 @@ FK_API fk_status_t fk_gemm_workspace_size(const fk_context_t* context,
  *        `d = act(alpha * scale_a[m] * scale_b[n] * sum_k a[m, k] b[k, n] + beta * c + bias)`.
  *
  * The FP8 GEMM of Hopper's tensor cores (NVIDIA H100 whitepaper, "FP8"; the OCP 8-bit float
- * formats) with dequantisation scales applied in the epilogue in fp32, as
+ * formats, proposed in Micikevicius et al., "FP8 Formats for Deep Learning", arXiv:2209.05433,
+ * 2022: section 3 for the E4M3 and E5M2 encodings, section 2 for scaling before the cast to
+ * FP8 and unscaling after the product) with dequantisation scales applied in the epilogue in fp32, as
  * `torch._scaled_mm` and cuBLASLt's `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` define them:
  * `a` and `b` hold the quantised values `x / scale`, the scales bring them back. Products are
  * accumulated in fp32. The factor `alpha * scale_a[m] * scale_b[n]` is formed in fp32 before it
