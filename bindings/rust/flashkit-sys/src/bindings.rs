@@ -1548,12 +1548,14 @@ extern "C" {
 }
 extern "C" {
     #[doc = " @brief GEMM with fused epilogue."]
+    #[doc = ""]
+    #[doc = " Every tensor's data pointer (`data + byte_offset`) must be aligned to its element size"]
+    #[doc = " (FK_ERROR_MISALIGNED) and live where the context runs (FK_ERROR_WRONG_DEVICE); strides are"]
+    #[doc = " in elements. Semantics and the definition of op(): the Level 3 BLAS xGEMM (group"]
+    #[doc = " description)."]
     #[doc = " @param context The context."]
     #[doc = " @param launch  Stream and workspace, or NULL for defaults."]
     #[doc = " @param params  Options, or NULL for defaults."]
-    #[doc = " Every tensor's data pointer (`data + byte_offset`) must be aligned to its element size"]
-    #[doc = " (FK_ERROR_MISALIGNED) and live where the context runs (FK_ERROR_WRONG_DEVICE); strides are"]
-    #[doc = " in elements."]
     #[doc = " @param a    `(M, K)` (`(K, M)` with trans_a), optionally `(batch, ., .)`; fp32/fp16/bf16; any"]
     #[doc = "             non-negative strides (row- or column-major, padded); element-aligned."]
     #[doc = " @param b    `(K, N)` (`(N, K)` with trans_b), optionally batched; a's dtype"]
@@ -1572,7 +1574,8 @@ extern "C" {
     #[doc = "   FK_ERROR_SHAPE_MISMATCH (rank not 2 or 3, inner dimensions or batch counts disagree, bias"]
     #[doc = "   length not N); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (negative stride, bias not"]
     #[doc = "   contiguous); FK_ERROR_INVALID_ARGUMENT (unknown activation, beta != 0 without c, alpha or"]
-    #[doc = "   beta not finite); FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE."]
+    #[doc = "   beta not finite); FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (host"]
+    #[doc = "   or device scratch could not be allocated); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH."]
     pub fn fk_gemm(
         context: *const fk_context_t,
         launch: *const fk_launch_t,
@@ -1631,7 +1634,9 @@ extern "C" {
     #[doc = "        `d = act(alpha * scale_a[m] * scale_b[n] * sum_k a[m, k] b[k, n] + beta * c + bias)`."]
     #[doc = ""]
     #[doc = " The FP8 GEMM of Hopper's tensor cores (NVIDIA H100 whitepaper, \"FP8\"; the OCP 8-bit float"]
-    #[doc = " formats) with dequantisation scales applied in the epilogue in fp32, as"]
+    #[doc = " formats, proposed in Micikevicius et al., \"FP8 Formats for Deep Learning\", arXiv:2209.05433,"]
+    #[doc = " 2022: section 3 for the E4M3 and E5M2 encodings, section 2 for scaling before the cast to"]
+    #[doc = " FP8 and unscaling after the product) with dequantisation scales applied in the epilogue in fp32, as"]
     #[doc = " `torch._scaled_mm` and cuBLASLt's `CUBLASLT_MATMUL_DESC_A_SCALE_POINTER` define them:"]
     #[doc = " `a` and `b` hold the quantised values `x / scale`, the scales bring them back. Products are"]
     #[doc = " accumulated in fp32. The factor `alpha * scale_a[m] * scale_b[n]` is formed in fp32 before it"]
