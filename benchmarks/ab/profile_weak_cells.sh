@@ -12,35 +12,21 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 dev_stage
-NCU=(ncu --clock-control none --section WarpStateStats --section SourceCounters
-     --page source --print-source sass --csv)
-
-# name, kernel regex, launches to skip, command
-profile() {
-  local name=$1 kernel=$2 skip=$3
-  shift 3
-  timeout -k 10 90 "${NCU[@]}" -k "regex:$kernel" -s "$skip" -c 1 "$@" >"$OUT/sass_$name.csv" 2>&1
-  local rc=$?
-  local lines
-  lines=$(grep -c '^"0x' "$OUT/sass_$name.csv" 2>/dev/null || true)
-  echo "$name: rc $rc, $lines SASS rows"
-}
-
 # Issue 7: bf16 at K = 1024 (0.93x cuBLAS after the lean epilogue) and 4096 x 12288 x 4096
 # (0.91x); the sm80-class kernel at K = 1024 (0.45x, target 0.6).
-profile gemm_bf16_k1024 gemm_sm90 2 python3 benchmarks/gemm.py --lib "$LIB" --profile 8192 8192 1024
-profile gemm_bf16_4096x12288 gemm_sm90 2 python3 benchmarks/gemm.py --lib "$LIB" \
+sass_profile gemm_bf16_k1024 gemm_sm90 2 python3 benchmarks/gemm.py --lib "$LIB" --profile 8192 8192 1024
+sass_profile gemm_bf16_4096x12288 gemm_sm90 2 python3 benchmarks/gemm.py --lib "$LIB" \
   --profile 4096 12288 4096
-profile gemm_sm80_k1024 gemm_kernel 2 python3 benchmarks/gemm.py --lib "$LIB" --family sm80 \
+sass_profile gemm_sm80_k1024 gemm_kernel 2 python3 benchmarks/gemm.py --lib "$LIB" --family sm80 \
   --profile 8192 8192 1024
 # Issue 6: head_dim 64, causal, seqlen 512 (0.73x cuDNN; batch 32, 32 heads).
 # (--no-anchors: the script's warm-up and timed calls are the kernel's only launches.)
-profile attn_hd64_causal_512 attention_sm90 2 python3 benchmarks/attention.py --lib .device/lib \
+sass_profile attn_hd64_causal_512 attention_sm90 2 python3 benchmarks/attention.py --lib .device/lib \
   --family sm90 --head-dims 64 --seqlens 512 --causal 1 --no-anchors --no-extra --warmup 2 --reps 1
 # Issue 8: Monarch n = 4096 (64 blocks), 16384 tokens (39% of copy bandwidth, target 80%), and
 # the FFT convolution at L = 1K (6x torch, target 12x).
-profile monarch_4096 monarch_cluster 2 python3 benchmarks/monarch.py --lib "$LIB" --n 4096 \
+sass_profile monarch_4096 monarch_cluster 2 python3 benchmarks/monarch.py --lib "$LIB" --n 4096 \
   --tokens 16384 --no-dense --quick --warmup 1 --reps 1
-profile fftconv_1k conv_reg 2 python3 benchmarks/fftconv.py --lib "$LIB" --seqlens 1024 \
+sass_profile fftconv_1k conv_reg 2 python3 benchmarks/fftconv.py --lib "$LIB" --seqlens 1024 \
   --warmup 1 --reps 1
 ls -la "$OUT"

@@ -48,3 +48,17 @@ gemm_ncu() {
   timeout -k 5 50 "${NCU[@]}" python3 benchmarks/gemm.py --lib "$LIB" "$@" >"$NDIR/ncu_$name.csv" 2>&1
   echo "$name: rc $?, $(grep -c '^"' "$NDIR/ncu_$name.csv") CSV rows, $(grep -m1 -o 'profiled.*' "$NDIR/ncu_$name.csv")"
 }
+# sass_profile NAME KERNEL SKIP COMMAND...: one per-instruction ncu profile (source page, SASS,
+# warp states) of the first launch of a kernel matching the regex KERNEL after SKIP launches
+# of it, while COMMAND runs, into $OUT/sass_NAME.csv (at most SASS_LIMIT seconds, default 90).
+# Prints the exit status and the SASS rows. Read with benchmarks/ncu_sass.py.
+sass_profile() {
+  local name=$1 kernel=$2 skip=$3 rc lines
+  shift 3
+  timeout -k 10 "${SASS_LIMIT:-90}" ncu --clock-control none --section WarpStateStats \
+    --section SourceCounters --page source --print-source sass --csv \
+    -k "regex:$kernel" -s "$skip" -c 1 "$@" >"$OUT/sass_$name.csv" 2>&1
+  rc=$?
+  lines=$(grep -c '^"0x' "$OUT/sass_$name.csv" 2>/dev/null || true)
+  echo "$name: rc $rc, $lines SASS rows (${SECONDS} s)"
+}
