@@ -73,6 +73,7 @@
 #include "cuda/gemm/sm90/epilogue.cuh"
 #include "cuda/gemm/sm90/mainloop.cuh"
 #include "cuda/gemm/sm90/tile_scheduler.cuh"
+#include "cuda/gemm/sm90/trace.h"
 
 namespace flashkit {
 namespace cuda {
@@ -108,6 +109,9 @@ struct GemmKernel {
     cute::TmaDescriptor d_map;  // D's tensor map (epilogue.tma_store only)
     TileSchedulerParams scheduler;
     SplitKParams splitk;
+#if defined(FLASHKIT_GEMM_TRACE)
+    uint64_t* trace;  // trace.h (nullptr: not tracing)
+#endif
   };
 
   struct SharedStorage {
@@ -298,7 +302,14 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<Kernel::kProducerRegisters>();
     if (threadIdx.x == 0) {
       auto write = cutlass::make_producer_start_state<Pipeline>();
+#if defined(FLASHKIT_GEMM_TRACE)
+      int slot = 0;
+#endif
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+#if defined(FLASHKIT_GEMM_TRACE)
+        uint64_t* const trace = Kernel::kSchedule == kCooperative ? params.trace : nullptr;
+        trace_stamp(trace, 0, slot, 0);
+#endif
         const TileCoord tc = scheduler.coord(t);
         if constexpr (Kernel::kSchedule == kPingPong64) {
           // The tile's two 64-row halves one after the other (the consumers' order); a half
@@ -311,8 +322,16 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
             }
           }
         } else {
+#if defined(FLASHKIT_GEMM_TRACE)
+          Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
+                         tc.k_begin, tc.k_end, tc.k_step, 0,
+                         [&] { trace_stamp(trace, 0, slot, 1); });
+          trace_stamp(trace, 0, slot, 2);
+          ++slot;
+#else
           Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
                          tc.k_begin, tc.k_end, tc.k_step);
+#endif
         }
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
@@ -332,7 +351,15 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     typename Mainloop::PipelineState read;  // stage 0, phase 0
     const bool tma_store = params.epilogue.tma_store != 0;
     TmaStoreState tma_state;  // copy-engine path: box reuse across tiles
+#if defined(FLASHKIT_GEMM_TRACE)
+    uint64_t* const trace = mma_thread % 128 == 0 ? params.trace : nullptr;
+    const int role = 1 + mma_thread / 128;
+    int slot = 0;
+#endif
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+#if defined(FLASHKIT_GEMM_TRACE)
+      trace_stamp(trace, role, slot, 0);
+#endif
       const TileCoord tc = scheduler.coord(t);
       // This warpgroup's 64 rows of the tile all past M (uniform over the warpgroup): keep the
       // ring moving, skip the MMAs (Mainloop::skip).
@@ -342,7 +369,13 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       if (k_count > 0 && idle_rows) {
         Mainloop::skip(pipeline, read, k_count);
       } else if (k_count > 0) {
+#if defined(FLASHKIT_GEMM_TRACE)
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {},
+                      [&] { trace_stamp(trace, role, slot, 1); });
+        trace_stamp(trace, role, slot, 2);
+#else
         Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {});
+#endif
       } else {
         clear(accum);  // K = 0: D = act(beta C + bias)
       }
@@ -360,6 +393,10 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         epilogue_store<typename Mainloop::TileMma, Mainloop::kFp8>(
             params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
       }
+#if defined(FLASHKIT_GEMM_TRACE)
+      trace_stamp(trace, role, slot, 3);
+      ++slot;
+#endif
     }
     // Shared memory must outlive the copy engine's reads of the last boxes.
     if (tma_store && mma_thread % 128 == 0) cute::tma_store_wait<0>();
@@ -394,6 +431,9 @@ struct SkinnyKernel {
     cute::TmaDescriptor d_map;  // D's tensor map (epilogue.tma_store only)
     TileSchedulerParams scheduler;
     SplitKParams splitk;
+#if defined(FLASHKIT_GEMM_TRACE)
+    uint64_t* trace;  // trace.h (nullptr: not tracing)
+#endif
   };
 
   struct SharedStorage {

@@ -8,6 +8,11 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#if defined(FLASHKIT_GEMM_TRACE)
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#endif
 
 #include "cuda/common/check.h"
 #include "cuda/gemm/sm90/kernel.cuh"
@@ -69,7 +74,52 @@ fk_status_t launch_kernel(const GemmArgs& g, cudaStream_t stream,
   FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    Kernel::kSmemBytes),
               "cuda.sm90.gemm: raising the kernel's shared-memory limit");
+#if defined(FLASHKIT_GEMM_TRACE)
+  // Diagnostic build (trace.h): a zeroed stamp buffer per launch, appended to the file named by
+  // FLASHKIT_SM90_GEMM_TRACE after the launch, one line per (CTA, role, tile slot).
+  const char* trace_path = std::getenv("FLASHKIT_SM90_GEMM_TRACE");
+  const size_t trace_words = size_t(g.grid) * kTraceRoles * kTraceTiles * kTraceStamps;
+  params.trace = nullptr;
+  if (trace_path != nullptr && *trace_path != 0) {
+    FK_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&params.trace), trace_words * 8),
+                "cuda.sm90.gemm: trace buffer");
+    FK_CUDA_TRY(cudaMemsetAsync(params.trace, 0, trace_words * 8, stream),
+                "cuda.sm90.gemm: clearing the trace buffer");
+  }
+#endif
   kernel<<<dim3(unsigned(g.grid)), dim3(Kernel::kThreads), Kernel::kSmemBytes, stream>>>(params);
+#if defined(FLASHKIT_GEMM_TRACE)
+  if (params.trace != nullptr) {
+    std::vector<uint64_t> host(trace_words);
+    const cudaError_t e1 = cudaMemcpyAsync(host.data(), params.trace, trace_words * 8,
+                                           cudaMemcpyDeviceToHost, stream);
+    const cudaError_t e2 = cudaStreamSynchronize(stream);
+    cudaFree(params.trace);
+    static int launch_index = 0;
+    if (e1 == cudaSuccess && e2 == cudaSuccess) {
+      if (FILE* f = std::fopen(trace_path, "a")) {
+        std::fprintf(f, "# launch %d M %lld N %lld K %lld grid %d schedule %d stages %d splits %d "
+                        "k_tiles %d tiles %lld\n",
+                     launch_index, static_cast<long long>(g.M), static_cast<long long>(g.N),
+                     static_cast<long long>(g.K), int(g.grid), int(g.pingpong), int(g.stages),
+                     int(g.scheduler.splits), int(g.scheduler.k_tiles),
+                     static_cast<long long>(g.scheduler.total_tiles));
+        for (size_t row = 0; row < trace_words / kTraceStamps; ++row) {
+          const uint64_t* w = &host[row * kTraceStamps];
+          if (w[0] == 0) continue;  // no tile in this slot
+          const size_t cta = row / (kTraceRoles * kTraceTiles);
+          const size_t role = (row / kTraceTiles) % kTraceRoles;
+          const size_t slot = row % kTraceTiles;
+          std::fprintf(f, "%d,%zu,%zu,%zu,%llu,%llu,%llu,%llu\n", launch_index, cta, role, slot,
+                       static_cast<unsigned long long>(w[0]), static_cast<unsigned long long>(w[1]),
+                       static_cast<unsigned long long>(w[2]), static_cast<unsigned long long>(w[3]));
+        }
+        std::fclose(f);
+      }
+    }
+    ++launch_index;
+  }
+#endif
   return check_launch("cuda.sm90.gemm kernel");
 }
 
