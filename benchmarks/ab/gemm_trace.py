@@ -2,17 +2,20 @@
 """Per-tile phases of the Hopper GEMM's cooperative kernel from a tracing build's stamp file
 (cmake -DFLASHKIT_GEMM_TRACE=ON; FLASHKIT_SM90_GEMM_TRACE=<file>; src/cuda/gemm/sm90/trace.h).
 
-For each launch (default: the last one in the file) prints, over all CTAs, the median and the
-10th / 90th percentiles (us) of:
-  consumer (thread 0 of each consumer warpgroup): wait for the tile's first full stage, the
-  k-loop after it (and per k-tile), the epilogue, the time from one tile's epilogue end to the
-  next tile's top;
-  producer: tile top to its first stage's loads issued (waiting for a free ring slot), and to
-  its last loads issued; first loads issued to the consumers' first full stage (the first
-  stage's load latency);
-and the launch's span and its CTAs' finishing spread."""
+For one launch (default: the last that has stamps) prints, over all CTAs and tiles, the median,
+mean and 10th / 90th percentiles, in us (SM cycles converted at the rate the stamps themselves
+give: cycles per global-timer ns over each CTA's span) and in cycles, of:
+  consumer (thread 0 of each consumer warpgroup): the wait for the tile's first full stage; the
+  k-loop's first kStages k-tiles (their stages loaded while the previous tile ran) and the rest
+  (loads that waited for a slot this tile released), per k-tile; the epilogue; the time from one
+  tile's epilogue end to the next tile's top;
+  producer: tile top to its first stage's loads issued (the wait for a free slot) and to its
+  last loads issued;
+  first stage: how often its loads were issued before the consumers reached the tile (then no
+  latency is exposed), and for the others the time from issue to full."""
 import argparse
 import statistics
+import sys
 from collections import defaultdict
 
 
@@ -21,17 +24,19 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, max(0, int(round(q * (len(xs) - 1)))))]
 
 
-def line(name, xs):
+def line(name, xs, rate):
     if not xs:
-        return f"  {name:<44} (none)"
-    return (f"  {name:<44} median {statistics.median(xs):8.3f}  p10 {pct(xs, 0.1):8.3f}  "
-            f"p90 {pct(xs, 0.9):8.3f}  n {len(xs)}")
+        return f"  {name:<46} (none)"
+    us = [x / rate / 1e3 for x in xs]
+    return (f"  {name:<46} median {statistics.median(us):8.3f} mean {statistics.mean(us):8.3f} "
+            f"p10 {pct(us, 0.1):8.3f} p90 {pct(us, 0.9):8.3f} us | median "
+            f"{statistics.median(xs):9.0f} cycles  n {len(xs)}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file")
-    ap.add_argument("--launch", type=int, default=-1, help="launch index (default: the last)")
+    ap.add_argument("--launch", type=int, default=-1, help="launch index (default: the last with stamps)")
     args = ap.parse_args()
     heads, rows = {}, defaultdict(list)
     for ln in open(args.file):
@@ -41,50 +46,75 @@ def main():
         elif ln.strip():
             v = [int(x) for x in ln.split(",")]
             rows[v[0]].append(v[1:])
-    if not heads:
-        raise SystemExit("no launches in the file")
-    launch = max(heads) if args.launch < 0 else args.launch
+    with_rows = [i for i in heads if rows.get(i)]
+    if not with_rows:
+        sys.exit(f"{args.file}: no launch with stamps ({len(heads)} launch headers; is this a "
+                 "tracing build, and did the cooperative schedule run?)")
+    launch = max(with_rows) if args.launch < 0 else args.launch
     h = heads[launch]
-    k_tiles = int(h["k_tiles"])
-    print(f"launch {launch}: " + " ".join(f"{k} {v}" for k, v in h.items()))
-    stamps = {(cta, role, slot): t for cta, role, slot, *t in rows[launch]}
-    t_min = min(t[0] for t in stamps.values())
-    us = lambda a, b: (b - a) / 1e3
-    wait_first, kloop, per_k, epi, between, slot_wait, issue_span, first_lat = ([] for _ in range(8))
-    ends = defaultdict(int)
-    for (cta, role, slot), t in stamps.items():
+    stages = int(h["stages"])
+    print(f"launch {launch} of {sorted(heads)}: " + " ".join(f"{k} {v}" for k, v in h.items()))
+    st = {(cta, role, slot): w for cta, role, slot, *w in rows[launch]}
+    # Cycles per ns, per (CTA, role): its first top to its last end, in both clocks.
+    rates = []
+    spans = defaultdict(list)
+    for (cta, role, slot), w in st.items():
+        end_c = w[3] if role else w[2]
+        if w[0] and end_c and w[5] and w[6]:
+            spans[(cta, role)].append((w[0], end_c, w[5], w[6]))
+    for sp in spans.values():
+        c0, g0 = min(s[0] for s in sp), min(s[2] for s in sp)
+        c1, g1 = max(s[1] for s in sp), max(s[3] for s in sp)
+        if g1 - g0 > 20000:
+            rates.append((c1 - c0) / (g1 - g0))
+    rate = statistics.median(rates) if rates else 1.98
+    print(f"SM clock from the stamps: {rate:.3f} GHz (median of {len(rates)} CTA-role spans)"
+          + ("" if rates else " (no span > 20 us: assumed)"))
+    wait_first, pre_k, steady_k, epi, between = ([] for _ in range(5))
+    slot_wait, issue_span, lat, lead = ([] for _ in range(4))
+    ends = defaultdict(int)  # (CTA, consumer role) -> its last epilogue end (global timer)
+    for (cta, role, slot), w in st.items():
         if role == 0:
-            if t[1]:
-                slot_wait.append(us(t[0], t[1]))
-            if t[2]:
-                issue_span.append(us(t[0], t[2]))
+            if w[1]:
+                slot_wait.append(w[1] - w[0])
+            if w[2]:
+                issue_span.append(w[2] - w[0])
             continue
-        if t[1] and t[2] and t[3]:
-            wait_first.append(us(t[0], t[1]))
-            kloop.append(us(t[1], t[2]))
-            if k_tiles > 1:
-                per_k.append(us(t[1], t[2]) / (k_tiles - 1))
-            epi.append(us(t[2], t[3]))
-            ends[cta] = max(ends[cta], t[3])
-            nxt = stamps.get((cta, role, slot + 1))
-            if nxt:
-                between.append(us(t[3], nxt[0]))
-            p = stamps.get((cta, 0, slot))
-            if p and p[1]:
-                first_lat.append(us(p[1], t[1]))
-    print("consumer warpgroups (us):")
-    print(line("wait for the first full stage", wait_first))
-    print(line(f"k-loop after it ({k_tiles - 1} k-tiles)", kloop))
-    print(line("  per k-tile", per_k))
-    print(line("epilogue", epi))
-    print(line("epilogue end to the next tile's top", between))
-    print("producer (us):")
-    print(line("tile top to first stage's loads issued", slot_wait))
-    print(line("tile top to last loads issued", issue_span))
-    print(line("first loads issued to first stage full", first_lat))
-    fin = [us(t_min, e) for e in ends.values()]
-    print(f"launch span {max(fin):.2f} us from the first stamp; CTAs finish between "
-          f"{min(fin):.2f} and {max(fin):.2f} us")
+        kc = w[7]
+        if not (w[1] and w[2] and w[3]):
+            continue  # no MMAs (rows past M, K = 0) or a split-K unit that stored no tile
+        wait_first.append(w[1] - w[0])
+        if w[4] and kc > stages:
+            pre_k.append((w[4] - w[1]) / stages)
+            steady_k.append((w[2] - w[4]) / (kc - stages))
+        epi.append(w[3] - w[2])
+        ends[(cta, role)] = max(ends[(cta, role)], w[6])
+        nxt = st.get((cta, role, slot + 1))
+        if nxt:
+            between.append(nxt[0] - w[3])
+        p = st.get((cta, 0, slot))
+        if p and p[1]:
+            if p[1] <= w[0]:
+                lead.append(w[0] - p[1])
+            else:
+                lat.append(w[1] - p[1])
+    print("consumer warpgroups:")
+    print(line("wait for the first full stage", wait_first, rate))
+    print(line(f"first {stages} k-tiles, per k-tile", pre_k, rate))
+    print(line("the other k-tiles, per k-tile", steady_k, rate))
+    print(line("epilogue", epi, rate))
+    print(line("epilogue end to the next tile's top", between, rate))
+    print("producer:")
+    print(line("tile top to first stage's loads issued", slot_wait, rate))
+    print(line("tile top to last loads issued", issue_span, rate))
+    print("first stage of a tile:")
+    print(line("issued before the consumer's top, by", lead, rate))
+    print(line("issued after it: issue to full", lat, rate))
+    if ends:
+        g0 = min(w[5] for w in st.values() if w[5])
+        fin = [(e - g0) / 1e3 for e in ends.values()]
+        print(f"launch span {max(fin):.2f} us (global timer, first stamp to last epilogue end); "
+              f"consumer warpgroups finish between {min(fin):.2f} and {max(fin):.2f} us")
 
 
 if __name__ == "__main__":

@@ -303,12 +303,14 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     if (threadIdx.x == 0) {
       auto write = cutlass::make_producer_start_state<Pipeline>();
 #if defined(FLASHKIT_GEMM_TRACE)
-      int slot = 0;
+      int next_slot = 0;
+      uint64_t* const trace = Kernel::kSchedule == kCooperative ? params.trace : nullptr;
 #endif
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
 #if defined(FLASHKIT_GEMM_TRACE)
-        uint64_t* const trace = Kernel::kSchedule == kCooperative ? params.trace : nullptr;
+        const int slot = next_slot++;
         trace_stamp(trace, 0, slot, 0);
+        trace_stamp(trace, 0, slot, 5);
 #endif
         const TileCoord tc = scheduler.coord(t);
         if constexpr (Kernel::kSchedule == kPingPong64) {
@@ -327,7 +329,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
                          tc.k_begin, tc.k_end, tc.k_step, 0,
                          [&] { trace_stamp(trace, 0, slot, 1); });
           trace_stamp(trace, 0, slot, 2);
-          ++slot;
+          trace_stamp(trace, 0, slot, 6);
+          trace_value(trace, 0, slot, 7, uint64_t(tc.k_count()));
 #else
           Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
                          tc.k_begin, tc.k_end, tc.k_step);
@@ -354,11 +357,13 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
 #if defined(FLASHKIT_GEMM_TRACE)
     uint64_t* const trace = mma_thread % 128 == 0 ? params.trace : nullptr;
     const int role = 1 + mma_thread / 128;
-    int slot = 0;
+    int next_slot = 0;
 #endif
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
 #if defined(FLASHKIT_GEMM_TRACE)
+      const int slot = next_slot++;  // (before any `continue`: split-K units keep their slots)
       trace_stamp(trace, role, slot, 0);
+      trace_stamp(trace, role, slot, 5);
 #endif
       const TileCoord tc = scheduler.coord(t);
       // This warpgroup's 64 rows of the tile all past M (uniform over the warpgroup): keep the
@@ -371,8 +376,10 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       } else if (k_count > 0) {
 #if defined(FLASHKIT_GEMM_TRACE)
         Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {},
-                      [&] { trace_stamp(trace, role, slot, 1); });
+                      [&] { trace_stamp(trace, role, slot, 1); },
+                      [&] { trace_stamp(trace, role, slot, 4); });
         trace_stamp(trace, role, slot, 2);
+        trace_value(trace, role, slot, 7, uint64_t(k_count));
 #else
         Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {});
 #endif
@@ -395,7 +402,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       }
 #if defined(FLASHKIT_GEMM_TRACE)
       trace_stamp(trace, role, slot, 3);
-      ++slot;
+      trace_stamp(trace, role, slot, 6);
 #endif
     }
     // Shared memory must outlive the copy engine's reads of the last boxes.
@@ -418,6 +425,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
 template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
 struct SkinnyKernel {
   static constexpr bool kPingPong = false;
+  static constexpr int kSchedule = -1;  // none of GemmArgs::pingpong's (untraced: trace.h)
   using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB, kSkinnyStages, kSkinnyM,
                                   kSkinnyN>;
   // One warpgroup's staging: 2 copy-engine boxes (16-bit chunks alternate them) or the

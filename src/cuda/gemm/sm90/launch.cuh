@@ -75,16 +75,19 @@ fk_status_t launch_kernel(const GemmArgs& g, cudaStream_t stream,
                                    Kernel::kSmemBytes),
               "cuda.sm90.gemm: raising the kernel's shared-memory limit");
 #if defined(FLASHKIT_GEMM_TRACE)
-  // Diagnostic build (trace.h): a zeroed stamp buffer per launch, appended to the file named by
-  // FLASHKIT_SM90_GEMM_TRACE after the launch, one line per (CTA, role, tile slot).
+  // Diagnostic build (trace.h): a zeroed stamp buffer per launch of the cooperative kernel,
+  // appended to the file named by FLASHKIT_SM90_GEMM_TRACE after the launch, one line per
+  // (CTA, role, tile slot) that has stamps.
   const char* trace_path = std::getenv("FLASHKIT_SM90_GEMM_TRACE");
   const size_t trace_words = size_t(g.grid) * kTraceRoles * kTraceTiles * kTraceStamps;
   params.trace = nullptr;
-  if (trace_path != nullptr && *trace_path != 0) {
+  if (Kernel::kSchedule == kCooperative && trace_path != nullptr && *trace_path != 0) {
     FK_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&params.trace), trace_words * 8),
                 "cuda.sm90.gemm: trace buffer");
-    FK_CUDA_TRY(cudaMemsetAsync(params.trace, 0, trace_words * 8, stream),
-                "cuda.sm90.gemm: clearing the trace buffer");
+    if (cudaMemsetAsync(params.trace, 0, trace_words * 8, stream) != cudaSuccess) {
+      cudaFree(params.trace);
+      return set_error(FK_ERROR_DEVICE, "cuda.sm90.gemm: clearing the trace buffer");
+    }
   }
 #endif
   kernel<<<dim3(unsigned(g.grid)), dim3(Kernel::kThreads), Kernel::kSmemBytes, stream>>>(params);
@@ -95,7 +98,7 @@ fk_status_t launch_kernel(const GemmArgs& g, cudaStream_t stream,
                                            cudaMemcpyDeviceToHost, stream);
     const cudaError_t e2 = cudaStreamSynchronize(stream);
     cudaFree(params.trace);
-    static int launch_index = 0;
+    const int launch_index = next_trace_launch();
     if (e1 == cudaSuccess && e2 == cudaSuccess) {
       if (FILE* f = std::fopen(trace_path, "a")) {
         std::fprintf(f, "# launch %d M %lld N %lld K %lld grid %d schedule %d stages %d splits %d "
@@ -107,17 +110,15 @@ fk_status_t launch_kernel(const GemmArgs& g, cudaStream_t stream,
         for (size_t row = 0; row < trace_words / kTraceStamps; ++row) {
           const uint64_t* w = &host[row * kTraceStamps];
           if (w[0] == 0) continue;  // no tile in this slot
-          const size_t cta = row / (kTraceRoles * kTraceTiles);
-          const size_t role = (row / kTraceTiles) % kTraceRoles;
-          const size_t slot = row % kTraceTiles;
-          std::fprintf(f, "%d,%zu,%zu,%zu,%llu,%llu,%llu,%llu\n", launch_index, cta, role, slot,
-                       static_cast<unsigned long long>(w[0]), static_cast<unsigned long long>(w[1]),
-                       static_cast<unsigned long long>(w[2]), static_cast<unsigned long long>(w[3]));
+          std::fprintf(f, "%d,%zu,%zu,%zu", launch_index, row / (kTraceRoles * kTraceTiles),
+                       (row / kTraceTiles) % kTraceRoles, row % kTraceTiles);
+          for (int i = 0; i < kTraceStamps; ++i)
+            std::fprintf(f, ",%llu", static_cast<unsigned long long>(w[i]));
+          std::fprintf(f, "\n");
         }
         std::fclose(f);
       }
     }
-    ++launch_index;
   }
 #endif
   return check_launch("cuda.sm90.gemm kernel");

@@ -239,11 +239,13 @@ struct Mainloop {
   // stage k has retired.
   // `issued()` runs once every stage has been waited for and the last batch issued, before
   // its wait (the ping-pong schedule hands the tensor cores to the other warpgroup there).
-  // `ready` runs once the first stage is full (the tracing build's stamp).
-  template <class Accum, class Issued, class Ready = NoHook>
+  // `ready` runs once the first stage is full, `refill` once the stage of k-tile kStages is
+  // (the tracing build's stamps).
+  template <class Accum, class Issued, class Ready = NoHook, class Refill = NoHook>
   __device__ __forceinline__ static void mma(Pipeline& pipeline, PipelineState& read,
                                              SharedStorage& smem, Accum& accum, int32_t k_tiles,
-                                             int mma_thread, Issued issued, Ready ready = Ready{}) {
+                                             int mma_thread, Issued issued, Ready ready = Ready{},
+                                             Refill refill = Refill{}) {
     using namespace cute;
     Tensor sA = make_tensor(make_smem_ptr(smem.a.data()), SmemLayoutA{});
     Tensor sB = make_tensor(make_smem_ptr(smem.b.data()), SmemLayoutB{});
@@ -278,6 +280,7 @@ struct Mainloop {
     CUTE_NO_UNROLL
     for (int32_t k = 1; k < k_tiles; ++k) {
       pipeline.consumer_wait(read);
+      if (k == kStages) refill();
       const int stage = read.index();
       warpgroup_fence_operand(accum);
       warpgroup_arrive();
