@@ -12,7 +12,12 @@ give: cycles per global-timer ns over each CTA's span) and in cycles, of:
   producer: tile top to its first stage's loads issued (the wait for a free slot) and to its
   last loads issued;
   first stage: how often its loads were issued before the consumers reached the tile (then no
-  latency is exposed), and for the others the time from issue to full."""
+  latency is exposed), and for the others the time from issue to full;
+  k-loop counters (words 8-10): the shares of the k-loop spent waiting for full stages and for
+  the previous wgmma batch, and the share of k-steps whose batch wait found the tensor cores
+  still busy with the previous batch (near 1: the tensor cores never wait for the consumer, so
+  the consumers' full-stage waits are idle time; well below 1: a batch had retired before the
+  next stage arrived, i.e. the tensor cores went without data)."""
 import argparse
 import statistics
 import sys
@@ -71,6 +76,7 @@ def main():
     print(f"SM clock from the stamps: {rate:.3f} GHz (median of {len(rates)} CTA-role spans)"
           + ("" if rates else " (no span > 20 us: assumed)"))
     wait_first, pre_k, steady_k, epi, between = ([] for _ in range(5))
+    full_share, mma_share, busy_share = [], [], []
     slot_wait, issue_span, lat, lead = ([] for _ in range(4))
     ends = defaultdict(int)  # (CTA, consumer role) -> its last epilogue end (global timer)
     for (cta, role, slot), w in st.items():
@@ -88,6 +94,10 @@ def main():
             pre_k.append((w[4] - w[1]) / stages)
             steady_k.append((w[2] - w[4]) / (kc - stages))
         epi.append(w[3] - w[2])
+        if len(w) > 10 and kc > 1 and w[2] > w[1]:
+            full_share.append(w[8] / (w[2] - w[1]))
+            mma_share.append(w[9] / (w[2] - w[1]))
+            busy_share.append(w[10] / (kc - 1))
         ends[(cta, role)] = max(ends[(cta, role)], w[6])
         nxt = st.get((cta, role, slot + 1))
         if nxt:
@@ -104,6 +114,13 @@ def main():
     print(line("the other k-tiles, per k-tile", steady_k, rate))
     print(line("epilogue", epi, rate))
     print(line("epilogue end to the next tile's top", between, rate))
+    if full_share:
+        print("  k-loop shares (per tile; not times):")
+        for name, xs in (("waiting for full stages", full_share),
+                         ("waiting for the previous wgmma batch", mma_share),
+                         ("k-steps whose batch wait found the tensor cores busy", busy_share)):
+            print(f"    {name:<54} median {statistics.median(xs):6.3f}  p10 {pct(xs, 0.1):6.3f}  "
+                  f"p90 {pct(xs, 0.9):6.3f}")
     print("producer:")
     print(line("tile top to first stage's loads issued", slot_wait, rate))
     print(line("tile top to last loads issued", issue_span, rate))

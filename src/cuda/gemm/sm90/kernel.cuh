@@ -375,11 +375,26 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         Mainloop::skip(pipeline, read, k_count);
       } else if (k_count > 0) {
 #if defined(FLASHKIT_GEMM_TRACE)
+        uint64_t mark = 0, full_cycles = 0, mma_cycles = 0, busy = 0;
         Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {},
                       [&] { trace_stamp(trace, role, slot, 1); },
-                      [&] { trace_stamp(trace, role, slot, 4); });
+                      [&] { trace_stamp(trace, role, slot, 4); },
+                      [&](int i) {
+                        const uint64_t c = uint64_t(clock64());
+                        if (i == 0 || i == 2) {
+                          mark = c;
+                        } else if (i == 1) {
+                          full_cycles += c - mark;
+                        } else {
+                          mma_cycles += c - mark;
+                          busy += (c - mark) > 64 ? 1 : 0;
+                        }
+                      });
         trace_stamp(trace, role, slot, 2);
         trace_value(trace, role, slot, 7, uint64_t(k_count));
+        trace_value(trace, role, slot, 8, full_cycles);
+        trace_value(trace, role, slot, 9, mma_cycles);
+        trace_value(trace, role, slot, 10, busy);
 #else
         Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {});
 #endif

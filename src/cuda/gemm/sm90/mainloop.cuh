@@ -28,6 +28,7 @@ namespace sm90 {
 // The default of the mainloop's optional hooks (the tracing build's stamps: trace.h).
 struct NoHook {
   __device__ __forceinline__ void operator()() const {}
+  __device__ __forceinline__ void operator()(int) const {}
 };
 
 // MmaWarpgroups: the warpgroups that multiply one stage together (BlockM / 64, each 64 rows),
@@ -239,13 +240,15 @@ struct Mainloop {
   // stage k has retired.
   // `issued()` runs once every stage has been waited for and the last batch issued, before
   // its wait (the ping-pong schedule hands the tensor cores to the other warpgroup there).
-  // `ready` runs once the first stage is full, `refill` once the stage of k-tile kStages is
-  // (the tracing build's stamps).
-  template <class Accum, class Issued, class Ready = NoHook, class Refill = NoHook>
+  // `ready` runs once the first stage is full, `refill` once the stage of k-tile kStages is;
+  // `tick(i)` in the k-loop around each full-stage wait (0 before, 1 after) and each wait for
+  // the previous wgmma batch (2, 3) (the tracing build's stamps and counters).
+  template <class Accum, class Issued, class Ready = NoHook, class Refill = NoHook,
+            class Tick = NoHook>
   __device__ __forceinline__ static void mma(Pipeline& pipeline, PipelineState& read,
                                              SharedStorage& smem, Accum& accum, int32_t k_tiles,
                                              int mma_thread, Issued issued, Ready ready = Ready{},
-                                             Refill refill = Refill{}) {
+                                             Refill refill = Refill{}, Tick tick = Tick{}) {
     using namespace cute;
     Tensor sA = make_tensor(make_smem_ptr(smem.a.data()), SmemLayoutA{});
     Tensor sB = make_tensor(make_smem_ptr(smem.b.data()), SmemLayoutB{});
@@ -279,14 +282,18 @@ struct Mainloop {
     warpgroup_fence_operand(accum);
     CUTE_NO_UNROLL
     for (int32_t k = 1; k < k_tiles; ++k) {
+      tick(0);
       pipeline.consumer_wait(read);
+      tick(1);
       if (k == kStages) refill();
       const int stage = read.index();
       warpgroup_fence_operand(accum);
       warpgroup_arrive();
       cute::gemm(tiled_mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), accum);
       warpgroup_commit_batch();
+      tick(2);
       warpgroup_wait<1>();  // the batch of the previous stage has retired
+      tick(3);
       warpgroup_fence_operand(accum);
       pipeline.consumer_release(release);
       ++release;

@@ -14,7 +14,11 @@
 //               waited for a slot this tile released);
 //   words 5 and 6, %globaltimer (ns) at the top and at the last stamp (2 or 3): the launch's
 //   time line across SMs and the cycles-per-ns rate (the global timer may tick coarsely);
-//   word 7: the tile's k-tile count.
+//   word 7: the tile's k-tile count;
+//   consumer words 8-10, over the k-loop after the first stage: cycles spent waiting for full
+//   stages, cycles spent waiting for the previous wgmma batch to retire, and how many of those
+//   batch waits took more than 64 cycles (the tensor cores were still busy with it: while they
+//   are, the consumer is not what holds them up).
 // Read with benchmarks/ab/gemm_trace.py.
 #pragma once
 
@@ -24,7 +28,7 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-constexpr int kTraceTiles = 32, kTraceRoles = 3, kTraceStamps = 8;
+constexpr int kTraceTiles = 32, kTraceRoles = 3, kTraceStamps = 11;
 
 // The launches traced in this process, numbered in one sequence over every kernel.
 inline int next_trace_launch() {
