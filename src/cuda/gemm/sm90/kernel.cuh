@@ -309,8 +309,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
 #if defined(FLASHKIT_GEMM_TRACE)
         const int slot = next_slot++;
-        trace_stamp(trace, 0, slot, 0);
         trace_stamp(trace, 0, slot, 5);
+        trace_stamp(trace, 0, slot, 0);
 #endif
         const TileCoord tc = scheduler.coord(t);
         if constexpr (Kernel::kSchedule == kPingPong64) {
@@ -359,13 +359,22 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     const int role = 1 + mma_thread / 128;
     int next_slot = 0;
 #endif
+    // The next tile's coordinates are worked out while the tensor cores run this tile's last
+    // wgmma batch (Mainloop::mma's `issued` hook), not at the top of the next tile, where the
+    // divisions of TileScheduler::coord would keep the tensor cores idle.
+    TileCoord tc_next{};
+    if (scheduler.valid(scheduler.first())) tc_next = scheduler.coord(scheduler.first());
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
 #if defined(FLASHKIT_GEMM_TRACE)
       const int slot = next_slot++;  // (before any `continue`: split-K units keep their slots)
-      trace_stamp(trace, role, slot, 0);
       trace_stamp(trace, role, slot, 5);
+      trace_stamp(trace, role, slot, 0);
 #endif
-      const TileCoord tc = scheduler.coord(t);
+      const TileCoord tc = tc_next;
+      auto prefetch_coord = [&] {
+        const int64_t u = scheduler.next(t);
+        if (scheduler.valid(u)) tc_next = scheduler.coord(u);
+      };
       // This warpgroup's 64 rows of the tile all past M (uniform over the warpgroup): keep the
       // ring moving, skip the MMAs (Mainloop::skip).
       const bool idle_rows = params.scheduler.skip_idle_rows != 0 &&
@@ -373,10 +382,11 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       const int32_t k_count = tc.k_count();
       if (k_count > 0 && idle_rows) {
         Mainloop::skip(pipeline, read, k_count);
+        prefetch_coord();
       } else if (k_count > 0) {
 #if defined(FLASHKIT_GEMM_TRACE)
         uint64_t mark = 0, full_cycles = 0, mma_cycles = 0, busy = 0;
-        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {},
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, prefetch_coord,
                       [&] { trace_stamp(trace, role, slot, 1); },
                       [&] { trace_stamp(trace, role, slot, 4); },
                       [&](int i) {
@@ -396,10 +406,11 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         trace_value(trace, role, slot, 9, mma_cycles);
         trace_value(trace, role, slot, 10, busy);
 #else
-        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {});
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, prefetch_coord);
 #endif
       } else {
         clear(accum);  // K = 0: D = act(beta C + bias)
+        prefetch_coord();
       }
       if (params.scheduler.splits > 1 &&
           !splitk_reduce<typename Mainloop::TileMma>(

@@ -57,6 +57,10 @@ struct TileScheduler {
       c.k_begin = c.split;
       c.k_end = p.k_tiles;
       c.k_step = p.splits;
+    } else if (p.splits == 1) {  // (no divisions: this runs at the top of every tile)
+      c.k_begin = 0;
+      c.k_end = p.k_tiles;
+      c.k_step = 1;
     } else {
       c.k_begin = int32_t(int64_t(c.split) * p.k_tiles / p.splits);
       c.k_end = int32_t(int64_t(c.split + 1) * p.k_tiles / p.splits);
@@ -70,7 +74,7 @@ struct TileScheduler {
       // (32-bit arithmetic: a 64-bit remainder is a called subroutine, with a stack frame.)
       if (count > 1) c.k_rot = int32_t(((uint32_t(u) * 2654435761u) >> 8) % uint32_t(count));
     }
-    c.l = t / p.tiles_per_batch;
+    c.l = t < p.tiles_per_batch ? 0 : t / p.tiles_per_batch;
     const int32_t r = static_cast<int32_t>(t - c.l * p.tiles_per_batch);
     // The grouped dimension (walked fastest inside a group) and the other one.
     const int32_t major = p.raster_n ? p.tiles_n : p.tiles_m;
