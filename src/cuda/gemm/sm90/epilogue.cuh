@@ -677,12 +677,11 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
       for (int ch = 0; ch < kChunks; ++ch) {
         const int64_t n_base = n_tile0 + ch * kEpiChunk;
         if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
+        // (The whole-tile path leaves `done` at 0: it commits one bulk group for all its
+        // chunks, so a later tile must drain everything before reusing a box, not count on
+        // the per-chunk groups of the box reuse rule.)
         int buf = ch;
-        if constexpr (!whole) {
-          buf = chunk_begin(ch);
-        } else {
-          ++done;
-        }
+        if constexpr (!whole) buf = chunk_begin(ch);
         uint8_t* box = smem.box[sw][buf];
         CUTE_UNROLL
         for (int q = 0; q < kSteps; ++q) {

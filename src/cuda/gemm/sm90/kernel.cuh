@@ -39,7 +39,9 @@
 // 0.89-0.96 on the long-K bf16 shapes (4096^3 and up, 64+ k-tiles), which keep the cooperative
 // schedule (0.92-0.99x cuBLAS), as do the split-K (skinny M) shapes. FLASHKIT_SM90_GEMM_SCHEDULE=
 // pingpong|cooperative overrides. Both schedules: 168 registers; ptxas reports no spills for
-// the ping-pong kernels, 8 bytes for the cooperative ones (as before this schedule existed).
+// the ping-pong kernels; for the cooperative ones (bf16, session 21) 8 bytes of spill stores
+// with the 3-stage ring and 96 with the 4-stage one (32 before the next tile's indices were
+// kept across the epilogue), none of them inside the k-loop.
 //
 // Skinny kernel (SkinnyKernel below, gemm_sm90_skinny_kernel; issue 7, the decode shapes): for
 // M up to 128 with K-major A where the 128 x 256 grid would not fill the GPU (heuristics.h,
@@ -359,22 +361,31 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     const int role = 1 + mma_thread / 128;
     int next_slot = 0;
 #endif
-    // The next tile's coordinates are worked out while the tensor cores run this tile's last
-    // wgmma batch (Mainloop::mma's `issued` hook), not at the top of the next tile, where the
-    // divisions of TileScheduler::coord would keep the tensor cores idle.
-    TileCoord tc_next{};
-    if (scheduler.valid(scheduler.first())) tc_next = scheduler.coord(scheduler.first());
+    // Unsplit launches: the next tile's indices are worked out while the tensor cores run this
+    // tile's last wgmma batch (Mainloop::mma's `issued` hook), not at the top of the next tile,
+    // where TileScheduler::coord's divisions kept the tensor cores idle for ~1400 cycles a tile
+    // (the tracing build on the H200, benchmarks/RESULTS.md, session 21). Only m, n and l stay
+    // live across the epilogue (the whole TileCoord there cost ptxas spills).
+    const bool unsplit = params.scheduler.splits == 1;
+    int32_t next_m = 0, next_n = 0;
+    int64_t next_l = 0;
+    auto take_indices = [&](int64_t u) {
+      if (unsplit && scheduler.valid(u)) {
+        const TileCoord c = scheduler.coord(u);
+        next_m = c.m;
+        next_n = c.n;
+        next_l = c.l;
+      }
+    };
+    take_indices(scheduler.first());
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
 #if defined(FLASHKIT_GEMM_TRACE)
       const int slot = next_slot++;  // (before any `continue`: split-K units keep their slots)
       trace_stamp(trace, role, slot, 5);
       trace_stamp(trace, role, slot, 0);
 #endif
-      const TileCoord tc = tc_next;
-      auto prefetch_coord = [&] {
-        const int64_t u = scheduler.next(t);
-        if (scheduler.valid(u)) tc_next = scheduler.coord(u);
-      };
+      const TileCoord tc = unsplit ? scheduler.unsplit(t, next_m, next_n, next_l) : scheduler.coord(t);
+      auto prefetch_coord = [&] { take_indices(scheduler.next(t)); };
       // This warpgroup's 64 rows of the tile all past M (uniform over the warpgroup): keep the
       // ring moving, skip the MMAs (Mainloop::skip).
       const bool idle_rows = params.scheduler.skip_idle_rows != 0 &&

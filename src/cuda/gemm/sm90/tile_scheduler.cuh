@@ -42,6 +42,23 @@ struct TileScheduler {
   __device__ __forceinline__ int64_t next(int64_t t) const { return t + gridDim.x; }
   __device__ __forceinline__ bool valid(int64_t u) const { return u < p.total_units; }
 
+  // Unit t of an unsplit launch (splits == 1) whose tile indices and batch index coord(t) gave
+  // earlier: the rest of its TileCoord without coord's divisions (the consumers' k-loop has no
+  // use for k_rot, the producer's load order).
+  __device__ __forceinline__ TileCoord unsplit(int64_t t, int32_t m, int32_t n, int64_t l) const {
+    TileCoord c;
+    c.m = m;
+    c.n = n;
+    c.l = l;
+    c.tile = t;
+    c.split = 0;
+    c.k_begin = 0;
+    c.k_end = p.k_tiles;
+    c.k_step = 1;
+    c.k_rot = 0;
+    return c;
+  }
+
   // Work unit u: split u % splits of tile u / splits (a tile's splits run side by side, so the
   // last one finishes soon after the first and the partials are still in L2).
   __device__ __forceinline__ TileCoord coord(int64_t u) const {
