@@ -381,6 +381,31 @@ void run_schedule(const Case& c, uint64_t tag, const char* schedule) {
 
 }  // namespace
 
+// The cooperative kernel's 3-stage ring (more than 32 k-tiles: 4 copy-engine boxes a warpgroup,
+// the 16-bit lean epilogue staging its whole tile at once) on more tiles than CTAs, so each CTA
+// reuses its boxes from tile to tile and takes its next tile's coordinates while the last wgmma
+// batch of the current one runs (kernel.cuh): batch 9 (the coordinates' batch index), M 520
+// (the last tile row's second warpgroup has no rows: Mainloop::skip), N 600 (a 24-column chunk
+// tail), K 2112 (33 k-tiles). Plain bf16 D, then fp16 D with a bias and ReLU.
+TEST_CASE("sm90 gemm: cooperative 3-stage ring over more tiles than SMs (whole-tile staging)",
+          "[gpu][gemm][sm90][coop_tiles]") {
+  ForceSkinny off("0");
+  fktest::ScopedEnv coop("FLASHKIT_SM90_GEMM_SCHEDULE", "cooperative");
+  Case c;
+  c.batch = 9;
+  c.M = 520;
+  c.N = 600;
+  c.K = 2112;
+  c.alpha = 0.5f;
+  run_schedule(c, 43000, "cooperative");
+  c.cd = DT::F16;
+  c.ab = DT::F16;
+  c.with_bias = true;
+  c.act = 1;  // ReLU
+  c.trans_b = true;
+  run_schedule(c, 43001, "cooperative");
+}
+
 // The ping-pong schedule (kernel.cuh, pingpong_consumer), forced on shapes that the heuristics
 // would mostly give the cooperative one: each consumer warpgroup owns a 64-row half of the tile
 // (bottom halves past M skipped, top halves with tails), turns handed over between the

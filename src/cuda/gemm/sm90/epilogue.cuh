@@ -662,13 +662,26 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     // tanh GELU and fp32 D, picked once per call").
     // kKind 0: 16-bit D, no activation; 1: 16-bit D with ReLU or the tanh GELU; 2: fp32 D with
     // any of those (256-column tiles only).
+    // Whole-tile staging (16-bit D, a box per chunk): one wait, barrier and fence per tile
+    // instead of per chunk. The boxes were read out by the previous tile's stores long ago
+    // (a whole mainloop ran since), so the wait is free; the stores go out back to back.
+    constexpr bool kWhole = kBoxes == 4;
     auto body = [&](auto kind) {
       constexpr int kKind = decltype(kind)::value;
+      constexpr bool whole = kWhole && kKind != 2;
+      if constexpr (whole) {
+        if (t == 0) tma_store_wait<0>();
+        cutlass::arch::NamedBarrier::sync(128, bar);
+      }
       CUTE_UNROLL
       for (int ch = 0; ch < kChunks; ++ch) {
         const int64_t n_base = n_tile0 + ch * kEpiChunk;
         if (n_base >= e.N) break;  // chunks past N (uniform over the warpgroup)
-        const int buf = chunk_begin(ch);
+        // (The whole-tile path leaves `done` at 0: it commits one bulk group for all its
+        // chunks, so a later tile must drain everything before reusing a box, not count on
+        // the per-chunk groups of the box reuse rule.)
+        int buf = ch;
+        if constexpr (!whole) buf = chunk_begin(ch);
         uint8_t* box = smem.box[sw][buf];
         CUTE_UNROLL
         for (int q = 0; q < kSteps; ++q) {
@@ -720,7 +733,21 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
             }
           }
         }
-        chunk_end(buf, n_base);
+        if constexpr (!whole) chunk_end(buf, n_base);
+      }
+      if constexpr (whole) {
+        tma_store_fence();
+        cutlass::arch::NamedBarrier::sync(128, bar);
+        if (t == 0) {
+          CUTE_UNROLL
+          for (int ch = 0; ch < kChunks; ++ch) {
+            const int64_t n_base = n_tile0 + ch * kEpiChunk;
+            if (n_base >= e.N) break;
+            SM90_TMA_STORE_3D::copy(d_map, smem.box[sw][ch], int32_t(n_base), int32_t(m_base),
+                                    int32_t(l));
+          }
+          tma_store_arrive();
+        }
       }
     };
     if constexpr (BlockN == kTileN) {

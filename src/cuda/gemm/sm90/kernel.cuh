@@ -39,7 +39,9 @@
 // 0.89-0.96 on the long-K bf16 shapes (4096^3 and up, 64+ k-tiles), which keep the cooperative
 // schedule (0.92-0.99x cuBLAS), as do the split-K (skinny M) shapes. FLASHKIT_SM90_GEMM_SCHEDULE=
 // pingpong|cooperative overrides. Both schedules: 168 registers; ptxas reports no spills for
-// the ping-pong kernels, 8 bytes for the cooperative ones (as before this schedule existed).
+// the ping-pong kernels; for the cooperative ones (bf16, session 21) 8 bytes of spill stores
+// with the 3-stage ring and 96 with the 4-stage one (32 before the next tile's indices were
+// kept across the epilogue), none of them inside the k-loop.
 //
 // Skinny kernel (SkinnyKernel below, gemm_sm90_skinny_kernel; issue 7, the decode shapes): for
 // M up to 128 with K-major A where the 128 x 256 grid would not fill the GPU (heuristics.h,
@@ -73,6 +75,7 @@
 #include "cuda/gemm/sm90/epilogue.cuh"
 #include "cuda/gemm/sm90/mainloop.cuh"
 #include "cuda/gemm/sm90/tile_scheduler.cuh"
+#include "cuda/gemm/sm90/trace.h"
 
 namespace flashkit {
 namespace cuda {
@@ -108,6 +111,9 @@ struct GemmKernel {
     cute::TmaDescriptor d_map;  // D's tensor map (epilogue.tma_store only)
     TileSchedulerParams scheduler;
     SplitKParams splitk;
+#if defined(FLASHKIT_GEMM_TRACE)
+    uint64_t* trace;  // trace.h (nullptr: not tracing)
+#endif
   };
 
   struct SharedStorage {
@@ -298,7 +304,16 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<Kernel::kProducerRegisters>();
     if (threadIdx.x == 0) {
       auto write = cutlass::make_producer_start_state<Pipeline>();
+#if defined(FLASHKIT_GEMM_TRACE)
+      int next_slot = 0;
+      uint64_t* const trace = Kernel::kSchedule == kCooperative ? params.trace : nullptr;
+#endif
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+#if defined(FLASHKIT_GEMM_TRACE)
+        const int slot = next_slot++;
+        trace_stamp(trace, 0, slot, 5);
+        trace_stamp(trace, 0, slot, 0);
+#endif
         const TileCoord tc = scheduler.coord(t);
         if constexpr (Kernel::kSchedule == kPingPong64) {
           // The tile's two 64-row halves one after the other (the consumers' order); a half
@@ -311,8 +326,17 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
             }
           }
         } else {
+#if defined(FLASHKIT_GEMM_TRACE)
+          Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
+                         tc.k_begin, tc.k_end, tc.k_step, 0,
+                         [&] { trace_stamp(trace, 0, slot, 1); });
+          trace_stamp(trace, 0, slot, 2);
+          trace_stamp(trace, 0, slot, 6);
+          trace_value(trace, 0, slot, 7, uint64_t(tc.k_count()));
+#else
           Mainloop::load(params.mainloop, pipeline, write, smem.mainloop, tc.m, tc.n, tc.l,
                          tc.k_begin, tc.k_end, tc.k_step);
+#endif
         }
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
@@ -332,8 +356,36 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     typename Mainloop::PipelineState read;  // stage 0, phase 0
     const bool tma_store = params.epilogue.tma_store != 0;
     TmaStoreState tma_state;  // copy-engine path: box reuse across tiles
+#if defined(FLASHKIT_GEMM_TRACE)
+    uint64_t* const trace = mma_thread % 128 == 0 ? params.trace : nullptr;
+    const int role = 1 + mma_thread / 128;
+    int next_slot = 0;
+#endif
+    // Unsplit launches: the next tile's indices are worked out while the tensor cores run this
+    // tile's last wgmma batch (Mainloop::mma's `issued` hook), not at the top of the next tile,
+    // where TileScheduler::coord's divisions kept the tensor cores idle for ~1400 cycles a tile
+    // (the tracing build on the H200, benchmarks/RESULTS.md, session 21). Only m, n and l stay
+    // live across the epilogue (the whole TileCoord there cost ptxas spills).
+    const bool unsplit = params.scheduler.splits == 1;
+    int32_t next_m = 0, next_n = 0;
+    int64_t next_l = 0;
+    auto take_indices = [&](int64_t u) {
+      if (unsplit && scheduler.valid(u)) {
+        const TileCoord c = scheduler.coord(u);
+        next_m = c.m;
+        next_n = c.n;
+        next_l = c.l;
+      }
+    };
+    take_indices(scheduler.first());
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
-      const TileCoord tc = scheduler.coord(t);
+#if defined(FLASHKIT_GEMM_TRACE)
+      const int slot = next_slot++;  // (before any `continue`: split-K units keep their slots)
+      trace_stamp(trace, role, slot, 5);
+      trace_stamp(trace, role, slot, 0);
+#endif
+      const TileCoord tc = unsplit ? scheduler.unsplit(t, next_m, next_n, next_l) : scheduler.coord(t);
+      auto prefetch_coord = [&] { take_indices(scheduler.next(t)); };
       // This warpgroup's 64 rows of the tile all past M (uniform over the warpgroup): keep the
       // ring moving, skip the MMAs (Mainloop::skip).
       const bool idle_rows = params.scheduler.skip_idle_rows != 0 &&
@@ -341,10 +393,35 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       const int32_t k_count = tc.k_count();
       if (k_count > 0 && idle_rows) {
         Mainloop::skip(pipeline, read, k_count);
+        prefetch_coord();
       } else if (k_count > 0) {
-        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, [] {});
+#if defined(FLASHKIT_GEMM_TRACE)
+        uint64_t mark = 0, full_cycles = 0, mma_cycles = 0, busy = 0;
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, prefetch_coord,
+                      [&] { trace_stamp(trace, role, slot, 1); },
+                      [&] { trace_stamp(trace, role, slot, 4); },
+                      [&](int i) {
+                        const uint64_t c = uint64_t(clock64());
+                        if (i == 0 || i == 2) {
+                          mark = c;
+                        } else if (i == 1) {
+                          full_cycles += c - mark;
+                        } else {
+                          mma_cycles += c - mark;
+                          busy += (c - mark) > 64 ? 1 : 0;
+                        }
+                      });
+        trace_stamp(trace, role, slot, 2);
+        trace_value(trace, role, slot, 7, uint64_t(k_count));
+        trace_value(trace, role, slot, 8, full_cycles);
+        trace_value(trace, role, slot, 9, mma_cycles);
+        trace_value(trace, role, slot, 10, busy);
+#else
+        Mainloop::mma(pipeline, read, smem.mainloop, accum, k_count, mma_thread, prefetch_coord);
+#endif
       } else {
         clear(accum);  // K = 0: D = act(beta C + bias)
+        prefetch_coord();
       }
       if (params.scheduler.splits > 1 &&
           !splitk_reduce<typename Mainloop::TileMma>(
@@ -360,6 +437,10 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         epilogue_store<typename Mainloop::TileMma, Mainloop::kFp8>(
             params.epilogue, accum, smem.epilogue, mma_thread, tc.m, tc.n, tc.l);
       }
+#if defined(FLASHKIT_GEMM_TRACE)
+      trace_stamp(trace, role, slot, 3);
+      trace_stamp(trace, role, slot, 6);
+#endif
     }
     // Shared memory must outlive the copy engine's reads of the last boxes.
     if (tma_store && mma_thread % 128 == 0) cute::tma_store_wait<0>();
@@ -381,6 +462,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
 template <class ElementA, class ElementB, bool KMajorA, bool KMajorB>
 struct SkinnyKernel {
   static constexpr bool kPingPong = false;
+  static constexpr int kSchedule = -1;  // none of GemmArgs::pingpong's (untraced: trace.h)
   using Mainloop = sm90::Mainloop<ElementA, ElementB, KMajorA, KMajorB, kSkinnyStages, kSkinnyM,
                                   kSkinnyN>;
   // One warpgroup's staging: 2 copy-engine boxes (16-bit chunks alternate them) or the
@@ -394,6 +476,9 @@ struct SkinnyKernel {
     cute::TmaDescriptor d_map;  // D's tensor map (epilogue.tma_store only)
     TileSchedulerParams scheduler;
     SplitKParams splitk;
+#if defined(FLASHKIT_GEMM_TRACE)
+    uint64_t* trace;  // trace.h (nullptr: not tracing)
+#endif
   };
 
   struct SharedStorage {

@@ -25,6 +25,12 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
+// The default of the mainloop's optional hooks (the tracing build's stamps: trace.h).
+struct NoHook {
+  __device__ __forceinline__ void operator()() const {}
+  __device__ __forceinline__ void operator()(int) const {}
+};
+
 // MmaWarpgroups: the warpgroups that multiply one stage together (BlockM / 64, each 64 rows),
 // or 1 for a 128-row stage that one warpgroup multiplies alone (the 128-column ping-pong
 // schedule, kernel.cuh: two 64 x BlockN wgmma per k-step).
@@ -184,11 +190,12 @@ struct Mainloop {
   // spare).
   // `p` must be the kernel's __grid_constant__ parameter: the copy engine reads its descriptor
   // from there.
-  template <bool Rotate = false>
+  // `first` runs once the first stage's loads are issued (the tracing build's stamp).
+  template <bool Rotate = false, class First = NoHook>
   __device__ __forceinline__ static void load(const Params& p, Pipeline& pipeline, PipelineState& write,
                               SharedStorage& smem, int32_t m, int32_t n, int64_t l,
                               int32_t k_begin, int32_t k_end, int32_t k_step,
-                              int32_t k_rot = 0) {
+                              int32_t k_rot = 0, First first = First{}) {
     using namespace cute;
     Tensor sA = make_tensor(make_smem_ptr(smem.a.data()), SmemLayoutA{});  // (BM, BK, PIPE)
     Tensor sB = make_tensor(make_smem_ptr(smem.b.data()), SmemLayoutB{});  // (BN, BK, PIPE)
@@ -221,7 +228,10 @@ struct Mainloop {
       }
     } else {
       (void)k_rot;
-      for (int32_t k = k_begin; k < k_end; k += k_step) issue(k);
+      for (int32_t k = k_begin; k < k_end; k += k_step) {
+        issue(k);
+        if (k == k_begin) first();
+      }
     }
   }
 
@@ -230,10 +240,15 @@ struct Mainloop {
   // stage k has retired.
   // `issued()` runs once every stage has been waited for and the last batch issued, before
   // its wait (the ping-pong schedule hands the tensor cores to the other warpgroup there).
-  template <class Accum, class Issued>
+  // `ready` runs once the first stage is full, `refill` once the stage of k-tile kStages is;
+  // `tick(i)` in the k-loop around each full-stage wait (0 before, 1 after) and each wait for
+  // the previous wgmma batch (2, 3) (the tracing build's stamps and counters).
+  template <class Accum, class Issued, class Ready = NoHook, class Refill = NoHook,
+            class Tick = NoHook>
   __device__ __forceinline__ static void mma(Pipeline& pipeline, PipelineState& read,
                                              SharedStorage& smem, Accum& accum, int32_t k_tiles,
-                                             int mma_thread, Issued issued) {
+                                             int mma_thread, Issued issued, Ready ready = Ready{},
+                                             Refill refill = Refill{}, Tick tick = Tick{}) {
     using namespace cute;
     Tensor sA = make_tensor(make_smem_ptr(smem.a.data()), SmemLayoutA{});
     Tensor sB = make_tensor(make_smem_ptr(smem.b.data()), SmemLayoutB{});
@@ -251,6 +266,7 @@ struct Mainloop {
     warpgroup_fence_operand(accum);
     {
       pipeline.consumer_wait(read);
+      ready();
       const int stage = read.index();
       warpgroup_arrive();
       // The first k-block overwrites the accumulators (scale-d = 0): no separate clear.
@@ -266,13 +282,18 @@ struct Mainloop {
     warpgroup_fence_operand(accum);
     CUTE_NO_UNROLL
     for (int32_t k = 1; k < k_tiles; ++k) {
+      tick(0);
       pipeline.consumer_wait(read);
+      tick(1);
+      if (k == kStages) refill();
       const int stage = read.index();
       warpgroup_fence_operand(accum);
       warpgroup_arrive();
       cute::gemm(tiled_mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), accum);
       warpgroup_commit_batch();
+      tick(2);
       warpgroup_wait<1>();  // the batch of the previous stage has retired
+      tick(3);
       warpgroup_fence_operand(accum);
       pipeline.consumer_release(release);
       ++release;

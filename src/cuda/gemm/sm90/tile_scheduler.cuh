@@ -42,6 +42,23 @@ struct TileScheduler {
   __device__ __forceinline__ int64_t next(int64_t t) const { return t + gridDim.x; }
   __device__ __forceinline__ bool valid(int64_t u) const { return u < p.total_units; }
 
+  // Unit t of an unsplit launch (splits == 1) whose tile indices and batch index coord(t) gave
+  // earlier: the rest of its TileCoord without coord's divisions (the consumers' k-loop has no
+  // use for k_rot, the producer's load order).
+  __device__ __forceinline__ TileCoord unsplit(int64_t t, int32_t m, int32_t n, int64_t l) const {
+    TileCoord c;
+    c.m = m;
+    c.n = n;
+    c.l = l;
+    c.tile = t;
+    c.split = 0;
+    c.k_begin = 0;
+    c.k_end = p.k_tiles;
+    c.k_step = 1;
+    c.k_rot = 0;
+    return c;
+  }
+
   // Work unit u: split u % splits of tile u / splits (a tile's splits run side by side, so the
   // last one finishes soon after the first and the partials are still in L2).
   __device__ __forceinline__ TileCoord coord(int64_t u) const {
@@ -57,6 +74,10 @@ struct TileScheduler {
       c.k_begin = c.split;
       c.k_end = p.k_tiles;
       c.k_step = p.splits;
+    } else if (p.splits == 1) {  // (no divisions: this runs at the top of every tile)
+      c.k_begin = 0;
+      c.k_end = p.k_tiles;
+      c.k_step = 1;
     } else {
       c.k_begin = int32_t(int64_t(c.split) * p.k_tiles / p.splits);
       c.k_end = int32_t(int64_t(c.split + 1) * p.k_tiles / p.splits);
@@ -70,7 +91,7 @@ struct TileScheduler {
       // (32-bit arithmetic: a 64-bit remainder is a called subroutine, with a stack frame.)
       if (count > 1) c.k_rot = int32_t(((uint32_t(u) * 2654435761u) >> 8) % uint32_t(count));
     }
-    c.l = t / p.tiles_per_batch;
+    c.l = t < p.tiles_per_batch ? 0 : t / p.tiles_per_batch;
     const int32_t r = static_cast<int32_t>(t - c.l * p.tiles_per_batch);
     // The grouped dimension (walked fastest inside a group) and the other one.
     const int32_t major = p.raster_n ? p.tiles_n : p.tiles_m;
