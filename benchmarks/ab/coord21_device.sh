@@ -6,6 +6,7 @@
 # ~1400 cycles a tile of coordinate arithmetic before each tile's first wgmma and ~670 cycles
 # of per-chunk epilogue synchronisation (benchmarks/RESULTS.md, session 21).
 #   bash benchmarks/ab/coord21_device.sh ab     A/B, a process per side, order A B B A
+#   FK_AB_SHAPES="128x8192x8192 4096x4096x4096" FK_AB_REPS=50 ... ab   other shapes and reps
 #   bash benchmarks/ab/coord21_device.sh test   B's [gemm][sm90] suite and memcheck of its
 #                                               sanitizer cases
 # Staging: .device = the branch (scripts/gpu-check.sh --build-only), .device-b/lib.so.gz =
@@ -30,8 +31,9 @@ if [ "${1:-ab}" = test ]; then
 fi
 side() {
   LD_LIBRARY_PATH=$(dirname "$3") timeout -k 5 90 python3 benchmarks/gemm.py --lib "$3" \
-    --dtype bf16 fp16 --no-fused --shapes 4096x4096x4096 4096x12288x4096 8192x8192x8192 \
-    8192x8192x1024 16384x16384x16384 128x8192x8192 --reps 20 --warmup 5 \
+    --dtype bf16 fp16 --no-fused --shapes ${FK_AB_SHAPES:-4096x4096x4096 4096x12288x4096 \
+    8192x8192x8192 8192x8192x1024 16384x16384x16384 128x8192x8192} --reps ${FK_AB_REPS:-20} \
+    --warmup 5 \
     --json "$OUT/ab_$1$2.json" 2>&1 | grep -E "^gemm" | cut -c1-90 | sed "s/^/$1 /"
 }
 ab_rounds side
