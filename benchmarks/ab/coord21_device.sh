@@ -7,6 +7,7 @@
 # of per-chunk epilogue synchronisation (benchmarks/RESULTS.md, session 21).
 #   bash benchmarks/ab/coord21_device.sh ab     A/B, a process per side, order A B B A
 #   FK_AB_SHAPES="128x8192x8192 4096x4096x4096" FK_AB_REPS=50 ... ab   other shapes and reps
+#   FK_AB_ARGS="--fp8 --skip-main --no-fused --dtype bf16" ... ab   gemm.py's fp8 rows instead
 #   bash benchmarks/ab/coord21_device.sh test   B's [gemm][sm90] suite and memcheck of its
 #                                               sanitizer cases
 # Staging: .device = the branch (scripts/gpu-check.sh --build-only), .device-b/lib.so.gz =
@@ -30,11 +31,12 @@ if [ "${1:-ab}" = test ]; then
   exit 0
 fi
 side() {
+  local args="--dtype bf16 fp16 --no-fused --shapes ${FK_AB_SHAPES:-4096x4096x4096 4096x12288x4096
+    8192x8192x8192 8192x8192x1024 16384x16384x16384 128x8192x8192}"
+  [ -n "${FK_AB_ARGS:-}" ] && args=$FK_AB_ARGS
   LD_LIBRARY_PATH=$(dirname "$3") timeout -k 5 90 python3 benchmarks/gemm.py --lib "$3" \
-    --dtype bf16 fp16 --no-fused --shapes ${FK_AB_SHAPES:-4096x4096x4096 4096x12288x4096 \
-    8192x8192x8192 8192x8192x1024 16384x16384x16384 128x8192x8192} --reps ${FK_AB_REPS:-20} \
-    --warmup 5 \
-    --json "$OUT/ab_$1$2.json" 2>&1 | grep -E "^gemm" | cut -c1-90 | sed "s/^/$1 /"
+    $args --reps ${FK_AB_REPS:-20} --warmup 5 \
+    --json "$OUT/ab_$1$2.json" 2>&1 | grep -E "^gemm|^  fp8|^  fused" | cut -c1-120 | sed "s/^/$1 /"
 }
 ab_rounds side
 echo "(${SECONDS} s)"
