@@ -41,6 +41,7 @@
 #include "cuda/attention/sm90/mainloop.cuh"
 #include "cuda/attention/sm90/softmax.cuh"
 #include "cuda/attention/sm90/tile_scheduler.cuh"
+#include "cuda/attention/sm90/trace.h"
 
 namespace flashkit {
 namespace cuda {
@@ -92,6 +93,9 @@ struct AttentionKernel {
     typename Mainloop::Params mainloop;
     AttnArgs args;
     OStore<kTmaStore> o_store;  // last: the parameter block otherwise keeps its layout
+#if defined(FLASHKIT_ATTENTION_TRACE)
+    uint64_t* trace;  // trace.h (diagnostic builds)
+#endif
   };
 
   struct SharedStorage {
@@ -150,15 +154,33 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       auto write_k = cutlass::make_producer_start_state<Pipeline>();
       auto write_v = cutlass::make_producer_start_state<Pipeline>();
       int iter = 0;  // tiles with rows (varlen skips the empty ones everywhere)
+#if defined(FLASHKIT_ATTENTION_TRACE)
+      uint64_t* const trace = params.trace;
+#endif
       for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+#if defined(FLASHKIT_ATTENTION_TRACE)
+        trace_stamp(trace, 0, iter, 6);
+        trace_stamp(trace, 0, iter, 0);
+#endif
         const WorkTile w = scheduler.tile(t);
         if (w.empty) continue;
+#if defined(FLASHKIT_ATTENTION_TRACE)
+        trace_stamp(trace, 0, iter, 1);
+#endif
         // Q of the previous tile released by every consumer warpgroup.
         if (iter > 0) cutlass::arch::ClusterBarrier::wait(&smem.q_empty, (iter - 1) & 1);
+#if defined(FLASHKIT_ATTENTION_TRACE)
+        trace_stamp(trace, 0, iter, 2);
+#endif
         const uint64_t* o_free = Kernel::kTmaStore && a.o_tma && iter > 0 ? &smem.o_free : nullptr;
         Mainloop::load(params.mainloop, a, pipe_k, pipe_v, write_k, write_v, smem.mainloop,
                        &smem.q_full, w.m_block, w.h, w.hk, w.b, w.row0_q, w.row0_k, w.n_min,
                        w.n_max, o_free, (iter - 1) & 1);
+#if defined(FLASHKIT_ATTENTION_TRACE)
+        trace_stamp(trace, 0, iter, 3);
+        trace_stamp(trace, 0, iter, 7);
+        trace_value(trace, 0, iter, 8, uint64_t(w.n_max - w.n_min));
+#endif
         ++iter;
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
@@ -258,13 +280,27 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     typename Mainloop::PipelineState read_k, read_v;  // stage 0, phase 0
     int64_t v_reads = 0;  // V tiles consumed so far (one ring release each)
     int iter = 0;
+#if defined(FLASHKIT_ATTENTION_TRACE)
+    uint64_t* const trace = mma_thread % 128 == 0 ? params.trace : nullptr;
+    const int role = 1 + mma_thread / 128;
+#endif
     for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+#if defined(FLASHKIT_ATTENTION_TRACE)
+      trace_stamp(trace, role, iter, 6);
+      trace_stamp(trace, role, iter, 0);
+#endif
       const WorkTile w = scheduler.tile(t);
       if (w.empty) continue;
+#if defined(FLASHKIT_ATTENTION_TRACE)
+      trace_stamp(trace, role, iter, 1);
+#endif
       OnlineSoftmax softmax;
       softmax.init();
       clear(tOrO);
       cutlass::arch::ClusterBarrier::wait(&smem.q_full, iter & 1);
+#if defined(FLASHKIT_ATTENTION_TRACE)
+      trace_stamp(trace, role, iter, 2);
+#endif
       if (v_tail) clear_v_tail(w, read_v);  // V of tile n_max - 1, the first one read
       // This warpgroup is done with Q once the tile's last S GEMM has completed, so the producer
       // may load the next tile's Q under the last softmax, the last P V and the epilogue
@@ -305,6 +341,9 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         // softmax of the next tile runs; O is rescaled once P V has retired.
         float corr[2];
         pipe_k.consumer_wait(read_k);
+#if defined(FLASHKIT_ATTENTION_TRACE)
+        trace_stamp(trace, role, iter, 3);
+#endif
         turn_wait();
         Mainloop::template wg_gemm<true, false>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
         turn_pass();
@@ -362,6 +401,9 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         }
       }
       if (Kernel::kConsumers != 3 || !overlapped) release_q();  // no-op when the mainloop released Q already
+#if defined(FLASHKIT_ATTENTION_TRACE)
+      trace_stamp(trace, role, iter, 4);
+#endif
       v_reads += w.n_max - w.n_min;
       float lse[2];
       softmax.finalize(tOrO, lse);
@@ -402,6 +444,11 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       }
       if (!stored)
         store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, tile_row0(), tile_quad_t(), w.row0_q, w.len_q);
+#if defined(FLASHKIT_ATTENTION_TRACE)
+      trace_stamp(trace, role, iter, 5);
+      trace_stamp(trace, role, iter, 7);
+      trace_value(trace, role, iter, 8, uint64_t(w.n_max - w.n_min));
+#endif
       ++iter;
     }
   }
