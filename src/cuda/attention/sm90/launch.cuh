@@ -13,9 +13,8 @@
 
 #if defined(FLASHKIT_ATTENTION_TRACE)
 #include <cstdio>
-#include <cstdlib>
-#include <vector>
 #endif
+
 
 #include "cuda/attention/sm90/kernel.cuh"
 #include "cuda/attention/sm90/launch.h"
@@ -78,49 +77,22 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
   // Diagnostic build (trace.h): a zeroed stamp buffer per launch, appended to the file named by
   // FLASHKIT_SM90_ATTENTION_TRACE after the launch, one line per (CTA, role, tile slot) with
   // stamps.
-  const char* trace_path = std::getenv("FLASHKIT_SM90_ATTENTION_TRACE");
-  const size_t trace_words = size_t(a.grid) * kTraceRoles * kTraceTiles * kTraceStamps;
-  params.trace = nullptr;
-  if (trace_path != nullptr && *trace_path != 0) {
-    FK_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&params.trace), trace_words * 8),
-                "cuda.sm90.attention: trace buffer");
-    if (cudaMemsetAsync(params.trace, 0, trace_words * 8, stream) != cudaSuccess) {
-      cudaFree(params.trace);
-      return set_error(FK_ERROR_DEVICE, "cuda.sm90.attention: clearing the trace buffer");
-    }
-  }
+  const char* trace_path = nullptr;
+  FK_RETURN_IF_ERROR(TraceStamps::begin("FLASHKIT_SM90_ATTENTION_TRACE", a.grid, stream,
+                                        &params.trace, &trace_path,
+                                        "cuda.sm90.attention: trace buffer"));
 #endif
   kernel<<<dim3(unsigned(a.grid)), dim3(Kernel::kThreads), Kernel::kSmemBytes, stream>>>(params);
 #if defined(FLASHKIT_ATTENTION_TRACE)
-  if (params.trace != nullptr) {
-    std::vector<uint64_t> host(trace_words);
-    const cudaError_t e1 = cudaMemcpyAsync(host.data(), params.trace, trace_words * 8,
-                                           cudaMemcpyDeviceToHost, stream);
-    const cudaError_t e2 = cudaStreamSynchronize(stream);
-    cudaFree(params.trace);
-    const int launch_index = next_trace_launch();
-    if (e1 == cudaSuccess && e2 == cudaSuccess) {
-      if (FILE* f = std::fopen(trace_path, "a")) {
-        std::fprintf(f, "# launch %d batch %d nheads %d seqlen_q %d seqlen_k %d head_dim %d "
-                        "causal %d window_left %d grid %d tiles %lld consumers %d block_m %d "
-                        "block_n %d\n",
-                     launch_index, int(a.batch), int(a.nheads), int(a.seqlen_q), int(a.seqlen_k),
-                     int(a.head_dim), int(a.window_right == 0), int(a.window_left), int(a.grid),
-                     static_cast<long long>(a.total_tiles), int(Kernel::kConsumers),
-                     int(Kernel::kBlockM), int(Kernel::Mainloop::kBlockN));
-        for (size_t row = 0; row < trace_words / kTraceStamps; ++row) {
-          const uint64_t* w = &host[row * kTraceStamps];
-          if (w[0] == 0) continue;  // no tile in this slot
-          std::fprintf(f, "%d,%zu,%zu,%zu", launch_index, row / (kTraceRoles * kTraceTiles),
-                       (row / kTraceTiles) % kTraceRoles, row % kTraceTiles);
-          for (int i = 0; i < kTraceStamps; ++i)
-            std::fprintf(f, ",%llu", static_cast<unsigned long long>(w[i]));
-          std::fprintf(f, "\n");
-        }
-        std::fclose(f);
-      }
-    }
-  }
+  TraceStamps::finish(params.trace, trace_path, a.grid, stream, [&](FILE* f, int launch) {
+    std::fprintf(f, "# launch %d batch %d nheads %d seqlen_q %d seqlen_k %d head_dim %d "
+                    "causal %d window_left %d grid %d tiles %lld consumers %d block_m %d "
+                    "block_n %d\n",
+                 launch, int(a.batch), int(a.nheads), int(a.seqlen_q), int(a.seqlen_k),
+                 int(a.head_dim), int(a.window_right == 0), int(a.window_left), int(a.grid),
+                 static_cast<long long>(a.total_tiles), int(Kernel::kConsumers),
+                 int(Kernel::kBlockM), int(Kernel::Mainloop::kBlockN));
+  });
 #endif
   return check_launch("cuda.sm90.attention kernel");
 }

@@ -17,36 +17,27 @@
 
 #include <cstdint>
 
+#include "cuda/common/trace_stamps.h"
+
 namespace flashkit {
 namespace cuda {
 namespace sm90_attention {
 
 constexpr int kTraceTiles = 16, kTraceRoles = 4, kTraceStamps = 9;
-
-inline int next_trace_launch() {
-  static int n = 0;
-  return n++;
-}
+using TraceStamps = trace::Stamps<kTraceRoles, kTraceTiles, kTraceStamps>;
 
 #if defined(FLASHKIT_ATTENTION_TRACE)
-__device__ __forceinline__ uint64_t* trace_slot(uint64_t* trace, int role, int slot) {
-  if (trace == nullptr || slot >= kTraceTiles) return nullptr;
-  return trace + ((int64_t(blockIdx.x) * kTraceRoles + role) * kTraceTiles + slot) * kTraceStamps;
-}
+// Word `what` (0-5: cycles, 6-7: global timer) of (CTA, role, slot); nullptr trace: nothing.
 __device__ __forceinline__ void trace_stamp(uint64_t* trace, int role, int slot, int what) {
-  uint64_t* w = trace_slot(trace, role, slot);
-  if (w == nullptr) return;
-  uint64_t v;
   if (what >= 6) {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v)::"memory");
+    TraceStamps::timer(trace, role, slot, what);
   } else {
-    v = uint64_t(clock64());
+    TraceStamps::clock(trace, role, slot, what);
   }
-  w[what] = v;
 }
 __device__ __forceinline__ void trace_value(uint64_t* trace, int role, int slot, int what,
                                             uint64_t v) {
-  if (uint64_t* w = trace_slot(trace, role, slot)) w[what] = v;
+  TraceStamps::value(trace, role, slot, what, v);
 }
 #endif
 

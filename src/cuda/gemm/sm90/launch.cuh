@@ -10,8 +10,6 @@
 #include <cstring>
 #if defined(FLASHKIT_GEMM_TRACE)
 #include <cstdio>
-#include <cstdlib>
-#include <vector>
 #endif
 
 #include "cuda/common/check.h"
@@ -78,48 +76,23 @@ fk_status_t launch_kernel(const GemmArgs& g, cudaStream_t stream,
   // Diagnostic build (trace.h): a zeroed stamp buffer per launch of the cooperative kernel,
   // appended to the file named by FLASHKIT_SM90_GEMM_TRACE after the launch, one line per
   // (CTA, role, tile slot) that has stamps.
-  const char* trace_path = std::getenv("FLASHKIT_SM90_GEMM_TRACE");
-  const size_t trace_words = size_t(g.grid) * kTraceRoles * kTraceTiles * kTraceStamps;
+  const char* trace_path = nullptr;
   params.trace = nullptr;
-  if (Kernel::kSchedule == kCooperative && trace_path != nullptr && *trace_path != 0) {
-    FK_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&params.trace), trace_words * 8),
-                "cuda.sm90.gemm: trace buffer");
-    if (cudaMemsetAsync(params.trace, 0, trace_words * 8, stream) != cudaSuccess) {
-      cudaFree(params.trace);
-      return set_error(FK_ERROR_DEVICE, "cuda.sm90.gemm: clearing the trace buffer");
-    }
+  if (Kernel::kSchedule == kCooperative) {
+    FK_RETURN_IF_ERROR(TraceStamps::begin("FLASHKIT_SM90_GEMM_TRACE", g.grid, stream,
+                                          &params.trace, &trace_path, "cuda.sm90.gemm: trace buffer"));
   }
 #endif
   kernel<<<dim3(unsigned(g.grid)), dim3(Kernel::kThreads), Kernel::kSmemBytes, stream>>>(params);
 #if defined(FLASHKIT_GEMM_TRACE)
-  if (params.trace != nullptr) {
-    std::vector<uint64_t> host(trace_words);
-    const cudaError_t e1 = cudaMemcpyAsync(host.data(), params.trace, trace_words * 8,
-                                           cudaMemcpyDeviceToHost, stream);
-    const cudaError_t e2 = cudaStreamSynchronize(stream);
-    cudaFree(params.trace);
-    const int launch_index = next_trace_launch();
-    if (e1 == cudaSuccess && e2 == cudaSuccess) {
-      if (FILE* f = std::fopen(trace_path, "a")) {
-        std::fprintf(f, "# launch %d M %lld N %lld K %lld grid %d schedule %d stages %d splits %d "
-                        "k_tiles %d tiles %lld\n",
-                     launch_index, static_cast<long long>(g.M), static_cast<long long>(g.N),
-                     static_cast<long long>(g.K), int(g.grid), int(g.pingpong), int(g.stages),
-                     int(g.scheduler.splits), int(g.scheduler.k_tiles),
-                     static_cast<long long>(g.scheduler.total_tiles));
-        for (size_t row = 0; row < trace_words / kTraceStamps; ++row) {
-          const uint64_t* w = &host[row * kTraceStamps];
-          if (w[0] == 0) continue;  // no tile in this slot
-          std::fprintf(f, "%d,%zu,%zu,%zu", launch_index, row / (kTraceRoles * kTraceTiles),
-                       (row / kTraceTiles) % kTraceRoles, row % kTraceTiles);
-          for (int i = 0; i < kTraceStamps; ++i)
-            std::fprintf(f, ",%llu", static_cast<unsigned long long>(w[i]));
-          std::fprintf(f, "\n");
-        }
-        std::fclose(f);
-      }
-    }
-  }
+  TraceStamps::finish(params.trace, trace_path, g.grid, stream, [&](FILE* f, int launch) {
+    std::fprintf(f, "# launch %d M %lld N %lld K %lld grid %d schedule %d stages %d splits %d "
+                    "k_tiles %d tiles %lld\n",
+                 launch, static_cast<long long>(g.M), static_cast<long long>(g.N),
+                 static_cast<long long>(g.K), int(g.grid), int(g.pingpong), int(g.stages),
+                 int(g.scheduler.splits), int(g.scheduler.k_tiles),
+                 static_cast<long long>(g.scheduler.total_tiles));
+  });
 #endif
   return check_launch("cuda.sm90.gemm kernel");
 }
