@@ -234,12 +234,17 @@ run_checks() {
     # process of its own: the optional copy-engine output stores (and memcheck on their small
     # cases, below); head_dim 64's 192-row tiles (three consumer warpgroups) on every call the
     # table gives 128 rows (WG3=2: short masked calls), and on the small cases also with the
-    # plain S / softmax / P V order (OVERLAP=0), which releases Q after the key-tile loop.
+    # plain S / softmax / P V order (OVERLAP=0), which releases Q after the key-tile loop;
+    # and the 64-bit tile numbering (INDEX64=1).
     cpp_pass "$out" "TMA stores" "[attention][sm90]" gpu_tests_tma_store.log \
       FLASHKIT_SM90_ATTENTION_TMA_STORE=1
     cpp_pass "$out" "WG3=2" "[attention][sm90]" gpu_tests_wg3.log FLASHKIT_SM90_ATTENTION_WG3=2
     cpp_pass "$out" "WG3=2 OVERLAP=0" "[sm90][sanitize]" gpu_tests_wg3_plain.log \
       FLASHKIT_SM90_ATTENTION_WG3=2 FLASHKIT_SM90_ATTENTION_OVERLAP=0
+    # The 64-bit tile numbering (taken only past 2^31 tiles) on the head-section order (its
+    # narrower last section) and the small cases.
+    cpp_pass "$out" "INDEX64" "sm90 attention: causal tile order in L2-sized head sections,[sm90][sanitize]" \
+      gpu_tests_index64.log FLASHKIT_SM90_ATTENTION_INDEX64=1
   fi
 
   if [ "${FK_GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then

@@ -49,7 +49,9 @@ bool stride_ok(int64_t stride, int64_t extent) {
 // head_dim <= 128 (kernel.cuh; measured no faster than the register stores, slower at head_dim
 // 128, so off by default); FLASHKIT_SM90_ATTENTION_CAUSAL_WIDE=0 keeps long causal calls on the
 // masked key-tile width; FLASHKIT_SM90_ATTENTION_WG3=0 keeps head_dim 64 on two consumer
-// warpgroups (128-row tiles), =2 gives it three (192-row tiles) also in short masked calls.
+// warpgroups (128-row tiles), =2 gives it three (192-row tiles) also in short masked calls;
+// FLASHKIT_SM90_ATTENTION_INDEX64=1 numbers the work tiles with 64-bit divisions, the path of
+// numberings past 31 bits (tile_scheduler.cuh), so that the tests cover it.
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -71,6 +73,7 @@ struct Flags {
   bool tma_store = env_opt_in("FLASHKIT_SM90_ATTENTION_TMA_STORE");
   bool causal_wide = env_flag("FLASHKIT_SM90_ATTENTION_CAUSAL_WIDE");
   int wg3 = env_mode("FLASHKIT_SM90_ATTENTION_WG3");
+  bool index64 = env_opt_in("FLASHKIT_SM90_ATTENTION_INDEX64");
 };
 const Flags& flags() {
   static const Flags f;
@@ -264,6 +267,8 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
     const int64_t heads = kv_heads * a.group;
     if (heads < int64_t(p.batch) * p.nheads) a.section_heads = int32_t(heads);
   }
+  set_index_divisors(a);
+  if (flags().index64) a.index32 = 0;
 
   const bool bf16 = p.dtype == DType::BF16;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);

@@ -1,10 +1,12 @@
 // What the host side of the Hopper attention kernel hands to an instantiation: the
 // AttentionProblem reduced to the values the device needs (softmax constants precomputed, the
-// window bounds resolved) plus the persistent schedule. Plain C++ (no CuTe), so the predicate in
-// attention_sm90.cpp compiles with the host compiler.
+// window bounds resolved) plus the persistent schedule. Plain C++ (no CuTe; CUTLASS's
+// FastDivmod only), so the predicate in attention_sm90.cpp compiles with the host compiler.
 #pragma once
 
 #include <cuda_runtime_api.h>
+
+#include <cutlass/fast_math.h>
 
 #include <cstdint>
 
@@ -143,7 +145,41 @@ struct AttnArgs {
   // Query rows per work tile: kBlockM, or kBlockM3 (head_dim 64, plain kernel: three consumer
   // warpgroups over 128-key tiles). num_m_blocks counts tiles of this height.
   int32_t block_m = kBlockM;
+  // The tile numbering's divisions (tile_scheduler.cuh) as multiply-high and shift, with the
+  // multipliers computed here on the host (set_index_divisors), where every dividend and
+  // divisor fits in 31 bits (index32 = 1; else the kernel divides in 64 bits). Each was a
+  // 64-bit division of ~100 instructions on the consumers' path between two work tiles.
+  int32_t index32 = 0;
+  cutlass::FastDivmod div_m_blocks;   // num_m_blocks
+  cutlass::FastDivmod div_bh;         // batch * nheads
+  cutlass::FastDivmod div_heads;      // nheads
+  cutlass::FastDivmod div_group;      // group
+  cutlass::FastDivmod div_sec_tiles;  // section_heads * num_m_blocks
+  cutlass::FastDivmod div_sec;        // section_heads
+  cutlass::FastDivmod div_sec_last;   // the last section's width (batch * nheads - its first)
 };
+
+// Fills AttnArgs::index32 and the div_* members from batch, nheads, group, num_m_blocks,
+// total_tiles and section_heads (call after those are final).
+inline void set_index_divisors(AttnArgs& a) {
+  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
+  const int64_t bh = int64_t(a.batch) * a.nheads;
+  const int64_t sec = a.section_heads > 0 ? a.section_heads : 1;
+  const int64_t sec_tiles = sec * a.num_m_blocks;
+  a.index32 = a.total_tiles <= kMax && bh <= kMax && sec_tiles <= kMax && a.num_m_blocks > 0 &&
+                      a.nheads > 0 && a.group > 0 && bh > 0
+                  ? 1
+                  : 0;
+  if (!a.index32) return;
+  a.div_m_blocks = cutlass::FastDivmod(a.num_m_blocks);
+  a.div_bh = cutlass::FastDivmod(int(bh));
+  a.div_heads = cutlass::FastDivmod(a.nheads);
+  a.div_group = cutlass::FastDivmod(a.group);
+  a.div_sec_tiles = cutlass::FastDivmod(int(sec_tiles));
+  a.div_sec = cutlass::FastDivmod(int(sec));
+  const int64_t last_width = bh - ((bh - 1) / sec) * sec;  // 1 .. sec
+  a.div_sec_last = cutlass::FastDivmod(int(last_width));
+}
 
 // One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.
 fk_status_t launch_hdim64(const AttnArgs& a, bool bf16, cudaStream_t stream);

@@ -71,8 +71,34 @@ struct TileScheduler {
     return key_hi(i, w.len_q, w.len_k);
   }
 
-  __device__ __forceinline__ WorkTile tile(int64_t t) const {
-    WorkTile w;
+  // (m_block, h, hk, b) of tile t through the host's multiply-high divisors (AttnArgs::
+  // index32: t, the (batch, head) count and the section's tile count fit in 31 bits).
+  __device__ __forceinline__ void index32(int t, WorkTile& w) const {
+    int q, r, bh;
+    if (a.longest_first && a.section_heads > 0) {
+      int sec, local;
+      a.div_sec_tiles(sec, local, t);
+      const int first_bh = sec * a.section_heads;
+      const bool last = first_bh + a.section_heads > a.batch * a.nheads;
+      const cutlass::FastDivmod width = last ? a.div_sec_last : a.div_sec;
+      width(q, r, local);
+      w.m_block = a.num_m_blocks - 1 - q;
+      bh = first_bh + r;
+    } else if (a.longest_first) {
+      a.div_bh(q, r, t);
+      w.m_block = a.num_m_blocks - 1 - q;
+      bh = r;
+    } else {
+      a.div_m_blocks(q, r, t);
+      w.m_block = r;
+      bh = q;
+    }
+    a.div_heads(w.b, w.h, bh);
+    a.div_group(w.hk, r, w.h);
+  }
+
+  // The same in 64-bit arithmetic (a numbering past 31 bits).
+  __device__ __forceinline__ void index64(int64_t t, WorkTile& w) const {
     const int64_t bh_count = int64_t(a.batch) * a.nheads;
     int64_t bh;
     if (a.longest_first && a.section_heads > 0) {
@@ -96,6 +122,15 @@ struct TileScheduler {
     w.h = int32_t(bh % a.nheads);
     w.b = int32_t(bh / a.nheads);
     w.hk = w.h / a.group;
+  }
+
+  __device__ __forceinline__ WorkTile tile(int64_t t) const {
+    WorkTile w;
+    if (a.index32) {
+      index32(int(t), w);
+    } else {
+      index64(t, w);
+    }
     w.m0 = w.m_block * kBlockM;
     if (a.cu_seqlens_q != nullptr) {
       attn::varlen_rows(a.cu_seqlens_q, w.b, a.tma_rows_q, &w.row0_q, &w.len_q);
