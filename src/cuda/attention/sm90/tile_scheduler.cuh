@@ -79,7 +79,9 @@ struct TileScheduler {
       int sec, local;
       a.div_sec_tiles(sec, local, t);
       const int first_bh = sec * a.section_heads;
-      const bool last = first_bh + a.section_heads > a.batch * a.nheads;
+      // The last section (narrower when section_heads does not divide batch x nheads); written
+      // without first_bh + section_heads, which could pass 2^31.
+      const bool last = first_bh > a.batch * a.nheads - a.section_heads;
       const cutlass::FastDivmod width = last ? a.div_sec_last : a.div_sec;
       width(q, r, local);
       w.m_block = a.num_m_blocks - 1 - q;
