@@ -20,8 +20,8 @@
 // warpgroups of 64 rows each (setmaxnreg 160, the producer 32), taking GEMM turns round robin;
 // each key tile read from shared memory then serves 192 query rows instead of 128.
 //
-// Status on the H200 (benchmarks/RESULTS.md, "head_dim 64 on three consumer warpgroups"):
-// 0.73-1.17x cuDNN 9.19 over the standard grid (median 0.95; head_dim 64 unmasked 1.10-1.17x
+// Status on the H200 (benchmarks/RESULTS.md, "The standard grid on main a2ebe52", session 22):
+// 0.79-1.19x cuDNN 9.19 over the standard grid (median 0.96; head_dim 64 unmasked 1.10-1.19x
 // from 2k keys), worst at short causal calls (head_dim 64 on 128-row tiles, head_dim 256). Tried and removed (RESULTS, "Branch attn6" and "attn7"): an L2 prefetch of
 // the next work tile, a quarter of head_dim 64's exp2 on the FMA pipe, a second Q buffer, the
 // epilogue chained after the next tile's first S GEMM. Kept: causal head sections
