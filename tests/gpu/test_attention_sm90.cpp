@@ -229,8 +229,8 @@ TEST_CASE("sm90 attention: head_dim 64 on three consumer warpgroups (192-row til
           "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
   // head_dim <= 64 with more than 128 query rows runs 192-row tiles (three consumer warpgroups,
-  // 128-key tiles) unless it is masked over fewer than 4096 keys (causal: seqlen_k; a window:
-  // its span, left + right + 1): query rows
+  // 128-key tiles) unless it is masked over fewer than 2048 keys (causal: seqlen_k; a window:
+  // its span, left + right + 1; 4096 before session 22), without head sections: query rows
   // ending in each of the three warpgroups' rows (193, 300, 383), causal with seqlen_q >
   // seqlen_k and < seqlen_k, a window, softcap, GQA/MQA, a padded head_dim, more tiles than
   // SMs, varlen with empty sequences.
@@ -240,6 +240,9 @@ TEST_CASE("sm90 attention: head_dim 64 on three consumer warpgroups (192-row til
   Case d = sm90_case(1, 300, 4100, 6, 1, 64, DT::F16);  // causal, bottom-right aligned
   d.pr.causal = true;
   run_case(sm90(), d, 7181);
+  Case d2 = sm90_case(2, 385, 2100, 16, 4, 64, DT::BF16);  // causal over 2048-4095 keys, GQA
+  d2.pr.causal = true;
+  run_case(sm90(), d2, 7188);
   Case e = sm90_case(1, 383, 4200, 2, 2, 56, DT::BF16);  // 56 -> 64
   e.pr.wl = 4000;  // a window spanning >= 4096 keys
   e.pr.wr = 150;

@@ -215,17 +215,21 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   // tiles, as FlashAttention-3 runs head_dim 64: every key tile read from shared memory serves
   // 192 query rows. H200, bf16 (RESULTS, "head_dim 64 on three consumer warpgroups"): 1.16-1.25x
   // the two-warpgroup kernels unmasked (512 to 16k keys, including the 192-key tiles from 4k),
-  // 1.01x / 1.10x / 1.13x causal at 4k / 8k / 16k keys, but 0.96x / 0.95x / 0.99x causal at 512 /
-  // 1k / 2k (more rows on the diagonal), where masked calls keep 128-row tiles. A sliding
-  // window counts by its span (left + right + 1 keys, the keys a row sees), not by seqlen_k
-  // (windows not timed). Not where one 128-row tile holds every query (decode, split-KV's inner
-  // calls), nor over KV caches.
+  // 1.01x / 1.10x / 1.13x causal at 4k / 8k / 16k keys (session 14). Causal below that they
+  // were measured with head sections, which the 192-row tiles no longer take (below); without
+  // them (session 22, RESULTS "Head sections and the 192-row tiles"): 1.098x at 2k keys, 0.930x
+  // / 0.939x at 512 / 1k (more rows on the diagonal), so masked calls take 192-row tiles from
+  // kMaskedRows192Keys keys on and keep 128-row tiles below. A sliding window counts by its
+  // span (left + right + 1 keys, the keys a row sees), not by seqlen_k (windows not timed). Not
+  // where one 128-row tile holds every query (decode, split-KV's inner calls), nor over KV
+  // caches.
+  constexpr int64_t kMaskedRows192Keys = 2048;
   const bool masked_call = a.window_left >= 0 || a.window_right >= 0;
   int64_t span = p.seqlen_k;
   if (a.window_left >= 0 && a.window_right >= 0)
     span = std::min<int64_t>(span, int64_t(a.window_left) + a.window_right + 1);
   if (padded_head_dim(p.head_dim) == 64 && !attention_uses_kvcache(p) && p.seqlen_q > kBlockM &&
-      flags().wg3 != 0 && (flags().wg3 == 2 || !masked_call || span >= kLongKeys))
+      flags().wg3 != 0 && (flags().wg3 == 2 || !masked_call || span >= kMaskedRows192Keys))
     a.block_m = kBlockM3;
   a.num_m_blocks = int32_t((p.seqlen_q + a.block_m - 1) / a.block_m);
   a.total_tiles = int64_t(a.num_m_blocks) * p.nheads * p.batch;
@@ -251,8 +255,8 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
                 ? 1
                 : 0;
   // Not for the 192-row tiles (head_dim 64, three consumer warpgroups; masked calls over at
-  // least kLongKeys keys): H200, causal 4096 keys, bf16 (RESULTS.md, "Head sections and the
-  // 192-row tiles", session 22): 391 TFLOP/s with sections, 429 without (+9.6%), while the
+  // least kMaskedRows192Keys keys): H200, causal 4096 keys, bf16 (RESULTS.md, "Head sections
+  // and the 192-row tiles", session 22): 391 TFLOP/s with sections, 429 without (+9.6%), while the
   // 128-row head_dim 64 calls read the same either way (512-2048 keys, 0.99-1.00x) and head_dim
   // 128 / 256 lose 6-20% without them.
   if (a.longest_first && flags().sections && a.block_m == kBlockM &&
