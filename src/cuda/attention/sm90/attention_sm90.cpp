@@ -258,7 +258,7 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   // least kMaskedRows192Keys keys): H200, causal 4096 keys, bf16 (RESULTS.md, "Head sections
   // and the 192-row tiles", session 22): 391 TFLOP/s with sections, 429 without (+9.6%), while the
   // 128-row head_dim 64 calls read the same either way (512-2048 keys, 0.99-1.00x) and head_dim
-  // 128 / 256 lose 6-20% without them.
+  // 128 / 256 run 6-25% faster with them where they apply.
   if (a.longest_first && flags().sections && a.block_m == kBlockM &&
       int64_t(p.batch) * p.nheads * 4 >= a.grid) {
     // Head sections (tile_scheduler.cuh) where the all-heads longest-first order loses L2 reuse:
