@@ -40,6 +40,12 @@
    and generic kernels of every family are among them (`FATBIN_UNITS`; a unit named like a
    Hopper unit, `HOPPER_NAMESAKES`, must carry two sm_90a cubins, its own and the Hopper one's).
    Rule 5 also runs, and decides the exit status, for a build without the Hopper kernels.
+6. The sm80-class GEMM kernels (cuda.sm80.gemm's gemm_kernel, 9 per 16-bit dtype), in their
+   sm_90a copies (the code the H200 runs and every sm80-class measurement timed), touch no local
+   memory between their first and last HMMA (the k-tile loops), and they issue HMMA. Session 22's
+   persistent variant (branch persist80) put a spill there until it was restructured. Their
+   sm_80 copies (what A100-class GPUs run) are not held to it: at 9a1f376 the mid tile's MN-major
+   and KMN kernels and the big tile's KMN kernel keep one STL and one LDL in the k-loop there.
 
 Tools: cuobjdump and nvdisasm from PATH, /usr/local/cuda/bin, or the pip wheels
 nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (scripts/setup-deps.sh installs them). Exits 77
@@ -171,6 +177,7 @@ def main():
     names = sorted(set(re.findall(r"-(_Z\w+)\.sm_90a\.elf\.bin", listing.stdout)))
     kernels = [n for n in names if re.search(r"attention_sm90_kernel|gemm_sm90_kernel|gemm_sm90_skinny_kernel", n)]
     decode = [n for n in names if "gemm_decode_kernel" in n]
+    sm80_gemm = [n for n in names if "sm8011gemm_kernel" in n]
     if not kernels:
         if fat_binary:  # rule 5 holds for a build without the Hopper kernels too
             fat = report_fat_binary(cuobjdump, lib, env, with_hopper=False)
@@ -183,18 +190,25 @@ def main():
         print(f"SKIP: no Hopper matrix kernel in {lib} (a build without sm_90a code)")
         return SKIP
 
-    run = subprocess.run([cuobjdump, "--dump-sass", "--function", ",".join(kernels + decode), lib],
+    run = subprocess.run([cuobjdump, "--dump-sass", "--function", ",".join(kernels + decode + sm80_gemm), lib],
                          capture_output=True, text=True, env=env)
     if run.returncode != 0:
         print(f"FAIL: cuobjdump --dump-sass exited {run.returncode}: {run.stderr.strip()[:300]}")
         return 1
     dump = run.stdout
-    bodies, current = {}, None
+    # Only the sm_90a copies: the sm80-class GEMM's units also carry sm_80 SASS under the same
+    # function names (rule 6 holds the sm_90a ones).
+    bodies, current, arch = {}, None, None
     for line in dump.splitlines():
+        a = re.match(r"\s*arch = (\S+)", line)
+        if a:
+            arch, current = a.group(1), None
+            continue
         m = re.search(r"Function : (\S+)", line)
         if m:
-            current = m.group(1)
-            bodies.setdefault(current, [])
+            current = m.group(1) if arch == "sm_90a" else None
+            if current is not None:
+                bodies.setdefault(current, [])
         elif current is not None:
             bodies[current].append(line)
 
@@ -248,12 +262,30 @@ def main():
         local = [l.strip() for l in body if re.search(r"\b(LDL|STL)\b", l)]
         if not hmma or local:
             failures.append(f"{name}: {hmma} HMMA, {len(local)} local-memory accesses (want > 0 and 0)")
+    for dt in ("__half", "__nv_bfloat16"):
+        mine = [n for n in sm80_gemm if dt in n]
+        if len(mine) != 9:
+            failures.append(f"{len(mine)} sm80-class GEMM kernels for {dt} (want 9: renamed or missing?)")
+    for name in sm80_gemm:  # rule 6 (their sm_90a copies: `names` lists sm_90a cubins only)
+        body = bodies.get(name)
+        if not body:
+            failures.append(f"{name}: no SASS found")
+            continue
+        checked += 1
+        hmma = [i for i, l in enumerate(body) if re.search(r"\bHMMA\b", l)]
+        if not hmma:
+            failures.append(f"{name}: no HMMA")
+            continue
+        local = [l.strip() for l in body[hmma[0]:hmma[-1]] if re.search(r"\b(LDL|STL)\b", l)]
+        if local:
+            failures.append(f"{name}: {len(local)} local-memory accesses inside the k-tile loops, "
+                            f"first: {local[0]}")
     if fat_binary:
         failures += report_fat_binary(cuobjdump, lib, env, with_hopper=True)
     for f in failures:
         print("FAIL:", f)
-    print(f"check_sass: {checked} Hopper matrix kernels checked ({len(decode)} decode GEMM), "
-          f"{len(failures)} failures")
+    print(f"check_sass: {checked} matrix kernels checked ({len(decode)} Hopper decode GEMM, "
+          f"{len(sm80_gemm)} sm80-class GEMM), {len(failures)} failures")
     return 1 if failures else 0
 
 
