@@ -45,8 +45,8 @@
    memory between their first and last HMMA (the k-tile loops), and they issue HMMA. Session 22's
    persistent variant (branch persist80) put a spill there until it was restructured. Their
    sm_80 copies (what A100-class GPUs run) are not held to it: in session 22 the mid tile's
-   MN-major and KMN kernels and the big tile's KMN kernel keep one STL and one LDL in the k-loop
-   there.
+   MN-major and KMN kernels and the big tile's KMN kernel keep one STL and one LDL in the
+   bounds-checked k-loop there (K tails and edge tiles).
 
 Tools: cuobjdump and nvdisasm from PATH, /usr/local/cuda/bin, or the pip wheels
 nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (scripts/setup-deps.sh installs them). Exits 77
