@@ -16,8 +16,6 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-OUT=${OUT:-/tmp/fk-out}
-mkdir -p "$OUT"
 if [ "${1:-ab}" = test ]; then
   export LD_LIBRARY_PATH=$PWD/.device/lib
   timeout -k 5 ${FK_TEST_LIMIT:-420} .device/bin/flashkit_tests_gpu "[gemm][sm90]" 2>&1 | tail -3

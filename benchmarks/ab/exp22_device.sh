@@ -15,8 +15,6 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-OUT=${OUT:-/tmp/fk-out}
-mkdir -p "$OUT"
 T=.device/bin/flashkit_tests_gpu
 if [ "${FK_AB_SKIP_TESTS:-0}" != 1 ]; then
   echo "== B: checks"
@@ -62,9 +60,11 @@ narrow N2 FLASHKIT_SM90_ATTENTION_NARROW=1
 python3 - "$OUT" <<'PY'
 import json, sys, statistics
 out = sys.argv[1]
-def table(prefix, key, val, label):
+def table(prefix, key, val, label, a="A", b="B"):
+    """Runs {a}1 {b}1 {b}2 {a}2 of one benchmark: per cell the four values and b / a of the
+    means, then the median, min and max of that ratio."""
     runs = {}
-    for k in ("A1", "B1", "B2", "A2"):
+    for k in (a + "1", b + "1", b + "2", a + "2"):
         try:
             runs[k] = json.load(open(f"{out}/{prefix}_{k}.json"))["rows"]
         except Exception as e:
@@ -77,34 +77,17 @@ def table(prefix, key, val, label):
             if kk is not None and val(r):
                 tab.setdefault(kk, {})[k] = val(r)
     ratios = []
-    print(f"== {label}: A1 A2 | B1 B2 | B/A")
+    print(f"== {label}: {a}1 {a}2 | {b}1 {b}2 | {b}/{a}")
     for c in sorted(tab, key=str):
         t = tab[c]
         if len(t) < 4:
             continue
-        a, b = (t["A1"] + t["A2"]) / 2, (t["B1"] + t["B2"]) / 2
-        ratios.append(b / a)
-        print(f"{c} | {t['A1']:.1f} {t['A2']:.1f} | {t['B1']:.1f} {t['B2']:.1f} | {b / a:.3f}")
-    if ratios:
-        print(f"B/A median {statistics.median(ratios):.3f} min {min(ratios):.3f} max {max(ratios):.3f}")
-def table2(prefix, a, b, key, val, label):
-    runs = {}
-    for k in (a + "1", b + "1", b + "2", a + "2"):
-        try:
-            runs[k] = json.load(open(f"{out}/{prefix}_{k}.json"))["rows"]
-        except Exception as e:
-            print(f"{prefix}_{k}: {e}")
-            return
-    tab = {}
-    for k, rows in runs.items():
-        for r in rows:
-            tab.setdefault(key(r), {})[k] = val(r)
-    print(f"== {label}: {a}1 {a}2 | {b}1 {b}2 | {b}/{a}")
-    for c in sorted(tab, key=str):
-        t = tab[c]
         x, y = (t[a + "1"] + t[a + "2"]) / 2, (t[b + "1"] + t[b + "2"]) / 2
+        ratios.append(y / x)
         print(f"{c} | {t[a + '1']:.1f} {t[a + '2']:.1f} | {t[b + '1']:.1f} {t[b + '2']:.1f} | {y / x:.3f}")
-table2("narrow", "W", "N", lambda r: (r["head_dim"], r["seqlen"]), lambda r: r["flashkit_tflops"], "B: 176-key (W) vs 128-key (N) tiles, unmasked")
+    if ratios:
+        print(f"{b}/{a} median {statistics.median(ratios):.3f} min {min(ratios):.3f} max {max(ratios):.3f}")
+table("narrow", lambda r: (r["head_dim"], r["seqlen"]), lambda r: r["flashkit_tflops"], "B: 176-key (W) vs 128-key (N) tiles, unmasked", a="W", b="N")
 table("attn", lambda r: (r["head_dim"], r["seqlen"], int(r["causal"])), lambda r: r.get("flashkit_tflops"), "attention TFLOP/s (hdim, seqlen, causal)")
 def gkey(r):
     return tuple(str(r.get(k)) for k in ("kind", "dtype", "M", "N", "K"))

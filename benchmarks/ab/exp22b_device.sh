@@ -11,8 +11,6 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-OUT=${OUT:-/tmp/fk-out}
-mkdir -p "$OUT"
 lib_of() { [ "$1" = A ] && echo .device-b/lib/libflashkit.so || echo .device/lib/libflashkit.so; }
 n=0
 for side in A B B A B A A B; do

@@ -7,8 +7,6 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-OUT=${OUT:-/tmp/fk-out}
-mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.device/lib
 timeout -k 5 150 .device/bin/flashkit_tests_gpu "[attention][sm90]" 2>&1 | tail -n 2
 FLASHKIT_SM90_ATTENTION_WG3=2 timeout -k 5 150 .device/bin/flashkit_tests_gpu "[attention][sm90]" 2>&1 | tail -n 2

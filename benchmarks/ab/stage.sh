@@ -1,8 +1,11 @@
 # Sourced by the A/B scripts here (run from the repository root on the device machine):
 # ab_stage unpacks .device/lib and builds .device-b/lib, the same library directory with the
-# library in .device-b/lib.so.gz under the same file names, then prints the GPU line.
+# library in .device-b/lib.so.gz under the same file names, sets OUT (default /tmp/fk-out,
+# created), then prints the GPU line.
 ab_stage() {
   local z real
+  OUT=${OUT:-/tmp/fk-out}
+  mkdir -p "$OUT"
   for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
   rm -rf .device-b/lib && cp -a .device/lib .device-b/lib
   real=$(readlink -f .device/lib/libflashkit.so)

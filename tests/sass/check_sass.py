@@ -101,6 +101,21 @@ def overlapped_loop(body):
     return None
 
 
+def local_accesses(lines):
+    """The lines among `lines` that touch local memory (LDL/STL: spill traffic)."""
+    return [l.strip() for l in lines if re.search(r"\b(LDL|STL)\b", l)]
+
+
+def count_failures(kernels, want, label):
+    """Failures when `kernels` does not hold `want` kernels for each 16-bit dtype."""
+    failures = []
+    for dt in ("__half", "__nv_bfloat16"):
+        mine = [n for n in kernels if dt in n]
+        if len(mine) != want:
+            failures.append(f"{len(mine)} {label} kernels for {dt} (want {want}: renamed or missing?)")
+    return failures
+
+
 # Rule 5: the translation units (cuobjdump names cubins and PTX after them) that must hold sm_80
 # SASS and compute_80 PTX: the sm80-class kernels of the four families and the generic ones.
 FATBIN_UNITS = ("launch_hdim64", "launch_hdim96", "launch_hdim128", "launch_hdim256",  # attention
@@ -227,7 +242,7 @@ def main():
             failures.append(f"{name}: {len(mma)} warpgroup MMAs, {hmma} HMMA (want > 0 and 0)")
             continue
         if "gemm_sm90" in name:
-            local = [l.strip() for l in body[mma[0]:mma[-1]] if re.search(r"\b(LDL|STL)\b", l)]
+            local = local_accesses(body[mma[0]:mma[-1]])
             if local:
                 failures.append(f"{name}: {len(local)} local-memory accesses inside the k-tile "
                                 f"loop, first: {local[0]}")
@@ -241,7 +256,7 @@ def main():
                 if region is None:
                     failures.append(f"{name}: no overlapped key-tile loop found")
                     continue
-            local = [l.strip() for l in region if re.search(r"\b(LDL|STL)\b", l)]
+            local = local_accesses(region)
             if local:
                 failures.append(f"{name} (head_dim {m.group(1)}, key tile {m.group(2)}): "
                                 f"{len(local)} local-memory accesses inside the key-tile loop, first: {local[0]}")
@@ -249,10 +264,7 @@ def main():
         for dt in ("fp16", "bf16"):
             if (hd, dt) not in spill_rule:
                 failures.append(f"no plain attention kernel for head_dim {hd} / {dt} found (renamed?)")
-    for dt in ("__half", "__nv_bfloat16"):
-        mine = [n for n in decode if dt in n]
-        if len(mine) != 15:
-            failures.append(f"{len(mine)} decode GEMM kernels for {dt} (want 15: renamed or missing?)")
+    failures += count_failures(decode, 15, "decode GEMM")
     for name in decode:
         body = bodies.get(name)
         if not body:
@@ -260,13 +272,10 @@ def main():
             continue
         checked += 1
         hmma = sum(1 for l in body if re.search(r"\bHMMA\b", l))
-        local = [l.strip() for l in body if re.search(r"\b(LDL|STL)\b", l)]
+        local = local_accesses(body)
         if not hmma or local:
             failures.append(f"{name}: {hmma} HMMA, {len(local)} local-memory accesses (want > 0 and 0)")
-    for dt in ("__half", "__nv_bfloat16"):
-        mine = [n for n in sm80_gemm if dt in n]
-        if len(mine) != 9:
-            failures.append(f"{len(mine)} sm80-class GEMM kernels for {dt} (want 9: renamed or missing?)")
+    failures += count_failures(sm80_gemm, 9, "sm80-class GEMM")
     for name in sm80_gemm:  # rule 6 (their sm_90a copies: `names` lists sm_90a cubins only)
         body = bodies.get(name)
         if not body:
@@ -277,7 +286,7 @@ def main():
         if not hmma:
             failures.append(f"{name}: no HMMA")
             continue
-        local = [l.strip() for l in body[hmma[0]:hmma[-1]] if re.search(r"\b(LDL|STL)\b", l)]
+        local = local_accesses(body[hmma[0]:hmma[-1]])
         if local:
             failures.append(f"{name}: {len(local)} local-memory accesses inside the k-tile loops, "
                             f"first: {local[0]}")
