@@ -85,6 +85,8 @@ class Flashkit(fkbench.Flashkit):
         self.lib.fk_gemm.argtypes = [ctypes.c_void_p, P(Launch), P(GemmParams)] + [P(DLTensor)] * 5
         self.lib.fk_gemm_select_kernel.argtypes = [ctypes.c_void_p, P(GemmParams)] + \
             [P(DLTensor)] * 5 + [P(ctypes.c_char_p)]
+        self.lib.fk_gemm_workspace_size.argtypes = [ctypes.c_void_p, P(GemmParams)] + \
+            [P(DLTensor)] * 5 + [P(ctypes.c_uint64)]
         self.lib.fk_gemm_scaled.argtypes = [ctypes.c_void_p, P(Launch), P(GemmParams)] + \
             [P(DLTensor)] * 7
         self.lib.fk_gemm_scaled_select_kernel.argtypes = [ctypes.c_void_p, P(GemmParams)] + \
@@ -120,6 +122,16 @@ class Flashkit(fkbench.Flashkit):
         self.check(self.lib.fk_gemm_select_kernel(self.ctx, ctypes.byref(p), *args, ctypes.byref(name)),
                    "fk_gemm_select_kernel")
         launch = self.launch()
+        if os.environ.get("FK_BENCH_WORKSPACE") == "1":
+            # A caller workspace of fk_gemm_workspace_size() bytes (kept for the call's life), as a
+            # framework integration would pass one, instead of the library's per-call scratch.
+            ws = ctypes.c_uint64(0)
+            self.check(self.lib.fk_gemm_workspace_size(self.ctx, ctypes.byref(p), *args, ctypes.byref(ws)),
+                       "fk_gemm_workspace_size")
+            if ws.value:
+                buf = torch.empty(ws.value, dtype=torch.uint8, device="cuda")
+                launch.workspace, launch.workspace_bytes = buf.data_ptr(), ws.value
+                self._keep.append(buf)
         self._keep.append((p, args))
         fn = self.lib.fk_gemm
         ctx = self.ctx
