@@ -109,6 +109,9 @@ fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
   if constexpr (kHeadDim == 64) {
     if (a.block_m == kBlockM3) return launch_kernel<Element, kHeadDim, 128, false, kBlockM3>(a, stream);
   }
+  if constexpr (kHeadDim == 256) {
+    if (a.keys64) return launch_kernel<Element, kHeadDim, 64, false>(a, stream);
+  }
   const bool masked = (a.window_left >= 0 || a.window_right >= 0) && !a.wide_masked;
   if constexpr (block_n_long_for(kHeadDim) != block_n_for(kHeadDim, false)) {
     if (!masked && a.seqlen_k >= kLongKeys)

@@ -23,7 +23,7 @@ namespace sm90_attention {
 // head_dim 128 takes 176-key tiles when nothing is masked (fewer softmax rounds per key, as
 // FlashAttention-3 does) and 128-key tiles under causal/window masks (less waste on the
 // diagonal); head_dim 256 takes 80 (the Q tile and two 80 x 256 stages of K and V fill
-// shared memory: 224 KiB of the 227 KiB).
+// shared memory: 224 KiB of the 227 KiB), or 64 over short keys (AttnArgs::keys64).
 constexpr int kBlockM = 128;
 constexpr int kBlockM3 = 192;
 constexpr int block_n_for(int head_dim, bool masked) {
@@ -159,6 +159,8 @@ struct AttnArgs {
   cutlass::FastDivmod div_sec_tiles;  // section_heads * num_m_blocks
   cutlass::FastDivmod div_sec;        // section_heads
   cutlass::FastDivmod div_sec_last;   // the last section's width (batch * nheads - its first)
+  // head_dim 256, plain kernel: 64-key tiles instead of 80 (attention_sm90.cpp, when).
+  int32_t keys64 = 0;
 };
 
 // Fills AttnArgs::index32 and the div_* members from batch, nheads, group, num_m_blocks,
