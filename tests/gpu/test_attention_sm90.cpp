@@ -183,13 +183,20 @@ TEST_CASE("sm90 attention: more tiles than SMs (persistent loop)", "[gpu][attent
   Case e = sm90_case(2, 520, 300, 12, 3, 256, DT::BF16);  // 120 tiles, causal seqlen_q > seqlen_k
   e.pr.causal = true;
   run_case(sm90(), e, 7102);
-  // head_dim 256 past the 64-key tiles' range (AttnArgs::keys64: up to 512 keys, 1024 masked), so
-  // the 80-key kernel keeps cases of its own: unmasked over 1100 keys, causal over 1100 x 1100.
-  Case f = sm90_case(1, 200, 1100, 4, 2, 256, DT::F16);
+  // head_dim 256 past the 64-key tiles' range (AttnArgs::keys64: more than 128 query rows over
+  // up to 512 keys, 1024 masked), so that the 80-key kernel keeps cases of its own beside the
+  // short-query ones: 140 tiles over 600 keys (head_dim 248, padded; softcap; no LSE), causal
+  // 1100 x 1100, and varlen over up to 700 keys (empty sequences, a key sequence ending inside
+  // a tile, GQA).
+  Case f = sm90_case(1, 130, 600, 70, 10, 248, DT::F16);
+  f.pr.softcap = 20.0;
+  f.with_lse = false;
   run_case(sm90(), f, 7103);
   Case g = sm90_case(1, 1100, 1100, 2, 1, 256, DT::BF16);
   g.pr.causal = true;
   run_case(sm90(), g, 7104);
+  Case v = sm90_varlen({3, 0, 200, 17, 150}, {5, 700, 613, 0, 129}, 4, 2, 256, DT::BF16);
+  run_case(sm90(), v, 7105);
 }
 
 TEST_CASE("sm90 attention: persistent loop small case for the sanitizers",

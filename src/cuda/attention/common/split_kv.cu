@@ -140,7 +140,7 @@ AttentionProblem inner_problem(const AttentionProblem& p, const SplitKvPlan& pla
   s.batch = plan.segments;
   s.seqlen_q = p.seqlen_q;
   // The longest key sequence: a chunk, or a gap (which has no queries, so no kernel reads its
-  // keys; the kernels size nothing by it).
+  // keys; at most a kernel's tile-width choice reads the value, which changes speed only).
   s.seqlen_k = std::max(plan.chunk, plan.gaps ? plan.rows - p.seqlen_k : int64_t(0));
   s.total_q = plan.nsplit * p.batch * p.seqlen_q;
   s.total_k = (p.batch - 1) * plan.rows + p.seqlen_k;

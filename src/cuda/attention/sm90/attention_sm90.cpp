@@ -282,14 +282,17 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   if (flags().index64) a.index32 = 0;
   // head_dim 256, short keys (seqlen_k, the longest sequence under varlen): 64-key tiles instead
   // of 80, up to 512 keys, or 1024 under a causal or window mask. 512 keys are 6.4 tiles of 80
-  // (the last one 40% padding: 8.6% of the work), and the diagonal of a causal 128-row tile
-  // wastes more of an 80-key tile (causal 512: 29% of the work against 20%; 1024: 16% against
-  // 11%). H200, bf16, batch x seqlen = 16384, 8 heads (RESULTS.md, "head_dim 256 on 64-key tiles
-  // for short keys", session 23; 64-key / 80-key tiles): 512 keys 1.061 unmasked, 1.102 causal;
-  // 1024 keys 0.980 unmasked, 1.053 causal; 2048 and 4096 keys 0.91-0.97. Windows not timed.
-  // Not over KV caches (their pages are cut for the masked width).
-  // FLASHKIT_SM90_ATTENTION_KEYS64=0 never, =2 always (measurement).
-  const bool keys64_len = p.seqlen_k <= 512 || (masked_call && p.seqlen_k <= 1024);
+  // (the last holds 32 keys, 60% padding: 8.6% of the work), and the diagonal of a causal
+  // 128-row tile wastes more of an 80-key tile (causal 512: 29% of the work against 20%; 1024:
+  // 16% against 11%). H200, bf16, seqlen_q = seqlen_k, batch x seqlen = 16384, 8 heads
+  // (RESULTS.md, "head_dim 256 on 64-key tiles for short keys", session 23; 64-key / 80-key
+  // tiles): 512 keys 1.061 unmasked, 1.102 causal; 1024 keys 0.980 unmasked, 1.053 causal; 2048
+  // and 4096 keys 0.91-0.97. Only for more than one 128-row tile of queries (what was timed):
+  // decode and split-KV's inner calls (at most 128 rows) keep the 80-key tiles. fp16, windows
+  // and the padded head dims (200-248) follow the rule untimed. Not over KV caches (their pages
+  // are cut for the masked width). FLASHKIT_SM90_ATTENTION_KEYS64=0 never, =2 on every plain
+  // (not KV-cache) head_dim 256 call (measurement).
+  const bool keys64_len = p.seqlen_q > kBlockM && (p.seqlen_k <= 512 || (masked_call && p.seqlen_k <= 1024));
   a.keys64 = padded_head_dim(p.head_dim) == 256 && !attention_uses_kvcache(p) && flags().keys64 != 0 &&
                      (flags().keys64 == 2 || keys64_len)
                  ? 1

@@ -101,7 +101,8 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
 // seqused_k / block_table); caches take the masked key-tile width (launch.h), so that pages hold
 // whole tiles of it. Unmasked head_dim 64 calls over at least kLongKeys keys take 192-key tiles;
 // wide_masked (long causal calls) counts as unmasked here. head_dim 64 calls that the host gave
-// 192-row tiles (AttnArgs::block_m) take the three-consumer kernel over 128-key tiles.
+// 192-row tiles (AttnArgs::block_m) take the three-consumer kernel over 128-key tiles; head_dim
+// 256 calls that it gave AttnArgs::keys64 (short keys) the kernel over 64-key tiles.
 template <class Element, int kHeadDim>
 fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
   if (a.seqused_k != nullptr || a.block_table != nullptr)
