@@ -20,9 +20,11 @@
 // warpgroups of 64 rows each (setmaxnreg 160, the producer 32), taking GEMM turns round robin;
 // each key tile read from shared memory then serves 192 query rows instead of 128.
 //
-// Status on the H200 (benchmarks/RESULTS.md, "The standard grid on main a2ebe52", session 22):
-// 0.79-1.19x cuDNN 9.19 over the standard grid (median 0.96; head_dim 64 unmasked 1.10-1.19x
-// from 2k keys), worst at short causal calls (head_dim 64 on 128-row tiles, head_dim 256). Tried and removed (RESULTS, "Branch attn6" and "attn7"): an L2 prefetch of
+// Status on the H200 (benchmarks/RESULTS.md, "The standard grid on main 10e8d3b", session 23):
+// 0.785-1.16x cuDNN 9.19 over the standard grid (median 0.98; head_dim 64 unmasked 1.10-1.16x
+// from 2k keys), worst at short causal calls (head_dim 64 on 128-row tiles, head_dim 256, which
+// since takes 64-key tiles over short keys: "head_dim 256 on 64-key tiles for short keys").
+// Tried and removed (RESULTS, "Branch attn6" and "attn7"): an L2 prefetch of
 // the next work tile, a quarter of head_dim 64's exp2 on the FMA pipe, a second Q buffer, the
 // epilogue chained after the next tile's first S GEMM. Kept: causal head sections
 // (tile_scheduler.cuh), 16-byte output stores (epilogue.cuh), and the optional copy-engine
