@@ -47,14 +47,16 @@ class AttnParams(ctypes.Structure):
 
 
 class Flashkit(fkbench.Flashkit):
-    def params(self, causal):
+    def params(self, causal, window=None):
         p = self.init("fk_attention_params_init", AttnParams)
         p.causal = 1 if causal else 0
+        if window is not None:
+            p.window_size_left, p.window_size_right = window
         return p
 
-    def prepare(self, q, k, v, out, lse, causal, cu_q=None, cu_k=None):
+    def prepare(self, q, k, v, out, lse, causal, cu_q=None, cu_k=None, window=None):
         """Returns a zero-argument callable that runs the forward on the current stream."""
-        p = self.params(causal)
+        p = self.params(causal, window)
         name = ctypes.c_char_p()
         args_io = [self.dl(t) for t in (q, k, v, cu_q, cu_k, out, lse)]
         self.check(self.lib.fk_attention_select_kernel(self.ctx, ctypes.byref(p), *args_io,
@@ -89,6 +91,15 @@ class Flashkit(fkbench.Flashkit):
                 self.check(st, "fk_attention_kvcache_forward")
         run.keep = (args_io, p, launch)
         return run
+
+
+def visible_pairs(Sq, S, left, right):
+    """(query, key) pairs a window lets through, bottom-right aligned (query row i is key
+    position i + S - Sq); -1 leaves a side unbounded."""
+    i = torch.arange(Sq, dtype=torch.int64) + (S - Sq)
+    lo = torch.zeros_like(i) if left < 0 else (i - left).clamp(min=0)
+    hi = torch.full_like(i, S - 1) if right < 0 else (i + right).clamp(max=S - 1)
+    return float((hi - lo + 1).clamp(min=0).sum())
 
 
 def sdpa_fn(backend, q, k, v, causal, gqa=False):
@@ -130,7 +141,20 @@ def main():
     ap.add_argument("--only-kvcache", action="store_true",
                     help="only the KV-cache decode rows (paged and contiguous caches)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--window", default=None, metavar="LEFT,RIGHT",
+                    help="sliding window (window_size_left,right; -1 = unbounded, bottom-right "
+                         "aligned) on every grid cell instead of the --causal settings; flashkit "
+                         "only (torch's SDPA backends take no window), FLOPs from the visible "
+                         "(query, key) pairs")
     args = ap.parse_args()
+    window = None
+    if args.window:
+        window = tuple(int(x) for x in args.window.split(","))
+        if len(window) != 2:
+            ap.error("--window wants LEFT,RIGHT")
+        args.no_anchors = True
+        args.causal = "0"
+        args.no_extra = True
 
     torch.manual_seed(0)
     dev = torch.device("cuda")
@@ -161,10 +185,12 @@ def main():
         out = torch.empty_like(q)
         lse = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
         flops = 4.0 * B * H * Sq * S * D / (2 if causal else 1)
-        run = fk.prepare(q, k, v, out, lse, causal)
+        if window is not None:
+            flops = 4.0 * B * H * D * visible_pairs(Sq, S, *window)
+        run = fk.prepare(q, k, v, out, lse, causal, window=window)
         reps = args.reps if args.family != "generic" else max(3, args.reps // 5)
         ms = time_ms(run, args.warmup, reps)
-        r = dict(head_dim=D, seqlen=S, batch=B, nheads=H, nheads_k=Hk, causal=bool(causal),
+        r = dict(head_dim=D, seqlen=S, batch=B, nheads=H, nheads_k=Hk, causal=bool(causal), window=window,
                  flashkit_ms=ms, flashkit_tflops=flops / ms / 1e9, variant=fk.variant, label=label,
                  flash_tflops=None, cudnn_tflops=None, ratio_flash=None, ratio_cudnn=None,
                  max_diff_vs_flash=float("nan"), note="")
