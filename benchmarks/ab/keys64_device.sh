@@ -20,7 +20,8 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "KEYS64=2: $(grep -E '^(All tests passed|test cases:)' "$OUT/t_keys64.log" | tail -n1)"
   grep -h -B3 -A12 "FAILED" "$OUT"/t_*.log | head -40
   FLASHKIT_SM90_ATTENTION_KEYS64=2 timeout -k 10 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$bin" "[sm90][sanitize]" 2>&1 | tail -2
+    "$bin" "[sm90][sanitize]" > "$OUT/memcheck.log" 2>&1
+  tail -2 "$OUT/memcheck.log"
   echo "(${SECONDS} s)"
 fi
 n=0

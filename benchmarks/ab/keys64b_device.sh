@@ -10,7 +10,8 @@ bin=.device/bin/flashkit_tests_gpu
 timeout -k 10 150 "$bin" "[attention][sm90]" > "$OUT/t.log" 2>&1
 echo "[attention][sm90]: $(grep -E '^(All tests passed|test cases:)' "$OUT/t.log" | tail -n1)"
 grep -B3 -A12 FAILED "$OUT/t.log" | head -30
-timeout -k 10 100 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" "[sm90][sanitize]" 2>&1 | tail -1
+timeout -k 10 100 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" "[sm90][sanitize]" > "$OUT/memcheck.log" 2>&1
+tail -1 "$OUT/memcheck.log"
 echo "(${SECONDS} s)"
 for i in 1 2 3; do
   timeout -k 5 60 python3 benchmarks/attention.py --lib "$LIB" --family sm90 --head-dims 256 \
