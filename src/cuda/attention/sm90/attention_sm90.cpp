@@ -292,7 +292,9 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   // and the padded head dims (200-248) follow the rule untimed. Not over KV caches (their pages
   // are cut for the masked width). FLASHKIT_SM90_ATTENTION_KEYS64=0 never, =2 on every plain
   // (not KV-cache) head_dim 256 call (measurement).
-  const bool keys64_len = p.seqlen_q > kBlockM && (p.seqlen_k <= 512 || (masked_call && p.seqlen_k <= 1024));
+  constexpr int64_t kKeys64Max = 512, kKeys64MaxMasked = 1024;
+  const bool keys64_len = p.seqlen_q > kBlockM && (p.seqlen_k <= kKeys64Max ||
+                                                   (masked_call && p.seqlen_k <= kKeys64MaxMasked));
   a.keys64 = padded_head_dim(p.head_dim) == 256 && !attention_uses_kvcache(p) && flags().keys64 != 0 &&
                      (flags().keys64 == 2 || keys64_len)
                  ? 1
