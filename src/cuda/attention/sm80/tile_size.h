@@ -82,8 +82,10 @@ inline int head_dim_bucket(long long head_dim) {
 // 16 bytes off a 128-byte boundary, and each 128-byte line that cp.async brought in then landed
 // in two: Nsight Compute on the H200 (head_dim 256, seqlen 2048, bf16) counted 10.5 shared
 // wavefronts per LDGSTS against 4 ideal, 14% of all shared wavefronts, and 10% of the stall
-// samples waited behind those copies (benchmarks/RESULTS.md, "Shared-memory swizzle in the
-// sm80-class attention kernel"). head_dim 96 (12 chunks, not a multiple of 8) keeps the padding.
+// samples waited behind those copies. Swizzled: head_dim 256 +5-9% and head_dim 128 +3-7% on
+// every cell of the forced bf16 grid, head_dim 64 unchanged (benchmarks/RESULTS.md,
+// "Shared-memory swizzle in the sm80-class kernel"). head_dim 96 (12 chunks, not a multiple of
+// 8) keeps the padding.
 // The tile bases are 128-byte aligned (every tile is a multiple of 128 bytes and the dynamic
 // shared memory starts aligned), which the ldmatrix address steps below rely on.
 template <int kHeadDim, int kKind = 0>
