@@ -4,7 +4,7 @@
 # tiles, the rest the Hopper kernel, unchanged) and the forced sm80 decode rows (--family sm80
 # --only-decode). A = .device-b's library (main before the change), B = .device's (branch
 # swz80); order A B B A, --reps 20; per row medians of flashkit's time and B / A.
-# Carry .device and .device-b.
+# Then ncu of B at head_dim 256 (below). Carry .device and .device-b.
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
@@ -39,3 +39,17 @@ for kind in ("kv", "dec"):
         ma, mb = statistics.median(a), statistics.median(b)
         print(f"{k} | {ma:.1f} [{min(a):.1f}-{max(a):.1f}] | {mb:.1f} [{min(b):.1f}-{max(b):.1f}] | {ma/mb:.3f}")
 PY
+# Then Nsight Compute on B's head_dim 256 kernel (the cell of attn80_ncu_device.sh), for the
+# next step: one --page details CSV and one per-instruction source page, in $OUT/ncu_swz.tar.gz.
+export LD_LIBRARY_PATH=$PWD/.device/lib
+LIB=$PWD/.device/lib/libflashkit.so
+NDIR=/tmp/fk-ncu-swz
+mkdir -p "$NDIR"
+args=(--lib "$LIB" --family sm80 --head-dims 256 --seqlens 2048 --causal 0 --no-extra --warmup 2 --reps 3 --no-anchors)
+timeout -k 5 80 ncu --clock-control none --section SpeedOfLight --section Occupancy \
+  --section LaunchStats --section WarpStateStats --section SchedulerStats --section InstructionStats \
+  --csv --page details -k regex:attention_fwd_kernel -s 2 -c 1 python3 benchmarks/attention.py \
+  "${args[@]}" > "$NDIR/ncu_fk_swz_hd256_s2048.csv" 2>&1
+echo "ncu details rc $? (${SECONDS} s)"
+OUT=$NDIR sass_profile fk_swz_hd256_s2048 attention_fwd_kernel 2 python3 benchmarks/attention.py "${args[@]}"
+tar czf "$OUT/ncu_swz.tar.gz" -C "$NDIR" .
