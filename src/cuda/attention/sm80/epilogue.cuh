@@ -15,7 +15,8 @@ namespace sm80 {
 
 template <class T, int kHeadDim>
 struct Epilogue {
-  static constexpr int kPitch = SmemLayout<kHeadDim>::kPitch;
+  using Layout = SmemLayout<kHeadDim>;
+  static constexpr int kPitch = Layout::kPitch;
   static constexpr int kChunks = kHeadDim / 8;
   static constexpr int kOTiles = kHeadDim / 8;
 
@@ -32,7 +33,8 @@ struct Epilogue {
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
       for (int dt = 0; dt < kOTiles; ++dt) {
-        T* row = sO + (mt * 16 + g) * kPitch + dt * 8 + 2 * t;
+        // Rows g and g + 8 share the swizzle (it depends on the row modulo 8).
+        T* row = sO + Layout::offset(mt * 16 + g, dt * 8 + 2 * t);
         *reinterpret_cast<uint32_t*>(row) = Elt<T>::pack(acc_o[mt][dt][0], acc_o[mt][dt][1]);
         *reinterpret_cast<uint32_t*>(row + 8 * kPitch) =
             Elt<T>::pack(acc_o[mt][dt][2], acc_o[mt][dt][3]);
@@ -44,7 +46,7 @@ struct Epilogue {
       const int row = idx / kChunks;
       const int col = (idx % kChunks) * 8;
       if (row < rows_valid && col < head_dim) {
-        const uint4 v = *reinterpret_cast<const uint4*>(sO + row * kPitch + col);
+        const uint4 v = *reinterpret_cast<const uint4*>(sO + Layout::offset(row, col));
         T* dst = out + row * row_stride + col;
         if (col + 8 <= head_dim) {
           *reinterpret_cast<uint4*>(dst) = v;

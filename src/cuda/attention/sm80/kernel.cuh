@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
   constexpr int kBlockM = ML::kBlockM, kBlockN = ML::kBlockN, kMTiles = ML::kMTiles;
   constexpr int kWarpRows = 16 * kMTiles;
 
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+  extern __shared__ __align__(128) unsigned char smem_raw[];  // SmemLayout: 128-byte tile bases
   T* sQ = reinterpret_cast<T*>(smem_raw);
   T* sK = sQ + SmemLayout<kHeadDim, kKind>::kQElems;
   T* sV = sK + SmemLayout<kHeadDim, kKind>::kKVElems;

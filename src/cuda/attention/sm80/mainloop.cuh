@@ -26,7 +26,8 @@ struct Mainloop {
   static constexpr int kBlockM = Shape::kBlockM;
   static constexpr int kBlockN = Shape::kBlockN;
   static constexpr int kThreads = Shape::kWarps * 32;
-  static constexpr int kPitch = SmemLayout<kHeadDim>::kPitch;
+  using Layout = SmemLayout<kHeadDim, kKind>;
+  static constexpr int kPitch = Layout::kPitch;
   static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
   static constexpr int kMTiles = kBlockM / (16 * Shape::kWarps);  // 16-row MMA tiles per warp
   static constexpr int kSTiles = kBlockN / 8;   // n8 tiles of S per row tile
@@ -52,11 +53,11 @@ struct Mainloop {
       const int col_bytes = 2 * max(0, min(8, head_dim - col));
       const T* src = gmem + row0 * row_stride + col;
       const int64_t step = kStep * row_stride;
-      uint32_t dst = smem + 2u * static_cast<uint32_t>(row0 * kPitch + col);
 #pragma unroll
       for (int i = 0; i < kTotal / kThreads; ++i) {
         const int bytes = row0 + i * kStep < rows_valid ? col_bytes : 0;
-        cp_async_16(dst + 2u * (i * kStep * kPitch), bytes > 0 ? src : gmem, bytes);
+        cp_async_16(smem + 2u * static_cast<uint32_t>(Layout::offset(row0 + i * kStep, col)),
+                    bytes > 0 ? src : gmem, bytes);
         src += step;
       }
     } else {
@@ -66,7 +67,7 @@ struct Mainloop {
         const int row = idx / kChunks, col = (idx % kChunks) * 8;
         const int bytes = row < rows_valid ? 2 * max(0, min(8, head_dim - col)) : 0;
         const T* src = bytes > 0 ? gmem + row * row_stride + col : gmem;
-        cp_async_16(smem + 2u * static_cast<uint32_t>(row * kPitch + col), src, bytes);
+        cp_async_16(smem + 2u * static_cast<uint32_t>(Layout::offset(row, col)), src, bytes);
       }
     }
   }
@@ -84,10 +85,10 @@ struct Mainloop {
       const int row0 = tid / kChunks, col = (tid % kChunks) * 8;
       const T* src = gmem + row0 * row_stride + col;
       const int64_t step = kStep * row_stride;
-      const uint32_t dst = smem + 2u * static_cast<uint32_t>(row0 * kPitch + col);
 #pragma unroll
       for (int i = 0; i < kTotal / kThreads; ++i) {
-        cp_async_16_full(dst + 2u * (i * kStep * kPitch), src);
+        cp_async_16_full(smem + 2u * static_cast<uint32_t>(Layout::offset(row0 + i * kStep, col)),
+                         src);
         src += step;
       }
     } else {
@@ -95,7 +96,7 @@ struct Mainloop {
       for (int i = 0; i < kTotal / kThreads; ++i) {
         const int idx = tid + i * kThreads;
         const int row = idx / kChunks, col = (idx % kChunks) * 8;
-        cp_async_16_full(smem + 2u * static_cast<uint32_t>(row * kPitch + col),
+        cp_async_16_full(smem + 2u * static_cast<uint32_t>(Layout::offset(row, col)),
                          gmem + row * row_stride + col);
       }
     }
@@ -150,7 +151,6 @@ struct Mainloop {
         const int col_bytes = 2 * max(0, min(8, head_dim - col));
         const int per_page = (1 << page_shift) / kStep;  // this thread's rows in one page
         const int pages = kBlockN >> page_shift;
-        uint32_t dst = smem + 2u * static_cast<uint32_t>(row0 * kPitch + col);
         for (int pp = 0; pp < pages; ++pp) {
           const int p0 = __shfl_sync(0xffffffffu, e0, pp & 31);
           const int p1 = __shfl_sync(0xffffffffu, e1, pp & 31);
@@ -161,10 +161,10 @@ struct Mainloop {
 #pragma unroll 4
           for (int j = 0; j < per_page; ++j) {
             const int bytes = row < rows_valid ? col_bytes : 0;
-            cp_async_16(dst, bytes > 0 ? src : base, bytes);
+            cp_async_16(smem + 2u * static_cast<uint32_t>(Layout::offset(row, col)),
+                        bytes > 0 ? src : base, bytes);
             src += step;
             row += kStep;
-            dst += 2u * static_cast<uint32_t>(kStep * kPitch);
           }
         }
         return;
@@ -182,7 +182,7 @@ struct Mainloop {
       const T* src = bytes > 0 ? base + pg * page_stride +
                                      static_cast<int64_t>((n0 + row) & page_mask) * row_stride + col
                                : base;
-      cp_async_16(smem + 2u * static_cast<uint32_t>(row * kPitch + col), src, bytes);
+      cp_async_16(smem + 2u * static_cast<uint32_t>(Layout::offset(row, col)), src, bytes);
     }
   }
 
@@ -190,20 +190,20 @@ struct Mainloop {
   // Q (A operand): matrices (rows 0-7, 8-15) x (cols 0-7, 8-15) of the warp's first row tile
   // (the warp owns rows [warp * 16 kMTiles, (warp + 1) * 16 kMTiles)).
   static __device__ __forceinline__ uint32_t q_lane_addr(uint32_t sQ, int warp, int lane) {
-    return sQ + 2u * static_cast<uint32_t>((warp * 16 * kMTiles + (lane & 15)) * kPitch +
-                                           (lane >> 4) * 8);
+    return sQ + 2u * static_cast<uint32_t>(
+                    Layout::offset(warp * 16 * kMTiles + (lane & 15), (lane >> 4) * 8));
   }
   // K (B operand, non-transposed): matrices (keys 0-7, d 0-7), (keys 0-7, d 8-15), (keys 8-15,
   // d 0-7), (keys 8-15, d 8-15) = b0, b1 of key tile 0 and b0, b1 of key tile 1.
   static __device__ __forceinline__ uint32_t k_lane_addr(uint32_t sK, int lane) {
-    return sK + 2u * static_cast<uint32_t>(((lane & 7) + ((lane >> 4) << 3)) * kPitch +
-                                           ((lane >> 3) & 1) * 8);
+    return sK + 2u * static_cast<uint32_t>(
+                    Layout::offset((lane & 7) + ((lane >> 4) << 3), ((lane >> 3) & 1) * 8));
   }
   // V (B operand, transposed): matrices (keys 0-7, d 0-7), (keys 8-15, d 0-7), (keys 0-7, d
   // 8-15), (keys 8-15, d 8-15) = b0, b1 of d tile 0 and b0, b1 of d tile 1.
   static __device__ __forceinline__ uint32_t v_lane_addr(uint32_t sV, int lane) {
-    return sV + 2u * static_cast<uint32_t>(((lane & 7) + (((lane >> 3) & 1) << 3)) * kPitch +
-                                           (lane >> 4) * 8);
+    return sV + 2u * static_cast<uint32_t>(
+                    Layout::offset((lane & 7) + (((lane >> 3) & 1) << 3), (lane >> 4) * 8));
   }
 
   // acc_s += Q K^T for the warp's rows and the kBlockN keys of the tile in shared memory. Each K
@@ -214,11 +214,13 @@ struct Mainloop {
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       uint32_t a[kMTiles][4];
 #pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) ldsm_x4(a[mt], q_addr + 2u * (mt * 16 * kPitch) + kk * 32);
+      for (int mt = 0; mt < kMTiles; ++mt)
+        ldsm_x4(a[mt], Layout::chunk_pair(q_addr, kk) + 2u * (mt * 16 * kPitch));
+      const uint32_t k_kk = Layout::chunk_pair(k_addr, kk);
 #pragma unroll
       for (int np = 0; np < kBlockN / 16; ++np) {
         uint32_t b[4];
-        ldsm_x4(b, k_addr + 2u * (np * 16 * kPitch) + kk * 32);
+        ldsm_x4(b, k_kk + 2u * (np * 16 * kPitch));
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
           Elt<T>::mma(acc_s[mt][2 * np], a[mt], b[0], b[1]);
@@ -238,7 +240,7 @@ struct Mainloop {
 #pragma unroll
       for (int dp = 0; dp < kHeadDim / 16; ++dp) {
         uint32_t b[4];
-        ldsm_x4_trans(b, v_addr + 2u * (kk * 16 * kPitch) + dp * 32);
+        ldsm_x4_trans(b, Layout::chunk_pair(v_addr, dp) + 2u * (kk * 16 * kPitch));
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
           Elt<T>::mma(acc_o[mt][2 * dp], p[mt][kk], b[0], b[1]);

@@ -73,17 +73,50 @@ inline int head_dim_bucket(long long head_dim) {
 }
 
 // Shared memory layout of one block: Q (kBlockM rows), one K tile and one V tile (kBlockN rows
-// each), every row padded by 8 elements (16 bytes) so that the 8 row addresses of an ldmatrix
-// phase fall in 8 different 16-byte bank groups (row pitch = an odd number of 16-byte chunks).
+// each). The 8 row addresses of an ldmatrix phase (8 rows, one 16-byte chunk column) must fall in
+// 8 different 16-byte bank groups. Head dims that are multiples of 64 (rows of 8 k chunks, k >= 1)
+// get that by an XOR swizzle, as CUTLASS's Swizzle<3, 3, 3> does: chunk c of row r is stored at
+// chunk (c ^ (r % 8)) of the row (the low three bits of c change), so the rows stay unpadded and
+// every 128-byte segment of a row is one aligned 128-byte segment of shared memory. The padded
+// layout used before (8 elements per row) also avoided ldmatrix conflicts, but its rows started
+// 16 bytes off a 128-byte boundary, and each 128-byte line that cp.async brought in then landed
+// in two: Nsight Compute on the H200 (head_dim 256, seqlen 2048, bf16) counted 10.5 shared
+// wavefronts per LDGSTS against 4 ideal, 14% of all shared wavefronts, and 10% of the stall
+// samples waited behind those copies. Swizzled: head_dim 256 +5-9% and head_dim 128 +3-7% on
+// every cell of the forced bf16 grid, head_dim 64 unchanged (benchmarks/RESULTS.md,
+// "Shared-memory swizzle in the sm80-class kernel"). head_dim 96 (12 chunks, not a multiple of
+// 8) keeps the padding.
+// The tile bases are 128-byte aligned (every tile is a multiple of 128 bytes and the dynamic
+// shared memory starts aligned), which the ldmatrix address steps below rely on.
 template <int kHeadDim, int kKind = 0>
 struct SmemLayout {
-  static constexpr int kPitch = kHeadDim + 8;  // elements per row
+  static constexpr bool kSwizzle = kHeadDim % 64 == 0;
+  static constexpr int kPitch = kSwizzle ? kHeadDim : kHeadDim + 8;  // elements per row
   static constexpr int kQElems = TileShape<kHeadDim, kKind>::kBlockM * kPitch;
   static constexpr int kKVElems = TileShape<kHeadDim, kKind>::kBlockN * kPitch;
   static constexpr size_t kBytes = sizeof(unsigned short) * (kQElems + 2 * kKVElems);
   // The packed varlen kernel adds each query row's visible key range (two int32) after V.
   static constexpr size_t kPackedBytes =
       kBytes + TileShape<kHeadDim, kKind>::kBlockM * 2 * sizeof(int);
+  static_assert(!kSwizzle || (kPitch * 2) % 128 == 0, "swizzled rows are whole 128-byte lines");
+  static_assert((kQElems * 2) % 128 == 0 && (kKVElems * 2) % 128 == 0, "128-byte tile bases");
+
+#ifdef __CUDACC__
+  // Element offset of (row, col) inside a tile.
+  static __device__ __forceinline__ constexpr int offset(int row, int col) {
+    return kSwizzle ? row * kPitch + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7))
+                    : row * kPitch + col;
+  }
+  // Byte address of 16-byte chunk `step * 2` past the lane's ldmatrix address `lane_addr`
+  // (which points at its chunk 0 or 1 of some row; step is a compile-time loop index): with the
+  // swizzle, chunk 2 step + c of row r sits at chunk ((2 step + c) ^ (r % 8)), which is the
+  // lane's own chunk XOR 2 (step % 4), plus 8 chunks per 4 steps.
+  static __device__ __forceinline__ uint32_t chunk_pair(uint32_t lane_addr, int step) {
+    return kSwizzle ? (lane_addr ^ static_cast<uint32_t>((step & 3) << 5)) +
+                          static_cast<uint32_t>((step >> 2) << 7)
+                    : lane_addr + static_cast<uint32_t>(step * 32);
+  }
+#endif
 };
 
 inline int block_n_for_bucket(int bucket) {
