@@ -53,3 +53,27 @@ timeout -k 5 80 ncu --clock-control none --section SpeedOfLight --section Occupa
 echo "ncu details rc $? (${SECONDS} s)"
 OUT=$NDIR sass_profile fk_swz_hd256_s2048 attention_fwd_kernel 2 python3 benchmarks/attention.py "${args[@]}"
 tar czf "$OUT/ncu_swz.tar.gz" -C "$NDIR" .
+# Last: the weakest Hopper cell (head_dim 64, causal, seqlen 512, batch 32 x 32 heads: 0.785x
+# cuDNN) under ncu against cuDNN's kernel on the same inputs (a --page details CSV each, into
+# the same archive): what tile, grid, occupancy and stall mix cuDNN runs there.
+cat > /tmp/cudnn_cell.py <<'PY'
+import torch, torch.nn.functional as F
+from torch.nn.attention import sdpa_kernel, SDPBackend
+q, k, v = (torch.randn(32, 32, 512, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+    for _ in range(4):
+        F.scaled_dot_product_attention(q, k, v, is_causal=True)
+torch.cuda.synchronize()
+PY
+timeout -k 5 80 ncu --clock-control none --section SpeedOfLight --section Occupancy \
+  --section LaunchStats --section WarpStateStats --section SchedulerStats --section InstructionStats \
+  --csv --page details -k "regex:(?i)sdpa|fmha|fprop|cudnn" -s 2 -c 1 python3 /tmp/cudnn_cell.py \
+  > "$NDIR/ncu_cudnn_hd64_causal512.csv" 2>&1
+echo "ncu cudnn rc $? $(grep -c '^"' "$NDIR/ncu_cudnn_hd64_causal512.csv") rows (${SECONDS} s)"
+timeout -k 5 80 ncu --clock-control none --section SpeedOfLight --section Occupancy \
+  --section LaunchStats --section WarpStateStats --section SchedulerStats --section InstructionStats \
+  --csv --page details -k regex:attention_sm90 -s 2 -c 1 python3 benchmarks/attention.py --lib "$LIB" \
+  --family sm90 --head-dims 64 --seqlens 512 --causal 1 --no-anchors --no-extra --warmup 2 --reps 1 \
+  > "$NDIR/ncu_fk90_hd64_causal512.csv" 2>&1
+echo "ncu fk sm90 rc $? $(grep -c '^"' "$NDIR/ncu_fk90_hd64_causal512.csv") rows (${SECONDS} s)"
+tar czf "$OUT/ncu_swz.tar.gz" -C "$NDIR" .
