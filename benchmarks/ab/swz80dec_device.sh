@@ -9,6 +9,16 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
+# The two test cases added after the review of the change (pages of 1, 2 and 8 keys on the
+# decode tiles; decode tiles with head dims that are not multiples of 8), then memcheck on them.
+bin=.device/bin/flashkit_tests_gpu
+tests="gpu kvcache: pages of 1*,sm80 attention: head dims that are not multiples of 8"
+LD_LIBRARY_PATH=$PWD/.device/lib timeout -k 5 120 "$bin" "$tests" > "$OUT/t_new.log" 2>&1
+echo "new cases: $(grep -E '^(All tests passed|test cases:)' "$OUT/t_new.log" | tail -n1)"
+grep -B3 -A12 FAILED "$OUT/t_new.log" | head -30
+LD_LIBRARY_PATH=$PWD/.device/lib timeout -k 5 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  "$bin" "$tests" > "$OUT/memcheck_new.log" 2>&1
+echo "memcheck rc $?: $(grep 'ERROR SUMMARY' "$OUT/memcheck_new.log" | tail -n1) (${SECONDS} s)"
 n=0
 for side in A B B A; do
   n=$((n + 1))

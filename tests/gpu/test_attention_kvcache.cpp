@@ -24,6 +24,7 @@
 //
 // Grid: decode (seqlen_q 1, GQA 32/8) and chunked prefill (seqlen_q 37, causal) x head_dim
 // {64, 128, 256, 72} x page_block_size {16, 64, 256, 48}, fp16/bf16 alternating, batches mixing
+// (and pages of 1, 2 and 8 keys on the sm80 decode tiles),
 // cache_seqlens 0, partial last pages, page boundaries and full capacity, pages shuffled and
 // shared between sequences, garbage past each row's used entries; contiguous caches with and
 // without cache_seqlens; KV-cache batch 1 with 4096+ keys; pages of 32, 128 and 512 keys (the
@@ -372,6 +373,30 @@ TEST_CASE("gpu kvcache: paged decode, GQA 32/8, head dims x page sizes",
         case 3: m.wl = 200; m.wr = 0; break;      // a left window that hides keys
       }
       run(L, m, 40000 + uint64_t(i));
+      ++i;
+    }
+}
+
+TEST_CASE("gpu kvcache: pages of 1, 2 and 8 keys (the sm80 decode tiles' page loops)",
+          "[gpu][attention][kvcache]") {
+  if (!fkgpu::context_for(FK_KERNEL_FAMILY_AUTO)) {
+    WARN("no CUDA context: kvcache cases skipped");
+    return;
+  }
+  // Pages smaller than the rows a decode-tile thread's copies step by (4 at head_dim 64, 2 at
+  // 128) take the per-row page loop of load_kv_tile_paged; 8 the per-page loop. Decode with
+  // GQA 32/8 packs 4 rows per KV head, so both the sm80 row (AUTO and forced) and the generic
+  // row run; the Hopper row takes no page under 16 keys.
+  int i = 0;
+  for (int64_t d : {int64_t(64), int64_t(128)})
+    for (int64_t page : {int64_t(1), int64_t(2), int64_t(8)}) {
+      Layout L = paged(page, 300, {}, 1, 32, 8, d, i % 2 ? DT::BF16 : DT::F16);
+      L.seqlens = mixed_lengths(L);
+      L.batch = int64_t(L.seqlens.size());
+      Mask m;
+      if (i % 3 == 1) m.softcap = 20;
+      if (i % 3 == 2) { m.wl = 70; m.wr = 0; }
+      run(L, m, 42000 + uint64_t(i), i % 2 == 0);
       ++i;
     }
 }

@@ -242,6 +242,15 @@ TEST_CASE("sm80 attention: head dims that are not multiples of 8", "[gpu][attent
     apply_mask(c, i + 1);
     run_case(sm80(), c, 5500 + uint64_t(i++));
   }
+  // The same on the decode tiles (at most 16 query rows per sequence and head; buckets 64 and
+  // 128): their epilogue writes the partial last chunk through the same shared-memory layout.
+  const int64_t decode_dims[][3] = {{36, 40, 1}, {100, 104, 16}, {20, 24, 7}};
+  for (const auto& dp : decode_dims) {
+    Case c = batched(3, dp[2], 90 + 31 * i, 4, 2, dp[0], i % 2 ? DT::BF16 : DT::F16);
+    c.row_pitch = dp[1];
+    apply_mask(c, i + 2);
+    run_case(sm80(), c, 5500 + uint64_t(i++));
+  }
 }
 
 TEST_CASE("sm80 attention: select_kernel names the variant", "[gpu][attention][sm80][sanitize]") {

@@ -6,7 +6,7 @@
 // softcap and LSE, provided the 16-byte cp.async copies are legal: 16-byte aligned base
 // pointers and row, head and batch strides that are multiples of 8 elements (a stride whose
 // extent is 1 is never used and is not checked), and a device whose opt-in shared memory per
-// block holds the bucket's tiles (head_dim > 128 needs 132 KiB: A100 and Hopper yes, Ada and
+// block holds the bucket's tiles (head_dim > 128 needs 128 KiB: A100 and Hopper yes, Ada and
 // consumer Blackwell at 99 KiB no). Everything else goes to the generic kernel.
 #include <cuda_runtime_api.h>
 
