@@ -203,10 +203,16 @@ fk_status_t fk_fftconv_plan_create(const fk_context_t* context,
     }
     const int64_t need = required_size(mode, o.seqlen, o.filter_len);
     if (need > kMaxFFTSize) {
+      if (defaulted) {  // the caller gave only seqlen: name it
+        return set_error(FK_ERROR_INVALID_ARGUMENT,
+                         "options.seqlen: %" PRId64 " (with filter_len 0, i.e. seqlen) needs "
+                         "fft_size %" PRId64 " > 2^22 (4M) in this mode",
+                         o.seqlen, need);
+      }
       return set_error(FK_ERROR_INVALID_ARGUMENT,
-                       "options.filter_len: %" PRId64 " needs fft_size %" PRId64
-                       " > 2^22 (4M) in this mode",
-                       o.filter_len, need);
+                       "options.filter_len: %" PRId64 " with seqlen %" PRId64
+                       " needs fft_size %" PRId64 " > 2^22 (4M) in this mode",
+                       o.filter_len, o.seqlen, need);
     }
     if (o.fft_size == 0) {
       o.fft_size = next_pow2(std::max<int64_t>(need, 1));

@@ -775,6 +775,21 @@ TEST_CASE("fftconv: plan and call validation rules", "[validation][fftconv]") {
     o.fft_size = int64_t(1) << 23;
     expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT, {"fft_size"});
   }
+  SECTION("a problem that needs more than fft_size 2^22 names what the caller gave") {
+    // Causal with the default filter (0: seqlen): seqlen 2^21 + 1 needs 2^22 + 1.
+    o.seqlen = (int64_t(1) << 21) + 1;
+    o.filter_len = 0;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
+                 {"options.seqlen: 2097153 (with filter_len 0", "fft_size 4194305", "2^22"});
+    CHECK(plan == nullptr);
+    // With an explicit filter_len both are named (circular: fft_size >= filter_len).
+    o.mode = FK_FFTCONV_CIRCULAR;
+    o.seqlen = 16;
+    o.filter_len = (int64_t(1) << 22) + 1;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
+                 {"options.filter_len: 4194305 with seqlen 16", "fft_size 4194305"});
+    CHECK(plan == nullptr);
+  }
   SECTION("bidirectional needs an odd filter") {
     o.mode = FK_FFTCONV_BIDIRECTIONAL;
     o.filter_len = 10;
