@@ -196,6 +196,9 @@ typedef enum fk_status_t {
 /**
  * @brief The category of a status: one of FK_SUCCESS, FK_ERROR_INVALID_ARGUMENT,
  *        FK_ERROR_NOT_SUPPORTED, FK_ERROR_OUT_OF_MEMORY, FK_ERROR_DEVICE, FK_ERROR_INTERNAL.
+ *
+ * `status / 100 * 100` for the codes of this header; a value outside them (negative, or in
+ * no category above) gives FK_ERROR_INTERNAL.
  */
 FK_API fk_status_t fk_status_category(fk_status_t status);
 
@@ -700,7 +703,9 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * @param k_cache       Keys. Without `block_table`: `(batch, seqlen_cache, nheads_k,
  *                      head_dim)`, capacity `seqlen_cache` keys per sequence. With
  *                      `block_table`: the page pool `(num_blocks, page_block_size, nheads_k,
- *                      head_dim)`, capacity `max_blocks_per_seq * page_block_size`. q's dtype
+ *                      head_dim)`, capacity `max_blocks_per_seq * page_block_size`. The
+ *                      capacity is at most 2^31 - 1 keys, the int32 range of cache_seqlens,
+ *                      even when cache_seqlens is NULL (FK_ERROR_SHAPE_MISMATCH). q's dtype
  *                      (FK_ERROR_DTYPE_MISMATCH) and head_dim; `nheads % nheads_k == 0`;
  *                      head_dim contiguous, other strides arbitrary (FK_ERROR_BAD_STRIDES if
  *                      negative); page_block_size >= 1 (FK_ERROR_SHAPE_MISMATCH).

@@ -670,6 +670,40 @@ TEST_CASE("cpu kvcache validation: k_cache rank, batch, heads, head_dim, dtype",
   }
 }
 
+TEST_CASE("cpu kvcache validation: a capacity beyond the int32 range of cache_seqlens",
+          "[cpu][attention][kvcache][validation]") {
+  // batch 1, one query, 2 heads on 1 KV head, head_dim 8, fp16.
+  HostTensor q(DT::F16, {1, 1, 2, 8}), out(DT::F16, {1, 1, 2, 8}), lse(DT::F32, {1, 2, 1});
+  SECTION("paged: max_blocks_per_seq x page_block_size > 2^31 - 1, with and without cache_seqlens") {
+    // 2^20 table entries (4 MB) of pages of 4096 keys: capacity 2^32. One page in the pool.
+    HostTensor k(DT::F16, {1, 4096, 1, 8}), v(DT::F16, {1, 4096, 1, 8});
+    HostTensor bt(DT::I32, {1, int64_t(1) << 20});
+    HostTensor sl = fktest::int32_tensor({5});
+    expect_error(&q.dl, &k.dl, &v.dl, &sl.dl, &bt.dl, out, lse, FK_ERROR_SHAPE_MISMATCH,
+                 "int32 range of cache_seqlens");
+    expect_error(&q.dl, &k.dl, &v.dl, nullptr, &bt.dl, out, lse, FK_ERROR_SHAPE_MISMATCH,
+                 "int32 range of cache_seqlens");
+    // One entry fewer than 2^19 (2^31 - 4096 keys) is in range.
+    HostTensor bt_ok(DT::I32, {1, (int64_t(1) << 19) - 1});
+    out.poison();
+    CHECK(fk_attention_kvcache_forward(fkcpu::cpu_context(), nullptr, nullptr, &q.dl, &k.dl,
+                                       &v.dl, &sl.dl, &bt_ok.dl, &out.dl, &lse.dl) == FK_SUCCESS);
+  }
+  SECTION("contiguous: seqlen_cache > 2^31 - 1 (a view; no data is read)") {
+    HostTensor k(DT::F16, {1, 16, 1, 8}), v(DT::F16, {1, 16, 1, 8});
+    int64_t huge[4] = {1, int64_t(1) << 31, 1, 8};
+    k.dl.shape = huge;
+    k.dl.strides = nullptr;
+    v.dl.shape = huge;
+    v.dl.strides = nullptr;
+    HostTensor sl = fktest::int32_tensor({5});
+    expect_error(&q.dl, &k.dl, &v.dl, &sl.dl, nullptr, out, lse, FK_ERROR_SHAPE_MISMATCH,
+                 "k_cache");
+    expect_error(&q.dl, &k.dl, &v.dl, nullptr, nullptr, out, lse, FK_ERROR_SHAPE_MISMATCH,
+                 "k_cache");
+  }
+}
+
 TEST_CASE("cpu kvcache validation: q, out, lse shapes and overlap",
           "[cpu][attention][kvcache][validation]") {
   Valid v;

@@ -357,6 +357,9 @@ pub type fk_status_t = ::std::os::raw::c_uint;
 extern "C" {
     #[doc = " @brief The category of a status: one of FK_SUCCESS, FK_ERROR_INVALID_ARGUMENT,"]
     #[doc = "        FK_ERROR_NOT_SUPPORTED, FK_ERROR_OUT_OF_MEMORY, FK_ERROR_DEVICE, FK_ERROR_INTERNAL."]
+    #[doc = ""]
+    #[doc = " `status / 100 * 100` for the codes of this header; a value outside them (negative, or in"]
+    #[doc = " no category above) gives FK_ERROR_INTERNAL."]
     pub fn fk_status_category(status: fk_status_t) -> fk_status_t;
 }
 extern "C" {
@@ -1335,7 +1338,9 @@ extern "C" {
     #[doc = " @param k_cache       Keys. Without `block_table`: `(batch, seqlen_cache, nheads_k,"]
     #[doc = "                      head_dim)`, capacity `seqlen_cache` keys per sequence. With"]
     #[doc = "                      `block_table`: the page pool `(num_blocks, page_block_size, nheads_k,"]
-    #[doc = "                      head_dim)`, capacity `max_blocks_per_seq * page_block_size`. q's dtype"]
+    #[doc = "                      head_dim)`, capacity `max_blocks_per_seq * page_block_size`. The"]
+    #[doc = "                      capacity is at most 2^31 - 1 keys, the int32 range of cache_seqlens,"]
+    #[doc = "                      even when cache_seqlens is NULL (FK_ERROR_SHAPE_MISMATCH). q's dtype"]
     #[doc = "                      (FK_ERROR_DTYPE_MISMATCH) and head_dim; `nheads % nheads_k == 0`;"]
     #[doc = "                      head_dim contiguous, other strides arbitrary (FK_ERROR_BAD_STRIDES if"]
     #[doc = "                      negative); page_block_size >= 1 (FK_ERROR_SHAPE_MISMATCH)."]
