@@ -169,8 +169,9 @@ typedef enum fk_status_t {
                                         call its `fk_*_init()` first. */
   FK_ERROR_DTYPE_MISMATCH = 103,   /**< A tensor's dtype is unsupported or differs from another's. */
   FK_ERROR_SHAPE_MISMATCH = 104,   /**< A tensor's rank or extents are wrong. */
-  FK_ERROR_BAD_STRIDES = 105,      /**< A required dimension is not contiguous, or a stride is
-                                        negative. */
+  FK_ERROR_BAD_STRIDES = 105,      /**< A required dimension is not contiguous, a stride is
+                                        negative, a weight that must be compact is not, or two
+                                        elements of an output share an address. */
   FK_ERROR_WRONG_DEVICE = 106,     /**< A tensor lives on a device the context cannot use. */
   FK_ERROR_MISALIGNED = 107,       /**< A data pointer is not aligned as required. */
 
@@ -260,7 +261,8 @@ FK_API fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_
 /** @defgroup tensors Data types and tensors
  *  Tensors are DLPack `DLTensor` views. Supported element types, as `DLDataType`
  *  `{code, bits, lanes}`: fp32 `{kDLFloat, 32, 1}`, fp16 `{kDLFloat, 16, 1}`, bf16
- *  `{kDLBfloat, 16, 1}`. Integer index tensors (`cu_seqlens_*`) are int32 `{kDLInt, 32, 1}`.
+ *  `{kDLBfloat, 16, 1}`. Integer index tensors (`cu_seqlens_*`, `cache_seqlens`, `block_table`)
+ *  are int32 `{kDLInt, 32, 1}`.
  *  FP8 uses the DLPack 1.1 type codes below (the installed dlpack.h may be older): float8
  *  e4m3fn `{FK_DLPACK_FLOAT8_E4M3FN, 8, 1}` and e5m2 `{FK_DLPACK_FLOAT8_E5M2, 8, 1}`, as
  *  PyTorch's `torch.float8_e4m3fn` / `torch.float8_e5m2` export them. Only fk_gemm_scaled()'s
@@ -286,7 +288,9 @@ typedef struct fk_context fk_context_t;
 
 /** @brief Which backend a context runs on. */
 typedef enum fk_backend_t {
-  FK_BACKEND_AUTO = 0, /**< CUDA if compiled in and a device is present, else CPU. The
+  FK_BACKEND_AUTO = 0, /**< CUDA if compiled in and device `device_ordinal` is present, else
+                            CPU, without an error (an ordinal past the visible devices gives a
+                            CPU context: fk_context_get_info() tells which). The
                             environment variable `FLASHKIT_BACKEND` (`auto`, `cpu` or `cuda`)
                             overrides AUTO, never an explicit choice; any other value fails
                             the creation of an AUTO context with FK_ERROR_INVALID_ARGUMENT
@@ -301,11 +305,13 @@ typedef enum fk_backend_t {
  *
  * AUTO picks the best family the device supports, per call (a call that the fast family does
  * not cover falls back to `GENERIC`). Forcing a family (context option or the environment
- * variable `FLASHKIT_KERNEL_FAMILY` = `generic`, `sm80` or `sm90`, which overrides AUTO only)
- * restricts the dispatcher to that family plus the generic fallback; forcing a family the
+ * variable `FLASHKIT_KERNEL_FAMILY` = `auto`, `generic`, `sm80` or `sm90`, which overrides AUTO
+ * only) restricts the dispatcher to that family plus the generic fallback; forcing a family the
  * device cannot run (sm90 on an sm80 GPU), or any family on the CPU backend, fails at context
- * creation with FK_ERROR_NOT_SUPPORTED. A valid value of the environment variable applies to
- * CUDA contexts only (a CPU context ignores it); a value that is not one of these four fails
+ * creation with FK_ERROR_NOT_SUPPORTED. FK_KERNEL_FAMILY_CPU is reported, never forced: as
+ * `options.kernel_family` it is FK_ERROR_INVALID_ARGUMENT. A valid value of the environment
+ * variable applies to CUDA contexts only (a CPU context ignores it); a value that is not one of
+ * these four fails
  * the creation of every context that leaves the family AUTO, CPU contexts included, with
  * FK_ERROR_INVALID_ARGUMENT naming the variable.
  */
@@ -367,7 +373,8 @@ FK_API fk_status_t fk_context_destroy(fk_context_t* context);
 typedef struct fk_context_info_t {
   uint32_t struct_size;   /**< sizeof(fk_context_info_t); set by fk_context_info_init(). */
   int32_t backend;        /**< FK_BACKEND_CPU or FK_BACKEND_CUDA (never AUTO). */
-  int32_t kernel_family;  /**< Best family this context dispatches to (CPU for the CPU backend). */
+  int32_t kernel_family;  /**< The forced family, else the best one this context dispatches
+                               to (CPU for the CPU backend). */
   int32_t device_ordinal; /**< CUDA ordinal, or -1 on the CPU backend. */
   int32_t cc_major;       /**< Compute capability major (9 on H100/H200), 0 on CPU. */
   int32_t cc_minor;       /**< Compute capability minor, 0 on CPU. */
@@ -413,7 +420,7 @@ FK_API const char* fk_kernel_family_name(fk_kernel_family_t family);
  */
 typedef struct fk_launch_t {
   uint32_t struct_size;    /**< sizeof(fk_launch_t); set by fk_launch_init(). */
-  uint32_t flags;          /**< Reserved; must be 0. */
+  uint32_t flags;          /**< Reserved; must be 0 (FK_ERROR_INVALID_ARGUMENT). */
   void* stream;            /**< A `cudaStream_t` (CUDA backend); NULL is the default stream.
                                 Ignored on the CPU backend. */
   void* workspace;         /**< Optional caller scratch memory on the context's device. A
@@ -454,8 +461,10 @@ typedef struct fk_launch_t {
                                 cu_seqlens back in the query as in the call (a synchronising
                                 copy on the default stream). One workspace shared by several
                                 calls must hold the largest of their sizes. */
-  uint64_t workspace_bytes;/**< Size of `workspace` in bytes; `workspace + workspace_bytes` must not
-                                wrap around the address space (FK_ERROR_INVALID_ARGUMENT). */
+  uint64_t workspace_bytes;/**< Size of `workspace` in bytes; 0 when `workspace` is NULL
+                                (FK_ERROR_NULL_POINTER otherwise); `workspace +
+                                workspace_bytes` must not wrap around the address space
+                                (FK_ERROR_INVALID_ARGUMENT). */
 } fk_launch_t;
 
 /**
@@ -493,13 +502,17 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
  *  - dtype: q, k, v and out share one dtype: fp32, fp16 or bf16. Accumulation is fp32.
  *  - head_dim from 1 to 256; q and k have the same head_dim, v's head_dim must equal it too.
  *  - GQA/MQA: `nheads % nheads_k == 0`; query head `h` uses key/value head
- *    `h / (nheads / nheads_k)`.
+ *    `h / (nheads / nheads_k)` (grouped-query attention, Ainslie et al. 2023, section 2.2;
+ *    multi-query attention, Shazeer 2019).
  *  - Layout: last dimension (head_dim) contiguous; other strides arbitrary (non-negative).
  *  - Masking (FlashAttention convention): with `seqlen_q != seqlen_k` the masks are aligned to
  *    the **bottom-right** corner: query row `i` is at position `i + seqlen_k - seqlen_q`.
  *    `causal` keeps keys `j <= i + seqlen_k - seqlen_q`. A sliding window `(left, right)` keeps
  *    keys with `i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q + right`, where
- *    -1 means unbounded on that side; causal is the window `(left, 0)`.
+ *    -1 means unbounded on that side; causal is the window `(left, 0)` (sliding-window
+ *    attention: Beltagy et al. 2020, Longformer, section 3.1). In the varlen form `i`, `j`,
+ *    `seqlen_q` and `seqlen_k` are those of each sequence (`cu_seqlens_q[b+1] -
+ *    cu_seqlens_q[b]`, likewise for k): every sequence is aligned bottom-right on its own.
  *  - A query row that sees no key (fully masked, or `seqlen_k == 0`, where k and v may have
  *    NULL data) gives `out = 0` and `lse = -inf`, never NaN. Keys whose score is -inf (an
  *    infinite input) weigh 0, also when they fill whole key tiles; a NaN score in a row makes
@@ -507,7 +520,8 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
  *  - `out` and `lse` must not share memory with any input (not even exactly in-place), and
  *    no two of their elements may share an address: FK_ERROR_INVALID_ARGUMENT /
  *    FK_ERROR_BAD_STRIDES.
- *  - softcap (Gemma 2): when `softcap > 0` the scores become `softcap * tanh(s / softcap)` with
+ *  - softcap (logit soft-capping, Gemma Team 2024, "Gemma 2", section 2): when `softcap > 0`
+ *    the scores become `softcap * tanh(s / softcap)` with
  *    `s = softmax_scale * q.k`, before masking.
  *  - `lse` is the natural logarithm of the softmax denominator of each row, in FlashAttention's
  *    layout, computed on the (scaled, capped) scores.
@@ -580,7 +594,8 @@ FK_API fk_status_t fk_attention_params_init(fk_attention_params_t* params);
  * @param v            Values: k's shape, dtype and layout rules.
  * @param cu_seqlens_q NULL (batched form) or int32 `(batch + 1,)`, contiguous (varlen form):
  *                     row offsets of each sequence in q, 0 first, non-decreasing, `total_q`
- *                     last (FK_ERROR_INVALID_ARGUMENT otherwise).
+ *                     last (FK_ERROR_INVALID_ARGUMENT otherwise); `total_q` and `total_k` at
+ *                     most 2^31 - 1 (int32 offsets; FK_ERROR_SHAPE_MISMATCH).
  * @param cu_seqlens_k NULL or int32 `(batch + 1,)`, the same for k and v (`total_k` last); must
  *                     be given together with `cu_seqlens_q`. On the CUDA backend both live on
  *                     the device and are read there.
@@ -600,7 +615,8 @@ FK_API fk_status_t fk_attention_params_init(fk_attention_params_t* params);
  *   FK_ERROR_INVALID_ARGUMENT (window sizes < -1, softcap < 0 or not finite, softmax_scale
  *   infinite, cu_seqlens not starting at 0, decreasing, or not ending at total; only one of the
  *   two cu_seqlens given);
- *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE.
+ *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (library-managed
+ *   scratch, e.g. split-key partials); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH.
  *   On the CUDA backend the cu_seqlens entries (monotonicity, start, end) are checked only
  *   when they are read back, that is when `params.max_seqlen_q` or `max_seqlen_k` is left 0:
  *   that read-back synchronises the stream. With both given nothing is read back, and wrong
@@ -790,7 +806,9 @@ FK_API fk_status_t fk_attention_kvcache_workspace_size(
  *  - `d`: output `(M, N)` or `(batch, M, N)`.
  *  - Epilogue order: `t = alpha * acc + beta * c + bias`, then the activation.
  *  - Batched: any operand of rank 3 has a batch dimension; `d`'s batch is the batch count and an
- *    operand of rank 2 (or batch stride 0) is broadcast to every batch.
+ *    operand of rank 2, of batch 1, or of batch stride 0 is broadcast to every batch. A rank-3
+ *    operand's batch must equal `d`'s or be 1, and with a rank-2 `d` it must be 1
+ *    (FK_ERROR_SHAPE_MISMATCH).
  *  - Strides: the two matrix dimensions may have any non-negative strides (row-major,
  *    column-major via strides, or padded); `trans_a/trans_b` are the BLAS alternative.
  *  - dtypes: a and b share one of fp32/fp16/bf16; c and d share one of fp32/fp16/bf16; bias is
@@ -806,7 +824,8 @@ typedef enum fk_activation_t {
   FK_ACTIVATION_RELU = 1,      /**< max(x, 0); NaN stays NaN (as torch.relu). */
   FK_ACTIVATION_GELU_TANH = 2, /**< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
                                     (Hendrycks & Gimpel 2016, the tanh approximation). */
-  FK_ACTIVATION_GELU_ERF = 3   /**< 0.5 x (1 + erf(x / sqrt(2))), exact GELU (BERT's). */
+  FK_ACTIVATION_GELU_ERF = 3   /**< 0.5 x (1 + erf(x / sqrt(2))), exact GELU (Hendrycks &
+                                    Gimpel 2016; BERT's). */
 } fk_activation_t;
 
 /** @brief GEMM options. Fill with fk_gemm_params_init(). */
@@ -922,7 +941,8 @@ FK_API fk_status_t fk_gemm_workspace_size(const fk_context_t* context,
  * @param scale_a NULL (1), or fp32 on d's device, contiguous: 0-d or `(1,)`, one scale for all
  *             of A (per-tensor), or `(M,)`, one per row of A (per-token).
  * @param scale_b NULL (1), or fp32, contiguous: 0-d or `(1,)` per-tensor, or `(N,)` one per
- *             column of B (per-output-channel).
+ *             column of B (per-output-channel). Both scales apply to every batch (there are
+ *             no per-batch scales).
  * @param c, bias As for fk_gemm() (c and bias are not scaled).
  * @param d    Output `(M, N)` / `(batch, M, N)`, fp32/fp16/bf16 (fp8 output: FK_ERROR_NOT_SUPPORTED).
  * @return As fk_gemm(), and: FK_ERROR_DTYPE_MISMATCH (a fp8 but b not, or the reverse; a scale
@@ -1024,12 +1044,17 @@ FK_API fk_status_t fk_monarch_params_init(fk_monarch_params_t* params);
  * @param w1   `(nblocks1, q, p)`, x's dtype, compact: the first factor R (applied first).
  * @param w2   `(nblocks2, s, r)`, x's dtype, compact, `nblocks2 * r == nblocks1 * q`: L.
  * @param bias NULL or `(nblocks2 * s,)`, fp32, fp16 or bf16, contiguous.
- * @param out  `(tokens, nblocks2 * s)`, x's dtype, last dimension contiguous.
+ * @param out  `(tokens, nblocks2 * s)`, x's dtype, last dimension contiguous; must not share
+ *             memory with x, w1, w2 or bias, not even in place with square blocks
+ *             (FK_ERROR_INVALID_ARGUMENT), and no two of its elements may share an address
+ *             (FK_ERROR_BAD_STRIDES).
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
  *   FK_ERROR_SHAPE_MISMATCH (ranks; `n != nblocks1 * p`; `nblocks1 * q != nblocks2 * r`; out or
  *   bias length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (weights not compact, last
- *   dimension of x/out not contiguous); FK_ERROR_INVALID_ARGUMENT (nonzero flags);
- *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE.
+ *   dimension of x/out not contiguous, out addressing an element twice);
+ *   FK_ERROR_INVALID_ARGUMENT (nonzero flags, out overlapping an input);
+ *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (library-managed
+ *   scratch); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH.
  */
 FK_API fk_status_t fk_monarch(const fk_context_t* context, const fk_launch_t* launch,
                               const fk_monarch_params_t* params, const DLTensor* x,
@@ -1073,7 +1098,8 @@ FK_API fk_status_t fk_monarch_workspace_size(const fk_context_t* context,
  * @param x    `(tokens, nblocks * p)`, fp32/fp16/bf16, last dimension contiguous.
  * @param w    `(nblocks, q, p)`, x's dtype, compact.
  * @param bias NULL or `(nblocks * q,)`, fp32, fp16 or bf16, contiguous.
- * @param out  `(tokens, nblocks * q)`, x's dtype, last dimension contiguous.
+ * @param out  `(tokens, nblocks * q)`, x's dtype, last dimension contiguous; must not share
+ *             memory with x, w or bias (FK_ERROR_INVALID_ARGUMENT).
  * @return As fk_monarch().
  */
 FK_API fk_status_t fk_blockdiag_linear(const fk_context_t* context, const fk_launch_t* launch,
@@ -1132,9 +1158,9 @@ FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* contex
  *      never a silently circular result.
  *    - **circular**: `conv[t] = sum_{s=0}^{fft_size-1} k[s] v[(t - s) mod fft_size]` with `v`
  *      and `k` zero-padded to `fft_size`. Needs `seqlen <= fft_size`, `filter_len <= fft_size`.
- *    - **bidirectional** (non-causal, centred; M2-BERT's sequence mixer): `filter_len` must be
- *      odd, `filter_len = 2 R + 1`, and `conv[t] = sum_{j=-R}^{R} k[R + j] v[t - j]` with `v`
- *      zero outside `[0, seqlen)`. Needs `fft_size >= seqlen + min(R, seqlen - 1)`. M2's
+ *    - **bidirectional** (non-causal, centred; the sequence mixer of M2-BERT, Fu et al. 2023,
+ *      "Monarch Mixer"): `filter_len` must be odd, `filter_len = 2 R + 1`, and
+ *      `conv[t] = sum_{j=-R}^{R} k[R + j] v[t - j]` with `v` zero outside `[0, seqlen)`. Needs `fft_size >= seqlen + min(R, seqlen - 1)`. M2's
  *      `(k_fwd, k_bwd)` pair maps to `k[R + j] = k_fwd[j]` for `j >= 0` and
  *      `k[R - d] = k_bwd[d - 1]` for `d >= 1`.
  *  - `fft_size` must be a power of two (as in FlashFFTConv); 0 picks the smallest power of two
@@ -1235,6 +1261,7 @@ FK_API fk_status_t fk_fftconv_plan_get_options(const fk_fftconv_plan_t* plan,
  *   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not
  *   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;
  *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE;
+ *   FK_ERROR_KERNEL_LAUNCH;
  *   FK_ERROR_NOT_SUPPORTED when the launch stream is being captured into a CUDA graph and the
  *   plan must first build its tables for these arguments (its first call, a new filter of a
  *   FK_FFTCONV_FILTER_CONSTANT plan, another device), or they are still being built on another

@@ -76,7 +76,8 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
               cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
               return_lse=False, out=None, workspace=None):
     """Attention forward, ``softmax(mask(softcap(softmax_scale * q k^T))) v``, without forming
-    the score matrix (FlashAttention; Dao et al. 2022, 2023).
+    the score matrix (Dao et al. 2022, "FlashAttention", section 3.1; Dao 2023,
+    "FlashAttention-2", section 3.1).
 
     Batched form (no ``cu_seqlens``):
         q: ``(batch, seqlen_q, nheads, head_dim)``.
@@ -95,11 +96,14 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
             head h reads key/value head ``h // (nheads // nheads_k)``.
         softmax_scale: float, default (None) ``1 / sqrt(head_dim)``; NaN is refused.
         causal: causal mask, aligned bottom-right when seqlen_q != seqlen_k (FlashAttention's
-            convention: query i sits at position ``i + seqlen_k - seqlen_q``).
+            convention: query i sits at position ``i + seqlen_k - seqlen_q``). In the
+            variable-length form each sequence is aligned on its own lengths
+            (``cu_seqlens_q[b+1] - cu_seqlens_q[b]`` and likewise for k).
         window_size: ``(left, right)`` sliding window around that position; -1 is unbounded.
             With ``causal=True`` the right side is 0 whatever is given (FlashAttention's
             rule: ``causal`` is the window ``(left, 0)``).
-        softcap: if > 0, scores become ``softcap * tanh(s / softcap)`` (Gemma 2).
+        softcap: if > 0, scores become ``softcap * tanh(s / softcap)`` (logit soft-capping,
+            Gemma Team 2024, "Gemma 2", section 2).
         max_seqlen_q, max_seqlen_k: varlen form: the longest sequence in cu_seqlens_q /
             cu_seqlens_k (int >= 0; None or 0: not given), as in FlashAttention. Given, on the
             CUDA backend the call does not copy cu_seqlens to the host (which waits for the
@@ -112,7 +116,8 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
             (``torch.cuda.graph``) both are required (pass 1 for a batch of empty sequences):
             InvalidArgumentError names the missing one.
         return_lse: also return the fp32 natural-log log-sum-exp of each row's scores.
-        out: optional output array (same dtype and shape as the result).
+        out: optional output array (same dtype and shape as the result, head_dim
+            contiguous; it must not overlap q, k or v).
         workspace: optional scratch array on the call's device (module notes).
 
     Returns:
@@ -252,7 +257,8 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
     """Scaled GEMM for quantised (FP8) inputs, with gemm's fused epilogue:
     ``out = act(alpha * scale_a[m] * scale_b[n] * op(a) @ op(b) + beta * c + bias)``,
     accumulated in fp32 (``torch._scaled_mm``'s and cuBLASLt's scale convention: a and b hold
-    ``x / scale``; the scales bring them back). C ABI: ``fk_gemm_scaled``.
+    ``x / scale``; the scales bring them back; the formats: Micikevicius et al. 2022, "FP8
+    Formats for Deep Learning"). C ABI: ``fk_gemm_scaled``.
 
     Args:
         a: ``(M, K)`` (``(K, M)`` with ``trans_a``), optionally batched: float8_e4m3fn or
@@ -306,7 +312,8 @@ def monarch(x, w1, w2, out=None, *, bias=None, workspace=None):
             tokens (they must be mergeable without a copy). Last dimension contiguous.
         w1: ``(nblocks1, q, p)``, R: block ``i`` maps ``x[..., i*p:(i+1)*p]`` to ``q`` values.
         w2: ``(nblocks2, s, r)``, L, with ``nblocks1 * q == nblocks2 * r``.
-        out: optional, of exactly the result's shape ``x.shape[:-1] + (nblocks2 * s,)``.
+        out: optional, of exactly the result's shape ``x.shape[:-1] + (nblocks2 * s,)``, last
+            dimension contiguous; it must not overlap x, w1, w2 or bias.
         bias: optional ``(nblocks2 * s,)``, fp32/fp16/bf16 (need not match x), contiguous.
         workspace: optional scratch array on the call's device (module notes).
 
@@ -330,10 +337,12 @@ def blockdiag_linear(x, w, out=None, *, bias=None, workspace=None):
     ``out[t, i*q + a] = sum_c w[i, a, c] x[t, i*p + c] (+ bias[i*q + a])``.
 
     Args:
-        x: ``(..., nblocks * p)``; leading dimensions are flattened into tokens.
+        x: ``(..., nblocks * p)``; leading dimensions are flattened into tokens (they must be
+            mergeable without a copy). Last dimension contiguous.
         w: ``(nblocks, q, p)``, compact.
-        out: optional, of exactly the result's shape ``x.shape[:-1] + (nblocks * q,)``.
-        bias: optional ``(nblocks * q,)``, fp32/fp16/bf16 (need not match x).
+        out: optional, of exactly the result's shape ``x.shape[:-1] + (nblocks * q,)``, last
+            dimension contiguous; it must not overlap x, w or bias.
+        bias: optional ``(nblocks * q,)``, fp32/fp16/bf16 (need not match x), contiguous.
         workspace: optional scratch array on the call's device (module notes).
 
     x, w and out share float32/float16/bfloat16 (fp32 accumulation).

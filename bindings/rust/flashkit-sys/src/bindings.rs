@@ -328,8 +328,9 @@ pub const FK_ERROR_BAD_STRUCT_SIZE: fk_status_t = 102;
 pub const FK_ERROR_DTYPE_MISMATCH: fk_status_t = 103;
 #[doc = "< A tensor's rank or extents are wrong."]
 pub const FK_ERROR_SHAPE_MISMATCH: fk_status_t = 104;
-#[doc = "< A required dimension is not contiguous, or a stride is"]
-#[doc = "negative."]
+#[doc = "< A required dimension is not contiguous, a stride is"]
+#[doc = "negative, a weight that must be compact is not, or two"]
+#[doc = "elements of an output share an address."]
 pub const FK_ERROR_BAD_STRIDES: fk_status_t = 105;
 #[doc = "< A tensor lives on a device the context cannot use."]
 pub const FK_ERROR_WRONG_DEVICE: fk_status_t = 106;
@@ -417,7 +418,9 @@ pub struct fk_context {
 }
 #[doc = " @brief Opaque context handle. Immutable after creation; safe to share between threads."]
 pub type fk_context_t = fk_context;
-#[doc = "< CUDA if compiled in and a device is present, else CPU. The"]
+#[doc = "< CUDA if compiled in and device `device_ordinal` is present, else"]
+#[doc = "CPU, without an error (an ordinal past the visible devices gives a"]
+#[doc = "CPU context: fk_context_get_info() tells which). The"]
 #[doc = "environment variable `FLASHKIT_BACKEND` (`auto`, `cpu` or `cuda`)"]
 #[doc = "overrides AUTO, never an explicit choice; any other value fails"]
 #[doc = "the creation of an AUTO context with FK_ERROR_INVALID_ARGUMENT"]
@@ -444,11 +447,13 @@ pub const FK_KERNEL_FAMILY_SM90: fk_kernel_family_t = 4;
 #[doc = ""]
 #[doc = " AUTO picks the best family the device supports, per call (a call that the fast family does"]
 #[doc = " not cover falls back to `GENERIC`). Forcing a family (context option or the environment"]
-#[doc = " variable `FLASHKIT_KERNEL_FAMILY` = `generic`, `sm80` or `sm90`, which overrides AUTO only)"]
-#[doc = " restricts the dispatcher to that family plus the generic fallback; forcing a family the"]
+#[doc = " variable `FLASHKIT_KERNEL_FAMILY` = `auto`, `generic`, `sm80` or `sm90`, which overrides AUTO"]
+#[doc = " only) restricts the dispatcher to that family plus the generic fallback; forcing a family the"]
 #[doc = " device cannot run (sm90 on an sm80 GPU), or any family on the CPU backend, fails at context"]
-#[doc = " creation with FK_ERROR_NOT_SUPPORTED. A valid value of the environment variable applies to"]
-#[doc = " CUDA contexts only (a CPU context ignores it); a value that is not one of these four fails"]
+#[doc = " creation with FK_ERROR_NOT_SUPPORTED. FK_KERNEL_FAMILY_CPU is reported, never forced: as"]
+#[doc = " `options.kernel_family` it is FK_ERROR_INVALID_ARGUMENT. A valid value of the environment"]
+#[doc = " variable applies to CUDA contexts only (a CPU context ignores it); a value that is not one of"]
+#[doc = " these four fails"]
 #[doc = " the creation of every context that leaves the family AUTO, CPU contexts included, with"]
 #[doc = " FK_ERROR_INVALID_ARGUMENT naming the variable."]
 pub type fk_kernel_family_t = ::std::os::raw::c_uint;
@@ -622,7 +627,8 @@ pub struct fk_context_info_t {
     pub struct_size: u32,
     #[doc = "< FK_BACKEND_CPU or FK_BACKEND_CUDA (never AUTO)."]
     pub backend: i32,
-    #[doc = "< Best family this context dispatches to (CPU for the CPU backend)."]
+    #[doc = "< The forced family, else the best one this context dispatches"]
+    #[doc = "to (CPU for the CPU backend)."]
     pub kernel_family: i32,
     #[doc = "< CUDA ordinal, or -1 on the CPU backend."]
     pub device_ordinal: i32,
@@ -851,7 +857,7 @@ extern "C" {
 pub struct fk_launch_t {
     #[doc = "< sizeof(fk_launch_t); set by fk_launch_init()."]
     pub struct_size: u32,
-    #[doc = "< Reserved; must be 0."]
+    #[doc = "< Reserved; must be 0 (FK_ERROR_INVALID_ARGUMENT)."]
     pub flags: u32,
     #[doc = "< A `cudaStream_t` (CUDA backend); NULL is the default stream."]
     #[doc = "Ignored on the CPU backend."]
@@ -895,8 +901,10 @@ pub struct fk_launch_t {
     #[doc = "copy on the default stream). One workspace shared by several"]
     #[doc = "calls must hold the largest of their sizes."]
     pub workspace: *mut ::std::os::raw::c_void,
-    #[doc = "< Size of `workspace` in bytes; `workspace + workspace_bytes` must not"]
-    #[doc = "wrap around the address space (FK_ERROR_INVALID_ARGUMENT)."]
+    #[doc = "< Size of `workspace` in bytes; 0 when `workspace` is NULL"]
+    #[doc = "(FK_ERROR_NULL_POINTER otherwise); `workspace +"]
+    #[doc = "workspace_bytes` must not wrap around the address space"]
+    #[doc = "(FK_ERROR_INVALID_ARGUMENT)."]
     pub workspace_bytes: u64,
 }
 #[test]
@@ -1200,7 +1208,8 @@ extern "C" {
     #[doc = " @param v            Values: k's shape, dtype and layout rules."]
     #[doc = " @param cu_seqlens_q NULL (batched form) or int32 `(batch + 1,)`, contiguous (varlen form):"]
     #[doc = "                     row offsets of each sequence in q, 0 first, non-decreasing, `total_q`"]
-    #[doc = "                     last (FK_ERROR_INVALID_ARGUMENT otherwise)."]
+    #[doc = "                     last (FK_ERROR_INVALID_ARGUMENT otherwise); `total_q` and `total_k` at"]
+    #[doc = "                     most 2^31 - 1 (int32 offsets; FK_ERROR_SHAPE_MISMATCH)."]
     #[doc = " @param cu_seqlens_k NULL or int32 `(batch + 1,)`, the same for k and v (`total_k` last); must"]
     #[doc = "                     be given together with `cu_seqlens_q`. On the CUDA backend both live on"]
     #[doc = "                     the device and are read there."]
@@ -1220,7 +1229,8 @@ extern "C" {
     #[doc = "   FK_ERROR_INVALID_ARGUMENT (window sizes < -1, softcap < 0 or not finite, softmax_scale"]
     #[doc = "   infinite, cu_seqlens not starting at 0, decreasing, or not ending at total; only one of the"]
     #[doc = "   two cu_seqlens given);"]
-    #[doc = "   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE."]
+    #[doc = "   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (library-managed"]
+    #[doc = "   scratch, e.g. split-key partials); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH."]
     #[doc = "   On the CUDA backend the cu_seqlens entries (monotonicity, start, end) are checked only"]
     #[doc = "   when they are read back, that is when `params.max_seqlen_q` or `max_seqlen_k` is left 0:"]
     #[doc = "   that read-back synchronises the stream. With both given nothing is read back, and wrong"]
@@ -1428,7 +1438,8 @@ pub const FK_ACTIVATION_RELU: fk_activation_t = 1;
 #[doc = "< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"]
 #[doc = "(Hendrycks & Gimpel 2016, the tanh approximation)."]
 pub const FK_ACTIVATION_GELU_TANH: fk_activation_t = 2;
-#[doc = "< 0.5 x (1 + erf(x / sqrt(2))), exact GELU (BERT's)."]
+#[doc = "< 0.5 x (1 + erf(x / sqrt(2))), exact GELU (Hendrycks &"]
+#[doc = "Gimpel 2016; BERT's)."]
 pub const FK_ACTIVATION_GELU_ERF: fk_activation_t = 3;
 #[doc = " @brief Elementwise activation applied last in a GEMM epilogue."]
 pub type fk_activation_t = ::std::os::raw::c_uint;
@@ -1660,7 +1671,8 @@ extern "C" {
     #[doc = " @param scale_a NULL (1), or fp32 on d's device, contiguous: 0-d or `(1,)`, one scale for all"]
     #[doc = "             of A (per-tensor), or `(M,)`, one per row of A (per-token)."]
     #[doc = " @param scale_b NULL (1), or fp32, contiguous: 0-d or `(1,)` per-tensor, or `(N,)` one per"]
-    #[doc = "             column of B (per-output-channel)."]
+    #[doc = "             column of B (per-output-channel). Both scales apply to every batch (there are"]
+    #[doc = "             no per-batch scales)."]
     #[doc = " @param c, bias As for fk_gemm() (c and bias are not scaled)."]
     #[doc = " @param d    Output `(M, N)` / `(batch, M, N)`, fp32/fp16/bf16 (fp8 output: FK_ERROR_NOT_SUPPORTED)."]
     #[doc = " @return As fk_gemm(), and: FK_ERROR_DTYPE_MISMATCH (a fp8 but b not, or the reverse; a scale"]
@@ -1786,12 +1798,17 @@ extern "C" {
     #[doc = " @param w1   `(nblocks1, q, p)`, x's dtype, compact: the first factor R (applied first)."]
     #[doc = " @param w2   `(nblocks2, s, r)`, x's dtype, compact, `nblocks2 * r == nblocks1 * q`: L."]
     #[doc = " @param bias NULL or `(nblocks2 * s,)`, fp32, fp16 or bf16, contiguous."]
-    #[doc = " @param out  `(tokens, nblocks2 * s)`, x's dtype, last dimension contiguous."]
+    #[doc = " @param out  `(tokens, nblocks2 * s)`, x's dtype, last dimension contiguous; must not share"]
+    #[doc = "             memory with x, w1, w2 or bias, not even in place with square blocks"]
+    #[doc = "             (FK_ERROR_INVALID_ARGUMENT), and no two of its elements may share an address"]
+    #[doc = "             (FK_ERROR_BAD_STRIDES)."]
     #[doc = " @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;"]
     #[doc = "   FK_ERROR_SHAPE_MISMATCH (ranks; `n != nblocks1 * p`; `nblocks1 * q != nblocks2 * r`; out or"]
     #[doc = "   bias length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (weights not compact, last"]
-    #[doc = "   dimension of x/out not contiguous); FK_ERROR_INVALID_ARGUMENT (nonzero flags);"]
-    #[doc = "   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_DEVICE."]
+    #[doc = "   dimension of x/out not contiguous, out addressing an element twice);"]
+    #[doc = "   FK_ERROR_INVALID_ARGUMENT (nonzero flags, out overlapping an input);"]
+    #[doc = "   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (library-managed"]
+    #[doc = "   scratch); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH."]
     pub fn fk_monarch(
         context: *const fk_context_t,
         launch: *const fk_launch_t,
@@ -1848,7 +1865,8 @@ extern "C" {
     #[doc = " @param x    `(tokens, nblocks * p)`, fp32/fp16/bf16, last dimension contiguous."]
     #[doc = " @param w    `(nblocks, q, p)`, x's dtype, compact."]
     #[doc = " @param bias NULL or `(nblocks * q,)`, fp32, fp16 or bf16, contiguous."]
-    #[doc = " @param out  `(tokens, nblocks * q)`, x's dtype, last dimension contiguous."]
+    #[doc = " @param out  `(tokens, nblocks * q)`, x's dtype, last dimension contiguous; must not share"]
+    #[doc = "             memory with x, w or bias (FK_ERROR_INVALID_ARGUMENT)."]
     #[doc = " @return As fk_monarch()."]
     pub fn fk_blockdiag_linear(
         context: *const fk_context_t,
@@ -2135,6 +2153,7 @@ extern "C" {
     #[doc = "   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not"]
     #[doc = "   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;"]
     #[doc = "   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE;"]
+    #[doc = "   FK_ERROR_KERNEL_LAUNCH;"]
     #[doc = "   FK_ERROR_NOT_SUPPORTED when the launch stream is being captured into a CUDA graph and the"]
     #[doc = "   plan must first build its tables for these arguments (its first call, a new filter of a"]
     #[doc = "   FK_FFTCONV_FILTER_CONSTANT plan, another device), or they are still being built on another"]
