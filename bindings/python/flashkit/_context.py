@@ -172,7 +172,7 @@ class Context:
                 ``"monarch"``, ``"blockdiag_linear"`` or ``"fftconv"``.
             *args, **kwargs: the arguments of ``flashkit.<op>`` (for ``"fftconv"``:
                 ``(u, k, D=None, pregate=None, postgate=None, *, fft_size=None,
-                mode="causal")``).
+                mode="causal", dtype=None, out=None)``).
         """
         impl = _ops.SELECTORS.get(op) if _ops.in_choices(op, _ops.SELECTORS) else None
         if impl is None:

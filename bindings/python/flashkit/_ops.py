@@ -714,8 +714,8 @@ _MODES = {
 
 
 class FFTConv:
-    """Long convolution of each channel with its own filter, by FFT (FlashFFTConv, Fu et al.
-    2023; Hyena, Poli et al. 2023).
+    """Long convolution of each channel with its own filter, by FFT (Fu et al. 2023,
+    "FlashFFTConv", section 3: the FFT as Monarch matrix products; Hyena, Poli et al. 2023).
 
     Args:
         seqlen (int): sequence length ``L`` of ``u``.
@@ -748,7 +748,10 @@ class FFTConv:
     * ``u``: ``(batch, channels, seqlen)``, fp32/fp16/bf16, last dimension contiguous;
     * ``k``: ``(channels, filter_len)``, fp32/fp16/bf16 (need not match ``u``), last dimension
       contiguous;
-    * ``D``: optional ``(channels,)`` skip term; ``pregate``/``postgate``: optional, like ``u``;
+    * ``D``: optional ``(channels,)`` skip term, fp32/fp16/bf16, contiguous;
+      ``pregate``/``postgate``: optional, like ``u`` (shape and dtype);
+    * ``out``: optional ``(batch, channels, seqlen)`` in the plan's dtype, last dimension
+      contiguous, not overlapping any input;
     * returns ``y = postgate * (conv(pregate * u, k) + D * (pregate * u))`` (each factor only if
       given), ``(batch, channels, seqlen)`` in ``u``'s library and device, or ``out``;
     * ``workspace``: optional scratch array on the call's device (flashkit's module notes).

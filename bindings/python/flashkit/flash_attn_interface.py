@@ -1,4 +1,4 @@
-"""FlashAttention 2's public functions, computed by flashkit.
+"""FlashAttention 2's public functions (Dao 2023, "FlashAttention-2"), computed by flashkit.
 
 Code written for FlashAttention runs by changing the import::
 
