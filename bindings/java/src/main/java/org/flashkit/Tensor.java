@@ -20,11 +20,38 @@ import java.util.Arrays;
  * elements; {@code strides == null} means compact row-major.
  *
  * <p>{@link #close()} frees the native descriptor (not the data). A closed view cannot be passed
- * to flashkit.
+ * to flashkit. A view that is never closed is freed once the garbage collector finds it
+ * unreachable (a {@link java.lang.ref.Cleaner}), so views built inline in a call, e.g.
+ * {@code ctx.gemm(p, Tensor.of(a, m, k), ...)}, do not leak; closing them (try-with-resources)
+ * frees the descriptor at once instead.
  */
 public final class Tensor implements AutoCloseable {
+  private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
+  // Live native descriptors of this class (created minus freed), for the tests.
+  static final java.util.concurrent.atomic.AtomicLong LIVE = new java.util.concurrent.atomic.AtomicLong();
+
   // DLTensor*, 0 once closed; swapped atomically so that concurrent close() calls free it once.
   private final java.util.concurrent.atomic.AtomicLong handle = new java.util.concurrent.atomic.AtomicLong();
+  // Frees the descriptor at close() or, for a view never closed, once it is unreachable. It holds
+  // the AtomicLong, never the Tensor (which would keep it reachable forever).
+  private final java.lang.ref.Cleaner.Cleanable cleanable;
+
+  private static final class Release implements Runnable {
+    private final java.util.concurrent.atomic.AtomicLong handle;
+
+    Release(java.util.concurrent.atomic.AtomicLong handle) {
+      this.handle = handle;
+    }
+
+    @Override
+    public void run() {
+      long h = handle.getAndSet(0);
+      if (h != 0) {
+        FlashkitNative.fkj_tensor_destroy(h);
+        LIVE.decrementAndGet();
+      }
+    }
+  }
   private final Buffer buffer; // keeps host memory reachable; null for device pointers
   private final DType dtype;
   private final long[] shape;
@@ -42,8 +69,11 @@ public final class Tensor implements AutoCloseable {
     this.deviceType = deviceType;
     this.deviceId = deviceId;
     this.readOnly = buffer != null && buffer.isReadOnly();
-    this.handle.set(FlashkitNative.fkj_tensor_create(dataAddress, deviceType.value(), deviceId,
-        dtype.code(), dtype.bits(), this.shape, this.strides));
+    long h = FlashkitNative.fkj_tensor_create(dataAddress, deviceType.value(), deviceId,
+        dtype.code(), dtype.bits(), this.shape, this.strides);
+    this.handle.set(h);
+    if (h != 0) LIVE.incrementAndGet();
+    this.cleanable = CLEANER.register(this, new Release(this.handle));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -273,7 +303,11 @@ public final class Tensor implements AutoCloseable {
   /** The native {@code DLTensor*}; throws if closed. */
   long handle() {
     long h = handle.get();
-    if (h == 0) throw new IllegalStateException("Tensor is closed");
+    if (h == 0) {
+      // The view does not know which argument it is; its dtype and shape tell them apart.
+      throw new IllegalStateException(
+          "Tensor is closed: " + this + " (closed views cannot be passed to flashkit)");
+    }
     return h;
   }
 
@@ -294,6 +328,9 @@ public final class Tensor implements AutoCloseable {
 
   /** The handle of a tensor the library will write; a read-only buffer is refused. */
   static long outputHandleOf(Tensor t, String name) {
+    if (t != null && t.isClosed()) {
+      throw new IllegalStateException(name + ": Tensor is closed: " + t);
+    }
     if (t != null && t.readOnly) {
       throw new IllegalArgumentException(name + ": backed by a read-only buffer, cannot be an output");
     }
@@ -303,11 +340,11 @@ public final class Tensor implements AutoCloseable {
   /**
    * Frees the native descriptor; the data is not touched. Idempotent, also when several threads
    * close the same tensor at once. Do not close a tensor while a call that uses it is running.
+   * A view that is never closed is freed after it becomes unreachable (class notes).
    */
   @Override
   public void close() {
-    long h = handle.getAndSet(0);
-    if (h != 0) FlashkitNative.fkj_tensor_destroy(h);
+    cleanable.clean();
   }
 
   @Override

@@ -18,6 +18,53 @@ class TensorTest {
     return ByteBuffer.allocateDirect(4 * n).order(ByteOrder.nativeOrder()).asFloatBuffer();
   }
 
+  private static void makeViewsAndDropThem(int n) {
+    FloatBuffer data = directFloats(4);
+    for (int i = 0; i < n; ++i) {
+      Tensor t = Tensor.of(data, 2, 2);
+      assertTrue(t.numel() == 4);  // used, then unreachable: never closed
+    }
+  }
+
+  @Test
+  void closeFreesTheDescriptorOnceAndUnclosedViewsAreFreedByTheCleaner() throws Exception {
+    long before = Tensor.LIVE.get();
+    Tensor t = Tensor.of(directFloats(4), 2, 2);
+    assertEquals(before + 1, Tensor.LIVE.get());
+    t.close();
+    t.close();  // idempotent
+    assertEquals(before, Tensor.LIVE.get());
+    assertTrue(t.isClosed());
+    // Views that are never closed: the Cleaner frees them once the collector has seen them.
+    makeViewsAndDropThem(5000);
+    for (int i = 0; i < 200 && Tensor.LIVE.get() > before + 100; ++i) {
+      System.gc();
+      Thread.sleep(50);
+    }
+    assertTrue(Tensor.LIVE.get() <= before + 100,
+        "unclosed views still alive after GC: " + (Tensor.LIVE.get() - before));
+  }
+
+  @Test
+  void aClosedViewIsRefusedWithItsShapeAndTheOutputsName() {
+    try (Context ctx = Context.cpu();
+        Tensor a = Tensor.of(directFloats(6), 2, 3);
+        Tensor b = Tensor.of(directFloats(12), 3, 4);
+        Tensor d = Tensor.of(directFloats(8), 2, 4)) {
+      b.close();
+      IllegalStateException e = assertThrows(IllegalStateException.class,
+          () -> ctx.gemm(new GemmParams(), a, b, null, null, d));
+      assertTrue(e.getMessage().contains("closed") && e.getMessage().contains("[3, 4]"),
+          e.getMessage());
+      Tensor b2 = Tensor.of(directFloats(12), 3, 4);
+      d.close();
+      IllegalStateException e2 = assertThrows(IllegalStateException.class,
+          () -> ctx.gemm(new GemmParams(), a, b2, null, null, d));
+      assertTrue(e2.getMessage().startsWith("d: Tensor is closed"), e2.getMessage());
+      b2.close();
+    }
+  }
+
   @Test
   void heapBuffersAreRefused() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
