@@ -312,3 +312,64 @@ impl Context {
         FFTConvPlan::new(self, options)
     }
 }
+
+/// An [`FFTConvPlan`] that holds a share of its context (an [`Arc<Context>`]) instead of a
+/// borrow, so that a long-lived owner (a server's model, a layer struct) can keep the plan and
+/// its context together: `struct Layer { plan: SharedFFTConvPlan }` compiles where a field of
+/// type `FFTConvPlan<'ctx>` next to the context it borrows would not. Derefs to the plan
+/// (`forward`, `select_kernel`, `options`, ...). The plan is destroyed before this share of the
+/// context is released.
+///
+/// ```
+/// use std::sync::Arc;
+/// use flashkit::{Context, FFTConvOptions, SharedFFTConvPlan, Tensor, TensorMut};
+///
+/// struct Mixer {
+///     plan: SharedFFTConvPlan,
+/// }
+/// let ctx = Arc::new(Context::cpu()?);
+/// let mixer = Mixer {
+///     plan: SharedFFTConvPlan::new(ctx.clone(), &FFTConvOptions { channels: 2, seqlen: 8, ..Default::default() })?,
+/// };
+/// drop(ctx); // the plan keeps the context alive
+/// let (u, k) = (vec![1.0f32; 16], vec![0.5f32; 16]);
+/// let mut y = vec![0.0f32; 16];
+/// mixer.plan.forward(None, &Tensor::new(&u, &[1, 2, 8])?, &Tensor::new(&k, &[2, 8])?, None, None,
+///                    None, &mut TensorMut::new(&mut y, &[1, 2, 8])?)?;
+/// # Ok::<(), flashkit::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct SharedFFTConvPlan {
+    // Declared before `context`, so dropped (destroyed) first.
+    plan: FFTConvPlan<'static>,
+    context: std::sync::Arc<Context>,
+}
+
+impl SharedFFTConvPlan {
+    /// Creates a plan on `context`, which it keeps alive. Errors as [`FFTConvPlan::new`].
+    pub fn new(
+        context: std::sync::Arc<Context>,
+        options: &FFTConvOptions,
+    ) -> Result<SharedFFTConvPlan> {
+        // SAFETY: `'static` only names the borrow in the plan's type. The context lives in the
+        // Arc's heap allocation, which does not move, and this struct holds a share of it that is
+        // released only after `plan` (field order), so the context outlives the plan. No method
+        // of FFTConvPlan hands the borrowed `&Context` out, so nothing can keep it longer.
+        let borrowed: &'static Context = unsafe { &*std::sync::Arc::as_ptr(&context) };
+        let plan = FFTConvPlan::new(borrowed, options)?;
+        Ok(SharedFFTConvPlan { plan, context })
+    }
+
+    /// The context this plan runs on.
+    pub fn context(&self) -> &std::sync::Arc<Context> {
+        &self.context
+    }
+}
+
+impl std::ops::Deref for SharedFFTConvPlan {
+    type Target = FFTConvPlan<'static>;
+
+    fn deref(&self) -> &FFTConvPlan<'static> {
+        &self.plan
+    }
+}

@@ -46,7 +46,7 @@ pub use flashkit_sys as sys;
 
 pub use context::{Backend, Context, ContextInfo, ContextOptions, KernelFamily, Launch};
 pub use error::{Error, ErrorCategory, Result, Status};
-pub use fftconv::{FFTConvMode, FFTConvOptions, FFTConvPlan};
+pub use fftconv::{FFTConvMode, FFTConvOptions, FFTConvPlan, SharedFFTConvPlan};
 pub use ops::{
     attention, attention_kvcache, attention_kvcache_select_kernel,
     attention_kvcache_workspace_size, attention_select_kernel, attention_workspace_size,

@@ -216,6 +216,58 @@ fn errors_are_per_thread() {
 }
 
 #[test]
+fn shared_plan_lives_in_a_struct_with_its_context_and_matches_the_borrowing_plan() {
+    use flashkit::SharedFFTConvPlan;
+    use std::sync::Arc;
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<SharedFFTConvPlan>();
+
+    struct Layer {
+        plan: SharedFFTConvPlan,
+    }
+    let (channels, seqlen, taps) = (3i64, 50i64, 20i64);
+    let opts = FFTConvOptions { channels, seqlen, filter_len: taps, ..Default::default() };
+    let ctx = Arc::new(Context::cpu().unwrap());
+    let layer = Layer { plan: SharedFFTConvPlan::new(ctx.clone(), &opts).unwrap() };
+    assert_eq!(Arc::strong_count(&ctx), 2);
+    assert!(Arc::ptr_eq(layer.plan.context(), &ctx));
+    drop(ctx); // the layer keeps its context
+
+    let n = (channels * seqlen) as usize;
+    let u: Vec<f32> = (0..n).map(|i| ((i * 29 % 97) as f32) / 40.0 - 1.2).collect();
+    let k: Vec<f32> =
+        (0..(channels * taps) as usize).map(|i| ((i * 13 % 31) as f32) / 31.0 - 0.5).collect();
+    let ut = Tensor::new(&u, &[1, channels, seqlen]).unwrap();
+    let kt = Tensor::new(&k, &[channels, taps]).unwrap();
+    let mut y = vec![f32::NAN; n];
+    layer
+        .plan
+        .forward(
+            None,
+            &ut,
+            &kt,
+            None,
+            None,
+            None,
+            &mut TensorMut::new(&mut y, &[1, channels, seqlen]).unwrap(),
+        )
+        .unwrap();
+    // Causal convolution in float64, per channel.
+    for c in 0..channels as usize {
+        for t in 0..seqlen as usize {
+            let mut acc = 0f64;
+            for s in 0..=t.min(taps as usize - 1) {
+                acc += k[c * taps as usize + s] as f64 * u[c * seqlen as usize + t - s] as f64;
+            }
+            let got = y[c * seqlen as usize + t] as f64;
+            assert!((got - acc).abs() <= 1e-4 * (1.0 + acc.abs()), "c {c} t {t}: {got} vs {acc}");
+        }
+    }
+    assert_eq!(layer.plan.options().unwrap().seqlen, seqlen);
+    drop(layer); // plan first, then the last share of the context
+}
+
+#[test]
 fn context_and_plan_are_shared_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Context>();
@@ -584,8 +636,8 @@ fn varlen_max_seqlen_below_longest_sequence_is_an_error() {
     let params = AttentionParams { max_seqlen_q: 4, ..Default::default() };
     {
         let mut out = TensorMut::new(&mut out_data, &[9, 2, 8]).unwrap();
-        let e = attention(&ctx, None, &params, &q, &k, &k, Some(varlen), &mut out, None)
-            .unwrap_err();
+        let e =
+            attention(&ctx, None, &params, &q, &k, &k, Some(varlen), &mut out, None).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert!(e.message().contains("max_seqlen_q: 4"), "{}", e.message());
     }
