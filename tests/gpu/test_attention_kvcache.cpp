@@ -23,8 +23,8 @@
 // back unchanged.
 //
 // Grid: decode (seqlen_q 1, GQA 32/8) and chunked prefill (seqlen_q 37, causal) x head_dim
-// {64, 128, 256, 72} x page_block_size {16, 64, 256, 48}, fp16/bf16 alternating, batches mixing
-// (and pages of 1, 2 and 8 keys on the sm80 decode tiles),
+// {64, 128, 256, 72} x page_block_size {16, 64, 256, 48} (and decode over pages of 1, 2 and 8
+// keys, the sm80 decode tiles' page loops), fp16/bf16 alternating, batches mixing
 // cache_seqlens 0, partial last pages, page boundaries and full capacity, pages shuffled and
 // shared between sequences, garbage past each row's used entries; contiguous caches with and
 // without cache_seqlens; KV-cache batch 1 with 4096+ keys; pages of 32, 128 and 512 keys (the

@@ -3,6 +3,7 @@
 use std::marker::PhantomData;
 use std::os::raw::c_char;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use flashkit_sys as sys;
 
@@ -342,26 +343,23 @@ impl Context {
 pub struct SharedFFTConvPlan {
     // Declared before `context`, so dropped (destroyed) first.
     plan: FFTConvPlan<'static>,
-    context: std::sync::Arc<Context>,
+    context: Arc<Context>,
 }
 
 impl SharedFFTConvPlan {
     /// Creates a plan on `context`, which it keeps alive. Errors as [`FFTConvPlan::new`].
-    pub fn new(
-        context: std::sync::Arc<Context>,
-        options: &FFTConvOptions,
-    ) -> Result<SharedFFTConvPlan> {
+    pub fn new(context: Arc<Context>, options: &FFTConvOptions) -> Result<SharedFFTConvPlan> {
         // SAFETY: `'static` only names the borrow in the plan's type. The context lives in the
         // Arc's heap allocation, which does not move, and this struct holds a share of it that is
         // released only after `plan` (field order), so the context outlives the plan. No method
         // of FFTConvPlan hands the borrowed `&Context` out, so nothing can keep it longer.
-        let borrowed: &'static Context = unsafe { &*std::sync::Arc::as_ptr(&context) };
+        let borrowed: &'static Context = unsafe { &*Arc::as_ptr(&context) };
         let plan = FFTConvPlan::new(borrowed, options)?;
         Ok(SharedFFTConvPlan { plan, context })
     }
 
     /// The context this plan runs on.
-    pub fn context(&self) -> &std::sync::Arc<Context> {
+    pub fn context(&self) -> &Arc<Context> {
         &self.context
     }
 }

@@ -50,8 +50,9 @@ struct TileShape<256> {
 // block instead of four warps of 128 rows, of which a decode fills 1-16: the 128-row tile spent
 // 8x the tensor-core work on empty rows, and its 68 KB of shared memory held two blocks per SM,
 // each with one K/V tile in flight. A one-warp block took 39 KB (head_dim 128): five per SM,
-// five tiles in flight (64 and 36 KB since the swizzled layout below: six per SM). FlashAttention-2 makes the same trade for its KV-cache kernel (small
-// kBlockM when seqlen_q is 1).
+// five tiles in flight (64 and 36 KB since the swizzled layout below: six per SM).
+// FlashAttention-2 makes the same trade for its KV-cache kernel (small kBlockM when seqlen_q
+// is 1).
 template <>
 struct TileShape<64, kDecodeKind> {
   static constexpr int kBlockM = 16, kBlockN = 64, kWarps = 1;
