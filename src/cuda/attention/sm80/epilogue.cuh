@@ -13,9 +13,9 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <class T, int kHeadDim>
+template <class T, int kHeadDim, int kKind = 0>
 struct Epilogue {
-  using Layout = SmemLayout<kHeadDim>;
+  using Layout = SmemLayout<kHeadDim, kKind>;
   static constexpr int kPitch = Layout::kPitch;
   static constexpr int kChunks = kHeadDim / 8;
   static constexpr int kOTiles = kHeadDim / 8;

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
     attention_fwd_kernel(const Params p) {
   using ML = Mainloop<T, kHeadDim, kKind>;
   using SM = OnlineSoftmax<ML::kMTiles, ML::kSTiles>;
-  using EP = Epilogue<T, kHeadDim>;
+  using EP = Epilogue<T, kHeadDim, kKind>;
   constexpr int kBlockM = ML::kBlockM, kBlockN = ML::kBlockN, kMTiles = ML::kMTiles;
   constexpr int kWarpRows = 16 * kMTiles;
 

@@ -50,8 +50,8 @@ struct TileShape<256> {
 // block instead of four warps of 128 rows, of which a decode fills 1-16: the 128-row tile spent
 // 8x the tensor-core work on empty rows, and its 68 KB of shared memory held two blocks per SM,
 // each with one K/V tile in flight. A one-warp block took 39 KB (head_dim 128): five per SM,
-// five tiles in flight (64 and 36 KB since the swizzled layout below: six per SM).
-// FlashAttention-2 makes the same trade for its KV-cache kernel (small kBlockM when seqlen_q
+// five tiles in flight (the 128-row tile takes 64 KB since the swizzled layout below; the
+// decode tiles keep their padded 39 KB). FlashAttention-2 makes the same trade for its KV-cache kernel (small kBlockM when seqlen_q
 // is 1).
 template <>
 struct TileShape<64, kDecodeKind> {
@@ -88,11 +88,16 @@ inline int head_dim_bucket(long long head_dim) {
 // every cell of the forced bf16 grid, head_dim 64 unchanged (benchmarks/RESULTS.md,
 // "Shared-memory swizzle in the sm80-class kernel"). head_dim 96 (12 chunks, not a multiple of
 // 8) keeps the padding.
+// The decode tiles (kDecodeKind: one warp, 16 rows, memory-bound) keep the padding too: their
+// copies step by 2 or 4 rows, so the swizzle phase changes from one 16-byte copy of a thread to
+// the next, and swizzled they were 5.0-7.9% slower on five of eight decode rows and 2-7% faster
+// on three (RESULTS, same entry).
 // The tile bases are 128-byte aligned (every tile is a multiple of 128 bytes and the dynamic
 // shared memory starts aligned), which the ldmatrix address steps below rely on.
 template <int kHeadDim, int kKind = 0>
 struct SmemLayout {
-  static constexpr bool kSwizzle = kHeadDim % 64 == 0;
+  // Not for the decode tiles (see above).
+  static constexpr bool kSwizzle = kHeadDim % 64 == 0 && kKind != kDecodeKind;
   static constexpr int kPitch = kSwizzle ? kHeadDim : kHeadDim + 8;  // elements per row
   static constexpr int kQElems = TileShape<kHeadDim, kKind>::kBlockM * kPitch;
   static constexpr int kKVElems = TileShape<kHeadDim, kKind>::kBlockN * kPitch;
