@@ -94,6 +94,10 @@ bool monarch_supported(const DeviceCaps&, const MonarchProblem&);
 fk_status_t monarch(const ExecContext&, const MonarchProblem&);
 bool blockdiag_supported(const DeviceCaps&, const BlockdiagProblem&);
 fk_status_t blockdiag(const ExecContext&, const BlockdiagProblem&);
+// Monarch as two block-diagonal calls with the permutations as transposes (monarch_unfused.cu).
+bool monarch_unfused_supported(const DeviceCaps&, const MonarchProblem&);
+fk_status_t monarch_unfused(const ExecContext&, const MonarchProblem&);
+uint64_t monarch_unfused_workspace(const DeviceCaps&, const MonarchProblem&);
 bool fftconv_supported(const DeviceCaps&, const FFTConvProblem&);
 fk_status_t fftconv(const ExecContext&, const FFTConvProblem&);
 uint64_t fftconv_workspace(const DeviceCaps&, const FFTConvProblem&);

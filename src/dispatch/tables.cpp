@@ -83,6 +83,13 @@ static const MonarchVariant kMonarch[] = {
      cuda::sm90::monarch, nullptr},
 #endif
 #if defined(FLASHKIT_WITH_CUDA)
+    // The two factors as block-diagonal kernel calls with the permutations as tiled transposes,
+    // a chunk of tokens at a time through scratch (monarch_unfused.cu): at the block-diagonal
+    // kernel's rate, ahead of the fused sm80-class kernel, which streams both factors' weights
+    // through every token tile (benchmarks/RESULTS.md, "Unfused Monarch").
+    {"cuda.sm80.monarch_unfused", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
+     cuda::sm80::monarch_unfused_supported, cuda::sm80::monarch_unfused,
+     cuda::sm80::monarch_unfused_workspace},
     // Fused sm80-class kernel (fp16/bf16, block sizes multiples of 16; see its predicate).
     {"cuda.sm80.monarch", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80, cuda::sm80::monarch_supported,
      cuda::sm80::monarch, nullptr},

@@ -13,6 +13,10 @@
 // plus relative L2 <= eps, with eps the dtype's unit roundoff x 2 (fp16 2^-10, bf16 2^-7;
 // fp32: 1e-5 for the fp32 accumulations of the generic kernels).
 //
+// cuda.sm80.monarch_unfused (two block-diagonal calls and two transposes, ahead of the fused
+// sm80-class kernel in the SM80 family) runs the cases that expect it; the other SM80-forced cases
+// switch it off (FLASHKIT_MONARCH_UNFUSED=0) so that they keep testing the fused kernel.
+//
 // Also: the variant select_kernel names (declined shapes go to cuda.generic.*), and a check of
 // the argument mapping against m2's blockdiag_butterfly_multiply written out here from its
 // documented einsum/rearrange steps (Dao et al. 2022; HazyResearch/m2,
@@ -158,7 +162,11 @@ struct MCase {
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;
   uint64_t workspace_bytes = 0;
+  const char* chunk_mb = nullptr;  // FLASHKIT_MONARCH_UNFUSED_CHUNK_MB for the call (unfused)
+  bool allow_unfused = false;      // SM80-forced: leave cuda.sm80.monarch_unfused switched on
 };
+
+constexpr const char* kUnfused = "cuda.sm80.monarch_unfused";
 
 const fk_context_t* ctx_of(bool auto_family, bool sm90 = false) {
   return auto_family ? fkgpu::auto_context() : sm90 ? sm90_ctx() : sm80_ctx();
@@ -170,7 +178,8 @@ std::string describe(const MCase& c) {
     << c.nb2 << "," << c.s << "," << c.r << ") " << fktest::dt_name(c.dt)
     << (c.bias ? " +bias " : " ") << (c.bias ? fktest::dt_name(c.bias_dt) : "") << " pad "
     << c.pad << " x_offset " << c.x_offset << " workspace " << c.workspace_bytes
-    << (c.auto_family ? " (AUTO)" : c.sm90 ? " (SM90)" : " (SM80)") << ", seed "
+    << (c.auto_family ? " (AUTO)" : c.sm90 ? " (SM90)" : " (SM80)")
+    << (c.chunk_mb ? " chunk MiB " : "") << (c.chunk_mb ? c.chunk_mb : "") << ", seed "
     << fktest::test_seed();
   return o.str();
 }
@@ -194,6 +203,10 @@ void run_monarch(const MCase& c, uint64_t tag) {
   const DLTensor* b = c.bias ? &dbias : nullptr;
   const char* variant = "?";
   const fk_context_t* ctx = ctx_of(c.auto_family, c.sm90);
+  // SM80-forced cases test the fused kernel unless they expect the unfused variant.
+  const bool fused_only = !c.auto_family && !c.sm90 && !c.allow_unfused;
+  fktest::ScopedEnv unfused_env("FLASHKIT_MONARCH_UNFUSED", fused_only ? "0" : nullptr);
+  fktest::ScopedEnv chunk_env("FLASHKIT_MONARCH_UNFUSED_CHUNK_MB", c.chunk_mb);
   REQUIRE_FK(fk_monarch_select_kernel(ctx, &mp, &dx, &dw1, &dw2, b, &dout, &variant));
   INFO("variant " << variant);
   if (c.expect) CHECK(std::string(variant) == c.expect);
@@ -468,7 +481,7 @@ TEST_CASE("sm90 monarch: rectangular blocks and the m2 mapping", "[gpu][monarch]
   run_monarch(sq, 661);
 }
 
-TEST_CASE("sm90 monarch: AUTO picks it on Hopper; declined shapes go to the sm80 kernel",
+TEST_CASE("sm90 monarch: AUTO picks it on Hopper; declined shapes go to the sm80 rows",
           "[gpu][monarch][sm90]") {
   if (!have_sm90()) return;
   MCase c = square(2049, 64, 64, DT::BF16, true);  // n = 4096: the benchmark's shape
@@ -477,21 +490,147 @@ TEST_CASE("sm90 monarch: AUTO picks it on Hopper; declined shapes go to the sm80
   run_monarch(c, 670);
   c = square(65, 128, 128, DT::BF16, false);  // n = 16384: the weights do not fit
   c.auto_family = true;
-  c.expect = "cuda.sm80.monarch";
+  c.expect = kUnfused;
   run_monarch(c, 671);
   c = square(9, 4, 64, DT::F16, true);  // nblocks2 4: not 8 * cluster size
   c.auto_family = true;
-  c.expect = "cuda.sm80.monarch";
+  c.expect = kUnfused;
   run_monarch(c, 672);
   c = square(9, 16, 16, DT::BF16, true);  // s 16
   c.auto_family = true;
-  c.expect = "cuda.sm80.monarch";
+  c.expect = kUnfused;
   run_monarch(c, 673);
+  c = square(9, 24, 16, DT::BF16, true);  // nblocks2 24: the fused sm80 kernel declines too
+  c.auto_family = true;
+  c.expect = kUnfused;
+  run_monarch(c, 675);
   c = square(9, 64, 64, DT::BF16, false);  // row stride 4100 not a multiple of 8
   c.pad = 4;
   c.auto_family = true;
   c.expect = "cuda.generic.monarch";
   run_monarch(c, 674);
+}
+
+// ---- cuda.sm80.monarch_unfused ---------------------------------------------------------------
+
+namespace {
+
+MCase unfused(MCase c) {
+  c.expect = kUnfused;
+  c.allow_unfused = true;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("sm80 monarch_unfused: small cases, chunks", "[gpu][monarch][sm80][sanitize]") {
+  if (!have_sm80()) return;
+  MCase a = unfused(square(7, 16, 16, DT::BF16, true));
+  run_monarch(a, 700);
+  run_monarch(unfused(square(1, 32, 32, DT::F16, false)), 701);
+  MCase b = unfused(rect(33, 2, 128, 64, 8, 64, 32, DT::BF16));  // rectangular, nblocks2 8
+  b.bias = true;
+  b.bias_dt = DT::F16;
+  run_monarch(b, 702);
+  // 1 MiB of scratch: 128-token chunks (the least), so 300 tokens run as 128 + 128 + 44.
+  MCase c = unfused(square(300, 16, 64, DT::F16, true));
+  c.bias_dt = DT::BF16;
+  c.chunk_mb = "1";
+  c.pad = 8;
+  run_monarch(c, 703);
+}
+
+TEST_CASE("sm80 monarch_unfused: square blocks, nblocks 4..128, odd tokens, bias, chunks",
+          "[gpu][monarch][sm80]") {
+  if (!have_sm80()) return;
+  const int64_t shapes[][2] = {{4, 64}, {16, 16}, {32, 32}, {64, 64}, {128, 128}, {24, 16}};
+  const int64_t tokens[] = {1, 7, 333, 1000};
+  int i = 0;
+  for (const auto& sh : shapes)
+    for (DT dt : {DT::BF16, DT::F16}) {
+      const int64_t t = sh[1] == 128 ? (i % 2 ? 129 : 7) : tokens[i % 4];
+      MCase c = unfused(square(t, sh[0], sh[1], dt, i % 2 == 0));
+      c.bias_dt = (i % 3 == 0) ? DT::F32 : (i % 3 == 1) ? DT::BF16 : DT::F16;
+      c.pad = (i % 4 == 3) ? 8 : 0;
+      // Several chunks: 1 MiB (128 tokens) where there are more tokens than that.
+      if (t > 128 && i % 2 == 1) c.chunk_mb = "1";
+      run_monarch(c, 710 + uint64_t(i++));
+    }
+}
+
+TEST_CASE("sm80 monarch_unfused: rectangular blocks and the m2 mapping", "[gpu][monarch][sm80]") {
+  if (!have_sm80()) return;
+  struct R {
+    int64_t nb1, q, p, nb2, s, r;
+  };
+  const R shapes[] = {
+      {16, 64, 32, 32, 16, 32},    // mid 1024: expand then contract
+      {8, 32, 64, 16, 64, 16},     // mid 256, out 1024
+      {4, 192, 192, 4, 96, 192},   // n 768 -> 384 (block 192, s 96)
+      {8, 16, 32, 2, 32, 64},      // nblocks2 2
+      {64, 32, 64, 32, 128, 64},   // n 4096 -> 4096 with s = 128
+      {3, 64, 48, 6, 80, 32},      // nblocks1 3, nblocks2 6, s 80: transposes with partial tiles
+  };
+  int i = 0;
+  for (const R& sh : shapes)
+    for (DT dt : {DT::BF16, DT::F16}) {
+      MCase c = unfused(rect((i % 3 == 0) ? 1000 : (i % 3 == 1) ? 77 : 1, sh.nb1, sh.q, sh.p,
+                             sh.nb2, sh.s, sh.r, dt));
+      c.bias = i % 2 == 1;
+      c.bias_dt = DT::F16;
+      c.pad = (i % 4 == 2) ? 16 : 0;
+      run_monarch(c, 740 + uint64_t(i++));
+    }
+  MCase m = unfused(rect(45, 8, 32, 64, 16, 64, 16, DT::F16));
+  m.check_m2 = true;
+  run_monarch(m, 760);
+  MCase sq = unfused(square(40, 64, 64, DT::BF16, false));
+  sq.check_m2 = true;
+  run_monarch(sq, 761);
+}
+
+TEST_CASE("sm80 monarch_unfused: declined shapes, caller workspace", "[gpu][monarch][sm80]") {
+  if (!have_sm80()) return;
+  // nblocks2 3 (odd): the transposes move pairs; the fused kernel declines it too.
+  MCase c = square(9, 3, 16, DT::BF16, true);
+  c.expect = "cuda.generic.monarch";
+  c.allow_unfused = true;
+  run_monarch(c, 770);
+  // Row strides 4097 (x and out): not the block-diagonal kernel's multiple of 8, nor even.
+  MCase d = square(9, 64, 64, DT::F16, false);
+  d.expect = "cuda.generic.monarch";
+  d.allow_unfused = true;
+  d.pad = 1;
+  run_monarch(d, 771);
+  // A caller workspace of exactly fk_monarch_workspace_size's bytes, then one too small (the
+  // library allocates), on a non-default stream.
+  cudaStream_t s = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  MCase w = unfused(square(513, 32, 32, DT::BF16, true));
+  w.chunk_mb = "1";
+  w.stream = s;
+  uint64_t need = 0;
+  {
+    fktest::ScopedEnv chunk_env("FLASHKIT_MONARCH_UNFUSED_CHUNK_MB", "1");
+    auto rng = rng_for(780);
+    HostTensor x(w.dt, {w.tokens, 1024}), w1(w.dt, {32, 32, 32}), w2(w.dt, {32, 32, 32});
+    HostTensor bias(DT::F32, {1024}), out(w.dt, {w.tokens, 1024});
+    DeviceTensor dx(x), dw1(w1), dw2(w2), dbias(bias), dout(out);
+    fk_monarch_params_t mp;
+    fk_monarch_params_init(&mp);
+    REQUIRE_FK(fk_monarch_workspace_size(sm80_ctx(), &mp, &dx, &dw1, &dw2, &dbias, &dout, &need));
+  }
+  INFO("workspace " << need);
+  CHECK(need >= 2 * 128 * 1024 * 2);  // two bf16 buffers of a 128-token chunk
+  void* ws = nullptr;
+  REQUIRE_CUDA(cudaMalloc(&ws, need));
+  w.workspace = ws;
+  w.workspace_bytes = need;
+  run_monarch(w, 781);
+  w.workspace_bytes = 4096;
+  run_monarch(w, 782);
+  REQUIRE_CUDA(cudaFree(ws));
+  REQUIRE_CUDA(cudaStreamDestroy(s));
 }
 
 TEST_CASE("sm80 blockdiag linear", "[gpu][monarch][blockdiag][sm80]") {
