@@ -566,7 +566,7 @@ TEST_CASE("sm80 monarch_unfused: rectangular blocks and the m2 mapping", "[gpu][
   const R shapes[] = {
       {16, 64, 32, 32, 16, 32},    // mid 1024: expand then contract
       {8, 32, 64, 16, 64, 16},     // mid 256, out 1024
-      {4, 192, 192, 4, 96, 192},   // n 768 -> 384 (block 192, s 96)
+      {4, 128, 192, 4, 96, 128},   // n 768 -> 384 (p 192, s 96; q <= 128 for blockdiag)
       {8, 16, 32, 2, 32, 64},      // nblocks2 2
       {64, 32, 64, 32, 128, 64},   // n 4096 -> 4096 with s = 128
       {3, 64, 48, 6, 80, 32},      // nblocks1 3, nblocks2 6, s 80: transposes with partial tiles
@@ -596,6 +596,11 @@ TEST_CASE("sm80 monarch_unfused: declined shapes, caller workspace", "[gpu][mona
   c.expect = "cuda.generic.monarch";
   c.allow_unfused = true;
   run_monarch(c, 770);
+  // q = 192: the first block-diagonal call declines it (q <= 128); the fused kernel takes it.
+  MCase e = rect(9, 4, 192, 192, 4, 96, 192, DT::BF16);
+  e.expect = "cuda.sm80.monarch";
+  e.allow_unfused = true;
+  run_monarch(e, 772);
   // Row strides 4097 (x and out): not the block-diagonal kernel's multiple of 8, nor even.
   MCase d = square(9, 64, 64, DT::F16, false);
   d.expect = "cuda.generic.monarch";

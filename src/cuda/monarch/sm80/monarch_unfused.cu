@@ -15,9 +15,11 @@
 // Why: the fused sm80-class kernel keeps z in shared memory but streams both factors' weights
 // through every token tile; with 128 blocks of 128 (n = 16384, 8 MB of weights, more than a
 // Hopper cluster holds) it ran at 3% of the H200's copy bandwidth (7.6 ms at 16384 tokens, where
-// the block-diagonal kernel alone takes 0.77 ms). Each pass here streams at the block-diagonal
-// kernel's rate; the intermediates of one chunk (two buffers of chunk x mid elements, 32 MiB
-// together by default) mostly stay in the 50 MB L2 of an H200 between the passes.
+// the block-diagonal kernel alone takes 0.8 ms). Each pass here streams at the block-diagonal
+// kernel's rate. Scratch: two buffers of chunk x max(mid, nblocks2 * s) elements, 128 MiB
+// together by default; on the H200 larger chunks ran faster (fewer, fuller waves of the
+// block-diagonal kernel) although smaller ones would stay in L2 (benchmarks/RESULTS.md,
+// "Unfused Monarch": 8 / 32 / 128 / 512 MiB -> 3.51 / 2.37 / 2.15 / 2.04 ms at n = 16384).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -94,7 +96,7 @@ bool aligned(const void* ptr, uintptr_t a) { return reinterpret_cast<uintptr_t>(
 
 // FLASHKIT_MONARCH_UNFUSED=0 (diagnostic, read on every call): the variant declines, so the
 // fused kernels take what they support. FLASHKIT_MONARCH_UNFUSED_CHUNK_MB: scratch budget in MiB
-// (both buffers together; default 32).
+// (both buffers together; default 128).
 bool unfused_on() {
   const char* env = std::getenv("FLASHKIT_MONARCH_UNFUSED");
   return env == nullptr || env[0] != '0';
@@ -102,7 +104,7 @@ bool unfused_on() {
 int64_t chunk_budget_bytes() {
   const char* env = std::getenv("FLASHKIT_MONARCH_UNFUSED_CHUNK_MB");
   const long long mb = env ? std::atoll(env) : 0;
-  return (mb > 0 && mb <= (1 << 20) ? mb : 32) << 20;
+  return (mb > 0 && mb <= (1 << 20) ? mb : 128) << 20;
 }
 
 struct Plan {
