@@ -438,8 +438,11 @@ typedef struct fk_launch_t {
                                 output and LSE, and their cu_seqlens), the FFT
                                 convolutions (a plan without FK_FFTCONV_FILTER_CONSTANT: each
                                 call's filter spectrum; the generic kernel above fft_size
-                                8192: its four-step intermediates) and the generic Monarch
-                                kernel (its intermediate) take scratch; the CPU backend never
+                                8192: its four-step intermediates) and the Monarch variants
+                                that run in passes (cuda.sm80.monarch_unfused: two 16-bit
+                                buffers for a chunk of tokens, at most 128 MiB together
+                                beyond 128 tokens, and the permuted bias; the generic kernel:
+                                its fp32 intermediate) take scratch; the CPU backend never
                                 does. Plan tables (twiddles, cached spectra) are the plan's
                                 own memory, allocated by the call that first needs them.
 

@@ -316,7 +316,11 @@ double rms_of(const std::vector<double>& r) {
 }  // namespace
 
 TEST_CASE("gpu graph capture: monarch", "[gpu][graph][monarch]") {
-  const fk_context_t* ctx = fkgpu::auto_context();
+  // AUTO (the Hopper kernel on an H200), then the SM80 family: cuda.sm80.monarch_unfused, whose
+  // chunk buffers come from stream-ordered allocations inside the graph.
+  const fk_kernel_family_t fam = GENERATE(FK_KERNEL_FAMILY_AUTO, FK_KERNEL_FAMILY_SM80);
+  const fk_context_t* ctx = fkgpu::context_for(fam);
+  if (ctx == nullptr) return;
   auto rng = rng_for(63000);
   const int64_t tokens = 1000, nb = 16, blk = 64, n = nb * blk;
   HostTensor x(DT::BF16, {tokens, n}), w1(DT::BF16, {nb, blk, blk}), w2(DT::BF16, {nb, blk, blk});
@@ -559,8 +563,10 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       });
     }
   }
-  SECTION("monarch: the generic kernel's fp32 intermediate; sm90/sm80 kernels take none") {
-    for (fk_kernel_family_t fam : {FK_KERNEL_FAMILY_GENERIC, FK_KERNEL_FAMILY_AUTO}) {
+  SECTION("monarch: the generic kernel's fp32 intermediate, the unfused variant's chunk buffers; "
+          "the fused kernels take none") {
+    for (fk_kernel_family_t fam :
+         {FK_KERNEL_FAMILY_GENERIC, FK_KERNEL_FAMILY_SM80, FK_KERNEL_FAMILY_AUTO}) {
       const fk_context_t* ctx = fkgpu::context_for(fam);
       if (ctx == nullptr) continue;
       auto rng = rng_for(65100);
@@ -578,8 +584,10 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       REQUIRE_FK(fk_monarch_workspace_size(ctx, &mp, &dx, &dw1, &dw2, nullptr, &dout, &bytes));
       INFO("variant " << variant);
       const bool generic = std::string(variant) == "cuda.generic.monarch";
+      const bool unfused = std::string(variant) == "cuda.sm80.monarch_unfused";
       if (generic) CHECK(bytes >= uint64_t(37) * 1024 * 4);
-      check_workspace_size(bytes, generic, [&](const fk_launch_t* l) {
+      if (unfused) CHECK(bytes >= 2 * uint64_t(37) * 1024 * 2);  // two bf16 chunk buffers
+      check_workspace_size(bytes, generic || unfused, [&](const fk_launch_t* l) {
         return fk_monarch(ctx, l, &mp, &dx, &dw1, &dw2, nullptr, &dout);
       });
     }

@@ -28,8 +28,9 @@ the same device (or write into ``out=``). NumPy bfloat16 works through ``ml_dtyp
   that take scratch on the GPU: split-K GEMMs (fp32 partials), attention whose keys are split
   into chunks (fp16/bf16 decode-like calls with too few query tiles to fill the GPU: each
   chunk's queries, output and lse), FFT convolutions (a plan whose filter is not constant: its
-  spectrum per call; fft_size above shared memory: the intermediates) and the generic Monarch
-  kernel; ``Context.workspace_size(op, *args)`` (and ``FFTConv.workspace_size``) gives the
+  spectrum per call; fft_size above shared memory: the intermediates) and the Monarch kernels
+  that run in passes (fp16/bf16 shapes the fused kernels do not serve best: up to 128 MiB for a
+  chunk of tokens; the generic kernel: its fp32 intermediate); ``Context.workspace_size(op, *args)`` (and ``FFTConv.workspace_size``) gives the
   size with which a call allocates nothing, 0 when it takes no scratch. The size is not
   monotone in the shapes (a small decode batch can need scratch where a large one needs
   none): query each shape. Use it to keep allocation out of a hot loop,

@@ -187,8 +187,9 @@ class Context:
         (decode-sized M, long K), attention calls whose keys the GPU splits into chunks
         (fp16/bf16 decode-like calls with too few query tiles to fill it; so a small batch can
         need scratch where a large one needs none: query each shape), FFT convolutions that recompute their filter's spectrum per call (and the
-        generic kernel's four-step intermediates above fft_size 8192), the generic Monarch
-        kernel. A workspace of this size, at any address, covers the call; a smaller one is
+        generic kernel's four-step intermediates above fft_size 8192), Monarch calls that run in
+        passes (cuda.sm80.monarch_unfused: up to 128 MiB for a chunk of tokens; the generic
+        kernel: its fp32 intermediate). A workspace of this size, at any address, covers the call; a smaller one is
         still valid (the rest is allocated); one workspace shared by several calls needs the
         largest of their sizes. Validates exactly like the call (same exceptions) and runs no
         kernel; without ``out=`` it allocates a temporary output for that validation, as
