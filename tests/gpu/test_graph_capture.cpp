@@ -321,6 +321,8 @@ TEST_CASE("gpu graph capture: monarch", "[gpu][graph][monarch]") {
   const fk_kernel_family_t fam = GENERATE(FK_KERNEL_FAMILY_AUTO, FK_KERNEL_FAMILY_SM80);
   const fk_context_t* ctx = fkgpu::context_for(fam);
   if (ctx == nullptr) return;
+  // 1 MiB of scratch over 1024 columns: four chunks of up to 256 tokens on the unfused variant.
+  fktest::ScopedEnv chunk("FLASHKIT_MONARCH_UNFUSED_CHUNK_MB", "1");
   auto rng = rng_for(63000);
   const int64_t tokens = 1000, nb = 16, blk = 64, n = nb * blk;
   HostTensor x(DT::BF16, {tokens, n}), w1(DT::BF16, {nb, blk, blk}), w2(DT::BF16, {nb, blk, blk});
@@ -335,6 +337,7 @@ TEST_CASE("gpu graph capture: monarch", "[gpu][graph][monarch]") {
   const char* variant = "?";
   REQUIRE_FK(fk_monarch_select_kernel(ctx, &mp, &dx, &dw1, &dw2, &dbias, &dout, &variant));
   INFO("variant " << variant << ", seed " << fktest::test_seed());
+  if (fam == FK_KERNEL_FAMILY_SM80) CHECK(std::string(variant) == "cuda.sm80.monarch_unfused");
   Stream s;
   fk_launch_t launch;
   fk_launch_init(&launch);
@@ -571,24 +574,27 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       if (ctx == nullptr) continue;
       auto rng = rng_for(65100);
       HostTensor x(DT::BF16, {37, 1024}), w1(DT::BF16, {16, 64, 64}), w2(DT::BF16, {16, 64, 64});
-      HostTensor out(DT::BF16, {37, 1024});
+      HostTensor out(DT::BF16, {37, 1024}), bias(DT::F32, {1024});
       x.fill_normal(rng);
       w1.fill_normal(rng, 0.125);
       w2.fill_normal(rng, 0.125);
-      DeviceTensor dx(x), dw1(w1), dw2(w2), dout(out);
+      bias.fill_normal(rng);
+      DeviceTensor dx(x), dw1(w1), dw2(w2), dout(out), dbias(bias);
       fk_monarch_params_t mp;
       fk_monarch_params_init(&mp);
       const char* variant = "?";
-      REQUIRE_FK(fk_monarch_select_kernel(ctx, &mp, &dx, &dw1, &dw2, nullptr, &dout, &variant));
+      REQUIRE_FK(fk_monarch_select_kernel(ctx, &mp, &dx, &dw1, &dw2, &dbias, &dout, &variant));
       uint64_t bytes = 0;
-      REQUIRE_FK(fk_monarch_workspace_size(ctx, &mp, &dx, &dw1, &dw2, nullptr, &dout, &bytes));
+      REQUIRE_FK(fk_monarch_workspace_size(ctx, &mp, &dx, &dw1, &dw2, &dbias, &dout, &bytes));
       INFO("variant " << variant);
       const bool generic = std::string(variant) == "cuda.generic.monarch";
       const bool unfused = std::string(variant) == "cuda.sm80.monarch_unfused";
+      if (fam == FK_KERNEL_FAMILY_SM80) CHECK(unfused);
       if (generic) CHECK(bytes >= uint64_t(37) * 1024 * 4);
-      if (unfused) CHECK(bytes >= 2 * uint64_t(37) * 1024 * 2);  // two bf16 chunk buffers
+      // Two bf16 chunk buffers and the permuted fp32 bias.
+      if (unfused) CHECK(bytes >= 2 * uint64_t(37) * 1024 * 2 + 1024 * 4);
       check_workspace_size(bytes, generic || unfused, [&](const fk_launch_t* l) {
-        return fk_monarch(ctx, l, &mp, &dx, &dw1, &dw2, nullptr, &dout);
+        return fk_monarch(ctx, l, &mp, &dx, &dw1, &dw2, &dbias, &dout);
       });
     }
   }

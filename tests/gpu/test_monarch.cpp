@@ -532,8 +532,8 @@ TEST_CASE("sm80 monarch_unfused: small cases, chunks", "[gpu][monarch][sm80][san
   b.bias = true;
   b.bias_dt = DT::F16;
   run_monarch(b, 702);
-  // 1 MiB of scratch: 128-token chunks (the least), so 300 tokens run as 128 + 128 + 44.
-  MCase c = unfused(square(300, 16, 64, DT::F16, true));
+  // 1 MiB of scratch over 1024 columns: 256-token chunks, so 600 tokens run as 256 + 256 + 88.
+  MCase c = unfused(square(600, 16, 64, DT::F16, true));
   c.bias_dt = DT::BF16;
   c.chunk_mb = "1";
   c.pad = 8;
@@ -552,7 +552,8 @@ TEST_CASE("sm80 monarch_unfused: square blocks, nblocks 4..128, odd tokens, bias
       MCase c = unfused(square(t, sh[0], sh[1], dt, i % 2 == 0));
       c.bias_dt = (i % 3 == 0) ? DT::F32 : (i % 3 == 1) ? DT::BF16 : DT::F16;
       c.pad = (i % 4 == 3) ? 8 : 0;
-      // Several chunks: 1 MiB (128 tokens) where there are more tokens than that.
+      // A 1 MiB budget (chunks of max(128, 2^18 / n) tokens): several chunks for 32 x 32 at 333
+      // tokens, 64 x 64 at 1000 and 128 x 128 at 129; one chunk for the narrower shapes.
       if (t > 128 && i % 2 == 1) c.chunk_mb = "1";
       run_monarch(c, 710 + uint64_t(i++));
     }
@@ -601,6 +602,12 @@ TEST_CASE("sm80 monarch_unfused: declined shapes, caller workspace", "[gpu][mona
   e.expect = "cuda.sm80.monarch";
   e.allow_unfused = true;
   run_monarch(e, 772);
+  // x one element off 16-byte alignment: the block-diagonal kernel's cp.async needs 16.
+  MCase x = square(9, 16, 16, DT::F16, true);
+  x.x_offset = 2;
+  x.expect = "cuda.generic.monarch";
+  x.allow_unfused = true;
+  run_monarch(x, 773);
   // Row strides 4097 (x and out): not the block-diagonal kernel's multiple of 8, nor even.
   MCase d = square(9, 64, 64, DT::F16, false);
   d.expect = "cuda.generic.monarch";
@@ -626,7 +633,8 @@ TEST_CASE("sm80 monarch_unfused: declined shapes, caller workspace", "[gpu][mona
     REQUIRE_FK(fk_monarch_workspace_size(sm80_ctx(), &mp, &dx, &dw1, &dw2, &dbias, &dout, &need));
   }
   INFO("workspace " << need);
-  CHECK(need >= 2 * 128 * 1024 * 2);  // two bf16 buffers of a 128-token chunk
+  // Two bf16 buffers of a 256-token chunk (1 MiB over 1024 columns) and the fp32 bias.
+  CHECK(need >= 2 * 256 * 1024 * 2 + 1024 * 4);
   void* ws = nullptr;
   REQUIRE_CUDA(cudaMalloc(&ws, need));
   w.workspace = ws;

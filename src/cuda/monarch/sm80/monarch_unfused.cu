@@ -189,7 +189,9 @@ bool monarch_unfused_supported(const DeviceCaps& caps, const MonarchProblem& p) 
   // Transposes move pairs: r, s and nblocks2 even; out 4-byte aligned with an even row stride.
   if (p.r % 2 != 0 || p.s % 2 != 0 || p.nblocks2 % 2 != 0) return false;
   if (!aligned(p.out, 4) || (p.tokens > 1 && p.out_row_stride % 2 != 0)) return false;
-  if (p.bias != nullptr && !aligned(p.bias, 4)) return false;
+  if (p.bias != nullptr && (!aligned(p.bias, 4) || (dtype_bytes(p.bias_dtype) != 2 &&
+                                                      dtype_bytes(p.bias_dtype) != 4)))
+    return false;
   // Columns and the per-token tile count stay in 32-bit arithmetic, the grid below 2^31.
   const Plan pl = plan_for(p);
   if (pl.cols > (int64_t(1) << 30)) return false;
