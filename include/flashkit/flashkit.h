@@ -440,9 +440,10 @@ typedef struct fk_launch_t {
                                 call's filter spectrum; the generic kernel above fft_size
                                 8192: its four-step intermediates) and the Monarch variants
                                 that run in passes (cuda.sm80.monarch_unfused: two 16-bit
-                                buffers for a chunk of tokens, at most 128 MiB together
-                                beyond 128 tokens, and the permuted bias; the generic kernel:
-                                its fp32 intermediate) take scratch; the CPU backend never
+                                buffers for a chunk of tokens, 128 MiB together when the call
+                                has that many tokens, more only when 128 tokens already
+                                exceed it, and the permuted bias; the generic kernel: its
+                                fp32 intermediate) take scratch; the CPU backend never
                                 does. Plan tables (twiddles, cached spectra) are the plan's
                                 own memory, allocated by the call that first needs them.
 
