@@ -658,6 +658,23 @@ TEST_CASE("sm80 blockdiag linear", "[gpu][monarch][blockdiag][sm80]") {
   run_blockdiag(5, 4, 16, 16, DT::F32, false, DT::F32, 0, 507, "cuda.generic.blockdiag_linear");
 }
 
+TEST_CASE("sm80 blockdiag linear: stationary w over several token tiles, and the item ring",
+          "[gpu][monarch][blockdiag][sm80]") {
+  if (!have_sm80()) return;
+  // Stationary w (the default where it fits): several token tiles per CTA (3000 tokens = 24
+  // tiles over 8 splits of 32 blocks; 2000 tokens over 4 splits of 64 blocks; 128 x 128 blocks,
+  // one CTA per multiprocessor: 600 tokens over 2 splits of 64 blocks) and a ragged last tile.
+  run_blockdiag(3000, 32, 32, 32, DT::BF16, true, DT::F32, 0, 520);
+  run_blockdiag(2000, 64, 64, 64, DT::F16, true, DT::BF16, 8, 521);
+  run_blockdiag(600, 64, 128, 128, DT::BF16, false, DT::F32, 0, 522);
+  run_blockdiag(777, 4, 16, 256, DT::F16, true, DT::F16, 0, 523);  // p = 256, q = 16
+  // The item ring (FLASHKIT_BLOCKDIAG_STATIONARY=0) on the same kind of shapes.
+  fktest::ScopedEnv ring("FLASHKIT_BLOCKDIAG_STATIONARY", "0");
+  run_blockdiag(3000, 32, 32, 32, DT::F16, false, DT::F32, 0, 524);
+  run_blockdiag(600, 64, 128, 128, DT::BF16, true, DT::F32, 8, 525);
+  run_blockdiag(333, 64, 64, 64, DT::BF16, true, DT::BF16, 0, 526);
+}
+
 // ---- Every dtype on the AUTO context (fp32 runs the generic kernels, fp16/bf16 the fused ones
 // where their predicates take the shape), with caller workspaces and streams -----------------
 

@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 
 #include "core/backend.h"
 #include "cuda/attention/sm80/primitives.cuh"
@@ -77,6 +78,11 @@ struct BlockdiagParams {
   int32_t entry_elems;  // elements per ring entry (x tile or output tile, then the w tile)
   int32_t ns;           // ring entries (2..8)
   int64_t items;        // token tiles x nblocks
+  // kStationary: CTA b serves block b / splits and token tiles [tile0, tile1) of its split
+  // (balanced), with w resident at the start of shared memory and the ring after it; w_offset
+  // is then the ring's offset and entry_elems an x / output tile only.
+  int32_t splits;
+  int64_t tiles;        // token tiles: ceil(tokens / kBdTokens)
 };
 
 template <class T>
@@ -425,12 +431,16 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_kernel(const MonarchParam
 // warp w owns tokens 16w..16w+15 and all q outputs (q / 8 <= 16 m16n8 tiles). Persistent CTAs
 // walk their items through a ring of ns entries (x tile + w tile each), ns - 1 items in flight;
 // the finished tile is staged in its entry's x region for 16-byte stores.
+// kStationary (calls with several token tiles per block): each CTA keeps one block's w in
+// shared memory and walks a run of that block's token tiles, so the ring entries carry x tiles
+// only (half the bytes per item at p = q, and more entries in flight).
 constexpr int kBdTokens = 128;
 
-template <class T>
+template <class T, bool kStationary>
 __global__ void __launch_bounds__(kThreads, 2) blockdiag_kernel(const BlockdiagParams P) {
   extern __shared__ __align__(16) unsigned char smem[];
-  T* ring = reinterpret_cast<T*>(smem);
+  T* const wres = reinterpret_cast<T*>(smem);  // kStationary: the resident w tile
+  T* ring = kStationary ? wres + P.w_offset : reinterpret_cast<T*>(smem);
   const T* x = static_cast<const T*>(P.x);
   const T* w = static_cast<const T*>(P.w);
   T* out = static_cast<T*>(P.out);
@@ -441,12 +451,36 @@ __global__ void __launch_bounds__(kThreads, 2) blockdiag_kernel(const BlockdiagP
   const int nnt = P.q / 8;
   const int ns = P.ns;
   const DType bias_dt = static_cast<DType>(P.bias_dtype);
-  const int64_t my_items = P.items > blockIdx.x ? (P.items - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+  // Stationary: this CTA's block and token-tile run.
+  const int sblock = kStationary ? static_cast<int>(blockIdx.x / P.splits) : 0;
+  const int64_t split = kStationary ? blockIdx.x % P.splits : 0;
+  const int64_t tile0 = kStationary ? split * P.tiles / P.splits : 0;
+  const int64_t my_items =
+      kStationary ? (split + 1) * P.tiles / P.splits - tile0
+                  : (P.items > blockIdx.x ? (P.items - 1 - blockIdx.x) / gridDim.x + 1 : 0);
+  // Item k of this CTA: block i, first token t0.
+  auto item = [&](int64_t k, int& i, int64_t& t0) {
+    if (kStationary) {
+      i = sblock;
+      t0 = (tile0 + k) * kBdTokens;
+    } else {
+      const int64_t it = blockIdx.x + k * gridDim.x;
+      i = static_cast<int>(it % P.nblocks);
+      t0 = (it / P.nblocks) * kBdTokens;
+    }
+  };
+  if (kStationary) {  // w of the block, in the first cp.async group (with item 0's x tile)
+    for (int idx = tid; idx < P.q * cpr; idx += kThreads) {
+      const int row = idx / cpr, col = (idx - row * cpr) * 8;
+      cp_async_16_full(smem_u32(wres + row * xp + col),
+                       w + (static_cast<int64_t>(sblock) * P.q + row) * P.p + col);
+    }
+  }
 
   auto load_item = [&](int64_t k, int e) {
-    const int64_t it = blockIdx.x + k * gridDim.x;
-    const int i = static_cast<int>(it % P.nblocks);
-    const int64_t t0 = (it / P.nblocks) * kBdTokens;
+    int i;
+    int64_t t0;
+    item(k, i, t0);
     T* xs = ring + e * P.entry_elems;
     T* ws = xs + P.w_offset;
     for (int idx = tid; idx < kBdTokens * cpr; idx += kThreads) {
@@ -456,6 +490,7 @@ __global__ void __launch_bounds__(kThreads, 2) blockdiag_kernel(const BlockdiagP
       const T* src = ok ? x + t * P.x_stride + static_cast<int64_t>(i) * P.p + col : x;
       cp_async_16(smem_u32(xs + row * xp + col), src, ok ? 16 : 0);
     }
+    if (kStationary) return;
     for (int idx = tid; idx < P.q * cpr; idx += kThreads) {
       const int row = idx / cpr, col = (idx - row * cpr) * 8;
       cp_async_16_full(smem_u32(ws + row * xp + col),
@@ -474,11 +509,11 @@ __global__ void __launch_bounds__(kThreads, 2) blockdiag_kernel(const BlockdiagP
     if (k + ns - 1 < my_items) load_item(k + ns - 1, ce == 0 ? ns - 1 : ce - 1);
     cp_async_commit();
 
-    const int64_t it = blockIdx.x + k * gridDim.x;
-    const int i = static_cast<int>(it % P.nblocks);
-    const int64_t t0 = (it / P.nblocks) * kBdTokens;
+    int i;
+    int64_t t0;
+    item(k, i, t0);
     T* xs = ring + ce * P.entry_elems;
-    const T* ws = xs + P.w_offset;
+    const T* ws = kStationary ? wres : xs + P.w_offset;
     float acc[16][4];
 #pragma unroll
     for (int e = 0; e < 16; ++e)
@@ -626,8 +661,9 @@ MonarchConfig monarch_config(const DeviceCaps& caps, const MonarchProblem& p) {
 
 struct BlockdiagConfig {
   bool ok = false;
-  int ns = 0;
-  int64_t w_offset = 0, entry_elems = 0, smem_bytes = 0, items = 0, ctas = 0;
+  bool stationary = false;
+  int ns = 0, splits = 1;
+  int64_t w_offset = 0, entry_elems = 0, smem_bytes = 0, items = 0, ctas = 0, tiles = 0;
 };
 
 BlockdiagConfig blockdiag_config(const DeviceCaps& caps, const BlockdiagProblem& p) {
@@ -653,9 +689,32 @@ BlockdiagConfig blockdiag_config(const DeviceCaps& caps, const BlockdiagProblem&
   if (ns < 2) return c;
   c.ns = static_cast<int>(ns);
   c.smem_bytes = ns * entry_bytes;
-  c.items = (p.tokens + kBdTokens - 1) / kBdTokens * p.nblocks;
+  c.tiles = (p.tokens + kBdTokens - 1) / kBdTokens;
+  c.items = c.tiles * p.nblocks;
   c.ctas = std::min<int64_t>(c.items, std::max<int64_t>(1, int64_t(caps.sm_count) * per_sm));
   c.ok = true;
+  // Stationary w (blockdiag_kernel's kStationary) when at least 3 x-only entries fit beside it
+  // (two CTAs per multiprocessor if they fit, else one; at most 6 entries):
+  // FLASHKIT_BLOCKDIAG_STATIONARY=0 (diagnostic, read on every call) keeps the item ring above.
+  const char* env = std::getenv("FLASHKIT_BLOCKDIAG_STATIONARY");
+  if (env != nullptr && env[0] == '0') return c;
+  const int64_t w_bytes = p.q * (p.p + kPad) * 2;  // a multiple of 16 bytes
+  const int64_t x_bytes = std::max(x_elems, o_elems) * 2;
+  int64_t sns = (caps.smem_per_block_optin / 2 - w_bytes) / x_bytes;
+  int sper_sm = 2;
+  if (sns < 3) {
+    sns = (caps.smem_per_block_optin - w_bytes) / x_bytes;
+    sper_sm = 1;
+  }
+  if (sns < 3) return c;
+  c.stationary = true;
+  c.ns = static_cast<int>(std::min<int64_t>(6, sns));
+  c.w_offset = w_bytes / 2;
+  c.entry_elems = x_bytes / 2;
+  c.smem_bytes = w_bytes + c.ns * x_bytes;
+  const int64_t slots = std::max<int64_t>(1, int64_t(caps.sm_count) * sper_sm);
+  c.splits = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(slots / p.nblocks, c.tiles)));
+  c.ctas = p.nblocks * c.splits;
   return c;
 }
 
@@ -735,11 +794,17 @@ fk_status_t blockdiag(const ExecContext& ctx, const BlockdiagProblem& p) {
   k.entry_elems = static_cast<int32_t>(c.entry_elems);
   k.ns = c.ns;
   k.items = c.items;
+  k.splits = c.splits;
+  k.tiles = c.tiles;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
   const char* name = "cuda.sm80.blockdiag_linear kernel";
+  if (c.stationary)
+    return p.dtype == DType::BF16
+               ? launch(blockdiag_kernel<__nv_bfloat16, true>, k, c.ctas, c.smem_bytes, stream, name)
+               : launch(blockdiag_kernel<__half, true>, k, c.ctas, c.smem_bytes, stream, name);
   return p.dtype == DType::BF16
-             ? launch(blockdiag_kernel<__nv_bfloat16>, k, c.ctas, c.smem_bytes, stream, name)
-             : launch(blockdiag_kernel<__half>, k, c.ctas, c.smem_bytes, stream, name);
+             ? launch(blockdiag_kernel<__nv_bfloat16, false>, k, c.ctas, c.smem_bytes, stream, name)
+             : launch(blockdiag_kernel<__half, false>, k, c.ctas, c.smem_bytes, stream, name);
 }
 
 }  // namespace sm80
