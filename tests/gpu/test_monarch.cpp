@@ -661,9 +661,10 @@ TEST_CASE("sm80 blockdiag linear", "[gpu][monarch][blockdiag][sm80]") {
 TEST_CASE("sm80 blockdiag linear: stationary w over several token tiles, and the item ring",
           "[gpu][monarch][blockdiag][sm80]") {
   if (!have_sm80()) return;
-  // Stationary w (the default where it fits): several token tiles per CTA (3000 tokens = 24
-  // tiles over 8 splits of 32 blocks; 2000 tokens over 4 splits of 64 blocks; 128 x 128 blocks,
-  // one CTA per multiprocessor: 600 tokens over 2 splits of 64 blocks) and a ragged last tile.
+  // Stationary w (the default where it fits; one CTA per multiprocessor): several token tiles
+  // per CTA (on 132 SMs: 3000 tokens = 24 tiles over 4 splits of 32 blocks; 2000 tokens over 2
+  // splits of 64 blocks; 600 tokens over 2 splits of 64 blocks of 128 x 128) and ragged last
+  // tiles.
   run_blockdiag(3000, 32, 32, 32, DT::BF16, true, DT::F32, 0, 520);
   run_blockdiag(2000, 64, 64, 64, DT::F16, true, DT::BF16, 8, 521);
   run_blockdiag(600, 64, 128, 128, DT::BF16, false, DT::F32, 0, 522);

@@ -437,7 +437,9 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_kernel(const MonarchParam
 constexpr int kBdTokens = 128;
 
 template <class T, bool kStationary>
-__global__ void __launch_bounds__(kThreads, 2) blockdiag_kernel(const BlockdiagParams P) {
+// (Stationary: one CTA per multiprocessor; with two, 128 registers spilled the accumulators.)
+__global__ void __launch_bounds__(kThreads, kStationary ? 1 : 2)
+    blockdiag_kernel(const BlockdiagParams P) {
   extern __shared__ __align__(16) unsigned char smem[];
   T* const wres = reinterpret_cast<T*>(smem);  // kStationary: the resident w tile
   T* ring = kStationary ? wres + P.w_offset : reinterpret_cast<T*>(smem);
@@ -451,31 +453,35 @@ __global__ void __launch_bounds__(kThreads, 2) blockdiag_kernel(const BlockdiagP
   const int nnt = P.q / 8;
   const int ns = P.ns;
   const DType bias_dt = static_cast<DType>(P.bias_dtype);
-  // Stationary: this CTA's block and token-tile run.
-  const int sblock = kStationary ? static_cast<int>(blockIdx.x / P.splits) : 0;
-  const int64_t split = kStationary ? blockIdx.x % P.splits : 0;
-  const int64_t tile0 = kStationary ? split * P.tiles / P.splits : 0;
-  const int64_t my_items =
-      kStationary ? (split + 1) * P.tiles / P.splits - tile0
-                  : (P.items > blockIdx.x ? (P.items - 1 - blockIdx.x) / gridDim.x + 1 : 0);
+  // Stationary: this CTA's block sblock and its run of token tiles, from token tbase on.
+  int sblock = 0;
+  int64_t tbase = 0, my_items;
+  if constexpr (kStationary) {
+    sblock = static_cast<int>(blockIdx.x / P.splits);
+    const int64_t split = blockIdx.x % P.splits;
+    const int64_t tile0 = split * P.tiles / P.splits;
+    my_items = (split + 1) * P.tiles / P.splits - tile0;
+    tbase = tile0 * kBdTokens;
+    // w of the block, in the first cp.async group (with item 0's x tile).
+    for (int idx = tid; idx < P.q * cpr; idx += kThreads) {
+      const int row = idx / cpr, col = (idx - row * cpr) * 8;
+      cp_async_16_full(smem_u32(wres + row * xp + col),
+                       w + (static_cast<int64_t>(sblock) * P.q + row) * P.p + col);
+    }
+  } else {
+    my_items = P.items > blockIdx.x ? (P.items - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+  }
   // Item k of this CTA: block i, first token t0.
   auto item = [&](int64_t k, int& i, int64_t& t0) {
-    if (kStationary) {
+    if constexpr (kStationary) {
       i = sblock;
-      t0 = (tile0 + k) * kBdTokens;
+      t0 = tbase + k * kBdTokens;
     } else {
       const int64_t it = blockIdx.x + k * gridDim.x;
       i = static_cast<int>(it % P.nblocks);
       t0 = (it / P.nblocks) * kBdTokens;
     }
   };
-  if (kStationary) {  // w of the block, in the first cp.async group (with item 0's x tile)
-    for (int idx = tid; idx < P.q * cpr; idx += kThreads) {
-      const int row = idx / cpr, col = (idx - row * cpr) * 8;
-      cp_async_16_full(smem_u32(wres + row * xp + col),
-                       w + (static_cast<int64_t>(sblock) * P.q + row) * P.p + col);
-    }
-  }
 
   auto load_item = [&](int64_t k, int e) {
     int i;
@@ -490,11 +496,12 @@ __global__ void __launch_bounds__(kThreads, 2) blockdiag_kernel(const BlockdiagP
       const T* src = ok ? x + t * P.x_stride + static_cast<int64_t>(i) * P.p + col : x;
       cp_async_16(smem_u32(xs + row * xp + col), src, ok ? 16 : 0);
     }
-    if (kStationary) return;
-    for (int idx = tid; idx < P.q * cpr; idx += kThreads) {
-      const int row = idx / cpr, col = (idx - row * cpr) * 8;
-      cp_async_16_full(smem_u32(ws + row * xp + col),
-                       w + (static_cast<int64_t>(i) * P.q + row) * P.p + col);
+    if constexpr (!kStationary) {
+      for (int idx = tid; idx < P.q * cpr; idx += kThreads) {
+        const int row = idx / cpr, col = (idx - row * cpr) * 8;
+        cp_async_16_full(smem_u32(ws + row * xp + col),
+                         w + (static_cast<int64_t>(i) * P.q + row) * P.p + col);
+      }
     }
   };
 
@@ -694,18 +701,14 @@ BlockdiagConfig blockdiag_config(const DeviceCaps& caps, const BlockdiagProblem&
   c.ctas = std::min<int64_t>(c.items, std::max<int64_t>(1, int64_t(caps.sm_count) * per_sm));
   c.ok = true;
   // Stationary w (blockdiag_kernel's kStationary) when at least 3 x-only entries fit beside it
-  // (two CTAs per multiprocessor if they fit, else one; at most 6 entries):
+  // (one CTA per multiprocessor, at most 6 entries):
   // FLASHKIT_BLOCKDIAG_STATIONARY=0 (diagnostic, read on every call) keeps the item ring above.
   const char* env = std::getenv("FLASHKIT_BLOCKDIAG_STATIONARY");
   if (env != nullptr && env[0] == '0') return c;
   const int64_t w_bytes = p.q * (p.p + kPad) * 2;  // a multiple of 16 bytes
   const int64_t x_bytes = std::max(x_elems, o_elems) * 2;
-  int64_t sns = (caps.smem_per_block_optin / 2 - w_bytes) / x_bytes;
-  int sper_sm = 2;
-  if (sns < 3) {
-    sns = (caps.smem_per_block_optin - w_bytes) / x_bytes;
-    sper_sm = 1;
-  }
+  const int64_t sns = (caps.smem_per_block_optin - w_bytes) / x_bytes;
+  const int sper_sm = 1;
   if (sns < 3) return c;
   c.stationary = true;
   c.ns = static_cast<int>(std::min<int64_t>(6, sns));
