@@ -700,9 +700,14 @@ BlockdiagConfig blockdiag_config(const DeviceCaps& caps, const BlockdiagProblem&
   c.items = c.tiles * p.nblocks;
   c.ctas = std::min<int64_t>(c.items, std::max<int64_t>(1, int64_t(caps.sm_count) * per_sm));
   c.ok = true;
-  // Stationary w (blockdiag_kernel's kStationary) when at least 3 x-only entries fit beside it
-  // (one CTA per multiprocessor, at most 6 entries):
-  // FLASHKIT_BLOCKDIAG_STATIONARY=0 (diagnostic, read on every call) keeps the item ring above.
+  // Stationary w (blockdiag_kernel's kStationary) where the item ring above runs one CTA per
+  // multiprocessor (large blocks: 128 x 128 among them) and at least 3 x-only entries fit
+  // beside w (at most 6). On the H200 that was 19-22% faster at 128 x 128 blocks, while at
+  // 64 x 64 and 32 x 32, where the ring runs two CTAs per multiprocessor, the stationary kernel
+  // (one CTA: two spilled at 128 registers) was 15-27% slower (benchmarks/RESULTS.md,
+  // "Stationary w in the block-diagonal kernel").
+  // FLASHKIT_BLOCKDIAG_STATIONARY=0 (diagnostic, read on every call) keeps the item ring.
+  if (per_sm != 1) return c;
   const char* env = std::getenv("FLASHKIT_BLOCKDIAG_STATIONARY");
   if (env != nullptr && env[0] == '0') return c;
   const int64_t w_bytes = p.q * (p.p + kPad) * 2;  // a multiple of 16 bytes
