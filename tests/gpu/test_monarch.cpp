@@ -414,6 +414,34 @@ MCase rect(int64_t tokens, int64_t nb1, int64_t q, int64_t p, int64_t nb2, int64
   return c;
 }
 
+// Rectangular shapes {nblocks1, q, p, nblocks2, s, r}, each in bf16 and fp16 with token counts
+// 1000 / 77 / 1, bias (fp16) on every other case and 16 elements of row padding on every
+// fourth; `variant` sets the family and expectation of each case; tags from tag0 on. Then the
+// m2 mapping, rectangular (tag m2_tag) and square 64 x 64 (m2_tag + 1).
+struct RectShape {
+  int64_t nb1, q, p, nb2, s, r;
+};
+template <size_t N>
+void run_rect_shapes(const RectShape (&shapes)[N], uint64_t tag0, uint64_t m2_tag,
+                     MCase (*variant)(MCase)) {
+  uint64_t i = 0;
+  for (const RectShape& sh : shapes)
+    for (DT dt : {DT::BF16, DT::F16}) {
+      MCase c = variant(rect((i % 3 == 0) ? 1000 : (i % 3 == 1) ? 77 : 1, sh.nb1, sh.q, sh.p,
+                             sh.nb2, sh.s, sh.r, dt));
+      c.bias = i % 2 == 1;
+      c.bias_dt = DT::F16;
+      c.pad = (i % 4 == 2) ? 16 : 0;
+      run_monarch(c, tag0 + i++);
+    }
+  MCase m = variant(rect(45, 8, 32, 64, 16, 64, 16, DT::F16));
+  m.check_m2 = true;
+  run_monarch(m, m2_tag);
+  MCase sq = variant(square(40, 64, 64, DT::BF16, false));
+  sq.check_m2 = true;
+  run_monarch(sq, m2_tag + 1);
+}
+
 }  // namespace
 
 TEST_CASE("sm90 monarch: small cases", "[gpu][monarch][sm90][sanitize]") {
@@ -452,10 +480,7 @@ TEST_CASE("sm90 monarch: square blocks, odd tokens, bias, padding, fp16/bf16",
 
 TEST_CASE("sm90 monarch: rectangular blocks and the m2 mapping", "[gpu][monarch][sm90]") {
   if (!have_sm90()) return;
-  struct R {
-    int64_t nb1, q, p, nb2, s, r;
-  };
-  const R shapes[] = {
+  const RectShape shapes[] = {
       {8, 32, 64, 16, 64, 16},     // mid 256, out 1024 (cluster 2)
       {2, 128, 64, 8, 64, 32},     // nblocks2 8: cluster of 1
       {8, 64, 32, 16, 32, 32},     // p 32, q 64, s 32 (cluster 2)
@@ -463,22 +488,7 @@ TEST_CASE("sm90 monarch: rectangular blocks and the m2 mapping", "[gpu][monarch]
       {32, 64, 64, 64, 64, 32},    // nblocks1 32, nblocks2 64 (cluster 8, 4 w1 blocks per CTA)
       {8, 128, 32, 16, 128, 64},   // 208 KB: two x buffers and one z buffer (cluster 2)
   };
-  int i = 0;
-  for (const R& sh : shapes)
-    for (DT dt : {DT::BF16, DT::F16}) {
-      MCase c = sm90_case(rect((i % 3 == 0) ? 1000 : (i % 3 == 1) ? 77 : 1, sh.nb1, sh.q, sh.p,
-                               sh.nb2, sh.s, sh.r, dt));
-      c.bias = i % 2 == 1;
-      c.bias_dt = DT::F16;
-      c.pad = (i % 4 == 2) ? 16 : 0;
-      run_monarch(c, 640 + uint64_t(i++));
-    }
-  MCase m = sm90_case(rect(45, 8, 32, 64, 16, 64, 16, DT::F16));
-  m.check_m2 = true;
-  run_monarch(m, 660);
-  MCase sq = sm90_case(square(40, 64, 64, DT::BF16, false));
-  sq.check_m2 = true;
-  run_monarch(sq, 661);
+  run_rect_shapes(shapes, 640, 660, sm90_case);
 }
 
 TEST_CASE("sm90 monarch: AUTO picks it on Hopper; declined shapes go to the sm80 rows",
@@ -561,10 +571,7 @@ TEST_CASE("sm80 monarch_unfused: square blocks, nblocks 4..128, odd tokens, bias
 
 TEST_CASE("sm80 monarch_unfused: rectangular blocks and the m2 mapping", "[gpu][monarch][sm80]") {
   if (!have_sm80()) return;
-  struct R {
-    int64_t nb1, q, p, nb2, s, r;
-  };
-  const R shapes[] = {
+  const RectShape shapes[] = {
       {16, 64, 32, 32, 16, 32},    // mid 1024: expand then contract
       {8, 32, 64, 16, 64, 16},     // mid 256, out 1024
       {4, 128, 192, 4, 96, 128},   // n 768 -> 384 (p 192, s 96; q <= 128 for blockdiag)
@@ -572,22 +579,7 @@ TEST_CASE("sm80 monarch_unfused: rectangular blocks and the m2 mapping", "[gpu][
       {64, 32, 64, 32, 128, 64},   // n 4096 -> 4096 with s = 128
       {3, 64, 48, 6, 80, 32},      // nblocks1 3, nblocks2 6, s 80: transposes with partial tiles
   };
-  int i = 0;
-  for (const R& sh : shapes)
-    for (DT dt : {DT::BF16, DT::F16}) {
-      MCase c = unfused(rect((i % 3 == 0) ? 1000 : (i % 3 == 1) ? 77 : 1, sh.nb1, sh.q, sh.p,
-                             sh.nb2, sh.s, sh.r, dt));
-      c.bias = i % 2 == 1;
-      c.bias_dt = DT::F16;
-      c.pad = (i % 4 == 2) ? 16 : 0;
-      run_monarch(c, 740 + uint64_t(i++));
-    }
-  MCase m = unfused(rect(45, 8, 32, 64, 16, 64, 16, DT::F16));
-  m.check_m2 = true;
-  run_monarch(m, 760);
-  MCase sq = unfused(square(40, 64, 64, DT::BF16, false));
-  sq.check_m2 = true;
-  run_monarch(sq, 761);
+  run_rect_shapes(shapes, 740, 760, unfused);
 }
 
 TEST_CASE("sm80 monarch_unfused: declined shapes, caller workspace", "[gpu][monarch][sm80]") {

@@ -126,46 +126,39 @@ Plan plan_for(const MonarchProblem& p) {
   return pl;
 }
 
-// The two block-diagonal calls of a chunk (scratch pointers and strides filled in by the caller).
-BlockdiagProblem factor1(const MonarchProblem& p, const void* x, void* out, int64_t tokens,
-                         int64_t out_ld) {
+// The block-diagonal call of one factor over a chunk: x (x_ld apart) times w -> out (out_ld).
+BlockdiagProblem factor_call(const MonarchProblem& p, const void* x, int64_t x_ld, const void* w,
+                             int64_t nblocks, int64_t q, int64_t pp, const void* bias, void* out,
+                             int64_t out_ld, int64_t tokens) {
   BlockdiagProblem b{};
   b.device = p.device;
   b.dtype = p.dtype;
   b.bias_dtype = p.bias_dtype;
   b.x = x;
-  b.w = p.w1;
-  b.bias = nullptr;
-  b.out = out;
-  b.tokens = tokens;
-  b.nblocks = p.nblocks1;
-  b.q = p.q;
-  b.p = p.p;
-  b.x_row_stride = p.x_row_stride;
-  b.out_row_stride = out_ld;
-  return b;
-}
-BlockdiagProblem factor2(const MonarchProblem& p, const void* z, const void* bias, void* out,
-                         int64_t tokens, int64_t ld) {
-  BlockdiagProblem b{};
-  b.device = p.device;
-  b.dtype = p.dtype;
-  b.bias_dtype = p.bias_dtype;
-  b.x = z;
-  b.w = p.w2;
+  b.w = w;
   b.bias = bias;
   b.out = out;
   b.tokens = tokens;
-  b.nblocks = p.nblocks2;
-  b.q = p.s;
-  b.p = p.r;
-  b.x_row_stride = ld;
-  b.out_row_stride = ld;
+  b.nblocks = nblocks;
+  b.q = q;
+  b.p = pp;
+  b.x_row_stride = x_ld;
+  b.out_row_stride = out_ld;
   return b;
 }
+// Factor 1: x -> y1 (out_ld apart); factor 2: z -> y2, both ld apart, with the permuted bias.
+BlockdiagProblem factor1(const MonarchProblem& p, const void* x, void* out, int64_t tokens,
+                         int64_t out_ld) {
+  return factor_call(p, x, p.x_row_stride, p.w1, p.nblocks1, p.q, p.p, nullptr, out, out_ld,
+                     tokens);
+}
+BlockdiagProblem factor2(const MonarchProblem& p, const void* z, const void* bias, void* out,
+                         int64_t tokens, int64_t ld) {
+  return factor_call(p, z, ld, p.w2, p.nblocks2, p.s, p.r, bias, out, ld, tokens);
+}
 
-// A 16-byte aligned stand-in for the scratch (what ScratchArena returns is 256-byte aligned).
-void* stand_in() { return reinterpret_cast<void*>(uintptr_t(256)); }
+// A stand-in for the scratch in the predicate, aligned as ScratchArena's buffers are.
+void* stand_in() { return reinterpret_cast<void*>(uintptr_t(kScratchAlign)); }
 
 fk_status_t transpose(const void* in, int64_t in_ld, void* out, int64_t out_ld, int64_t tokens,
                       int64_t R, int64_t C, cudaStream_t stream) {
