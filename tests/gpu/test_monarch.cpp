@@ -653,11 +653,9 @@ TEST_CASE("sm80 blockdiag linear", "[gpu][monarch][blockdiag][sm80]") {
 TEST_CASE("sm80 blockdiag linear: stationary w over several token tiles, and the item ring",
           "[gpu][monarch][blockdiag][sm80]") {
   if (!have_sm80()) return;
-  // Stationary w (where the item ring would run one CTA per multiprocessor: 128 x 128 and
-  // 128 x 192 blocks): several token tiles per CTA (on 132 SMs: 600 tokens = 5 tiles over 2
-  // splits of 64 blocks; 1000 tokens = 8 tiles over 8 splits of 16 blocks, one each; 2000
-  // tokens over 6 splits of 20 blocks of 128 x 192) and ragged last tiles. Smaller blocks run
-  // the ring (3000 tokens of 32 x 32 blocks).
+  // Stationary w (branch bdws2: wherever it fits, two CTAs per multiprocessor where they fit):
+  // several token tiles per CTA and ragged last tiles, at 128 x 128, 128 x 192 (one CTA per
+  // multiprocessor) and 32 x 32 blocks (two).
   run_blockdiag(600, 64, 128, 128, DT::BF16, false, DT::F32, 0, 522);
   run_blockdiag(1000, 16, 128, 128, DT::F16, true, DT::BF16, 8, 521);
   run_blockdiag(2000, 20, 128, 192, DT::BF16, true, DT::F16, 0, 523);

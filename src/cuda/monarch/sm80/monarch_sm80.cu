@@ -437,9 +437,7 @@ __global__ void __launch_bounds__(kThreads, 1) monarch_kernel(const MonarchParam
 constexpr int kBdTokens = 128;
 
 template <class T, bool kStationary>
-// (Stationary: one CTA per multiprocessor; with two, 128 registers spilled the accumulators.)
-__global__ void __launch_bounds__(kThreads, kStationary ? 1 : 2)
-    blockdiag_kernel(const BlockdiagParams P) {
+__global__ void __launch_bounds__(kThreads, 2) blockdiag_kernel(const BlockdiagParams P) {
   extern __shared__ __align__(16) unsigned char smem[];
   T* const wres = reinterpret_cast<T*>(smem);  // kStationary: the resident w tile
   T* ring = kStationary ? wres + P.w_offset : reinterpret_cast<T*>(smem);
@@ -474,7 +472,11 @@ __global__ void __launch_bounds__(kThreads, kStationary ? 1 : 2)
   // Item k of this CTA: block i, first token t0.
   auto item = [&](int64_t k, int& i, int64_t& t0) {
     if constexpr (kStationary) {
+      // The block is the same for every item: hidden from the compiler, which otherwise
+      // precomputes every copy's source address once and keeps them all live (spills at 128
+      // registers).
       i = sblock;
+      asm volatile("" : "+r"(i));
       t0 = tbase + k * kBdTokens;
     } else {
       const int64_t it = blockIdx.x + k * gridDim.x;
@@ -707,13 +709,19 @@ BlockdiagConfig blockdiag_config(const DeviceCaps& caps, const BlockdiagProblem&
   // (one CTA: two spilled at 128 registers) was 15-27% slower (benchmarks/RESULTS.md,
   // "Stationary w in the block-diagonal kernel").
   // FLASHKIT_BLOCKDIAG_STATIONARY=0 (diagnostic, read on every call) keeps the item ring.
-  if (per_sm != 1) return c;
+  // Branch bdws2 (not measured yet): the stationary kernel now fits two CTAs per
+  // multiprocessor without spilling (the block index hidden from the compiler), so it is tried
+  // wherever it fits, two CTAs per multiprocessor where they fit.
   const char* env = std::getenv("FLASHKIT_BLOCKDIAG_STATIONARY");
   if (env != nullptr && env[0] == '0') return c;
   const int64_t w_bytes = p.q * (p.p + kPad) * 2;  // a multiple of 16 bytes
   const int64_t x_bytes = std::max(x_elems, o_elems) * 2;
-  const int64_t sns = (caps.smem_per_block_optin - w_bytes) / x_bytes;
-  const int sper_sm = 1;
+  int64_t sns = (caps.smem_per_block_optin / 2 - w_bytes) / x_bytes;
+  int sper_sm = 2;
+  if (sns < 3) {
+    sns = (caps.smem_per_block_optin - w_bytes) / x_bytes;
+    sper_sm = 1;
+  }
   if (sns < 3) return c;
   c.stationary = true;
   c.ns = static_cast<int>(std::min<int64_t>(6, sns));
