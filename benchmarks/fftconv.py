@@ -7,7 +7,9 @@ they are smaller than 3x L2).
 Shapes (issue 8): H = 768, L in {256, 1K, 4K, 8K, 16K, 32K}, B = 64 up to L = 1K and reduced
 at longer L (B * L = 64K), causal with fft_size = 2L, gated (pre/post gates) and not, D always.
 flashkit is timed twice: with a plan flagged FK_FFTCONV_FILTER_CONSTANT (cached spectrum) and
-without (spectrum recomputed per call, as torch does).
+without (spectrum recomputed per call, as torch does). Where the library picks the direct
+(Toeplitz) kernel, the FFT kernel is timed too, with FLASHKIT_FFTCONV_DIRECT=0 set in this
+process for that call (column "fft ms", constant plan).
 
 HBM floor: bytes of u, y and the gates read/written once plus the fp32 filter spectrum
 (H * (fft_size/2 + 1) * 8 bytes) once, at 4.2 TB/s (the H200's measured copy rate).
@@ -119,8 +121,9 @@ def main():
     dts = {"bf16": torch.bfloat16, "fp16": torch.float16}
     H = args.channels
     rows = []
-    print(f"{'dtype':5} {'B':>3} {'L':>6} {'gated':>5} {'variant':22} {'fk const ms':>11} "
-          f"{'fk ms':>8} {'torch ms':>9} {'GB/s':>7} {'%floor':>7} {'x torch':>8} {'max err':>9}")
+    print(f"{'dtype':5} {'B':>3} {'L':>6} {'gated':>5} {'variant':25} {'fk const ms':>11} "
+          f"{'fk ms':>8} {'fft ms':>8} {'torch ms':>9} {'GB/s':>7} {'%floor':>7} {'x torch':>8} "
+          f"{'max err':>9}")
     for dname in args.dtype:
         dt = dts[dname]
         for L in args.seqlens:
@@ -167,6 +170,25 @@ def main():
                         res["torch_max_abs_err"] = (tq.double() - ref).abs().max().item()
                     fk.lib.fk_fftconv_plan_destroy(plan)
                     fk.forget()
+                if "direct" in res["variant"]:
+                    # The FFT kernel on the same inputs, same process (constant plan).
+                    old = os.environ.get("FLASHKIT_FFTCONV_DIRECT")
+                    os.environ["FLASHKIT_FFTCONV_DIRECT"] = "0"
+                    try:
+                        plan = fk.plan(H, L, N, dt, True)
+                        calls = []
+                        for (u, y, pre, post) in sets:
+                            c, fvariant = fk.make_call(plan, u, k, D, pre, post, y)
+                            calls.append(c)
+                        res["fft_const_ms"] = time_ms(calls, args.warmup, args.reps)
+                        res["fft_variant"] = fvariant
+                        fk.lib.fk_fftconv_plan_destroy(plan)
+                        fk.forget()
+                    finally:
+                        if old is None:
+                            del os.environ["FLASHKIT_FFTCONV_DIRECT"]
+                        else:
+                            os.environ["FLASHKIT_FFTCONV_DIRECT"] = old
                 tcalls = [lambda s=s: torch_fftconv(s[0], k, D, s[2], s[3]) for s in sets]
                 try:
                     res["torch_ms"] = time_ms(tcalls, args.warmup, args.reps)
@@ -179,8 +201,9 @@ def main():
                 res["pct_floor"] = 100.0 * res["floor_ms"] / best
                 res["ratio_vs_torch"] = res["torch_ms"] / best
                 rows.append(res)
-                print(f"{dname:5} {B:3d} {L:6d} {str(gated):>5} {res['variant']:22} {best:11.4f} "
-                      f"{res['fk_ms']:8.4f} {res['torch_ms']:9.4f} {res['gbps']:7.0f} "
+                print(f"{dname:5} {B:3d} {L:6d} {str(gated):>5} {res['variant']:25} {best:11.4f} "
+                      f"{res['fk_ms']:8.4f} {res.get('fft_const_ms', float('nan')):8.4f} "
+                      f"{res['torch_ms']:9.4f} {res['gbps']:7.0f} "
                       f"{res['pct_floor']:6.1f}% {res['ratio_vs_torch']:7.1f}x "
                       f"{res['max_rel_err']:9.2e}", flush=True)
                 del sets

@@ -1145,7 +1145,11 @@ FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* contex
 /** @defgroup fftconv FFT convolution
  *
  *  Long convolution of each channel of `u` with its own filter, by FFT: `O(N log N)` per row
- *  (as in Hyena, Poli et al. 2023, and FlashFFTConv, Fu et al. 2023, Section 3).
+ *  (as in Hyena, Poli et al. 2023, and FlashFFTConv, Fu et al. 2023, Section 3). On the CUDA
+ *  backend, fp16/bf16 rows of at most 2048 with a batch of at least 24 (fp16: without a
+ *  pregate) run instead as a Toeplitz matrix product on the tensor cores
+ *  (`cuda.sm80.fftconv_direct`): `O(seqlen^2)` multiply-adds per row, faster there because the
+ *  batch shares each channel's filter; same result contract, bf16 plans with bf16 operands.
  *
  *  A plan fixes `(channels, seqlen, filter_len, fft_size, dtype, mode)`; it owns its twiddle
  *  tables and may be used for any batch size.
@@ -1169,11 +1173,13 @@ FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* contex
  *      `k[R - d] = k_bwd[d - 1]` for `d >= 1`.
  *  - `fft_size` must be a power of two (as in FlashFFTConv); 0 picks the smallest power of two
  *    the mode needs.
- *  - Non-finite inputs: where a kernel transforms the row (every CUDA kernel; on the CPU backend,
- *    filters of more than 16 log2(fft_size) taps), a NaN or Inf anywhere in a row of `u` or of its
- *    channel's `k` makes every output of that row NaN, earlier positions included, as with any
- *    FFT convolution (torch.fft's too). The CPU backend's direct path for short filters spreads
- *    it only to the positions the sum reaches.
+ *  - Non-finite inputs: on every CUDA kernel (and on the CPU backend for filters of more than
+ *    16 log2(fft_size) taps), a NaN or Inf anywhere in a row of `v` or in its channel's taps
+ *    that reach the outputs (causal: the first `min(filter_len, seqlen)`) makes every output of
+ *    that row NaN, earlier positions included, as with any FFT convolution (torch.fft's too).
+ *    `cuda.sm80.fftconv_reg` transforms rows `b` and `b + 1` of a channel (`b` even) as one
+ *    complex row, so there the other row of the pair turns NaN too. The CPU backend's direct
+ *    path for short filters spreads it only to the positions the sum reaches.
  *  @{ */
 /* ------------------------------------------------------------------------------------------ */
 

@@ -4,6 +4,7 @@
 #if defined(FLASHKIT_WITH_CUDA)
 #include "cuda/attention/common/split_kv.h"
 #include "cuda/attention/sm80/attention_packed.h"
+#include "cuda/fftconv/sm80/fftconv_direct.h"
 #include "cuda/fftconv/sm80/fftconv_reg.h"
 #endif
 #if defined(FLASHKIT_WITH_SM90)
@@ -112,6 +113,10 @@ static const BlockdiagVariant kBlockdiag[] = {
 
 static const FFTConvVariant kFFTConv[] = {
 #if defined(FLASHKIT_WITH_CUDA)
+    // Rows up to 2048 long with a batch of at least 24 sharing each filter: the convolution as
+    // a Toeplitz matrix product on mma.sync (fp16/bf16, every mode; no workspace).
+    {"cuda.sm80.fftconv_direct", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
+     cuda::sm80::fftconv_direct_supported, cuda::sm80::fftconv_direct, nullptr},
     // Register-resident FFT convolution (two rows per complex transform, 32 x 32 Monarch DFTs
     // on mma.sync with fp16 operands): fp16/bf16, fft_size 256..32768.
     {"cuda.sm80.fftconv_reg", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,

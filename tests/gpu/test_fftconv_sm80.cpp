@@ -55,22 +55,48 @@ const fk_context_t* sm80() { return context_for(FK_KERNEL_FAMILY_SM80); }
 
 double unit_roundoff(DT t) { return t == DT::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
 
-// Largest |y - ref| / rms(ref row) seen per kernel (0: sm80, 1: reg) and output dtype (0: fp16,
-// 1: bf16).
-double g_worst[2][2] = {{0, 0}, {0, 0}};
+// Largest |y - ref| / rms(ref row) seen per kernel (0: sm80, 1: reg, 2: direct) and output dtype
+// (0: fp16, 1: bf16).
+double g_worst[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+enum Kernel { kSm80 = 0, kReg = 1, kDirect = 2 };
 
 bool reg_disabled() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_REG");
   return e != nullptr && e[0] == '0';
 }
-// The variant fk_fftconv_select_kernel must name for a resolved fft_size.
-std::string expected_variant(int64_t fft_size) {
+// FLASHKIT_FFTCONV_DIRECT: 0 declines the direct kernel, 1 lets it take every batch size,
+// unset: batch >= 24.
+int direct_setting() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT");
+  if (e == nullptr) return -1;
+  return e[0] == '0' ? 0 : (e[0] == '1' ? 1 : -1);
+}
+// The variant fk_fftconv_select_kernel must name for a problem and its resolved fft_size:
+// cuda.sm80.fftconv_direct for 16-bit rows up to 2048 long (fp16 without a pregate) and a batch
+// of at least 24, then the FFT kernels by fft_size.
+std::string expected_variant(int64_t fft_size, int64_t batch, int64_t seqlen, DT dtype, bool pre) {
+  const int direct = direct_setting();
+  if (direct != 0 && (dtype == DT::BF16 || (dtype == DT::F16 && !pre)) && seqlen <= 2048 &&
+      (direct == 1 || batch >= 24))
+    return "cuda.sm80.fftconv_direct";
   if (!reg_disabled() && fft_size >= 256 && fft_size <= 32768) return "cuda.sm80.fftconv_reg";
   return "cuda.sm80.fftconv";
+}
+Kernel kernel_of(const std::string& variant) {
+  if (variant == "cuda.sm80.fftconv_direct") return kDirect;
+  return variant == "cuda.sm80.fftconv_reg" ? kReg : kSm80;
 }
 // Sets FLASHKIT_FFTCONV_REG=0 for the enclosing scope.
 struct RegOff : fktest::ScopedEnv {
   RegOff() : ScopedEnv("FLASHKIT_FFTCONV_REG", "0") {}
+};
+// FLASHKIT_FFTCONV_DIRECT=0 (the FFT kernels take the large batches) or 1 (the direct kernel
+// takes every batch size) for the enclosing scope.
+struct DirectOff : fktest::ScopedEnv {
+  DirectOff() : ScopedEnv("FLASHKIT_FFTCONV_DIRECT", "0") {}
+};
+struct DirectForced : fktest::ScopedEnv {
+  DirectForced() : ScopedEnv("FLASHKIT_FFTCONV_DIRECT", "1") {}
 };
 
 struct Case {
@@ -130,9 +156,19 @@ void fill_filter(HostTensor& k, int64_t fl, std::mt19937_64& rng, double scale =
 
 // Checks y against the reference on the chosen rows, and that every row was written.
 void check(const Case& c, const Inputs& in, int64_t fl, int64_t fft_size,
-           const std::vector<std::pair<int64_t, int64_t>>& rows, bool reg = false) {
+           const std::vector<std::pair<int64_t, int64_t>>& rows, Kernel kernel = kSm80) {
   const double eps = unit_roundoff(c.dtype);
-  const double eps_fft = reg ? std::ldexp(1.0, -7) : eps;
+  // The reg kernel: fp16 operands (above). The direct kernel: the filter rounded to the 16-bit
+  // dtype and, with a pregate, v too; in bf16 (2^-9 relative per operand) the sum of those
+  // errors over the taps reached 2^-6.2 of the row rms in a float64 simulation of the kernel's
+  // roundings (600 rows of 1000 at these scales, 2026-12-02), so bf16 gets 2^-5; fp16 operands
+  // (2^-12) keep 2^-7.
+  const double eps_fft = kernel == kSm80 ? eps
+                         : (kernel == kDirect && c.dtype == DT::BF16) ? std::ldexp(1.0, -5)
+                                                                      : std::ldexp(1.0, -7);
+  // fp16 outputs below 2^-14 are subnormal, spaced 2^-24 apart: the rounding of a tiny output
+  // (a one-tap filter on 0.02-scale inputs) is absolute there.
+  const double tiny = c.dtype == DT::F16 ? std::ldexp(1.0, -24) : 0.0;
   int64_t unwritten = 0;
   in.y.for_each([&](const std::vector<int64_t>& i) {
     if (std::isnan(in.y.get(i))) ++unwritten;
@@ -162,7 +198,7 @@ void check(const Case& c, const Inputs& in, int64_t fl, int64_t fft_size,
     const double rms = std::sqrt(ss / double(L));
     for (int64_t t = 0; t < L; ++t) {
       const double got = in.y.get({b, h, t}), e = std::fabs(got - ref[size_t(t)]);
-      if (!(e <= eps * std::fabs(ref[size_t(t)]) + eps_fft * rms)) {
+      if (!(e <= eps * std::fabs(ref[size_t(t)]) + eps_fft * rms + tiny)) {
         if (bad++ == 0) {
           std::ostringstream o;
           o << "row (" << b << ", " << h << ") t " << t << ": got " << got << " ref "
@@ -173,7 +209,7 @@ void check(const Case& c, const Inputs& in, int64_t fl, int64_t fft_size,
       if (rms > 0) worst = std::max(worst, e / rms);
     }
   }
-  double& w = g_worst[reg ? 1 : 0][c.dtype == DT::BF16 ? 1 : 0];
+  double& w = g_worst[kernel][c.dtype == DT::BF16 ? 1 : 0];
   w = std::max(w, worst);
   INFO("first bad element: " << where << "; max |err| / rms(row) " << worst << ", seed "
                              << fktest::test_seed());
@@ -227,9 +263,9 @@ void run_case(const Case& c, uint64_t tag, int calls = 1) {
     CHECK(std::string(variant) == "cuda.generic.fftconv");
     return;
   }
-  const std::string want = expected_variant(resolved.fft_size);
+  const std::string want =
+      expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre);
   REQUIRE(std::string(variant) == want);
-  const bool reg = want == "cuda.sm80.fftconv_reg";
   const auto rows = rows_to_check(c, rng);
   for (int call = 0; call < calls; ++call) {
     INFO("call " << call + 1 << " of " << calls);
@@ -237,7 +273,7 @@ void run_case(const Case& c, uint64_t tag, int calls = 1) {
     REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &dk, c.with_D ? &dD : nullptr,
                                   c.pre ? &dpre : nullptr, c.post ? &dpost : nullptr, &dy));
     dy.download();
-    check(c, in, fl, resolved.fft_size, rows, reg);
+    check(c, in, fl, resolved.fft_size, rows, kernel_of(want));
   }
 }
 
@@ -388,12 +424,13 @@ TEST_CASE("sm80 fftconv: a plan not flagged constant sees a changed filter",
       const char* variant = "?";
       REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &*keep.back(), &dD, nullptr, nullptr, &dy,
                                           &variant));
-      const std::string want = expected_variant(resolved.fft_size);
+      const std::string want =
+          expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre);
       REQUIRE(std::string(variant) == want);
       dy.poison();
       REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &*keep.back(), &dD, nullptr, nullptr, &dy));
       dy.download();
-      check(c, in, L, resolved.fft_size, rows_to_check(c, rng), want == "cuda.sm80.fftconv_reg");
+      check(c, in, L, resolved.fft_size, rows_to_check(c, rng), kernel_of(want));
     }
   }
 }
@@ -470,6 +507,7 @@ TEST_CASE("sm80 fftconv_reg: fft sizes 256..32768, every mode, B 1 and 2",
 
 TEST_CASE("sm80 fftconv_reg: B 64, H 111 and 768, gated, D, odd batch",
           "[gpu][fftconv][sm80][reg]") {
+  DirectOff direct_off;  // these batches would go to the direct kernel
   int i = 0;
   // (B, H, L): host tensors of at most ~50M elements each.
   for (int64_t H : {111, 768})
@@ -604,6 +642,7 @@ TEST_CASE("sm80 fftconv_reg: small case for memcheck", "[gpu][fftconv][sm80][reg
 TEST_CASE("sm80 fftconv: fft sizes 256..32768 with the reg kernel off",
           "[gpu][fftconv][sm80][sm80-only]") {
   RegOff off;
+  DirectOff direct_off;
   int i = 0;
   for (int64_t n : {256, 1024, 4096, 16384, 32768})
     for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_BIDIRECTIONAL}) {
@@ -628,10 +667,249 @@ TEST_CASE("sm80 fftconv: fft sizes 256..32768 with the reg kernel off",
   run_case(c, 59600);
 }
 
+// ---- cuda.sm80.fftconv_direct -------------------------------------------------------------
+
+// Every mode at lengths from 1 to 2048 (one 64-position tile to 32; tails of 1..63), batches of
+// 24..70 (the last group of 32 rows partial), 3..5 channels, filters from one tap to the full
+// length (circular: up to fft_size, so taps wrap onto the negative diagonals), 16-bit and fp32
+// filters, gates, D, and unaligned rows (scalar loads and stores).
+TEST_CASE("sm80 fftconv_direct: every mode, lengths 1..2048, batch 24..70",
+          "[gpu][fftconv][sm80][direct]") {
+  const int64_t batches[] = {24, 33, 64, 70};
+  int i = 0;
+  for (int64_t L : {1, 7, 64, 100, 213, 1000, 1024, 2048})
+    for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
+      Case c;
+      c.mode = m;
+      c.seqlen = L;
+      switch (m) {
+        case FK_FFTCONV_CAUSAL:
+          c.filter_len = (i % 2) ? L : std::max<int64_t>(1, L / 3);
+          break;
+        case FK_FFTCONV_CIRCULAR: {
+          int64_t n = 1;
+          while (n < L) n *= 2;
+          c.fft_size = (i % 2) ? n : 2 * n;
+          c.filter_len = (i % 3) == 0 ? c.fft_size : L;
+          break;
+        }
+        case FK_FFTCONV_BIDIRECTIONAL:
+          c.filter_len = 2 * ((i % 2) ? L - 1 : L / 4) + 1;
+          break;
+      }
+      c.batch = batches[i % 4];
+      c.channels = 3 + i % 3;
+      c.dtype = io_type(i);
+      c.k_dt = (i % 3) == 0 ? DT::F32 : c.dtype;
+      c.with_D = (i % 2) == 0;
+      c.pre = c.dtype == DT::BF16 && (i % 3) != 1;  // fp16 with a pregate goes to the FFT
+      c.post = (i % 4) < 2;
+      c.pad = (i % 5) == 0 ? 3 : 0;
+      c.sample_rows = L >= 1000 ? 24 : 0;
+      run_case(c, 66000 + uint64_t(i++));
+    }
+}
+
+// FLASHKIT_FFTCONV_DIRECT=1: batches below 24 (rows padded inside the kernel), fp16 and bf16.
+TEST_CASE("sm80 fftconv_direct: small batches when forced", "[gpu][fftconv][sm80][direct]") {
+  DirectForced forced;
+  int i = 0;
+  for (int64_t B : {1, 2, 5})
+    for (int64_t L : {300, 2048}) {
+      Case c;
+      c.batch = B;
+      c.channels = 4;
+      c.seqlen = L;
+      c.mode = (i % 2) ? FK_FFTCONV_BIDIRECTIONAL : FK_FFTCONV_CAUSAL;
+      c.filter_len = c.mode == FK_FFTCONV_BIDIRECTIONAL ? 2 * (L / 3) + 1 : 0;
+      c.dtype = io_type(i);
+      c.pre = c.dtype == DT::BF16;
+      c.post = true;
+      c.pad = (i % 3) == 2 ? 1 : 0;
+      run_case(c, 66500 + uint64_t(i++));
+    }
+}
+
+// Far from the 0.02 scale: the per-channel power-of-two filter scale must keep fp16 taps normal
+// and no tap may overflow (bf16 u of order 3e4 with filters of order 10; tiny inputs; fp16 u of
+// order 100).
+TEST_CASE("sm80 fftconv_direct: large and small magnitudes", "[gpu][fftconv][sm80][direct]") {
+  struct Mag {
+    DT dt;
+    double us, ks;
+    bool pre;
+  };
+  int i = 0;
+  for (const Mag& g : {Mag{DT::BF16, 3.0e4, 500.0, true}, Mag{DT::BF16, 1.0e-5, 1.0e-3, false},
+                       Mag{DT::F16, 100.0, 50.0, false}, Mag{DT::F16, 1.0e-3, 1.0e-4, false}}) {
+    Case c;
+    c.batch = 32;
+    c.channels = 3;
+    c.seqlen = (i % 2) ? 1500 : 333;
+    c.dtype = g.dt;
+    c.k_dt = DT::F32;
+    c.u_scale = g.us;
+    c.k_scale = g.ks;
+    c.pre = g.pre;
+    c.post = true;
+    run_case(c, 67000 + uint64_t(i++));
+  }
+}
+
+// The rule of every CUDA kernel (flashkit.h, fftconv group): a NaN or Inf in a row of u (or of
+// v = pregate * u) makes every output of that row NaN, and one in a filter tap every output of
+// its channel; the other rows stay right. Run on the direct kernel and, with it off, on the FFT
+// kernel, which transforms rows b and b + 1 of a channel (b even) as one complex row: there the
+// partner of a non-finite row is NaN too, and is not checked.
+TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
+          "[gpu][fftconv][sm80][direct]") {
+  const fk_context_t* ctx = sm80();
+  if (ctx == nullptr) return;
+  for (bool direct : {true, false}) {
+    std::unique_ptr<DirectOff> off(direct ? nullptr : new DirectOff());
+    INFO((direct ? "direct kernel" : "FFT kernel"));
+    Case c;
+    c.batch = 32;
+    c.channels = 3;
+    c.seqlen = 500;
+    c.dtype = DT::BF16;
+    c.pre = true;
+    const int64_t L = c.seqlen, fl = L;
+    fk_fftconv_plan_options_t o;
+    fk_fftconv_plan_options_init(&o);
+    o.channels = c.channels;
+    o.seqlen = L;
+    o.dtype = fktest::dl_dtype(c.dtype);
+    fk_fftconv_plan_t* plan = nullptr;
+    REQUIRE_FK(fk_fftconv_plan_create(ctx, &o, &plan));
+    std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
+        plan, fk_fftconv_plan_destroy);
+    fk_fftconv_plan_options_t resolved;
+    fk_fftconv_plan_options_init(&resolved);
+    REQUIRE_FK(fk_fftconv_plan_get_options(plan, &resolved));
+    auto rng = rng_for(67500 + (direct ? 1 : 0));
+    Inputs in(c, fl);
+    in.u.fill_normal(rng, 0.02);
+    fill_filter(in.k, fl, rng);
+    in.pre.fill_uniform(rng, -1.0, 1.0);
+    in.D.fill_normal(rng);
+    // Row (5, 1): a NaN late in u. Row (9, 0): an Inf in the pregate. Channel 2: an Inf tap.
+    in.u.set({5, 1, 400}, std::nan(""));
+    in.pre.set({9, 0, 17}, INFINITY);
+    in.k.set({2, 10}, INFINITY);
+    DeviceTensor du(in.u), dy(in.y), dpre(in.pre), dk(in.k), dD(in.D);
+    const char* variant = "?";
+    REQUIRE_FK(
+        fk_fftconv_select_kernel(plan, &du, &dk, &dD, &dpre, nullptr, &dy, &variant));
+    CHECK(std::string(variant) ==
+          (direct ? "cuda.sm80.fftconv_direct" : "cuda.sm80.fftconv_reg"));
+    dy.poison();
+    REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &dk, &dD, &dpre, nullptr, &dy));
+    dy.download();
+    int64_t nan_rows = 0, bad = 0;
+    const double eps = unit_roundoff(c.dtype);
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t h = 0; h < c.channels; ++h) {
+        const bool poisoned = h == 2 || (b == 5 && h == 1) || (b == 9 && h == 0);
+        const bool partner = (b == 4 && h == 1) || (b == 8 && h == 0);
+        if (partner && !direct) continue;
+        if (poisoned) {
+          int64_t n = 0;
+          for (int64_t t = 0; t < L; ++t) n += std::isnan(in.y.get({b, h, t})) ? 1 : 0;
+          nan_rows += n == L ? 1 : 0;
+          continue;
+        }
+        if ((b + h) % 4 != 0) continue;  // a sample of the clean rows
+        std::vector<double> u(static_cast<size_t>(L)), pre(static_cast<size_t>(L)),
+            k(static_cast<size_t>(fl));
+        for (int64_t t = 0; t < L; ++t) {
+          u[size_t(t)] = in.u.get({b, h, t});
+          pre[size_t(t)] = in.pre.get({b, h, t});
+        }
+        for (int64_t t = 0; t < fl; ++t) k[size_t(t)] = in.k.get({h, t});
+        const std::vector<double> D{in.D.get({h})};
+        const std::vector<double> ref =
+            fkref::fftconv(u, k, &D, &pre, nullptr, 1, 1, L, fl, fkref::ConvMode::Causal,
+                           resolved.fft_size);
+        double ss = 0;
+        for (double v : ref) ss += v * v;
+        const double rms = std::sqrt(ss / double(L));
+        for (int64_t t = 0; t < L; ++t) {
+          const double e = std::fabs(in.y.get({b, h, t}) - ref[size_t(t)]);
+          // bf16 operands on the direct kernel: the bound of check() for it.
+          if (!(e <= eps * std::fabs(ref[size_t(t)]) + std::ldexp(1.0, direct ? -5 : -7) * rms))
+            ++bad;
+        }
+      }
+    CHECK(nan_rows == c.batch + 2);
+    CHECK(bad == 0);
+  }
+}
+
+// What the direct kernel declines (variant names only): batch 23, fp16 with a pregate, seqlen
+// 2049, fp32, FLASHKIT_FFTCONV_DIRECT=0; and what FLASHKIT_FFTCONV_DIRECT=1 adds (batch 1).
+TEST_CASE("sm80 fftconv_direct: the predicate", "[gpu][fftconv][sm80][direct]") {
+  const fk_context_t* ctx = sm80();
+  if (ctx == nullptr) return;
+  struct Q {
+    int64_t B, L;
+    DT dt;
+    bool pre;
+    int env;  // -1 unset, 0, 1
+    bool direct;
+  };
+  for (const Q& q : {Q{24, 1000, DT::BF16, true, -1, true}, Q{23, 1000, DT::BF16, false, -1, false},
+                     Q{64, 1000, DT::F16, false, -1, true}, Q{64, 1000, DT::F16, true, -1, false},
+                     Q{64, 2048, DT::BF16, false, -1, true}, Q{64, 2049, DT::BF16, false, -1, false},
+                     Q{64, 1000, DT::F32, false, -1, false}, Q{64, 1000, DT::BF16, false, 0, false},
+                     Q{1, 1000, DT::BF16, false, 1, true}}) {
+    std::unique_ptr<fktest::ScopedEnv> env;
+    if (q.env >= 0) env.reset(new fktest::ScopedEnv("FLASHKIT_FFTCONV_DIRECT", q.env ? "1" : "0"));
+    INFO("B " << q.B << " L " << q.L << " " << fktest::dt_name(q.dt) << (q.pre ? " +pregate" : "")
+              << " env " << q.env);
+    fk_fftconv_plan_options_t o;
+    fk_fftconv_plan_options_init(&o);
+    o.channels = 2;
+    o.seqlen = q.L;
+    o.dtype = fktest::dl_dtype(q.dt);
+    fk_fftconv_plan_t* plan = nullptr;
+    REQUIRE_FK(fk_fftconv_plan_create(ctx, &o, &plan));
+    std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
+        plan, fk_fftconv_plan_destroy);
+    HostTensor u(q.dt, {q.B, 2, q.L}), y(q.dt, {q.B, 2, q.L}), k(DT::F32, {2, q.L});
+    DeviceTensor du(u), dy(y), dk(k), dpre(u);
+    const char* variant = "?";
+    REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, nullptr, q.pre ? &dpre : nullptr, nullptr,
+                                        &dy, &variant));
+    CHECK((std::string(variant) == "cuda.sm80.fftconv_direct") == q.direct);
+  }
+}
+
+// Small cases for compute-sanitizer (run alone: "[memcheck]"): a partial group of rows, tails,
+// unaligned rows, gates.
+TEST_CASE("sm80 fftconv_direct: small case for memcheck",
+          "[gpu][fftconv][sm80][direct][memcheck]") {
+  int i = 0;
+  for (int64_t L : {7, 100, 1100}) {
+    Case c;
+    c.batch = 33;
+    c.channels = 2;
+    c.seqlen = L;
+    c.mode = (i % 2) ? FK_FFTCONV_CIRCULAR : FK_FFTCONV_CAUSAL;
+    c.dtype = io_type(i);
+    c.pre = c.dtype == DT::BF16;
+    c.post = true;
+    c.pad = (i % 2) ? 1 : 0;
+    run_case(c, 68000 + uint64_t(i++));
+  }
+}
+
 TEST_CASE("sm80 fftconv: error summary", "[gpu][fftconv][sm80][reg][zz]") {
   WARN("sm80 fftconv max |err| / rms(row): fp16 " << g_worst[0][0] << ", bf16 " << g_worst[0][1]);
   WARN("sm80 fftconv_reg max |err| / rms(row): fp16 " << g_worst[1][0] << ", bf16 "
                                                       << g_worst[1][1]);
+  WARN("sm80 fftconv_direct max |err| / rms(row): fp16 " << g_worst[2][0] << ", bf16 "
+                                                         << g_worst[2][1]);
 }
 
 #endif  // FLASHKIT_TEST_WITH_CUDA

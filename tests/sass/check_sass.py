@@ -122,7 +122,7 @@ FATBIN_UNITS = ("launch_hdim64", "launch_hdim96", "launch_hdim128", "launch_hdim
                 "split_kv", "attention_generic",
                 "launch_bf16", "launch_f16", "splitk_reduce", "gemm_generic",  # GEMM
                 "monarch_sm80", "monarch_generic",  # Monarch
-                "fftconv_reg", "fftconv_sm80", "fftconv_generic",  # FFT convolution
+                "fftconv_direct", "fftconv_reg", "fftconv_sm80", "fftconv_generic",  # FFT convolution
                 "runtime")
 
 
