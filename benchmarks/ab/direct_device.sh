@@ -2,8 +2,10 @@
 # Session 26: first run of cuda.sm80.fftconv_direct (the Toeplitz product for rows up to 2048).
 # One call, carry .device (scripts/gpu-check.sh --build-only, then rm -rf .device/model
 # .device/python .device/bin/flashkit_tests_cpu):
-#   1. flashkit_tests_gpu "[fftconv]" (every FFT-convolution case, the direct ones among them);
-#      memcheck on "[direct][memcheck]".
+#   1. flashkit_tests_gpu "[fftconv]" (every FFT-convolution case, the direct ones among them),
+#      then "[monarch],[graph],[workspace]" (main's Monarch changes since the last full check,
+#      and the graph-capture / workspace cases of every family); memcheck on
+#      "[direct][memcheck]".
 #   2. benchmarks/fftconv.py (bf16, H 768, causal, D, gated and not; direct against the FFT
 #      kernel and torch.fft in one process) at L 256..2048 with B 64 (B 32 at 2048), then L 1024
 #      at B 16, 24 and 32, each by default and with FLASHKIT_FFTCONV_DIRECT=1 (the batch
@@ -20,6 +22,9 @@ timeout -k 10 240 "$bin" "[fftconv]" > "$W/t_fftconv.log" 2>&1
 echo "[fftconv]: $(grep -E '^(All tests passed|test cases:)' "$W/t_fftconv.log" | tail -n1) (${SECONDS} s)"
 grep -B4 -A16 FAILED "$W/t_fftconv.log" | head -60
 grep -A2 'max |err|' "$W/t_fftconv.log" | head -12
+timeout -k 10 150 "$bin" "[monarch],[graph],[workspace]" > "$W/t_other.log" 2>&1
+echo "[monarch],[graph],[workspace]: $(grep -E '^(All tests passed|test cases:)' "$W/t_other.log" | tail -n1) (${SECONDS} s)"
+grep -B4 -A16 FAILED "$W/t_other.log" | head -40
 timeout -k 10 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" "[direct][memcheck]" \
   > "$W/memcheck.log" 2>&1
 echo "memcheck rc $?: $(grep -E 'ERROR SUMMARY' "$W/memcheck.log" | tail -n1) (${SECONDS} s)"
