@@ -42,6 +42,10 @@ done
 timeout -k 5 60 python3 benchmarks/fftconv.py --lib "$LIB" --seqlens 2048 --batch 128 --reps 10 \
   --json "$W/l2k.json" 2>&1 | tee "$W/l2k.log" | grep -v -e '^json' -e '^dtype' 
 echo "(${SECONDS} s)"
+# The one-phase kernel (FLASHKIT_FFTCONV_DIRECT_SPLIT=0) at L 1024, B 64, same build.
+FLASHKIT_FFTCONV_DIRECT_SPLIT=0 timeout -k 5 60 python3 benchmarks/fftconv.py --lib "$LIB" \
+  --seqlens 1024 --reps 10 --json "$W/onephase.json" 2>&1 | tee "$W/onephase.log" \
+  | grep -v -e '^json' -e '^dtype'
 # Profiles of one direct-kernel launch at L 1K, B 64, not gated (the 4th launch: after the
 # benchmark's first calls): speed of light, occupancy, pipes; then per SASS instruction.
 timeout -k 10 90 ncu --clock-control none --section SpeedOfLight --section Occupancy \

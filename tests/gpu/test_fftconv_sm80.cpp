@@ -730,6 +730,26 @@ TEST_CASE("sm80 fftconv_direct: small batches when forced", "[gpu][fftconv][sm80
     }
 }
 
+// FLASHKIT_FFTCONV_DIRECT_SPLIT=0: causal problems in one phase (every copy lands before any
+// tile starts) instead of the default two (the lower half of the tiles while the upper half of
+// the columns is still being copied).
+TEST_CASE("sm80 fftconv_direct: one phase", "[gpu][fftconv][sm80][direct]") {
+  fktest::ScopedEnv one_phase("FLASHKIT_FFTCONV_DIRECT_SPLIT", "0");
+  int i = 0;
+  for (int64_t L : {130, 1024, 2000}) {
+    Case c;
+    c.batch = 40;
+    c.channels = 3;
+    c.seqlen = L;
+    c.dtype = io_type(i);
+    c.pre = c.dtype == DT::BF16;
+    c.post = (i % 2) == 0;
+    c.pad = (i % 3) == 1 ? 1 : 0;
+    c.sample_rows = L >= 1000 ? 16 : 0;
+    run_case(c, 66800 + uint64_t(i++));
+  }
+}
+
 // Far from the 0.02 scale: the per-channel power-of-two filter scale must keep fp16 taps normal
 // and no tap may overflow (bf16 u of order 3e4 with filters of order 10; tiny inputs; fp16 u of
 // order 100).

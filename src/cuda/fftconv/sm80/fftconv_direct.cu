@@ -72,6 +72,8 @@ struct DirectArgs : conv::ConvIO {
   int pair_post;   // postgate rows 4-byte aligned
   int lean;        // pair_y, pair_post where there is a postgate, vec where D * v needs u and
                    // the pregate: the epilogue's lean path may run
+  int split;       // first-phase columns: tiles below it read only columns below it (0: one
+                   // phase)
 };
 
 // v (kRows rows of Lp + 8 16-bit elements), the pair table (2 Lp words) and the channel's taps
@@ -149,95 +151,47 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
 
   // 2. u for the CTA's rows: 16-byte cp.async where the row allows it (all of a thread's chunks
   //    in flight at once), scalar loads in an unaligned row or the last partial chunk, zeros
-  //    past seqlen and past the batch.
+  //    past seqlen and past the batch. Two copy groups: columns below a.split (the first
+  //    phase's tiles read only those), then the rest.
   const int cpr = Lp / 8;  // 8-element chunks per row
   const int total = kRows * cpr;
-  for (int i = tid; i < total; i += nthr) {
-    const int r = i / cpr, t0 = (i % cpr) * 8;
-    const int64_t b = b0 + r;
-    T* dst = xs + size_t(r) * a.xs + t0;
-    if (b < a.batch && t0 < L) {
-      const int64_t off = b * a.u_bs + c * a.u_cs + t0;
-      if (a.vec && t0 + 8 <= L) {
-        cp_async_16(smem_u32(dst), static_cast<const T*>(a.u) + off, 16);
-      } else {
-        float v[8];
+#pragma unroll 1
+  for (int half = 0; half < 2; ++half) {
+    for (int i = tid; i < total; i += nthr) {
+      const int r = i / cpr, t0 = (i % cpr) * 8;
+      if ((t0 < a.split) != (half == 0)) continue;
+      const int64_t b = b0 + r;
+      T* dst = xs + size_t(r) * a.xs + t0;
+      if (b < a.batch && t0 < L) {
+        const int64_t off = b * a.u_bs + c * a.u_cs + t0;
+        if (a.vec && t0 + 8 <= L) {
+          cp_async_16(smem_u32(dst), static_cast<const T*>(a.u) + off, 16);
+        } else {
+          float v[8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] = t0 + j < L ? load_float(a.u, a.dtype, off + j) : 0.0f;
-        uint4 w;
-        w.x = Elt<T>::pack(v[0], v[1]);
-        w.y = Elt<T>::pack(v[2], v[3]);
-        w.z = Elt<T>::pack(v[4], v[5]);
-        w.w = Elt<T>::pack(v[6], v[7]);
-        *reinterpret_cast<uint4*>(dst) = w;
+          for (int j = 0; j < 8; ++j) v[j] = t0 + j < L ? load_float(a.u, a.dtype, off + j) : 0.0f;
+          uint4 w;
+          w.x = Elt<T>::pack(v[0], v[1]);
+          w.y = Elt<T>::pack(v[2], v[3]);
+          w.z = Elt<T>::pack(v[4], v[5]);
+          w.w = Elt<T>::pack(v[6], v[7]);
+          *reinterpret_cast<uint4*>(dst) = w;
+        }
+      } else {
+        *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);
       }
-    } else {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);
     }
+    cp_async_commit();
   }
-  cp_async_commit();
 #pragma unroll
   for (int s = 0; s < kTapRegs; ++s) {
     const int e = tid + s * nthr;
     if (e < 2 * Lp) taps[e] = tv[s];
   }
-  cp_async_wait_all();
-
-  // v = pregate * u in place (each thread its own chunks; the pregate's loads kLoadBatch chunks
-  // at a time), and whether each row is finite.
-  for (int i0 = tid; i0 < total; i0 += kLoadBatch * nthr) {
-    uint4 rp[kLoadBatch];
-    if (a.pre != nullptr) {
-#pragma unroll
-      for (int s = 0; s < kLoadBatch; ++s) {
-        const int i = i0 + s * nthr;
-        const int r = i / cpr, t0 = (i % cpr) * 8;
-        const int64_t b = b0 + r;
-        if (i < total && a.vec && b < a.batch && t0 + 8 <= L) {
-          rp[s] = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(a.pre) +
-                                                       b * a.pre_bs + c * a.pre_cs + t0));
-        }
-      }
-    }
-#pragma unroll
-    for (int s = 0; s < kLoadBatch; ++s) {
-      const int i = i0 + s * nthr;
-      if (i >= total) break;
-      const int r = i / cpr, t0 = (i % cpr) * 8;
-      const int64_t b = b0 + r;
-      if (b >= a.batch || t0 >= L) continue;
-      T* dst = xs + size_t(r) * a.xs + t0;
-      float v[8];
-      unpack8<T>(*reinterpret_cast<const uint4*>(dst), v);
-      if (a.pre != nullptr) {
-        if (a.vec && t0 + 8 <= L) {
-          float p[8];
-          unpack8<T>(rp[s], p);
-#pragma unroll
-          for (int j = 0; j < 8; ++j) v[j] *= p[j];
-        } else {
-          const int64_t off = b * a.pre_bs + c * a.pre_cs + t0;
-#pragma unroll
-          for (int j = 0; j < 8; ++j)
-            v[j] *= t0 + j < L ? load_float(a.pre, a.dtype, off + j) : 0.0f;
-        }
-        uint4 w;
-        w.x = Elt<T>::pack(v[0], v[1]);
-        w.y = Elt<T>::pack(v[2], v[3]);
-        w.z = Elt<T>::pack(v[4], v[5]);
-        w.w = Elt<T>::pack(v[6], v[7]);
-        *reinterpret_cast<uint4*>(dst) = w;
-      }
-      bool bad = false;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) bad |= !isfinite(v[j]);
-      if (bad) s_rowbad[r] = 1;
-    }
-  }
-  __syncthreads();
 
   // 3. The channel's largest tap and whether any tap is not finite; the diagonal table, scaled
   //    so that the largest tap lies in [2^13, 2^14).
+  __syncthreads();
   {
     float m = 0.0f;
     int bad = 0;
@@ -264,18 +218,82 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
     // (kk[d], kk[d - 1]) for d = e - Lp; kk[-Lp] is never reached by an output (zero).
     pt[e] = Elt<T>::pack(ldexpf(taps[e], sexp), e > 0 ? ldexpf(taps[e - 1], sexp) : 0.0f);
   }
-  __syncthreads();
 
-  // 4. The product, one 32 x 64 output tile per warp at a time.
+  // 4. The product, one 32 x 64 output tile per warp at a time, in two phases: first the tiles
+  //    that read only the columns below a.split (causal problems: the lower half of the
+  //    tiles), while the second copy group is still in flight, then the rest.
   const int warp = tid >> 5, lane = tid & 31, W = nthr >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   const uint32_t a_lane = smem_u32(xs) + ((lane & 15) * a.xs + (lane >> 4) * 8) * sizeof(T);
   const float inv = ldexpf(1.0f, -sexp);
   const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
   const bool kbad = s_kbad != 0;
+  const int split_tiles = a.split / kTileN;
+#pragma unroll 1
+  for (int phase = 0; phase < 2; ++phase) {
+    // v = pregate * u in place for this phase's columns (each thread its own chunks, after its
+    // own copies landed; the pregate's loads kLoadBatch chunks at a time), and whether each row
+    // is finite so far.
+    if (phase == 0) {
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    for (int i0 = tid; i0 < total; i0 += kLoadBatch * nthr) {
+      uint4 rp[kLoadBatch];
+      if (a.pre != nullptr) {
+  #pragma unroll
+        for (int s = 0; s < kLoadBatch; ++s) {
+          const int i = i0 + s * nthr;
+          const int r = i / cpr, t0 = (i % cpr) * 8;
+          const int64_t b = b0 + r;
+          if (i < total && (t0 < a.split) == (phase == 0) && a.vec && b < a.batch &&
+              t0 + 8 <= L) {
+            rp[s] = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(a.pre) +
+                                                         b * a.pre_bs + c * a.pre_cs + t0));
+          }
+        }
+      }
+  #pragma unroll
+      for (int s = 0; s < kLoadBatch; ++s) {
+        const int i = i0 + s * nthr;
+        if (i >= total) break;
+        const int r = i / cpr, t0 = (i % cpr) * 8;
+        const int64_t b = b0 + r;
+        if ((t0 < a.split) != (phase == 0) || b >= a.batch || t0 >= L) continue;
+        T* dst = xs + size_t(r) * a.xs + t0;
+        float v[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(dst), v);
+        if (a.pre != nullptr) {
+          if (a.vec && t0 + 8 <= L) {
+            float p[8];
+            unpack8<T>(rp[s], p);
+  #pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] *= p[j];
+          } else {
+            const int64_t off = b * a.pre_bs + c * a.pre_cs + t0;
+  #pragma unroll
+            for (int j = 0; j < 8; ++j)
+              v[j] *= t0 + j < L ? load_float(a.pre, a.dtype, off + j) : 0.0f;
+          }
+          uint4 w;
+          w.x = Elt<T>::pack(v[0], v[1]);
+          w.y = Elt<T>::pack(v[2], v[3]);
+          w.z = Elt<T>::pack(v[4], v[5]);
+          w.w = Elt<T>::pack(v[6], v[7]);
+          *reinterpret_cast<uint4*>(dst) = w;
+        }
+        bool bad = false;
+  #pragma unroll
+        for (int j = 0; j < 8; ++j) bad |= !isfinite(v[j]);
+        if (bad) s_rowbad[r] = 1;
+      }
+    }
+    __syncthreads();
   for (int ti = 0;; ++ti) {
     const int j = ti * W + ((ti & 1) ? W - 1 - warp : warp);
     if (j >= a.ntiles) break;
+    if ((j < split_tiles) != (phase == 0)) continue;
     const int N0 = j * kTileN;
     int kb = N0 - a.dhi;
     kb = kb < 0 ? 0 : (kb & ~15);
@@ -325,41 +343,46 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
                             : nullptr;
         const T* vrow = xs + size_t(r) * a.xs;
         if (full) {
-          uint32_t pw[8], uw[8], gw[8];
-          if (prow != nullptr) {
 #pragma unroll
-            for (int n = 0; n < 8; ++n)
-              pw[n] = __ldg(reinterpret_cast<const unsigned int*>(prow + N0 + 8 * n + 2 * t4));
-          }
-          if (d_exact) {
-#pragma unroll
-            for (int n = 0; n < 8; ++n) {
-              uw[n] = __ldg(reinterpret_cast<const unsigned int*>(urow + N0 + 8 * n + 2 * t4));
-              gw[n] = __ldg(reinterpret_cast<const unsigned int*>(grow + N0 + 8 * n + 2 * t4));
-            }
-          }
-#pragma unroll
-          for (int n = 0; n < 8; ++n) {
-            const int t = N0 + 8 * n + 2 * t4;
-            float y0 = acc[m][n][2 * h] * inv, y1 = acc[m][n][2 * h + 1] * inv;
-            if (a.D != nullptr) {
-              float2 v;
-              if (d_exact) {  // v = pregate * u in fp32 (the shared copy is rounded)
-                const float2 u = Elt<T>::unpack(uw[n]), q = Elt<T>::unpack(gw[n]);
-                v = make_float2(u.x * q.x, u.y * q.y);
-              } else {  // v = u, exact in shared memory
-                v = Elt<T>::unpack(*reinterpret_cast<const uint32_t*>(vrow + t));
-              }
-              y0 += Dc * v.x;
-              y1 += Dc * v.y;
-            }
+          for (int n0 = 0; n0 < 8; n0 += 4) {  // four n8 tiles at a time: loads, then stores
+            uint32_t pw[4], uw[4], gw[4];
             if (prow != nullptr) {
-              const float2 p = Elt<T>::unpack(pw[n]);
-              y0 *= p.x;
-              y1 *= p.y;
+#pragma unroll
+              for (int n = 0; n < 4; ++n)
+                pw[n] = __ldg(reinterpret_cast<const unsigned int*>(prow + N0 + 8 * (n0 + n) +
+                                                                    2 * t4));
             }
-            if (nan) y0 = y1 = __int_as_float(0x7fffffff);
-            *reinterpret_cast<uint32_t*>(yrow + t) = Elt<T>::pack(y0, y1);
+            if (d_exact) {
+#pragma unroll
+              for (int n = 0; n < 4; ++n) {
+                const int t = N0 + 8 * (n0 + n) + 2 * t4;
+                uw[n] = __ldg(reinterpret_cast<const unsigned int*>(urow + t));
+                gw[n] = __ldg(reinterpret_cast<const unsigned int*>(grow + t));
+              }
+            }
+#pragma unroll
+            for (int n = 0; n < 4; ++n) {
+              const int t = N0 + 8 * (n0 + n) + 2 * t4;
+              float y0 = acc[m][n0 + n][2 * h] * inv, y1 = acc[m][n0 + n][2 * h + 1] * inv;
+              if (a.D != nullptr) {
+                float2 v;
+                if (d_exact) {  // v = pregate * u in fp32 (the shared copy is rounded)
+                  const float2 u = Elt<T>::unpack(uw[n]), q = Elt<T>::unpack(gw[n]);
+                  v = make_float2(u.x * q.x, u.y * q.y);
+                } else {  // v = u, exact in shared memory
+                  v = Elt<T>::unpack(*reinterpret_cast<const uint32_t*>(vrow + t));
+                }
+                y0 += Dc * v.x;
+                y1 += Dc * v.y;
+              }
+              if (prow != nullptr) {
+                const float2 p = Elt<T>::unpack(pw[n]);
+                y0 *= p.x;
+                y1 *= p.y;
+              }
+              if (nan) y0 = y1 = __int_as_float(0x7fffffff);
+              *reinterpret_cast<uint32_t*>(yrow + t) = Elt<T>::pack(y0, y1);
+            }
           }
           continue;
         }
@@ -404,6 +427,18 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
         }
       }
   }
+  }
+  // A row found non-finite only in the second phase's columns: its first-phase tiles were
+  // stored before that was known. Rare; the whole row becomes NaN here.
+  if (a.split > 0 && !kbad) {
+    __syncthreads();
+    for (int r = 0; r < kRows; ++r) {
+      const int64_t b = b0 + r;
+      if (s_rowbad[r] == 0 || b >= a.batch) continue;
+      T* yrow = static_cast<T*>(a.y) + b * a.y_bs + c * a.y_cs;
+      for (int t = tid; t < L; t += nthr) store_float(yrow, a.dtype, t, __int_as_float(0x7fffffff));
+    }
+  }
 }
 
 // 0: declines everything; 1: takes every batch size; -1 (unset, other values): batch >= 24.
@@ -413,6 +448,12 @@ int direct_setting() {
   if (e[0] == '0') return 0;
   if (e[0] == '1') return 1;
   return -1;
+}
+
+// FLASHKIT_FFTCONV_DIRECT_SPLIT=0: one phase (every copy lands before any tile starts).
+bool split_enabled() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT_SPLIT");
+  return !(e != nullptr && e[0] == '0');
 }
 
 bool aligned(const void* ptr, int bytes, int64_t s0, int64_t s1, int elems) {
@@ -474,6 +515,9 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
   a.pair_y = aligned(p.y, 4, p.y_batch_stride, p.y_channel_stride, 2);
   a.pair_post = aligned(p.postgate, 4, p.post_batch_stride, p.post_channel_stride, 2);
   a.lean = a.pair_y && a.pair_post && (p.D == nullptr || p.pregate == nullptr || a.vec);
+  // Two phases where no diagonal below the main one is used (causal; circular with a short
+  // filter): the lower half of the tiles then reads only the lower half of the columns.
+  a.split = (a.dlo == 0 && split_enabled()) ? (a.ntiles / 2) * kTileN : 0;
 
   const int64_t grid = p.channels * a.row_groups;
   if (grid > INT_MAX) {
