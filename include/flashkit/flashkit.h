@@ -1146,10 +1146,11 @@ FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* contex
  *
  *  Long convolution of each channel of `u` with its own filter, by FFT: `O(N log N)` per row
  *  (as in Hyena, Poli et al. 2023, and FlashFFTConv, Fu et al. 2023, Section 3). On the CUDA
- *  backend, fp16/bf16 rows of at most 2048 with a batch of at least 24 (fp16: without a
- *  pregate) run instead as a Toeplitz matrix product on the tensor cores
- *  (`cuda.sm80.fftconv_direct`): `O(seqlen^2)` multiply-adds per row, faster there because the
- *  batch shares each channel's filter; same result contract, bf16 plans with bf16 operands.
+ *  backend, some short-row fp16/bf16 problems with a large batch run instead as a Toeplitz
+ *  matrix product on the tensor cores (`cuda.sm80.fftconv_direct`; docs/design.md gives the
+ *  rule, fk_fftconv_select_kernel() names the choice): `O(seqlen^2)` multiply-adds per row,
+ *  faster there because the batch shares each channel's filter; same result contract, bf16
+ *  plans with bf16 operands.
  *
  *  A plan fixes `(channels, seqlen, filter_len, fft_size, dtype, mode)`; it owns its twiddle
  *  tables and may be used for any batch size.

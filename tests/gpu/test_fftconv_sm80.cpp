@@ -64,21 +64,22 @@ bool reg_disabled() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_REG");
   return e != nullptr && e[0] == '0';
 }
-// FLASHKIT_FFTCONV_DIRECT: 0 declines the direct kernel, 1 lets it take every batch size,
-// unset: batch >= 24.
+// FLASHKIT_FFTCONV_DIRECT: 0 declines the direct kernel, 1 lets it take all it can run, unset:
+// its measured window (no gates, 256 < seqlen <= 1024, batch >= 32).
 int direct_setting() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT");
   if (e == nullptr) return -1;
   return e[0] == '0' ? 0 : (e[0] == '1' ? 1 : -1);
 }
 // The variant fk_fftconv_select_kernel must name for a problem and its resolved fft_size:
-// cuda.sm80.fftconv_direct for 16-bit rows up to 2048 long (fp16 without a pregate) and a batch
-// of at least 24, then the FFT kernels by fft_size.
-std::string expected_variant(int64_t fft_size, int64_t batch, int64_t seqlen, DT dtype, bool pre) {
+// cuda.sm80.fftconv_direct where it runs (16-bit rows up to 2048 long, fp16 without a pregate)
+// and is chosen (forced, or inside its window), then the FFT kernels by fft_size.
+std::string expected_variant(int64_t fft_size, int64_t batch, int64_t seqlen, DT dtype, bool pre,
+                             bool post) {
   const int direct = direct_setting();
-  if (direct != 0 && (dtype == DT::BF16 || (dtype == DT::F16 && !pre)) && seqlen <= 2048 &&
-      (direct == 1 || batch >= 24))
-    return "cuda.sm80.fftconv_direct";
+  const bool runs = (dtype == DT::BF16 || (dtype == DT::F16 && !pre)) && seqlen <= 2048;
+  const bool window = !pre && !post && seqlen > 256 && seqlen <= 1024 && batch >= 32;
+  if (direct != 0 && runs && (direct == 1 || window)) return "cuda.sm80.fftconv_direct";
   if (!reg_disabled() && fft_size >= 256 && fft_size <= 32768) return "cuda.sm80.fftconv_reg";
   return "cuda.sm80.fftconv";
 }
@@ -90,8 +91,8 @@ Kernel kernel_of(const std::string& variant) {
 struct RegOff : fktest::ScopedEnv {
   RegOff() : ScopedEnv("FLASHKIT_FFTCONV_REG", "0") {}
 };
-// FLASHKIT_FFTCONV_DIRECT=0 (the FFT kernels take the large batches) or 1 (the direct kernel
-// takes every batch size) for the enclosing scope.
+// FLASHKIT_FFTCONV_DIRECT=0 (the FFT kernels take its window too) or 1 (the direct kernel takes
+// all it can run) for the enclosing scope.
 struct DirectOff : fktest::ScopedEnv {
   DirectOff() : ScopedEnv("FLASHKIT_FFTCONV_DIRECT", "0") {}
 };
@@ -264,7 +265,7 @@ void run_case(const Case& c, uint64_t tag, int calls = 1) {
     return;
   }
   const std::string want =
-      expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre);
+      expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre, c.post);
   REQUIRE(std::string(variant) == want);
   const auto rows = rows_to_check(c, rng);
   for (int call = 0; call < calls; ++call) {
@@ -425,7 +426,7 @@ TEST_CASE("sm80 fftconv: a plan not flagged constant sees a changed filter",
       REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &*keep.back(), &dD, nullptr, nullptr, &dy,
                                           &variant));
       const std::string want =
-          expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre);
+          expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre, c.post);
       REQUIRE(std::string(variant) == want);
       dy.poison();
       REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &*keep.back(), &dD, nullptr, nullptr, &dy));
@@ -507,7 +508,7 @@ TEST_CASE("sm80 fftconv_reg: fft sizes 256..32768, every mode, B 1 and 2",
 
 TEST_CASE("sm80 fftconv_reg: B 64, H 111 and 768, gated, D, odd batch",
           "[gpu][fftconv][sm80][reg]") {
-  DirectOff direct_off;  // these batches would go to the direct kernel
+  DirectOff direct_off;  // some of these problems lie in the direct kernel's window
   int i = 0;
   // (B, H, L): host tensors of at most ~50M elements each.
   for (int64_t H : {111, 768})
@@ -673,8 +674,9 @@ TEST_CASE("sm80 fftconv: fft sizes 256..32768 with the reg kernel off",
 // 24..70 (the last group of 32 rows partial), 3..5 channels, filters from one tap to the full
 // length (circular: up to fft_size, so taps wrap onto the negative diagonals), 16-bit and fp32
 // filters, gates, D, and unaligned rows (scalar loads and stores).
-TEST_CASE("sm80 fftconv_direct: every mode, lengths 1..2048, batch 24..70",
+TEST_CASE("sm80 fftconv_direct: every mode, lengths 1..2048, batch 24..70 (forced)",
           "[gpu][fftconv][sm80][direct]") {
+  DirectForced forced;  // gates and lengths outside the window AUTO gives it
   const int64_t batches[] = {24, 33, 64, 70};
   int i = 0;
   for (int64_t L : {1, 7, 64, 100, 213, 1000, 1024, 2048})
@@ -730,30 +732,32 @@ TEST_CASE("sm80 fftconv_direct: small batches when forced", "[gpu][fftconv][sm80
     }
 }
 
-// FLASHKIT_FFTCONV_DIRECT_SPLIT=0: causal problems in one phase (every copy lands before any
-// tile starts) instead of the default two (the lower half of the tiles while the upper half of
-// the columns is still being copied).
-TEST_CASE("sm80 fftconv_direct: one phase", "[gpu][fftconv][sm80][direct]") {
-  fktest::ScopedEnv one_phase("FLASHKIT_FFTCONV_DIRECT_SPLIT", "0");
+// Inside the window AUTO gives the direct kernel (no gates, 256 < seqlen <= 1024, batch >= 32):
+// causal and bidirectional, fp16 and bf16, D, aligned and unaligned rows.
+TEST_CASE("sm80 fftconv_direct: AUTO's window", "[gpu][fftconv][sm80][direct]") {
   int i = 0;
-  for (int64_t L : {130, 1024, 2000}) {
-    Case c;
-    c.batch = 40;
-    c.channels = 3;
-    c.seqlen = L;
-    c.dtype = io_type(i);
-    c.pre = c.dtype == DT::BF16;
-    c.post = (i % 2) == 0;
-    c.pad = (i % 3) == 1 ? 1 : 0;
-    c.sample_rows = L >= 1000 ? 16 : 0;
-    run_case(c, 66800 + uint64_t(i++));
-  }
+  for (int64_t L : {257, 700, 1024})
+    for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_BIDIRECTIONAL}) {
+      Case c;
+      c.mode = m;
+      c.batch = (i % 2) ? 32 : 48;
+      c.channels = 3;
+      c.seqlen = L;
+      c.filter_len = m == FK_FFTCONV_BIDIRECTIONAL ? 2 * (L / 5) + 1 : 0;
+      c.dtype = io_type(i);
+      c.k_dt = (i % 3) == 0 ? DT::F32 : c.dtype;
+      c.with_D = (i % 3) != 2;
+      c.pad = (i % 4) == 3 ? 1 : 0;
+      c.sample_rows = 16;
+      run_case(c, 66800 + uint64_t(i++));
+    }
 }
 
 // Far from the 0.02 scale: the per-channel power-of-two filter scale must keep fp16 taps normal
 // and no tap may overflow (bf16 u of order 3e4 with filters of order 10; tiny inputs; fp16 u of
 // order 100).
 TEST_CASE("sm80 fftconv_direct: large and small magnitudes", "[gpu][fftconv][sm80][direct]") {
+  DirectForced forced;
   struct Mag {
     DT dt;
     double us, ks;
@@ -786,7 +790,7 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
   const fk_context_t* ctx = sm80();
   if (ctx == nullptr) return;
   for (bool direct : {true, false}) {
-    std::unique_ptr<DirectOff> off(direct ? nullptr : new DirectOff());
+    fktest::ScopedEnv env("FLASHKIT_FFTCONV_DIRECT", direct ? "1" : "0");
     INFO((direct ? "direct kernel" : "FFT kernel"));
     Case c;
     c.batch = 32;
@@ -866,27 +870,33 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
   }
 }
 
-// What the direct kernel declines (variant names only): batch 23, fp16 with a pregate, seqlen
-// 2049, fp32, FLASHKIT_FFTCONV_DIRECT=0; and what FLASHKIT_FFTCONV_DIRECT=1 adds (batch 1).
+// The direct kernel's dispatch (variant names only). AUTO: no gates, 256 < seqlen <= 1024, batch
+// >= 32; FLASHKIT_FFTCONV_DIRECT=1: all it can run (any batch, gates, seqlen <= 2048, fp16 only
+// without a pregate); =0: nothing; fp32 never.
 TEST_CASE("sm80 fftconv_direct: the predicate", "[gpu][fftconv][sm80][direct]") {
   const fk_context_t* ctx = sm80();
   if (ctx == nullptr) return;
   struct Q {
     int64_t B, L;
     DT dt;
-    bool pre;
+    bool pre, post;
     int env;  // -1 unset, 0, 1
     bool direct;
   };
-  for (const Q& q : {Q{24, 1000, DT::BF16, true, -1, true}, Q{23, 1000, DT::BF16, false, -1, false},
-                     Q{64, 1000, DT::F16, false, -1, true}, Q{64, 1000, DT::F16, true, -1, false},
-                     Q{64, 2048, DT::BF16, false, -1, true}, Q{64, 2049, DT::BF16, false, -1, false},
-                     Q{64, 1000, DT::F32, false, -1, false}, Q{64, 1000, DT::BF16, false, 0, false},
-                     Q{1, 1000, DT::BF16, false, 1, true}}) {
+  const Q qs[] = {
+      {32, 1000, DT::BF16, false, false, -1, true},  {31, 1000, DT::BF16, false, false, -1, false},
+      {64, 256, DT::BF16, false, false, -1, false},  {64, 257, DT::BF16, false, false, -1, true},
+      {64, 1024, DT::F16, false, false, -1, true},   {64, 1025, DT::BF16, false, false, -1, false},
+      {64, 1000, DT::BF16, true, false, -1, false},  {64, 1000, DT::BF16, false, true, -1, false},
+      {64, 1000, DT::F32, false, false, -1, false},  {64, 1000, DT::BF16, false, false, 0, false},
+      {1, 1000, DT::BF16, true, true, 1, true},      {1, 2048, DT::BF16, true, false, 1, true},
+      {64, 1000, DT::F16, true, false, 1, false},    {64, 2049, DT::BF16, false, false, 1, false},
+      {64, 1000, DT::F32, false, false, 1, false}};
+  for (const Q& q : qs) {
     std::unique_ptr<fktest::ScopedEnv> env;
     if (q.env >= 0) env.reset(new fktest::ScopedEnv("FLASHKIT_FFTCONV_DIRECT", q.env ? "1" : "0"));
     INFO("B " << q.B << " L " << q.L << " " << fktest::dt_name(q.dt) << (q.pre ? " +pregate" : "")
-              << " env " << q.env);
+              << (q.post ? " +postgate" : "") << " env " << q.env);
     fk_fftconv_plan_options_t o;
     fk_fftconv_plan_options_init(&o);
     o.channels = 2;
@@ -897,10 +907,10 @@ TEST_CASE("sm80 fftconv_direct: the predicate", "[gpu][fftconv][sm80][direct]") 
     std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
         plan, fk_fftconv_plan_destroy);
     HostTensor u(q.dt, {q.B, 2, q.L}), y(q.dt, {q.B, 2, q.L}), k(DT::F32, {2, q.L});
-    DeviceTensor du(u), dy(y), dk(k), dpre(u);
+    DeviceTensor du(u), dy(y), dk(k), dg(u);
     const char* variant = "?";
-    REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, nullptr, q.pre ? &dpre : nullptr, nullptr,
-                                        &dy, &variant));
+    REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, nullptr, q.pre ? &dg : nullptr,
+                                        q.post ? &dg : nullptr, &dy, &variant));
     CHECK((std::string(variant) == "cuda.sm80.fftconv_direct") == q.direct);
   }
 }
@@ -909,6 +919,7 @@ TEST_CASE("sm80 fftconv_direct: the predicate", "[gpu][fftconv][sm80][direct]") 
 // unaligned rows, gates.
 TEST_CASE("sm80 fftconv_direct: small case for memcheck",
           "[gpu][fftconv][sm80][direct][memcheck]") {
+  DirectForced forced;
   int i = 0;
   for (int64_t L : {7, 100, 1100}) {
     Case c;

@@ -29,10 +29,14 @@
 //   every tap normal down to 2^-11 of the largest) and the output scaled back in fp32 (exact).
 // - Epilogue straight from the accumulators: D * v from the shared v, the postgate from global
 //   memory, 4-byte stores of element pairs where y is aligned, scalar stores otherwise.
-// - Declined (the FFT kernels serve): fp32, seqlen > 2048, fp16 with a pregate (v = pregate * u
-//   can leave the fp16 range; the FFT kernel scales its rows), batch < 24 unless
-//   FLASHKIT_FFTCONV_DIRECT=1 (rows are padded to 32: small batches waste the tensor cores).
-//   FLASHKIT_FFTCONV_DIRECT=0 declines everything.
+// - What it can run: fp16/bf16, seqlen <= 2048, every mode, D, gates (fp16 without a pregate:
+//   v = pregate * u can leave the fp16 range, where the FFT kernel scales its rows), any batch
+//   (rows padded to groups of 32). AUTO takes only the window where it measured faster than
+//   the FFT kernel (kAuto* below: no gates, 256 < seqlen <= 1024, batch >= 32);
+//   FLASHKIT_FFTCONV_DIRECT=1 takes all it can run (tests), =0 nothing.
+// - Not yet: the copies of a block's rows and its epilogue do not overlap its tensor work (two
+//   blocks per multiprocessor, in step), so it reaches about 40% of mma.sync's rate; a
+//   persistent, double-buffered or wgmma (sm_90a) version is the next step.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -59,7 +63,11 @@ constexpr int kRows = 32;    // batch rows per CTA: two m16 tiles per warp
 constexpr int kTileN = 64;   // output positions per warp tile: eight n8 tiles
 constexpr int kMaxWarps = 8;
 constexpr int64_t kMaxL = 2048;
-constexpr int64_t kMinBatch = 24;
+// Where AUTO picks it (measured on the H200, benchmarks/RESULTS.md "Direct convolution for
+// short rows"): no gates, 256 < seqlen <= 1024, batch >= 32. Elsewhere the FFT kernel was as
+// fast or faster (gated rows: the epilogue's global loads are not hidden; seqlen 2048 and
+// small batches: the tensor work grows as seqlen^2 or is padded to 32 rows).
+constexpr int64_t kAutoMinL = 257, kAutoMaxL = 1024, kAutoMinBatch = 32;
 
 struct DirectArgs : conv::ConvIO {
   int Lp;          // seqlen rounded up to kTileN
@@ -72,8 +80,6 @@ struct DirectArgs : conv::ConvIO {
   int pair_post;   // postgate rows 4-byte aligned
   int lean;        // pair_y, pair_post where there is a postgate, vec where D * v needs u and
                    // the pregate: the epilogue's lean path may run
-  int split;       // first-phase columns: tiles below it read only columns below it (0: one
-                   // phase)
 };
 
 // v (kRows rows of Lp + 8 16-bit elements), the pair table (2 Lp words) and the channel's taps
@@ -151,15 +157,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
 
   // 2. u for the CTA's rows: 16-byte cp.async where the row allows it (all of a thread's chunks
   //    in flight at once), scalar loads in an unaligned row or the last partial chunk, zeros
-  //    past seqlen and past the batch. Two copy groups: columns below a.split (the first
-  //    phase's tiles read only those), then the rest.
+  //    past seqlen and past the batch.
   const int cpr = Lp / 8;  // 8-element chunks per row
   const int total = kRows * cpr;
-#pragma unroll 1
-  for (int half = 0; half < 2; ++half) {
+  {  // copies
     for (int i = tid; i < total; i += nthr) {
       const int r = i / cpr, t0 = (i % cpr) * 8;
-      if ((t0 < a.split) != (half == 0)) continue;
       const int64_t b = b0 + r;
       T* dst = xs + size_t(r) * a.xs + t0;
       if (b < a.batch && t0 < L) {
@@ -190,7 +193,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
   }
 
   // 3. The channel's largest tap and whether any tap is not finite; the diagonal table, scaled
-  //    so that the largest tap lies in [2^13, 2^14).
+  //    so that the largest tap lies in [2^13, 2^14). Then v = pregate * u in place (each thread
+  //    its own chunks, once its copies landed; the pregate's loads kLoadBatch chunks at a time)
+  //    and whether each row is finite.
   __syncthreads();
   {
     float m = 0.0f;
@@ -219,81 +224,68 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
     pt[e] = Elt<T>::pack(ldexpf(taps[e], sexp), e > 0 ? ldexpf(taps[e - 1], sexp) : 0.0f);
   }
 
-  // 4. The product, one 32 x 64 output tile per warp at a time, in two phases: first the tiles
-  //    that read only the columns below a.split (causal problems: the lower half of the
-  //    tiles), while the second copy group is still in flight, then the rest.
+  cp_async_wait<0>();
+  for (int i0 = tid; i0 < total; i0 += kLoadBatch * nthr) {
+    uint4 rp[kLoadBatch];
+    if (a.pre != nullptr) {
+#pragma unroll
+      for (int s = 0; s < kLoadBatch; ++s) {
+        const int i = i0 + s * nthr;
+        const int r = i / cpr, t0 = (i % cpr) * 8;
+        const int64_t b = b0 + r;
+        if (i < total && a.vec && b < a.batch && t0 + 8 <= L) {
+          rp[s] = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(a.pre) +
+                                                       b * a.pre_bs + c * a.pre_cs + t0));
+        }
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < kLoadBatch; ++s) {
+      const int i = i0 + s * nthr;
+      if (i >= total) break;
+      const int r = i / cpr, t0 = (i % cpr) * 8;
+      const int64_t b = b0 + r;
+      if (b >= a.batch || t0 >= L) continue;
+      T* dst = xs + size_t(r) * a.xs + t0;
+      float v[8];
+      unpack8<T>(*reinterpret_cast<const uint4*>(dst), v);
+      if (a.pre != nullptr) {
+        if (a.vec && t0 + 8 <= L) {
+          float p[8];
+          unpack8<T>(rp[s], p);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) v[j] *= p[j];
+        } else {
+          const int64_t off = b * a.pre_bs + c * a.pre_cs + t0;
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            v[j] *= t0 + j < L ? load_float(a.pre, a.dtype, off + j) : 0.0f;
+        }
+        uint4 w;
+        w.x = Elt<T>::pack(v[0], v[1]);
+        w.y = Elt<T>::pack(v[2], v[3]);
+        w.z = Elt<T>::pack(v[4], v[5]);
+        w.w = Elt<T>::pack(v[6], v[7]);
+        *reinterpret_cast<uint4*>(dst) = w;
+      }
+      bool bad = false;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) bad |= !isfinite(v[j]);
+      if (bad) s_rowbad[r] = 1;
+    }
+  }
+  __syncthreads();
+
+  // 4. The product, one 32 x 64 output tile per warp at a time.
   const int warp = tid >> 5, lane = tid & 31, W = nthr >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   const uint32_t a_lane = smem_u32(xs) + ((lane & 15) * a.xs + (lane >> 4) * 8) * sizeof(T);
   const float inv = ldexpf(1.0f, -sexp);
   const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
   const bool kbad = s_kbad != 0;
-  const int split_tiles = a.split / kTileN;
-#pragma unroll 1
-  for (int phase = 0; phase < 2; ++phase) {
-    // v = pregate * u in place for this phase's columns (each thread its own chunks, after its
-    // own copies landed; the pregate's loads kLoadBatch chunks at a time), and whether each row
-    // is finite so far.
-    if (phase == 0) {
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    for (int i0 = tid; i0 < total; i0 += kLoadBatch * nthr) {
-      uint4 rp[kLoadBatch];
-      if (a.pre != nullptr) {
-  #pragma unroll
-        for (int s = 0; s < kLoadBatch; ++s) {
-          const int i = i0 + s * nthr;
-          const int r = i / cpr, t0 = (i % cpr) * 8;
-          const int64_t b = b0 + r;
-          if (i < total && (t0 < a.split) == (phase == 0) && a.vec && b < a.batch &&
-              t0 + 8 <= L) {
-            rp[s] = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(a.pre) +
-                                                         b * a.pre_bs + c * a.pre_cs + t0));
-          }
-        }
-      }
-  #pragma unroll
-      for (int s = 0; s < kLoadBatch; ++s) {
-        const int i = i0 + s * nthr;
-        if (i >= total) break;
-        const int r = i / cpr, t0 = (i % cpr) * 8;
-        const int64_t b = b0 + r;
-        if ((t0 < a.split) != (phase == 0) || b >= a.batch || t0 >= L) continue;
-        T* dst = xs + size_t(r) * a.xs + t0;
-        float v[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(dst), v);
-        if (a.pre != nullptr) {
-          if (a.vec && t0 + 8 <= L) {
-            float p[8];
-            unpack8<T>(rp[s], p);
-  #pragma unroll
-            for (int j = 0; j < 8; ++j) v[j] *= p[j];
-          } else {
-            const int64_t off = b * a.pre_bs + c * a.pre_cs + t0;
-  #pragma unroll
-            for (int j = 0; j < 8; ++j)
-              v[j] *= t0 + j < L ? load_float(a.pre, a.dtype, off + j) : 0.0f;
-          }
-          uint4 w;
-          w.x = Elt<T>::pack(v[0], v[1]);
-          w.y = Elt<T>::pack(v[2], v[3]);
-          w.z = Elt<T>::pack(v[4], v[5]);
-          w.w = Elt<T>::pack(v[6], v[7]);
-          *reinterpret_cast<uint4*>(dst) = w;
-        }
-        bool bad = false;
-  #pragma unroll
-        for (int j = 0; j < 8; ++j) bad |= !isfinite(v[j]);
-        if (bad) s_rowbad[r] = 1;
-      }
-    }
-    __syncthreads();
   for (int ti = 0;; ++ti) {
     const int j = ti * W + ((ti & 1) ? W - 1 - warp : warp);
     if (j >= a.ntiles) break;
-    if ((j < split_tiles) != (phase == 0)) continue;
     const int N0 = j * kTileN;
     int kb = N0 - a.dhi;
     kb = kb < 0 ? 0 : (kb & ~15);
@@ -427,33 +419,16 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
         }
       }
   }
-  }
-  // A row found non-finite only in the second phase's columns: its first-phase tiles were
-  // stored before that was known. Rare; the whole row becomes NaN here.
-  if (a.split > 0 && !kbad) {
-    __syncthreads();
-    for (int r = 0; r < kRows; ++r) {
-      const int64_t b = b0 + r;
-      if (s_rowbad[r] == 0 || b >= a.batch) continue;
-      T* yrow = static_cast<T*>(a.y) + b * a.y_bs + c * a.y_cs;
-      for (int t = tid; t < L; t += nthr) store_float(yrow, a.dtype, t, __int_as_float(0x7fffffff));
-    }
-  }
 }
 
-// 0: declines everything; 1: takes every batch size; -1 (unset, other values): batch >= 24.
+// 0: declines everything; 1: takes everything it can run (any batch, gates, seqlen <= 2048);
+// -1 (unset, other values): the measured window (kAuto*).
 int direct_setting() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT");
   if (e == nullptr) return -1;
   if (e[0] == '0') return 0;
   if (e[0] == '1') return 1;
   return -1;
-}
-
-// FLASHKIT_FFTCONV_DIRECT_SPLIT=0: one phase (every copy lands before any tile starts).
-bool split_enabled() {
-  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT_SPLIT");
-  return !(e != nullptr && e[0] == '0');
 }
 
 bool aligned(const void* ptr, int bytes, int64_t s0, int64_t s1, int elems) {
@@ -470,7 +445,9 @@ bool fftconv_direct_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
   if (p.dtype == DType::F16 && p.pregate != nullptr) return false;
   if (p.seqlen > kMaxL || p.filter_len <= 0) return false;
-  if (setting != 1 && p.batch < kMinBatch) return false;
+  if (setting != 1 && (p.pregate != nullptr || p.postgate != nullptr || p.seqlen < kAutoMinL ||
+                       p.seqlen > kAutoMaxL || p.batch < kAutoMinBatch))
+    return false;
   const int Lp = static_cast<int>((p.seqlen + kTileN - 1) / kTileN * kTileN);
   // + 1024: the kernel's static shared memory counts against the same per-block limit.
   return static_cast<int64_t>(smem_bytes(Lp > 0 ? Lp : kTileN)) + 1024 <= caps.smem_per_block_optin;
@@ -515,9 +492,6 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
   a.pair_y = aligned(p.y, 4, p.y_batch_stride, p.y_channel_stride, 2);
   a.pair_post = aligned(p.postgate, 4, p.post_batch_stride, p.post_channel_stride, 2);
   a.lean = a.pair_y && a.pair_post && (p.D == nullptr || p.pregate == nullptr || a.vec);
-  // Two phases where no diagonal below the main one is used (causal; circular with a short
-  // filter): the lower half of the tiles then reads only the lower half of the columns.
-  a.split = (a.dlo == 0 && split_enabled()) ? (a.ntiles / 2) * kTileN : 0;
 
   const int64_t grid = p.channels * a.row_groups;
   if (grid > INT_MAX) {
