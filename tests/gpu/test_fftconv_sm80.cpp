@@ -65,7 +65,7 @@ bool reg_disabled() {
   return e != nullptr && e[0] == '0';
 }
 // FLASHKIT_FFTCONV_DIRECT: 0 declines the direct kernel, 1 lets it take all it can run, unset:
-// its measured window (no gates, 256 < seqlen <= 1024, batch >= 32).
+// its measured window (256 <= seqlen <= 1024, batch >= 24).
 int direct_setting() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT");
   if (e == nullptr) return -1;
@@ -78,7 +78,7 @@ std::string expected_variant(int64_t fft_size, int64_t batch, int64_t seqlen, DT
                              bool post) {
   const int direct = direct_setting();
   const bool runs = (dtype == DT::BF16 || (dtype == DT::F16 && !pre)) && seqlen <= 2048;
-  const bool window = !pre && !post && seqlen > 256 && seqlen <= 1024 && batch >= 32;
+  const bool window = seqlen >= 256 && seqlen <= 1024 && batch >= 24;
   if (direct != 0 && runs && (direct == 1 || window)) return "cuda.sm80.fftconv_direct";
   if (!reg_disabled() && fft_size >= 256 && fft_size <= 32768) return "cuda.sm80.fftconv_reg";
   return "cuda.sm80.fftconv";
@@ -732,21 +732,23 @@ TEST_CASE("sm80 fftconv_direct: small batches when forced", "[gpu][fftconv][sm80
     }
 }
 
-// Inside the window AUTO gives the direct kernel (no gates, 256 < seqlen <= 1024, batch >= 32):
-// causal and bidirectional, fp16 and bf16, D, aligned and unaligned rows.
+// Inside the window AUTO gives the direct kernel (256 <= seqlen <= 1024, batch >= 24): causal and
+// bidirectional, fp16 and bf16, D, gates (bf16 only with a pregate), aligned and unaligned rows.
 TEST_CASE("sm80 fftconv_direct: AUTO's window", "[gpu][fftconv][sm80][direct]") {
   int i = 0;
-  for (int64_t L : {257, 700, 1024})
+  for (int64_t L : {256, 700, 1024})
     for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_BIDIRECTIONAL}) {
       Case c;
       c.mode = m;
-      c.batch = (i % 2) ? 32 : 48;
+      c.batch = (i % 2) ? 24 : 48;
       c.channels = 3;
       c.seqlen = L;
       c.filter_len = m == FK_FFTCONV_BIDIRECTIONAL ? 2 * (L / 5) + 1 : 0;
       c.dtype = io_type(i);
       c.k_dt = (i % 3) == 0 ? DT::F32 : c.dtype;
       c.with_D = (i % 3) != 2;
+      c.pre = c.dtype == DT::BF16 && (i % 4) < 2;
+      c.post = (i % 3) == 1;
       c.pad = (i % 4) == 3 ? 1 : 0;
       c.sample_rows = 16;
       run_case(c, 66800 + uint64_t(i++));
@@ -870,9 +872,9 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
   }
 }
 
-// The direct kernel's dispatch (variant names only). AUTO: no gates, 256 < seqlen <= 1024, batch
-// >= 32; FLASHKIT_FFTCONV_DIRECT=1: all it can run (any batch, gates, seqlen <= 2048, fp16 only
-// without a pregate); =0: nothing; fp32 never.
+// The direct kernel's dispatch (variant names only). AUTO: 256 <= seqlen <= 1024, batch >= 24
+// (fp16 without a pregate); FLASHKIT_FFTCONV_DIRECT=1: all it can run (any batch, seqlen <=
+// 2048, fp16 only without a pregate); =0: nothing; fp32 never.
 TEST_CASE("sm80 fftconv_direct: the predicate", "[gpu][fftconv][sm80][direct]") {
   const fk_context_t* ctx = sm80();
   if (ctx == nullptr) return;
@@ -884,10 +886,11 @@ TEST_CASE("sm80 fftconv_direct: the predicate", "[gpu][fftconv][sm80][direct]") 
     bool direct;
   };
   const Q qs[] = {
-      {32, 1000, DT::BF16, false, false, -1, true},  {31, 1000, DT::BF16, false, false, -1, false},
-      {64, 256, DT::BF16, false, false, -1, false},  {64, 257, DT::BF16, false, false, -1, true},
+      {24, 1000, DT::BF16, false, false, -1, true},  {23, 1000, DT::BF16, false, false, -1, false},
+      {64, 255, DT::BF16, false, false, -1, false},  {64, 256, DT::BF16, false, false, -1, true},
       {64, 1024, DT::F16, false, false, -1, true},   {64, 1025, DT::BF16, false, false, -1, false},
-      {64, 1000, DT::BF16, true, false, -1, false},  {64, 1000, DT::BF16, false, true, -1, false},
+      {64, 1000, DT::BF16, true, true, -1, true},    {64, 1000, DT::F16, false, true, -1, true},
+      {64, 1000, DT::F16, true, false, -1, false},
       {64, 1000, DT::F32, false, false, -1, false},  {64, 1000, DT::BF16, false, false, 0, false},
       {1, 1000, DT::BF16, true, true, 1, true},      {1, 2048, DT::BF16, true, false, 1, true},
       {64, 1000, DT::F16, true, false, 1, false},    {64, 2049, DT::BF16, false, false, 1, false},
