@@ -77,7 +77,13 @@ int direct_setting() {
 std::string expected_variant(int64_t fft_size, int64_t batch, int64_t seqlen, DT dtype, bool pre,
                              bool post) {
   const int direct = direct_setting();
-  const bool runs = (dtype == DT::BF16 || (dtype == DT::F16 && !pre)) && seqlen <= 2048;
+  // Its shared memory: 32 rows of v (Lp + 8 elements), 2 Lp pair words and 2 Lp fp32 taps,
+  // Lp = seqlen rounded up to 64, plus the predicate's 1 KB margin for static shared memory.
+  const int64_t Lp = (seqlen + 63) / 64 * 64;
+  int optin = 0;
+  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+  const bool fits = 32 * (Lp + 8) * 2 + 2 * Lp * 8 + 1024 <= optin;
+  const bool runs = (dtype == DT::BF16 || (dtype == DT::F16 && !pre)) && seqlen <= 2048 && fits;
   const bool window = seqlen >= 256 && seqlen <= 1024 && batch >= 24;
   if (direct != 0 && runs && (direct == 1 || window)) return "cuda.sm80.fftconv_direct";
   if (!reg_disabled() && fft_size >= 256 && fft_size <= 32768) return "cuda.sm80.fftconv_reg";
@@ -106,6 +112,7 @@ struct Case {
   DT dtype = DT::BF16, k_dt = DT::F32, d_dt = DT::F32;
   bool with_D = true, pre = false, post = false, constant = false;
   int64_t pad = 0;
+  int64_t y_pad = -1;  // y's row padding; -1: pad + 1 (y's rows then never share u's alignment)
   int64_t sample_rows = 0;  // 0: check every row against the reference
   double u_scale = 0.02, k_scale = 1.0;
 };
@@ -141,7 +148,7 @@ struct Inputs {
   Inputs(const Case& c, int64_t fl)
       : u(c.dtype, {c.batch, c.channels, c.seqlen}, padded({c.batch, c.channels, c.seqlen}, c.pad)),
         y(c.dtype, {c.batch, c.channels, c.seqlen},
-          padded({c.batch, c.channels, c.seqlen}, c.pad + 1)),
+          padded({c.batch, c.channels, c.seqlen}, c.y_pad >= 0 ? c.y_pad : c.pad + 1)),
         pre(c.dtype, {c.batch, c.channels, c.seqlen}),
         post(c.dtype, {c.batch, c.channels, c.seqlen}, padded({c.batch, c.channels, c.seqlen}, 2)),
         k(c.k_dt, {c.channels, fl}, {fl + c.pad, 1}),
@@ -681,32 +688,35 @@ TEST_CASE("sm80 fftconv_direct: every mode, lengths 1..2048, batch 24..70 (force
   int i = 0;
   for (int64_t L : {1, 7, 64, 100, 213, 1000, 1024, 2048})
     for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
+      // i runs over (length, mode) and k over lengths only, so that the choices below that use
+      // k vary within each mode instead of following it.
+      const int k = i / 3 * 7 + i % 3;
       Case c;
       c.mode = m;
       c.seqlen = L;
       switch (m) {
         case FK_FFTCONV_CAUSAL:
-          c.filter_len = (i % 2) ? L : std::max<int64_t>(1, L / 3);
+          c.filter_len = (k % 2) ? L : std::max<int64_t>(1, L / 3);
           break;
         case FK_FFTCONV_CIRCULAR: {
           int64_t n = 1;
           while (n < L) n *= 2;
-          c.fft_size = (i % 2) ? n : 2 * n;
-          c.filter_len = (i % 3) == 0 ? c.fft_size : L;
+          c.fft_size = (k % 2) ? n : 2 * n;
+          c.filter_len = (k % 3) != 1 ? c.fft_size : L;  // fft_size > L: wrapped taps
           break;
         }
         case FK_FFTCONV_BIDIRECTIONAL:
-          c.filter_len = 2 * ((i % 2) ? L - 1 : L / 4) + 1;
+          c.filter_len = 2 * ((k % 2) ? L - 1 : L / 4) + 1;
           break;
       }
       c.batch = batches[i % 4];
       c.channels = 3 + i % 3;
       c.dtype = io_type(i);
-      c.k_dt = (i % 3) == 0 ? DT::F32 : c.dtype;
-      c.with_D = (i % 2) == 0;
-      c.pre = c.dtype == DT::BF16 && (i % 3) != 1;  // fp16 with a pregate goes to the FFT
-      c.post = (i % 4) < 2;
-      c.pad = (i % 5) == 0 ? 3 : 0;
+      c.k_dt = (k % 3) == 0 ? DT::F32 : c.dtype;
+      c.with_D = (k % 2) == 0;
+      c.pre = c.dtype == DT::BF16 && (k % 3) != 1;  // fp16 with a pregate goes to the FFT
+      c.post = (k % 4) < 2;
+      c.pad = (k % 5) == 0 ? 3 : 0;
       c.sample_rows = L >= 1000 ? 24 : 0;
       run_case(c, 66000 + uint64_t(i++));
     }
@@ -755,6 +765,27 @@ TEST_CASE("sm80 fftconv_direct: AUTO's window", "[gpu][fftconv][sm80][direct]") 
     }
 }
 
+// Contiguous, 16-byte-aligned u, gates and y (no row padding) with D: the epilogue's lean path,
+// with D * v from u and the pregate in global memory (bf16) or from the shared v (fp16).
+TEST_CASE("sm80 fftconv_direct: contiguous rows, gates and D", "[gpu][fftconv][sm80][direct]") {
+  int i = 0;
+  for (int64_t L : {512, 1024})
+    for (DT dt : {DT::BF16, DT::F16}) {
+      Case c;
+      c.batch = 32;
+      c.channels = 3;
+      c.seqlen = L;
+      c.dtype = dt;
+      c.pre = dt == DT::BF16;
+      c.post = true;
+      c.with_D = true;
+      c.pad = 0;
+      c.y_pad = 0;
+      c.sample_rows = 12;
+      run_case(c, 67200 + uint64_t(i++));
+    }
+}
+
 // Far from the 0.02 scale: the per-channel power-of-two filter scale must keep fp16 taps normal
 // and no tap may overflow (bf16 u of order 3e4 with filters of order 10; tiny inputs; fp16 u of
 // order 100).
@@ -766,8 +797,10 @@ TEST_CASE("sm80 fftconv_direct: large and small magnitudes", "[gpu][fftconv][sm8
     bool pre;
   };
   int i = 0;
+  // 1e35 with taps of order 1: the bf16 filter scale must leave fp32's range to the sums.
   for (const Mag& g : {Mag{DT::BF16, 3.0e4, 500.0, true}, Mag{DT::BF16, 1.0e-5, 1.0e-3, false},
-                       Mag{DT::F16, 100.0, 50.0, false}, Mag{DT::F16, 1.0e-3, 1.0e-4, false}}) {
+                       Mag{DT::BF16, 1.0e35, 50.0, false}, Mag{DT::F16, 100.0, 50.0, false},
+                       Mag{DT::F16, 1.0e-3, 1.0e-4, false}}) {
     Case c;
     c.batch = 32;
     c.channels = 3;
@@ -791,13 +824,14 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
           "[gpu][fftconv][sm80][direct]") {
   const fk_context_t* ctx = sm80();
   if (ctx == nullptr) return;
+  for (int64_t L0 : {500, 512})  // 512: 16-byte rows (the copy-engine path)
   for (bool direct : {true, false}) {
     fktest::ScopedEnv env("FLASHKIT_FFTCONV_DIRECT", direct ? "1" : "0");
-    INFO((direct ? "direct kernel" : "FFT kernel"));
+    INFO((direct ? "direct kernel" : "FFT kernel") << ", L " << L0);
     Case c;
     c.batch = 32;
     c.channels = 3;
-    c.seqlen = 500;
+    c.seqlen = L0;
     c.dtype = DT::BF16;
     c.pre = true;
     const int64_t L = c.seqlen, fl = L;
@@ -813,7 +847,7 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
     fk_fftconv_plan_options_t resolved;
     fk_fftconv_plan_options_init(&resolved);
     REQUIRE_FK(fk_fftconv_plan_get_options(plan, &resolved));
-    auto rng = rng_for(67500 + (direct ? 1 : 0));
+    auto rng = rng_for(67500 + uint64_t(L0) + (direct ? 1 : 0));
     Inputs in(c, fl);
     in.u.fill_normal(rng, 0.02);
     fill_filter(in.k, fl, rng);

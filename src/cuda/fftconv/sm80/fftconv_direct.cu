@@ -25,8 +25,9 @@
 //   accumulators, and walks only the k-steps where the diagonal table is not zero (causal: k <=
 //   n; bidirectional: |n - k| <= R). Tiles are dealt in a snake (warp w takes tiles w and 2W - 1
 //   - w of each pair of rounds), which balances the causal triangle.
-// - The filter is scaled by a power of two per channel (largest tap in [2^13, 2^14): fp16 keeps
-//   every tap normal down to 2^-11 of the largest) and the output scaled back in fp32 (exact).
+// - The filter is scaled by a power of two per channel (fp16: largest tap in [2^13, 2^14), so
+//   taps down to 2^-27 of it stay normal; bf16: in [0.5, 1), keeping fp32's range for the
+//   accumulators) and the output scaled back in fp32 (exact).
 // - Epilogue straight from the accumulators: D * v from the shared v, the postgate from global
 //   memory, 4-byte stores of element pairs where y is aligned, scalar stores otherwise.
 // - What it can run: fp16/bf16, seqlen <= 2048, every mode, D, gates (fp16 without a pregate:
@@ -43,6 +44,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <type_traits>
 #include <cstdint>
 #include <cstdlib>
 
@@ -194,7 +196,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
   }
 
   // 3. The channel's largest tap and whether any tap is not finite; the diagonal table, scaled
-  //    so that the largest tap lies in [2^13, 2^14). Then v = pregate * u in place (each thread
+  //    by a power of two so that the largest tap lies in [2^13, 2^14) for fp16 (taps down to
+  //    2^-27 of the largest stay normal) and in [0.5, 1) for bf16 (whose range is
+  //    fp32's: a larger scale would only move the accumulators toward overflow). Then v = pregate * u in place (each thread
   //    its own chunks, once its copies landed; the pregate's loads kLoadBatch chunks at a time)
   //    and whether each row is finite.
   __syncthreads();
@@ -218,7 +222,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
   if (kmax > 0.0f) {
     int e = 0;
     frexpf(kmax, &e);
-    sexp = min(14 - e, 120);
+    sexp = min((std::is_same<T, __half>::value ? 14 : 0) - e, 120);
   }
   for (int e = tid; e < 2 * Lp; e += nthr) {
     // (kk[d], kk[d - 1]) for d = e - Lp; kk[-Lp] is never reached by an output (zero).
@@ -268,6 +272,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
         w.z = Elt<T>::pack(v[4], v[5]);
         w.w = Elt<T>::pack(v[6], v[7]);
         *reinterpret_cast<uint4*>(dst) = w;
+        unpack8<T>(w, v);  // a finite fp32 product can round to Inf in 16 bits
       }
       bool bad = false;
 #pragma unroll
@@ -448,6 +453,7 @@ bool fftconv_direct_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   if (p.seqlen > kMaxL || p.filter_len <= 0) return false;
   if (setting != 1 && (p.seqlen < kAutoMinL || p.seqlen > kAutoMaxL || p.batch < kAutoMinBatch))
     return false;
+  if (p.channels * ((p.batch + kRows - 1) / kRows) > INT_MAX) return false;  // one block each
   const int Lp = static_cast<int>((p.seqlen + kTileN - 1) / kTileN * kTileN);
   // + 1024: the kernel's static shared memory counts against the same per-block limit.
   return static_cast<int64_t>(smem_bytes(Lp > 0 ? Lp : kTileN)) + 1024 <= caps.smem_per_block_optin;
