@@ -717,6 +717,12 @@ class FFTConv:
     """Long convolution of each channel with its own filter, by FFT (Fu et al. 2023,
     "FlashFFTConv", section 3: the FFT as Monarch matrix products; Hyena, Poli et al. 2023).
 
+    On CUDA, fp16/bf16 calls with short rows and a large batch (on the H200: 256 <= seqlen <=
+    1024, batch >= 24; docs/design.md) run instead as a Toeplitz matrix product on the tensor
+    cores (kernel ``cuda.sm80.fftconv_direct``), which was faster there: same result within
+    the library's tested bounds, bf16 plans with bf16 operands, no filter spectrum (so
+    ``filter_constant`` changes nothing for those calls).
+
     Args:
         seqlen (int): sequence length ``L`` of ``u``.
         fft_size (int | None): FFT length, a power of two; None (or 0, the C library's
