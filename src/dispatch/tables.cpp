@@ -113,8 +113,10 @@ static const BlockdiagVariant kBlockdiag[] = {
 
 static const FFTConvVariant kFFTConv[] = {
 #if defined(FLASHKIT_WITH_CUDA)
-    // Rows up to 2048 long with a batch of at least 24 sharing each filter: the convolution as
-    // a Toeplitz matrix product on mma.sync (fp16/bf16, every mode; no workspace).
+    // Short rows with a batch sharing each filter (AUTO: 256 <= seqlen <= 1024, batch >= 24,
+    // fp16 without a pregate; FLASHKIT_FFTCONV_DIRECT=1: seqlen <= 2048, any batch): the
+    // convolution as a Toeplitz matrix product on mma.sync (fp16/bf16, every mode; no
+    // workspace).
     {"cuda.sm80.fftconv_direct", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
      cuda::sm80::fftconv_direct_supported, cuda::sm80::fftconv_direct, nullptr},
     // Register-resident FFT convolution (two rows per complex transform, 32 x 32 Monarch DFTs

@@ -717,8 +717,9 @@ class FFTConv:
     """Long convolution of each channel with its own filter, by FFT (Fu et al. 2023,
     "FlashFFTConv", section 3: the FFT as Monarch matrix products; Hyena, Poli et al. 2023).
 
-    On CUDA, fp16/bf16 calls with short rows and a large batch (on the H200: 256 <= seqlen <=
-    1024, batch >= 24; docs/design.md) run instead as a Toeplitz matrix product on the tensor
+    On CUDA, fp16/bf16 calls with short rows and a large batch (256 <= seqlen <= 1024, batch
+    >= 24, fp16 only without a pregate; a window measured on the H200, docs/design.md) run
+    instead as a Toeplitz matrix product on the tensor
     cores (kernel ``cuda.sm80.fftconv_direct``), which was faster there: same result within
     the library's tested bounds, bf16 plans with bf16 operands, no filter spectrum (so
     ``filter_constant`` changes nothing for those calls).

@@ -28,7 +28,8 @@
 // - The filter is scaled by a power of two per channel (fp16: largest tap in [2^13, 2^14), so
 //   taps down to 2^-27 of it stay normal; bf16: in [0.5, 1), keeping fp32's range for the
 //   accumulators) and the output scaled back in fp32 (exact).
-// - Epilogue straight from the accumulators: D * v from the shared v, the postgate from global
+// - Epilogue straight from the accumulators: D * v from the shared v (exact: v = u), or with a
+//   pregate from u and the pregate in fp32 (the shared v is rounded), the postgate from global
 //   memory, 4-byte stores of element pairs where y is aligned, scalar stores otherwise.
 // - What it can run: fp16/bf16, seqlen <= 2048, every mode, D, gates (fp16 without a pregate:
 //   v = pregate * u can leave the fp16 range, where the FFT kernel scales its rows), any batch
