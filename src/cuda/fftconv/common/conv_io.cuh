@@ -155,6 +155,15 @@ static __global__ void twiddle_kernel(float2* tw, int64_t n) {
   }
 }
 
+// Rows of 16-bit elements that allow `bytes`-wide accesses (4 or 16) at every multiple of
+// bytes / 2 elements: the base pointer aligned to `bytes` and both outer strides (in elements)
+// multiples of bytes / 2. An absent operand (nullptr) qualifies.
+inline bool rows_aligned(const void* ptr, int bytes, int64_t s0, int64_t s1) {
+  const int64_t elems = bytes / 2;
+  return ptr == nullptr || (reinterpret_cast<uintptr_t>(ptr) % uintptr_t(bytes) == 0 &&
+                            s0 % elems == 0 && s1 % elems == 0);
+}
+
 // log2 of a power of two (the smallest l with 2^l >= n otherwise).
 inline int log2_exact(int64_t n) {
   int l = 0;

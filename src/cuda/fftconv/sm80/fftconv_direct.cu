@@ -93,6 +93,16 @@ size_t smem_bytes(int Lp) {
 }
 
 template <class T>
+__device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
+  uint4 w;
+  w.x = Elt<T>::pack(v[0], v[1]);
+  w.y = Elt<T>::pack(v[2], v[3]);
+  w.z = Elt<T>::pack(v[4], v[5]);
+  w.w = Elt<T>::pack(v[6], v[7]);
+  return w;
+}
+
+template <class T>
 __device__ __forceinline__ void unpack8(const uint4& r, float (&v)[8]) {
   const uint32_t w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
@@ -177,11 +187,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
           float v[8];
 #pragma unroll
           for (int j = 0; j < 8; ++j) v[j] = t0 + j < L ? load_float(a.u, a.dtype, off + j) : 0.0f;
-          uint4 w;
-          w.x = Elt<T>::pack(v[0], v[1]);
-          w.y = Elt<T>::pack(v[2], v[3]);
-          w.z = Elt<T>::pack(v[4], v[5]);
-          w.w = Elt<T>::pack(v[6], v[7]);
+          const uint4 w = pack8<T>(v);
           *reinterpret_cast<uint4*>(dst) = w;
         }
       } else {
@@ -267,11 +273,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
           for (int j = 0; j < 8; ++j)
             v[j] *= t0 + j < L ? load_float(a.pre, a.dtype, off + j) : 0.0f;
         }
-        uint4 w;
-        w.x = Elt<T>::pack(v[0], v[1]);
-        w.y = Elt<T>::pack(v[2], v[3]);
-        w.z = Elt<T>::pack(v[4], v[5]);
-        w.w = Elt<T>::pack(v[6], v[7]);
+        const uint4 w = pack8<T>(v);
         *reinterpret_cast<uint4*>(dst) = w;
         unpack8<T>(w, v);  // a finite fp32 product can round to Inf in 16 bits
       }
@@ -438,11 +440,6 @@ int direct_setting() {
   return -1;
 }
 
-bool aligned(const void* ptr, int bytes, int64_t s0, int64_t s1, int elems) {
-  return ptr == nullptr || (reinterpret_cast<uintptr_t>(ptr) % bytes == 0 && s0 % elems == 0 &&
-                            s1 % elems == 0);
-}
-
 }  // namespace
 
 bool fftconv_direct_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
@@ -494,10 +491,10 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     }
   }
   a.row_groups = static_cast<int>((p.batch + kRows - 1) / kRows);
-  a.vec = aligned(p.u, 16, p.u_batch_stride, p.u_channel_stride, 8) &&
-          aligned(p.pregate, 16, p.pre_batch_stride, p.pre_channel_stride, 8);
-  a.pair_y = aligned(p.y, 4, p.y_batch_stride, p.y_channel_stride, 2);
-  a.pair_post = aligned(p.postgate, 4, p.post_batch_stride, p.post_channel_stride, 2);
+  a.vec = conv::rows_aligned(p.u, 16, p.u_batch_stride, p.u_channel_stride) &&
+          conv::rows_aligned(p.pregate, 16, p.pre_batch_stride, p.pre_channel_stride);
+  a.pair_y = conv::rows_aligned(p.y, 4, p.y_batch_stride, p.y_channel_stride);
+  a.pair_post = conv::rows_aligned(p.postgate, 4, p.post_batch_stride, p.post_channel_stride);
   a.lean = a.pair_y && a.pair_post && (p.D == nullptr || p.pregate == nullptr || a.vec);
 
   const int64_t grid = p.channels * a.row_groups;

@@ -2056,11 +2056,6 @@ fk_status_t compute_spectrum(const RegArgs& a, int log_n, int optin, void* spec,
   return check_launch("cuda.sm80.fftconv_reg filter spectrum kernel");
 }
 
-bool aligned16(const void* ptr, int64_t s0, int64_t s1) {
-  return ptr == nullptr ||
-         (reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && s0 % 8 == 0 && s1 % 8 == 0);
-}
-
 }  // namespace
 
 bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
@@ -2130,10 +2125,10 @@ fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
     FK_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                 "cudaDeviceGetAttribute(shared memory)");
   }
-  a.vec = (aligned16(p.u, p.u_batch_stride, p.u_channel_stride) &&
-           aligned16(p.pregate, p.pre_batch_stride, p.pre_channel_stride) &&
-           aligned16(p.postgate, p.post_batch_stride, p.post_channel_stride) &&
-           aligned16(p.y, p.y_batch_stride, p.y_channel_stride))
+  a.vec = (conv::rows_aligned(p.u, 16, p.u_batch_stride, p.u_channel_stride) &&
+           conv::rows_aligned(p.pregate, 16, p.pre_batch_stride, p.pre_channel_stride) &&
+           conv::rows_aligned(p.postgate, 16, p.post_batch_stride, p.post_channel_stride) &&
+           conv::rows_aligned(p.y, 16, p.y_batch_stride, p.y_channel_stride))
               ? 1
               : 0;
 

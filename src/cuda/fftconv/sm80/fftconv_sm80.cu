@@ -738,13 +738,10 @@ fk_status_t fftconv(const ExecContext& ctx, const FFTConvProblem& p) {
   a.split = split_mode();
   // Prefetch the next row through cp.async when rows are 16-byte aligned and it fits.
   a.stage_len = 0;
-  const auto aligned = [](const void* ptr, int64_t s0, int64_t s1) {
-    return ptr == nullptr ||
-           (reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && s0 % 8 == 0 && s1 % 8 == 0);
-  };
   const int sm_count = ctx.caps != nullptr ? ctx.caps->sm_count : 0;
-  if (prefetch_mode() && sm_count > 0 && aligned(p.u, p.u_batch_stride, p.u_channel_stride) &&
-      aligned(p.pregate, p.pre_batch_stride, p.pre_channel_stride)) {
+  if (prefetch_mode() && sm_count > 0 &&
+      conv::rows_aligned(p.u, 16, p.u_batch_stride, p.u_channel_stride) &&
+      conv::rows_aligned(p.pregate, 16, p.pre_batch_stride, p.pre_channel_stride)) {
     a.stage_len = static_cast<int>((p.seqlen + 7) / 8 * 8);
     if (static_cast<int64_t>(conv_smem_bytes(a)) > ctx.caps->smem_per_block_optin) a.stage_len = 0;
   }
