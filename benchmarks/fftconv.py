@@ -9,7 +9,8 @@ at longer L (B * L = 64K), causal with fft_size = 2L, gated (pre/post gates) and
 flashkit is timed twice: with a plan flagged FK_FFTCONV_FILTER_CONSTANT (cached spectrum) and
 without (spectrum recomputed per call, as torch does). Where the library picks the direct
 (Toeplitz) kernel, the FFT kernel is timed too, with FLASHKIT_FFTCONV_DIRECT=0 set in this
-process for that call (column "fft ms", constant plan).
+process for that call (column "fft ms", constant plan); where that is the Hopper direct kernel,
+the sm80-class direct kernel as well, through a context of the SM80 family (column "sm80 ms").
 
 HBM floor: bytes of u, y and the gates read/written once plus the fp32 filter spectrum
 (H * (fft_size/2 + 1) * 8 bytes) once, at 4.2 TB/s (the H200's measured copy rate).
@@ -103,6 +104,29 @@ def reference64(u, k, D, pre, post):
     return y
 
 
+def alt_time(fk, sets, H, L, N, dt, k, D, args, env):
+    """Median ms of a constant plan on `fk`'s context with the variables `env` set in this
+    process for the call, and the variant it ran."""
+    old = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        plan = fk.plan(H, L, N, dt, True)
+        calls = []
+        for (u, y, pre, post) in sets:
+            c, variant = fk.make_call(plan, u, k, D, pre, post, y)
+            calls.append(c)
+        ms = time_ms(calls, args.warmup, args.reps)
+        fk.lib.fk_fftconv_plan_destroy(plan)
+        fk.forget()
+        return ms, variant
+    finally:
+        for name, value in old.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=os.environ.get("FLASHKIT_LIB", "build/libflashkit.so"))
@@ -118,11 +142,12 @@ def main():
     args = ap.parse_args()
     torch.manual_seed(0)
     fk = Flashkit(args.lib, args.family)
+    fk80 = None
     dts = {"bf16": torch.bfloat16, "fp16": torch.float16}
     H = args.channels
     rows = []
     print(f"{'dtype':5} {'B':>3} {'L':>6} {'gated':>5} {'variant':25} {'fk const ms':>11} "
-          f"{'fk ms':>8} {'fft ms':>8} {'torch ms':>9} {'GB/s':>7} {'%floor':>7} {'x torch':>8} "
+          f"{'fk ms':>8} {'fft ms':>8} {'sm80 ms':>8} {'torch ms':>9} {'GB/s':>7} {'%floor':>7} {'x torch':>8} "
           f"{'max err':>9}")
     for dname in args.dtype:
         dt = dts[dname]
@@ -172,23 +197,14 @@ def main():
                     fk.forget()
                 if "direct" in res["variant"]:
                     # The FFT kernel on the same inputs, same process (constant plan).
-                    old = os.environ.get("FLASHKIT_FFTCONV_DIRECT")
-                    os.environ["FLASHKIT_FFTCONV_DIRECT"] = "0"
-                    try:
-                        plan = fk.plan(H, L, N, dt, True)
-                        calls = []
-                        for (u, y, pre, post) in sets:
-                            c, fvariant = fk.make_call(plan, u, k, D, pre, post, y)
-                            calls.append(c)
-                        res["fft_const_ms"] = time_ms(calls, args.warmup, args.reps)
-                        res["fft_variant"] = fvariant
-                        fk.lib.fk_fftconv_plan_destroy(plan)
-                        fk.forget()
-                    finally:
-                        if old is None:
-                            del os.environ["FLASHKIT_FFTCONV_DIRECT"]
-                        else:
-                            os.environ["FLASHKIT_FFTCONV_DIRECT"] = old
+                    res["fft_const_ms"], res["fft_variant"] = alt_time(
+                        fk, sets, H, L, N, dt, k, D, args, {"FLASHKIT_FFTCONV_DIRECT": "0"})
+                if res["variant"] == "cuda.sm90.fftconv_direct":
+                    # And the sm80-class direct kernel (the SM80 family's context).
+                    if fk80 is None:
+                        fk80 = Flashkit(args.lib, "sm80")
+                    res["sm80_const_ms"], res["sm80_variant"] = alt_time(
+                        fk80, sets, H, L, N, dt, k, D, args, {})
                 tcalls = [lambda s=s: torch_fftconv(s[0], k, D, s[2], s[3]) for s in sets]
                 try:
                     res["torch_ms"] = time_ms(tcalls, args.warmup, args.reps)
@@ -203,6 +219,7 @@ def main():
                 rows.append(res)
                 print(f"{dname:5} {B:3d} {L:6d} {str(gated):>5} {res['variant']:25} {best:11.4f} "
                       f"{res['fk_ms']:8.4f} {res.get('fft_const_ms', float('nan')):8.4f} "
+                      f"{res.get('sm80_const_ms', float('nan')):8.4f} "
                       f"{res['torch_ms']:9.4f} {res['gbps']:7.0f} "
                       f"{res['pct_floor']:6.1f}% {res['ratio_vs_torch']:7.1f}x "
                       f"{res['max_rel_err']:9.2e}", flush=True)

@@ -9,6 +9,7 @@
 #endif
 #if defined(FLASHKIT_WITH_SM90)
 #include "cuda/attention/sm90/attention_sm90.h"
+#include "cuda/fftconv/sm90/fftconv_direct90.h"
 #include "cuda/gemm/sm90/gemm_sm90.h"
 #include "cuda/monarch/sm90/monarch_sm90.h"
 #endif
@@ -112,6 +113,12 @@ static const BlockdiagVariant kBlockdiag[] = {
 };
 
 static const FFTConvVariant kFFTConv[] = {
+#if defined(FLASHKIT_WITH_SM90)
+    // The same Toeplitz product on wgmma, Hopper only (AUTO: 256 <= seqlen <= 1024, batch >=
+    // 32; FLASHKIT_FFTCONV_DIRECT=1: seqlen <= 1280, any batch).
+    {"cuda.sm90.fftconv_direct", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90,
+     cuda::sm90::fftconv_direct_supported, cuda::sm90::fftconv_direct, nullptr},
+#endif
 #if defined(FLASHKIT_WITH_CUDA)
     // Short rows with a batch sharing each filter (AUTO: 256 <= seqlen <= 1024, batch >= 24,
     // fp16 without a pregate; FLASHKIT_FFTCONV_DIRECT=1: seqlen <= 2048, any batch): the

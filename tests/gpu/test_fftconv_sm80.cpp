@@ -59,10 +59,10 @@ const fk_context_t* sm80() { return context_for(FK_KERNEL_FAMILY_SM80); }
 
 double unit_roundoff(DT t) { return t == DT::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
 
-// Largest |y - ref| / rms(ref row) seen per kernel (0: sm80, 1: reg, 2: direct) and output dtype
-// (0: fp16, 1: bf16).
-double g_worst[3][2] = {{0, 0}, {0, 0}, {0, 0}};
-enum Kernel { kSm80 = 0, kReg = 1, kDirect = 2 };
+// Largest |y - ref| / rms(ref row) seen per kernel (0: sm80, 1: reg, 2: direct, 3: the sm90
+// direct kernel) and output dtype (0: fp16, 1: bf16).
+double g_worst[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
+enum Kernel { kSm80 = 0, kReg = 1, kDirect = 2, kDirect90 = 3 };
 
 bool reg_disabled() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_REG");
@@ -93,7 +93,24 @@ std::string expected_variant(int64_t fft_size, int64_t batch, int64_t seqlen, DT
   if (!reg_disabled() && fft_size >= 256 && fft_size <= 32768) return "cuda.sm80.fftconv_reg";
   return "cuda.sm80.fftconv";
 }
+// The variant a context forced to the SM90 family must name: cuda.sm90.fftconv_direct where it
+// runs (16-bit rows up to 1280 long, fp16 without a pregate; 64 rows of v, the descriptor table
+// and the fp32 taps in shared memory: 168 bytes per position of seqlen rounded up to 128) and is
+// chosen (forced, or 256 <= seqlen <= 1024 with batch >= 32); the generic kernel otherwise (the
+// family has no other FFT-convolution kernel).
+std::string expected_variant90(int64_t batch, int64_t seqlen, DT dtype, bool pre) {
+  const int direct = direct_setting();
+  const int64_t Lp = (seqlen + 127) / 128 * 128;
+  int optin = 0;
+  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+  const bool fits = 168 * Lp + 1024 <= optin;
+  const bool runs = (dtype == DT::BF16 || (dtype == DT::F16 && !pre)) && seqlen <= 1280 && fits;
+  const bool window = seqlen >= 256 && seqlen <= 1024 && batch >= 32;
+  if (direct != 0 && runs && (direct == 1 || window)) return "cuda.sm90.fftconv_direct";
+  return "cuda.generic.fftconv";
+}
 Kernel kernel_of(const std::string& variant) {
+  if (variant == "cuda.sm90.fftconv_direct") return kDirect90;
   if (variant == "cuda.sm80.fftconv_direct") return kDirect;
   return variant == "cuda.sm80.fftconv_reg" ? kReg : kSm80;
 }
@@ -175,9 +192,10 @@ void check(const Case& c, const Inputs& in, int64_t fl, int64_t fft_size,
   // errors over the taps reached 2^-6.2 of the row rms in a float64 simulation of the kernel's
   // roundings (600 rows of 1000 at these scales, 2026-12-02), so bf16 gets 2^-5; fp16 operands
   // (2^-11) keep 2^-7.
+  const bool direct = kernel == kDirect || kernel == kDirect90;
   const double eps_fft = kernel == kSm80 ? eps
-                         : (kernel == kDirect && c.dtype == DT::BF16) ? std::ldexp(1.0, -5)
-                                                                      : std::ldexp(1.0, -7);
+                         : (direct && c.dtype == DT::BF16) ? std::ldexp(1.0, -5)
+                                                           : std::ldexp(1.0, -7);
   // fp16 outputs below 2^-14 are subnormal, spaced 2^-24 apart: the rounding of a tiny output
   // (a one-tap filter on 0.02-scale inputs) is absolute there.
   const double tiny = c.dtype == DT::F16 ? std::ldexp(1.0, -24) : 0.0;
@@ -228,12 +246,13 @@ void check(const Case& c, const Inputs& in, int64_t fl, int64_t fft_size,
   CHECK(bad == 0);
 }
 
-// Runs case c (forced SM80 family) for `calls` calls on one plan; the kernel must be the sm80 one.
-void run_case(const Case& c, uint64_t tag, int calls = 1) {
-  INFO(describe(c));
-  const fk_context_t* ctx = sm80();
+// Runs case c (forced SM80 family, or SM90 with `sm90`) for `calls` calls on one plan; the
+// kernel must be the one expected_variant (expected_variant90) names.
+void run_case(const Case& c, uint64_t tag, int calls = 1, bool sm90 = false) {
+  INFO(describe(c) << (sm90 ? " (SM90 family)" : ""));
+  const fk_context_t* ctx = sm90 ? context_for(FK_KERNEL_FAMILY_SM90) : sm80();
   if (ctx == nullptr) {
-    WARN("no sm80-class device: skipped");
+    WARN((sm90 ? "no Hopper device: skipped" : "no sm80-class device: skipped"));
     return;
   }
   auto rng = rng_for(tag);
@@ -276,7 +295,8 @@ void run_case(const Case& c, uint64_t tag, int calls = 1) {
     return;
   }
   const std::string want =
-      expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre, c.post);
+      sm90 ? expected_variant90(c.batch, c.seqlen, c.dtype, c.pre)
+           : expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre, c.post);
   REQUIRE(std::string(variant) == want);
   const auto rows = rows_to_check(c, rng);
   for (int call = 0; call < calls; ++call) {
@@ -826,12 +846,14 @@ TEST_CASE("sm80 fftconv_direct: large and small magnitudes", "[gpu][fftconv][sm8
 // partner of a non-finite row is NaN too, and is not checked.
 TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
           "[gpu][fftconv][sm80][direct]") {
-  const fk_context_t* ctx = sm80();
-  if (ctx == nullptr) return;
+  // Pass 0: the SM80 family, direct and FFT kernels; pass 1: the SM90 family's direct kernel.
+  for (int pass = 0; pass < 2; ++pass)
   for (int64_t L0 : {500, 512})  // 512: 16-byte rows (the copy-engine path)
   for (bool direct : {true, false}) {
+    const fk_context_t* ctx = pass == 0 ? sm80() : context_for(FK_KERNEL_FAMILY_SM90);
+    if (ctx == nullptr || (pass == 1 && !direct)) continue;
     fktest::ScopedEnv env("FLASHKIT_FFTCONV_DIRECT", direct ? "1" : "0");
-    INFO((direct ? "direct kernel" : "FFT kernel") << ", L " << L0);
+    INFO((direct ? "direct kernel" : "FFT kernel") << ", L " << L0 << ", pass " << pass);
     Case c;
     c.batch = 32;
     c.channels = 3;
@@ -851,7 +873,7 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
     fk_fftconv_plan_options_t resolved;
     fk_fftconv_plan_options_init(&resolved);
     REQUIRE_FK(fk_fftconv_plan_get_options(plan, &resolved));
-    auto rng = rng_for(67500 + uint64_t(L0) + (direct ? 1 : 0));
+    auto rng = rng_for(67500 + uint64_t(L0) + (direct ? 1 : 0) + 7 * uint64_t(pass));
     Inputs in(c, fl);
     in.u.fill_normal(rng, 0.02);
     fill_filter(in.k, fl, rng);
@@ -865,8 +887,9 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
     const char* variant = "?";
     REQUIRE_FK(
         fk_fftconv_select_kernel(plan, &du, &dk, &dD, &dpre, nullptr, &dy, &variant));
-    CHECK(std::string(variant) ==
-          (direct ? "cuda.sm80.fftconv_direct" : "cuda.sm80.fftconv_reg"));
+    CHECK(std::string(variant) == (pass == 1 ? "cuda.sm90.fftconv_direct"
+                                   : direct  ? "cuda.sm80.fftconv_direct"
+                                             : "cuda.sm80.fftconv_reg"));
     dy.poison();
     REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &dk, &dD, &dpre, nullptr, &dy));
     dy.download();
@@ -976,12 +999,197 @@ TEST_CASE("sm80 fftconv_direct: small case for memcheck",
   }
 }
 
+// ---- cuda.sm90.fftconv_direct (the SM90 family forced; Hopper only) ----------------------------
+
+// Every mode at lengths from 1 to 1280 (one 128-position tile to 10; tails), batches 24..130
+// (partial groups of 64 rows), filters from one tap to the full length (circular: wrapped taps),
+// 16-bit and fp32 filters, gates, D, unaligned rows.
+TEST_CASE("sm90 fftconv_direct: every mode, lengths 1..1280, batch 24..130 (forced)",
+          "[gpu][fftconv][sm90][direct]") {
+  DirectForced forced;
+  const int64_t batches[] = {24, 64, 65, 130};
+  int i = 0;
+  for (int64_t L : {1, 7, 100, 128, 213, 640, 1000, 1024, 1280})
+    for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
+      const int k = i / 3 * 7 + i % 3;
+      Case c;
+      c.mode = m;
+      c.seqlen = L;
+      switch (m) {
+        case FK_FFTCONV_CAUSAL:
+          c.filter_len = (k % 2) ? L : std::max<int64_t>(1, L / 3);
+          break;
+        case FK_FFTCONV_CIRCULAR: {
+          int64_t n = 1;
+          while (n < L) n *= 2;
+          c.fft_size = (k % 2) ? n : 2 * n;
+          c.filter_len = (k % 3) != 1 ? c.fft_size : L;
+          break;
+        }
+        case FK_FFTCONV_BIDIRECTIONAL:
+          c.filter_len = 2 * ((k % 2) ? L - 1 : L / 4) + 1;
+          break;
+      }
+      c.batch = batches[i % 4];
+      c.channels = 2 + i % 3;
+      c.dtype = io_type(i);
+      c.k_dt = (k % 3) == 0 ? DT::F32 : c.dtype;
+      c.with_D = (k % 2) == 0;
+      c.pre = c.dtype == DT::BF16 && (k % 3) != 1;
+      c.post = (k % 4) < 2;
+      c.pad = (k % 5) == 0 ? 3 : 0;
+      c.sample_rows = L >= 1000 || c.batch > 64 ? 24 : 0;
+      run_case(c, 69000 + uint64_t(i++), 1, true);
+    }
+}
+
+// Contiguous, 16-byte-aligned rows with D and gates (the epilogue's lean path), several calls on
+// one plan, and small batches (rows padded to 64).
+TEST_CASE("sm90 fftconv_direct: contiguous rows, small batches", "[gpu][fftconv][sm90][direct]") {
+  int i = 0;
+  for (int64_t L : {512, 1024})
+    for (DT dt : {DT::BF16, DT::F16}) {
+      Case c;
+      c.batch = 64;
+      c.channels = 3;
+      c.seqlen = L;
+      c.dtype = dt;
+      c.pre = dt == DT::BF16;
+      c.post = true;
+      c.with_D = true;
+      c.pad = 0;
+      c.y_pad = 0;
+      c.sample_rows = 12;
+      run_case(c, 69400 + uint64_t(i++), 2, true);
+    }
+  DirectForced forced;
+  for (int64_t B : {1, 5})
+    for (int64_t L : {300, 1280}) {
+      Case c;
+      c.batch = B;
+      c.channels = 4;
+      c.seqlen = L;
+      c.mode = (i % 2) ? FK_FFTCONV_BIDIRECTIONAL : FK_FFTCONV_CAUSAL;
+      c.filter_len = c.mode == FK_FFTCONV_BIDIRECTIONAL ? 2 * (L / 3) + 1 : 0;
+      c.dtype = io_type(i);
+      c.pre = c.dtype == DT::BF16;
+      c.post = true;
+      c.pad = (i % 3) == 2 ? 1 : 0;
+      run_case(c, 69400 + uint64_t(i++), 1, true);
+    }
+}
+
+// The filter scale far from the 0.02 scale (as for the sm80 kernel).
+TEST_CASE("sm90 fftconv_direct: large and small magnitudes", "[gpu][fftconv][sm90][direct]") {
+  DirectForced forced;
+  struct Mag {
+    DT dt;
+    double us, ks;
+    bool pre;
+  };
+  int i = 0;
+  for (const Mag& g : {Mag{DT::BF16, 3.0e4, 500.0, true}, Mag{DT::BF16, 1.0e-5, 1.0e-3, false},
+                       Mag{DT::BF16, 1.0e35, 50.0, false}, Mag{DT::F16, 100.0, 50.0, false},
+                       Mag{DT::F16, 1.0e-3, 1.0e-4, false}}) {
+    Case c;
+    c.batch = 64;
+    c.channels = 3;
+    c.seqlen = (i % 2) ? 1200 : 333;
+    c.dtype = g.dt;
+    c.k_dt = DT::F32;
+    c.u_scale = g.us;
+    c.k_scale = g.ks;
+    c.pre = g.pre;
+    c.post = true;
+    c.sample_rows = 16;
+    run_case(c, 69600 + uint64_t(i++), 1, true);
+  }
+}
+
+// AUTO on a Hopper GPU (variant names only): the sm90 kernel for 256 <= seqlen <= 1024 and batch
+// >= 32, the sm80 one for batch 24..31; FLASHKIT_FFTCONV_DIRECT=1: the sm90 kernel up to seqlen
+// 1280, the sm80 one above; =0: neither.
+TEST_CASE("sm90 fftconv_direct: the predicate under AUTO", "[gpu][fftconv][sm90][direct]") {
+  const fk_context_t* ctx = fkgpu::auto_context();
+  int dev = 0, major = 0, minor = 0;
+  REQUIRE_CUDA(cudaGetDevice(&dev));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major != 9 || minor != 0 || context_for(FK_KERNEL_FAMILY_SM90) == nullptr) {
+    WARN("not a Hopper GPU (or a build without the sm90 kernels): skipped");
+    return;
+  }
+  struct Q {
+    int64_t B, L;
+    DT dt;
+    bool pre;
+    int env;  // -1 unset, 0, 1
+    const char* want;
+  };
+  const Q qs[] = {{64, 1024, DT::BF16, false, -1, "cuda.sm90.fftconv_direct"},
+                  {32, 256, DT::F16, false, -1, "cuda.sm90.fftconv_direct"},
+                  {32, 700, DT::BF16, true, -1, "cuda.sm90.fftconv_direct"},
+                  {31, 1000, DT::BF16, false, -1, "cuda.sm80.fftconv_direct"},
+                  {24, 512, DT::F16, false, -1, "cuda.sm80.fftconv_direct"},
+                  {64, 255, DT::BF16, false, -1, "cuda.sm80.fftconv_reg"},
+                  {64, 1025, DT::BF16, false, -1, "cuda.sm80.fftconv_reg"},
+                  {64, 1000, DT::F16, true, -1, "cuda.sm80.fftconv_reg"},
+                  {64, 1000, DT::BF16, false, 0, "cuda.sm80.fftconv_reg"},
+                  {1, 1280, DT::BF16, true, 1, "cuda.sm90.fftconv_direct"},
+                  {1, 1281, DT::BF16, false, 1, "cuda.sm80.fftconv_direct"},
+                  {64, 2048, DT::BF16, false, 1, "cuda.sm80.fftconv_direct"}};
+  for (const Q& q : qs) {
+    std::unique_ptr<fktest::ScopedEnv> env;
+    if (q.env >= 0) env.reset(new fktest::ScopedEnv("FLASHKIT_FFTCONV_DIRECT", q.env ? "1" : "0"));
+    INFO("B " << q.B << " L " << q.L << " " << fktest::dt_name(q.dt) << (q.pre ? " +pregate" : "")
+              << " env " << q.env);
+    fk_fftconv_plan_options_t o;
+    fk_fftconv_plan_options_init(&o);
+    o.channels = 2;
+    o.seqlen = q.L;
+    o.dtype = fktest::dl_dtype(q.dt);
+    fk_fftconv_plan_t* plan = nullptr;
+    REQUIRE_FK(fk_fftconv_plan_create(ctx, &o, &plan));
+    std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
+        plan, fk_fftconv_plan_destroy);
+    HostTensor u(q.dt, {q.B, 2, q.L}), y(q.dt, {q.B, 2, q.L}), k(DT::F32, {2, q.L});
+    DeviceTensor du(u), dy(y), dk(k), dg(u);
+    const char* variant = "?";
+    REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, nullptr, q.pre ? &dg : nullptr, nullptr,
+                                        &dy, &variant));
+    CHECK(std::string(variant) == q.want);
+  }
+}
+
+// Small cases for compute-sanitizer (gpu-check's "[sanitize]" pass): a partial group of rows,
+// tails, unaligned rows, gates.
+TEST_CASE("sm90 fftconv_direct: small case for memcheck",
+          "[gpu][fftconv][sm90][direct][memcheck][sanitize]") {
+  DirectForced forced;
+  int i = 0;
+  for (int64_t L : {7, 200, 1100}) {
+    Case c;
+    c.batch = 65;
+    c.channels = 2;
+    c.seqlen = L;
+    c.mode = (i % 2) ? FK_FFTCONV_CIRCULAR : FK_FFTCONV_CAUSAL;
+    c.dtype = io_type(i);
+    c.pre = c.dtype == DT::BF16;
+    c.post = true;
+    c.pad = (i % 2) ? 1 : 0;
+    c.sample_rows = 8;
+    run_case(c, 69800 + uint64_t(i++), 1, true);
+  }
+}
+
 TEST_CASE("sm80 fftconv: error summary", "[gpu][fftconv][sm80][reg][zz]") {
   WARN("sm80 fftconv max |err| / rms(row): fp16 " << g_worst[0][0] << ", bf16 " << g_worst[0][1]);
   WARN("sm80 fftconv_reg max |err| / rms(row): fp16 " << g_worst[1][0] << ", bf16 "
                                                       << g_worst[1][1]);
   WARN("sm80 fftconv_direct max |err| / rms(row): fp16 " << g_worst[2][0] << ", bf16 "
                                                          << g_worst[2][1]);
+  WARN("sm90 fftconv_direct max |err| / rms(row): fp16 " << g_worst[3][0] << ", bf16 "
+                                                         << g_worst[3][1]);
 }
 
 #endif  // FLASHKIT_TEST_WITH_CUDA

@@ -1,0 +1,296 @@
+// cuda.sm90.fftconv_direct: the convolution of rows up to 1280 long as a Toeplitz matrix
+// product on Hopper's warpgroup MMA (wgmma m64n128k16, fp32 accumulation). Same result
+// contract as the other FFT-convolution kernels (flashkit.h, fftconv group): y = postgate *
+// (conv(v, k) + D * v), v = pregate * u, every mode; a row whose v, or whose channel's filter,
+// holds a NaN or Inf gets NaN in every output.
+//
+// The product is the one of cuda.sm80.fftconv_direct (sm80/fftconv_direct.cu, which says why a
+// direct product pays at these lengths): for channel c, Y_c = V_c T_c^T, T_c[n][s] = kk_c[n - s].
+// What changes is how the operands reach the tensor cores:
+// - One CTA per (channel, 64 batch rows), one to four warpgroups. The 64 rows of v are wgmma's
+//   M; a warpgroup owns 128-position output tiles (N = 128) and walks the k-steps (16 input
+//   positions) where the diagonals are not zero, issuing them all before it waits: both
+//   operands come from shared memory through matrix descriptors (no-swizzle K-major layout), and
+//   neither changes during the product. v is stored chunk-major for that: the 8-element chunk j
+//   of row r at element (64 j + r) * 8, so that each 8 x 8 core matrix is 128 contiguous bytes
+//   (A's LBO = 1 KB along K, SBO = 128 bytes along M).
+// - B is T_c^T's 128 x 16 block, read by wgmma straight from shared memory through a matrix
+//   descriptor, without T_c ever being stored. In the no-swizzle K-major layout a B operand is a
+//   grid of 8 x 8 "core matrices" (8 rows of 16 contiguous bytes, 128 bytes each) at a byte
+//   stride SBO along N and LBO along K. Number the tile's output positions backwards (column
+//   n' of the tile is position N0 + 127 - n'): core matrix (i along N, j along K) then holds
+//   kk[D - 8 (i + j) - r - c] (row r, column c; D = N0 + 127 - k0), a function of i + j only.
+//   So the table of blocks Q_b[r][c] = kk[Dtop - 8 b - r - c] (Dtop = Lp - 1), 128 bytes each,
+//   with LBO = SBO = 128 bytes, is every B operand at once: the k-step at k0 of tile N0 starts
+//   at block (Lp - 128 - N0 + k0) / 8, and the next k-step 256 bytes further. The table covers
+//   the diagonals -Lp - 7 .. Lp - 1: 32 Lp bytes (32 KB at seqlen 1K), built once per CTA.
+//   The accumulator's columns come out in that backward order; the epilogue stores the pair
+//   (n', n' + 1) as positions (p - 1, p).
+// - Everything else is the sm80 kernel's (direct_common.cuh): the taps and rows loaded, the
+//   power-of-two filter scale (fp16: largest tap in [2^13, 2^14); bf16: in [0.5, 1)), the NaN
+//   flags, and the epilogue's per-pair work (D * v exact, the postgate, 4-byte stores).
+// - What it can run: fp16/bf16, seqlen <= 1280 (v's 64 rows, the table and the fp32 taps in
+//   227 KB), every mode, D, gates (fp16 without a pregate, as for the sm80 kernel), any batch
+//   (rows padded to groups of 64). AUTO: see kAuto*; FLASHKIT_FFTCONV_DIRECT=1 takes all it can
+//   run, =0 nothing (the same switch as the sm80 kernel's).
+// - Not yet: the row loads and the epilogue do not overlap the tensor work inside a CTA (one
+//   CTA per multiprocessor at seqlen 1K).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cute/arch/mma_sm90_desc.hpp>
+#include <cute/arch/mma_sm90_gmma.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <type_traits>
+#include <utility>
+
+#include "core/backend.h"
+#include "cuda/attention/sm80/primitives.cuh"
+#include "cuda/common/check.h"
+#include "cuda/common/device_guard.h"
+#include "cuda/common/dtype.cuh"
+#include "cuda/fftconv/common/conv_io.cuh"
+#include "cuda/fftconv/common/direct_common.cuh"
+#include "cuda/fftconv/sm90/fftconv_direct90.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90 {
+namespace {
+
+using conv::DirectArgs;
+
+constexpr int kRows = 64;     // batch rows per CTA: wgmma's M
+constexpr int kTileN = 128;   // output positions per warpgroup tile: wgmma's N
+constexpr int kMaxWG = 4;
+constexpr int64_t kMaxL = 1280;
+// Filter taps per thread in the prologue: 2 Lp over 128 W threads, W = min(4, max(1, Lp / 256)),
+// is at most 6 (Lp = 384).
+constexpr int kTapRegs = 8;
+// Where AUTO picks it: 256 <= seqlen <= 1024 and batch >= 32 (rows are padded to groups of 64).
+constexpr int64_t kAutoMinL = 256, kAutoMaxL = 1024, kAutoMinBatch = 32;
+
+// v (64 rows of Lp 16-bit elements, chunk-major), the descriptor table (Lp / 4 blocks of 64
+// elements) and the channel's taps on the diagonals -Lp .. Lp - 1 as fp32 (2 Lp floats).
+constexpr int kCS = 8 * kRows;  // elements from one 8-element chunk of a row of v to the next
+size_t smem_bytes(int Lp) {
+  return size_t(kRows) * size_t(Lp) * 2 + size_t(Lp / 4) * 128 + size_t(2 * Lp) * sizeof(float);
+}
+
+template <class T>
+struct Mma;
+template <>
+struct Mma<__nv_bfloat16> {
+  using Op = cute::SM90::GMMA::MMA_64x128x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
+                                                           cute::SM90::GMMA::Major::K>;
+};
+template <>
+struct Mma<__half> {
+  using Op = cute::SM90::GMMA::MMA_64x128x16_F32F16F16_SS<cute::SM90::GMMA::Major::K,
+                                                         cute::SM90::GMMA::Major::K>;
+};
+
+// acc += A (64 x 16) * B (16 x 128), both through descriptors, issued asynchronously.
+template <class T, size_t... I>
+__device__ __forceinline__ void mma_ss(float (&acc)[64], uint64_t desc_a, uint64_t desc_b,
+                                       std::index_sequence<I...>) {
+  Mma<T>::Op::fma(desc_a, desc_b, acc[I]...);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectArgs a) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* xs = reinterpret_cast<T*>(smem);
+  T* table = reinterpret_cast<T*>(smem + size_t(kRows) * a.Lp * sizeof(T));
+  float* taps = reinterpret_cast<float*>(table + size_t(a.Lp / 4) * 64);
+  __shared__ conv::DirectFlags<kRows> flags;
+
+  const int tid = threadIdx.x, nthr = blockDim.x;
+  const int64_t c = blockIdx.x / a.row_groups;
+  const int64_t b0 = int64_t(blockIdx.x % a.row_groups) * kRows;
+  const int L = static_cast<int>(a.L), Lp = a.Lp;
+
+  // Taps, rows of v, the filter scale and the NaN flags (direct_common.cuh); the descriptor
+  // table, row rho = 8 b + r of it holding kk[Lp - 1 - rho - c'], c' = 0..7, built while the row
+  // copies are in flight.
+  const int sexp = conv::direct_prologue<T, kRows, kTapRegs, kCS>(a, c, b0, xs, 8, taps, flags, [&](int se) {
+    for (int rho = tid; rho < 2 * Lp; rho += nthr) {
+      float v[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int d = Lp - 1 - rho - j;
+        v[j] = d >= -Lp ? ldexpf(taps[Lp + d], se) : 0.0f;
+      }
+      *reinterpret_cast<uint4*>(table + size_t(rho) * 8) = conv::pack8<T>(v);
+    }
+  });
+
+  // wgmma reads its shared operands through the async proxy: every thread's writes of v and of
+  // the table (generic proxy) are fenced for it before the barrier.
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  __syncthreads();
+
+  // The warpgroup index through a shuffle from lane 0, so that ptxas knows it (and the k-loop
+  // bounds derived from it) to be warp-uniform and does not serialise the wgmma chain.
+  const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
+  const int warp = (tid >> 5) & 3, lane = tid & 31, W = nthr >> 7;
+  const int g = lane >> 2, t4 = lane & 3;
+  // No swizzle (layout type 0); fields in 16-byte units. A (v): LBO = 1 KB (the next chunk of
+  // 8 positions), SBO = 128 bytes (the next 8 rows). B (the table): LBO = SBO = 128 bytes.
+  const uint64_t desc_a0 = (uint64_t(kCS * 2 >> 4) << 16) | (uint64_t(128 >> 4) << 32) |
+                           uint64_t(sm80::smem_u32(xs) >> 4);
+  const uint64_t desc_b0 = (uint64_t(128 >> 4) << 16) | (uint64_t(128 >> 4) << 32);
+  const uint32_t tab = sm80::smem_u32(table);
+  const float inv = ldexpf(1.0f, -sexp);
+  const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
+  const bool kbad = flags.kbad != 0;
+  for (int ti = 0;; ++ti) {
+    const int j = ti * W + ((ti & 1) ? W - 1 - wg : wg);  // snake: balances the causal triangle
+    if (j >= a.ntiles) break;
+    const int N0 = j * kTileN;
+    int kb = N0 - a.dhi;
+    kb = kb < 0 ? 0 : (kb & ~15);
+    int ke = N0 + kTileN - a.dlo;
+    ke = min(Lp, (ke + 15) & ~15);
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) cute::warpgroup_fence_operand(acc[i]);
+    // k-step k0: A from chunk k0 / 8 of v (+ 2 KB per step), B from table block
+    // (Lp - 128 - N0 + k0) / 8 (+ 256 bytes per step).
+    uint64_t desc_a = desc_a0 + uint64_t(kb / 8 * kCS * 2 >> 4);
+    uint64_t desc_b = desc_b0 | uint64_t((tab + uint32_t(Lp - kTileN - N0 + kb) * 16) >> 4);
+    // Groups of four k-steps, then single steps; at most two groups in flight (the operands
+    // never change: the wait only bounds the queue).
+    int k0 = kb;
+#pragma unroll 1
+    for (; k0 + 64 <= ke; k0 += 64) {
+      cute::warpgroup_arrive();
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        mma_ss<T>(acc, desc_a, desc_b, std::make_index_sequence<64>{});
+        desc_a += 2 * kCS * 2 >> 4;
+        desc_b += 16;
+      }
+      cute::warpgroup_commit_batch();
+      cute::warpgroup_wait<1>();
+    }
+#pragma unroll 1
+    for (; k0 < ke; k0 += 16) {
+      cute::warpgroup_arrive();
+      mma_ss<T>(acc, desc_a, desc_b, std::make_index_sequence<64>{});
+      desc_a += 2 * kCS * 2 >> 4;
+      desc_b += 16;
+      cute::warpgroup_commit_batch();
+      cute::warpgroup_wait<1>();
+    }
+    cute::warpgroup_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 64; ++i) cute::warpgroup_fence_operand(acc[i]);
+
+    // Epilogue. acc[4 q + 2 h + e]: row 16 warp + g + 8 h, column n' = 8 q + 2 t4 + e, i.e.
+    // position N0 + 127 - n': the pair (e = 1, e = 0) is positions (t, t + 1), t = N0 + 126 -
+    // 8 q - 2 t4. Full tiles of rows that allow it take the lean path four pairs at a time.
+    const bool full = a.lean && N0 + kTileN <= L;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = 16 * warp + g + 8 * h;
+      const int64_t b = b0 + r;
+      if (b >= a.batch) continue;
+      const conv::DirectRow<T, kCS> row(a, b, c, xs + size_t(r) * 8, kbad || flags.rowbad[r] != 0);
+      if (full) {
+#pragma unroll
+        for (int q0 = 0; q0 < 16; q0 += 4) {
+          int t[4];
+          float y0[4], y1[4];
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            t[q] = N0 + 126 - 8 * (q0 + q) - 2 * t4;
+            y0[q] = acc[4 * (q0 + q) + 2 * h + 1] * inv;
+            y1[q] = acc[4 * (q0 + q) + 2 * h] * inv;
+          }
+          conv::store_pairs_lean<T, 4, kCS>(a, row, Dc, t, y0, y1);
+        }
+        continue;
+      }
+#pragma unroll
+      for (int q = 0; q < 16; ++q) {
+        const int t = N0 + 126 - 8 * q - 2 * t4;
+        if (t >= L) continue;
+        conv::store_pair<T, kCS>(a, row, Dc, t, acc[4 * q + 2 * h + 1] * inv, acc[4 * q + 2 * h] * inv);
+      }
+    }
+  }
+}
+
+// 0: declines everything; 1: takes everything it can run; -1 (unset, other values): kAuto*.
+int direct_setting() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT");
+  if (e == nullptr) return -1;
+  if (e[0] == '0') return 0;
+  if (e[0] == '1') return 1;
+  return -1;
+}
+
+}  // namespace
+
+bool fftconv_direct_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
+  if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
+  const int setting = direct_setting();
+  if (setting == 0) return false;
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
+  if (p.dtype == DType::F16 && p.pregate != nullptr) return false;
+  if (p.seqlen > kMaxL || p.filter_len <= 0) return false;
+  if (setting != 1 && (p.seqlen < kAutoMinL || p.seqlen > kAutoMaxL || p.batch < kAutoMinBatch))
+    return false;
+  if (p.channels * ((p.batch + kRows - 1) / kRows) > INT_MAX) return false;  // one block each
+  const int Lp = static_cast<int>((p.seqlen + kTileN - 1) / kTileN * kTileN);
+  // + 1024: the kernel's static shared memory counts against the same per-block limit.
+  return static_cast<int64_t>(smem_bytes(Lp > 0 ? Lp : kTileN)) + 1024 <= caps.smem_per_block_optin;
+}
+
+fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
+  if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return FK_SUCCESS;
+  if ((p.dtype != DType::F16 && p.dtype != DType::BF16) || p.seqlen > kMaxL || p.filter_len <= 0) {
+    return set_error(FK_ERROR_INTERNAL,
+                     "cuda.sm90.fftconv_direct: problem outside the kernel's predicate");
+  }
+  DeviceGuard guard(ctx.device_ordinal);
+  FK_RETURN_IF_ERROR(guard.status());
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+
+  const DirectArgs a = conv::make_direct_args(p, kTileN, kRows);
+  const int64_t grid = p.channels * a.row_groups;
+  if (grid > INT_MAX) {
+    return set_error(FK_ERROR_NOT_SUPPORTED,
+                     "cuda.sm90.fftconv_direct: channels x ceil(batch / 64) = %lld blocks exceeds "
+                     "the grid limit",
+                     static_cast<long long>(grid));
+  }
+  const int wgs = std::max(1, std::min(kMaxWG, a.ntiles / 2));
+  if (2 * a.Lp > kTapRegs * 128 * wgs) {
+    return set_error(FK_ERROR_INTERNAL,
+                     "cuda.sm90.fftconv_direct: %d taps exceed the block's registers", 2 * a.Lp);
+  }
+  const size_t smem = smem_bytes(a.Lp);
+  if (p.dtype == DType::BF16) {
+    FK_RETURN_IF_ERROR(conv::allow_smem(reinterpret_cast<const void*>(direct90_kernel<__nv_bfloat16>),
+                                        smem, "cuda.sm90.fftconv_direct: shared memory"));
+    direct90_kernel<__nv_bfloat16><<<static_cast<unsigned>(grid), wgs * 128, smem, stream>>>(a);
+  } else {
+    FK_RETURN_IF_ERROR(conv::allow_smem(reinterpret_cast<const void*>(direct90_kernel<__half>),
+                                        smem, "cuda.sm90.fftconv_direct: shared memory"));
+    direct90_kernel<__half><<<static_cast<unsigned>(grid), wgs * 128, smem, stream>>>(a);
+  }
+  return check_launch("cuda.sm90.fftconv_direct kernel");
+}
+
+}  // namespace sm90
+}  // namespace cuda
+}  // namespace flashkit
