@@ -33,6 +33,8 @@ struct DirectArgs : ConvIO {
   int pair_post;   // postgate rows 4-byte aligned
   int lean;        // pair_y, pair_post where there is a postgate, vec where D * v needs u and
                    // the pregate: the epilogue's lean path may run
+  int lean16;      // the same with 16-byte rows of y and the postgate (the sm90 kernel's
+                   // chunked epilogue)
 };
 
 // The plan fields both kernels derive the same way, for output tiles of `tile_n` positions and
@@ -68,6 +70,9 @@ inline DirectArgs make_direct_args(const FFTConvProblem& p, int tile_n, int rows
   a.pair_y = rows_aligned(p.y, 4, p.y_batch_stride, p.y_channel_stride);
   a.pair_post = rows_aligned(p.postgate, 4, p.post_batch_stride, p.post_channel_stride);
   a.lean = a.pair_y && a.pair_post && (p.D == nullptr || p.pregate == nullptr || a.vec);
+  a.lean16 = rows_aligned(p.y, 16, p.y_batch_stride, p.y_channel_stride) &&
+             rows_aligned(p.postgate, 16, p.post_batch_stride, p.post_channel_stride) &&
+             (p.D == nullptr || p.pregate == nullptr || a.vec);
   return a;
 }
 

@@ -1,4 +1,4 @@
-// cuda.sm90.fftconv_direct: the convolution of rows up to 1280 long as a Toeplitz matrix
+// cuda.sm90.fftconv_direct: the convolution of rows up to 1152 long as a Toeplitz matrix
 // product on Hopper's warpgroup MMA (wgmma m64n128k16, fp32 accumulation). Same result
 // contract as the other FFT-convolution kernels (flashkit.h, fftconv group): y = postgate *
 // (conv(v, k) + D * v), v = pregate * u, every mode; a row whose v, or whose channel's filter,
@@ -26,10 +26,13 @@
 //   the diagonals -Lp - 7 .. Lp - 1: 32 Lp bytes (32 KB at seqlen 1K), built once per CTA.
 //   The accumulator's columns come out in that backward order; the epilogue stores the pair
 //   (n', n' + 1) as positions (p - 1, p).
-// - Everything else is the sm80 kernel's (direct_common.cuh): the taps and rows loaded, the
+// - The prologue is the sm80 kernel's (direct_common.cuh): the taps and rows loaded, the
 //   power-of-two filter scale (fp16: largest tap in [2^13, 2^14); bf16: in [0.5, 1)), the NaN
-//   flags, and the epilogue's per-pair work (D * v exact, the postgate, 4-byte stores).
-// - What it can run: fp16/bf16, seqlen <= 1280 (v's 64 rows, the table and the fp32 taps in
+//   flags. The epilogue goes a quarter tile at a time through shared memory (fp32, 10 KB per
+//   warpgroup, in the region the taps used), so that each thread finishes 8 consecutive
+//   positions of a row: 16-byte loads of the gates and of u, 16-byte stores of y; D * v exact
+//   as in the sm80 kernel.
+// - What it can run: fp16/bf16, seqlen <= 1152 (v's 64 rows, the table and the staging in
 //   227 KB), every mode, D, gates (fp16 without a pregate, as for the sm80 kernel), any batch
 //   (rows padded to groups of 64). AUTO: see kAuto*; FLASHKIT_FFTCONV_DIRECT=1 takes all it can
 //   run, =0 nothing (the same switch as the sm80 kernel's).
@@ -68,18 +71,28 @@ using conv::DirectArgs;
 constexpr int kRows = 64;     // batch rows per CTA: wgmma's M
 constexpr int kTileN = 128;   // output positions per warpgroup tile: wgmma's N
 constexpr int kMaxWG = 4;
-constexpr int64_t kMaxL = 1280;
+constexpr int64_t kMaxL = 1152;
 // Filter taps per thread in the prologue: 2 Lp over 128 W threads, W = min(4, max(1, Lp / 256)),
 // is at most 6 (Lp = 384).
 constexpr int kTapRegs = 8;
 // Where AUTO picks it: 256 <= seqlen <= 1024 and batch >= 32 (rows are padded to groups of 64).
 constexpr int64_t kAutoMinL = 256, kAutoMaxL = 1024, kAutoMinBatch = 32;
 
-// v (64 rows of Lp 16-bit elements, chunk-major), the descriptor table (Lp / 4 blocks of 64
-// elements) and the channel's taps on the diagonals -Lp .. Lp - 1 as fp32 (2 Lp floats).
+// Shared memory: v (64 rows of Lp 16-bit elements, chunk-major), the descriptor table (Lp / 4
+// blocks of 64 elements), then one region used twice: first the channel's taps on the
+// diagonals -Lp .. Lp - 1 as fp32 (2 Lp floats; the prologue), then the warpgroups' output
+// staging (the epilogue). The region also keeps compute-sanitizer quiet: a B operand spans 17
+// blocks (2176 bytes) of the table, but the tool checks the 4096 bytes of a dense 128 x 16
+// operand from its start, which for the last k-steps runs past the table.
 constexpr int kCS = 8 * kRows;  // elements from one 8-element chunk of a row of v to the next
+constexpr int kStageCols = 32;  // output positions per staging step (a quarter tile)
+constexpr int kStageRow = kStageCols + 8;  // floats per staged row: 160 bytes, 32 mod 128
+constexpr size_t kStageBytes = size_t(kRows) * kStageRow * sizeof(float);  // per warpgroup
+size_t tail_bytes(int Lp) {
+  return std::max(size_t(2 * Lp) * sizeof(float) + 2048, kMaxWG * kStageBytes);
+}
 size_t smem_bytes(int Lp) {
-  return size_t(kRows) * size_t(Lp) * 2 + size_t(Lp / 4) * 128 + size_t(2 * Lp) * sizeof(float);
+  return size_t(kRows) * size_t(Lp) * 2 + size_t(Lp / 4) * 128 + tail_bytes(Lp);
 }
 
 template <class T>
@@ -108,6 +121,7 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
   T* xs = reinterpret_cast<T*>(smem);
   T* table = reinterpret_cast<T*>(smem + size_t(kRows) * a.Lp * sizeof(T));
   float* taps = reinterpret_cast<float*>(table + size_t(a.Lp / 4) * 64);
+  float* stage_all = taps;  // the epilogue's staging, after the prologue
   __shared__ conv::DirectFlags<kRows> flags;
 
   const int tid = threadIdx.x, nthr = blockDim.x;
@@ -194,36 +208,107 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 #pragma unroll
     for (int i = 0; i < 64; ++i) cute::warpgroup_fence_operand(acc[i]);
 
-    // Epilogue. acc[4 q + 2 h + e]: row 16 warp + g + 8 h, column n' = 8 q + 2 t4 + e, i.e.
-    // position N0 + 127 - n': the pair (e = 1, e = 0) is positions (t, t + 1), t = N0 + 126 -
-    // 8 q - 2 t4. Full tiles of rows that allow it take the lean path four pairs at a time.
-    const bool full = a.lean && N0 + kTileN <= L;
+    // Epilogue, a quarter tile (32 positions) at a time through this warpgroup's staging rows:
+    // 1. acc[4 q + 2 h + e] is row 16 warp + g + 8 h, column n' = 8 q + 2 t4 + e, i.e. position
+    //    N0 + 127 - n'; the pair (e = 1, e = 0) is positions (t, t + 1), t = N0 + 126 - 8 q -
+    //    2 t4. Each thread writes its pairs of the quarter, scaled back, as fp32.
+    // 2. Each thread then finishes two 8-position chunks of one row: D * v, the postgate, the
+    //    row's NaN flag, one 16-byte store (16-byte loads of u, the pregate and the postgate)
+    //    where the rows allow it and the chunk lies inside seqlen, element by element otherwise.
+    float* stage = stage_all + size_t(wg) * (kStageBytes / sizeof(float));
+    const int wtid = tid & 127;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = 16 * warp + g + 8 * h;
-      const int64_t b = b0 + r;
-      if (b >= a.batch) continue;
-      const conv::DirectRow<T, kCS> row(a, b, c, xs + size_t(r) * 8, kbad || flags.rowbad[r] != 0);
-      if (full) {
+    for (int s4 = 0; s4 < 4; ++s4) {
+      // Positions N0 + 32 s4 .. + 31 are columns n' = 96 - 32 s4 .. 127 - 32 s4: q = 12 - 4 s4
+      // .. 15 - 4 s4. The barrier before the writes keeps them behind the previous quarter's
+      // reads.
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
 #pragma unroll
-        for (int q0 = 0; q0 < 16; q0 += 4) {
-          int t[4];
-          float y0[4], y1[4];
+      for (int h = 0; h < 2; ++h) {
+        const int r = 16 * warp + g + 8 * h;
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            t[q] = N0 + 126 - 8 * (q0 + q) - 2 * t4;
-            y0[q] = acc[4 * (q0 + q) + 2 * h + 1] * inv;
-            y1[q] = acc[4 * (q0 + q) + 2 * h] * inv;
-          }
-          conv::store_pairs_lean<T, 4, kCS>(a, row, Dc, t, y0, y1);
+        for (int qq = 0; qq < 4; ++qq) {
+          const int q = 12 - 4 * s4 + qq;
+          const int tl = 126 - 8 * q - 2 * t4 - 32 * s4;  // position within the quarter
+          *reinterpret_cast<float2*>(stage + r * kStageRow + tl) =
+              make_float2(acc[4 * q + 2 * h + 1] * inv, acc[4 * q + 2 * h] * inv);
         }
-        continue;
       }
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
 #pragma unroll
-      for (int q = 0; q < 16; ++q) {
-        const int t = N0 + 126 - 8 * q - 2 * t4;
-        if (t >= L) continue;
-        conv::store_pair<T, kCS>(a, row, Dc, t, acc[4 * q + 2 * h + 1] * inv, acc[4 * q + 2 * h] * inv);
+      for (int it = 0; it < 2; ++it) {
+        const int ci = wtid + 128 * it;
+        const int r = ci >> 2, cq = ci & 3;
+        const int64_t b = b0 + r;
+        const int t0 = N0 + 32 * s4 + 8 * cq;
+        if (b >= a.batch || t0 >= L) continue;
+        const bool nan = kbad || flags.rowbad[r] != 0;
+        const float* src = stage + r * kStageRow + 8 * cq;
+        float y[8];
+        {
+          const float4 lo = *reinterpret_cast<const float4*>(src);
+          const float4 hi = *reinterpret_cast<const float4*>(src + 4);
+          y[0] = lo.x, y[1] = lo.y, y[2] = lo.z, y[3] = lo.w;
+          y[4] = hi.x, y[5] = hi.y, y[6] = hi.z, y[7] = hi.w;
+        }
+        T* yrow = static_cast<T*>(a.y) + b * a.y_bs + c * a.y_cs;
+        const T* prow = a.post != nullptr
+                            ? static_cast<const T*>(a.post) + b * a.post_bs + c * a.post_cs
+                            : nullptr;
+        const T* urow = static_cast<const T*>(a.u) + b * a.u_bs + c * a.u_cs;
+        const T* grow = a.pre != nullptr
+                            ? static_cast<const T*>(a.pre) + b * a.pre_bs + c * a.pre_cs
+                            : nullptr;
+        const T* vchunk = xs + size_t(r) * 8 + conv::vofs<kCS>(t0);  // 8 positions of v
+        if (a.lean16 && t0 + 8 <= L) {
+          uint4 pw = make_uint4(0u, 0u, 0u, 0u), uw = pw, gw = pw;
+          if (prow != nullptr) pw = __ldg(reinterpret_cast<const uint4*>(prow + t0));
+          if (a.D != nullptr && grow != nullptr) {
+            uw = __ldg(reinterpret_cast<const uint4*>(urow + t0));
+            gw = __ldg(reinterpret_cast<const uint4*>(grow + t0));
+          }
+          if (a.D != nullptr) {
+            float v[8];
+            if (grow != nullptr) {  // v = pregate * u in fp32 (the shared copy is rounded)
+              float u8[8], g8[8];
+              conv::unpack8<T>(uw, u8);
+              conv::unpack8<T>(gw, g8);
+#pragma unroll
+              for (int e = 0; e < 8; ++e) v[e] = u8[e] * g8[e];
+            } else {  // v = u, exact in shared memory
+              conv::unpack8<T>(*reinterpret_cast<const uint4*>(vchunk), v);
+            }
+#pragma unroll
+            for (int e = 0; e < 8; ++e) y[e] += Dc * v[e];
+          }
+          if (prow != nullptr) {
+            float p8[8];
+            conv::unpack8<T>(pw, p8);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) y[e] *= p8[e];
+          }
+          if (nan) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) y[e] = __int_as_float(0x7fffffff);
+          }
+          *reinterpret_cast<uint4*>(yrow + t0) = conv::pack8<T>(y);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const int t = t0 + e;
+            if (t >= L) break;
+            float ye = y[e];
+            if (a.D != nullptr) {
+              const float v = grow != nullptr ? static_cast<float>(urow[t]) *
+                                                    static_cast<float>(grow[t])
+                                              : static_cast<float>(vchunk[e]);
+              ye += Dc * v;
+            }
+            if (prow != nullptr) ye *= static_cast<float>(prow[t]);
+            if (nan) ye = __int_as_float(0x7fffffff);
+            store_float(yrow, a.dtype, t, ye);
+          }
+        }
       }
     }
   }
