@@ -162,10 +162,11 @@ constexpr int kLoadBatch = 4;  // 16-byte chunks in flight per thread while v is
 //    and in [0.5, 1) for bf16 (whose range is fp32's: a larger scale would only move the
 //    accumulators toward overflow); build_table(sexp) (the kernel's own form of T, from taps,
 //    while the row copies are in flight); then v = pregate * u in place (each thread its own
-//    chunks, once its copies landed; the pregate's loads kLoadBatch chunks at a time) and
-//    whether each row is finite.
+//    chunks, once its copies landed; the pregate's loads kLoadBatch chunks at a time) and,
+//    with kCheckRows, whether each row is finite (the sm90 kernel finds that on its tensor
+//    cores instead, and skips the pass when there is no pregate).
 // Returns sexp.
-template <class T, int kRows, int kTapRegs, int kCS, class BuildTable>
+template <class T, int kRows, int kTapRegs, int kCS, bool kCheckRows, class BuildTable>
 __device__ __forceinline__ int direct_prologue(const DirectArgs& a, int64_t c, int64_t b0, T* xs,
                                                int rs, float* taps, DirectFlags<kRows>& f,
                                                BuildTable&& build_table) {
@@ -243,7 +244,7 @@ __device__ __forceinline__ int direct_prologue(const DirectArgs& a, int64_t c, i
   build_table(sexp);
 
   sm80::cp_async_wait<0>();
-  for (int i0 = tid; i0 < total; i0 += kLoadBatch * nthr) {
+  for (int i0 = tid; (kCheckRows || a.pre != nullptr) && i0 < total; i0 += kLoadBatch * nthr) {
     uint4 rp[kLoadBatch];
     if (a.pre != nullptr) {
 #pragma unroll
@@ -285,10 +286,12 @@ __device__ __forceinline__ int direct_prologue(const DirectArgs& a, int64_t c, i
         *reinterpret_cast<uint4*>(dst) = w;
         unpack8<T>(w, v);  // a finite fp32 product can round to Inf in 16 bits
       }
-      bool bad = false;
+      if (kCheckRows) {
+        bool bad = false;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) bad |= !isfinite(v[j]);
-      if (bad) f.rowbad[r] = 1;
+        for (int j = 0; j < 8; ++j) bad |= !isfinite(v[j]);
+        if (bad) f.rowbad[r] = 1;
+      }
     }
   }
   __syncthreads();

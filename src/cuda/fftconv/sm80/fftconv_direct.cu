@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
 
   // 1-3 (direct_common.cuh): taps, rows of v, the filter scale, NaN flags; the diagonal table
   // built while the row copies are in flight.
-  const int sexp = conv::direct_prologue<T, kRows, kTapRegs, 8>(a, c, b0, xs, a.xs, taps, flags, [&](int se) {
+  const int sexp = conv::direct_prologue<T, kRows, kTapRegs, 8, true>(a, c, b0, xs, a.xs, taps, flags, [&](int se) {
     for (int e = tid; e < 2 * Lp; e += nthr) {
       // (kk[d], kk[d - 1]) for d = e - Lp; kk[-Lp] is never reached by an output (zero).
       pt[e] = Elt<T>::pack(ldexpf(taps[e], se), e > 0 ? ldexpf(taps[e - 1], se) : 0.0f);

@@ -88,11 +88,13 @@ constexpr int kCS = 8 * kRows;  // elements from one 8-element chunk of a row of
 constexpr int kStageCols = 32;  // output positions per staging step (a quarter tile)
 constexpr int kStageRow = kStageCols + 8;  // floats per staged row: 160 bytes, 32 mod 128
 constexpr size_t kStageBytes = size_t(kRows) * kStageRow * sizeof(float);  // per warpgroup
-size_t tail_bytes(int Lp) {
-  return std::max(size_t(2 * Lp) * sizeof(float) + 2048, kMaxWG * kStageBytes);
-}
+constexpr size_t kZeroBytes = 256;  // the zero 8 x 16 B operand of the NaN check
+// Warpgroups per CTA: one per two 128-position output tiles, at most four.
+int warpgroups(int Lp) { return std::max(1, std::min(kMaxWG, Lp / kTileN / 2)); }
 size_t smem_bytes(int Lp) {
-  return size_t(kRows) * size_t(Lp) * 2 + size_t(Lp / 4) * 128 + tail_bytes(Lp);
+  const size_t tail = std::max(size_t(2 * Lp) * sizeof(float) + 2048,
+                               size_t(warpgroups(Lp)) * kStageBytes);
+  return size_t(kRows) * size_t(Lp) * 2 + size_t(Lp / 4) * 128 + kZeroBytes + tail;
 }
 
 template <class T>
@@ -115,12 +117,28 @@ __device__ __forceinline__ void mma_ss(float (&acc)[64], uint64_t desc_a, uint64
   Mma<T>::Op::fma(desc_a, desc_b, acc[I]...);
 }
 
+// chk += A (64 x 16) * 0 (16 x 8): stays 0 in a row unless the row of A holds a NaN or an Inf
+// (0 * Inf and 0 * NaN are NaN on the tensor cores as in IEEE arithmetic).
+template <class T>
+struct MmaCheck;
+template <>
+struct MmaCheck<__nv_bfloat16> {
+  using Op = cute::SM90::GMMA::MMA_64x8x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
+                                                         cute::SM90::GMMA::Major::K>;
+};
+template <>
+struct MmaCheck<__half> {
+  using Op = cute::SM90::GMMA::MMA_64x8x16_F32F16F16_SS<cute::SM90::GMMA::Major::K,
+                                                       cute::SM90::GMMA::Major::K>;
+};
+
 template <class T>
 __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   T* xs = reinterpret_cast<T*>(smem);
   T* table = reinterpret_cast<T*>(smem + size_t(kRows) * a.Lp * sizeof(T));
-  float* taps = reinterpret_cast<float*>(table + size_t(a.Lp / 4) * 64);
+  T* zero = table + size_t(a.Lp / 4) * 64;
+  float* taps = reinterpret_cast<float*>(zero + kZeroBytes / sizeof(T));
   float* stage_all = taps;  // the epilogue's staging, after the prologue
   __shared__ conv::DirectFlags<kRows> flags;
 
@@ -132,16 +150,18 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
   // Taps, rows of v, the filter scale and the NaN flags (direct_common.cuh); the descriptor
   // table, row rho = 8 b + r of it holding kk[Lp - 1 - rho - c'], c' = 0..7, built while the row
   // copies are in flight.
-  const int sexp = conv::direct_prologue<T, kRows, kTapRegs, kCS>(a, c, b0, xs, 8, taps, flags, [&](int se) {
+  const int sexp = conv::direct_prologue<T, kRows, kTapRegs, kCS, false>(a, c, b0, xs, 8, taps, flags, [&](int se) {
+    const float scale = ldexpf(1.0f, se);  // exact: 2^se is a normal or subnormal float
     for (int rho = tid; rho < 2 * Lp; rho += nthr) {
       float v[8];
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const int d = Lp - 1 - rho - j;
-        v[j] = d >= -Lp ? ldexpf(taps[Lp + d], se) : 0.0f;
+        v[j] = d >= -Lp ? taps[Lp + d] * scale : 0.0f;
       }
       *reinterpret_cast<uint4*>(table + size_t(rho) * 8) = conv::pack8<T>(v);
     }
+    if (tid < int(kZeroBytes / 16)) reinterpret_cast<uint4*>(zero)[tid] = make_uint4(0u, 0u, 0u, 0u);
   });
 
   // wgmma reads its shared operands through the async proxy: every thread's writes of v and of
@@ -163,6 +183,34 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
   const float inv = ldexpf(1.0f, -sexp);
   const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
   const bool kbad = flags.kbad != 0;
+  {
+    // Which rows of v hold a NaN or an Inf: v times a zero operand over all of seqlen, each
+    // warpgroup for itself (64 narrow k-steps); the warpgroup's threads together hold every
+    // row and record the bad ones for the epilogue (flags.rowbad starts at 0; the warpgroups
+    // write the same values).
+    float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
+    uint64_t desc_a = desc_a0;
+    const uint64_t desc_z = desc_b0 | uint64_t(sm80::smem_u32(zero) >> 4);
+    cute::warpgroup_arrive();
+#pragma unroll 1
+    for (int k0 = 0; k0 < Lp; k0 += 64) {
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        MmaCheck<T>::Op::fma(desc_a, desc_z, chk[0], chk[1], chk[2], chk[3]);
+        desc_a += 2 * kCS * 2 >> 4;
+      }
+    }
+    cute::warpgroup_commit_batch();
+    cute::warpgroup_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
+    if (t4 == 0) {
+      if (!(chk[0] == 0.0f)) flags.rowbad[16 * warp + g] = 1;
+      if (!(chk[2] == 0.0f)) flags.rowbad[16 * warp + g + 8] = 1;
+    }
+  }
   for (int ti = 0;; ++ti) {
     const int j = ti * W + ((ti & 1) ? W - 1 - wg : wg);  // snake: balances the causal triangle
     if (j >= a.ntiles) break;
@@ -358,7 +406,7 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
                      "the grid limit",
                      static_cast<long long>(grid));
   }
-  const int wgs = std::max(1, std::min(kMaxWG, a.ntiles / 2));
+  const int wgs = warpgroups(a.Lp);
   if (2 * a.Lp > kTapRegs * 128 * wgs) {
     return set_error(FK_ERROR_INTERNAL,
                      "cuda.sm90.fftconv_direct: %d taps exceed the block's registers", 2 * a.Lp);
