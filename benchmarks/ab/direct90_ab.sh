@@ -23,7 +23,7 @@ for tool in memcheck racecheck; do
 done
 run_side() {  # SIDE ROUND LIB
   LD_LIBRARY_PATH=$(dirname "$3") timeout -k 5 120 python3 benchmarks/fftconv.py --lib "$3" \
-    --reps 10 --seqlens 512 1024 --json "$W/$1$2.json" 2>&1 | grep -v -e '^json'
+    --reps 10 --seqlens 256 512 1024 --json "$W/$1$2.json" 2>&1 | grep -v -e '^json'
 }
 ab_rounds run_side
 echo "(${SECONDS} s)"

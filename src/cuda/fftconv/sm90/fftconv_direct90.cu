@@ -133,7 +133,7 @@ struct MmaCheck<__half> {
 };
 
 template <class T>
-__global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectArgs a) {
+__global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectArgs a, int ahead) {
   extern __shared__ __align__(128) unsigned char smem[];
   T* xs = reinterpret_cast<T*>(smem);
   T* table = reinterpret_cast<T*>(smem + size_t(kRows) * a.Lp * sizeof(T));
@@ -168,6 +168,23 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
   // the table (generic proxy) are fenced for it before the barrier.
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
+
+  // The rows of the block `ahead` places on (about the one this multiprocessor runs next,
+  // ahead = the blocks resident at once), fetched into L2 during this block's tensor work, so
+  // that its row copies read L2 instead of HBM: one bulk prefetch per 16-byte-aligned row.
+  if (tid < 32 && a.vec && blockIdx.x + ahead < gridDim.x) {
+    const int64_t nb = blockIdx.x + ahead;
+    const int64_t cn = nb / a.row_groups, bn = (nb % a.row_groups) * kRows;
+    const uint32_t bytes = uint32_t(L) * sizeof(T) & ~15u;
+    for (int r = tid; r < kRows && bn + r < a.batch && bytes > 0; r += 32) {
+      const T* urow = static_cast<const T*>(a.u) + (bn + r) * a.u_bs + cn * a.u_cs;
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(urow), "r"(bytes) : "memory");
+      if (a.pre != nullptr) {
+        const T* prow = static_cast<const T*>(a.pre) + (bn + r) * a.pre_bs + cn * a.pre_cs;
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(prow), "r"(bytes) : "memory");
+      }
+    }
+  }
 
   // The warpgroup index through a shuffle from lane 0, so that ptxas knows it (and the k-loop
   // bounds derived from it) to be warp-uniform and does not serialise the wgmma chain.
@@ -412,14 +429,18 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
                      "cuda.sm90.fftconv_direct: %d taps exceed the block's registers", 2 * a.Lp);
   }
   const size_t smem = smem_bytes(a.Lp);
+  // Blocks resident at once (227 KB of shared memory per multiprocessor, 1 KB reserved per
+  // block): how far ahead the L2 prefetch looks.
+  const int per_sm = std::max<int>(1, int((233472 - 1024) / (smem + 384 + 1024)));
+  const int ahead = std::max(1, ctx.caps != nullptr ? ctx.caps->sm_count : 132) * per_sm;
   if (p.dtype == DType::BF16) {
     FK_RETURN_IF_ERROR(conv::allow_smem(reinterpret_cast<const void*>(direct90_kernel<__nv_bfloat16>),
                                         smem, "cuda.sm90.fftconv_direct: shared memory"));
-    direct90_kernel<__nv_bfloat16><<<static_cast<unsigned>(grid), wgs * 128, smem, stream>>>(a);
+    direct90_kernel<__nv_bfloat16><<<static_cast<unsigned>(grid), wgs * 128, smem, stream>>>(a, ahead);
   } else {
     FK_RETURN_IF_ERROR(conv::allow_smem(reinterpret_cast<const void*>(direct90_kernel<__half>),
                                         smem, "cuda.sm90.fftconv_direct: shared memory"));
-    direct90_kernel<__half><<<static_cast<unsigned>(grid), wgs * 128, smem, stream>>>(a);
+    direct90_kernel<__half><<<static_cast<unsigned>(grid), wgs * 128, smem, stream>>>(a, ahead);
   }
   return check_launch("cuda.sm90.fftconv_direct kernel");
 }
