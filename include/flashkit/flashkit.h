@@ -1147,10 +1147,10 @@ FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* contex
  *  Long convolution of each channel of `u` with its own filter, by FFT: `O(N log N)` per row
  *  (as in Hyena, Poli et al. 2023, and FlashFFTConv, Fu et al. 2023, Section 3). On the CUDA
  *  backend, some short-row fp16/bf16 problems with a large batch run instead as a Toeplitz
- *  matrix product on the tensor cores (`cuda.sm80.fftconv_direct`; docs/design.md gives the
- *  rule, fk_fftconv_select_kernel() names the choice): `O(seqlen^2)` multiply-adds per row,
- *  faster there because the batch shares each channel's filter; same result contract, bf16
- *  plans with bf16 operands.
+ *  matrix product on the tensor cores (`cuda.sm80.fftconv_direct`, on Hopper also
+ *  `cuda.sm90.fftconv_direct`; docs/design.md gives the rule, fk_fftconv_select_kernel() names
+ *  the choice): `O(seqlen^2)` multiply-adds per row, faster there because the batch shares each
+ *  channel's filter; same result contract, bf16 plans with bf16 operands.
  *
  *  A plan fixes `(channels, seqlen, filter_len, fft_size, dtype, mode)`; it owns its twiddle
  *  tables and may be used for any batch size.

@@ -94,19 +94,23 @@ std::string expected_variant(int64_t fft_size, int64_t batch, int64_t seqlen, DT
   return "cuda.sm80.fftconv";
 }
 // The variant a context forced to the SM90 family must name: cuda.sm90.fftconv_direct where it
-// runs (16-bit rows up to 1152 long, fp16 without a pregate; 64 rows of v and the descriptor
-// table in shared memory, 160 bytes per position of seqlen rounded up to 128, plus 40 KB for
-// the taps and then the output staging) and is
-// chosen (forced, or 256 <= seqlen <= 1024 with batch >= 32); the generic kernel otherwise (the
-// family has no other FFT-convolution kernel).
-std::string expected_variant90(int64_t batch, int64_t seqlen, DT dtype, bool pre) {
+// runs and is chosen, the generic kernel otherwise (the family has no other FFT-convolution
+// kernel). It runs 16-bit rows up to 1152 long, fp16 without a pregate, where its shared memory
+// fits: 64 rows of v and the descriptor table (160 bytes per position of seqlen rounded up to
+// 128), a 256-byte zero operand, then the larger of the fp32 taps (8 bytes per position, plus
+// 2 KB) and the output staging (10 KB per warpgroup, one per two 128-position tiles, 1..4),
+// plus the predicate's 1 KB. It is chosen when forced or inside AUTO's window: no gates,
+// 256 <= seqlen <= 1024, batch >= 64.
+std::string expected_variant90(int64_t batch, int64_t seqlen, DT dtype, bool pre, bool post) {
   const int direct = direct_setting();
   const int64_t Lp = (seqlen + 127) / 128 * 128;
+  const int64_t wgs = std::max<int64_t>(1, std::min<int64_t>(4, Lp / 256));
   int optin = 0;
   cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
-  const bool fits = 160 * Lp + std::max<int64_t>(8 * Lp + 2048, 40960) + 1024 <= optin;
+  const bool fits =
+      160 * Lp + 256 + std::max<int64_t>(8 * Lp + 2048, wgs * 10240) + 1024 <= optin;
   const bool runs = (dtype == DT::BF16 || (dtype == DT::F16 && !pre)) && seqlen <= 1152 && fits;
-  const bool window = seqlen >= 256 && seqlen <= 1024 && batch >= 32;
+  const bool window = seqlen >= 256 && seqlen <= 1024 && batch >= 64 && !pre && !post;
   if (direct != 0 && runs && (direct == 1 || window)) return "cuda.sm90.fftconv_direct";
   return "cuda.generic.fftconv";
 }
@@ -249,9 +253,14 @@ void check(const Case& c, const Inputs& in, int64_t fl, int64_t fft_size,
 
 // Runs case c (forced SM80 family, or SM90 with `sm90`) for `calls` calls on one plan; the
 // kernel must be the one expected_variant (expected_variant90) names.
-void run_case(const Case& c, uint64_t tag, int calls = 1, bool sm90 = false) {
-  INFO(describe(c) << (sm90 ? " (SM90 family)" : ""));
-  const fk_context_t* ctx = sm90 ? context_for(FK_KERNEL_FAMILY_SM90) : sm80();
+// With `autoctx` (Hopper only) the AUTO context runs it and must pick what the SM90 family
+// would (expected_variant90: the caller keeps to the sm90 kernel's window).
+void run_case(const Case& c, uint64_t tag, int calls = 1, bool sm90 = false,
+              bool autoctx = false) {
+  INFO(describe(c) << (autoctx ? " (AUTO)" : sm90 ? " (SM90 family)" : ""));
+  const fk_context_t* ctx = autoctx ? context_for(FK_KERNEL_FAMILY_AUTO)
+                            : sm90  ? context_for(FK_KERNEL_FAMILY_SM90)
+                                    : sm80();
   if (ctx == nullptr) {
     WARN((sm90 ? "no Hopper device: skipped" : "no sm80-class device: skipped"));
     return;
@@ -296,7 +305,7 @@ void run_case(const Case& c, uint64_t tag, int calls = 1, bool sm90 = false) {
     return;
   }
   const std::string want =
-      sm90 ? expected_variant90(c.batch, c.seqlen, c.dtype, c.pre)
+      sm90 ? expected_variant90(c.batch, c.seqlen, c.dtype, c.pre, c.post)
            : expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre, c.post);
   REQUIRE(std::string(variant) == want);
   const auto rows = rows_to_check(c, rng);
@@ -1047,6 +1056,7 @@ TEST_CASE("sm90 fftconv_direct: every mode, lengths 1..1152, batch 24..130 (forc
 // Contiguous, 16-byte-aligned rows with D and gates (the epilogue's lean path), several calls on
 // one plan, and small batches (rows padded to 64).
 TEST_CASE("sm90 fftconv_direct: contiguous rows, small batches", "[gpu][fftconv][sm90][direct]") {
+  DirectForced forced;  // gated calls are outside AUTO's window
   int i = 0;
   for (int64_t L : {512, 1024})
     for (DT dt : {DT::BF16, DT::F16}) {
@@ -1063,7 +1073,6 @@ TEST_CASE("sm90 fftconv_direct: contiguous rows, small batches", "[gpu][fftconv]
       c.sample_rows = 12;
       run_case(c, 69400 + uint64_t(i++), 2, true);
     }
-  DirectForced forced;
   for (int64_t B : {1, 5})
     for (int64_t L : {300, 1152}) {
       Case c;
@@ -1107,9 +1116,46 @@ TEST_CASE("sm90 fftconv_direct: large and small magnitudes", "[gpu][fftconv][sm9
   }
 }
 
-// AUTO on a Hopper GPU (variant names only): the sm90 kernel for 256 <= seqlen <= 1024 and batch
-// >= 32, the sm80 one for batch 24..31; FLASHKIT_FFTCONV_DIRECT=1: the sm90 kernel up to seqlen
-// 1152, the sm80 one above; =0: neither.
+// AUTO inside the sm90 kernel's window: issue 8's shape (B 64, L 1K, causal, D, no gates) on a
+// few channels, bf16 and fp16, and a partial second group of rows (B 100, L 777).
+TEST_CASE("sm90 fftconv_direct: AUTO's window", "[gpu][fftconv][sm90][direct]") {
+  int dev = 0, major = 0, minor = 0;
+  REQUIRE_CUDA(cudaGetDevice(&dev));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major != 9 || minor != 0 || context_for(FK_KERNEL_FAMILY_SM90) == nullptr) {
+    WARN("not a Hopper GPU (or a build without the sm90 kernels): skipped");
+    return;
+  }
+  int i = 0;
+  for (DT dt : {DT::BF16, DT::F16}) {
+    Case c;
+    c.batch = 64;
+    c.channels = 6;
+    c.seqlen = 1024;
+    c.dtype = dt;
+    c.k_dt = DT::F32;
+    c.pad = 0;
+    c.y_pad = 0;
+    c.sample_rows = 24;
+    run_case(c, 69300 + uint64_t(i++), 2, true, true);
+  }
+  Case c;
+  c.batch = 100;
+  c.channels = 3;
+  c.seqlen = 777;
+  c.mode = FK_FFTCONV_BIDIRECTIONAL;
+  c.filter_len = 301;
+  c.dtype = DT::BF16;
+  c.k_dt = DT::BF16;
+  c.sample_rows = 24;
+  run_case(c, 69300 + uint64_t(i++), 1, true, true);
+}
+
+// AUTO on a Hopper GPU (variant names only): the sm90 kernel without gates for 256 <= seqlen <=
+// 1024 and batch >= 64; the sm80 one for gated calls and batch 24..63 there;
+// FLASHKIT_FFTCONV_DIRECT=1: the sm90 kernel up to seqlen 1152 (gates too), the sm80 one above;
+// =0: neither.
 TEST_CASE("sm90 fftconv_direct: the predicate under AUTO", "[gpu][fftconv][sm90][direct]") {
   const fk_context_t* ctx = fkgpu::auto_context();
   int dev = 0, major = 0, minor = 0;
@@ -1123,27 +1169,29 @@ TEST_CASE("sm90 fftconv_direct: the predicate under AUTO", "[gpu][fftconv][sm90]
   struct Q {
     int64_t B, L;
     DT dt;
-    bool pre;
+    bool pre, post;
     int env;  // -1 unset, 0, 1
     const char* want;
   };
-  const Q qs[] = {{64, 1024, DT::BF16, false, -1, "cuda.sm90.fftconv_direct"},
-                  {32, 256, DT::F16, false, -1, "cuda.sm90.fftconv_direct"},
-                  {32, 700, DT::BF16, true, -1, "cuda.sm90.fftconv_direct"},
-                  {31, 1000, DT::BF16, false, -1, "cuda.sm80.fftconv_direct"},
-                  {24, 512, DT::F16, false, -1, "cuda.sm80.fftconv_direct"},
-                  {64, 255, DT::BF16, false, -1, "cuda.sm80.fftconv_reg"},
-                  {64, 1025, DT::BF16, false, -1, "cuda.sm80.fftconv_reg"},
-                  {64, 1000, DT::F16, true, -1, "cuda.sm80.fftconv_reg"},
-                  {64, 1000, DT::BF16, false, 0, "cuda.sm80.fftconv_reg"},
-                  {1, 1152, DT::BF16, true, 1, "cuda.sm90.fftconv_direct"},
-                  {1, 1153, DT::BF16, false, 1, "cuda.sm80.fftconv_direct"},
-                  {64, 2048, DT::BF16, false, 1, "cuda.sm80.fftconv_direct"}};
+  const Q qs[] = {{64, 1024, DT::BF16, false, false, -1, "cuda.sm90.fftconv_direct"},
+                  {128, 256, DT::F16, false, false, -1, "cuda.sm90.fftconv_direct"},
+                  {65, 700, DT::BF16, false, false, -1, "cuda.sm90.fftconv_direct"},
+                  {64, 700, DT::BF16, true, false, -1, "cuda.sm80.fftconv_direct"},
+                  {64, 512, DT::F16, false, true, -1, "cuda.sm80.fftconv_direct"},
+                  {63, 1000, DT::BF16, false, false, -1, "cuda.sm80.fftconv_direct"},
+                  {24, 512, DT::F16, false, false, -1, "cuda.sm80.fftconv_direct"},
+                  {64, 255, DT::BF16, false, false, -1, "cuda.sm80.fftconv_reg"},
+                  {64, 1025, DT::BF16, false, false, -1, "cuda.sm80.fftconv_reg"},
+                  {64, 1000, DT::F16, true, false, -1, "cuda.sm80.fftconv_reg"},
+                  {64, 1000, DT::BF16, false, false, 0, "cuda.sm80.fftconv_reg"},
+                  {1, 1152, DT::BF16, true, true, 1, "cuda.sm90.fftconv_direct"},
+                  {1, 1153, DT::BF16, false, false, 1, "cuda.sm80.fftconv_direct"},
+                  {64, 2048, DT::BF16, false, false, 1, "cuda.sm80.fftconv_direct"}};
   for (const Q& q : qs) {
     std::unique_ptr<fktest::ScopedEnv> env;
     if (q.env >= 0) env.reset(new fktest::ScopedEnv("FLASHKIT_FFTCONV_DIRECT", q.env ? "1" : "0"));
     INFO("B " << q.B << " L " << q.L << " " << fktest::dt_name(q.dt) << (q.pre ? " +pregate" : "")
-              << " env " << q.env);
+              << (q.post ? " +postgate" : "") << " env " << q.env);
     fk_fftconv_plan_options_t o;
     fk_fftconv_plan_options_init(&o);
     o.channels = 2;
@@ -1156,8 +1204,8 @@ TEST_CASE("sm90 fftconv_direct: the predicate under AUTO", "[gpu][fftconv][sm90]
     HostTensor u(q.dt, {q.B, 2, q.L}), y(q.dt, {q.B, 2, q.L}), k(DT::F32, {2, q.L});
     DeviceTensor du(u), dy(y), dk(k), dg(u);
     const char* variant = "?";
-    REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, nullptr, q.pre ? &dg : nullptr, nullptr,
-                                        &dy, &variant));
+    REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, nullptr, q.pre ? &dg : nullptr,
+                                        q.post ? &dg : nullptr, &dy, &variant));
     CHECK(std::string(variant) == q.want);
   }
 }

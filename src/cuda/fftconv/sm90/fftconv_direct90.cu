@@ -75,8 +75,12 @@ constexpr int64_t kMaxL = 1152;
 // Filter taps per thread in the prologue: 2 Lp over 128 W threads, W = min(4, max(1, Lp / 256)),
 // is at most 6 (Lp = 384).
 constexpr int kTapRegs = 8;
-// Where AUTO picks it: 256 <= seqlen <= 1024 and batch >= 32 (rows are padded to groups of 64).
-constexpr int64_t kAutoMinL = 256, kAutoMaxL = 1024, kAutoMinBatch = 32;
+// Where AUTO picks it (measured on the H200 against cuda.sm80.fftconv_direct, same process,
+// benchmarks/RESULTS.md "The direct convolution on wgmma"): no gates, 256 <= seqlen <= 1024,
+// batch >= 64 (1.04-1.08x there). Gated calls measured 0.93-1.0x (the sm80 kernel's two blocks
+// per multiprocessor hide the gates' loads better), and batch 32 0.7x (rows are padded to
+// groups of 64).
+constexpr int64_t kAutoMinL = 256, kAutoMaxL = 1024, kAutoMinBatch = 64;
 
 // Shared memory: v (64 rows of Lp 16-bit elements, chunk-major), the descriptor table (Lp / 4
 // blocks of 64 elements), then one region used twice: first the channel's taps on the
@@ -169,20 +173,17 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
 
-  // The rows of the block `ahead` places on (about the one this multiprocessor runs next,
+  // The rows of u of the block `ahead` places on (about the one this multiprocessor runs next,
   // ahead = the blocks resident at once), fetched into L2 during this block's tensor work, so
   // that its row copies read L2 instead of HBM: one bulk prefetch per 16-byte-aligned row.
-  if (tid < 32 && a.vec && blockIdx.x + ahead < gridDim.x) {
+  // Not with a pregate: prefetching both operands measured slower (benchmarks/RESULTS.md).
+  if (tid < 32 && a.vec && a.pre == nullptr && blockIdx.x + ahead < gridDim.x) {
     const int64_t nb = blockIdx.x + ahead;
     const int64_t cn = nb / a.row_groups, bn = (nb % a.row_groups) * kRows;
     const uint32_t bytes = uint32_t(L) * sizeof(T) & ~15u;
     for (int r = tid; r < kRows && bn + r < a.batch && bytes > 0; r += 32) {
       const T* urow = static_cast<const T*>(a.u) + (bn + r) * a.u_bs + cn * a.u_cs;
       asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(urow), "r"(bytes) : "memory");
-      if (a.pre != nullptr) {
-        const T* prow = static_cast<const T*>(a.pre) + (bn + r) * a.pre_bs + cn * a.pre_cs;
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(prow), "r"(bytes) : "memory");
-      }
     }
   }
 
@@ -397,7 +398,8 @@ bool fftconv_direct_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
   if (p.dtype == DType::F16 && p.pregate != nullptr) return false;
   if (p.seqlen > kMaxL || p.filter_len <= 0) return false;
-  if (setting != 1 && (p.seqlen < kAutoMinL || p.seqlen > kAutoMaxL || p.batch < kAutoMinBatch))
+  if (setting != 1 && (p.seqlen < kAutoMinL || p.seqlen > kAutoMaxL || p.batch < kAutoMinBatch ||
+                       p.pregate != nullptr || p.postgate != nullptr))
     return false;
   if (p.channels * ((p.batch + kRows - 1) / kRows) > INT_MAX) return false;  // one block each
   const int Lp = static_cast<int>((p.seqlen + kTileN - 1) / kTileN * kTileN);
