@@ -35,10 +35,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <sstream>
-#include <string>
 #include <string>
 #include <vector>
 
@@ -711,16 +711,16 @@ TEST_CASE("sm80 fftconv: fft sizes 256..32768 with the reg kernel off",
 
 // ---- cuda.sm80.fftconv_direct -------------------------------------------------------------
 
-// Every mode at lengths from 1 to 2048 (one 64-position tile to 32; tails of 1..63), batches of
-// 24..70 (the last group of 32 rows partial), 3..5 channels, filters from one tap to the full
-// length (circular: up to fft_size, so taps wrap onto the negative diagonals), 16-bit and fp32
-// filters, gates, D, and unaligned rows (scalar loads and stores).
-TEST_CASE("sm80 fftconv_direct: every mode, lengths 1..2048, batch 24..70 (forced)",
-          "[gpu][fftconv][sm80][direct]") {
+// Every mode at each length of `lengths`, batches cycling through `batches`, `ch0` .. ch0 + 2
+// channels, filters from one tap to the full length (circular: up to fft_size, so taps wrap
+// onto the negative diagonals), 16-bit and fp32 filters, gates, D, and unaligned rows (scalar
+// loads and stores); long rows and batches above 100 check a sample of rows. The direct
+// kernel is forced (FLASHKIT_FFTCONV_DIRECT=1): `sm90` picks the SM90 family's kernel.
+static void every_mode_cases(std::initializer_list<int64_t> lengths, const int64_t (&batches)[4],
+                      int64_t ch0, uint64_t tag, bool sm90) {
   DirectForced forced;  // gates and lengths outside the window AUTO gives it
-  const int64_t batches[] = {24, 33, 64, 70};
   int i = 0;
-  for (int64_t L : {1, 7, 64, 100, 213, 1000, 1024, 2048})
+  for (int64_t L : lengths)
     for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
       // i runs over (length, mode) and k over lengths only, so that the choices below that use
       // k vary within each mode instead of following it.
@@ -744,16 +744,55 @@ TEST_CASE("sm80 fftconv_direct: every mode, lengths 1..2048, batch 24..70 (force
           break;
       }
       c.batch = batches[i % 4];
-      c.channels = 3 + i % 3;
+      c.channels = ch0 + i % 3;
       c.dtype = io_type(i);
       c.k_dt = (k % 3) == 0 ? DT::F32 : c.dtype;
       c.with_D = (k % 2) == 0;
       c.pre = c.dtype == DT::BF16 && (k % 3) != 1;  // fp16 with a pregate goes to the FFT
       c.post = (k % 4) < 2;
       c.pad = (k % 5) == 0 ? 3 : 0;
-      c.sample_rows = L >= 1000 ? 24 : 0;
-      run_case(c, 66000 + uint64_t(i++));
+      c.sample_rows = L >= 1000 || c.batch > 100 ? 24 : 0;
+      run_case(c, tag + uint64_t(i++), 1, sm90);
     }
+}
+
+// Far from the 0.02 scale: the per-channel power-of-two filter scale must keep fp16 taps normal
+// and no tap may overflow (bf16 u of order 3e4 with filters of order 10; tiny inputs; fp16 u of
+// order 100; 1e35 with taps of order 1: the bf16 filter scale must leave fp32's range to the
+// sums). Rows of `L0` and `L1` positions, the direct kernel forced.
+static void magnitude_cases(int64_t batch, int64_t L0, int64_t L1, int64_t sample_rows, uint64_t tag,
+                     bool sm90) {
+  DirectForced forced;
+  struct Mag {
+    DT dt;
+    double us, ks;
+    bool pre;
+  };
+  int i = 0;
+  for (const Mag& g : {Mag{DT::BF16, 3.0e4, 500.0, true}, Mag{DT::BF16, 1.0e-5, 1.0e-3, false},
+                       Mag{DT::BF16, 1.0e35, 50.0, false}, Mag{DT::F16, 100.0, 50.0, false},
+                       Mag{DT::F16, 1.0e-3, 1.0e-4, false}}) {
+    Case c;
+    c.batch = batch;
+    c.channels = 3;
+    c.seqlen = (i % 2) ? L1 : L0;
+    c.dtype = g.dt;
+    c.k_dt = DT::F32;
+    c.u_scale = g.us;
+    c.k_scale = g.ks;
+    c.pre = g.pre;
+    c.post = true;
+    c.sample_rows = sample_rows;
+    run_case(c, tag + uint64_t(i++), 1, sm90);
+  }
+}
+
+// Lengths 1 to 2048 (one 64-position tile to 32; tails of 1..63), batches of 24..70 (the last
+// group of 32 rows partial), 3..5 channels.
+TEST_CASE("sm80 fftconv_direct: every mode, lengths 1..2048, batch 24..70 (forced)",
+          "[gpu][fftconv][sm80][direct]") {
+  const int64_t batches[] = {24, 33, 64, 70};
+  every_mode_cases({1, 7, 64, 100, 213, 1000, 1024, 2048}, batches, 3, 66000, false);
 }
 
 // FLASHKIT_FFTCONV_DIRECT=1: batches below 24 (rows padded inside the kernel), fp16 and bf16.
@@ -820,33 +859,8 @@ TEST_CASE("sm80 fftconv_direct: contiguous rows, gates and D", "[gpu][fftconv][s
     }
 }
 
-// Far from the 0.02 scale: the per-channel power-of-two filter scale must keep fp16 taps normal
-// and no tap may overflow (bf16 u of order 3e4 with filters of order 10; tiny inputs; fp16 u of
-// order 100).
 TEST_CASE("sm80 fftconv_direct: large and small magnitudes", "[gpu][fftconv][sm80][direct]") {
-  DirectForced forced;
-  struct Mag {
-    DT dt;
-    double us, ks;
-    bool pre;
-  };
-  int i = 0;
-  // 1e35 with taps of order 1: the bf16 filter scale must leave fp32's range to the sums.
-  for (const Mag& g : {Mag{DT::BF16, 3.0e4, 500.0, true}, Mag{DT::BF16, 1.0e-5, 1.0e-3, false},
-                       Mag{DT::BF16, 1.0e35, 50.0, false}, Mag{DT::F16, 100.0, 50.0, false},
-                       Mag{DT::F16, 1.0e-3, 1.0e-4, false}}) {
-    Case c;
-    c.batch = 32;
-    c.channels = 3;
-    c.seqlen = (i % 2) ? 1500 : 333;
-    c.dtype = g.dt;
-    c.k_dt = DT::F32;
-    c.u_scale = g.us;
-    c.k_scale = g.ks;
-    c.pre = g.pre;
-    c.post = true;
-    run_case(c, 67000 + uint64_t(i++));
-  }
+  magnitude_cases(32, 333, 1500, 0, 67000, false);
 }
 
 // The rule of every CUDA kernel (flashkit.h, fftconv group): a NaN or Inf in a row of u (or of
@@ -1011,46 +1025,12 @@ TEST_CASE("sm80 fftconv_direct: small case for memcheck",
 
 // ---- cuda.sm90.fftconv_direct (the SM90 family forced; Hopper only) ----------------------------
 
-// Every mode at lengths from 1 to 1152 (one 128-position tile to 9; tails), batches 24..130
-// (partial groups of 64 rows), filters from one tap to the full length (circular: wrapped taps),
-// 16-bit and fp32 filters, gates, D, unaligned rows.
+// Lengths 1 to 1152 (one 128-position tile to 9; tails), batches 24..130 (partial groups of 64
+// rows), 2..4 channels.
 TEST_CASE("sm90 fftconv_direct: every mode, lengths 1..1152, batch 24..130 (forced)",
           "[gpu][fftconv][sm90][direct]") {
-  DirectForced forced;
   const int64_t batches[] = {24, 64, 65, 130};
-  int i = 0;
-  for (int64_t L : {1, 7, 100, 128, 213, 640, 1000, 1024, 1152})
-    for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
-      const int k = i / 3 * 7 + i % 3;
-      Case c;
-      c.mode = m;
-      c.seqlen = L;
-      switch (m) {
-        case FK_FFTCONV_CAUSAL:
-          c.filter_len = (k % 2) ? L : std::max<int64_t>(1, L / 3);
-          break;
-        case FK_FFTCONV_CIRCULAR: {
-          int64_t n = 1;
-          while (n < L) n *= 2;
-          c.fft_size = (k % 2) ? n : 2 * n;
-          c.filter_len = (k % 3) != 1 ? c.fft_size : L;
-          break;
-        }
-        case FK_FFTCONV_BIDIRECTIONAL:
-          c.filter_len = 2 * ((k % 2) ? L - 1 : L / 4) + 1;
-          break;
-      }
-      c.batch = batches[i % 4];
-      c.channels = 2 + i % 3;
-      c.dtype = io_type(i);
-      c.k_dt = (k % 3) == 0 ? DT::F32 : c.dtype;
-      c.with_D = (k % 2) == 0;
-      c.pre = c.dtype == DT::BF16 && (k % 3) != 1;
-      c.post = (k % 4) < 2;
-      c.pad = (k % 5) == 0 ? 3 : 0;
-      c.sample_rows = L >= 1000 || c.batch > 64 ? 24 : 0;
-      run_case(c, 69000 + uint64_t(i++), 1, true);
-    }
+  every_mode_cases({1, 7, 100, 128, 213, 640, 1000, 1024, 1152}, batches, 2, 69000, true);
 }
 
 // Contiguous, 16-byte-aligned rows with D and gates (the epilogue's lean path), several calls on
@@ -1091,29 +1071,7 @@ TEST_CASE("sm90 fftconv_direct: contiguous rows, small batches", "[gpu][fftconv]
 
 // The filter scale far from the 0.02 scale (as for the sm80 kernel).
 TEST_CASE("sm90 fftconv_direct: large and small magnitudes", "[gpu][fftconv][sm90][direct]") {
-  DirectForced forced;
-  struct Mag {
-    DT dt;
-    double us, ks;
-    bool pre;
-  };
-  int i = 0;
-  for (const Mag& g : {Mag{DT::BF16, 3.0e4, 500.0, true}, Mag{DT::BF16, 1.0e-5, 1.0e-3, false},
-                       Mag{DT::BF16, 1.0e35, 50.0, false}, Mag{DT::F16, 100.0, 50.0, false},
-                       Mag{DT::F16, 1.0e-3, 1.0e-4, false}}) {
-    Case c;
-    c.batch = 64;
-    c.channels = 3;
-    c.seqlen = (i % 2) ? 1100 : 333;
-    c.dtype = g.dt;
-    c.k_dt = DT::F32;
-    c.u_scale = g.us;
-    c.k_scale = g.ks;
-    c.pre = g.pre;
-    c.post = true;
-    c.sample_rows = 16;
-    run_case(c, 69600 + uint64_t(i++), 1, true);
-  }
+  magnitude_cases(64, 333, 1100, 16, 69600, true);
 }
 
 // AUTO inside the sm90 kernel's window: issue 8's shape (B 64, L 1K, causal, D, no gates) on a

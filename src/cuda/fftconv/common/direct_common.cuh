@@ -12,7 +12,9 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "cuda/attention/sm80/primitives.cuh"
@@ -74,6 +76,27 @@ inline DirectArgs make_direct_args(const FFTConvProblem& p, int tile_n, int rows
              rows_aligned(p.postgate, 16, p.post_batch_stride, p.post_channel_stride) &&
              (p.D == nullptr || p.pregate == nullptr || a.vec);
   return a;
+}
+
+// FLASHKIT_FFTCONV_DIRECT, read at each call by both direct kernels' predicates: 0 declines
+// everything, 1 takes everything the kernel can run, -1 (unset, other values) its measured
+// window.
+inline int direct_setting() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT");
+  if (e == nullptr) return -1;
+  if (e[0] == '0') return 0;
+  if (e[0] == '1') return 1;
+  return -1;
+}
+
+// What both direct kernels need of a problem whatever the window: fp16/bf16 (fp16 without a
+// pregate: v = pregate * u could leave the fp16 range), seqlen <= max_L, a filter, and one
+// block per (channel, group of `rows` batch rows) within the grid limit.
+inline bool direct_runs(const FFTConvProblem& p, int64_t max_L, int64_t rows) {
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
+  if (p.dtype == DType::F16 && p.pregate != nullptr) return false;
+  if (p.seqlen > max_L || p.filter_len <= 0) return false;
+  return p.channels * ((p.batch + rows - 1) / rows) <= INT_MAX;
 }
 
 template <class T>

@@ -189,28 +189,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 2) direct_kernel(const DirectA
   }
 }
 
-// 0: declines everything; 1: takes everything it can run (any batch, gates, seqlen <= 2048);
-// -1 (unset, other values): the measured window (kAuto*).
-int direct_setting() {
-  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT");
-  if (e == nullptr) return -1;
-  if (e[0] == '0') return 0;
-  if (e[0] == '1') return 1;
-  return -1;
-}
-
 }  // namespace
 
 bool fftconv_direct_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   if (caps.cc_major < 8) return false;
-  const int setting = direct_setting();
-  if (setting == 0) return false;
-  if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
-  if (p.dtype == DType::F16 && p.pregate != nullptr) return false;
-  if (p.seqlen > kMaxL || p.filter_len <= 0) return false;
+  const int setting = conv::direct_setting();
+  if (setting == 0 || !conv::direct_runs(p, kMaxL, kRows)) return false;
   if (setting != 1 && (p.seqlen < kAutoMinL || p.seqlen > kAutoMaxL || p.batch < kAutoMinBatch))
     return false;
-  if (p.channels * ((p.batch + kRows - 1) / kRows) > INT_MAX) return false;  // one block each
   const int Lp = static_cast<int>((p.seqlen + kTileN - 1) / kTileN * kTileN);
   // + 1024: the kernel's static shared memory counts against the same per-block limit.
   return static_cast<int64_t>(smem_bytes(Lp > 0 ? Lp : kTileN)) + 1024 <= caps.smem_per_block_optin;
