@@ -139,6 +139,8 @@ struct Case {
   bool with_D = true, pre = false, post = false, constant = false;
   int64_t pad = 0;
   int64_t y_pad = -1;  // y's row padding; -1: pad + 1 (y's rows then never share u's alignment)
+  int64_t post_pad = 2;  // the postgate's row padding (2: 4-byte but not 16-byte rows)
+  double big_tap = 0;    // nonzero: tap 0 of every channel's filter set to this value
   int64_t sample_rows = 0;  // 0: check every row against the reference
   double u_scale = 0.02, k_scale = 1.0;
 };
@@ -176,7 +178,8 @@ struct Inputs {
         y(c.dtype, {c.batch, c.channels, c.seqlen},
           padded({c.batch, c.channels, c.seqlen}, c.y_pad >= 0 ? c.y_pad : c.pad + 1)),
         pre(c.dtype, {c.batch, c.channels, c.seqlen}),
-        post(c.dtype, {c.batch, c.channels, c.seqlen}, padded({c.batch, c.channels, c.seqlen}, 2)),
+        post(c.dtype, {c.batch, c.channels, c.seqlen},
+             padded({c.batch, c.channels, c.seqlen}, c.post_pad)),
         k(c.k_dt, {c.channels, fl}, {fl + c.pad, 1}),
         D(c.d_dt, {c.channels}) {}
 };
@@ -288,6 +291,8 @@ void run_case(const Case& c, uint64_t tag, int calls = 1, bool sm90 = false,
   Inputs in(c, fl);
   in.u.fill_normal(rng, c.u_scale);
   fill_filter(in.k, fl, rng, c.k_scale);
+  if (c.big_tap != 0)
+    for (int64_t h = 0; h < c.channels; ++h) in.k.set({h, 0}, c.big_tap);
   in.pre.fill_uniform(rng, -1.0, 1.0);
   in.post.fill_uniform(rng, -1.0, 1.0);
   in.D.fill_normal(rng);
@@ -759,7 +764,7 @@ static void every_mode_cases(std::initializer_list<int64_t> lengths, const int64
 // Far from the 0.02 scale: the per-channel power-of-two filter scale must keep fp16 taps normal
 // and no tap may overflow (bf16 u of order 3e4 with filters of order 10; tiny inputs; fp16 u of
 // order 100; 1e35 with taps of order 1: the bf16 filter scale must leave fp32's range to the
-// sums). Rows of `L0` and `L1` positions, the direct kernel forced.
+// sums; a tap of 2.5e38). Rows of `L0` and `L1` positions, the direct kernel forced.
 static void magnitude_cases(int64_t batch, int64_t L0, int64_t L1, int64_t sample_rows, uint64_t tag,
                      bool sm90) {
   DirectForced forced;
@@ -785,6 +790,18 @@ static void magnitude_cases(int64_t batch, int64_t L0, int64_t L1, int64_t sampl
     c.sample_rows = sample_rows;
     run_case(c, tag + uint64_t(i++), 1, sm90);
   }
+  // A bf16 tap of 2.5e38 (above 2^127, outputs of order 5e36): the filter is scaled down by
+  // 2^-126 at most, so that the scale back stays finite.
+  Case c;
+  c.batch = batch;
+  c.channels = 3;
+  c.seqlen = L0;
+  c.dtype = DT::BF16;
+  c.k_dt = DT::F32;
+  c.big_tap = 2.5e38;
+  c.post = true;
+  c.sample_rows = sample_rows;
+  run_case(c, tag + uint64_t(i++), 1, sm90);
 }
 
 // Lengths 1 to 2048 (one 64-position tile to 32; tails of 1..63), batches of 24..70 (the last
@@ -1033,8 +1050,9 @@ TEST_CASE("sm90 fftconv_direct: every mode, lengths 1..1152, batch 24..130 (forc
   every_mode_cases({1, 7, 100, 128, 213, 640, 1000, 1024, 1152}, batches, 2, 69000, true);
 }
 
-// Contiguous, 16-byte-aligned rows with D and gates (the epilogue's lean path), several calls on
-// one plan, and small batches (rows padded to 64).
+// Contiguous, 16-byte-aligned rows of u, y and both gates with D (the epilogue's 16-byte path,
+// D * v from u and the pregate for bf16, from the shared v for fp16), several calls on one
+// plan, and small batches (rows padded to 64).
 TEST_CASE("sm90 fftconv_direct: contiguous rows, small batches", "[gpu][fftconv][sm90][direct]") {
   DirectForced forced;  // gated calls are outside AUTO's window
   int i = 0;
@@ -1050,6 +1068,7 @@ TEST_CASE("sm90 fftconv_direct: contiguous rows, small batches", "[gpu][fftconv]
       c.with_D = true;
       c.pad = 0;
       c.y_pad = 0;
+      c.post_pad = 0;  // 16-byte postgate rows: the 16-byte epilogue with both gates
       c.sample_rows = 12;
       run_case(c, 69400 + uint64_t(i++), 2, true);
     }

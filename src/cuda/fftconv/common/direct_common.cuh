@@ -183,7 +183,7 @@ constexpr int kLoadBatch = 4;  // 16-byte chunks in flight per thread while v is
 // 3. The largest tap and whether any tap is not finite; the power-of-two scale 2^sexp that puts
 //    the largest tap in [2^13, 2^14) for fp16 (taps down to 2^-27 of the largest stay normal)
 //    and in [0.5, 1) for bf16 (whose range is fp32's: a larger scale would only move the
-//    accumulators toward overflow); build_table(sexp) (the kernel's own form of T, from taps,
+//    accumulators toward overflow; [1, 4) for taps of 2^127 and more, see below); build_table(sexp) (the kernel's own form of T, from taps,
 //    while the row copies are in flight); then v = pregate * u in place (each thread its own
 //    chunks, once its copies landed; the pregate's loads kLoadBatch chunks at a time) and,
 //    with kCheckRows, whether each row is finite (the sm90 kernel finds that on its tensor
@@ -262,7 +262,9 @@ __device__ __forceinline__ int direct_prologue(const DirectArgs& a, int64_t c, i
   if (kmax > 0.0f) {
     int e = 0;
     frexpf(kmax, &e);
-    sexp = min((std::is_same<T, __half>::value ? 14 : 0) - e, 120);
+    // At most 2^120 up; at most 2^-126 down, so that the scale back, 2^-sexp, stays a finite
+    // fp32 (bf16 taps of 2^127 and more would otherwise be scaled back by 2^128 = Inf).
+    sexp = max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
   }
   build_table(sexp);
 

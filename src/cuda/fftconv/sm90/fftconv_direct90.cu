@@ -208,9 +208,10 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
   const bool kbad = flags.kbad != 0;
   {
     // Which rows of v hold a NaN or an Inf: v times a zero operand over all of seqlen, each
-    // warpgroup for itself (64 narrow k-steps); the warpgroup's threads together hold every
-    // row and record the bad ones for the epilogue (flags.rowbad starts at 0; the warpgroups
-    // write the same values).
+    // warpgroup for itself (Lp / 16 narrow k-steps); the warpgroup's threads together hold
+    // every row and record the bad ones for the epilogue (flags.rowbad starts at 0; the
+    // warpgroups write the same values, so a warpgroup that reads a flag while another still
+    // writes it reads its own, earlier, write of the same value).
     float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
@@ -423,8 +424,8 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
                      "cuda.sm90.fftconv_direct: %d taps exceed the block's registers", 2 * a.Lp);
   }
   const size_t smem = smem_bytes(a.Lp);
-  // Blocks resident at once (227 KB of shared memory per multiprocessor, 1 KB reserved per
-  // block): how far ahead the L2 prefetch looks.
+  // Blocks resident at once (228 KB of shared memory per multiprocessor, 1 KB reserved per
+  // block, 384 bytes of the kernel's static shared memory): how far ahead the L2 prefetch looks.
   const int per_sm = std::max<int>(1, int((233472 - 1024) / (smem + 384 + 1024)));
   const int ahead = std::max(1, ctx.caps != nullptr ? ctx.caps->sm_count : 132) * per_sm;
   if (p.dtype == DType::BF16) {
