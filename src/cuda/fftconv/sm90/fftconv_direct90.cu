@@ -82,7 +82,7 @@ constexpr int64_t kMaxL = 1152;
 constexpr int kTapRegs = 8;
 // Where AUTO picks it (measured on the H200 against cuda.sm80.fftconv_direct, same process,
 // benchmarks/RESULTS.md "The direct convolution on wgmma"): no gates, 256 <= seqlen <= 1024,
-// batch >= 64 (1.04-1.08x there). Gated calls measured 0.93-1.0x (the sm80 kernel's two blocks
+// batch >= 64 (1.01-1.09x there). Gated calls measured 0.93-1.0x (the sm80 kernel's two blocks
 // per multiprocessor hide the gates' loads better), and batch 32 0.7x (rows are padded to
 // groups of 64).
 constexpr int64_t kAutoMinL = 256, kAutoMaxL = 1024, kAutoMinBatch = 64;
