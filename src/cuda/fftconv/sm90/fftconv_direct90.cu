@@ -217,16 +217,17 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
     for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
     uint64_t desc_a = desc_a0;
     const uint64_t desc_z = desc_b0 | uint64_t(sm80::smem_u32(zero) >> 4);
-    cute::warpgroup_arrive();
 #pragma unroll 1
-    for (int k0 = 0; k0 < Lp; k0 += 64) {
+    for (int k0 = 0; k0 < Lp; k0 += 64) {  // Lp is a multiple of 128: whole groups of four
+      cute::warpgroup_arrive();
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         MmaCheck<T>::Op::fma(desc_a, desc_z, chk[0], chk[1], chk[2], chk[3]);
         desc_a += 2 * kCS * 2 >> 4;
       }
+      cute::warpgroup_commit_batch();
+      cute::warpgroup_wait<1>();
     }
-    cute::warpgroup_commit_batch();
     cute::warpgroup_wait<0>();
 #pragma unroll
     for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
