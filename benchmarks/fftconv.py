@@ -104,6 +104,15 @@ def reference64(u, k, D, pre, post):
     return y
 
 
+def make_calls(fk, plan, sets, k, D):
+    """One fk_fftconv_forward call per input set on `plan`, and the variant they run."""
+    calls, variant = [], None
+    for (u, y, pre, post) in sets:
+        c, variant = fk.make_call(plan, u, k, D, pre, post, y)
+        calls.append(c)
+    return calls, variant
+
+
 def alt_time(fk, sets, H, L, N, dt, k, D, args, env):
     """Median ms of a constant plan on `fk`'s context with the variables `env` set in this
     process for the call, and the variant it ran."""
@@ -111,10 +120,7 @@ def alt_time(fk, sets, H, L, N, dt, k, D, args, env):
     os.environ.update(env)
     try:
         plan = fk.plan(H, L, N, dt, True)
-        calls = []
-        for (u, y, pre, post) in sets:
-            c, variant = fk.make_call(plan, u, k, D, pre, post, y)
-            calls.append(c)
+        calls, variant = make_calls(fk, plan, sets, k, D)
         ms = time_ms(calls, args.warmup, args.reps)
         fk.lib.fk_fftconv_plan_destroy(plan)
         fk.forget()
@@ -171,10 +177,7 @@ def main():
                 res = {"dtype": dname, "B": B, "H": H, "L": L, "fft_size": N, "gated": gated}
                 for constant in (True, False):
                     plan = fk.plan(H, L, N, dt, constant)
-                    calls = []
-                    for (u, y, pre, post) in sets:
-                        c, variant = fk.make_call(plan, u, k, D, pre, post, y)
-                        calls.append(c)
+                    calls, variant = make_calls(fk, plan, sets, k, D)
                     ms = time_ms(calls, args.warmup, args.reps)
                     res["fk_const_ms" if constant else "fk_ms"] = ms
                     res["variant"] = variant

@@ -986,6 +986,27 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
   }
 }
 
+// The variant fk_fftconv_select_kernel names on `ctx` for a causal plan of 2 channels and
+// seqlen L, batch B, dtype dt, with D absent and the gates as given (selection only: no call).
+static std::string selected_variant(const fk_context_t* ctx, int64_t B, int64_t L, DT dt, bool pre,
+                                    bool post) {
+  fk_fftconv_plan_options_t o;
+  fk_fftconv_plan_options_init(&o);
+  o.channels = 2;
+  o.seqlen = L;
+  o.dtype = fktest::dl_dtype(dt);
+  fk_fftconv_plan_t* plan = nullptr;
+  REQUIRE_FK(fk_fftconv_plan_create(ctx, &o, &plan));
+  std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
+      plan, fk_fftconv_plan_destroy);
+  HostTensor u(dt, {B, 2, L}), y(dt, {B, 2, L}), k(DT::F32, {2, L});
+  DeviceTensor du(u), dy(y), dk(k), dg(u);
+  const char* variant = "?";
+  REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, nullptr, pre ? &dg : nullptr,
+                                      post ? &dg : nullptr, &dy, &variant));
+  return variant;
+}
+
 // The direct kernel's dispatch (variant names only). AUTO: 256 <= seqlen <= 1024, batch >= 24
 // (fp16 without a pregate); FLASHKIT_FFTCONV_DIRECT=1: all it can run (any batch, seqlen <=
 // 2048, fp16 only without a pregate); =0: nothing; fp32 never.
@@ -1014,21 +1035,8 @@ TEST_CASE("sm80 fftconv_direct: the predicate", "[gpu][fftconv][sm80][direct]") 
     if (q.env >= 0) env.reset(new fktest::ScopedEnv("FLASHKIT_FFTCONV_DIRECT", q.env ? "1" : "0"));
     INFO("B " << q.B << " L " << q.L << " " << fktest::dt_name(q.dt) << (q.pre ? " +pregate" : "")
               << (q.post ? " +postgate" : "") << " env " << q.env);
-    fk_fftconv_plan_options_t o;
-    fk_fftconv_plan_options_init(&o);
-    o.channels = 2;
-    o.seqlen = q.L;
-    o.dtype = fktest::dl_dtype(q.dt);
-    fk_fftconv_plan_t* plan = nullptr;
-    REQUIRE_FK(fk_fftconv_plan_create(ctx, &o, &plan));
-    std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
-        plan, fk_fftconv_plan_destroy);
-    HostTensor u(q.dt, {q.B, 2, q.L}), y(q.dt, {q.B, 2, q.L}), k(DT::F32, {2, q.L});
-    DeviceTensor du(u), dy(y), dk(k), dg(u);
-    const char* variant = "?";
-    REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, nullptr, q.pre ? &dg : nullptr,
-                                        q.post ? &dg : nullptr, &dy, &variant));
-    CHECK((std::string(variant) == "cuda.sm80.fftconv_direct") == q.direct);
+    CHECK((selected_variant(ctx, q.B, q.L, q.dt, q.pre, q.post) == "cuda.sm80.fftconv_direct") ==
+          q.direct);
   }
 }
 
@@ -1181,21 +1189,7 @@ TEST_CASE("sm90 fftconv_direct: the predicate under AUTO", "[gpu][fftconv][sm90]
     if (q.env >= 0) env.reset(new fktest::ScopedEnv("FLASHKIT_FFTCONV_DIRECT", q.env ? "1" : "0"));
     INFO("B " << q.B << " L " << q.L << " " << fktest::dt_name(q.dt) << (q.pre ? " +pregate" : "")
               << (q.post ? " +postgate" : "") << " env " << q.env);
-    fk_fftconv_plan_options_t o;
-    fk_fftconv_plan_options_init(&o);
-    o.channels = 2;
-    o.seqlen = q.L;
-    o.dtype = fktest::dl_dtype(q.dt);
-    fk_fftconv_plan_t* plan = nullptr;
-    REQUIRE_FK(fk_fftconv_plan_create(ctx, &o, &plan));
-    std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
-        plan, fk_fftconv_plan_destroy);
-    HostTensor u(q.dt, {q.B, 2, q.L}), y(q.dt, {q.B, 2, q.L}), k(DT::F32, {2, q.L});
-    DeviceTensor du(u), dy(y), dk(k), dg(u);
-    const char* variant = "?";
-    REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, nullptr, q.pre ? &dg : nullptr,
-                                        q.post ? &dg : nullptr, &dy, &variant));
-    CHECK(std::string(variant) == q.want);
+    CHECK(selected_variant(ctx, q.B, q.L, q.dt, q.pre, q.post) == q.want);
   }
 }
 
