@@ -899,12 +899,14 @@ TEST_CASE("sm80 fftconv_direct: large and small magnitudes", "[gpu][fftconv][sm8
 // partner of a non-finite row is NaN too, and is not checked.
 TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
           "[gpu][fftconv][sm80][direct]") {
-  // Pass 0: the SM80 family, direct and FFT kernels; pass 1: the SM90 family's direct kernel.
-  for (int pass = 0; pass < 2; ++pass)
+  // Pass 0: the SM80 family, direct and FFT kernels; pass 1: the SM90 family's direct kernel;
+  // pass 2: the same without a pregate and with 16-byte rows of y (at L 512: the streamed
+  // form, whose rows are checked on the tensor cores slot by slot).
+  for (int pass = 0; pass < 3; ++pass)
   for (int64_t L0 : {500, 512})  // 512: 16-byte rows (the copy-engine path)
   for (bool direct : {true, false}) {
     const fk_context_t* ctx = pass == 0 ? sm80() : context_for(FK_KERNEL_FAMILY_SM90);
-    if (ctx == nullptr || (pass == 1 && !direct)) continue;
+    if (ctx == nullptr || (pass >= 1 && !direct)) continue;
     fktest::ScopedEnv env("FLASHKIT_FFTCONV_DIRECT", direct ? "1" : "0");
     INFO((direct ? "direct kernel" : "FFT kernel") << ", L " << L0 << ", pass " << pass);
     Case c;
@@ -912,7 +914,8 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
     c.channels = 3;
     c.seqlen = L0;
     c.dtype = DT::BF16;
-    c.pre = true;
+    c.pre = pass != 2;
+    if (pass == 2) c.y_pad = 0;
     const int64_t L = c.seqlen, fl = L;
     fk_fftconv_plan_options_t o;
     fk_fftconv_plan_options_init(&o);
@@ -934,17 +937,21 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
     in.D.fill_normal(rng);
     // Row (5, 1): a NaN late in u. Row (9, 0): an Inf in the pregate. Channel 2: an Inf tap.
     in.u.set({5, 1, 400}, std::nan(""));
-    in.pre.set({9, 0, 17}, INFINITY);
+    if (c.pre) {
+      in.pre.set({9, 0, 17}, INFINITY);
+    } else {
+      in.u.set({9, 0, 17}, INFINITY);
+    }
     in.k.set({2, 10}, INFINITY);
     DeviceTensor du(in.u), dy(in.y), dpre(in.pre), dk(in.k), dD(in.D);
     const char* variant = "?";
     REQUIRE_FK(
-        fk_fftconv_select_kernel(plan, &du, &dk, &dD, &dpre, nullptr, &dy, &variant));
-    CHECK(std::string(variant) == (pass == 1 ? "cuda.sm90.fftconv_direct"
+        fk_fftconv_select_kernel(plan, &du, &dk, &dD, c.pre ? &dpre : nullptr, nullptr, &dy, &variant));
+    CHECK(std::string(variant) == (pass >= 1 ? "cuda.sm90.fftconv_direct"
                                    : direct  ? "cuda.sm80.fftconv_direct"
                                              : "cuda.sm80.fftconv_reg"));
     dy.poison();
-    REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &dk, &dD, &dpre, nullptr, &dy));
+    REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &dk, &dD, c.pre ? &dpre : nullptr, nullptr, &dy));
     dy.download();
     int64_t nan_rows = 0, bad = 0;
     const double eps = unit_roundoff(c.dtype);
@@ -969,8 +976,8 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
         for (int64_t t = 0; t < fl; ++t) k[size_t(t)] = in.k.get({h, t});
         const std::vector<double> D{in.D.get({h})};
         const std::vector<double> ref =
-            fkref::fftconv(u, k, &D, &pre, nullptr, 1, 1, L, fl, fkref::ConvMode::Causal,
-                           resolved.fft_size);
+            fkref::fftconv(u, k, &D, c.pre ? &pre : nullptr, nullptr, 1, 1, L, fl,
+                           fkref::ConvMode::Causal, resolved.fft_size);
         double ss = 0;
         for (double v : ref) ss += v * v;
         const double rms = std::sqrt(ss / double(L));
@@ -1149,6 +1156,56 @@ TEST_CASE("sm90 fftconv_direct: AUTO's window", "[gpu][fftconv][sm90][direct]") 
   run_case(c, 69300 + uint64_t(i++), 1, true, true);
 }
 
+// The streamed form of the sm90 kernel (calls without gates, seqlen a multiple of 8 up to 1024,
+// 16-byte rows of u and y): every mode, filters from a few taps to the full length, D on and
+// off, partial groups of 64 rows, and more (channel, row group) items than CTAs, so that each
+// persistent CTA runs several items through both descriptor tables and reloads every slot of v
+// (900 items at B 130 x H 300). The same calls with FLASHKIT_FFTCONV_DIRECT90_STREAM=0 run the
+// one-item-per-CTA kernel; both must match the float64 reference.
+TEST_CASE("sm90 fftconv_direct: streamed kernel, every mode, many items per CTA",
+          "[gpu][fftconv][sm90][direct][stream]") {
+  DirectForced forced;  // short batches and seqlen 128 are outside AUTO's window
+  struct S {
+    int64_t B, H, L;
+  };
+  int i = 0;
+  for (const char* stream : {"1", "0"}) {
+    fktest::ScopedEnv env("FLASHKIT_FFTCONV_DIRECT90_STREAM", stream);
+    for (const S& sh : {S{130, 300, 1024}, S{64, 200, 512}, S{65, 140, 1000}, S{24, 150, 128},
+                        S{64, 270, 896}, S{1, 400, 384}, S{200, 3, 256}, S{64, 160, 640}})
+      for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
+        const int k = i / 3 * 5 + i % 3;
+        Case c;
+        c.mode = m;
+        c.batch = sh.B;
+        c.channels = sh.H;
+        c.seqlen = sh.L;
+        switch (m) {
+          case FK_FFTCONV_CAUSAL:
+            c.filter_len = (k % 2) ? sh.L : std::max<int64_t>(1, sh.L / 5);
+            break;
+          case FK_FFTCONV_CIRCULAR: {
+            int64_t n = 1;
+            while (n < sh.L) n *= 2;
+            c.fft_size = (k % 2) ? n : 2 * n;
+            c.filter_len = c.fft_size;
+            break;
+          }
+          case FK_FFTCONV_BIDIRECTIONAL:
+            c.filter_len = 2 * ((k % 2) ? sh.L - 1 : sh.L / 6) + 1;
+            break;
+        }
+        c.dtype = io_type(i);
+        c.k_dt = (k % 3) == 0 ? DT::F32 : c.dtype;
+        c.with_D = (i % 4) != 3;
+        c.pad = 0;
+        c.y_pad = 0;
+        c.sample_rows = 24;
+        run_case(c, 69900 + uint64_t(i++), 1, true);
+      }
+  }
+}
+
 // AUTO on a Hopper GPU (variant names only): the sm90 kernel without gates for 256 <= seqlen <=
 // 1024 and batch >= 64; the sm80 one for gated calls and batch 24..63 there;
 // FLASHKIT_FFTCONV_DIRECT=1: the sm90 kernel up to seqlen 1152 (gates too), the sm80 one above;
@@ -1211,6 +1268,21 @@ TEST_CASE("sm90 fftconv_direct: small case for memcheck",
     c.pad = (i % 2) ? 1 : 0;
     c.sample_rows = 8;
     run_case(c, 69800 + uint64_t(i++), 1, true);
+  }
+  // The streamed kernel (no gates, 16-byte rows): a partial second group of rows, more items
+  // than CTAs on a small grid is not possible here, so two calls on one plan instead.
+  for (int64_t L : {256, 1024}) {
+    Case c;
+    c.batch = 65;
+    c.channels = 2;
+    c.seqlen = L;
+    c.mode = (i % 2) ? FK_FFTCONV_BIDIRECTIONAL : FK_FFTCONV_CAUSAL;
+    c.filter_len = c.mode == FK_FFTCONV_BIDIRECTIONAL ? L / 2 + 1 : 0;
+    c.dtype = io_type(i);
+    c.pad = 0;
+    c.y_pad = 0;
+    c.sample_rows = 8;
+    run_case(c, 69800 + uint64_t(i++), 2, true);
   }
 }
 

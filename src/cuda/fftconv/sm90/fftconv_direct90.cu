@@ -62,6 +62,7 @@
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/dtype.cuh"
+#include "cuda/common/tma.cuh"
 #include "cuda/fftconv/common/conv_io.cuh"
 #include "cuda/fftconv/common/direct_common.cuh"
 #include "cuda/fftconv/sm90/fftconv_direct90.h"
@@ -387,6 +388,363 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
   }
 }
 
+
+// ---- The streamed form (calls without gates; see the file comment) ------------------------------
+//
+// A persistent CTA takes items (channel, 64 batch rows) in turn: W consumer warpgroups do the
+// tensor work and the epilogue, one producer warp builds the next item's descriptor table and
+// has the copy engine load the next item's rows while the current item is still running.
+// - v is the same chunk-major array, in Lp / 128 slots of 16 KB (128 positions of 64 rows);
+//   the copy engine writes a slot in that layout directly (a 4-D box: 8 elements x 64 rows x 16
+//   chunks x 1 channel, rows past the batch and positions past seqlen as zeros). Slot s has a
+//   full and an empty barrier; the producer loads item i + 1's slot s once every warpgroup has
+//   released item i's.
+// - Each warpgroup takes its tiles from the highest position down and walks a tile's k-steps
+//   from the highest slot down, so that under a causal filter the high slots are released first
+//   (after the warpgroups' first tiles) and the next item starts on them while its low slots are
+//   still in flight. A warpgroup releases a slot after the epilogue of its last tile that reads
+//   it (the epilogue reads its own tile's slot for D * v).
+// - Two descriptor tables (item parity); the producer builds item i + 1's while item i runs.
+// - Rows holding NaN or Inf: each warpgroup checks every slot during its first tile of an item
+//   (v times a zero operand, as in direct90_kernel); each thread keeps its own two rows' flags.
+// - The epilogue stages a quarter tile (32 positions, 16-bit, 4 KB per warpgroup, 16-byte units
+//   XOR-swizzled by row so that both the pair writes and the 16-byte reads are free of bank
+//   conflicts) and stores 16 bytes per thread.
+constexpr int64_t kStreamMaxL = 1024;
+constexpr int kMaxSlots = 8;  // Lp / 128 at kStreamMaxL
+constexpr uint32_t kSlotBytes = 128u * kRows * 2u;
+constexpr int kStageT = kRows * 32;  // 16-bit elements staged per warpgroup
+
+struct StreamShared {
+  uint64_t full[kMaxSlots], empty[kMaxSlots], tfull[2], tempty[2];
+  int sexp[2], kbad[2];
+};
+
+size_t stream_smem_bytes(int Lp) {
+  return size_t(kRows) * Lp * 2 + 2 * size_t(Lp / 4) * 128 + kZeroBytes + size_t(2 * Lp) * 4 +
+         size_t(warpgroups(Lp)) * kStageT * 2;
+}
+
+// First and last slot (128 positions) the k-steps of output tile j read.
+__device__ __forceinline__ int2 tile_slots(const DirectArgs& a, int j) {
+  const int N0 = j * kTileN;
+  int kb = N0 - a.dhi;
+  kb = kb < 0 ? 0 : (kb & ~15);
+  int ke = N0 + kTileN - a.dlo;
+  ke = min(a.Lp, (ke + 15) & ~15);
+  return make_int2(kb >> 7, (ke - 1) >> 7);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
+    stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ StreamShared sh;
+  const int Lp = a.Lp, nslots = a.ntiles;
+  T* xs = reinterpret_cast<T*>(smem);
+  T* tables = reinterpret_cast<T*>(smem + size_t(kRows) * Lp * sizeof(T));
+  const size_t table_elems = size_t(Lp / 4) * 64;
+  T* zero = tables + 2 * table_elems;
+  float* taps = reinterpret_cast<float*>(zero + kZeroBytes / sizeof(T));
+  T* stage_all = reinterpret_cast<T*>(taps + 2 * Lp);
+
+  const int tid = threadIdx.x;
+  const int W = (blockDim.x - 32) >> 7;
+  const int L = static_cast<int>(a.L);
+  if (tid == 0) {
+    for (int s = 0; s < nslots; ++s) {
+      tma::mbar_init(sm80::smem_u32(&sh.full[s]), 1);
+      tma::mbar_init(sm80::smem_u32(&sh.empty[s]), W);
+    }
+    for (int p = 0; p < 2; ++p) {
+      tma::mbar_init(sm80::smem_u32(&sh.tfull[p]), 1);
+      tma::mbar_init(sm80::smem_u32(&sh.tempty[p]), W);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if (tid < int(kZeroBytes / 16)) reinterpret_cast<uint4*>(zero)[tid] = make_uint4(0u, 0u, 0u, 0u);
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  __syncthreads();
+
+  if (tid >= W * 128) {
+    // ---- producer warp: the table, then the loads, item after item.
+    const int lane = tid & 31;
+    int it = 0;
+    for (int64_t item = blockIdx.x; item < nitems; item += gridDim.x, ++it) {
+      const int64_t c = item / a.row_groups;
+      const int b0 = static_cast<int>(item % a.row_groups) * kRows;
+      const int p = it & 1;
+      if (it >= 2) tma::mbar_wait(sm80::smem_u32(&sh.tempty[p]), ((it >> 1) & 1) ^ 1);
+      // Taps on the diagonals -Lp .. Lp - 1 (unscaled), their largest magnitude and whether one
+      // is not finite (the same rules as direct_prologue).
+      float m = 0.0f;
+      int bad = 0;
+      for (int e0 = 0; e0 < 2 * Lp; e0 += 8 * 32) {
+        float tv[8];
+#pragma unroll
+        for (int s = 0; s < 8; ++s) {
+          const int e = e0 + s * 32 + lane, d = e - Lp;
+          const int64_t idx = (e < 2 * Lp && d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
+          tv[s] = idx >= 0 ? load_float(a.k, a.k_dtype, c * a.k_cs + idx) : 0.0f;
+        }
+#pragma unroll
+        for (int s = 0; s < 8; ++s) {
+          const int e = e0 + s * 32 + lane;
+          if (e >= 2 * Lp) break;
+          taps[e] = tv[s];
+          if (isfinite(tv[s])) {
+            m = fmaxf(m, fabsf(tv[s]));
+          } else {
+            bad = 1;
+          }
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+      bad = __any_sync(0xffffffffu, bad);
+      int sexp = 0;
+      if (m > 0.0f) {
+        int e = 0;
+        frexpf(m, &e);
+        sexp = max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
+      }
+      __syncwarp();
+      // Table rows rho = 8 b + r hold kk[Lp - 1 - rho - c'], c' = 0..7: taps[2 Lp - 1 - rho - c'].
+      // Each lane writes 8 consecutive rows from 15 scaled taps.
+      const float scale = ldexpf(1.0f, sexp);
+      T* table = tables + size_t(p) * table_elems;
+      for (int rho0 = 8 * lane; rho0 < 2 * Lp; rho0 += 8 * 32) {
+        float w[15];
+#pragma unroll
+        for (int i = 0; i < 15; ++i) {
+          const int e = 2 * Lp - 1 - rho0 - i;  // rows rho0 + r need e = 2 Lp - 1 - rho0 - r - c'
+          w[i] = e >= 0 ? taps[e] * scale : 0.0f;
+        }
+#pragma unroll
+        for (int r = 0; r < 8; ++r) {
+          float v[8];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) v[j] = w[r + j];
+          *reinterpret_cast<uint4*>(table + size_t(rho0 + r) * 8) = conv::pack8<T>(v);
+        }
+      }
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      __syncwarp();
+      if (lane == 0) {
+        sh.sexp[p] = sexp;
+        sh.kbad[p] = bad;
+        tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
+        // The rows, highest slot first.
+        for (int s = nslots - 1; s >= 0; --s) {
+          tma::mbar_wait(sm80::smem_u32(&sh.empty[s]), (it & 1) ^ 1);
+          tma::mbar_arm(sm80::smem_u32(&sh.full[s]), kSlotBytes);
+          tma::load_4d(&umap, sm80::smem_u32(xs + size_t(s) * (kSlotBytes / 2)),
+                       sm80::smem_u32(&sh.full[s]), 0, b0, 16 * s, static_cast<int>(c));
+        }
+      }
+      __syncwarp();
+    }
+    return;
+  }
+
+  // ---- consumer warpgroups
+  const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
+  const int warp = (tid >> 5) & 3, lane = tid & 31, wtid = tid & 127;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int T_ = (a.ntiles + W - 1) / W;  // tile rounds (the last may be partial)
+  const uint64_t desc_a0 = (uint64_t(kCS * 2 >> 4) << 16) | (uint64_t(128 >> 4) << 32) |
+                           uint64_t(sm80::smem_u32(xs) >> 4);
+  const uint64_t desc_b0 = (uint64_t(128 >> 4) << 16) | (uint64_t(128 >> 4) << 32);
+  const uint64_t desc_z = desc_b0 | uint64_t(sm80::smem_u32(zero) >> 4);
+  T* stage = stage_all + size_t(wg) * kStageT;
+  auto tile_of = [&](int ti) { return ti * W + ((ti & 1) ? W - 1 - wg : wg); };
+  int it = 0;
+  for (int64_t item = blockIdx.x; item < nitems; item += gridDim.x, ++it) {
+    const int64_t c = item / a.row_groups;
+    const int64_t b0 = int64_t(item % a.row_groups) * kRows;
+    const int p = it & 1;
+    const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
+    tma::mbar_wait(sm80::smem_u32(&sh.tfull[p]), (it >> 1) & 1);
+    const int sexp = sh.sexp[p];
+    const bool kbad = sh.kbad[p] != 0;
+    const float inv = ldexpf(1.0f, -sexp);
+    const uint32_t tab = sm80::smem_u32(tables + size_t(p) * table_elems);
+    float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    bool bad_lo = false, bad_hi = false;  // rows 16 warp + g and + 8
+    unsigned released = 0;
+    bool first = true;
+    for (int ti = T_ - 1; ti >= 0; --ti) {
+      const int j = tile_of(ti);
+      if (j >= a.ntiles) continue;
+      const int N0 = j * kTileN;
+      const int2 sr = tile_slots(a, j);
+      int kb = N0 - a.dhi;
+      kb = kb < 0 ? 0 : (kb & ~15);
+      int ke = N0 + kTileN - a.dlo;
+      ke = min(Lp, (ke + 15) & ~15);
+      float acc[64];
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 64; ++i) cute::warpgroup_fence_operand(acc[i]);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
+      const int s_hi = first ? nslots - 1 : sr.y, s_lo = first ? 0 : sr.x;
+#pragma unroll 1
+      for (int s = s_hi; s >= s_lo; --s) {
+        tma::mbar_wait(sm80::smem_u32(&sh.full[s]), it & 1);
+        const int k_lo = max(kb, 128 * s), k_hi = min(ke, 128 * s + 128);
+        // Each group of wgmmas has its own arrive and commit, and no group sits in a loop that
+        // ptxas cannot unroll (else it injects warpgroup.arrive, C7519, and serialises them).
+        if (first) {
+          uint64_t da = desc_a0 + uint64_t(16 * s * kCS * 2 >> 4);
+          cute::warpgroup_arrive();
+#pragma unroll
+          for (int q = 0; q < 8; ++q) {
+            MmaCheck<T>::Op::fma(da, desc_z, chk[0], chk[1], chk[2], chk[3]);
+            da += 2 * kCS * 2 >> 4;
+          }
+          cute::warpgroup_commit_batch();
+        }
+        uint64_t da = desc_a0 + uint64_t(k_lo / 8 * kCS * 2 >> 4);
+        uint64_t db = desc_b0 | uint64_t((tab + uint32_t(Lp - kTileN - N0 + k_lo) * 16) >> 4);
+        if (k_hi - k_lo == 128) {
+          cute::warpgroup_arrive();
+#pragma unroll
+          for (int q = 0; q < 8; ++q) {
+            mma_ss<T>(acc, da, db, std::make_index_sequence<64>{});
+            da += 2 * kCS * 2 >> 4;
+            db += 16;
+          }
+          cute::warpgroup_commit_batch();
+        } else {
+#pragma unroll 1
+          for (int k0 = k_lo; k0 < k_hi; k0 += 16) {
+            cute::warpgroup_arrive();
+            mma_ss<T>(acc, da, db, std::make_index_sequence<64>{});
+            cute::warpgroup_commit_batch();
+            da += 2 * kCS * 2 >> 4;
+            db += 16;
+          }
+        }
+        cute::warpgroup_wait<1>();
+      }
+      cute::warpgroup_wait<0>();
+#pragma unroll
+      for (int i = 0; i < 64; ++i) cute::warpgroup_fence_operand(acc[i]);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
+      if (first) {
+        bad_lo = !(chk[0] == 0.0f);
+        bad_hi = !(chk[2] == 0.0f);
+      }
+      // Epilogue, a quarter tile at a time (see direct90_kernel for the accumulator's layout):
+      // y = acc 2^-sexp + D * v (v exact from this tile's slot), NaN for a bad row, rounded to
+      // T into the staging rows; then each thread stores two 16-byte chunks.
+#pragma unroll
+      for (int s4 = 0; s4 < 4; ++s4) {
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = 16 * warp + g + 8 * h;
+          const bool nan = kbad || (h ? bad_hi : bad_lo);
+#pragma unroll
+          for (int qq = 0; qq < 4; ++qq) {
+            const int q = 12 - 4 * s4 + qq;
+            const int tl = 126 - 8 * q - 2 * t4 - 32 * s4;  // position within the quarter
+            float y0 = acc[4 * q + 2 * h + 1] * inv, y1 = acc[4 * q + 2 * h] * inv;
+            if (a.D != nullptr) {
+              const int t = N0 + 32 * s4 + tl;
+              const float2 v = sm80::Elt<T>::unpack(
+                  *reinterpret_cast<const uint32_t*>(xs + size_t(r) * 8 + conv::vofs<kCS>(t)));
+              y0 += Dc * v.x;
+              y1 += Dc * v.y;
+            }
+            if (nan) y0 = y1 = __int_as_float(0x7fffffff);
+            const int unit = (tl >> 3) ^ ((r >> 1) & 3);
+            *reinterpret_cast<uint32_t*>(stage + r * 32 + unit * 8 + (tl & 7)) =
+                sm80::Elt<T>::pack(y0, y1);
+          }
+        }
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+#pragma unroll
+        for (int i2 = 0; i2 < 2; ++i2) {
+          const int ci = wtid + 128 * i2;
+          const int r = ci >> 2, cq = ci & 3;
+          const int64_t b = b0 + r;
+          const int t0 = N0 + 32 * s4 + 8 * cq;
+          if (b >= a.batch || t0 >= L) continue;
+          const uint4 w = *reinterpret_cast<const uint4*>(stage + r * 32 + ((cq ^ ((r >> 1) & 3)) * 8));
+          *reinterpret_cast<uint4*>(static_cast<T*>(a.y) + b * a.y_bs + c * a.y_cs + t0) = w;
+        }
+      }
+      // Release the slots no later tile of this warpgroup reads (and, after the last tile, the
+      // table), once all four warps are past their reads.
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+      if (wtid == 0) {
+        bool last = true;
+        for (int s = 0; s < nslots; ++s) {
+          if (released & (1u << s)) continue;
+          bool later = false;
+          for (int tj = ti - 1; tj >= 0; --tj) {
+            const int jj = tile_of(tj);
+            if (jj >= a.ntiles) continue;
+            const int2 r2 = tile_slots(a, jj);
+            later |= s >= r2.x && s <= r2.y;
+          }
+          if (later) {
+            last = false;
+          } else {
+            tma::mbar_arrive(sm80::smem_u32(&sh.empty[s]));
+            released |= 1u << s;
+          }
+        }
+        if (last) tma::mbar_arrive(sm80::smem_u32(&sh.tempty[p]));
+      }
+      first = false;
+    }
+  }
+}
+
+
+// FLASHKIT_FFTCONV_DIRECT90_STREAM=0 keeps calls the streamed kernel could run on
+// direct90_kernel (for comparison); anything else, or unset, lets it run them.
+bool stream_enabled() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_STREAM");
+  return e == nullptr || e[0] != '0';
+}
+
+// What the streamed kernel needs beyond direct90_kernel's predicate: no gates, seqlen a
+// multiple of 8 up to kStreamMaxL (the copy engine loads whole 8-element chunks; zeros past
+// seqlen), rows of u and y 16-byte aligned, coordinates within int32 and a tensor map the
+// driver accepts (encode_u_map).
+bool stream_runs(const FFTConvProblem& p, const DirectArgs& a) {
+  if (!stream_enabled() || p.pregate != nullptr || p.postgate != nullptr) return false;
+  if (p.seqlen % 8 != 0 || p.seqlen > kStreamMaxL || !a.vec || !a.lean16) return false;
+  if (p.batch > INT_MAX || p.channels > INT_MAX) return false;
+  if ((p.batch > 1 && p.u_batch_stride <= 0) || (p.channels > 1 && p.u_channel_stride <= 0))
+    return false;
+  return true;
+}
+
+// u as the 4-D tensor (8 elements, batch, seqlen / 8 chunks, channels) with box (8, 64, 16, 1):
+// one slot of v in its chunk-major layout. False when the driver refuses it or lacks the call.
+bool encode_u_map(const FFTConvProblem& p, CUtensorMap* map) {
+  const EncodeTiledFn fn = encode_tiled();
+  if (fn == nullptr) return false;
+  const cuuint64_t dims[4] = {8u, cuuint64_t(p.batch), cuuint64_t(p.seqlen / 8),
+                              cuuint64_t(p.channels)};
+  const cuuint64_t strides[3] = {cuuint64_t(p.batch > 1 ? p.u_batch_stride * 2 : 16), 16u,
+                                 cuuint64_t(p.channels > 1 ? p.u_channel_stride * 2 : 16)};
+  const cuuint32_t box[4] = {8u, cuuint32_t(kRows), 16u, 1u};
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, const_cast<void*>(p.u), dims,
+                        strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                        CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
+
 }  // namespace
 
 bool fftconv_direct_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
@@ -412,6 +770,27 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
 
   const DirectArgs a = conv::make_direct_args(p, kTileN, kRows);
+  CUtensorMap umap;
+  if (stream_runs(p, a) && encode_u_map(p, &umap)) {
+    const int wgs = warpgroups(a.Lp);
+    const size_t smem = stream_smem_bytes(a.Lp);
+    const int64_t nitems = p.channels * a.row_groups;
+    const void* fn = p.dtype == DType::BF16 ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16>)
+                                            : reinterpret_cast<const void*>(stream90_kernel<__half>);
+    FK_RETURN_IF_ERROR(conv::allow_smem(fn, smem, "cuda.sm90.fftconv_direct: shared memory"));
+    int per_sm = 0;
+    FK_CUDA_TRY(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, wgs * 128 + 32, smem),
+        "cuda.sm90.fftconv_direct: occupancy");
+    const int sms = ctx.caps != nullptr ? ctx.caps->sm_count : 132;
+    const int64_t grid = std::min<int64_t>(nitems, int64_t(std::max(1, per_sm)) * sms);
+    if (p.dtype == DType::BF16) {
+      stream90_kernel<__nv_bfloat16><<<static_cast<unsigned>(grid), wgs * 128 + 32, smem, stream>>>(a, umap, nitems);
+    } else {
+      stream90_kernel<__half><<<static_cast<unsigned>(grid), wgs * 128 + 32, smem, stream>>>(a, umap, nitems);
+    }
+    return check_launch("cuda.sm90.fftconv_direct streamed kernel");
+  }
   const int64_t grid = p.channels * a.row_groups;
   if (grid > INT_MAX) {
     return set_error(FK_ERROR_NOT_SUPPORTED,

@@ -139,6 +139,7 @@
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/dtype.cuh"
+#include "cuda/common/tma.cuh"
 #include "cuda/monarch/common/monarch_io.h"
 #include "cuda/monarch/sm90/monarch_sm90.h"
 
@@ -812,31 +813,6 @@ Config config(const DeviceCaps& caps, const MonarchProblem& p) {
 }
 
 using KernelFn = void (*)(const Params);
-
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda);
-// null when the driver does not provide it.
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-EncodeTiledFn encode_tiled() {
-  static const EncodeTiledFn fn = []() -> EncodeTiledFn {
-    void* ptr = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    const cudaError_t e =
-        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q);
-#else
-    const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &ptr, cudaEnableDefault, &q);
-#endif
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || ptr == nullptr) {
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    return reinterpret_cast<EncodeTiledFn>(ptr);
-  }();
-  return fn;
-}
 
 // x as (column: nblocks1 * p, token: tokens) in elements, box (p, 32), swizzled in units of p*2
 // bytes (32, 64 or 128), as the kernel's swz(row, unit, p / 8). False when the driver refuses it.
