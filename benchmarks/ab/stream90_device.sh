@@ -16,6 +16,9 @@ dev_stage
 W=/tmp/fk-stream90
 mkdir -p "$W"
 bin=.device/bin/flashkit_tests_gpu
+FLASHKIT_FFTCONV_DIRECT90_WALK=up timeout -k 10 150 "$bin" "[stream]" > "$W/t_stream_up.log" 2>&1
+echo "[stream] walk up: $(grep -E '^(All tests passed|test cases:)' "$W/t_stream_up.log" | tail -n1) (${SECONDS} s)"
+grep -B6 -A24 FAILED "$W/t_stream_up.log" | head -60
 timeout -k 10 150 "$bin" "[stream]" > "$W/t_stream.log" 2>&1
 echo "[stream]: $(grep -E '^(All tests passed|test cases:)' "$W/t_stream.log" | tail -n1) (${SECONDS} s)"
 grep -B6 -A24 FAILED "$W/t_stream.log" | head -90
@@ -38,8 +41,11 @@ bench() {  # NAME ARGS...
   echo "($name: ${SECONDS} s)"
 }
 for r in 1 2; do
-  echo "== round $r: streamed"
+  echo "== round $r: streamed, slots walked downwards"
   bench s$r --seqlens 256 512 1024
+  echo "== round $r: streamed, slots walked upwards"
+  FLASHKIT_FFTCONV_DIRECT90_WALK=up bench u$r --seqlens 256 512 1024
+  [ "${STREAM_OLD:-1}" = 1 ] || continue
   echo "== round $r: one item per CTA"
   FLASHKIT_FFTCONV_DIRECT90_STREAM=0 bench o$r --seqlens 256 512 1024
 done

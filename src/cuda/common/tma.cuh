@@ -70,14 +70,26 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
         : "memory");
   } while (!done);
 }
-// A box of a 4-D tensor map into this CTA's shared memory at `dst`; completes its bytes on `bar`.
-// Coordinates in elements, innermost first; out-of-range elements arrive as zeros.
-__device__ __forceinline__ void load_4d(const void* map, uint32_t dst, uint32_t bar, int c0,
-                                        int c1, int c2, int c3) {
+// Whether the phase of parity `parity` has completed, without waiting (acquire, CTA scope).
+__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
+  uint32_t done;
   asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, "
-      "%4, %5, %6}], [%2];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      "{\n .reg .pred p;\n"
+      " mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+// A box of a 3-D tensor map into this CTA's shared memory at `dst`; completes its bytes on `bar`.
+// Coordinates in elements, innermost first; out-of-range elements arrive as zeros.
+__device__ __forceinline__ void load_3d(const void* map, uint32_t dst, uint32_t bar, int c0,
+                                        int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, "
+      "%4, %5}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
 

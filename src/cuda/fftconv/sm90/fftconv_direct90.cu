@@ -421,7 +421,7 @@ struct StreamShared {
 };
 
 size_t stream_smem_bytes(int Lp) {
-  return size_t(kRows) * Lp * 2 + 2 * size_t(Lp / 4) * 128 + kZeroBytes + size_t(2 * Lp) * 4 +
+  return 1024 + size_t(kRows) * Lp * 2 + 2 * size_t(Lp / 4) * 128 + kZeroBytes + size_t(2 * Lp) * 4 +
          size_t(warpgroups(Lp)) * kStageT * 2;
 }
 
@@ -437,12 +437,14 @@ __device__ __forceinline__ int2 tile_slots(const DirectArgs& a, int j) {
 
 template <class T>
 __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
-    stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems) {
+    stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems,
+                    int down) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ StreamShared sh;
   const int Lp = a.Lp, nslots = a.ntiles;
-  T* xs = reinterpret_cast<T*>(smem);
-  T* tables = reinterpret_cast<T*>(smem + size_t(kRows) * Lp * sizeof(T));
+  // v's slots in the 128-byte swizzle of the copy engine and of wgmma: 1024-byte aligned.
+  T* xs = reinterpret_cast<T*>(smem + ((1024u - (sm80::smem_u32(smem) & 1023u)) & 1023u));
+  T* tables = xs + size_t(kRows) * Lp;
   const size_t table_elems = size_t(Lp / 4) * 64;
   T* zero = tables + 2 * table_elems;
   float* taps = reinterpret_cast<float*>(zero + kZeroBytes / sizeof(T));
@@ -454,11 +456,11 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   if (tid == 0) {
     for (int s = 0; s < nslots; ++s) {
       tma::mbar_init(sm80::smem_u32(&sh.full[s]), 1);
-      tma::mbar_init(sm80::smem_u32(&sh.empty[s]), W);
+      tma::mbar_init(sm80::smem_u32(&sh.empty[s]), 4 * W);
     }
     for (int p = 0; p < 2; ++p) {
       tma::mbar_init(sm80::smem_u32(&sh.tfull[p]), 1);
-      tma::mbar_init(sm80::smem_u32(&sh.tempty[p]), W);
+      tma::mbar_init(sm80::smem_u32(&sh.tempty[p]), 4 * W);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -534,12 +536,22 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
         sh.sexp[p] = sexp;
         sh.kbad[p] = bad;
         tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
-        // The rows, highest slot first.
-        for (int s = nslots - 1; s >= 0; --s) {
-          tma::mbar_wait(sm80::smem_u32(&sh.empty[s]), (it & 1) ^ 1);
-          tma::mbar_arm(sm80::smem_u32(&sh.full[s]), kSlotBytes);
-          tma::load_4d(&umap, sm80::smem_u32(xs + size_t(s) * (kSlotBytes / 2)),
-                       sm80::smem_u32(&sh.full[s]), 0, b0, 16 * s, static_cast<int>(c));
+        // The rows: each slot as soon as every warp released the previous item's, lowest
+        // first among those free (the consumers walk their k-steps upwards).
+        unsigned pending = (1u << nslots) - 1u;
+        while (pending != 0u) {
+          bool issued = false;
+          for (int s = 0; s < nslots; ++s) {
+            if (!(pending & (1u << s)) || !tma::mbar_test(sm80::smem_u32(&sh.empty[s]), (it & 1) ^ 1))
+              continue;
+            tma::mbar_arm(sm80::smem_u32(&sh.full[s]), kSlotBytes);
+            for (int hf = 0; hf < 2; ++hf)
+              tma::load_3d(&umap, sm80::smem_u32(xs + size_t(s) * (kSlotBytes / 2) + hf * 64 * kRows),
+                           sm80::smem_u32(&sh.full[s]), 128 * s + 64 * hf, b0, static_cast<int>(c));
+            pending &= ~(1u << s);
+            issued = true;
+          }
+          if (!issued) __nanosleep(64);
         }
       }
       __syncwarp();
@@ -552,8 +564,13 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   const int warp = (tid >> 5) & 3, lane = tid & 31, wtid = tid & 127;
   const int g = lane >> 2, t4 = lane & 3;
   const int T_ = (a.ntiles + W - 1) / W;  // tile rounds (the last may be partial)
-  const uint64_t desc_a0 = (uint64_t(kCS * 2 >> 4) << 16) | (uint64_t(128 >> 4) << 32) |
+  // A (v) in the 128-byte swizzle, K-major: 8-row groups 1 KB apart (SBO), k-step k0 at
+  // 64-position half-slot k0 / 64 (8 KB each) plus 32 bytes per 16 positions inside it.
+  const uint64_t desc_a0 = (uint64_t(1) << 62) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 16) |
                            uint64_t(sm80::smem_u32(xs) >> 4);
+  auto desc_v = [&](int k0) {
+    return desc_a0 + uint64_t((k0 >> 6) * (8192 >> 4) + ((k0 >> 4) & 3) * (32 >> 4));
+  };
   const uint64_t desc_b0 = (uint64_t(128 >> 4) << 16) | (uint64_t(128 >> 4) << 32);
   const uint64_t desc_z = desc_b0 | uint64_t(sm80::smem_u32(zero) >> 4);
   T* stage = stage_all + size_t(wg) * kStageT;
@@ -571,7 +588,15 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
     const uint32_t tab = sm80::smem_u32(tables + size_t(p) * table_elems);
     float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     bool bad_lo = false, bad_hi = false;  // rows 16 warp + g and + 8
-    unsigned released = 0;
+    // Slots this warp has released for the item (warp-uniform): a slot goes back to the
+    // producer as soon as this warp's wgmmas on it completed and no later tile of its warpgroup
+    // reads it (empty[s] counts the 4 W warps).
+    unsigned released = 0, later = 0;  // later: the slots later tiles of the warpgroup read
+    auto release = [&](int s) {
+      if ((released | later) & (1u << s)) return;
+      if (lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.empty[s]));
+      released |= 1u << s;
+    };
     bool first = true;
     for (int ti = T_ - 1; ti >= 0; --ti) {
       const int j = tile_of(ti);
@@ -590,30 +615,38 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
       const int s_hi = first ? nslots - 1 : sr.y, s_lo = first ? 0 : sr.x;
+      later = 0;
+      for (int tj = ti - 1; tj >= 0; --tj) {
+        const int jj = tile_of(tj);
+        if (jj >= a.ntiles) continue;
+        const int2 r2 = tile_slots(a, jj);
+        later |= ((2u << r2.y) - 1u) & ~((1u << r2.x) - 1u);
+      }
+      int prev = -1;
 #pragma unroll 1
-      for (int s = s_hi; s >= s_lo; --s) {
+      for (int n = 0; n <= s_hi - s_lo; ++n) {
+        const int s = down ? s_hi - n : s_lo + n;
         tma::mbar_wait(sm80::smem_u32(&sh.full[s]), it & 1);
         const int k_lo = max(kb, 128 * s), k_hi = min(ke, 128 * s + 128);
         // Each group of wgmmas has its own arrive and commit, and no group sits in a loop that
         // ptxas cannot unroll (else it injects warpgroup.arrive, C7519, and serialises them).
         if (first) {
-          uint64_t da = desc_a0 + uint64_t(16 * s * kCS * 2 >> 4);
+          const uint64_t ds = desc_v(128 * s);
           cute::warpgroup_arrive();
 #pragma unroll
-          for (int q = 0; q < 8; ++q) {
-            MmaCheck<T>::Op::fma(da, desc_z, chk[0], chk[1], chk[2], chk[3]);
-            da += 2 * kCS * 2 >> 4;
-          }
+          for (int q = 0; q < 8; ++q)
+            MmaCheck<T>::Op::fma(ds + uint64_t((q >> 2) * (8192 >> 4) + (q & 3) * 2), desc_z, chk[0],
+                                 chk[1], chk[2], chk[3]);
           cute::warpgroup_commit_batch();
         }
-        uint64_t da = desc_a0 + uint64_t(k_lo / 8 * kCS * 2 >> 4);
         uint64_t db = desc_b0 | uint64_t((tab + uint32_t(Lp - kTileN - N0 + k_lo) * 16) >> 4);
         if (k_hi - k_lo == 128) {
+          const uint64_t ds = desc_v(k_lo);
           cute::warpgroup_arrive();
 #pragma unroll
           for (int q = 0; q < 8; ++q) {
-            mma_ss<T>(acc, da, db, std::make_index_sequence<64>{});
-            da += 2 * kCS * 2 >> 4;
+            mma_ss<T>(acc, ds + uint64_t((q >> 2) * (8192 >> 4) + (q & 3) * 2), db,
+                      std::make_index_sequence<64>{});
             db += 16;
           }
           cute::warpgroup_commit_batch();
@@ -621,15 +654,17 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
 #pragma unroll 1
           for (int k0 = k_lo; k0 < k_hi; k0 += 16) {
             cute::warpgroup_arrive();
-            mma_ss<T>(acc, da, db, std::make_index_sequence<64>{});
+            mma_ss<T>(acc, desc_v(k0), db, std::make_index_sequence<64>{});
             cute::warpgroup_commit_batch();
-            da += 2 * kCS * 2 >> 4;
             db += 16;
           }
         }
-        cute::warpgroup_wait<1>();
+        cute::warpgroup_wait<1>();  // every group before slot s's last one has completed
+        if (prev >= 0 && !(a.D != nullptr && prev == j)) release(prev);
+        prev = s;
       }
       cute::warpgroup_wait<0>();
+      if (!(a.D != nullptr && prev == j)) release(prev);
 #pragma unroll
       for (int i = 0; i < 64; ++i) cute::warpgroup_fence_operand(acc[i]);
 #pragma unroll
@@ -655,8 +690,9 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
             float y0 = acc[4 * q + 2 * h + 1] * inv, y1 = acc[4 * q + 2 * h] * inv;
             if (a.D != nullptr) {
               const int t = N0 + 32 * s4 + tl;
-              const float2 v = sm80::Elt<T>::unpack(
-                  *reinterpret_cast<const uint32_t*>(xs + size_t(r) * 8 + conv::vofs<kCS>(t)));
+              const int col = t & 63;  // swizzled: 16-byte unit (col / 8) ^ (r % 8) of row r
+              const float2 v = sm80::Elt<T>::unpack(*reinterpret_cast<const uint32_t*>(
+                  xs + (t >> 6) * (64 * kRows) + r * 64 + ((((col >> 3) ^ (r & 7)) << 3) | (col & 7))));
               y0 += Dc * v.x;
               y1 += Dc * v.y;
             }
@@ -678,29 +714,11 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
           *reinterpret_cast<uint4*>(static_cast<T*>(a.y) + b * a.y_bs + c * a.y_cs + t0) = w;
         }
       }
-      // Release the slots no later tile of this warpgroup reads (and, after the last tile, the
-      // table), once all four warps are past their reads.
-      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-      if (wtid == 0) {
-        bool last = true;
-        for (int s = 0; s < nslots; ++s) {
-          if (released & (1u << s)) continue;
-          bool later = false;
-          for (int tj = ti - 1; tj >= 0; --tj) {
-            const int jj = tile_of(tj);
-            if (jj >= a.ntiles) continue;
-            const int2 r2 = tile_slots(a, jj);
-            later |= s >= r2.x && s <= r2.y;
-          }
-          if (later) {
-            last = false;
-          } else {
-            tma::mbar_arrive(sm80::smem_u32(&sh.empty[s]));
-            released |= 1u << s;
-          }
-        }
-        if (last) tma::mbar_arrive(sm80::smem_u32(&sh.tempty[p]));
-      }
+      // The slots this tile still held (its own, for D * v) that no later tile reads and, after
+      // the last tile, the table: each warp arrives for itself once past its reads.
+      __syncwarp();
+      for (int s = 0; s < nslots; ++s) release(s);
+      if (later == 0u && lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.tempty[p]));
       first = false;
     }
   }
@@ -712,6 +730,13 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
 bool stream_enabled() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_STREAM");
   return e == nullptr || e[0] != '0';
+}
+
+// FLASHKIT_FFTCONV_DIRECT90_WALK=up: the streamed kernel walks each tile's slots upwards;
+// otherwise downwards (for comparison).
+int walk_down() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_WALK");
+  return e != nullptr && e[0] == 'u' ? 0 : 1;
 }
 
 // What the streamed kernel needs beyond direct90_kernel's predicate: no gates, seqlen a
@@ -732,15 +757,14 @@ bool stream_runs(const FFTConvProblem& p, const DirectArgs& a) {
 bool encode_u_map(const FFTConvProblem& p, CUtensorMap* map) {
   const EncodeTiledFn fn = encode_tiled();
   if (fn == nullptr) return false;
-  const cuuint64_t dims[4] = {8u, cuuint64_t(p.batch), cuuint64_t(p.seqlen / 8),
-                              cuuint64_t(p.channels)};
-  const cuuint64_t strides[3] = {cuuint64_t(p.batch > 1 ? p.u_batch_stride * 2 : 16), 16u,
+  const cuuint64_t dims[3] = {cuuint64_t(p.seqlen), cuuint64_t(p.batch), cuuint64_t(p.channels)};
+  const cuuint64_t strides[2] = {cuuint64_t(p.batch > 1 ? p.u_batch_stride * 2 : 16),
                                  cuuint64_t(p.channels > 1 ? p.u_channel_stride * 2 : 16)};
-  const cuuint32_t box[4] = {8u, cuuint32_t(kRows), 16u, 1u};
-  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, const_cast<void*>(p.u), dims,
+  const cuuint32_t box[3] = {64u, cuuint32_t(kRows), 1u};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void*>(p.u), dims,
                         strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                        CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS;
 }
@@ -785,9 +809,9 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     const int sms = ctx.caps != nullptr ? ctx.caps->sm_count : 132;
     const int64_t grid = std::min<int64_t>(nitems, int64_t(std::max(1, per_sm)) * sms);
     if (p.dtype == DType::BF16) {
-      stream90_kernel<__nv_bfloat16><<<static_cast<unsigned>(grid), wgs * 128 + 32, smem, stream>>>(a, umap, nitems);
+      stream90_kernel<__nv_bfloat16><<<static_cast<unsigned>(grid), wgs * 128 + 32, smem, stream>>>(a, umap, nitems, walk_down());
     } else {
-      stream90_kernel<__half><<<static_cast<unsigned>(grid), wgs * 128 + 32, smem, stream>>>(a, umap, nitems);
+      stream90_kernel<__half><<<static_cast<unsigned>(grid), wgs * 128 + 32, smem, stream>>>(a, umap, nitems, walk_down());
     }
     return check_launch("cuda.sm90.fftconv_direct streamed kernel");
   }
