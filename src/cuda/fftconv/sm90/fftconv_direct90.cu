@@ -39,10 +39,12 @@
 // - Measured (H200, bf16, B 64, H 768, causal, D, not gated; benchmarks/RESULTS.md "The direct
 //   convolution on wgmma"): L 256 / 512 / 1K 0.047 / 0.080 / 0.192 ms, 1.01-1.09x the sm80
 //   kernel; gated calls were 0.93-1.0x, batch 32 0.7x, hence AUTO's window (kAuto*).
-// - Not yet: the row loads, the tensor work and the epilogue run one after the other inside a
-//   CTA, and at seqlen 1K one CTA fills the multiprocessor (ncu: the tensor loop is 20% of the
-//   stall samples, the prologue 38%, the epilogue 36%). Next: a persistent CTA whose producer
-//   warp loads the next item's rows during the current item's tensor work.
+// - Calls without gates whose rows suit the copy engine (seqlen a multiple of 8 up to 1024,
+//   16-byte rows of u and y) run the streamed form below (stream90_kernel: persistent CTAs, a
+//   producer warp, the next item's rows loaded during the current item's tensor work);
+//   FLASHKIT_FFTCONV_DIRECT90_STREAM=0 keeps them on direct90_kernel. In direct90_kernel the
+//   row loads, the tensor work and the epilogue run one after the other inside a CTA (ncu at L
+//   1K: tensor loop 20% of the stall samples, prologue 38%, epilogue 36%).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -393,23 +395,35 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //
 // A persistent CTA takes items (channel, 64 batch rows) in turn: W consumer warpgroups do the
 // tensor work and the epilogue, one producer warp builds the next item's descriptor table and
-// has the copy engine load the next item's rows while the current item is still running.
-// - v is the same chunk-major array, in Lp / 128 slots of 16 KB (128 positions of 64 rows);
-//   the copy engine writes a slot in that layout directly (a 4-D box: 8 elements x 64 rows x 16
-//   chunks x 1 channel, rows past the batch and positions past seqlen as zeros). Slot s has a
-//   full and an empty barrier; the producer loads item i + 1's slot s once every warpgroup has
-//   released item i's.
-// - Each warpgroup takes its tiles from the highest position down and walks a tile's k-steps
-//   from the highest slot down, so that under a causal filter the high slots are released first
-//   (after the warpgroups' first tiles) and the next item starts on them while its low slots are
-//   still in flight. A warpgroup releases a slot after the epilogue of its last tile that reads
-//   it (the epilogue reads its own tile's slot for D * v).
+// has the copy engine (TMA) load the next item's rows while the current item is still running.
+// - v lies in Lp / 128 slots of 16 KB (128 positions of 64 rows), each two 8 KB boxes of 64
+//   positions x 64 rows in the 128-byte swizzle that the copy engine writes and wgmma reads
+//   (K-major A, SBO 1 KB; the k-step inside a 64-position box moves the start address by 32
+//   bytes). Rows past the batch and positions past seqlen arrive as zeros. (A first version
+//   loaded the chunk-major layout above with 16-byte-wide boxes: 0.174 ms at L 1K against
+//   0.162 with 128-byte rows.)
+// - Slot s has a full barrier (the copy engine's bytes) and an empty one (one arrival per
+//   consumer warp). A warp releases a slot as soon as its wgmmas on it have completed and no
+//   later tile of its warpgroup reads it; a tile's own slot is held through its epilogue when
+//   there is a D (D * v reads it). The producer loads whichever of the next item's slots are
+//   free, lowest first.
+// - Each warpgroup takes its tiles from the highest position down and walks a tile's slots
+//   downwards (FLASHKIT_FFTCONV_DIRECT90_WALK=up: upwards, 0.165 against 0.162 ms at L 1K), so
+//   that under a causal filter the high slots are released first and the next item starts on
+//   them while its low slots are still in flight.
 // - Two descriptor tables (item parity); the producer builds item i + 1's while item i runs.
 // - Rows holding NaN or Inf: each warpgroup checks every slot during its first tile of an item
 //   (v times a zero operand, as in direct90_kernel); each thread keeps its own two rows' flags.
+//   (Tried: the producer warp scanning each slot once instead, x * 0 in packed 16-bit
+//   arithmetic: L 1K unchanged at 0.163 ms, L 512 -4%, L 256 slower and unsteady; not kept.)
 // - The epilogue stages a quarter tile (32 positions, 16-bit, 4 KB per warpgroup, 16-byte units
 //   XOR-swizzled by row so that both the pair writes and the 16-byte reads are free of bank
 //   conflicts) and stores 16 bytes per thread.
+// - Measured (H200, bf16, B 64, H 768, causal, D; benchmarks/RESULTS.md "The streamed direct
+//   convolution"): L 256 / 512 / 1K 0.035 / 0.064 / 0.162 ms (14.5x / 14.1x / 10.8x torch.fft;
+//   direct90_kernel 0.047 / 0.080 / 0.192). At L 1K one CTA fills the multiprocessor (v's 128
+//   KB, registers for four warpgroups) and the next item's low slots wait for the current
+//   item's last tiles.
 constexpr int64_t kStreamMaxL = 1024;
 constexpr int kMaxSlots = 8;  // Lp / 128 at kStreamMaxL
 constexpr uint32_t kSlotBytes = 128u * kRows * 2u;
