@@ -1,7 +1,7 @@
 // The copy engine (TMA) and mbarriers, for the sm_90a kernels that drive them by hand rather
 // than through CuTe's pipelines (cuda.sm90.monarch, cuda.sm90.fftconv_direct's streamed form).
 // Host: cuTensorMapEncodeTiled through the CUDA runtime's driver entry point, so that the
-// library never links against libcuda. Device: CTA-scope mbarrier operations and the 4-D tensor
+// library never links against libcuda. Device: CTA-scope mbarrier operations and the 3-D tensor
 // load (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier" and
 // "cp.async.bulk.tensor").
 #pragma once

@@ -144,6 +144,17 @@ struct MmaCheck<__half> {
                                                        cute::SM90::GMMA::Major::K>;
 };
 
+// The k-steps output tile j (positions 128 j ..) reads: [kb, ke), multiples of 16, where the
+// diagonals [dlo, dhi] meet the tile.
+__device__ __forceinline__ int2 tile_krange(const DirectArgs& a, int j) {
+  const int N0 = j * kTileN;
+  int kb = N0 - a.dhi;
+  kb = kb < 0 ? 0 : (kb & ~15);
+  int ke = N0 + kTileN - a.dlo;
+  ke = min(a.Lp, (ke + 15) & ~15);
+  return make_int2(kb, ke);
+}
+
 template <class T>
 __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectArgs a, int ahead) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -243,10 +254,8 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
     const int j = ti * W + ((ti & 1) ? W - 1 - wg : wg);  // snake: balances the causal triangle
     if (j >= a.ntiles) break;
     const int N0 = j * kTileN;
-    int kb = N0 - a.dhi;
-    kb = kb < 0 ? 0 : (kb & ~15);
-    int ke = N0 + kTileN - a.dlo;
-    ke = min(Lp, (ke + 15) & ~15);
+    const int2 kr = tile_krange(a, j);
+    const int kb = kr.x, ke = kr.y;
     float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
@@ -441,12 +450,8 @@ size_t stream_smem_bytes(int Lp) {
 
 // First and last slot (128 positions) the k-steps of output tile j read.
 __device__ __forceinline__ int2 tile_slots(const DirectArgs& a, int j) {
-  const int N0 = j * kTileN;
-  int kb = N0 - a.dhi;
-  kb = kb < 0 ? 0 : (kb & ~15);
-  int ke = N0 + kTileN - a.dlo;
-  ke = min(a.Lp, (ke + 15) & ~15);
-  return make_int2(kb >> 7, (ke - 1) >> 7);
+  const int2 k = tile_krange(a, j);
+  return make_int2(k.x >> 7, (k.y - 1) >> 7);
 }
 
 template <class T>
@@ -550,8 +555,8 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
         sh.sexp[p] = sexp;
         sh.kbad[p] = bad;
         tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
-        // The rows: each slot as soon as every warp released the previous item's, lowest
-        // first among those free (the consumers walk their k-steps upwards).
+        // The rows: each slot as soon as every warp released the previous item's (lowest first
+        // among those free at one look).
         unsigned pending = (1u << nslots) - 1u;
         while (pending != 0u) {
           bool issued = false;
@@ -616,11 +621,9 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
       const int j = tile_of(ti);
       if (j >= a.ntiles) continue;
       const int N0 = j * kTileN;
-      const int2 sr = tile_slots(a, j);
-      int kb = N0 - a.dhi;
-      kb = kb < 0 ? 0 : (kb & ~15);
-      int ke = N0 + kTileN - a.dlo;
-      ke = min(Lp, (ke + 15) & ~15);
+      const int2 kr = tile_krange(a, j);
+      const int kb = kr.x, ke = kr.y;
+      const int2 sr = make_int2(kb >> 7, (ke - 1) >> 7);
       float acc[64];
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
@@ -766,8 +769,9 @@ bool stream_runs(const FFTConvProblem& p, const DirectArgs& a) {
   return true;
 }
 
-// u as the 4-D tensor (8 elements, batch, seqlen / 8 chunks, channels) with box (8, 64, 16, 1):
-// one slot of v in its chunk-major layout. False when the driver refuses it or lacks the call.
+// u as the 3-D tensor (seqlen, batch, channels) with box (64, 64, 1) in the 128-byte swizzle:
+// half a slot of v, 64 positions of 64 rows, as wgmma's K-major A reads it. False when the
+// driver refuses it or lacks the call.
 bool encode_u_map(const FFTConvProblem& p, CUtensorMap* map) {
   const EncodeTiledFn fn = encode_tiled();
   if (fn == nullptr) return false;
@@ -809,7 +813,11 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
 
   const DirectArgs a = conv::make_direct_args(p, kTileN, kRows);
   CUtensorMap umap;
-  if (stream_runs(p, a) && encode_u_map(p, &umap)) {
+  // The streamed form needs more shared memory than direct90_kernel (two tables): a device
+  // with less per block than that runs direct90_kernel.
+  const bool stream_fits = ctx.caps == nullptr || static_cast<int64_t>(stream_smem_bytes(a.Lp)) + 1024 <=
+                                                      ctx.caps->smem_per_block_optin;
+  if (stream_fits && stream_runs(p, a) && encode_u_map(p, &umap)) {
     const int wgs = warpgroups(a.Lp);
     const size_t smem = stream_smem_bytes(a.Lp);
     const int64_t nitems = p.channels * a.row_groups;
