@@ -129,6 +129,25 @@ __device__ __forceinline__ void mma_ss(float (&acc)[64], uint64_t desc_a, uint64
   Mma<T>::Op::fma(desc_a, desc_b, acc[I]...);
 }
 
+// The same on the tile's first 64 columns (acc[0..31]): for k-steps no later column reads.
+template <class T>
+struct Mma64;
+template <>
+struct Mma64<__nv_bfloat16> {
+  using Op = cute::SM90::GMMA::MMA_64x64x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K,
+                                                         cute::SM90::GMMA::Major::K>;
+};
+template <>
+struct Mma64<__half> {
+  using Op = cute::SM90::GMMA::MMA_64x64x16_F32F16F16_SS<cute::SM90::GMMA::Major::K,
+                                                       cute::SM90::GMMA::Major::K>;
+};
+template <class T, size_t... I>
+__device__ __forceinline__ void mma_ss64(float (&acc)[64], uint64_t desc_a, uint64_t desc_b,
+                                         std::index_sequence<I...>) {
+  Mma64<T>::Op::fma(desc_a, desc_b, acc[I]...);
+}
+
 // chk += A (64 x 16) * 0 (16 x 8): stays 0 in a row unless the row of A holds a NaN or an Inf
 // (0 * Inf and 0 * NaN are NaN on the tensor cores as in IEEE arithmetic).
 template <class T>
@@ -421,26 +440,36 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   that under a causal filter the high slots are released first and the next item starts on
 //   them while its low slots are still in flight.
 // - Two descriptor tables (item parity); the producer builds item i + 1's while item i runs.
-// - Rows holding NaN or Inf: each warpgroup checks every slot during its first tile of an item
-//   (v times a zero operand, as in direct90_kernel); each thread keeps its own two rows' flags.
-//   (Tried: the producer warp scanning each slot once instead, x * 0 in packed 16-bit
-//   arithmetic: L 1K unchanged at 0.163 ms, L 512 -4%, L 256 slower and unsteady; not kept.)
+// - Rows holding NaN or Inf: v times a zero operand on the tensor cores (as in
+//   direct90_kernel), each slot checked by one warpgroup before its tiles (warpgroup w takes
+//   walk positions [w cnt, (w + 1) cnt), so the last warpgroup, whose first tile is the
+//   shortest, waits for the last-loaded slots); the flags go to shared memory (badrow, stamped
+//   with the item number) and the chk barrier holds every first epilogue until all warps have
+//   checked. Session 28's form, every warpgroup checking every slot during its first tile, cost
+//   four times the check wgmmas (each reads a 2 KB A operand): 0.162 -> 0.155 ms at L 1K with
+//   the per-warp staging below. (Tried: the producer warp scanning each slot once instead, x *
+//   0 in packed 16-bit arithmetic: L 1K unchanged at 0.163 ms, L 512 -4%, L 256 slower and
+//   unsteady; not kept.)
+// - Under a causal-like band the upper four k-steps of a tile's diagonal slot reach only the
+//   tile's last 64 positions: m64n64k16 on the first 32 accumulators (0.155 -> 0.152 ms at L 1K).
 // - The epilogue stages a quarter tile (32 positions, 16-bit, 4 KB per warpgroup, 16-byte units
 //   XOR-swizzled by row so that both the pair writes and the 16-byte reads are free of bank
-//   conflicts) and stores 16 bytes per thread.
+//   conflicts) and stores 16 bytes per thread; each warp stages and stores its own 16 rows, so
+//   only __syncwarp orders the two.
 // - Measured (H200, bf16, B 64, H 768, causal, D; benchmarks/RESULTS.md "The streamed direct
-//   convolution"): L 256 / 512 / 1K 0.035 / 0.064 / 0.162 ms (14.5x / 14.1x / 10.8x torch.fft;
-//   direct90_kernel 0.047 / 0.080 / 0.192). At L 1K one CTA fills the multiprocessor (v's 128
-//   KB, registers for four warpgroups) and the next item's low slots wait for the current
-//   item's last tiles.
+//   convolution" and "Split NaN check"): L 256 / 512 / 1K 0.035-0.05 / 0.065 / 0.152 ms
+//   (L 1K 11.6x torch.fft; direct90_kernel 0.047 / 0.080 / 0.192). At L 1K one CTA fills the
+//   multiprocessor (v's 128 KB, registers for four warpgroups) and the next item's low slots
+//   wait for the current item's last tiles.
 constexpr int64_t kStreamMaxL = 1024;
 constexpr int kMaxSlots = 8;  // Lp / 128 at kStreamMaxL
 constexpr uint32_t kSlotBytes = 128u * kRows * 2u;
 constexpr int kStageT = kRows * 32;  // 16-bit elements staged per warpgroup
 
 struct StreamShared {
-  uint64_t full[kMaxSlots], empty[kMaxSlots], tfull[2], tempty[2];
+  uint64_t full[kMaxSlots], empty[kMaxSlots], tfull[2], tempty[2], chk[2];
   int sexp[2], kbad[2];
+  int badrow[2][kRows];  // item number (it) for rows found holding a NaN / Inf, by parity
 };
 
 size_t stream_smem_bytes(int Lp) {
@@ -480,10 +509,12 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
     for (int p = 0; p < 2; ++p) {
       tma::mbar_init(sm80::smem_u32(&sh.tfull[p]), 1);
       tma::mbar_init(sm80::smem_u32(&sh.tempty[p]), 4 * W);
+      tma::mbar_init(sm80::smem_u32(&sh.chk[p]), 4 * W);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   if (tid < int(kZeroBytes / 16)) reinterpret_cast<uint4*>(zero)[tid] = make_uint4(0u, 0u, 0u, 0u);
+  if (tid < 2 * kRows) sh.badrow[tid / kRows][tid % kRows] = -1;
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
 
@@ -580,7 +611,7 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
 
   // ---- consumer warpgroups
   const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
-  const int warp = (tid >> 5) & 3, lane = tid & 31, wtid = tid & 127;
+  const int warp = (tid >> 5) & 3, lane = tid & 31;
   const int g = lane >> 2, t4 = lane & 3;
   const int T_ = (a.ntiles + W - 1) / W;  // tile rounds (the last may be partial)
   // A (v) in the 128-byte swizzle, K-major: 8-row groups 1 KB apart (SBO), k-step k0 at
@@ -594,6 +625,13 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   const uint64_t desc_z = desc_b0 | uint64_t(sm80::smem_u32(zero) >> 4);
   T* stage = stage_all + size_t(wg) * kStageT;
   auto tile_of = [&](int ti) { return ti * W + ((ti & 1) ? W - 1 - wg : wg); };
+  // Rows of v holding a NaN or an Inf are found by wgmma against a zero operand, each slot by
+  // one warpgroup before its tiles: warpgroup w takes the slots at walk positions [w cnt,
+  // (w + 1) cnt), so that the first warpgroup (the longest first tile) checks the slots loaded
+  // first and the last one waits for the last-loaded slot.
+  const int cnt = (nslots + W - 1) / W;
+  const int chk_lo = wg * cnt;
+  const int chk_hi = min(nslots, chk_lo + cnt);  // walk positions [chk_lo, chk_hi)
   int it = 0;
   for (int64_t item = blockIdx.x; item < nitems; item += gridDim.x, ++it) {
     const int64_t c = item / a.row_groups;
@@ -606,7 +644,35 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
     const float inv = ldexpf(1.0f, -sexp);
     const uint32_t tab = sm80::smem_u32(tables + size_t(p) * table_elems);
     float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    bool bad_lo = false, bad_hi = false;  // rows 16 warp + g and + 8
+    {
+      // This warpgroup's share of the check; its rows' flags to the item's badrow, then each
+      // warp's arrival on chk[p]. The epilogues wait for all (before the first).
+#pragma unroll 1
+      for (int n = chk_lo; n < chk_hi; ++n) {
+        const int s = down ? nslots - 1 - n : n;
+        tma::mbar_wait(sm80::smem_u32(&sh.full[s]), it & 1);
+        const uint64_t ds = desc_v(128 * s);
+        cute::warpgroup_arrive();
+#pragma unroll
+        for (int q = 0; q < 8; ++q)
+          MmaCheck<T>::Op::fma(ds + uint64_t((q >> 2) * (8192 >> 4) + (q & 3) * 2), desc_z, chk[0],
+                               chk[1], chk[2], chk[3]);
+        cute::warpgroup_commit_batch();
+      }
+      cute::warpgroup_wait<0>();
+#pragma unroll
+      for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
+      if (t4 == 0) {
+        if (!(chk[0] == 0.0f)) sh.badrow[p][16 * warp + g] = it;
+        if (!(chk[2] == 0.0f)) sh.badrow[p][16 * warp + g + 8] = it;
+      }
+      __syncwarp();
+      if (lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.chk[p]));
+    }
+    // chk[p] also orders the items across warpgroups: no warp passes its first epilogue of an
+    // item before every warp began it, i.e. released every slot and the table of the item
+    // before. A warpgroup that reads no slot s in two items in a row therefore cannot arrive on
+    // empty[s] for the second while a warp still reads s for the first.
     // Slots this warp has released for the item (warp-uniform): a slot goes back to the
     // producer as soon as this warp's wgmmas on it completed and no later tile of its warpgroup
     // reads it (empty[s] counts the 4 W warps).
@@ -629,9 +695,7 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
       for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
 #pragma unroll
       for (int i = 0; i < 64; ++i) cute::warpgroup_fence_operand(acc[i]);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
-      const int s_hi = first ? nslots - 1 : sr.y, s_lo = first ? 0 : sr.x;
+      const int s_hi = sr.y, s_lo = sr.x;
       later = 0;
       for (int tj = ti - 1; tj >= 0; --tj) {
         const int jj = tile_of(tj);
@@ -647,33 +711,44 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
         const int k_lo = max(kb, 128 * s), k_hi = min(ke, 128 * s + 128);
         // Each group of wgmmas has its own arrive and commit, and no group sits in a loop that
         // ptxas cannot unroll (else it injects warpgroup.arrive, C7519, and serialises them).
-        if (first) {
-          const uint64_t ds = desc_v(128 * s);
-          cute::warpgroup_arrive();
-#pragma unroll
-          for (int q = 0; q < 8; ++q)
-            MmaCheck<T>::Op::fma(ds + uint64_t((q >> 2) * (8192 >> 4) + (q & 3) * 2), desc_z, chk[0],
-                                 chk[1], chk[2], chk[3]);
-          cute::warpgroup_commit_batch();
-        }
-        uint64_t db = desc_b0 | uint64_t((tab + uint32_t(Lp - kTileN - N0 + k_lo) * 16) >> 4);
-        if (k_hi - k_lo == 128) {
-          const uint64_t ds = desc_v(k_lo);
-          cute::warpgroup_arrive();
-#pragma unroll
-          for (int q = 0; q < 8; ++q) {
-            mma_ss<T>(acc, ds + uint64_t((q >> 2) * (8192 >> 4) + (q & 3) * 2), db,
-                      std::make_index_sequence<64>{});
-            db += 16;
-          }
-          cute::warpgroup_commit_batch();
-        } else {
-#pragma unroll 1
-          for (int k0 = k_lo; k0 < k_hi; k0 += 16) {
+        if (k_lo < k_hi) {
+          uint64_t db = desc_b0 | uint64_t((tab + uint32_t(Lp - kTileN - N0 + k_lo) * 16) >> 4);
+          if (k_hi - k_lo == 128 && k_lo + a.dlo >= N0) {
+            // The slot on the tile's diagonal under a causal-like band (outputs before k0 +
+            // dlo get nothing from k-step k0): its upper four k-steps only reach the tile's
+            // last 64 positions, the first 64 columns (numbered backwards), so m64n64k16.
+            const uint64_t ds = desc_v(k_lo);
             cute::warpgroup_arrive();
-            mma_ss<T>(acc, desc_v(k0), db, std::make_index_sequence<64>{});
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              mma_ss<T>(acc, ds + uint64_t((q & 3) * 2), db, std::make_index_sequence<64>{});
+              db += 16;
+            }
+#pragma unroll
+            for (int q = 4; q < 8; ++q) {
+              mma_ss64<T>(acc, ds + uint64_t((8192 >> 4) + (q & 3) * 2), db,
+                          std::make_index_sequence<32>{});
+              db += 16;
+            }
             cute::warpgroup_commit_batch();
-            db += 16;
+          } else if (k_hi - k_lo == 128) {
+            const uint64_t ds = desc_v(k_lo);
+            cute::warpgroup_arrive();
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              mma_ss<T>(acc, ds + uint64_t((q >> 2) * (8192 >> 4) + (q & 3) * 2), db,
+                        std::make_index_sequence<64>{});
+              db += 16;
+            }
+            cute::warpgroup_commit_batch();
+          } else {
+#pragma unroll 1
+            for (int k0 = k_lo; k0 < k_hi; k0 += 16) {
+              cute::warpgroup_arrive();
+              mma_ss<T>(acc, desc_v(k0), db, std::make_index_sequence<64>{});
+              cute::warpgroup_commit_batch();
+              db += 16;
+            }
           }
         }
         cute::warpgroup_wait<1>();  // every group before slot s's last one has completed
@@ -684,22 +759,20 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
       if (!(a.D != nullptr && prev == j)) release(prev);
 #pragma unroll
       for (int i = 0; i < 64; ++i) cute::warpgroup_fence_operand(acc[i]);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(chk[i]);
-      if (first) {
-        bad_lo = !(chk[0] == 0.0f);
-        bad_hi = !(chk[2] == 0.0f);
-      }
+      if (first) tma::mbar_wait(sm80::smem_u32(&sh.chk[p]), (it >> 1) & 1);  // every warp's check
+      const bool bad_lo = kbad || sh.badrow[p][16 * warp + g] == it;  // rows 16 warp + g, + 8
+      const bool bad_hi = kbad || sh.badrow[p][16 * warp + g + 8] == it;
       // Epilogue, a quarter tile at a time (see direct90_kernel for the accumulator's layout):
       // y = acc 2^-sexp + D * v (v exact from this tile's slot), NaN for a bad row, rounded to
-      // T into the staging rows; then each thread stores two 16-byte chunks.
+      // T into the staging rows; then 16-byte stores. Each warp stages and stores its own 16
+      // rows, so a warp waits for no other.
 #pragma unroll
       for (int s4 = 0; s4 < 4; ++s4) {
-        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+        __syncwarp();
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 16 * warp + g + 8 * h;
-          const bool nan = kbad || (h ? bad_hi : bad_lo);
+          const bool nan = h ? bad_hi : bad_lo;
 #pragma unroll
           for (int qq = 0; qq < 4; ++qq) {
             const int q = 12 - 4 * s4 + qq;
@@ -719,10 +792,10 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
                 sm80::Elt<T>::pack(y0, y1);
           }
         }
-        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+        __syncwarp();
 #pragma unroll
         for (int i2 = 0; i2 < 2; ++i2) {
-          const int ci = wtid + 128 * i2;
+          const int ci = 32 * (2 * warp + i2) + lane;
           const int r = ci >> 2, cq = ci & 3;
           const int64_t b = b0 + r;
           const int t0 = N0 + 32 * s4 + 8 * cq;
