@@ -2,7 +2,8 @@
 # Session 29: A = .device-b's library (main as it was), B and C = .device's with
 # FLASHKIT_FFTCONV_DIRECT90_OPT=$OPT_B (default 3) and $OPT_C (default 7);
 # benchmarks/fftconv.py at L 256 / 512 / 1024 (bf16, B 64, H 768, causal, D, not gated), order
-# A B C C B A. Before that (TEST=1) "[stream]", the non-finite case and memcheck of the small
+# A B C C B A (ORDER). Session 29's later calls: OPT ignored, .device-b a829eba, .device the
+# next change. Before that (TEST=1) "[stream]", the non-finite case and memcheck of the small
 # case with OPT_C; after it (PROF=1) the per-instruction profile of C at L 1K. Files in $OUT.
 set -u
 cd "$(dirname "$0")/../.."
@@ -16,9 +17,12 @@ if [ "${TEST:-1}" = 1 ]; then
     echo "OPT=${OPT_C:-7} $t: $(grep -E '^(All tests passed|test cases:)' "$OUT/t.log" | tail -n1) (${SECONDS} s)"
     grep -B6 -A24 FAILED "$OUT/t.log" | head -60
   done
-  FLASHKIT_FFTCONV_DIRECT90_OPT=${OPT_C:-7} timeout -k 10 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" \
-    "sm90 fftconv_direct: small case for memcheck" > "$OUT/memcheck.log" 2>&1
-  echo "memcheck rc $?: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -n1) (${SECONDS} s)"
+  for tool in ${TOOLS:-memcheck}; do
+    FLASHKIT_FFTCONV_DIRECT90_OPT=${OPT_C:-7} timeout -k 10 120 compute-sanitizer --tool $tool --error-exitcode 9 "$bin" \
+      "sm90 fftconv_direct: small case for memcheck" > "$OUT/$tool.log" 2>&1
+    echo "$tool rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -n1) (${SECONDS} s)"
+    grep -m5 -A6 "Invalid\|Hazard" "$OUT/$tool.log" | head -30
+  done
   unset LD_LIBRARY_PATH
 fi
 side() {  # SIDE
