@@ -464,6 +464,13 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   multiprocessor (v's 128 KB, registers for four warpgroups) and the next item's low slots
 //   wait for the current item's last tiles.
 constexpr int64_t kStreamMaxL = 1024;
+// The streamed kernel's producer is a whole warpgroup (setmaxnreg acts on warpgroups) of which
+// one warp works. At launch every thread gets 96 registers (five warps of a 544- or 640-thread
+// CTA share one SM quarter's 16K); the producer gives 32 back, which lifts the consumers to
+// 104 (4 W x 128 x 8 <= 128 x 32: setmaxnreg.inc only takes what this CTA gave back).
+constexpr int kStreamProducer = 128;
+constexpr int kStreamProducerRegs = 64;
+constexpr int kStreamConsumerRegs = 104;
 constexpr int kMaxSlots = 8;  // Lp / 128 at kStreamMaxL
 constexpr uint32_t kSlotBytes = 128u * kRows * 2u;
 constexpr int kStageT = kRows * 32;  // 16-bit elements staged per warpgroup
@@ -485,8 +492,18 @@ __device__ __forceinline__ int2 tile_slots(const DirectArgs& a, int j) {
   return make_int2(k.x >> 7, (k.y - 1) >> 7);
 }
 
+// Two 16-bit values of one 32-bit word as floats (low half first); bf16 in two integer ops.
 template <class T>
-__global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
+__device__ __forceinline__ float2 unpack2(uint32_t w) {
+  if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  } else {
+    return sm80::Elt<T>::unpack(w);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kMaxWG * 128 + kStreamProducer, 1)
     stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems,
                     int down) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -501,7 +518,7 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   T* stage_all = reinterpret_cast<T*>(taps + 2 * Lp);
 
   const int tid = threadIdx.x;
-  const int W = (blockDim.x - 32) >> 7;
+  const int W = (blockDim.x - kStreamProducer) >> 7;
   const int L = static_cast<int>(a.L);
   if (tid == 0) {
     for (int s = 0; s < nslots; ++s) {
@@ -521,7 +538,10 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   __syncthreads();
 
   if (tid >= W * 128) {
-    // ---- producer warp: the table, then the loads, item after item.
+    // ---- producer warpgroup: its registers go to the consumers; its first warp builds the
+    // table, then loads the slots, item after item.
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kStreamProducerRegs));
+    if (tid >= W * 128 + 32) return;
     const int lane = tid & 31;
     int it = 0;
     for (int64_t item = blockIdx.x; item < nitems; item += gridDim.x, ++it) {
@@ -612,6 +632,7 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   }
 
   // ---- consumer warpgroups
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kStreamConsumerRegs));
   const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
   const int warp = (tid >> 5) & 3, lane = tid & 31;
   const int g = lane >> 2, t4 = lane & 3;
@@ -636,8 +657,9 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   const int chk_hi = min(nslots, chk_lo + cnt);  // walk positions [chk_lo, chk_hi)
   int it = 0;
   for (int64_t item = blockIdx.x; item < nitems; item += gridDim.x, ++it) {
-    const int64_t c = item / a.row_groups;
-    const int64_t b0 = int64_t(item % a.row_groups) * kRows;
+    // Channel and first row (stream_runs: batch and channels fit in int).
+    const int c = static_cast<int>(item / a.row_groups);
+    const int b0 = static_cast<int>(item % a.row_groups) * kRows;
     const int p = it & 1;
     const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
     tma::mbar_wait(sm80::smem_u32(&sh.tfull[p]), (it >> 1) & 1);
@@ -726,6 +748,9 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
               mma_ss<T>(acc, ds + uint64_t((q & 3) * 2), db, std::make_index_sequence<64>{});
               db += 16;
             }
+            // The PTX ISA orders accumulator accesses between wgmmas of one shape only: fence
+            // again before the n64 steps reuse acc[0..31].
+            cute::warpgroup_arrive();
 #pragma unroll
             for (int q = 4; q < 8; ++q) {
               mma_ss64<T>(acc, ds + uint64_t((8192 >> 4) + (q & 3) * 2), db,
@@ -767,45 +792,73 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
       // Epilogue, a quarter tile at a time (see direct90_kernel for the accumulator's layout):
       // y = acc 2^-sexp + D * v (v exact from this tile's slot), NaN for a bad row, rounded to
       // T into the staging rows; then 16-byte stores. Each warp stages and stores its own 16
-      // rows, so a warp waits for no other.
+      // rows, so a warp waits for no other. Pair (s4, h, qq) holds positions tl, tl + 1 of
+      // quarter s4 with tl = 30 - 8 qq - 2 t4, of row r = 16 warp + g + 8 h (so r % 8 = g).
+      // Every shared-memory address is a per-thread base and a constant: v's byte address is
+      // (vb ^ (cc << 4)) + 8192 (s4 / 2) + 1024 h with cc = 4 (s4 % 2) + 3 - qq (the 128-byte
+      // swizzle's unit cc ^ g, g folded into vb), the staging one sq[qq] + 512 h.
+      const uint32_t vb = (sm80::smem_u32(xs) + uint32_t(N0) * 128u +
+                           uint32_t(16 * warp + g) * 128u + uint32_t(12 - 4 * t4)) |
+                          uint32_t(g << 4);
+      const uint32_t sb = sm80::smem_u32(stage) + uint32_t(16 * warp + g) * 64u + uint32_t(12 - 4 * t4);
+      const int gg = (g >> 1) & 3;
+      // Stores: lane's row rr = 8 (2 warp + i2) + lane / 4 of the staging, 16-byte unit cq.
+      const int cq = lane & 3;
+      const uint32_t lb = sm80::smem_u32(stage) + uint32_t(16 * warp + (lane >> 2)) * 64u +
+                          uint32_t((cq ^ ((lane >> 3) & 3)) << 4);
+      T* const yrow = static_cast<T*>(a.y) + int64_t(b0 + 16 * warp + (lane >> 2)) * a.y_bs +
+                      int64_t(c) * a.y_cs + (N0 + 8 * cq);
+      const bool ok0 = b0 + 16 * warp + (lane >> 2) < a.batch;
+      const bool ok1 = b0 + 16 * warp + 8 + (lane >> 2) < a.batch;
+      auto epilogue = [&](auto has_d) {
 #pragma unroll
-      for (int s4 = 0; s4 < 4; ++s4) {
-        __syncwarp();
+        for (int s4 = 0; s4 < 4; ++s4) {
+          __syncwarp();
+          uint32_t vw[4][2];  // this quarter's v pairs, loaded before any is used
+          if (has_d) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = 16 * warp + g + 8 * h;
-          const bool nan = h ? bad_hi : bad_lo;
+            for (int qq = 0; qq < 4; ++qq) {
+              const uint32_t va = (vb ^ uint32_t((4 * (s4 & 1) + 3 - qq) << 4)) + uint32_t((s4 >> 1) * 8192);
+#pragma unroll
+              for (int h = 0; h < 2; ++h)
+                asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(vw[qq][h]) : "r"(va + uint32_t(1024 * h)));
+            }
+          }
 #pragma unroll
           for (int qq = 0; qq < 4; ++qq) {
             const int q = 12 - 4 * s4 + qq;
-            const int tl = 126 - 8 * q - 2 * t4 - 32 * s4;  // position within the quarter
-            float y0 = acc[4 * q + 2 * h + 1] * inv, y1 = acc[4 * q + 2 * h] * inv;
-            if (a.D != nullptr) {
-              const int t = N0 + 32 * s4 + tl;
-              const int col = t & 63;  // swizzled: 16-byte unit (col / 8) ^ (r % 8) of row r
-              const float2 v = sm80::Elt<T>::unpack(*reinterpret_cast<const uint32_t*>(
-                  xs + (t >> 6) * (64 * kRows) + r * 64 + ((((col >> 3) ^ (r & 7)) << 3) | (col & 7))));
-              y0 += Dc * v.x;
-              y1 += Dc * v.y;
+            const uint32_t sa = sb + uint32_t(((3 - qq) ^ gg) << 4);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              float y0 = acc[4 * q + 2 * h + 1] * inv, y1 = acc[4 * q + 2 * h] * inv;
+              if (has_d) {
+                const float2 v = unpack2<T>(vw[qq][h]);
+                y0 = fmaf(Dc, v.x, y0);
+                y1 = fmaf(Dc, v.y, y1);
+              }
+              if (h ? bad_hi : bad_lo) y0 = y1 = __int_as_float(0x7fffffff);
+              asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sa + uint32_t(512 * h)),
+                           "r"(sm80::Elt<T>::pack(y0, y1)));
             }
-            if (nan) y0 = y1 = __int_as_float(0x7fffffff);
-            const int unit = (tl >> 3) ^ ((r >> 1) & 3);
-            *reinterpret_cast<uint32_t*>(stage + r * 32 + unit * 8 + (tl & 7)) =
-                sm80::Elt<T>::pack(y0, y1);
+          }
+          __syncwarp();
+          if (N0 + 32 * s4 + 8 * cq < L) {
+#pragma unroll
+            for (int i2 = 0; i2 < 2; ++i2) {
+              if (!(i2 ? ok1 : ok0)) continue;
+              uint4 w;
+              asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                           : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                           : "r"(lb + uint32_t(512 * i2)));
+              *reinterpret_cast<uint4*>(yrow + i2 * 8 * a.y_bs + 32 * s4) = w;
+            }
           }
         }
-        __syncwarp();
-#pragma unroll
-        for (int i2 = 0; i2 < 2; ++i2) {
-          const int ci = 32 * (2 * warp + i2) + lane;
-          const int r = ci >> 2, cq = ci & 3;
-          const int64_t b = b0 + r;
-          const int t0 = N0 + 32 * s4 + 8 * cq;
-          if (b >= a.batch || t0 >= L) continue;
-          const uint4 w = *reinterpret_cast<const uint4*>(stage + r * 32 + ((cq ^ ((r >> 1) & 3)) * 8));
-          *reinterpret_cast<uint4*>(static_cast<T*>(a.y) + b * a.y_bs + c * a.y_cs + t0) = w;
-        }
-      }
+      };
+      if (a.D != nullptr)
+        epilogue(std::true_type{});
+      else
+        epilogue(std::false_type{});
       // The slots this tile still held (its own, for D * v) that no later tile reads and, after
       // the last tile, the table: each warp arrives for itself once past its reads.
       __syncwarp();
@@ -838,7 +891,7 @@ int walk_down() {
 bool stream_runs(const FFTConvProblem& p, const DirectArgs& a) {
   if (!stream_enabled() || p.pregate != nullptr || p.postgate != nullptr) return false;
   if (p.seqlen % 8 != 0 || p.seqlen > kStreamMaxL || !a.vec || !a.lean16) return false;
-  if (p.batch > INT_MAX || p.channels > INT_MAX) return false;
+  if (p.batch > INT_MAX - kRows || p.channels > INT_MAX) return false;
   if ((p.batch > 1 && p.u_batch_stride <= 0) || (p.channels > 1 && p.u_channel_stride <= 0))
     return false;
   return true;
@@ -901,14 +954,14 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     FK_RETURN_IF_ERROR(conv::allow_smem(fn, smem, "cuda.sm90.fftconv_direct: shared memory"));
     int per_sm = 0;
     FK_CUDA_TRY(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, wgs * 128 + 32, smem),
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, wgs * 128 + kStreamProducer, smem),
         "cuda.sm90.fftconv_direct: occupancy");
     const int sms = ctx.caps != nullptr ? ctx.caps->sm_count : 132;
     const int64_t grid = std::min<int64_t>(nitems, int64_t(std::max(1, per_sm)) * sms);
     if (p.dtype == DType::BF16) {
-      stream90_kernel<__nv_bfloat16><<<static_cast<unsigned>(grid), wgs * 128 + 32, smem, stream>>>(a, umap, nitems, walk_down());
+      stream90_kernel<__nv_bfloat16><<<static_cast<unsigned>(grid), wgs * 128 + kStreamProducer, smem, stream>>>(a, umap, nitems, walk_down());
     } else {
-      stream90_kernel<__half><<<static_cast<unsigned>(grid), wgs * 128 + 32, smem, stream>>>(a, umap, nitems, walk_down());
+      stream90_kernel<__half><<<static_cast<unsigned>(grid), wgs * 128 + kStreamProducer, smem, stream>>>(a, umap, nitems, walk_down());
     }
     return check_launch("cuda.sm90.fftconv_direct streamed kernel");
   }
