@@ -464,13 +464,16 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   multiprocessor (v's 128 KB, registers for four warpgroups) and the next item's low slots
 //   wait for the current item's last tiles.
 constexpr int64_t kStreamMaxL = 1024;
-// The streamed kernel's producer is a whole warpgroup (setmaxnreg acts on warpgroups) of which
-// one warp works. At launch every thread gets 96 registers (five warps of a 544- or 640-thread
-// CTA share one SM quarter's 16K); the producer gives 32 back, which lifts the consumers to
-// 104 (4 W x 128 x 8 <= 128 x 32: setmaxnreg.inc only takes what this CTA gave back).
-constexpr int kStreamProducer = 128;
-constexpr int kStreamProducerRegs = 64;
-constexpr int kStreamConsumerRegs = 104;
+// The streamed kernel's producer. Wide form (3 or 4 consumer warpgroups, one CTA per SM): a
+// whole warpgroup (setmaxnreg acts on warpgroups) of which warp 0 loads the slots and warp 1
+// builds the tables; it keeps 64 of the 96 registers every thread gets at launch
+// (__launch_bounds__(640, 1)), which lifts the consumers to 104 (setmaxnreg.inc only takes
+// what this CTA gave back: 128 x 32 >= 512 x 8). Narrow form (1 or 2 consumer warpgroups, L <=
+// 512, where two CTAs fit an SM's shared memory): one warp does both, and every thread has 112
+// registers (__maxnreg__), so that two CTAs of 288 threads fit the register file. ptxas needs
+// 90 registers for a m64n128 wgmma at launch, so no narrower launch budget works.
+constexpr int stream_producer(bool wide) { return wide ? 128 : 32; }
+constexpr int stream_threads(bool wide) { return (wide ? 4 : 2) * 128 + stream_producer(wide); }
 constexpr int kMaxSlots = 8;  // Lp / 128 at kStreamMaxL
 constexpr uint32_t kSlotBytes = 128u * kRows * 2u;
 constexpr int kStageT = kRows * 32;  // 16-bit elements staged per warpgroup
@@ -502,8 +505,8 @@ __device__ __forceinline__ float2 unpack2(uint32_t w) {
   }
 }
 
-template <class T>
-__global__ void __launch_bounds__(kMaxWG * 128 + kStreamProducer, 1)
+template <class T, bool kWide>
+__global__ void __launch_bounds__(stream_threads(kWide)) __maxnreg__(kWide ? 96 : 112)
     stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems,
                     int down) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -518,7 +521,7 @@ __global__ void __launch_bounds__(kMaxWG * 128 + kStreamProducer, 1)
   T* stage_all = reinterpret_cast<T*>(taps + 2 * Lp);
 
   const int tid = threadIdx.x;
-  const int W = (blockDim.x - kStreamProducer) >> 7;
+  const int W = (blockDim.x - stream_producer(kWide)) >> 7;
   const int L = static_cast<int>(a.L);
   if (tid == 0) {
     for (int s = 0; s < nslots; ++s) {
@@ -540,14 +543,19 @@ __global__ void __launch_bounds__(kMaxWG * 128 + kStreamProducer, 1)
   if (tid >= W * 128) {
     // ---- producer warpgroup: its registers go to the consumers; its first warp builds the
     // table, then loads the slots, item after item.
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kStreamProducerRegs));
-    if (tid >= W * 128 + 32) return;
+    int pw = 0;  // wide: warp 0 loads the slots, warp 1 builds the tables; narrow: one warp
+    if constexpr (kWide) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 64;\n" ::: "memory");
+      pw = (tid - W * 128) >> 5;
+      if (pw >= 2) return;
+    }
     const int lane = tid & 31;
     int it = 0;
     for (int64_t item = blockIdx.x; item < nitems; item += gridDim.x, ++it) {
       const int64_t c = item / a.row_groups;
       const int b0 = static_cast<int>(item % a.row_groups) * kRows;
       const int p = it & 1;
+      if (!kWide || pw == 1) {
       if (it >= 2) tma::mbar_wait(sm80::smem_u32(&sh.tempty[p]), ((it >> 1) & 1) ^ 1);
       // Taps on the diagonals -Lp .. Lp - 1 (unscaled), their largest magnitude and whether one
       // is not finite (the same rules as direct_prologue).
@@ -608,6 +616,9 @@ __global__ void __launch_bounds__(kMaxWG * 128 + kStreamProducer, 1)
         sh.sexp[p] = sexp;
         sh.kbad[p] = bad;
         tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
+      }
+      }
+      if (pw == 0 && lane == 0) {
         // The rows: each slot as soon as every warp released the previous item's (lowest first
         // among those free at one look).
         unsigned pending = (1u << nslots) - 1u;
@@ -632,7 +643,7 @@ __global__ void __launch_bounds__(kMaxWG * 128 + kStreamProducer, 1)
   }
 
   // ---- consumer warpgroups
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kStreamConsumerRegs));
+  if constexpr (kWide) asm volatile("setmaxnreg.inc.sync.aligned.u32 104;\n" ::: "memory");
   const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
   const int warp = (tid >> 5) & 3, lane = tid & 31;
   const int g = lane >> 2, t4 = lane & 3;
@@ -662,11 +673,6 @@ __global__ void __launch_bounds__(kMaxWG * 128 + kStreamProducer, 1)
     const int b0 = static_cast<int>(item % a.row_groups) * kRows;
     const int p = it & 1;
     const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
-    tma::mbar_wait(sm80::smem_u32(&sh.tfull[p]), (it >> 1) & 1);
-    const int sexp = sh.sexp[p];
-    const bool kbad = sh.kbad[p] != 0;
-    const float inv = ldexpf(1.0f, -sexp);
-    const uint32_t tab = sm80::smem_u32(tables + size_t(p) * table_elems);
     float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     {
       // This warpgroup's share of the check; its rows' flags to the item's badrow, then each
@@ -693,6 +699,11 @@ __global__ void __launch_bounds__(kMaxWG * 128 + kStreamProducer, 1)
       __syncwarp();
       if (lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.chk[p]));
     }
+    tma::mbar_wait(sm80::smem_u32(&sh.tfull[p]), (it >> 1) & 1);  // the item's table
+    const int sexp = sh.sexp[p];
+    const bool kbad = sh.kbad[p] != 0;
+    const float inv = ldexpf(1.0f, -sexp);
+    const uint32_t tab = sm80::smem_u32(tables + size_t(p) * table_elems);
     // chk[p] also orders the items across warpgroups: no warp passes its first epilogue of an
     // item before every warp began it, i.e. released every slot and the table of the item
     // before. A warpgroup that reads no slot s in two items in a row therefore cannot arrive on
@@ -949,20 +960,24 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     const int wgs = warpgroups(a.Lp);
     const size_t smem = stream_smem_bytes(a.Lp);
     const int64_t nitems = p.channels * a.row_groups;
-    const void* fn = p.dtype == DType::BF16 ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16>)
-                                            : reinterpret_cast<const void*>(stream90_kernel<__half>);
+    const bool wide = wgs > 2;
+    int down = walk_down();
+    const void* fn = p.dtype == DType::BF16
+                         ? (wide ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, true>)
+                                 : reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, false>))
+                         : (wide ? reinterpret_cast<const void*>(stream90_kernel<__half, true>)
+                                  : reinterpret_cast<const void*>(stream90_kernel<__half, false>));
     FK_RETURN_IF_ERROR(conv::allow_smem(fn, smem, "cuda.sm90.fftconv_direct: shared memory"));
     int per_sm = 0;
     FK_CUDA_TRY(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, wgs * 128 + kStreamProducer, smem),
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, wgs * 128 + stream_producer(wide), smem),
         "cuda.sm90.fftconv_direct: occupancy");
     const int sms = ctx.caps != nullptr ? ctx.caps->sm_count : 132;
     const int64_t grid = std::min<int64_t>(nitems, int64_t(std::max(1, per_sm)) * sms);
-    if (p.dtype == DType::BF16) {
-      stream90_kernel<__nv_bfloat16><<<static_cast<unsigned>(grid), wgs * 128 + kStreamProducer, smem, stream>>>(a, umap, nitems, walk_down());
-    } else {
-      stream90_kernel<__half><<<static_cast<unsigned>(grid), wgs * 128 + kStreamProducer, smem, stream>>>(a, umap, nitems, walk_down());
-    }
+    void* args[] = {const_cast<DirectArgs*>(&a), &umap, const_cast<int64_t*>(&nitems), &down};
+    FK_CUDA_TRY(cudaLaunchKernel(fn, dim3(static_cast<unsigned>(grid)), dim3(wgs * 128 + stream_producer(wide)),
+                                 args, smem, stream),
+                "cuda.sm90.fftconv_direct: streamed kernel launch");
     return check_launch("cuda.sm90.fftconv_direct streamed kernel");
   }
   const int64_t grid = p.channels * a.row_groups;
