@@ -41,7 +41,8 @@
 //   kernel; gated calls were 0.93-1.0x, batch 32 0.7x, hence AUTO's window (kAuto*).
 // - Calls without gates whose rows suit the copy engine (seqlen a multiple of 8 up to 1024,
 //   16-byte rows of u and y) run the streamed form below (stream90_kernel: persistent CTAs, a
-//   producer warp, the next item's rows loaded during the current item's tensor work);
+//   producer, the next item's rows loaded during the current item's tensor work; a wide launch
+//   shape for L > 512 and a narrow one, see stream_producer);
 //   FLASHKIT_FFTCONV_DIRECT90_STREAM=0 keeps them on direct90_kernel. In direct90_kernel the
 //   row loads, the tensor work and the epilogue run one after the other inside a CTA (ncu at L
 //   1K: tensor loop 20% of the stall samples, prologue 38%, epilogue 36%).
@@ -464,14 +465,15 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   multiprocessor (v's 128 KB, registers for four warpgroups) and the next item's low slots
 //   wait for the current item's last tiles.
 constexpr int64_t kStreamMaxL = 1024;
-// The streamed kernel's producer. Wide form (3 or 4 consumer warpgroups, one CTA per SM): a
-// whole warpgroup (setmaxnreg acts on warpgroups) of which warp 0 loads the slots and warp 1
-// builds the tables; it keeps 64 of the 96 registers every thread gets at launch
-// (__launch_bounds__(640, 1)), which lifts the consumers to 104 (setmaxnreg.inc only takes
-// what this CTA gave back: 128 x 32 >= 512 x 8). Narrow form (1 or 2 consumer warpgroups, L <=
-// 512, where two CTAs fit an SM's shared memory): one warp does both, and every thread has 112
-// registers (__maxnreg__), so that two CTAs of 288 threads fit the register file. ptxas needs
-// 90 registers for a m64n128 wgmma at launch, so no narrower launch budget works.
+// The streamed kernel's producer. Wide form (3 or 4 consumer warpgroups, L > 512, one CTA per
+// SM): a whole warpgroup (setmaxnreg acts on warpgroups) of which warp 0 loads the slots and
+// warp 1 builds the tables; it keeps 64 of the 96 registers each thread gets at launch, which
+// lifts the consumers to 104 (setmaxnreg.inc only takes what this CTA gave back: 128 x 32 >=
+// 512 x 8). Narrow form (1 or 2 consumer warpgroups, L <= 512, where two or three CTAs fit an
+// SM's shared memory): one warp does both, and every thread keeps 96 registers: two CTAs of
+// nine warps put five on one SM quarter, whose 16K registers allow 102 each (a build at 105
+// registers measured 15% slower at L 512: by that count, one CTA per SM). ptxas needs 90 registers at launch for
+// an m64n128 wgmma, so a narrower launch budget with setmaxnreg does not compile (C7602).
 constexpr int stream_producer(bool wide) { return wide ? 128 : 32; }
 constexpr int stream_threads(bool wide) { return (wide ? 4 : 2) * 128 + stream_producer(wide); }
 constexpr int kMaxSlots = 8;  // Lp / 128 at kStreamMaxL
@@ -506,7 +508,7 @@ __device__ __forceinline__ float2 unpack2(uint32_t w) {
 }
 
 template <class T, bool kWide>
-__global__ void __launch_bounds__(stream_threads(kWide)) __maxnreg__(kWide ? 96 : 112)
+__global__ void __launch_bounds__(stream_threads(true), 1)
     stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems,
                     int down) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -825,15 +827,20 @@ __global__ void __launch_bounds__(stream_threads(kWide)) __maxnreg__(kWide ? 96 
 #pragma unroll
         for (int s4 = 0; s4 < 4; ++s4) {
           __syncwarp();
-          uint32_t vw[4][2];  // this quarter's v pairs, loaded before any is used
-          if (has_d) {
+          auto ldv = [&](int qq, int h) {
+            const uint32_t va = (vb ^ uint32_t((4 * (s4 & 1) + 3 - qq) << 4)) + uint32_t((s4 >> 1) * 8192);
+            uint32_t w;
+            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w) : "r"(va + uint32_t(1024 * h)));
+            return w;
+          };
+          // The wide form loads this quarter's v pairs before using any; the narrow one (96
+          // registers) one pair at a time.
+          uint32_t vw[4][2];
+          if (has_d && kWide) {
 #pragma unroll
-            for (int qq = 0; qq < 4; ++qq) {
-              const uint32_t va = (vb ^ uint32_t((4 * (s4 & 1) + 3 - qq) << 4)) + uint32_t((s4 >> 1) * 8192);
+            for (int qq = 0; qq < 4; ++qq)
 #pragma unroll
-              for (int h = 0; h < 2; ++h)
-                asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(vw[qq][h]) : "r"(va + uint32_t(1024 * h)));
-            }
+              for (int h = 0; h < 2; ++h) vw[qq][h] = ldv(qq, h);
           }
 #pragma unroll
           for (int qq = 0; qq < 4; ++qq) {
@@ -843,7 +850,7 @@ __global__ void __launch_bounds__(stream_threads(kWide)) __maxnreg__(kWide ? 96 
             for (int h = 0; h < 2; ++h) {
               float y0 = acc[4 * q + 2 * h + 1] * inv, y1 = acc[4 * q + 2 * h] * inv;
               if (has_d) {
-                const float2 v = unpack2<T>(vw[qq][h]);
+                const float2 v = unpack2<T>(kWide ? vw[qq][h] : ldv(qq, h));
                 y0 = fmaf(Dc, v.x, y0);
                 y1 = fmaf(Dc, v.y, y1);
               }
