@@ -472,8 +472,9 @@ constexpr int64_t kStreamMaxL = 1024;
 // 512 x 8). Narrow form (1 or 2 consumer warpgroups, L <= 512, where two or three CTAs fit an
 // SM's shared memory): one warp does both, and every thread keeps 96 registers: two CTAs of
 // nine warps put five on one SM quarter, whose 16K registers allow 102 each (a build at 105
-// registers measured 15% slower at L 512: by that count, one CTA per SM). ptxas needs 90 registers at launch for
-// an m64n128 wgmma, so a narrower launch budget with setmaxnreg does not compile (C7602).
+// registers measured 15% slower at L 512: by that count, one CTA per SM). ptxas needs 90
+// registers at launch for an m64n128 wgmma, so a narrower launch budget with setmaxnreg does
+// not compile (C7602).
 constexpr int stream_producer(bool wide) { return wide ? 128 : 32; }
 constexpr int stream_threads(bool wide) { return (wide ? 4 : 2) * 128 + stream_producer(wide); }
 constexpr int kMaxSlots = 8;  // Lp / 128 at kStreamMaxL
@@ -543,9 +544,10 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
   __syncthreads();
 
   if (tid >= W * 128) {
-    // ---- producer warpgroup: its registers go to the consumers; its first warp builds the
-    // table, then loads the slots, item after item.
-    int pw = 0;  // wide: warp 0 loads the slots, warp 1 builds the tables; narrow: one warp
+    // ---- producer, item after item: the table, and the loads of the rows. Wide: a warpgroup
+    // whose registers go to the consumers, warp 0 loading and warp 1 building the tables;
+    // narrow: one warp doing both.
+    int pw = 0;
     if constexpr (kWide) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 64;\n" ::: "memory");
       pw = (tid - W * 128) >> 5;
@@ -558,67 +560,67 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       const int b0 = static_cast<int>(item % a.row_groups) * kRows;
       const int p = it & 1;
       if (!kWide || pw == 1) {
-      if (it >= 2) tma::mbar_wait(sm80::smem_u32(&sh.tempty[p]), ((it >> 1) & 1) ^ 1);
-      // Taps on the diagonals -Lp .. Lp - 1 (unscaled), their largest magnitude and whether one
-      // is not finite (the same rules as direct_prologue).
-      float m = 0.0f;
-      int bad = 0;
-      for (int e0 = 0; e0 < 2 * Lp; e0 += 8 * 32) {
-        float tv[8];
+        if (it >= 2) tma::mbar_wait(sm80::smem_u32(&sh.tempty[p]), ((it >> 1) & 1) ^ 1);
+        // Taps on the diagonals -Lp .. Lp - 1 (unscaled), their largest magnitude and whether one
+        // is not finite (the same rules as direct_prologue).
+        float m = 0.0f;
+        int bad = 0;
+        for (int e0 = 0; e0 < 2 * Lp; e0 += 8 * 32) {
+          float tv[8];
 #pragma unroll
-        for (int s = 0; s < 8; ++s) {
-          const int e = e0 + s * 32 + lane, d = e - Lp;
-          const int64_t idx = (e < 2 * Lp && d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
-          tv[s] = idx >= 0 ? load_float(a.k, a.k_dtype, c * a.k_cs + idx) : 0.0f;
-        }
+          for (int s = 0; s < 8; ++s) {
+            const int e = e0 + s * 32 + lane, d = e - Lp;
+            const int64_t idx = (e < 2 * Lp && d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
+            tv[s] = idx >= 0 ? load_float(a.k, a.k_dtype, c * a.k_cs + idx) : 0.0f;
+          }
 #pragma unroll
-        for (int s = 0; s < 8; ++s) {
-          const int e = e0 + s * 32 + lane;
-          if (e >= 2 * Lp) break;
-          taps[e] = tv[s];
-          if (isfinite(tv[s])) {
-            m = fmaxf(m, fabsf(tv[s]));
-          } else {
-            bad = 1;
+          for (int s = 0; s < 8; ++s) {
+            const int e = e0 + s * 32 + lane;
+            if (e >= 2 * Lp) break;
+            taps[e] = tv[s];
+            if (isfinite(tv[s])) {
+              m = fmaxf(m, fabsf(tv[s]));
+            } else {
+              bad = 1;
+            }
           }
         }
-      }
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-      bad = __any_sync(0xffffffffu, bad);
-      int sexp = 0;
-      if (m > 0.0f) {
-        int e = 0;
-        frexpf(m, &e);
-        sexp = max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
-      }
-      __syncwarp();
-      // Table rows rho = 8 b + r hold kk[Lp - 1 - rho - c'], c' = 0..7: taps[2 Lp - 1 - rho - c'].
-      // Each lane writes 8 consecutive rows from 15 scaled taps.
-      const float scale = ldexpf(1.0f, sexp);
-      T* table = tables + size_t(p) * table_elems;
-      for (int rho0 = 8 * lane; rho0 < 2 * Lp; rho0 += 8 * 32) {
-        float w[15];
-#pragma unroll
-        for (int i = 0; i < 15; ++i) {
-          const int e = 2 * Lp - 1 - rho0 - i;  // rows rho0 + r need e = 2 Lp - 1 - rho0 - r - c'
-          w[i] = e >= 0 ? taps[e] * scale : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        bad = __any_sync(0xffffffffu, bad);
+        int sexp = 0;
+        if (m > 0.0f) {
+          int e = 0;
+          frexpf(m, &e);
+          sexp = max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
         }
+        __syncwarp();
+        // Table rows rho = 8 b + r hold kk[Lp - 1 - rho - c'], c' = 0..7: taps[2 Lp - 1 - rho - c'].
+        // Each lane writes 8 consecutive rows from 15 scaled taps.
+        const float scale = ldexpf(1.0f, sexp);
+        T* table = tables + size_t(p) * table_elems;
+        for (int rho0 = 8 * lane; rho0 < 2 * Lp; rho0 += 8 * 32) {
+          float w[15];
 #pragma unroll
-        for (int r = 0; r < 8; ++r) {
-          float v[8];
+          for (int i = 0; i < 15; ++i) {
+            const int e = 2 * Lp - 1 - rho0 - i;  // rows rho0 + r need e = 2 Lp - 1 - rho0 - r - c'
+            w[i] = e >= 0 ? taps[e] * scale : 0.0f;
+          }
 #pragma unroll
-          for (int j = 0; j < 8; ++j) v[j] = w[r + j];
-          *reinterpret_cast<uint4*>(table + size_t(rho0 + r) * 8) = conv::pack8<T>(v);
+          for (int r = 0; r < 8; ++r) {
+            float v[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] = w[r + j];
+            *reinterpret_cast<uint4*>(table + size_t(rho0 + r) * 8) = conv::pack8<T>(v);
+          }
         }
-      }
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      __syncwarp();
-      if (lane == 0) {
-        sh.sexp[p] = sexp;
-        sh.kbad[p] = bad;
-        tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
-      }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncwarp();
+        if (lane == 0) {
+          sh.sexp[p] = sexp;
+          sh.kbad[p] = bad;
+          tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
+        }
       }
       if (pw == 0 && lane == 0) {
         // The rows: each slot as soon as every warp released the previous item's (lowest first
