@@ -41,7 +41,8 @@
 //   kernel; gated calls were 0.93-1.0x, batch 32 0.7x, hence AUTO's window (kAuto*).
 // - Calls without gates whose rows suit the copy engine (seqlen a multiple of 8 up to 1024,
 //   16-byte rows of u and y) run the streamed form below (stream90_kernel: persistent CTAs, a
-//   producer warp, the next item's rows loaded during the current item's tensor work);
+//   producer, the next item's rows loaded during the current item's tensor work; a wide launch
+//   shape for L > 512 and a narrow one, see stream_producer);
 //   FLASHKIT_FFTCONV_DIRECT90_STREAM=0 keeps them on direct90_kernel. In direct90_kernel the
 //   row loads, the tensor work and the epilogue run one after the other inside a CTA (ncu at L
 //   1K: tensor loop 20% of the stall samples, prologue 38%, epilogue 36%).
@@ -464,6 +465,18 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   multiprocessor (v's 128 KB, registers for four warpgroups) and the next item's low slots
 //   wait for the current item's last tiles.
 constexpr int64_t kStreamMaxL = 1024;
+// The streamed kernel's producer. Wide form (3 or 4 consumer warpgroups, L > 512, one CTA per
+// SM): a whole warpgroup (setmaxnreg acts on warpgroups) of which warp 0 loads the slots and
+// warp 1 builds the tables; it keeps 64 of the 96 registers each thread gets at launch, which
+// lifts the consumers to 104 (setmaxnreg.inc only takes what this CTA gave back: 128 x 32 >=
+// 512 x 8). Narrow form (1 or 2 consumer warpgroups, L <= 512, where two or three CTAs fit an
+// SM's shared memory): one warp does both, and every thread keeps 96 registers: two CTAs of
+// nine warps put five on one SM quarter, whose 16K registers allow 102 each (a build at 105
+// registers measured 15% slower at L 512: by that count, one CTA per SM). ptxas needs 90
+// registers at launch for an m64n128 wgmma, so a narrower launch budget with setmaxnreg does
+// not compile (C7602).
+constexpr int stream_producer(bool wide) { return wide ? 128 : 32; }
+constexpr int stream_threads(bool wide) { return (wide ? 4 : 2) * 128 + stream_producer(wide); }
 constexpr int kMaxSlots = 8;  // Lp / 128 at kStreamMaxL
 constexpr uint32_t kSlotBytes = 128u * kRows * 2u;
 constexpr int kStageT = kRows * 32;  // 16-bit elements staged per warpgroup
@@ -485,8 +498,18 @@ __device__ __forceinline__ int2 tile_slots(const DirectArgs& a, int j) {
   return make_int2(k.x >> 7, (k.y - 1) >> 7);
 }
 
+// Two 16-bit values of one 32-bit word as floats (low half first); bf16 in two integer ops.
 template <class T>
-__global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
+__device__ __forceinline__ float2 unpack2(uint32_t w) {
+  if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  } else {
+    return sm80::Elt<T>::unpack(w);
+  }
+}
+
+template <class T, bool kWide>
+__global__ void __launch_bounds__(stream_threads(true), 1)
     stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems,
                     int down) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -501,7 +524,7 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   T* stage_all = reinterpret_cast<T*>(taps + 2 * Lp);
 
   const int tid = threadIdx.x;
-  const int W = (blockDim.x - 32) >> 7;
+  const int W = (blockDim.x - stream_producer(kWide)) >> 7;
   const int L = static_cast<int>(a.L);
   if (tid == 0) {
     for (int s = 0; s < nslots; ++s) {
@@ -521,73 +544,85 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   __syncthreads();
 
   if (tid >= W * 128) {
-    // ---- producer warp: the table, then the loads, item after item.
+    // ---- producer, item after item: the table, and the loads of the rows. Wide: a warpgroup
+    // whose registers go to the consumers, warp 0 loading and warp 1 building the tables;
+    // narrow: one warp doing both.
+    int pw = 0;
+    if constexpr (kWide) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 64;\n" ::: "memory");
+      pw = (tid - W * 128) >> 5;
+      if (pw >= 2) return;
+    }
     const int lane = tid & 31;
     int it = 0;
     for (int64_t item = blockIdx.x; item < nitems; item += gridDim.x, ++it) {
       const int64_t c = item / a.row_groups;
       const int b0 = static_cast<int>(item % a.row_groups) * kRows;
       const int p = it & 1;
-      if (it >= 2) tma::mbar_wait(sm80::smem_u32(&sh.tempty[p]), ((it >> 1) & 1) ^ 1);
-      // Taps on the diagonals -Lp .. Lp - 1 (unscaled), their largest magnitude and whether one
-      // is not finite (the same rules as direct_prologue).
-      float m = 0.0f;
-      int bad = 0;
-      for (int e0 = 0; e0 < 2 * Lp; e0 += 8 * 32) {
-        float tv[8];
+      if (!kWide || pw == 1) {
+        if (it >= 2) tma::mbar_wait(sm80::smem_u32(&sh.tempty[p]), ((it >> 1) & 1) ^ 1);
+        // Taps on the diagonals -Lp .. Lp - 1 (unscaled), their largest magnitude and whether one
+        // is not finite (the same rules as direct_prologue).
+        float m = 0.0f;
+        int bad = 0;
+        for (int e0 = 0; e0 < 2 * Lp; e0 += 8 * 32) {
+          float tv[8];
 #pragma unroll
-        for (int s = 0; s < 8; ++s) {
-          const int e = e0 + s * 32 + lane, d = e - Lp;
-          const int64_t idx = (e < 2 * Lp && d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
-          tv[s] = idx >= 0 ? load_float(a.k, a.k_dtype, c * a.k_cs + idx) : 0.0f;
-        }
+          for (int s = 0; s < 8; ++s) {
+            const int e = e0 + s * 32 + lane, d = e - Lp;
+            const int64_t idx = (e < 2 * Lp && d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
+            tv[s] = idx >= 0 ? load_float(a.k, a.k_dtype, c * a.k_cs + idx) : 0.0f;
+          }
 #pragma unroll
-        for (int s = 0; s < 8; ++s) {
-          const int e = e0 + s * 32 + lane;
-          if (e >= 2 * Lp) break;
-          taps[e] = tv[s];
-          if (isfinite(tv[s])) {
-            m = fmaxf(m, fabsf(tv[s]));
-          } else {
-            bad = 1;
+          for (int s = 0; s < 8; ++s) {
+            const int e = e0 + s * 32 + lane;
+            if (e >= 2 * Lp) break;
+            taps[e] = tv[s];
+            if (isfinite(tv[s])) {
+              m = fmaxf(m, fabsf(tv[s]));
+            } else {
+              bad = 1;
+            }
           }
         }
-      }
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-      bad = __any_sync(0xffffffffu, bad);
-      int sexp = 0;
-      if (m > 0.0f) {
-        int e = 0;
-        frexpf(m, &e);
-        sexp = max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
-      }
-      __syncwarp();
-      // Table rows rho = 8 b + r hold kk[Lp - 1 - rho - c'], c' = 0..7: taps[2 Lp - 1 - rho - c'].
-      // Each lane writes 8 consecutive rows from 15 scaled taps.
-      const float scale = ldexpf(1.0f, sexp);
-      T* table = tables + size_t(p) * table_elems;
-      for (int rho0 = 8 * lane; rho0 < 2 * Lp; rho0 += 8 * 32) {
-        float w[15];
-#pragma unroll
-        for (int i = 0; i < 15; ++i) {
-          const int e = 2 * Lp - 1 - rho0 - i;  // rows rho0 + r need e = 2 Lp - 1 - rho0 - r - c'
-          w[i] = e >= 0 ? taps[e] * scale : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        bad = __any_sync(0xffffffffu, bad);
+        int sexp = 0;
+        if (m > 0.0f) {
+          int e = 0;
+          frexpf(m, &e);
+          sexp = max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
         }
+        __syncwarp();
+        // Table rows rho = 8 b + r hold kk[Lp - 1 - rho - c'], c' = 0..7: taps[2 Lp - 1 - rho - c'].
+        // Each lane writes 8 consecutive rows from 15 scaled taps.
+        const float scale = ldexpf(1.0f, sexp);
+        T* table = tables + size_t(p) * table_elems;
+        for (int rho0 = 8 * lane; rho0 < 2 * Lp; rho0 += 8 * 32) {
+          float w[15];
 #pragma unroll
-        for (int r = 0; r < 8; ++r) {
-          float v[8];
+          for (int i = 0; i < 15; ++i) {
+            const int e = 2 * Lp - 1 - rho0 - i;  // rows rho0 + r need e = 2 Lp - 1 - rho0 - r - c'
+            w[i] = e >= 0 ? taps[e] * scale : 0.0f;
+          }
 #pragma unroll
-          for (int j = 0; j < 8; ++j) v[j] = w[r + j];
-          *reinterpret_cast<uint4*>(table + size_t(rho0 + r) * 8) = conv::pack8<T>(v);
+          for (int r = 0; r < 8; ++r) {
+            float v[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] = w[r + j];
+            *reinterpret_cast<uint4*>(table + size_t(rho0 + r) * 8) = conv::pack8<T>(v);
+          }
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncwarp();
+        if (lane == 0) {
+          sh.sexp[p] = sexp;
+          sh.kbad[p] = bad;
+          tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
         }
       }
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      __syncwarp();
-      if (lane == 0) {
-        sh.sexp[p] = sexp;
-        sh.kbad[p] = bad;
-        tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
+      if (pw == 0 && lane == 0) {
         // The rows: each slot as soon as every warp released the previous item's (lowest first
         // among those free at one look).
         unsigned pending = (1u << nslots) - 1u;
@@ -612,6 +647,7 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   }
 
   // ---- consumer warpgroups
+  if constexpr (kWide) asm volatile("setmaxnreg.inc.sync.aligned.u32 104;\n" ::: "memory");
   const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
   const int warp = (tid >> 5) & 3, lane = tid & 31;
   const int g = lane >> 2, t4 = lane & 3;
@@ -636,15 +672,11 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
   const int chk_hi = min(nslots, chk_lo + cnt);  // walk positions [chk_lo, chk_hi)
   int it = 0;
   for (int64_t item = blockIdx.x; item < nitems; item += gridDim.x, ++it) {
-    const int64_t c = item / a.row_groups;
-    const int64_t b0 = int64_t(item % a.row_groups) * kRows;
+    // Channel and first row (stream_runs: batch and channels fit in int).
+    const int c = static_cast<int>(item / a.row_groups);
+    const int b0 = static_cast<int>(item % a.row_groups) * kRows;
     const int p = it & 1;
     const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
-    tma::mbar_wait(sm80::smem_u32(&sh.tfull[p]), (it >> 1) & 1);
-    const int sexp = sh.sexp[p];
-    const bool kbad = sh.kbad[p] != 0;
-    const float inv = ldexpf(1.0f, -sexp);
-    const uint32_t tab = sm80::smem_u32(tables + size_t(p) * table_elems);
     float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     {
       // This warpgroup's share of the check; its rows' flags to the item's badrow, then each
@@ -671,6 +703,11 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
       __syncwarp();
       if (lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.chk[p]));
     }
+    tma::mbar_wait(sm80::smem_u32(&sh.tfull[p]), (it >> 1) & 1);  // the item's table
+    const int sexp = sh.sexp[p];
+    const bool kbad = sh.kbad[p] != 0;
+    const float inv = ldexpf(1.0f, -sexp);
+    const uint32_t tab = sm80::smem_u32(tables + size_t(p) * table_elems);
     // chk[p] also orders the items across warpgroups: no warp passes its first epilogue of an
     // item before every warp began it, i.e. released every slot and the table of the item
     // before. A warpgroup that reads no slot s in two items in a row therefore cannot arrive on
@@ -726,6 +763,9 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
               mma_ss<T>(acc, ds + uint64_t((q & 3) * 2), db, std::make_index_sequence<64>{});
               db += 16;
             }
+            // The PTX ISA orders accumulator accesses between wgmmas of one shape only: fence
+            // again before the n64 steps reuse acc[0..31].
+            cute::warpgroup_arrive();
 #pragma unroll
             for (int q = 4; q < 8; ++q) {
               mma_ss64<T>(acc, ds + uint64_t((8192 >> 4) + (q & 3) * 2), db,
@@ -767,45 +807,78 @@ __global__ void __launch_bounds__(kMaxWG * 128 + 32, 1)
       // Epilogue, a quarter tile at a time (see direct90_kernel for the accumulator's layout):
       // y = acc 2^-sexp + D * v (v exact from this tile's slot), NaN for a bad row, rounded to
       // T into the staging rows; then 16-byte stores. Each warp stages and stores its own 16
-      // rows, so a warp waits for no other.
+      // rows, so a warp waits for no other. Pair (s4, h, qq) holds positions tl, tl + 1 of
+      // quarter s4 with tl = 30 - 8 qq - 2 t4, of row r = 16 warp + g + 8 h (so r % 8 = g).
+      // Every shared-memory address is a per-thread base and a constant: v's byte address is
+      // (vb ^ (cc << 4)) + 8192 (s4 / 2) + 1024 h with cc = 4 (s4 % 2) + 3 - qq (the 128-byte
+      // swizzle's unit cc ^ g, g folded into vb), the staging one sq[qq] + 512 h.
+      const uint32_t vb = (sm80::smem_u32(xs) + uint32_t(N0) * 128u +
+                           uint32_t(16 * warp + g) * 128u + uint32_t(12 - 4 * t4)) |
+                          uint32_t(g << 4);
+      const uint32_t sb = sm80::smem_u32(stage) + uint32_t(16 * warp + g) * 64u + uint32_t(12 - 4 * t4);
+      const int gg = (g >> 1) & 3;
+      // Stores: lane's row rr = 8 (2 warp + i2) + lane / 4 of the staging, 16-byte unit cq.
+      const int cq = lane & 3;
+      const uint32_t lb = sm80::smem_u32(stage) + uint32_t(16 * warp + (lane >> 2)) * 64u +
+                          uint32_t((cq ^ ((lane >> 3) & 3)) << 4);
+      T* const yrow = static_cast<T*>(a.y) + int64_t(b0 + 16 * warp + (lane >> 2)) * a.y_bs +
+                      int64_t(c) * a.y_cs + (N0 + 8 * cq);
+      const bool ok0 = b0 + 16 * warp + (lane >> 2) < a.batch;
+      const bool ok1 = b0 + 16 * warp + 8 + (lane >> 2) < a.batch;
+      auto epilogue = [&](auto has_d) {
 #pragma unroll
-      for (int s4 = 0; s4 < 4; ++s4) {
-        __syncwarp();
+        for (int s4 = 0; s4 < 4; ++s4) {
+          __syncwarp();
+          auto ldv = [&](int qq, int h) {
+            const uint32_t va = (vb ^ uint32_t((4 * (s4 & 1) + 3 - qq) << 4)) + uint32_t((s4 >> 1) * 8192);
+            uint32_t w;
+            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w) : "r"(va + uint32_t(1024 * h)));
+            return w;
+          };
+          // The wide form loads this quarter's v pairs before using any; the narrow one (96
+          // registers) one pair at a time.
+          uint32_t vw[4][2];
+          if (has_d && kWide) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = 16 * warp + g + 8 * h;
-          const bool nan = h ? bad_hi : bad_lo;
+            for (int qq = 0; qq < 4; ++qq)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) vw[qq][h] = ldv(qq, h);
+          }
 #pragma unroll
           for (int qq = 0; qq < 4; ++qq) {
             const int q = 12 - 4 * s4 + qq;
-            const int tl = 126 - 8 * q - 2 * t4 - 32 * s4;  // position within the quarter
-            float y0 = acc[4 * q + 2 * h + 1] * inv, y1 = acc[4 * q + 2 * h] * inv;
-            if (a.D != nullptr) {
-              const int t = N0 + 32 * s4 + tl;
-              const int col = t & 63;  // swizzled: 16-byte unit (col / 8) ^ (r % 8) of row r
-              const float2 v = sm80::Elt<T>::unpack(*reinterpret_cast<const uint32_t*>(
-                  xs + (t >> 6) * (64 * kRows) + r * 64 + ((((col >> 3) ^ (r & 7)) << 3) | (col & 7))));
-              y0 += Dc * v.x;
-              y1 += Dc * v.y;
+            const uint32_t sa = sb + uint32_t(((3 - qq) ^ gg) << 4);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              float y0 = acc[4 * q + 2 * h + 1] * inv, y1 = acc[4 * q + 2 * h] * inv;
+              if (has_d) {
+                const float2 v = unpack2<T>(kWide ? vw[qq][h] : ldv(qq, h));
+                y0 = fmaf(Dc, v.x, y0);
+                y1 = fmaf(Dc, v.y, y1);
+              }
+              if (h ? bad_hi : bad_lo) y0 = y1 = __int_as_float(0x7fffffff);
+              asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sa + uint32_t(512 * h)),
+                           "r"(sm80::Elt<T>::pack(y0, y1)));
             }
-            if (nan) y0 = y1 = __int_as_float(0x7fffffff);
-            const int unit = (tl >> 3) ^ ((r >> 1) & 3);
-            *reinterpret_cast<uint32_t*>(stage + r * 32 + unit * 8 + (tl & 7)) =
-                sm80::Elt<T>::pack(y0, y1);
+          }
+          __syncwarp();
+          if (N0 + 32 * s4 + 8 * cq < L) {
+#pragma unroll
+            for (int i2 = 0; i2 < 2; ++i2) {
+              if (!(i2 ? ok1 : ok0)) continue;
+              uint4 w;
+              asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                           : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                           : "r"(lb + uint32_t(512 * i2)));
+              *reinterpret_cast<uint4*>(yrow + i2 * 8 * a.y_bs + 32 * s4) = w;
+            }
           }
         }
-        __syncwarp();
-#pragma unroll
-        for (int i2 = 0; i2 < 2; ++i2) {
-          const int ci = 32 * (2 * warp + i2) + lane;
-          const int r = ci >> 2, cq = ci & 3;
-          const int64_t b = b0 + r;
-          const int t0 = N0 + 32 * s4 + 8 * cq;
-          if (b >= a.batch || t0 >= L) continue;
-          const uint4 w = *reinterpret_cast<const uint4*>(stage + r * 32 + ((cq ^ ((r >> 1) & 3)) * 8));
-          *reinterpret_cast<uint4*>(static_cast<T*>(a.y) + b * a.y_bs + c * a.y_cs + t0) = w;
-        }
-      }
+      };
+      if (a.D != nullptr)
+        epilogue(std::true_type{});
+      else
+        epilogue(std::false_type{});
       // The slots this tile still held (its own, for D * v) that no later tile reads and, after
       // the last tile, the table: each warp arrives for itself once past its reads.
       __syncwarp();
@@ -838,7 +911,7 @@ int walk_down() {
 bool stream_runs(const FFTConvProblem& p, const DirectArgs& a) {
   if (!stream_enabled() || p.pregate != nullptr || p.postgate != nullptr) return false;
   if (p.seqlen % 8 != 0 || p.seqlen > kStreamMaxL || !a.vec || !a.lean16) return false;
-  if (p.batch > INT_MAX || p.channels > INT_MAX) return false;
+  if (p.batch > INT_MAX - kRows || p.channels > INT_MAX) return false;
   if ((p.batch > 1 && p.u_batch_stride <= 0) || (p.channels > 1 && p.u_channel_stride <= 0))
     return false;
   return true;
@@ -896,20 +969,24 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     const int wgs = warpgroups(a.Lp);
     const size_t smem = stream_smem_bytes(a.Lp);
     const int64_t nitems = p.channels * a.row_groups;
-    const void* fn = p.dtype == DType::BF16 ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16>)
-                                            : reinterpret_cast<const void*>(stream90_kernel<__half>);
+    const bool wide = wgs > 2;
+    int down = walk_down();
+    const void* fn = p.dtype == DType::BF16
+                         ? (wide ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, true>)
+                                 : reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, false>))
+                         : (wide ? reinterpret_cast<const void*>(stream90_kernel<__half, true>)
+                                  : reinterpret_cast<const void*>(stream90_kernel<__half, false>));
     FK_RETURN_IF_ERROR(conv::allow_smem(fn, smem, "cuda.sm90.fftconv_direct: shared memory"));
     int per_sm = 0;
     FK_CUDA_TRY(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, wgs * 128 + 32, smem),
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, wgs * 128 + stream_producer(wide), smem),
         "cuda.sm90.fftconv_direct: occupancy");
     const int sms = ctx.caps != nullptr ? ctx.caps->sm_count : 132;
     const int64_t grid = std::min<int64_t>(nitems, int64_t(std::max(1, per_sm)) * sms);
-    if (p.dtype == DType::BF16) {
-      stream90_kernel<__nv_bfloat16><<<static_cast<unsigned>(grid), wgs * 128 + 32, smem, stream>>>(a, umap, nitems, walk_down());
-    } else {
-      stream90_kernel<__half><<<static_cast<unsigned>(grid), wgs * 128 + 32, smem, stream>>>(a, umap, nitems, walk_down());
-    }
+    void* args[] = {const_cast<DirectArgs*>(&a), &umap, const_cast<int64_t*>(&nitems), &down};
+    FK_CUDA_TRY(cudaLaunchKernel(fn, dim3(static_cast<unsigned>(grid)), dim3(wgs * 128 + stream_producer(wide)),
+                                 args, smem, stream),
+                "cuda.sm90.fftconv_direct: streamed kernel launch");
     return check_launch("cuda.sm90.fftconv_direct streamed kernel");
   }
   const int64_t grid = p.channels * a.row_groups;
