@@ -1172,7 +1172,8 @@ TEST_CASE("sm90 fftconv_direct: streamed kernel, every mode, many items per CTA"
   for (const char* stream : {"1", "0"}) {
     fktest::ScopedEnv env("FLASHKIT_FFTCONV_DIRECT90_STREAM", stream);
     for (const S& sh : {S{130, 300, 1024}, S{64, 200, 512}, S{65, 140, 1000}, S{24, 150, 128},
-                        S{64, 270, 896}, S{1, 400, 384}, S{200, 3, 256}, S{64, 160, 640}})
+                        S{64, 270, 896}, S{1, 400, 384}, S{200, 3, 256}, S{64, 160, 640},
+                        S{70, 90, 768}})
       for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
         const int k = i / 3 * 5 + i % 3;
         Case c;

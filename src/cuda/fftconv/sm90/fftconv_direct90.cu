@@ -42,7 +42,7 @@
 // - Calls without gates whose rows suit the copy engine (seqlen a multiple of 8 up to 1024,
 //   16-byte rows of u and y) run the streamed form below (stream90_kernel: persistent CTAs, a
 //   producer, the next item's rows loaded during the current item's tensor work; a wide launch
-//   shape for L > 512 and a narrow one, see stream_producer);
+//   shape for seqlen > 640 and a narrow one, see stream_producer);
 //   FLASHKIT_FFTCONV_DIRECT90_STREAM=0 keeps them on direct90_kernel. In direct90_kernel the
 //   row loads, the tensor work and the epilogue run one after the other inside a CTA (ncu at L
 //   1K: tensor loop 20% of the stall samples, prologue 38%, epilogue 36%).
@@ -465,18 +465,23 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   multiprocessor (v's 128 KB, registers for four warpgroups) and the next item's low slots
 //   wait for the current item's last tiles.
 constexpr int64_t kStreamMaxL = 1024;
-// The streamed kernel's producer. Wide form (3 or 4 consumer warpgroups, L > 512, one CTA per
-// SM): a whole warpgroup (setmaxnreg acts on warpgroups) of which warp 0 loads the slots and
-// warp 1 builds the tables; it keeps 64 of the 96 registers each thread gets at launch, which
-// lifts the consumers to 104 (setmaxnreg.inc only takes what this CTA gave back: 128 x 32 >=
-// 512 x 8). Narrow form (1 or 2 consumer warpgroups, L <= 512, where two or three CTAs fit an
-// SM's shared memory): one warp does both, and every thread keeps 96 registers: two CTAs of
-// nine warps put five on one SM quarter, whose 16K registers allow 102 each (a build at 105
-// registers measured 15% slower at L 512: by that count, one CTA per SM). ptxas needs 90
-// registers at launch for an m64n128 wgmma, so a narrower launch budget with setmaxnreg does
-// not compile (C7602).
+// The streamed kernel's producer. Wide form (3 or 4 consumer warpgroups: seqlen > 640, one CTA
+// per SM): a whole warpgroup (setmaxnreg acts on warpgroups) of which warp 0 loads the slots
+// and warp 1 builds the tables; it keeps 64 of the 96 registers each thread gets at launch,
+// which lifts the consumers to 104 (setmaxnreg.inc only takes what this CTA gave back: 128 x 32
+// >= 512 x 8). Narrow form (1 or 2 consumer warpgroups: seqlen <= 640; at seqlen <= 512 two or
+// three CTAs fit an SM's shared memory): one warp does both, and every thread keeps 96
+// registers: two CTAs of nine warps put five on one SM quarter, whose 16K registers allow 102
+// each (a build at 105 registers measured 15% slower at L 512: by that count, one CTA per SM).
+// ptxas needs 90 registers at launch for an m64n128 wgmma, so a narrower launch budget with
+// setmaxnreg does not compile (C7602).
 constexpr int stream_producer(bool wide) { return wide ? 128 : 32; }
 constexpr int stream_threads(bool wide) { return (wide ? 4 : 2) * 128 + stream_producer(wide); }
+// The 64 / 104 split above assumes 96 registers at launch: 65536 / 640 threads, rounded down to
+// a multiple of 8. A change of the launch bounds must revisit the setmaxnreg values.
+static_assert(stream_threads(true) == 640 && (65536 / stream_threads(true)) / 8 * 8 == 96 &&
+                  128 * (96 - 64) >= 4 * 128 * (104 - 96),
+              "stream90_kernel: setmaxnreg values out of step with the launch bounds");
 constexpr int kMaxSlots = 8;  // Lp / 128 at kStreamMaxL
 constexpr uint32_t kSlotBytes = 128u * kRows * 2u;
 constexpr int kStageT = kRows * 32;  // 16-bit elements staged per warpgroup
@@ -811,7 +816,7 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       // quarter s4 with tl = 30 - 8 qq - 2 t4, of row r = 16 warp + g + 8 h (so r % 8 = g).
       // Every shared-memory address is a per-thread base and a constant: v's byte address is
       // (vb ^ (cc << 4)) + 8192 (s4 / 2) + 1024 h with cc = 4 (s4 % 2) + 3 - qq (the 128-byte
-      // swizzle's unit cc ^ g, g folded into vb), the staging one sq[qq] + 512 h.
+      // swizzle's unit cc ^ g, g folded into vb), the staging one sa + 512 h.
       const uint32_t vb = (sm80::smem_u32(xs) + uint32_t(N0) * 128u +
                            uint32_t(16 * warp + g) * 128u + uint32_t(12 - 4 * t4)) |
                           uint32_t(g << 4);
