@@ -7,15 +7,6 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-side() {  # SIDE ROUND
-  local lib=.device/lib/libflashkit.so
-  [ "$1" = A ] && lib=.device-b/lib/libflashkit.so
-  echo "== $1 ($lib)"
-  LD_LIBRARY_PATH=$(dirname "$lib") timeout -k 5 120 \
-    python3 benchmarks/fftconv.py --lib "$lib" --reps 10 --seqlens ${SEQLENS:-256 512 1024} \
-    --json "$OUT/ab_$1$2.json" 2>&1 | grep -v '^json' | grep -v True
-  echo "(${SECONDS} s)"
-}
 r=0
-for s in ${ORDER:-A B B A}; do r=$((r + 1)); side $s $r; done
+for s in ${ORDER:-A B B A}; do r=$((r + 1)); fftconv_side "$s" $r "${SEQLENS:-256 512 1024}"; done
 FK_GPU_CHECK_BUDGET=${BUDGET:-480} FK_GPU_CHECK_VARIANTS=0 FK_GPU_CHECK_DEMO=0 scripts/gpu-check.sh --run-only

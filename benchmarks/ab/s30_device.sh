@@ -18,36 +18,23 @@ ab_stage
 bin=.device/bin/flashkit_tests_gpu
 export LD_LIBRARY_PATH=$PWD/.device/lib
 for t in "[stream]" "sm80 fftconv_direct: non-finite inputs spread to the whole row" ${DIRECT:+"[direct]"}; do
-  timeout -k 10 200 "$bin" "$t" > "$OUT/t.log" 2>&1
-  echo "$t: $(grep -E '^(All tests passed|test cases:)' "$OUT/t.log" | tail -n1) (${SECONDS} s)"
-  grep -B6 -A24 FAILED "$OUT/t.log" | head -60
+  gpu_case "$bin" "$t"
 done
-if [ "${SPLIT:-1}" = 1 ]; then
-  FLASHKIT_FFTCONV_DIRECT90_SPLIT=1 timeout -k 10 200 "$bin" "[stream]" > "$OUT/t.log" 2>&1
-  echo "SPLIT=1 [stream]: $(grep -E '^(All tests passed|test cases:)' "$OUT/t.log" | tail -n1) (${SECONDS} s)"
-  grep -B6 -A24 FAILED "$OUT/t.log" | head -60
-fi
+[ "${SPLIT:-1}" = 1 ] && FLASHKIT_FFTCONV_DIRECT90_SPLIT=1 gpu_case "$bin" "[stream]" "SPLIT=1 [stream]"
 for tool in ${TOOLS:-memcheck racecheck}; do
   for sp in 0 ${SPLIT:-1}; do
-  FLASHKIT_FFTCONV_DIRECT90_SPLIT=$sp timeout -k 10 150 compute-sanitizer --tool $tool --error-exitcode 9 "$bin" \
-    "sm90 fftconv_direct: small case for memcheck" > "$OUT/$tool.log" 2>&1
-  echo "SPLIT=$sp $tool rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -n1) (${SECONDS} s)"
-  grep -m5 -A6 "Invalid\|Hazard" "$OUT/$tool.log" | head -30
+    FLASHKIT_FFTCONV_DIRECT90_SPLIT=$sp sanitize_case "$bin" $tool \
+      "sm90 fftconv_direct: small case for memcheck" "SPLIT=$sp"
   done
 done
 unset LD_LIBRARY_PATH
-side() {  # SIDE ROUND
-  local lib=.device/lib/libflashkit.so sp=0
-  [ "$1" = A ] && lib=.device-b/lib/libflashkit.so
-  [ "$1" = C ] && sp=1
-  echo "== $1 ($lib, SPLIT=$sp)"
-  FLASHKIT_FFTCONV_DIRECT90_SPLIT=$sp LD_LIBRARY_PATH=$(dirname "$lib") timeout -k 5 120 \
-    python3 benchmarks/fftconv.py --lib "$lib" --reps 10 --seqlens ${SEQLENS:-256 512 1024} \
-    --json "$OUT/ab_$1$2.json" 2>&1 | grep -v '^json' | grep -v True
-  echo "(${SECONDS} s)"
-}
 r=0
-for s in ${ORDER:-A B C C B A}; do r=$((r + 1)); side $s $r; done
+for s in ${ORDER:-A B C C B A}; do
+  r=$((r + 1))
+  sp=0
+  [ "$s" = C ] && sp=1
+  FLASHKIT_FFTCONV_DIRECT90_SPLIT=$sp fftconv_side "$s" $r "${SEQLENS:-256 512 1024}"
+done
 if [ "${PROF:-1}" = 1 ]; then
   export LD_LIBRARY_PATH=$PWD/.device/lib
   LIB=$PWD/.device/lib/libflashkit.so

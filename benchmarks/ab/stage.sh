@@ -65,3 +65,28 @@ sass_profile() {
   lines=$(grep -c '^"0x' "$OUT/sass_$name.csv" 2>/dev/null || true)
   echo "$name: rc $rc, $lines SASS rows (${SECONDS} s)"
 }
+# gpu_case BIN FILTER [LABEL]: runs the Catch2 test FILTER of BIN (at most 200 s) into
+# $OUT/t.log and prints its summary line (and the first failures).
+gpu_case() {
+  timeout -k 10 200 "$1" "$2" > "$OUT/t.log" 2>&1
+  echo "${3:-$2}: $(grep -E '^(All tests passed|test cases:)' "$OUT/t.log" | tail -n1) (${SECONDS} s)"
+  grep -B6 -A24 FAILED "$OUT/t.log" | head -60
+}
+# sanitize_case BIN TOOL FILTER [LABEL]: compute-sanitizer TOOL on the test FILTER of BIN into
+# $OUT/TOOL.log; prints the exit status and the summary line (and the first reports).
+sanitize_case() {
+  timeout -k 10 150 compute-sanitizer --tool "$2" --error-exitcode 9 "$1" "$3" > "$OUT/$2.log" 2>&1
+  echo "${4:+$4 }$2 rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$2.log" | tail -n1) (${SECONDS} s)"
+  grep -m5 -A6 "Invalid\|Hazard" "$OUT/$2.log" | head -30
+}
+# fftconv_side SIDE ROUND [SEQLENS]: benchmarks/fftconv.py (bf16, B 64, H 768, median of 10) on
+# .device-b's library for SIDE A, else .device's, with a "== SIDE" line; JSON in
+# $OUT/ab_SIDEROUND.json. Environment set by the caller reaches the benchmark.
+fftconv_side() {
+  local lib=.device/lib/libflashkit.so
+  [ "$1" = A ] && lib=.device-b/lib/libflashkit.so
+  echo "== $1 ($lib)"
+  LD_LIBRARY_PATH=$(dirname "$lib") timeout -k 5 120 python3 benchmarks/fftconv.py --lib "$lib" \
+    --reps 10 --seqlens ${3:-256 512 1024} --json "$OUT/ab_$1$2.json" 2>&1 | grep -v '^json' | grep -v True
+  echo "(${SECONDS} s)"
+}

@@ -457,13 +457,13 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   XOR-swizzled by row so that both the pair writes and the 16-byte reads are free of bank
 //   conflicts) and stores 16 bytes per thread; each warp stages and stores its own 16 rows, so
 //   only __syncwarp orders the two.
-// - Measured (H200, bf16, B 64, H 768, causal, D; benchmarks/RESULTS.md "The streamed direct
-//   convolution" and "Split NaN check"): L 256 / 512 / 1K 0.035-0.05 / 0.060-0.065 /
-//   0.147-0.152 ms over two leases (L 1K 11.6-11.9x torch.fft; direct90_kernel 0.047 / 0.080 /
+// - Measured (H200, bf16, B 64, H 768, causal, D; benchmarks/RESULTS.md "Lean epilogue, a
+//   producer warpgroup with setmaxnreg" and the entries before it): L 256 / 512 / 1K 0.03-0.04
+//   / 0.058 / 0.137-0.138 ms (L 1K 12.7-12.8x torch.fft; direct90_kernel 0.047 / 0.080 /
 //   0.192). Folding D into the tap on diagonal 0 (no slot read in the epilogue) measured 31%
-//   slower at L 1K and doubled the largest error (branch dfold29); D * v stays exact. At L 1K one CTA fills the
-//   multiprocessor (v's 128 KB, registers for four warpgroups) and the next item's low slots
-//   wait for the current item's last tiles.
+//   slower at L 1K and doubled the largest error (branch dfold29); D * v stays exact. At L 1K
+//   one CTA fills the multiprocessor (v's 128 KB, registers for four warpgroups) and the next
+//   item's low slots wait for the current item's last tiles (31% of the stall samples).
 constexpr int64_t kStreamMaxL = 1024;
 // The streamed kernel's producer. Wide form (3 or 4 consumer warpgroups: seqlen > 640, one CTA
 // per SM): a whole warpgroup (setmaxnreg acts on warpgroups) of which warp 0 loads the slots
