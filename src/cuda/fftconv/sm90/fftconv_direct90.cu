@@ -513,7 +513,20 @@ __device__ __forceinline__ float2 unpack2(uint32_t w) {
   }
 }
 
-template <class T, bool kWide>
+// Row check on the producer's tensor-free warps 2-3 instead of the consumers' wgmmas (wide form
+// only): see the producer loop.
+template <class T>
+__device__ __forceinline__ uint32_t nan_sticky(uint32_t x, uint32_t acc) {
+  uint32_t r;
+  if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(r) : "r"(x), "r"(0u), "r"(acc));
+  } else {
+    asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(r) : "r"(x), "r"(0u), "r"(acc));
+  }
+  return r;
+}
+
+template <class T, bool kWide, bool kPCheck>
 __global__ void __launch_bounds__(stream_threads(true), 1)
     stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems,
                     int down) {
@@ -534,12 +547,12 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
   if (tid == 0) {
     for (int s = 0; s < nslots; ++s) {
       tma::mbar_init(sm80::smem_u32(&sh.full[s]), 1);
-      tma::mbar_init(sm80::smem_u32(&sh.empty[s]), 4 * W);
+      tma::mbar_init(sm80::smem_u32(&sh.empty[s]), 4 * W + (kPCheck ? 2 : 0));
     }
     for (int p = 0; p < 2; ++p) {
       tma::mbar_init(sm80::smem_u32(&sh.tfull[p]), 1);
       tma::mbar_init(sm80::smem_u32(&sh.tempty[p]), 4 * W);
-      tma::mbar_init(sm80::smem_u32(&sh.chk[p]), 4 * W);
+      tma::mbar_init(sm80::smem_u32(&sh.chk[p]), kPCheck ? 2 : 4 * W);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -556,7 +569,6 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
     if constexpr (kWide) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 64;\n" ::: "memory");
       pw = (tid - W * 128) >> 5;
-      if (pw >= 2) return;
     }
     const int lane = tid & 31;
     int it = 0;
@@ -564,25 +576,58 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       const int64_t c = item / a.row_groups;
       const int b0 = static_cast<int>(item % a.row_groups) * kRows;
       const int p = it & 1;
-      if (!kWide || pw == 1) {
+      if (!kWide || pw >= 1) {
+        // The item's table: one warp (narrow) or warps 1-3 (wide), bt / nb the thread's index
+        // among them and their count.
+        const int bt = kWide ? tid - W * 128 - 32 : lane, nb = kWide ? 96 : 32;
+        auto sync_builders = [&]() {
+          if constexpr (kWide) {
+            asm volatile("bar.sync 1, 96;\n" ::: "memory");
+          } else {
+            __syncwarp();
+          }
+        };
         if (it >= 2) tma::mbar_wait(sm80::smem_u32(&sh.tempty[p]), ((it >> 1) & 1) ^ 1);
-        // Taps on the diagonals -Lp .. Lp - 1 (unscaled), their largest magnitude and whether one
-        // is not finite (the same rules as direct_prologue).
+        // Taps on the diagonals -Lp .. Lp - 1 (unscaled) into shared memory: fp32 filters by
+        // 4-byte cp.async, every one of them in flight at once (one memory round trip; the
+        // first item of every CTA waits for this), other dtypes by plain loads.
+        const bool async_taps = a.k_dtype == DType::F32 && (reinterpret_cast<uintptr_t>(a.k) & 3u) == 0;
+        if (async_taps) {
+          const float* kc = static_cast<const float*>(a.k) + c * a.k_cs;
+          for (int e = bt; e < 2 * Lp; e += nb) {
+            const int d = e - Lp;
+            const int64_t idx = (d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sm80::smem_u32(taps + e)),
+                         "l"(idx >= 0 ? kc + idx : kc), "r"(idx >= 0 ? 4 : 0)
+                         : "memory");
+          }
+          sm80::cp_async_wait_all();
+        } else {
+          for (int e0 = 0; e0 < 2 * Lp; e0 += 8 * nb) {
+            float tv[8];
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+              const int e = e0 + s * nb + bt, d = e - Lp;
+              const int64_t idx = (e < 2 * Lp && d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
+              tv[s] = idx >= 0 ? load_float(a.k, a.k_dtype, c * a.k_cs + idx) : 0.0f;
+            }
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+              const int e = e0 + s * nb + bt;
+              if (e < 2 * Lp) taps[e] = tv[s];
+            }
+          }
+        }
+        sync_builders();
+        // Their largest magnitude and whether one is not finite (the same rules as
+        // direct_prologue), each warp over all of them.
         float m = 0.0f;
         int bad = 0;
-        for (int e0 = 0; e0 < 2 * Lp; e0 += 8 * 32) {
-          float tv[8];
+        for (int e = 4 * lane; e < 2 * Lp; e += 128) {
+          const float4 t4v = *reinterpret_cast<const float4*>(taps + e);
+          const float tv[4] = {t4v.x, t4v.y, t4v.z, t4v.w};
 #pragma unroll
-          for (int s = 0; s < 8; ++s) {
-            const int e = e0 + s * 32 + lane, d = e - Lp;
-            const int64_t idx = (e < 2 * Lp && d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
-            tv[s] = idx >= 0 ? load_float(a.k, a.k_dtype, c * a.k_cs + idx) : 0.0f;
-          }
-#pragma unroll
-          for (int s = 0; s < 8; ++s) {
-            const int e = e0 + s * 32 + lane;
-            if (e >= 2 * Lp) break;
-            taps[e] = tv[s];
+          for (int s = 0; s < 4; ++s) {
             if (isfinite(tv[s])) {
               m = fmaxf(m, fabsf(tv[s]));
             } else {
@@ -599,12 +644,11 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
           frexpf(m, &e);
           sexp = max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
         }
-        __syncwarp();
         // Table rows rho = 8 b + r hold kk[Lp - 1 - rho - c'], c' = 0..7: taps[2 Lp - 1 - rho - c'].
-        // Each lane writes 8 consecutive rows from 15 scaled taps.
+        // Each thread writes 8 consecutive rows from 15 scaled taps.
         const float scale = ldexpf(1.0f, sexp);
         T* table = tables + size_t(p) * table_elems;
-        for (int rho0 = 8 * lane; rho0 < 2 * Lp; rho0 += 8 * 32) {
+        for (int rho0 = 8 * bt; rho0 < 2 * Lp; rho0 += 8 * nb) {
           float w[15];
 #pragma unroll
           for (int i = 0; i < 15; ++i) {
@@ -620,11 +664,54 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
           }
         }
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncwarp();
-        if (lane == 0) {
+        // Every builder past its reads of taps (the next item's copies overwrite them) and
+        // its table writes.
+        sync_builders();
+        if (bt == 0) {
           sh.sexp[p] = sexp;
           sh.kbad[p] = bad;
           tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
+        }
+      }
+      if constexpr (kPCheck) {
+        if (pw >= 2) {
+          // Rows of v holding a NaN or an Inf (kPCheck): warps 2-3, one row per thread, x * 0 +
+          // acc in packed 16-bit arithmetic (NaN is sticky), each slot as soon as it landed,
+          // then one arrival per warp on empty[s] (the slot is not reloaded before it is
+          // checked) and, after the last, on chk[p].
+          const int r = tid - W * 128 - 64;
+          uint32_t acc[4] = {0u, 0u, 0u, 0u};
+          unsigned pending = (1u << nslots) - 1u;
+          while (pending != 0u) {
+            bool done = false;
+            for (int s = 0; s < nslots; ++s) {
+              if (!(pending & (1u << s)) || !tma::mbar_test(sm80::smem_u32(&sh.full[s]), it & 1)) continue;
+              const uint32_t row = sm80::smem_u32(xs) + uint32_t(s) * kSlotBytes + uint32_t(r) * 128u;
+#pragma unroll
+              for (int hf = 0; hf < 2; ++hf) {
+#pragma unroll
+                for (int k = 0; k < 8; ++k) {
+                  uint4 w;
+                  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                               : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                               : "r"(row + uint32_t(hf * 8192 + ((k + r) & 7) * 16)));
+                  acc[0] = nan_sticky<T>(w.x, acc[0]);
+                  acc[1] = nan_sticky<T>(w.y, acc[1]);
+                  acc[2] = nan_sticky<T>(w.z, acc[2]);
+                  acc[3] = nan_sticky<T>(w.w, acc[3]);
+                }
+              }
+              __syncwarp();
+              if (lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.empty[s]));
+              pending &= ~(1u << s);
+              done = true;
+            }
+            if (!done) __nanosleep(32);
+          }
+          const uint32_t all = acc[0] | acc[1] | acc[2] | acc[3];
+          if (all != 0u) sh.badrow[p][r] = it;
+          __syncwarp();
+          if (lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.chk[p]));
         }
       }
       if (pw == 0 && lane == 0) {
@@ -682,10 +769,10 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
     const int b0 = static_cast<int>(item % a.row_groups) * kRows;
     const int p = it & 1;
     const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
-    float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    {
+    if constexpr (!kPCheck) {
       // This warpgroup's share of the check; its rows' flags to the item's badrow, then each
       // warp's arrival on chk[p]. The epilogues wait for all (before the first).
+      float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 1
       for (int n = chk_lo; n < chk_hi; ++n) {
         const int s = down ? nslots - 1 - n : n;
@@ -909,6 +996,13 @@ int walk_down() {
   return e != nullptr && e[0] == 'u' ? 0 : 1;
 }
 
+// FLASHKIT_FFTCONV_DIRECT90_PCHECK=1 (experiment): the wide form checks rows on the producer's
+// warps 2-3 instead of by the consumers' wgmmas.
+bool pcheck_enabled() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_PCHECK");
+  return e != nullptr && e[0] == '1';
+}
+
 // What the streamed kernel needs beyond direct90_kernel's predicate: no gates, seqlen a
 // multiple of 8 up to kStreamMaxL (the copy engine loads whole 8-element chunks; zeros past
 // seqlen), rows of u and y 16-byte aligned, coordinates within int32 and a tensor map the
@@ -976,11 +1070,15 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     const int64_t nitems = p.channels * a.row_groups;
     const bool wide = wgs > 2;
     int down = walk_down();
-    const void* fn = p.dtype == DType::BF16
-                         ? (wide ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, true>)
-                                 : reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, false>))
-                         : (wide ? reinterpret_cast<const void*>(stream90_kernel<__half, true>)
-                                  : reinterpret_cast<const void*>(stream90_kernel<__half, false>));
+    const bool pcheck = wide && pcheck_enabled();
+    const void* fn =
+        p.dtype == DType::BF16
+            ? (pcheck ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, true, true>)
+               : wide ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, true, false>)
+                      : reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, false, false>))
+            : (pcheck ? reinterpret_cast<const void*>(stream90_kernel<__half, true, true>)
+               : wide ? reinterpret_cast<const void*>(stream90_kernel<__half, true, false>)
+                      : reinterpret_cast<const void*>(stream90_kernel<__half, false, false>));
     FK_RETURN_IF_ERROR(conv::allow_smem(fn, smem, "cuda.sm90.fftconv_direct: shared memory"));
     int per_sm = 0;
     FK_CUDA_TRY(
