@@ -530,6 +530,7 @@ template <class T, bool kWide, bool kPCheck>
 __global__ void __launch_bounds__(stream_threads(true), 1)
     stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems,
                     int down) {
+  static_assert(kWide || !kPCheck, "stream90_kernel: the producer's row check needs the wide form");
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ StreamShared sh;
   const int Lp = a.Lp, nslots = a.ntiles;
@@ -685,7 +686,10 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
           while (pending != 0u) {
             bool done = false;
             for (int s = 0; s < nslots; ++s) {
-              if (!(pending & (1u << s)) || !tma::mbar_test(sm80::smem_u32(&sh.full[s]), it & 1)) continue;
+              if (!(pending & (1u << s))) continue;
+              // Lane 0's look for the whole warp: no lane may pass the arrival below early.
+              if (!__shfl_sync(0xffffffffu, int(tma::mbar_test(sm80::smem_u32(&sh.full[s]), it & 1)), 0))
+                continue;
               const uint32_t row = sm80::smem_u32(xs) + uint32_t(s) * kSlotBytes + uint32_t(r) * 128u;
 #pragma unroll
               for (int hf = 0; hf < 2; ++hf) {
