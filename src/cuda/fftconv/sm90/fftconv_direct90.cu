@@ -441,6 +441,10 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   that under a causal filter the high slots are released first and the next item starts on
 //   them while its low slots are still in flight.
 // - Two descriptor tables (item parity); the producer builds item i + 1's while item i runs.
+//   The item's taps arrive by 4-byte cp.async, all in flight at once, and the wide form's
+//   warps 1-3 share the build. The first item of every CTA waits for its table: with 8
+//   dependent rounds of tap loads on one warp it waited ~8 memory round trips, and L 1K went
+//   0.138 -> 0.112 ms once the loads became one round trip (session 31).
 // - Rows holding NaN or Inf: v times a zero operand on the tensor cores (as in
 //   direct90_kernel), each slot checked by one warpgroup before its tiles (warpgroup w takes
 //   walk positions [w cnt, (w + 1) cnt), so the last warpgroup, whose first tile is the
@@ -450,24 +454,27 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   four times the check wgmmas (each reads a 2 KB A operand): 0.162 -> 0.155 ms at L 1K with
 //   the per-warp staging below. (Tried: the producer warp scanning each slot once instead, x *
 //   0 in packed 16-bit arithmetic: L 1K unchanged at 0.163 ms, L 512 -4%, L 256 slower and
-//   unsteady; not kept.)
+//   unsteady; not kept. Session 31 again, on the wide form's otherwise idle producer warps 2-3
+//   with the fixed table: L 1K 0.1117 against 0.1117 ms with the consumers' check; not kept.)
 // - Under a causal-like band the upper four k-steps of a tile's diagonal slot reach only the
 //   tile's last 64 positions: m64n64k16 on the first 32 accumulators (0.155 -> 0.152 ms at L 1K).
 // - The epilogue stages a quarter tile (32 positions, 16-bit, 4 KB per warpgroup, 16-byte units
 //   XOR-swizzled by row so that both the pair writes and the 16-byte reads are free of bank
 //   conflicts) and stores 16 bytes per thread; each warp stages and stores its own 16 rows, so
 //   only __syncwarp orders the two.
-// - Measured (H200, bf16, B 64, H 768, causal, D; benchmarks/RESULTS.md "Lean epilogue, a
-//   producer warpgroup with setmaxnreg" and the entries before it): L 256 / 512 / 1K 0.03-0.04
-//   / 0.058 / 0.137-0.138 ms (L 1K 12.7-12.8x torch.fft; direct90_kernel 0.047 / 0.080 /
-//   0.192). Folding D into the tap on diagonal 0 (no slot read in the epilogue) measured 31%
+// - Measured (H200, bf16, B 64, H 768, causal, D; benchmarks/RESULTS.md "The first item's
+//   table in one memory round trip" and the entries before it): L 256 / 512 / 1K 0.03-0.034 /
+//   0.0557 / 0.1117 ms (L 1K 15.3-15.6x torch.fft, 44% of the HBM floor; direct90_kernel
+//   0.047 / 0.080 / 0.192). Folding D into the tap on diagonal 0 (no slot read in the epilogue) measured 31%
 //   slower at L 1K and doubled the largest error (branch dfold29); D * v stays exact. At L 1K
-//   one CTA fills the multiprocessor (v's 128 KB, registers for four warpgroups) and the next
-//   item's low slots wait for the current item's last tiles (31% of the stall samples).
+//   one CTA fills the multiprocessor (v's 128 KB, registers for four warpgroups). Where the
+//   stall samples fall there now (ncu, session 31): the product walk ~39% (the first HGMMA of a
+//   group 11%, mio: the tensor pipe busy), the epilogue ~28%, waits at an item's start ~5%
+//   (31% before the table fix).
 constexpr int64_t kStreamMaxL = 1024;
 // The streamed kernel's producer. Wide form (3 or 4 consumer warpgroups: seqlen > 640, one CTA
 // per SM): a whole warpgroup (setmaxnreg acts on warpgroups) of which warp 0 loads the slots
-// and warp 1 builds the tables; it keeps 64 of the 96 registers each thread gets at launch,
+// and warps 1-3 build the tables (named barrier 1); it keeps 64 of the 96 registers each thread gets at launch,
 // which lifts the consumers to 104 (setmaxnreg.inc only takes what this CTA gave back: 128 x 32
 // >= 512 x 8). Narrow form (1 or 2 consumer warpgroups: seqlen <= 640; at seqlen <= 512 two or
 // three CTAs fit an SM's shared memory): one warp does both, and every thread keeps 96
@@ -513,24 +520,10 @@ __device__ __forceinline__ float2 unpack2(uint32_t w) {
   }
 }
 
-// Row check on the producer's tensor-free warps 2-3 instead of the consumers' wgmmas (wide form
-// only): see the producer loop.
-template <class T>
-__device__ __forceinline__ uint32_t nan_sticky(uint32_t x, uint32_t acc) {
-  uint32_t r;
-  if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(r) : "r"(x), "r"(0u), "r"(acc));
-  } else {
-    asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(r) : "r"(x), "r"(0u), "r"(acc));
-  }
-  return r;
-}
-
-template <class T, bool kWide, bool kPCheck>
+template <class T, bool kWide>
 __global__ void __launch_bounds__(stream_threads(true), 1)
     stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems,
                     int down) {
-  static_assert(kWide || !kPCheck, "stream90_kernel: the producer's row check needs the wide form");
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ StreamShared sh;
   const int Lp = a.Lp, nslots = a.ntiles;
@@ -548,12 +541,12 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
   if (tid == 0) {
     for (int s = 0; s < nslots; ++s) {
       tma::mbar_init(sm80::smem_u32(&sh.full[s]), 1);
-      tma::mbar_init(sm80::smem_u32(&sh.empty[s]), 4 * W + (kPCheck ? 2 : 0));
+      tma::mbar_init(sm80::smem_u32(&sh.empty[s]), 4 * W);
     }
     for (int p = 0; p < 2; ++p) {
       tma::mbar_init(sm80::smem_u32(&sh.tfull[p]), 1);
       tma::mbar_init(sm80::smem_u32(&sh.tempty[p]), 4 * W);
-      tma::mbar_init(sm80::smem_u32(&sh.chk[p]), kPCheck ? 2 : 4 * W);
+      tma::mbar_init(sm80::smem_u32(&sh.chk[p]), 4 * W);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -564,7 +557,7 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
 
   if (tid >= W * 128) {
     // ---- producer, item after item: the table, and the loads of the rows. Wide: a warpgroup
-    // whose registers go to the consumers, warp 0 loading and warp 1 building the tables;
+    // whose registers go to the consumers, warp 0 loading and warps 1-3 building the tables;
     // narrow: one warp doing both.
     int pw = 0;
     if constexpr (kWide) {
@@ -674,50 +667,6 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
           tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
         }
       }
-      if constexpr (kPCheck) {
-        if (pw >= 2) {
-          // Rows of v holding a NaN or an Inf (kPCheck): warps 2-3, one row per thread, x * 0 +
-          // acc in packed 16-bit arithmetic (NaN is sticky), each slot as soon as it landed,
-          // then one arrival per warp on empty[s] (the slot is not reloaded before it is
-          // checked) and, after the last, on chk[p].
-          const int r = tid - W * 128 - 64;
-          uint32_t acc[4] = {0u, 0u, 0u, 0u};
-          unsigned pending = (1u << nslots) - 1u;
-          while (pending != 0u) {
-            bool done = false;
-            for (int s = 0; s < nslots; ++s) {
-              if (!(pending & (1u << s))) continue;
-              // Lane 0's look for the whole warp: no lane may pass the arrival below early.
-              if (!__shfl_sync(0xffffffffu, int(tma::mbar_test(sm80::smem_u32(&sh.full[s]), it & 1)), 0))
-                continue;
-              const uint32_t row = sm80::smem_u32(xs) + uint32_t(s) * kSlotBytes + uint32_t(r) * 128u;
-#pragma unroll
-              for (int hf = 0; hf < 2; ++hf) {
-#pragma unroll
-                for (int k = 0; k < 8; ++k) {
-                  uint4 w;
-                  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                               : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-                               : "r"(row + uint32_t(hf * 8192 + ((k + r) & 7) * 16)));
-                  acc[0] = nan_sticky<T>(w.x, acc[0]);
-                  acc[1] = nan_sticky<T>(w.y, acc[1]);
-                  acc[2] = nan_sticky<T>(w.z, acc[2]);
-                  acc[3] = nan_sticky<T>(w.w, acc[3]);
-                }
-              }
-              __syncwarp();
-              if (lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.empty[s]));
-              pending &= ~(1u << s);
-              done = true;
-            }
-            if (!done) __nanosleep(32);
-          }
-          const uint32_t all = acc[0] | acc[1] | acc[2] | acc[3];
-          if (all != 0u) sh.badrow[p][r] = it;
-          __syncwarp();
-          if (lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.chk[p]));
-        }
-      }
       if (pw == 0 && lane == 0) {
         // The rows: each slot as soon as every warp released the previous item's (lowest first
         // among those free at one look).
@@ -773,7 +722,7 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
     const int b0 = static_cast<int>(item % a.row_groups) * kRows;
     const int p = it & 1;
     const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
-    if constexpr (!kPCheck) {
+    {
       // This warpgroup's share of the check; its rows' flags to the item's badrow, then each
       // warp's arrival on chk[p]. The epilogues wait for all (before the first).
       float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -1000,13 +949,6 @@ int walk_down() {
   return e != nullptr && e[0] == 'u' ? 0 : 1;
 }
 
-// FLASHKIT_FFTCONV_DIRECT90_PCHECK=1 (experiment): the wide form checks rows on the producer's
-// warps 2-3 instead of by the consumers' wgmmas.
-bool pcheck_enabled() {
-  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_PCHECK");
-  return e != nullptr && e[0] == '1';
-}
-
 // What the streamed kernel needs beyond direct90_kernel's predicate: no gates, seqlen a
 // multiple of 8 up to kStreamMaxL (the copy engine loads whole 8-element chunks; zeros past
 // seqlen), rows of u and y 16-byte aligned, coordinates within int32 and a tensor map the
@@ -1074,15 +1016,11 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     const int64_t nitems = p.channels * a.row_groups;
     const bool wide = wgs > 2;
     int down = walk_down();
-    const bool pcheck = wide && pcheck_enabled();
-    const void* fn =
-        p.dtype == DType::BF16
-            ? (pcheck ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, true, true>)
-               : wide ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, true, false>)
-                      : reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, false, false>))
-            : (pcheck ? reinterpret_cast<const void*>(stream90_kernel<__half, true, true>)
-               : wide ? reinterpret_cast<const void*>(stream90_kernel<__half, true, false>)
-                      : reinterpret_cast<const void*>(stream90_kernel<__half, false, false>));
+    const void* fn = p.dtype == DType::BF16
+                         ? (wide ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, true>)
+                                 : reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, false>))
+                         : (wide ? reinterpret_cast<const void*>(stream90_kernel<__half, true>)
+                                  : reinterpret_cast<const void*>(stream90_kernel<__half, false>));
     FK_RETURN_IF_ERROR(conv::allow_smem(fn, smem, "cuda.sm90.fftconv_direct: shared memory"));
     int per_sm = 0;
     FK_CUDA_TRY(
