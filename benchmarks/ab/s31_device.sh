@@ -5,6 +5,7 @@
 # warps 2-3 (C: FLASHKIT_FFTCONV_DIRECT90_PCHECK=1, wide form only). Tests for B and C, both
 # sanitizers on the sm90 small case for C, then benchmarks/fftconv.py A B C C B A at L 256 /
 # 512 / 1K (A = .device-b), then PROF=1: per-instruction profile of ${PROF_SIDE:-C} at L 1K.
+# Historical: ran on babfd2b; the PCHECK switch (side C) was removed after it measured equal to B.
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
