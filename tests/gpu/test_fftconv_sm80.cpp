@@ -900,10 +900,10 @@ TEST_CASE("sm80 fftconv_direct: large and small magnitudes", "[gpu][fftconv][sm8
 TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
           "[gpu][fftconv][sm80][direct]") {
   // Pass 0: the SM80 family, direct and FFT kernels; pass 1: the SM90 family's direct kernel;
-  // pass 2: the same without a pregate and with 16-byte rows of y (at L 512: the streamed
-  // form, whose rows are checked on the tensor cores slot by slot).
+  // pass 2: the same without a pregate and with 16-byte rows of y (at L 512 and 1000: the
+  // streamed form's narrow and wide launch shapes, whose rows are checked slot by slot).
   for (int pass = 0; pass < 3; ++pass)
-  for (int64_t L0 : {500, 512})  // 512: 16-byte rows (the copy-engine path)
+  for (int64_t L0 : {500, 512, 1000})  // 512, 1000: 16-byte rows (the copy-engine path)
   for (bool direct : {true, false}) {
     const fk_context_t* ctx = pass == 0 ? sm80() : context_for(FK_KERNEL_FAMILY_SM90);
     if (ctx == nullptr || (pass >= 1 && !direct)) continue;

@@ -441,6 +441,10 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   that under a causal filter the high slots are released first and the next item starts on
 //   them while its low slots are still in flight.
 // - Two descriptor tables (item parity); the producer builds item i + 1's while item i runs.
+//   The item's taps arrive by 4-byte cp.async, all in flight at once, and the wide form's
+//   warps 1-3 share the build. The first item of every CTA waits for its table: with 8
+//   dependent rounds of tap loads on one warp it waited ~8 memory round trips, and L 1K went
+//   0.138 -> 0.112 ms once the loads became one round trip (session 31).
 // - Rows holding NaN or Inf: v times a zero operand on the tensor cores (as in
 //   direct90_kernel), each slot checked by one warpgroup before its tiles (warpgroup w takes
 //   walk positions [w cnt, (w + 1) cnt), so the last warpgroup, whose first tile is the
@@ -450,24 +454,27 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   four times the check wgmmas (each reads a 2 KB A operand): 0.162 -> 0.155 ms at L 1K with
 //   the per-warp staging below. (Tried: the producer warp scanning each slot once instead, x *
 //   0 in packed 16-bit arithmetic: L 1K unchanged at 0.163 ms, L 512 -4%, L 256 slower and
-//   unsteady; not kept.)
+//   unsteady; not kept. Session 31 again, on the wide form's otherwise idle producer warps 2-3
+//   with the fixed table: L 1K 0.1117 against 0.1117 ms with the consumers' check; not kept.)
 // - Under a causal-like band the upper four k-steps of a tile's diagonal slot reach only the
 //   tile's last 64 positions: m64n64k16 on the first 32 accumulators (0.155 -> 0.152 ms at L 1K).
 // - The epilogue stages a quarter tile (32 positions, 16-bit, 4 KB per warpgroup, 16-byte units
 //   XOR-swizzled by row so that both the pair writes and the 16-byte reads are free of bank
 //   conflicts) and stores 16 bytes per thread; each warp stages and stores its own 16 rows, so
 //   only __syncwarp orders the two.
-// - Measured (H200, bf16, B 64, H 768, causal, D; benchmarks/RESULTS.md "Lean epilogue, a
-//   producer warpgroup with setmaxnreg" and the entries before it): L 256 / 512 / 1K 0.03-0.04
-//   / 0.058 / 0.137-0.138 ms (L 1K 12.7-12.8x torch.fft; direct90_kernel 0.047 / 0.080 /
-//   0.192). Folding D into the tap on diagonal 0 (no slot read in the epilogue) measured 31%
+// - Measured (H200, bf16, B 64, H 768, causal, D; benchmarks/RESULTS.md "The first item's
+//   table in one memory round trip" and the entries before it): L 256 / 512 / 1K 0.03-0.034 /
+//   0.0557 / 0.1117 ms (L 1K 15.3-15.6x torch.fft, 44% of the HBM floor; direct90_kernel
+//   0.047 / 0.080 / 0.192). Folding D into the tap on diagonal 0 (no slot read in the epilogue) measured 31%
 //   slower at L 1K and doubled the largest error (branch dfold29); D * v stays exact. At L 1K
-//   one CTA fills the multiprocessor (v's 128 KB, registers for four warpgroups) and the next
-//   item's low slots wait for the current item's last tiles (31% of the stall samples).
+//   one CTA fills the multiprocessor (v's 128 KB, registers for four warpgroups). Where the
+//   stall samples fall there now (ncu, session 31): the product walk ~39% (the first HGMMA of a
+//   group 11%, mio: the tensor pipe busy), the epilogue ~28%, waits at an item's start ~5%
+//   (31% before the table fix).
 constexpr int64_t kStreamMaxL = 1024;
 // The streamed kernel's producer. Wide form (3 or 4 consumer warpgroups: seqlen > 640, one CTA
 // per SM): a whole warpgroup (setmaxnreg acts on warpgroups) of which warp 0 loads the slots
-// and warp 1 builds the tables; it keeps 64 of the 96 registers each thread gets at launch,
+// and warps 1-3 build the tables (named barrier 1); it keeps 64 of the 96 registers each thread gets at launch,
 // which lifts the consumers to 104 (setmaxnreg.inc only takes what this CTA gave back: 128 x 32
 // >= 512 x 8). Narrow form (1 or 2 consumer warpgroups: seqlen <= 640; at seqlen <= 512 two or
 // three CTAs fit an SM's shared memory): one warp does both, and every thread keeps 96
@@ -550,13 +557,12 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
 
   if (tid >= W * 128) {
     // ---- producer, item after item: the table, and the loads of the rows. Wide: a warpgroup
-    // whose registers go to the consumers, warp 0 loading and warp 1 building the tables;
+    // whose registers go to the consumers, warp 0 loading and warps 1-3 building the tables;
     // narrow: one warp doing both.
     int pw = 0;
     if constexpr (kWide) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 64;\n" ::: "memory");
       pw = (tid - W * 128) >> 5;
-      if (pw >= 2) return;
     }
     const int lane = tid & 31;
     int it = 0;
@@ -564,25 +570,58 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       const int64_t c = item / a.row_groups;
       const int b0 = static_cast<int>(item % a.row_groups) * kRows;
       const int p = it & 1;
-      if (!kWide || pw == 1) {
+      if (!kWide || pw >= 1) {
+        // The item's table: one warp (narrow) or warps 1-3 (wide), bt / nb the thread's index
+        // among them and their count.
+        const int bt = kWide ? tid - W * 128 - 32 : lane, nb = kWide ? 96 : 32;
+        auto sync_builders = [&]() {
+          if constexpr (kWide) {
+            asm volatile("bar.sync 1, 96;\n" ::: "memory");
+          } else {
+            __syncwarp();
+          }
+        };
         if (it >= 2) tma::mbar_wait(sm80::smem_u32(&sh.tempty[p]), ((it >> 1) & 1) ^ 1);
-        // Taps on the diagonals -Lp .. Lp - 1 (unscaled), their largest magnitude and whether one
-        // is not finite (the same rules as direct_prologue).
+        // Taps on the diagonals -Lp .. Lp - 1 (unscaled) into shared memory: fp32 filters by
+        // 4-byte cp.async, every one of them in flight at once (one memory round trip; the
+        // first item of every CTA waits for this), other dtypes by plain loads.
+        const bool async_taps = a.k_dtype == DType::F32 && (reinterpret_cast<uintptr_t>(a.k) & 3u) == 0;
+        if (async_taps) {
+          const float* kc = static_cast<const float*>(a.k) + c * a.k_cs;
+          for (int e = bt; e < 2 * Lp; e += nb) {
+            const int d = e - Lp;
+            const int64_t idx = (d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sm80::smem_u32(taps + e)),
+                         "l"(idx >= 0 ? kc + idx : kc), "r"(idx >= 0 ? 4 : 0)
+                         : "memory");
+          }
+          sm80::cp_async_wait_all();
+        } else {
+          for (int e0 = 0; e0 < 2 * Lp; e0 += 8 * nb) {
+            float tv[8];
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+              const int e = e0 + s * nb + bt, d = e - Lp;
+              const int64_t idx = (e < 2 * Lp && d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
+              tv[s] = idx >= 0 ? load_float(a.k, a.k_dtype, c * a.k_cs + idx) : 0.0f;
+            }
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+              const int e = e0 + s * nb + bt;
+              if (e < 2 * Lp) taps[e] = tv[s];
+            }
+          }
+        }
+        sync_builders();
+        // Their largest magnitude and whether one is not finite (the same rules as
+        // direct_prologue), each warp over all of them.
         float m = 0.0f;
         int bad = 0;
-        for (int e0 = 0; e0 < 2 * Lp; e0 += 8 * 32) {
-          float tv[8];
+        for (int e = 4 * lane; e < 2 * Lp; e += 128) {
+          const float4 t4v = *reinterpret_cast<const float4*>(taps + e);
+          const float tv[4] = {t4v.x, t4v.y, t4v.z, t4v.w};
 #pragma unroll
-          for (int s = 0; s < 8; ++s) {
-            const int e = e0 + s * 32 + lane, d = e - Lp;
-            const int64_t idx = (e < 2 * Lp && d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
-            tv[s] = idx >= 0 ? load_float(a.k, a.k_dtype, c * a.k_cs + idx) : 0.0f;
-          }
-#pragma unroll
-          for (int s = 0; s < 8; ++s) {
-            const int e = e0 + s * 32 + lane;
-            if (e >= 2 * Lp) break;
-            taps[e] = tv[s];
+          for (int s = 0; s < 4; ++s) {
             if (isfinite(tv[s])) {
               m = fmaxf(m, fabsf(tv[s]));
             } else {
@@ -599,12 +638,11 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
           frexpf(m, &e);
           sexp = max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
         }
-        __syncwarp();
         // Table rows rho = 8 b + r hold kk[Lp - 1 - rho - c'], c' = 0..7: taps[2 Lp - 1 - rho - c'].
-        // Each lane writes 8 consecutive rows from 15 scaled taps.
+        // Each thread writes 8 consecutive rows from 15 scaled taps.
         const float scale = ldexpf(1.0f, sexp);
         T* table = tables + size_t(p) * table_elems;
-        for (int rho0 = 8 * lane; rho0 < 2 * Lp; rho0 += 8 * 32) {
+        for (int rho0 = 8 * bt; rho0 < 2 * Lp; rho0 += 8 * nb) {
           float w[15];
 #pragma unroll
           for (int i = 0; i < 15; ++i) {
@@ -620,8 +658,10 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
           }
         }
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncwarp();
-        if (lane == 0) {
+        // Every builder past its reads of taps (the next item's copies overwrite them) and
+        // its table writes.
+        sync_builders();
+        if (bt == 0) {
           sh.sexp[p] = sexp;
           sh.kbad[p] = bad;
           tma::mbar_arrive(sm80::smem_u32(&sh.tfull[p]));
@@ -682,10 +722,10 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
     const int b0 = static_cast<int>(item % a.row_groups) * kRows;
     const int p = it & 1;
     const float Dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
-    float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     {
       // This warpgroup's share of the check; its rows' flags to the item's badrow, then each
       // warp's arrival on chk[p]. The epilogues wait for all (before the first).
+      float chk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 1
       for (int n = chk_lo; n < chk_hi; ++n) {
         const int s = down ? nslots - 1 - n : n;
