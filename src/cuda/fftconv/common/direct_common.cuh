@@ -173,6 +173,18 @@ struct DirectFlags {
 
 constexpr int kLoadBatch = 4;  // 16-byte chunks in flight per thread while v is loaded
 
+// The power-of-two scale 2^sexp for taps whose largest magnitude is kmax (0: no scale): fp16
+// taps to [2^13, 2^14), bf16 to [0.5, 1); at most 2^120 up and at most 2^-126 down, so that the
+// scale back, 2^-sexp, stays a finite fp32 (bf16 taps of 2^127 and more would otherwise be
+// scaled back by 2^128 = Inf).
+template <class T>
+__device__ __forceinline__ int tap_scale_exp(float kmax) {
+  if (!(kmax > 0.0f)) return 0;
+  int e = 0;
+  frexpf(kmax, &e);
+  return max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
+}
+
 // Steps 1-3 of both kernels, run by every thread of the CTA, ending with a CTA barrier:
 // 1. Channel c's taps on the diagonals -Lp .. Lp - 1, unscaled (zero off [dlo, dhi]), into
 //    taps[Lp + d]: the loads go out first and land in shared memory after the row loads.
@@ -257,15 +269,7 @@ __device__ __forceinline__ int direct_prologue(const DirectArgs& a, int64_t c, i
     if (bad) f.kbad = 1;
   }
   __syncthreads();
-  const float kmax = __uint_as_float(f.kmax);
-  int sexp = 0;
-  if (kmax > 0.0f) {
-    int e = 0;
-    frexpf(kmax, &e);
-    // At most 2^120 up; at most 2^-126 down, so that the scale back, 2^-sexp, stays a finite
-    // fp32 (bf16 taps of 2^127 and more would otherwise be scaled back by 2^128 = Inf).
-    sexp = max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
-  }
+  const int sexp = tap_scale_exp<T>(__uint_as_float(f.kmax));
   build_table(sexp);
 
   sm80::cp_async_wait<0>();

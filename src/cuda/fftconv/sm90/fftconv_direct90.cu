@@ -585,12 +585,15 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
         // Taps on the diagonals -Lp .. Lp - 1 (unscaled) into shared memory: fp32 filters by
         // 4-byte cp.async, every one of them in flight at once (one memory round trip; the
         // first item of every CTA waits for this), other dtypes by plain loads.
+        auto tap_index = [&](int e) -> int64_t {  // filter index of diagonal e - Lp, or -1
+          const int d = e - Lp;
+          return (d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
+        };
         const bool async_taps = a.k_dtype == DType::F32 && (reinterpret_cast<uintptr_t>(a.k) & 3u) == 0;
         if (async_taps) {
           const float* kc = static_cast<const float*>(a.k) + c * a.k_cs;
           for (int e = bt; e < 2 * Lp; e += nb) {
-            const int d = e - Lp;
-            const int64_t idx = (d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
+            const int64_t idx = tap_index(e);
             asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sm80::smem_u32(taps + e)),
                          "l"(idx >= 0 ? kc + idx : kc), "r"(idx >= 0 ? 4 : 0)
                          : "memory");
@@ -601,8 +604,8 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
             float tv[8];
 #pragma unroll
             for (int s = 0; s < 8; ++s) {
-              const int e = e0 + s * nb + bt, d = e - Lp;
-              const int64_t idx = (e < 2 * Lp && d >= a.dlo && d <= a.dhi) ? conv::diag_index(a, d) : -1;
+              const int e = e0 + s * nb + bt;
+              const int64_t idx = e < 2 * Lp ? tap_index(e) : -1;
               tv[s] = idx >= 0 ? load_float(a.k, a.k_dtype, c * a.k_cs + idx) : 0.0f;
             }
 #pragma unroll
@@ -632,12 +635,7 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
         bad = __any_sync(0xffffffffu, bad);
-        int sexp = 0;
-        if (m > 0.0f) {
-          int e = 0;
-          frexpf(m, &e);
-          sexp = max(min((std::is_same<T, __half>::value ? 14 : 0) - e, 120), -126);
-        }
+        const int sexp = conv::tap_scale_exp<T>(m);
         // Table rows rho = 8 b + r hold kk[Lp - 1 - rho - c'], c' = 0..7: taps[2 Lp - 1 - rho - c'].
         // Each thread writes 8 consecutive rows from 15 scaled taps.
         const float scale = ldexpf(1.0f, sexp);
