@@ -9,9 +9,7 @@ cd "$(dirname "$0")/../.."
 ab_stage
 bin=.device/bin/flashkit_tests_gpu
 export LD_LIBRARY_PATH=$PWD/.device/lib
-for t in "[stream]" "sm80 fftconv_direct: non-finite inputs spread to the whole row"; do
-  gpu_case "$bin" "$t"
-done
+stream_cases "$bin" ""
 for tool in memcheck racecheck; do
   sanitize_case "$bin" $tool "sm90 fftconv_direct: small case for memcheck"
 done

@@ -17,9 +17,7 @@ cd "$(dirname "$0")/../.."
 ab_stage
 bin=.device/bin/flashkit_tests_gpu
 export LD_LIBRARY_PATH=$PWD/.device/lib
-for t in "[stream]" "sm80 fftconv_direct: non-finite inputs spread to the whole row" ${DIRECT:+"[direct]"}; do
-  gpu_case "$bin" "$t"
-done
+stream_cases "$bin" "" ${DIRECT:+"[direct]"}
 [ "${SPLIT:-1}" = 1 ] && FLASHKIT_FFTCONV_DIRECT90_SPLIT=1 gpu_case "$bin" "[stream]" "SPLIT=1 [stream]"
 for tool in ${TOOLS:-memcheck racecheck}; do
   for sp in 0 ${SPLIT:-1}; do

@@ -14,9 +14,7 @@ bin=.device/bin/flashkit_tests_gpu
 export LD_LIBRARY_PATH=$PWD/.device/lib
 for pc in 0 1; do
   export FLASHKIT_FFTCONV_DIRECT90_PCHECK=$pc
-  for t in "[stream]" "sm80 fftconv_direct: non-finite inputs spread to the whole row"; do
-    gpu_case "$bin" "$t" "PCHECK=$pc $t"
-  done
+  stream_cases "$bin" "PCHECK=$pc "
 done
 export FLASHKIT_FFTCONV_DIRECT90_PCHECK=1
 for tool in memcheck racecheck; do

@@ -72,6 +72,15 @@ gpu_case() {
   echo "${3:-$2}: $(grep -E '^(All tests passed|test cases:)' "$OUT/t.log" | tail -n1) (${SECONDS} s)"
   grep -B6 -A24 FAILED "$OUT/t.log" | head -60
 }
+# stream_cases BIN PREFIX [FILTERS...]: gpu_case for "[stream]", the non-finite FFT-convolution
+# case and FILTERS, each labelled PREFIX + filter (the streamed sm90 direct convolution's checks).
+stream_cases() {
+  local bin=$1 prefix=$2 t
+  shift 2
+  for t in "[stream]" "sm80 fftconv_direct: non-finite inputs spread to the whole row" "$@"; do
+    gpu_case "$bin" "$t" "$prefix$t"
+  done
+}
 # sanitize_case BIN TOOL FILTER [LABEL]: compute-sanitizer TOOL on the test FILTER of BIN into
 # $OUT/TOOL.log; prints the exit status and the summary line (and the first reports).
 sanitize_case() {
