@@ -1165,14 +1165,91 @@ struct BigCfg {
   static constexpr float kZScale = 0.0625f;  // Z_j staged as fp16 times 2^-4
 };
 
-// Word t0 / 2 (positions t0, t0 + 1; t0 even) of a 16-bit row of length L: zero past L and for
-// a missing row (nullptr). `al`: the row is 4-byte aligned at even positions.
-__device__ __forceinline__ uint32_t ld_w2(const uint16_t* row, int64_t t0, int64_t L, bool al) {
-  if (row == nullptr || t0 >= L) return 0u;
-  if (al && t0 + 2 <= L) return *reinterpret_cast<const uint32_t*>(row + t0);
-  const uint32_t lo = row[t0];
-  const uint32_t hi = t0 + 1 < L ? uint32_t(row[t0 + 1]) : 0u;
-  return lo | (hi << 16);
+// Row access of the big kernel. A thread works on positions n0 + k of a row (n0 even, k a
+// compile-time multiple of P), through p = row + n0 and lim = L - n0 (0 for a missing row,
+// which is then never dereferenced; p may be null then). AL: rows are 4-byte aligned at even
+// positions (16-byte-aligned rows, AL = RegArgs::vec), so a pair of positions is one 32-bit
+// access; otherwise two 16-bit ones. Positions past L read as zero and are not written. The
+// comparisons are against immediates and the addresses take immediate offsets, which keeps
+// each access to a few instructions: the fully unrolled radix-32 steps make hundreds of them,
+// and a general 64-bit form of this access was half of the fft_size-32K kernel's code.
+// The accesses are predicated PTX: written in C++, the two-way tail test compiled to branches
+// around every access. After unrolling, k is a constant, and ptxas folds it into the compares
+// and into the addresses' immediate offsets. Volatile: a ring row's address repeats from pair to
+// pair, so the loads must not be merged or moved across the barriers between the pairs.
+template <bool AL>
+__device__ __forceinline__ uint32_t ld_pair(const uint16_t* p, int k, int lim) {
+  uint32_t v;
+  if constexpr (AL) {
+    asm volatile(
+        "{\n\t.reg .pred f, h;\n\t"
+        "setp.lt.s32 f, %1, %2;\n\t"
+        "setp.eq.s32 h, %1, %2;\n\t"
+        "mov.b32 %0, 0;\n\t"
+        "@f ld.u32 %0, [%3];\n\t"
+        "@h ld.u16 %0, [%3];\n\t}"
+        : "=r"(v)
+        : "r"(k + 1), "r"(lim), "l"(p + k));
+  } else {
+    uint32_t hi;
+    asm volatile(
+        "{\n\t.reg .pred f, h;\n\t"
+        "setp.lt.s32 f, %2, %3;\n\t"
+        "setp.lt.s32 h, %4, %3;\n\t"
+        "mov.b32 %0, 0;\n\t"
+        "mov.b32 %1, 0;\n\t"
+        "@f ld.u16 %0, [%5];\n\t"
+        "@h ld.u16 %1, [%5+2];\n\t}"
+        : "=r"(v), "=r"(hi)
+        : "r"(k), "r"(lim), "r"(k + 1), "l"(p + k));
+    v |= hi << 16;
+  }
+  return v;
+}
+template <bool AL>
+__device__ __forceinline__ void st_pair(uint16_t* p, int k, int lim, uint32_t w) {
+  if constexpr (AL) {
+    asm volatile(
+        "{\n\t.reg .pred f, h;\n\t"
+        "setp.lt.s32 f, %0, %1;\n\t"
+        "setp.eq.s32 h, %0, %1;\n\t"
+        "@f st.global.u32 [%2], %3;\n\t"
+        "@h st.global.u16 [%2], %3;\n\t}"
+        :
+        : "r"(k + 1), "r"(lim), "l"(p + k), "r"(w)
+        : "memory");
+  } else {
+    asm volatile(
+        "{\n\t.reg .pred f, h;\n\t"
+        "setp.lt.s32 f, %0, %1;\n\t"
+        "setp.lt.s32 h, %2, %1;\n\t"
+        "@f st.global.u16 [%3], %4;\n\t"
+        "@h st.global.u16 [%3+2], %5;\n\t}"
+        :
+        : "r"(k), "r"(lim), "r"(k + 1), "l"(p + k), "r"(w), "r"(w >> 16)
+        : "memory");
+  }
+}
+
+// A row seen from position n0: p = row + n0, lim = L - n0 (0 and null for a missing row).
+struct RowAt {
+  const uint16_t* p;
+  int lim;
+};
+__device__ __forceinline__ RowAt row_at(const uint16_t* row, int n0, int L) {
+  RowAt x;
+  x.p = row != nullptr ? row + n0 : row;
+  x.lim = row != nullptr ? L - n0 : 0;
+  return x;
+}
+// The words of the six rows of the output step (u and pregate for the D term, postgate; two rows
+// each) at positions (ch CH + k) P, k < CH.
+template <bool AL, int CH, int P>
+__device__ __forceinline__ void ld_chunk(const RowAt (&src)[6], int ch, uint32_t (&wd)[CH][6]) {
+#pragma unroll
+  for (int k = 0; k < CH; ++k)
+#pragma unroll
+    for (int q = 0; q < 6; ++q) wd[k][q] = ld_pair<AL>(src[q].p, (ch * CH + k) * P, src[q].lim);
 }
 
 template <class C, bool BF16>
@@ -1243,7 +1320,6 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
     }
     // The pair's rows (u in the ring or in global memory, the gates in global memory; nullptr
     // for an odd batch's missing row), made in each phase rather than kept across the DFT core.
-    const bool ual = slots > 0 || vec;
     struct Rows {
       const uint16_t *u0, *u1, *p0, *p1, *q0, *q1;
     };
@@ -1261,41 +1337,46 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
       w.q1 = (w.q0 != nullptr && has1) ? w.q0 + a.post_bs : nullptr;
       return w;
     };
+    const int Li = static_cast<int>(L);  // L <= fft_size <= 32768
 
     // ---- input: scale, radix-S DIF step (SI nonzero inputs), fp16 into the X planes ----
     float s_in = 1.0f;
-    auto input_phase = [&](auto si_tag) {
+    auto input_phase = [&](auto si_tag, auto al_tag) __attribute__((always_inline)) {
       constexpr int SI = decltype(si_tag)::value;
+      constexpr bool AL = decltype(al_tag)::value != 0;
       const Rows w = rows();
-      const uint16_t *u0 = w.u0, *u1 = w.u1, *p0 = w.p0, *p1 = w.p1;
       uint32_t mu = 0, mp = 0;
 #pragma unroll
-      for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r) {
+        const int n0 = 2 * (tid + T * r);
+        const RowAt u0 = row_at(w.u0, n0, Li), u1 = row_at(w.u1, n0, Li);
+        const RowAt p0 = row_at(w.p0, n0, Li), p1 = row_at(w.p1, n0, Li);
 #pragma unroll
         for (int i = 0; i < SI; ++i) {
-          const int64_t t0 = 2 * (tid + T * r) + i * P;
-          mu = __vmaxu2(mu, ld_w2(u0, t0, L, ual) & 0x7fff7fffu);
-          mu = __vmaxu2(mu, ld_w2(u1, t0, L, ual) & 0x7fff7fffu);
+          mu = __vmaxu2(mu, ld_pair<AL>(u0.p, i * P, u0.lim) & 0x7fff7fffu);
+          mu = __vmaxu2(mu, ld_pair<AL>(u1.p, i * P, u1.lim) & 0x7fff7fffu);
           if (gated_in) {
-            mp = __vmaxu2(mp, ld_w2(p0, t0, L, vec) & 0x7fff7fffu);
-            mp = __vmaxu2(mp, ld_w2(p1, t0, L, vec) & 0x7fff7fffu);
+            mp = __vmaxu2(mp, ld_pair<AL>(p0.p, i * P, p0.lim) & 0x7fff7fffu);
+            mp = __vmaxu2(mp, ld_pair<AL>(p1.p, i * P, p1.lim) & 0x7fff7fffu);
           }
         }
+      }
       s_in = input_scale<NW>(mu, mp, gated_in, bf16, red, lane, warp);
 #pragma unroll 1
       for (int r = 0; r < R; ++r) {
         const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
+        const RowAt u0 = row_at(w.u0, n0, Li), u1 = row_at(w.u1, n0, Li);
+        const RowAt p0 = row_at(w.p0, n0, Li), p1 = row_at(w.p1, n0, Li);
         float2 z[2][S];
 #pragma unroll
         for (int i = 0; i < SI; ++i) {
-          const int64_t t0 = n0 + i * P;
           float a0, b0v, a1, b1v;  // rows 0 and 1 at positions n0, n0 + 1
-          cvt_word(ld_w2(u0, t0, L, ual), bf16, a0, b0v);
-          cvt_word(ld_w2(u1, t0, L, ual), bf16, a1, b1v);
+          cvt_word(ld_pair<AL>(u0.p, i * P, u0.lim), bf16, a0, b0v);
+          cvt_word(ld_pair<AL>(u1.p, i * P, u1.lim), bf16, a1, b1v);
           if (gated_in) {
             float c0, d0, c1, d1;
-            cvt_word(ld_w2(p0, t0, L, vec), bf16, c0, d0);
-            cvt_word(ld_w2(p1, t0, L, vec), bf16, c1, d1);
+            cvt_word(ld_pair<AL>(p0.p, i * P, p0.lim), bf16, c0, d0);
+            cvt_word(ld_pair<AL>(p1.p, i * P, p1.lim), bf16, c1, d1);
             a0 *= c0;
             b0v *= d0;
             a1 *= c1;
@@ -1319,10 +1400,14 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         }
       }
     };
-    if (half) {
-      input_phase(int_c<S / 2>{});
+    // Unaligned rows take the full step (correct for every L; they are rare enough not to
+    // deserve their own copy of the half one).
+    if (vec && half) {
+      input_phase(int_c<S / 2>{}, int_c<1>{});
+    } else if (vec) {
+      input_phase(int_c<S>{}, int_c<1>{});
     } else {
-      input_phase(int_c<S>{});
+      input_phase(int_c<S>{}, int_c<0>{});
     }
     __syncthreads();
 
@@ -1370,8 +1455,9 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
     // ---- output: radix-S DIT step (outputs i < SO), scale back, D term, gates, stores ----
     const float oscale = __ldg(a.spec_scale + c) / (s_in * C::kZScale);
     const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
-    auto output_phase = [&](auto so_tag) {
+    auto output_phase = [&](auto so_tag, auto al_tag) __attribute__((always_inline)) {
       constexpr int SO = decltype(so_tag)::value;
+      constexpr bool AL = decltype(al_tag)::value != 0;
       // The global words of the D term and the gates (u, pregate, postgate; two rows each) for
       // CH outputs at a time, loaded one chunk ahead of the stores: loads written after a store
       // through a pointer that may alias it cannot be hoisted above it, so without this each
@@ -1379,27 +1465,23 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
       constexpr int CHM = 4;  // registers: z is 4 S floats during the DIT step
       constexpr int CH = SO < CHM ? SO : CHM, NCH = SO / CH;
       const Rows w = rows();
-      const uint16_t *u0 = w.u0, *u1 = w.u1, *p0 = w.p0, *p1 = w.p1, *q0 = w.q0, *q1 = w.q1;
-      uint16_t* y0 = static_cast<uint16_t*>(a.y) + b0 * a.y_bs + c * a.y_cs;
-      uint16_t* y1 = has1 ? y0 + a.y_bs : nullptr;
-      const bool has_d = a.D != nullptr, pre_d = has_d && gated_in, has_q = q0 != nullptr;
-      auto load_chunk = [&](int n0, int ch, uint32_t (&wd)[CH][6]) {
-#pragma unroll
-        for (int k = 0; k < CH; ++k) {
-          const int64_t t0 = n0 + (ch * CH + k) * P;
-          wd[k][0] = has_d ? ld_w2(u0, t0, L, ual) : 0u;
-          wd[k][1] = has_d ? ld_w2(u1, t0, L, ual) : 0u;
-          wd[k][2] = pre_d ? ld_w2(p0, t0, L, vec) : 0u;
-          wd[k][3] = pre_d ? ld_w2(p1, t0, L, vec) : 0u;
-          wd[k][4] = has_q ? ld_w2(q0, t0, L, vec) : 0u;
-          wd[k][5] = has_q ? ld_w2(q1, t0, L, vec) : 0u;
-        }
-      };
+      uint16_t* const y0 = static_cast<uint16_t*>(a.y) + b0 * a.y_bs + c * a.y_cs;
+      uint16_t* const y1 = has1 ? y0 + a.y_bs : nullptr;
+      const bool has_d = a.D != nullptr, pre_d = has_d && gated_in, has_q = w.q0 != nullptr;
+      // The D term's rows are read only with a D, the pregate's only with both (lim 0 else).
+      const Rows wl = {has_d ? w.u0 : nullptr, has_d ? w.u1 : nullptr, pre_d ? w.p0 : nullptr,
+                       pre_d ? w.p1 : nullptr, w.q0, w.q1};
 #pragma unroll 1
       for (int r = 0; r < R; ++r) {
         const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
+        const RowAt src[6] = {row_at(wl.u0, n0, Li), row_at(wl.u1, n0, Li),
+                              row_at(wl.p0, n0, Li), row_at(wl.p1, n0, Li),
+                              row_at(wl.q0, n0, Li), row_at(wl.q1, n0, Li)};
+        const int lim = Li - n0;
+        uint16_t* const y0n = y0 + n0;
+        uint16_t* const y1n = y1 != nullptr ? y1 + n0 : y1;
         uint32_t wd[CH][6];
-        load_chunk(n0, 0, wd);
+        ld_chunk<AL, CH, P>(src, 0, wd);
         float2 z[2][S];
 #pragma unroll
         for (int jj = 0; jj < S; ++jj) {
@@ -1421,12 +1503,11 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
 #pragma unroll
         for (int ch = 0; ch < NCH; ++ch) {
           uint32_t wn[CH][6];
-          if (ch + 1 < NCH) load_chunk(n0, ch + 1, wn);
+          if (ch + 1 < NCH) ld_chunk<AL, CH, P>(src, ch + 1, wn);
 #pragma unroll
           for (int k = 0; k < CH; ++k) {
             const int i = ch * CH + k;
-            const int64_t t0 = n0 + i * P;
-            if (t0 >= L) continue;
+            if (i * P >= lim) continue;
             float o0[2], o1[2];
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
@@ -1461,8 +1542,8 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
               o1[0] *= c1;
               o1[1] *= d1;
             }
-            store_g<2>(y0, t0, L, vec, bf16, o0);
-            if (y1 != nullptr) store_g<2>(y1, t0, L, vec, bf16, o1);
+            st_pair<AL>(y0n, i * P, lim, pack_out(o0[0], o0[1], bf16));
+            if (y1n != nullptr) st_pair<AL>(y1n, i * P, lim, pack_out(o1[0], o1[1], bf16));
           }
           if (ch + 1 < NCH) {
 #pragma unroll
@@ -1473,10 +1554,12 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         }
       }
     };
-    if (half) {
-      output_phase(int_c<S / 2>{});
+    if (vec && half) {
+      output_phase(int_c<S / 2>{}, int_c<1>{});
+    } else if (vec) {
+      output_phase(int_c<S>{}, int_c<1>{});
     } else {
-      output_phase(int_c<S>{});
+      output_phase(int_c<S>{}, int_c<0>{});
     }
     c = cn;
     b0 = bn;
