@@ -11,7 +11,9 @@ ab_stage
 bin=.device/bin/flashkit_tests_gpu
 export LD_LIBRARY_PATH=$PWD/.device/lib
 gpu_case "$bin" "[fftconv][sm80]~[direct]~[sm80-only]"
-sanitize_case "$bin" memcheck "sm80 fftconv_reg: small case for memcheck"
+for tool in memcheck racecheck; do
+  sanitize_case "$bin" $tool "sm80 fftconv_reg: small case for memcheck"
+done
 unset LD_LIBRARY_PATH
 r=0
 for s in ${ORDER:-A B B A}; do
@@ -25,3 +27,12 @@ if [ "${PROF:-1}" = 1 ]; then
   python3 benchmarks/ncu_sass.py "$OUT/sass_s32.csv" --top 30 2>&1 | head -45
   cp "$OUT/sass_s32.csv" "$OUT/keep_sass_s32.csv" 2>/dev/null
 fi
+# Every row of the A / B runs (fftconv_side's filter drops the gated ones from its output).
+python3 - "$OUT" <<'PY'
+import json, sys, glob, os
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "ab_*.json"))):
+    rows = json.load(open(f))["rows"]
+    print(os.path.basename(f), "; ".join(
+        f"L{r['L']} g{int(r['gated'])} {r['fk_const_ms']:.4f}/{r['fk_ms']:.4f} ({r['pct_floor']:.1f}%, {r['ratio_vs_torch']:.1f}x)"
+        for r in rows))
+PY

@@ -429,7 +429,7 @@ __device__ __forceinline__ uint32_t pack_out(float lo, float hi, bool bf16) {
 // Entry-wise product with a table stored in lane order (one float4 = the two complex values of
 // accumulator pair h of tile (mt, nt) for this lane): twiddles or the filter spectrum;
 // kConj multiplies by the conjugate (the inverse transform's twiddles).
-template <class C, bool kConj, int MTO>
+template <class C, bool kConj, int MTO, bool kShared = false>
 __device__ __forceinline__ void mul_lane_table(float (&ar)[C::MT1][C::NT][4],
                                                float (&ai)[C::MT1][C::NT][4], const float4* table,
                                                int lane) {
@@ -439,7 +439,8 @@ __device__ __forceinline__ void mul_lane_table(float (&ar)[C::MT1][C::NT][4],
     for (int nt = 0; nt < C::NT; ++nt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float4 w = __ldg(table + ((mt * C::NT + nt) * 2 + h) * 32 + lane);
+        const float4* tp = table + ((mt * C::NT + nt) * 2 + h) * 32 + lane;
+        const float4 w = kShared ? *tp : __ldg(tp);
         const float2 x0 = make_float2(ar[mt][nt][2 * h], ai[mt][nt][2 * h]);
         const float2 x1 = make_float2(ar[mt][nt][2 * h + 1], ai[mt][nt][2 * h + 1]);
         const float2 z0 = kConj ? cmul_conj(x0, make_float2(w.x, w.y)) : cmul(x0, make_float2(w.x, w.y));
@@ -1161,35 +1162,37 @@ struct BigCfg {
   static constexpr int PLANE_X = M1 * XS;
   static constexpr size_t kPlanes = size_t(S) * 2 * PLANE_X * sizeof(__half);
   static constexpr size_t kFrag = 2 * 32 * 32 * sizeof(uint32_t);
-  static constexpr size_t kSmem = kPlanes + kFrag;
+  // W_P^(k1 n2) in fragment order (P / 2 float4), copied once per block, and per warp one half
+  // (one 16-row tile) of the current sub-FFT's spectrum, prefetched by cp.async.
+  static constexpr size_t kTwp = size_t(P / 2) * sizeof(float4);
+  static constexpr int kSpecHalf = P / 4;  // float4 per 16-row tile
+  static constexpr size_t kSpec = size_t(NW) * kSpecHalf * sizeof(float4);
+  static constexpr size_t kSmem = kPlanes + kFrag + kTwp + kSpec;
   static constexpr float kZScale = 0.0625f;  // Z_j staged as fp16 times 2^-4
 };
 
 // Row access of the big kernel. A thread works on positions n0 + k of a row (n0 even, k a
-// compile-time multiple of P), through p = row + n0 and lim = L - n0 (0 for a missing row,
-// which is then never dereferenced; p may be null then). AL: rows are 4-byte aligned at even
-// positions (16-byte-aligned rows, AL = RegArgs::vec), so a pair of positions is one 32-bit
-// access; otherwise two 16-bit ones. Positions past L read as zero and are not written. The
-// comparisons are against immediates and the addresses take immediate offsets, which keeps
-// each access to a few instructions: the fully unrolled radix-32 steps make hundreds of them,
-// and a general 64-bit form of this access was half of the fft_size-32K kernel's code.
-// The accesses are predicated PTX: written in C++, the two-way tail test compiled to branches
-// around every access. After unrolling, k is a constant, and ptxas folds it into the compares
-// and into the addresses' immediate offsets. Volatile: a ring row's address repeats from pair to
-// pair, so the loads must not be merged or moved across the barriers between the pairs.
+// multiple of P, a constant after unrolling), through p = row + n0 and lim = L - n0 (0 for a
+// missing row, which is then never dereferenced; p may be null then). Positions past L read as
+// zero and are not written. AL: the row is 4-byte aligned at even positions and L is even
+// (16-byte-aligned rows of even length), so a pair of positions is one 32-bit access, whole or
+// past L; otherwise two 16-bit ones. The accesses are predicated PTX, and ptxas folds k into the
+// compares and the addresses' immediate offsets: written in C++ with a general tail test, each
+// access compiled to a branchy 64-bit sequence that made up half of the fft_size-32K kernel's
+// code (and the same register loaded twice under two predicates serialised the loads).
+// Volatile: a ring row's address repeats from pair to pair, so the loads must not be merged or
+// moved across the barriers between the pairs.
 template <bool AL>
 __device__ __forceinline__ uint32_t ld_pair(const uint16_t* p, int k, int lim) {
   uint32_t v;
   if constexpr (AL) {
     asm volatile(
-        "{\n\t.reg .pred f, h;\n\t"
+        "{\n\t.reg .pred f;\n\t"
         "setp.lt.s32 f, %1, %2;\n\t"
-        "setp.eq.s32 h, %1, %2;\n\t"
         "mov.b32 %0, 0;\n\t"
-        "@f ld.u32 %0, [%3];\n\t"
-        "@h ld.u16 %0, [%3];\n\t}"
+        "@f ld.u32 %0, [%3];\n\t}"
         : "=r"(v)
-        : "r"(k + 1), "r"(lim), "l"(p + k));
+        : "r"(k), "r"(lim), "l"(p + k));
   } else {
     uint32_t hi;
     asm volatile(
@@ -1210,13 +1213,11 @@ template <bool AL>
 __device__ __forceinline__ void st_pair(uint16_t* p, int k, int lim, uint32_t w) {
   if constexpr (AL) {
     asm volatile(
-        "{\n\t.reg .pred f, h;\n\t"
+        "{\n\t.reg .pred f;\n\t"
         "setp.lt.s32 f, %0, %1;\n\t"
-        "setp.eq.s32 h, %0, %1;\n\t"
-        "@f st.global.u32 [%2], %3;\n\t"
-        "@h st.global.u16 [%2], %3;\n\t}"
+        "@f st.global.u32 [%2], %3;\n\t}"
         :
-        : "r"(k + 1), "r"(lim), "l"(p + k), "r"(w)
+        : "r"(k), "r"(lim), "l"(p + k), "r"(w)
         : "memory");
   } else {
     asm volatile(
@@ -1243,13 +1244,33 @@ __device__ __forceinline__ RowAt row_at(const uint16_t* row, int n0, int L) {
   return x;
 }
 // The words of the six rows of the output step (u and pregate for the D term, postgate; two rows
-// each) at positions (ch CH + k) P, k < CH.
+// each) at positions (ch CH + k) P, k < CH; a group of rows the call does not have is skipped by
+// a uniform branch (predicated-off loads would still take issue slots).
 template <bool AL, int CH, int P>
-__device__ __forceinline__ void ld_chunk(const RowAt (&src)[6], int ch, uint32_t (&wd)[CH][6]) {
+__device__ __forceinline__ void ld_chunk(const RowAt (&src)[6], int ch, bool has_d, bool pre_d,
+                                         bool has_q, uint32_t (&wd)[CH][6]) {
 #pragma unroll
   for (int k = 0; k < CH; ++k)
 #pragma unroll
-    for (int q = 0; q < 6; ++q) wd[k][q] = ld_pair<AL>(src[q].p, (ch * CH + k) * P, src[q].lim);
+    for (int q = 0; q < 6; ++q) wd[k][q] = 0u;
+  if (has_d) {
+#pragma unroll
+    for (int k = 0; k < CH; ++k)
+#pragma unroll
+      for (int q = 0; q < 2; ++q) wd[k][q] = ld_pair<AL>(src[q].p, (ch * CH + k) * P, src[q].lim);
+  }
+  if (pre_d) {
+#pragma unroll
+    for (int k = 0; k < CH; ++k)
+#pragma unroll
+      for (int q = 2; q < 4; ++q) wd[k][q] = ld_pair<AL>(src[q].p, (ch * CH + k) * P, src[q].lim);
+  }
+  if (has_q) {
+#pragma unroll
+    for (int k = 0; k < CH; ++k)
+#pragma unroll
+      for (int q = 4; q < 6; ++q) wd[k][q] = ld_pair<AL>(src[q].p, (ch * CH + k) * P, src[q].lim);
+  }
 }
 
 template <class C, bool BF16>
@@ -1287,12 +1308,18 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
   FragSrc<32, FM> fa, fb;
   fa.sm = fsm;
   fb.sm = fsm;
+  // W_P in shared memory (read at every sub-FFT by every warp); visible after the pair loop's
+  // first barrier.
+  float4* const twp_s = reinterpret_cast<float4*>(smem4 + (C::kPlanes + C::kFrag) / sizeof(float4));
+  float4* const spec_s = twp_s + P / 2 + warp * C::kSpecHalf;
+  for (int e = tid; e < P / 2; e += T) twp_s[e] = __ldg(a.tw_p + e);
 
   const int64_t pairs = a.pairs_per_channel * a.channels;
   const int64_t first = blockIdx.x * a.pairs_per_block;
   const int64_t last = first + a.pairs_per_block < pairs ? first + a.pairs_per_block : pairs;
   const int lp = a.lp;
   const bool half = 2 * L <= int64_t(S) * P;
+  const bool al = vec && (L & 1) == 0;  // ld_pair / st_pair
   int64_t c = first / a.pairs_per_channel;
   int64_t b0 = 2 * (first - c * a.pairs_per_channel);
   if (slots == 2 && first < last) {
@@ -1400,12 +1427,12 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         }
       }
     };
-    // Unaligned rows take the full step (correct for every L; they are rare enough not to
-    // deserve their own copy of the half one).
-    if (vec && half) {
+    if (al && half) {
       input_phase(int_c<S / 2>{}, int_c<1>{});
-    } else if (vec) {
+    } else if (al) {
       input_phase(int_c<S>{}, int_c<1>{});
+    } else if (half) {
+      input_phase(int_c<S / 2>{}, int_c<0>{});
     } else {
       input_phase(int_c<S>{}, int_c<0>{});
     }
@@ -1417,20 +1444,33 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
       __half* xr = xbuf + (j * 2 + 0) * PX;
       __half* xi = xr + PX;
       float ar[MT1][NT][4], ai[MT1][NT][4];
-      left_dft<C>(ar, ai, xr, xi, fa, lane);
+      // The sub-FFT's spectrum, one 16-row tile's half at a time, copied into the warp's
+      // buffer ahead of its product (from L2 or HBM: a load issued at the product left its
+      // latency exposed). Each lane copies the entries it reads itself, so the copies need no
+      // warp barrier, and reuses the buffer only after its own reads of the previous half.
       const float4* spec_j = a.spec + c * (a.N >> 1) + j * (P / 2);
+      auto prefetch_spec = [&](int mto) {
+#pragma unroll
+        for (int e = 0; e < C::kSpecHalf / 32; ++e)
+          cp_async_16_full(smem_u32(spec_s + e * 32 + lane), spec_j + mto * C::kSpecHalf + e * 32 + lane);
+        cp_async_commit();
+      };
+      prefetch_spec(0);
+      left_dft<C>(ar, ai, xr, xi, fa, lane);
       auto middle = [&](auto mt_tag) {
         constexpr int MTO = decltype(mt_tag)::value;
         __syncwarp();
-        mul_lane_table<C, false, MTO>(ar, ai, a.tw_p, lane);
+        mul_lane_table<C, false, MTO, true>(ar, ai, twp_s, lane);
         __syncwarp();
         right_dft<C, false, FM, MTO>(ar, ai, fb, lane);
         __syncwarp();
-        mul_lane_table<C, false, MTO>(ar, ai, spec_j, lane);
+        cp_async_wait_all();
+        mul_lane_table<C, false, MTO, true>(ar, ai, spec_s - MTO * C::kSpecHalf, lane);
+        if (MTO == 0) prefetch_spec(1);
         __syncwarp();
         right_dft<C, true, FM, MTO>(ar, ai, fb, lane);
         __syncwarp();
-        mul_lane_table<C, true, MTO>(ar, ai, a.tw_p, lane);
+        mul_lane_table<C, true, MTO, true>(ar, ai, twp_s, lane);
         __syncwarp();
       };
       middle(int_c<0>{});
@@ -1481,7 +1521,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         uint16_t* const y0n = y0 + n0;
         uint16_t* const y1n = y1 != nullptr ? y1 + n0 : y1;
         uint32_t wd[CH][6];
-        ld_chunk<AL, CH, P>(src, 0, wd);
+        ld_chunk<AL, CH, P>(src, 0, has_d, pre_d, has_q, wd);
         float2 z[2][S];
 #pragma unroll
         for (int jj = 0; jj < S; ++jj) {
@@ -1503,7 +1543,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
 #pragma unroll
         for (int ch = 0; ch < NCH; ++ch) {
           uint32_t wn[CH][6];
-          if (ch + 1 < NCH) ld_chunk<AL, CH, P>(src, ch + 1, wn);
+          if (ch + 1 < NCH) ld_chunk<AL, CH, P>(src, ch + 1, has_d, pre_d, has_q, wn);
 #pragma unroll
           for (int k = 0; k < CH; ++k) {
             const int i = ch * CH + k;
@@ -1554,10 +1594,12 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         }
       }
     };
-    if (vec && half) {
+    if (al && half) {
       output_phase(int_c<S / 2>{}, int_c<1>{});
-    } else if (vec) {
+    } else if (al) {
       output_phase(int_c<S>{}, int_c<1>{});
+    } else if (half) {
+      output_phase(int_c<S / 2>{}, int_c<0>{});
     } else {
       output_phase(int_c<S>{}, int_c<0>{});
     }
