@@ -169,7 +169,14 @@ struct Cfg {
   // again in the B-operand order) when they are read from shared memory rather than held in
   // registers (FM > 0, the default for these tiles).
   static constexpr size_t kFrag = (M1 == 32 && M2 == 32) ? 2 * 32 * 32 * sizeof(uint32_t) : 0;
-  static constexpr size_t kSmem = kStage + kFrag;
+  // fft_size 8192 (8 sub-FFTs of 32 x 32, one block of 8 warps per multiprocessor): W_P in
+  // shared memory and per warp one 16-row tile's half of its spectrum, prefetched (as in
+  // conv_reg_big_kernel). Smaller sizes run several blocks per multiprocessor, which the extra
+  // 8 KB + 4 KB a warp would cut.
+  static constexpr bool kTabS = M1 == 32 && M2 == 32 && S == 8;
+  static constexpr int kSpecHalf = P / 4;  // float4 per 16-row tile
+  static constexpr size_t kTab = kTabS ? (size_t(P / 2) + size_t(NW) * kSpecHalf) * sizeof(float4) : 0;
+  static constexpr size_t kSmem = kStage + kFrag + kTab;
   static_assert(G == 2 || G == 4 || G == 8, "group size");
   static_assert(size_t(S) * 2 * PLANE_X * 2 <= kStage, "X planes alias the staging planes");
 };
@@ -837,6 +844,15 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
     }
   }
 
+  // Tables in shared memory (Cfg::kTabS; the table products of measurement builds that leave
+  // them out, or take all row tiles at once, keep the global reads).
+  constexpr bool kTabS = C::kTabS && FS && SPLIT && (DIAG & 1) == 0;
+  float4* const twp_s = reinterpret_cast<float4*>(smem4 + (C::kStage + C::kFrag) / sizeof(float4));
+  float4* const spec_s = twp_s + P / 2 + warp * C::kSpecHalf;
+  if constexpr (kTabS) {
+    for (int e = tid; e < P / 2; e += T) twp_s[e] = __ldg(a.tw_p + e);  // read after a barrier
+  }
+
   const int64_t pairs = a.pairs_per_channel * a.channels;
   const int64_t first = blockIdx.x * a.pairs_per_block;
   const int64_t last = first + a.pairs_per_block < pairs ? first + a.pairs_per_block : pairs;
@@ -990,6 +1006,13 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
     // ---- the warp's sub-FFT j: forward, pointwise, inverse ----
     const int j = warp;
     float ar[MT1][NT][4], ai[MT1][NT][4];
+    const float4* const spec_j = a.spec + c * (a.N >> 1) + j * (P / 2);
+    auto prefetch_spec = [&](int mto) {  // as in conv_reg_big_kernel
+#pragma unroll
+      for (int e = 0; e < C::kSpecHalf / 32; ++e)
+        cp_async_16_full(smem_u32(spec_s + e * 32 + lane), spec_j + mto * C::kSpecHalf + e * 32 + lane);
+      cp_async_commit();
+    };
     // acc = conj?(F_M1) . B with B = the M1 x M2 plane pair (re, im) in shared memory, loaded as
     // B operands with ldmatrix.trans; the first k tile's first two terms start the accumulators.
     //   Yr = Fr Br - Fi Bi, Yi = Fr Bi + Fi Br
@@ -1001,6 +1024,7 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
 #pragma unroll
           for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
     } else {
+      if constexpr (kTabS) prefetch_spec(0);
       left_dft<C>(ar, ai, xbuf + (j * 2 + 0) * C::PLANE_X, xbuf + (j * 2 + 1) * C::PLANE_X, fa,
                   lane);
     }
@@ -1010,19 +1034,32 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
       constexpr int MTO = decltype(mt_tag)::value;
       if constexpr (SW) __syncwarp();
       // Twiddles W_P^(k1 n2), k1 = 16 mt + g + 8 h, n2 = 8 nt + 2 t + e.
-      if constexpr (!(DIAG & 1)) mul_lane_table<C, false, MTO>(ar, ai, a.tw_p, lane);
+      if constexpr (kTabS) {
+        mul_lane_table<C, false, MTO, true>(ar, ai, twp_s, lane);
+      } else if constexpr (!(DIAG & 1)) {
+        mul_lane_table<C, false, MTO>(ar, ai, a.tw_p, lane);
+      }
       if constexpr (SW) __syncwarp();
       // Step 2: (A o T) F_M2, the accumulators repacked as A operands.
       right_dft<C, false, FM, MTO>(ar, ai, fb, lane);
       if constexpr (SW) __syncwarp();
       // Pointwise: times the spectrum (entry (k1, k2) of sub-FFT j).
-      if constexpr (!(DIAG & 1))
-        mul_lane_table<C, false, MTO>(ar, ai, a.spec + c * (a.N >> 1) + j * (P / 2), lane);
+      if constexpr (kTabS) {
+        cp_async_wait_all();  // also the next pair's ring rows, requested before the input step
+        mul_lane_table<C, false, MTO, true>(ar, ai, spec_s - MTO * C::kSpecHalf, lane);
+        if (MTO == 0) prefetch_spec(1);
+      } else if constexpr (!(DIAG & 1)) {
+        mul_lane_table<C, false, MTO>(ar, ai, spec_j, lane);
+      }
       if constexpr (SW) __syncwarp();
       // Inverse step 1: Y conj(F_M2), then conjugate twiddles.
       right_dft<C, true, FM, MTO>(ar, ai, fb, lane);
       if constexpr (SW) __syncwarp();
-      if constexpr (!(DIAG & 1)) mul_lane_table<C, true, MTO>(ar, ai, a.tw_p, lane);
+      if constexpr (kTabS) {
+        mul_lane_table<C, true, MTO, true>(ar, ai, twp_s, lane);
+      } else if constexpr (!(DIAG & 1)) {
+        mul_lane_table<C, true, MTO>(ar, ai, a.tw_p, lane);
+      }
       if constexpr (SW) __syncwarp();
     };
     if constexpr ((DIAG & 8) != 0) {
