@@ -87,8 +87,8 @@
 //   2^-4 (no fp32 staging: 168 KB of tiles at S = 32 instead of 320 KB); the spectrum is scaled
 //   to <= 1 / (4 S) there (1/32 below), which keeps every fp16 operand and Z_j < 2^15. The radix
 //   steps work on two consecutive positions per thread group (S = 32: 128 fp32 registers of
-//   data). u is prefetched into a ring when one fits (two pairs at 16K; at 32K one pair up to
-//   L ~14.8K, else none), otherwise read from global memory like the gates, which are always
+//   data). u is prefetched into a ring when one fits (two pairs at 16K up to L ~12K; at 32K one
+//   pair up to L ~4.6K since session 32's tables, else none), otherwise read from global memory like the gates, which are always
 //   read from global memory at these sizes (the D term and the post-gate re-read them from L2,
 //   one chunk of outputs ahead of the stores). The spectrum kernel takes N / 2 points per pass
 //   at 32K (two passes: even and odd frequencies) and 1024 threads at N >= 16K.
@@ -97,13 +97,16 @@
 //   gated 0.955 (2.3x; 1.493); L 16K 1.410 ms (1.6x; 2.140), gated 1.817 (1.4x; 2.402). The
 //   plain plan (spectrum per call) is 2.560 / 2.958 ms at L 16K, slower than the sm80 kernel's
 //   2.478 / 2.737: the two-pass radix-2 spectrum kernel costs ~1.15 ms per call there.
-//   Why 16K is far from the 8K kernel's per-pair rate (117 us per pair vs 24 us at 8K for 2x
-//   the work): ncu at L 16K: 13.99 cycles per issued instruction per warp (4.7 at 8K), 45% of
-//   them no_instruction stalls; the kernel is 551 KB of SASS (303 KB at S = 16, 138 KB for the
-//   8K kernel): the fully unrolled radix-32 steps (half and full variants, two positions each)
-//   thrash the instruction cache. Next: radix steps in loops / two levels (4 x 8) instead of
-//   one unrolled radix-32, one variant with predicated zero inputs, the u ring at 32K (X tiles
-//   unpadded with a swizzle: 128 KB), a faster spectrum kernel for the plain plan.
+//   Session 8's profile at L 16K (13.99 cycles per issued instruction per warp, 45% of them
+//   no_instruction stalls, 551 KB of SASS) traced to the row accesses: ~900 unrolled call
+//   sites of a general 16-bit row loader were half of the fft_size-32K kernel's code. They are
+//   now predicated accesses with immediate offsets (ld_pair / st_pair; the phases compiled per
+//   row alignment), W_P sits in shared memory and each warp prefetches its sub-FFT's spectrum
+//   (cp.async, one 16-row tile's half at a time) ahead of the product. Measured (H200,
+//   2026-12-03, session 32, same shapes): L 8K 0.373 ms (5.3x torch), gated 0.584 (3.8x);
+//   L 16K 0.415 ms (5.6x; 1.40 before), gated 0.70 (3.7x); 16-18% of the HBM floor. The
+//   fft_size-32K kernel now runs 162 M warp instructions at L 16K, 2.4x its issue floor.
+//   Next: fewer instructions per point (the DFT core on wgmma, the table products in fp16x2).
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
 #ifndef FK_FFTCONV_REG_AB_BUILD
 #define FK_FFTCONV_REG_AB_BUILD 0  // measurement builds only (see launch_conv)
@@ -1186,7 +1189,8 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
 // FFT, before the radix-S DIT step) back over its own X planes as fp16, scaled by 2^-4 (Z_j <=
 // 2^19 in magnitude with the spectrum scaled to <= 1 / (4 S): no overflow; the 2^4 goes into
 // the output scale). Then all threads do the radix-S DIT step from the S planes. Shared memory:
-// S * 5 KB of planes + 8 KB of F_32 fragments (88 KB at S = 16, 168 KB at S = 32), plus a u ring
+// S * 5 KB of planes + 8 KB of F_32 fragments + 8 KB of W_P + 4 KB of spectrum per warp (128 KB
+// at S = 16, 208 KB at S = 32), plus a u ring
 // (one or two row pairs, 16-byte aligned rows only) when it fits; otherwise u is read from
 // global memory like the gates, which are always read from global memory here (L2-resident:
 // each block re-reads its pair's rows at the D term and the post-gate).
