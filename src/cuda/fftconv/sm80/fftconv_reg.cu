@@ -1361,6 +1361,19 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
   const int lp = a.lp;
   const bool half = 2 * L <= int64_t(S) * P;
   const bool al = vec && (L & 1) == 0;  // ld_pair / st_pair
+  // Runs a phase compiled for this call's row shape: the nonzero half of the radix step or all
+  // of it, 32-bit row accesses or 16-bit ones.
+  auto by_shape = [&](auto& phase) __attribute__((always_inline)) {
+    if (al && half) {
+      phase(int_c<S / 2>{}, int_c<1>{});
+    } else if (al) {
+      phase(int_c<S>{}, int_c<1>{});
+    } else if (half) {
+      phase(int_c<S / 2>{}, int_c<0>{});
+    } else {
+      phase(int_c<S>{}, int_c<0>{});
+    }
+  };
   int64_t c = first / a.pairs_per_channel;
   int64_t b0 = 2 * (first - c * a.pairs_per_channel);
   if (slots == 2 && first < last) {
@@ -1468,15 +1481,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         }
       }
     };
-    if (al && half) {
-      input_phase(int_c<S / 2>{}, int_c<1>{});
-    } else if (al) {
-      input_phase(int_c<S>{}, int_c<1>{});
-    } else if (half) {
-      input_phase(int_c<S / 2>{}, int_c<0>{});
-    } else {
-      input_phase(int_c<S>{}, int_c<0>{});
-    }
+    by_shape(input_phase);
     __syncthreads();
 
     // ---- sub-FFTs j = warp, warp + NW, ...: forward, pointwise, inverse; Z_j over X_j ----
@@ -1635,15 +1640,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         }
       }
     };
-    if (al && half) {
-      output_phase(int_c<S / 2>{}, int_c<1>{});
-    } else if (al) {
-      output_phase(int_c<S>{}, int_c<1>{});
-    } else if (half) {
-      output_phase(int_c<S / 2>{}, int_c<0>{});
-    } else {
-      output_phase(int_c<S>{}, int_c<0>{});
-    }
+    by_shape(output_phase);
     c = cn;
     b0 = bn;
   }
