@@ -588,9 +588,9 @@ TEST_CASE("sm80 fftconv_reg: B 64, H 111 and 768, gated, D, odd batch",
 }
 
 // fft_size 16384 and 32768 (the kernel with 8 warps taking the 16 or 32 sub-FFTs in turn):
-// odd batch (the last pair's second row absent), gated and not, D, fp16 and bf16, aligned rows
-// (u ring with prefetch at 16K; u from global memory at 32K, where the ring does not fit) and
-// padded rows (plain loads), causal, circular (every radix input and output nonzero) and
+// odd batch (the last pair's second row absent), gated and not, D, fp16 and bf16, u rows
+// aligned or padded (y is padded by one more element here, so these rows take the 16-bit row
+// accesses without the u ring; the next case has aligned y), causal, circular (every radix input and output nonzero) and
 // bidirectional, a constant-filter plan reused.
 TEST_CASE("sm80 fftconv_reg: fft_size 16K and 32K, odd batch, gated, D, aligned and padded",
           "[gpu][fftconv][sm80][reg][big]") {
@@ -636,6 +636,49 @@ TEST_CASE("sm80 fftconv_reg: fft_size 16K and 32K, odd batch, gated, D, aligned 
 
 // Inputs far from the 0.02 scale: the power-of-two scaling must keep the fp16 operands in range
 // (bf16 u of order 1e4, filter of order 10: intermediate values far beyond fp16's 65504).
+// 16-byte-aligned rows of u, postgate and y (and of the pregate where L is a multiple of 8):
+// the 32-bit row accesses of the big kernel (even L), its 16-bit ones with aligned rows (odd
+// L), the u ring with two slots, one slot and none, and the fft_size-8K kernel's ring with its
+// spectrum prefetch. The other cases pad y so that these paths never run.
+TEST_CASE("sm80 fftconv_reg: aligned rows at fft_size 8K-32K, rings, odd batch, odd length",
+          "[gpu][fftconv][sm80][reg][big]") {
+  struct Al {
+    fk_fftconv_mode_t mode;
+    int64_t L, fft, fl;
+    DT dt;
+    bool pre, post;
+    int64_t batch;
+  };
+  const Al cases[] = {
+      {FK_FFTCONV_CAUSAL, 4096, 0, 4096, DT::BF16, true, true, 3},     // 8K kernel, ring
+      {FK_FFTCONV_CAUSAL, 8192, 0, 301, DT::BF16, true, true, 5},      // 16K, two ring slots
+      {FK_FFTCONV_CIRCULAR, 16000, 0, 16000, DT::F16, false, true, 3}, // 16K, one slot
+      {FK_FFTCONV_CAUSAL, 16384, 0, 16384, DT::F16, true, true, 3},    // 32K, no ring
+      {FK_FFTCONV_CAUSAL, 4000, 32768, 513, DT::BF16, false, false, 3}, // 32K, one slot
+      {FK_FFTCONV_CAUSAL, 16377, 0, 257, DT::BF16, false, true, 3},    // 32K, odd L
+      {FK_FFTCONV_BIDIRECTIONAL, 8187, 0, 2 * 4000 + 1, DT::F16, false, true, 2},  // 16K, odd L
+  };
+  int i = 0;
+  for (const Al& a : cases) {
+    Case c;
+    c.mode = a.mode;
+    c.batch = a.batch;
+    c.channels = 2;
+    c.seqlen = a.L;
+    c.fft_size = a.fft;
+    c.filter_len = a.fl;
+    c.dtype = a.dt;
+    c.k_dt = (i % 2) ? DT::F32 : a.dt;
+    c.pre = a.pre;  // the pregate is contiguous: aligned rows only where L is a multiple of 8
+    c.post = a.post;
+    c.pad = (8 - a.L % 8) % 8;
+    c.y_pad = c.pad;
+    c.post_pad = c.pad;
+    c.sample_rows = 2;
+    run_case(c, 61000 + uint64_t(i++));
+  }
+}
+
 TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][reg]") {
   int i = 0;
   for (double us : {3.0e4, 1.0e-5})

@@ -87,8 +87,8 @@
 //   2^-4 (no fp32 staging: 168 KB of tiles at S = 32 instead of 320 KB); the spectrum is scaled
 //   to <= 1 / (4 S) there (1/32 below), which keeps every fp16 operand and Z_j < 2^15. The radix
 //   steps work on two consecutive positions per thread group (S = 32: 128 fp32 registers of
-//   data). u is prefetched into a ring when one fits (two pairs at 16K up to L ~12K; at 32K one
-//   pair up to L ~4.6K since session 32's tables, else none), otherwise read from global memory like the gates, which are always
+//   data). u is prefetched into a ring when one fits (at 16K two pairs up to L ~12.5K, then one;
+//   at 32K, since session 32's tables, two up to L ~2.3K, one up to ~4.6K, else none), otherwise read from global memory like the gates, which are always
 //   read from global memory at these sizes (the D term and the post-gate re-read them from L2,
 //   one chunk of outputs ahead of the stores). The spectrum kernel takes N / 2 points per pass
 //   at 32K (two passes: even and odd frequencies) and 1024 threads at N >= 16K.
