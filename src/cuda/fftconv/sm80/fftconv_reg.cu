@@ -107,6 +107,11 @@
 //   L 16K 0.415 ms (5.6x; 1.40 before), gated 0.70 (3.7x); 16-18% of the HBM floor. The
 //   fft_size-32K kernel now runs 162 M warp instructions at L 16K, 2.4x its issue floor.
 //   Next: fewer instructions per point (the DFT core on wgmma, the table products in fp16x2).
+//   Cost of the tables on smaller parts (not measured, no such GPU here): fft_size 8K and 16K
+//   now need 128 KB of shared memory (88 KB before), so GPUs with 99 KB per block (sm_86,
+//   sm_89, sm_120) hand those sizes to cuda.sm80.fftconv, and an A100 (163 KB) takes gated
+//   fft_size-8K rows only up to L ~2.9K (~6.3K before). A variant without the tables for such
+//   parts is the fix if they matter.
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
 #ifndef FK_FFTCONV_REG_AB_BUILD
 #define FK_FFTCONV_REG_AB_BUILD 0  // measurement builds only (see launch_conv)
