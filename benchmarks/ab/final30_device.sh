@@ -7,6 +7,5 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-r=0
-for s in ${ORDER:-A B B A}; do r=$((r + 1)); fftconv_side "$s" $r "${SEQLENS:-256 512 1024}"; done
+fftconv_ab "${SEQLENS:-256 512 1024}"
 FK_GPU_CHECK_BUDGET=${BUDGET:-480} FK_GPU_CHECK_VARIANTS=0 FK_GPU_CHECK_DEMO=0 scripts/gpu-check.sh --run-only

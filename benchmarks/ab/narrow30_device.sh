@@ -14,5 +14,4 @@ for tool in memcheck racecheck; do
   sanitize_case "$bin" $tool "sm90 fftconv_direct: small case for memcheck"
 done
 unset LD_LIBRARY_PATH
-r=0
-for s in ${ORDER:-A B B A}; do r=$((r + 1)); fftconv_side "$s" $r; done
+fftconv_ab

@@ -2,8 +2,10 @@
 # Session 32 (carry .device without model/python/cpu tests, and .device-b = main 5090edd's
 # library, whose fftconv_reg.cu is main's): the fft_size 16K / 32K FFT convolution
 # (conv_reg_big_kernel) with its row accesses as predicated loads and stores (B). The
-# fftconv_reg tests and memcheck of its small case on B, then benchmarks/fftconv.py A B B A at
-# L 4K / 8K / 16K (A = .device-b), then PROF=1: per-instruction profile of B's kernel at L 16K.
+# fftconv_reg tests, memcheck and racecheck of its small case on B, then benchmarks/fftconv.py
+# A B B A at
+# L 4K / 8K / 16K (A = .device-b, gated rows printed too), then PROF=1: per-instruction profile
+# of B's kernel at L 16K. Later steps of the session (tables, the 8K kernel) ran the same script.
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
@@ -15,11 +17,7 @@ for tool in memcheck racecheck; do
   sanitize_case "$bin" $tool "sm80 fftconv_reg: small case for memcheck"
 done
 unset LD_LIBRARY_PATH
-r=0
-for s in ${ORDER:-A B B A}; do
-  r=$((r + 1))
-  fftconv_side "$s" $r "${SEQLENS:-4096 8192 16384}"
-done
+GATED=1 fftconv_ab "${SEQLENS:-4096 8192 16384}"
 if [ "${PROF:-1}" = 1 ]; then
   LIB=$PWD/.device/lib/libflashkit.so
   LD_LIBRARY_PATH=$PWD/.device/lib sass_profile s32 conv_reg_big_kernel 2 python3 benchmarks/fftconv.py --lib "$LIB" --reps 3 --warmup 1 --seqlens 16384
@@ -27,12 +25,3 @@ if [ "${PROF:-1}" = 1 ]; then
   python3 benchmarks/ncu_sass.py "$OUT/sass_s32.csv" --top 30 2>&1 | head -45
   cp "$OUT/sass_s32.csv" "$OUT/keep_sass_s32.csv" 2>/dev/null
 fi
-# Every row of the A / B runs (fftconv_side's filter drops the gated ones from its output).
-python3 - "$OUT" <<'PY'
-import json, sys, glob, os
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "ab_*.json"))):
-    rows = json.load(open(f))["rows"]
-    print(os.path.basename(f), "; ".join(
-        f"L{r['L']} g{int(r['gated'])} {r['fk_const_ms']:.4f}/{r['fk_ms']:.4f} ({r['pct_floor']:.1f}%, {r['ratio_vs_torch']:.1f}x)"
-        for r in rows))
-PY

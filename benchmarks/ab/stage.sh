@@ -90,12 +90,19 @@ sanitize_case() {
 }
 # fftconv_side SIDE ROUND [SEQLENS]: benchmarks/fftconv.py (bf16, B 64, H 768, median of 10) on
 # .device-b's library for SIDE A, else .device's, with a "== SIDE" line; JSON in
-# $OUT/ab_SIDEROUND.json. Environment set by the caller reaches the benchmark.
+# $OUT/ab_SIDEROUND.json. The gated rows are left out of the output (in the JSON) unless
+# GATED=1. Environment set by the caller reaches the benchmark.
 fftconv_side() {
-  local lib=.device/lib/libflashkit.so
+  local lib=.device/lib/libflashkit.so drop=True
   [ "$1" = A ] && lib=.device-b/lib/libflashkit.so
+  [ "${GATED:-0}" = 1 ] && drop='^$'
   echo "== $1 ($lib)"
   LD_LIBRARY_PATH=$(dirname "$lib") timeout -k 5 120 python3 benchmarks/fftconv.py --lib "$lib" \
-    --reps 10 --seqlens ${3:-256 512 1024} --json "$OUT/ab_$1$2.json" 2>&1 | grep -v '^json' | grep -v True
+    --reps 10 --seqlens ${3:-256 512 1024} --json "$OUT/ab_$1$2.json" 2>&1 | grep -v '^json' | grep -v "$drop"
   echo "(${SECONDS} s)"
+}
+# fftconv_ab [SEQLENS]: fftconv_side for the sides in ORDER (default A B B A), rounds numbered.
+fftconv_ab() {
+  local s r=0
+  for s in ${ORDER:-A B B A}; do r=$((r + 1)); fftconv_side "$s" $r "$@"; done
 }
