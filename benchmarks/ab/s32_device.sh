@@ -3,9 +3,9 @@
 # library, whose fftconv_reg.cu is main's): the fft_size 16K / 32K FFT convolution
 # (conv_reg_big_kernel) with its row accesses as predicated loads and stores (B). The
 # fftconv_reg tests, memcheck and racecheck of its small case on B, then benchmarks/fftconv.py
-# A B B A at
-# L 4K / 8K / 16K (A = .device-b, gated rows printed too), then PROF=1: per-instruction profile
-# of B's kernel at L 16K. Later steps of the session (tables, the 8K kernel) ran the same script.
+# A B B A at L 4K / 8K / 16K (A = .device-b, gated rows printed too), then PROF=1: a
+# per-instruction profile of B's kernel at L 16K. The session's later steps (the tables, the
+# 8K kernel) ran the same script.
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
