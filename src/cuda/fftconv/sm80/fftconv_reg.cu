@@ -88,8 +88,9 @@
 //   to <= 1 / (4 S) there (1/32 below), which keeps every fp16 operand and Z_j < 2^15. The radix
 //   steps work on two consecutive positions per thread group (S = 32: 128 fp32 registers of
 //   data). u is prefetched into a ring when one fits (at 16K two pairs up to L ~12.5K, then one;
-//   at 32K, since session 32's tables, two up to L ~2.3K, one up to ~4.6K, else none), otherwise read from global memory like the gates, which are always
-//   read from global memory at these sizes (the D term and the post-gate re-read them from L2,
+//   at 32K, since session 32's tables, two up to L ~2.3K, one up to ~4.6K, else none),
+//   otherwise read from global memory like the gates, which are always read from global
+//   memory at these sizes (the D term and the post-gate re-read them from L2,
 //   one chunk of outputs ahead of the stores). The spectrum kernel takes N / 2 points per pass
 //   at 32K (two passes: even and odd frequencies) and 1024 threads at N >= 16K.
 //   Measured (H200, 2026-11-30, benchmarks/fftconv.py, B L = 64K, H 768, bf16, causal, D,
@@ -465,6 +466,20 @@ __device__ __forceinline__ void mul_lane_table(float (&ar)[C::MT1][C::NT][4],
         ar[mt][nt][2 * h + 1] = z1.x;
         ai[mt][nt][2 * h + 1] = z1.y;
       }
+}
+
+// One 16-row tile's half (H float4 per lane group of 32) of sub-FFT j's spectrum `spec_j`, half
+// `mto`, into the warp's shared-memory buffer by cp.async (one committed group), ahead of its
+// product (mul_lane_table<..., true> at spec_s - mto H): a load issued at the product left its
+// L2 / HBM latency exposed. Each lane copies the entries it reads itself, so neither the copy
+// nor the reuse of the buffer after the lane's own reads of the previous half needs a barrier.
+template <int H>
+__device__ __forceinline__ void prefetch_spec_half(float4* spec_s, const float4* spec_j, int mto,
+                                                   int lane) {
+#pragma unroll
+  for (int e = 0; e < H / 32; ++e)
+    cp_async_16_full(smem_u32(spec_s + e * 32 + lane), spec_j + mto * H + e * 32 + lane);
+  cp_async_commit();
 }
 
 // X <- X F_M2 (kConj: X conj(F_M2)) with X the accumulator tile, repacked in place as A
@@ -1015,12 +1030,6 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
     const int j = warp;
     float ar[MT1][NT][4], ai[MT1][NT][4];
     const float4* const spec_j = a.spec + c * (a.N >> 1) + j * (P / 2);
-    auto prefetch_spec = [&](int mto) {  // as in conv_reg_big_kernel
-#pragma unroll
-      for (int e = 0; e < C::kSpecHalf / 32; ++e)
-        cp_async_16_full(smem_u32(spec_s + e * 32 + lane), spec_j + mto * C::kSpecHalf + e * 32 + lane);
-      cp_async_commit();
-    };
     // acc = conj?(F_M1) . B with B = the M1 x M2 plane pair (re, im) in shared memory, loaded as
     // B operands with ldmatrix.trans; the first k tile's first two terms start the accumulators.
     //   Yr = Fr Br - Fi Bi, Yi = Fr Bi + Fi Br
@@ -1032,7 +1041,7 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
 #pragma unroll
           for (int q = 0; q < 4; ++q) ar[mt][nt][q] = ai[mt][nt][q] = 0.0f;
     } else {
-      if constexpr (kTabS) prefetch_spec(0);
+      if constexpr (kTabS) prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 0, lane);
       left_dft<C>(ar, ai, xbuf + (j * 2 + 0) * C::PLANE_X, xbuf + (j * 2 + 1) * C::PLANE_X, fa,
                   lane);
     }
@@ -1055,7 +1064,7 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
       if constexpr (kTabS) {
         cp_async_wait_all();  // also the next pair's ring rows, requested before the input step
         mul_lane_table<C, false, MTO, true>(ar, ai, spec_s - MTO * C::kSpecHalf, lane);
-        if (MTO == 0) prefetch_spec(1);
+        if (MTO == 0) prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 1, lane);
       } else if constexpr (!(DIAG & 1)) {
         mul_lane_table<C, false, MTO>(ar, ai, spec_j, lane);
       }
@@ -1495,18 +1504,9 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
       __half* xr = xbuf + (j * 2 + 0) * PX;
       __half* xi = xr + PX;
       float ar[MT1][NT][4], ai[MT1][NT][4];
-      // The sub-FFT's spectrum, one 16-row tile's half at a time, copied into the warp's
-      // buffer ahead of its product (from L2 or HBM: a load issued at the product left its
-      // latency exposed). Each lane copies the entries it reads itself, so the copies need no
-      // warp barrier, and reuses the buffer only after its own reads of the previous half.
+      // The sub-FFT's spectrum, one 16-row tile's half at a time (prefetch_spec_half).
       const float4* spec_j = a.spec + c * (a.N >> 1) + j * (P / 2);
-      auto prefetch_spec = [&](int mto) {
-#pragma unroll
-        for (int e = 0; e < C::kSpecHalf / 32; ++e)
-          cp_async_16_full(smem_u32(spec_s + e * 32 + lane), spec_j + mto * C::kSpecHalf + e * 32 + lane);
-        cp_async_commit();
-      };
-      prefetch_spec(0);
+      prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 0, lane);
       left_dft<C>(ar, ai, xr, xi, fa, lane);
       auto middle = [&](auto mt_tag) {
         constexpr int MTO = decltype(mt_tag)::value;
@@ -1517,7 +1517,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         __syncwarp();
         cp_async_wait_all();
         mul_lane_table<C, false, MTO, true>(ar, ai, spec_s - MTO * C::kSpecHalf, lane);
-        if (MTO == 0) prefetch_spec(1);
+        if (MTO == 0) prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 1, lane);
         __syncwarp();
         right_dft<C, true, FM, MTO>(ar, ai, fb, lane);
         __syncwarp();
