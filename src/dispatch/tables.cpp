@@ -128,7 +128,8 @@ static const FFTConvVariant kFFTConv[] = {
     {"cuda.sm80.fftconv_direct", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
      cuda::sm80::fftconv_direct_supported, cuda::sm80::fftconv_direct, nullptr},
     // Register-resident FFT convolution (two rows per complex transform, 32 x 32 Monarch DFTs
-    // on mma.sync with fp16 operands): fp16/bf16, fft_size 256..32768.
+    // on mma.sync with fp16 operands): fp16/bf16, fft_size 256..32768, and 65536 for seqlen
+    // <= 32768 (two 32K-point passes).
     {"cuda.sm80.fftconv_reg", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM80,
      cuda::sm80::fftconv_reg_supported, cuda::sm80::fftconv_reg,
      cuda::sm80::fftconv_reg_workspace},

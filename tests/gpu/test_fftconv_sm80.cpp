@@ -91,6 +91,11 @@ std::string expected_variant(int64_t fft_size, int64_t batch, int64_t seqlen, DT
   const bool window = seqlen >= 256 && seqlen <= 1024 && batch >= 24;
   if (direct != 0 && runs && (direct == 1 || window)) return "cuda.sm80.fftconv_direct";
   if (!reg_disabled() && fft_size >= 256 && fft_size <= 32768) return "cuda.sm80.fftconv_reg";
+  // fft_size 64K: two 32K-point passes, for rows zero from 32K on (and 208 KB + 1 KB of shared
+  // memory per block).
+  if (!reg_disabled() && fft_size == 65536 && 2 * seqlen <= fft_size && optin >= 208 * 1024 + 1024)
+    return "cuda.sm80.fftconv_reg";
+  if (fft_size > 32768) return "cuda.generic.fftconv";
   return "cuda.sm80.fftconv";
 }
 // The variant a context forced to the SM90 family must name: cuda.sm90.fftconv_direct where it
@@ -317,13 +322,13 @@ void run_case(const Case& c, uint64_t tag, int calls = 1, bool sm90 = false,
   // sm_80/sm_90 yes, the 99 KB of sm_86/sm_89 no).
   int optin = 0;
   REQUIRE_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-  if (resolved.fft_size * 4 > optin) {
-    CHECK(std::string(variant) == "cuda.generic.fftconv");
-    return;
-  }
   const std::string want =
       sm90 ? expected_variant90(c.batch, c.seqlen, c.dtype, c.pre, c.post)
            : expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre, c.post);
+  if (resolved.fft_size * 4 > optin && want != "cuda.sm80.fftconv_reg") {
+    CHECK(std::string(variant) == "cuda.generic.fftconv");
+    return;
+  }
   REQUIRE(std::string(variant) == want);
   const auto rows = rows_to_check(c, rng);
   for (int call = 0; call < calls; ++call) {
@@ -502,10 +507,11 @@ TEST_CASE("sm80 fftconv: the predicate declines what the fused kernel does not c
     DT dt;
     int64_t L, fft_size;
   };
-  // fp32 u stays on generic; fft_size > 32768 needs the outer HBM pass (not written yet);
+  // fp32 u stays on generic; fft_size 64K with rows longer than 32K (the reg kernel's two
+  // passes need the row zero from 32K on) and larger sizes take the generic four-step FFT;
   // fft_size < 256 is below one tensor-core tile.
   for (const Decline& d : {Decline{DT::F32, 1000, 0}, Decline{DT::BF16, 40000, 0},
-                           Decline{DT::F16, 100, 128}}) {
+                           Decline{DT::F16, 70000, 0}, Decline{DT::F16, 100, 128}}) {
     fk_fftconv_plan_options_t o;
     fk_fftconv_plan_options_init(&o);
     o.mode = FK_FFTCONV_CIRCULAR;
@@ -679,6 +685,53 @@ TEST_CASE("sm80 fftconv_reg: aligned rows at fft_size 8K-32K, rings, odd batch, 
   }
 }
 
+// fft_size 64K (seqlen up to 32K): conv_reg_big_kernel<., ., true>, two 32K-point passes per
+// row pair (even frequencies, then the odd ones with the input twisted by W_64K^n), the first
+// pass's result kept in the call's scratch. Every mode (circular and bidirectional with the
+// fft_size given), 32-bit (aligned rows, even L) and 16-bit row accesses (odd L, padded rows),
+// odd batches, gates and D, full-length and short filters, and a constant-filter plan called
+// twice (its spectrum cached).
+TEST_CASE("sm80 fftconv_reg: fft_size 64K in two passes, every mode, odd batch and length",
+          "[gpu][fftconv][sm80][reg][big][k64]") {
+  struct K64 {
+    fk_fftconv_mode_t mode;
+    int64_t L, fft, fl;
+    DT dt;
+    bool pre, post, D, constant;
+    int64_t batch, pad;
+  };
+  const K64 cases[] = {
+      {FK_FFTCONV_CAUSAL, 32768, 0, 301, DT::BF16, true, true, true, false, 3, 0},
+      {FK_FFTCONV_CAUSAL, 32768, 0, 32768, DT::F16, false, false, true, true, 2, 0},
+      {FK_FFTCONV_CAUSAL, 20001, 0, 20001, DT::F16, false, true, true, false, 3, 3},
+      {FK_FFTCONV_CAUSAL, 16385, 0, 16385, DT::BF16, true, false, false, false, 1, 0},
+      {FK_FFTCONV_CAUSAL, 1000, 65536, 1000, DT::BF16, false, false, true, false, 2, 0},
+      {FK_FFTCONV_CIRCULAR, 30000, 65536, 40000, DT::BF16, false, true, true, false, 3, 0},
+      {FK_FFTCONV_BIDIRECTIONAL, 24001, 65536, 2 * 9000 + 1, DT::F16, true, true, true, false, 2, 1},
+  };
+  int i = 0;
+  for (const K64& k : cases) {
+    Case c;
+    c.mode = k.mode;
+    c.batch = k.batch;
+    c.channels = 2;
+    c.seqlen = k.L;
+    c.fft_size = k.fft;
+    c.filter_len = k.fl;
+    c.dtype = k.dt;
+    c.k_dt = (i % 2) ? DT::F32 : k.dt;
+    c.pre = k.pre;
+    c.post = k.post;
+    c.with_D = k.D;
+    c.constant = k.constant;
+    c.pad = k.pad;
+    c.y_pad = k.pad;
+    c.post_pad = k.pad;
+    c.sample_rows = 1;
+    run_case(c, 62000 + uint64_t(i++), k.constant ? 2 : 1);
+  }
+}
+
 TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][reg]") {
   int i = 0;
   for (double us : {3.0e4, 1.0e-5})
@@ -727,7 +780,7 @@ TEST_CASE("sm80 fftconv_reg: filter spectrum by the radix-2 kernel", "[gpu][fftc
 
 // A small case for compute-sanitizer (run alone: "[memcheck]").
 TEST_CASE("sm80 fftconv_reg: small case for memcheck", "[gpu][fftconv][sm80][reg][memcheck]") {
-  for (int64_t n : {256, 2048, 8192, 16384, 32768}) {
+  for (int64_t n : {256, 2048, 8192, 16384, 32768, 65536}) {  // 65536: the two-pass kernel
     Case c;
     c.batch = 3;
     c.channels = 2;

@@ -1,5 +1,6 @@
-// cuda.sm80.fftconv_reg: register-resident FFT convolution for fft_size N = 256 .. 32768
-// (FlashFFTConv's Monarch form, Fu et al. 2023, section 3), fp16/bf16 u/y. Same semantics as
+// cuda.sm80.fftconv_reg: register-resident FFT convolution for fft_size N = 256 .. 32768, and
+// 65536 for rows up to 32768 long (FlashFFTConv's Monarch form, Fu et al. 2023, section 3),
+// fp16/bf16 u/y. Same semantics as
 // generic/ and sm80/fftconv_sm80.cu: y = postgate * (conv(v, k) + D * v), v = pregate * u, every
 // mode of flashkit.h. What this kernel declines goes to cuda.sm80.fftconv.
 //
@@ -113,6 +114,22 @@
 //   sm_89, sm_120) hand those sizes to cuda.sm80.fftconv, and an A100 (163 KB) takes gated
 //   fft_size-8K rows only up to L ~2.9K (~6.3K before). A variant without the tables for such
 //   parts is the fix if they matter.
+// - fft_size 65536 (conv_reg_big_kernel<BigCfg<32>, ., true>), for seqlen <= 32768 only: the
+//   row pair x is then zero from 32K on, so with W = W_64K the even frequencies X[2m] are
+//   DFT_32K(x)[m] and the odd ones X[2m + 1] = DFT_32K(x W^n)[m] (the first radix-2 step of a
+//   decimation in frequency, with its zero half left out), and for n < 32K
+//   y[n] = (IDFT_32K(X_even H_even)[n] + W^-n IDFT_32K(X_odd H_odd)[n]) / 2. The fft_size-32K
+//   kernel runs the two passes per row pair: pass 0 as usual with the even half of the
+//   spectrum, its raw fp32 result kept in scratch (256 KB per block, coalesced 16-byte rows,
+//   read back by the same thread); pass 1 with the input times W^(n0 + i P), split as W_2S^i
+//   (constants, before the radix step) and W^n0 (folded into the radix step's twiddles,
+//   RadixTwHalf), the odd half of the spectrum, the conjugate factors on the way out, then the
+//   first pass added, D, the gates and the stores. The spectrum is the 64K-point one in the
+//   radix-2 kernel's fragment order, whose sub-table 2 j + h holds frequencies 2 m + h of
+//   sub-FFT j; its scale carries the 1/2. Each linear step above is complex-linear, so the
+//   two-rows-per-transform packing holds for the sum (each pass alone is not real). Twice the
+//   fft_size-32K kernel's work per pair (both passes take every input position); the
+//   alternative, the generic four-step FFT through HBM, ran these calls at 0.6x torch.fft.
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
 #ifndef FK_FFTCONV_REG_AB_BUILD
 #define FK_FFTCONV_REG_AB_BUILD 0  // measurement builds only (see launch_conv)
@@ -147,7 +164,7 @@ using conv::cmul;
 using conv::cmul_conj;
 
 constexpr int kMinLogN = 8;   // 16 x 16
-constexpr int kMaxLogN = 15;  // 32 x (32 x 32)
+constexpr int kLogN64 = 16;   // 32 x (32 x 32) in one pass up to 2^15, two passes at 2^16 (seqlen <= 32768)
 
 struct RegArgs : conv::ConvIO {
   const float2* tw_n;      // W_N^e, e < N / 2
@@ -160,6 +177,10 @@ struct RegArgs : conv::ConvIO {
   int lp;   // row length in the input ring: seqlen rounded up to 8
   int narr; // arrays in the ring: u, then pregate and postgate when present
   int slots; // 2: the next pair is prefetched while this one is transformed; 1: no prefetch
+  // fft_size 64K (conv_reg_big_kernel<., ., true>): per block R S T float4 holding the first
+  // pass's result between the two passes of a row pair; blocks launched at most ws_blocks.
+  float4* ws;
+  int64_t ws_blocks;
 };
 
 template <int M1_, int M2_, int S_>
@@ -227,6 +248,47 @@ struct RadixTw {
   }
   __device__ __forceinline__ void next() {
     if constexpr (S > 1) w1 = conv::cmul(w1, step);
+  }
+};
+
+// RadixTw for the two 32K-point passes of an fft_size-64K row pair (a.N = 2 N, so the step
+// W_N = tw_n[2]). kTwist (the odd-frequency pass): every twiddle also carries W_2N^n0 (and the
+// next position's W_2N^(n0 + 1)), the part of the input twist W_2N^n, n = n0 + i P, that is
+// common to the sub-FFT inputs i (the rest, W_2S^i, is applied before the radix step); with
+// kConj the same factors conjugated undo the twist on the outputs.
+template <int S, int N, bool kTwist>
+struct RadixTwHalf {
+  float2 w1, step, h, hstep;
+  __device__ __forceinline__ RadixTwHalf(const RegArgs& a, int n0) {
+    int m = n0 & (N - 1);
+    if (m > N / 2) m -= N;
+    float sn, cs;
+    __sincosf(static_cast<float>(m) * (-6.283185307179586f / static_cast<float>(N)), &sn, &cs);
+    w1 = make_float2(cs, sn);
+    step = a.tw_n[2];
+    if constexpr (kTwist) {
+      const int m2 = n0 & (N - 1);  // n0 < N: the angle stays in (-pi, 0]
+      __sincosf(static_cast<float>(m2) * (-3.141592653589793f / static_cast<float>(N)), &sn, &cs);
+      h = make_float2(cs, sn);
+      hstep = a.tw_n[1];
+    }
+  }
+  template <bool kConj>
+  __device__ __forceinline__ void apply(float2 (&z)[S]) const {
+    float2 w = w1;
+    if constexpr (kTwist) {
+      z[0] = kConj ? conv::cmul_conj(z[0], h) : conv::cmul(z[0], h);
+      w = conv::cmul(h, w1);
+    }
+#pragma unroll
+    for (int j = 1; j < S; ++j) {
+      if (j > 1) w = conv::cmul(w, w1);
+      z[j] = kConj ? conv::cmul_conj(z[j], w) : conv::cmul(z[j], w);
+    }
+  }
+  __device__ __forceinline__ void next() {
+    w1 = conv::cmul(w1, step);
+    if constexpr (kTwist) h = conv::cmul(h, hstep);
   }
 };
 
@@ -1328,7 +1390,7 @@ __device__ __forceinline__ void ld_chunk(const RowAt (&src)[6], int ch, bool has
   }
 }
 
-template <class C, bool BF16>
+template <class C, bool BF16, bool K64 = false>
 __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) {
   constexpr int S = C::S, P = C::P, T = C::T, NW = C::NW, R = C::R;
   constexpr int MT1 = C::MT1, NT = C::NT, XS = C::XS, PX = C::PLANE_X;
@@ -1373,21 +1435,25 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
   const int64_t first = blockIdx.x * a.pairs_per_block;
   const int64_t last = first + a.pairs_per_block < pairs ? first + a.pairs_per_block : pairs;
   const int lp = a.lp;
-  const bool half = 2 * L <= int64_t(S) * P;
+  // K64: the whole radix step (a 64K plan's rows are rarely within its first quarter).
+  const bool half = !K64 && 2 * L <= int64_t(S) * P;
   const bool al = vec && (L & 1) == 0;  // ld_pair / st_pair
   // Runs a phase compiled for this call's row shape: the nonzero half of the radix step or all
-  // of it, 32-bit row accesses or 16-bit ones.
-  auto by_shape = [&](auto& phase) __attribute__((always_inline)) {
+  // of it, 32-bit row accesses or 16-bit ones; TW: the pass of a 64K pair (0 even, 1 odd
+  // frequencies).
+  auto by_shape = [&](auto& phase, auto tw_tag) __attribute__((always_inline)) {
     if (al && half) {
-      phase(int_c<S / 2>{}, int_c<1>{});
+      phase(int_c<S / 2>{}, int_c<1>{}, tw_tag);
     } else if (al) {
-      phase(int_c<S>{}, int_c<1>{});
+      phase(int_c<S>{}, int_c<1>{}, tw_tag);
     } else if (half) {
-      phase(int_c<S / 2>{}, int_c<0>{});
+      phase(int_c<S / 2>{}, int_c<0>{}, tw_tag);
     } else {
-      phase(int_c<S>{}, int_c<0>{});
+      phase(int_c<S>{}, int_c<0>{}, tw_tag);
     }
   };
+  // fft_size 64K: this block's store for the first pass's result (see the output phase).
+  float4* const wsb = K64 ? a.ws + int64_t(blockIdx.x) * (R * S * T) : nullptr;
   int64_t c = first / a.pairs_per_channel;
   int64_t b0 = 2 * (first - c * a.pairs_per_channel);
   if (slots == 2 && first < last) {
@@ -1432,13 +1498,35 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
       w.q1 = (w.q0 != nullptr && has1) ? w.q0 + a.post_bs : nullptr;
       return w;
     };
-    const int Li = static_cast<int>(L);  // L <= fft_size <= 32768
+    const int Li = static_cast<int>(L);  // L <= 32768 (fft_size 64K: L <= fft_size / 2)
+
+    // fft_size 64K (K64): the row pair x (zero from 32K on) as two 32K-point passes, X[2m] =
+    // DFT_32K(x)[m] and X[2m + 1] = DFT_32K(x W_64K^n)[m]; each pass multiplies by its half of
+    // the spectrum and transforms back, and y[n] = (IDFT(even)[n] + W_64K^-n IDFT(odd)[n]) / 2
+    // (the 1/2 is in the spectrum's scale). Pass 0 leaves its result in wsb, pass 1 adds it.
+#pragma unroll 1
+    for (int pass = 0; pass < (K64 ? 2 : 1); ++pass) {
+    if (pass > 0) __syncthreads();  // pass 0's output phase is done with the X planes
+    // Runs a phase for this pass.
+    auto by_pass = [&](auto& phase) __attribute__((always_inline)) {
+      if constexpr (K64) {
+        if (pass == 0) {
+          by_shape(phase, int_c<0>{});
+        } else {
+          by_shape(phase, int_c<1>{});
+        }
+      } else {
+        by_shape(phase, int_c<0>{});
+      }
+    };
 
     // ---- input: scale, radix-S DIF step (SI nonzero inputs), fp16 into the X planes ----
     float s_in = 1.0f;
-    auto input_phase = [&](auto si_tag, auto al_tag) __attribute__((always_inline)) {
+    auto input_phase = [&](auto si_tag, auto al_tag, auto tw_tag) __attribute__((always_inline)) {
       constexpr int SI = decltype(si_tag)::value;
       constexpr bool AL = decltype(al_tag)::value != 0;
+      constexpr bool TW = decltype(tw_tag)::value != 0;
+      using Tw = std::conditional_t<K64, RadixTwHalf<S, S * P, TW>, RadixTw<S, S * P>>;
       const Rows w = rows();
       uint32_t mu = 0, mp = 0;
 #pragma unroll
@@ -1479,8 +1567,12 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
           }
           z[0][i] = make_float2(a0 * s_in, a1 * s_in);
           z[1][i] = make_float2(b0v * s_in, b1v * s_in);
+          if constexpr (TW) {  // W_2S^i of the twist (the rest is in Tw)
+            z[0][i] = mul_wr<2 * S, false>(z[0][i], i);
+            z[1][i] = mul_wr<2 * S, false>(z[1][i], i);
+          }
         }
-        RadixTw<S, S * P> tw(a, n0);
+        Tw tw(a, n0);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           fft_dif<S, false, SI>(z[h]);
@@ -1495,7 +1587,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         }
       }
     };
-    by_shape(input_phase);
+    by_pass(input_phase);
     __syncthreads();
 
     // ---- sub-FFTs j = warp, warp + NW, ...: forward, pointwise, inverse; Z_j over X_j ----
@@ -1505,7 +1597,8 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
       __half* xi = xr + PX;
       float ar[MT1][NT][4], ai[MT1][NT][4];
       // The sub-FFT's spectrum, one 16-row tile's half at a time (prefetch_spec_half).
-      const float4* spec_j = a.spec + c * (a.N >> 1) + j * (P / 2);
+      // (fft_size 64K: the spectrum's sub-table 2 j + pass holds frequencies 2 m + pass.)
+      const float4* spec_j = a.spec + c * (a.N >> 1) + (K64 ? 2 * j + pass : j) * (P / 2);
       prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 0, lane);
       left_dft<C>(ar, ai, xr, xi, fa, lane);
       auto middle = [&](auto mt_tag) {
@@ -1546,9 +1639,41 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
     // ---- output: radix-S DIT step (outputs i < SO), scale back, D term, gates, stores ----
     const float oscale = __ldg(a.spec_scale + c) / (s_in * C::kZScale);
     const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
-    auto output_phase = [&](auto so_tag, auto al_tag) __attribute__((always_inline)) {
+    auto output_phase = [&](auto so_tag, auto al_tag, auto tw_tag) __attribute__((always_inline)) {
       constexpr int SO = decltype(so_tag)::value;
       constexpr bool AL = decltype(al_tag)::value != 0;
+      constexpr bool TW = decltype(tw_tag)::value != 0;
+      using Tw = std::conditional_t<K64, RadixTwHalf<S, S * P, TW>, RadixTw<S, S * P>>;
+      // The first pass of a 64K pair: the DIT step, then its raw result into wsb ((r S + i) T +
+      // tid: coalesced 16-byte stores, read back by the same thread in pass 1).
+      if constexpr (K64 && !TW) {
+#pragma unroll 1
+        for (int r = 0; r < R; ++r) {
+          const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
+          const int lim = Li - n0;
+          float2 z[2][S];
+#pragma unroll
+          for (int jj = 0; jj < S; ++jj) {
+            const __half* sr = xbuf + (jj * 2 + 0) * PX + n1 * XS + n2;
+            const float2 vr = __half22float2(*reinterpret_cast<const __half2*>(sr));
+            const float2 vi = __half22float2(*reinterpret_cast<const __half2*>(sr + PX));
+            z[0][jj] = make_float2(vr.x, vi.x);
+            z[1][jj] = make_float2(vr.y, vi.y);
+          }
+          Tw tw(a, n0);
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            tw.template apply<true>(z[e]);
+            if (e == 0) tw.next();
+            fft_dif<S, true>(z[e]);
+          }
+#pragma unroll
+          for (int i = 0; i < SO; ++i)
+            if (i * P < lim)
+              wsb[(r * S + i) * T + tid] = make_float4(z[0][i].x, z[0][i].y, z[1][i].x, z[1][i].y);
+        }
+        return;
+      }
       // The global words of the D term and the gates (u, pregate, postgate; two rows each) for
       // CH outputs at a time, loaded one chunk ahead of the stores: loads written after a store
       // through a pointer that may alias it cannot be hoisted above it, so without this each
@@ -1573,6 +1698,12 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         uint16_t* const y1n = y1 != nullptr ? y1 + n0 : y1;
         uint32_t wd[CH][6];
         ld_chunk<AL, CH, P>(src, 0, has_d, pre_d, has_q, wd);
+        // The second pass of a 64K pair: the first pass's result, one chunk ahead.
+        float4 wv[CH], wvn[CH];
+        if constexpr (TW) {
+#pragma unroll
+          for (int k = 0; k < CH; ++k) wv[k] = k * P < lim ? wsb[(r * S + k) * T + tid] : float4{};
+        }
         float2 z[2][S];
 #pragma unroll
         for (int jj = 0; jj < S; ++jj) {
@@ -1583,7 +1714,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
           z[1][jj] = make_float2(vr.y, vi.y);
         }
         {
-          RadixTw<S, S * P> tw(a, n0);
+          Tw tw(a, n0);
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             tw.template apply<true>(z[e]);
@@ -1595,15 +1726,33 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         for (int ch = 0; ch < NCH; ++ch) {
           uint32_t wn[CH][6];
           if (ch + 1 < NCH) ld_chunk<AL, CH, P>(src, ch + 1, has_d, pre_d, has_q, wn);
+          if constexpr (TW) {
+            if (ch + 1 < NCH) {
+#pragma unroll
+              for (int k = 0; k < CH; ++k) {
+                const int i = (ch + 1) * CH + k;
+                wvn[k] = i * P < lim ? wsb[(r * S + i) * T + tid] : float4{};
+              }
+            }
+          }
 #pragma unroll
           for (int k = 0; k < CH; ++k) {
             const int i = ch * CH + k;
             if (i * P >= lim) continue;
             float o0[2], o1[2];
+            if constexpr (TW) {  // undo the twist's W_2S^i, add the first pass
+              const float2 t0 = mul_wr<2 * S, true>(z[0][i], i);
+              const float2 t1 = mul_wr<2 * S, true>(z[1][i], i);
+              o0[0] = (t0.x + wv[k].x) * oscale;
+              o1[0] = (t0.y + wv[k].y) * oscale;
+              o0[1] = (t1.x + wv[k].z) * oscale;
+              o1[1] = (t1.y + wv[k].w) * oscale;
+            } else {
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              o0[e] = z[e][i].x * oscale;
-              o1[e] = z[e][i].y * oscale;
+              for (int e = 0; e < 2; ++e) {
+                o0[e] = z[e][i].x * oscale;
+                o1[e] = z[e][i].y * oscale;
+              }
             }
             if (has_d) {
               float v0[2], v1[2];
@@ -1641,11 +1790,16 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
             for (int k = 0; k < CH; ++k)
 #pragma unroll
               for (int q = 0; q < 6; ++q) wd[k][q] = wn[k][q];
+            if constexpr (TW) {
+#pragma unroll
+              for (int k = 0; k < CH; ++k) wv[k] = wvn[k];
+            }
           }
         }
       }
     };
-    by_shape(output_phase);
+    by_pass(output_phase);
+    }  // pass
     c = cn;
     b0 = bn;
   }
@@ -2102,12 +2256,12 @@ fk_status_t launch_conv(const RegArgs& a, int optin, int sm_count, cudaStream_t 
 
 // fft_size 16K / 32K: one block of 8 warps per multiprocessor (255 registers); the u ring holds
 // two row pairs (prefetch), one, or none (u read from global memory), whatever fits.
-template <class C, bool BF16>
+template <class C, bool BF16, bool K64>
 fk_status_t launch_big_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t stream) {
-  const void* kernel = reinterpret_cast<const void*>(conv_reg_big_kernel<C, BF16>);
+  const void* kernel = reinterpret_cast<const void*>(conv_reg_big_kernel<C, BF16, K64>);
   a.narr = 1;
   a.slots = 0;
-  if (a.vec) {
+  if (a.vec && !K64) {
     if (C::kSmem + ring_bytes(a, 2) + 1024 <= size_t(smem_optin)) {
       a.slots = 2;
     } else if (C::kSmem + ring_bytes(a, 1) + 1024 <= size_t(smem_optin)) {
@@ -2123,15 +2277,17 @@ fk_status_t launch_big_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t s
               "cuda.sm80.fftconv_reg: occupancy");
   const int64_t pairs = a.pairs_per_channel * a.channels;
   int64_t grid = std::min<int64_t>(pairs, int64_t(std::max(per_sm, 1)) * std::max(sm_count, 1));
+  if (K64) grid = std::min<int64_t>(grid, std::max<int64_t>(a.ws_blocks, 1));  // wsb per block
   a.pairs_per_block = (pairs + grid - 1) / grid;
   grid = (pairs + a.pairs_per_block - 1) / a.pairs_per_block;
-  conv_reg_big_kernel<C, BF16><<<grid_for(grid), C::T, smem, stream>>>(a);
-  return check_launch("cuda.sm80.fftconv_reg fused kernel (fft_size 16K / 32K)");
+  conv_reg_big_kernel<C, BF16, K64><<<grid_for(grid), C::T, smem, stream>>>(a);
+  return check_launch(K64 ? "cuda.sm80.fftconv_reg fused kernel (fft_size 64K)"
+                          : "cuda.sm80.fftconv_reg fused kernel (fft_size 16K / 32K)");
 }
-template <class C>
+template <class C, bool K64 = false>
 fk_status_t launch_big(const RegArgs& a, int optin, int sm_count, cudaStream_t stream) {
-  return a.dtype == DType::BF16 ? launch_big_w<C, true>(a, optin, sm_count, stream)
-                                : launch_big_w<C, false>(a, optin, sm_count, stream);
+  return a.dtype == DType::BF16 ? launch_big_w<C, true, K64>(a, optin, sm_count, stream)
+                                : launch_big_w<C, false, K64>(a, optin, sm_count, stream);
 }
 
 fk_status_t run_conv(const RegArgs& a, int log_n, int optin, int sm_count, cudaStream_t stream) {
@@ -2143,7 +2299,8 @@ fk_status_t run_conv(const RegArgs& a, int log_n, int optin, int sm_count, cudaS
     case 12: return launch_conv<C4K>(a, optin, sm_count, stream);
     case 13: return launch_conv<C8K>(a, optin, sm_count, stream);
     case 14: return launch_big<C16K>(a, optin, sm_count, stream);
-    default: return launch_big<C32K>(a, optin, sm_count, stream);
+    case 15: return launch_big<C32K>(a, optin, sm_count, stream);
+    default: return launch_big<C32K, true>(a, optin, sm_count, stream);
   }
 }
 
@@ -2230,9 +2387,11 @@ bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   if (caps.cc_major < 8 || !reg_enabled()) return false;
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
   const int64_t N = p.fft_size;
-  if (N < (int64_t(1) << kMinLogN) || N > (int64_t(1) << kMaxLogN) || (N & (N - 1)) != 0)
+  if (N < (int64_t(1) << kMinLogN) || N > (int64_t(1) << kLogN64) || (N & (N - 1)) != 0)
     return false;
   const int log_n = conv::log2_exact(N);
+  // fft_size 64K: two 32K-point passes, which need the row zero from 32K on.
+  if (log_n == kLogN64 && 2 * p.seqlen > N) return false;
   if (log_n >= 14) {
     // The ring is optional there (u and the gates can be read from global memory); the
     // spectrum kernel needs N / 4 points in shared memory at most.
@@ -2257,19 +2416,29 @@ static int64_t spectrum_bytes(const FFTConvProblem& p) {
          p.channels * int64_t(sizeof(float));
 }
 
-uint64_t fftconv_reg_workspace(const DeviceCaps&, const FFTConvProblem& p) {
+// fft_size 64K: blocks of the launch (one per multiprocessor at most) and the first pass's
+// store, R S T float4 = 256 KB per block (C32K: 2 x 32 x 256).
+static int64_t k64_blocks(const FFTConvProblem& p, int sm_count) {
+  return std::min<int64_t>((p.batch + 1) / 2 * p.channels, std::max(sm_count, 1));
+}
+static uint64_t k64_bytes(const FFTConvProblem& p, int sm_count) {
+  if (p.fft_size != (int64_t(1) << kLogN64)) return 0;
+  return uint64_t(k64_blocks(p, sm_count)) * C32K::R * C32K::S * C32K::T * sizeof(float4);
+}
+
+uint64_t fftconv_reg_workspace(const DeviceCaps& caps, const FFTConvProblem& p) {
   if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return 0;
   // With a plan (every C API call) the twiddles are the plan's; a constant filter's spectrum
   // is cached there too.
   const uint64_t spec = p.filter_constant && p.state ? 0 : uint64_t(spectrum_bytes(p));
   const uint64_t tw = p.state ? 0 : uint64_t(tables_bytes(conv::log2_exact(p.fft_size)));
-  return workspace_for({tw, spec});
+  return workspace_for({tw, spec, k64_bytes(p, caps.sm_count)});
 }
 
 fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
   if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return FK_SUCCESS;
   const int64_t N = p.fft_size;
-  FK_RETURN_IF_ERROR(conv::check_plan(p, kMinLogN, kMaxLogN, "cuda.sm80.fftconv_reg"));
+  FK_RETURN_IF_ERROR(conv::check_plan(p, kMinLogN, kLogN64, "cuda.sm80.fftconv_reg"));
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm80.fftconv_reg: dtype outside the kernel's predicate");
   }
@@ -2337,6 +2506,15 @@ fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
   }
   a.spec = static_cast<const float4*>(spec);
   a.spec_scale = reinterpret_cast<const float*>(static_cast<const float2*>(spec) + p.channels * N);
+  a.ws = nullptr;
+  a.ws_blocks = 0;
+  if (log_n == kLogN64) {
+    void* ws = nullptr;
+    FK_RETURN_IF_ERROR(arena.alloc(static_cast<size_t>(k64_bytes(p, sm_count)), &ws,
+                                   "fftconv_reg: first-pass store (fft_size 64K)"));
+    a.ws = static_cast<float4*>(ws);
+    a.ws_blocks = k64_blocks(p, sm_count);
+  }
   return run_conv(a, log_n, optin, sm_count, stream);
 }
 
