@@ -707,7 +707,7 @@ TEST_CASE("sm80 fftconv_reg: fft_size 64K in two passes, every mode, odd batch a
       {FK_FFTCONV_CAUSAL, 16385, 0, 16385, DT::BF16, true, false, false, false, 1, 0},
       {FK_FFTCONV_CAUSAL, 1000, 65536, 1000, DT::BF16, false, false, true, false, 2, 0},
       {FK_FFTCONV_CIRCULAR, 30000, 65536, 40000, DT::BF16, false, true, true, false, 3, 0},
-      {FK_FFTCONV_BIDIRECTIONAL, 24001, 65536, 2 * 9000 + 1, DT::F16, true, true, true, false, 2, 1},
+      {FK_FFTCONV_BIDIRECTIONAL, 24001, 65536, 18001, DT::F16, true, true, true, false, 2, 1},
   };
   int i = 0;
   for (const K64& k : cases) {
@@ -754,26 +754,30 @@ TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][
 // The plain plan's filter spectrum by the radix-2 kernel (FLASHKIT_FFTCONV_SPECTRUM=radix2),
 // which serves fft_size 256 and 512 by default and devices whose shared memory is too small for
 // the fast one (fft_size 32K below ~130 KB per block); the default cases above run the fast
-// one from fft_size 1024 up. At 32K the radix-2 kernel works in parts (two on the H200); the
-// circular case there has a full-length filter, so every part's twiddled sum has nonzero taps.
+// one from fft_size 1024 up (at 64K spectrum_fast64_kernel, in two halves). At 32K the radix-2
+// kernel works in parts (two on the H200, four at 64K); the circular cases have filters longer
+// than the row, so every part's twiddled sum has nonzero taps.
 struct Radix2Spectrum : fktest::ScopedEnv {
   Radix2Spectrum() : ScopedEnv("FLASHKIT_FFTCONV_SPECTRUM", "radix2") {}
 };
 TEST_CASE("sm80 fftconv_reg: filter spectrum by the radix-2 kernel", "[gpu][fftconv][sm80][reg]") {
   Radix2Spectrum radix2;
   int i = 0;
-  for (int64_t n : {256, 2048, 32768})
+  for (int64_t n : {256, 2048, 32768, 65536})
     for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR}) {
+      // fft_size 65536 (the two-pass kernel, rows up to 32K): four parts; the circular case's
+      // 40000 taps wrap onto the row's first outputs.
+      const bool k64 = n == 65536;
       Case c;
       c.mode = m;
       c.batch = 2;
       c.channels = 37;
-      c.seqlen = m == FK_FFTCONV_CAUSAL ? n / 2 - 1 : n - 3;
-      c.filter_len = m == FK_FFTCONV_CIRCULAR ? n : (n <= 2048 ? c.seqlen : 301);
+      c.seqlen = m == FK_FFTCONV_CAUSAL ? n / 2 - 1 : (k64 ? 30000 : n - 3);
+      c.filter_len = m == FK_FFTCONV_CIRCULAR ? (k64 ? 40000 : n) : (n <= 2048 ? c.seqlen : 301);
       c.fft_size = m == FK_FFTCONV_CAUSAL ? 0 : n;
       c.dtype = io_type(i);
       c.pre = c.post = (i % 2) == 0;
-      c.sample_rows = 6;
+      c.sample_rows = k64 ? 1 : 6;
       run_case(c, 59700 + uint64_t(i++));
     }
 }

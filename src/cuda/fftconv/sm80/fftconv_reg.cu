@@ -164,7 +164,8 @@ using conv::cmul;
 using conv::cmul_conj;
 
 constexpr int kMinLogN = 8;   // 16 x 16
-constexpr int kLogN64 = 16;   // 32 x (32 x 32) in one pass up to 2^15, two passes at 2^16 (seqlen <= 32768)
+// 32 x (32 x 32) in one pass up to 2^15, two passes at 2^16 (seqlen <= 32768)
+constexpr int kLogN64 = 16;
 
 struct RegArgs : conv::ConvIO {
   const float2* tw_n;      // W_N^e, e < N / 2
@@ -1504,153 +1505,212 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
     // DFT_32K(x)[m] and X[2m + 1] = DFT_32K(x W_64K^n)[m]; each pass multiplies by its half of
     // the spectrum and transforms back, and y[n] = (IDFT(even)[n] + W_64K^-n IDFT(odd)[n]) / 2
     // (the 1/2 is in the spectrum's scale). Pass 0 leaves its result in wsb, pass 1 adds it.
+    float s_in = 1.0f;  // the input scale (pass 1 of a 64K pair keeps pass 0's)
 #pragma unroll 1
     for (int pass = 0; pass < (K64 ? 2 : 1); ++pass) {
-    if (pass > 0) __syncthreads();  // pass 0's output phase is done with the X planes
-    // Runs a phase for this pass.
-    auto by_pass = [&](auto& phase) __attribute__((always_inline)) {
-      if constexpr (K64) {
-        if (pass == 0) {
-          by_shape(phase, int_c<0>{});
+      if (pass > 0) __syncthreads();  // pass 0's output phase is done with the X planes
+      // Runs a phase for this pass.
+      auto by_pass = [&](auto& phase) __attribute__((always_inline)) {
+        if constexpr (K64) {
+          if (pass == 0) {
+            by_shape(phase, int_c<0>{});
+          } else {
+            by_shape(phase, int_c<1>{});
+          }
         } else {
-          by_shape(phase, int_c<1>{});
+          by_shape(phase, int_c<0>{});
         }
-      } else {
-        by_shape(phase, int_c<0>{});
-      }
-    };
-
-    // ---- input: scale, radix-S DIF step (SI nonzero inputs), fp16 into the X planes ----
-    float s_in = 1.0f;
-    auto input_phase = [&](auto si_tag, auto al_tag, auto tw_tag) __attribute__((always_inline)) {
-      constexpr int SI = decltype(si_tag)::value;
-      constexpr bool AL = decltype(al_tag)::value != 0;
-      constexpr bool TW = decltype(tw_tag)::value != 0;
-      using Tw = std::conditional_t<K64, RadixTwHalf<S, S * P, TW>, RadixTw<S, S * P>>;
-      const Rows w = rows();
-      uint32_t mu = 0, mp = 0;
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const int n0 = 2 * (tid + T * r);
-        const RowAt u0 = row_at(w.u0, n0, Li), u1 = row_at(w.u1, n0, Li);
-        const RowAt p0 = row_at(w.p0, n0, Li), p1 = row_at(w.p1, n0, Li);
-#pragma unroll
-        for (int i = 0; i < SI; ++i) {
-          mu = __vmaxu2(mu, ld_pair<AL>(u0.p, i * P, u0.lim) & 0x7fff7fffu);
-          mu = __vmaxu2(mu, ld_pair<AL>(u1.p, i * P, u1.lim) & 0x7fff7fffu);
-          if (gated_in) {
-            mp = __vmaxu2(mp, ld_pair<AL>(p0.p, i * P, p0.lim) & 0x7fff7fffu);
-            mp = __vmaxu2(mp, ld_pair<AL>(p1.p, i * P, p1.lim) & 0x7fff7fffu);
-          }
-        }
-      }
-      s_in = input_scale<NW>(mu, mp, gated_in, bf16, red, lane, warp);
-#pragma unroll 1
-      for (int r = 0; r < R; ++r) {
-        const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
-        const RowAt u0 = row_at(w.u0, n0, Li), u1 = row_at(w.u1, n0, Li);
-        const RowAt p0 = row_at(w.p0, n0, Li), p1 = row_at(w.p1, n0, Li);
-        float2 z[2][S];
-#pragma unroll
-        for (int i = 0; i < SI; ++i) {
-          float a0, b0v, a1, b1v;  // rows 0 and 1 at positions n0, n0 + 1
-          cvt_word(ld_pair<AL>(u0.p, i * P, u0.lim), bf16, a0, b0v);
-          cvt_word(ld_pair<AL>(u1.p, i * P, u1.lim), bf16, a1, b1v);
-          if (gated_in) {
-            float c0, d0, c1, d1;
-            cvt_word(ld_pair<AL>(p0.p, i * P, p0.lim), bf16, c0, d0);
-            cvt_word(ld_pair<AL>(p1.p, i * P, p1.lim), bf16, c1, d1);
-            a0 *= c0;
-            b0v *= d0;
-            a1 *= c1;
-            b1v *= d1;
-          }
-          z[0][i] = make_float2(a0 * s_in, a1 * s_in);
-          z[1][i] = make_float2(b0v * s_in, b1v * s_in);
-          if constexpr (TW) {  // W_2S^i of the twist (the rest is in Tw)
-            z[0][i] = mul_wr<2 * S, false>(z[0][i], i);
-            z[1][i] = mul_wr<2 * S, false>(z[1][i], i);
-          }
-        }
-        Tw tw(a, n0);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          fft_dif<S, false, SI>(z[h]);
-          tw.template apply<false>(z[h]);
-          if (h == 0) tw.next();
-        }
-#pragma unroll
-        for (int j = 0; j < S; ++j) {
-          __half* pr = xbuf + (j * 2 + 0) * PX + n1 * XS + n2;
-          *reinterpret_cast<uint32_t*>(pr) = pack_h2(z[0][j].x, z[1][j].x);
-          *reinterpret_cast<uint32_t*>(pr + PX) = pack_h2(z[0][j].y, z[1][j].y);
-        }
-      }
-    };
-    by_pass(input_phase);
-    __syncthreads();
-
-    // ---- sub-FFTs j = warp, warp + NW, ...: forward, pointwise, inverse; Z_j over X_j ----
-#pragma unroll 1
-    for (int j = warp; j < S; j += NW) {
-      __half* xr = xbuf + (j * 2 + 0) * PX;
-      __half* xi = xr + PX;
-      float ar[MT1][NT][4], ai[MT1][NT][4];
-      // The sub-FFT's spectrum, one 16-row tile's half at a time (prefetch_spec_half).
-      // (fft_size 64K: the spectrum's sub-table 2 j + pass holds frequencies 2 m + pass.)
-      const float4* spec_j = a.spec + c * (a.N >> 1) + (K64 ? 2 * j + pass : j) * (P / 2);
-      prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 0, lane);
-      left_dft<C>(ar, ai, xr, xi, fa, lane);
-      auto middle = [&](auto mt_tag) {
-        constexpr int MTO = decltype(mt_tag)::value;
-        __syncwarp();
-        mul_lane_table<C, false, MTO, true>(ar, ai, twp_s, lane);
-        __syncwarp();
-        right_dft<C, false, FM, MTO>(ar, ai, fb, lane);
-        __syncwarp();
-        cp_async_wait_all();
-        mul_lane_table<C, false, MTO, true>(ar, ai, spec_s - MTO * C::kSpecHalf, lane);
-        if (MTO == 0) prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 1, lane);
-        __syncwarp();
-        right_dft<C, true, FM, MTO>(ar, ai, fb, lane);
-        __syncwarp();
-        mul_lane_table<C, true, MTO, true>(ar, ai, twp_s, lane);
-        __syncwarp();
       };
-      middle(int_c<0>{});
-      middle(int_c<1>{});
-      left_dft_inv<C>(ar, ai, fa, lane);
-      __syncwarp();  // this warp's ldmatrix reads of X_j are done before Z_j overwrites them
-#pragma unroll
-      for (int mt = 0; mt < MT1; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int n1 = 16 * mt + g + 8 * h, n2 = 8 * nt + 2 * t;
-            *reinterpret_cast<uint32_t*>(xr + n1 * XS + n2) =
-                pack_h2(ar[mt][nt][2 * h] * C::kZScale, ar[mt][nt][2 * h + 1] * C::kZScale);
-            *reinterpret_cast<uint32_t*>(xi + n1 * XS + n2) =
-                pack_h2(ai[mt][nt][2 * h] * C::kZScale, ai[mt][nt][2 * h + 1] * C::kZScale);
-          }
-    }
-    __syncthreads();
 
-    // ---- output: radix-S DIT step (outputs i < SO), scale back, D term, gates, stores ----
-    const float oscale = __ldg(a.spec_scale + c) / (s_in * C::kZScale);
-    const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
-    auto output_phase = [&](auto so_tag, auto al_tag, auto tw_tag) __attribute__((always_inline)) {
-      constexpr int SO = decltype(so_tag)::value;
-      constexpr bool AL = decltype(al_tag)::value != 0;
-      constexpr bool TW = decltype(tw_tag)::value != 0;
-      using Tw = std::conditional_t<K64, RadixTwHalf<S, S * P, TW>, RadixTw<S, S * P>>;
-      // The first pass of a 64K pair: the DIT step, then its raw result into wsb ((r S + i) T +
-      // tid: coalesced 16-byte stores, read back by the same thread in pass 1).
-      if constexpr (K64 && !TW) {
+      // ---- input: scale, radix-S DIF step (SI nonzero inputs), fp16 into the X planes ----
+      auto input_phase = [&](auto si_tag, auto al_tag,
+                             auto tw_tag) __attribute__((always_inline)) {
+        constexpr int SI = decltype(si_tag)::value;
+        constexpr bool AL = decltype(al_tag)::value != 0;
+        constexpr bool TW = decltype(tw_tag)::value != 0;
+        using Tw = std::conditional_t<K64, RadixTwHalf<S, S * P, TW>, RadixTw<S, S * P>>;
+        const Rows w = rows();
+        if constexpr (!TW) {
+          uint32_t mu = 0, mp = 0;
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            const int n0 = 2 * (tid + T * r);
+            const RowAt u0 = row_at(w.u0, n0, Li), u1 = row_at(w.u1, n0, Li);
+            const RowAt p0 = row_at(w.p0, n0, Li), p1 = row_at(w.p1, n0, Li);
+#pragma unroll
+            for (int i = 0; i < SI; ++i) {
+              mu = __vmaxu2(mu, ld_pair<AL>(u0.p, i * P, u0.lim) & 0x7fff7fffu);
+              mu = __vmaxu2(mu, ld_pair<AL>(u1.p, i * P, u1.lim) & 0x7fff7fffu);
+              if (gated_in) {
+                mp = __vmaxu2(mp, ld_pair<AL>(p0.p, i * P, p0.lim) & 0x7fff7fffu);
+                mp = __vmaxu2(mp, ld_pair<AL>(p1.p, i * P, p1.lim) & 0x7fff7fffu);
+              }
+            }
+          }
+          s_in = input_scale<NW>(mu, mp, gated_in, bf16, red, lane, warp);
+        }
 #pragma unroll 1
         for (int r = 0; r < R; ++r) {
           const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
+          const RowAt u0 = row_at(w.u0, n0, Li), u1 = row_at(w.u1, n0, Li);
+          const RowAt p0 = row_at(w.p0, n0, Li), p1 = row_at(w.p1, n0, Li);
+          float2 z[2][S];
+#pragma unroll
+          for (int i = 0; i < SI; ++i) {
+            float a0, b0v, a1, b1v;  // rows 0 and 1 at positions n0, n0 + 1
+            cvt_word(ld_pair<AL>(u0.p, i * P, u0.lim), bf16, a0, b0v);
+            cvt_word(ld_pair<AL>(u1.p, i * P, u1.lim), bf16, a1, b1v);
+            if (gated_in) {
+              float c0, d0, c1, d1;
+              cvt_word(ld_pair<AL>(p0.p, i * P, p0.lim), bf16, c0, d0);
+              cvt_word(ld_pair<AL>(p1.p, i * P, p1.lim), bf16, c1, d1);
+              a0 *= c0;
+              b0v *= d0;
+              a1 *= c1;
+              b1v *= d1;
+            }
+            z[0][i] = make_float2(a0 * s_in, a1 * s_in);
+            z[1][i] = make_float2(b0v * s_in, b1v * s_in);
+            if constexpr (TW) {  // W_2S^i of the twist (the rest is in Tw)
+              z[0][i] = mul_wr<2 * S, false>(z[0][i], i);
+              z[1][i] = mul_wr<2 * S, false>(z[1][i], i);
+            }
+          }
+          Tw tw(a, n0);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            fft_dif<S, false, SI>(z[h]);
+            tw.template apply<false>(z[h]);
+            if (h == 0) tw.next();
+          }
+#pragma unroll
+          for (int j = 0; j < S; ++j) {
+            __half* pr = xbuf + (j * 2 + 0) * PX + n1 * XS + n2;
+            *reinterpret_cast<uint32_t*>(pr) = pack_h2(z[0][j].x, z[1][j].x);
+            *reinterpret_cast<uint32_t*>(pr + PX) = pack_h2(z[0][j].y, z[1][j].y);
+          }
+        }
+      };
+      by_pass(input_phase);
+      __syncthreads();
+
+      // ---- sub-FFTs j = warp, warp + NW, ...: forward, pointwise, inverse; Z_j over X_j ----
+#pragma unroll 1
+      for (int j = warp; j < S; j += NW) {
+        __half* xr = xbuf + (j * 2 + 0) * PX;
+        __half* xi = xr + PX;
+        float ar[MT1][NT][4], ai[MT1][NT][4];
+        // The sub-FFT's spectrum, one 16-row tile's half at a time (prefetch_spec_half).
+        // (fft_size 64K: the spectrum's sub-table 2 j + pass holds frequencies 2 m + pass.)
+        const float4* spec_j = a.spec + c * (a.N >> 1) + (K64 ? 2 * j + pass : j) * (P / 2);
+        prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 0, lane);
+        left_dft<C>(ar, ai, xr, xi, fa, lane);
+        auto middle = [&](auto mt_tag) {
+          constexpr int MTO = decltype(mt_tag)::value;
+          __syncwarp();
+          mul_lane_table<C, false, MTO, true>(ar, ai, twp_s, lane);
+          __syncwarp();
+          right_dft<C, false, FM, MTO>(ar, ai, fb, lane);
+          __syncwarp();
+          cp_async_wait_all();
+          mul_lane_table<C, false, MTO, true>(ar, ai, spec_s - MTO * C::kSpecHalf, lane);
+          if (MTO == 0) prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 1, lane);
+          __syncwarp();
+          right_dft<C, true, FM, MTO>(ar, ai, fb, lane);
+          __syncwarp();
+          mul_lane_table<C, true, MTO, true>(ar, ai, twp_s, lane);
+          __syncwarp();
+        };
+        middle(int_c<0>{});
+        middle(int_c<1>{});
+        left_dft_inv<C>(ar, ai, fa, lane);
+        __syncwarp();  // this warp's ldmatrix reads of X_j are done before Z_j overwrites them
+#pragma unroll
+        for (int mt = 0; mt < MT1; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int n1 = 16 * mt + g + 8 * h, n2 = 8 * nt + 2 * t;
+              *reinterpret_cast<uint32_t*>(xr + n1 * XS + n2) =
+                  pack_h2(ar[mt][nt][2 * h] * C::kZScale, ar[mt][nt][2 * h + 1] * C::kZScale);
+              *reinterpret_cast<uint32_t*>(xi + n1 * XS + n2) =
+                  pack_h2(ai[mt][nt][2 * h] * C::kZScale, ai[mt][nt][2 * h + 1] * C::kZScale);
+            }
+      }
+      __syncthreads();
+
+      // ---- output: radix-S DIT step (outputs i < SO), scale back, D term, gates, stores ----
+      const float oscale = __ldg(a.spec_scale + c) / (s_in * C::kZScale);
+      const float dc = a.D != nullptr ? load_float(a.D, a.d_dtype, c) : 0.0f;
+      auto output_phase = [&](auto so_tag, auto al_tag,
+                              auto tw_tag) __attribute__((always_inline)) {
+        constexpr int SO = decltype(so_tag)::value;
+        constexpr bool AL = decltype(al_tag)::value != 0;
+        constexpr bool TW = decltype(tw_tag)::value != 0;
+        using Tw = std::conditional_t<K64, RadixTwHalf<S, S * P, TW>, RadixTw<S, S * P>>;
+        // The first pass of a 64K pair: the DIT step, then its raw result into wsb ((r S + i) T +
+        // tid: coalesced 16-byte stores, read back by the same thread in pass 1).
+        if constexpr (K64 && !TW) {
+#pragma unroll 1
+          for (int r = 0; r < R; ++r) {
+            const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
+            const int lim = Li - n0;
+            float2 z[2][S];
+#pragma unroll
+            for (int jj = 0; jj < S; ++jj) {
+              const __half* sr = xbuf + (jj * 2 + 0) * PX + n1 * XS + n2;
+              const float2 vr = __half22float2(*reinterpret_cast<const __half2*>(sr));
+              const float2 vi = __half22float2(*reinterpret_cast<const __half2*>(sr + PX));
+              z[0][jj] = make_float2(vr.x, vi.x);
+              z[1][jj] = make_float2(vr.y, vi.y);
+            }
+            Tw tw(a, n0);
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              tw.template apply<true>(z[e]);
+              if (e == 0) tw.next();
+              fft_dif<S, true>(z[e]);
+            }
+#pragma unroll
+            for (int i = 0; i < SO; ++i)
+              if (i * P < lim)
+                wsb[(r * S + i) * T + tid] =
+                    make_float4(z[0][i].x, z[0][i].y, z[1][i].x, z[1][i].y);
+          }
+          return;
+        }
+        // The global words of the D term and the gates (u, pregate, postgate; two rows each) for
+        // CH outputs at a time, loaded one chunk ahead of the stores: loads written after a store
+        // through a pointer that may alias it cannot be hoisted above it, so without this each
+        // output waited for its own L2 round trip (2x the time at fft_size 32K, measured).
+        constexpr int CHM = 4;  // registers: z is 4 S floats during the DIT step
+        constexpr int CH = SO < CHM ? SO : CHM, NCH = SO / CH;
+        const Rows w = rows();
+        uint16_t* const y0 = static_cast<uint16_t*>(a.y) + b0 * a.y_bs + c * a.y_cs;
+        uint16_t* const y1 = has1 ? y0 + a.y_bs : nullptr;
+        const bool has_d = a.D != nullptr, pre_d = has_d && gated_in, has_q = w.q0 != nullptr;
+        // The D term's rows are read only with a D, the pregate's only with both (lim 0 else).
+        const Rows wl = {has_d ? w.u0 : nullptr, has_d ? w.u1 : nullptr, pre_d ? w.p0 : nullptr,
+                         pre_d ? w.p1 : nullptr, w.q0, w.q1};
+#pragma unroll 1
+        for (int r = 0; r < R; ++r) {
+          const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
+          const RowAt src[6] = {row_at(wl.u0, n0, Li), row_at(wl.u1, n0, Li),
+                                row_at(wl.p0, n0, Li), row_at(wl.p1, n0, Li),
+                                row_at(wl.q0, n0, Li), row_at(wl.q1, n0, Li)};
           const int lim = Li - n0;
+          uint16_t* const y0n = y0 + n0;
+          uint16_t* const y1n = y1 != nullptr ? y1 + n0 : y1;
+          uint32_t wd[CH][6];
+          ld_chunk<AL, CH, P>(src, 0, has_d, pre_d, has_q, wd);
+          // The second pass of a 64K pair: the first pass's result, one chunk ahead.
+          float4 wv[CH], wvn[CH];
+          if constexpr (TW) {
+#pragma unroll
+            for (int k = 0; k < CH; ++k)
+              wv[k] = k * P < lim ? wsb[(r * S + k) * T + tid] : float4{};
+          }
           float2 z[2][S];
 #pragma unroll
           for (int jj = 0; jj < S; ++jj) {
@@ -1660,145 +1720,92 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
             z[0][jj] = make_float2(vr.x, vi.x);
             z[1][jj] = make_float2(vr.y, vi.y);
           }
-          Tw tw(a, n0);
+          {
+            Tw tw(a, n0);
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            tw.template apply<true>(z[e]);
-            if (e == 0) tw.next();
-            fft_dif<S, true>(z[e]);
+            for (int e = 0; e < 2; ++e) {
+              tw.template apply<true>(z[e]);
+              if (e == 0) tw.next();
+              fft_dif<S, true>(z[e]);  // outputs i >= SO are never read: dead code
+            }
           }
 #pragma unroll
-          for (int i = 0; i < SO; ++i)
-            if (i * P < lim)
-              wsb[(r * S + i) * T + tid] = make_float4(z[0][i].x, z[0][i].y, z[1][i].x, z[1][i].y);
-        }
-        return;
-      }
-      // The global words of the D term and the gates (u, pregate, postgate; two rows each) for
-      // CH outputs at a time, loaded one chunk ahead of the stores: loads written after a store
-      // through a pointer that may alias it cannot be hoisted above it, so without this each
-      // output waited for its own L2 round trip (2x the time at fft_size 32K, measured).
-      constexpr int CHM = 4;  // registers: z is 4 S floats during the DIT step
-      constexpr int CH = SO < CHM ? SO : CHM, NCH = SO / CH;
-      const Rows w = rows();
-      uint16_t* const y0 = static_cast<uint16_t*>(a.y) + b0 * a.y_bs + c * a.y_cs;
-      uint16_t* const y1 = has1 ? y0 + a.y_bs : nullptr;
-      const bool has_d = a.D != nullptr, pre_d = has_d && gated_in, has_q = w.q0 != nullptr;
-      // The D term's rows are read only with a D, the pregate's only with both (lim 0 else).
-      const Rows wl = {has_d ? w.u0 : nullptr, has_d ? w.u1 : nullptr, pre_d ? w.p0 : nullptr,
-                       pre_d ? w.p1 : nullptr, w.q0, w.q1};
-#pragma unroll 1
-      for (int r = 0; r < R; ++r) {
-        const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
-        const RowAt src[6] = {row_at(wl.u0, n0, Li), row_at(wl.u1, n0, Li),
-                              row_at(wl.p0, n0, Li), row_at(wl.p1, n0, Li),
-                              row_at(wl.q0, n0, Li), row_at(wl.q1, n0, Li)};
-        const int lim = Li - n0;
-        uint16_t* const y0n = y0 + n0;
-        uint16_t* const y1n = y1 != nullptr ? y1 + n0 : y1;
-        uint32_t wd[CH][6];
-        ld_chunk<AL, CH, P>(src, 0, has_d, pre_d, has_q, wd);
-        // The second pass of a 64K pair: the first pass's result, one chunk ahead.
-        float4 wv[CH], wvn[CH];
-        if constexpr (TW) {
+          for (int ch = 0; ch < NCH; ++ch) {
+            uint32_t wn[CH][6];
+            if (ch + 1 < NCH) ld_chunk<AL, CH, P>(src, ch + 1, has_d, pre_d, has_q, wn);
+            if constexpr (TW) {
+              if (ch + 1 < NCH) {
 #pragma unroll
-          for (int k = 0; k < CH; ++k) wv[k] = k * P < lim ? wsb[(r * S + k) * T + tid] : float4{};
-        }
-        float2 z[2][S];
+                for (int k = 0; k < CH; ++k) {
+                  const int i = (ch + 1) * CH + k;
+                  wvn[k] = i * P < lim ? wsb[(r * S + i) * T + tid] : float4{};
+                }
+              }
+            }
 #pragma unroll
-        for (int jj = 0; jj < S; ++jj) {
-          const __half* sr = xbuf + (jj * 2 + 0) * PX + n1 * XS + n2;
-          const float2 vr = __half22float2(*reinterpret_cast<const __half2*>(sr));
-          const float2 vi = __half22float2(*reinterpret_cast<const __half2*>(sr + PX));
-          z[0][jj] = make_float2(vr.x, vi.x);
-          z[1][jj] = make_float2(vr.y, vi.y);
-        }
-        {
-          Tw tw(a, n0);
+            for (int k = 0; k < CH; ++k) {
+              const int i = ch * CH + k;
+              if (i * P >= lim) continue;
+              float o0[2], o1[2];
+              if constexpr (TW) {  // undo the twist's W_2S^i, add the first pass
+                const float2 t0 = mul_wr<2 * S, true>(z[0][i], i);
+                const float2 t1 = mul_wr<2 * S, true>(z[1][i], i);
+                o0[0] = (t0.x + wv[k].x) * oscale;
+                o1[0] = (t0.y + wv[k].y) * oscale;
+                o0[1] = (t1.x + wv[k].z) * oscale;
+                o1[1] = (t1.y + wv[k].w) * oscale;
+              } else {
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            tw.template apply<true>(z[e]);
-            if (e == 0) tw.next();
-            fft_dif<S, true>(z[e]);  // outputs i >= SO are never read: dead code
-          }
-        }
+                for (int e = 0; e < 2; ++e) {
+                  o0[e] = z[e][i].x * oscale;
+                  o1[e] = z[e][i].y * oscale;
+                }
+              }
+              if (has_d) {
+                float v0[2], v1[2];
+                cvt_word(wd[k][0], bf16, v0[0], v0[1]);
+                cvt_word(wd[k][1], bf16, v1[0], v1[1]);
+                if (gated_in) {
+                  float c0, d0, c1, d1;
+                  cvt_word(wd[k][2], bf16, c0, d0);
+                  cvt_word(wd[k][3], bf16, c1, d1);
+                  v0[0] *= c0;
+                  v0[1] *= d0;
+                  v1[0] *= c1;
+                  v1[1] *= d1;
+                }
 #pragma unroll
-        for (int ch = 0; ch < NCH; ++ch) {
-          uint32_t wn[CH][6];
-          if (ch + 1 < NCH) ld_chunk<AL, CH, P>(src, ch + 1, has_d, pre_d, has_q, wn);
-          if constexpr (TW) {
+                for (int e = 0; e < 2; ++e) {
+                  o0[e] = fmaf(dc, v0[e], o0[e]);
+                  o1[e] = fmaf(dc, v1[e], o1[e]);
+                }
+              }
+              if (has_q) {
+                float c0, d0, c1, d1;
+                cvt_word(wd[k][4], bf16, c0, d0);
+                cvt_word(wd[k][5], bf16, c1, d1);
+                o0[0] *= c0;
+                o0[1] *= d0;
+                o1[0] *= c1;
+                o1[1] *= d1;
+              }
+              st_pair<AL>(y0n, i * P, lim, pack_out(o0[0], o0[1], bf16));
+              if (y1n != nullptr) st_pair<AL>(y1n, i * P, lim, pack_out(o1[0], o1[1], bf16));
+            }
             if (ch + 1 < NCH) {
 #pragma unroll
-              for (int k = 0; k < CH; ++k) {
-                const int i = (ch + 1) * CH + k;
-                wvn[k] = i * P < lim ? wsb[(r * S + i) * T + tid] : float4{};
+              for (int k = 0; k < CH; ++k)
+#pragma unroll
+                for (int q = 0; q < 6; ++q) wd[k][q] = wn[k][q];
+              if constexpr (TW) {
+#pragma unroll
+                for (int k = 0; k < CH; ++k) wv[k] = wvn[k];
               }
-            }
-          }
-#pragma unroll
-          for (int k = 0; k < CH; ++k) {
-            const int i = ch * CH + k;
-            if (i * P >= lim) continue;
-            float o0[2], o1[2];
-            if constexpr (TW) {  // undo the twist's W_2S^i, add the first pass
-              const float2 t0 = mul_wr<2 * S, true>(z[0][i], i);
-              const float2 t1 = mul_wr<2 * S, true>(z[1][i], i);
-              o0[0] = (t0.x + wv[k].x) * oscale;
-              o1[0] = (t0.y + wv[k].y) * oscale;
-              o0[1] = (t1.x + wv[k].z) * oscale;
-              o1[1] = (t1.y + wv[k].w) * oscale;
-            } else {
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                o0[e] = z[e][i].x * oscale;
-                o1[e] = z[e][i].y * oscale;
-              }
-            }
-            if (has_d) {
-              float v0[2], v1[2];
-              cvt_word(wd[k][0], bf16, v0[0], v0[1]);
-              cvt_word(wd[k][1], bf16, v1[0], v1[1]);
-              if (gated_in) {
-                float c0, d0, c1, d1;
-                cvt_word(wd[k][2], bf16, c0, d0);
-                cvt_word(wd[k][3], bf16, c1, d1);
-                v0[0] *= c0;
-                v0[1] *= d0;
-                v1[0] *= c1;
-                v1[1] *= d1;
-              }
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                o0[e] = fmaf(dc, v0[e], o0[e]);
-                o1[e] = fmaf(dc, v1[e], o1[e]);
-              }
-            }
-            if (has_q) {
-              float c0, d0, c1, d1;
-              cvt_word(wd[k][4], bf16, c0, d0);
-              cvt_word(wd[k][5], bf16, c1, d1);
-              o0[0] *= c0;
-              o0[1] *= d0;
-              o1[0] *= c1;
-              o1[1] *= d1;
-            }
-            st_pair<AL>(y0n, i * P, lim, pack_out(o0[0], o0[1], bf16));
-            if (y1n != nullptr) st_pair<AL>(y1n, i * P, lim, pack_out(o1[0], o1[1], bf16));
-          }
-          if (ch + 1 < NCH) {
-#pragma unroll
-            for (int k = 0; k < CH; ++k)
-#pragma unroll
-              for (int q = 0; q < 6; ++q) wd[k][q] = wn[k][q];
-            if constexpr (TW) {
-#pragma unroll
-              for (int k = 0; k < CH; ++k) wv[k] = wvn[k];
             }
           }
         }
-      }
-    };
-    by_pass(output_phase);
+      };
+      by_pass(output_phase);
     }  // pass
     c = cn;
     b0 = bn;
@@ -2008,9 +2015,11 @@ __device__ __forceinline__ void twiddle(float2* v, const float2* tw, int e1) {
 // One Stockham pass of radix R over the M points in buf (Ns = 2^log_ns points already
 // combined): butterfly j takes buf[j + r M / R], r < R, and stores its outputs at
 // (j / Ns) Ns R + j % Ns + r Ns. Each thread does 16 / R butterflies (j = t + g tc).
+// tws: log2 of (table size) / (2 M): 0 when tw is W_2M (the N = 2M-point plan), 1 for the
+// 64K plan's 16K-point halves (spectrum_fast64_kernel).
 template <int R, bool TW = true>
 __device__ __forceinline__ void pass(float2* buf, int log_m, int log_ns, int t, int tc,
-                                     const float2* tw) {
+                                     const float2* tw, int tws = 0) {
   constexpr int G = kR / R, LR = log2c(R);
   float2 v[kR];
   const int mr = 1 << (log_m - LR);
@@ -2023,7 +2032,7 @@ __device__ __forceinline__ void pass(float2* buf, int log_m, int log_ns, int t, 
   for (int g = 0; g < G; ++g) {
     const int j = t + g * tc, jn = j & ((1 << log_ns) - 1);
     // W_(Ns R)^(jn r) = W_N^(r jn N / (Ns R)), N = 2M.
-    if (TW) twiddle<R>(v + g * R, tw, jn << (log_m + 1 - log_ns - LR));
+    if (TW) twiddle<R>(v + g * R, tw, jn << (log_m + 1 + tws - log_ns - LR));
     dft<R>(v + g * R);
     const int base = ((j >> log_ns) << (log_ns + LR)) + jn;
 #pragma unroll
@@ -2139,6 +2148,126 @@ __global__ void __launch_bounds__(T, MINB)
       if (t == 0) scale[c] = den * gsc / static_cast<float>(N);
     }
     __syncthreads();  // buf and red are reused by the next channels
+  }
+}
+
+// fft_size 64K (the fast kernel's N / 2 = 32K points, 256 KB, do not fit one block), one
+// channel per block of 1024 threads: the real-input trick's 32K-point DFT Z of z[n] = x[2n] +
+// i x[2n + 1] in two halves of H = 16K points, Z[2p] = DFT_H(z[n] + z[n + H])[p] and Z[2p + 1] =
+// DFT_H((z[n] - z[n + H]) W_32K^n)[p] (a radix-2 decimation-in-frequency step), each by the
+// same Stockham passes in 128 KB. X[k] = E + W_64K^k O needs Z[k] and Z[M - k], which have the
+// parity of k, so half h yields every frequency of parity h: in place, buf[p] = X[2p + h] for
+// 2p + h < M (half 0: entry 0 holds X[0] and X[M], both real), the rest conj X[N - k]. Those
+// are the sub-tables j = h (mod 2) of the 64K table (j = k mod 64), written unscaled, then
+// scaled in place (each entry by the thread that wrote it) once both halves' maximum is known.
+template <int T>
+__global__ void __launch_bounds__(T, 1)
+    spectrum_fast64_kernel(const RegArgs a, int M1, float2* spec, float* scale) {
+  using namespace fast_spec;
+  extern __shared__ float2 sbuf[];
+  __shared__ float red[T / 32];
+  constexpr int log_n = 16, N = 1 << log_n, M = N >> 1, H = M >> 1, log_h = log_n - 2;
+  constexpr int P = 1024, S = N / P, log_p = 10, log_s = log_n - log_p;
+  static_assert(H / kR == T, "one radix-16 butterfly per thread");
+  const int M2 = P / M1, NT = M2 / 8, log_nt = NT == 4 ? 2 : 1, log_m1 = M1 == 32 ? 5 : 4;
+  const float den = static_cast<float>(S * 4);
+  const int t = threadIdx.x;
+  const float2* tw = a.tw_n;  // W_64K^e, e < 32K
+  for (int64_t c = blockIdx.x; c < a.channels; c += gridDim.x) {
+    float4* out = reinterpret_cast<float4*>(spec + c * N);
+    const int step = S << log_m1;  // k of position e = 1 minus k of e = 0
+    float mx = 0.0f;
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll 4
+      for (int n = t; n < H; n += T) {
+        const float2 z0 = make_float2(conv::load_filter(a, c, 2 * n, 1.0f),
+                                      conv::load_filter(a, c, 2 * n + 1, 1.0f));
+        const float2 z1 = make_float2(conv::load_filter(a, c, 2 * n + M, 1.0f),
+                                      conv::load_filter(a, c, 2 * n + 1 + M, 1.0f));
+        if (h == 0) {
+          sbuf[swz(n)] = make_float2(z0.x + z1.x, z0.y + z1.y);
+        } else {
+          sbuf[swz(n)] = cmul(make_float2(z0.x - z1.x, z0.y - z1.y), __ldg(tw + 2 * n));
+        }
+      }
+      __syncthreads();
+      pass<16, false>(sbuf, log_h, 0, t, T, tw, 1);
+      int log_ns = 4;
+      while (log_h - log_ns >= 4) {
+        pass<16>(sbuf, log_h, log_ns, t, T, tw, 1);
+        log_ns += 4;
+      }
+      switch (log_h - log_ns) {
+        case 1: pass<2>(sbuf, log_h, log_ns, t, T, tw, 1); break;
+        case 2: pass<4>(sbuf, log_h, log_ns, t, T, tw, 1); break;
+        case 3: pass<8>(sbuf, log_h, log_ns, t, T, tw, 1); break;
+        default: break;
+      }
+      // Z_h -> X of parity h in place: pairs (p, q), k = 2p + h, M - k = 2q + h.
+      for (int p = t; p <= H / 2 - h; p += T) {
+        if (h == 0 && p == 0) {
+          const float2 z = sbuf[0];
+          const float x0 = z.x + z.y, xm = z.x - z.y;
+          sbuf[0] = make_float2(x0, xm);
+          mx = fmaxf(mx, fmaxf(fabsf(x0), fabsf(xm)));
+          continue;
+        }
+        const int q = H - h - p, k = 2 * p + h;
+        const float2 A = sbuf[swz(p)], B = sbuf[swz(q)];  // B: conj taken below
+        const float2 E = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y - B.y));
+        const float2 O = make_float2(0.5f * (A.y + B.y), -0.5f * (A.x - B.x));
+        const float2 wo = cmul(O, __ldg(tw + k));
+        const float2 x = make_float2(E.x + wo.x, E.y + wo.y);
+        const float2 y = make_float2(E.x - wo.x, E.y - wo.y);
+        sbuf[swz(p)] = x;
+        if (p != q) sbuf[swz(q)] = make_float2(y.x, -y.y);
+        mx = fmaxf(mx, fmaxf(fmaxf(fabsf(x.x), fabsf(x.y)), fmaxf(fabsf(y.x), fabsf(y.y))));
+      }
+      __syncthreads();
+      // X[k] for k of parity h (< N) from the half in sbuf.
+      auto x_at = [&](int k) {
+        const int kk = k > M ? N - k : k;
+        float2 v;
+        if (kk == 0) {
+          v = make_float2(sbuf[0].x, 0.0f);
+        } else if (kk == M) {
+          v = make_float2(sbuf[0].y, 0.0f);
+        } else {
+          v = sbuf[swz(kk >> 1)];
+        }
+        return k > M ? make_float2(v.x, -v.y) : v;
+      };
+      for (int q2 = t; q2 < M; q2 += T) {
+        const int qq = 2 * q2, jt = qq >> log_p, rr = qq & (P - 1);
+        if ((jt & 1) != h) continue;
+        const int tt = (rr >> 1) & 31, g8 = tt >> 2, tq = tt & 3, hh = (rr >> 6) & 1,
+                  rest = rr >> 7;
+        const int nt = rest & (NT - 1), mt = rest >> log_nt;
+        const int k1 = mt * 16 + hh * 8 + g8, k2 = nt * 8 + tq * 2;
+        const int k = jt + ((k1 + (k2 << log_m1)) << log_s);
+        const float2 x0 = x_at(k), x1 = x_at(k + step);
+        out[q2] = make_float4(x0.x, x0.y, x1.x, x1.y);
+      }
+      __syncthreads();  // sbuf is reused by the next half
+    }
+    mx = warp_max(mx);
+    if ((t & 31) == 0) red[t >> 5] = mx;
+    __syncthreads();
+    mx = 0.0f;
+    for (int w = 0; w < T / 32; ++w) mx = fmaxf(mx, red[w]);
+    float gsc = 1.0f;
+    if (mx > 0.0f && mx <= 3.0e38f) {
+      int ex;
+      frexpf(mx, &ex);
+      gsc = ldexpf(1.0f, ex);  // >= mx
+    }
+    const float inv = 1.0f / (den * gsc);
+    for (int q2 = t; q2 < M; q2 += T) {  // the entries this thread wrote
+      const float4 v = out[q2];
+      out[q2] = make_float4(v.x * inv, v.y * inv, v.z * inv, v.w * inv);
+    }
+    if (t == 0) scale[c] = den * gsc / static_cast<float>(N);
+    __syncthreads();  // red is reused by the next channel
   }
 }
 
@@ -2338,6 +2467,20 @@ fk_status_t compute_spectrum(const RegArgs& a, int log_n, int optin, void* spec,
                              cudaStream_t stream) {
   int m1, m2;
   dims_for(log_n, &m1, &m2);
+  if (log_n == kLogN64 && fast_spectrum_enabled()) {
+    // spectrum_fast64_kernel: 16K float2 (128 KB) per block, one channel per block.
+    const size_t smem = sizeof(float2) * size_t(16384);
+    if (smem + 1024 <= size_t(optin)) {
+      const void* kernel = reinterpret_cast<const void*>(spectrum_fast64_kernel<1024>);
+      FK_RETURN_IF_ERROR(conv::allow_smem(
+          kernel, smem, "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(spectrum, fast, 64K)"));
+      float2* sp = static_cast<float2*>(spec);
+      float* scale = reinterpret_cast<float*>(sp + a.channels * a.N);
+      spectrum_fast64_kernel<1024><<<grid_for(std::min<int64_t>(a.channels, 65535)), 1024, smem,
+                                      stream>>>(a, m1, sp, scale);
+      return check_launch("cuda.sm80.fftconv_reg filter spectrum kernel (fast, fft_size 64K)");
+    }
+  }
   {
     // spectrum_fast_kernel: N / 32 threads and N / 2 float2 of shared memory per channel, G
     // channels per block (256 threads at least).
