@@ -55,7 +55,9 @@
 //   radix-2 kernel (spectrum_reg_kernel) stays below fft_size 1024 (faster there), for devices
 //   whose shared memory is too small for the fast one, and behind
 //   FLASHKIT_FFTCONV_SPECTRUM=radix2 (diagnostic, tested). H200, 768 channels: 5.1x faster at
-//   32K (1143 -> 225 us), 4.4x at 8K, 2.3x at 2K (benchmarks/RESULTS.md, FFT section).
+//   32K (1143 -> 225 us), 4.4x at 8K, 2.3x at 2K (benchmarks/RESULTS.md, FFT section). At 64K
+//   (N / 2 points would need 256 KB) spectrum_fast64_kernel does the same in two 16K-point
+//   halves, one per parity of the frequencies (~0.62 ms for 768 channels; radix-2 ~2.6 ms).
 // - Input/output: the next row pair's u and gates are prefetched into a shared-memory ring
 //   (cp.async, 16-byte chunks, zero-filled past seqlen; an odd batch's missing second row is
 //   zero-filled too, so the kernel reads both rows unconditionally) while the current pair is
@@ -124,12 +126,14 @@
 //   read back by the same thread); pass 1 with the input times W^(n0 + i P), split as W_2S^i
 //   (constants, before the radix step) and W^n0 (folded into the radix step's twiddles,
 //   RadixTwHalf), the odd half of the spectrum, the conjugate factors on the way out, then the
-//   first pass added, D, the gates and the stores. The spectrum is the 64K-point one in the
-//   radix-2 kernel's fragment order, whose sub-table 2 j + h holds frequencies 2 m + h of
-//   sub-FFT j; its scale carries the 1/2. Each linear step above is complex-linear, so the
+//   first pass added, D, the gates and the stores. The spectrum is the 64K-point table
+//   (spectrum_fast64_kernel: two 16K-point halves), whose sub-table 2 j + h holds frequencies
+//   2 m + h of sub-FFT j; its scale carries the 1/2. Each linear step above is complex-linear, so the
 //   two-rows-per-transform packing holds for the sum (each pass alone is not real). Twice the
-//   fft_size-32K kernel's work per pair (both passes take every input position); the
-//   alternative, the generic four-step FFT through HBM, ran these calls at 0.6x torch.fft.
+//   fft_size-32K kernel's work per pair (both passes take every input position). Measured
+//   (H200, 2026-12-03, session 33; B 2, H 768, L 32K, bf16, causal, D): 0.954 ms with a
+//   constant filter (2.9x torch.fft; the generic four-step FFT through HBM, which served these
+//   calls before, 4.58 ms = 0.6x), 1.57 ms with the spectrum per call (1.76x), gated 1.28 / 1.90.
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
 #ifndef FK_FFTCONV_REG_AB_BUILD
 #define FK_FFTCONV_REG_AB_BUILD 0  // measurement builds only (see launch_conv)
