@@ -438,9 +438,9 @@ typedef struct fk_launch_t {
                                 output and LSE, and their cu_seqlens), the FFT
                                 convolutions (a plan without FK_FFTCONV_FILTER_CONSTANT: each
                                 call's filter spectrum; cuda.sm80.fftconv_reg at fft_size
-                                65536: 256 KB per multiprocessor between its two passes; the
-                                generic kernel above fft_size 8192: its four-step
-                                intermediates) and the Monarch variants
+                                65536: up to 256 KB per multiprocessor between its two
+                                passes; the generic kernel above fft_size 8192: its
+                                four-step intermediates) and the Monarch variants
                                 that run in passes (cuda.sm80.monarch_unfused: two 16-bit
                                 buffers for a chunk of tokens, 128 MiB together when the call
                                 has that many tokens, more only when 128 tokens already
@@ -1300,7 +1300,7 @@ FK_API fk_status_t fk_fftconv_select_kernel(const fk_fftconv_plan_t* plan, const
  * @brief Workspace bytes that fk_fftconv_forward() on these arguments needs so that it
  *        allocates nothing: on the CUDA backend, a plan without FK_FFTCONV_FILTER_CONSTANT
  *        computes the filter spectrum into scratch on every call (about `channels x fft_size
- *        x 8` bytes), fft_size 65536 on cuda.sm80.fftconv_reg adds 256 KB per multiprocessor
+ *        x 8` bytes), fft_size 65536 on cuda.sm80.fftconv_reg adds up to 256 KB per multiprocessor
  *        (its first pass's result), and fft_size above 8192 on the generic kernel adds its
  *        four-step intermediates (up to 256 MiB); a constant filter's spectrum (up to 1 GiB of spectra;
  *        beyond that the generic kernel computes them per call in chunks, in scratch) and

@@ -689,8 +689,9 @@ TEST_CASE("sm80 fftconv_reg: aligned rows at fft_size 8K-32K, rings, odd batch, 
 // row pair (even frequencies, then the odd ones with the input twisted by W_64K^n), the first
 // pass's result kept in the call's scratch. Every mode (circular and bidirectional with the
 // fft_size given), 32-bit (aligned rows, even L) and 16-bit row accesses (odd L, padded rows),
-// odd batches, gates and D, full-length and short filters, and a constant-filter plan called
-// twice (its spectrum cached).
+// odd batches, gates and D, full-length and short filters, a constant-filter plan called twice
+// (its spectrum cached), 300 channels (a block takes several row pairs), and the decline above
+// 2048 channels.
 TEST_CASE("sm80 fftconv_reg: fft_size 64K in two passes, every mode, odd batch and length",
           "[gpu][fftconv][sm80][reg][big][k64]") {
   struct K64 {
@@ -708,13 +709,15 @@ TEST_CASE("sm80 fftconv_reg: fft_size 64K in two passes, every mode, odd batch a
       {FK_FFTCONV_CAUSAL, 1000, 65536, 1000, DT::BF16, false, false, true, false, 2, 0},
       {FK_FFTCONV_CIRCULAR, 30000, 65536, 40000, DT::BF16, false, true, true, false, 3, 0},
       {FK_FFTCONV_BIDIRECTIONAL, 24001, 65536, 18001, DT::F16, true, true, true, false, 2, 1},
+      // 300 channels: more row pairs than blocks, so a block reuses its first-pass store.
+      {FK_FFTCONV_CAUSAL, 32768, 0, 301, DT::BF16, true, true, true, false, 2, 0},
   };
   int i = 0;
   for (const K64& k : cases) {
     Case c;
     c.mode = k.mode;
     c.batch = k.batch;
-    c.channels = 2;
+    c.channels = i == 7 ? 300 : 2;
     c.seqlen = k.L;
     c.fft_size = k.fft;
     c.filter_len = k.fl;
@@ -727,8 +730,74 @@ TEST_CASE("sm80 fftconv_reg: fft_size 64K in two passes, every mode, odd batch a
     c.pad = k.pad;
     c.y_pad = k.pad;
     c.post_pad = k.pad;
-    c.sample_rows = 1;
+    c.sample_rows = 3;
     run_case(c, 62000 + uint64_t(i++), k.constant ? 2 : 1);
+  }
+  // Above 2048 channels the spectra (512 KB each) would pass 1 GiB: the generic kernel, which
+  // computes them in chunks, takes the call.
+  const fk_context_t* ctx = sm80();
+  if (ctx == nullptr) return;
+  fk_fftconv_plan_options_t o;
+  fk_fftconv_plan_options_init(&o);
+  o.channels = 2049;
+  o.seqlen = 32768;
+  o.filter_len = 301;
+  o.dtype = fktest::dl_dtype(DT::BF16);
+  fk_fftconv_plan_t* plan = nullptr;
+  REQUIRE_FK(fk_fftconv_plan_create(ctx, &o, &plan));
+  std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(
+      plan, fk_fftconv_plan_destroy);
+  HostTensor u(DT::BF16, {1, 2049, 32768}), y(DT::BF16, {1, 2049, 32768}),
+      kf(DT::F32, {2049, 301});
+  DeviceTensor du(u), dy(y), dk(kf);
+  const char* variant = "?";
+  REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, nullptr, nullptr, nullptr, &dy, &variant));
+  CHECK(std::string(variant) == "cuda.generic.fftconv");
+}
+
+// The fft_size-8K and 16K builds without the shared-memory tables (W_P and the spectrum read
+// through L1), which GPUs with 99 KB per block run (FLASHKIT_FFTCONV_REG_TABLES=0 forces them
+// here): rings with two slots and one, 32-bit and 16-bit row accesses, odd batches, gates, D,
+// every mode.
+struct NoTables : fktest::ScopedEnv {
+  NoTables() : ScopedEnv("FLASHKIT_FFTCONV_REG_TABLES", "0") {}
+};
+TEST_CASE("sm80 fftconv_reg: fft_size 8K and 16K without the shared-memory tables",
+          "[gpu][fftconv][sm80][reg][big][notab]") {
+  NoTables off;
+  struct Nt {
+    fk_fftconv_mode_t mode;
+    int64_t L, fl;
+    DT dt;
+    bool pre, post, D;
+    int64_t batch, pad;
+  };
+  const Nt cases[] = {
+      {FK_FFTCONV_CAUSAL, 4096, 4096, DT::BF16, true, true, true, 3, 0},     // 8K, ring
+      {FK_FFTCONV_CAUSAL, 3001, 3001, DT::F16, false, true, true, 2, 3},     // 8K, padded
+      {FK_FFTCONV_CIRCULAR, 8000, 8000, DT::F16, true, false, false, 3, 0},  // 8K, full row
+      {FK_FFTCONV_CAUSAL, 8192, 301, DT::BF16, true, true, true, 5, 0},      // 16K, two slots
+      {FK_FFTCONV_CIRCULAR, 16000, 16000, DT::F16, false, true, true, 3, 0}, // 16K, one slot
+      {FK_FFTCONV_BIDIRECTIONAL, 8187, 2 * 4000 + 1, DT::BF16, true, true, true, 2, 1},  // 16K
+  };
+  int i = 0;
+  for (const Nt& n : cases) {
+    Case c;
+    c.mode = n.mode;
+    c.batch = n.batch;
+    c.channels = 2;
+    c.seqlen = n.L;
+    c.filter_len = n.fl;
+    c.dtype = n.dt;
+    c.k_dt = (i % 2) ? DT::F32 : n.dt;
+    c.pre = n.pre;
+    c.post = n.post;
+    c.with_D = n.D;
+    c.pad = n.pad;
+    c.y_pad = n.pad;
+    c.post_pad = n.pad;
+    c.sample_rows = 2;
+    run_case(c, 63000 + uint64_t(i++));
   }
 }
 

@@ -634,6 +634,7 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       DT dt;
     } convs[] = {{3, 8, 1000, DT::F16},    // fft_size 2048
                  {2, 4, 16000, DT::BF16},  // fft_size 32768
+                 {3, 2, 32768, DT::BF16},  // fft_size 65536: the two-pass kernel's first-pass store
                  {2, 2, 32768, DT::F32}};  // fft_size 65536: the generic four-step path
     for (const Conv& c : convs) {
       auto rng = rng_for(65200 + uint64_t(c.L));

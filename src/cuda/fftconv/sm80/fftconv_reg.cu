@@ -2,7 +2,8 @@
 // 65536 for rows up to 32768 long (FlashFFTConv's Monarch form, Fu et al. 2023, section 3),
 // fp16/bf16 u/y. Same semantics as
 // generic/ and sm80/fftconv_sm80.cu: y = postgate * (conv(v, k) + D * v), v = pregate * u, every
-// mode of flashkit.h. What this kernel declines goes to cuda.sm80.fftconv.
+// mode of flashkit.h. What this kernel declines goes to cuda.sm80.fftconv (fft_size <= 32768)
+// or the generic kernel.
 //
 // How it is built:
 // - Two rows per transform. The rows (b, c) and (b + 1, c) share channel c's real filter, so
@@ -133,7 +134,9 @@
 //   fft_size-32K kernel's work per pair (both passes take every input position). Measured
 //   (H200, 2026-12-03, session 33; B 2, H 768, L 32K, bf16, causal, D): 0.954 ms with a
 //   constant filter (2.9x torch.fft; the generic four-step FFT through HBM, which served these
-//   calls before, 4.58 ms = 0.6x), 1.57 ms with the spectrum per call (1.76x), gated 1.28 / 1.90.
+//   calls before, 4.58 ms = 0.6x), 1.57 ms with the spectrum per call (1.76x), gated 1.28 /
+//   1.90. Declined above 2048 channels (the spectra would pass 1 GiB; the generic kernel
+//   computes such spectra in chunks).
 // - FLASHKIT_FFTCONV_REG=0 (diagnostic) declines every problem, so the sm80 kernel serves.
 #ifndef FK_FFTCONV_REG_AB_BUILD
 #define FK_FFTCONV_REG_AB_BUILD 0  // measurement builds only (see launch_conv)
@@ -188,7 +191,7 @@ struct RegArgs : conv::ConvIO {
   int64_t ws_blocks;
 };
 
-template <int M1_, int M2_, int S_>
+template <int M1_, int M2_, int S_, bool TAB_ = true>
 struct Cfg {
   static constexpr int M1 = M1_, M2 = M2_, S = S_;
   static constexpr int P = M1 * M2, T = 32 * S, NW = T / 32;
@@ -207,8 +210,9 @@ struct Cfg {
   // fft_size 8192 (8 sub-FFTs of 32 x 32, one block of 8 warps per multiprocessor): W_P in
   // shared memory and per warp one 16-row tile's half of its spectrum, prefetched (as in
   // conv_reg_big_kernel). Smaller sizes run several blocks per multiprocessor, which the extra
-  // 8 KB + 4 KB a warp would cut.
-  static constexpr bool kTabS = M1 == 32 && M2 == 32 && S == 8;
+  // 8 KB + 4 KB a warp would cut. TAB_ = false: the build without them (tables read through
+  // L1), for GPUs whose shared memory per block does not hold them (use_tables()).
+  static constexpr bool kTabS = TAB_ && M1 == 32 && M2 == 32 && S == 8;
   static constexpr int kSpecHalf = P / 4;  // float4 per 16-row tile
   static constexpr size_t kTab = kTabS ? (size_t(P / 2) + size_t(NW) * kSpecHalf) * sizeof(float4) : 0;
   static constexpr size_t kSmem = kStage + kFrag + kTab;
@@ -1275,7 +1279,7 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
 // (one or two row pairs, 16-byte aligned rows only) when it fits; otherwise u is read from
 // global memory like the gates, which are always read from global memory here (L2-resident:
 // each block re-reads its pair's rows at the D term and the post-gate).
-template <int S_>
+template <int S_, bool TAB_ = true>
 struct BigCfg {
   static constexpr int M1 = 32, M2 = 32, S = S_, P = 1024, T = 256, NW = 8;
   static constexpr int MT1 = 2, NT = 4, MT2 = 2;
@@ -1285,10 +1289,13 @@ struct BigCfg {
   static constexpr size_t kPlanes = size_t(S) * 2 * PLANE_X * sizeof(__half);
   static constexpr size_t kFrag = 2 * 32 * 32 * sizeof(uint32_t);
   // W_P^(k1 n2) in fragment order (P / 2 float4), copied once per block, and per warp one half
-  // (one 16-row tile) of the current sub-FFT's spectrum, prefetched by cp.async.
-  static constexpr size_t kTwp = size_t(P / 2) * sizeof(float4);
+  // (one 16-row tile) of the current sub-FFT's spectrum, prefetched by cp.async. kTab = false:
+  // the build without them (both read through L1 at the products, 16 KB less), for GPUs whose
+  // shared memory per block does not hold them (use_tables()).
+  static constexpr bool kTab = TAB_;
+  static constexpr size_t kTwp = kTab ? size_t(P / 2) * sizeof(float4) : 0;
   static constexpr int kSpecHalf = P / 4;  // float4 per 16-row tile
-  static constexpr size_t kSpec = size_t(NW) * kSpecHalf * sizeof(float4);
+  static constexpr size_t kSpec = kTab ? size_t(NW) * kSpecHalf * sizeof(float4) : 0;
   static constexpr size_t kSmem = kPlanes + kFrag + kTwp + kSpec;
   static constexpr float kZScale = 0.0625f;  // Z_j staged as fp16 times 2^-4
 };
@@ -1434,7 +1441,9 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
   // first barrier.
   float4* const twp_s = reinterpret_cast<float4*>(smem4 + (C::kPlanes + C::kFrag) / sizeof(float4));
   float4* const spec_s = twp_s + P / 2 + warp * C::kSpecHalf;
-  for (int e = tid; e < P / 2; e += T) twp_s[e] = __ldg(a.tw_p + e);
+  if constexpr (C::kTab) {
+    for (int e = tid; e < P / 2; e += T) twp_s[e] = __ldg(a.tw_p + e);
+  }
 
   const int64_t pairs = a.pairs_per_channel * a.channels;
   const int64_t first = blockIdx.x * a.pairs_per_block;
@@ -1607,22 +1616,34 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         // The sub-FFT's spectrum, one 16-row tile's half at a time (prefetch_spec_half).
         // (fft_size 64K: the spectrum's sub-table 2 j + pass holds frequencies 2 m + pass.)
         const float4* spec_j = a.spec + c * (a.N >> 1) + (K64 ? 2 * j + pass : j) * (P / 2);
-        prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 0, lane);
+        if constexpr (C::kTab) prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 0, lane);
         left_dft<C>(ar, ai, xr, xi, fa, lane);
         auto middle = [&](auto mt_tag) {
           constexpr int MTO = decltype(mt_tag)::value;
           __syncwarp();
-          mul_lane_table<C, false, MTO, true>(ar, ai, twp_s, lane);
+          if constexpr (C::kTab) {
+            mul_lane_table<C, false, MTO, true>(ar, ai, twp_s, lane);
+          } else {
+            mul_lane_table<C, false, MTO>(ar, ai, a.tw_p, lane);
+          }
           __syncwarp();
           right_dft<C, false, FM, MTO>(ar, ai, fb, lane);
           __syncwarp();
-          cp_async_wait_all();
-          mul_lane_table<C, false, MTO, true>(ar, ai, spec_s - MTO * C::kSpecHalf, lane);
-          if (MTO == 0) prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 1, lane);
+          if constexpr (C::kTab) {
+            cp_async_wait_all();
+            mul_lane_table<C, false, MTO, true>(ar, ai, spec_s - MTO * C::kSpecHalf, lane);
+            if (MTO == 0) prefetch_spec_half<C::kSpecHalf>(spec_s, spec_j, 1, lane);
+          } else {
+            mul_lane_table<C, false, MTO>(ar, ai, spec_j, lane);
+          }
           __syncwarp();
           right_dft<C, true, FM, MTO>(ar, ai, fb, lane);
           __syncwarp();
-          mul_lane_table<C, true, MTO, true>(ar, ai, twp_s, lane);
+          if constexpr (C::kTab) {
+            mul_lane_table<C, true, MTO, true>(ar, ai, twp_s, lane);
+          } else {
+            mul_lane_table<C, true, MTO>(ar, ai, a.tw_p, lane);
+          }
           __syncwarp();
         };
         middle(int_c<0>{});
@@ -2285,11 +2306,17 @@ using C4K = Cfg<32, 32, 4>;
 using C8K = Cfg<32, 32, 8>;
 using C16K = BigCfg<16>;
 using C32K = BigCfg<32>;
+// Without the shared-memory tables (88 KB each: GPUs with 99 KB per block, e.g. sm_86 / sm_89 /
+// sm_120, where the tabled 8K / 16K builds need 128 KB). No such build at 32K: 176 KB, and no
+// part has between that and the tabled 209 KB.
+using C8Kn = Cfg<32, 32, 8, false>;
+using C16Kn = BigCfg<16, false>;
 
 void dims_for(int log_n, int* m1, int* m2) {
   *m1 = log_n <= 9 ? 16 : 32;
   *m2 = log_n <= 8 ? 16 : 32;
 }
+// The smallest shared memory (dynamic, without the ring) of the builds for log_n.
 size_t stage_smem(int log_n) {
   switch (log_n) {
     case 8: return C256::kSmem;
@@ -2297,8 +2324,8 @@ size_t stage_smem(int log_n) {
     case 10: return C1K::kSmem;
     case 11: return C2K::kSmem;
     case 12: return C4K::kSmem;
-    case 13: return C8K::kSmem;
-    case 14: return C16K::kSmem;
+    case 13: return C8Kn::kSmem;
+    case 14: return C16Kn::kSmem;
     default: return C32K::kSmem;
   }
 }
@@ -2311,6 +2338,16 @@ bool reg_enabled() {
 
 size_t ring_bytes(const RegArgs& a, int slots) {
   return size_t(slots) * a.narr * 2 * size_t(a.lp) * sizeof(uint16_t);
+}
+
+// Whether fft_size 8K / 16K run the builds with the shared-memory tables: where they fit (8K
+// with one ring slot, 16K without a ring; measured faster on the H200, benchmarks/RESULTS.md),
+// unless FLASHKIT_FFTCONV_REG_TABLES=0 (diagnostic: the tests cover the builds without them).
+bool use_tables(int log_n, size_t one_slot, int optin) {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_REG_TABLES");
+  if (e != nullptr && e[0] == '0') return false;
+  const size_t need = log_n == 13 ? C8K::kSmem + one_slot : C16K::kSmem;
+  return need + 1024 <= size_t(optin);
 }
 
 template <class C, int W, bool BF16, int FM, bool SW, bool SPLIT = true, int DIAG = 0>
@@ -2430,8 +2467,12 @@ fk_status_t run_conv(const RegArgs& a, int log_n, int optin, int sm_count, cudaS
     case 10: return launch_conv<C1K>(a, optin, sm_count, stream);
     case 11: return launch_conv<C2K>(a, optin, sm_count, stream);
     case 12: return launch_conv<C4K>(a, optin, sm_count, stream);
-    case 13: return launch_conv<C8K>(a, optin, sm_count, stream);
-    case 14: return launch_big<C16K>(a, optin, sm_count, stream);
+    case 13:
+      return use_tables(13, ring_bytes(a, 1), optin) ? launch_conv<C8K>(a, optin, sm_count, stream)
+                                                     : launch_conv<C8Kn>(a, optin, sm_count, stream);
+    case 14:
+      return use_tables(14, 0, optin) ? launch_big<C16K>(a, optin, sm_count, stream)
+                                      : launch_big<C16Kn>(a, optin, sm_count, stream);
     case 15: return launch_big<C32K>(a, optin, sm_count, stream);
     default: return launch_big<C32K, true>(a, optin, sm_count, stream);
   }
@@ -2537,8 +2578,11 @@ bool fftconv_reg_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   if (N < (int64_t(1) << kMinLogN) || N > (int64_t(1) << kLogN64) || (N & (N - 1)) != 0)
     return false;
   const int log_n = conv::log2_exact(N);
-  // fft_size 64K: two 32K-point passes, which need the row zero from 32K on.
-  if (log_n == kLogN64 && 2 * p.seqlen > N) return false;
+  // fft_size 64K: two 32K-point passes, which need the row zero from 32K on; the filter spectra
+  // (512 KB a channel, per call or cached) stay within the generic kernel's 1 GiB budget (it
+  // computes larger ones in chunks), i.e. up to 2048 channels.
+  if (log_n == kLogN64 && (2 * p.seqlen > N || p.channels * N * 8 > (int64_t(1) << 30)))
+    return false;
   if (log_n >= 14) {
     // The ring is optional there (u and the gates can be read from global memory); the
     // spectrum kernel needs N / 4 points in shared memory at most.
@@ -2586,6 +2630,12 @@ fk_status_t fftconv_reg(const ExecContext& ctx, const FFTConvProblem& p) {
   if (p.batch <= 0 || p.channels <= 0 || p.seqlen <= 0) return FK_SUCCESS;
   const int64_t N = p.fft_size;
   FK_RETURN_IF_ERROR(conv::check_plan(p, kMinLogN, kLogN64, "cuda.sm80.fftconv_reg"));
+  if (N == (int64_t(1) << kLogN64) && 2 * p.seqlen > N) {
+    return set_error(FK_ERROR_INTERNAL,
+                     "cuda.sm80.fftconv_reg: seqlen %lld above fft_size / 2 at fft_size 65536 "
+                     "(outside the kernel's predicate)",
+                     static_cast<long long>(p.seqlen));
+  }
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm80.fftconv_reg: dtype outside the kernel's predicate");
   }
