@@ -112,11 +112,11 @@
 //   L 16K 0.415 ms (5.6x; 1.40 before), gated 0.70 (3.7x); 16-18% of the HBM floor. The
 //   fft_size-32K kernel now runs 162 M warp instructions at L 16K, 2.4x its issue floor.
 //   Next: fewer instructions per point (the DFT core on wgmma, the table products in fp16x2).
-//   Cost of the tables on smaller parts (not measured, no such GPU here): fft_size 8K and 16K
-//   now need 128 KB of shared memory (88 KB before), so GPUs with 99 KB per block (sm_86,
-//   sm_89, sm_120) hand those sizes to cuda.sm80.fftconv, and an A100 (163 KB) takes gated
-//   fft_size-8K rows only up to L ~2.9K (~6.3K before). A variant without the tables for such
-//   parts is the fix if they matter.
+//   The tables need 128 KB of shared memory at fft_size 8K and 16K (88 KB without), so those
+//   sizes also have builds without them (C8Kn, C16Kn; session 33), which run where the tabled
+//   ones do not fit: GPUs with 99 KB per block (sm_86, sm_89, sm_120), and on an A100 (163 KB)
+//   gated fft_size-8K rows above L ~2.9K (up to ~6.3K). FLASHKIT_FFTCONV_REG_TABLES=0 forces
+//   them (diagnostic; the tests use it).
 // - fft_size 65536 (conv_reg_big_kernel<BigCfg<32>, ., true>), for seqlen <= 32768 only: the
 //   row pair x is then zero from 32K on, so with W = W_64K the even frequencies X[2m] are
 //   DFT_32K(x)[m] and the odd ones X[2m + 1] = DFT_32K(x W^n)[m] (the first radix-2 step of a
