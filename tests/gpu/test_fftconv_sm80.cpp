@@ -685,6 +685,36 @@ TEST_CASE("sm80 fftconv_reg: aligned rows at fft_size 8K-32K, rings, odd batch, 
   }
 }
 
+// One row of the [k64] and [notab] tables: the case with C channels, rows padded by `pad`
+// (u, y and the postgate alike), the filter in the I/O dtype on even rows and fp32 on odd ones.
+struct BigRow {
+  fk_fftconv_mode_t mode;
+  int64_t L, fft, fl;
+  DT dt;
+  bool pre, post, D, constant;
+  int64_t batch, pad;
+};
+Case big_case(const BigRow& b, int64_t channels, int64_t sample_rows, int i) {
+  Case c;
+  c.mode = b.mode;
+  c.batch = b.batch;
+  c.channels = channels;
+  c.seqlen = b.L;
+  c.fft_size = b.fft;
+  c.filter_len = b.fl;
+  c.dtype = b.dt;
+  c.k_dt = (i % 2) ? DT::F32 : b.dt;
+  c.pre = b.pre;
+  c.post = b.post;
+  c.with_D = b.D;
+  c.constant = b.constant;
+  c.pad = b.pad;
+  c.y_pad = b.pad;
+  c.post_pad = b.pad;
+  c.sample_rows = sample_rows;
+  return c;
+}
+
 // fft_size 64K (seqlen up to 32K): conv_reg_big_kernel<., ., true>, two 32K-point passes per
 // row pair (even frequencies, then the odd ones with the input twisted by W_64K^n), the first
 // pass's result kept in the call's scratch. Every mode (circular and bidirectional with the
@@ -694,14 +724,7 @@ TEST_CASE("sm80 fftconv_reg: aligned rows at fft_size 8K-32K, rings, odd batch, 
 // 2048 channels.
 TEST_CASE("sm80 fftconv_reg: fft_size 64K in two passes, every mode, odd batch and length",
           "[gpu][fftconv][sm80][reg][big][k64]") {
-  struct K64 {
-    fk_fftconv_mode_t mode;
-    int64_t L, fft, fl;
-    DT dt;
-    bool pre, post, D, constant;
-    int64_t batch, pad;
-  };
-  const K64 cases[] = {
+  const BigRow cases[] = {
       {FK_FFTCONV_CAUSAL, 32768, 0, 301, DT::BF16, true, true, true, false, 3, 0},
       {FK_FFTCONV_CAUSAL, 32768, 0, 32768, DT::F16, false, false, true, true, 2, 0},
       {FK_FFTCONV_CAUSAL, 20001, 0, 20001, DT::F16, false, true, true, false, 3, 3},
@@ -713,25 +736,9 @@ TEST_CASE("sm80 fftconv_reg: fft_size 64K in two passes, every mode, odd batch a
       {FK_FFTCONV_CAUSAL, 32768, 0, 301, DT::BF16, true, true, true, false, 2, 0},
   };
   int i = 0;
-  for (const K64& k : cases) {
-    Case c;
-    c.mode = k.mode;
-    c.batch = k.batch;
-    c.channels = i == 7 ? 300 : 2;
-    c.seqlen = k.L;
-    c.fft_size = k.fft;
-    c.filter_len = k.fl;
-    c.dtype = k.dt;
-    c.k_dt = (i % 2) ? DT::F32 : k.dt;
-    c.pre = k.pre;
-    c.post = k.post;
-    c.with_D = k.D;
-    c.constant = k.constant;
-    c.pad = k.pad;
-    c.y_pad = k.pad;
-    c.post_pad = k.pad;
-    c.sample_rows = 3;
-    run_case(c, 62000 + uint64_t(i++), k.constant ? 2 : 1);
+  for (const BigRow& k : cases) {
+    run_case(big_case(k, i == 7 ? 300 : 2, 3, i), 62000 + uint64_t(i), k.constant ? 2 : 1);
+    ++i;
   }
   // Above 2048 channels the spectra (512 KB each) would pass 1 GiB: the generic kernel, which
   // computes them in chunks, takes the call.
@@ -765,39 +772,20 @@ struct NoTables : fktest::ScopedEnv {
 TEST_CASE("sm80 fftconv_reg: fft_size 8K and 16K without the shared-memory tables",
           "[gpu][fftconv][sm80][reg][big][notab]") {
   NoTables off;
-  struct Nt {
-    fk_fftconv_mode_t mode;
-    int64_t L, fl;
-    DT dt;
-    bool pre, post, D;
-    int64_t batch, pad;
-  };
-  const Nt cases[] = {
-      {FK_FFTCONV_CAUSAL, 4096, 4096, DT::BF16, true, true, true, 3, 0},     // 8K, ring
-      {FK_FFTCONV_CAUSAL, 3001, 3001, DT::F16, false, true, true, 2, 3},     // 8K, padded
-      {FK_FFTCONV_CIRCULAR, 8000, 8000, DT::F16, true, false, false, 3, 0},  // 8K, full row
-      {FK_FFTCONV_CAUSAL, 8192, 301, DT::BF16, true, true, true, 5, 0},      // 16K, two slots
-      {FK_FFTCONV_CIRCULAR, 16000, 16000, DT::F16, false, true, true, 3, 0}, // 16K, one slot
-      {FK_FFTCONV_BIDIRECTIONAL, 8187, 2 * 4000 + 1, DT::BF16, true, true, true, 2, 1},  // 16K
+  const BigRow cases[] = {
+      // fft_size 8K: the ring, padded rows, a full-length circular row
+      {FK_FFTCONV_CAUSAL, 4096, 0, 4096, DT::BF16, true, true, true, false, 3, 0},
+      {FK_FFTCONV_CAUSAL, 3001, 0, 3001, DT::F16, false, true, true, false, 2, 3},
+      {FK_FFTCONV_CIRCULAR, 8000, 0, 8000, DT::F16, true, false, false, false, 3, 0},
+      // fft_size 16K: two ring slots, one, padded rows
+      {FK_FFTCONV_CAUSAL, 8192, 0, 301, DT::BF16, true, true, true, false, 5, 0},
+      {FK_FFTCONV_CIRCULAR, 16000, 0, 16000, DT::F16, false, true, true, false, 3, 0},
+      {FK_FFTCONV_BIDIRECTIONAL, 8187, 0, 8001, DT::BF16, true, true, true, false, 2, 1},
   };
   int i = 0;
-  for (const Nt& n : cases) {
-    Case c;
-    c.mode = n.mode;
-    c.batch = n.batch;
-    c.channels = 2;
-    c.seqlen = n.L;
-    c.filter_len = n.fl;
-    c.dtype = n.dt;
-    c.k_dt = (i % 2) ? DT::F32 : n.dt;
-    c.pre = n.pre;
-    c.post = n.post;
-    c.with_D = n.D;
-    c.pad = n.pad;
-    c.y_pad = n.pad;
-    c.post_pad = n.pad;
-    c.sample_rows = 2;
-    run_case(c, 63000 + uint64_t(i++));
+  for (const BigRow& n : cases) {
+    run_case(big_case(n, 2, 2, i), 63000 + uint64_t(i));
+    ++i;
   }
 }
 

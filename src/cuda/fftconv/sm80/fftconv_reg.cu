@@ -1674,29 +1674,35 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
         constexpr bool AL = decltype(al_tag)::value != 0;
         constexpr bool TW = decltype(tw_tag)::value != 0;
         using Tw = std::conditional_t<K64, RadixTwHalf<S, S * P, TW>, RadixTw<S, S * P>>;
+        // The radix-S DIT step of positions n0 and n0 + 1 (z[e][i]: position n0 + e + i P) from
+        // the S planes of Z_j (outputs i >= SO are never read: dead code).
+        auto dit = [&](int n0, float2 (&z)[2][S]) __attribute__((always_inline)) {
+          const int n1 = n0 / 32, n2 = n0 % 32;
+#pragma unroll
+          for (int jj = 0; jj < S; ++jj) {
+            const __half* sr = xbuf + (jj * 2 + 0) * PX + n1 * XS + n2;
+            const float2 vr = __half22float2(*reinterpret_cast<const __half2*>(sr));
+            const float2 vi = __half22float2(*reinterpret_cast<const __half2*>(sr + PX));
+            z[0][jj] = make_float2(vr.x, vi.x);
+            z[1][jj] = make_float2(vr.y, vi.y);
+          }
+          Tw tw(a, n0);
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            tw.template apply<true>(z[e]);
+            if (e == 0) tw.next();
+            fft_dif<S, true>(z[e]);
+          }
+        };
         // The first pass of a 64K pair: the DIT step, then its raw result into wsb ((r S + i) T +
         // tid: coalesced 16-byte stores, read back by the same thread in pass 1).
         if constexpr (K64 && !TW) {
 #pragma unroll 1
           for (int r = 0; r < R; ++r) {
-            const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
+            const int n0 = 2 * (tid + T * r);
             const int lim = Li - n0;
             float2 z[2][S];
-#pragma unroll
-            for (int jj = 0; jj < S; ++jj) {
-              const __half* sr = xbuf + (jj * 2 + 0) * PX + n1 * XS + n2;
-              const float2 vr = __half22float2(*reinterpret_cast<const __half2*>(sr));
-              const float2 vi = __half22float2(*reinterpret_cast<const __half2*>(sr + PX));
-              z[0][jj] = make_float2(vr.x, vi.x);
-              z[1][jj] = make_float2(vr.y, vi.y);
-            }
-            Tw tw(a, n0);
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              tw.template apply<true>(z[e]);
-              if (e == 0) tw.next();
-              fft_dif<S, true>(z[e]);
-            }
+            dit(n0, z);
 #pragma unroll
             for (int i = 0; i < SO; ++i)
               if (i * P < lim)
@@ -1720,7 +1726,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
                          pre_d ? w.p1 : nullptr, w.q0, w.q1};
 #pragma unroll 1
         for (int r = 0; r < R; ++r) {
-          const int n0 = 2 * (tid + T * r), n1 = n0 / 32, n2 = n0 % 32;
+          const int n0 = 2 * (tid + T * r);
           const RowAt src[6] = {row_at(wl.u0, n0, Li), row_at(wl.u1, n0, Li),
                                 row_at(wl.p0, n0, Li), row_at(wl.p1, n0, Li),
                                 row_at(wl.q0, n0, Li), row_at(wl.q1, n0, Li)};
@@ -1737,23 +1743,7 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
               wv[k] = k * P < lim ? wsb[(r * S + k) * T + tid] : float4{};
           }
           float2 z[2][S];
-#pragma unroll
-          for (int jj = 0; jj < S; ++jj) {
-            const __half* sr = xbuf + (jj * 2 + 0) * PX + n1 * XS + n2;
-            const float2 vr = __half22float2(*reinterpret_cast<const __half2*>(sr));
-            const float2 vi = __half22float2(*reinterpret_cast<const __half2*>(sr + PX));
-            z[0][jj] = make_float2(vr.x, vi.x);
-            z[1][jj] = make_float2(vr.y, vi.y);
-          }
-          {
-            Tw tw(a, n0);
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              tw.template apply<true>(z[e]);
-              if (e == 0) tw.next();
-              fft_dif<S, true>(z[e]);  // outputs i >= SO are never read: dead code
-            }
-          }
+          dit(n0, z);
 #pragma unroll
           for (int ch = 0; ch < NCH; ++ch) {
             uint32_t wn[CH][6];
