@@ -1847,6 +1847,17 @@ __global__ void tw_p_kernel(float2* tw, int M1, int M2) {
   }
 }
 
+// The smallest power of two >= mx (1 for 0 and non-finite mx): a spectrum's scale g.
+__device__ __forceinline__ float pow2_at_least(float mx) {
+  float g = 1.0f;
+  if (mx > 0.0f && mx <= 3.0e38f) {
+    int ex;
+    frexpf(mx, &ex);
+    g = ldexpf(1.0f, ex);
+  }
+  return g;
+}
+
 // Per channel: H = DFT_N(filter row) by fp32 radix-2 FFTs in shared memory; g = the smallest
 // power of two >= max component of H; spec gets H / (den g) in fragment order, scale den g / N,
 // den = max(32, 4 S) (S = N / P: |spectrum| <= 1 / (4 S) keeps every fp16 operand of the
@@ -1913,12 +1924,7 @@ __global__ void __launch_bounds__(kSpecThreads) spectrum_reg_kernel(const RegArg
     __syncthreads();
     mx = 0.0f;
     for (int w = 0; w < int(blockDim.x >> 5); ++w) mx = fmaxf(mx, red[w]);
-    float gsc = 1.0f;
-    if (mx > 0.0f && mx <= 3.0e38f) {
-      int ex;
-      frexpf(mx, &ex);
-      gsc = ldexpf(1.0f, ex);  // >= mx
-    }
+    const float gsc = pow2_at_least(mx);
     const float inv = 1.0f / (den * gsc);
     if (split == 1) {
       for (int k = threadIdx.x; k < N; k += blockDim.x) {
@@ -2056,6 +2062,33 @@ __device__ __forceinline__ void pass(float2* buf, int log_m, int log_ns, int t, 
   __syncthreads();
 }
 
+// The real-input trick for one pair of Z in buf: entry i holds Z[k], entry j Z[M - k] (i != j
+// unless k = M / 2), w = W_N^k. Entry i gets X[k] = E + w O and entry j conj X[k + M] = conj(E -
+// w O) = X[M - k], with E = (Z[k] + conj Z[M - k]) / 2, O = (Z[k] - conj Z[M - k]) / 2i; mx
+// takes their largest component.
+__device__ __forceinline__ void real_pair(float2* buf, int i, int j, float2 w, float& mx) {
+  const float2 A = buf[swz(i)], B = buf[swz(j)];  // B: conj taken below
+  const float2 E = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y - B.y));
+  const float2 O = make_float2(0.5f * (A.y + B.y), -0.5f * (A.x - B.x));
+  const float2 wo = cmul(O, w);
+  const float2 x = make_float2(E.x + wo.x, E.y + wo.y);
+  const float2 y = make_float2(E.x - wo.x, E.y - wo.y);
+  buf[swz(i)] = x;
+  if (i != j) buf[swz(j)] = make_float2(y.x, -y.y);
+  mx = fmaxf(mx, fmaxf(fmaxf(fabsf(x.x), fabsf(x.y)), fmaxf(fabsf(y.x), fabsf(y.y))));
+}
+
+// The frequency k of entry q (even) of a spectrum table in fragment order (frag_pos inverted):
+// sub-table jt = q >> log_p, entry (k1, k2) of sub-FFT jt, k = jt + S (k1 + M1 k2).
+__device__ __forceinline__ int frag_k(int q, int log_p, int NT, int log_nt, int log_m1,
+                                      int log_s) {
+  const int jt = q >> log_p, rr = q & ((1 << log_p) - 1);
+  const int tt = (rr >> 1) & 31, g8 = tt >> 2, tq = tt & 3, h = (rr >> 6) & 1, rest = rr >> 7;
+  const int nt = rest & (NT - 1), mt = rest >> log_nt;
+  const int k1 = mt * 16 + h * 8 + g8, k2 = nt * 8 + tq * 2;
+  return jt + ((k1 + (k2 << log_m1)) << log_s);
+}
+
 // X[k] for k < N from X[0..M] in buf (entry 0 holds X[0], X[M]).
 __device__ __forceinline__ float2 spec_at(const float2* buf, int k, int M) {
   if (k < M) {
@@ -2120,15 +2153,7 @@ __global__ void __launch_bounds__(T, MINB)
         buf[0] = make_float2(x0, xm);
         mx = fmaxf(mx, fmaxf(fabsf(x0), fabsf(xm)));
       } else {
-        const float2 A = buf[swz(k)], B = buf[swz(M - k)];  // B: conj taken below
-        const float2 E = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y - B.y));
-        const float2 O = make_float2(0.5f * (A.y + B.y), -0.5f * (A.x - B.x));
-        const float2 wo = cmul(O, __ldg(tw + k));
-        const float2 p = make_float2(E.x + wo.x, E.y + wo.y);
-        const float2 q = make_float2(E.x - wo.x, E.y - wo.y);
-        buf[swz(k)] = p;
-        if (k != M - k) buf[swz(M - k)] = make_float2(q.x, -q.y);
-        mx = fmaxf(mx, fmaxf(fmaxf(fabsf(p.x), fabsf(p.y)), fmaxf(fabsf(q.x), fabsf(q.y))));
+        real_pair(buf, k, M - k, __ldg(tw + k), mx);
       }
     }
 #pragma unroll
@@ -2140,23 +2165,13 @@ __global__ void __launch_bounds__(T, MINB)
       const int w0 = (grp * tc) >> 5;
       for (int w = 0; w < (tc >> 5); ++w) mx = fmaxf(mx, red[w0 + w]);
     }
-    float gsc = 1.0f;
-    if (mx > 0.0f && mx <= 3.0e38f) {
-      int ex;
-      frexpf(mx, &ex);
-      gsc = ldexpf(1.0f, ex);  // >= mx
-    }
+    const float gsc = pow2_at_least(mx);
     const float inv = 1.0f / (den * gsc);
     if (valid) {
       float4* out = reinterpret_cast<float4*>(spec + c * N);
       const int step = S << log_m1;  // k of position e = 1 minus k of e = 0
       for (int q2 = t; q2 < M; q2 += tc) {
-        const int q = 2 * q2, jt = q >> log_p, rr = q & (P - 1);
-        const int tt = (rr >> 1) & 31, g8 = tt >> 2, tq = tt & 3, h = (rr >> 6) & 1,
-                  rest = rr >> 7;
-        const int nt = rest & (NT - 1), mt = rest >> log_nt;
-        const int k1 = mt * 16 + h * 8 + g8, k2 = nt * 8 + tq * 2;
-        const int k = jt + ((k1 + (k2 << log_m1)) << log_s);
+        const int k = frag_k(2 * q2, log_p, NT, log_nt, log_m1, log_s);
         const float2 x0 = spec_at(buf, k, M), x1 = spec_at(buf, k + step, M);
         out[q2] = make_float4(x0.x * inv, x0.y * inv, x1.x * inv, x1.y * inv);
       }
@@ -2227,16 +2242,7 @@ __global__ void __launch_bounds__(T, 1)
           mx = fmaxf(mx, fmaxf(fabsf(x0), fabsf(xm)));
           continue;
         }
-        const int q = H - h - p, k = 2 * p + h;
-        const float2 A = sbuf[swz(p)], B = sbuf[swz(q)];  // B: conj taken below
-        const float2 E = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y - B.y));
-        const float2 O = make_float2(0.5f * (A.y + B.y), -0.5f * (A.x - B.x));
-        const float2 wo = cmul(O, __ldg(tw + k));
-        const float2 x = make_float2(E.x + wo.x, E.y + wo.y);
-        const float2 y = make_float2(E.x - wo.x, E.y - wo.y);
-        sbuf[swz(p)] = x;
-        if (p != q) sbuf[swz(q)] = make_float2(y.x, -y.y);
-        mx = fmaxf(mx, fmaxf(fmaxf(fabsf(x.x), fabsf(x.y)), fmaxf(fabsf(y.x), fabsf(y.y))));
+        real_pair(sbuf, p, H - h - p, __ldg(tw + 2 * p + h), mx);
       }
       __syncthreads();
       // X[k] for k of parity h (< N) from the half in sbuf.
@@ -2253,13 +2259,8 @@ __global__ void __launch_bounds__(T, 1)
         return k > M ? make_float2(v.x, -v.y) : v;
       };
       for (int q2 = t; q2 < M; q2 += T) {
-        const int qq = 2 * q2, jt = qq >> log_p, rr = qq & (P - 1);
-        if ((jt & 1) != h) continue;
-        const int tt = (rr >> 1) & 31, g8 = tt >> 2, tq = tt & 3, hh = (rr >> 6) & 1,
-                  rest = rr >> 7;
-        const int nt = rest & (NT - 1), mt = rest >> log_nt;
-        const int k1 = mt * 16 + hh * 8 + g8, k2 = nt * 8 + tq * 2;
-        const int k = jt + ((k1 + (k2 << log_m1)) << log_s);
+        if (((2 * q2) >> log_p & 1) != h) continue;  // sub-table of the other parity
+        const int k = frag_k(2 * q2, log_p, NT, log_nt, log_m1, log_s);
         const float2 x0 = x_at(k), x1 = x_at(k + step);
         out[q2] = make_float4(x0.x, x0.y, x1.x, x1.y);
       }
@@ -2270,12 +2271,7 @@ __global__ void __launch_bounds__(T, 1)
     __syncthreads();
     mx = 0.0f;
     for (int w = 0; w < T / 32; ++w) mx = fmaxf(mx, red[w]);
-    float gsc = 1.0f;
-    if (mx > 0.0f && mx <= 3.0e38f) {
-      int ex;
-      frexpf(mx, &ex);
-      gsc = ldexpf(1.0f, ex);  // >= mx
-    }
+    const float gsc = pow2_at_least(mx);
     const float inv = 1.0f / (den * gsc);
     for (int q2 = t; q2 < M; q2 += T) {  // the entries this thread wrote
       const float4 v = out[q2];
