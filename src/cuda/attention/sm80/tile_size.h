@@ -12,7 +12,9 @@
 // uses 8 warps, its accumulator alone being 128 registers.
 // Measured on the H200 (benchmarks/attention.py, bf16 grid): head_dim 64 with 128 keys per tile
 // beats 64 by up to 12% at short sequences; head_dim 128 at 64 x 64 (one row tile per warp) ran
-// 10-20% slower than 128 x 64; head_dim 256 at 64 x 64 with 4 warps was within 5% of 128 x 64.
+// 10-20% slower than 128 x 64; head_dim 256 at 64 x 64 with 4 warps was within 5% of 128 x 64,
+// and again after the swizzle below as two CTAs per SM (FlashAttention-2's shape on this GPU):
+// 0.94-1.00x of 128 x 64 in the 12 head_dim 256 cells, slower in 10 (session 34, RESULTS).
 #pragma once
 
 #include <cstddef>
