@@ -51,7 +51,9 @@ bool stride_ok(int64_t stride, int64_t extent) {
 // masked key-tile width; FLASHKIT_SM90_ATTENTION_WG3=0 keeps head_dim 64 on two consumer
 // warpgroups (128-row tiles), =2 gives it three (192-row tiles) also in short masked calls;
 // FLASHKIT_SM90_ATTENTION_INDEX64=1 numbers the work tiles with 64-bit divisions, the path of
-// numberings past 31 bits (tile_scheduler.cuh), so that the tests cover it.
+// numberings past 31 bits (tile_scheduler.cuh), so that the tests cover it;
+// FLASHKIT_SM90_ATTENTION_NARROW=0 keeps short unmasked head_dim 128 calls on 176-key tiles, =2
+// puts every unmasked head_dim 128 call on the 128-key, three-stage tiles (launch.h).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -75,6 +77,7 @@ struct Flags {
   int wg3 = env_mode("FLASHKIT_SM90_ATTENTION_WG3");
   bool index64 = env_opt_in("FLASHKIT_SM90_ATTENTION_INDEX64");
   int keys64 = env_mode("FLASHKIT_SM90_ATTENTION_KEYS64");
+  int narrow = env_mode("FLASHKIT_SM90_ATTENTION_NARROW");
 };
 const Flags& flags() {
   static const Flags f;
@@ -295,6 +298,11 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   constexpr int64_t kKeys64Max = 512, kKeys64MaxMasked = 1024;
   const bool keys64_len = p.seqlen_q > kBlockM && (p.seqlen_k <= kKeys64Max ||
                                                    (masked_call && p.seqlen_k <= kKeys64MaxMasked));
+  // Short unmasked head_dim 128 calls: 128-key tiles, three stages (launch.h, kNarrowMaxKeys).
+  a.narrow = padded_head_dim(p.head_dim) == 128 && !attention_uses_kvcache(p) && flags().narrow != 0 &&
+                     (flags().narrow == 2 || p.seqlen_k <= kNarrowMaxKeys)
+                 ? 1
+                 : 0;
   a.keys64 = padded_head_dim(p.head_dim) == 256 && !attention_uses_kvcache(p) && flags().keys64 != 0 &&
                      (flags().keys64 == 2 || keys64_len)
                  ? 1

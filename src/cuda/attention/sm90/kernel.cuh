@@ -23,7 +23,12 @@
 // Status on the H200 (benchmarks/RESULTS.md, "The standard grid on main 10e8d3b", session 23):
 // 0.785-1.16x cuDNN 9.19 over the standard grid (median 0.98; head_dim 64 unmasked 1.10-1.16x
 // from 2k keys), worst at short causal calls (head_dim 64 on 128-row tiles, head_dim 256, which
-// since takes 64-key tiles over short keys: "head_dim 256 on 64-key tiles for short keys").
+// since takes 64-key tiles over short keys: "head_dim 256 on 64-key tiles for short keys"; and
+// unmasked head_dim 128 up to 1024 keys takes 128-key tiles through three K/V stages, session
+// 34: +5.4% at 512 keys). Against cuDNN's kernel in Nsight Compute (RESULTS, "The Hopper
+// attention kernel against cuDNN's in Nsight Compute"): the same DRAM bytes, and the gap is a
+// cost per work tile, ~1,650 warp instructions per warp outside the key loop's repeats against
+// cuDNN's ~300 (its 128-key tiles never mask a 512- or 4096-key call; ours leave a partial one).
 // Tried and removed (RESULTS, "Branch attn6" and "attn7"): an L2 prefetch of
 // the next work tile, a quarter of head_dim 64's exp2 on the FMA pipe, a second Q buffer, the
 // epilogue chained after the next tile's first S GEMM. Kept: causal head sections
@@ -49,9 +54,10 @@ namespace flashkit {
 namespace cuda {
 namespace sm90_attention {
 
-template <class Element, int kHeadDim, int kBlockN, bool kCache, int kBlockM_ = kBlockM>
+template <class Element, int kHeadDim, int kBlockN, bool kCache, int kBlockM_ = kBlockM,
+          int kStages_ = stages_for(kHeadDim)>
 struct AttentionKernel {
-  using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN, kCache, kBlockM_>;
+  using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN, kCache, kBlockM_, kStages_>;
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kConsumers = Mainloop::kConsumers;
   static constexpr int kThreads = 128 * (1 + kConsumers);
@@ -109,7 +115,8 @@ struct AttentionKernel {
     alignas(8) uint64_t o_free;  // copy-engine output stores: both staging tiles read out
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage));
-  static_assert(kSmemBytes <= smem_bytes_for(kHeadDim, kBlockN, kBlockM), "launch.h's shared-memory bound is too low");
+  static_assert(kSmemBytes <= smem_bytes_for(kHeadDim, kBlockN, kBlockM, Mainloop::kStages),
+                "launch.h's shared-memory bound is too low");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 per-block limit");
 };
 

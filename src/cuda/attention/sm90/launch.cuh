@@ -33,9 +33,10 @@ inline bool descriptor_encoded(const void* desc, size_t bytes) {
   return false;
 }
 
-template <class Element, int kHeadDim, int kBlockN, bool kCache, int kBlockM_ = kBlockM>
+template <class Element, int kHeadDim, int kBlockN, bool kCache, int kBlockM_ = kBlockM,
+          int kStages_ = stages_for(kHeadDim)>
 fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
-  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN, kCache, kBlockM_>;
+  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN, kCache, kBlockM_, kStages_>;
   if (a.block_m != kBlockM_) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention: tile height differs from the host's count");
   }
@@ -102,7 +103,8 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
 // whole tiles of it. Unmasked head_dim 64 calls over at least kLongKeys keys take 192-key tiles;
 // wide_masked (long causal calls) counts as unmasked here. head_dim 64 calls that the host gave
 // 192-row tiles (AttnArgs::block_m) take the three-consumer kernel over 128-key tiles; head_dim
-// 256 calls that it gave AttnArgs::keys64 (short keys) the kernel over 64-key tiles.
+// 256 calls that it gave AttnArgs::keys64 (short keys) the kernel over 64-key tiles; unmasked
+// head_dim 128 calls that it gave AttnArgs::narrow (short keys) 128-key tiles, three stages.
 template <class Element, int kHeadDim>
 fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
   if (a.seqused_k != nullptr || a.block_table != nullptr)
@@ -117,6 +119,10 @@ fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
   if constexpr (block_n_long_for(kHeadDim) != block_n_for(kHeadDim, false)) {
     if (!masked && a.seqlen_k >= kLongKeys)
       return launch_kernel<Element, kHeadDim, block_n_long_for(kHeadDim), false>(a, stream);
+  }
+  if constexpr (kHeadDim == 128) {
+    if (!masked && a.narrow)
+      return launch_kernel<Element, kHeadDim, 128, false, kBlockM, kNarrowStages>(a, stream);
   }
   if constexpr (block_n_for(kHeadDim, true) != block_n_for(kHeadDim, false)) {
     if (!masked) return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, false), false>(a, stream);

@@ -42,13 +42,28 @@ constexpr int block_n_long_for(int head_dim) {
 constexpr int padded_head_dim(int64_t head_dim) {
   return head_dim <= 64 ? 64 : head_dim <= 96 ? 96 : head_dim <= 128 ? 128 : head_dim <= 192 ? 192 : 256;
 }
+// K/V ring depth of a kernel (Mainloop's kStages_ parameter defaults to this): three stages at
+// head_dim 64, two above. The short unmasked head_dim 128 kernel (kNarrowStages, below) takes
+// three; at 128 keys three were also tried for the masked kernel and lost (H200, session 34:
+// causal 512 keys -4 to -6%), so it keeps two.
 constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
+// Unmasked head_dim 128 calls over at most kNarrowMaxKeys keys (the longest sequence under
+// varlen) run 128-key tiles through three K/V stages (Q and three K and V tiles: 224 KiB, as
+// cuDNN 9.19 runs head_dim 128 on this GPU: 128-key tiles, 227 KiB of shared memory) instead of
+// 176-key tiles through two: no partial, masked key tile at 512 or 1024 keys, and one more
+// tile in flight. H200, bf16 (benchmarks/RESULTS.md, "Short unmasked head_dim 128 calls on
+// 128-key tiles, three stages", session 34): +6.4% at 512 keys, +2.5% at 1024, +0.1% at 2048,
+// -1.3% to -4.1% from 4096 on, all measured on a build carrying a ~1-2% slower experiment.
+constexpr int kNarrowStages = 3;
+constexpr int64_t kNarrowMaxKeys = 1024;
 // The copy engine wants a legal stride even along a dimension it never advances (extent 1).
 constexpr int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : stride; }
 // Shared memory of one CTA: Q, the K and V rings, barriers (rounded up generously; the
 // kernel's own static_assert checks its exact size stays below this).
-constexpr int64_t smem_bytes_for(int head_dim, int block_n, int block_m = kBlockM) {
-  return (int64_t(block_m) * head_dim + 2 * int64_t(stages_for(head_dim)) * block_n * head_dim) * 2 +
+constexpr int64_t smem_bytes_for(int head_dim, int block_n, int block_m = kBlockM,
+                                 int stages = 0) {
+  return (int64_t(block_m) * head_dim +
+          2 * int64_t(stages > 0 ? stages : stages_for(head_dim)) * block_n * head_dim) * 2 +
          2048;
 }
 constexpr int64_t smem_bytes_for(int head_dim) {
@@ -56,7 +71,8 @@ constexpr int64_t smem_bytes_for(int head_dim) {
   const int64_t masked = smem_bytes_for(head_dim, block_n_for(head_dim, true));
   const int64_t longer = smem_bytes_for(head_dim, block_n_long_for(head_dim));
   const int64_t three = head_dim <= 64 ? smem_bytes_for(head_dim, 128, kBlockM3) : 0;
-  const int64_t two = plain > masked ? plain : masked;
+  const int64_t narrow = head_dim == 128 ? smem_bytes_for(head_dim, 128, kBlockM, kNarrowStages) : 0;
+  const int64_t two = plain > masked ? (plain > narrow ? plain : narrow) : (masked > narrow ? masked : narrow);
   const int64_t most = two > longer ? two : longer;
   return most > three ? most : three;
 }
@@ -161,6 +177,9 @@ struct AttnArgs {
   cutlass::FastDivmod div_sec_last;   // the last section's width (batch * nheads - its first)
   // head_dim 256, plain kernel: 64-key tiles instead of 80 (attention_sm90.cpp, when).
   int32_t keys64 = 0;
+  // head_dim 128, nothing masked: 128-key tiles through kNarrowStages K/V stages instead of
+  // 176-key tiles (attention_sm90.cpp, when).
+  int32_t narrow = 0;
 };
 
 // Fills AttnArgs::index32 and the div_* members from batch, nheads, group, num_m_blocks,

@@ -35,7 +35,8 @@ namespace sm90_attention {
 // plain one compiles none of that code (it cost the plain kernel up to 7% at head_dim 128 when
 // both shared one producer: H200, 8k causal, RESULTS.md "Hopper kernel over KV caches").
 // kBlockM_: query rows per work tile, 64 per consumer warpgroup (launch.h).
-template <class Element_, int kHeadDim_, int kBlockN_, bool kCache_, int kBlockM_ = kBlockM>
+template <class Element_, int kHeadDim_, int kBlockN_, bool kCache_, int kBlockM_ = kBlockM,
+          int kStages_ = stages_for(kHeadDim_)>
 struct Mainloop {
   using Element = Element_;  // cute::half_t or cute::bfloat16_t
   static constexpr int kHeadDim = kHeadDim_;
@@ -44,7 +45,7 @@ struct Mainloop {
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kConsumers = kBlockM / 64;  // consumer warpgroups
   static_assert(kBlockM % 64 == 0 && kConsumers >= 2 && kConsumers <= 3, "64 query rows per consumer warpgroup");
-  static constexpr int kStages = stages_for(kHeadDim);
+  static constexpr int kStages = kStages_;
   static_assert(kHeadDim % 32 == 0, "head_dim must be a whole number of 64-byte swizzle atoms");
 
   using BM = cute::Int<kBlockM>;
