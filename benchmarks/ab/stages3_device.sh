@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (Ran on the branch's first build, session 34; the second build dropped ZERO_FIRST and turned NARROW
+# into a dispatch rule with =0 / =2 overrides: benchmarks/ab/narrow_device.sh.)
 # Session 34: three K/V stages where they fit in the Hopper attention kernel (head_dim 96 and
 # 128 on 128-key tiles; head_dim 64 had three already), as cuDNN 9.19 runs head_dim 128 here
 # (128-key tiles, 227 KiB of shared memory; RESULTS "The Hopper attention kernel against cuDNN's
