@@ -24,7 +24,7 @@ u = torch.randn(a.B, a.H, a.L, device="cuda").mul(0.02).to(torch.bfloat16)
 y = torch.empty_like(u)
 k = torch.randn(a.H, a.L, device="cuda") * 0.02
 D = torch.randn(a.H, device="cuda")
-plan = fk.plan(a.H, a.L, 2 * a.L, "bf16", True)
+plan = fk.plan(a.H, a.L, 2 * a.L, torch.bfloat16, True)
 call, variant = fk.make_call(plan, u, k, D, None, None, y)
 for _ in range(2):
     call()
