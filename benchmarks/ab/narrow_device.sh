@@ -26,31 +26,4 @@ for tool in memcheck racecheck; do
   sanitize_case $bin $tool "[attention][sm90][sanitize]" B
   FLASHKIT_SM90_ATTENTION_NARROW=2 sanitize_case $bin $tool "[attention][sm90][sanitize]" "B NARROW=2"
 done
-n=0
-for side in A B B A; do
-  n=$((n + 1))
-  lib=.device/lib/libflashkit.so
-  [ "$side" = A ] && lib=.device-b/lib/libflashkit.so
-  LD_LIBRARY_PATH=$(dirname $lib) timeout -k 5 100 python3 benchmarks/attention.py --lib "$lib" \
-    --family sm90 --head-dims ${FK_NW_HDIMS:-128} --no-extra --reps 10 --warmup 3 \
-    --json "$OUT/g_${side}_$n.json" > "$OUT/g_${side}_$n.log" 2>&1
-  echo "run $n $side rc $? (${SECONDS} s)"
-done
-python3 - "$OUT" <<'PY'
-import glob, json, os, statistics, sys
-out = sys.argv[1]
-tab = {}
-for f in sorted(glob.glob(f"{out}/g_*_*.json")):
-    side = os.path.basename(f).split("_")[1]
-    for r in json.load(open(f))["rows"]:
-        k = (r["head_dim"], r["seqlen"], int(r["causal"]))
-        tab.setdefault(k, {}).setdefault(side, []).append((r["flashkit_tflops"], r.get("cudnn_tflops"), r.get("flash_tflops"), r["variant"]))
-print("d seqlen causal | A fk [runs] | B fk [runs] | B/A | cuDNN | FA2 | A/cuDNN | B/cuDNN | B/FA2")
-for k in sorted(tab):
-    a = [x[0] for x in tab[k]["A"]]; b = [x[0] for x in tab[k]["B"]]
-    c = statistics.median(x[1] for s in tab[k] for x in tab[k][s] if x[1])
-    f = statistics.median(x[2] for s in tab[k] for x in tab[k][s] if x[2])
-    ma, mb = statistics.median(a), statistics.median(b)
-    print(f"{k} | {ma:.1f} [{' '.join(f'{x:.0f}' for x in a)}] | {mb:.1f} [{' '.join(f'{x:.0f}' for x in b)}] | "
-          f"{mb/ma:.3f} | {c:.1f} | {f:.1f} | {ma/c:.3f} | {mb/c:.3f} | {mb/f:.3f}")
-PY
+attn_ab "A B B A" --family sm90 --head-dims ${FK_NW_HDIMS:-128} --no-extra --reps 10 --warmup 3

@@ -106,3 +106,22 @@ fftconv_ab() {
   local s r=0
   for s in ${ORDER:-A B B A}; do r=$((r + 1)); fftconv_side "$s" $r "$@"; done
 }
+# attn_ab ORDER ARGS...: `python3 benchmarks/attention.py ARGS` once per side in ORDER (e.g.
+# "A B B A"), one process each, with .device-b's library for A and .device's for every other
+# side; side S runs with the environment assignments in $AB_ENV_S (e.g. AB_ENV_N=
+# "FLASHKIT_SM90_ATTENTION_NARROW=1"). JSON in $OUT/g_SIDE_RUN.json, then the per-cell table of
+# benchmarks/ab/attn_ab_table.py.
+attn_ab() {
+  local order=$1 n=0 side lib envv
+  shift
+  for side in $order; do
+    n=$((n + 1))
+    lib=.device/lib/libflashkit.so
+    [ "$side" = A ] && lib=.device-b/lib/libflashkit.so
+    envv=AB_ENV_$side
+    env ${!envv:-} LD_LIBRARY_PATH="$(dirname "$lib")" timeout -k 5 100 python3 benchmarks/attention.py \
+      --lib "$lib" "$@" --json "$OUT/g_${side}_$n.json" > "$OUT/g_${side}_$n.log" 2>&1
+    echo "run $n $side rc $? (${SECONDS} s)"
+  done
+  python3 benchmarks/ab/attn_ab_table.py "$OUT"
+}

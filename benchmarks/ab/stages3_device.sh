@@ -31,37 +31,8 @@ for tool in memcheck racecheck; do
   sanitize_case $bin $tool "[attention][sm90][sanitize]" B
   FLASHKIT_SM90_ATTENTION_ZERO_FIRST=1 sanitize_case $bin $tool "[attention][sm90][sanitize]" Z
 done
-n=0
-for side in A B N Z Z N B A; do
-  n=$((n + 1))
-  lib=.device/lib/libflashkit.so
-  [ "$side" = A ] && lib=.device-b/lib/libflashkit.so
-  narrow=0 zero=0
-  [ "$side" = N ] && narrow=1
-  [ "$side" = Z ] && zero=1
-  FLASHKIT_SM90_ATTENTION_ZERO_FIRST=$zero FLASHKIT_SM90_ATTENTION_NARROW=$narrow \
-    LD_LIBRARY_PATH=$(dirname $lib) timeout -k 5 100 \
-    python3 benchmarks/attention.py --lib "$lib" --family sm90 --head-dims ${FK_S3_HDIMS:-128} \
-    --no-extra --reps 10 --warmup 3 --json "$OUT/g_${side}_$n.json" > "$OUT/g_${side}_$n.log" 2>&1
-  echo "run $n $side rc $? (${SECONDS} s)"
-done
-python3 - "$OUT" <<'PY'
-import glob, json, os, statistics, sys
-out = sys.argv[1]
-tab = {}
-for f in sorted(glob.glob(f"{out}/g_*_*.json")):
-    side = os.path.basename(f).split("_")[1]
-    for r in json.load(open(f))["rows"]:
-        k = (r["head_dim"], r["seqlen"], int(r["causal"]))
-        tab.setdefault(k, {}).setdefault(side, []).append((r["flashkit_tflops"], r.get("cudnn_tflops")))
-print("d seqlen causal | A fk | B fk | N fk | Z fk | B/A | N/A | Z/A | cuDNN | A/cuDNN | B/cuDNN | N/cuDNN | Z/cuDNN")
-for k in sorted(tab):
-    m = {s: statistics.median(x[0] for x in tab[k][s]) for s in ("A", "B", "N", "Z") if s in tab[k]}
-    c = statistics.median(x[1] for s in tab[k] for x in tab[k][s] if x[1])
-    print(f"{k} | {m['A']:.1f} | {m['B']:.1f} | {m['N']:.1f} | {m['Z']:.1f} | {m['B']/m['A']:.3f} | "
-          f"{m['N']/m['A']:.3f} | {m['Z']/m['A']:.3f} | {c:.1f} | {m['A']/c:.3f} | {m['B']/c:.3f} | "
-          f"{m['N']/c:.3f} | {m['Z']/c:.3f}")
-PY
+AB_ENV_N="FLASHKIT_SM90_ATTENTION_NARROW=1" AB_ENV_Z="FLASHKIT_SM90_ATTENTION_ZERO_FIRST=1" \
+  attn_ab "A B N Z Z N B A" --family sm90 --head-dims ${FK_S3_HDIMS:-128} --no-extra --reps 10 --warmup 3
 if [ "${FFT_PROBE:-1}" = 1 ]; then
   unset OUT_SET
   bash benchmarks/ab/fft_ncu_device.sh 2>&1 | tail -14

@@ -25,35 +25,4 @@ for tool in memcheck racecheck; do
   echo "$tool rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -n1)"
 done
 echo "(${SECONDS} s)"
-n=0
-for side in A B B A; do
-  n=$((n + 1))
-  lib=.device/lib/libflashkit.so
-  [ "$side" = A ] && lib=.device-b/lib/libflashkit.so
-  LD_LIBRARY_PATH=$(dirname $lib) timeout -k 5 100 python3 benchmarks/attention.py --lib "$lib" \
-    --family sm80 --head-dims ${FK_T256_HDIMS:-256} --no-extra --reps 10 --warmup 3 \
-    --json "$OUT/g_${side}_$n.json" > "$OUT/g_${side}_$n.log" 2>&1
-  echo "run $n $side rc $? (${SECONDS} s)"
-done
-python3 - "$OUT" <<'PY'
-import glob, json, os, statistics, sys
-out = sys.argv[1]
-tab = {}
-for f in sorted(glob.glob(f"{out}/g_*_*.json")):
-    side = os.path.basename(f).split("_")[1]
-    for r in json.load(open(f))["rows"]:
-        k = (r["head_dim"], r["seqlen"], r["causal"])
-        tab.setdefault(k, {}).setdefault(side, []).append((r["flashkit_tflops"], r.get("flash_tflops")))
-print("d seqlen causal | A fk [range] | B fk [range] | B/A | FA2 | A/FA2 | B/FA2")
-ok_a = ok_b = 0
-for k in sorted(tab):
-    a = [x[0] for x in tab[k].get("A", [])]; b = [x[0] for x in tab[k].get("B", [])]
-    if not a or not b:
-        continue
-    f = [x[1] for s in ("A", "B") for x in tab[k][s] if x[1]]
-    ma, mb = statistics.median(a), statistics.median(b)
-    mf = statistics.median(f) if f else float("nan")
-    ok_a += ma >= mf; ok_b += mb >= mf
-    print(f"{k} | {ma:.1f} [{min(a):.0f}-{max(a):.0f}] | {mb:.1f} [{min(b):.0f}-{max(b):.0f}] | {mb/ma:.3f} | {mf:.1f} | {ma/mf:.3f} | {mb/mf:.3f}")
-print(f"cells >= FA2: A {ok_a}, B {ok_b} of {len(tab)}")
-PY
+attn_ab "A B B A" --family sm80 --head-dims ${FK_T256_HDIMS:-256} --no-extra --reps 10 --warmup 3
