@@ -115,6 +115,10 @@ TEST_CASE("sm90 attention: other head dims, padded to the next native one",
   Case v = sm90_varlen({3, 0, 130, 17}, {5, 4, 65, 140}, 3, 1, 72, DT::BF16);
   v.pr.causal = true;
   run_case(sm90(), v, 7850);
+  // 120 -> 128, unmasked, more than 128 query rows over at most 1024 keys: the short unmasked
+  // head_dim 128 kernel (128-key tiles, three stages; launch.h kNarrowMaxKeys).
+  Case n = sm90_case(2, 300, 700, 4, 2, 120, DT::BF16);
+  run_case(sm90(), n, 7851);
 }
 
 TEST_CASE("sm90 attention: padded head dims on the edge and long seqlen pairs",
@@ -222,6 +226,11 @@ TEST_CASE("sm90 attention: persistent loop small case for the sanitizers",
   // warpgroups' GEMM turns carried from one work tile to the next.
   Case f = sm90_case(3, 200, 150, 24, 8, 64, DT::F16);
   run_case(sm90(), f, 7113);
+  // head_dim 128 unmasked over more than 1024 keys: the 176-key kernel (c above, over 200 keys,
+  // takes the short unmasked calls' 128-key, three-stage kernel: launch.h kNarrowMaxKeys),
+  // 2 x 70 = 140 tiles, so that its output staging is reused too.
+  Case g = sm90_case(1, 130, 1100, 70, 10, 128, DT::BF16);
+  run_case(sm90(), g, 7114);
 }
 
 TEST_CASE("sm90 attention: head_dim 64 over long keys (192-key tiles)", "[gpu][attention][sm90]") {
@@ -598,7 +607,9 @@ TEST_CASE("attention: varlen, NaN in one sequence's v stays there (sm90, sm80, g
 TEST_CASE("sm90 attention: varlen NaN v small case", "[gpu][attention][sm90][sanitize]") {
   if (!have_sm90()) return;
   Case c = sm90_varlen({3, 0, 17, 130}, {5, 4, 20, 65}, 2, 1, 128, DT::BF16);
-  c.nan_v = {2};  // sequence 0's only key tile (176 keys at head_dim 128) reads rows 0-175
+  // sequence 0's only key tile reads rows 0-127 (128 keys: a short unmasked head_dim 128 call,
+  // launch.h kNarrowMaxKeys; rows 0-175 on the 176-key tiles), sequence 2's among them
+  c.nan_v = {2};
   run_case(sm90(), c, 79000);
 }
 

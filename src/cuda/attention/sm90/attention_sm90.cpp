@@ -53,7 +53,8 @@ bool stride_ok(int64_t stride, int64_t extent) {
 // FLASHKIT_SM90_ATTENTION_INDEX64=1 numbers the work tiles with 64-bit divisions, the path of
 // numberings past 31 bits (tile_scheduler.cuh), so that the tests cover it;
 // FLASHKIT_SM90_ATTENTION_NARROW=0 keeps short unmasked head_dim 128 calls on 176-key tiles, =2
-// puts every unmasked head_dim 128 call on the 128-key, three-stage tiles (launch.h).
+// puts every unmasked head_dim 128 call not over a KV cache (any length, any number of query
+// rows) on the 128-key, three-stage tiles (launch.h).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -299,8 +300,9 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   const bool keys64_len = p.seqlen_q > kBlockM && (p.seqlen_k <= kKeys64Max ||
                                                    (masked_call && p.seqlen_k <= kKeys64MaxMasked));
   // Short unmasked head_dim 128 calls: 128-key tiles, three stages (launch.h, kNarrowMaxKeys).
-  a.narrow = padded_head_dim(p.head_dim) == 128 && !attention_uses_kvcache(p) && flags().narrow != 0 &&
-                     (flags().narrow == 2 || p.seqlen_k <= kNarrowMaxKeys)
+  a.narrow = padded_head_dim(p.head_dim) == 128 && !attention_uses_kvcache(p) && !masked_call &&
+                     flags().narrow != 0 &&
+                     (flags().narrow == 2 || (p.seqlen_q > kBlockM && p.seqlen_k <= kNarrowMaxKeys))
                  ? 1
                  : 0;
   a.keys64 = padded_head_dim(p.head_dim) == 256 && !attention_uses_kvcache(p) && flags().keys64 != 0 &&

@@ -73,7 +73,8 @@ struct AttentionKernel {
   // warpgroup does not wait for. The staging tiles lie in a V-ring stage that both warpgroups
   // are done with (the one before the last; its release is waited for on the ring's empty
   // barrier), which the producer refills only after `o_free` (both warpgroups' stores have read
-  // their staging) for the next work tile's first V. The 128 rows fit in one stage where the
+  // their staging) for a V of the next work tile (its first with two stages, its second with
+  // three). The 128 rows fit in one stage where the
   // key tile is at least 128 rows (head_dim <= 128). Batched problems only (varlen rows past a
   // sequence belong to the next one); the KV-cache instantiation keeps the register stores.
   static constexpr bool kTmaStore = !kCache && kHeadDim <= 128 && kConsumers == 2;

@@ -21,8 +21,9 @@ namespace sm90_attention {
 // three consumer warpgroups (kBlockM3 = 192 rows, 128-key tiles, as FlashAttention-3 runs
 // head_dim 64), chosen per call by AttnArgs::block_m (attention_sm90.cpp). head_dim is the whole tile width.
 // head_dim 128 takes 176-key tiles when nothing is masked (fewer softmax rounds per key, as
-// FlashAttention-3 does) and 128-key tiles under causal/window masks (less waste on the
-// diagonal); head_dim 256 takes 80 (the Q tile and two 80 x 256 stages of K and V fill
+// FlashAttention-3 does), except short unmasked calls (AttnArgs::narrow: 128-key tiles, three
+// stages, below), and 128-key tiles under causal/window masks (less waste on the diagonal);
+// head_dim 256 takes 80 (the Q tile and two 80 x 256 stages of K and V fill
 // shared memory: 224 KiB of the 227 KiB), or 64 over short keys (AttnArgs::keys64).
 constexpr int kBlockM = 128;
 constexpr int kBlockM3 = 192;
@@ -47,13 +48,17 @@ constexpr int padded_head_dim(int64_t head_dim) {
 // three; at 128 keys three were also tried for the masked kernel and lost (H200, session 34:
 // causal 512 keys -4 to -6%), so it keeps two.
 constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
-// Unmasked head_dim 128 calls over at most kNarrowMaxKeys keys (the longest sequence under
-// varlen) run 128-key tiles through three K/V stages (Q and three K and V tiles: 224 KiB, as
-// cuDNN 9.19 runs head_dim 128 on this GPU: 128-key tiles, 227 KiB of shared memory) instead of
-// 176-key tiles through two: no partial, masked key tile at 512 or 1024 keys, and one more
-// tile in flight. H200, bf16 (benchmarks/RESULTS.md, "Short unmasked head_dim 128 calls on
-// 128-key tiles, three stages", session 34): +6.4% at 512 keys, +2.5% at 1024, +0.1% at 2048,
-// -1.3% to -4.1% from 4096 on, all measured on a build carrying a ~1-2% slower experiment.
+// Unmasked head_dim 128 calls of more than kBlockM query rows over at most kNarrowMaxKeys keys
+// (the longest sequences under varlen; not over KV caches) run 128-key tiles through three K/V
+// stages (Q and three K and V tiles: 224 KiB, as cuDNN 9.19 runs head_dim 128 on this GPU:
+// 128-key tiles, 227 KiB of shared memory) instead of 176-key tiles through two: no partial,
+// masked key tile at 512 or 1024 keys, and one more tile in flight. H200, bf16
+// (benchmarks/RESULTS.md, "Short unmasked head_dim 128 calls on 128-key tiles, three stages",
+// session 34): +5.4% at 512 keys, +0.9% at 1024. In the first build's call (every unmasked call
+// on these tiles, against a build 1-2% slower than main) even at 2048 keys and -1.3% to -4.1%
+// from 4096 on, hence the bound. Calls of at most kBlockM query rows (decode, packed GQA
+// decode, split-KV's inner calls) are untimed on them and keep 176-key tiles. This kernel sets
+// head_dim 128's shared-memory need (smem_bytes_for: 231,424 of the 232,448 bytes Hopper allows).
 constexpr int kNarrowStages = 3;
 constexpr int64_t kNarrowMaxKeys = 1024;
 // The copy engine wants a legal stride even along a dimension it never advances (extent 1).

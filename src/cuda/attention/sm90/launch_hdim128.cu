@@ -1,6 +1,7 @@
 // head_dim 128: the fp16 and bf16 instantiations of the Hopper attention kernel, with 176-key
-// tiles when nothing is masked and 128-key tiles under causal/window masks, and the KV-cache
-// instantiation (128-key tiles; launch.cuh).
+// tiles when nothing is masked (128-key tiles and three stages for short unmasked calls) and
+// 128-key tiles under causal/window masks, and the KV-cache instantiation (128-key tiles;
+// launch.cuh).
 #include "cuda/attention/sm90/launch.cuh"
 
 namespace flashkit {
