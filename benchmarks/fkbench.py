@@ -163,6 +163,20 @@ def time_ms(fns, warmup, reps, batch=1):
     return statistics.median(s.elapsed_time(e) / batch for s, e in times)
 
 
+
+def nvtx_profile(fn, reps, warmup=2, name="prof"):
+    """Calls `fn` `warmup` times, then `reps` times inside the NVTX range `name`, so that Nsight
+    Compute's --nvtx --nvtx-include "NAME/" profiles only those (benchmarks/ab/*_ncu_one.py)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push(name)
+    for _ in range(reps):
+        fn()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+
+
 def l2_bytes():
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     return getattr(props, "L2_cache_size", 50 << 20)

@@ -13,6 +13,7 @@ from torch.nn.attention import SDPBackend
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import attention  # noqa: E402
+import fkbench  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--lib", required=True)
@@ -32,12 +33,5 @@ if a.which == "fk":
 else:
     be = SDPBackend.CUDNN_ATTENTION if a.which == "cudnn" else SDPBackend.FLASH_ATTENTION
     run = attention.sdpa_fn(be, q, k, v, bool(a.causal))
-for _ in range(2):
-    run()
-torch.cuda.synchronize()
-torch.cuda.nvtx.range_push("prof")
-for _ in range(a.reps):
-    run()
-torch.cuda.synchronize()
-torch.cuda.nvtx.range_pop()
+fkbench.nvtx_profile(run, a.reps)
 print(f"{a.which} d {a.d} S {a.s} causal {a.causal}: ok")

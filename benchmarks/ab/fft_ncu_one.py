@@ -10,6 +10,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import fftconv  # noqa: E402
+import fkbench  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--lib", required=True)
@@ -26,12 +27,5 @@ k = torch.randn(a.H, a.L, device="cuda") * 0.02
 D = torch.randn(a.H, device="cuda")
 plan = fk.plan(a.H, a.L, 2 * a.L, torch.bfloat16, True)
 call, variant = fk.make_call(plan, u, k, D, None, None, y)
-for _ in range(2):
-    call()
-torch.cuda.synchronize()
-torch.cuda.nvtx.range_push("prof")
-for _ in range(a.reps):
-    call()
-torch.cuda.synchronize()
-torch.cuda.nvtx.range_pop()
+fkbench.nvtx_profile(call, a.reps)
 print(f"L {a.L} B {a.B} H {a.H}: {variant}")

@@ -16,13 +16,8 @@ cd "$(dirname "$0")/../.."
 ab_stage
 export LD_LIBRARY_PATH=$PWD/.device/lib
 bin=.device/bin/flashkit_tests_gpu
-timeout -k 10 200 "$bin" "[attention][sm80]" > "$OUT/t_sm80.log" 2>&1
-echo "[attention][sm80]: $(grep -E '^(All tests passed|test cases:)' "$OUT/t_sm80.log" | tail -n1)"
-grep -h -B3 -A12 "FAILED" "$OUT"/t_*.log | head -40
+gpu_case $bin "[attention][sm80]"
 for tool in memcheck racecheck; do
-  timeout -k 10 120 compute-sanitizer --tool $tool --error-exitcode 9 "$bin" \
-    "sm80 attention: small cases,sm80 attention: fully masked rows and empty keys" > "$OUT/$tool.log" 2>&1
-  echo "$tool rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -n1)"
+  sanitize_case $bin $tool "sm80 attention: small cases,sm80 attention: fully masked rows and empty keys"
 done
-echo "(${SECONDS} s)"
 attn_ab "A B B A" --family sm80 --head-dims ${FK_T256_HDIMS:-256} --no-extra --reps 10 --warmup 3
