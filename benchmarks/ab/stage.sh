@@ -107,7 +107,7 @@ fftconv_ab() {
   for s in ${ORDER:-A B B A}; do r=$((r + 1)); fftconv_side "$s" $r "$@"; done
 }
 # attn_ab ORDER ARGS...: `python3 benchmarks/attention.py ARGS` once per side in ORDER (e.g.
-# "A B B A"), one process each, with .device-b's library for A and .device's for every other
+# "A B B A"), one process each, with .device-b's library (or $AB_LIB_A) for A and .device's for every other
 # side; side S runs with the environment assignments in $AB_ENV_S (e.g. AB_ENV_N=
 # "FLASHKIT_SM90_ATTENTION_NARROW=1"). JSON in $OUT/g_SIDE_RUN.json, then the per-cell table of
 # benchmarks/ab/attn_ab_table.py.
@@ -117,7 +117,7 @@ attn_ab() {
   for side in $order; do
     n=$((n + 1))
     lib=.device/lib/libflashkit.so
-    [ "$side" = A ] && lib=.device-b/lib/libflashkit.so
+    [ "$side" = A ] && lib=${AB_LIB_A:-.device-b/lib/libflashkit.so}
     envv=AB_ENV_$side
     env ${!envv:-} LD_LIBRARY_PATH="$(dirname "$lib")" timeout -k 5 100 python3 benchmarks/attention.py \
       --lib "$lib" "$@" --json "$OUT/g_${side}_$n.json" > "$OUT/g_${side}_$n.log" 2>&1

@@ -170,6 +170,40 @@ TEST_CASE("sm90 attention: causal x window x softcap, the full product on one sh
     }
 }
 
+TEST_CASE("sm90 attention: one-sided windows (upper bound only, lower bound only)",
+          "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // Calls without a left window mask their partial key tiles by the upper bound alone
+  // (softmax.cuh, mask_hi): right-only windows of several widths, over more queries than keys
+  // (rows that see no key: O = 0, lse = -inf), fewer, and a key tail; left-only windows keep the
+  // two-sided mask. Each head dim's own key-tile width (64 to 192 keys) cuts the diagonal
+  // differently.
+  const int64_t head_dims[] = {64, 128, 256};
+  const int64_t shapes[][2] = {{300, 200}, {200, 517}, {257, 1000}};
+  const int64_t rights[] = {0, 17, 150};
+  int i = 0;
+  for (int64_t d : head_dims)
+    for (const auto& sh : shapes) {
+      Case c = sm90_case(2, sh[0], sh[1], 4, i % 2 ? 2 : 4, d, i % 2 ? DT::BF16 : DT::F16);
+      c.pr.wl = -1;
+      c.pr.wr = rights[i % 3];
+      if (i % 4 == 3) c.pr.softcap = 20.0;
+      c.with_lse = true;
+      run_case(sm90(), c, 7950 + uint64_t(i));
+      Case l = sm90_case(1, sh[0], sh[1], 2, 1, d, i % 2 ? DT::F16 : DT::BF16);
+      l.pr.wl = rights[(i + 1) % 3] + 40;
+      l.pr.wr = -1;
+      l.with_lse = true;
+      run_case(sm90(), l, 7980 + uint64_t(i));
+      ++i;
+    }
+  Case v = sm90_varlen({3, 0, 130, 300}, {5, 4, 265, 140}, 4, 2, 128, DT::BF16);
+  v.pr.wl = -1;
+  v.pr.wr = 9;
+  v.with_lse = true;
+  run_case(sm90(), v, 7999);
+}
+
 TEST_CASE("sm90 attention: padded head_dim small case", "[gpu][attention][sm90][sanitize]") {
   if (!have_sm90()) return;
   Case c = sm90_case(1, 70, 90, 2, 1, 72, DT::F16);  // 72 -> 96: the last head ends the buffer

@@ -54,7 +54,8 @@ bool stride_ok(int64_t stride, int64_t extent) {
 // numberings past 31 bits (tile_scheduler.cuh), so that the tests cover it;
 // FLASHKIT_SM90_ATTENTION_NARROW=0 keeps short unmasked head_dim 128 calls on 176-key tiles, =2
 // puts every unmasked head_dim 128 call not over a KV cache (any length, any number of query
-// rows) on the 128-key, three-stage tiles (launch.h).
+// rows) on the 128-key, three-stage tiles (launch.h); FLASHKIT_SM90_ATTENTION_HI_MASK=0 masks
+// every partial key tile by both bounds (softmax.cuh).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -79,6 +80,7 @@ struct Flags {
   bool index64 = env_opt_in("FLASHKIT_SM90_ATTENTION_INDEX64");
   int keys64 = env_mode("FLASHKIT_SM90_ATTENTION_KEYS64");
   int narrow = env_mode("FLASHKIT_SM90_ATTENTION_NARROW");
+  bool hi_mask = env_flag("FLASHKIT_SM90_ATTENTION_HI_MASK");
 };
 const Flags& flags() {
   static const Flags f;
@@ -309,6 +311,7 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
                      (flags().keys64 == 2 || keys64_len)
                  ? 1
                  : 0;
+  a.hi_mask = flags().hi_mask ? 1 : 0;
 
   const bool bf16 = p.dtype == DType::BF16;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);

@@ -338,11 +338,14 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           int lo[2], hi[2];
           const int r0 = tile_row0();
           CUTE_UNROLL
-          for (int r = 0; r < 2; ++r) {
-            lo[r] = scheduler.key_lo(w, int64_t(w.m0) + r0 + 8 * r);
-            hi[r] = scheduler.key_hi(w, int64_t(w.m0) + r0 + 8 * r);
+          for (int r = 0; r < 2; ++r) hi[r] = scheduler.key_hi(w, int64_t(w.m0) + r0 + 8 * r);
+          if (a.window_left < 0 && a.hi_mask) {
+            OnlineSoftmax::mask_hi(tSrS, n0 + 2 * tile_quad_t(), hi);
+          } else {
+            CUTE_UNROLL
+            for (int r = 0; r < 2; ++r) lo[r] = scheduler.key_lo(w, int64_t(w.m0) + r0 + 8 * r);
+            OnlineSoftmax::mask(tSrS, n0 + 2 * tile_quad_t(), lo, hi);
           }
-          OnlineSoftmax::mask(tSrS, n0 + 2 * tile_quad_t(), lo, hi);
         }
       };
       if (overlapped) {

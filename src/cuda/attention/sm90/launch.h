@@ -185,6 +185,10 @@ struct AttnArgs {
   // head_dim 128, nothing masked: 128-key tiles through kNarrowStages K/V stages instead of
   // 176-key tiles (attention_sm90.cpp, when).
   int32_t narrow = 0;
+  // Calls without a left window mask their partial key tiles by the upper bound alone
+  // (softmax.cuh, mask_hi; FLASHKIT_SM90_ATTENTION_HI_MASK=0 takes the two-sided mask, for
+  // diagnosis and A/B).
+  int32_t hi_mask = 1;
 };
 
 // Fills AttnArgs::index32 and the div_* members from batch, nheads, group, num_m_blocks,

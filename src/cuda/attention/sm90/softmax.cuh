@@ -70,6 +70,20 @@ struct OnlineSoftmax {
     }
   }
 
+  // The same where no row has a lower bound (no left window: lo = 0 for every row, so
+  // unmasked calls, whose one masked tile is the sequence's last, causal calls and right-only
+  // windows): each element's column offset from key0 is a constant, compared with one
+  // per-row limit, one ISETP and one FSEL per element instead of two compares and their OR.
+  template <class TS>
+  static __device__ __forceinline__ void mask_hi(TS& s, int key0, const int (&hi)[2]) {
+    const int lim[2] = {hi[0] - key0, hi[1] - key0};  // hi >= -1, key0 >= 0: no overflow
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(s); ++i) {
+      const int col = 8 * (i >> 2) + (i & 1);
+      if (col > lim[(i >> 1) & 1]) s(i) = -INFINITY;
+    }
+  }
+
   // One key tile: new row max, rescale factor corr = exp2(m_old - m_new) of the running sum
   // (returned for the output accumulator, which the caller rescales with rescale() once the
   // O += P V still in flight has retired), then s <- exp2(s * scale - m). `s` holds logits
