@@ -117,6 +117,32 @@ TEST_CASE("sm80 attention: long sequence (4224, 4224)", "[gpu][attention][sm80]"
   run_case(sm80(), d, 2001);
 }
 
+TEST_CASE("sm80 attention: one-sided windows (upper bound only, lower bound only)",
+          "[gpu][attention][sm80]") {
+  if (!have_sm80()) return;
+  // Calls without a left window mask their partial key tiles by the upper bound alone
+  // (softmax.cuh, mask_hi): right-only windows of several widths over more queries than keys
+  // (rows that see no key), fewer, and a key tail; left-only windows keep the two-sided mask.
+  // FLASHKIT_SM80_ATTENTION_HI_MASK=0 runs the same cases on the two-sided mask.
+  const int64_t head_dims[] = {64, 96, 128, 256};
+  const int64_t shapes[][2] = {{300, 200}, {200, 517}, {257, 1000}};
+  const int64_t rights[] = {0, 17, 150};
+  int i = 0;
+  for (int64_t d : head_dims)
+    for (const auto& sh : shapes) {
+      Case c = batched(2, sh[0], sh[1], 4, i % 2 ? 2 : 4, d, i % 2 ? DT::BF16 : DT::F16);
+      c.pr.wl = -1;
+      c.pr.wr = rights[i % 3];
+      if (i % 4 == 3) c.pr.softcap = 20.0;
+      run_case(sm80(), c, 2100 + uint64_t(i));
+      Case l = batched(1, sh[0], sh[1], 2, 1, d, i % 2 ? DT::F16 : DT::BF16);
+      l.pr.wl = rights[(i + 1) % 3] + 40;
+      l.pr.wr = -1;
+      run_case(sm80(), l, 2150 + uint64_t(i));
+      ++i;
+    }
+}
+
 TEST_CASE("sm80 attention: varlen with empty sequences", "[gpu][attention][sm80][varlen]") {
   if (!have_sm80()) return;
   const Varlen vs[] = {

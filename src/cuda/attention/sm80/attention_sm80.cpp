@@ -40,6 +40,12 @@ bool decode_tiles_on() {
   const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_DECODE");
   return env == nullptr || std::strcmp(env, "0") != 0;
 }
+// FLASHKIT_SM80_ATTENTION_HI_MASK=0 (diagnostic, read on every call): partial key tiles of calls
+// without a left window take the two-sided mask instead of the upper bound alone (softmax.cuh).
+bool hi_mask_on() {
+  const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_HI_MASK");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
 bool stride_ok(int64_t stride, int64_t extent) { return extent <= 1 || stride % 8 == 0; }
 
 // Whether a (non-packed) call runs the decode tiles (tile_size.h): the predicate's page rule and
@@ -166,6 +172,7 @@ fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) 
   k.page_shift = 0;
   while (p.block_table != nullptr && (int64_t(1) << k.page_shift) < p.page_size) ++k.page_shift;
   k.num_pages = static_cast<int32_t>(p.num_pages);
+  k.hi_mask = hi_mask_on() ? 1 : 0;
 
   const bool bf16 = p.dtype == DType::BF16;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);

@@ -234,7 +234,18 @@ __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
     // mask) and non-positive scales turn the scores into logits first.
     const bool raw = !p.softcap && p.scale_log2 > 0.0f;
     if (!raw) SM::to_logits(acc_s, p);
-    if (n0 < all_rows_lo || n0 + kBlockN - 1 > all_rows_hi) {
+    // Calls without a left window (not packed): each row's upper bound alone (SM::mask_hi).
+    bool hi_only = false;
+    if constexpr (!kPacked) hi_only = p.window_left < 0 && p.hi_mask != 0;
+    if (hi_only && (n0 + kBlockN - 1 > all_rows_hi)) {
+      int row_hi[kMTiles][2];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          row_hi[mt][r] = key_hi(m0 + warp * kWarpRows + mt * 16 + (lane >> 2) + 8 * r);
+      SM::mask_hi(acc_s, n0 + 2 * (lane & 3), row_hi);
+    } else if (!hi_only && (n0 < all_rows_lo || n0 + kBlockN - 1 > all_rows_hi)) {
       // Per-row bounds, recomputed here rather than held in registers across the loop.
       int row_lo[kMTiles][2], row_hi[kMTiles][2];
 #pragma unroll

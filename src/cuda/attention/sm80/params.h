@@ -56,6 +56,10 @@ struct Params {
   int64_t block_table_stride;
   int32_t page_shift;
   int32_t num_pages;
+  // Calls without a left window mask their partial key tiles by each row's upper bound alone
+  // (softmax.cuh mask_hi); 0 takes the two-sided mask (FLASHKIT_SM80_ATTENTION_HI_MASK=0, for
+  // diagnosis and A/B).
+  int32_t hi_mask;
 };
 
 }  // namespace sm80

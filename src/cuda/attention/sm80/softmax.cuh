@@ -84,6 +84,22 @@ struct OnlineSoftmax {
         }
   }
 
+  // The same for rows without a lower bound (calls without a left window, lo = 0: unmasked,
+  // causal, right-only windows): one compare per element of its constant column offset with
+  // the row's limit hi - key0, instead of two compares and their OR.
+  static __device__ __forceinline__ void mask_hi(float (&s)[kMTiles][kSTiles][4], int key0,
+                                                 const int (&hi)[kMTiles][2]) {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      const int lim[2] = {hi[mt][0] - key0, hi[mt][1] - key0};  // hi >= -1, key0 >= 0
+#pragma unroll
+      for (int nt = 0; nt < kSTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (nt * 8 + (e & 1) > lim[e >> 1]) s[mt][nt][e] = -INFINITY;
+    }
+  }
+
   // One key tile: new row max, rescale of the running sum and of acc_o, probabilities
   // p = exp2(s * scale - m) (one FFMA and one MUFU.EX2 each) summed in fp32 and packed (rounded
   // to T) into the A fragments of P V. `s` holds logits (scale = 1) or raw scores with
