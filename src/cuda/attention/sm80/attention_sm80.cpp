@@ -40,8 +40,9 @@ bool decode_tiles_on() {
   const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_DECODE");
   return env == nullptr || std::strcmp(env, "0") != 0;
 }
-// FLASHKIT_SM80_ATTENTION_HI_MASK=0 (diagnostic, read on every call): partial key tiles of causal calls
-// without a left window take the two-sided mask instead of the upper bound alone (softmax.cuh).
+// FLASHKIT_SM80_ATTENTION_HI_MASK=0 (diagnostic, read on every call): partial key tiles of
+// causal calls without a left window take the two-sided mask instead of the upper bound alone
+// (softmax.cuh).
 bool hi_mask_on() {
   const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_HI_MASK");
   return env == nullptr || std::strcmp(env, "0") != 0;

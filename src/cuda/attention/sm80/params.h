@@ -57,8 +57,9 @@ struct Params {
   int32_t page_shift;
   int32_t num_pages;
   // Calls without a left window mask their partial key tiles by each row's upper bound alone
-  // (softmax.cuh mask_hi); 0 takes the two-sided mask (FLASHKIT_SM80_ATTENTION_HI_MASK=0, for
-  // diagnosis and A/B).
+  // (softmax.cuh mask_hi) where this is 1: the host sets it for calls with a right bound
+  // (causal, right windows; attention_sm80.cpp), 0 for unmasked calls and under
+  // FLASHKIT_SM80_ATTENTION_HI_MASK=0 (two-sided mask).
   int32_t hi_mask;
 };
 

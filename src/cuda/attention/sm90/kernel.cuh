@@ -26,8 +26,9 @@
 // since takes 64-key tiles over short keys: "head_dim 256 on 64-key tiles for short keys"; and
 // unmasked head_dim 128 up to 1024 keys takes 128-key tiles through three K/V stages, session
 // 34: +5.4% at 512 keys; partial key tiles of calls without a left window masked by the upper
-// bound alone at head dims up to 128, session 35: short causal +1.6-3.6%). Against cuDNN's kernel in Nsight Compute (RESULTS, "The Hopper
-// attention kernel against cuDNN's in Nsight Compute"): the same DRAM bytes, and the gap is a
+// bound alone at head dims up to 128, session 35: short causal +1.6-3.6%). Against cuDNN's
+// kernel in Nsight Compute (RESULTS, "The Hopper attention kernel against cuDNN's in Nsight
+// Compute"): the same DRAM bytes, and the gap is a
 // cost per work tile, ~1,650 warp instructions per warp outside the key loop's repeats against
 // cuDNN's ~300 (its 128-key tiles never mask a 512- or 4096-key call; ours leave a partial one).
 // Tried and removed (RESULTS, "Branch attn6" and "attn7"): an L2 prefetch of
