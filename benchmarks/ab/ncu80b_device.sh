@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Session 36, one device call on main's library (.device):
+#   1. flashkit_tests_gpu "[attention][sm80]" (f3a3612's host rule for the upper-bound mask had
+#      not run on a GPU);
+#   2. the forced sm80 grid at 4096-16384 keys (not re-measured since hi80), FA2 / cuDNN anchors;
+#   3. Nsight Compute, one launch each, of the forced sm80 kernel and of torch's FlashAttention-2
+#      on the non-causal cells still short of FA2 (head_dim 64 / 512, 128 / 2048, 256 / 2048),
+#      --page details, and the per-instruction source page of both at head_dim 128 / 2048.
+# All CSVs come back in $OUT/ncu80b.tar.gz (read with benchmarks/ncu_compare.py, ncu_sass.py).
+# Staging: scripts/gpu-check.sh --build-only && rm -rf .device/model .device/python
+# .device/bin/flashkit_tests_cpu; carry .device.
+set -u
+cd "$(dirname "$0")/../.."
+. benchmarks/ab/stage.sh
+dev_stage
+bin=.device/bin/flashkit_tests_gpu
+[ "${FK_N8_TESTS:-1}" = 1 ] && gpu_case $bin "[attention][sm80]"
+echo "== forced sm80 grid, long keys"
+timeout -k 5 150 python3 benchmarks/attention.py --lib "$LIB" --family sm80 \
+  --seqlens ${FK_N8_SEQLENS:-4096,8192,16384} --no-extra --reps 10 --warmup 3 \
+  --json "$OUT/grid_long.json" 2>&1 | grep -vE "^\s*$" | cut -c1-220 | tail -24
+NDIR=/tmp/fk-ncu80b
+mkdir -p "$NDIR"
+SECTIONS=(--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats
+  --section SchedulerStats --section InstructionStats --section MemoryWorkloadAnalysis_Tables
+  --section ComputeWorkloadAnalysis)
+cell() {  # cell TAG HEAD_DIM SEQLEN
+  local tag=$1 d=$2 s=$3
+  local args=(--lib "$LIB" --family sm80 --head-dims "$d" --seqlens "$s" --causal 0 --no-extra
+    --warmup 2 --reps 3)
+  timeout -k 5 80 ncu --clock-control none "${SECTIONS[@]}" --csv --page details \
+    -k regex:attention_fwd_kernel -s 2 -c 1 python3 benchmarks/attention.py "${args[@]}" \
+    --no-anchors >"$NDIR/ncu_fk_$tag.csv" 2>&1
+  echo "fk_$tag: rc $?, $(grep -c '^"' "$NDIR/ncu_fk_$tag.csv") rows (${SECONDS} s)"
+  timeout -k 5 80 ncu --clock-control none "${SECTIONS[@]}" --csv --page details \
+    -k regex:flash_fwd_kernel -s 2 -c 1 python3 benchmarks/attention.py "${args[@]}" \
+    >"$NDIR/ncu_fa2_$tag.csv" 2>&1
+  echo "fa2_$tag: rc $?, $(grep -c '^"' "$NDIR/ncu_fa2_$tag.csv") rows (${SECONDS} s)"
+}
+cell hd128_s2048 128 2048
+cell hd64_s512 64 512
+cell hd256_s2048 256 2048
+OUT=$NDIR sass_profile fk_hd128_s2048 attention_fwd_kernel 2 python3 benchmarks/attention.py \
+  --lib "$LIB" --family sm80 --head-dims 128 --seqlens 2048 --causal 0 --no-extra --warmup 2 \
+  --reps 3 --no-anchors
+OUT=$NDIR sass_profile fa2_hd128_s2048 flash_fwd_kernel 2 python3 benchmarks/attention.py \
+  --lib "$LIB" --family sm80 --head-dims 128 --seqlens 2048 --causal 0 --no-extra --warmup 2 \
+  --reps 3
+tar czf "$OUT/ncu80b.tar.gz" -C "$NDIR" .
+ls -la "$NDIR"
