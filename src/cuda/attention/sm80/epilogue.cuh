@@ -49,13 +49,20 @@ struct Epilogue {
         const uint4 v = *reinterpret_cast<const uint4*>(sO + Layout::offset(row, col));
         T* dst = out + row * row_stride + col;
         if (col + 8 <= head_dim) {
-          *reinterpret_cast<uint4*>(dst) = v;
+          st_global_16(dst, v);
         } else {
-          // The last, partial chunk of a head_dim that is not a multiple of 8.
-          const T* e = reinterpret_cast<const T*>(&v);
+          // The last, partial chunk of a head_dim that is not a multiple of 8: element j is
+          // the low (even j) or high half of word j / 2 (no address taken of v, which made
+          // nvcc split the whole-chunk store above).
+          const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-          for (int j = 0; j < 8; ++j)
-            if (col + j < head_dim) dst[j] = e[j];
+          for (int j = 0; j < 8; ++j) {
+            if (col + j < head_dim) {
+              const unsigned short bits =
+                  static_cast<unsigned short>(w[j / 2] >> (16 * (j % 2)));
+              reinterpret_cast<unsigned short*>(dst)[j] = bits;
+            }
+          }
         }
       }
     }

@@ -97,6 +97,15 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// One 16-byte global store (st.global.v4.b32). Through a uint4 pointer nvcc split the epilogue's
+// row-segment stores into four 4-byte STG.E (sm_90a SASS of the swizzled head-dim buckets,
+// session 36), four times the store instructions and L2 write requests.
+__device__ __forceinline__ void st_global_16(void* gmem, const uint4& v) {
+  asm volatile("st.global.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"l"(gmem), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
