@@ -220,9 +220,7 @@ __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
     load_kv(sVa, gV, p.v_batch_stride, p.v_row_stride, n0);
     cp_async_commit();
 
-    // Q fragments ahead (mainloop.cuh), not in the packed kernel (which has no head_dim 256
-    // bucket; at head_dim 64 one step ahead made it spill, 7 -> 31 local accesses).
-    ML::template gemm_qk<!kPacked>(acc_s, q_addr, k_addr);
+    ML::gemm_qk(acc_s, q_addr, k_addr);
 
     cp_async_wait<0>();  // V(n) landed ...
     __syncthreads();     // ... and every warp is done reading K(n)

@@ -208,35 +208,14 @@ struct Mainloop {
 
   // acc_s += Q K^T for the warp's rows and the kBlockN keys of the tile in shared memory. Each K
   // fragment is loaded once and used for all kMTiles row tiles.
-  // Q's fragments are requested kDist k-steps ahead where a warp has one row tile (head_dim 256):
-  // loaded just before use, the first MMA of every k-step waited for its ldmatrix (~27% of that
-  // kernel's stall samples on the H200, session 36), because ptxas reloads them into the
-  // registers the previous step's MMAs read. Asked for one step ahead, ptxas moved the loads
-  // back to the same place; three steps ahead it keeps them 5-19 instructions before their first
-  // MMA (sm_90a SASS, no spills). With two row tiles (head_dim <= 128) a step already issues 16
-  // MMAs between the loads and their use, and the prefetch changed nothing but register pressure.
-  template <bool kPrefetchQ>
   static __device__ __forceinline__ void gemm_qk(float (&acc_s)[kMTiles][kSTiles][4],
                                                  uint32_t q_addr, uint32_t k_addr) {
-    constexpr int kSteps = kHeadDim / 16;
-    // (The one-warp decode tiles also have one row tile; they keep the old order, not measured.)
-    constexpr int kDist = kPrefetchQ && kMTiles == 1 && kKind == 0 ? 3 : 0;  // k-steps ahead
-    constexpr int kSets = kDist + 1;
-    uint32_t a[kSets][kMTiles][4];
 #pragma unroll
-    for (int s = 0; s < kDist && s < kSteps; ++s)
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      uint32_t a[kMTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
-        ldsm_x4(a[s][mt], Layout::chunk_pair(q_addr, s) + 2u * (mt * 16 * kPitch));
-#pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk) {
-      const int cur = kk % kSets;
-      if (kk + kDist < kSteps) {
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt)
-          ldsm_x4(a[(kk + kDist) % kSets][mt],
-                  Layout::chunk_pair(q_addr, kk + kDist) + 2u * (mt * 16 * kPitch));
-      }
+        ldsm_x4(a[mt], Layout::chunk_pair(q_addr, kk) + 2u * (mt * 16 * kPitch));
       const uint32_t k_kk = Layout::chunk_pair(k_addr, kk);
 #pragma unroll
       for (int np = 0; np < kBlockN / 16; ++np) {
@@ -244,8 +223,8 @@ struct Mainloop {
         ldsm_x4(b, k_kk + 2u * (np * 16 * kPitch));
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
-          Elt<T>::mma(acc_s[mt][2 * np], a[cur][mt], b[0], b[1]);
-          Elt<T>::mma(acc_s[mt][2 * np + 1], a[cur][mt], b[2], b[3]);
+          Elt<T>::mma(acc_s[mt][2 * np], a[mt], b[0], b[1]);
+          Elt<T>::mma(acc_s[mt][2 * np + 1], a[mt], b[2], b[3]);
         }
       }
     }
