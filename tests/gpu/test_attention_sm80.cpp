@@ -143,6 +143,29 @@ TEST_CASE("sm80 attention: one-sided windows (upper bound only, lower bound only
     }
 }
 
+TEST_CASE("sm80 attention: whole key tiles (the kernel without masking)", "[gpu][attention][sm80]") {
+  if (!have_sm80()) return;
+  // Calls with no window, no softcap, a positive scale, seqlen_k a multiple of the key tile (64
+  // or 128 rows) and head_dim equal to its bucket run the kEven kernel (kernel.cuh), compiled
+  // without the mask, softcap and zero-fill code; query lengths stay arbitrary (partial query
+  // tiles). FLASHKIT_SM80_ATTENTION_EVEN=0 runs the same cases on the general kernel.
+  const int64_t head_dims[] = {64, 96, 128, 256};
+  const int64_t shapes[][2] = {{1, 128}, {200, 256}, {513, 384}, {64, 1024}};
+  for (const char* even : {"1", "0"}) {
+    fktest::ScopedEnv env("FLASHKIT_SM80_ATTENTION_EVEN", even);
+    int i = 0;
+    for (int64_t d : head_dims)
+      for (const auto& sh : shapes) {
+        Case c = batched(i % 3 == 2 ? 1 : 2, sh[0], sh[1], 4, i % 2 ? 2 : 4, d,
+                         i % 2 ? DT::BF16 : DT::F16);
+        c.pad = (i % 4 == 1) ? 8 : 0;
+        if (i % 4 == 2) c.pr.scale = 0.3;
+        run_case(sm80(), c, 2300 + uint64_t(i) + (even[0] == '0' ? 50 : 0));
+        ++i;
+      }
+  }
+}
+
 TEST_CASE("sm80 attention: varlen with empty sequences", "[gpu][attention][sm80][varlen]") {
   if (!have_sm80()) return;
   const Varlen vs[] = {

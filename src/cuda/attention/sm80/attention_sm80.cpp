@@ -47,6 +47,12 @@ bool hi_mask_on() {
   const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_HI_MASK");
   return env == nullptr || std::strcmp(env, "0") != 0;
 }
+// FLASHKIT_SM80_ATTENTION_EVEN=0 (diagnostic, read on every call): calls that qualify for the
+// kernel without per-element masking (Params::even) run the general kernel instead.
+bool even_on() {
+  const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_EVEN");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
 bool stride_ok(int64_t stride, int64_t extent) { return extent <= 1 || stride % 8 == 0; }
 
 // Whether a (non-packed) call runs the decode tiles (tile_size.h): the predicate's page rule and
@@ -177,6 +183,12 @@ fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) 
   // session 35: causal head_dim 64 512-2048 keys +2.7-6.9%, 128 +0.7-1.7%, 256 +0.4-1.1%);
   // unmasked calls keep the two-sided one on their sequence-end tile (-0.1 to -1.2% with it).
   k.hi_mask = hi_mask_on() && k.window_right >= 0 ? 1 : 0;
+  k.even = even_on() && !packed && !k.decode && k.window_left < 0 && k.window_right < 0 &&
+                   !k.softcap && k.scale_log2 > 0.0f && k.cu_seqlens_q == nullptr &&
+                   k.seqused_k == nullptr && k.block_table == nullptr &&
+                   p.head_dim == bucket && p.seqlen_k % block_n_for_bucket(bucket) == 0
+               ? 1
+               : 0;
 
   const bool bf16 = p.dtype == DType::BF16;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);

@@ -35,10 +35,13 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <class T, int kHeadDim, bool kPacked = false, int kKind = 0>
+// kEven (Params::even): a call with no per-element work on any key tile; the mask, softcap and
+// zero-fill branches are compiled out (static_assert below: never packed or decode).
+template <class T, int kHeadDim, bool kPacked = false, int kKind = 0, bool kEven = false>
 __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
                                   kKind == kDecodeKind ? 8 : kHeadDim <= 128 ? 2 : 1)
     attention_fwd_kernel(const Params p) {
+  static_assert(!kEven || (!kPacked && kKind == 0), "the even kernel is the plain one");
   using ML = Mainloop<T, kHeadDim, kKind>;
   using SM = OnlineSoftmax<ML::kMTiles, ML::kSTiles>;
   using EP = Epilogue<T, kHeadDim, kKind>;
@@ -100,7 +103,10 @@ __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
   // multiples of the tile) hold whole tiles: one table entry per tile, then the contiguous copy.
   auto load_kv = [&](uint32_t smem, const T* g, int64_t batch_stride, int64_t row_stride,
                      int n0) {
-    if (!paged) {
+    if constexpr (kEven) {  // whole tiles of head_dim == kHeadDim, not paged
+      ML::template load_tile_full<kBlockN>(smem, g + static_cast<int64_t>(n0) * row_stride,
+                                           row_stride, tid);
+    } else if (!paged) {
       ML::load_kv_tile(smem, g, row_stride, n0, len_k, p.head_dim, tid);
     } else if (kKind != kDecodeKind || (1 << p.page_shift) >= kBlockN) {
       const int pg = min(max(table[n0 >> p.page_shift], 0), p.num_pages - 1);
@@ -232,12 +238,14 @@ __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
     // Plain scores with a positive scale stay raw: the scale is folded into the exponent's FFMA
     // (exp2(s * scale_log2 - m)), and masking -inf survives it. Softcap (applied before the
     // mask) and non-positive scales turn the scores into logits first.
-    const bool raw = !p.softcap && p.scale_log2 > 0.0f;
+    const bool raw = kEven || (!p.softcap && p.scale_log2 > 0.0f);
     if (!raw) SM::to_logits(acc_s, p);
     // Calls without a left window (not packed): each row's upper bound alone (SM::mask_hi).
     bool hi_only = false;
     if constexpr (!kPacked) hi_only = p.window_left < 0 && p.hi_mask != 0;
-    if (hi_only && (n0 + kBlockN - 1 > all_rows_hi)) {
+    if constexpr (kEven) {
+      // every row sees every key of every tile: nothing to mask
+    } else if (hi_only && (n0 + kBlockN - 1 > all_rows_hi)) {
       int row_hi[kMTiles][2];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)

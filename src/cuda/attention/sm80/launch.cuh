@@ -13,12 +13,12 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <class T, int kHeadDim, bool kPacked, int kKind = 0>
+template <class T, int kHeadDim, bool kPacked, int kKind = 0, bool kEven = false>
 fk_status_t launch_kernel(const Params& p, cudaStream_t stream) {
   constexpr int kThreads = TileShape<kHeadDim, kKind>::kWarps * 32;
   constexpr size_t kSmem = kPacked ? SmemLayout<kHeadDim, kKind>::kPackedBytes
                                    : SmemLayout<kHeadDim, kKind>::kBytes;
-  auto kernel = attention_fwd_kernel<T, kHeadDim, kPacked, kKind>;
+  auto kernel = attention_fwd_kernel<T, kHeadDim, kPacked, kKind, kEven>;
   // Above 48 KB a kernel must opt in to dynamic shared memory (a per-device, host-side setting:
   // cheap, so it is simply repeated on every call, on the call's current device).
   FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -41,6 +41,7 @@ fk_status_t launch(const Params& p, cudaStream_t stream) {
   } else if (p.packed) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm80.attention: no packed kernel for this head_dim");
   }
+  if (p.even) return launch_kernel<T, kHeadDim, false, 0, true>(p, stream);
   return launch_kernel<T, kHeadDim, false>(p, stream);
 }
 
