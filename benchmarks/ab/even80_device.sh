@@ -22,5 +22,5 @@ if [ "${FK_EV_TESTS:-1}" = 1 ]; then
   done
 fi
 AB_LIB_A=.device/lib/libflashkit.so AB_ENV_A="FLASHKIT_SM80_ATTENTION_EVEN=0" \
-  attn_ab "A B B A" --family sm80 --causal 0 --seqlens ${FK_EV_SEQLENS:-512,1024,2048,4096,8192,16384} \
+  attn_ab "A B B A" --family sm80 --causal ${FK_EV_CAUSAL:-0} --seqlens ${FK_EV_SEQLENS:-512,1024,2048,4096,8192,16384} \
   --no-extra --reps 10 --warmup 3

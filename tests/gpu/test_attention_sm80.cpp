@@ -145,10 +145,11 @@ TEST_CASE("sm80 attention: one-sided windows (upper bound only, lower bound only
 
 TEST_CASE("sm80 attention: whole key tiles (the kernel without masking)", "[gpu][attention][sm80]") {
   if (!have_sm80()) return;
-  // Calls with no window, no softcap, a positive scale, seqlen_k a multiple of the key tile (64
-  // or 128 rows) and head_dim equal to its bucket run the kEven kernel (kernel.cuh), compiled
-  // without the mask, softcap and zero-fill code; query lengths stay arbitrary (partial query
-  // tiles). FLASHKIT_SM80_ATTENTION_EVEN=0 runs the same cases on the general kernel.
+  // Calls without a left window or softcap, with a positive scale, seqlen_k a multiple of the key
+  // tile (64 or 128 rows) and head_dim equal to its bucket run the kEven kernel (kernel.cuh),
+  // compiled without the two-sided mask, softcap and zero-fill code (causal and right-only
+  // windows keep the upper-bound mask); query lengths stay arbitrary (partial query tiles, more
+  // queries than keys). FLASHKIT_SM80_ATTENTION_EVEN=0 runs the same cases on the general kernel.
   const int64_t head_dims[] = {64, 96, 128, 256};
   const int64_t shapes[][2] = {{1, 128}, {200, 256}, {513, 384}, {64, 1024}};
   for (const char* even : {"1", "0"}) {
@@ -161,6 +162,15 @@ TEST_CASE("sm80 attention: whole key tiles (the kernel without masking)", "[gpu]
         c.pad = (i % 4 == 1) ? 8 : 0;
         if (i % 4 == 2) c.pr.scale = 0.3;
         run_case(sm80(), c, 2300 + uint64_t(i) + (even[0] == '0' ? 50 : 0));
+        // Causal and right-only windows take the same kernel with the upper-bound mask.
+        Case m = c;
+        if (i % 2 == 0) {
+          m.pr.causal = true;
+        } else {
+          m.pr.wl = -1;
+          m.pr.wr = i % 3 == 0 ? 0 : 40 + 30 * (i % 3);
+        }
+        run_case(sm80(), m, 2400 + uint64_t(i) + (even[0] == '0' ? 50 : 0));
         ++i;
       }
   }

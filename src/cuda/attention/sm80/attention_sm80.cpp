@@ -183,7 +183,8 @@ fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) 
   // session 35: causal head_dim 64 512-2048 keys +2.7-6.9%, 128 +0.7-1.7%, 256 +0.4-1.1%);
   // unmasked calls keep the two-sided one on their sequence-end tile (-0.1 to -1.2% with it).
   k.hi_mask = hi_mask_on() && k.window_right >= 0 ? 1 : 0;
-  k.even = even_on() && !packed && !k.decode && k.window_left < 0 && k.window_right < 0 &&
+  k.even = even_on() && !packed && !k.decode && k.window_left < 0 &&
+                   (k.window_right < 0 || k.hi_mask != 0) &&
                    !k.softcap && k.scale_log2 > 0.0f && k.cu_seqlens_q == nullptr &&
                    k.seqused_k == nullptr && k.block_table == nullptr &&
                    p.head_dim == bucket && p.seqlen_k % block_n_for_bucket(bucket) == 0

@@ -35,8 +35,9 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-// kEven (Params::even): a call with no per-element work on any key tile; the mask, softcap and
-// zero-fill branches are compiled out (static_assert below: never packed or decode).
+// kEven (Params::even): a call whose key tiles need no per-element work but the upper-bound
+// mask of causal / right-only windows; the two-sided mask, softcap and zero-fill branches are
+// compiled out (static_assert below: never packed or decode).
 template <class T, int kHeadDim, bool kPacked = false, int kKind = 0, bool kEven = false>
 __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
                                   kKind == kDecodeKind ? 8 : kHeadDim <= 128 ? 2 : 1)
@@ -244,7 +245,17 @@ __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
     bool hi_only = false;
     if constexpr (!kPacked) hi_only = p.window_left < 0 && p.hi_mask != 0;
     if constexpr (kEven) {
-      // every row sees every key of every tile: nothing to mask
+      // No per-element work but causal / right-window calls' upper bound (one compare per
+      // element, on the tiles that cross some row's bound: the diagonal).
+      if (p.window_right >= 0 && n0 + kBlockN - 1 > all_rows_hi) {
+        int row_hi[kMTiles][2];
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+          for (int r = 0; r < 2; ++r)
+            row_hi[mt][r] = key_hi(m0 + warp * kWarpRows + mt * 16 + (lane >> 2) + 8 * r);
+        SM::mask_hi(acc_s, n0 + 2 * (lane & 3), row_hi);
+      }
     } else if (hi_only && (n0 + kBlockN - 1 > all_rows_hi)) {
       int row_hi[kMTiles][2];
 #pragma unroll
