@@ -188,7 +188,7 @@ fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) 
                    !k.softcap && k.scale_log2 > 0.0f && k.cu_seqlens_q == nullptr &&
                    k.seqused_k == nullptr && k.block_table == nullptr &&
                    p.head_dim == bucket && p.seqlen_k % block_n_for_bucket(bucket) == 0
-               ? 1
+               ? (k.window_right >= 0 ? 2 : 1)
                : 0;
 
   const bool bf16 = p.dtype == DType::BF16;

@@ -13,7 +13,7 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-template <class T, int kHeadDim, bool kPacked, int kKind = 0, bool kEven = false>
+template <class T, int kHeadDim, bool kPacked, int kKind = 0, int kEven = 0>
 fk_status_t launch_kernel(const Params& p, cudaStream_t stream) {
   constexpr int kThreads = TileShape<kHeadDim, kKind>::kWarps * 32;
   constexpr size_t kSmem = kPacked ? SmemLayout<kHeadDim, kKind>::kPackedBytes
@@ -41,7 +41,8 @@ fk_status_t launch(const Params& p, cudaStream_t stream) {
   } else if (p.packed) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm80.attention: no packed kernel for this head_dim");
   }
-  if (p.even) return launch_kernel<T, kHeadDim, false, 0, true>(p, stream);
+  if (p.even == 1) return launch_kernel<T, kHeadDim, false, 0, 1>(p, stream);
+  if (p.even == 2) return launch_kernel<T, kHeadDim, false, 0, 2>(p, stream);
   return launch_kernel<T, kHeadDim, false>(p, stream);
 }
 

@@ -61,10 +61,10 @@ struct Params {
   // (causal, right windows; attention_sm80.cpp), 0 for unmasked calls and under
   // FLASHKIT_SM80_ATTENTION_HI_MASK=0 (two-sided mask).
   int32_t hi_mask;
-  // 1: the call needs no per-element work on any key tile but, for causal and right-only
-  // windows, each row's upper bound (mask_hi) (no left window, no softcap, a positive
+  // 1: the call needs no per-element work on any key tile; 2: none but each row's upper bound
+  // (mask_hi) of causal and right-only windows (no left window, no softcap, a positive
   // scale, seqlen_k a multiple of kBlockN, head_dim the bucket's, no varlen, no seqused_k, no
-  // paged cache, not packed, not decode), so it runs the kEven kernel (kernel.cuh), compiled
+  // paged cache, not packed, not decode), so it runs a kEven kernel (kernel.cuh), compiled
   // without the mask, softcap and zero-fill code (FlashAttention-2's Is_even_MN specialisation).
   // Set by the host (attention_sm80.cpp); FLASHKIT_SM80_ATTENTION_EVEN=0 keeps the general kernel.
   int32_t even;
