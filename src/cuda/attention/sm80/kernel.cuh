@@ -249,22 +249,12 @@ __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
     // mask) and non-positive scales turn the scores into logits first.
     const bool raw = kEven || (!p.softcap && p.scale_log2 > 0.0f);
     if (!raw) SM::to_logits(acc_s, p);
-    // Calls without a left window (not packed): each row's upper bound alone (SM::mask_hi).
-    bool hi_only = false;
-    if constexpr (!kPacked) hi_only = p.window_left < 0 && p.hi_mask != 0;
-    if constexpr (kEven) {
-      // No per-element work but causal / right-window calls' upper bound (one compare per
-      // element, on the tiles that cross some row's bound: the diagonal).
-      if (kEven == 2 && n0 + kBlockN - 1 > all_rows_hi) {
-        int row_hi[kMTiles][2];
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-          for (int r = 0; r < 2; ++r)
-            row_hi[mt][r] = key_hi(m0 + warp * kWarpRows + mt * 16 + (lane >> 2) + 8 * r);
-        SM::mask_hi(acc_s, n0 + 2 * (lane & 3), row_hi);
-      }
-    } else if (hi_only && (n0 + kBlockN - 1 > all_rows_hi)) {
+    // Calls without a left window (not packed): each row's upper bound alone (SM::mask_hi), on
+    // the tiles that cross some row's bound (the causal diagonal). The even kernels know it at
+    // compile time: kEven 2 takes this mask only, kEven 1 none.
+    bool hi_only = kEven == 2;
+    if constexpr (!kPacked && kEven == 0) hi_only = p.window_left < 0 && p.hi_mask != 0;
+    if (hi_only && (n0 + kBlockN - 1 > all_rows_hi)) {
       int row_hi[kMTiles][2];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
@@ -272,7 +262,8 @@ __global__ void __launch_bounds__(TileShape<kHeadDim, kKind>::kWarps * 32,
         for (int r = 0; r < 2; ++r)
           row_hi[mt][r] = key_hi(m0 + warp * kWarpRows + mt * 16 + (lane >> 2) + 8 * r);
       SM::mask_hi(acc_s, n0 + 2 * (lane & 3), row_hi);
-    } else if (!hi_only && (n0 < all_rows_lo || n0 + kBlockN - 1 > all_rows_hi)) {
+    } else if (kEven == 0 && !hi_only &&
+               (n0 < all_rows_lo || n0 + kBlockN - 1 > all_rows_hi)) {
       // Per-row bounds, recomputed here rather than held in registers across the loop.
       int row_lo[kMTiles][2], row_hi[kMTiles][2];
 #pragma unroll
