@@ -143,7 +143,8 @@ TEST_CASE("sm80 attention: one-sided windows (upper bound only, lower bound only
     }
 }
 
-TEST_CASE("sm80 attention: whole key tiles (the kernel without masking)", "[gpu][attention][sm80]") {
+TEST_CASE("sm80 attention: whole key tiles (the kernel without masking)",
+          "[gpu][attention][sm80]") {
   if (!have_sm80()) return;
   // Calls without a left window or softcap, with a positive scale, seqlen_k a multiple of the key
   // tile (64 or 128 rows) and head_dim equal to its bucket run the kEven kernel (kernel.cuh),

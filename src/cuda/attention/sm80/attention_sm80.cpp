@@ -34,23 +34,14 @@ constexpr int64_t kMaxLen = int64_t(1) << 30;  // positions stay in int32 inside
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
-// FLASHKIT_SM80_ATTENTION_DECODE=0 (diagnostic, read on every call): calls with at most 16 query
-// rows keep the default 128-row tiles instead of the decode tiles.
-bool decode_tiles_on() {
-  const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_DECODE");
-  return env == nullptr || std::strcmp(env, "0") != 0;
-}
-// FLASHKIT_SM80_ATTENTION_HI_MASK=0 (diagnostic, read on every call): partial key tiles of
-// causal calls without a left window take the two-sided mask instead of the upper bound alone
-// (softmax.cuh).
-bool hi_mask_on() {
-  const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_HI_MASK");
-  return env == nullptr || std::strcmp(env, "0") != 0;
-}
-// FLASHKIT_SM80_ATTENTION_EVEN=0 (diagnostic, read on every call): calls that qualify for the
-// kernel without per-element masking (Params::even) run the general kernel instead.
-bool even_on() {
-  const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_EVEN");
+// Diagnostic switches, read on every call, on unless set to "0" (docs/design.md):
+// FLASHKIT_SM80_ATTENTION_DECODE=0 keeps calls with at most 16 query rows on the default 128-row
+// tiles instead of the decode tiles; FLASHKIT_SM80_ATTENTION_HI_MASK=0 gives partial key tiles of
+// causal calls without a left window the two-sided mask instead of the upper bound alone
+// (softmax.cuh); FLASHKIT_SM80_ATTENTION_EVEN=0 runs the calls that qualify for the even kernels
+// (Params::even) on the general kernel.
+bool env_on(const char* name) {
+  const char* env = std::getenv(name);
   return env == nullptr || std::strcmp(env, "0") != 0;
 }
 bool stride_ok(int64_t stride, int64_t extent) { return extent <= 1 || stride % 8 == 0; }
@@ -58,7 +49,8 @@ bool stride_ok(int64_t stride, int64_t extent) { return extent <= 1 || stride % 
 // Whether a (non-packed) call runs the decode tiles (tile_size.h): the predicate's page rule and
 // the launch both ask here.
 bool uses_decode_tiles(const AttentionProblem& p, int bucket) {
-  return decode_bucket(bucket) && p.seqlen_q <= kDecodeRows && decode_tiles_on();
+  return decode_bucket(bucket) && p.seqlen_q <= kDecodeRows &&
+         env_on("FLASHKIT_SM80_ATTENTION_DECODE");
 }
 
 }  // namespace
@@ -182,14 +174,15 @@ fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) 
   // Upper-bound-only mask for causal and right-window calls without a left window (H200,
   // session 35: causal head_dim 64 512-2048 keys +2.7-6.9%, 128 +0.7-1.7%, 256 +0.4-1.1%);
   // unmasked calls keep the two-sided one on their sequence-end tile (-0.1 to -1.2% with it).
-  k.hi_mask = hi_mask_on() && k.window_right >= 0 ? 1 : 0;
-  k.even = even_on() && !packed && !k.decode && k.window_left < 0 &&
-                   (k.window_right < 0 || k.hi_mask != 0) &&
-                   !k.softcap && k.scale_log2 > 0.0f && k.cu_seqlens_q == nullptr &&
-                   k.seqused_k == nullptr && k.block_table == nullptr &&
-                   p.head_dim == bucket && p.seqlen_k % block_n_for_bucket(bucket) == 0
-               ? (k.window_right >= 0 ? 2 : 1)
-               : 0;
+  k.hi_mask = env_on("FLASHKIT_SM80_ATTENTION_HI_MASK") && k.window_right >= 0 ? 1 : 0;
+  // The even kernels (kernel.cuh kEven): no per-element work on any key tile but, for causal and
+  // right-only windows, the upper-bound mask.
+  const bool even = env_on("FLASHKIT_SM80_ATTENTION_EVEN") && !packed && !k.decode &&
+                    k.window_left < 0 && (k.window_right < 0 || k.hi_mask != 0) && !k.softcap &&
+                    k.scale_log2 > 0.0f && k.cu_seqlens_q == nullptr &&
+                    k.seqused_k == nullptr && k.block_table == nullptr &&
+                    p.head_dim == bucket && p.seqlen_k % block_n_for_bucket(bucket) == 0;
+  k.even = even ? (k.window_right >= 0 ? 2 : 1) : 0;
 
   const bool bf16 = p.dtype == DType::BF16;
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
