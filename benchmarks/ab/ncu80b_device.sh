@@ -20,26 +20,9 @@ timeout -k 5 150 python3 benchmarks/attention.py --lib "$LIB" --family sm80 \
   --seqlens ${FK_N8_SEQLENS:-4096,8192,16384} --no-extra --reps 10 --warmup 3 \
   --json "$OUT/grid_long.json" 2>&1 | grep -vE "^\s*$" | cut -c1-220 | tail -24
 NDIR=/tmp/fk-ncu80b
-mkdir -p "$NDIR"
-SECTIONS=(--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats
-  --section SchedulerStats --section InstructionStats --section MemoryWorkloadAnalysis_Tables
-  --section ComputeWorkloadAnalysis)
-cell() {  # cell TAG HEAD_DIM SEQLEN
-  local tag=$1 d=$2 s=$3
-  local args=(--lib "$LIB" --family sm80 --head-dims "$d" --seqlens "$s" --causal 0 --no-extra
-    --warmup 2 --reps 3)
-  timeout -k 5 80 ncu --clock-control none "${SECTIONS[@]}" --csv --page details \
-    -k regex:attention_fwd_kernel -s 2 -c 1 python3 benchmarks/attention.py "${args[@]}" \
-    --no-anchors >"$NDIR/ncu_fk_$tag.csv" 2>&1
-  echo "fk_$tag: rc $?, $(grep -c '^"' "$NDIR/ncu_fk_$tag.csv") rows (${SECONDS} s)"
-  timeout -k 5 80 ncu --clock-control none "${SECTIONS[@]}" --csv --page details \
-    -k regex:flash_fwd_kernel -s 2 -c 1 python3 benchmarks/attention.py "${args[@]}" \
-    >"$NDIR/ncu_fa2_$tag.csv" 2>&1
-  echo "fa2_$tag: rc $?, $(grep -c '^"' "$NDIR/ncu_fa2_$tag.csv") rows (${SECONDS} s)"
-}
-cell hd128_s2048 128 2048
-cell hd64_s512 64 512
-cell hd256_s2048 256 2048
+attn80_ncu_cell hd128_s2048 128 2048
+attn80_ncu_cell hd64_s512 64 512
+attn80_ncu_cell hd256_s2048 256 2048
 OUT=$NDIR sass_profile fk_hd128_s2048 attention_fwd_kernel 2 python3 benchmarks/attention.py \
   --lib "$LIB" --family sm80 --head-dims 128 --seqlens 2048 --causal 0 --no-extra --warmup 2 \
   --reps 3 --no-anchors

@@ -65,6 +65,27 @@ sass_profile() {
   lines=$(grep -c '^"0x' "$OUT/sass_$name.csv" 2>/dev/null || true)
   echo "$name: rc $rc, $lines SASS rows (${SECONDS} s)"
 }
+# attn80_ncu_cell TAG HEAD_DIM SEQLEN: Nsight Compute (--page details, the sections below), one
+# launch each, of the forced sm80-class attention kernel and of torch's FlashAttention-2 kernel
+# on the same non-causal cell, into $NDIR/ncu_fk_TAG.csv and $NDIR/ncu_fa2_TAG.csv (read with
+# benchmarks/ncu_compare.py). Needs LIB (dev_stage) and NDIR.
+attn80_ncu_cell() {
+  local tag=$1 d=$2 s=$3
+  local sections=(--section SpeedOfLight --section Occupancy --section LaunchStats
+    --section WarpStateStats --section SchedulerStats --section InstructionStats
+    --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis)
+  local args=(--lib "$LIB" --family sm80 --head-dims "$d" --seqlens "$s" --causal 0 --no-extra
+    --warmup 2 --reps 3)
+  mkdir -p "$NDIR"
+  timeout -k 5 80 ncu --clock-control none "${sections[@]}" --csv --page details \
+    -k regex:attention_fwd_kernel -s 2 -c 1 python3 benchmarks/attention.py "${args[@]}" \
+    --no-anchors >"$NDIR/ncu_fk_$tag.csv" 2>&1
+  echo "fk_$tag: rc $?, $(grep -c '^"' "$NDIR/ncu_fk_$tag.csv") rows (${SECONDS} s)"
+  timeout -k 5 80 ncu --clock-control none "${sections[@]}" --csv --page details \
+    -k regex:flash_fwd_kernel -s 2 -c 1 python3 benchmarks/attention.py "${args[@]}" \
+    >"$NDIR/ncu_fa2_$tag.csv" 2>&1
+  echo "fa2_$tag: rc $?, $(grep -c '^"' "$NDIR/ncu_fa2_$tag.csv") rows (${SECONDS} s)"
+}
 # gpu_case BIN FILTER [LABEL]: runs the Catch2 test FILTER of BIN (at most 200 s) into
 # $OUT/t.log and prints its summary line (and the first failures).
 gpu_case() {
