@@ -29,6 +29,21 @@ struct LogitScale {
   float cap_post;
 };
 
+// Conditional rescaling of the online softmax (FlashAttention-4's, as described in Modal's "We
+// reverse-engineered Flash Attention 4", 2025-09-26): a row's running max (base 2) moves only
+// when a key tile's max exceeds it by more than kMaxSlackLog2. Until then the probabilities
+// exp2(x - m) of that row may reach 2^kMaxSlackLog2 = 256 instead of 1, which fp32 sums and the
+// 16-bit P fragments hold with the same relative precision (bf16 / fp16 rounding is relative),
+// while the output accumulator, the running sum and m keep their values: the rescale of O by
+// exp2(m_old - m_new) is skipped for every tile that leaves all maxima of a warp in place,
+// which after the first tiles of a row is nearly every tile. The result is exact algebra either
+// way (O / l and lse = m + log2(l) do not depend on which m was used). -inf (no key yet) moves
+// to any tile max above it; a NaN tile max leaves m as it was, as fmaxf did.
+constexpr float kMaxSlackLog2 = 8.0f;
+FK_LOGITS_HD inline float next_row_max(float row_max, float tile_max) {
+  return tile_max > row_max + kMaxSlackLog2 ? tile_max : row_max;
+}
+
 FK_LOGITS_HD inline float clamp_to_float(double v) {
   return static_cast<float>(v > double(FLT_MAX) ? double(FLT_MAX)
                                                 : (v < -double(FLT_MAX) ? -double(FLT_MAX) : v));

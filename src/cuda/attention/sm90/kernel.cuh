@@ -307,6 +307,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       trace_stamp(trace, role, iter, 1);
 #endif
       OnlineSoftmax softmax;
+      constexpr bool kLazyMax = Mainloop::kHeadDim > 128;  // softmax.cuh, step
       softmax.init();
       clear(tOrO);
       cutlass::arch::ClusterBarrier::wait(&smem.q_full, iter & 1);
@@ -380,7 +381,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         ++read_k;
         if (w.n_max - 1 == w.n_min) release_q();  // that was the tile's only S GEMM
         logits_and_mask(w.n_max - 1);
-        softmax.step(tSrS, scale, corr);  // O is still 0: no rescale
+        softmax.step<kLazyMax>(tSrS, scale, corr);  // O is still 0: no rescale
         convert_fragment(tSrS, tOrP);
         for (int n = w.n_max - 2; n >= w.n_min; --n) {
           pipe_k.consumer_wait(read_k);
@@ -394,11 +395,11 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           ++read_k;
           if (n == w.n_min) release_q();  // the tile's last S GEMM has read Q
           logits_and_mask(n);
-          softmax.step(tSrS, scale, corr);
+          softmax.step<kLazyMax>(tSrS, scale, corr);
           warpgroup_wait<0>();
           pipe_v.consumer_release(read_v);
           ++read_v;
-          OnlineSoftmax::rescale(tOrO, corr);
+          OnlineSoftmax::rescale<kLazyMax>(tOrO, corr);
           convert_fragment(tSrS, tOrP);
         }
         pipe_v.consumer_wait(read_v);
@@ -418,8 +419,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           pipe_k.consumer_release(read_k);
           ++read_k;
           logits_and_mask(n);
-          softmax.step(tSrS, scale, corr);
-          OnlineSoftmax::rescale(tOrO, corr);
+          softmax.step<kLazyMax>(tSrS, scale, corr);
+          OnlineSoftmax::rescale<kLazyMax>(tOrO, corr);
           convert_fragment(tSrS, tOrP);
           pipe_v.consumer_wait(read_v);
           Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
