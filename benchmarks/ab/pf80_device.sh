@@ -13,10 +13,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
-# .device-b/lib.so.xz (xz: both libraries gzipped pass the 64 MiB carry limit) -> lib.so.gz
-[ -f .device-b/lib.so.xz ] && python3 -c "import gzip,lzma,sys; open(sys.argv[2],'wb').write(gzip.compress(lzma.open(sys.argv[1]).read(),1))" .device-b/lib.so.xz .device-b/lib.so.gz
 ab_stage
-export LD_LIBRARY_PATH=$PWD/.device/lib
 bin=.device/bin/flashkit_tests_gpu
 if [ "${FK_PF_TESTS:-1}" = 1 ]; then
   gpu_case $bin "[attention][sm80]"

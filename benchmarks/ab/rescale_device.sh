@@ -14,9 +14,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
-[ -f .device-b/lib.so.xz ] && python3 -c "import gzip,lzma,sys; open(sys.argv[2],'wb').write(gzip.compress(lzma.open(sys.argv[1]).read(),1))" .device-b/lib.so.xz .device-b/lib.so.gz
 ab_stage
-export LD_LIBRARY_PATH=$PWD/.device/lib
 bin=.device/bin/flashkit_tests_gpu
 family=${1:-sm80}
 if [ "${FK_RS_TESTS:-1}" = 1 ]; then

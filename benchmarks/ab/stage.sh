@@ -1,11 +1,14 @@
 # Sourced by the A/B scripts here (run from the repository root on the device machine):
 # ab_stage unpacks .device/lib and builds .device-b/lib, the same library directory with the
-# library in .device-b/lib.so.gz under the same file names, sets OUT (default /tmp/fk-out,
-# created), then prints the GPU line.
+# library in .device-b/lib.so.gz (or .device-b/lib.so.xz: two gzipped libraries pass the 64 MiB
+# a call carries) under the same file names, points LD_LIBRARY_PATH at .device/lib (side B), sets
+# OUT (default /tmp/fk-out, created), then prints the GPU line.
 ab_stage() {
   local z real
   OUT=${OUT:-/tmp/fk-out}
   mkdir -p "$OUT"
+  [ -f .device-b/lib.so.xz ] && python3 -c "import gzip,lzma,sys; open(sys.argv[2],'wb').write(gzip.compress(lzma.open(sys.argv[1]).read(),1))" .device-b/lib.so.xz .device-b/lib.so.gz
+  export LD_LIBRARY_PATH=$PWD/.device/lib
   for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
   rm -rf .device-b/lib && cp -a .device/lib .device-b/lib
   real=$(readlink -f .device/lib/libflashkit.so)
