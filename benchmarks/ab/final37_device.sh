@@ -15,3 +15,12 @@ ab_stage
 gpu_case .device/bin/flashkit_tests_gpu "[attention]~[sm80]~[sm90]~[kvcache]~[split]"
 attn_ab "A B B A" --family sm90 --head-dims 192 --seqlens ${FK_F37_SEQLENS:-1024,4096,16384} \
   --no-extra --reps 10 --warmup 3
+# head_dim 256 tile width under the lagging max: A = default (64-key tiles up to 512 keys, 1024
+# causal), K = FLASHKIT_SM90_ATTENTION_KEYS64=2 (64-key tiles everywhere), Z = 0 (80-key tiles
+# everywhere), one library, A K Z Z K A.
+OUT=/tmp/fk-k64
+mkdir -p "$OUT"
+AB_LIB_A=.device/lib/libflashkit.so AB_ENV_K="FLASHKIT_SM90_ATTENTION_KEYS64=2" \
+  AB_ENV_Z="FLASHKIT_SM90_ATTENTION_KEYS64=0" \
+  attn_ab "A K Z Z K A" --family sm90 --head-dims 256 --seqlens 512,1024,2048,4096 \
+  --no-extra --reps 10 --warmup 3
