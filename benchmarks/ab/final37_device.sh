@@ -12,6 +12,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
+gpu_case .device/bin/flashkit_tests_gpu "[rescale]"
 gpu_case .device/bin/flashkit_tests_gpu "[attention]~[sm80]~[sm90]~[kvcache]~[split]"
 attn_ab "A B B A" --family sm90 --head-dims 192 --seqlens ${FK_F37_SEQLENS:-1024,4096,16384} \
   --no-extra --reps 10 --warmup 3

@@ -617,29 +617,31 @@ TEST_CASE("attention: split-KV small case", "[gpu][attention][sanitize][split]")
   run_case(fkgpu::auto_context(), c, 93900);
 }
 
-// A key tile that runs past a sequence's end holds the next sequence's rows in the varlen form.
 // The online softmax keeps a row's running max until a key tile exceeds it by more than 2^8
 // (logits.h, next_row_max): small scales move the max by less than that (P up to 256 in the
 // 16-bit fragments), large ones by more (the rescaled path), the default in between. Whole key
-// tiles (1024 keys: the sm80 even kernels) and partial ones, causal and not, every CUDA row.
+// tiles (1024 keys: the sm80 even kernels) and partial ones, causal and not, fp16 and bf16,
+// head_dim 192 and 256 (the Hopper kernel's lazy path) and 64 / 128, every CUDA row.
 TEST_CASE("attention: running row maxima kept within 2^8 across key tiles (sm90, sm80, generic)",
           "[gpu][attention][sm90][rescale]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();  // the default 1 / sqrt(d)
   const int64_t kShapes[][2] = {{256, 1024}, {200, 1000}};  // (seqlen_q, seqlen_k)
   int i = 0;
   for_each_cuda_row([&](const fk_context_t* ctx, const CudaRow& f) {
-    for (int64_t d : {64, 128, 256})
+    for (int64_t d : {64, 128, 192, 256})
       for (double scale : {0.05, nan, 0.5, 2.0})
         for (const auto& sl : kShapes) {
-          Case c = batched(1, sl[0], sl[1], 2, 1, d, i % 2 ? DT::BF16 : DT::F16);
+          // Every 8 consecutive runs take all 8 (shape, causal, dtype) combinations.
+          Case c = batched(1, sl[0], sl[1], 2, 1, d, (i / 2 + i / 4) % 2 ? DT::BF16 : DT::F16);
           c.expect_variant = f.variant;
           c.pr.scale = scale;
-          c.pr.causal = (i / 2) % 2 == 1;
+          c.pr.causal = (i + i / 2) % 2 == 1;
           run_case(ctx, c, 79500 + uint64_t(i++));
         }
   });
 }
 
+// A key tile that runs past a sequence's end holds the next sequence's rows in the varlen form.
 // Their P is 0, but 0 x NaN is NaN: each kernel must keep a non-finite v value inside its own
 // sequence (the Hopper kernel zeroes those rows of its last key tile, kernel.cuh clear_v_tail;
 // the sm80 and generic kernels never load them). Sequences 3 and 5 hold NaN v; sequences 1 and

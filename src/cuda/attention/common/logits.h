@@ -38,10 +38,16 @@ struct LogitScale {
 // exp2(m_old - m_new) is skipped for every tile that leaves all maxima of a warp in place,
 // which after the first tiles of a row is nearly every tile. The result is exact algebra either
 // way (O / l and lse = m + log2(l) do not depend on which m was used). -inf (no key yet) moves
-// to any tile max above it; a NaN tile max leaves m as it was, as fmaxf did.
+// to any tile max above it (the difference is +inf); -inf against -inf (NaN) and a NaN tile max
+// leave m as it was, as fmaxf did; +inf moves it. The test is on the difference, not on
+// row_max + 8: for |row_max| in [2^27, 2^28) floats are 16 apart, row_max + 8 is a tie that
+// rounds to row_max + 16 for half of them, and a tile max 16 above would have kept m with
+// P = 2^16, past fp16's largest value (found in review; tests/cpu/test_online_max.cpp).
+// The price: the fp32 output accumulator sums P |v| with P up to 256, so bf16 values of v above
+// about FLT_MAX / (256 * seqlen_k) overflow where they did not before.
 constexpr float kMaxSlackLog2 = 8.0f;
 FK_LOGITS_HD inline float next_row_max(float row_max, float tile_max) {
-  return tile_max > row_max + kMaxSlackLog2 ? tile_max : row_max;
+  return tile_max - row_max > kMaxSlackLog2 ? tile_max : row_max;
 }
 
 FK_LOGITS_HD inline float clamp_to_float(double v) {
