@@ -18,11 +18,6 @@ timeout -k 5 120 python3 benchmarks/attention.py --lib "$LIB" --family sm80 --he
   --seqlens 1024,2048 --causal 0 --no-extra --reps 10 2>&1 | grep -vE "^\s*$" | cut -c1-200 | tail -12
 attn80_ncu_cell hd256_s2048 256 2048
 attn80_ncu_cell hd128_s1024 128 1024
-OUT=$NDIR sass_profile fk_hd256_s2048 attention_fwd_kernel 2 python3 benchmarks/attention.py \
-  --lib "$LIB" --family sm80 --head-dims 256 --seqlens 2048 --causal 0 --no-extra --warmup 2 \
-  --reps 3 --no-anchors
-OUT=$NDIR sass_profile fa2_hd256_s2048 flash_fwd_kernel 2 python3 benchmarks/attention.py \
-  --lib "$LIB" --family sm80 --head-dims 256 --seqlens 2048 --causal 0 --no-extra --warmup 2 \
-  --reps 3
+attn80_sass_pair 256 2048
 tar czf "$OUT/ncu80.tar.gz" -C "$NDIR" .
 ls -la "$NDIR"

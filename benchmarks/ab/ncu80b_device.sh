@@ -23,11 +23,6 @@ NDIR=/tmp/fk-ncu80b
 attn80_ncu_cell hd128_s2048 128 2048
 attn80_ncu_cell hd64_s512 64 512
 attn80_ncu_cell hd256_s2048 256 2048
-OUT=$NDIR sass_profile fk_hd128_s2048 attention_fwd_kernel 2 python3 benchmarks/attention.py \
-  --lib "$LIB" --family sm80 --head-dims 128 --seqlens 2048 --causal 0 --no-extra --warmup 2 \
-  --reps 3 --no-anchors
-OUT=$NDIR sass_profile fa2_hd128_s2048 flash_fwd_kernel 2 python3 benchmarks/attention.py \
-  --lib "$LIB" --family sm80 --head-dims 128 --seqlens 2048 --causal 0 --no-extra --warmup 2 \
-  --reps 3
+attn80_sass_pair 128 2048
 tar czf "$OUT/ncu80b.tar.gz" -C "$NDIR" .
 ls -la "$NDIR"

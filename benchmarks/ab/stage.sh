@@ -89,6 +89,18 @@ attn80_ncu_cell() {
     >"$NDIR/ncu_fa2_$tag.csv" 2>&1
   echo "fa2_$tag: rc $?, $(grep -c '^"' "$NDIR/ncu_fa2_$tag.csv") rows (${SECONDS} s)"
 }
+# attn80_sass_pair HEAD_DIM SEQLEN: sass_profile of the forced sm80-class attention kernel and
+# of torch's FlashAttention-2 kernel on the same non-causal cell, into
+# $NDIR/sass_fk_hdD_sS.csv and $NDIR/sass_fa2_hdD_sS.csv. Needs LIB (dev_stage) and NDIR.
+attn80_sass_pair() {
+  local d=$1 s=$2
+  local args=(--lib "$LIB" --family sm80 --head-dims "$d" --seqlens "$s" --causal 0 --no-extra
+    --warmup 2 --reps 3)
+  OUT=$NDIR sass_profile "fk_hd${d}_s$s" attention_fwd_kernel 2 python3 benchmarks/attention.py \
+    "${args[@]}" --no-anchors
+  OUT=$NDIR sass_profile "fa2_hd${d}_s$s" flash_fwd_kernel 2 python3 benchmarks/attention.py \
+    "${args[@]}"
+}
 # gpu_case BIN FILTER [LABEL]: runs the Catch2 test FILTER of BIN (at most 200 s) into
 # $OUT/t.log and prints its summary line (and the first failures).
 gpu_case() {
