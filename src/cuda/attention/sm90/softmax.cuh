@@ -91,10 +91,10 @@ struct OnlineSoftmax {
   // O += P V still in flight has retired), then s <- exp2(s * scale - m). `s` holds logits
   // (scale = 1) or raw scores with scale > 0.
   // kLazy: the running max moves only by more than 2^8 (logits.h, next_row_max), and rescale()
-  // skips warps whose maxima all stayed. H200 (RESULTS, session 37): head_dim 256 +2-5.6% on
-  // 10 of 12 grid cells; head_dim 128 within +-0.6% and head_dim 64 -1 to -3.4% (their O is 64
-  // / 32 floats a thread, cheaper to rescale than the vote and branch), so those keep fmaxf and
-  // the unconditional rescale.
+  // skips warps whose maxima all stayed. H200 (RESULTS, session 37): head_dim 256 +1.6-5.7% in
+  // 11 of 12 grid cells, head_dim 192 +0.2-2.3%; head_dim 128 within -1.5 to +0.6% and head_dim
+  // 64 -1 to -3.4% (their O is 64 / 32 floats a thread, cheaper to rescale than the vote and
+  // branch), so those keep fmaxf and the unconditional rescale.
   template <bool kLazy, class TS>
   __device__ __forceinline__ void step(TS& s, float scale, float (&corr)[2]) {
     float mx[2] = {-INFINITY, -INFINITY};
