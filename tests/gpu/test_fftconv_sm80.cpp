@@ -104,9 +104,16 @@ std::string expected_variant(int64_t fft_size, int64_t batch, int64_t seqlen, DT
 // fits: 64 rows of v and the descriptor table (160 bytes per position of seqlen rounded up to
 // 128), a 256-byte zero operand, then the larger of the fp32 taps (8 bytes per position, plus
 // 2 KB) and the output staging (10 KB per warpgroup, one per two 128-position tiles, 1..4),
-// plus the predicate's 1 KB. It is chosen when forced or inside AUTO's window: no gates,
-// 256 <= seqlen <= 1024, batch >= 64.
-std::string expected_variant90(int64_t batch, int64_t seqlen, DT dtype, bool pre, bool post) {
+// plus the predicate's 1 KB. It is chosen when forced or inside AUTO's window: 256 <= seqlen
+// <= 1024, batch >= 64, and with gates only where its streamed form takes them (`rows16`: the
+// rows of u, y and the gates 16-byte aligned; seqlen a multiple of 8; neither
+// FLASHKIT_FFTCONV_DIRECT90_STREAM nor FLASHKIT_FFTCONV_DIRECT90_GATED set to 0).
+bool env_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr && e[0] == '0';
+}
+std::string expected_variant90(int64_t batch, int64_t seqlen, DT dtype, bool pre, bool post,
+                               bool rows16 = false) {
   const int direct = direct_setting();
   const int64_t Lp = (seqlen + 127) / 128 * 128;
   const int64_t wgs = std::max<int64_t>(1, std::min<int64_t>(4, Lp / 256));
@@ -115,7 +122,10 @@ std::string expected_variant90(int64_t batch, int64_t seqlen, DT dtype, bool pre
   const bool fits =
       160 * Lp + 256 + std::max<int64_t>(8 * Lp + 2048, wgs * 10240) + 1024 <= optin;
   const bool runs = (dtype == DT::BF16 || (dtype == DT::F16 && !pre)) && seqlen <= 1152 && fits;
-  const bool window = seqlen >= 256 && seqlen <= 1024 && batch >= 64 && !pre && !post;
+  const bool gated_stream = rows16 && seqlen % 8 == 0 && !env_off("FLASHKIT_FFTCONV_DIRECT90_STREAM") &&
+                            !env_off("FLASHKIT_FFTCONV_DIRECT90_GATED");
+  const bool window =
+      seqlen >= 256 && seqlen <= 1024 && batch >= 64 && ((!pre && !post) || gated_stream);
   if (direct != 0 && runs && (direct == 1 || window)) return "cuda.sm90.fftconv_direct";
   return "cuda.generic.fftconv";
 }
@@ -323,7 +333,8 @@ void run_case(const Case& c, uint64_t tag, int calls = 1, bool sm90 = false,
   int optin = 0;
   REQUIRE_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
   const std::string want =
-      sm90 ? expected_variant90(c.batch, c.seqlen, c.dtype, c.pre, c.post)
+      sm90 ? expected_variant90(c.batch, c.seqlen, c.dtype, c.pre, c.post,
+                                c.pad == 0 && c.y_pad == 0 && (!c.post || c.post_pad == 0))
            : expected_variant(resolved.fft_size, c.batch, c.seqlen, c.dtype, c.pre, c.post);
   if (resolved.fft_size * 4 > optin && want != "cuda.sm80.fftconv_reg") {
     CHECK(std::string(variant) == "cuda.generic.fftconv");
@@ -1058,8 +1069,10 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
           "[gpu][fftconv][sm80][direct]") {
   // Pass 0: the SM80 family, direct and FFT kernels; pass 1: the SM90 family's direct kernel;
   // pass 2: the same without a pregate and with 16-byte rows of y (at L 512 and 1000: the
-  // streamed form's narrow and wide launch shapes, whose rows are checked slot by slot).
-  for (int pass = 0; pass < 3; ++pass)
+  // streamed form's narrow and wide launch shapes, whose rows are checked slot by slot); pass
+  // 3: with the pregate and 16-byte rows of y (the streamed form multiplies each slot by the
+  // pregate before its check).
+  for (int pass = 0; pass < 4; ++pass)
   for (int64_t L0 : {500, 512, 1000})  // 512, 1000: 16-byte rows (the copy-engine path)
   for (bool direct : {true, false}) {
     const fk_context_t* ctx = pass == 0 ? sm80() : context_for(FK_KERNEL_FAMILY_SM90);
@@ -1072,7 +1085,7 @@ TEST_CASE("sm80 fftconv_direct: non-finite inputs spread to the whole row",
     c.seqlen = L0;
     c.dtype = DT::BF16;
     c.pre = pass != 2;
-    if (pass == 2) c.y_pad = 0;
+    if (pass >= 2) c.y_pad = 0;
     const int64_t L = c.seqlen, fl = L;
     fk_fftconv_plan_options_t o;
     fk_fftconv_plan_options_init(&o);
@@ -1313,6 +1326,28 @@ TEST_CASE("sm90 fftconv_direct: AUTO's window", "[gpu][fftconv][sm90][direct]") 
   run_case(c, 69300 + uint64_t(i++), 1, true, true);
 }
 
+// The filter of a streamed-kernel case (c.mode and c.seqlen set): the full length (`full`) or
+// a short one (seqlen / causal_div taps causal, a half-width of seqlen / bidir_div
+// bidirectional); circular: fft_size the next power of two (`full`) or twice that.
+static void stream_filter(Case& c, bool full, int64_t causal_div, int64_t bidir_div) {
+  const int64_t L = c.seqlen;
+  switch (c.mode) {
+    case FK_FFTCONV_CAUSAL:
+      c.filter_len = full ? L : std::max<int64_t>(1, L / causal_div);
+      break;
+    case FK_FFTCONV_CIRCULAR: {
+      int64_t n = 1;
+      while (n < L) n *= 2;
+      c.fft_size = full ? n : 2 * n;
+      c.filter_len = c.fft_size;
+      break;
+    }
+    case FK_FFTCONV_BIDIRECTIONAL:
+      c.filter_len = 2 * (full ? L - 1 : L / bidir_div) + 1;
+      break;
+  }
+}
+
 // The streamed form of the sm90 kernel (calls without gates, seqlen a multiple of 8 up to 1024,
 // 16-byte rows of u and y): every mode, filters from a few taps to the full length, D on and
 // off, partial groups of 64 rows, and more (channel, row group) items than CTAs, so that each
@@ -1338,21 +1373,7 @@ TEST_CASE("sm90 fftconv_direct: streamed kernel, every mode, many items per CTA"
         c.batch = sh.B;
         c.channels = sh.H;
         c.seqlen = sh.L;
-        switch (m) {
-          case FK_FFTCONV_CAUSAL:
-            c.filter_len = (k % 2) ? sh.L : std::max<int64_t>(1, sh.L / 5);
-            break;
-          case FK_FFTCONV_CIRCULAR: {
-            int64_t n = 1;
-            while (n < sh.L) n *= 2;
-            c.fft_size = (k % 2) ? n : 2 * n;
-            c.filter_len = c.fft_size;
-            break;
-          }
-          case FK_FFTCONV_BIDIRECTIONAL:
-            c.filter_len = 2 * ((k % 2) ? sh.L - 1 : sh.L / 6) + 1;
-            break;
-        }
+        stream_filter(c, k % 2 == 1, 5, 6);
         c.dtype = io_type(i);
         c.k_dt = (k % 3) == 0 ? DT::F32 : c.dtype;
         c.with_D = (i % 4) != 3;
@@ -1364,8 +1385,49 @@ TEST_CASE("sm90 fftconv_direct: streamed kernel, every mode, many items per CTA"
   }
 }
 
-// AUTO on a Hopper GPU (variant names only): the sm90 kernel without gates for 256 <= seqlen <=
-// 1024 and batch >= 64; the sm80 one for gated calls and batch 24..63 there;
+// The streamed form with gates (session 38): the pregate multiplied into each slot of v in shared
+// memory, the postgate staged by 16-byte copies in the epilogue. Pregate only, postgate only
+// and both, D on and off, every mode, partial groups of rows, and more items than CTAs (B 130
+// x H 300: 900 items), so slots and tables are reused across items; fp16 without a pregate.
+// The same calls with FLASHKIT_FFTCONV_DIRECT90_GATED=0 run direct90_kernel.
+TEST_CASE("sm90 fftconv_direct: streamed kernel with gates", "[gpu][fftconv][sm90][direct][stream]") {
+  DirectForced forced;
+  struct S {
+    int64_t B, H, L;
+  };
+  int i = 0;
+  for (const char* gated : {"1", "0"}) {
+    fktest::ScopedEnv env("FLASHKIT_FFTCONV_DIRECT90_GATED", gated);
+    for (const S& sh : {S{130, 300, 1024}, S{64, 96, 512}, S{65, 70, 1000}, S{64, 50, 256},
+                        S{3, 40, 768}, S{70, 60, 896}})
+      for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
+        Case c;
+        c.mode = m;
+        c.batch = sh.B;
+        c.channels = sh.H;
+        c.seqlen = sh.L;
+        stream_filter(c, i % 2 == 1, 7, 5);
+        c.dtype = (i % 4) == 3 ? DT::F16 : DT::BF16;
+        c.k_dt = (i % 3) == 0 ? DT::F32 : c.dtype;
+        c.with_D = (i % 5) != 4;
+        // Gates: both, pregate only, postgate only (fp16: the postgate alone).
+        const int gates = c.dtype == DT::F16 ? 2 : i % 3;
+        c.pre = gates != 2;
+        c.post = gates != 1;
+        c.pad = 0;
+        c.y_pad = 0;
+        c.post_pad = 0;
+        c.sample_rows = 24;
+        INFO("FLASHKIT_FFTCONV_DIRECT90_GATED=" << gated);
+        const int calls = (i % 4) == 0 ? 2 : 1;
+        run_case(c, 70100 + uint64_t(i++), calls, true);
+      }
+  }
+}
+
+// AUTO on a Hopper GPU (variant names only): the sm90 kernel for 256 <= seqlen <= 1024 and
+// batch >= 64 (gated calls only where the streamed form takes them); the sm80 one for the other
+// gated calls and batch 24..63 there;
 // FLASHKIT_FFTCONV_DIRECT=1: the sm90 kernel up to seqlen 1152 (gates too), the sm80 one above;
 // =0: neither.
 TEST_CASE("sm90 fftconv_direct: the predicate under AUTO", "[gpu][fftconv][sm90][direct]") {
@@ -1389,7 +1451,10 @@ TEST_CASE("sm90 fftconv_direct: the predicate under AUTO", "[gpu][fftconv][sm90]
                   {128, 256, DT::F16, false, false, -1, "cuda.sm90.fftconv_direct"},
                   {65, 700, DT::BF16, false, false, -1, "cuda.sm90.fftconv_direct"},
                   {64, 700, DT::BF16, true, false, -1, "cuda.sm80.fftconv_direct"},
-                  {64, 512, DT::F16, false, true, -1, "cuda.sm80.fftconv_direct"},
+                  {64, 512, DT::F16, false, true, -1, "cuda.sm90.fftconv_direct"},
+                  {64, 1024, DT::BF16, true, true, -1, "cuda.sm90.fftconv_direct"},
+                  {64, 256, DT::BF16, true, false, -1, "cuda.sm90.fftconv_direct"},
+                  {63, 1024, DT::BF16, true, true, -1, "cuda.sm80.fftconv_direct"},
                   {63, 1000, DT::BF16, false, false, -1, "cuda.sm80.fftconv_direct"},
                   {24, 512, DT::F16, false, false, -1, "cuda.sm80.fftconv_direct"},
                   {64, 255, DT::BF16, false, false, -1, "cuda.sm80.fftconv_reg"},
@@ -1406,6 +1471,18 @@ TEST_CASE("sm90 fftconv_direct: the predicate under AUTO", "[gpu][fftconv][sm90]
               << (q.post ? " +postgate" : "") << " env " << q.env);
     CHECK(selected_variant(ctx, q.B, q.L, q.dt, q.pre, q.post) == q.want);
   }
+  // Gated calls in AUTO take the streamed form only: not with it switched off, nor with 4-byte
+  // rows (seqlen 1020).
+  {
+    fktest::ScopedEnv env("FLASHKIT_FFTCONV_DIRECT90_GATED", "0");
+    CHECK(selected_variant(ctx, 64, 1024, DT::BF16, true, true) == "cuda.sm80.fftconv_direct");
+    CHECK(selected_variant(ctx, 64, 1024, DT::BF16, false, false) == "cuda.sm90.fftconv_direct");
+  }
+  {
+    fktest::ScopedEnv env("FLASHKIT_FFTCONV_DIRECT90_STREAM", "0");
+    CHECK(selected_variant(ctx, 64, 1024, DT::BF16, true, true) == "cuda.sm80.fftconv_direct");
+  }
+  CHECK(selected_variant(ctx, 64, 1020, DT::BF16, true, true) == "cuda.sm80.fftconv_direct");
 }
 
 // Small cases for compute-sanitizer (gpu-check's "[sanitize]" pass): a partial group of rows,
@@ -1439,6 +1516,22 @@ TEST_CASE("sm90 fftconv_direct: small case for memcheck",
     c.dtype = io_type(i);
     c.pad = 0;
     c.y_pad = 0;
+    c.sample_rows = 8;
+    run_case(c, 69800 + uint64_t(i++), 2, true);
+  }
+  // The streamed kernel with gates: both gates (bf16) on the narrow and the wide launch shape,
+  // the postgate alone (fp16).
+  for (int64_t L : {512, 1024, 768}) {
+    Case c;
+    c.batch = 65;
+    c.channels = 2;
+    c.seqlen = L;
+    c.dtype = L == 768 ? DT::F16 : DT::BF16;
+    c.pre = c.dtype == DT::BF16;
+    c.post = true;
+    c.pad = 0;
+    c.y_pad = 0;
+    c.post_pad = 0;
     c.sample_rows = 8;
     run_case(c, 69800 + uint64_t(i++), 2, true);
   }

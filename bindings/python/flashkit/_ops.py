@@ -720,8 +720,9 @@ class FFTConv:
     On CUDA, fp16/bf16 calls with short rows and a large batch (256 <= seqlen <= 1024, batch
     >= 24, fp16 only without a pregate; a window measured on the H200, docs/design.md) run
     instead as a Toeplitz matrix product on the tensor cores (kernel
-    ``cuda.sm80.fftconv_direct``; on Hopper, calls without gates and with batch >= 64 take
-    ``cuda.sm90.fftconv_direct``, the same product on warpgroup MMAs), which was faster there:
+    ``cuda.sm80.fftconv_direct``; on Hopper, calls with batch >= 64 take
+    ``cuda.sm90.fftconv_direct``, the same product on warpgroup MMAs, gated ones where its
+    streamed form runs them: seqlen a multiple of 8, 16-byte-aligned rows), which was faster there:
     same result within the library's tested bounds, bf16 plans with bf16 operands, no filter
     spectrum (so ``filter_constant`` changes nothing for those calls).
 

@@ -39,8 +39,8 @@
 // - Measured (H200, bf16, B 64, H 768, causal, D, not gated; benchmarks/RESULTS.md "The direct
 //   convolution on wgmma"): L 256 / 512 / 1K 0.047 / 0.080 / 0.192 ms, 1.01-1.09x the sm80
 //   kernel; gated calls were 0.93-1.0x, batch 32 0.7x, hence AUTO's window (kAuto*).
-// - Calls without gates whose rows suit the copy engine (seqlen a multiple of 8 up to 1024,
-//   16-byte rows of u and y) run the streamed form below (stream90_kernel: persistent CTAs, a
+// - Calls whose rows suit the copy engine (seqlen a multiple of 8 up to 1024, 16-byte rows of
+//   u, y and the gates) run the streamed form below (stream90_kernel: persistent CTAs, a
 //   producer, the next item's rows loaded during the current item's tensor work; a wide launch
 //   shape for seqlen > 640 and a narrow one, see stream_producer);
 //   FLASHKIT_FFTCONV_DIRECT90_STREAM=0 keeps them on direct90_kernel. In direct90_kernel the
@@ -85,10 +85,11 @@ constexpr int64_t kMaxL = 1152;
 // is at most 6 (Lp = 384).
 constexpr int kTapRegs = 8;
 // Where AUTO picks it (measured on the H200 against cuda.sm80.fftconv_direct, same process,
-// benchmarks/RESULTS.md "The direct convolution on wgmma"): no gates, 256 <= seqlen <= 1024,
-// batch >= 64 (1.01-1.09x there). Gated calls measured 0.93-1.0x (the sm80 kernel's two blocks
-// per multiprocessor hide the gates' loads better), and batch 32 0.7x (rows are padded to
-// groups of 64).
+// benchmarks/RESULTS.md "The direct convolution on wgmma"): 256 <= seqlen <= 1024, batch >= 64
+// (1.01-1.09x there), and batch 32 0.7x (rows are padded to groups of 64). Gated calls measured
+// 0.93-1.0x on direct90_kernel (the sm80 kernel's two blocks per multiprocessor hide the gates'
+// loads better) and 1.40-1.58x on the streamed form ("Gated calls on the streamed form"), so
+// AUTO takes them only where the streamed form runs.
 constexpr int64_t kAutoMinL = 256, kAutoMaxL = 1024, kAutoMinBatch = 64;
 
 // Shared memory: v (64 rows of Lp 16-bit elements, chunk-major), the descriptor table (Lp / 4
@@ -420,7 +421,7 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 }
 
 
-// ---- The streamed form (calls without gates; see the file comment) ------------------------------
+// ---- The streamed form (see the file comment) ---------------------------------------------------
 //
 // A persistent CTA takes items (channel, 64 batch rows) in turn: W consumer warpgroups do the
 // tensor work and the epilogue, one producer warp builds the next item's descriptor table and
@@ -458,6 +459,16 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   with the fixed table: L 1K 0.1117 against 0.1117 ms with the consumers' check; not kept.)
 // - Under a causal-like band the upper four k-steps of a tile's diagonal slot reach only the
 //   tile's last 64 positions: m64n64k16 on the first 32 accumulators (0.155 -> 0.152 ms at L 1K).
+// - Gates (session 38): the producer prefetches the item's gate rows into L2 (one bulk prefetch per
+//   row). A pregate is multiplied into each slot in place by the warpgroup that checks the slot,
+//   before its check (v = pregate * u rounded to T, as direct_prologue rounds v); the tiles then
+//   wait on ready[s] instead of full[s], and D * v in the epilogue uses that rounded v (the
+//   other direct kernels form it exactly from u and the pregate: one more 2^-9 relative
+//   rounding on the D term, inside the same test bounds). The postgate goes by 16-byte cp.async
+//   into the staging rows (quarter 0's before the tile's wgmmas, the others as the quarter
+//   before is stored), where each pair reads its two values and writes y = postgate * (acc + D *
+//   v) over them, rounded once. Measured (H200, bf16, B 64, H 768, causal, D, both gates): L 256
+//   / 512 / 1K 0.058 / 0.103 / 0.204 ms, 1.44 / 1.40 / 1.58x cuda.sm80.fftconv_direct.
 // - The epilogue stages a quarter tile (32 positions, 16-bit, 4 KB per warpgroup, 16-byte units
 //   XOR-swizzled by row so that both the pair writes and the 16-byte reads are free of bank
 //   conflicts) and stores 16 bytes per thread; each warp stages and stores its own 16 rows, so
@@ -494,7 +505,8 @@ constexpr uint32_t kSlotBytes = 128u * kRows * 2u;
 constexpr int kStageT = kRows * 32;  // 16-bit elements staged per warpgroup
 
 struct StreamShared {
-  uint64_t full[kMaxSlots], empty[kMaxSlots], tfull[2], tempty[2], chk[2];
+  // ready[s]: slot s holds v = pregate * u (calls with a pregate; one arrival per item).
+  uint64_t full[kMaxSlots], empty[kMaxSlots], ready[kMaxSlots], tfull[2], tempty[2], chk[2];
   int sexp[2], kbad[2];
   int badrow[2][kRows];  // item number (it) for rows found holding a NaN / Inf, by parity
 };
@@ -542,6 +554,7 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
     for (int s = 0; s < nslots; ++s) {
       tma::mbar_init(sm80::smem_u32(&sh.full[s]), 1);
       tma::mbar_init(sm80::smem_u32(&sh.empty[s]), 4 * W);
+      tma::mbar_init(sm80::smem_u32(&sh.ready[s]), 128);
     }
     for (int p = 0; p < 2; ++p) {
       tma::mbar_init(sm80::smem_u32(&sh.tfull[p]), 1);
@@ -570,6 +583,23 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       const int64_t c = item / a.row_groups;
       const int b0 = static_cast<int>(item % a.row_groups) * kRows;
       const int p = it & 1;
+      if (pw == 0 && (a.pre != nullptr || a.post != nullptr)) {
+        // The item's gate rows into L2 (one bulk prefetch per row and gate; the rows are
+        // 16-byte aligned and L a multiple of 8): the consumers read them while this item
+        // runs, the pregate at its start and the postgate in the epilogues.
+        for (int r = lane; r < kRows && b0 + r < a.batch; r += 32) {
+          if (a.pre != nullptr)
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(
+                             static_cast<const T*>(a.pre) + (b0 + r) * a.pre_bs + c * a.pre_cs),
+                         "r"(2 * L)
+                         : "memory");
+          if (a.post != nullptr)
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(
+                             static_cast<const T*>(a.post) + (b0 + r) * a.post_bs + c * a.post_cs),
+                         "r"(2 * L)
+                         : "memory");
+        }
+      }
       if (!kWide || pw >= 1) {
         // The item's table: one warp (narrow) or warps 1-3 (wide), bt / nb the thread's index
         // among them and their count.
@@ -727,7 +757,55 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
 #pragma unroll 1
       for (int n = chk_lo; n < chk_hi; ++n) {
         const int s = down ? nslots - 1 - n : n;
-        tma::mbar_wait(sm80::smem_u32(&sh.full[s]), it & 1);
+        if (a.pre != nullptr) {
+          // v = pregate * u in place, rounded to T (as direct_prologue does), by this
+          // warpgroup: 16-byte unit i = tid % 128 + 128 k of the slot is row r = (i / 8) % 64,
+          // positions 128 s + 64 (i / 512) + 8 (i % 8) .. + 7, stored at unit (i % 8) ^ (r % 8)
+          // of the row's 128 bytes in its 8 KB box (the copy engine's 128-byte swizzle). The
+          // pregate's loads go out before the wait for the slot's rows.
+          uint4 gq[8];
+#pragma unroll
+          for (int k = 0; k < 8; ++k) {
+            const int i = (tid & 127) + 128 * k;
+            const int r = (i >> 3) & 63, t0 = 128 * s + 64 * (i >> 9) + 8 * (i & 7);
+            gq[k] = make_uint4(0u, 0u, 0u, 0u);
+            if (b0 + r < a.batch && t0 < L)
+              gq[k] = __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(a.pre) +
+                                                           (b0 + r) * a.pre_bs + int64_t(c) * a.pre_cs + t0));
+          }
+          tma::mbar_wait(sm80::smem_u32(&sh.full[s]), it & 1);
+          const uint32_t sbase = sm80::smem_u32(xs) + uint32_t(s) * kSlotBytes;
+#pragma unroll
+          for (int k = 0; k < 8; ++k) {
+            const int i = (tid & 127) + 128 * k;
+            const int r = (i >> 3) & 63;
+            const uint32_t ad = sbase + uint32_t(i >> 9) * 8192u + uint32_t(r) * 128u +
+                                (uint32_t((i & 7) ^ (r & 7)) << 4);
+            uint4 w;
+            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                         : "r"(ad));
+            float uv[8], gv[8];
+            conv::unpack8<T>(w, uv);
+            conv::unpack8<T>(gq[k], gv);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) uv[e] *= gv[e];
+            w = conv::pack8<T>(uv);
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(ad), "r"(w.x), "r"(w.y),
+                         "r"(w.z), "r"(w.w)
+                         : "memory");
+          }
+          // The writes before the tensor cores read them (this warpgroup's check below, every
+          // warpgroup's tiles) and the epilogues' D * v: ready[s] counts this warpgroup's 128
+          // threads, each arriving after its own writes (one arrival per warp after __syncwarp
+          // is as correct, but compute-sanitizer's racecheck reported the other lanes' writes
+          // against the epilogues' reads).
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+          tma::mbar_arrive(sm80::smem_u32(&sh.ready[s]));
+          tma::mbar_wait(sm80::smem_u32(&sh.ready[s]), it & 1);  // this warpgroup's check
+        } else {
+          tma::mbar_wait(sm80::smem_u32(&sh.full[s]), it & 1);
+        }
         const uint64_t ds = desc_v(128 * s);
         cute::warpgroup_arrive();
 #pragma unroll
@@ -764,6 +842,27 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       if (lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.empty[s]));
       released |= 1u << s;
     };
+    // A tile's own slot is held through its epilogue where D * v reads it.
+    const bool hold_own = a.D != nullptr;
+    // The postgate of quarter s4 of the tile at N0 into this warp's staging rows: lane's rows
+    // 16 warp + lane / 4 (+ 8), its 16-byte unit at the address the stores below read. The
+    // first quarter's copies go out before the tile's tensor work, the others when the
+    // quarter before is stored.
+    const uint32_t post_dst = sm80::smem_u32(stage) + uint32_t(16 * warp + (lane >> 2)) * 64u +
+                              uint32_t(((lane & 3) ^ ((lane >> 3) & 3)) << 4);
+    const T* const post_row =
+        a.post != nullptr ? static_cast<const T*>(a.post) + int64_t(b0 + 16 * warp + (lane >> 2)) * a.post_bs +
+                                int64_t(c) * a.post_cs + 8 * (lane & 3)
+                          : nullptr;
+    const bool post_ok0 = b0 + 16 * warp + (lane >> 2) < a.batch;
+    const bool post_ok1 = b0 + 16 * warp + 8 + (lane >> 2) < a.batch;
+    auto stage_post_at = [&](int N0, int s4) {
+      if (N0 + 32 * s4 + 8 * (lane & 3) < L) {
+        if (post_ok0) sm80::cp_async_16(post_dst, post_row + N0 + 32 * s4, 16);
+        if (post_ok1) sm80::cp_async_16(post_dst + 512u, post_row + 8 * a.post_bs + N0 + 32 * s4, 16);
+      }
+      sm80::cp_async_commit();
+    };
     bool first = true;
     for (int ti = T_ - 1; ti >= 0; --ti) {
       const int j = tile_of(ti);
@@ -772,6 +871,7 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       const int2 kr = tile_krange(a, j);
       const int kb = kr.x, ke = kr.y;
       const int2 sr = make_int2(kb >> 7, (ke - 1) >> 7);
+      if (a.post != nullptr) stage_post_at(N0, 0);
       float acc[64];
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
@@ -789,7 +889,7 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
 #pragma unroll 1
       for (int n = 0; n <= s_hi - s_lo; ++n) {
         const int s = down ? s_hi - n : s_lo + n;
-        tma::mbar_wait(sm80::smem_u32(&sh.full[s]), it & 1);
+        tma::mbar_wait(sm80::smem_u32(a.pre != nullptr ? &sh.ready[s] : &sh.full[s]), it & 1);
         const int k_lo = max(kb, 128 * s), k_hi = min(ke, 128 * s + 128);
         // Each group of wgmmas has its own arrive and commit, and no group sits in a loop that
         // ptxas cannot unroll (else it injects warpgroup.arrive, C7519, and serialises them).
@@ -837,11 +937,11 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
           }
         }
         cute::warpgroup_wait<1>();  // every group before slot s's last one has completed
-        if (prev >= 0 && !(a.D != nullptr && prev == j)) release(prev);
+        if (prev >= 0 && !(hold_own && prev == j)) release(prev);
         prev = s;
       }
       cute::warpgroup_wait<0>();
-      if (!(a.D != nullptr && prev == j)) release(prev);
+      if (!(hold_own && prev == j)) release(prev);
 #pragma unroll
       for (int i = 0; i < 64; ++i) cute::warpgroup_fence_operand(acc[i]);
       if (first) tma::mbar_wait(sm80::smem_u32(&sh.chk[p]), (it >> 1) & 1);  // every warp's check
@@ -868,10 +968,19 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
                       int64_t(c) * a.y_cs + (N0 + 8 * cq);
       const bool ok0 = b0 + 16 * warp + (lane >> 2) < a.batch;
       const bool ok1 = b0 + 16 * warp + 8 + (lane >> 2) < a.batch;
-      auto epilogue = [&](auto has_d) {
+      auto epilogue = [&](auto has_d, auto post) {
+        constexpr bool post_on = decltype(post)::value;
 #pragma unroll
         for (int s4 = 0; s4 < 4; ++s4) {
           __syncwarp();
+          // The postgate of this quarter (rows and chunks as the stores below) by 16-byte
+          // copies into the staging rows, where each pair below reads its two values and
+          // writes y over them (one rounding: y = postgate * (acc + D * v) in fp32).
+          if (post_on) {
+            if (s4 > 0) stage_post_at(N0, s4);
+            sm80::cp_async_wait_all();
+            __syncwarp();
+          }
           auto ldv = [&](int qq, int h) {
             const uint32_t va = (vb ^ uint32_t((4 * (s4 & 1) + 3 - qq) << 4)) + uint32_t((s4 >> 1) * 8192);
             uint32_t w;
@@ -899,6 +1008,13 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
                 y0 = fmaf(Dc, v.x, y0);
                 y1 = fmaf(Dc, v.y, y1);
               }
+              if (post_on) {
+                uint32_t w;
+                asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w) : "r"(sa + uint32_t(512 * h)));
+                const float2 pg = unpack2<T>(w);
+                y0 *= pg.x;
+                y1 *= pg.y;
+              }
               if (h ? bad_hi : bad_lo) y0 = y1 = __int_as_float(0x7fffffff);
               asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(sa + uint32_t(512 * h)),
                            "r"(sm80::Elt<T>::pack(y0, y1)));
@@ -918,10 +1034,16 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
           }
         }
       };
-      if (a.D != nullptr)
-        epilogue(std::true_type{});
-      else
-        epilogue(std::false_type{});
+      if (a.post != nullptr) {
+        if (a.D != nullptr)
+          epilogue(std::true_type{}, std::true_type{});
+        else
+          epilogue(std::false_type{}, std::true_type{});
+      } else if (a.D != nullptr) {
+        epilogue(std::true_type{}, std::false_type{});
+      } else {
+        epilogue(std::false_type{}, std::false_type{});
+      }
       // The slots this tile still held (its own, for D * v) that no later tile reads and, after
       // the last tile, the table: each warp arrives for itself once past its reads.
       __syncwarp();
@@ -947,12 +1069,20 @@ int walk_down() {
   return e != nullptr && e[0] == 'u' ? 0 : 1;
 }
 
-// What the streamed kernel needs beyond direct90_kernel's predicate: no gates, seqlen a
-// multiple of 8 up to kStreamMaxL (the copy engine loads whole 8-element chunks; zeros past
-// seqlen), rows of u and y 16-byte aligned, coordinates within int32 and a tensor map the
-// driver accepts (encode_u_map).
+// FLASHKIT_FFTCONV_DIRECT90_GATED=0 keeps gated calls off the streamed kernel (AUTO then
+// gives them to cuda.sm80.fftconv_direct, the rule before session 38; for comparison).
+bool gated_stream_enabled() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_GATED");
+  return e == nullptr || e[0] != '0';
+}
+
+// What the streamed kernel needs beyond direct90_kernel's predicate: seqlen a multiple of 8
+// up to kStreamMaxL (the copy engine loads whole 8-element chunks; zeros past seqlen), rows of
+// u, y and the gates 16-byte aligned, coordinates within int32 and a tensor map the driver
+// accepts (encode_u_map).
 bool stream_runs(const FFTConvProblem& p, const DirectArgs& a) {
-  if (!stream_enabled() || p.pregate != nullptr || p.postgate != nullptr) return false;
+  if (!stream_enabled()) return false;
+  if ((p.pregate != nullptr || p.postgate != nullptr) && !gated_stream_enabled()) return false;
   if (p.seqlen % 8 != 0 || p.seqlen > kStreamMaxL || !a.vec || !a.lean16) return false;
   if (p.batch > INT_MAX - kRows || p.channels > INT_MAX) return false;
   if ((p.batch > 1 && p.u_batch_stride <= 0) || (p.channels > 1 && p.u_channel_stride <= 0))
@@ -984,10 +1114,15 @@ bool fftconv_direct_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
   const int setting = conv::direct_setting();
   if (setting == 0 || !conv::direct_runs(p, kMaxL, kRows)) return false;
-  if (setting != 1 && (p.seqlen < kAutoMinL || p.seqlen > kAutoMaxL || p.batch < kAutoMinBatch ||
-                       p.pregate != nullptr || p.postgate != nullptr))
+  if (setting != 1 && (p.seqlen < kAutoMinL || p.seqlen > kAutoMaxL || p.batch < kAutoMinBatch))
     return false;
   const int Lp = static_cast<int>((p.seqlen + kTileN - 1) / kTileN * kTileN);
+  // Gated calls in AUTO only where the streamed kernel takes them (direct90_kernel measured
+  // 0.93-1.0x cuda.sm80.fftconv_direct on them).
+  if (setting != 1 && (p.pregate != nullptr || p.postgate != nullptr) &&
+      (!stream_runs(p, conv::make_direct_args(p, kTileN, kRows)) ||
+       static_cast<int64_t>(stream_smem_bytes(Lp)) + 1024 > caps.smem_per_block_optin))
+    return false;
   // + 1024: the kernel's static shared memory counts against the same per-block limit.
   return static_cast<int64_t>(smem_bytes(Lp > 0 ? Lp : kTileN)) + 1024 <= caps.smem_per_block_optin;
 }

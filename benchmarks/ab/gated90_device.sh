@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Session 38: gated calls on the streamed cuda.sm90.fftconv_direct (pregate multiplied into
+# each slot of v in shared memory, postgate staged by cp.async in the epilogue). One call, carry
+# .device (scripts/gpu-check.sh --build-only, then rm -rf .device/model .device/python
+# .device/bin/flashkit_tests_cpu):
+#   1. flashkit_tests_gpu on the direct-kernel cases ("[stream]", the predicate, non-finite
+#      rows, contiguous rows, the memcheck case, the error summary); memcheck and racecheck on
+#      the sm90 small case.
+#   2. benchmarks/fftconv.py (bf16, B 64, H 768, causal, D, gated and not) with
+#      FLASHKIT_FFTCONV_DIRECT90_GATED=0 (A: gated calls on cuda.sm80.fftconv_direct) and unset
+#      (B), order A B B A.
+# Everything in $OUT/gated90.tar.gz.
+set -u
+cd "$(dirname "$0")/../.."
+. benchmarks/ab/stage.sh
+dev_stage
+W=/tmp/fk-gated90
+mkdir -p "$W"
+bin=.device/bin/flashkit_tests_gpu
+n=0
+for t in "[stream]" "sm90 fftconv_direct: the predicate under AUTO" \
+  "sm80 fftconv_direct: non-finite inputs spread to the whole row" \
+  "sm90 fftconv_direct: contiguous rows\\, small batches" "sm90 fftconv_direct: small case for memcheck" \
+  "sm90 fftconv_direct: AUTO's window" "sm80 fftconv: error summary"; do
+  n=$((n + 1))
+  timeout -k 10 200 "$bin" "$t" > "$W/t$n.log" 2>&1
+  echo "$t: $(grep -E '^(All tests passed|test cases:)' "$W/t$n.log" | tail -n1) (${SECONDS} s)"
+  grep -B6 -A24 FAILED "$W/t$n.log" | head -60
+done
+grep -h "max |err|" "$W"/t*.log | sort -u
+for tool in ${TOOLS:-memcheck racecheck}; do
+  timeout -k 10 150 compute-sanitizer --tool $tool --error-exitcode 9 "$bin" \
+    "sm90 fftconv_direct: small case for memcheck" > "$W/$tool.log" 2>&1
+  echo "$tool rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$W/$tool.log" | tail -n1) (${SECONDS} s)"
+  grep -m5 -A6 "Invalid\|Error\|Hazard" "$W/$tool.log" | head -40
+done
+bench() {  # NAME ARGS...
+  local name=$1
+  shift
+  timeout -k 5 150 python3 benchmarks/fftconv.py --lib "$LIB" --reps ${REPS:-20} --json "$W/$name.json" "$@" \
+    2>&1 | tee "$W/$name.log" | grep -v -e '^json'
+  echo "($name: ${SECONDS} s)"
+}
+for r in 1 2; do
+  order="A B"
+  [ "$r" = 2 ] && order="B A"
+  for side in $order; do
+    echo "== round $r: $side"
+    if [ "$side" = A ]; then
+      FLASHKIT_FFTCONV_DIRECT90_GATED=0 bench ${side}_r$r --seqlens ${SEQLENS:-256 512 1024}
+    else
+      bench ${side}_r$r --seqlens ${SEQLENS:-256 512 1024}
+    fi
+  done
+done
+tar czf "$OUT/gated90.tar.gz" -C "$W" .
