@@ -114,8 +114,8 @@ static const BlockdiagVariant kBlockdiag[] = {
 
 static const FFTConvVariant kFFTConv[] = {
 #if defined(FLASHKIT_WITH_SM90)
-    // The same Toeplitz product on wgmma, Hopper only (AUTO: no gates, 256 <= seqlen <= 1024,
-    // batch >= 64; FLASHKIT_FFTCONV_DIRECT=1: seqlen <= 1152, any batch, gates; fp16 only
+    // The same Toeplitz product on wgmma, Hopper only (AUTO: 256 <= seqlen <= 1024, batch >= 64,
+    // gated calls only on its streamed form; FLASHKIT_FFTCONV_DIRECT=1: seqlen <= 1152, any batch, gates; fp16 only
     // without a pregate).
     {"cuda.sm90.fftconv_direct", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90,
      cuda::sm90::fftconv_direct_supported, cuda::sm90::fftconv_direct, nullptr},

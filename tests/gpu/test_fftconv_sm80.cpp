@@ -1247,14 +1247,17 @@ TEST_CASE("sm90 fftconv_direct: every mode, lengths 1..1152, batch 24..130 (forc
   every_mode_cases({1, 7, 100, 128, 213, 640, 1000, 1024, 1152}, batches, 2, 69000, true);
 }
 
-// Contiguous, 16-byte-aligned rows of u, y and both gates with D (the epilogue's 16-byte path,
-// D * v from u and the pregate for bf16, from the shared v for fp16), several calls on one
-// plan, and small batches (rows padded to 64).
+// Contiguous, 16-byte-aligned rows of u, y and both gates with D on direct90_kernel (its
+// epilogue's 16-byte path, D * v from u and the pregate for bf16, from the shared v for fp16;
+// FLASHKIT_FFTCONV_DIRECT90_GATED=0 keeps these gated calls off the streamed form, which
+// "streamed kernel with gates" covers), several calls on one plan, and small batches (rows
+// padded to 64).
 TEST_CASE("sm90 fftconv_direct: contiguous rows, small batches", "[gpu][fftconv][sm90][direct]") {
-  DirectForced forced;  // gated calls are outside AUTO's window
+  DirectForced forced;  // small batches are outside AUTO's window
   int i = 0;
   for (int64_t L : {512, 1024})
     for (DT dt : {DT::BF16, DT::F16}) {
+      fktest::ScopedEnv gated("FLASHKIT_FFTCONV_DIRECT90_GATED", "0");
       Case c;
       c.batch = 64;
       c.channels = 3;
@@ -1348,7 +1351,7 @@ static void stream_filter(Case& c, bool full, int64_t causal_div, int64_t bidir_
   }
 }
 
-// The streamed form of the sm90 kernel (calls without gates, seqlen a multiple of 8 up to 1024,
+// The streamed form of the sm90 kernel (here without gates, seqlen a multiple of 8 up to 1024,
 // 16-byte rows of u and y): every mode, filters from a few taps to the full length, D on and
 // off, partial groups of 64 rows, and more (channel, row group) items than CTAs, so that each
 // persistent CTA runs several items through both descriptor tables and reloads every slot of v
@@ -1387,9 +1390,11 @@ TEST_CASE("sm90 fftconv_direct: streamed kernel, every mode, many items per CTA"
 
 // The streamed form with gates (session 38): the pregate multiplied into each slot of v in shared
 // memory, the postgate staged by 16-byte copies in the epilogue. Pregate only, postgate only
-// and both, D on and off, every mode, partial groups of rows, and more items than CTAs (B 130
-// x H 300: 900 items), so slots and tables are reused across items; fp16 without a pregate.
-// The same calls with FLASHKIT_FFTCONV_DIRECT90_GATED=0 run direct90_kernel.
+// and both (cycling independently of the mode), D on and off, every mode, partial groups of
+// rows, and more items than resident CTAs on every launch shape (L 1024 / 1000 / 896 / 768: one
+// CTA per SM, 320-900 items; L 512: two, 320 items; L 256: up to four, 640 items), so slots,
+// ready barriers and tables are reused across items; fp16 without a pregate. The same calls
+// with FLASHKIT_FFTCONV_DIRECT90_GATED=0 run direct90_kernel.
 TEST_CASE("sm90 fftconv_direct: streamed kernel with gates", "[gpu][fftconv][sm90][direct][stream]") {
   DirectForced forced;
   struct S {
@@ -1398,8 +1403,8 @@ TEST_CASE("sm90 fftconv_direct: streamed kernel with gates", "[gpu][fftconv][sm9
   int i = 0;
   for (const char* gated : {"1", "0"}) {
     fktest::ScopedEnv env("FLASHKIT_FFTCONV_DIRECT90_GATED", gated);
-    for (const S& sh : {S{130, 300, 1024}, S{64, 96, 512}, S{65, 70, 1000}, S{64, 50, 256},
-                        S{3, 40, 768}, S{70, 60, 896}})
+    for (const S& sh : {S{130, 300, 1024}, S{64, 320, 512}, S{65, 160, 1000}, S{64, 640, 256},
+                        S{3, 400, 768}, S{70, 160, 896}})
       for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
         Case c;
         c.mode = m;
@@ -1411,7 +1416,7 @@ TEST_CASE("sm90 fftconv_direct: streamed kernel with gates", "[gpu][fftconv][sm9
         c.k_dt = (i % 3) == 0 ? DT::F32 : c.dtype;
         c.with_D = (i % 5) != 4;
         // Gates: both, pregate only, postgate only (fp16: the postgate alone).
-        const int gates = c.dtype == DT::F16 ? 2 : i % 3;
+        const int gates = c.dtype == DT::F16 ? 2 : (i / 3 + i) % 3;
         c.pre = gates != 2;
         c.post = gates != 1;
         c.pad = 0;
@@ -1520,11 +1525,14 @@ TEST_CASE("sm90 fftconv_direct: small case for memcheck",
     run_case(c, 69800 + uint64_t(i++), 2, true);
   }
   // The streamed kernel with gates: both gates (bf16) on the narrow and the wide launch shape,
-  // the postgate alone (fp16).
+  // the postgate alone (fp16), on a grid capped at two CTAs (FLASHKIT_FFTCONV_DIRECT90_MAX_CTAS),
+  // so that each CTA runs three items and the sanitizers see slots, ready barriers and tables
+  // reused across items.
+  fktest::ScopedEnv cap("FLASHKIT_FFTCONV_DIRECT90_MAX_CTAS", "2");
   for (int64_t L : {512, 1024, 768}) {
     Case c;
     c.batch = 65;
-    c.channels = 2;
+    c.channels = 3;
     c.seqlen = L;
     c.dtype = L == 768 ? DT::F16 : DT::BF16;
     c.pre = c.dtype == DT::BF16;

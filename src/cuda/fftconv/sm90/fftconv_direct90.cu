@@ -1069,6 +1069,15 @@ int walk_down() {
   return e != nullptr && e[0] == 'u' ? 0 : 1;
 }
 
+// FLASHKIT_FFTCONV_DIRECT90_MAX_CTAS=N (N >= 1) caps the streamed kernel's grid at N CTAs, so
+// that a small problem runs several items per CTA (the sanitizer cases); unset or invalid: the
+// CTAs resident at once.
+int64_t stream_max_ctas() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_MAX_CTAS");
+  const long long n = e != nullptr ? std::atoll(e) : 0;
+  return n >= 1 ? static_cast<int64_t>(n) : INT64_MAX;
+}
+
 // FLASHKIT_FFTCONV_DIRECT90_GATED=0 keeps gated calls off the streamed kernel (AUTO then
 // gives them to cuda.sm80.fftconv_direct, the rule before session 38; for comparison).
 bool gated_stream_enabled() {
@@ -1119,10 +1128,13 @@ bool fftconv_direct_supported(const DeviceCaps& caps, const FFTConvProblem& p) {
   const int Lp = static_cast<int>((p.seqlen + kTileN - 1) / kTileN * kTileN);
   // Gated calls in AUTO only where the streamed kernel takes them (direct90_kernel measured
   // 0.93-1.0x cuda.sm80.fftconv_direct on them).
-  if (setting != 1 && (p.pregate != nullptr || p.postgate != nullptr) &&
-      (!stream_runs(p, conv::make_direct_args(p, kTileN, kRows)) ||
-       static_cast<int64_t>(stream_smem_bytes(Lp)) + 1024 > caps.smem_per_block_optin))
-    return false;
+  if (setting != 1 && (p.pregate != nullptr || p.postgate != nullptr)) {
+    CUtensorMap map;
+    if (!stream_runs(p, conv::make_direct_args(p, kTileN, kRows)) ||
+        static_cast<int64_t>(stream_smem_bytes(Lp)) + 1024 > caps.smem_per_block_optin ||
+        !encode_u_map(p, &map))
+      return false;
+  }
   // + 1024: the kernel's static shared memory counts against the same per-block limit.
   return static_cast<int64_t>(smem_bytes(Lp > 0 ? Lp : kTileN)) + 1024 <= caps.smem_per_block_optin;
 }
@@ -1160,7 +1172,8 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, wgs * 128 + stream_producer(wide), smem),
         "cuda.sm90.fftconv_direct: occupancy");
     const int sms = ctx.caps != nullptr ? ctx.caps->sm_count : 132;
-    const int64_t grid = std::min<int64_t>(nitems, int64_t(std::max(1, per_sm)) * sms);
+    const int64_t grid =
+        std::min(std::min<int64_t>(nitems, int64_t(std::max(1, per_sm)) * sms), stream_max_ctas());
     void* args[] = {const_cast<DirectArgs*>(&a), &umap, const_cast<int64_t*>(&nitems), &down};
     FK_CUDA_TRY(cudaLaunchKernel(fn, dim3(static_cast<unsigned>(grid)), dim3(wgs * 128 + stream_producer(wide)),
                                  args, smem, stream),
