@@ -6,9 +6,7 @@
 #   1. flashkit_tests_gpu on the direct-kernel cases ("[stream]", the predicate, non-finite
 #      rows, contiguous rows, the memcheck case, the error summary); memcheck and racecheck on
 #      the sm90 small case.
-#   2. benchmarks/fftconv.py (bf16, B 64, H 768, causal, D, gated and not) with
-#      FLASHKIT_FFTCONV_DIRECT90_GATED=0 (A: gated calls on cuda.sm80.fftconv_direct) and unset
-#      (B), order A B B A.
+#   2. benchmarks/fftconv.py (bf16, B 64, H 768, causal, D, gated and not) on the sides below.
 # Everything in $OUT/gated90.tar.gz.
 set -u
 cd "$(dirname "$0")/../.."
@@ -41,16 +39,21 @@ bench() {  # NAME ARGS...
     2>&1 | tee "$W/$name.log" | grep -v -e '^json'
   echo "($name: ${SECONDS} s)"
 }
-for r in 1 2; do
-  order="A B"
-  [ "$r" = 2 ] && order="B A"
-  for side in $order; do
-    echo "== round $r: $side"
-    if [ "$side" = A ]; then
-      FLASHKIT_FFTCONV_DIRECT90_GATED=0 bench ${side}_r$r --seqlens ${SEQLENS:-256 512 1024}
-    else
-      bench ${side}_r$r --seqlens ${SEQLENS:-256 512 1024}
-    fi
-  done
+# Sides: A = FLASHKIT_FFTCONV_DIRECT90_GATED=0 (gated calls on the sm80 kernel), B = default,
+# C = FLASHKIT_FFTCONV_DIRECT90_POSTL1=0 (no L1 prefetch of the next postgate quarter); order
+# A B C C B A.
+for side in A B C C B A; do
+  case $side in
+    A) envs="FLASHKIT_FFTCONV_DIRECT90_GATED=0" ;;
+    B) envs="" ;;
+    C) envs="FLASHKIT_FFTCONV_DIRECT90_POSTL1=0" ;;
+  esac
+  r=1
+  [ -f "$W/${side}_r1.json" ] && r=2
+  echo "== round $r: $side ($envs)"
+  (
+    [ -n "$envs" ] && export "$envs"
+    bench ${side}_r$r --seqlens ${SEQLENS:-256 512 1024}
+  )
 done
 tar czf "$OUT/gated90.tar.gz" -C "$W" .

@@ -535,7 +535,7 @@ __device__ __forceinline__ float2 unpack2(uint32_t w) {
 template <class T, bool kWide>
 __global__ void __launch_bounds__(stream_threads(true), 1)
     stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems,
-                    int down) {
+                    int down, int post_l1) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ StreamShared sh;
   const int Lp = a.Lp, nslots = a.ntiles;
@@ -863,6 +863,19 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       }
       sm80::cp_async_commit();
     };
+    // Quarter s4's postgate rows (64 bytes each) requested into L1 (from L2, where the producer
+    // put them), so that its copies, issued only once the quarter before is stored, wait for L1
+    // rather than L2: lanes 4 m, rows 16 warp + m and + 8, the segment's first 16 bytes, and
+    auto post_to_l1 = [&](int N0, int s4) {
+      // lanes 4 m + 1 the segment's last 16 bytes (rows are only 16-byte aligned, so a segment
+      // may straddle two 128-byte lines).
+      const int e = N0 + 32 * s4 + 24 * (lane & 1);
+      if (post_l1 && (lane & 2) == 0 && s4 < 4 && e < L) {
+        if (post_ok0) asm volatile("prefetch.global.L1 [%0];\n" ::"l"(post_row - 8 * (lane & 3) + e));
+        if (post_ok1)
+          asm volatile("prefetch.global.L1 [%0];\n" ::"l"(post_row - 8 * (lane & 3) + 8 * a.post_bs + e));
+      }
+    };
     bool first = true;
     for (int ti = T_ - 1; ti >= 0; --ti) {
       const int j = tile_of(ti);
@@ -871,7 +884,10 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       const int2 kr = tile_krange(a, j);
       const int kb = kr.x, ke = kr.y;
       const int2 sr = make_int2(kb >> 7, (ke - 1) >> 7);
-      if (a.post != nullptr) stage_post_at(N0, 0);
+      if (a.post != nullptr) {
+        stage_post_at(N0, 0);
+        post_to_l1(N0, 1);
+      }
       float acc[64];
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
@@ -980,6 +996,7 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
             if (s4 > 0) stage_post_at(N0, s4);
             sm80::cp_async_wait_all();
             __syncwarp();
+            if (s4 > 0) post_to_l1(N0, s4 + 1);
           }
           auto ldv = [&](int qq, int h) {
             const uint32_t va = (vb ^ uint32_t((4 * (s4 & 1) + 3 - qq) << 4)) + uint32_t((s4 >> 1) * 8192);
@@ -1067,6 +1084,13 @@ bool stream_enabled() {
 int walk_down() {
   const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_WALK");
   return e != nullptr && e[0] == 'u' ? 0 : 1;
+}
+
+// FLASHKIT_FFTCONV_DIRECT90_POSTL1=0: the streamed kernel does not request the next quarter's
+// postgate into L1 ahead of its copies (for comparison).
+int post_l1_enabled() {
+  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_POSTL1");
+  return e == nullptr || e[0] != '0';
 }
 
 // FLASHKIT_FFTCONV_DIRECT90_MAX_CTAS=N (N >= 1) caps the streamed kernel's grid at N CTAs, so
@@ -1161,6 +1185,7 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     const int64_t nitems = p.channels * a.row_groups;
     const bool wide = wgs > 2;
     int down = walk_down();
+    int post_l1 = post_l1_enabled();
     const void* fn = p.dtype == DType::BF16
                          ? (wide ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, true>)
                                  : reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, false>))
@@ -1174,7 +1199,7 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     const int sms = ctx.caps != nullptr ? ctx.caps->sm_count : 132;
     const int64_t grid =
         std::min(std::min<int64_t>(nitems, int64_t(std::max(1, per_sm)) * sms), stream_max_ctas());
-    void* args[] = {const_cast<DirectArgs*>(&a), &umap, const_cast<int64_t*>(&nitems), &down};
+    void* args[] = {const_cast<DirectArgs*>(&a), &umap, const_cast<int64_t*>(&nitems), &down, &post_l1};
     FK_CUDA_TRY(cudaLaunchKernel(fn, dim3(static_cast<unsigned>(grid)), dim3(wgs * 128 + stream_producer(wide)),
                                  args, smem, stream),
                 "cuda.sm90.fftconv_direct: streamed kernel launch");
