@@ -558,7 +558,7 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
     }
     for (int p = 0; p < 2; ++p) {
       tma::mbar_init(sm80::smem_u32(&sh.tfull[p]), 1);
-      tma::mbar_init(sm80::smem_u32(&sh.tempty[p]), 4 * W);
+      tma::mbar_init(sm80::smem_u32(&sh.tempty[p]), 128 * W);  // every consumer thread
       tma::mbar_init(sm80::smem_u32(&sh.chk[p]), 4 * W);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -1062,10 +1062,14 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
         epilogue(std::false_type{}, std::false_type{});
       }
       // The slots this tile still held (its own, for D * v) that no later tile reads and, after
-      // the last tile, the table: each warp arrives for itself once past its reads.
+      // the last tile, the table: each warp arrives for the slots once past its reads.
       __syncwarp();
       for (int s = 0; s < nslots; ++s) release(s);
-      if (later == 0u && lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.tempty[p]));
+      // The table and sexp / kbad of this item parity go back to the producer: every thread
+      // arrives (it read sexp and kbad; one arrival per warp after __syncwarp is as correct,
+      // but compute-sanitizer's racecheck reported the other lanes' reads against the
+      // producer's next writes once a CTA ran three items).
+      if (later == 0u) tma::mbar_arrive(sm80::smem_u32(&sh.tempty[p]));
       first = false;
     }
   }
