@@ -88,7 +88,7 @@ constexpr int kTapRegs = 8;
 // benchmarks/RESULTS.md "The direct convolution on wgmma"): 256 <= seqlen <= 1024, batch >= 64
 // (1.01-1.09x there), and batch 32 0.7x (rows are padded to groups of 64). Gated calls measured
 // 0.93-1.0x on direct90_kernel (the sm80 kernel's two blocks per multiprocessor hide the gates'
-// loads better) and 1.40-1.58x on the streamed form ("Gated calls on the streamed form"), so
+// loads better) and 1.44-1.64x on the streamed form ("Gated calls on the streamed form"), so
 // AUTO takes them only where the streamed form runs.
 constexpr int64_t kAutoMinL = 256, kAutoMaxL = 1024, kAutoMinBatch = 64;
 
@@ -468,7 +468,7 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   into the staging rows (quarter 0's before the tile's wgmmas, the others as the quarter
 //   before is stored), where each pair reads its two values and writes y = postgate * (acc + D *
 //   v) over them, rounded once. Measured (H200, bf16, B 64, H 768, causal, D, both gates): L 256
-//   / 512 / 1K 0.058 / 0.103 / 0.204 ms, 1.44 / 1.40 / 1.58x cuda.sm80.fftconv_direct.
+//   / 512 / 1K 0.055 / 0.100 / 0.197 ms, 1.46 / 1.44 / 1.64x cuda.sm80.fftconv_direct.
 // - The epilogue stages a quarter tile (32 positions, 16-bit, 4 KB per warpgroup, 16-byte units
 //   XOR-swizzled by row so that both the pair writes and the 16-byte reads are free of bank
 //   conflicts) and stores 16 bytes per thread; each warp stages and stores its own 16 rows, so
