@@ -145,6 +145,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json", default=None)
     ap.add_argument("--tag", default="")
+    ap.add_argument("--gated", choices=["both", "yes", "no"], default="both",
+                    help="rows to run: gated and not (default), gated only, or not gated only")
     args = ap.parse_args()
     torch.manual_seed(0)
     fk = Flashkit(args.lib, args.family)
@@ -160,7 +162,7 @@ def main():
         for L in args.seqlens:
             B = max(1, min(args.batch, args.batch * 1024 // L))
             N = 2 * L
-            for gated in (False, True):
+            for gated in {"both": (False, True), "yes": (True,), "no": (False,)}[args.gated]:
                 el = B * H * L
                 set_bytes = el * 2 * (4 if gated else 2)
                 nsets = rotation_count(set_bytes, limit=4)
