@@ -71,11 +71,9 @@ void run_batched(const AttnCase& c, uint64_t tag) {
   fkref::attention(q.to_vector(), k.to_vector(), v.to_vector(), c.batch, c.seqlen_q, c.seqlen_k,
                    c.nheads, c.nheads_k, c.head_dim, to_ref(c), ref_out, ref_lse);
   check_output(out, ref_out, c.dtype, "out");
-  if (c.with_lse) {
-    check_output(lse, ref_lse, DT::F32, "lse");
-  } else {
-    CHECK(lse.all_poison());
-  }
+  // Without lse the library never sees the tensor, so there is nothing to check on it (a
+  // CHECK that it stayed poisoned could not fail).
+  if (c.with_lse) check_output(lse, ref_lse, DT::F32, "lse");
 }
 
 // Varlen: q/out (total_q, nheads, d), k/v (total_k, nheads_k, d), lse (nheads, total_q).

@@ -1083,6 +1083,131 @@ TEST_CASE("monarch and blockdiag: per-tensor rank, dtype, overlap and NULL rules
   CHECK(out.all_poison());
 }
 
+// Attention and GEMM rules that an audit of every rejection path (session 38) found reached by
+// no deterministic test: ranks and dtypes of out / k / v / lse / cu_seqlens, an empty
+// cu_seqlens, head_dim 0, outputs writing one address twice or sharing memory with an input,
+// GEMM batch and rank rules, a workspace over an input, and NULL out-parameters. Outputs stay
+// poisoned.
+TEST_CASE("attention and gemm: per-tensor rules", "[validation][attention][gemm]") {
+  Ctx c;
+  SECTION("attention: ranks and dtypes of k, v, out and lse") {
+    Attn a;
+    HostTensor r3(DT::F32, {2, 7, 16}), out_h(DT::F16, {2, 5, 4, 8}), v_h(DT::F16, {2, 7, 2, 8}),
+        lse2(DT::F32, {2, 4});
+    out_h.poison();
+    auto run = [&](const DLTensor* k, const DLTensor* v, const DLTensor* out, const DLTensor* lse) {
+      return fk_attention_forward(c.ctx, nullptr, &a.prm, a.q.view(), k, v, nullptr, nullptr, out, lse);
+    };
+    expect_error(run(r3.view(), a.v.view(), a.out.view(), nullptr), FK_ERROR_SHAPE_MISMATCH,
+                 {"k: expected rank 4"});
+    expect_error(run(a.k.view(), r3.view(), a.out.view(), nullptr), FK_ERROR_SHAPE_MISMATCH,
+                 {"v: expected rank 4"});
+    expect_error(run(a.k.view(), a.v.view(), r3.view(), nullptr), FK_ERROR_SHAPE_MISMATCH,
+                 {"out: expected rank 4"});
+    expect_error(run(a.k.view(), v_h.view(), a.out.view(), nullptr), FK_ERROR_DTYPE_MISMATCH,
+                 {"v: dtype fp16 differs from q's dtype fp32"});
+    expect_error(run(a.k.view(), a.v.view(), out_h.view(), nullptr), FK_ERROR_DTYPE_MISMATCH,
+                 {"out: dtype fp16 differs from q's dtype fp32"});
+    expect_error(run(a.k.view(), a.v.view(), a.out.view(), lse2.view()), FK_ERROR_SHAPE_MISMATCH,
+                 {"lse: expected rank 3", "(batch, nheads, seqlen_q)"});
+    CHECK(out_h.all_poison());
+    CHECK(a.untouched());
+  }
+  SECTION("attention: head_dim 0") {
+    Attn a(DT::F32, 2, 5, 7, 4, 2, 0);
+    expect_error(a.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"q: head_dim 0 must be at least 1"});
+  }
+  SECTION("attention: cu_seqlens of rank 2 or with no entry") {
+    Attn a(DT::F32, 1, 5, 7, 4, 2, 8);
+    HostTensor q(DT::F32, {5, 4, 8}), k(DT::F32, {7, 2, 8}), v(DT::F32, {7, 2, 8}), out(DT::F32, {5, 4, 8});
+    out.poison();
+    HostTensor cq = fktest::int32_tensor({0, 5}), ck = fktest::int32_tensor({0, 7});
+    HostTensor empty = fktest::int32_tensor({}), two(DT::I32, {2, 1});
+    auto run = [&](const HostTensor& x, const HostTensor& y) {
+      return fk_attention_forward(c.ctx, nullptr, &a.prm, q.view(), k.view(), v.view(), x.view(),
+                                  y.view(), out.view(), nullptr);
+    };
+    expect_error(run(two, ck), FK_ERROR_SHAPE_MISMATCH, {"cu_seqlens_q: expected rank 1"});
+    expect_error(run(cq, two), FK_ERROR_SHAPE_MISMATCH, {"cu_seqlens_k: expected rank 1"});
+    expect_error(run(empty, empty), FK_ERROR_SHAPE_MISMATCH, {"cu_seqlens_q: needs at least one entry"});
+    CHECK(out.all_poison());
+  }
+  SECTION("attention: out or lse writing one address twice, lse over an input") {
+    Attn a;
+    HostTensor out_s(DT::F32, {2, 5, 4, 8}, {0, 32, 8, 1}), lse_s(DT::F32, {2, 4, 5}, {0, 5, 1});
+    out_s.poison();
+    lse_s.poison();
+    expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, a.q.view(), a.k.view(), a.v.view(), nullptr,
+                                      nullptr, out_s.view(), nullptr),
+                 FK_ERROR_BAD_STRIDES, {"out", "one address"});
+    expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, a.q.view(), a.k.view(), a.v.view(), nullptr,
+                                      nullptr, a.out.view(), lse_s.view()),
+                 FK_ERROR_BAD_STRIDES, {"lse", "one address"});
+    DLTensor lse_in_k = *a.lse.view();
+    lse_in_k.data = a.k.bytes.data();  // lse's 160 bytes inside k's 448
+    expect_error(fk_attention_forward(c.ctx, nullptr, &a.prm, a.q.view(), a.k.view(), a.v.view(), nullptr,
+                                      nullptr, a.out.view(), &lse_in_k),
+                 FK_ERROR_INVALID_ARGUMENT, {"lse: overlaps k"});
+    CHECK(out_s.all_poison());
+    CHECK(lse_s.all_poison());
+    CHECK(a.untouched());
+  }
+  SECTION("attention: NULL out-parameters and params") {
+    Attn a;
+    expect_error(fk_attention_select_kernel(c.ctx, &a.prm, a.q.view(), a.k.view(), a.v.view(), nullptr,
+                                            nullptr, a.out.view(), nullptr, nullptr),
+                 FK_ERROR_NULL_POINTER, {"variant_name"});
+    CHECK(fk_attention_params_init(nullptr) == FK_ERROR_NULL_POINTER);
+    CHECK(a.untouched());
+  }
+  SECTION("gemm: d over c unless the same view, d over a scale") {
+    Gemm g;
+    DLTensor c_in_d = *g.c.view();
+    c_in_d.data = g.d.bytes.data();
+    c_in_d.byte_offset = 4;  // one element off: overlapping, not the same view
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), &c_in_d, nullptr, g.d.view()),
+                 FK_ERROR_INVALID_ARGUMENT, {"d: overlaps c", "unless they are the exact same view"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("gemm: ranks and batches") {
+    Gemm g;
+    HostTensor r1(DT::F32, {20}), a3(DT::F32, {2, 3, 5}), b3(DT::F32, {2, 5, 4}), c3(DT::F32, {2, 3, 4}),
+        bias2(DT::F32, {4, 1});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), r1.view(), nullptr, nullptr, g.d.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"b: expected rank 2"});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, r1.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"d: expected rank 2"});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), r1.view(), nullptr, g.d.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"c: expected rank 2"});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, a3.view(), g.b.view(), nullptr, nullptr, g.d.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"a: batch 2 but d has no batch dimension"});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), b3.view(), nullptr, nullptr, g.d.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"b: batch 2 but d has no batch dimension"});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), c3.view(), nullptr, g.d.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"c: batch 2 but d has no batch dimension"});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, bias2.view(), g.d.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"bias: expected rank 1"});
+    CHECK(g.d.all_poison());
+  }
+  SECTION("gemm: a workspace over an input, NULL out-parameters") {
+    Gemm g;
+    fk_launch_t launch;
+    REQUIRE(fk_launch_init(&launch) == FK_SUCCESS);
+    launch.workspace = g.b.bytes.data();
+    launch.workspace_bytes = 8;
+    expect_error(fk_gemm(c.ctx, &launch, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, g.d.view()),
+                 FK_ERROR_INVALID_ARGUMENT, {"launch.workspace: overlaps b"});
+    expect_error(fk_gemm_select_kernel(c.ctx, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, g.d.view(),
+                                       nullptr),
+                 FK_ERROR_NULL_POINTER, {"variant_name"});
+    expect_error(fk_gemm_workspace_size(c.ctx, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, g.d.view(),
+                                        nullptr),
+                 FK_ERROR_NULL_POINTER, {"workspace_bytes"});
+    CHECK(fk_gemm_params_init(nullptr) == FK_ERROR_NULL_POINTER);
+    CHECK(g.d.all_poison());
+  }
+}
+
 TEST_CASE("outputs: no sharing memory with inputs, no self-overlap, no overflowing extents",
           "[validation][overlap]") {
   Ctx c;
