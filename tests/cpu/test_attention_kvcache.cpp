@@ -345,6 +345,38 @@ TEST_CASE("cpu kvcache: batch of one (block_table row stride unused), empty quer
   CHECK(t.lse.all_poison());
 }
 
+// The launch rules (one shared check, here through fk_attention_kvcache_forward, which no
+// other deterministic test passes a launch to): struct_size, flags, a NULL workspace with a
+// size, and a workspace range that wraps around the address space. Outputs stay poisoned.
+TEST_CASE("cpu kvcache: launch rules", "[cpu][attention][kvcache][validation]") {
+  auto rng = fkcpu::rng_for(20900);
+  Layout P = paged(16, 4, {40, 7}, 3, 2, 1, 32, DT::F32);
+  Tensors t = fkkv::build(P, rng);
+  auto run = [&](const fk_launch_t* launch) {
+    return fk_attention_kvcache_forward(fkcpu::cpu_context(), launch, nullptr, &t.q, &t.k, &t.v,
+                                        &t.seqlens, &t.table, &t.out, &t.lse);
+  };
+  auto msg = []() { return std::string(fk_get_last_error_message()); };
+  fk_launch_t launch;
+  REQUIRE(fk_launch_init(&launch) == FK_SUCCESS);
+  launch.struct_size = 3;
+  CHECK(run(&launch) == FK_ERROR_BAD_STRUCT_SIZE);
+  CHECK(msg().find("launch") != std::string::npos);
+  fk_launch_init(&launch);
+  launch.flags = 2;
+  CHECK(run(&launch) == FK_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("launch: flags must be 0") != std::string::npos);
+  fk_launch_init(&launch);
+  launch.workspace_bytes = 64;
+  CHECK(run(&launch) == FK_ERROR_NULL_POINTER);
+  CHECK(msg().find("launch: workspace is NULL but workspace_bytes is 64") != std::string::npos);
+  launch.workspace = reinterpret_cast<void*>(~uintptr_t(0) - 15);
+  CHECK(run(&launch) == FK_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("wraps around the address space") != std::string::npos);
+  CHECK(t.out.all_poison());
+  CHECK(t.lse.all_poison());
+}
+
 TEST_CASE("cpu kvcache: NULL-cache-seqlens result equals fk_attention_forward on the same "
           "contiguous cache",
           "[cpu][attention][kvcache]") {

@@ -1208,6 +1208,51 @@ TEST_CASE("attention and gemm: per-tensor rules", "[validation][attention][gemm]
   }
 }
 
+// The tensor-view rules no deterministic test reached (one shared function for every tensor of
+// every entry point; here through fk_gemm_scaled's d and a): vector dtypes, a NULL shape,
+// a negative extent, a negative rank; and the launch rules through fk_gemm_scaled.
+TEST_CASE("tensors and launch: generic rules through fk_gemm_scaled", "[validation][tensor][gemm]") {
+  Ctx c;
+  ScaledGemm g;
+  auto run = [&](const fk_launch_t* launch, const DLTensor* a, const DLTensor* d) {
+    return fk_gemm_scaled(c.ctx, launch, &g.prm, a, g.b.view(), g.sa.view(), g.sb.view(), nullptr,
+                          nullptr, d);
+  };
+  SECTION("vector dtype, NULL shape, negative extent, negative rank") {
+    DLTensor d = *g.d.view();
+    d.dtype.lanes = 2;
+    expect_error(run(nullptr, g.a.view(), &d), FK_ERROR_DTYPE_MISMATCH, {"d: vector dtypes (lanes 2)"});
+    DLTensor a = *g.a.view();
+    a.shape = nullptr;
+    expect_error(run(nullptr, &a, g.d.view()), FK_ERROR_NULL_POINTER, {"a: shape is NULL"});
+    int64_t neg[2] = {3, -5};
+    a = *g.a.view();
+    a.shape = neg;
+    expect_error(run(nullptr, &a, g.d.view()), FK_ERROR_SHAPE_MISMATCH,
+                 {"a: dimension 1 has negative extent -5"});
+    a = *g.a.view();
+    a.ndim = -1;
+    expect_error(run(nullptr, &a, g.d.view()), FK_ERROR_SHAPE_MISMATCH, {"a: rank -1 is not supported"});
+  }
+  SECTION("launch: struct_size, flags, NULL workspace with a size, a wrapping range") {
+    fk_launch_t launch;
+    REQUIRE(fk_launch_init(&launch) == FK_SUCCESS);
+    launch.struct_size = 3;
+    expect_error(run(&launch, g.a.view(), g.d.view()), FK_ERROR_BAD_STRUCT_SIZE, {"launch"});
+    fk_launch_init(&launch);
+    launch.flags = 1;
+    expect_error(run(&launch, g.a.view(), g.d.view()), FK_ERROR_INVALID_ARGUMENT, {"launch: flags must be 0"});
+    fk_launch_init(&launch);
+    launch.workspace_bytes = 32;
+    expect_error(run(&launch, g.a.view(), g.d.view()), FK_ERROR_NULL_POINTER,
+                 {"launch: workspace is NULL but workspace_bytes is 32"});
+    launch.workspace = reinterpret_cast<void*>(~uintptr_t(0) - 15);
+    expect_error(run(&launch, g.a.view(), g.d.view()), FK_ERROR_INVALID_ARGUMENT,
+                 {"wraps around the address space"});
+  }
+  CHECK(g.d.all_poison());
+}
+
 TEST_CASE("outputs: no sharing memory with inputs, no self-overlap, no overflowing extents",
           "[validation][overlap]") {
   Ctx c;
