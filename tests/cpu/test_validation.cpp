@@ -1189,6 +1189,78 @@ TEST_CASE("attention and gemm: per-tensor rules", "[validation][attention][gemm]
                  FK_ERROR_SHAPE_MISMATCH, {"bias: expected rank 1"});
     CHECK(g.d.all_poison());
   }
+  SECTION("attention: dimensions and contiguity of k, v, lse and q") {
+    Attn a;
+    HostTensor k6(DT::F32, {2, 7, 2, 6}), v1(DT::F32, {2, 7, 1, 8}), vb(DT::F32, {1, 7, 2, 8}),
+        vs(DT::F32, {2, 6, 2, 8}), lh(DT::F32, {2, 3, 5}), lb(DT::F32, {1, 4, 5}), lq(DT::F32, {2, 4, 6}),
+        ls(DT::F32, {2, 4, 5}, {40, 10, 2}), qs(DT::F32, {2, 5, 4, 8}, {320, 64, 16, 2});
+    auto run = [&](const DLTensor* q, const DLTensor* k, const DLTensor* v, const DLTensor* lse) {
+      return fk_attention_forward(c.ctx, nullptr, &a.prm, q, k, v, nullptr, nullptr, a.out.view(), lse);
+    };
+    expect_error(run(a.q.view(), k6.view(), a.v.view(), nullptr), FK_ERROR_SHAPE_MISMATCH, {"k: head_dim is 6"});
+    expect_error(run(a.q.view(), a.k.view(), v1.view(), nullptr), FK_ERROR_SHAPE_MISMATCH, {"v:", "1"});
+    expect_error(run(a.q.view(), a.k.view(), vb.view(), nullptr), FK_ERROR_SHAPE_MISMATCH, {"v:", "1"});
+    expect_error(run(a.q.view(), a.k.view(), vs.view(), nullptr), FK_ERROR_SHAPE_MISMATCH, {"v:", "6"});
+    expect_error(run(a.q.view(), a.k.view(), a.v.view(), lh.view()), FK_ERROR_SHAPE_MISMATCH, {"lse: nheads is 3"});
+    expect_error(run(a.q.view(), a.k.view(), a.v.view(), lb.view()), FK_ERROR_SHAPE_MISMATCH, {"lse: batch is 1"});
+    expect_error(run(a.q.view(), a.k.view(), a.v.view(), lq.view()), FK_ERROR_SHAPE_MISMATCH, {"lse: seqlen_q is 6"});
+    expect_error(run(a.q.view(), a.k.view(), a.v.view(), ls.view()), FK_ERROR_BAD_STRIDES,
+                 {"lse: the last dimension (seqlen_q) must be contiguous", "stride 2"});
+    expect_error(run(qs.view(), a.k.view(), a.v.view(), nullptr), FK_ERROR_BAD_STRIDES,
+                 {"q: the last dimension (head_dim) must be contiguous"});
+    CHECK(a.untouched());
+  }
+  SECTION("attention: cu_seqlens rules the varlen section leaves out") {
+    Attn a(DT::F32, 1, 5, 7, 4, 2, 8);
+    HostTensor q(DT::F32, {9, 4, 8}), k(DT::F32, {11, 2, 8}), v(DT::F32, {11, 2, 8}), out(DT::F32, {9, 4, 8});
+    out.poison();
+    auto cu = [](std::vector<int32_t> vals) { return fktest::int32_tensor(vals); };
+    HostTensor gq = cu({0, 4, 9}), gk = cu({0, 5, 11});
+    auto run = [&](const HostTensor* x, const HostTensor* y) {
+      return fk_attention_forward(c.ctx, nullptr, &a.prm, q.view(), k.view(), v.view(),
+                                  x ? x->view() : nullptr, y ? y->view() : nullptr, out.view(), nullptr);
+    };
+    expect_error(run(nullptr, std::addressof(gk)), FK_ERROR_INVALID_ARGUMENT, {"together"});
+    HostTensor q1 = cu({1, 4, 9}), kdown = cu({0, 6, 5}), klast = cu({0, 5, 10});
+    expect_error(run(std::addressof(q1), std::addressof(gk)), FK_ERROR_INVALID_ARGUMENT, {"cu_seqlens_q", "first"});
+    expect_error(run(std::addressof(gq), std::addressof(kdown)), FK_ERROR_INVALID_ARGUMENT,
+                 {"cu_seqlens_k", "monotonic"});
+    expect_error(run(std::addressof(gq), std::addressof(klast)), FK_ERROR_INVALID_ARGUMENT, {"cu_seqlens_k", "last"});
+    HostTensor strided(DT::I32, {3}, {2});
+    expect_error(run(std::addressof(strided), std::addressof(gk)), FK_ERROR_BAD_STRIDES,
+                 {"cu_seqlens_q: the last dimension", "contiguous"});
+    CHECK(out.all_poison());
+  }
+  SECTION("gemm: dimensions of d and c, batches of b and c, bias and scale layout") {
+    Gemm g;
+    HostTensor d2(DT::F32, {2, 4}), c2(DT::F32, {2, 4}), c5(DT::F32, {3, 5}), bias_s(DT::F32, {4}, {2});
+    d2.poison();
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, d2.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"d: M is 2 but a gives 3"});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), c2.view(), nullptr, g.d.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"c: M is 2"});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), c5.view(), nullptr, g.d.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"c: N is 5"});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, bias_s.view(), g.d.view()),
+                 FK_ERROR_BAD_STRIDES, {"bias", "contiguous"});
+    HostTensor a3(DT::F32, {2, 3, 5}), b3(DT::F32, {3, 5, 4}), c3(DT::F32, {3, 3, 4}), d3(DT::F32, {2, 3, 4});
+    d3.poison();
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, a3.view(), b3.view(), nullptr, nullptr, d3.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"b", "batch"});
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, a3.view(), g.b.view(), c3.view(), nullptr, d3.view()),
+                 FK_ERROR_SHAPE_MISMATCH, {"c", "batch"});
+    ScaledGemm sg;
+    sg.sa.init(DT::F32, {3, 1});
+    expect_error(sg.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"scale_a", "got rank 2"});
+    ScaledGemm sh;
+    sh.sb.init(DT::F32, {4}, {2});
+    expect_error(sh.run(c.ctx), FK_ERROR_BAD_STRIDES, {"scale_b: must be contiguous", "stride 2"});
+    CHECK(d2.all_poison());
+    CHECK(d3.all_poison());
+    CHECK(g.d.all_poison());
+    CHECK(sg.d.all_poison());
+    CHECK(sh.d.all_poison());
+  }
   SECTION("gemm: a workspace over an input, NULL out-parameters") {
     Gemm g;
     fk_launch_t launch;
