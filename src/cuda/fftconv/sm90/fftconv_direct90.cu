@@ -459,15 +459,15 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   with the fixed table: L 1K 0.1117 against 0.1117 ms with the consumers' check; not kept.)
 // - Under a causal-like band the upper four k-steps of a tile's diagonal slot reach only the
 //   tile's last 64 positions: m64n64k16 on the first 32 accumulators (0.155 -> 0.152 ms at L 1K).
-// - Gates (session 38): the producer prefetches the item's gate rows into L2 (one bulk prefetch per
-//   row). A pregate is multiplied into each slot in place by the warpgroup that checks the slot,
+// - Gates (session 38): the producer prefetches the item's gate rows into L2 (one bulk
+//   prefetch per row). A pregate is multiplied into each slot in place by the warpgroup that checks the slot,
 //   before its check (v = pregate * u rounded to T, as direct_prologue rounds v); the tiles then
 //   wait on ready[s] instead of full[s], and D * v in the epilogue uses that rounded v (the
 //   other direct kernels form it exactly from u and the pregate: one more 2^-9 relative
 //   rounding on the D term, inside the same test bounds). The postgate goes by 16-byte cp.async
 //   into the staging rows (quarter 0's before the tile's wgmmas, the others as the quarter
-//   before is stored, their rows requested into L1 a quarter ahead: 3-4%), where each pair reads its two values and writes y = postgate * (acc + D *
-//   v) over them, rounded once. Measured (H200, bf16, B 64, H 768, causal, D, both gates): L 256
+//   before is stored, their rows requested into L1 a quarter ahead: 3-4%), where each pair
+//   reads its two values and writes y = postgate * (acc + D * v) over them, rounded once. Measured (H200, bf16, B 64, H 768, causal, D, both gates): L 256
 //   / 512 / 1K 0.055 / 0.100 / 0.197 ms, 1.46 / 1.44 / 1.64x cuda.sm80.fftconv_direct.
 // - The epilogue stages a quarter tile (32 positions, 16-bit, 4 KB per warpgroup, 16-byte units
 //   XOR-swizzled by row so that both the pair writes and the 16-byte reads are free of bank
@@ -842,12 +842,15 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       if (lane == 0) tma::mbar_arrive(sm80::smem_u32(&sh.empty[s]));
       released |= 1u << s;
     };
-    // A tile's own slot is held through its epilogue where D * v reads it.
+    // A tile's own slot is held through its epilogue where D * v reads it. (Named: with the
+    // test written out at its two uses, ptxas spilled 12 bytes in the narrow form, not 8.)
     const bool hold_own = a.D != nullptr;
     // The postgate of quarter s4 of the tile at N0 into this warp's staging rows: lane's rows
-    // 16 warp + lane / 4 (+ 8), its 16-byte unit at the address the stores below read. The
-    // first quarter's copies go out before the tile's tensor work, the others when the
-    // quarter before is stored.
+    // 16 warp + lane / 4 (+ 8), its 16-byte unit at the address the stores below read (post_dst
+    // and post_ok* are lb and ok* of the epilogue; one shared definition moved the narrow form's
+    // register allocation, 8 -> 12 bytes of spill, so the epilogue keeps its own). The first
+    // quarter's copies go out before the tile's tensor work, the others when the quarter before
+    // is stored.
     const uint32_t post_dst = sm80::smem_u32(stage) + uint32_t(16 * warp + (lane >> 2)) * 64u +
                               uint32_t(((lane & 3) ^ ((lane >> 3) & 3)) << 4);
     const T* const post_row =
@@ -865,10 +868,9 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
     };
     // Quarter s4's postgate rows (64 bytes each) requested into L1 (from L2, where the producer
     // put them), so that its copies, issued only once the quarter before is stored, wait for L1
-    // rather than L2: lanes 4 m, rows 16 warp + m and + 8, the segment's first 16 bytes, and
+    // rather than L2. Lanes 4 m and 4 m + 1: rows 16 warp + m and + 8, the segment's first and
+    // last 16 bytes (rows are only 16-byte aligned: a segment may straddle two 128-byte lines).
     auto post_to_l1 = [&](int N0, int s4) {
-      // lanes 4 m + 1 the segment's last 16 bytes (rows are only 16-byte aligned, so a segment
-      // may straddle two 128-byte lines).
       const int e = N0 + 32 * s4 + 24 * (lane & 1);
       if (post_l1 && (lane & 2) == 0 && s4 < 4 && e < L) {
         if (post_ok0) asm volatile("prefetch.global.L1 [%0];\n" ::"l"(post_row - 8 * (lane & 3) + e));
@@ -1076,12 +1078,14 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
 }
 
 
-// FLASHKIT_FFTCONV_DIRECT90_STREAM=0 keeps calls the streamed kernel could run on
-// direct90_kernel (for comparison); anything else, or unset, lets it run them.
-bool stream_enabled() {
-  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_STREAM");
+// Switches read at each call: on unless the variable is set to 0.
+bool env_not_zero(const char* name) {
+  const char* e = std::getenv(name);
   return e == nullptr || e[0] != '0';
 }
+// FLASHKIT_FFTCONV_DIRECT90_STREAM=0 keeps calls the streamed kernel could run on
+// direct90_kernel (for comparison); anything else, or unset, lets it run them.
+bool stream_enabled() { return env_not_zero("FLASHKIT_FFTCONV_DIRECT90_STREAM"); }
 
 // FLASHKIT_FFTCONV_DIRECT90_WALK=up: the streamed kernel walks each tile's slots upwards;
 // otherwise downwards (for comparison).
@@ -1092,10 +1096,7 @@ int walk_down() {
 
 // FLASHKIT_FFTCONV_DIRECT90_POSTL1=0: the streamed kernel does not request the next quarter's
 // postgate into L1 ahead of its copies (for comparison).
-int post_l1_enabled() {
-  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_POSTL1");
-  return e == nullptr || e[0] != '0';
-}
+int post_l1_enabled() { return env_not_zero("FLASHKIT_FFTCONV_DIRECT90_POSTL1"); }
 
 // FLASHKIT_FFTCONV_DIRECT90_MAX_CTAS=N (N >= 1) caps the streamed kernel's grid at N CTAs, so
 // that a small problem runs several items per CTA (the sanitizer cases); unset or invalid: the
@@ -1108,10 +1109,7 @@ int64_t stream_max_ctas() {
 
 // FLASHKIT_FFTCONV_DIRECT90_GATED=0 keeps gated calls off the streamed kernel (AUTO then
 // gives them to cuda.sm80.fftconv_direct, the rule before session 38; for comparison).
-bool gated_stream_enabled() {
-  const char* e = std::getenv("FLASHKIT_FFTCONV_DIRECT90_GATED");
-  return e == nullptr || e[0] != '0';
-}
+bool gated_stream_enabled() { return env_not_zero("FLASHKIT_FFTCONV_DIRECT90_GATED"); }
 
 // What the streamed kernel needs beyond direct90_kernel's predicate: seqlen a multiple of 8
 // up to kStreamMaxL (the copy engine loads whole 8-element chunks; zeros past seqlen), rows of
