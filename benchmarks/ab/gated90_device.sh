@@ -16,10 +16,12 @@ W=/tmp/fk-gated90
 mkdir -p "$W"
 bin=.device/bin/flashkit_tests_gpu
 n=0
-for t in "[stream]" "sm90 fftconv_direct: the predicate under AUTO" \
-  "sm80 fftconv_direct: non-finite inputs spread to the whole row" \
-  "sm90 fftconv_direct: contiguous rows\\, small batches" "sm90 fftconv_direct: small case for memcheck" \
-  "sm90 fftconv_direct: AUTO's window" "sm80 fftconv: error summary"; do
+tests=("[stream]" "sm90 fftconv_direct: the predicate under AUTO"
+  "sm80 fftconv_direct: non-finite inputs spread to the whole row"
+  "sm90 fftconv_direct: contiguous rows\\, small batches" "sm90 fftconv_direct: small case for memcheck"
+  "sm90 fftconv_direct: AUTO's window" "sm80 fftconv: error summary")
+[ "${TESTS:-all}" = short ] && tests=("[stream]" "sm90 fftconv_direct: small case for memcheck")
+for t in "${tests[@]}"; do
   n=$((n + 1))
   timeout -k 10 200 "$bin" "$t" > "$W/t$n.log" 2>&1
   echo "$t: $(grep -E '^(All tests passed|test cases:)' "$W/t$n.log" | tail -n1) (${SECONDS} s)"
@@ -38,13 +40,14 @@ bench() {  # NAME ARGS...
   echo "($name: ${SECONDS} s)"
 }
 # Sides: A = FLASHKIT_FFTCONV_DIRECT90_GATED=0 (gated calls on the sm80 kernel), B = default,
-# C = FLASHKIT_FFTCONV_DIRECT90_POSTL1=0 (no L1 prefetch of the next postgate quarter); order
-# A B C C B A.
-for side in A B C C B A; do
+# C = $C_ENV (default FLASHKIT_FFTCONV_DIRECT90_POSTL1=0: no L1 prefetch of the next postgate
+# quarter); order $ORDER (default A B C C B A). TESTS=short runs only "[stream]" and the
+# memcheck case above.
+for side in ${ORDER:-A B C C B A}; do
   case $side in
     A) envs="FLASHKIT_FFTCONV_DIRECT90_GATED=0" ;;
     B) envs="" ;;
-    C) envs="FLASHKIT_FFTCONV_DIRECT90_POSTL1=0" ;;
+    C) envs=${C_ENV:-FLASHKIT_FFTCONV_DIRECT90_POSTL1=0} ;;
   esac
   r=1
   [ -f "$W/${side}_r1.json" ] && r=2

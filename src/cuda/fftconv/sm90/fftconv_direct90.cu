@@ -460,7 +460,9 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 // - Under a causal-like band the upper four k-steps of a tile's diagonal slot reach only the
 //   tile's last 64 positions: m64n64k16 on the first 32 accumulators (0.155 -> 0.152 ms at L 1K).
 // - Gates (session 38): the producer prefetches the item's gate rows into L2 (one bulk
-//   prefetch per row). A pregate is multiplied into each slot in place by the warpgroup that checks the slot,
+//   prefetch per row; in the wide form, the postgate's rows of each tile at the tile's start
+//   instead, by the consumers: L 1K 0.197 -> 0.193 ms, session 39. Tried there, slower: both
+//   prefetches, 0.203; the pregate's rows with each slot's copy, 0.213). A pregate is multiplied into each slot in place by the warpgroup that checks the slot,
 //   before its check (v = pregate * u rounded to T, as direct_prologue rounds v); the tiles then
 //   wait on ready[s] instead of full[s], and D * v in the epilogue uses that rounded v (the
 //   other direct kernels form it exactly from u and the pregate: one more 2^-9 relative
@@ -535,7 +537,7 @@ __device__ __forceinline__ float2 unpack2(uint32_t w) {
 template <class T, bool kWide>
 __global__ void __launch_bounds__(stream_threads(true), 1)
     stream90_kernel(const DirectArgs a, const __grid_constant__ CUtensorMap umap, int64_t nitems,
-                    int down, int post_l1) {
+                    int down, int post_l1, int post_near) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ StreamShared sh;
   const int Lp = a.Lp, nslots = a.ntiles;
@@ -593,7 +595,7 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
                              static_cast<const T*>(a.pre) + (b0 + r) * a.pre_bs + c * a.pre_cs),
                          "r"(2 * L)
                          : "memory");
-          if (a.post != nullptr)
+          if (a.post != nullptr && !(kWide && post_near))
             asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(
                              static_cast<const T*>(a.post) + (b0 + r) * a.post_bs + c * a.post_cs),
                          "r"(2 * L)
@@ -887,6 +889,14 @@ __global__ void __launch_bounds__(stream_threads(true), 1)
       const int kb = kr.x, ke = kr.y;
       const int2 sr = make_int2(kb >> 7, (ke - 1) >> 7);
       if (a.post != nullptr) {
+        if (kWide && post_near && (tid & 127) < kRows && b0 + (tid & 127) < a.batch) {
+          // The tile's postgate rows into L2 (one bulk prefetch per row by 64 of the
+          // warpgroup's threads) for its epilogue, in place of the producer's per item.
+          const T* pr = static_cast<const T*>(a.post) + int64_t(b0 + (tid & 127)) * a.post_bs +
+                        int64_t(c) * a.post_cs + N0;
+          asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(pr), "r"(2 * min(kTileN, L - N0))
+                       : "memory");
+        }
         stage_post_at(N0, 0);
         post_to_l1(N0, 1);
       }
@@ -1098,6 +1108,11 @@ int walk_down() {
 // postgate into L1 ahead of its copies (for comparison).
 int post_l1_enabled() { return env_not_zero("FLASHKIT_FFTCONV_DIRECT90_POSTL1"); }
 
+// FLASHKIT_FFTCONV_DIRECT90_POSTNEAR=0: the streamed kernel's wide form has the producer
+// request each item's postgate rows into L2 at the item's start, as the narrow form does,
+// rather than each tile's rows at the tile's start (for comparison).
+int post_near_enabled() { return env_not_zero("FLASHKIT_FFTCONV_DIRECT90_POSTNEAR"); }
+
 // FLASHKIT_FFTCONV_DIRECT90_MAX_CTAS=N (N >= 1) caps the streamed kernel's grid at N CTAs, so
 // that a small problem runs several items per CTA (the sanitizer cases); unset or invalid: the
 // CTAs resident at once.
@@ -1188,6 +1203,7 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     const bool wide = wgs > 2;
     int down = walk_down();
     int post_l1 = post_l1_enabled();
+    int post_near = post_near_enabled();
     const void* fn = p.dtype == DType::BF16
                          ? (wide ? reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, true>)
                                  : reinterpret_cast<const void*>(stream90_kernel<__nv_bfloat16, false>))
@@ -1201,7 +1217,7 @@ fk_status_t fftconv_direct(const ExecContext& ctx, const FFTConvProblem& p) {
     const int sms = ctx.caps != nullptr ? ctx.caps->sm_count : 132;
     const int64_t grid =
         std::min(std::min<int64_t>(nitems, int64_t(std::max(1, per_sm)) * sms), stream_max_ctas());
-    void* args[] = {const_cast<DirectArgs*>(&a), &umap, const_cast<int64_t*>(&nitems), &down, &post_l1};
+    void* args[] = {const_cast<DirectArgs*>(&a), &umap, const_cast<int64_t*>(&nitems), &down, &post_l1, &post_near};
     FK_CUDA_TRY(cudaLaunchKernel(fn, dim3(static_cast<unsigned>(grid)), dim3(wgs * 128 + stream_producer(wide)),
                                  args, smem, stream),
                 "cuda.sm90.fftconv_direct: streamed kernel launch");
