@@ -459,18 +459,20 @@ __global__ void __launch_bounds__(kMaxWG * 128, 1) direct90_kernel(const DirectA
 //   with the fixed table: L 1K 0.1117 against 0.1117 ms with the consumers' check; not kept.)
 // - Under a causal-like band the upper four k-steps of a tile's diagonal slot reach only the
 //   tile's last 64 positions: m64n64k16 on the first 32 accumulators (0.155 -> 0.152 ms at L 1K).
-// - Gates (session 38): the producer prefetches the item's gate rows into L2 (one bulk
-//   prefetch per row; in the wide form, the postgate's rows of each tile at the tile's start
-//   instead, by the consumers: L 1K 0.197 -> 0.193 ms, session 39. Tried there, slower: both
-//   prefetches, 0.203; the pregate's rows with each slot's copy, 0.213). A pregate is multiplied into each slot in place by the warpgroup that checks the slot,
-//   before its check (v = pregate * u rounded to T, as direct_prologue rounds v); the tiles then
-//   wait on ready[s] instead of full[s], and D * v in the epilogue uses that rounded v (the
-//   other direct kernels form it exactly from u and the pregate: one more 2^-9 relative
-//   rounding on the D term, inside the same test bounds). The postgate goes by 16-byte cp.async
-//   into the staging rows (quarter 0's before the tile's wgmmas, the others as the quarter
-//   before is stored, their rows requested into L1 a quarter ahead: 3-4%), where each pair
-//   reads its two values and writes y = postgate * (acc + D * v) over them, rounded once. Measured (H200, bf16, B 64, H 768, causal, D, both gates): L 256
-//   / 512 / 1K 0.055 / 0.100 / 0.197 ms, 1.46 / 1.44 / 1.64x cuda.sm80.fftconv_direct.
+// - Gates (session 38): the producer prefetches the item's gate rows into L2 (one bulk prefetch
+//   per row; in the wide form, the postgate's rows of each tile at the tile's start instead, by
+//   the consumers: L 1K 0.197 -> 0.193 ms, session 39. Tried there, slower: both prefetches,
+//   0.203; the pregate's rows with each slot's copy, 0.213; the table builders multiplying the
+//   pregate in, 0.251, branch prepg). A pregate is multiplied into each slot in place by the
+//   warpgroup that checks the slot, before its check (v = pregate * u rounded to T, as
+//   direct_prologue rounds v); the tiles then wait on ready[s] instead of full[s], and D * v in
+//   the epilogue uses that rounded v (the other direct kernels form it exactly from u and the
+//   pregate: one more 2^-9 relative rounding on the D term, inside the same test bounds). The
+//   postgate goes by 16-byte cp.async into the staging rows (quarter 0's before the tile's
+//   wgmmas, the others as the quarter before is stored, their rows requested into L1 a quarter
+//   ahead: 3-4%), where each pair reads its two values and writes y = postgate * (acc + D * v)
+//   over them, rounded once. Measured (H200, bf16, B 64, H 768, causal, D, both gates): L 256 /
+//   512 / 1K 0.055 / 0.100 / 0.197 ms, 1.46 / 1.44 / 1.64x cuda.sm80.fftconv_direct.
 // - The epilogue stages a quarter tile (32 positions, 16-bit, 4 KB per warpgroup, 16-byte units
 //   XOR-swizzled by row so that both the pair writes and the 16-byte reads are free of bank
 //   conflicts) and stores 16 bytes per thread; each warp stages and stores its own 16 rows, so
