@@ -15,9 +15,26 @@ public final class AttentionParams {
   private long maxSeqlenQ;
   private long maxSeqlenK;
 
-  /** Multiplier of Q K^T; NaN (default) means 1/sqrt(head_dim). */
+  /**
+   * Multiplier of Q K^T (FlashAttention's {@code softmax_scale}); finite or infinite, not NaN.
+   * Unset, or after {@link #defaultSoftmaxScale()}, the library uses 1/sqrt(head_dim).
+   *
+   * @throws IllegalArgumentException for NaN: the C library spells "default" as NaN, and a
+   *     NaN computed by mistake must not silently become the default (Python and Rust refuse
+   *     it too)
+   */
   public AttentionParams softmaxScale(float scale) {
+    if (Float.isNaN(scale)) {
+      throw new IllegalArgumentException(
+          "softmax_scale: NaN (call defaultSoftmaxScale() for 1/sqrt(head_dim))");
+    }
     this.softmaxScale = scale;
+    return this;
+  }
+
+  /** Back to the default multiplier of Q K^T, 1/sqrt(head_dim). */
+  public AttentionParams defaultSoftmaxScale() {
+    this.softmaxScale = Float.NaN;
     return this;
   }
 
@@ -61,6 +78,7 @@ public final class AttentionParams {
     return maxSeqlenK;
   }
 
+  /** The multiplier set by {@link #softmaxScale(float)}; NaN when the default applies. */
   public float softmaxScale() {
     return softmaxScale;
   }

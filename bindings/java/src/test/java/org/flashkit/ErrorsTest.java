@@ -47,6 +47,41 @@ class ErrorsTest {
   }
 
   @Test
+  void nanSoftmaxScaleIsRefusedAndTheDefaultIsExplicit() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> new AttentionParams().softmaxScale(Float.NaN));
+    assertTrue(e.getMessage().startsWith("softmax_scale:"), e.getMessage());
+    AttentionParams p = new AttentionParams().softmaxScale(0.5f);
+    assertEquals(0.5f, p.softmaxScale());
+    assertTrue(Float.isNaN(p.defaultSoftmaxScale().softmaxScale()));
+    // The default is 1/sqrt(head_dim): the same output as that scale given explicitly, and not
+    // the output of scale 0.5 (random inputs, head_dim 8).
+    java.util.Random rng = new java.util.Random(20261204L);
+    try (Tensor q = Tensor.allocate(DType.FLOAT32, 1, 5, 2, 8);
+         Tensor k = Tensor.allocate(DType.FLOAT32, 1, 7, 2, 8);
+         Tensor v = Tensor.allocate(DType.FLOAT32, 1, 7, 2, 8);
+         Tensor o1 = nanFilled(1, 5, 2, 8);
+         Tensor o2 = nanFilled(1, 5, 2, 8);
+         Tensor o3 = nanFilled(1, 5, 2, 8)) {
+      for (Tensor t : new Tensor[] {q, k, v}) {
+        var f = t.floats();
+        while (f.hasRemaining()) f.put((float) rng.nextGaussian());
+      }
+      ctx.attention(p, q, k, v, o1);
+      ctx.attention(new AttentionParams().softmaxScale((float) (1.0 / Math.sqrt(8.0))), q, k, v, o2);
+      ctx.attention(new AttentionParams().softmaxScale(0.5f), q, k, v, o3);
+      float[] a = o1.toFloatArray(), b = o2.toFloatArray(), c = o3.toFloatArray();
+      double diffDefault = 0.0, diffHalf = 0.0;
+      for (int i = 0; i < a.length; ++i) {
+        diffDefault = Math.max(diffDefault, Math.abs(a[i] - b[i]));
+        diffHalf = Math.max(diffHalf, Math.abs(a[i] - c[i]));
+      }
+      assertTrue(diffDefault <= 1e-6, "default scale differs from 1/sqrt(8) by " + diffDefault);
+      assertTrue(diffHalf > 1e-3, "scale 0.5 gave the default's output");
+    }
+  }
+
+  @Test
   void varlenMaxSeqlenBelowLongestSequenceNamesTheArgument() {
     // CPU cu_seqlens are always checked: max_seqlen_q below the longest sequence (5) is refused.
     try (Tensor q = Tensor.allocate(DType.FLOAT32, 9, 2, 8);
