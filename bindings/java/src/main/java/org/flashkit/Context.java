@@ -151,11 +151,24 @@ public final class Context implements AutoCloseable {
    * {@link #attention(AttentionParams, Tensor, Tensor, Tensor, Tensor)}).
    *
    * <p>Variable-length form: q and out {@code (total_q, nheads, head_dim)}, k and v
-   * {@code (total_k, nheads_k, head_dim)}; {@code cuSeqlensQ}/{@code cuSeqlensK} INT32
-   * {@code (batch + 1)}, contiguous, starting at 0, non-decreasing, ending at total_q / total_k.
+   * {@code (total_k, nheads_k, head_dim)}.
    *
+   * @param params options; null means the defaults
+   * @param q queries, as in the batched overload, or {@code (total_q, nheads, head_dim)}
+   * @param k keys, as in the batched overload, or {@code (total_k, nheads_k, head_dim)}
+   * @param v values, k's shape and dtype
+   * @param cuSeqlensQ null (batched form), or INT32 {@code (batch + 1)}, contiguous: the row
+   *     offsets of each sequence in q, 0 first, non-decreasing, total_q last (InvalidArgument
+   *     otherwise; total_q at most 2^31 - 1, SHAPE_MISMATCH); on the CUDA backend in device
+   *     memory
+   * @param cuSeqlensK null, or the same for k and v (total_k last); given together with
+   *     cuSeqlensQ
+   * @param out output, q's shape and dtype, head_dim contiguous; must not overlap an input
    * @param lse null, or the FLOAT32 natural-log softmax denominator per row:
-   *     {@code (batch, nheads, seqlen_q)}, or {@code (nheads, total_q)} in the varlen form
+   *     {@code (batch, nheads, seqlen_q)}, or {@code (nheads, total_q)} in the varlen form; last
+   *     dimension contiguous; must not overlap an input or out
+   * @throws InvalidArgumentException as for the batched overload, with the library's message
+   *     naming the argument; the outputs are then untouched
    */
   public void attention(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor cuSeqlensQ,
       Tensor cuSeqlensK, Tensor out, Tensor lse) {
@@ -311,19 +324,22 @@ public final class Context implements AutoCloseable {
    * @param a {@code (M, K)}, or {@code (K, M)} with {@code transA}, optionally with a leading
    *     batch dimension; FLOAT32, FLOAT16 or BFLOAT16; any non-negative strides
    * @param b {@code (K, N)}, or {@code (N, K)} with {@code transB} (a PyTorch-style
-   *     {@code (out_features, in_features)} weight); a's dtype
-   * @param c null, or the addend {@code (M, N)} / {@code (batch, M, N)} in d's dtype (needed
-   *     when beta != 0)
-   * @param bias null, or {@code (N)}, contiguous: one value per output column, added before the
-   *     activation
-   * @param d output {@code (M, N)} / {@code (batch, M, N)}, FLOAT32, FLOAT16 or BFLOAT16; with
-   *     K = 0 it is {@code activation(beta c + bias)}
+   *     {@code (out_features, in_features)} weight); a's dtype; any non-negative strides
+   * @param c null, or the addend {@code (M, N)} / {@code (batch, M, N)} in d's dtype, any
+   *     non-negative strides (needed when beta != 0)
+   * @param bias null, or {@code (N)}, contiguous, FLOAT32, FLOAT16 or BFLOAT16: one value per
+   *     output column, added before the activation
+   * @param d output {@code (M, N)} / {@code (batch, M, N)}, FLOAT32, FLOAT16 or BFLOAT16, no two
+   *     elements at one address; must not overlap a, b or bias, and may overlap c only as the
+   *     same view (in place {@code d = c}); with K = 0 it is {@code activation(beta c + bias)}
    * @throws InvalidArgumentException with the library's message naming the argument
    */
   public void gemm(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias, Tensor d) {
     gemm(params, a, b, c, bias, d, null);
   }
 
+  /** {@link #gemm(GemmParams, Tensor, Tensor, Tensor, Tensor, Tensor)} on {@code launch}'s
+   * stream and workspace (null: the context's defaults). */
   public void gemm(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias, Tensor d,
       Launch launch) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
@@ -366,17 +382,43 @@ public final class Context implements AutoCloseable {
   }
 
   /**
-   * Scaled GEMM for quantised (FP8) inputs ({@code fk_gemm_scaled}):
-   * {@code d = activation(alpha scaleA[m] scaleB[n] op(a) op(b) + beta c + bias)}. a and b are
-   * {@link DType#FLOAT8_E4M3FN} / {@link DType#FLOAT8_E5M2} (or both the same 16/32-bit float
-   * type); scaleA is null, float32 (1) or (M), scaleB null, (1) or (N); c and bias may be null.
-   * The Hopper kernel wants a (M, K) and b (N, K) row-major with {@code transB}.
+   * Scaled GEMM for quantised (FP8) inputs ({@code fk_gemm_scaled}; FP8 formats:
+   * Micikevicius et al. 2022, arXiv:2209.05433, sections 2-3):
+   * {@code d = activation(alpha scaleA[m] scaleB[n] op(a) op(b) + beta c + bias)}, products
+   * accumulated in FLOAT32 and the scales applied in the epilogue, as {@code torch._scaled_mm}
+   * defines them ({@code a}, {@code b} hold {@code x / scale}).
+   *
+   * @param params transposes, alpha, beta, activation; null means the defaults
+   * @param a {@code (M, K)}, or {@code (K, M)} with {@code transA}, optionally with a leading
+   *     batch dimension; {@link DType#FLOAT8_E4M3FN} or {@link DType#FLOAT8_E5M2}, or FLOAT32 /
+   *     FLOAT16 / BFLOAT16 (then b has the same dtype); any non-negative strides. The Hopper
+   *     kernel needs K contiguous and 16-byte aligned rows; other layouts run on the generic
+   *     kernel
+   * @param b {@code (K, N)}, or {@code (N, K)} with {@code transB}; FP8 (either format) when a
+   *     is FP8, else a's dtype. K-major for the Hopper kernel means {@code (N, K)} row-major with
+   *     {@code transB}
+   * @param scaleA null (1), or FLOAT32, contiguous: {@code (1)} (per tensor) or {@code (M)}
+   *     (one per row of a)
+   * @param scaleB null (1), or FLOAT32, contiguous: {@code (1)} (per tensor) or {@code (N)}
+   *     (one per column of b); both scales apply to every batch
+   * @param c null, or the addend {@code (M, N)} / {@code (batch, M, N)} in d's dtype (needed
+   *     when beta != 0; not scaled)
+   * @param bias null, or {@code (N)}, contiguous (not scaled)
+   * @param d output {@code (M, N)} / {@code (batch, M, N)}, FLOAT32, FLOAT16 or BFLOAT16; must
+   *     not overlap a, b, the scales or bias, and may overlap c only as the same view
+   * @throws InvalidArgumentException (status DTYPE_MISMATCH: a FP8 and b not, or the reverse, or
+   *     a scale not FLOAT32; SHAPE_MISMATCH: a scale of rank above 1 or of length other than 1
+   *     or M / N; BAD_STRIDES: a scale not contiguous; and fk_gemm's rules), with the library's
+   *     message naming the argument
+   * @throws NotSupportedException for an FP8 d
    */
   public void gemmScaled(GemmParams params, Tensor a, Tensor b, Tensor scaleA, Tensor scaleB,
       Tensor c, Tensor bias, Tensor d) {
     gemmScaled(params, a, b, scaleA, scaleB, c, bias, d, null);
   }
 
+  /** {@link #gemmScaled(GemmParams, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)}
+   * on {@code launch}'s stream and workspace (null: the context's defaults). */
   public void gemmScaled(GemmParams params, Tensor a, Tensor b, Tensor scaleA, Tensor scaleB,
       Tensor c, Tensor bias, Tensor d, Launch launch) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
@@ -430,14 +472,18 @@ public final class Context implements AutoCloseable {
    *     contiguous
    * @param w1 {@code (nblocks1, q, p)}, x's dtype, compact: the factor applied first
    * @param w2 {@code (nblocks2, s, r)}, x's dtype, compact, {@code nblocks2 * r == nblocks1 * q}
-   * @param bias null, or {@code (nblocks2 * s)}, contiguous
-   * @param out {@code (tokens, nblocks2 * s)}, x's dtype, last dimension contiguous
+   * @param bias null, or {@code (nblocks2 * s)}, FLOAT32, FLOAT16 or BFLOAT16, contiguous
+   * @param out {@code (tokens, nblocks2 * s)}, x's dtype, last dimension contiguous; must not
+   *     overlap x, w1, w2 or bias, not even in place with square blocks
+   *     (InvalidArgumentException)
    * @throws InvalidArgumentException with the library's message naming the argument
    */
   public void monarch(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
     monarch(x, w1, w2, bias, out, null);
   }
 
+  /** {@link #monarch(Tensor, Tensor, Tensor, Tensor, Tensor)} on {@code launch}'s stream and
+   * workspace (null: the context's defaults). */
   public void monarch(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out, Launch launch) {
     fk_monarch_params_t p = monarchParams();
     try {
@@ -452,6 +498,7 @@ public final class Context implements AutoCloseable {
     }
   }
 
+  /** The kernel variant {@link #monarch} would run; validates the same. */
   public String monarchSelectKernel(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
     try {
@@ -482,14 +529,17 @@ public final class Context implements AutoCloseable {
    * @param x {@code (tokens, nblocks * p)}, FLOAT32, FLOAT16 or BFLOAT16, last dimension
    *     contiguous
    * @param w {@code (nblocks, q, p)}, x's dtype, compact
-   * @param bias null, or {@code (nblocks * q)}, contiguous
-   * @param out {@code (tokens, nblocks * q)}, x's dtype, last dimension contiguous
+   * @param bias null, or {@code (nblocks * q)}, FLOAT32, FLOAT16 or BFLOAT16, contiguous
+   * @param out {@code (tokens, nblocks * q)}, x's dtype, last dimension contiguous; must not
+   *     overlap x, w or bias (InvalidArgumentException)
    * @throws InvalidArgumentException with the library's message naming the argument
    */
   public void blockdiagLinear(Tensor x, Tensor w, Tensor bias, Tensor out) {
     blockdiagLinear(x, w, bias, out, null);
   }
 
+  /** {@link #blockdiagLinear(Tensor, Tensor, Tensor, Tensor)} on {@code launch}'s stream and
+   * workspace (null: the context's defaults). */
   public void blockdiagLinear(Tensor x, Tensor w, Tensor bias, Tensor out, Launch launch) {
     fk_monarch_params_t p = monarchParams();
     try {
@@ -504,6 +554,7 @@ public final class Context implements AutoCloseable {
     }
   }
 
+  /** The kernel variant {@link #blockdiagLinear} would run; validates the same. */
   public String blockdiagLinearSelectKernel(Tensor x, Tensor w, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
     try {
