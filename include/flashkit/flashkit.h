@@ -267,6 +267,14 @@ FK_API fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_
  *  e4m3fn `{FK_DLPACK_FLOAT8_E4M3FN, 8, 1}` and e5m2 `{FK_DLPACK_FLOAT8_E5M2, 8, 1}`, as
  *  PyTorch's `torch.float8_e4m3fn` / `torch.float8_e5m2` export them. Only fk_gemm_scaled()'s
  *  `a` and `b` accept them; everywhere else they get FK_ERROR_NOT_SUPPORTED.
+ *
+ *  Overlap rules ("must not overlap", "must not share memory"; FK_ERROR_INVALID_ARGUMENT, the
+ *  message naming both tensors) are judged on address ranges: a view covers the bytes from
+ *  its lowest to its highest element address, and two views whose ranges intersect overlap,
+ *  even when their elements interleave without sharing one (an output that is a column slice of
+ *  a buffer whose other columns are an input is refused: pass separate buffers). "The exact
+ *  same view", where a rule allows it (fk_gemm()'s `d` over `c`), means equal data address,
+ *  dtype, shape and strides (strides compared where the extent exceeds 1).
  *  @{ */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -1266,10 +1274,11 @@ FK_API fk_status_t fk_fftconv_plan_get_options(const fk_fftconv_plan_t* plan,
  * @param u        Input `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous.
  * @param k        Filter `(channels, filter_len)`, fp32, fp16 or bf16, filter_len contiguous.
  * @param D        NULL or skip weights `(channels,)`, fp32, fp16 or bf16, contiguous.
- * @param pregate  NULL or `(batch, channels, seqlen)`, the plan's dtype.
- * @param postgate NULL or `(batch, channels, seqlen)`, the plan's dtype.
- * @param y        Output `(batch, channels, seqlen)`, the plan's dtype; must not share memory with any
- *                 input (FK_ERROR_INVALID_ARGUMENT).
+ * @param pregate  NULL or `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous.
+ * @param postgate NULL or `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous.
+ * @param y        Output `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous; must
+ *                 not share memory with any input (FK_ERROR_INVALID_ARGUMENT), and no two of
+ *                 its elements may share an address (FK_ERROR_BAD_STRIDES).
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE (launch);
  *   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not
  *   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;

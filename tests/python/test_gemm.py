@@ -53,6 +53,37 @@ def test_gemm_strided_views_and_out(rng):
     ref.assert_close(out, ref.gemm(a, b), "float32")
 
 
+def test_gemm_out_is_c_in_place_and_other_overlaps_are_refused(rng):
+    """The documented overlap rules of ``out``: c itself (a residual add in place) is allowed;
+    another view overlapping c, or out over an input, is InvalidArgumentError with the
+    library's message, and the output is then untouched."""
+    a, b = ref.randn(rng, (6, 10)), ref.randn(rng, (10, 7))
+    c = ref.randn(rng, (6, 7))
+    expected = ref.gemm(a, b, c.copy(), beta=1.0)
+    assert flashkit.gemm(a, b, c, beta=1.0, out=c) is c
+    ref.assert_close(c, expected, "float32")
+    big = ref.randn(rng, (7, 7))
+    before = big.copy()
+    with pytest.raises(flashkit.InvalidArgumentError) as e:   # out = rows 1..6 of c's rows 0..5
+        flashkit.gemm(a, b, big[:6], beta=1.0, out=big[1:])
+    assert "out" in str(e.value) and "c" in str(e.value)
+    np.testing.assert_array_equal(big, before)
+    ab = ref.randn(rng, (6, 17))
+    before = ab.copy()
+    with pytest.raises(flashkit.InvalidArgumentError, match="out: overlaps a"):
+        flashkit.gemm(ab[:, :10], b, out=ab[:, 3:10])   # out over a
+    # Judged on address ranges (flashkit.h, "Data types and tensors"): interleaved columns of
+    # one buffer count as overlapping even though they share no element.
+    with pytest.raises(flashkit.InvalidArgumentError, match="out: overlaps a"):
+        flashkit.gemm(ab[:, :10], b, out=ab[:, 10:])
+    np.testing.assert_array_equal(ab, before)
+    buf = ref.randn(rng, (42,))
+    before = buf.copy()
+    with pytest.raises(flashkit.InvalidArgumentError, match="out.*bias"):   # bias in out's rows
+        flashkit.gemm(a, b, bias=buf[:7], out=buf.reshape(6, 7))
+    np.testing.assert_array_equal(buf, before)
+
+
 def test_gemm_mixed_output_dtype(rng):
     a = ref.randn(rng, (8, 16), "bfloat16")
     b = ref.randn(rng, (16, 4), "bfloat16")

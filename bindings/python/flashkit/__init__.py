@@ -224,7 +224,11 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
         activation: None, ``"relu"``, ``"gelu"`` (= ``"gelu_erf"``, exact, torch's default) or
             ``"gelu_tanh"``.
         out: optional output ``(M, N)`` / ``(batch, M, N)`` (the C ABI's ``d``; error messages
-            raised here say ``out``).
+            raised here say ``out``), any non-negative strides with no two elements at one
+            address. It must not overlap a, b or bias; it may be c itself (the same view: an
+            in-place residual add, ``gemm(a, b, c, beta=1.0, out=c)``), but not another view
+            overlapping c. Overlap is judged on address ranges, as everywhere in flashkit:
+            interleaved column slices of one buffer count as overlapping.
         workspace: optional scratch array on the call's device (module notes).
 
     dtypes: a and b share float32/float16/bfloat16; c, out and the result share one, which
@@ -246,7 +250,9 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
         InvalidArgumentError: ranks, inner dimensions or batch counts disagree, bias length is
             not N, unknown activation, ``beta != 0`` without c, non-finite alpha/beta or beyond
             float32's range, a or b None, a dtype other than fp32/fp16/bf16, non-native
-            byte order.
+            byte order, out overlapping a, b or bias (or c other than as the same view), out
+            addressing an element twice, a negative stride, bias not contiguous.
+        OutOfMemoryError, DeviceError: scratch that could not be allocated; a CUDA error.
     """
     return _ops.gemm(None, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
                      bias=bias, activation=activation, out=out, workspace=workspace)

@@ -185,17 +185,24 @@ impl<'ctx> FFTConvPlan<'ctx> {
         })
     }
 
-    /// Runs the convolution.
+    /// Runs the convolution `y = postgate * (conv(pregate * u, k) + D * pregate * u)`, each
+    /// factor only if given (FlashFFTConv, Fu et al. 2023, section 3; the gates and `D` as in
+    /// Hyena's long convolution).
     ///
     /// - `u`, `y`, `pregate`, `postgate`: `(batch, channels, seqlen)`, the plan's dtype, last
     ///   dimension contiguous, other strides arbitrary.
     /// - `k`: `(channels, filter_len)`, any float dtype, last dimension contiguous.
-    /// - `d`: optional skip weights `(channels,)`, any float dtype, contiguous.
+    /// - `d`: optional skip weights `D` `(channels,)`, any float dtype, contiguous.
+    /// - `y` must not share memory with any input, and no two of its elements an address.
     ///
     /// # Errors
     /// As `fk_fftconv_forward()`: `ShapeMismatch` (not the plan's `channels`/`seqlen`/
-    /// `filter_len`), `DtypeMismatch`, `BadStrides`, `WrongDevice`, `Misaligned`,
-    /// `OutOfMemory`, `Device`.
+    /// `filter_len`), `DtypeMismatch`, `BadStrides` (a last dimension not contiguous, `y`
+    /// addressing an element twice), `InvalidArgument` (`y` overlapping an input),
+    /// `WrongDevice`, `Misaligned`, `OutOfMemory`, `Device`; `NotSupported` when the launch
+    /// stream is being captured into a CUDA graph and the plan must first build its tables
+    /// for these arguments (its first call, a new filter of a `filter_constant` plan). On an
+    /// error `y` is untouched.
     #[allow(clippy::too_many_arguments)]
     pub fn forward(
         &self,

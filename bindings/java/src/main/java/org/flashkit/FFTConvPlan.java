@@ -180,11 +180,16 @@ public final class FFTConvPlan implements AutoCloseable {
    * @param u input {@code (batch, channels, seqlen)} in the plan's dtype, seqlen contiguous
    * @param k filters {@code (channels, filterLen)}, FLOAT32, FLOAT16 or BFLOAT16, filterLen
    *     contiguous
-   * @param D null, or skip weights {@code (channels)}, contiguous
-   * @param pregate null, or u's shape and dtype
-   * @param postgate null, or u's shape and dtype
-   * @param y output, u's shape and dtype; must not share memory with any input
-   * @throws InvalidArgumentException with the library's message naming the argument
+   * @param D null, or skip weights {@code (channels)}, FLOAT32, FLOAT16 or BFLOAT16, contiguous
+   * @param pregate null, or u's shape and dtype, seqlen contiguous
+   * @param postgate null, or u's shape and dtype, seqlen contiguous
+   * @param y output, u's shape and dtype, seqlen contiguous; must not share memory with any
+   *     input
+   * @throws InvalidArgumentException with the library's message naming the argument; y is then
+   *     untouched
+   * @throws NotSupportedException when the launch stream is being captured into a CUDA graph
+   *     and the plan must first build its tables for these arguments (its first call, a new
+   *     filter of a filter-constant plan): make that call outside the capture first
    */
   public void forward(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y) {
     forward(u, k, D, pregate, postgate, y, null);
