@@ -59,10 +59,12 @@ public final class Tensor implements AutoCloseable {
   private final DeviceType deviceType;
   private final int deviceId;
   private final boolean readOnly; // over a read-only buffer: may not be an output
+  private final long address;     // the data pointer passed to the library
 
   private Tensor(long dataAddress, Buffer buffer, DeviceType deviceType, int deviceId,
       DType dtype, long[] shape, long[] strides) {
     this.buffer = buffer;
+    this.address = dataAddress;
     this.dtype = dtype;
     this.shape = shape.clone();
     this.strides = strides == null ? null : strides.clone();
@@ -247,6 +249,15 @@ public final class Tensor implements AutoCloseable {
   /** The device ordinal (0 for host memory). */
   public int deviceId() {
     return deviceId;
+  }
+
+  /**
+   * The data pointer this view passes to the library (its first element's address), e.g. for
+   * {@link Launch#withWorkspace(long, long)} or another native library. Valid while this tensor
+   * is open and reachable (a host tensor's buffer is freed with it); keep it alive meanwhile.
+   */
+  public long address() {
+    return address;
   }
 
   /** The host data as bytes in native order, starting at the view's first element. */

@@ -82,6 +82,55 @@ class ErrorsTest {
   }
 
   @Test
+  void callerWorkspaceIsUsedAndCheckedAgainstTheCallTensors() {
+    // a (6, 5) @ b (5, 4) with a workspace: the same as without, equal to a float64 product; a
+    // workspace over a is refused by name with d untouched. The size queries run too.
+    java.util.Random rng = new java.util.Random(4242L);
+    try (Tensor a = Tensor.allocate(DType.FLOAT32, 6, 5);
+         Tensor b = Tensor.allocate(DType.FLOAT32, 5, 4);
+         Tensor d = nanFilled(6, 4);
+         Tensor d2 = nanFilled(6, 4)) {
+      float[] av = new float[30], bv = new float[20];
+      for (int i = 0; i < av.length; ++i) av[i] = (float) rng.nextGaussian();
+      for (int i = 0; i < bv.length; ++i) bv[i] = (float) rng.nextGaussian();
+      a.floats().put(av);
+      b.floats().put(bv);
+      long bytes = ctx.gemmWorkspaceSize(null, a, b, null, null, d);
+      assertTrue(bytes >= 0);
+      try (Tensor ws = Tensor.allocate(DType.FLOAT32, (bytes + 4096) / 4)) {
+        ctx.gemm(null, a, b, null, null, d, Launch.onStream(0).withWorkspace(ws.address(), bytes + 4096));
+      }
+      float[] got = d.toFloatArray();
+      for (int m = 0; m < 6; ++m) {
+        for (int n = 0; n < 4; ++n) {
+          double want = 0.0;
+          for (int k = 0; k < 5; ++k) want += (double) av[m * 5 + k] * bv[k * 4 + n];
+          assertEquals(want, got[m * 4 + n], 1e-5 * (1.0 + Math.abs(want)), "d[" + m + "," + n + "]");
+        }
+      }
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+          () -> ctx.gemm(null, a, b, null, null, d2, Launch.onStream(0).withWorkspace(a.address(), 64)));
+      assertTrue(e.getMessage().contains("workspace") && e.getMessage().contains("overlaps a"),
+          e.getMessage());
+      assertEquals(cMessage(), e.getMessage());
+      assertUntouched(d2);
+    }
+    try (Tensor x = Tensor.allocate(DType.FLOAT32, 3, 4);
+         Tensor w1 = Tensor.allocate(DType.FLOAT32, 2, 2, 2);
+         Tensor w2 = Tensor.allocate(DType.FLOAT32, 2, 2, 2);
+         Tensor w = Tensor.allocate(DType.FLOAT32, 2, 3, 2);
+         Tensor out = Tensor.allocate(DType.FLOAT32, 3, 4);
+         Tensor outB = Tensor.allocate(DType.FLOAT32, 3, 6)) {
+      assertTrue(ctx.monarchWorkspaceSize(x, w1, w2, null, out) >= 0);
+      assertTrue(ctx.blockdiagLinearWorkspaceSize(x, w, null, outB) >= 0);
+      // The queries validate like the call: a wrong output shape is refused by name.
+      InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+          () -> ctx.blockdiagLinearWorkspaceSize(x, w, null, out));
+      assertTrue(e.getMessage().startsWith("out"), e.getMessage());
+    }
+  }
+
+  @Test
   void varlenMaxSeqlenBelowLongestSequenceNamesTheArgument() {
     // CPU cu_seqlens are always checked: max_seqlen_q below the longest sequence (5) is refused.
     try (Tensor q = Tensor.allocate(DType.FLOAT32, 9, 2, 8);
