@@ -249,7 +249,9 @@ typedef void (*fk_log_callback_t)(fk_log_level_t level, const char* message, voi
  * @brief Installs (or, with `callback == NULL`, removes) the process-wide log callback.
  *
  * Messages at or below `max_level` are delivered. The callback may be called from any thread
- * that calls flashkit, concurrently; it must not call flashkit.
+ * that calls flashkit; it must not call flashkit. Deliveries are serialised under a library
+ * lock (one callback at a time), and fk_set_log_callback() takes that lock: once it returns, the
+ * previous callback and `user_data` are no longer in use, so a binding may free them.
  * @return FK_SUCCESS, or FK_ERROR_INVALID_ARGUMENT if `max_level` is not a fk_log_level_t.
  */
 FK_API fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_t max_level,

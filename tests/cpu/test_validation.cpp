@@ -3,6 +3,8 @@
 // thread-local error behaviour.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -248,6 +250,36 @@ TEST_CASE("logging: callback receives the variant and errors", "[validation][log
   }
   CHECK(saw_variant);
   CHECK(saw_error);
+}
+
+TEST_CASE("logging: fk_set_log_callback waits for a delivery in progress", "[validation][log]") {
+  // The header's promise that bindings rely on to free the old callback's state: while thread A
+  // is inside the callback (entered, then sleeping), thread B's fk_set_log_callback(NULL)
+  // returns only after A's callback has returned.
+  struct Probe {
+    std::atomic<int> entered{0}, left{0};
+  } probe;
+  auto cb = [](fk_log_level_t, const char*, void* ud) {
+    auto* p = static_cast<Probe*>(ud);
+    if (p->entered.fetch_add(1) == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      p->left.store(1);
+    }
+  };
+  struct RemoveCallback {
+    ~RemoveCallback() { fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr); }
+  } remove;
+  REQUIRE(fk_set_log_callback(cb, FK_LOG_DEBUG, &probe) == FK_SUCCESS);
+  Ctx c;
+  std::thread a([&] {
+    Gemm g;
+    CHECK(g.run(c.ctx) == FK_SUCCESS);  // logs the variant at DEBUG
+  });
+  while (probe.entered.load() == 0) std::this_thread::yield();
+  REQUIRE(fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr) == FK_SUCCESS);
+  const int left_when_returned = probe.left.load();
+  a.join();
+  CHECK(left_when_returned == 1);
 }
 
 TEST_CASE("attention: validation rules", "[validation][attention]") {

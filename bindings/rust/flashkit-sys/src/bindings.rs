@@ -403,7 +403,9 @@ extern "C" {
     #[doc = " @brief Installs (or, with `callback == NULL`, removes) the process-wide log callback."]
     #[doc = ""]
     #[doc = " Messages at or below `max_level` are delivered. The callback may be called from any thread"]
-    #[doc = " that calls flashkit, concurrently; it must not call flashkit."]
+    #[doc = " that calls flashkit; it must not call flashkit. Deliveries are serialised under a library"]
+    #[doc = " lock (one callback at a time), and fk_set_log_callback() takes that lock: once it returns, the"]
+    #[doc = " previous callback and `user_data` are no longer in use, so a binding may free them."]
     #[doc = " @return FK_SUCCESS, or FK_ERROR_INVALID_ARGUMENT if `max_level` is not a fk_log_level_t."]
     pub fn fk_set_log_callback(
         callback: fk_log_callback_t,

@@ -14,6 +14,8 @@
 //!   [`FFTConvPlan::forward`]; each has a `*_select_kernel` twin naming the kernel variant that
 //!   would run, and a `*_workspace_size` twin ([`FFTConvPlan::workspace_size`]) giving the
 //!   [`Launch`] workspace with which the call allocates nothing.
+//! - Diagnostics (which kernel variant ran, why a fast path was not taken): the library never
+//!   prints; [`set_log_callback`] delivers its messages to a closure.
 //!
 //! ```
 //! use flashkit::{attention, AttentionParams, Context, Tensor, TensorMut};
@@ -38,6 +40,7 @@
 mod context;
 mod error;
 mod fftconv;
+mod log;
 mod ops;
 mod tensor;
 
@@ -47,6 +50,7 @@ pub use flashkit_sys as sys;
 pub use context::{Backend, Context, ContextInfo, ContextOptions, KernelFamily, Launch};
 pub use error::{Error, ErrorCategory, Result, Status};
 pub use fftconv::{FFTConvMode, FFTConvOptions, FFTConvPlan, SharedFFTConvPlan};
+pub use log::{clear_log_callback, set_log_callback, LogLevel};
 pub use ops::{
     attention, attention_kvcache, attention_kvcache_select_kernel,
     attention_kvcache_workspace_size, attention_select_kernel, attention_workspace_size,

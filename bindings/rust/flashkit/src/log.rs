@@ -1,0 +1,105 @@
+//! The library's diagnostics (`fk_set_log_callback`) delivered to a Rust closure.
+use std::ffi::{c_char, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use crate::error::{check, Result};
+use crate::sys;
+
+/// Severity of a log message (`fk_log_level_t`); a lower level is more severe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// A call failed; the message repeats the call's error message.
+    Error = 0,
+    /// Something the caller may want to fix (a slow path taken).
+    Warn = 1,
+    /// Context creation, device facts.
+    Info = 2,
+    /// The kernel variant chosen for each call.
+    Debug = 3,
+}
+
+impl LogLevel {
+    fn from_raw(level: sys::fk_log_level_t) -> LogLevel {
+        match level {
+            sys::FK_LOG_ERROR => LogLevel::Error,
+            sys::FK_LOG_WARN => LogLevel::Warn,
+            sys::FK_LOG_INFO => LogLevel::Info,
+            _ => LogLevel::Debug,
+        }
+    }
+}
+
+type Callback = Box<dyn Fn(LogLevel, &str) + Send + Sync + 'static>;
+
+/// The installed closure (a leaked `Box<Callback>` as an address; 0: none). Held while the
+/// C callback is replaced, so that two setters cannot free each other's closure.
+static INSTALLED: Mutex<usize> = Mutex::new(0);
+
+unsafe extern "C" fn trampoline(
+    level: sys::fk_log_level_t,
+    message: *const c_char,
+    user_data: *mut c_void,
+) {
+    // SAFETY: user_data is the Box<Callback> installed with this trampoline; the library
+    // delivers under its log lock and fk_set_log_callback waits for that lock, so the box is
+    // freed (after a replacement) only once no delivery can still use it.
+    let callback = unsafe { &*(user_data as *const Callback) };
+    let text = if message.is_null() {
+        String::new()
+    } else {
+        // SAFETY: the library passes a NUL-terminated string valid during the call.
+        String::from_utf8_lossy(unsafe { CStr::from_ptr(message) }.to_bytes()).into_owned()
+    };
+    // A panic must not unwind into C: it is caught and dropped.
+    let _ = catch_unwind(AssertUnwindSafe(|| callback(LogLevel::from_raw(level), &text)));
+}
+
+/// Installs `callback(level, message)` for the library's messages at or below `max_level`
+/// (`fk_set_log_callback`), replacing any callback installed before (by this crate or through
+/// the C ABI). Process-wide.
+///
+/// The library delivers one message at a time, from the thread of the flashkit call that logs
+/// it; the callback must not call flashkit (it would deadlock on the library's log lock). A
+/// panic in the callback is caught and ignored. The previous closure is dropped once no
+/// delivery can still be using it.
+///
+/// # Errors
+/// None for a valid level; the C status otherwise.
+pub fn set_log_callback<F>(callback: F, max_level: LogLevel) -> Result<()>
+where
+    F: Fn(LogLevel, &str) + Send + Sync + 'static,
+{
+    let boxed: Box<Callback> = Box::new(Box::new(callback));
+    let raw = Box::into_raw(boxed);
+    let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: trampoline matches fk_log_callback_t; raw stays alive until replaced below.
+    let status = unsafe {
+        sys::fk_set_log_callback(Some(trampoline), max_level as sys::fk_log_level_t, raw.cast())
+    };
+    if let Err(e) = check(status) {
+        // SAFETY: the library did not take raw (the call failed), so it is still ours.
+        drop(unsafe { Box::from_raw(raw) });
+        return Err(e);
+    }
+    let old = std::mem::replace(&mut *installed, raw as usize);
+    if old != 0 {
+        // SAFETY: old came from Box::into_raw above; the library stopped using it when
+        // fk_set_log_callback returned (see trampoline).
+        drop(unsafe { Box::from_raw(old as *mut Callback) });
+    }
+    Ok(())
+}
+
+/// Removes the log callback (`fk_set_log_callback(NULL, ...)`) and drops the closure.
+pub fn clear_log_callback() {
+    let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: removing the callback is always valid.
+    let status = unsafe { sys::fk_set_log_callback(None, sys::FK_LOG_ERROR, std::ptr::null_mut()) };
+    debug_assert_eq!(status, sys::FK_SUCCESS);
+    let old = std::mem::replace(&mut *installed, 0);
+    if old != 0 {
+        // SAFETY: as in set_log_callback.
+        drop(unsafe { Box::from_raw(old as *mut Callback) });
+    }
+}

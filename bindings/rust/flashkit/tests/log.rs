@@ -1,0 +1,94 @@
+//! The log callback (its own test binary: the callback is process-wide).
+use std::sync::{Arc, Mutex};
+
+use flashkit::{
+    clear_log_callback, gemm, set_log_callback, Context, GemmParams, LogLevel, Tensor, TensorMut,
+};
+
+fn run_gemms(ctx: &Context) -> flashkit::Error {
+    let a = [0.5f32, -1.0, 2.0, 0.25];
+    let mut d = [0f32; 4];
+    let at = Tensor::new(&a, &[2, 2]).unwrap();
+    gemm(
+        ctx,
+        None,
+        &GemmParams::default(),
+        &at,
+        &at,
+        None,
+        None,
+        &mut TensorMut::new(&mut d, &[2, 2]).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(d, [0.5 * 0.5 - 2.0, 0.5 * -1.0 - 0.25, 2.0 * 0.5 + 0.5, -2.0 + 0.0625]);
+    let b = [1f32; 6];
+    let bt = Tensor::new(&b, &[3, 2]).unwrap();
+    gemm(
+        ctx,
+        None,
+        &GemmParams::default(),
+        &at,
+        &bt,
+        None,
+        None,
+        &mut TensorMut::new(&mut d, &[2, 2]).unwrap(),
+    )
+    .unwrap_err()
+}
+
+#[test]
+fn log_callback_levels_replacement_and_removal() {
+    let ctx = Context::cpu().unwrap();
+    let seen: Arc<Mutex<Vec<(LogLevel, String)>>> = Arc::default();
+    let sink = seen.clone();
+    set_log_callback(
+        move |level, msg| sink.lock().unwrap().push((level, msg.to_string())),
+        LogLevel::Debug,
+    )
+    .unwrap();
+    let err = run_gemms(&ctx);
+    {
+        let seen = seen.lock().unwrap();
+        assert!(
+            seen.iter().any(|(l, m)| *l == LogLevel::Debug && m.contains("cpu.gemm")),
+            "{seen:?}"
+        );
+        assert!(
+            seen.iter().any(|(l, m)| *l == LogLevel::Error && m.contains(err.message())),
+            "no error message {:?} in {seen:?}",
+            err.message()
+        );
+    }
+
+    // Errors only: the successful call logs nothing; the replaced closure's Arc is dropped.
+    let errors: Arc<Mutex<Vec<(LogLevel, String)>>> = Arc::default();
+    let sink2 = errors.clone();
+    set_log_callback(
+        move |level, msg| sink2.lock().unwrap().push((level, msg.to_string())),
+        LogLevel::Error,
+    )
+    .unwrap();
+    assert_eq!(Arc::strong_count(&seen), 1, "the replaced closure was not dropped");
+    let n_before = seen.lock().unwrap().len();
+    run_gemms(&ctx);
+    assert_eq!(seen.lock().unwrap().len(), n_before, "the replaced callback still ran");
+    {
+        let errors = errors.lock().unwrap();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].0, LogLevel::Error);
+    }
+
+    // A panicking callback does not unwind into C.
+    set_log_callback(|_, _| panic!("callback panic"), LogLevel::Error).unwrap();
+    assert_eq!(Arc::strong_count(&errors), 1);
+    run_gemms(&ctx);
+
+    clear_log_callback();
+    let counter = Arc::new(Mutex::new(0usize));
+    let c2 = counter.clone();
+    set_log_callback(move |_, _| *c2.lock().unwrap() += 1, LogLevel::Debug).unwrap();
+    clear_log_callback();
+    assert_eq!(Arc::strong_count(&counter), 1, "clear did not drop the closure");
+    run_gemms(&ctx);
+    assert_eq!(*counter.lock().unwrap(), 0);
+}
