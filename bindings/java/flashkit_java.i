@@ -148,7 +148,8 @@ FKJ_RETURNS_OUT_PARAM(fk_fftconv_workspace_size, jlong, long)
 /* The header spells this unsigned literal "1u", which is not Java. */
 %javaconstvalue("1L") FK_FFTCONV_FILTER_CONSTANT;
 
-/* The log callback takes a C function pointer; Java has no use for it through this layer. */
+/* The log callback takes a C function pointer: Java installs one through
+   fkj_set_log_callback() (Flashkit.setLogCallback), not this function. */
 %ignore fk_set_log_callback;
 
 %include "fkj_native.h"

@@ -112,3 +112,64 @@ int32_t fkj_check_status(JNIEnv* jenv, int32_t status) {
   fkj_throw_status(jenv, status);
   return status;
 }
+
+/* ---- log callback ---------------------------------------------------------------------- */
+
+static JavaVM* fkj_vm;
+static jobject fkj_log_sink;      /* global reference to the installed LogSink, or NULL */
+static jmethodID fkj_log_deliver; /* LogSink.deliver(int, String) */
+
+static void fkj_log_trampoline(fk_log_level_t level, const char* message, void* user_data) {
+  JNIEnv* env = NULL;
+  if ((*fkj_vm)->GetEnv(fkj_vm, (void**)&env, JNI_VERSION_1_8) == JNI_EDETACHED &&
+      (*fkj_vm)->AttachCurrentThreadAsDaemon(fkj_vm, (void**)&env, NULL) != JNI_OK) {
+    return;
+  }
+  if (!env) return;
+  /* A Java exception already pending on this thread is kept aside (no Java call may run with
+     one pending) and restored afterwards; anything the sink throws is dropped here (LogSink
+     itself catches what the listener throws). */
+  jthrowable pending = (*env)->ExceptionOccurred(env);
+  if (pending) (*env)->ExceptionClear(env);
+  if ((*env)->PushLocalFrame(env, 4) == 0) {
+    jstring jmsg = (*env)->NewStringUTF(env, message ? message : "");
+    if (jmsg) (*env)->CallVoidMethod(env, (jobject)user_data, fkj_log_deliver, (jint)level, jmsg);
+    if ((*env)->ExceptionCheck(env)) (*env)->ExceptionClear(env);
+    (*env)->PopLocalFrame(env, NULL);
+  } else {
+    (*env)->ExceptionClear(env);
+  }
+  if (pending) {
+    (*env)->Throw(env, pending);
+    (*env)->DeleteLocalRef(env, pending);
+  }
+}
+
+fk_status_t fkj_set_log_callback(JNIEnv* jenv, jobject sink, int32_t max_level) {
+  jobject ref = NULL;
+  if (sink) {
+    if (!fkj_vm && (*jenv)->GetJavaVM(jenv, &fkj_vm) != JNI_OK) {
+      fkj_throw_java(jenv, "java/lang/IllegalStateException", "log callback: no JavaVM");
+      return FK_SUCCESS;
+    }
+    if (!fkj_log_deliver) {
+      jclass c = (*jenv)->FindClass(jenv, "org/flashkit/LogSink");
+      if (!c) return FK_SUCCESS; /* NoClassDefFoundError pending */
+      fkj_log_deliver = (*jenv)->GetMethodID(jenv, c, "deliver", "(ILjava/lang/String;)V");
+      (*jenv)->DeleteLocalRef(jenv, c);
+      if (!fkj_log_deliver) return FK_SUCCESS; /* NoSuchMethodError pending */
+    }
+    ref = (*jenv)->NewGlobalRef(jenv, sink);
+    if (!ref) return FK_SUCCESS; /* OutOfMemoryError pending */
+  }
+  const fk_status_t st = fk_set_log_callback(ref ? fkj_log_trampoline : NULL,
+                                             (fk_log_level_t)max_level, ref);
+  if (st != FK_SUCCESS) {
+    if (ref) (*jenv)->DeleteGlobalRef(jenv, ref);
+    return st;
+  }
+  /* fk_set_log_callback() waited for any delivery in progress: the old sink is unused now. */
+  if (fkj_log_sink) (*jenv)->DeleteGlobalRef(jenv, fkj_log_sink);
+  fkj_log_sink = ref;
+  return FK_SUCCESS;
+}

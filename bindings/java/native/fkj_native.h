@@ -42,6 +42,16 @@ int64_t fkj_direct_buffer_address(JNIEnv* jenv, jobject buffer);
  */
 void fkj_throw_status(JNIEnv* jenv, int status);
 
+/**
+ * Installs `sink` (an org.flashkit.LogSink, or NULL to remove) as the library's log callback at
+ * or below `max_level`: each message is delivered by calling `sink.deliver(int, String)` on the
+ * thread that logs it (attached to the JVM as a daemon thread when it is not a Java thread).
+ * Keeps a global reference to `sink` and deletes the previous one once fk_set_log_callback()
+ * has returned (no delivery can still use it then). Callers serialise calls to this function.
+ * Returns the status of fk_set_log_callback() (the SWIG wrapper throws for a failure).
+ */
+fk_status_t fkj_set_log_callback(JNIEnv* jenv, jobject sink, int32_t max_level);
+
 /** Returns `status` unchanged after throwing for it as fkj_throw_status() does (lets tests
  *  check the category -> exception class mapping for statuses that are hard to provoke). */
 int32_t fkj_check_status(JNIEnv* jenv, int32_t status);

@@ -34,6 +34,42 @@ public final class Flashkit {
     return FlashkitNative.fk_status_string(statusCode);
   }
 
+  private static final Object LOG_LOCK = new Object();
+  private static boolean logHookRegistered;
+
+  /**
+   * Installs {@code listener(level, message)} for the library's diagnostics at or below
+   * {@code maxLevel} ({@code fk_set_log_callback}: which kernel variant ran at DEBUG, a slow
+   * path taken at WARN, a failed call at ERROR), replacing any listener installed before.
+   * Process-wide. The library never prints; this is how to see its messages.
+   *
+   * <p>Messages are delivered one at a time on the thread of the flashkit call that logs them.
+   * The listener must not call flashkit (it would deadlock on the library's log lock) and
+   * should return quickly; what it throws is dropped. A listener still installed when the JVM
+   * shuts down is removed by a shutdown hook.
+   *
+   * @throws NullPointerException if {@code listener} or {@code maxLevel} is null
+   */
+  public static void setLogCallback(java.util.function.BiConsumer<LogLevel, String> listener,
+      LogLevel maxLevel) {
+    java.util.Objects.requireNonNull(listener, "listener");
+    java.util.Objects.requireNonNull(maxLevel, "maxLevel");
+    synchronized (LOG_LOCK) {
+      FlashkitNative.fkj_set_log_callback(new LogSink(listener), maxLevel.value());
+      if (!logHookRegistered) {
+        Runtime.getRuntime().addShutdownHook(new Thread(Flashkit::clearLogCallback, "flashkit-log-off"));
+        logHookRegistered = true;
+      }
+    }
+  }
+
+  /** Removes the log listener; no message is delivered after this returns. */
+  public static void clearLogCallback() {
+    synchronized (LOG_LOCK) {
+      FlashkitNative.fkj_set_log_callback(null, LogLevel.ERROR.value());
+    }
+  }
+
   /** Largest attention head_dim the library accepts. */
   public static final int ATTENTION_MAX_HEAD_DIM = FlashkitNativeConstants.FK_ATTENTION_MAX_HEAD_DIM;
 }

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+package org.flashkit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Flashkit.setLogCallback: levels, replacement, a throwing listener, removal. */
+class LogTest {
+  @AfterEach
+  void off() {
+    Flashkit.clearLogCallback();
+  }
+
+  /** A successful 2 x 2 GEMM, then one with a shape mismatch; returns the failure's message. */
+  private static String runGemms(Context ctx) {
+    try (Tensor a = Tensor.allocate(DType.FLOAT32, 2, 2);
+         Tensor b = Tensor.allocate(DType.FLOAT32, 3, 2);
+         Tensor d = Tensor.allocate(DType.FLOAT32, 2, 2)) {
+      a.floats().put(new float[] {0.5f, -1f, 2f, 0.25f});
+      ctx.gemm(null, a, a, null, null, d);
+      float[] got = d.toFloatArray();
+      assertEquals(0.5f * 0.5f - 2f, got[0], 1e-6f);
+      assertEquals(2f * -1f + 0.0625f, got[3], 1e-6f);
+      return assertThrows(InvalidArgumentException.class,
+          () -> ctx.gemm(null, a, b, null, null, d)).getMessage();
+    }
+  }
+
+  @Test
+  void levelsReplacementThrowingListenerAndRemoval() {
+    try (Context ctx = Context.cpu(1)) {
+      List<String> seen = Collections.synchronizedList(new ArrayList<>());
+      Flashkit.setLogCallback((level, msg) -> seen.add(level + " " + msg), LogLevel.DEBUG);
+      String error = runGemms(ctx);
+      assertTrue(seen.stream().anyMatch(s -> s.startsWith("DEBUG ") && s.contains("cpu.gemm")),
+          seen.toString());
+      assertTrue(seen.stream().anyMatch(s -> s.startsWith("ERROR ") && s.contains(error)),
+          "no ERROR line with '" + error + "' in " + seen);
+
+      // Errors only, in a second listener: the first no longer hears anything.
+      List<String> errors = Collections.synchronizedList(new ArrayList<>());
+      Flashkit.setLogCallback((level, msg) -> errors.add(level + " " + msg), LogLevel.ERROR);
+      int before = seen.size();
+      runGemms(ctx);
+      assertEquals(before, seen.size(), "the replaced listener still ran");
+      assertEquals(1, errors.size(), errors.toString());
+      assertTrue(errors.get(0).startsWith("ERROR "), errors.get(0));
+
+      // A listener that throws: the calls still behave (the exception is dropped).
+      Flashkit.setLogCallback((level, msg) -> { throw new IllegalStateException("listener"); },
+          LogLevel.DEBUG);
+      runGemms(ctx);
+
+      // From another Java thread too; then removed: nothing more is delivered.
+      List<String> other = Collections.synchronizedList(new ArrayList<>());
+      Flashkit.setLogCallback((level, msg) -> other.add(Thread.currentThread().getName()), LogLevel.DEBUG);
+      Thread t = new Thread(() -> runGemms(ctx), "fk-log-test");
+      t.start();
+      t.join();
+      assertTrue(other.contains("fk-log-test"), other.toString());
+      Flashkit.clearLogCallback();
+      int n = other.size();
+      runGemms(ctx);
+      assertEquals(n, other.size());
+    } catch (InterruptedException e) {
+      throw new AssertionError(e);
+    }
+    assertThrows(NullPointerException.class, () -> Flashkit.setLogCallback(null, LogLevel.WARN));
+  }
+}
