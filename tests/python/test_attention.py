@@ -103,3 +103,38 @@ def test_attention_zero_sized(rng):
     q = ref.randn(rng, (0, 4, 2, 16))
     out = flashkit.attention(q, q, q)
     assert out.shape == (0, 4, 2, 16)
+
+
+def test_attention_into_a_given_lse(rng):
+    """``lse=``: a preallocated float32 array (here a strided view of a larger buffer, rows
+    padded) is filled in place and returned with out; varlen too; a wrong shape, a wrong dtype
+    and an lse overlapping out are refused by name with both outputs untouched."""
+    q = ref.randn(rng, (2, 11, 3, 16))
+    k = ref.randn(rng, (2, 13, 3, 16))
+    v = ref.randn(rng, (2, 13, 3, 16))
+    buf = np.full((2, 3, 16), np.nan, np.float32)
+    lse = buf[:, :, :11]                       # (batch, nheads, seqlen_q), padded rows
+    res = flashkit.attention(q, k, v, causal=True, lse=lse)
+    assert isinstance(res, tuple) and res[1] is lse
+    r_out, r_lse = ref.attention(q, k, v, causal=True)
+    ref.assert_close(res[0], r_out, "float32", what="out")
+    ref.assert_close(lse, r_lse, "float32", factor=10, what="lse")
+    assert np.isnan(buf[:, :, 11:]).all()     # the padding is not written
+
+    cu = np.array([0, 4, 11], np.int32)
+    qv, kv = ref.randn(rng, (11, 2, 8)), ref.randn(rng, (11, 1, 8))
+    lse_v = np.full((2, 11), np.nan, np.float32)
+    out_v, got = flashkit.attention(qv, kv, kv, cu_seqlens_q=cu, cu_seqlens_k=cu, lse=lse_v)
+    assert got is lse_v
+    r_out, r_lse = ref.attention(qv, kv, kv, cu_seqlens_q=cu, cu_seqlens_k=cu)
+    ref.assert_close(lse_v, r_lse, "float32", factor=10, what="varlen lse")
+
+    out = np.full(q.shape, np.nan, np.float32)
+    for bad, match in ((np.zeros((2, 3, 12), np.float32), "lse"),
+                       (np.zeros((2, 3, 11), np.float16), "lse"),
+                       (out.reshape(-1)[:66].reshape(2, 3, 11), "lse.*out|out.*lse")):
+        before = bad.copy()
+        with pytest.raises(flashkit.InvalidArgumentError, match=match):
+            flashkit.attention(q, k, v, out=out, lse=bad)
+        assert np.isnan(out).all()
+        np.testing.assert_array_equal(bad, before)

@@ -382,3 +382,13 @@ def test_paged_cuda_wrong_entries_are_clamped_not_fatal(rng, dtype):
                                    torch.from_numpy(table).cuda(), causal=True, out=out)
     torch.cuda.synchronize()
     assert torch.isfinite(out).all()
+
+
+def test_kvcache_into_a_given_lse(rng):
+    q, kc, vc, seqlens, table = paged_case(rng, "float32", SEQLENS)
+    lse = np.full((q.shape[0], q.shape[2], q.shape[1]), np.nan, np.float32)
+    out, got = flashkit.attention_kvcache(q, kc, vc, seqlens, table, causal=True, lse=lse)
+    assert got is lse
+    r_out, r_lse = ref.attention_kvcache(q, kc, vc, seqlens, table, causal=True)
+    ref.assert_close(out, r_out, "float32", what="out")
+    ref.assert_close(lse, r_lse, "float32", factor=10, what="lse")

@@ -75,7 +75,7 @@ __all__ = [
 
 def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
               cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
-              return_lse=False, out=None, workspace=None):
+              return_lse=False, out=None, lse=None, workspace=None):
     """Attention forward, ``softmax(mask(softcap(softmax_scale * q k^T))) v``, without forming
     the score matrix (Dao et al. 2022, "FlashAttention", section 3.1; Dao 2023,
     "FlashAttention-2", section 3.1).
@@ -119,11 +119,15 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
         return_lse: also return the fp32 natural-log log-sum-exp of each row's scores.
         out: optional output array (same dtype and shape as the result, head_dim
             contiguous; it must not overlap q, k or v).
+        lse: optional float32 output array for the log-sum-exp, ``(batch, nheads, seqlen_q)``
+            (``(nheads, total_q)`` in the varlen form), last dimension contiguous, in q's
+            library and device; it must not overlap q, k, v or out. Given, the call returns
+            ``(out, lse)`` as with ``return_lse=True`` (static buffers, split-KV merges).
         workspace: optional scratch array on the call's device (module notes).
 
     Returns:
-        ``out``, or ``(out, lse)`` with ``return_lse``. A query row that sees no key gives 0
-        and lse ``-inf``.
+        ``out``, or ``(out, lse)`` with ``return_lse`` or ``lse``. A query row that sees no
+        key gives 0 and lse ``-inf``.
 
     Raises:
         InvalidArgumentError: shapes, dtypes, strides, devices, window or softcap out of range
@@ -135,13 +139,13 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
     return _ops.attention(None, q, k, v, softmax_scale=softmax_scale, causal=causal,
                           window_size=window_size, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
                           cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
-                          max_seqlen_k=max_seqlen_k, return_lse=return_lse, out=out,
+                          max_seqlen_k=max_seqlen_k, return_lse=return_lse, out=out, lse=lse,
                           workspace=workspace)
 
 
 def attention_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *,
                       softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                      return_lse=False, out=None, workspace=None):
+                      return_lse=False, out=None, lse=None, workspace=None):
     """Attention of new queries over a KV cache, contiguous or paged (decode and chunked
     prefill): FlashAttention's ``flash_attn_with_kvcache`` contract (FlashAttention-2, Dao
     2023), C ABI ``fk_attention_kvcache_forward`` (0.5.0). The paged layout is vLLM's
@@ -175,12 +179,16 @@ def attention_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
             between sequences (prefix caching).
         softmax_scale, causal, window_size, softcap: as for :func:`attention`.
         return_lse: also return the fp32 natural-log log-sum-exp ``(batch, nheads, seqlen_q)``.
-        out: optional output array ``(batch, seqlen_q, nheads, head_dim)``, q's dtype; must not
-            overlap an input.
+        out: optional output array ``(batch, seqlen_q, nheads, head_dim)``, q's dtype, head_dim
+            contiguous; must not overlap an input.
+        lse: optional float32 output array ``(batch, nheads, seqlen_q)``, last dimension
+            contiguous; must not overlap an input or out. Given, the call returns
+            ``(out, lse)`` as with ``return_lse=True``.
         workspace: optional scratch array on the call's device (module notes).
 
     Returns:
-        ``out`` ``(batch, seqlen_q, nheads, head_dim)``, or ``(out, lse)`` with ``return_lse``.
+        ``out`` ``(batch, seqlen_q, nheads, head_dim)``, or ``(out, lse)`` with ``return_lse``
+        or ``lse``.
         A query row that sees no key (``cache_seqlens[b] == 0``, or masked) gives 0 and lse
         ``-inf``.
 
@@ -200,7 +208,7 @@ def attention_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
     return _ops.attention_kvcache(None, q, k_cache, v_cache, cache_seqlens, block_table,
                                   softmax_scale=softmax_scale, causal=causal,
                                   window_size=window_size, softcap=softcap,
-                                  return_lse=return_lse, out=out, workspace=workspace)
+                                  return_lse=return_lse, out=out, lse=lse, workspace=workspace)
 
 
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bias=None,

@@ -424,7 +424,8 @@ def _attention_params(softmax_scale, causal, window_size, softcap, maxima=(0, 0)
 
 def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1),
               softcap=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-              max_seqlen_k=None, return_lse=False, out=None, workspace=None, _select=False):
+              max_seqlen_k=None, return_lse=False, out=None, lse=None, workspace=None,
+              _select=False):
     call = _Call(ctx, [("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q),
                        ("cu_seqlens_k", cu_seqlens_k)], required=3,
                  index_args=("cu_seqlens_q", "cu_seqlens_k"))
@@ -453,7 +454,8 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
 
     call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
-    lse_obj, lser = (call.output("lse", None, lse_shape, float32) if return_lse
+    return_lse = return_lse or lse is not None
+    lse_obj, lser = (call.output("lse", lse, lse_shape, float32) if return_lse
                      else (None, None))
     args = call.addrs((qr, kr, vr, cq, ck, outr, lser))
     name = call.run(_select, capi.fk_attention_select_kernel, capi.fk_attention_forward,
@@ -483,7 +485,7 @@ def _full_int32(primary, shape, value, name):
 
 def attention_kvcache(ctx, q, k_cache, v_cache, cache_seqlens=None, block_table=None, *,
                       softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                      return_lse=False, out=None, workspace=None, _select=False):
+                      return_lse=False, out=None, lse=None, workspace=None, _select=False):
     seqlens_int = None
     if isinstance(cache_seqlens, (int, np.integer)):  # FlashAttention's int form: broadcast
         seqlens_int = int_arg(cache_seqlens, "cache_seqlens")
@@ -511,7 +513,8 @@ def attention_kvcache(ctx, q, k_cache, v_cache, cache_seqlens=None, block_table=
 
     call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
-    lse_obj, lser = (call.output("lse", None, (qr.shape[0], qr.shape[2], qr.shape[1]), float32)
+    return_lse = return_lse or lse is not None
+    lse_obj, lser = (call.output("lse", lse, (qr.shape[0], qr.shape[2], qr.shape[1]), float32)
                      if return_lse else (None, None))
     args = call.addrs((qr, kr, vr, sl, bt, outr, lser))
     name = call.run(_select, capi.fk_attention_kvcache_select_kernel,
