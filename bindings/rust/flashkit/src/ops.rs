@@ -100,15 +100,17 @@ type Variant = *const c_char;
 /// `v` `(total_k, nheads_k, head_dim)`, `lse` `(nheads, total_q)`.
 ///
 /// dtypes: `q`, `k`, `v`, `out` share one of f32, f16, bf16; `lse` is f32. `head_dim` is 1 to
-/// 256; `nheads % nheads_k == 0` (GQA/MQA); the last dimension must be contiguous. A query row
-/// that sees no key gives `out = 0` and `lse = -inf`.
+/// 256; `nheads % nheads_k == 0` (GQA/MQA); the last dimension must be contiguous. `out` must
+/// not overlap an input, nor `lse` an input or `out`. A query row that sees no key gives
+/// `out = 0` and `lse = -inf`.
 ///
 /// # Errors
 /// As `fk_attention_forward()`: [`Status::ShapeMismatch`](crate::Status::ShapeMismatch) (ranks,
 /// extents that disagree, `head_dim` 0 or above 256, `nheads % nheads_k != 0`),
 /// `DtypeMismatch`, `BadStrides`, `InvalidArgument` (window < -1, bad softcap or scale,
-/// malformed `cu_seqlens`), `WrongDevice`, `Misaligned`, `Device`. The message names the
-/// argument, e.g. `"q: head_dim 300 > 256"`.
+/// malformed `cu_seqlens`, an output overlapping an input), `WrongDevice`, `Misaligned`,
+/// `OutOfMemory`, `Device`. The message names the argument, e.g. `"q: head_dim 300 > 256"`;
+/// the outputs are then untouched.
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     context: &Context,
@@ -462,13 +464,18 @@ impl GemmParams {
 /// - `c`: optional `(M, N)` or `(batch, M, N)`, read only when `beta != 0` (then required).
 /// - `bias`: optional `(N,)`, contiguous, any float dtype.
 /// - `d`: `(M, N)` or `(batch, M, N)`. A rank-2 operand is broadcast over the batch.
+/// - Strides: any non-negative, in elements (row- or column-major, padded). `d` must not
+///   overlap `a`, `b` or `bias`, and may overlap `c` only as the exact same view (in place);
+///   no two of its elements may share an address. Overlap is judged on address ranges
+///   (`flashkit.h`, "Data types and tensors").
 ///
 /// dtypes: `a`, `b` share one of f32/f16/bf16; `c`, `d` share one. `K = 0` writes
 /// `activation(beta * c + bias)`.
 ///
 /// # Errors
 /// As `fk_gemm()`: `ShapeMismatch`, `DtypeMismatch`, `BadStrides`, `InvalidArgument` (beta
-/// without `c`, non-finite alpha/beta), `WrongDevice`, `Misaligned`, `Device`.
+/// without `c`, non-finite alpha/beta, `d` overlapping an input), `WrongDevice`, `Misaligned`,
+/// `OutOfMemory`, `Device`. On an error `d` is untouched.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm(
     context: &Context,
@@ -695,14 +702,16 @@ fn raw_monarch_params() -> sys::fk_monarch_params_t {
 /// - `x` `(tokens, nblocks1 * p)`, last dimension contiguous
 /// - `w1` `(nblocks1, q, p)`: R, applied first; compact
 /// - `w2` `(nblocks2, s, r)`: L, with `nblocks1 * q == nblocks2 * r`; compact
-/// - `bias` optional `(nblocks2 * s,)`, any float dtype
-/// - `out` `(tokens, nblocks2 * s)`
+/// - `bias` optional `(nblocks2 * s,)`, any float dtype, contiguous
+/// - `out` `(tokens, nblocks2 * s)`, last dimension contiguous; must not overlap `x`, the
+///   weights or `bias` (not even in place with square blocks)
 ///
 /// `x`, weights and `out` share one of f32/f16/bf16; f32 accumulation.
 ///
 /// # Errors
-/// As `fk_monarch()`: `ShapeMismatch`, `DtypeMismatch`, `BadStrides` (weights not compact),
-/// `WrongDevice`, `Misaligned`, `Device`.
+/// As `fk_monarch()`: `ShapeMismatch`, `DtypeMismatch`, `BadStrides` (weights not compact, a
+/// last dimension not contiguous), `InvalidArgument` (`out` overlapping an input),
+/// `WrongDevice`, `Misaligned`, `Device`. On an error `out` is untouched.
 #[allow(clippy::too_many_arguments)]
 pub fn monarch(
     context: &Context,
@@ -786,8 +795,11 @@ pub fn monarch_workspace_size(
 ///
 /// - `x` `(tokens, nblocks * p)`, last dimension contiguous
 /// - `w` `(nblocks, q, p)`, compact
-/// - `bias` optional `(nblocks * q,)`, any float dtype
-/// - `out` `(tokens, nblocks * q)`
+/// - `bias` optional `(nblocks * q,)`, any float dtype, contiguous
+/// - `out` `(tokens, nblocks * q)`, last dimension contiguous; must not overlap `x`, `w` or
+///   `bias`
+///
+/// `x`, `w` and `out` share one of f32/f16/bf16; f32 accumulation.
 ///
 /// # Errors
 /// As [`monarch`].
