@@ -49,7 +49,10 @@
  *   (the SONAME), so a binary built against an older header never loads a library whose
  *   structs it would misread: it needs a rebuild, not a code change.
  * - **Tensors** are borrowed DLPack views (`const DLTensor*`, see dlpack.h). flashkit never
- *   takes ownership and never keeps a pointer after a call returns (plans copy what they keep).
+ *   takes ownership, and no DLTensor struct is read after the call returns (plans copy what
+ *   they keep). The memory the views point to is another matter: on the CUDA backend the
+ *   enqueued work (and every replay of a CUDA graph that captured the call) reads and writes it
+ *   later, so it must stay allocated until that work has finished on the stream.
  *   Strides are in elements; `strides == NULL` means compact row-major. Unless an operation
  *   says otherwise the last dimension must be contiguous (stride 1) and every other stride may
  *   be anything, including larger than compact (padded rows). Data pointers (`data` plus
@@ -63,6 +66,12 @@
  *   extent > 1 by increasing stride, each stride must exceed the largest offset the smaller
  *   ones reach. So a few interleaved layouts whose elements are in fact distinct, such as shape
  *   (2, 3) with strides (3, 2), are refused too.
+ * - **Fast paths**: beyond these rules no layout is refused for speed. The tensor-core kernels
+ *   have their own conditions (typically data pointers aligned to 16 bytes and leading strides
+ *   that are multiples of 8 elements, block sizes that are multiples of 16 for Monarch); a
+ *   call outside them runs on a slower kernel of the same result contract. Each
+ *   fk_*_select_kernel() names the kernel a call would run, and docs/design.md ("Kernel
+ *   families: order and what each declines") lists what each declines.
  * - **Devices**: a CPU context accepts tensors on `kDLCPU` or `kDLCUDAHost` (pinned host
  *   memory); a CUDA context accepts `kDLCUDA` or `kDLCUDAManaged` tensors whose `device_id` is
  *   the context's device. Anything else is `FK_ERROR_WRONG_DEVICE`.
@@ -73,8 +82,14 @@
  * - **Zero-sized** problems (any dimension 0) succeed without launching any work, except where an
  *   operation defines a value for them (GEMM with K = 0 writes the epilogue of `beta * C`:
  *   bias and activation applied, see the GEMM section).
- * - **Asynchrony**: on the CUDA backend every call is enqueued on the launch's stream and returns
- *   before the work finishes; on the CPU backend calls are synchronous.
+ * - **Asynchrony**: on the CUDA backend a call is enqueued on the launch's stream, which must
+ *   belong to the context's device, and returns before the work finishes; the calling thread's
+ *   current CUDA device is restored on return. Exceptions, where the call waits for the
+ *   stream: varlen attention without `max_seqlen_q` / `max_seqlen_k` copies the corresponding
+ *   `cu_seqlens` to the host; an FFT-convolution plan builds its tables on its first call with
+ *   given arguments; and on a GPU without stream-ordered memory pools, scratch memory that the
+ *   caller's workspace does not cover is allocated with cudaMalloc and freed after
+ *   synchronising the stream. On the CPU backend calls are synchronous.
  * - **CUDA graphs**: CUDA calls can be captured (cudaStreamBeginCapture on the launch stream) and
  *   replayed; a call enqueues kernels, memsets and stream-ordered allocations only. Two calls
  *   would have to wait for the GPU and are refused under capture, enqueueing nothing and leaving
@@ -163,8 +178,11 @@ typedef enum fk_status_t {
   FK_SUCCESS = 0, /**< The call succeeded. */
 
   /* --- 100: invalid argument: the caller passed something the documentation forbids --- */
-  FK_ERROR_INVALID_ARGUMENT = 100, /**< A value is out of its documented range. */
-  FK_ERROR_NULL_POINTER = 101,     /**< A required pointer (handle, tensor, data) is NULL. */
+  FK_ERROR_INVALID_ARGUMENT = 100, /**< A value is out of its documented range, or an output
+                                        (or the launch workspace) overlaps a tensor it must
+                                        not (see "Data types and tensors"). */
+  FK_ERROR_NULL_POINTER = 101,     /**< A required pointer (handle, tensor, data) is NULL, or
+                                        a view's bytes wrap around the address space. */
   FK_ERROR_BAD_STRUCT_SIZE = 102,  /**< A struct's `struct_size` is not one this library knows;
                                         call its `fk_*_init()` first. */
   FK_ERROR_DTYPE_MISMATCH = 103,   /**< A tensor's dtype is unsupported or differs from another's. */
@@ -187,7 +205,11 @@ typedef enum fk_status_t {
                                              (fk_launch_t::workspace), not refused. */
 
   /* --- 400: device error --- */
-  FK_ERROR_DEVICE = 400,        /**< The CUDA runtime or driver reported an error. */
+  FK_ERROR_DEVICE = 400,        /**< The CUDA runtime or driver reported an error. It may be a
+                                     fault left by earlier asynchronous work on the device
+                                     (CUDA reports those at a later call); after a sticky
+                                     fault (an illegal address, say) the CUDA context, and so
+                                     every flashkit context on that device, is unusable. */
   FK_ERROR_KERNEL_LAUNCH = 401, /**< A kernel failed to launch. */
 
   /* --- 500: internal error: a flashkit bug; please report it --- */
@@ -200,11 +222,14 @@ typedef enum fk_status_t {
  *
  * `status / 100 * 100` for the codes of this header; a value outside them (negative, or in
  * no category above) gives FK_ERROR_INTERNAL.
+ * @param status Any value.
+ * @return The category's code (never an error of its own).
  */
 FK_API fk_status_t fk_status_category(fk_status_t status);
 
 /**
  * @brief Short static description of a status code, e.g. `"invalid argument: shape mismatch"`.
+ * @param status Any value.
  * @return Static text; never NULL (unknown codes give `"unknown status"`).
  */
 FK_API const char* fk_status_string(fk_status_t status);
@@ -252,6 +277,10 @@ typedef void (*fk_log_callback_t)(fk_log_level_t level, const char* message, voi
  * that calls flashkit; it must not call flashkit. Deliveries are serialised under a library
  * lock (one callback at a time), and fk_set_log_callback() takes that lock: once it returns, the
  * previous callback and `user_data` are no longer in use, so a binding may free them.
+ * @param callback  The function to call, or NULL to remove the current one.
+ * @param max_level The least severe level delivered (FK_LOG_ERROR .. FK_LOG_DEBUG); checked
+ *                  even when `callback` is NULL.
+ * @param user_data Passed back to every call of `callback`; flashkit never dereferences it.
  * @return FK_SUCCESS, or FK_ERROR_INVALID_ARGUMENT if `max_level` is not a fk_log_level_t.
  */
 FK_API fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_t max_level,
@@ -268,7 +297,12 @@ FK_API fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_
  *  FP8 uses the DLPack 1.1 type codes below (the installed dlpack.h may be older): float8
  *  e4m3fn `{FK_DLPACK_FLOAT8_E4M3FN, 8, 1}` and e5m2 `{FK_DLPACK_FLOAT8_E5M2, 8, 1}`, as
  *  PyTorch's `torch.float8_e4m3fn` / `torch.float8_e5m2` export them. Only fk_gemm_scaled()'s
- *  `a` and `b` accept them; everywhere else they get FK_ERROR_NOT_SUPPORTED.
+ *  `a` and `b` accept them. Elsewhere an fp8 dtype gets FK_ERROR_NOT_SUPPORTED (this
+ *  overrides the DTYPE_MISMATCH that a function's list gives for other wrong dtypes: index
+ *  tensors, an FFT-convolution plan's `dtype`, every 16/32-bit float argument), except where
+ *  an argument must be fp32 (`lse`, fk_gemm_scaled()'s `scale_a` / `scale_b`), which gets
+ *  FK_ERROR_DTYPE_MISMATCH for any other dtype; an fp8 type code with `bits` other than 8 is
+ *  FK_ERROR_DTYPE_MISMATCH everywhere.
  *
  *  Overlap rules ("must not overlap", "must not share memory"; FK_ERROR_INVALID_ARGUMENT, the
  *  message naming both tensors) are judged on address ranges: a view covers the bytes from
@@ -340,8 +374,11 @@ typedef struct fk_context_options_t {
   int32_t device_ordinal;/**< CUDA device ordinal (as in cudaSetDevice). Default 0. */
   int32_t kernel_family; /**< An fk_kernel_family_t to force. Default FK_KERNEL_FAMILY_AUTO. */
   int32_t num_threads;   /**< CPU backend threads, 0..4096; 0 (default) uses the environment
-                              variable `FLASHKIT_NUM_THREADS` if set, else the hardware
-                              concurrency. */
+                              variable `FLASHKIT_NUM_THREADS` (an integer in [1, 4096]) if set
+                              and not empty, else the hardware concurrency. The variable is
+                              read for every backend when this is 0: another value fails the
+                              creation, a CUDA context's included, with
+                              FK_ERROR_INVALID_ARGUMENT naming it. */
   uint32_t flags;        /**< Reserved; must be 0. */
 } fk_context_options_t;
 
@@ -633,9 +670,10 @@ FK_API fk_status_t fk_attention_params_init(fk_attention_params_t* params);
  *   two cu_seqlens given);
  *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (library-managed
  *   scratch, e.g. split-key partials); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH.
- *   On the CUDA backend the cu_seqlens entries (monotonicity, start, end) are checked only
- *   when they are read back, that is when `params.max_seqlen_q` or `max_seqlen_k` is left 0:
- *   that read-back synchronises the stream. With both given nothing is read back, and wrong
+ *   On the CUDA backend the entries of a device-resident cu_seqlens (monotonicity, start, end)
+ *   are checked only when they are read back, which is decided per tensor: `cu_seqlens_q` is
+ *   read back when `params.max_seqlen_q` is 0, `cu_seqlens_k` when `max_seqlen_k` is 0, and a
+ *   read-back synchronises the stream. With both given nothing is read back, and wrong
  *   entries give an unspecified result but no out-of-bounds access (see `max_seqlen_q`).
  */
 FK_API fk_status_t fk_attention_forward(const fk_context_t* context, const fk_launch_t* launch,
@@ -1284,6 +1322,8 @@ FK_API fk_status_t fk_fftconv_plan_get_options(const fk_fftconv_plan_t* plan,
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE (launch);
  *   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not
  *   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;
+ *   FK_ERROR_INVALID_ARGUMENT (`y` overlapping an input, nonzero launch flags, the launch
+ *   workspace overlapping a tensor of the call);
  *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE;
  *   FK_ERROR_KERNEL_LAUNCH;
  *   FK_ERROR_NOT_SUPPORTED when the launch stream is being captured into a CUDA graph and the

@@ -280,7 +280,8 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
   explicit Context(const fk_context_options_t& options) {
     check(fk_context_create(&options, &handle_));
   }
-  /** @brief A CPU-backend context; `num_threads` 0 uses the hardware concurrency. */
+  /** @brief A CPU-backend context; `num_threads` 0 uses `FLASHKIT_NUM_THREADS` if set, else
+   *         the hardware concurrency (fk_context_options_t::num_threads). */
   static Context cpu(int32_t num_threads = 0) {
     fk_context_options_t o = context_options();
     o.backend = FK_BACKEND_CPU;

@@ -317,9 +317,12 @@ extern "C" {
 }
 #[doc = "< The call succeeded."]
 pub const FK_SUCCESS: fk_status_t = 0;
-#[doc = "< A value is out of its documented range."]
+#[doc = "< A value is out of its documented range, or an output"]
+#[doc = "(or the launch workspace) overlaps a tensor it must"]
+#[doc = "not (see \"Data types and tensors\")."]
 pub const FK_ERROR_INVALID_ARGUMENT: fk_status_t = 100;
-#[doc = "< A required pointer (handle, tensor, data) is NULL."]
+#[doc = "< A required pointer (handle, tensor, data) is NULL, or"]
+#[doc = "a view's bytes wrap around the address space."]
 pub const FK_ERROR_NULL_POINTER: fk_status_t = 101;
 #[doc = "< A struct's `struct_size` is not one this library knows;"]
 #[doc = "call its `fk_*_init()` first."]
@@ -347,7 +350,11 @@ pub const FK_ERROR_OUT_OF_MEMORY: fk_status_t = 300;
 #[doc = "supplemented by stream-ordered allocation"]
 #[doc = "(fk_launch_t::workspace), not refused."]
 pub const FK_ERROR_WORKSPACE_TOO_SMALL: fk_status_t = 301;
-#[doc = "< The CUDA runtime or driver reported an error."]
+#[doc = "< The CUDA runtime or driver reported an error. It may be a"]
+#[doc = "fault left by earlier asynchronous work on the device"]
+#[doc = "(CUDA reports those at a later call); after a sticky"]
+#[doc = "fault (an illegal address, say) the CUDA context, and so"]
+#[doc = "every flashkit context on that device, is unusable."]
 pub const FK_ERROR_DEVICE: fk_status_t = 400;
 #[doc = "< A kernel failed to launch."]
 pub const FK_ERROR_KERNEL_LAUNCH: fk_status_t = 401;
@@ -361,10 +368,13 @@ extern "C" {
     #[doc = ""]
     #[doc = " `status / 100 * 100` for the codes of this header; a value outside them (negative, or in"]
     #[doc = " no category above) gives FK_ERROR_INTERNAL."]
+    #[doc = " @param status Any value."]
+    #[doc = " @return The category's code (never an error of its own)."]
     pub fn fk_status_category(status: fk_status_t) -> fk_status_t;
 }
 extern "C" {
     #[doc = " @brief Short static description of a status code, e.g. `\"invalid argument: shape mismatch\"`."]
+    #[doc = " @param status Any value."]
     #[doc = " @return Static text; never NULL (unknown codes give `\"unknown status\"`)."]
     pub fn fk_status_string(status: fk_status_t) -> *const ::std::os::raw::c_char;
 }
@@ -406,6 +416,10 @@ extern "C" {
     #[doc = " that calls flashkit; it must not call flashkit. Deliveries are serialised under a library"]
     #[doc = " lock (one callback at a time), and fk_set_log_callback() takes that lock: once it returns, the"]
     #[doc = " previous callback and `user_data` are no longer in use, so a binding may free them."]
+    #[doc = " @param callback  The function to call, or NULL to remove the current one."]
+    #[doc = " @param max_level The least severe level delivered (FK_LOG_ERROR .. FK_LOG_DEBUG); checked"]
+    #[doc = "                  even when `callback` is NULL."]
+    #[doc = " @param user_data Passed back to every call of `callback`; flashkit never dereferences it."]
     #[doc = " @return FK_SUCCESS, or FK_ERROR_INVALID_ARGUMENT if `max_level` is not a fk_log_level_t."]
     pub fn fk_set_log_callback(
         callback: fk_log_callback_t,
@@ -472,8 +486,11 @@ pub struct fk_context_options_t {
     #[doc = "< An fk_kernel_family_t to force. Default FK_KERNEL_FAMILY_AUTO."]
     pub kernel_family: i32,
     #[doc = "< CPU backend threads, 0..4096; 0 (default) uses the environment"]
-    #[doc = "variable `FLASHKIT_NUM_THREADS` if set, else the hardware"]
-    #[doc = "concurrency."]
+    #[doc = "variable `FLASHKIT_NUM_THREADS` (an integer in [1, 4096]) if set"]
+    #[doc = "and not empty, else the hardware concurrency. The variable is"]
+    #[doc = "read for every backend when this is 0: another value fails the"]
+    #[doc = "creation, a CUDA context's included, with"]
+    #[doc = "FK_ERROR_INVALID_ARGUMENT naming it."]
     pub num_threads: i32,
     #[doc = "< Reserved; must be 0."]
     pub flags: u32,
@@ -1239,9 +1256,10 @@ extern "C" {
     #[doc = "   two cu_seqlens given);"]
     #[doc = "   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (library-managed"]
     #[doc = "   scratch, e.g. split-key partials); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH."]
-    #[doc = "   On the CUDA backend the cu_seqlens entries (monotonicity, start, end) are checked only"]
-    #[doc = "   when they are read back, that is when `params.max_seqlen_q` or `max_seqlen_k` is left 0:"]
-    #[doc = "   that read-back synchronises the stream. With both given nothing is read back, and wrong"]
+    #[doc = "   On the CUDA backend the entries of a device-resident cu_seqlens (monotonicity, start, end)"]
+    #[doc = "   are checked only when they are read back, which is decided per tensor: `cu_seqlens_q` is"]
+    #[doc = "   read back when `params.max_seqlen_q` is 0, `cu_seqlens_k` when `max_seqlen_k` is 0, and a"]
+    #[doc = "   read-back synchronises the stream. With both given nothing is read back, and wrong"]
     #[doc = "   entries give an unspecified result but no out-of-bounds access (see `max_seqlen_q`)."]
     pub fn fk_attention_forward(
         context: *const fk_context_t,
@@ -2161,6 +2179,8 @@ extern "C" {
     #[doc = " @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE (launch);"]
     #[doc = "   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not"]
     #[doc = "   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;"]
+    #[doc = "   FK_ERROR_INVALID_ARGUMENT (`y` overlapping an input, nonzero launch flags, the launch"]
+    #[doc = "   workspace overlapping a tensor of the call);"]
     #[doc = "   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE;"]
     #[doc = "   FK_ERROR_KERNEL_LAUNCH;"]
     #[doc = "   FK_ERROR_NOT_SUPPORTED when the launch stream is being captured into a CUDA graph and the"]
