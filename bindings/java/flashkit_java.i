@@ -133,9 +133,10 @@ FKJ_RETURNS_OUT_PARAM(fk_fftconv_workspace_size, jlong, long)
    on success). */
 %typemap(argout) fk_context_t** context %{ jresult = (jlong)(intptr_t)*$1; %}
 %typemap(argout) fk_fftconv_plan_t** plan %{ jresult = (jlong)(intptr_t)*$1; %}
-%typemap(argout) const char** variant_name %{
-  jresult = (*jenv)->NewStringUTF(jenv, *$1 ? *$1 : "");
-%}
+%typemap(argout) const char** variant_name %{ jresult = fkj_new_string(jenv, *$1); %}
+/* Every other string the library returns (error messages, status strings, the version):
+   decoded as standard UTF-8, which NewStringUTF (modified UTF-8) is not. */
+%typemap(out) const char* %{ $result = fkj_new_string(jenv, $1); %}
 /* Sizes above Long.MAX_VALUE cannot occur (they would not fit any device). */
 %typemap(argout) uint64_t* workspace_bytes %{ jresult = (jlong)*$1; %}
 

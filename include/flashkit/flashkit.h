@@ -374,7 +374,7 @@ typedef struct fk_context_options_t {
   int32_t device_ordinal;/**< CUDA device ordinal (as in cudaSetDevice). Default 0. */
   int32_t kernel_family; /**< An fk_kernel_family_t to force. Default FK_KERNEL_FAMILY_AUTO. */
   int32_t num_threads;   /**< CPU backend threads, 0..4096; 0 (default) uses the environment
-                              variable `FLASHKIT_NUM_THREADS` (an integer in [1, 4096]) if set
+                              variable `FLASHKIT_NUM_THREADS` (decimal digits, 1..4096) if set
                               and not empty, else the hardware concurrency. The variable is
                               read for every backend when this is 0: another value fails the
                               creation, a CUDA context's included, with

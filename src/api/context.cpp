@@ -46,9 +46,11 @@ fk_status_t env_family(fk_kernel_family_t* family) {
 fk_status_t env_threads(int32_t* threads) {
   const char* s = std::getenv("FLASHKIT_NUM_THREADS");
   if (!s || !*s) return FK_SUCCESS;
-  char* end = nullptr;
-  long n = std::strtol(s, &end, 10);
-  if (*end != '\0' || n < 1 || n > 4096) {
+  // Decimal digits only: strtol would also take leading blanks and a sign (" 4", "+2").
+  long n = 0;
+  const char* p = s;
+  for (; *p >= '0' && *p <= '9' && n <= 4096; ++p) n = n * 10 + (*p - '0');
+  if (*p != '\0' || n < 1 || n > 4096) {
     return set_error(FK_ERROR_INVALID_ARGUMENT,
                      "FLASHKIT_NUM_THREADS: '%s' is not an integer in [1, 4096]", s);
   }

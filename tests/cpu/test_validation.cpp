@@ -154,9 +154,23 @@ TEST_CASE("context: creation rules", "[validation][context]") {
       fktest::ScopedEnv env("FLASHKIT_KERNEL_FAMILY", "sm70");
       expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_KERNEL_FAMILY"});
     }
-    {
-      fktest::ScopedEnv env("FLASHKIT_NUM_THREADS", "lots");
-      expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT, {"FLASHKIT_NUM_THREADS"});
+    for (const char* bad : {"lots", " 4", "+2", "-1", "0", "4097", "99999999999999999999", "3x"}) {
+      fktest::ScopedEnv env("FLASHKIT_NUM_THREADS", bad);
+      expect_error(fk_context_create(&o, &ctx), FK_ERROR_INVALID_ARGUMENT,
+                   {"FLASHKIT_NUM_THREADS", std::string("'") + bad + "'"});
+    }
+    for (const char* good : {"1", "3", "007"}) {
+      fktest::ScopedEnv env("FLASHKIT_NUM_THREADS", good);
+      fk_context_t* c = nullptr;
+      fk_context_options_t cpu_o;
+      fk_context_options_init(&cpu_o);
+      cpu_o.backend = FK_BACKEND_CPU;
+      REQUIRE(fk_context_create(&cpu_o, &c) == FK_SUCCESS);
+      fk_context_info_t info;
+      fk_context_info_init(&info);
+      REQUIRE(fk_context_get_info(c, &info) == FK_SUCCESS);
+      CHECK(info.num_threads == std::atoi(good));
+      fk_context_destroy(c);
     }
   }
   SECTION("a CUDA backend chosen by the environment is named in the error") {

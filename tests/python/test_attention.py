@@ -131,7 +131,8 @@ def test_attention_into_a_given_lse(rng):
 
     out = np.full(q.shape, np.nan, np.float32)
     for bad, match in ((np.zeros((2, 3, 12), np.float32), "lse"),
-                       (np.zeros((2, 3, 11), np.float16), "lse"),
+                       (np.zeros((2, 3, 11), np.float16), "lse: dtype float16 must be float32"),
+                       (np.zeros((2, 3, 11), np.int32), "lse: dtype int32 must be float32"),
                        (out.reshape(-1)[:66].reshape(2, 3, 11), "lse.*out|out.*lse")):
         before = bad.copy()
         with pytest.raises(flashkit.InvalidArgumentError, match=match):

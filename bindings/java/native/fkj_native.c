@@ -86,6 +86,48 @@ int64_t fkj_direct_buffer_address(JNIEnv* jenv, jobject buffer) {
   return (int64_t)(intptr_t)p;
 }
 
+jstring fkj_new_string(JNIEnv* jenv, const char* utf8) {
+  if (!utf8) utf8 = "";
+  size_t n = 0;
+  int ascii = 1;
+  for (; utf8[n]; ++n) ascii &= ((unsigned char)utf8[n] < 0x80);
+  /* NUL-free ASCII is the same in standard and in JNI's modified UTF-8. */
+  if (ascii) return (*jenv)->NewStringUTF(jenv, utf8);
+  /* Anything else is decoded by new String(bytes, "UTF-8"): a 4-byte sequence becomes a
+     surrogate pair (NewStringUTF would garble it) and malformed bytes become U+FFFD. */
+  if (n > 0x7fffffff) n = 0x7fffffff;
+  jstring result = NULL;
+  jbyteArray bytes = (*jenv)->NewByteArray(jenv, (jsize)n);
+  jstring charset = bytes ? (*jenv)->NewStringUTF(jenv, "UTF-8") : NULL;
+  jclass cls = charset ? (*jenv)->FindClass(jenv, "java/lang/String") : NULL;
+  if (cls) {
+    jmethodID ctor = (*jenv)->GetMethodID(jenv, cls, "<init>", "([BLjava/lang/String;)V");
+    if (ctor) {
+      (*jenv)->SetByteArrayRegion(jenv, bytes, 0, (jsize)n, (const jbyte*)utf8);
+      result = (jstring)(*jenv)->NewObject(jenv, cls, ctor, bytes, charset);
+    }
+  }
+  if (cls) (*jenv)->DeleteLocalRef(jenv, cls);
+  if (charset) (*jenv)->DeleteLocalRef(jenv, charset);
+  if (bytes) (*jenv)->DeleteLocalRef(jenv, bytes);
+  return result; /* NULL: an exception (OutOfMemoryError) is pending */
+}
+
+jstring fkj_string_from_utf8(JNIEnv* jenv, jbyteArray utf8) {
+  if (!utf8) return fkj_new_string(jenv, "");
+  const jsize n = (*jenv)->GetArrayLength(jenv, utf8);
+  char* buf = (char*)malloc((size_t)n + 1);
+  if (!buf) {
+    fkj_throw_java(jenv, "java/lang/OutOfMemoryError", "fkj_string_from_utf8");
+    return NULL;
+  }
+  (*jenv)->GetByteArrayRegion(jenv, utf8, 0, n, (jbyte*)buf);
+  buf[n] = '\0';
+  jstring s = fkj_new_string(jenv, buf);
+  free(buf);
+  return s;
+}
+
 void fkj_throw_status(JNIEnv* jenv, int status) {
   if (status == FK_SUCCESS) return;
   /* Copy the thread-local message before any other call can replace it. */
@@ -98,7 +140,7 @@ void fkj_throw_status(JNIEnv* jenv, int status) {
     case FK_ERROR_DEVICE: cls = "org/flashkit/DeviceException"; break;
     default: cls = "org/flashkit/InternalException"; break;
   }
-  jstring jmsg = (*jenv)->NewStringUTF(jenv, msg ? msg : "");
+  jstring jmsg = fkj_new_string(jenv, msg);
   if (!jmsg) return; /* OutOfMemoryError pending */
   jclass c = (*jenv)->FindClass(jenv, cls);
   if (!c) return; /* NoClassDefFoundError pending */
@@ -119,7 +161,15 @@ static JavaVM* fkj_vm;
 static jobject fkj_log_sink;      /* global reference to the installed LogSink, or NULL */
 static jmethodID fkj_log_deliver; /* LogSink.deliver(int, String) */
 
+/* Set by Flashkit's shutdown hook: no delivery enters the JVM afterwards. Setting it takes no
+   lock, so the hook cannot wait on a delivery (a listener that calls System.exit holds the
+   library's log lock while the hooks run). */
+static int fkj_log_off;
+
+void fkj_log_shutdown(void) { __atomic_store_n(&fkj_log_off, 1, __ATOMIC_RELEASE); }
+
 static void fkj_log_trampoline(fk_log_level_t level, const char* message, void* user_data) {
+  if (__atomic_load_n(&fkj_log_off, __ATOMIC_ACQUIRE)) return;
   JNIEnv* env = NULL;
   if ((*fkj_vm)->GetEnv(fkj_vm, (void**)&env, JNI_VERSION_1_8) == JNI_EDETACHED &&
       (*fkj_vm)->AttachCurrentThreadAsDaemon(fkj_vm, (void**)&env, NULL) != JNI_OK) {
@@ -131,8 +181,8 @@ static void fkj_log_trampoline(fk_log_level_t level, const char* message, void* 
      itself catches what the listener throws). */
   jthrowable pending = (*env)->ExceptionOccurred(env);
   if (pending) (*env)->ExceptionClear(env);
-  if ((*env)->PushLocalFrame(env, 4) == 0) {
-    jstring jmsg = (*env)->NewStringUTF(env, message ? message : "");
+  if ((*env)->PushLocalFrame(env, 8) == 0) {
+    jstring jmsg = fkj_new_string(env, message);
     if (jmsg) (*env)->CallVoidMethod(env, (jobject)user_data, fkj_log_deliver, (jint)level, jmsg);
     if ((*env)->ExceptionCheck(env)) (*env)->ExceptionClear(env);
     (*env)->PopLocalFrame(env, NULL);

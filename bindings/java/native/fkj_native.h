@@ -52,6 +52,24 @@ void fkj_throw_status(JNIEnv* jenv, int status);
  */
 fk_status_t fkj_set_log_callback(JNIEnv* jenv, jobject sink, int32_t max_level);
 
+/**
+ * Stops all later log deliveries into the JVM without taking any lock (the callback stays
+ * installed in the library and returns at once). Called by Flashkit's shutdown hook; a
+ * delivery already inside the JVM finishes. Irreversible.
+ */
+void fkj_log_shutdown(void);
+
+/**
+ * A Java String decoded from `utf8` (NUL-terminated standard UTF-8; malformed bytes become
+ * U+FFFD), as every string from the library reaches Java (error and log messages, variant
+ * names). NULL (with an exception pending) only when the JVM is out of memory.
+ */
+jstring fkj_new_string(JNIEnv* jenv, const char* utf8);
+
+/** fkj_new_string() of a byte array (up to its first zero byte): lets tests check the
+ *  decoding of non-ASCII messages, which the library seldom produces. */
+jstring fkj_string_from_utf8(JNIEnv* jenv, jbyteArray utf8);
+
 /** Returns `status` unchanged after throwing for it as fkj_throw_status() does (lets tests
  *  check the category -> exception class mapping for statuses that are hard to provoke). */
 int32_t fkj_check_status(JNIEnv* jenv, int32_t status);

@@ -288,10 +288,12 @@ class _Call:
                 raise _errors.InvalidArgumentError(
                     f"workspace: overlaps {ref.name} (the call writes scratch data into it)", 100)
 
-    def output(self, name, user_obj, shape, dtype, dtype_from=None, fp8_hint=True):
+    def output(self, name, user_obj, shape, dtype, dtype_from=None, fp8_hint=True,
+               exact_dtype=False):
         """(object returned to the caller, its TensorRef): ``user_obj`` (out=) or a new array in
         the caller's library and device. ``dtype_from``: the argument whose dtype ``dtype``
-        is (default: the call's first array), named if it cannot be a result's dtype."""
+        is (default: the call's first array), named if it cannot be a result's dtype.
+        ``exact_dtype``: a given ``user_obj`` must have ``dtype`` itself (lse is float32)."""
         if user_obj is None:
             if dtype not in _dlpack.COMPUTE_DTYPES:
                 # The result would take an argument's dtype that flashkit does not compute in
@@ -312,6 +314,10 @@ class _Call:
             obj = user_obj
             ref = _dlpack.as_tensor(obj, name, self.dl_stream, writable=True,
                                     torch_stream=self.torch_stream)
+            if exact_dtype and ref.dtype != dtype:
+                raise _errors.InvalidArgumentError(
+                    f"{name}: dtype {ref.dtype.name} must be {dtype.name}",
+                    capi.FK_ERROR_DTYPE_MISMATCH)
             _dlpack.check_compute_dtype(ref)
             if ref.lib == "torch":
                 self.torch_outs.append(obj)
@@ -455,7 +461,7 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
     call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
     return_lse = return_lse or lse is not None
-    lse_obj, lser = (call.output("lse", lse, lse_shape, float32) if return_lse
+    lse_obj, lser = (call.output("lse", lse, lse_shape, float32, exact_dtype=True) if return_lse
                      else (None, None))
     args = call.addrs((qr, kr, vr, cq, ck, outr, lser))
     name = call.run(_select, capi.fk_attention_select_kernel, capi.fk_attention_forward,
@@ -514,7 +520,8 @@ def attention_kvcache(ctx, q, k_cache, v_cache, cache_seqlens=None, block_table=
     call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
     return_lse = return_lse or lse is not None
-    lse_obj, lser = (call.output("lse", lse, (qr.shape[0], qr.shape[2], qr.shape[1]), float32)
+    lse_obj, lser = (call.output("lse", lse, (qr.shape[0], qr.shape[2], qr.shape[1]), float32,
+                                     exact_dtype=True)
                      if return_lse else (None, None))
     args = call.addrs((qr, kr, vr, sl, bt, outr, lser))
     name = call.run(_select, capi.fk_attention_kvcache_select_kernel,

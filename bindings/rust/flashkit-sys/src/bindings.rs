@@ -486,7 +486,7 @@ pub struct fk_context_options_t {
     #[doc = "< An fk_kernel_family_t to force. Default FK_KERNEL_FAMILY_AUTO."]
     pub kernel_family: i32,
     #[doc = "< CPU backend threads, 0..4096; 0 (default) uses the environment"]
-    #[doc = "variable `FLASHKIT_NUM_THREADS` (an integer in [1, 4096]) if set"]
+    #[doc = "variable `FLASHKIT_NUM_THREADS` (decimal digits, 1..4096) if set"]
     #[doc = "and not empty, else the hardware concurrency. The variable is"]
     #[doc = "read for every backend when this is 0: another value fails the"]
     #[doc = "creation, a CUDA context's included, with"]

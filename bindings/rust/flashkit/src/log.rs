@@ -51,8 +51,16 @@ unsafe extern "C" fn trampoline(
         // SAFETY: the library passes a NUL-terminated string valid during the call.
         String::from_utf8_lossy(unsafe { CStr::from_ptr(message) }.to_bytes()).into_owned()
     };
-    // A panic must not unwind into C: it is caught and dropped.
-    let _ = catch_unwind(AssertUnwindSafe(|| callback(LogLevel::from_raw(level), &text)));
+    // A panic must not unwind into C: it is caught here. Dropping its payload runs the
+    // payload's Drop, which may panic in turn; that second panic is caught too and its payload
+    // is leaked rather than dropped, so nothing can unwind out of this function.
+    if let Err(payload) =
+        catch_unwind(AssertUnwindSafe(|| callback(LogLevel::from_raw(level), &text)))
+    {
+        if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            std::mem::forget(again);
+        }
+    }
 }
 
 /// Installs `callback(level, message)` for the library's messages at or below `max_level`
@@ -61,7 +69,8 @@ unsafe extern "C" fn trampoline(
 ///
 /// The library delivers one message at a time, from the thread of the flashkit call that logs
 /// it; the callback must not call flashkit (it would deadlock on the library's log lock). A
-/// panic in the callback is caught and ignored. The previous closure is dropped once no
+/// panic in the callback is caught and ignored (never unwinds into the library, even when
+/// dropping the panic's payload panics again: that payload is leaked). The previous closure is dropped once no
 /// delivery can still be using it.
 ///
 /// # Errors

@@ -83,6 +83,18 @@ fn log_callback_levels_replacement_and_removal() {
     assert_eq!(Arc::strong_count(&errors), 1);
     run_gemms(&ctx);
 
+    // A panic whose payload panics again when dropped: still nothing unwinds into C (the
+    // process would abort), and the call's own error still reaches the caller.
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("payload drop panic");
+        }
+    }
+    set_log_callback(|_, _| std::panic::panic_any(PanicsOnDrop), LogLevel::Error).unwrap();
+    let err = run_gemms(&ctx);
+    assert!(!err.message().is_empty());
+
     clear_log_callback();
     let counter = Arc::new(Mutex::new(0usize));
     let c2 = counter.clone();

@@ -16,17 +16,21 @@ public final class AttentionParams {
   private long maxSeqlenK;
 
   /**
-   * Multiplier of Q K^T (FlashAttention's {@code softmax_scale}); finite or infinite, not NaN.
-   * Unset, or after {@link #defaultSoftmaxScale()}, the library uses 1/sqrt(head_dim).
+   * Multiplier of Q K^T (FlashAttention's {@code softmax_scale}): any finite value. Unset, or
+   * after {@link #defaultSoftmaxScale()}, the library uses 1/sqrt(head_dim).
    *
-   * @throws IllegalArgumentException for NaN: the C library spells "default" as NaN, and a
-   *     NaN computed by mistake must not silently become the default (Python and Rust refuse
-   *     it too)
+   * @throws IllegalArgumentException for NaN (the C library spells "default" as NaN, and a NaN
+   *     computed by mistake must not silently become the default) and for an infinite scale
+   *     (the library refuses it: {@code FK_ERROR_INVALID_ARGUMENT}); Python and Rust refuse
+   *     both too
    */
   public AttentionParams softmaxScale(float scale) {
     if (Float.isNaN(scale)) {
       throw new IllegalArgumentException(
           "softmax_scale: NaN (call defaultSoftmaxScale() for 1/sqrt(head_dim))");
+    }
+    if (Float.isInfinite(scale)) {
+      throw new IllegalArgumentException("softmax_scale: " + scale + " is not finite");
     }
     this.softmaxScale = scale;
     return this;

@@ -45,21 +45,26 @@ public final class Flashkit {
    *
    * <p>Messages are delivered one at a time on the thread of the flashkit call that logs them.
    * The listener must not call flashkit (it would deadlock on the library's log lock) and
-   * should return quickly; what it throws is dropped. A listener still installed when the JVM
-   * shuts down is removed by a shutdown hook.
+   * should return quickly; what it throws is dropped. Once the JVM starts shutting down, a
+   * shutdown hook stops all deliveries (without waiting for one in progress, so a listener
+   * may call {@code System.exit}).
    *
    * @throws NullPointerException if {@code listener} or {@code maxLevel} is null
+   * @throws IllegalStateException if the JVM is already shutting down (nothing is installed)
    */
   public static void setLogCallback(java.util.function.BiConsumer<LogLevel, String> listener,
       LogLevel maxLevel) {
     java.util.Objects.requireNonNull(listener, "listener");
     java.util.Objects.requireNonNull(maxLevel, "maxLevel");
     synchronized (LOG_LOCK) {
-      FlashkitNative.fkj_set_log_callback(new LogSink(listener), maxLevel.value());
       if (!logHookRegistered) {
-        Runtime.getRuntime().addShutdownHook(new Thread(Flashkit::clearLogCallback, "flashkit-log-off"));
+        // First, so that a JVM already shutting down refuses (IllegalStateException) before
+        // anything is installed. The hook takes no lock: it must not wait for a delivery.
+        Runtime.getRuntime().addShutdownHook(
+            new Thread(FlashkitNative::fkj_log_shutdown, "flashkit-log-off"));
         logHookRegistered = true;
       }
+      FlashkitNative.fkj_set_log_callback(new LogSink(listener), maxLevel.value());
     }
   }
 

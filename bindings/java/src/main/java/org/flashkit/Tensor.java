@@ -255,8 +255,13 @@ public final class Tensor implements AutoCloseable {
    * The data pointer this view passes to the library (its first element's address), e.g. for
    * {@link Launch#withWorkspace(long, long)} or another native library. Valid while this tensor
    * is open and reachable (a host tensor's buffer is freed with it); keep it alive meanwhile.
+   *
+   * @throws IllegalStateException if this view is closed
    */
   public long address() {
+    if (isClosed()) {
+      throw new IllegalStateException("Tensor is closed: " + this + " (its address is not valid)");
+    }
     return address;
   }
 

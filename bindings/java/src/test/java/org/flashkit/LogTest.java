@@ -5,13 +5,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.File;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** Flashkit.setLogCallback: levels, replacement, a throwing listener, removal. */
+/**
+ * Flashkit.setLogCallback: levels, replacement, a throwing listener, removal, shutdown (in a
+ * child JVM), and the decoding of non-ASCII messages.
+ */
 class LogTest {
   @AfterEach
   void off() {
@@ -73,5 +79,52 @@ class LogTest {
       throw new AssertionError(e);
     }
     assertThrows(NullPointerException.class, () -> Flashkit.setLogCallback(null, LogLevel.WARN));
+  }
+
+  /** Runs LogShutdownProbe in a child JVM (same jars, same native library); its output. */
+  private static String probe(String mode, int expectedExit) throws Exception {
+    String java = ProcessHandle.current().info().command()
+        .orElse(System.getProperty("java.home") + "/bin/java");
+    String cp = new File(Flashkit.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+        + File.pathSeparator
+        + new File(LogShutdownProbe.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    List<String> cmd = new ArrayList<>(List.of(java, "-Xcheck:jni", "-cp", cp));
+    for (String prop : new String[] {"java.library.path", "org.flashkit.jni.library"}) {
+      String v = System.getProperty(prop);
+      if (v != null) cmd.add("-D" + prop + "=" + v);
+    }
+    cmd.addAll(List.of(LogShutdownProbe.class.getName(), mode));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    if (!p.waitFor(60, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      throw new AssertionError("child JVM (" + mode + ") did not exit within 60 s: hung at shutdown");
+    }
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertEquals(expectedExit, p.exitValue(), out);
+    return out;
+  }
+
+  @Test
+  void aListenerMayExitTheJvm() throws Exception {
+    probe("exit", 3);
+  }
+
+  @Test
+  void installingDuringShutdownIsRefusedAndDeliversNothing() throws Exception {
+    String out = probe("hook", 0);
+    assertTrue(out.contains("refused") && !out.contains("installed"), out);
+    assertTrue(out.contains("gemm refused") && !out.contains("delivered"), out);
+  }
+
+  @Test
+  void messagesAreDecodedAsStandardUtf8() {
+    // U+00E9 (2 bytes), U+20AC (3 bytes), U+1F600 (4 bytes: a surrogate pair in Java).
+    String text = "caf\u00e9 \u20ac \ud83d\ude00";
+    assertEquals(text, FlashkitNative.fkj_string_from_utf8(text.getBytes(StandardCharsets.UTF_8)));
+    assertEquals("ascii only", FlashkitNative.fkj_string_from_utf8(
+        "ascii only".getBytes(StandardCharsets.US_ASCII)));
+    // Malformed UTF-8 becomes U+FFFD, never an exception or a JNI warning.
+    assertEquals("a\ufffdb", FlashkitNative.fkj_string_from_utf8(new byte[] {'a', (byte) 0xff, 'b'}));
+    assertEquals("", FlashkitNative.fkj_string_from_utf8(new byte[0]));
   }
 }

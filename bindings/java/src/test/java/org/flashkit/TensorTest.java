@@ -182,9 +182,11 @@ class TensorTest {
     Tensor x = Tensor.allocate(DType.FLOAT32, 2, 4);
     Tensor w = Tensor.allocate(DType.FLOAT32, 2, 2, 2);
     Tensor out = Tensor.allocate(DType.FLOAT32, 2, 4);
+    assertTrue(x.address() != 0);
     x.close();
     x.close();
     assertTrue(x.isClosed());
+    assertThrows(IllegalStateException.class, x::address);
     try (Context ctx = Context.cpu(1)) {
       assertThrows(IllegalStateException.class, () -> ctx.blockdiagLinear(x, w, null, out));
     } finally {
