@@ -142,8 +142,8 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define FK_VERSION_MAJOR 0 /**< Major version: incompatible API changes. */
-#define FK_VERSION_MINOR 5 /**< Minor version: added functionality. */
-#define FK_VERSION_PATCH 2 /**< Patch version: fixes. */
+#define FK_VERSION_MINOR 6 /**< Minor version: added functionality. */
+#define FK_VERSION_PATCH 0 /**< Patch version: fixes. */
 /** @brief The version as one number: major * 10000 + minor * 100 + patch. */
 #define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
 /** ABI number, the SONAME suffix. 1 since 0.2.0: fk_attention_params_t grew (max_seqlen_q/k), and
@@ -159,7 +159,7 @@ extern "C" {
 FK_API unsigned fk_get_version_number(void);
 
 /**
- * @brief Runtime version string of the loaded library, e.g. `"0.5.2"`.
+ * @brief Runtime version string of the loaded library, e.g. `"0.6.0"`.
  * @return Static text; never NULL; do not free.
  */
 FK_API const char* fk_get_version(void);
@@ -297,7 +297,7 @@ FK_API fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_
  *  FP8 uses the DLPack 1.1 type codes below (the installed dlpack.h may be older): float8
  *  e4m3fn `{FK_DLPACK_FLOAT8_E4M3FN, 8, 1}` and e5m2 `{FK_DLPACK_FLOAT8_E5M2, 8, 1}`, as
  *  PyTorch's `torch.float8_e4m3fn` / `torch.float8_e5m2` export them. Only fk_gemm_scaled()'s
- *  `a` and `b` accept them. Elsewhere an fp8 dtype gets FK_ERROR_NOT_SUPPORTED (this
+ *  `a` and `b` and fk_attention_fp8_forward()'s `q`, `k` and `v` (e4m3fn) accept them. Elsewhere an fp8 dtype gets FK_ERROR_NOT_SUPPORTED (this
  *  overrides the DTYPE_MISMATCH that a function's list gives for other wrong dtypes: index
  *  tensors, an FFT-convolution plan's `dtype`, every 16/32-bit float argument), except where
  *  an argument must be fp32 (`lse`, fk_gemm_scaled()'s `scale_a` / `scale_b`), which gets
@@ -720,6 +720,84 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
                                                const DLTensor* v, const DLTensor* cu_seqlens_q,
                                                const DLTensor* cu_seqlens_k, const DLTensor* out,
                                                const DLTensor* lse, uint64_t* workspace_bytes);
+
+/**
+ * @brief Attention forward on fp8 (e4m3fn) queries, keys and values with per-(batch, kv-head)
+ *        descale factors, output bf16: FlashAttention-3's FP8 forward contract (Shah et al.
+ *        2024, "FlashAttention-3: Fast and Accurate Attention with Asynchrony and
+ *        Low-precision", Section 3.3; its `q_descale` / `k_descale` / `v_descale`). Added in
+ *        0.6.0.
+ *
+ * Computes fk_attention_forward() on the dequantised inputs
+ * `q_real[b, s, h, :] = descale_q[b, h / (nheads / nheads_k)] * float(q[b, s, h, :])`,
+ * `k_real[b, s, g, :] = descale_k[b, g] * float(k[b, s, g, :])` and likewise v, with every
+ * option of `params` (causal, window, softcap, GQA/MQA, varlen, lse). The dequantised values
+ * are rounded to bf16 once and the attention runs on the bf16 kernels of the context's
+ * backend: the result equals, bit for bit on the same device, fk_attention_forward() on
+ * contiguous bf16 tensors holding those values with the same `out` and `lse` (the variant the
+ * dispatcher picks depends on the layouts; fk_attention_fp8_select_kernel() names it). It is not fp8 tensor-core arithmetic: on the CUDA backend the call costs one
+ * extra pass over q, k and v (read fp8, write bf16 scratch) on top of the bf16 attention,
+ * and the scratch (2 bytes per element of q, k and v) comes from the launch workspace or is
+ * allocated per call (fk_attention_fp8_workspace_size()).
+ *
+ * Arguments as fk_attention_forward(), except:
+ * @param q, k, v      float8 e4m3fn `{FK_DLPACK_FLOAT8_E4M3FN, 8, 1}` (all three;
+ *                     FK_ERROR_DTYPE_MISMATCH otherwise, e5m2 included: FlashAttention-3
+ *                     quantises attention inputs to e4m3), shapes, strides and layouts as
+ *                     fk_attention_forward()'s. A NaN code (S.1111.111) propagates to the rows
+ *                     it reaches, as a NaN input would.
+ * @param descale_q    NULL (all factors 1), or fp32 `(batch, nheads_k)` (FK_ERROR_DTYPE_MISMATCH
+ *                     / FK_ERROR_SHAPE_MISMATCH otherwise), any non-negative strides, on the
+ *                     context's device: the factor that multiplies query head h of sequence b
+ *                     is `descale_q[b, h / (nheads / nheads_k)]` (one factor per GQA group, as
+ *                     in FlashAttention-3). `batch` is the number of sequences (cu_seqlens
+ *                     length - 1 in the varlen form). Factors are applied as given: a NaN or
+ *                     infinite factor makes its rows NaN, not an error (the factors are not
+ *                     read on the host).
+ * @param descale_k    NULL or fp32 `(batch, nheads_k)`: the factor of key head g of sequence b.
+ * @param descale_v    NULL or fp32 `(batch, nheads_k)`: the factor of value head g of sequence b.
+ * @param out          bf16 (FK_ERROR_DTYPE_MISMATCH otherwise), q's shape, head_dim contiguous;
+ *                     must not overlap an input, the descale factors included.
+ * @param lse          As fk_attention_forward() (fp32, natural log, of the dequantised scores).
+ * @return As fk_attention_forward(), with the dtype rules above; FK_ERROR_INVALID_ARGUMENT
+ *   also when out or lse overlaps a descale tensor.
+ */
+FK_API fk_status_t fk_attention_fp8_forward(
+    const fk_context_t* context, const fk_launch_t* launch, const fk_attention_params_t* params,
+    const DLTensor* q, const DLTensor* k, const DLTensor* v, const DLTensor* descale_q,
+    const DLTensor* descale_k, const DLTensor* descale_v, const DLTensor* cu_seqlens_q,
+    const DLTensor* cu_seqlens_k, const DLTensor* out, const DLTensor* lse);
+
+/**
+ * @brief Names the kernel variant fk_attention_fp8_forward() would run: the bf16 attention
+ *        kernel's name with `"+fp8_dequant"` appended, e.g.
+ *        `"cuda.sm90.attention+fp8_dequant"`. Added in 0.6.0.
+ *
+ * Validates exactly as fk_attention_fp8_forward() does and runs nothing.
+ * @param[out] variant_name Receives static text on success.
+ * @return As fk_attention_fp8_forward(); FK_ERROR_NULL_POINTER if `variant_name` is NULL.
+ */
+FK_API fk_status_t fk_attention_fp8_select_kernel(
+    const fk_context_t* context, const fk_attention_params_t* params, const DLTensor* q,
+    const DLTensor* k, const DLTensor* v, const DLTensor* descale_q, const DLTensor* descale_k,
+    const DLTensor* descale_v, const DLTensor* cu_seqlens_q, const DLTensor* cu_seqlens_k,
+    const DLTensor* out, const DLTensor* lse, const char** variant_name);
+
+/**
+ * @brief Workspace bytes with which fk_attention_fp8_forward() allocates nothing: on the
+ *        CUDA backend the bf16 copies of q, k and v (2 bytes per element each) plus what the
+ *        bf16 attention call needs (fk_attention_workspace_size()); 0 on the CPU backend,
+ *        which dequantises into host memory it allocates. Added in 0.6.0.
+ *
+ * Validates like fk_attention_fp8_forward() and runs nothing.
+ * @param[out] workspace_bytes Receives the size on success.
+ * @return As fk_attention_fp8_forward(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
+ */
+FK_API fk_status_t fk_attention_fp8_workspace_size(
+    const fk_context_t* context, const fk_attention_params_t* params, const DLTensor* q,
+    const DLTensor* k, const DLTensor* v, const DLTensor* descale_q, const DLTensor* descale_k,
+    const DLTensor* descale_v, const DLTensor* cu_seqlens_q, const DLTensor* cu_seqlens_k,
+    const DLTensor* out, const DLTensor* lse, uint64_t* workspace_bytes);
 
 /**
  * @brief Attention of new queries over a KV cache, contiguous or paged: FlashAttention's

@@ -330,6 +330,45 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
     return bytes;
   }
 
+  /** @brief fk_attention_fp8_forward() (0.6.0): e4m3fn q, k, v with (batch, nheads_k)
+   *         descale factors (NULL: 1), bf16 out; throws fk::Error on failure. */
+  void attention_fp8_forward(const fk_attention_params_t* params, const DLTensor* q,
+                             const DLTensor* k, const DLTensor* v, const DLTensor* descale_q,
+                             const DLTensor* descale_k, const DLTensor* descale_v,
+                             const DLTensor* cu_seqlens_q, const DLTensor* cu_seqlens_k,
+                             const DLTensor* out, const DLTensor* lse = nullptr,
+                             const fk_launch_t* launch = nullptr) const {
+    check(fk_attention_fp8_forward(handle_, launch, params, q, k, v, descale_q, descale_k,
+                                   descale_v, cu_seqlens_q, cu_seqlens_k, out, lse));
+  }
+  /** @brief fk_attention_fp8_select_kernel(): e.g. "cuda.sm90.attention+fp8_dequant". */
+  std::string attention_fp8_select_kernel(const fk_attention_params_t* params, const DLTensor* q,
+                                          const DLTensor* k, const DLTensor* v,
+                                          const DLTensor* descale_q, const DLTensor* descale_k,
+                                          const DLTensor* descale_v,
+                                          const DLTensor* cu_seqlens_q,
+                                          const DLTensor* cu_seqlens_k, const DLTensor* out,
+                                          const DLTensor* lse = nullptr) const {
+    const char* name = nullptr;
+    check(fk_attention_fp8_select_kernel(handle_, params, q, k, v, descale_q, descale_k,
+                                         descale_v, cu_seqlens_q, cu_seqlens_k, out, lse, &name));
+    return name;
+  }
+  /** @brief fk_attention_fp8_workspace_size(): launch workspace bytes with which the call
+   *         allocates nothing (0 on the CPU backend). */
+  uint64_t attention_fp8_workspace_size(const fk_attention_params_t* params, const DLTensor* q,
+                                        const DLTensor* k, const DLTensor* v,
+                                        const DLTensor* descale_q, const DLTensor* descale_k,
+                                        const DLTensor* descale_v, const DLTensor* cu_seqlens_q,
+                                        const DLTensor* cu_seqlens_k, const DLTensor* out,
+                                        const DLTensor* lse = nullptr) const {
+    uint64_t bytes = 0;
+    check(fk_attention_fp8_workspace_size(handle_, params, q, k, v, descale_q, descale_k,
+                                          descale_v, cu_seqlens_q, cu_seqlens_k, out, lse,
+                                          &bytes));
+    return bytes;
+  }
+
   /** @brief fk_attention_kvcache_forward() (0.5.0): queries over a contiguous or paged KV
    *         cache; throws fk::Error on failure. */
   void attention_kvcache_forward(const fk_attention_params_t* params, const DLTensor* q,

@@ -5,11 +5,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "api/run_op.h"
 #include "api/validate.h"
 #include "core/cuda_runtime.h"
+#include "core/half.h"
 #include "dispatch/dispatch.h"
 
 using namespace flashkit;
@@ -223,11 +227,20 @@ fk_status_t apply_kvcache(const fk_context_t* ctx, const KvCacheArgs& kv, const 
   return FK_SUCCESS;
 }
 
+// fk_attention_fp8_forward's extra tensors (descale_q, descale_k, descale_v; nullptr: not
+// given) and where build_problem puts their resolved views.
+struct Fp8Args {
+  const DLTensor* descale[3];
+  AttentionFp8Descales* out;
+};
+constexpr const char* kDescaleNames[3] = {"descale_q", "descale_k", "descale_v"};
+
 fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
                           const fk_attention_params_t* user_params, const DLTensor* q_,
                           const DLTensor* k_, const DLTensor* v_, const DLTensor* cuq_,
                           const DLTensor* cuk_, const DLTensor* out_, const DLTensor* lse_,
-                          AttentionProblem* p, bool* empty, const KvCacheArgs* kv = nullptr) {
+                          AttentionProblem* p, bool* empty, const KvCacheArgs* kv = nullptr,
+                          const Fp8Args* fp8 = nullptr) {
   FK_RETURN_IF_ERROR(check_context(ctx));
   fk_attention_params_t prm;
   fk_attention_params_init(&prm);
@@ -254,10 +267,18 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
 
   TensorView q, k, v, out;
   OptTensor lse, cuq, cuk;
-  FK_RETURN_IF_ERROR(to_view(ctx, "q", q_, &q));
-  FK_RETURN_IF_ERROR(to_view(ctx, kname, k_, &k));
-  FK_RETURN_IF_ERROR(to_view(ctx, vname, v_, &v));
+  const Accept qkv_accept = fp8 ? Accept::FloatOrFp8 : Accept::Float;
+  FK_RETURN_IF_ERROR(to_view(ctx, "q", q_, &q, qkv_accept));
+  FK_RETURN_IF_ERROR(to_view(ctx, kname, k_, &k, qkv_accept));
+  FK_RETURN_IF_ERROR(to_view(ctx, vname, v_, &v, qkv_accept));
   FK_RETURN_IF_ERROR(to_view(ctx, "out", out_, &out));
+  OptTensor dsc[3];
+  if (fp8) {
+    for (int i = 0; i < 3; ++i) {
+      FK_RETURN_IF_ERROR(
+          to_opt_view(ctx, kDescaleNames[i], fp8->descale[i], &dsc[i], Accept::Float32));
+    }
+  }
   FK_RETURN_IF_ERROR(to_opt_view(ctx, "lse", lse_, &lse, Accept::Float32));
   FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_q", cuq_, &cuq, Accept::Int32));
   FK_RETURN_IF_ERROR(to_opt_view(ctx, "cu_seqlens_k", cuk_, &cuk, Accept::Int32));
@@ -281,10 +302,26 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   FK_RETURN_IF_ERROR(expect_rank(vname, v, r, kdims));
   FK_RETURN_IF_ERROR(expect_rank("out", out, r, qdims));
 
-  FK_RETURN_IF_ERROR(expect_float("q", q));
-  FK_RETURN_IF_ERROR(expect_same_dtype(kname, k, "q", q));
-  FK_RETURN_IF_ERROR(expect_same_dtype(vname, v, "q", q));
-  FK_RETURN_IF_ERROR(expect_same_dtype("out", out, "q", q));
+  if (fp8) {
+    if (q.dtype != DType::F8E4M3) {
+      return set_error(FK_ERROR_DTYPE_MISMATCH,
+                       "q: dtype %s, must be float8_e4m3fn (fk_attention_fp8_forward; fp32, fp16 "
+                       "and bf16 inputs go to fk_attention_forward)",
+                       dtype_name(q.dtype));
+    }
+    FK_RETURN_IF_ERROR(expect_same_dtype(kname, k, "q", q));
+    FK_RETURN_IF_ERROR(expect_same_dtype(vname, v, "q", q));
+    if (out.dtype != DType::BF16) {
+      return set_error(FK_ERROR_DTYPE_MISMATCH,
+                       "out: dtype %s, must be bf16 (the fp8 forward's output dtype)",
+                       dtype_name(out.dtype));
+    }
+  } else {
+    FK_RETURN_IF_ERROR(expect_float("q", q));
+    FK_RETURN_IF_ERROR(expect_same_dtype(kname, k, "q", q));
+    FK_RETURN_IF_ERROR(expect_same_dtype(vname, v, "q", q));
+    FK_RETURN_IF_ERROR(expect_same_dtype("out", out, "q", q));
+  }
 
   const int hd = r - 1, hh = r - 2;  // head_dim and head-count dimensions
   const int64_t head_dim = q.shape[hd];
@@ -433,6 +470,23 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   }
   OptTensor kv_seqlens, kv_table;
   if (kv) FK_RETURN_IF_ERROR(apply_kvcache(ctx, *kv, q, k, &kv_seqlens, &kv_table, p));
+  if (fp8) {
+    *fp8->out = AttentionFp8Descales{};
+    for (int i = 0; i < 3; ++i) {
+      if (!dsc[i].valid) continue;
+      const TensorView& t = dsc[i].t;  // fp32 (Accept::Float32)
+      FK_RETURN_IF_ERROR(expect_rank(kDescaleNames[i], t, 2, "(batch, nheads_k)"));
+      FK_RETURN_IF_ERROR(expect_dim(kDescaleNames[i], t, 0, "batch", p->batch,
+                                    varlen ? "cu_seqlens_q" : "q"));
+      FK_RETURN_IF_ERROR(expect_dim(kDescaleNames[i], t, 1, "nheads_k", nheads_k, kname));
+      fp8->out->ptr[i] = static_cast<const float*>(t.data);
+      fp8->out->batch_stride[i] = t.shape[0] > 1 ? t.stride[0] : 0;
+      fp8->out->head_stride[i] = t.shape[1] > 1 ? t.stride[1] : 0;
+    }
+  }
+  const TensorView* dq_t = dsc[0].valid ? &dsc[0].t : nullptr;
+  const TensorView* dk_t = dsc[1].valid ? &dsc[1].t : nullptr;
+  const TensorView* dv_t = dsc[2].valid ? &dsc[2].t : nullptr;
 
   if (lse.valid) {
     const TensorView& l = lse.t;  // fp32 (to_opt_view with Accept::Float32)
@@ -464,7 +518,9 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
       "out", out, {{"q", &q, false}, {kname, &k, false}, {vname, &v, false},
                    {"cu_seqlens_q", cuq.valid ? &cuq.t : nullptr, false},
                    {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false},
-                   {"cache_seqlens", sl_t, false}, {"block_table", bt_t, false}}));
+                   {"cache_seqlens", sl_t, false}, {"block_table", bt_t, false},
+                   {"descale_q", dq_t, false}, {"descale_k", dk_t, false},
+                   {"descale_v", dv_t, false}}));
   if (lse.valid) {
     FK_RETURN_IF_ERROR(expect_no_self_overlap("lse", lse.t));
     FK_RETURN_IF_ERROR(expect_disjoint(
@@ -472,18 +528,108 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
                        {"out", &out, false},
                        {"cu_seqlens_q", cuq.valid ? &cuq.t : nullptr, false},
                        {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false},
-                       {"cache_seqlens", sl_t, false}, {"block_table", bt_t, false}}));
+                       {"cache_seqlens", sl_t, false}, {"block_table", bt_t, false},
+                       {"descale_q", dq_t, false}, {"descale_k", dk_t, false},
+                       {"descale_v", dv_t, false}}));
   }
   FK_RETURN_IF_ERROR(expect_workspace_disjoint(
       launch, {{"q", &q, false}, {kname, &k, false}, {vname, &v, false},
                {"cu_seqlens_q", cuq.valid ? &cuq.t : nullptr, false},
                {"cu_seqlens_k", cuk.valid ? &cuk.t : nullptr, false}, {"out", &out, false},
                {"lse", lse.valid ? &lse.t : nullptr, false}, {"cache_seqlens", sl_t, false},
-               {"block_table", bt_t, false}}));
+               {"block_table", bt_t, false}, {"descale_q", dq_t, false},
+               {"descale_k", dk_t, false}, {"descale_v", dv_t, false}}));
   // Nothing to compute when there are no output rows (batch, seqlen_q or nheads is 0).
   *empty = (p->total_q == 0 || nheads == 0 || p->batch == 0);
-  if (!*empty) pack_gqa_decode(ctx, p);
+  // The fp8 form packs its bf16 problem instead (fp8_inner): the dequantisation reads p's
+  // own layout.
+  if (!*empty && !fp8) pack_gqa_decode(ctx, p);
   return FK_SUCCESS;
+}
+
+// ---- fk_attention_fp8_forward ------------------------------------------------------------
+
+// The bf16 problem over copies at q, k, v (nullptr in the queries), GQA-packed like a bf16 call.
+AttentionProblem fp8_inner(const fk_context_t* ctx, const AttentionProblem& p, void* q, void* k,
+                           void* v) {
+  AttentionProblem in = attention_fp8_inner(p, q, k, v);
+  pack_gqa_decode(ctx, &in);
+  return in;
+}
+
+const AttentionVariant* select_fp8(const fk_context_t* ctx, const AttentionProblem& p) {
+  return select_attention(ctx, fp8_inner(ctx, p, nullptr, nullptr, nullptr));
+}
+
+// "<bf16 variant>+fp8_dequant", kept for the life of the process (names are static text).
+const char* fp8_variant_name(const char* inner) {
+  static std::mutex mu;
+  static std::unordered_map<const char*, std::string> names;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = names.find(inner);
+  if (it == names.end()) it = names.emplace(inner, std::string(inner) + "+fp8_dequant").first;
+  return it->second.c_str();
+}
+
+struct Fp8RunState {
+  const fk_context_t* ctx;
+  const AttentionVariant* variant;
+};
+
+fk_status_t fp8_run_inner(const ExecContext& exec, AttentionProblem& inner, void* user) {
+  const auto* st = static_cast<const Fp8RunState*>(user);
+  pack_gqa_decode(st->ctx, &inner);
+  return st->variant->run(exec, inner);
+}
+
+fk_status_t run_fp8(const fk_context_t* ctx, const fk_launch_t& l, const AttentionProblem& p,
+                    const AttentionFp8Descales& d) {
+  const AttentionVariant* variant = select_fp8(ctx, p);
+  if (!variant) return set_error(FK_ERROR_INTERNAL, "attention_fp8: no kernel variant matched");
+  log_variant("attention_fp8", fp8_variant_name(variant->name));
+  const ExecContext exec = make_exec_context(ctx, &l);
+  if (ctx->backend == FK_BACKEND_CUDA) {
+    Fp8RunState st{ctx, variant};
+    return cuda::attention_fp8_dequant_run(exec, p, d, fp8_run_inner, &st);
+  }
+  // CPU: the same bf16 rounding of the dequantised values into host copies.
+  const int64_t group = p.nheads_k > 0 ? p.nheads / p.nheads_k : 1;
+  const int64_t hd = p.head_dim;
+  std::vector<uint16_t> copies[3];
+  const void* src[3] = {p.q, p.k, p.v};
+  const int64_t rows[3] = {p.total_q, p.total_k, p.total_k};
+  const int64_t heads[3] = {p.nheads, p.nheads_k, p.nheads_k};
+  const int64_t bs[3] = {p.q_batch_stride, p.k_batch_stride, p.v_batch_stride};
+  const int64_t rs[3] = {p.q_row_stride, p.k_row_stride, p.v_row_stride};
+  const int64_t hs[3] = {p.q_head_stride, p.k_head_stride, p.v_head_stride};
+  const int32_t* cus[3] = {p.cu_seqlens_q, p.cu_seqlens_k, p.cu_seqlens_k};
+  const int64_t seqlens[3] = {p.seqlen_q, p.seqlen_k, p.seqlen_k};
+  for (int t = 0; t < 3; ++t) {
+    copies[t].resize(static_cast<size_t>(rows[t] * heads[t] * hd));
+    const uint8_t* s = static_cast<const uint8_t*>(src[t]);
+    int64_t b = 0;
+    for (int64_t r = 0; r < rows[t]; ++r) {
+      int64_t off;
+      if (p.varlen) {
+        while (b + 1 < p.batch && cus[t][b + 1] <= r) ++b;  // host entries, checked
+        off = r * rs[t];
+      } else {
+        b = r / seqlens[t];
+        off = b * bs[t] + (r - b * seqlens[t]) * rs[t];
+      }
+      for (int64_t h = 0; h < heads[t]; ++h) {
+        const int64_t col = t == 0 ? h / group : h;
+        const float scale =
+            d.ptr[t] ? d.ptr[t][b * d.batch_stride[t] + col * d.head_stride[t]] : 1.0f;
+        const uint8_t* in = s + off + h * hs[t];
+        uint16_t* o = copies[t].data() + (r * heads[t] + h) * hd;
+        for (int64_t e = 0; e < hd; ++e) o[e] = float_to_bf16(fp8_e4m3_to_float(in[e]) * scale);
+      }
+    }
+  }
+  AttentionProblem inner =
+      fp8_inner(ctx, p, copies[0].data(), copies[1].data(), copies[2].data());
+  return variant->run(exec, inner);
 }
 
 }  // namespace
@@ -545,6 +691,72 @@ fk_status_t fk_attention_workspace_size(const fk_context_t* context,
                              p, empty);
       },
       select_attention);
+}
+
+fk_status_t fk_attention_fp8_forward(const fk_context_t* context, const fk_launch_t* launch,
+                                     const fk_attention_params_t* params, const DLTensor* q,
+                                     const DLTensor* k, const DLTensor* v,
+                                     const DLTensor* descale_q, const DLTensor* descale_k,
+                                     const DLTensor* descale_v, const DLTensor* cu_seqlens_q,
+                                     const DLTensor* cu_seqlens_k, const DLTensor* out,
+                                     const DLTensor* lse) {
+  return guarded([&]() -> fk_status_t {
+    FK_RETURN_IF_ERROR(check_context(context));
+    fk_launch_t l;
+    FK_RETURN_IF_ERROR(load_launch(launch, &l));
+    AttentionProblem p{};
+    AttentionFp8Descales d;
+    const Fp8Args fp8{{descale_q, descale_k, descale_v}, &d};
+    bool empty = false;
+    FK_RETURN_IF_ERROR(build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                     out, lse, &p, &empty, nullptr, &fp8));
+    if (empty) return FK_SUCCESS;
+    return run_fp8(context, l, p, d);
+  });
+}
+
+fk_status_t fk_attention_fp8_select_kernel(
+    const fk_context_t* context, const fk_attention_params_t* params, const DLTensor* q,
+    const DLTensor* k, const DLTensor* v, const DLTensor* descale_q, const DLTensor* descale_k,
+    const DLTensor* descale_v, const DLTensor* cu_seqlens_q, const DLTensor* cu_seqlens_k,
+    const DLTensor* out, const DLTensor* lse, const char** variant_name) {
+  AttentionFp8Descales d;
+  const Fp8Args fp8{{descale_q, descale_k, descale_v}, &d};
+  return query_op<AttentionProblem>(
+      "attention_fp8", context, "variant_name", variant_name,
+      [&](const fk_launch_t& l, AttentionProblem* p, bool* empty) {
+        return build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse,
+                             p, empty, nullptr, &fp8);
+      },
+      select_fp8,
+      [&](const AttentionVariant& v_, const AttentionProblem&, bool) {
+        *variant_name = fp8_variant_name(v_.name);
+      });
+}
+
+fk_status_t fk_attention_fp8_workspace_size(
+    const fk_context_t* context, const fk_attention_params_t* params, const DLTensor* q,
+    const DLTensor* k, const DLTensor* v, const DLTensor* descale_q, const DLTensor* descale_k,
+    const DLTensor* descale_v, const DLTensor* cu_seqlens_q, const DLTensor* cu_seqlens_k,
+    const DLTensor* out, const DLTensor* lse, uint64_t* workspace_bytes) {
+  AttentionFp8Descales d;
+  const Fp8Args fp8{{descale_q, descale_k, descale_v}, &d};
+  return query_op<AttentionProblem>(
+      "attention_fp8", context, "workspace_bytes", workspace_bytes,
+      [&](const fk_launch_t& l, AttentionProblem* p, bool* empty) {
+        return build_problem(context, l, params, q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse,
+                             p, empty, nullptr, &fp8);
+      },
+      select_fp8,
+      [&](const AttentionVariant& v_, const AttentionProblem& p, bool empty) {
+        *workspace_bytes = 0;
+        if (empty || context->backend != FK_BACKEND_CUDA) return;
+        const uint64_t nq = uint64_t(p.total_q * p.nheads * p.head_dim) * 2;
+        const uint64_t nk = uint64_t(p.total_k * p.nheads_k * p.head_dim) * 2;
+        const AttentionProblem in = fp8_inner(context, p, nullptr, nullptr, nullptr);
+        *workspace_bytes =
+            workspace_for({nq, nk, nk}) + (v_.workspace ? v_.workspace(context->caps, in) : 0);
+      });
 }
 
 fk_status_t fk_attention_kvcache_forward(const fk_context_t* context, const fk_launch_t* launch,

@@ -92,7 +92,8 @@ static fk_status_t decode_dtype(const char* name, DLDataType dt, Accept accept, 
       return FK_SUCCESS;
     }
     return set_error(FK_ERROR_NOT_SUPPORTED,
-                     "%s: fp8 (%s) is not accepted here; fp8 inputs go to fk_gemm_scaled's a and b",
+                     "%s: fp8 (%s) is not accepted here; fp8 inputs go to fk_gemm_scaled's a and b "
+                     "and to fk_attention_fp8_forward's q, k and v",
                      name, dtype_words(dt).text);
   }
   if (allow_int32) {

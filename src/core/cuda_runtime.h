@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "core/backend.h"
+#include "core/problems.h"
 
 namespace flashkit {
 namespace cuda {
@@ -26,6 +27,17 @@ fk_status_t copy_to_host_sync(void* dst, const void* src, size_t bytes, int ordi
 // Whether `stream` is being captured into a CUDA graph (cudaStreamIsCapturing), where a call
 // must not wait for the GPU: it would end the capture with an error.
 fk_status_t stream_is_capturing(void* stream, int ordinal, bool* capturing);
+
+// fk_attention_fp8_forward on the CUDA backend: dequantises p's fp8 q, k, v (with `d`'s
+// factors) into bf16 copies from the call's scratch (the launch workspace first), enqueues it
+// on the call's stream, then calls `run_inner(exec', inner, user)` with `inner` = p over the
+// copies (dtype bf16, contiguous strides in p's unpacked layout) and exec' the remaining
+// workspace. The scratch is released (stream-ordered) after run_inner returns.
+using AttentionInnerRun = fk_status_t (*)(const ExecContext& exec, AttentionProblem& inner,
+                                          void* user);
+fk_status_t attention_fp8_dequant_run(const ExecContext& exec, const AttentionProblem& p,
+                                      const AttentionFp8Descales& d, AttentionInnerRun run_inner,
+                                      void* user);
 
 }  // namespace cuda
 }  // namespace flashkit

@@ -21,5 +21,10 @@ fk_status_t stream_is_capturing(void*, int, bool* capturing) {
   return FK_SUCCESS;
 }
 
+fk_status_t attention_fp8_dequant_run(const ExecContext&, const AttentionProblem&,
+                                      const AttentionFp8Descales&, AttentionInnerRun, void*) {
+  return set_error(FK_ERROR_BACKEND_UNAVAILABLE, "backend: flashkit was built without CUDA");
+}
+
 }  // namespace cuda
 }  // namespace flashkit

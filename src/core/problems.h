@@ -71,6 +71,33 @@ struct AttentionProblem {
   int64_t num_pages = 0;
 };
 
+// fk_attention_fp8_forward's descale factors, fp32 (batch, nheads_k) each, in the order q, k, v
+// (nullptr: factor 1). The factor of head h (a kv head for k and v; query head h uses kv head
+// h / (nheads / nheads_k)) of sequence b is ptr[b * batch_stride + h * head_stride].
+struct AttentionFp8Descales {
+  const float* ptr[3] = {nullptr, nullptr, nullptr};
+  int64_t batch_stride[3] = {0, 0, 0};
+  int64_t head_stride[3] = {0, 0, 0};
+};
+
+// fk_attention_fp8_forward's bf16 problem: `p` (fp8, unpacked layout) over contiguous bf16
+// copies of q, k and v in p's layout ((batch, seqlen, heads, head_dim) or, varlen, (total,
+// heads, head_dim)).
+inline AttentionProblem attention_fp8_inner(const AttentionProblem& p, void* q, void* k,
+                                            void* v) {
+  AttentionProblem in = p;
+  in.dtype = DType::BF16;
+  in.q = q;
+  in.k = k;
+  in.v = v;
+  in.q_head_stride = in.k_head_stride = in.v_head_stride = p.head_dim;
+  in.q_row_stride = p.nheads * p.head_dim;
+  in.k_row_stride = in.v_row_stride = p.nheads_k * p.head_dim;
+  in.q_batch_stride = p.varlen ? 0 : p.seqlen_q * p.nheads * p.head_dim;
+  in.k_batch_stride = in.v_batch_stride = p.varlen ? 0 : p.seqlen_k * p.nheads_k * p.head_dim;
+  return in;
+}
+
 // True when `p` reads a KV cache's per-sequence lengths or page table (kernel rows that do
 // not implement them decline such problems).
 inline bool attention_uses_kvcache(const AttentionProblem& p) {

@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_util.hpp"
@@ -64,6 +65,21 @@ inline const fk_context_t* auto_context() {
   return c;
 }
 
+
+// The kernel families this device can run (generic, sm80, sm90), each with its forced context;
+// a family the device cannot run is skipped with a warning.
+inline std::vector<std::pair<const char*, const fk_context_t*>> available_families() {
+  std::vector<std::pair<const char*, const fk_context_t*>> out;
+  for (auto f : {FK_KERNEL_FAMILY_GENERIC, FK_KERNEL_FAMILY_SM80, FK_KERNEL_FAMILY_SM90}) {
+    const fk_context_t* c = context_for(f);
+    if (c == nullptr) {
+      WARN("kernel family " << fk_kernel_family_name(f) << " not available here: skipped");
+      continue;
+    }
+    out.emplace_back(fk_kernel_family_name(f), c);
+  }
+  return out;
+}
 
 // A reproducible stream per test case: the run's seed mixed with the case's tag.
 inline std::mt19937_64 rng_for(uint64_t tag) {

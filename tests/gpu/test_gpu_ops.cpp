@@ -463,26 +463,12 @@ TEST_CASE("gpu attention: varlen small", "[gpu][attention][varlen][sanitize]") {
   run_attention_varlen({3, 0, 17}, {0, 4, 20}, 2, 1, 24, DT::F16, true, -1, -1, 7100);
 }
 
-// The kernel families that can run varlen bf16 attention on this device, with their contexts.
-std::vector<std::pair<const char*, const fk_context_t*>> varlen_families() {
-  std::vector<std::pair<const char*, const fk_context_t*>> out;
-  for (auto f : {FK_KERNEL_FAMILY_GENERIC, FK_KERNEL_FAMILY_SM80, FK_KERNEL_FAMILY_SM90}) {
-    const fk_context_t* c = fkgpu::context_for(f);
-    if (c == nullptr) {
-      WARN("kernel family " << fk_kernel_family_name(f) << " not available here: skipped");
-      continue;
-    }
-    out.emplace_back(fk_kernel_family_name(f), c);
-  }
-  return out;
-}
-
 TEST_CASE("gpu attention: varlen with max_seqlen_q/k given, each kernel family",
           "[gpu][attention][varlen]") {
   // Given maxima mean the host never reads cu_seqlens: the result must be the same as when it
   // does, exact maxima or larger ones.
   uint64_t tag = 7200;
-  for (auto& [name, ctx] : varlen_families()) {
+  for (auto& [name, ctx] : fkgpu::available_families()) {
     INFO("family " << name);
     VarlenOpts o;
     o.ctx = ctx;
@@ -505,7 +491,7 @@ TEST_CASE("gpu attention: wrong device cu_seqlens with max_seqlen given stay ins
   const int64_t tq = 40, tk = 50, h = 2, hk = 1, d = 64;
   const std::vector<std::vector<int32_t>> bad_q{{0, -7, 1000000, 3, 40}, {5, 2, 90, 40, 41}},
       bad_k{{0, 60, -2, 49, 50}, {-100, 10, 5, 2000000000, 50}};
-  for (auto& [name, ctx] : varlen_families()) {
+  for (auto& [name, ctx] : fkgpu::available_families()) {
     for (size_t i = 0; i < bad_q.size(); ++i) {
       INFO("family " << name << ", bad cu_seqlens set " << i);
       auto rng = rng_for(7300 + i);
@@ -556,7 +542,7 @@ TEST_CASE("gpu attention: varlen with max_seqlen given does not wait for the str
   REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const std::vector<int32_t> cu_q{0, 5, 5, 135, 136}, cu_k{0, 7, 10, 110, 110};
   const int64_t tq = 136, tk = 110, h = 4, hk = 2, d = 64;
-  for (auto& [name, ctx] : varlen_families()) {
+  for (auto& [name, ctx] : fkgpu::available_families()) {
     INFO("family " << name);
     auto rng = rng_for(7400);
     const std::vector<int64_t> qs{tq, h, d}, ks{tk, hk, d};

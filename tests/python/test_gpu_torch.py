@@ -197,6 +197,32 @@ def test_gemm_scaled_fp8_vs_scaled_mm(gen):
         assert name == "cuda.sm90.gemm", name
 
 
+def test_attention_fp8_torch_float8(gen):
+    """torch float8_e4m3fn CUDA tensors through fk_attention_fp8_forward (GQA, causal, descale
+    tensors from torch): against the float64 reference on the dequantised values, and bit for
+    bit flashkit.attention on the bf16-rounded dequantised tensors; the fast kernel on Hopper."""
+    b, s, h, hk, d = 2, 300, 8, 2, 128
+    q8, k8, v8 = (randn(gen, shape, torch.float32).mul(2).to(torch.float8_e4m3fn)
+                  for shape in ((b, s, h, d), (b, s, hk, d), (b, s, hk, d)))
+    dq, dk, dv = (torch.rand((b, hk), generator=gen, device=DEV) * 0.5 + 0.05 for _ in range(3))
+    out, lse = flashkit.attention_fp8(q8, k8, v8, descale_q=dq, descale_k=dk, descale_v=dv,
+                                      causal=True, return_lse=True)
+    assert out.dtype == torch.bfloat16 and out.shape == q8.shape and lse.dtype == torch.float32
+    group = h // hk
+    qf = q8.float() * dq.repeat_interleave(group, dim=1)[:, None, :, None]
+    kf = k8.float() * dk[:, None, :, None]
+    vf = v8.float() * dv[:, None, :, None]
+    r_out, r_lse = ref.attention(np64(qf), np64(kf), np64(vf), causal=True)
+    ref.assert_close(out.cpu().float().numpy(), r_out, "bfloat16", what="fp8 out")
+    ref.assert_close(lse.cpu().numpy(), r_lse, "bfloat16", what="fp8 lse")
+    want, want_lse = flashkit.attention(qf.bfloat16(), kf.bfloat16(), vf.bfloat16(), causal=True,
+                                        return_lse=True)
+    assert torch.equal(out, want) and torch.equal(lse, want_lse)
+    name = flashkit.Context(DEV).select_kernel("attention_fp8", q8, k8, v8, causal=True)
+    if torch.cuda.get_device_capability() == (9, 0):
+        assert name == "cuda.sm90.attention+fp8_dequant", name
+
+
 def test_non_default_stream(gen):
     """Work queued on a side stream: flashkit must run on torch's current stream, after the
     producer's kernels and before the consumer's, with no synchronisation in between."""

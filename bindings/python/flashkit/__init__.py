@@ -66,7 +66,8 @@ from . import _ops, flash_attn_interface
 from ._version import __version__
 
 __all__ = [
-    "__version__", "Context", "default_context", "attention", "attention_kvcache", "gemm", "gemm_scaled", "monarch",
+    "__version__", "Context", "default_context", "attention", "attention_fp8", "attention_kvcache",
+    "gemm", "gemm_scaled", "monarch",
     "blockdiag_linear", "FFTConv", "set_log_callback", "library_version",
     "FlashkitError", "InvalidArgumentError", "NotSupportedError", "OutOfMemoryError",
     "DeviceError", "InternalError", "float32", "float16", "bfloat16",
@@ -141,6 +142,51 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
                           cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                           max_seqlen_k=max_seqlen_k, return_lse=return_lse, out=out, lse=lse,
                           workspace=workspace)
+
+
+def attention_fp8(q, k, v, *, descale_q=None, descale_k=None, descale_v=None,
+                  softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                  cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+                  return_lse=False, out=None, lse=None, workspace=None):
+    """Attention forward on float8 e4m3fn q, k, v with per-(sequence, kv-head) descale
+    factors, bfloat16 output: FlashAttention-3's FP8 forward contract (Shah et al. 2024,
+    "FlashAttention-3", section 3.3; its ``q_descale`` / ``k_descale`` / ``v_descale``).
+
+    Computes :func:`attention` on ``descale_q[b, h // (nheads // nheads_k)] * q[b, :, h]``,
+    ``descale_k[b, g] * k[b, :, g]`` and ``descale_v[b, g] * v[b, :, g]``. Those values are
+    rounded once to bfloat16 and run on the bf16 attention kernels (bit for bit what
+    :func:`attention` gives on contiguous bfloat16 arrays of them with the same ``out`` and
+    ``lse`` layouts): not fp8 tensor-core arithmetic; on a GPU the call costs
+    one extra pass over q, k and v and scratch of 2 bytes per element of each (``workspace``).
+
+    Args:
+        q, k, v: float8_e4m3fn (``torch.float8_e4m3fn``, ``ml_dtypes.float8_e4m3fn``), shapes,
+            layouts and forms (batched or varlen) as :func:`attention`. Other dtypes (e5m2
+            included) raise InvalidArgumentError.
+        descale_q, descale_k, descale_v: None (factor 1) or float32 ``(batch, nheads_k)`` on
+            q's device, any non-negative strides; ``batch`` is the number of sequences
+            (``len(cu_seqlens_q) - 1`` in the varlen form). Query head h uses column
+            ``h // (nheads // nheads_k)`` (one factor per GQA group). NaN or infinite factors
+            are applied as given (their rows come out NaN).
+        softmax_scale, causal, window_size, softcap, cu_seqlens_q, cu_seqlens_k,
+        max_seqlen_q, max_seqlen_k, return_lse, lse, workspace: as :func:`attention`.
+        out: optional bfloat16 output, q's shape, head_dim contiguous; must not overlap an
+            input (the descale factors included).
+
+    Returns:
+        ``out`` (bfloat16), or ``(out, lse)`` with ``return_lse`` or ``lse``.
+
+    Raises:
+        InvalidArgumentError: as :func:`attention`; a dtype other than float8_e4m3fn for q,
+            k, v, other than float32 for a descale tensor or other than bfloat16 for ``out``;
+            a descale tensor not shaped ``(batch, nheads_k)``.
+    """
+    return _ops.attention_fp8(None, q, k, v, descale_q=descale_q, descale_k=descale_k,
+                              descale_v=descale_v, softmax_scale=softmax_scale, causal=causal,
+                              window_size=window_size, softcap=softcap,
+                              cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                              max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+                              return_lse=return_lse, out=out, lse=lse, workspace=workspace)
 
 
 def attention_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *,

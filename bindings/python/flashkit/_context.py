@@ -211,6 +211,10 @@ class Context:
         """flashkit.attention on this context (same arguments)."""
         return _ops.attention(self, q, k, v, **kwargs)
 
+    def attention_fp8(self, q, k, v, **kwargs):
+        """flashkit.attention_fp8 on this context (same arguments)."""
+        return _ops.attention_fp8(self, q, k, v, **kwargs)
+
     def attention_kvcache(self, q, k_cache, v_cache, cache_seqlens=None, block_table=None,
                           **kwargs):
         """flashkit.attention_kvcache on this context (same arguments)."""

@@ -102,6 +102,7 @@ _LAUNCHES = {}  # cudaStream_t -> fk_launch_t naming it (read-only once made)
 # Each fk_*_select_kernel's fk_*_workspace_size twin (same arguments; bytes instead of a name).
 _WORKSPACE_SIZE_OF = {
     capi.fk_attention_select_kernel: capi.fk_attention_workspace_size,
+    capi.fk_attention_fp8_select_kernel: capi.fk_attention_fp8_workspace_size,
     capi.fk_attention_kvcache_select_kernel: capi.fk_attention_kvcache_workspace_size,
     capi.fk_gemm_select_kernel: capi.fk_gemm_workspace_size,
     capi.fk_gemm_scaled_select_kernel: capi.fk_gemm_scaled_workspace_size,
@@ -301,7 +302,8 @@ class _Call:
                 # allocate it.
                 src = dtype_from or self.primary_name
                 if dtype.code in _dlpack._FP8_CODES:
-                    hint = " (float8 inputs go to gemm_scaled)" if fp8_hint else ""
+                    hint = (" (float8 inputs go to gemm_scaled and attention_fp8)"
+                            if fp8_hint else "")
                     raise _errors.NotSupportedError(
                         f"{src}: fp8 ({dtype.name}) cannot be the result's dtype, which is "
                         f"float32, float16 or bfloat16{hint}", capi.FK_ERROR_NOT_SUPPORTED)
@@ -428,14 +430,9 @@ def _attention_params(softmax_scale, causal, window_size, softcap, maxima=(0, 0)
                            right, softcap, _zero_sign(softcap)) + tuple(maxima), make)
 
 
-def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1),
-              softcap=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-              max_seqlen_k=None, return_lse=False, out=None, lse=None, workspace=None,
-              _select=False):
-    call = _Call(ctx, [("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q),
-                       ("cu_seqlens_k", cu_seqlens_k)], required=3,
-                 index_args=("cu_seqlens_q", "cu_seqlens_k"))
-    qr, kr, vr, cq, ck = call.refs
+def _attention_form(qr, vr, cq, ck, softmax_scale, causal, window_size, softcap, return_lse,
+                    max_seqlen_q, max_seqlen_k):
+    """The checks attention and attention_fp8 share: (lse shape, params, return_lse)."""
     varlen = cq is not None or ck is not None
     if varlen:
         layout = "(total, nheads, head_dim) with cu_seqlens"
@@ -457,6 +454,20 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
             raise _errors.InvalidArgumentError(f"{name}: {value} is negative", 100)
         maxima.append(value if varlen else 0)
     params = _attention_params(softmax_scale, causal, window_size, softcap, tuple(maxima))
+    return lse_shape, params, return_lse
+
+
+def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1),
+              softcap=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
+              max_seqlen_k=None, return_lse=False, out=None, lse=None, workspace=None,
+              _select=False):
+    call = _Call(ctx, [("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q),
+                       ("cu_seqlens_k", cu_seqlens_k)], required=3,
+                 index_args=("cu_seqlens_q", "cu_seqlens_k"))
+    qr, kr, vr, cq, ck = call.refs
+    lse_shape, params, return_lse = _attention_form(
+        qr, vr, cq, ck, softmax_scale, causal, window_size, softcap, return_lse, max_seqlen_q,
+        max_seqlen_k)
 
     call.use_workspace(workspace)  # checked before any output is allocated
     out_obj, outr = call.output("out", out, qr.shape[:-1] + vr.shape[-1:], qr.dtype)
@@ -465,6 +476,32 @@ def attention(ctx, q, k, v, *, softmax_scale=None, causal=False, window_size=(-1
                      else (None, None))
     args = call.addrs((qr, kr, vr, cq, ck, outr, lser))
     name = call.run(_select, capi.fk_attention_select_kernel, capi.fk_attention_forward,
+                    params, *args)
+    if _select:
+        return name
+    return (out_obj, lse_obj) if return_lse else out_obj
+
+
+def attention_fp8(ctx, q, k, v, *, descale_q=None, descale_k=None, descale_v=None,
+                  softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                  cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+                  return_lse=False, out=None, lse=None, workspace=None, _select=False):
+    call = _Call(ctx, [("q", q), ("k", k), ("v", v), ("descale_q", descale_q),
+                       ("descale_k", descale_k), ("descale_v", descale_v),
+                       ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)],
+                 required=3, index_args=("cu_seqlens_q", "cu_seqlens_k"),
+                 scale_args=("descale_q", "descale_k", "descale_v"))
+    qr, kr, vr, dqr, dkr, dvr, cq, ck = call.refs
+    lse_shape, params, return_lse = _attention_form(
+        qr, vr, cq, ck, softmax_scale, causal, window_size, softcap, return_lse, max_seqlen_q,
+        max_seqlen_k)
+    call.use_workspace(workspace)  # checked before any output is allocated
+    out_obj, outr = call.output("out", out, qr.shape, _dlpack.bfloat16, exact_dtype=True)
+    return_lse = return_lse or lse is not None
+    lse_obj, lser = (call.output("lse", lse, lse_shape, float32, exact_dtype=True) if return_lse
+                     else (None, None))
+    args = call.addrs((qr, kr, vr, dqr, dkr, dvr, cq, ck, outr, lser))
+    name = call.run(_select, capi.fk_attention_fp8_select_kernel, capi.fk_attention_fp8_forward,
                     params, *args)
     if _select:
         return name
@@ -947,6 +984,7 @@ def _selector(fn, mode=True):
 
 SELECTORS = {
     "attention": _selector(attention),
+    "attention_fp8": _selector(attention_fp8),
     "attention_kvcache": _selector(attention_kvcache),
     "gemm": _selector(gemm),
     "gemm_scaled": _selector(gemm_scaled),
@@ -958,6 +996,7 @@ SELECTORS = {
 # Context.workspace_size(op, ...): the same validation, the fk_*_workspace_size answer.
 WORKSPACE_SIZES = {
     "attention": _selector(attention, "workspace"),
+    "attention_fp8": _selector(attention_fp8, "workspace"),
     "attention_kvcache": _selector(attention_kvcache, "workspace"),
     "gemm": _selector(gemm, "workspace"),
     "gemm_scaled": _selector(gemm_scaled, "workspace"),

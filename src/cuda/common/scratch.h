@@ -50,8 +50,9 @@ class ScratchArena {
 
   // Bytes a buffer of `bytes` takes out of the caller's workspace (for capacity planning).
   static size_t rounded(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-  // Workspace bytes still free.
+  // Workspace bytes still free, and where they start (256-byte aligned; nullptr when none).
   size_t workspace_left() const { return ws_left_; }
+  void* workspace_next() const { return ws_left_ ? ws_ : nullptr; }
 
   // Returns a 256-byte aligned device buffer valid until the arena is destroyed, ordered on the
   // call's stream. `what` names the buffer in the error message.

@@ -3,9 +3,9 @@
 
 pub const DLPACK_VERSION: u32 = 60;
 pub const FK_VERSION_MAJOR: u32 = 0;
-pub const FK_VERSION_MINOR: u32 = 5;
-pub const FK_VERSION_PATCH: u32 = 2;
-pub const FK_VERSION_NUMBER: u32 = 502;
+pub const FK_VERSION_MINOR: u32 = 6;
+pub const FK_VERSION_PATCH: u32 = 0;
+pub const FK_VERSION_NUMBER: u32 = 600;
 pub const FK_ABI_VERSION: u32 = 1;
 pub const FK_DLPACK_FLOAT8_E4M3FN: u32 = 10;
 pub const FK_DLPACK_FLOAT8_E5M2: u32 = 12;
@@ -311,7 +311,7 @@ extern "C" {
     pub fn fk_get_version_number() -> ::std::os::raw::c_uint;
 }
 extern "C" {
-    #[doc = " @brief Runtime version string of the loaded library, e.g. `\"0.5.2\"`."]
+    #[doc = " @brief Runtime version string of the loaded library, e.g. `\"0.6.0\"`."]
     #[doc = " @return Static text; never NULL; do not free."]
     pub fn fk_get_version() -> *const ::std::os::raw::c_char;
 }
@@ -1315,6 +1315,111 @@ extern "C" {
         q: *const DLTensor,
         k: *const DLTensor,
         v: *const DLTensor,
+        cu_seqlens_q: *const DLTensor,
+        cu_seqlens_k: *const DLTensor,
+        out: *const DLTensor,
+        lse: *const DLTensor,
+        workspace_bytes: *mut u64,
+    ) -> fk_status_t;
+}
+extern "C" {
+    #[doc = " @brief Attention forward on fp8 (e4m3fn) queries, keys and values with per-(batch, kv-head)"]
+    #[doc = "        descale factors, output bf16: FlashAttention-3's FP8 forward contract (Shah et al."]
+    #[doc = "        2024, \"FlashAttention-3: Fast and Accurate Attention with Asynchrony and"]
+    #[doc = "        Low-precision\", Section 3.3; its `q_descale` / `k_descale` / `v_descale`). Added in"]
+    #[doc = "        0.6.0."]
+    #[doc = ""]
+    #[doc = " Computes fk_attention_forward() on the dequantised inputs"]
+    #[doc = " `q_real[b, s, h, :] = descale_q[b, h / (nheads / nheads_k)] * float(q[b, s, h, :])`,"]
+    #[doc = " `k_real[b, s, g, :] = descale_k[b, g] * float(k[b, s, g, :])` and likewise v, with every"]
+    #[doc = " option of `params` (causal, window, softcap, GQA/MQA, varlen, lse). The dequantised values"]
+    #[doc = " are rounded to bf16 once and the attention runs on the bf16 kernels of the context's"]
+    #[doc = " backend: the result equals, bit for bit on the same device, fk_attention_forward() on"]
+    #[doc = " contiguous bf16 tensors holding those values with the same `out` and `lse` (the variant the"]
+    #[doc = " dispatcher picks depends on the layouts; fk_attention_fp8_select_kernel() names it). It is not fp8 tensor-core arithmetic: on the CUDA backend the call costs one"]
+    #[doc = " extra pass over q, k and v (read fp8, write bf16 scratch) on top of the bf16 attention,"]
+    #[doc = " and the scratch (2 bytes per element of q, k and v) comes from the launch workspace or is"]
+    #[doc = " allocated per call (fk_attention_fp8_workspace_size())."]
+    #[doc = ""]
+    #[doc = " Arguments as fk_attention_forward(), except:"]
+    #[doc = " @param q, k, v      float8 e4m3fn `{FK_DLPACK_FLOAT8_E4M3FN, 8, 1}` (all three;"]
+    #[doc = "                     FK_ERROR_DTYPE_MISMATCH otherwise, e5m2 included: FlashAttention-3"]
+    #[doc = "                     quantises attention inputs to e4m3), shapes, strides and layouts as"]
+    #[doc = "                     fk_attention_forward()'s. A NaN code (S.1111.111) propagates to the rows"]
+    #[doc = "                     it reaches, as a NaN input would."]
+    #[doc = " @param descale_q    NULL (all factors 1), or fp32 `(batch, nheads_k)` (FK_ERROR_DTYPE_MISMATCH"]
+    #[doc = "                     / FK_ERROR_SHAPE_MISMATCH otherwise), any non-negative strides, on the"]
+    #[doc = "                     context's device: the factor that multiplies query head h of sequence b"]
+    #[doc = "                     is `descale_q[b, h / (nheads / nheads_k)]` (one factor per GQA group, as"]
+    #[doc = "                     in FlashAttention-3). `batch` is the number of sequences (cu_seqlens"]
+    #[doc = "                     length - 1 in the varlen form). Factors are applied as given: a NaN or"]
+    #[doc = "                     infinite factor makes its rows NaN, not an error (the factors are not"]
+    #[doc = "                     read on the host)."]
+    #[doc = " @param descale_k    NULL or fp32 `(batch, nheads_k)`: the factor of key head g of sequence b."]
+    #[doc = " @param descale_v    NULL or fp32 `(batch, nheads_k)`: the factor of value head g of sequence b."]
+    #[doc = " @param out          bf16 (FK_ERROR_DTYPE_MISMATCH otherwise), q's shape, head_dim contiguous;"]
+    #[doc = "                     must not overlap an input, the descale factors included."]
+    #[doc = " @param lse          As fk_attention_forward() (fp32, natural log, of the dequantised scores)."]
+    #[doc = " @return As fk_attention_forward(), with the dtype rules above; FK_ERROR_INVALID_ARGUMENT"]
+    #[doc = "   also when out or lse overlaps a descale tensor."]
+    pub fn fk_attention_fp8_forward(
+        context: *const fk_context_t,
+        launch: *const fk_launch_t,
+        params: *const fk_attention_params_t,
+        q: *const DLTensor,
+        k: *const DLTensor,
+        v: *const DLTensor,
+        descale_q: *const DLTensor,
+        descale_k: *const DLTensor,
+        descale_v: *const DLTensor,
+        cu_seqlens_q: *const DLTensor,
+        cu_seqlens_k: *const DLTensor,
+        out: *const DLTensor,
+        lse: *const DLTensor,
+    ) -> fk_status_t;
+}
+extern "C" {
+    #[doc = " @brief Names the kernel variant fk_attention_fp8_forward() would run: the bf16 attention"]
+    #[doc = "        kernel's name with `\"+fp8_dequant\"` appended, e.g."]
+    #[doc = "        `\"cuda.sm90.attention+fp8_dequant\"`. Added in 0.6.0."]
+    #[doc = ""]
+    #[doc = " Validates exactly as fk_attention_fp8_forward() does and runs nothing."]
+    #[doc = " @param[out] variant_name Receives static text on success."]
+    #[doc = " @return As fk_attention_fp8_forward(); FK_ERROR_NULL_POINTER if `variant_name` is NULL."]
+    pub fn fk_attention_fp8_select_kernel(
+        context: *const fk_context_t,
+        params: *const fk_attention_params_t,
+        q: *const DLTensor,
+        k: *const DLTensor,
+        v: *const DLTensor,
+        descale_q: *const DLTensor,
+        descale_k: *const DLTensor,
+        descale_v: *const DLTensor,
+        cu_seqlens_q: *const DLTensor,
+        cu_seqlens_k: *const DLTensor,
+        out: *const DLTensor,
+        lse: *const DLTensor,
+        variant_name: *mut *const ::std::os::raw::c_char,
+    ) -> fk_status_t;
+}
+extern "C" {
+    #[doc = " @brief Workspace bytes with which fk_attention_fp8_forward() allocates nothing: on the"]
+    #[doc = "        CUDA backend the bf16 copies of q, k and v (2 bytes per element each) plus what the"]
+    #[doc = "        bf16 attention call needs (fk_attention_workspace_size()); 0 on the CPU backend,"]
+    #[doc = "        which dequantises into host memory it allocates. Added in 0.6.0."]
+    #[doc = ""]
+    #[doc = " Validates like fk_attention_fp8_forward() and runs nothing."]
+    #[doc = " @param[out] workspace_bytes Receives the size on success."]
+    #[doc = " @return As fk_attention_fp8_forward(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL."]
+    pub fn fk_attention_fp8_workspace_size(
+        context: *const fk_context_t,
+        params: *const fk_attention_params_t,
+        q: *const DLTensor,
+        k: *const DLTensor,
+        v: *const DLTensor,
+        descale_q: *const DLTensor,
+        descale_k: *const DLTensor,
+        descale_v: *const DLTensor,
         cu_seqlens_q: *const DLTensor,
         cu_seqlens_k: *const DLTensor,
         out: *const DLTensor,

@@ -52,12 +52,13 @@ pub use error::{Error, ErrorCategory, Result, Status};
 pub use fftconv::{FFTConvMode, FFTConvOptions, FFTConvPlan, SharedFFTConvPlan};
 pub use log::{clear_log_callback, set_log_callback, LogLevel};
 pub use ops::{
-    attention, attention_kvcache, attention_kvcache_select_kernel,
-    attention_kvcache_workspace_size, attention_select_kernel, attention_workspace_size,
-    blockdiag_linear, blockdiag_linear_select_kernel, blockdiag_linear_workspace_size, gemm,
-    gemm_scaled, gemm_scaled_select_kernel, gemm_scaled_workspace_size, gemm_select_kernel,
-    gemm_workspace_size, monarch, monarch_select_kernel, monarch_workspace_size, Activation,
-    AttentionParams, GemmParams, KvCache, VarLen,
+    attention, attention_fp8, attention_fp8_select_kernel, attention_fp8_workspace_size,
+    attention_kvcache, attention_kvcache_select_kernel, attention_kvcache_workspace_size,
+    attention_select_kernel, attention_workspace_size, blockdiag_linear,
+    blockdiag_linear_select_kernel, blockdiag_linear_workspace_size, gemm, gemm_scaled,
+    gemm_scaled_select_kernel, gemm_scaled_workspace_size, gemm_select_kernel, gemm_workspace_size,
+    monarch, monarch_select_kernel, monarch_workspace_size, Activation, AttentionParams,
+    Fp8Descales, GemmParams, KvCache, VarLen,
 };
 pub use tensor::{DType, Device, Element, Tensor, TensorMut};
 

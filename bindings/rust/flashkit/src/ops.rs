@@ -222,6 +222,167 @@ pub fn attention_workspace_size(
     Ok(bytes)
 }
 
+/// The descale factors of [`attention_fp8`]: f32 `(batch, nheads_k)` each, `None` for factor 1.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fp8Descales<'t, 'a> {
+    /// Factor of query head `h` of sequence `b`: `descale_q[b, h / (nheads / nheads_k)]` (one
+    /// per GQA group, as FlashAttention-3).
+    pub descale_q: Option<&'t Tensor<'a>>,
+    /// Factor of key head `g` of sequence `b`.
+    pub descale_k: Option<&'t Tensor<'a>>,
+    /// Factor of value head `g` of sequence `b`.
+    pub descale_v: Option<&'t Tensor<'a>>,
+}
+
+/// Attention forward on float8 e4m3fn `q`, `k`, `v` ([`DType::F8E4M3FN`](crate::DType), built
+/// with [`Tensor::from_fp8_bits`]) with per-(sequence, kv-head) descale factors, bf16 output:
+/// FlashAttention-3's FP8 forward contract (Shah et al. 2024, Section 3.3);
+/// `fk_attention_fp8_forward` (added in 0.6.0).
+///
+/// Computes [`attention`] on `descale_q[b, h / (nheads / nheads_k)] * q[b, :, h]`,
+/// `descale_k[b, g] * k[b, :, g]` and `descale_v[b, g] * v[b, :, g]`, rounded once to bf16 and
+/// run on the bf16 kernels (bit for bit what [`attention`] gives on contiguous bf16 tensors of
+/// those values with the same `out` and `lse` layouts; not fp8
+/// tensor-core arithmetic: on a GPU one extra pass over `q`, `k`, `v` and scratch of 2 bytes per
+/// element of each, see [`attention_fp8_workspace_size`]). Shapes, forms (batched or
+/// [`VarLen`]) and options as [`attention`]; each descale tensor is f32 `(batch, nheads_k)`
+/// with any strides (`batch` = the number of sequences in the varlen form); `out` is bf16 and
+/// must not overlap an input, the descale tensors included.
+///
+/// # Errors
+/// As [`attention`]; `DtypeMismatch` for `q`, `k`, `v` not e4m3fn (e5m2 included), a descale
+/// tensor not f32, `out` not bf16; `ShapeMismatch` for a descale tensor not `(batch,
+/// nheads_k)`. The outputs are then untouched.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_fp8(
+    context: &Context,
+    launch: Option<&Launch>,
+    params: &AttentionParams,
+    q: &Tensor<'_>,
+    k: &Tensor<'_>,
+    v: &Tensor<'_>,
+    descales: Fp8Descales<'_, '_>,
+    varlen: Option<VarLen<'_, '_>>,
+    out: &mut TensorMut<'_>,
+    lse: Option<&mut TensorMut<'_>>,
+) -> Result<()> {
+    let p = params.to_raw()?;
+    let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
+    let dq = descales.descale_q.map(|t| t.as_dlpack());
+    let dk = descales.descale_k.map(|t| t.as_dlpack());
+    let dv = descales.descale_v.map(|t| t.as_dlpack());
+    let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
+    let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());
+    let lse = lse.map(|t| t.as_dlpack());
+    // SAFETY: as in `attention`.
+    check(unsafe {
+        sys::fk_attention_fp8_forward(
+            context.as_raw(),
+            Launch::ptr(launch),
+            &p,
+            &q,
+            &k,
+            &v,
+            opt_ptr(&dq),
+            opt_ptr(&dk),
+            opt_ptr(&dv),
+            opt_ptr(&cu_q),
+            opt_ptr(&cu_k),
+            &o,
+            opt_ptr(&lse),
+        )
+    })
+}
+
+/// Names the kernel variant [`attention_fp8`] would run: the bf16 kernel's name with
+/// `"+fp8_dequant"` (e.g. `"cpu.attention+fp8_dequant"`); validates exactly as it does.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_fp8_select_kernel(
+    context: &Context,
+    params: &AttentionParams,
+    q: &Tensor<'_>,
+    k: &Tensor<'_>,
+    v: &Tensor<'_>,
+    descales: Fp8Descales<'_, '_>,
+    varlen: Option<VarLen<'_, '_>>,
+    out: &TensorMut<'_>,
+    lse: Option<&TensorMut<'_>>,
+) -> Result<&'static str> {
+    let p = params.to_raw()?;
+    let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
+    let dq = descales.descale_q.map(|t| t.as_dlpack());
+    let dk = descales.descale_k.map(|t| t.as_dlpack());
+    let dv = descales.descale_v.map(|t| t.as_dlpack());
+    let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
+    let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());
+    let lse = lse.map(|t| t.as_dlpack());
+    let mut name: Variant = std::ptr::null();
+    // SAFETY: as in `attention`; nothing is written but `name`.
+    check(unsafe {
+        sys::fk_attention_fp8_select_kernel(
+            context.as_raw(),
+            &p,
+            &q,
+            &k,
+            &v,
+            opt_ptr(&dq),
+            opt_ptr(&dk),
+            opt_ptr(&dv),
+            opt_ptr(&cu_q),
+            opt_ptr(&cu_k),
+            &o,
+            opt_ptr(&lse),
+            &mut name,
+        )
+    })?;
+    Ok(static_str(name))
+}
+
+/// Workspace bytes with which [`attention_fp8`] allocates nothing
+/// (`fk_attention_fp8_workspace_size`: on a GPU the bf16 copies of `q`, `k`, `v` plus what the
+/// bf16 call needs; 0 on the CPU backend); validates like it.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_fp8_workspace_size(
+    context: &Context,
+    params: &AttentionParams,
+    q: &Tensor<'_>,
+    k: &Tensor<'_>,
+    v: &Tensor<'_>,
+    descales: Fp8Descales<'_, '_>,
+    varlen: Option<VarLen<'_, '_>>,
+    out: &TensorMut<'_>,
+    lse: Option<&TensorMut<'_>>,
+) -> Result<u64> {
+    let p = params.to_raw()?;
+    let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
+    let dq = descales.descale_q.map(|t| t.as_dlpack());
+    let dk = descales.descale_k.map(|t| t.as_dlpack());
+    let dv = descales.descale_v.map(|t| t.as_dlpack());
+    let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
+    let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());
+    let lse = lse.map(|t| t.as_dlpack());
+    let mut bytes: u64 = 0;
+    // SAFETY: as in `attention`; nothing is written but `bytes`.
+    check(unsafe {
+        sys::fk_attention_fp8_workspace_size(
+            context.as_raw(),
+            &p,
+            &q,
+            &k,
+            &v,
+            opt_ptr(&dq),
+            opt_ptr(&dk),
+            opt_ptr(&dv),
+            opt_ptr(&cu_q),
+            opt_ptr(&cu_k),
+            &o,
+            opt_ptr(&lse),
+            &mut bytes,
+        )
+    })?;
+    Ok(bytes)
+}
+
 /// The KV cache of [`attention_kvcache`]: `cache_seqlens` and `block_table`, each optional.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KvCache<'t, 'a> {

@@ -29,7 +29,8 @@ pub enum DType {
     /// 32-bit signed integer (`{kDLInt, 32, 1}`): `cu_seqlens` index tensors.
     I32,
     /// OCP float8 e4m3fn (DLPack 1.1 code 10), stored as `u8` bit patterns: only
-    /// [`crate::gemm_scaled`]'s `a` and `b` accept it.
+    /// [`crate::gemm_scaled`]'s `a` and `b` and [`crate::attention_fp8`]'s `q`, `k`, `v`
+    /// accept it.
     F8E4M3FN,
     /// OCP float8 e5m2 (DLPack 1.1 code 12), stored as `u8` bit patterns.
     F8E5M2,

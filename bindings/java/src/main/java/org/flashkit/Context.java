@@ -224,6 +224,98 @@ public final class Context implements AutoCloseable {
   }
 
   /**
+   * Attention forward on FLOAT8_E4M3FN q, k and v with per-(sequence, kv-head) descale factors,
+   * BFLOAT16 output: FlashAttention-3's FP8 forward contract (Shah et al. 2024, Section 3.3);
+   * see {@code fk_attention_fp8_forward()} in flashkit.h (added in 0.6.0). Computes
+   * {@link #attention} on {@code descaleQ[b][h / (nheads / nheadsK)] * q[b, :, h]},
+   * {@code descaleK[b][g] * k[b, :, g]} and {@code descaleV[b][g] * v[b, :, g]}, rounded once to
+   * bf16 and run on the bf16 kernels (bit for bit what {@link #attention} gives on contiguous
+   * bf16 tensors of those values with the same out and lse layouts; not fp8 tensor-core arithmetic: on a GPU one extra pass over q, k and v, and
+   * scratch of 2 bytes per element of each, see {@link #attentionFp8WorkspaceSize}).
+   *
+   * @param params options; null means the defaults
+   * @param q FLOAT8_E4M3FN queries, shapes and layouts as {@link #attention} (batched or varlen)
+   * @param k FLOAT8_E4M3FN keys
+   * @param v FLOAT8_E4M3FN values (e5m2 or any other dtype: InvalidArgumentException,
+   *     DTYPE_MISMATCH)
+   * @param descaleQ null (factor 1) or FLOAT32 {@code (batch, nheadsK)}, any non-negative
+   *     strides, where q lives; batch is the number of sequences in the varlen form; query head
+   *     h uses column {@code h / (nheads / nheadsK)}. NaN or infinite factors are applied as
+   *     given.
+   * @param descaleK null or FLOAT32 {@code (batch, nheadsK)}
+   * @param descaleV null or FLOAT32 {@code (batch, nheadsK)}
+   * @param cuSeqlensQ null (batched form) or INT32 {@code (batch + 1)}, as {@link #attention}
+   * @param cuSeqlensK null or INT32 {@code (batch + 1)}, given together with cuSeqlensQ
+   * @param out BFLOAT16 output, q's shape, head_dim contiguous; must not overlap an input (the
+   *     descale factors included)
+   * @param lse null or FLOAT32 log-sum-exp output, as {@link #attention}
+   * @param launch stream and workspace; null means the defaults
+   * @throws InvalidArgumentException with the library's message naming the argument (a dtype
+   *     other than FLOAT8_E4M3FN for q, k, v, FLOAT32 for a descale tensor or BFLOAT16 for out;
+   *     a descale tensor not shaped (batch, nheadsK); every rule of {@link #attention}); the
+   *     outputs are then untouched
+   */
+  public void attentionFp8(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor descaleQ,
+      Tensor descaleK, Tensor descaleV, Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out,
+      Tensor lse, Launch launch) {
+    fk_attention_params_t p = nativeParams(params);
+    try {
+      guard.call(nh -> {
+        FlashkitNative.fk_attention_fp8_forward(nh, Launch.encode(launch), p, h(q), h(k), h(v),
+            h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), o(out, "out"),
+            o(lse, "lse"));
+        return null;
+      });
+    } finally {
+      p.delete();
+      Tensor.keepAlive(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
+    }
+  }
+
+  /** Batched {@link #attentionFp8} without lse, on the default launch. */
+  public void attentionFp8(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor descaleQ,
+      Tensor descaleK, Tensor descaleV, Tensor out) {
+    attentionFp8(params, q, k, v, descaleQ, descaleK, descaleV, null, null, out, null, null);
+  }
+
+  /**
+   * The kernel variant {@link #attentionFp8} would run: the bf16 kernel's name with
+   * "+fp8_dequant", e.g. "cpu.attention+fp8_dequant"; validates the same.
+   */
+  public String attentionFp8SelectKernel(AttentionParams params, Tensor q, Tensor k, Tensor v,
+      Tensor descaleQ, Tensor descaleK, Tensor descaleV, Tensor cuSeqlensQ, Tensor cuSeqlensK,
+      Tensor out, Tensor lse) {
+    fk_attention_params_t p = nativeParams(params);
+    try {
+      return guard.call(nh -> FlashkitNative.fk_attention_fp8_select_kernel(nh, p, h(q), h(k),
+          h(v), h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), h(out),
+          h(lse)));
+    } finally {
+      p.delete();
+      Tensor.keepAlive(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
+    }
+  }
+
+  /**
+   * Workspace bytes with which {@link #attentionFp8} allocates nothing
+   * ({@code fk_attention_fp8_workspace_size}): on a GPU the bf16 copies of q, k and v plus what
+   * the bf16 call needs; 0 on the CPU backend. Validates the same.
+   */
+  public long attentionFp8WorkspaceSize(AttentionParams params, Tensor q, Tensor k, Tensor v,
+      Tensor descaleQ, Tensor descaleK, Tensor descaleV, Tensor cuSeqlensQ, Tensor cuSeqlensK,
+      Tensor out, Tensor lse) {
+    fk_attention_params_t p = nativeParams(params);
+    try {
+      return guard.call(nh -> FlashkitNative.fk_attention_fp8_workspace_size(nh, p, h(q), h(k),
+          h(v), h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), h(out),
+          h(lse)));
+    } finally {
+      p.delete();
+      Tensor.keepAlive(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
+    }
+  }
+
+  /**
    * Attention of new queries over a KV cache, contiguous or paged (decode and chunked prefill):
    * FlashAttention's {@code flash_attn_with_kvcache} contract; see
    * {@code fk_attention_kvcache_forward()} in flashkit.h (added in 0.5.0). The paged layout is

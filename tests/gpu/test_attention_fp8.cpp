@@ -1,0 +1,159 @@
+// fk_attention_fp8_forward on the CUDA backend, on every kernel family this device runs: against
+// the float64 reference on the dequantised inputs, bit for bit against fk_attention_forward on
+// the bf16-rounded dequantised tensors (same context), with a caller workspace of exactly the
+// queried size, and the variant name.
+#if defined(FLASHKIT_TEST_WITH_CUDA)
+
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attention_fp8_case.hpp"
+#include "flashkit/flashkit.h"
+#include "gpu_test_util.hpp"
+
+namespace {
+
+using fktest::DT;
+using fktest::Fp8AttnCase;
+using fktest::HostTensor;
+using fkgpu::DeviceTensor;
+
+void check_close(const HostTensor& got, const std::vector<double>& ref, const char* what) {
+  const std::vector<double> g = got.to_vector();
+  REQUIRE(g.size() == ref.size());
+  size_t unwritten = 0, inf_mismatch = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i])) ++unwritten;
+    if ((std::isinf(ref[i]) || std::isinf(g[i])) && g[i] != ref[i]) ++inf_mismatch;
+  }
+  const fktest::ErrorStats s = fktest::compare(g, ref);
+  INFO(what << ": rel_l2 " << s.rel_l2 << " (tol " << fktest::rel_tol(DT::BF16) << "), max_abs "
+            << s.max_abs << " (magnitude " << s.max_ref << "), unwritten " << unwritten
+            << ", inf mismatches " << inf_mismatch << ", seed " << fktest::test_seed());
+  CHECK(unwritten == 0);
+  CHECK(inf_mismatch == 0);
+  CHECK(s.rel_l2 <= fktest::rel_tol(DT::BF16));
+  CHECK(s.max_abs <= 4 * fktest::rel_tol(DT::BF16) * std::max(1.0, s.max_ref));
+}
+
+// Runs `c` on `ctx` (through a caller workspace of exactly the queried size when `workspace`),
+// then checks the reference and the bf16 equality.
+void run_case(Fp8AttnCase& c, const fk_context_t* ctx, bool workspace) {
+  DeviceTensor q(c.q), k(c.k), v(c.v), dq(c.dq), dk(c.dk), dv(c.dv), out(c.out), lse(c.lse);
+  std::unique_ptr<DeviceTensor> cq, ck;
+  if (c.varlen()) {
+    cq = std::make_unique<DeviceTensor>(c.cq);
+    ck = std::make_unique<DeviceTensor>(c.ck);
+  }
+  const DLTensor* dcq = c.varlen() ? &*cq : nullptr;
+  const DLTensor* dck = c.varlen() ? &*ck : nullptr;
+  const DLTensor* ds[3] = {c.descales ? &dq : nullptr, c.descales ? &dk : nullptr,
+                           c.descales ? &dv : nullptr};
+  out.poison();
+  lse.poison();
+
+  const char* name = nullptr;
+  REQUIRE_FK(fk_attention_fp8_select_kernel(ctx, &c.prm, &q, &k, &v, ds[0], ds[1], ds[2], dcq,
+                                            dck, &out, &lse, &name));
+  const char* inner = nullptr;
+  uint64_t ws_bytes = 0;
+  REQUIRE_FK(fk_attention_fp8_workspace_size(ctx, &c.prm, &q, &k, &v, ds[0], ds[1], ds[2], dcq,
+                                             dck, &out, &lse, &ws_bytes));
+  const uint64_t copies = uint64_t(c.q.numel() + 2 * c.k.numel()) * 2;
+  CHECK(ws_bytes >= copies);
+  void* ws = nullptr;
+  fk_launch_t launch;
+  fk_launch_init(&launch);
+  if (workspace) {
+    REQUIRE_CUDA(cudaMalloc(&ws, ws_bytes + 1));
+    launch.workspace = static_cast<char*>(ws) + 1;  // misaligned start: the arena aligns it
+    launch.workspace_bytes = ws_bytes;
+  }
+  REQUIRE_FK(fk_attention_fp8_forward(ctx, &launch, &c.prm, &q, &k, &v, ds[0], ds[1], ds[2], dcq,
+                                      dck, &out, &lse));
+  out.download();
+  lse.download();
+  if (ws) REQUIRE_CUDA(cudaFree(ws));
+
+  std::vector<double> ref_out, ref_lse;
+  c.reference(ref_out, ref_lse);
+  check_close(c.out, ref_out, "out");
+  check_close(c.lse, ref_lse, "lse");
+
+  // The same problem through fk_attention_forward on the bf16-rounded dequantised tensors.
+  HostTensor qb = c.bf16_copy(c.q, c.dq, true), kb = c.bf16_copy(c.k, c.dk, false),
+             vb = c.bf16_copy(c.v, c.dv, false);
+  // out and lse in the fp8 call's layouts: the variant the dispatcher picks depends on them.
+  HostTensor out2(DT::BF16, c.out.shape, c.out.strides), lse2(DT::F32, c.lse.shape, c.lse.strides);
+  DeviceTensor qb_d(qb), kb_d(kb), vb_d(vb), out2_d(out2), lse2_d(lse2);
+  out2_d.poison();
+  lse2_d.poison();
+  REQUIRE_FK(fk_attention_select_kernel(ctx, &c.prm, &qb_d, &kb_d, &vb_d, dcq, dck, &out2_d,
+                                        &lse2_d, &inner));
+  CHECK(std::string(name) == std::string(inner) + "+fp8_dequant");
+  REQUIRE_FK(fk_attention_forward(ctx, nullptr, &c.prm, &qb_d, &kb_d, &vb_d, dcq, dck, &out2_d,
+                                  &lse2_d));
+  out2_d.download();
+  lse2_d.download();
+  const std::vector<double> a = c.out.to_vector(), b = out2.to_vector();
+  const std::vector<double> la = c.lse.to_vector(), lb = lse2.to_vector();
+  size_t differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) differ += !(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])));
+  for (size_t i = 0; i < la.size(); ++i) differ += !(la[i] == lb[i]);
+  INFO("variant " << name << ", workspace " << workspace << ", " << differ << " of "
+                    << a.size() + la.size() << " values differ");
+  CHECK(differ == 0);
+}
+
+}  // namespace
+
+TEST_CASE("gpu attention fp8: each kernel family, against the reference and the bf16 call",
+          "[gpu][attention][fp8]") {
+  for (auto [fam, ctx] : fkgpu::available_families()) {
+    uint64_t tag = 8100;
+    for (int mode = 0; mode < 7; ++mode) {
+      Fp8AttnCase c;
+      switch (mode) {
+        case 0: c.head_dim = 128; c.seqlen_q = 200; c.seqlen_k = 333; break;
+        case 1: c.head_dim = 64; c.seqlen_q = 129; c.seqlen_k = 129; c.prm.causal = 1; break;
+        case 2: c.head_dim = 72; c.padded = true; break;  // padded to 96/128 inside, strided
+        case 3: c.head_dim = 256; c.seqlen_q = 65; c.seqlen_k = 300; c.nheads_k = 1; break;
+        case 4: c.cu_q = {0, 70, 70, 250, 251}; c.cu_k = {0, 90, 130, 300, 301}; c.head_dim = 128; break;
+        case 5: c.seqlen_q = 1; c.seqlen_k = 500; c.nheads = 8; c.nheads_k = 2; c.head_dim = 128; break;  // GQA decode (packed)
+        case 6: c.descales = false; c.head_dim = 96; break;
+      }
+      auto rng = fkgpu::rng_for(++tag);
+      c.build(rng);
+      if (mode == 1) c.prm.causal = 1;
+      if (mode == 2) {
+        c.prm.window_size_left = 17;
+        c.prm.window_size_right = 5;
+        c.prm.softcap = 12.0f;
+      }
+      if (mode == 4) c.prm.causal = 1;
+      DYNAMIC_SECTION(fam << " mode " << mode) {
+        INFO(fam << " mode " << mode);
+        run_case(c, ctx, mode % 2 == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu attention fp8: small case", "[gpu][attention][fp8][sanitize]") {
+  for (auto [fam, ctx] : fkgpu::available_families()) {
+    Fp8AttnCase c;
+    c.batch = 2;
+    c.seqlen_q = 5;
+    c.seqlen_k = 9;
+    c.head_dim = 40;  // not a multiple of 8: the scalar dequantisation path
+    auto rng = fkgpu::rng_for(8200);
+    c.build(rng);
+    DYNAMIC_SECTION(fam) { run_case(c, ctx, true); }
+  }
+}
+
+#endif  // FLASHKIT_TEST_WITH_CUDA
