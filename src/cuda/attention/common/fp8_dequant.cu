@@ -49,36 +49,64 @@ __device__ __forceinline__ int64_t sequence_of(const int32_t* cu, int64_t batch,
   return lo;
 }
 
-// Each thread converts kVec consecutive elements of one (row, head) vector.
-template <int kVec>
-__global__ void dequant_kernel(DequantArgs a) {
-  const int64_t chunks = a.head_dim / kVec;
-  const int64_t total = a.rows * a.heads * chunks;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t c = i % chunks;
-    const int64_t rh = i / chunks;
-    const int64_t h = rh % a.heads;
-    const int64_t r = rh / a.heads;
+// Converts 2 codes at a time: fp8x2 -> half2 (exact) -> float2, times the factor, then RNE to
+// bf16 (the same arithmetic as one at a time: every step but the last two is exact).
+__device__ __forceinline__ __nv_bfloat162 dequant2(uint16_t pair, float scale) {
+  const __half2_raw h2 =
+      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair), __NV_E4M3);
+  float2 f = __half22float2(__half2(h2));
+  f.x *= scale;
+  f.y *= scale;
+  return __float22bfloat162_rn(f);
+}
+
+// Each thread converts kVec consecutive elements of one (row, head) vector. Index: the type of
+// the flat chunk index (32-bit when the chunk count fits: the divisions below are the kernel's
+// main cost after the memory traffic).
+template <int kVec, class Index>
+__global__ void __launch_bounds__(256) dequant_kernel(DequantArgs a) {
+  const Index chunks = static_cast<Index>(a.head_dim / kVec);
+  const Index heads = static_cast<Index>(a.heads);
+  const Index total = static_cast<Index>(a.rows) * heads * chunks;
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
+    const Index c = i % chunks;
+    const Index rh = i / chunks;
+    const Index h = rh % heads;
+    const Index r = rh / heads;
     int64_t b, src_off;
     if (a.cu) {
       b = sequence_of(a.cu, a.batch, r);
-      src_off = r * a.row_stride;
+      src_off = int64_t(r) * a.row_stride;
     } else {
-      b = r / a.seqlen;
-      src_off = b * a.batch_stride + (r - b * a.seqlen) * a.row_stride;
+      b = int64_t(r) / a.seqlen;
+      src_off = b * a.batch_stride + (int64_t(r) - b * a.seqlen) * a.row_stride;
     }
-    src_off += h * a.head_stride + c * kVec;
+    src_off += int64_t(h) * a.head_stride + int64_t(c) * kVec;
     const float scale =
         a.descale ? a.descale[b * a.descale_batch_stride + (h / a.group) * a.descale_head_stride]
                   : 1.0f;
-    __nv_bfloat16* dst = a.dst + (r * a.heads + h) * a.head_dim + c * kVec;
-    if constexpr (kVec == 8) {
-      const uint2 raw = *reinterpret_cast<const uint2*>(a.src + src_off);
-      const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&raw);
-      __align__(16) __nv_bfloat16 out[8];
+    __nv_bfloat16* dst = a.dst + (int64_t(r) * a.heads + h) * a.head_dim + int64_t(c) * kVec;
+    if constexpr (kVec == 16) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(a.src + src_off);
+      const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+      __align__(16) __nv_bfloat162 out[8];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) out[e] = __float2bfloat16_rn(e4m3_to_float(bytes[e]) * scale);
+      for (int e = 0; e < 4; ++e) {
+        out[2 * e] = dequant2(static_cast<uint16_t>(w[e] & 0xFFFFu), scale);
+        out[2 * e + 1] = dequant2(static_cast<uint16_t>(w[e] >> 16), scale);
+      }
+      reinterpret_cast<uint4*>(dst)[0] = reinterpret_cast<const uint4*>(out)[0];
+      reinterpret_cast<uint4*>(dst)[1] = reinterpret_cast<const uint4*>(out)[1];
+    } else if constexpr (kVec == 8) {
+      const uint2 raw = *reinterpret_cast<const uint2*>(a.src + src_off);
+      const uint32_t w[2] = {raw.x, raw.y};
+      __align__(16) __nv_bfloat162 out[4];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        out[2 * e] = dequant2(static_cast<uint16_t>(w[e] & 0xFFFFu), scale);
+        out[2 * e + 1] = dequant2(static_cast<uint16_t>(w[e] >> 16), scale);
+      }
       *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
     } else {
       dst[0] = __float2bfloat16_rn(e4m3_to_float(a.src[src_off]) * scale);
@@ -86,21 +114,34 @@ __global__ void dequant_kernel(DequantArgs a) {
   }
 }
 
-fk_status_t launch_dequant(const DequantArgs& a, cudaStream_t stream, const char* what) {
-  if (a.rows == 0 || a.heads == 0 || a.head_dim == 0) return FK_SUCCESS;
-  // 8 elements per thread when every vector start is 8-byte aligned in the source (the copy's
-  // starts are 16-byte aligned then: 256-byte aligned scratch, head_dim a multiple of 8).
-  const bool vec = a.head_dim % 8 == 0 && reinterpret_cast<uintptr_t>(a.src) % 8 == 0 &&
-                   a.row_stride % 8 == 0 && a.head_stride % 8 == 0 &&
-                   (a.cu || a.batch_stride % 8 == 0);
-  const int64_t per_thread = vec ? 8 : 1;
-  const int64_t work = a.rows * a.heads * (a.head_dim / per_thread);
+// True when every vector start of `a`'s source is `bytes`-aligned (head_dim then a multiple
+// of `bytes` too, so the copy's starts are 2 * bytes-aligned: 256-byte aligned scratch).
+bool aligned_to(const DequantArgs& a, int64_t bytes) {
+  return a.head_dim % bytes == 0 && reinterpret_cast<uintptr_t>(a.src) % bytes == 0 &&
+         a.row_stride % bytes == 0 && a.head_stride % bytes == 0 &&
+         (a.cu || a.batch_stride % bytes == 0);
+}
+
+template <int kVec>
+void launch_vec(const DequantArgs& a, cudaStream_t stream) {
+  const int64_t work = a.rows * a.heads * (a.head_dim / kVec);
   const int64_t blocks = (work + 255) / 256;
   const unsigned grid = grid_for(blocks < 4096 * 132 ? blocks : 4096 * 132);
-  if (vec) {
-    dequant_kernel<8><<<grid, 256, 0, stream>>>(a);
+  if (work < (int64_t(1) << 31)) {
+    dequant_kernel<kVec, uint32_t><<<grid, 256, 0, stream>>>(a);
   } else {
-    dequant_kernel<1><<<grid, 256, 0, stream>>>(a);
+    dequant_kernel<kVec, int64_t><<<grid, 256, 0, stream>>>(a);
+  }
+}
+
+fk_status_t launch_dequant(const DequantArgs& a, cudaStream_t stream, const char* what) {
+  if (a.rows == 0 || a.heads == 0 || a.head_dim == 0) return FK_SUCCESS;
+  if (aligned_to(a, 16)) {
+    launch_vec<16>(a, stream);
+  } else if (aligned_to(a, 8)) {
+    launch_vec<8>(a, stream);
+  } else {
+    launch_vec<1>(a, stream);
   }
   return check_launch(what);
 }
