@@ -297,11 +297,13 @@ FK_API fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_
  *  FP8 uses the DLPack 1.1 type codes below (the installed dlpack.h may be older): float8
  *  e4m3fn `{FK_DLPACK_FLOAT8_E4M3FN, 8, 1}` and e5m2 `{FK_DLPACK_FLOAT8_E5M2, 8, 1}`, as
  *  PyTorch's `torch.float8_e4m3fn` / `torch.float8_e5m2` export them. Only fk_gemm_scaled()'s
- *  `a` and `b` and fk_attention_fp8_forward()'s `q`, `k` and `v` (e4m3fn) accept them. Elsewhere an fp8 dtype gets FK_ERROR_NOT_SUPPORTED (this
- *  overrides the DTYPE_MISMATCH that a function's list gives for other wrong dtypes: index
- *  tensors, an FFT-convolution plan's `dtype`, every 16/32-bit float argument), except where
- *  an argument must be fp32 (`lse`, fk_gemm_scaled()'s `scale_a` / `scale_b`), which gets
- *  FK_ERROR_DTYPE_MISMATCH for any other dtype; an fp8 type code with `bits` other than 8 is
+ *  `a` and `b` and fk_attention_fp8_forward()'s `q`, `k` and `v` (e4m3fn) accept them.
+ *  Elsewhere an fp8 dtype gets FK_ERROR_NOT_SUPPORTED (this overrides the DTYPE_MISMATCH that a
+ *  function's list gives for other wrong dtypes: index tensors, an FFT-convolution plan's
+ *  `dtype`, every 16/32-bit float argument), except where an argument must be fp32 (`lse`,
+ *  fk_gemm_scaled()'s `scale_a` / `scale_b`, fk_attention_fp8_forward()'s `descale_q/k/v`) or
+ *  bf16 (fk_attention_fp8_forward()'s `out`), which gets FK_ERROR_DTYPE_MISMATCH for any other
+ *  dtype; an fp8 type code with `bits` other than 8 is
  *  FK_ERROR_DTYPE_MISMATCH everywhere.
  *
  *  Overlap rules ("must not overlap", "must not share memory"; FK_ERROR_INVALID_ARGUMENT, the
@@ -730,7 +732,9 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *
  * Computes fk_attention_forward() on the dequantised inputs
  * `q_real[b, s, h, :] = descale_q[b, h / (nheads / nheads_k)] * float(q[b, s, h, :])`,
- * `k_real[b, s, g, :] = descale_k[b, g] * float(k[b, s, g, :])` and likewise v, with every
+ * `k_real[b, s, g, :] = descale_k[b, g] * float(k[b, s, g, :])` and likewise v (varlen form:
+ * row r of q belongs to sequence b when `cu_seqlens_q[b] <= r < cu_seqlens_q[b + 1]`, a row of
+ * k or v likewise by `cu_seqlens_k`), with every
  * option of `params` (causal, window, softcap, GQA/MQA, varlen, lse). The dequantised values
  * are rounded to bf16 once and the attention runs on the bf16 kernels of the context's
  * backend: the result equals, bit for bit on the same device, fk_attention_forward() on
@@ -738,9 +742,13 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * dispatcher picks depends on the layouts; fk_attention_fp8_select_kernel() names it). It is not fp8 tensor-core arithmetic: on the CUDA backend the call costs one
  * extra pass over q, k and v (read fp8, write bf16 scratch) on top of the bf16 attention,
  * and the scratch (2 bytes per element of q, k and v) comes from the launch workspace or is
- * allocated per call (fk_attention_fp8_workspace_size()).
+ * allocated per call (fk_attention_fp8_workspace_size()). The CPU backend dequantises into
+ * host memory it allocates: 2 bytes per logical element of q, k and v, a broadcast (stride 0)
+ * view counted at its logical size; a copy that cannot be allocated is FK_ERROR_OUT_OF_MEMORY
+ * naming the tensor (on every backend when it would exceed 2^62 bytes).
  *
  * Arguments as fk_attention_forward(), except:
+ * @param context, launch, params, cu_seqlens_q, cu_seqlens_k As for fk_attention_forward().
  * @param q, k, v      float8 e4m3fn `{FK_DLPACK_FLOAT8_E4M3FN, 8, 1}` (all three;
  *                     FK_ERROR_DTYPE_MISMATCH otherwise, e5m2 included: FlashAttention-3
  *                     quantises attention inputs to e4m3), shapes, strides and layouts as
@@ -751,9 +759,8 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *                     context's device: the factor that multiplies query head h of sequence b
  *                     is `descale_q[b, h / (nheads / nheads_k)]` (one factor per GQA group, as
  *                     in FlashAttention-3). `batch` is the number of sequences (cu_seqlens
- *                     length - 1 in the varlen form). Factors are applied as given: a NaN or
- *                     infinite factor makes its rows NaN, not an error (the factors are not
- *                     read on the host).
+ *                     length - 1 in the varlen form). Factors are applied as given, never
+ *                     validated: a NaN or infinite factor makes its rows NaN, not an error.
  * @param descale_k    NULL or fp32 `(batch, nheads_k)`: the factor of key head g of sequence b.
  * @param descale_v    NULL or fp32 `(batch, nheads_k)`: the factor of value head g of sequence b.
  * @param out          bf16 (FK_ERROR_DTYPE_MISMATCH otherwise), q's shape, head_dim contiguous;
@@ -774,6 +781,8 @@ FK_API fk_status_t fk_attention_fp8_forward(
  *        `"cuda.sm90.attention+fp8_dequant"`. Added in 0.6.0.
  *
  * Validates exactly as fk_attention_fp8_forward() does and runs nothing.
+ * @param context, params, q, k, v, descale_q, descale_k, descale_v, cu_seqlens_q, cu_seqlens_k,
+ *        out, lse As for fk_attention_fp8_forward().
  * @param[out] variant_name Receives static text on success.
  * @return As fk_attention_fp8_forward(); FK_ERROR_NULL_POINTER if `variant_name` is NULL.
  */
@@ -790,6 +799,8 @@ FK_API fk_status_t fk_attention_fp8_select_kernel(
  *        which dequantises into host memory it allocates. Added in 0.6.0.
  *
  * Validates like fk_attention_fp8_forward() and runs nothing.
+ * @param context, params, q, k, v, descale_q, descale_k, descale_v, cu_seqlens_q, cu_seqlens_k,
+ *        out, lse As for fk_attention_fp8_forward().
  * @param[out] workspace_bytes Receives the size on success.
  * @return As fk_attention_fp8_forward(); FK_ERROR_NULL_POINTER if `workspace_bytes` is NULL.
  */

@@ -271,7 +271,8 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   FK_RETURN_IF_ERROR(to_view(ctx, "q", q_, &q, qkv_accept));
   FK_RETURN_IF_ERROR(to_view(ctx, kname, k_, &k, qkv_accept));
   FK_RETURN_IF_ERROR(to_view(ctx, vname, v_, &v, qkv_accept));
-  FK_RETURN_IF_ERROR(to_view(ctx, "out", out_, &out));
+  // The fp8 form lets an fp8 out through to its own rule (DTYPE_MISMATCH: must be bf16).
+  FK_RETURN_IF_ERROR(to_view(ctx, "out", out_, &out, qkv_accept));
   OptTensor dsc[3];
   if (fp8) {
     for (int i = 0; i < 3; ++i) {
@@ -471,6 +472,20 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
   OptTensor kv_seqlens, kv_table;
   if (kv) FK_RETURN_IF_ERROR(apply_kvcache(ctx, *kv, q, k, &kv_seqlens, &kv_table, p));
   if (fp8) {
+    // The bf16 copies take 2 bytes per logical element (a broadcast view included): a size
+    // past 2^62 bytes cannot be allocated anywhere; refused before any arithmetic wraps.
+    const struct { const char* name; int64_t rows, heads; } copies[3] = {
+        {"q", p->total_q, nheads}, {kname, p->total_k, nheads_k}, {vname, p->total_k, nheads_k}};
+    for (const auto& c : copies) {
+      int64_t n = 0;
+      if (__builtin_mul_overflow(c.rows, c.heads, &n) || __builtin_mul_overflow(n, head_dim, &n) ||
+          n > (int64_t(1) << 61)) {
+        return set_error(FK_ERROR_OUT_OF_MEMORY,
+                         "%s: its bf16 copy (2 bytes per logical element, %" PRId64 " rows x %" PRId64
+                         " heads x %" PRId64 ") exceeds 2^62 bytes",
+                         c.name, c.rows, c.heads, head_dim);
+      }
+    }
     *fp8->out = AttentionFp8Descales{};
     for (int i = 0; i < 3; ++i) {
       if (!dsc[i].valid) continue;
@@ -604,8 +619,16 @@ fk_status_t run_fp8(const fk_context_t* ctx, const fk_launch_t& l, const Attenti
   const int64_t hs[3] = {p.q_head_stride, p.k_head_stride, p.v_head_stride};
   const int32_t* cus[3] = {p.cu_seqlens_q, p.cu_seqlens_k, p.cu_seqlens_k};
   const int64_t seqlens[3] = {p.seqlen_q, p.seqlen_k, p.seqlen_k};
+  const char* names[3] = {"q", "k", "v"};
   for (int t = 0; t < 3; ++t) {
-    copies[t].resize(static_cast<size_t>(rows[t] * heads[t] * hd));
+    const int64_t n = rows[t] * heads[t] * hd;  // < 2^61 (build_problem)
+    try {
+      copies[t].resize(static_cast<size_t>(n));
+    } catch (const std::exception&) {
+      return set_error(FK_ERROR_OUT_OF_MEMORY,
+                       "%s: host allocation of its bf16 copy (%" PRId64 " bytes) failed",
+                       names[t], 2 * n);
+    }
     const uint8_t* s = static_cast<const uint8_t*>(src[t]);
     int64_t b = 0;
     for (int64_t r = 0; r < rows[t]; ++r) {

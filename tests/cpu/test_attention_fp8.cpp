@@ -191,6 +191,25 @@ TEST_CASE("cpu attention fp8: validation rules, outputs untouched", "[cpu][atten
       CHECK(c.out.all_poison());
     }
   }
+  SECTION("an fp8 out is a dtype mismatch, not NOT_SUPPORTED") {
+    Fp8Case c;
+    c.build(7603);
+    c.out = HostTensor(DT::E4M3, c.out.shape);
+    c.out.poison();
+    expect_error(c.run(ctx()), FK_ERROR_DTYPE_MISMATCH, {"out:", "bf16"});
+    CHECK(c.out.all_poison());
+  }
+  SECTION("a broadcast k too large to copy is refused by name, before anything is allocated") {
+    Fp8Case c;  // the reproducer of a review: q (1, 2, 1, 1), k and v (1, 2^62, 1, 1), stride 0
+    c.batch = c.nheads = c.nheads_k = c.head_dim = 1;
+    c.seqlen_q = 2;
+    c.build(7604);
+    const int64_t huge = int64_t(1) << 62;
+    c.k = HostTensor(DT::E4M3, {c.batch, huge, c.nheads_k, c.head_dim}, {0, 0, 0, 0});
+    c.v = HostTensor(DT::E4M3, {c.batch, huge, c.nheads_k, c.head_dim}, {0, 0, 0, 0});
+    expect_error(c.run(ctx()), FK_ERROR_OUT_OF_MEMORY, {"k:", "bf16 copy"});
+    check_untouched(c);
+  }
   SECTION("descale dtype, rank and shape") {
     const char* names[3] = {"descale_q", "descale_k", "descale_v"};
     for (int i = 0; i < 3; ++i) {

@@ -80,8 +80,10 @@ def test_attention_fp8_refusals(rng):
     with pytest.raises(flashkit.InvalidArgumentError, match="q: .*float8_e4m3fn"):
         flashkit.attention_fp8(bf, bf, bf)
     e5 = ref.f64(k).astype(ml_dtypes.float8_e5m2)
-    with pytest.raises(flashkit.InvalidArgumentError, match="k: .*q's dtype"):
+    with pytest.raises(flashkit.InvalidArgumentError, match="k: dtype float8_e5m2 must be float8_e4m3fn"):
         flashkit.attention_fp8(q, e5, k)
+    with pytest.raises(flashkit.InvalidArgumentError, match="q: dtype uint8 must be float8_e4m3fn"):
+        flashkit.attention_fp8(q.view(np.uint8), k, k)
     out = np.full(q.shape, np.nan, np.float16)
     with pytest.raises(flashkit.InvalidArgumentError, match="out: dtype float16 must be bfloat16"):
         flashkit.attention_fp8(q, k, k, out=out)

@@ -168,8 +168,9 @@ class Context:
         (same exceptions) and runs nothing.
 
         Args:
-            op: ``"attention"``, ``"attention_kvcache"``, ``"gemm"``, ``"gemm_scaled"``,
-                ``"monarch"``, ``"blockdiag_linear"`` or ``"fftconv"``.
+            op: ``"attention"``, ``"attention_fp8"`` (e.g.
+                ``"cuda.sm90.attention+fp8_dequant"``), ``"attention_kvcache"``, ``"gemm"``,
+                ``"gemm_scaled"``, ``"monarch"``, ``"blockdiag_linear"`` or ``"fftconv"``.
             *args, **kwargs: the arguments of ``flashkit.<op>`` (for ``"fftconv"``:
                 ``(u, k, D=None, pregate=None, postgate=None, *, fft_size=None,
                 mode="causal", dtype=None, out=None)``).
@@ -184,7 +185,8 @@ class Context:
         """Bytes of ``workspace=`` with which ``op`` on this context and these arguments
         allocates nothing (the fk_*_workspace_size queries): 0 when the call takes no scratch
         (every CPU call, blockdiag_linear, most attention calls); nonzero for split-K GEMMs
-        (decode-sized M, long K), attention calls whose keys the GPU splits into chunks
+        (decode-sized M, long K), every attention_fp8 call on a GPU (its bf16 copies of q, k and
+        v, 2 bytes per element each), attention calls whose keys the GPU splits into chunks
         (fp16/bf16 decode-like calls with too few query tiles to fill it; so a small batch can
         need scratch where a large one needs none: query each shape), FFT convolutions that recompute their filter's spectrum per call (and the
         generic kernel's four-step intermediates above fft_size 8192), Monarch calls that run in

@@ -188,7 +188,7 @@ class _Call:
     ``index_args`` (int32). All of this is checked before anything is allocated.
     """
 
-    def __init__(self, ctx, inputs, required=1, index_args=(), scale_args=()):
+    def __init__(self, ctx, inputs, required=1, index_args=(), scale_args=(), fp8_args=()):
         for name, obj in inputs[:required]:
             if obj is None:
                 raise _none_error(name)
@@ -230,6 +230,10 @@ class _Call:
                 _dlpack.check_index_dtype(ref)
             elif name in scale_args:
                 _dlpack.check_scale_dtype(ref)
+            elif name in fp8_args:
+                if ref is not None and ref.dtype.name != "float8_e4m3fn":
+                    raise _errors.InvalidArgumentError(
+                        f"{name}: dtype {ref.dtype.name} must be float8_e4m3fn", 103)
             else:
                 _dlpack.check_compute_dtype(ref)
         self.primary = self.refs[index]
@@ -490,7 +494,7 @@ def attention_fp8(ctx, q, k, v, *, descale_q=None, descale_k=None, descale_v=Non
                        ("descale_k", descale_k), ("descale_v", descale_v),
                        ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)],
                  required=3, index_args=("cu_seqlens_q", "cu_seqlens_k"),
-                 scale_args=("descale_q", "descale_k", "descale_v"))
+                 scale_args=("descale_q", "descale_k", "descale_v"), fp8_args=("q", "k", "v"))
     qr, kr, vr, dqr, dkr, dvr, cq, ck = call.refs
     lse_shape, params, return_lse = _attention_form(
         qr, vr, cq, ck, softmax_scale, causal, window_size, softcap, return_lse, max_seqlen_q,

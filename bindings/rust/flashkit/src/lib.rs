@@ -9,7 +9,8 @@
 //!   (`unsafe`).
 //! - Every call returns [`Result<T>`]; an [`Error`] carries the C status ([`Status`], with its
 //!   [`ErrorCategory`]) and exactly the message `fk_get_last_error_message()` gave.
-//! - Operations: [`attention`] (and [`attention_kvcache`] over a paged KV cache), [`gemm`],
+//! - Operations: [`attention`] (and [`attention_kvcache`] over a paged KV cache,
+//!   [`attention_fp8`] on float8 e4m3fn inputs), [`gemm`],
 //!   [`monarch`], [`blockdiag_linear`] and
 //!   [`FFTConvPlan::forward`]; each has a `*_select_kernel` twin naming the kernel variant that
 //!   would run, and a `*_workspace_size` twin ([`FFTConvPlan::workspace_size`]) giving the

@@ -157,9 +157,13 @@ fk_status_t attention_fp8_dequant_run(const ExecContext& exec, const AttentionPr
   const int64_t nk = p.total_k * p.nheads_k * p.head_dim;
   ScratchArena arena(exec);
   void *q = nullptr, *k = nullptr, *v = nullptr;
+  // Sizes below 2^62 bytes (checked by the API layer). No keys: no k and v copies (a 0-byte
+  // request would still take a scratch unit that fk_attention_fp8_workspace_size does not count).
   FK_RETURN_IF_ERROR(arena.alloc(size_t(nq) * 2, &q, "attention fp8: bf16 copy of q"));
-  FK_RETURN_IF_ERROR(arena.alloc(size_t(nk) * 2, &k, "attention fp8: bf16 copy of k"));
-  FK_RETURN_IF_ERROR(arena.alloc(size_t(nk) * 2, &v, "attention fp8: bf16 copy of v"));
+  if (nk > 0) {
+    FK_RETURN_IF_ERROR(arena.alloc(size_t(nk) * 2, &k, "attention fp8: bf16 copy of k"));
+    FK_RETURN_IF_ERROR(arena.alloc(size_t(nk) * 2, &v, "attention fp8: bf16 copy of v"));
+  }
   cudaStream_t stream = static_cast<cudaStream_t>(exec.stream);
 
   const int64_t group = p.nheads_k > 0 ? p.nheads / p.nheads_k : 1;
