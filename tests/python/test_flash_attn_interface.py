@@ -9,11 +9,14 @@ import flashkit
 import fk_reference as ref
 from flashkit import flash_attn_interface as fa
 
-# FlashAttention 2's public signatures (flash_attn/flash_attn_interface.py): names and defaults.
+# FlashAttention 2's public signatures (flash_attn/flash_attn_interface.py): names and defaults;
+# flash_attn_func and flash_attn_varlen_func add FlashAttention-3's FP8 keywords after them
+# (keyword only, so every FlashAttention 2 call binds as before).
 FA2_SIGNATURES = {
     "flash_attn_func": "(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, "
                        "window_size=(-1, -1), softcap=0.0, alibi_slopes=None, "
-                       "deterministic=False, return_attn_probs=False)",
+                       "deterministic=False, return_attn_probs=False, *, q_descale=None, "
+                       "k_descale=None, v_descale=None)",
     "flash_attn_kvpacked_func": "(q, kv, dropout_p=0.0, softmax_scale=None, causal=False, "
                                 "window_size=(-1, -1), softcap=0.0, alibi_slopes=None, "
                                 "deterministic=False, return_attn_probs=False)",
@@ -23,7 +26,8 @@ FA2_SIGNATURES = {
     "flash_attn_varlen_func": "(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, "
                               "max_seqlen_k, dropout_p=0.0, softmax_scale=None, causal=False, "
                               "window_size=(-1, -1), softcap=0.0, alibi_slopes=None, "
-                              "deterministic=False, return_attn_probs=False, block_table=None)",
+                              "deterministic=False, return_attn_probs=False, block_table=None, *, "
+                              "q_descale=None, k_descale=None, v_descale=None)",
     "flash_attn_varlen_kvpacked_func": "(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, "
                                        "max_seqlen_k, dropout_p=0.0, softmax_scale=None, "
                                        "causal=False, window_size=(-1, -1), softcap=0.0, "
@@ -139,3 +143,25 @@ def test_torch_cpu_drop_in(rng):
     kvg = kv.clone().requires_grad_(True)
     with pytest.raises(flashkit.NotSupportedError, match="kv"):
         fa.flash_attn_kvpacked_func(q.detach(), kvg)
+
+
+def test_fp8_keywords_route_to_attention_fp8(rng):
+    """FlashAttention-3's FP8 call shape: float8_e4m3fn q, k, v with q_descale / k_descale /
+    v_descale give flashkit.attention_fp8's bf16 result (batched and varlen)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    e4m3 = ml_dtypes.float8_e4m3fn
+    q = (rng.standard_normal((2, 7, 4, 16)) * 2).astype(e4m3)
+    k = (rng.standard_normal((2, 9, 2, 16)) * 2).astype(e4m3)
+    dq, dk, dv = (rng.uniform(0.1, 0.7, (2, 2)).astype(np.float32) for _ in range(3))
+    out, lse, none = fa.flash_attn_func(q, k, k, causal=True, q_descale=dq, k_descale=dk,
+                                        v_descale=dv, return_attn_probs=True)
+    want, want_lse = flashkit.attention_fp8(q, k, k, descale_q=dq, descale_k=dk, descale_v=dv,
+                                            causal=True, return_lse=True)
+    assert none is None and out.dtype == want.dtype
+    np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(lse, want_lse)
+    cu = np.array([0, 3, 7], np.int32)
+    qv, kv = q[0], k[0, :7]
+    got = fa.flash_attn_varlen_func(qv, kv, kv, cu, cu, 4, 4, k_descale=dk)
+    want = flashkit.attention_fp8(qv, kv, kv, descale_k=dk, cu_seqlens_q=cu, cu_seqlens_k=cu)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))

@@ -12,6 +12,10 @@ before the heads. With ``return_attn_probs=True`` they return ``(out, softmax_ls
 ``softmax_lse`` is fp32, natural log, ``(batch, nheads, seqlen_q)`` or ``(nheads, total_q)``.
 The attention probabilities are never formed, hence ``None``.
 
+:func:`flash_attn_func` and :func:`flash_attn_varlen_func` also take FlashAttention-3's FP8
+keywords ``q_descale``, ``k_descale``, ``v_descale`` (keyword only): float8_e4m3fn q, k, v, or
+any descale given, run :func:`flashkit.attention_fp8` (bf16 out).
+
 They accept any array flashkit accepts (torch tensors, but also NumPy, CuPy, JAX), so fp32
 works too. What flashkit does not compute yet raises :class:`flashkit.NotSupportedError`
 instead of giving a different answer: ``dropout_p > 0``, ``alibi_slopes``, a paged
@@ -79,11 +83,25 @@ def _stream_hint(obj, name):
     return _dlpack.dlpack_stream(_dlpack.launch_stream(obj, dev[2], dev[0], dev[1]))
 
 
-def _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs, **varlen):
+def _is_fp8(x):
+    """True for a float8_e4m3fn array of any library (torch, NumPy with ml_dtypes, JAX)."""
+    return str(getattr(x, "dtype", "")).endswith("float8_e4m3fn")
+
+
+def _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs,
+         descales=(None, None, None), **varlen):
     return_attn_probs = _ops.bool_arg(return_attn_probs, "return_attn_probs")
-    result = _ops.attention(None, q, k, v, softmax_scale=softmax_scale, causal=causal,
-                            window_size=window_size, softcap=softcap,
-                            return_lse=bool(return_attn_probs), **varlen)
+    if _is_fp8(q) or any(d is not None for d in descales):
+        # FlashAttention-3's FP8 arguments: flashkit.attention_fp8 (bf16 out).
+        dq, dk, dv = descales
+        result = _ops.attention_fp8(None, q, k, v, descale_q=dq, descale_k=dk, descale_v=dv,
+                                    softmax_scale=softmax_scale, causal=causal,
+                                    window_size=window_size, softcap=softcap,
+                                    return_lse=bool(return_attn_probs), **varlen)
+    else:
+        result = _ops.attention(None, q, k, v, softmax_scale=softmax_scale, causal=causal,
+                                window_size=window_size, softcap=softcap,
+                                return_lse=bool(return_attn_probs), **varlen)
     if return_attn_probs:
         out, lse = result
         return out, lse, None
@@ -92,8 +110,9 @@ def _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,
-                    return_attn_probs=False):
-    """FlashAttention 2's ``flash_attn_func``.
+                    return_attn_probs=False, *, q_descale=None, k_descale=None,
+                    v_descale=None):
+    """FlashAttention 2's ``flash_attn_func``, with FlashAttention-3's FP8 keywords.
 
     Args:
         q: ``(batch_size, seqlen_q, nheads, headdim)``.
@@ -108,13 +127,18 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         alibi_slopes: must be None (else NotSupportedError).
         deterministic: accepted (only the backward pass would differ).
         return_attn_probs: return ``(out, softmax_lse, None)``.
+        q_descale, k_descale, v_descale: keyword only, FlashAttention-3's FP8 form: with
+            float8_e4m3fn q, k, v (or any descale given) the call is
+            :func:`flashkit.attention_fp8` (fp32 ``(batch_size, nheads_k)`` factors, None = 1;
+            bf16 out).
 
     Returns:
         out ``(batch_size, seqlen_q, nheads, headdim)``; with ``return_attn_probs`` also
         softmax_lse ``(batch_size, nheads, seqlen_q)`` fp32 (natural log) and None.
     """
     _unsupported("flash_attn_func", dropout_p, alibi_slopes)
-    return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs)
+    return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs,
+                descales=(q_descale, k_descale, v_descale))
 
 
 def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False,
@@ -146,8 +170,11 @@ def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=Fal
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                            dropout_p=0.0, softmax_scale=None, causal=False,
                            window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
-                           deterministic=False, return_attn_probs=False, block_table=None):
-    """FlashAttention 2's ``flash_attn_varlen_func`` (sequences packed without padding).
+                           deterministic=False, return_attn_probs=False, block_table=None, *,
+                           q_descale=None, k_descale=None, v_descale=None):
+    """FlashAttention 2's ``flash_attn_varlen_func`` (sequences packed without padding), with
+    FlashAttention-3's FP8 keywords (as :func:`flash_attn_func`; factors ``(batch_size,
+    nheads_k)``).
 
     Args:
         q: ``(total_q, nheads, headdim)``; k, v: ``(total_k, nheads_k, headdim)``.
@@ -164,7 +191,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     """
     _unsupported("flash_attn_varlen_func", dropout_p, alibi_slopes, block_table)
     return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs,
-                cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                descales=(q_descale, k_descale, v_descale), cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                 max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
 
 
