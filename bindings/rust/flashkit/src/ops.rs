@@ -234,6 +234,46 @@ pub struct Fp8Descales<'t, 'a> {
     pub descale_v: Option<&'t Tensor<'a>>,
 }
 
+/// The raw C arguments of the three `attention_fp8*` calls, built once per call.
+struct Fp8Raw {
+    params: sys::fk_attention_params_t,
+    q: sys::DLTensor,
+    k: sys::DLTensor,
+    v: sys::DLTensor,
+    descale: [Option<sys::DLTensor>; 3],
+    cu_q: Option<sys::DLTensor>,
+    cu_k: Option<sys::DLTensor>,
+    out: sys::DLTensor,
+    lse: Option<sys::DLTensor>,
+}
+
+impl Fp8Raw {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        params: &AttentionParams,
+        q: &Tensor<'_>,
+        k: &Tensor<'_>,
+        v: &Tensor<'_>,
+        descales: Fp8Descales<'_, '_>,
+        varlen: Option<VarLen<'_, '_>>,
+        out: sys::DLTensor,
+        lse: Option<sys::DLTensor>,
+    ) -> Result<Fp8Raw> {
+        let d = |t: Option<&Tensor<'_>>| t.map(|t| t.as_dlpack());
+        Ok(Fp8Raw {
+            params: params.to_raw()?,
+            q: q.as_dlpack(),
+            k: k.as_dlpack(),
+            v: v.as_dlpack(),
+            descale: [d(descales.descale_q), d(descales.descale_k), d(descales.descale_v)],
+            cu_q: varlen.map(|s| s.cu_seqlens_q.as_dlpack()),
+            cu_k: varlen.map(|s| s.cu_seqlens_k.as_dlpack()),
+            out,
+            lse,
+        })
+    }
+}
+
 /// Attention forward on float8 e4m3fn `q`, `k`, `v` ([`DType::F8E4M3FN`](crate::DType), built
 /// with [`Tensor::from_fp8_bits`]) with per-(sequence, kv-head) descale factors, bf16 output:
 /// FlashAttention-3's FP8 forward contract (Shah et al. 2024, Section 3.3);
@@ -266,30 +306,32 @@ pub fn attention_fp8(
     out: &mut TensorMut<'_>,
     lse: Option<&mut TensorMut<'_>>,
 ) -> Result<()> {
-    let p = params.to_raw()?;
-    let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
-    let dq = descales.descale_q.map(|t| t.as_dlpack());
-    let dk = descales.descale_k.map(|t| t.as_dlpack());
-    let dv = descales.descale_v.map(|t| t.as_dlpack());
-    let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
-    let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());
-    let lse = lse.map(|t| t.as_dlpack());
+    let r = Fp8Raw::new(
+        params,
+        q,
+        k,
+        v,
+        descales,
+        varlen,
+        out.as_dlpack(),
+        lse.map(|t| t.as_dlpack()),
+    )?;
     // SAFETY: as in `attention`.
     check(unsafe {
         sys::fk_attention_fp8_forward(
             context.as_raw(),
             Launch::ptr(launch),
-            &p,
-            &q,
-            &k,
-            &v,
-            opt_ptr(&dq),
-            opt_ptr(&dk),
-            opt_ptr(&dv),
-            opt_ptr(&cu_q),
-            opt_ptr(&cu_k),
-            &o,
-            opt_ptr(&lse),
+            &r.params,
+            &r.q,
+            &r.k,
+            &r.v,
+            opt_ptr(&r.descale[0]),
+            opt_ptr(&r.descale[1]),
+            opt_ptr(&r.descale[2]),
+            opt_ptr(&r.cu_q),
+            opt_ptr(&r.cu_k),
+            &r.out,
+            opt_ptr(&r.lse),
         )
     })
 }
@@ -308,30 +350,32 @@ pub fn attention_fp8_select_kernel(
     out: &TensorMut<'_>,
     lse: Option<&TensorMut<'_>>,
 ) -> Result<&'static str> {
-    let p = params.to_raw()?;
-    let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
-    let dq = descales.descale_q.map(|t| t.as_dlpack());
-    let dk = descales.descale_k.map(|t| t.as_dlpack());
-    let dv = descales.descale_v.map(|t| t.as_dlpack());
-    let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
-    let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());
-    let lse = lse.map(|t| t.as_dlpack());
+    let r = Fp8Raw::new(
+        params,
+        q,
+        k,
+        v,
+        descales,
+        varlen,
+        out.as_dlpack(),
+        lse.map(|t| t.as_dlpack()),
+    )?;
     let mut name: Variant = std::ptr::null();
     // SAFETY: as in `attention`; nothing is written but `name`.
     check(unsafe {
         sys::fk_attention_fp8_select_kernel(
             context.as_raw(),
-            &p,
-            &q,
-            &k,
-            &v,
-            opt_ptr(&dq),
-            opt_ptr(&dk),
-            opt_ptr(&dv),
-            opt_ptr(&cu_q),
-            opt_ptr(&cu_k),
-            &o,
-            opt_ptr(&lse),
+            &r.params,
+            &r.q,
+            &r.k,
+            &r.v,
+            opt_ptr(&r.descale[0]),
+            opt_ptr(&r.descale[1]),
+            opt_ptr(&r.descale[2]),
+            opt_ptr(&r.cu_q),
+            opt_ptr(&r.cu_k),
+            &r.out,
+            opt_ptr(&r.lse),
             &mut name,
         )
     })?;
@@ -353,30 +397,32 @@ pub fn attention_fp8_workspace_size(
     out: &TensorMut<'_>,
     lse: Option<&TensorMut<'_>>,
 ) -> Result<u64> {
-    let p = params.to_raw()?;
-    let (q, k, v, o) = (q.as_dlpack(), k.as_dlpack(), v.as_dlpack(), out.as_dlpack());
-    let dq = descales.descale_q.map(|t| t.as_dlpack());
-    let dk = descales.descale_k.map(|t| t.as_dlpack());
-    let dv = descales.descale_v.map(|t| t.as_dlpack());
-    let cu_q = varlen.map(|s| s.cu_seqlens_q.as_dlpack());
-    let cu_k = varlen.map(|s| s.cu_seqlens_k.as_dlpack());
-    let lse = lse.map(|t| t.as_dlpack());
+    let r = Fp8Raw::new(
+        params,
+        q,
+        k,
+        v,
+        descales,
+        varlen,
+        out.as_dlpack(),
+        lse.map(|t| t.as_dlpack()),
+    )?;
     let mut bytes: u64 = 0;
     // SAFETY: as in `attention`; nothing is written but `bytes`.
     check(unsafe {
         sys::fk_attention_fp8_workspace_size(
             context.as_raw(),
-            &p,
-            &q,
-            &k,
-            &v,
-            opt_ptr(&dq),
-            opt_ptr(&dk),
-            opt_ptr(&dv),
-            opt_ptr(&cu_q),
-            opt_ptr(&cu_k),
-            &o,
-            opt_ptr(&lse),
+            &r.params,
+            &r.q,
+            &r.k,
+            &r.v,
+            opt_ptr(&r.descale[0]),
+            opt_ptr(&r.descale[1]),
+            opt_ptr(&r.descale[2]),
+            opt_ptr(&r.cu_q),
+            opt_ptr(&r.cu_k),
+            &r.out,
+            opt_ptr(&r.lse),
             &mut bytes,
         )
     })?;
