@@ -742,7 +742,8 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * dispatcher picks depends on the layouts; fk_attention_fp8_select_kernel() names it). It is not fp8 tensor-core arithmetic: on the CUDA backend the call costs one
  * extra pass over q, k and v (read fp8, write bf16 scratch) on top of the bf16 attention,
  * and the scratch (2 bytes per element of q, k and v) comes from the launch workspace or is
- * allocated per call (fk_attention_fp8_workspace_size()). The CPU backend dequantises into
+ * allocated per call (fk_attention_fp8_workspace_size()); the call can be captured into a CUDA
+ * graph under the same conditions as fk_attention_forward(). The CPU backend dequantises into
  * host memory it allocates: 2 bytes per logical element of q, k and v, a broadcast (stride 0)
  * view counted at its logical size; a copy that cannot be allocated is FK_ERROR_OUT_OF_MEMORY
  * naming the tensor (on every backend when it would exceed 2^62 bytes).

@@ -144,6 +144,67 @@ TEST_CASE("gpu attention fp8: each kernel family, against the reference and the 
   }
 }
 
+TEST_CASE("gpu attention fp8: captured into a CUDA graph and replayed", "[gpu][attention][fp8][graph]") {
+  for (auto [fam, ctx] : fkgpu::available_families()) {
+    for (bool workspace : {false, true}) {
+      Fp8AttnCase c;
+      c.head_dim = 128;
+      c.seqlen_q = 150;
+      c.seqlen_k = 260;
+      auto rng = fkgpu::rng_for(8300);
+      c.build(rng);
+      c.prm.causal = 1;
+      DYNAMIC_SECTION(fam << (workspace ? ", caller workspace" : ", stream-ordered scratch")) {
+        cudaStream_t s = nullptr;
+        REQUIRE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        DeviceTensor q(c.q), k(c.k), v(c.v), dq(c.dq), dk(c.dk), dv(c.dv), out(c.out), lse(c.lse);
+        uint64_t ws_bytes = 0;
+        REQUIRE_FK(fk_attention_fp8_workspace_size(ctx, &c.prm, &q, &k, &v, &dq, &dk, &dv,
+                                                   nullptr, nullptr, &out, &lse, &ws_bytes));
+        void* ws = nullptr;
+        if (workspace) REQUIRE_CUDA(cudaMalloc(&ws, ws_bytes));
+        fk_launch_t launch;
+        fk_launch_init(&launch);
+        launch.stream = s;
+        launch.workspace = ws;
+        launch.workspace_bytes = workspace ? ws_bytes : 0;
+        auto call = [&] {
+          return fk_attention_fp8_forward(ctx, &launch, &c.prm, &q, &k, &v, &dq, &dk, &dv,
+                                          nullptr, nullptr, &out, &lse);
+        };
+        out.poison();
+        REQUIRE_FK(call());  // outside the capture first, as a server's warm-up
+        out.download();
+        const std::vector<double> direct = c.out.to_vector();
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        REQUIRE_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        const fk_status_t st = call();
+        const std::string msg = fk_get_last_error_message();
+        REQUIRE_CUDA(cudaStreamEndCapture(s, &graph));
+        INFO("under capture: " << fk_status_string(st) << ": " << msg);
+        REQUIRE(st == FK_SUCCESS);
+        REQUIRE_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+        for (int replay = 0; replay < 2; ++replay) {
+          out.poison();
+          REQUIRE_CUDA(cudaGraphLaunch(exec, s));
+          REQUIRE_CUDA(cudaStreamSynchronize(s));
+          out.download();
+          const std::vector<double> got = c.out.to_vector();
+          size_t differ = 0;
+          for (size_t i = 0; i < got.size(); ++i) differ += !(got[i] == direct[i]);
+          INFO("replay " << replay);
+          CHECK(differ == 0);
+        }
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        if (ws) REQUIRE_CUDA(cudaFree(ws));
+        cudaStreamDestroy(s);
+      }
+    }
+  }
+}
+
 TEST_CASE("gpu attention fp8: small case", "[gpu][attention][fp8][sanitize]") {
   for (auto [fam, ctx] : fkgpu::available_families()) {
     Fp8AttnCase c;
