@@ -12,6 +12,7 @@
 
 #include "api/run_op.h"
 #include "api/validate.h"
+#include "core/attention_fp8.h"
 #include "core/cuda_runtime.h"
 #include "core/half.h"
 #include "dispatch/dispatch.h"
@@ -608,20 +609,11 @@ fk_status_t run_fp8(const fk_context_t* ctx, const fk_launch_t& l, const Attenti
     return cuda::attention_fp8_dequant_run(exec, p, d, fp8_run_inner, &st);
   }
   // CPU: the same bf16 rounding of the dequantised values into host copies.
-  const int64_t group = p.nheads_k > 0 ? p.nheads / p.nheads_k : 1;
-  const int64_t hd = p.head_dim;
   std::vector<uint16_t> copies[3];
-  const void* src[3] = {p.q, p.k, p.v};
-  const int64_t rows[3] = {p.total_q, p.total_k, p.total_k};
-  const int64_t heads[3] = {p.nheads, p.nheads_k, p.nheads_k};
-  const int64_t bs[3] = {p.q_batch_stride, p.k_batch_stride, p.v_batch_stride};
-  const int64_t rs[3] = {p.q_row_stride, p.k_row_stride, p.v_row_stride};
-  const int64_t hs[3] = {p.q_head_stride, p.k_head_stride, p.v_head_stride};
-  const int32_t* cus[3] = {p.cu_seqlens_q, p.cu_seqlens_k, p.cu_seqlens_k};
-  const int64_t seqlens[3] = {p.seqlen_q, p.seqlen_k, p.seqlen_k};
   const char* names[3] = {"q", "k", "v"};
   for (int t = 0; t < 3; ++t) {
-    const int64_t n = rows[t] * heads[t] * hd;  // < 2^61 (build_problem)
+    const Fp8Operand a = attention_fp8_operand(p, d, t);
+    const int64_t n = a.elements();  // < 2^61 (build_problem)
     try {
       copies[t].resize(static_cast<size_t>(n));
     } catch (const std::exception&) {
@@ -629,24 +621,24 @@ fk_status_t run_fp8(const fk_context_t* ctx, const fk_launch_t& l, const Attenti
                        "%s: host allocation of its bf16 copy (%" PRId64 " bytes) failed",
                        names[t], 2 * n);
     }
-    const uint8_t* s = static_cast<const uint8_t*>(src[t]);
     int64_t b = 0;
-    for (int64_t r = 0; r < rows[t]; ++r) {
+    for (int64_t r = 0; r < a.rows; ++r) {
       int64_t off;
-      if (p.varlen) {
-        while (b + 1 < p.batch && cus[t][b + 1] <= r) ++b;  // host entries, checked
-        off = r * rs[t];
+      if (a.cu) {
+        while (b + 1 < a.batch && a.cu[b + 1] <= r) ++b;  // host entries, checked
+        off = r * a.row_stride;
       } else {
-        b = r / seqlens[t];
-        off = b * bs[t] + (r - b * seqlens[t]) * rs[t];
+        b = r / a.seqlen;
+        off = b * a.batch_stride + (r - b * a.seqlen) * a.row_stride;
       }
-      for (int64_t h = 0; h < heads[t]; ++h) {
-        const int64_t col = t == 0 ? h / group : h;
+      for (int64_t h = 0; h < a.heads; ++h) {
         const float scale =
-            d.ptr[t] ? d.ptr[t][b * d.batch_stride[t] + col * d.head_stride[t]] : 1.0f;
-        const uint8_t* in = s + off + h * hs[t];
-        uint16_t* o = copies[t].data() + (r * heads[t] + h) * hd;
-        for (int64_t e = 0; e < hd; ++e) o[e] = float_to_bf16(fp8_e4m3_to_float(in[e]) * scale);
+            a.descale ? a.descale[b * a.descale_batch_stride + (h / a.group) * a.descale_head_stride]
+                      : 1.0f;
+        const uint8_t* in = a.src + off + h * a.head_stride;
+        uint16_t* o = copies[t].data() + (r * a.heads + h) * a.head_dim;
+        for (int64_t e = 0; e < a.head_dim; ++e)
+          o[e] = float_to_bf16(fp8_e4m3_to_float(in[e]) * scale);
       }
     }
   }
@@ -774,8 +766,9 @@ fk_status_t fk_attention_fp8_workspace_size(
       [&](const AttentionVariant& v_, const AttentionProblem& p, bool empty) {
         *workspace_bytes = 0;
         if (empty || context->backend != FK_BACKEND_CUDA) return;
-        const uint64_t nq = uint64_t(p.total_q * p.nheads * p.head_dim) * 2;
-        const uint64_t nk = uint64_t(p.total_k * p.nheads_k * p.head_dim) * 2;
+        const AttentionFp8Descales none{};  // the sizes do not depend on the factors
+        const uint64_t nq = uint64_t(attention_fp8_operand(p, none, 0).elements()) * 2;
+        const uint64_t nk = uint64_t(attention_fp8_operand(p, none, 1).elements()) * 2;
         const AttentionProblem in = fp8_inner(context, p, nullptr, nullptr, nullptr);
         *workspace_bytes =
             workspace_for({nq, nk, nk}) + (v_.workspace ? v_.workspace(context->caps, in) : 0);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "core/attention_fp8.h"
 #include "core/cuda_runtime.h"
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
@@ -16,21 +17,9 @@ namespace flashkit {
 namespace cuda {
 namespace {
 
-// One fp8 tensor of the call, (rows, heads, head_dim) with head_dim contiguous; the copy is
-// contiguous in the same order.
-struct DequantArgs {
-  const uint8_t* src;
+// One of q, k, v (core/attention_fp8.h) and where its bf16 copy goes.
+struct DequantArgs : Fp8Operand {
   __nv_bfloat16* dst;
-  int64_t rows;          // total rows (batched: batch * seqlen)
-  int64_t seqlen;        // batched: rows per sequence; varlen: unused
-  const int32_t* cu;     // varlen: (batch + 1,) row offsets, else nullptr
-  int64_t batch;
-  int64_t heads;         // heads of this tensor
-  int64_t group;         // heads per descale column (q: nheads / nheads_k; k, v: 1)
-  int64_t head_dim;
-  int64_t batch_stride, row_stride, head_stride;  // of src, elements (batch_stride: batched)
-  const float* descale;  // nullptr: 1
-  int64_t descale_batch_stride, descale_head_stride;
 };
 
 __device__ __forceinline__ float e4m3_to_float(uint8_t v) {
@@ -153,8 +142,9 @@ fk_status_t attention_fp8_dequant_run(const ExecContext& exec, const AttentionPr
                                       void* user) {
   DeviceGuard guard(exec.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
-  const int64_t nq = p.total_q * p.nheads * p.head_dim;
-  const int64_t nk = p.total_k * p.nheads_k * p.head_dim;
+  DequantArgs ops[3];
+  for (int t = 0; t < 3; ++t) static_cast<Fp8Operand&>(ops[t]) = attention_fp8_operand(p, d, t);
+  const int64_t nq = ops[0].elements(), nk = ops[1].elements();
   ScratchArena arena(exec);
   void *q = nullptr, *k = nullptr, *v = nullptr;
   // Sizes below 2^62 bytes (checked by the API layer). No keys: no k and v copies (a 0-byte
@@ -166,37 +156,12 @@ fk_status_t attention_fp8_dequant_run(const ExecContext& exec, const AttentionPr
   }
   cudaStream_t stream = static_cast<cudaStream_t>(exec.stream);
 
-  const int64_t group = p.nheads_k > 0 ? p.nheads / p.nheads_k : 1;
-  const void* src[3] = {p.q, p.k, p.v};
   void* dst[3] = {q, k, v};
-  const int64_t rows[3] = {p.total_q, p.total_k, p.total_k};
-  const int64_t seqlen[3] = {p.seqlen_q, p.seqlen_k, p.seqlen_k};
-  const int32_t* cu[3] = {p.cu_seqlens_q, p.cu_seqlens_k, p.cu_seqlens_k};
-  const int64_t heads[3] = {p.nheads, p.nheads_k, p.nheads_k};
-  const int64_t groups[3] = {group, 1, 1};
-  const int64_t bs[3] = {p.q_batch_stride, p.k_batch_stride, p.v_batch_stride};
-  const int64_t rs[3] = {p.q_row_stride, p.k_row_stride, p.v_row_stride};
-  const int64_t hs[3] = {p.q_head_stride, p.k_head_stride, p.v_head_stride};
   const char* what[3] = {"attention fp8: dequantise q", "attention fp8: dequantise k",
                          "attention fp8: dequantise v"};
   for (int t = 0; t < 3; ++t) {
-    DequantArgs a{};
-    a.src = static_cast<const uint8_t*>(src[t]);
-    a.dst = static_cast<__nv_bfloat16*>(dst[t]);
-    a.rows = rows[t];
-    a.seqlen = seqlen[t] > 0 ? seqlen[t] : 1;
-    a.cu = p.varlen ? cu[t] : nullptr;
-    a.batch = p.batch;
-    a.heads = heads[t];
-    a.group = groups[t] > 0 ? groups[t] : 1;
-    a.head_dim = p.head_dim;
-    a.batch_stride = bs[t];
-    a.row_stride = rs[t];
-    a.head_stride = hs[t];
-    a.descale = d.ptr[t];
-    a.descale_batch_stride = d.batch_stride[t];
-    a.descale_head_stride = d.head_stride[t];
-    FK_RETURN_IF_ERROR(launch_dequant(a, stream, what[t]));
+    ops[t].dst = static_cast<__nv_bfloat16*>(dst[t]);
+    FK_RETURN_IF_ERROR(launch_dequant(ops[t], stream, what[t]));
   }
 
   AttentionProblem inner = attention_fp8_inner(p, q, k, v);
