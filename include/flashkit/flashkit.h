@@ -142,7 +142,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------ */
 
 #define FK_VERSION_MAJOR 0 /**< Major version: incompatible API changes. */
-#define FK_VERSION_MINOR 6 /**< Minor version: added functionality. */
+#define FK_VERSION_MINOR 7 /**< Minor version: added functionality. */
 #define FK_VERSION_PATCH 0 /**< Patch version: fixes. */
 /** @brief The version as one number: major * 10000 + minor * 100 + patch. */
 #define FK_VERSION_NUMBER (FK_VERSION_MAJOR * 10000 + FK_VERSION_MINOR * 100 + FK_VERSION_PATCH)
@@ -159,7 +159,7 @@ extern "C" {
 FK_API unsigned fk_get_version_number(void);
 
 /**
- * @brief Runtime version string of the loaded library, e.g. `"0.6.0"`.
+ * @brief Runtime version string of the loaded library, e.g. `"0.7.0"`.
  * @return Static text; never NULL; do not free.
  */
 FK_API const char* fk_get_version(void);
@@ -735,15 +735,36 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * `k_real[b, s, g, :] = descale_k[b, g] * float(k[b, s, g, :])` and likewise v (varlen form:
  * row r of q belongs to sequence b when `cu_seqlens_q[b] <= r < cu_seqlens_q[b + 1]`, a row of
  * k or v likewise by `cu_seqlens_k`), with every
- * option of `params` (causal, window, softcap, GQA/MQA, varlen, lse). The dequantised values
- * are rounded to bf16 once and the attention runs on the bf16 kernels of the context's
- * backend: the result equals, bit for bit on the same device, fk_attention_forward() on
- * contiguous bf16 tensors holding those values with the same `out` and `lse` (the variant the
- * dispatcher picks depends on the layouts; fk_attention_fp8_select_kernel() names it). It is not fp8 tensor-core arithmetic: on the CUDA backend the call costs one
- * extra pass over q, k and v (read fp8, write bf16 scratch) on top of the bf16 attention,
- * and the scratch (2 bytes per element of q, k and v) comes from the launch workspace or is
- * allocated per call (fk_attention_fp8_workspace_size()); the call can be captured into a CUDA
- * graph under the same conditions as fk_attention_forward(). The CPU backend dequantises into
+ * option of `params` (causal, window, softcap, GQA/MQA, varlen, lse). Two implementations,
+ * named by fk_attention_fp8_select_kernel():
+ *
+ * - `"cuda.sm90.attention_fp8"` (0.7.0): fp8 tensor-core arithmetic, FlashAttention-3's
+ *   (Section 3.3), on compute capability 9.0 with the AUTO or SM90 kernel family. S = q k^T on
+ *   the e4m3 codes (fp32 accumulation), scaled by softmax_scale * descale_q * descale_k; the
+ *   probabilities P = exp(S - rowmax) are rounded to e4m3 for the P V product on the codes of
+ *   v (the row sums keep fp32 P); O is scaled by descale_v and rounded to bf16. Rounding P to
+ *   e4m3 (3 mantissa bits) is the one approximation beyond fp32 arithmetic: the GPU tests hold
+ *   the output to at most twice the error of that math done naively in float64, plus bf16's
+ *   rounding; lse is the fp32 value of the exact scores. It takes batched calls (no
+ *   cu_seqlens) with head_dim 128, softcap 0 and softmax_scale > 0 (the default included),
+ *   q and k 16-byte aligned with row, head and batch strides that are multiples of 16
+ *   elements, and out as fk_attention_forward()'s Hopper kernel takes it (16-byte aligned,
+ *   strides multiples of 8); any causal or window mask, GQA/MQA, lse. One pass before the
+ *   kernel writes a transposed copy of v to scratch (wgmma reads 8-bit operands K-major only):
+ *   batch * nheads_k * 128 * (seqlen_k rounded up to 16) bytes, from the launch workspace or
+ *   allocated per call (fk_attention_fp8_workspace_size()). The environment variable
+ *   FLASHKIT_ATTENTION_FP8_DEQUANT=1 (read once per process) gives every call the path below.
+ * - `"<bf16 variant>+fp8_dequant"`, every other call and backend: the dequantised values are
+ *   rounded to bf16 once and the attention runs on the bf16 kernels of the context's backend:
+ *   the result equals, bit for bit on the same device, fk_attention_forward() on contiguous
+ *   bf16 tensors holding those values with the same `out` and `lse` (the variant the
+ *   dispatcher picks depends on the layouts). On the CUDA backend this costs one extra pass
+ *   over q, k and v (read fp8, write bf16 scratch) on top of the bf16 attention, and the
+ *   scratch (2 bytes per element of q, k and v) comes from the launch workspace or is
+ *   allocated per call (fk_attention_fp8_workspace_size()).
+ *
+ * Either can be captured into a CUDA graph under the same conditions as
+ * fk_attention_forward(). The CPU backend dequantises into
  * host memory it allocates: 2 bytes per logical element of q, k and v, a broadcast (stride 0)
  * view counted at its logical size; a copy that cannot be allocated is FK_ERROR_OUT_OF_MEMORY
  * naming the tensor (on every backend when it would exceed 2^62 bytes).
@@ -767,6 +788,10 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * @param out          bf16 (FK_ERROR_DTYPE_MISMATCH otherwise), q's shape, head_dim contiguous;
  *                     must not overlap an input, the descale factors included.
  * @param lse          As fk_attention_forward() (fp32, natural log, of the dequantised scores).
+ *
+ * Source of the fp8 kernel's scheme: Shah et al. 2024, Section 3.3 (P in fp8 for the second
+ * GEMM; V transposed for the K-major fp8 wgmma). Its speed on the H200: benchmarks/RESULTS.md,
+ * "FP8 attention on the fp8 tensor cores".
  * @return As fk_attention_forward(), with the dtype rules above; FK_ERROR_INVALID_ARGUMENT
  *   also when out or lse overlaps a descale tensor.
  */
@@ -777,9 +802,10 @@ FK_API fk_status_t fk_attention_fp8_forward(
     const DLTensor* cu_seqlens_k, const DLTensor* out, const DLTensor* lse);
 
 /**
- * @brief Names the kernel variant fk_attention_fp8_forward() would run: the bf16 attention
- *        kernel's name with `"+fp8_dequant"` appended, e.g.
- *        `"cuda.sm90.attention+fp8_dequant"`. Added in 0.6.0.
+ * @brief Names the kernel variant fk_attention_fp8_forward() would run:
+ *        `"cuda.sm90.attention_fp8"` (the fp8 tensor-core kernel, 0.7.0), or the bf16
+ *        attention kernel's name with `"+fp8_dequant"` appended, e.g.
+ *        `"cuda.sm80.attention+fp8_dequant"`. Added in 0.6.0.
  *
  * Validates exactly as fk_attention_fp8_forward() does and runs nothing.
  * @param context, params, q, k, v, descale_q, descale_k, descale_v, cu_seqlens_q, cu_seqlens_k,

@@ -341,7 +341,8 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
     check(fk_attention_fp8_forward(handle_, launch, params, q, k, v, descale_q, descale_k,
                                    descale_v, cu_seqlens_q, cu_seqlens_k, out, lse));
   }
-  /** @brief fk_attention_fp8_select_kernel(): e.g. "cuda.sm90.attention+fp8_dequant". */
+  /** @brief fk_attention_fp8_select_kernel(): e.g. "cuda.sm90.attention_fp8" or
+   *  "cuda.sm80.attention+fp8_dequant". */
   std::string attention_fp8_select_kernel(const fk_attention_params_t* params, const DLTensor* q,
                                           const DLTensor* k, const DLTensor* v,
                                           const DLTensor* descale_q, const DLTensor* descale_k,

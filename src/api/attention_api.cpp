@@ -16,6 +16,9 @@
 #include "core/cuda_runtime.h"
 #include "core/half.h"
 #include "dispatch/dispatch.h"
+#if defined(FLASHKIT_WITH_SM90)
+#include "cuda/attention/sm90/attention_sm90.h"
+#endif
 
 using namespace flashkit;
 
@@ -598,8 +601,33 @@ fk_status_t fp8_run_inner(const ExecContext& exec, AttentionProblem& inner, void
   return st->variant->run(exec, inner);
 }
 
+// The fp8 tensor-core kernel (Hopper): AUTO or a forced SM90 family, a problem it takes, and
+// FLASHKIT_ATTENTION_FP8_DEQUANT not "1" (that runs the dequantise-then-bf16 path everywhere,
+// read once per process).
+constexpr const char* kFp8NativeName = "cuda.sm90.attention_fp8";
+bool fp8_native(const fk_context_t* ctx, const AttentionProblem& p) {
+#if defined(FLASHKIT_WITH_SM90)
+  static const bool dequant_only = [] {
+    const char* e = std::getenv("FLASHKIT_ATTENTION_FP8_DEQUANT");
+    return e != nullptr && e[0] == '1' && e[1] == '\0';
+  }();
+  return !dequant_only && family_allowed(ctx, FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90) &&
+         cuda::sm90_attention::attention_fp8_supported(ctx->caps, p);
+#else
+  (void)ctx;
+  (void)p;
+  return false;
+#endif
+}
+
 fk_status_t run_fp8(const fk_context_t* ctx, const fk_launch_t& l, const AttentionProblem& p,
                     const AttentionFp8Descales& d) {
+#if defined(FLASHKIT_WITH_SM90)
+  if (fp8_native(ctx, p)) {
+    log_variant("attention_fp8", kFp8NativeName);
+    return cuda::sm90_attention::attention_fp8(make_exec_context(ctx, &l), p, d);
+  }
+#endif
   const AttentionVariant* variant = select_fp8(ctx, p);
   if (!variant) return set_error(FK_ERROR_INTERNAL, "attention_fp8: no kernel variant matched");
   log_variant("attention_fp8", fp8_variant_name(variant->name));
@@ -744,8 +772,8 @@ fk_status_t fk_attention_fp8_select_kernel(
                              p, empty, nullptr, &fp8);
       },
       select_fp8,
-      [&](const AttentionVariant& v_, const AttentionProblem&, bool) {
-        *variant_name = fp8_variant_name(v_.name);
+      [&](const AttentionVariant& v_, const AttentionProblem& p, bool) {
+        *variant_name = fp8_native(context, p) ? kFp8NativeName : fp8_variant_name(v_.name);
       });
 }
 
@@ -766,6 +794,12 @@ fk_status_t fk_attention_fp8_workspace_size(
       [&](const AttentionVariant& v_, const AttentionProblem& p, bool empty) {
         *workspace_bytes = 0;
         if (empty || context->backend != FK_BACKEND_CUDA) return;
+#if defined(FLASHKIT_WITH_SM90)
+        if (fp8_native(context, p)) {
+          *workspace_bytes = cuda::sm90_attention::attention_fp8_workspace(p);
+          return;
+        }
+#endif
         const AttentionFp8Descales none{};  // the sizes do not depend on the factors
         const uint64_t nq = uint64_t(attention_fp8_operand(p, none, 0).elements()) * 2;
         const uint64_t nk = uint64_t(attention_fp8_operand(p, none, 1).elements()) * 2;

@@ -99,18 +99,25 @@ struct Fp8AttnCase {
     return r;
   }
 
-  // The float64 reference on the dequantised inputs: out and lse, row-major.
-  void reference(std::vector<double>& ref_out, std::vector<double>& ref_lse) const {
+  // The float64 reference on the dequantised inputs: out and lse, row-major. round_p: the
+  // value P takes in the P V product (fkref::AttentionParams::round_p; nullptr: exact).
+  void reference(std::vector<double>& ref_out, std::vector<double>& ref_lse,
+                 double (*round_p)(double) = nullptr) const {
     const std::vector<double> qr = dequantised(q, dq, true), kr = dequantised(k, dk, false),
                               vr = dequantised(v, dv, false);
+    fkref::AttentionParams rp = ref_params();
+    rp.round_p = round_p;
     if (varlen()) {
-      fkref::attention_varlen(qr, kr, vr, cu_q, cu_k, nheads, nheads_k, head_dim, ref_params(),
-                              ref_out, ref_lse);
+      fkref::attention_varlen(qr, kr, vr, cu_q, cu_k, nheads, nheads_k, head_dim, rp, ref_out,
+                              ref_lse);
     } else {
-      fkref::attention(qr, kr, vr, batch, seqlen_q, seqlen_k, nheads, nheads_k, head_dim,
-                       ref_params(), ref_out, ref_lse);
+      fkref::attention(qr, kr, vr, batch, seqlen_q, seqlen_k, nheads, nheads_k, head_dim, rp,
+                       ref_out, ref_lse);
     }
   }
+
+  // P rounded to the nearest e4m3 value, as the fp8 tensor-core kernel feeds it to P V.
+  static double e4m3_round(double x) { return fp8_value(fp8_encode(x, true), true); }
 
   // The bf16 tensors the library promises to compute on: dequantised, rounded once to bf16.
   HostTensor bf16_copy(const HostTensor& x, const HostTensor& d, bool is_q) const {

@@ -1,13 +1,17 @@
 // fk_attention_fp8_forward on the CUDA backend, on every kernel family this device runs: against
-// the float64 reference on the dequantised inputs, bit for bit against fk_attention_forward on
-// the bf16-rounded dequantised tensors (same context), with a caller workspace of exactly the
-// queried size, and the variant name.
+// the float64 reference on the dequantised inputs, with a caller workspace of exactly the
+// queried size, and the variant name. The dequantise-then-bf16 variants ("+fp8_dequant") also
+// bit for bit against fk_attention_forward on the bf16-rounded dequantised tensors (same
+// context); Hopper's fp8 tensor-core kernel ("cuda.sm90.attention_fp8", P rounded to e4m3)
+// by FlashAttention's rule instead: its error at most twice that of the same math done
+// naively (the float64 reference with P rounded to e4m3), plus bf16's output rounding.
 #if defined(FLASHKIT_TEST_WITH_CUDA)
 
 #include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -40,9 +44,41 @@ void check_close(const HostTensor& got, const std::vector<double>& ref, const ch
   CHECK(s.max_abs <= 4 * fktest::rel_tol(DT::BF16) * std::max(1.0, s.max_ref));
 }
 
+constexpr const char* kNative = "cuda.sm90.attention_fp8";
+
+// FlashAttention's tolerance rule for the fp8 kernel's out (see the top of the file).
+void check_fp8_rule(const Fp8AttnCase& c, const std::vector<double>& ref) {
+  std::vector<double> naive, naive_lse;
+  c.reference(naive, naive_lse, Fp8AttnCase::e4m3_round);
+  const std::vector<double> g = c.out.to_vector();
+  REQUIRE(g.size() == ref.size());
+  size_t unwritten = 0;
+  double err = 0, err_naive = 0, mag = 0, sq = 0, sq_naive = 0, sq_ref = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!std::isfinite(g[i])) {
+      ++unwritten;
+      continue;
+    }
+    err = std::max(err, std::fabs(g[i] - ref[i]));
+    err_naive = std::max(err_naive, std::fabs(naive[i] - ref[i]));
+    mag = std::max(mag, std::fabs(ref[i]));
+    sq += (g[i] - ref[i]) * (g[i] - ref[i]);
+    sq_naive += (naive[i] - ref[i]) * (naive[i] - ref[i]);
+    sq_ref += ref[i] * ref[i];
+  }
+  const double rel = std::sqrt(sq / std::max(sq_ref, 1e-300));
+  const double rel_naive = std::sqrt(sq_naive / std::max(sq_ref, 1e-300));
+  INFO("fp8 kernel: max_abs " << err << " vs naive e4m3 P " << err_naive << " (magnitude " << mag
+                              << "), rel_l2 " << rel << " vs " << rel_naive << ", non-finite "
+                              << unwritten << ", seed " << fktest::test_seed());
+  CHECK(unwritten == 0);
+  CHECK(err <= 2 * err_naive + std::ldexp(std::max(1.0, mag), -7));
+  CHECK(rel <= 2 * rel_naive + std::ldexp(1.0, -8));
+}
+
 // Runs `c` on `ctx` (through a caller workspace of exactly the queried size when `workspace`),
-// then checks the reference and the bf16 equality.
-void run_case(Fp8AttnCase& c, const fk_context_t* ctx, bool workspace) {
+// then checks the reference and (dequantising variants) the bf16 equality. Returns the variant.
+std::string run_case(Fp8AttnCase& c, const fk_context_t* ctx, bool workspace) {
   DeviceTensor q(c.q), k(c.k), v(c.v), dq(c.dq), dk(c.dk), dv(c.dv), out(c.out), lse(c.lse);
   std::unique_ptr<DeviceTensor> cq, ck;
   if (c.varlen()) {
@@ -63,8 +99,9 @@ void run_case(Fp8AttnCase& c, const fk_context_t* ctx, bool workspace) {
   uint64_t ws_bytes = 0;
   REQUIRE_FK(fk_attention_fp8_workspace_size(ctx, &c.prm, &q, &k, &v, ds[0], ds[1], ds[2], dcq,
                                              dck, &out, &lse, &ws_bytes));
+  const bool native = std::string(name) == kNative;
   const uint64_t copies = uint64_t(c.q.numel() + 2 * c.k.numel()) * 2;
-  CHECK(ws_bytes >= copies);
+  CHECK(ws_bytes >= (native ? uint64_t(c.v.numel()) : copies));  // native: the V^T copy
   void* ws = nullptr;
   fk_launch_t launch;
   fk_launch_init(&launch);
@@ -81,8 +118,13 @@ void run_case(Fp8AttnCase& c, const fk_context_t* ctx, bool workspace) {
 
   std::vector<double> ref_out, ref_lse;
   c.reference(ref_out, ref_lse);
-  check_close(c.out, ref_out, "out");
+  if (native) {
+    check_fp8_rule(c, ref_out);
+  } else {
+    check_close(c.out, ref_out, "out");
+  }
   check_close(c.lse, ref_lse, "lse");
+  if (native) return name;
 
   // The same problem through fk_attention_forward on the bf16-rounded dequantised tensors.
   HostTensor qb = c.bf16_copy(c.q, c.dq, true), kb = c.bf16_copy(c.k, c.dk, false),
@@ -107,6 +149,7 @@ void run_case(Fp8AttnCase& c, const fk_context_t* ctx, bool workspace) {
   INFO("variant " << name << ", workspace " << workspace << ", " << differ << " of "
                     << a.size() + la.size() << " values differ");
   CHECK(differ == 0);
+  return name;
 }
 
 }  // namespace
@@ -205,6 +248,58 @@ TEST_CASE("gpu attention fp8: captured into a CUDA graph and replayed", "[gpu][a
   }
 }
 
+// The Hopper fp8 kernel where the dispatcher gives it the call (AUTO), and the calls it leaves
+// to the dequantising path there: multi-tile causal, bottom-right causal with seqlen_q <
+// seqlen_k, GQA and MQA, sliding windows, decode, key counts off the 16-key groups, NULL
+// descales; strided q/k off the copy engine's 16-byte rule, softcap, a negative scale and other
+// head dims go to "+fp8_dequant".
+TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][fp8][fp8native]") {
+  const fk_context_t* ctx = fkgpu::auto_context();
+  int dev = 0, major = 0, minor = 0;
+  REQUIRE_CUDA(cudaGetDevice(&dev));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  const bool hopper = major == 9 && minor == 0;
+  const char* env = std::getenv("FLASHKIT_ATTENTION_FP8_DEQUANT");
+  const bool forced_off = env != nullptr && std::string(env) == "1";
+  uint64_t tag = 8400;
+  for (int mode = 0; mode < 10; ++mode) {
+    Fp8AttnCase c;
+    c.head_dim = 128;
+    bool expect_native = true;
+    switch (mode) {
+      case 0: c.batch = 2; c.seqlen_q = 1000; c.seqlen_k = 1000; c.nheads = 4; c.nheads_k = 4; break;
+      case 1: c.batch = 2; c.seqlen_q = 300; c.seqlen_k = 1111; c.nheads = 8; c.nheads_k = 2; break;
+      case 2: c.batch = 1; c.seqlen_q = 700; c.seqlen_k = 700; c.nheads = 6; c.nheads_k = 1; break;
+      case 3: c.batch = 3; c.seqlen_q = 1; c.seqlen_k = 4097; c.nheads = 8; c.nheads_k = 1; break;
+      case 4: c.batch = 2; c.seqlen_q = 129; c.seqlen_k = 17; c.descales = false; break;
+      case 5: c.batch = 1; c.seqlen_q = 2048; c.seqlen_k = 2048; c.nheads = 2; c.nheads_k = 1; break;
+      case 6: c.padded = true; expect_native = false; break;  // strides off the 16-byte rule
+      case 7: expect_native = false; break;                   // softcap
+      case 8: expect_native = false; break;                   // negative softmax_scale
+      case 9: c.head_dim = 64; expect_native = false; break;
+    }
+    auto rng = fkgpu::rng_for(++tag);
+    c.build(rng);
+    if (mode == 0 || mode == 1 || mode == 5) c.prm.causal = 1;
+    if (mode == 2) {
+      c.prm.window_size_left = 64;
+      c.prm.window_size_right = 16;
+    }
+    if (mode == 7) c.prm.softcap = 20.0f;
+    if (mode == 8) c.prm.softmax_scale = -0.05f;
+    DYNAMIC_SECTION("mode " << mode) {
+      INFO("mode " << mode);
+      const std::string name = run_case(c, ctx, mode % 2 == 1);
+      if (hopper && !forced_off) {
+        CHECK((name == kNative) == expect_native);
+      } else {
+        CHECK(name != kNative);
+      }
+    }
+  }
+}
+
 TEST_CASE("gpu attention fp8: small case", "[gpu][attention][fp8][sanitize]") {
   for (auto [fam, ctx] : fkgpu::available_families()) {
     Fp8AttnCase c;
@@ -215,6 +310,16 @@ TEST_CASE("gpu attention fp8: small case", "[gpu][attention][fp8][sanitize]") {
     auto rng = fkgpu::rng_for(8200);
     c.build(rng);
     DYNAMIC_SECTION(fam) { run_case(c, ctx, true); }
+    // head_dim 128, causal: the fp8 tensor-core kernel on Hopper (SM90 and AUTO).
+    Fp8AttnCase n;
+    n.batch = 2;
+    n.seqlen_q = 70;
+    n.seqlen_k = 45;
+    n.head_dim = 128;
+    auto rng2 = fkgpu::rng_for(8201);
+    n.build(rng2);
+    n.prm.causal = 1;
+    DYNAMIC_SECTION(fam << ", head_dim 128") { run_case(n, ctx, false); }
   }
 }
 

@@ -55,8 +55,10 @@ def assert_close(actual, expected, dtype, factor=1.0, what=""):
 # Attention
 # ------------------------------------------------------------------------------------------
 
-def _attention_one(q, k, v, scale, causal, window, softcap):
-    """q (Lq, H, D), k/v (Lk, Hk, D) float64 -> out (Lq, H, D), lse (H, Lq)."""
+def _attention_one(q, k, v, scale, causal, window, softcap, round_p=None):
+    """q (Lq, H, D), k/v (Lk, Hk, D) float64 -> out (Lq, H, D), lse (H, Lq). round_p: the values
+    P = exp(s - rowmax) take in the P V product (the row sums keep the exact P), e.g. P rounded
+    to e4m3 as the fp8 kernel does; None: exact."""
     lq, h, d = q.shape
     lk, hk = k.shape[0], k.shape[1]
     group = h // hk
@@ -83,21 +85,23 @@ def _attention_one(q, k, v, scale, causal, window, softcap):
         denom = p.sum(axis=1)
         with np.errstate(divide="ignore"):
             lse[head] = np.where(seen, np.log(np.where(seen, denom, 1.0)) + m_safe[:, 0], -np.inf)
-        w = np.where(seen[:, None], p / np.where(seen, denom, 1.0)[:, None], 0.0)
+        pv = p if round_p is None else round_p(p)
+        w = np.where(seen[:, None], pv / np.where(seen, denom, 1.0)[:, None], 0.0)
         out[:, head, :] = w @ v[:, kh, :]
     return out, lse
 
 
 def attention(q, k, v, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-              cu_seqlens_q=None, cu_seqlens_k=None):
-    """Reference attention; returns (out, lse) in flashkit's layouts, float64."""
+              cu_seqlens_q=None, cu_seqlens_k=None, round_p=None):
+    """Reference attention; returns (out, lse) in flashkit's layouts, float64 (round_p: see
+    _attention_one)."""
     q, k, v = f64(q), f64(k), f64(v)
     scale = 1.0 / math.sqrt(q.shape[-1]) if softmax_scale is None else softmax_scale
     if cu_seqlens_q is None:
         b = q.shape[0]
         outs, lses = [], []
         for i in range(b):
-            o, l = _attention_one(q[i], k[i], v[i], scale, causal, window_size, softcap)
+            o, l = _attention_one(q[i], k[i], v[i], scale, causal, window_size, softcap, round_p)
             outs.append(o)
             lses.append(l)
         return np.stack(outs), np.stack(lses)
@@ -106,7 +110,8 @@ def attention(q, k, v, softmax_scale=None, causal=False, window_size=(-1, -1), s
     lse = np.full((q.shape[1], q.shape[0]), -np.inf)
     for i in range(len(cq) - 1):
         qs, qe, ks, ke = cq[i], cq[i + 1], ck[i], ck[i + 1]
-        o, l = _attention_one(q[qs:qe], k[ks:ke], v[ks:ke], scale, causal, window_size, softcap)
+        o, l = _attention_one(q[qs:qe], k[ks:ke], v[ks:ke], scale, causal, window_size, softcap,
+                              round_p)
         out[qs:qe] = o
         lse[:, qs:qe] = l
     return out, lse

@@ -51,6 +51,10 @@ struct AttentionParams {
   int64_t window_left = -1;   // -1: unbounded
   int64_t window_right = -1;  // -1: unbounded; causal forces 0
   double softcap = 0;         // 0: off
+  // The value each probability P = exp(s - rowmax) takes in the P V product, the row sums
+  // keeping the exact P (nullptr: exact). A low-precision P (the fp8 forward rounds P to e4m3,
+  // FlashAttention-3 Section 3.3) gives the error budget of the same math done naively.
+  double (*round_p)(double) = nullptr;
 };
 
 namespace detail {
@@ -97,6 +101,8 @@ inline void attention_one(const std::vector<double>& q, int64_t q0, int64_t q_rs
       s[size_t(j)] = keep[size_t(j)] ? std::exp(s[size_t(j)] - mx) : 0.0;
       sum += s[size_t(j)];
     }
+    if (p.round_p)  // the row sum above keeps the exact P
+      for (int64_t j = 0; j < lk; ++j) s[size_t(j)] = p.round_p(s[size_t(j)]);
     for (int64_t x = 0; x < d; ++x) {
       double acc = 0;
       for (int64_t j = 0; j < lk; ++j) acc += s[size_t(j)] * v[size_t(v0 + j * v_rs + x)];

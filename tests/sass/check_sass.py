@@ -9,7 +9,8 @@
    cuda.sm90.fftconv_direct) issues
    warpgroup MMAs (HGMMA, or QGMMA for FP8) and no warp-level HMMA: a kernel that fell back to
    mma.sync would still pass every correctness test while running at sm80 speed.
-2. The plain Hopper attention kernels at head_dim <= 128 touch no local memory (no LDL/STL
+2. The plain Hopper attention kernels at head_dim <= 128 (the fp8 ones of
+   cuda.sm90.attention_fp8 included) touch no local memory (no LDL/STL
    spill traffic) between their first and last warpgroup MMA, i.e. inside the key-tile loop.
    ptxas places these kernels' spills by heuristics that small source changes move: on the H200
    the same head_dim 128 kernel measured 1.02-1.20x slower with reloads inside the loop than with
@@ -258,7 +259,8 @@ def main():
             continue
         m = re.search(r"AttentionKernelIN7cutlass\w+?_tELi(\d+)ELi(\d+)ELb([01])E(Li(\d+)E)?", name)
         if m and m.group(3) == "0" and int(m.group(1)) <= 128:
-            spill_rule.add((int(m.group(1)), "bf16" if "bfloat16" in name else "fp16"))
+            dt = "bf16" if "bfloat16" in name else "fp8" if "float_e4m3" in name else "fp16"
+            spill_rule.add((int(m.group(1)), dt))
             region = body[mma[0]:mma[-1]]
             if m.group(5) == "192":
                 region = overlapped_loop(body)
@@ -273,6 +275,8 @@ def main():
         for dt in ("fp16", "bf16"):
             if (hd, dt) not in spill_rule:
                 failures.append(f"no plain attention kernel for head_dim {hd} / {dt} found (renamed?)")
+    if (128, "fp8") not in spill_rule:  # cuda.sm90.attention_fp8 (attention_fp8_sm90.cu)
+        failures.append("no fp8 attention kernel for head_dim 128 found (renamed?)")
     failures += count_failures([n for n in kernels if "direct90_kernel" in n], 1, "sm90 direct convolution")
     failures += count_failures([n for n in kernels if "stream90_kernel" in n], 2, "sm90 streamed direct convolution")
     failures += count_failures(decode, 15, "decode GEMM")

@@ -153,11 +153,22 @@ def attention_fp8(q, k, v, *, descale_q=None, descale_k=None, descale_v=None,
     "FlashAttention-3", section 3.3; its ``q_descale`` / ``k_descale`` / ``v_descale``).
 
     Computes :func:`attention` on ``descale_q[b, h // (nheads // nheads_k)] * q[b, :, h]``,
-    ``descale_k[b, g] * k[b, :, g]`` and ``descale_v[b, g] * v[b, :, g]``. Those values are
-    rounded once to bfloat16 and run on the bf16 attention kernels (bit for bit what
-    :func:`attention` gives on contiguous bfloat16 arrays of them with the same ``out`` and
-    ``lse`` layouts): not fp8 tensor-core arithmetic; on a GPU the call costs
-    one extra pass over q, k and v and scratch of 2 bytes per element of each (``workspace``).
+    ``descale_k[b, g] * k[b, :, g]`` and ``descale_v[b, g] * v[b, :, g]``, by one of two
+    implementations (``Context.select_kernel("attention_fp8", ...)`` names it):
+
+    - ``"cuda.sm90.attention_fp8"`` (0.7.0, Hopper GPUs): fp8 tensor-core arithmetic as in
+      FlashAttention-3: S = q k^T on the e4m3 codes, scaled by the softmax scale and
+      descale_q * descale_k; P rounded to e4m3 for the P V product; O times descale_v. The
+      rounding of P (3 mantissa bits) is its one approximation beyond fp32 arithmetic (tested:
+      at most twice the error of that math done naively, plus bf16 rounding). Batched calls
+      with head_dim 128, no softcap, a positive softmax scale, and q, k strides that are
+      multiples of 16 elements; scratch: one transposed copy of v (1 byte per element).
+      ``FLASHKIT_ATTENTION_FP8_DEQUANT=1`` in the environment gives every call the path below.
+    - ``"<bf16 variant>+fp8_dequant"``, every other call: the values are rounded once to
+      bfloat16 and run on the bf16 attention kernels (bit for bit what :func:`attention` gives
+      on contiguous bfloat16 arrays of them with the same ``out`` and ``lse`` layouts); on a
+      GPU one extra pass over q, k and v and scratch of 2 bytes per element of each
+      (``workspace``).
 
     Args:
         q, k, v: float8_e4m3fn (``torch.float8_e4m3fn``, ``ml_dtypes.float8_e4m3fn``), shapes,

@@ -168,8 +168,8 @@ class Context:
         (same exceptions) and runs nothing.
 
         Args:
-            op: ``"attention"``, ``"attention_fp8"`` (e.g.
-                ``"cuda.sm90.attention+fp8_dequant"``), ``"attention_kvcache"``, ``"gemm"``,
+            op: ``"attention"``, ``"attention_fp8"`` (e.g. ``"cuda.sm90.attention_fp8"``,
+                ``"cuda.sm80.attention+fp8_dequant"``), ``"attention_kvcache"``, ``"gemm"``,
                 ``"gemm_scaled"``, ``"monarch"``, ``"blockdiag_linear"`` or ``"fftconv"``.
             *args, **kwargs: the arguments of ``flashkit.<op>`` (for ``"fftconv"``:
                 ``(u, k, D=None, pregate=None, postgate=None, *, fft_size=None,

@@ -3,9 +3,9 @@
 
 pub const DLPACK_VERSION: u32 = 60;
 pub const FK_VERSION_MAJOR: u32 = 0;
-pub const FK_VERSION_MINOR: u32 = 6;
+pub const FK_VERSION_MINOR: u32 = 7;
 pub const FK_VERSION_PATCH: u32 = 0;
-pub const FK_VERSION_NUMBER: u32 = 600;
+pub const FK_VERSION_NUMBER: u32 = 700;
 pub const FK_ABI_VERSION: u32 = 1;
 pub const FK_DLPACK_FLOAT8_E4M3FN: u32 = 10;
 pub const FK_DLPACK_FLOAT8_E5M2: u32 = 12;
@@ -311,7 +311,7 @@ extern "C" {
     pub fn fk_get_version_number() -> ::std::os::raw::c_uint;
 }
 extern "C" {
-    #[doc = " @brief Runtime version string of the loaded library, e.g. `\"0.6.0\"`."]
+    #[doc = " @brief Runtime version string of the loaded library, e.g. `\"0.7.0\"`."]
     #[doc = " @return Static text; never NULL; do not free."]
     pub fn fk_get_version() -> *const ::std::os::raw::c_char;
 }
@@ -1334,15 +1334,36 @@ extern "C" {
     #[doc = " `k_real[b, s, g, :] = descale_k[b, g] * float(k[b, s, g, :])` and likewise v (varlen form:"]
     #[doc = " row r of q belongs to sequence b when `cu_seqlens_q[b] <= r < cu_seqlens_q[b + 1]`, a row of"]
     #[doc = " k or v likewise by `cu_seqlens_k`), with every"]
-    #[doc = " option of `params` (causal, window, softcap, GQA/MQA, varlen, lse). The dequantised values"]
-    #[doc = " are rounded to bf16 once and the attention runs on the bf16 kernels of the context's"]
-    #[doc = " backend: the result equals, bit for bit on the same device, fk_attention_forward() on"]
-    #[doc = " contiguous bf16 tensors holding those values with the same `out` and `lse` (the variant the"]
-    #[doc = " dispatcher picks depends on the layouts; fk_attention_fp8_select_kernel() names it). It is not fp8 tensor-core arithmetic: on the CUDA backend the call costs one"]
-    #[doc = " extra pass over q, k and v (read fp8, write bf16 scratch) on top of the bf16 attention,"]
-    #[doc = " and the scratch (2 bytes per element of q, k and v) comes from the launch workspace or is"]
-    #[doc = " allocated per call (fk_attention_fp8_workspace_size()); the call can be captured into a CUDA"]
-    #[doc = " graph under the same conditions as fk_attention_forward(). The CPU backend dequantises into"]
+    #[doc = " option of `params` (causal, window, softcap, GQA/MQA, varlen, lse). Two implementations,"]
+    #[doc = " named by fk_attention_fp8_select_kernel():"]
+    #[doc = ""]
+    #[doc = " - `\"cuda.sm90.attention_fp8\"` (0.7.0): fp8 tensor-core arithmetic, FlashAttention-3's"]
+    #[doc = "   (Section 3.3), on compute capability 9.0 with the AUTO or SM90 kernel family. S = q k^T on"]
+    #[doc = "   the e4m3 codes (fp32 accumulation), scaled by softmax_scale * descale_q * descale_k; the"]
+    #[doc = "   probabilities P = exp(S - rowmax) are rounded to e4m3 for the P V product on the codes of"]
+    #[doc = "   v (the row sums keep fp32 P); O is scaled by descale_v and rounded to bf16. Rounding P to"]
+    #[doc = "   e4m3 (3 mantissa bits) is the one approximation beyond fp32 arithmetic: the GPU tests hold"]
+    #[doc = "   the output to at most twice the error of that math done naively in float64, plus bf16's"]
+    #[doc = "   rounding; lse is the fp32 value of the exact scores. It takes batched calls (no"]
+    #[doc = "   cu_seqlens) with head_dim 128, softcap 0 and softmax_scale > 0 (the default included),"]
+    #[doc = "   q and k 16-byte aligned with row, head and batch strides that are multiples of 16"]
+    #[doc = "   elements, and out as fk_attention_forward()'s Hopper kernel takes it (16-byte aligned,"]
+    #[doc = "   strides multiples of 8); any causal or window mask, GQA/MQA, lse. One pass before the"]
+    #[doc = "   kernel writes a transposed copy of v to scratch (wgmma reads 8-bit operands K-major only):"]
+    #[doc = "   batch * nheads_k * 128 * (seqlen_k rounded up to 16) bytes, from the launch workspace or"]
+    #[doc = "   allocated per call (fk_attention_fp8_workspace_size()). The environment variable"]
+    #[doc = "   FLASHKIT_ATTENTION_FP8_DEQUANT=1 (read once per process) gives every call the path below."]
+    #[doc = " - `\"<bf16 variant>+fp8_dequant\"`, every other call and backend: the dequantised values are"]
+    #[doc = "   rounded to bf16 once and the attention runs on the bf16 kernels of the context's backend:"]
+    #[doc = "   the result equals, bit for bit on the same device, fk_attention_forward() on contiguous"]
+    #[doc = "   bf16 tensors holding those values with the same `out` and `lse` (the variant the"]
+    #[doc = "   dispatcher picks depends on the layouts). On the CUDA backend this costs one extra pass"]
+    #[doc = "   over q, k and v (read fp8, write bf16 scratch) on top of the bf16 attention, and the"]
+    #[doc = "   scratch (2 bytes per element of q, k and v) comes from the launch workspace or is"]
+    #[doc = "   allocated per call (fk_attention_fp8_workspace_size())."]
+    #[doc = ""]
+    #[doc = " Either can be captured into a CUDA graph under the same conditions as"]
+    #[doc = " fk_attention_forward(). The CPU backend dequantises into"]
     #[doc = " host memory it allocates: 2 bytes per logical element of q, k and v, a broadcast (stride 0)"]
     #[doc = " view counted at its logical size; a copy that cannot be allocated is FK_ERROR_OUT_OF_MEMORY"]
     #[doc = " naming the tensor (on every backend when it would exceed 2^62 bytes)."]
@@ -1366,6 +1387,10 @@ extern "C" {
     #[doc = " @param out          bf16 (FK_ERROR_DTYPE_MISMATCH otherwise), q's shape, head_dim contiguous;"]
     #[doc = "                     must not overlap an input, the descale factors included."]
     #[doc = " @param lse          As fk_attention_forward() (fp32, natural log, of the dequantised scores)."]
+    #[doc = ""]
+    #[doc = " Source of the fp8 kernel's scheme: Shah et al. 2024, Section 3.3 (P in fp8 for the second"]
+    #[doc = " GEMM; V transposed for the K-major fp8 wgmma). Its speed on the H200: benchmarks/RESULTS.md,"]
+    #[doc = " \"FP8 attention on the fp8 tensor cores\"."]
     #[doc = " @return As fk_attention_forward(), with the dtype rules above; FK_ERROR_INVALID_ARGUMENT"]
     #[doc = "   also when out or lse overlaps a descale tensor."]
     pub fn fk_attention_fp8_forward(
@@ -1385,9 +1410,10 @@ extern "C" {
     ) -> fk_status_t;
 }
 extern "C" {
-    #[doc = " @brief Names the kernel variant fk_attention_fp8_forward() would run: the bf16 attention"]
-    #[doc = "        kernel's name with `\"+fp8_dequant\"` appended, e.g."]
-    #[doc = "        `\"cuda.sm90.attention+fp8_dequant\"`. Added in 0.6.0."]
+    #[doc = " @brief Names the kernel variant fk_attention_fp8_forward() would run:"]
+    #[doc = "        `\"cuda.sm90.attention_fp8\"` (the fp8 tensor-core kernel, 0.7.0), or the bf16"]
+    #[doc = "        attention kernel's name with `\"+fp8_dequant\"` appended, e.g."]
+    #[doc = "        `\"cuda.sm80.attention+fp8_dequant\"`. Added in 0.6.0."]
     #[doc = ""]
     #[doc = " Validates exactly as fk_attention_fp8_forward() does and runs nothing."]
     #[doc = " @param context, params, q, k, v, descale_q, descale_k, descale_v, cu_seqlens_q, cu_seqlens_k,"]

@@ -280,11 +280,15 @@ impl Fp8Raw {
 /// `fk_attention_fp8_forward` (added in 0.6.0).
 ///
 /// Computes [`attention`] on `descale_q[b, h / (nheads / nheads_k)] * q[b, :, h]`,
-/// `descale_k[b, g] * k[b, :, g]` and `descale_v[b, g] * v[b, :, g]`, rounded once to bf16 and
-/// run on the bf16 kernels (bit for bit what [`attention`] gives on contiguous bf16 tensors of
-/// those values with the same `out` and `lse` layouts; not fp8
-/// tensor-core arithmetic: on a GPU one extra pass over `q`, `k`, `v` and scratch of 2 bytes per
-/// element of each, see [`attention_fp8_workspace_size`]). Shapes, forms (batched or
+/// `descale_k[b, g] * k[b, :, g]` and `descale_v[b, g] * v[b, :, g]`. On Hopper GPUs (variant
+/// `"cuda.sm90.attention_fp8"`, 0.7.0; batched calls, head_dim 128, no softcap, a positive
+/// softmax scale, `q` and `k` strides multiples of 16 elements) with fp8 tensor-core arithmetic
+/// as in FlashAttention-3: P is rounded to e4m3 for the P V product, its one approximation
+/// beyond fp32 arithmetic, and one transposed copy of `v` is scratch. Every other call
+/// (`"...+fp8_dequant"`): rounded once to bf16 and run on the bf16 kernels (bit for bit what
+/// [`attention`] gives on contiguous bf16 tensors of those values with the same `out` and `lse`
+/// layouts; on a GPU one extra pass over `q`, `k`, `v` and scratch of 2 bytes per element of
+/// each, see [`attention_fp8_workspace_size`]). Shapes, forms (batched or
 /// [`VarLen`]) and options as [`attention`]; each descale tensor is f32 `(batch, nheads_k)`
 /// with any strides (`batch` = the number of sequences in the varlen form); `out` is bf16 and
 /// must not overlap an input, the descale tensors included.
@@ -336,8 +340,9 @@ pub fn attention_fp8(
     })
 }
 
-/// Names the kernel variant [`attention_fp8`] would run: the bf16 kernel's name with
-/// `"+fp8_dequant"` (e.g. `"cpu.attention+fp8_dequant"`); validates exactly as it does.
+/// Names the kernel variant [`attention_fp8`] would run: `"cuda.sm90.attention_fp8"`, or the
+/// bf16 kernel's name with `"+fp8_dequant"` (e.g. `"cpu.attention+fp8_dequant"`); validates
+/// exactly as it does.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_fp8_select_kernel(
     context: &Context,

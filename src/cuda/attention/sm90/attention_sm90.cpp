@@ -154,7 +154,19 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   }
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
+  const AttnArgs a = build_args(ctx, p);
+  const bool bf16 = p.dtype == DType::BF16;
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+  switch (padded_head_dim(p.head_dim)) {
+    case 64: return launch_hdim64(a, bf16, stream);
+    case 96: return launch_hdim96(a, bf16, stream);
+    case 128: return launch_hdim128(a, bf16, stream);
+    case 192: return launch_hdim192(a, bf16, stream);
+    default: return launch_hdim256(a, bf16, stream);
+  }
+}
 
+AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   const int64_t rows_q = p.varlen ? p.total_q : p.seqlen_q;
   const int64_t batches = p.varlen ? 1 : p.batch;
   const bool paged = p.block_table != nullptr;
@@ -312,16 +324,7 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
                  ? 1
                  : 0;
   a.hi_mask = flags().hi_mask ? 1 : 0;
-
-  const bool bf16 = p.dtype == DType::BF16;
-  cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
-  switch (padded_head_dim(p.head_dim)) {
-    case 64: return launch_hdim64(a, bf16, stream);
-    case 96: return launch_hdim96(a, bf16, stream);
-    case 128: return launch_hdim128(a, bf16, stream);
-    case 192: return launch_hdim192(a, bf16, stream);
-    default: return launch_hdim256(a, bf16, stream);
-  }
+  return a;
 }
 
 }  // namespace sm90_attention

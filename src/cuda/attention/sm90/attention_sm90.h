@@ -16,6 +16,19 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p);
 // attention_supported() accepts.
 fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p);
 
+// The kernel's arguments for a validated problem (launch.h), shared by both entry points.
+struct AttnArgs;
+AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p);
+
+// fk_attention_fp8_forward on the fp8 tensor cores ("cuda.sm90.attention_fp8",
+// attention_fp8_sm90.cu): true when the fp8 problem `p` (unpacked layout) fits that kernel.
+bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p);
+// Scratch it takes (the V^T copy), a multiple of 256 bytes.
+uint64_t attention_fp8_workspace(const AttentionProblem& p);
+// Enqueues it. Call only for problems attention_fp8_supported() accepts.
+fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
+                          const AttentionFp8Descales& d);
+
 }  // namespace sm90_attention
 }  // namespace cuda
 }  // namespace flashkit

@@ -79,7 +79,10 @@ struct AttentionKernel {
   // three). The 128 rows fit in one stage where the
   // key tile is at least 128 rows (head_dim <= 128). Batched problems only (varlen rows past a
   // sequence belong to the next one); the KV-cache instantiation keeps the register stores.
-  static constexpr bool kTmaStore = !kCache && kHeadDim <= 128 && kConsumers == 2;
+  static constexpr bool kFp8 = Mainloop::kFp8;
+  // The output's type: the input's, or bf16 for the fp8 kernel.
+  using OutElement = std::conditional_t<kFp8, cute::bfloat16_t, Element>;
+  static constexpr bool kTmaStore = !kCache && !kFp8 && kHeadDim <= 128 && kConsumers == 2;
   static_assert(!kTmaStore || (kBlockN >= kBlockM && Mainloop::kStages >= 2),
                 "the output staging must fit in a V stage that is not the last one read");
   using SmemLayoutOHalf = decltype(cute::tile_to_shape(
@@ -100,10 +103,24 @@ struct AttentionKernel {
     typename Mainloop::ShapeG shape_o;
   };
 
+  // The fp8 kernel's descale factors (fk_attention_fp8_forward): fp32, (batch, nheads_k),
+  // nullptr for 1; S is scaled by descale_q x descale_k with the softmax scale, O by descale_v.
+  template <bool kWith, class Dummy = void>
+  struct Fp8Scales {};
+  template <class Dummy>
+  struct Fp8Scales<true, Dummy> {
+    const float* descale[3];
+    int64_t batch_stride[3], head_stride[3];
+    __device__ __forceinline__ float at(int t, int32_t b, int32_t hk) const {
+      return descale[t] ? descale[t][int64_t(b) * batch_stride[t] + int64_t(hk) * head_stride[t]] : 1.0f;
+    }
+  };
+
   struct Params {
     typename Mainloop::Params mainloop;
     AttnArgs args;
     OStore<kTmaStore> o_store;  // last: the parameter block otherwise keeps its layout
+    Fp8Scales<kFp8> fp8;
 #if defined(FLASHKIT_ATTENTION_TRACE)
     uint64_t* trace;  // trace.h (diagnostic builds)
 #endif
@@ -278,6 +295,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     auto clear_v_tail = [&](const WorkTile& w, const typename Mainloop::PipelineState& st) {
       const int valid = w.len_k - (w.n_max - 1) * kBlockN;  // keys in tile n_max - 1
       if (valid >= kBlockN || w.n_max <= w.n_min) return;
+      if constexpr (Kernel::kFp8) return;  // batched calls only (the copy engine's zero fill)
       pipe_v.consumer_wait(st);
       constexpr int kChunks = Mainloop::kHeadDim / 8;  // 16-byte pieces of a key row
       for (int e = mma_thread % 128; e < (kBlockN - valid) * kChunks; e += 128)
@@ -287,6 +305,13 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       cutlass::arch::NamedBarrier::sync(128, Kernel::kConsumers + wg);
     };
 
+    auto to_p = [](const auto& s_frag, auto& p_frag) {
+      if constexpr (Kernel::kFp8) {
+        convert_fragment_fp8(s_frag, p_frag);
+      } else {
+        convert_fragment(s_frag, p_frag);
+      }
+    };
     const bool raw = !a.softcap && a.scale_log2 > 0.0f;
     const float scale = raw ? a.scale_log2 : 1.0f;
     typename Mainloop::PipelineState read_k, read_v;  // stage 0, phase 0
@@ -308,6 +333,9 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
 #endif
       OnlineSoftmax softmax;
       constexpr bool kLazyMax = Mainloop::kHeadDim > 128;  // softmax.cuh, step
+      // fp8: this (sequence, kv head)'s factors (the host takes no softcap there: raw logits).
+      float tile_scale = scale;
+      if constexpr (Kernel::kFp8) tile_scale = scale * params.fp8.at(0, w.b, w.hk) * params.fp8.at(1, w.b, w.hk);
       softmax.init();
       clear(tOrO);
       cutlass::arch::ClusterBarrier::wait(&smem.q_full, iter & 1);
@@ -381,8 +409,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         ++read_k;
         if (w.n_max - 1 == w.n_min) release_q();  // that was the tile's only S GEMM
         logits_and_mask(w.n_max - 1);
-        softmax.step<kLazyMax>(tSrS, scale, corr);  // O is still 0: no rescale
-        convert_fragment(tSrS, tOrP);
+        softmax.step<kLazyMax>(tSrS, tile_scale, corr);  // O is still 0: no rescale
+        to_p(tSrS, tOrP);
         for (int n = w.n_max - 2; n >= w.n_min; --n) {
           pipe_k.consumer_wait(read_k);
           pipe_v.consumer_wait(read_v);
@@ -395,12 +423,12 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           ++read_k;
           if (n == w.n_min) release_q();  // the tile's last S GEMM has read Q
           logits_and_mask(n);
-          softmax.step<kLazyMax>(tSrS, scale, corr);
+          softmax.step<kLazyMax>(tSrS, tile_scale, corr);
           warpgroup_wait<0>();
           pipe_v.consumer_release(read_v);
           ++read_v;
           OnlineSoftmax::rescale<kLazyMax>(tOrO, corr);
-          convert_fragment(tSrS, tOrP);
+          to_p(tSrS, tOrP);
         }
         pipe_v.consumer_wait(read_v);
         turn_wait();
@@ -419,9 +447,9 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           pipe_k.consumer_release(read_k);
           ++read_k;
           logits_and_mask(n);
-          softmax.step<kLazyMax>(tSrS, scale, corr);
+          softmax.step<kLazyMax>(tSrS, tile_scale, corr);
           OnlineSoftmax::rescale<kLazyMax>(tOrO, corr);
-          convert_fragment(tSrS, tOrP);
+          to_p(tSrS, tOrP);
           pipe_v.consumer_wait(read_v);
           Mainloop::template wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, read_v.index()), tOrO);
           warpgroup_wait<0>();
@@ -436,6 +464,11 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       v_reads += w.n_max - w.n_min;
       float lse[2];
       softmax.finalize(tOrO, lse);
+      if constexpr (Kernel::kFp8) {
+        const float dv = params.fp8.at(2, w.b, w.hk);
+        CUTE_UNROLL
+        for (int i = 0; i < size(tOrO); ++i) tOrO(i) *= dv;
+      }
       bool stored = false;
       if constexpr (Kernel::kTmaStore) {
         if (a.o_tma) {
@@ -472,7 +505,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         }
       }
       if (!stored)
-        store_output<Element>(a, tOrO, lse, w.b, w.h, w.m0, tile_row0(), tile_quad_t(), w.row0_q, w.len_q);
+        store_output<typename Kernel::OutElement>(a, tOrO, lse, w.b, w.h, w.m0, tile_row0(), tile_quad_t(), w.row0_q, w.len_q);
 #if defined(FLASHKIT_ATTENTION_TRACE)
       trace_stamp(trace, role, iter, 5);
       trace_stamp(trace, role, iter, 7);

@@ -33,15 +33,34 @@ inline bool descriptor_encoded(const void* desc, size_t bytes) {
   return false;
 }
 
+// The fp8 kernel's extra arguments (attention_fp8_sm90.cu): the descale factors and the keys
+// per row of the V^T copy.
+struct Fp8Launch {
+  const float* descale[3] = {nullptr, nullptr, nullptr};
+  int64_t batch_stride[3] = {0, 0, 0};
+  int64_t head_stride[3] = {0, 0, 0};
+  int32_t vt_keys = 0;
+};
+
 template <class Element, int kHeadDim, int kBlockN, bool kCache, int kBlockM_ = kBlockM,
           int kStages_ = stages_for(kHeadDim)>
-fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream) {
+fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream, const Fp8Launch* fp8 = nullptr) {
   using Kernel = AttentionKernel<Element, kHeadDim, kBlockN, kCache, kBlockM_, kStages_>;
   if (a.block_m != kBlockM_) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention: tile height differs from the host's count");
   }
   typename Kernel::Params params;
-  params.mainloop = Kernel::Mainloop::make_params(a);
+  if constexpr (Kernel::kFp8) {
+    if (fp8 == nullptr) return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention_fp8: no fp8 arguments");
+    params.mainloop = Kernel::Mainloop::make_params(a, fp8->vt_keys);
+    for (int t = 0; t < 3; ++t) {
+      params.fp8.descale[t] = fp8->descale[t];
+      params.fp8.batch_stride[t] = fp8->batch_stride[t];
+      params.fp8.head_stride[t] = fp8->head_stride[t];
+    }
+  } else {
+    params.mainloop = Kernel::Mainloop::make_params(a);
+  }
   params.args = a;
   bool encoded =
       descriptor_encoded(params.mainloop.tma_q.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) &&

@@ -38,8 +38,13 @@ namespace sm90_attention {
 template <class Element_, int kHeadDim_, int kBlockN_, bool kCache_, int kBlockM_ = kBlockM,
           int kStages_ = stages_for(kHeadDim_)>
 struct Mainloop {
-  using Element = Element_;  // cute::half_t or cute::bfloat16_t
+  using Element = Element_;  // cute::half_t, cute::bfloat16_t, or cute::float_e4m3_t (below)
   static constexpr int kHeadDim = kHeadDim_;
+  // The FP8 forward (fk_attention_fp8_forward, attention_fp8_sm90.cu): e4m3 Q and K as given and
+  // V as V^T with the keys contiguous (a transposed copy made by a pass before the kernel),
+  // because wgmma takes 8-bit operands K-major only (FA3 Section 3.3). Batched calls only.
+  static constexpr bool kFp8 = sizeof(Element) == 1;
+  static_assert(!kFp8 || !kCache_, "the fp8 kernel reads no KV cache");
   static constexpr int kBlockN = kBlockN_;
   static constexpr bool kCache = kCache_;
   static constexpr int kBlockM = kBlockM_;
@@ -53,8 +58,10 @@ struct Mainloop {
   using HD = cute::Int<kHeadDim>;
 
   // 128-byte swizzle (64-element rows) where head_dim is a multiple of 64; 64-byte swizzle
-  // (32-element rows) for head_dim 96.
-  using AtomK = std::conditional_t<kHeadDim % 64 == 0, cute::GMMA::Layout_K_SW128_Atom<Element>,
+  // (32-element rows) for head_dim 96. fp8: 128-byte rows of 128 elements (head_dim 128, 256).
+  static constexpr int kRowBytes = kHeadDim * int(sizeof(Element));
+  static_assert(!kFp8 || kRowBytes % 128 == 0, "fp8: head_dim a multiple of 128");
+  using AtomK = std::conditional_t<kRowBytes % 128 == 0, cute::GMMA::Layout_K_SW128_Atom<Element>,
                                    cute::GMMA::Layout_K_SW64_Atom<Element>>;
   using AtomMN = std::conditional_t<kHeadDim % 64 == 0, cute::GMMA::Layout_MN_SW128_Atom<Element>,
                                     cute::GMMA::Layout_MN_SW64_Atom<Element>>;
@@ -62,15 +69,26 @@ struct Mainloop {
   using SmemLayoutK = decltype(cute::tile_to_shape(AtomK{}, cute::Shape<BN, HD, cute::Int<kStages>>{}));
   // V^T: (head_dim, keys, stage), head_dim contiguous; stacked key-atom first so that each
   // head_dim panel of one swizzle atom is one contiguous copy-engine box.
-  using SmemLayoutVt = decltype(cute::tile_to_shape(
+  // fp8: V^T K-major (keys contiguous), 128-key swizzle atoms stacked along head_dim.
+  using SmemLayoutVtMN = decltype(cute::tile_to_shape(
       AtomMN{}, cute::Shape<HD, BN, cute::Int<kStages>>{}, cute::Step<cute::_2, cute::_1, cute::_3>{}));
+  // 128-, 64- or 32-key atoms as kBlockN allows (one byte per key).
+  using AtomVtK = std::conditional_t<
+      kBlockN % 128 == 0, cute::GMMA::Layout_K_SW128_Atom<Element>,
+      std::conditional_t<kBlockN % 64 == 0, cute::GMMA::Layout_K_SW64_Atom<Element>,
+                         cute::GMMA::Layout_K_SW32_Atom<Element>>>;
+  using SmemLayoutVtK = decltype(cute::tile_to_shape(
+      AtomVtK{}, cute::Shape<HD, cute::Int<kFp8 ? kBlockN : 128>, cute::Int<kStages>>{}));  // (unused: 16-bit)
+  static_assert(!kFp8 || kBlockN % 32 == 0, "fp8: key tiles of whole k32 blocks");
+  using SmemLayoutVt = std::conditional_t<kFp8, SmemLayoutVtK, SmemLayoutVtMN>;
 
   using TiledMmaQK = decltype(cute::make_tiled_mma(
       cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<BM, BN, HD>>(),
       cute::Layout<cute::Shape<cute::Int<kConsumers>, cute::_1, cute::_1>>{}));
   using TiledMmaPV = decltype(cute::make_tiled_mma(
       cute::GMMA::rs_op_selector<Element, Element, float, cute::Shape<BM, HD, BN>,
-                                 cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
+                                 cute::GMMA::Major::K,
+                                 kFp8 ? cute::GMMA::Major::K : cute::GMMA::Major::MN>(),
       cute::Layout<cute::Shape<cute::Int<kConsumers>, cute::_1, cute::_1>>{}));
 
   // Paged caches whose pages are not a multiple of kBlockN (a multiple of kBoxRows keys): each
@@ -82,10 +100,13 @@ struct Mainloop {
   static constexpr int kPanels = kHeadDim / kPanel;
   static constexpr int kBoxes = kBlockN / kBoxRows;
   static_assert(kBlockN % kBoxRows == 0, "key tiles must be whole boxes");
+  // (The fp8 kernel reads no cache: its box types are those of a 16-bit kernel, never used.)
+  using BoxAtomK = std::conditional_t<kFp8, cute::GMMA::Layout_K_SW128_Atom<cute::bfloat16_t>, AtomK>;
+  using BoxAtomMN = std::conditional_t<kFp8, cute::GMMA::Layout_MN_SW128_Atom<cute::bfloat16_t>, AtomMN>;
   using SmemLayoutKBox =
-      decltype(cute::tile_to_shape(AtomK{}, cute::Shape<cute::Int<kBoxRows>, cute::Int<kPanel>>{}));
+      decltype(cute::tile_to_shape(BoxAtomK{}, cute::Shape<cute::Int<kBoxRows>, cute::Int<kPanel>>{}));
   using SmemLayoutVtBox = decltype(cute::tile_to_shape(
-      AtomMN{}, cute::Shape<cute::Int<kPanel>, cute::Int<kBoxRows>>{}, cute::Step<cute::_2, cute::_1>{}));
+      BoxAtomMN{}, cute::Shape<cute::Int<kPanel>, cute::Int<kBoxRows>>{}, cute::Step<cute::_2, cute::_1>{}));
 
   using Pipeline = cutlass::PipelineTmaAsync<kStages>;
   using PipelineState = typename Pipeline::PipelineState;
@@ -97,6 +118,9 @@ struct Mainloop {
   using ShapeG = cute::Shape<int32_t, int32_t, int32_t, int32_t>;
   using StrideRowMajor = cute::Stride<int64_t, cute::_1, int64_t, int64_t>;
   using StrideColMajor = cute::Stride<cute::_1, int64_t, int64_t, int64_t>;
+  // V's global view: (head_dim, keys) with head_dim contiguous (16-bit), or the fp8 V^T copy's
+  // (head_dim, keys) with the keys contiguous.
+  using StrideV = std::conditional_t<kFp8, StrideRowMajor, StrideColMajor>;
   template <class Stride>
   static auto gmem(const Element* ptr, ShapeG shape, Stride stride) {
     return cute::make_tensor(cute::make_gmem_ptr(ptr), cute::make_layout(shape, stride));
@@ -108,14 +132,20 @@ struct Mainloop {
                                             gmem(nullptr, ShapeG{}, StrideRowMajor{}),
                                             SmemLayoutK{}(cute::_, cute::_, cute::Int<0>{})));
   using TmaV = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{},
-                                            gmem(nullptr, ShapeG{}, StrideColMajor{}),
+                                            gmem(nullptr, ShapeG{}, StrideV{}),
                                             SmemLayoutVt{}(cute::_, cute::_, cute::Int<0>{})));
 
+  using BoxElement = std::conditional_t<kFp8, cute::bfloat16_t, Element>;
+  template <class Stride>
+  static auto gmem_box(ShapeG shape, Stride stride) {
+    return cute::make_tensor(cute::make_gmem_ptr(static_cast<const BoxElement*>(nullptr)),
+                             cute::make_layout(shape, stride));
+  }
   using TmaKBox = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{},
-                                               gmem(nullptr, ShapeG{}, StrideRowMajor{}),
+                                               gmem_box(ShapeG{}, StrideRowMajor{}),
                                                SmemLayoutKBox{}));
   using TmaVBox = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{},
-                                               gmem(nullptr, ShapeG{}, StrideColMajor{}),
+                                               gmem_box(ShapeG{}, StrideColMajor{}),
                                                SmemLayoutVtBox{}));
 
   // The box descriptors exist in the KV-cache instantiation only (an empty base otherwise), so
@@ -140,18 +170,26 @@ struct Mainloop {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutVt>, 1024> v;
   };
 
-  static Params make_params(const AttnArgs& a) {
+  static Params make_params(const AttnArgs& a, int32_t vt_keys = 0) {
     using namespace cute;
     Params p;
     p.shape_q = ShapeG{a.tma_rows_q, a.head_dim, a.nheads, a.tma_batch};
     p.shape_k = ShapeG{a.tma_rows_k, a.head_dim, a.nheads_k, a.tma_batch_k};
-    p.shape_vt = ShapeG{a.head_dim, a.tma_rows_k, a.nheads_k, a.tma_batch_k};
+    // fp8: the V^T copy holds vt_keys (seqlen_k rounded up to 16) keys per row.
+    p.shape_vt = ShapeG{a.head_dim, kFp8 ? vt_keys : a.tma_rows_k, a.nheads_k, a.tma_batch_k};
     auto q = gmem(static_cast<const Element*>(a.q), p.shape_q,
                   StrideRowMajor{a.q_row_stride, _1{}, a.q_head_stride, a.q_batch_stride});
     auto k = gmem(static_cast<const Element*>(a.k), p.shape_k,
                   StrideRowMajor{a.k_row_stride, _1{}, a.k_head_stride, a.k_batch_stride});
-    auto vt = gmem(static_cast<const Element*>(a.v), p.shape_vt,
-                   StrideColMajor{_1{}, a.v_row_stride, a.v_head_stride, a.v_batch_stride});
+    auto vt = [&] {
+      if constexpr (kFp8) {
+        return gmem(static_cast<const Element*>(a.v), p.shape_vt,
+                    StrideV{a.v_row_stride, _1{}, a.v_head_stride, a.v_batch_stride});
+      } else {
+        return gmem(static_cast<const Element*>(a.v), p.shape_vt,
+                    StrideV{_1{}, a.v_row_stride, a.v_head_stride, a.v_batch_stride});
+      }
+    }();
     p.tma_q = make_tma_copy(SM90_TMA_LOAD{}, q, SmemLayoutQ{});
     p.tma_k = make_tma_copy(SM90_TMA_LOAD{}, k, SmemLayoutK{}(_, _, Int<0>{}));
     p.tma_v = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVt{}(_, _, Int<0>{}));

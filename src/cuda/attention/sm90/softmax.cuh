@@ -14,6 +14,8 @@
 // finished row is O = 0, lse = -inf, as the C ABI promises.
 #pragma once
 
+#include <cuda_fp8.h>
+
 #include <cute/tensor.hpp>
 #include <cutlass/numeric_conversion.h>
 
@@ -160,6 +162,39 @@ __device__ __forceinline__ void convert_fragment(const TF& f, TE& e) {
   cutlass::NumericArrayConverter<Element, float, N> conv;
   *reinterpret_cast<cutlass::Array<Element, N>*>(e.data()) =
       conv(*reinterpret_cast<const cutlass::Array<float, N>*>(f.data()));
+}
+
+// fp32 S fragment -> the e4m3 P fragment of the fp8 P V GEMM (FA3 Section 3.3). The 8-bit A
+// fragment of one k32 block holds, per thread, rows r and r + 8 at four consecutive k each
+// (4 t .. 4 t + 3, then 16 + 4 t ..), where the accumulator holds two consecutive columns per
+// 8-column group (2 t, 2 t + 1). Without moving values across threads: register (kb, r, h) of
+// the A fragment takes the thread's pairs of column groups 4 kb + 2 h and 4 kb + 2 h + 1 of
+// row r, so A's k position 16 j + 4 t + e (e < 4) holds the score of key
+// 16 j + 8 (e / 2) + 2 t + e % 2. The V^T copy (attention_fp8_sm90.cu, vt_key) stores its keys
+// in that order within each group of 16, so P V sums matching pairs. Rounded to nearest, with
+// saturation (P is in [0, 1] after the row max is subtracted).
+template <class TF, class TE>
+__device__ __forceinline__ void convert_fragment_fp8(const TF& f, TE& e) {
+  constexpr int N = decltype(cute::size(f))::value;
+  static_assert(N == decltype(cute::size(e))::value, "P and S fragments must have equal sizes");
+  static_assert(N % 16 == 0, "whole k32 blocks");
+  uint32_t* out = reinterpret_cast<uint32_t*>(e.data());
+  // S flat index: c + 2 r + 4 g (g: 8-column group); A register: r + 2 h + 4 kb.
+  CUTE_UNROLL
+  for (int kb = 0; kb < N / 16; ++kb) {
+    CUTE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      CUTE_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        const int g = 4 * kb + 2 * h;
+        const float2 lo = make_float2(f(2 * r + 4 * g), f(1 + 2 * r + 4 * g));
+        const float2 hi = make_float2(f(2 * r + 4 * (g + 1)), f(1 + 2 * r + 4 * (g + 1)));
+        const uint32_t l = __nv_cvt_float2_to_fp8x2(lo, __NV_SATFINITE, __NV_E4M3);
+        const uint32_t u = __nv_cvt_float2_to_fp8x2(hi, __NV_SATFINITE, __NV_E4M3);
+        out[r + 2 * h + 4 * kb] = l | (u << 16);
+      }
+    }
+  }
 }
 
 }  // namespace sm90_attention

@@ -228,10 +228,15 @@ public final class Context implements AutoCloseable {
    * BFLOAT16 output: FlashAttention-3's FP8 forward contract (Shah et al. 2024, Section 3.3);
    * see {@code fk_attention_fp8_forward()} in flashkit.h (added in 0.6.0). Computes
    * {@link #attention} on {@code descaleQ[b][h / (nheads / nheadsK)] * q[b, :, h]},
-   * {@code descaleK[b][g] * k[b, :, g]} and {@code descaleV[b][g] * v[b, :, g]}, rounded once to
-   * bf16 and run on the bf16 kernels (bit for bit what {@link #attention} gives on contiguous
-   * bf16 tensors of those values with the same out and lse layouts; not fp8 tensor-core arithmetic: on a GPU one extra pass over q, k and v, and
-   * scratch of 2 bytes per element of each, see {@link #attentionFp8WorkspaceSize}).
+   * {@code descaleK[b][g] * k[b, :, g]} and {@code descaleV[b][g] * v[b, :, g]}. On Hopper GPUs
+   * (variant "cuda.sm90.attention_fp8", 0.7.0; batched calls, head_dim 128, no softcap, a
+   * positive softmax scale, q and k strides multiples of 16 elements) with fp8 tensor-core
+   * arithmetic as in FlashAttention-3: P is rounded to e4m3 for the P V product, its one
+   * approximation beyond fp32 arithmetic, and one transposed copy of v is scratch. Every other
+   * call ("...+fp8_dequant"): rounded once to bf16 and run on the bf16 kernels (bit for bit
+   * what {@link #attention} gives on contiguous bf16 tensors of those values with the same out
+   * and lse layouts; on a GPU one extra pass over q, k and v, and scratch of 2 bytes per element
+   * of each, see {@link #attentionFp8WorkspaceSize}).
    *
    * @param params options; null means the defaults
    * @param q FLOAT8_E4M3FN queries, shapes and layouts as {@link #attention} (batched or varlen)
@@ -279,8 +284,8 @@ public final class Context implements AutoCloseable {
   }
 
   /**
-   * The kernel variant {@link #attentionFp8} would run: the bf16 kernel's name with
-   * "+fp8_dequant", e.g. "cpu.attention+fp8_dequant"; validates the same.
+   * The kernel variant {@link #attentionFp8} would run: "cuda.sm90.attention_fp8", or the bf16
+   * kernel's name with "+fp8_dequant", e.g. "cpu.attention+fp8_dequant"; validates the same.
    */
   public String attentionFp8SelectKernel(AttentionParams params, Tensor q, Tensor k, Tensor v,
       Tensor descaleQ, Tensor descaleK, Tensor descaleV, Tensor cuSeqlensQ, Tensor cuSeqlensK,

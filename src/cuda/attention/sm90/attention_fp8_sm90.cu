@@ -1,0 +1,203 @@
+// fk_attention_fp8_forward on Hopper's fp8 tensor cores ("cuda.sm90.attention_fp8"):
+// FlashAttention-3's FP8 forward (Shah et al. 2024, Section 3.3) on the Hopper attention kernel
+// (kernel.cuh) instantiated for e4m3.
+//
+// wgmma reads 8-bit operands K-major only. Q and K are K-major as they come (head_dim
+// contiguous), so the copy engine reads them from the caller's tensors. V is not: O = P V sums
+// over the keys, which V holds along rows. FA3 transposes V tiles in shared memory inside the
+// kernel; here one pass before the kernel writes V^T (batch, nheads_k, head_dim, keys) into
+// scratch (1 byte read and 1 written per element of V), and the kernel's copy engine reads that.
+// The same pass puts the keys of each group of 16 in the order in which the kernel's P fragment
+// holds them (softmax.cuh, convert_fragment_fp8; vt_key below), so P goes from the S
+// accumulators to the A operand without moving values between threads.
+// P is rounded to e4m3 (as FA3 does); the row sums use the unrounded fp32 P. S is scaled by
+// softmax_scale x descale_q x descale_k and O by descale_v, per (sequence, kv head).
+//
+// Takes: batched calls (no varlen, no KV cache), head_dim 128, no softcap, softmax_scale > 0,
+// MHA/GQA/MQA, causal and sliding windows, LSE; q and k 16-byte aligned with row, head and batch
+// strides that are multiples of 16 elements (the copy engine's rule for 1-byte elements), out
+// (bf16) as for the bf16 kernel. Everything else runs the dequantise-then-bf16 path
+// ("<bf16 variant>+fp8_dequant", fp8_dequant.cu).
+#include "cuda/attention/sm90/launch.cuh"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
+#include "core/attention_fp8.h"
+#include "cuda/attention/sm90/attention_sm90.h"
+#include "cuda/common/device_guard.h"
+#include "cuda/common/scratch.h"
+
+namespace flashkit {
+namespace cuda {
+namespace sm90_attention {
+namespace {
+
+constexpr int kFp8HeadDim = 128;
+// Key tiles of 128 keys, two K/V stages. 192-key tiles (FlashAttention-3's width for head_dim
+// 128 with V transposed in memory) measured +2.4-2.6% at 8k / 16k keys unmasked and 1.7-10%
+// slower at 512 to 4k keys on the H200, and ptxas spills two values inside their key-tile loop
+// (tests/sass/check_sass.py, rule 2): not built (RESULTS.md, "FP8 attention on the fp8 tensor
+// cores", session 41).
+constexpr int kFp8BlockN = 128;
+constexpr int kFp8Stages = 2;
+constexpr int64_t kMaxLen = int64_t(1) << 30;
+constexpr int64_t kMaxTmaStride = int64_t(1) << 39;
+
+// Keys per V^T row: seqlen_k rounded up to the 16-key groups of the permutation (16 bytes: the
+// copy engine's stride rule as well).
+int64_t vt_keys(const AttentionProblem& p) { return (p.seqlen_k + 15) / 16 * 16; }
+uint64_t vt_bytes(const AttentionProblem& p) {
+  return uint64_t(p.batch) * uint64_t(p.nheads_k) * uint64_t(kFp8HeadDim) * uint64_t(vt_keys(p));
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+// A stride the copy engine takes for 1-byte (q, k) or 2-byte (out) elements.
+bool stride16(int64_t stride, int64_t extent) {
+  return extent <= 1 || (stride > 0 && stride % 16 == 0 && stride < kMaxTmaStride);
+}
+bool stride8(int64_t stride, int64_t extent) {
+  return extent <= 1 || (stride > 0 && stride % 8 == 0 && stride < kMaxTmaStride);
+}
+int64_t tma_stride16(int64_t stride, int64_t extent) { return extent <= 1 ? 16 : stride; }
+
+// The key whose V row goes to position e (0..15) of its group of 16 in V^T: the P fragment's
+// k position 4 t + j holds key 8 (j / 2) + 2 t + j % 2 (softmax.cuh, convert_fragment_fp8).
+__host__ __device__ constexpr int vt_key(int e) { return 8 * ((e % 4) / 2) + 2 * (e / 4) + e % 2; }
+
+// V (batch, seqlen_k, nheads_k, 128) e4m3 codes, any strides -> V^T (batch, nheads_k, 128,
+// keys) with keys past seqlen_k zero. One block per 64 keys of one (sequence, kv head): 64 rows
+// of 128 bytes into shared memory, then 128 rows of 64 bytes out, permuted per group of 16.
+struct TransposeArgs {
+  const uint8_t* v;
+  uint8_t* vt;
+  int64_t v_batch_stride, v_row_stride, v_head_stride;
+  int64_t seqlen_k, keys, nheads_k;
+};
+
+template <bool kVec>
+__global__ void __launch_bounds__(256) vt_kernel(TransposeArgs a) {
+  constexpr int kKeys = 64, kPitch = kFp8HeadDim + 16;
+  __shared__ __align__(16) uint8_t tile[kKeys * kPitch];
+  const int64_t key0 = int64_t(blockIdx.x) * kKeys;
+  const int64_t hk = blockIdx.y, b = blockIdx.z;
+  const uint8_t* src = a.v + b * a.v_batch_stride + hk * a.v_head_stride;
+  if constexpr (kVec) {
+    for (int c = threadIdx.x; c < kKeys * kFp8HeadDim / 16; c += 256) {
+      const int r = c / (kFp8HeadDim / 16), col = c % (kFp8HeadDim / 16) * 16;
+      const int64_t key = key0 + r;
+      uint4 val = make_uint4(0u, 0u, 0u, 0u);
+      if (key < a.seqlen_k) val = *reinterpret_cast<const uint4*>(src + key * a.v_row_stride + col);
+      *reinterpret_cast<uint4*>(tile + r * kPitch + col) = val;
+    }
+  } else {
+    for (int c = threadIdx.x; c < kKeys * kFp8HeadDim; c += 256) {
+      const int r = c / kFp8HeadDim, col = c % kFp8HeadDim;
+      const int64_t key = key0 + r;
+      tile[r * kPitch + col] = key < a.seqlen_k ? src[key * a.v_row_stride + col] : uint8_t(0);
+    }
+  }
+  __syncthreads();
+  uint8_t* dst = a.vt + (b * a.nheads_k + hk) * kFp8HeadDim * a.keys;
+  for (int c = threadIdx.x; c < kFp8HeadDim * kKeys / 16; c += 256) {
+    const int d = c / (kKeys / 16), g = c % (kKeys / 16) * 16;  // row of V^T, first position
+    if (key0 + g >= a.keys) continue;
+    uint32_t w[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      uint32_t x = 0;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) x |= uint32_t(tile[(g + vt_key(4 * q + e)) * kPitch + d]) << (8 * e);
+      w[q] = x;
+    }
+    *reinterpret_cast<uint4*>(dst + int64_t(d) * a.keys + key0 + g) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+}  // namespace
+
+bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p) {
+  if (p.dtype != DType::F8E4M3 || p.device != Device::Cuda) return false;
+  if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
+  if (p.varlen || attention_uses_kvcache(p)) return false;
+  if (p.head_dim != kFp8HeadDim) return false;
+  if (p.softcap != 0.0f || !std::isfinite(p.softmax_scale) || !(p.softmax_scale > 0.0f)) return false;
+  if (p.seqlen_q < 1 || p.seqlen_k < 1 || p.batch < 1) return false;
+  if (p.seqlen_q > kMaxLen || p.seqlen_k > kMaxLen || p.nheads > kMaxLen || p.batch > kMaxLen)
+    return false;
+  if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0) return false;
+  const int64_t m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
+  if (m_blocks * p.nheads * p.batch > INT32_MAX) return false;
+  if (int64_t(p.nheads_k) > 65535 || int64_t(p.batch) > 65535) return false;  // the pass's grid
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.out)) return false;
+  if (smem_bytes_for(kFp8HeadDim, kFp8BlockN, kBlockM, kFp8Stages) > caps.smem_per_block_optin)
+    return false;
+  return stride16(p.q_row_stride, p.seqlen_q) && stride16(p.q_head_stride, p.nheads) &&
+         stride16(p.q_batch_stride, p.batch) && stride16(p.k_row_stride, p.seqlen_k) &&
+         stride16(p.k_head_stride, p.nheads_k) && stride16(p.k_batch_stride, p.batch) &&
+         stride8(p.o_row_stride, p.seqlen_q) && stride8(p.o_head_stride, p.nheads) &&
+         stride8(p.o_batch_stride, p.batch);
+}
+
+uint64_t attention_fp8_workspace(const AttentionProblem& p) { return workspace_for({vt_bytes(p)}); }
+
+fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
+                          const AttentionFp8Descales& d) {
+  if (!attention_fp8_supported(*ctx.caps, p)) {
+    return set_error(FK_ERROR_INTERNAL,
+                     "cuda.sm90.attention_fp8: problem outside the kernel's predicate");
+  }
+  DeviceGuard guard(ctx.device_ordinal);
+  FK_RETURN_IF_ERROR(guard.status());
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+  ScratchArena arena(ctx);
+  void* vt = nullptr;
+  FK_RETURN_IF_ERROR(arena.alloc(size_t(vt_bytes(p)), &vt, "attention fp8: V^T copy"));
+
+  TransposeArgs t;
+  t.v = static_cast<const uint8_t*>(p.v);
+  t.vt = static_cast<uint8_t*>(vt);
+  t.v_batch_stride = p.v_batch_stride;
+  t.v_row_stride = p.v_row_stride;
+  t.v_head_stride = p.v_head_stride;
+  t.seqlen_k = p.seqlen_k;
+  t.keys = vt_keys(p);
+  t.nheads_k = p.nheads_k;
+  const dim3 grid(unsigned((t.keys + 63) / 64), unsigned(p.nheads_k), unsigned(p.batch));
+  const bool vec = aligned16(p.v) && (p.v_row_stride % 16 == 0 || p.seqlen_k <= 1) &&
+                   (p.v_head_stride % 16 == 0 || p.nheads_k <= 1) &&
+                   (p.v_batch_stride % 16 == 0 || p.batch <= 1);
+  if (vec) {
+    vt_kernel<true><<<grid, 256, 0, stream>>>(t);
+  } else {
+    vt_kernel<false><<<grid, 256, 0, stream>>>(t);
+  }
+  FK_RETURN_IF_ERROR(check_launch("cuda.sm90.attention_fp8: V transpose"));
+
+  AttnArgs a = build_args(ctx, p);
+  a.q_batch_stride = tma_stride16(p.q_batch_stride, p.batch);
+  a.q_row_stride = tma_stride16(p.q_row_stride, p.seqlen_q);
+  a.q_head_stride = tma_stride16(p.q_head_stride, p.nheads);
+  a.k_batch_stride = tma_stride16(p.k_batch_stride, p.batch);
+  a.k_row_stride = tma_stride16(p.k_row_stride, p.seqlen_k);
+  a.k_head_stride = tma_stride16(p.k_head_stride, p.nheads_k);
+  a.v = vt;
+  a.v_row_stride = t.keys;  // between head_dim rows of V^T
+  a.v_head_stride = int64_t(kFp8HeadDim) * t.keys;
+  a.v_batch_stride = int64_t(p.nheads_k) * kFp8HeadDim * t.keys;
+  a.o_tma = 0;
+  Fp8Launch f;
+  for (int i = 0; i < 3; ++i) {
+    f.descale[i] = d.ptr[i];
+    f.batch_stride[i] = d.batch_stride[i];
+    f.head_stride[i] = d.head_stride[i];
+  }
+  f.vt_keys = int32_t(t.keys);
+  return launch_kernel<cute::float_e4m3_t, kFp8HeadDim, kFp8BlockN, false, kBlockM, kFp8Stages>(
+      a, stream, &f);
+}
+
+}  // namespace sm90_attention
+}  // namespace cuda
+}  // namespace flashkit
