@@ -746,13 +746,13 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *   e4m3 (3 mantissa bits) is the one approximation beyond fp32 arithmetic: the GPU tests hold
  *   the output to at most twice the error of that math done naively in float64, plus bf16's
  *   rounding; lse is the fp32 value of the exact scores. It takes batched calls (no
- *   cu_seqlens) with head_dim 128, softcap 0 and softmax_scale > 0 (the default included),
- *   q and k 16-byte aligned with row, head and batch strides that are multiples of 16
- *   elements, and out as fk_attention_forward()'s Hopper kernel takes it (16-byte aligned,
+ *   cu_seqlens) with head_dim 128 or 256, softcap 0 and softmax_scale > 0 (the default
+ *   included), q and k 16-byte aligned with row, head and batch strides that are multiples of
+ *   16 elements, and out as fk_attention_forward()'s Hopper kernel takes it (16-byte aligned,
  *   strides multiples of 8); any causal or window mask, GQA/MQA, lse. One pass before the
  *   kernel writes a transposed copy of v to scratch (wgmma reads 8-bit operands K-major only):
- *   batch * nheads_k * 128 * (seqlen_k rounded up to 16) bytes, from the launch workspace or
- *   allocated per call (fk_attention_fp8_workspace_size()). The environment variable
+ *   batch * nheads_k * head_dim * (seqlen_k rounded up to 16) bytes, from the launch workspace
+ *   or allocated per call (fk_attention_fp8_workspace_size()). The environment variable
  *   FLASHKIT_ATTENTION_FP8_DEQUANT=1 (read once per process) gives every call the path below.
  * - `"<bf16 variant>+fp8_dequant"`, every other call and backend: the dequantised values are
  *   rounded to bf16 once and the attention runs on the bf16 kernels of the context's backend:

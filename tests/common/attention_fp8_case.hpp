@@ -100,11 +100,14 @@ struct Fp8AttnCase {
   }
 
   // The float64 reference on the dequantised inputs: out and lse, row-major. round_p: the
-  // value P takes in the P V product (fkref::AttentionParams::round_p; nullptr: exact).
+  // value P takes in the P V product (fkref::AttentionParams::round_p; nullptr: exact);
+  // abs_v: |v| in place of v (for error bounds).
   void reference(std::vector<double>& ref_out, std::vector<double>& ref_lse,
-                 double (*round_p)(double) = nullptr) const {
-    const std::vector<double> qr = dequantised(q, dq, true), kr = dequantised(k, dk, false),
-                              vr = dequantised(v, dv, false);
+                 double (*round_p)(double) = nullptr, bool abs_v = false) const {
+    const std::vector<double> qr = dequantised(q, dq, true), kr = dequantised(k, dk, false);
+    std::vector<double> vr = dequantised(v, dv, false);
+    if (abs_v)
+      for (double& x : vr) x = std::fabs(x);
     fkref::AttentionParams rp = ref_params();
     rp.round_p = round_p;
     if (varlen()) {

@@ -3,8 +3,14 @@
 // queried size, and the variant name. The dequantise-then-bf16 variants ("+fp8_dequant") also
 // bit for bit against fk_attention_forward on the bf16-rounded dequantised tensors (same
 // context); Hopper's fp8 tensor-core kernel ("cuda.sm90.attention_fp8", P rounded to e4m3)
-// by FlashAttention's rule instead: its error at most twice that of the same math done
-// naively (the float64 reference with P rounded to e4m3), plus bf16's output rounding.
+// against the bound of that rounding instead, element by element: e4m3 rounds P within 2^-4
+// of itself (normal values) or 2^-10 (below 2^-6), so |out - ref| <= (2^-4 sum_j P_j |v_j| +
+// 2^-10 sum_j |v_j|) / l over the keys a row sees, plus bf16's output rounding; and its
+// relative L2 error at most twice that of the same math done naively (the float64 reference
+// with P rounded to e4m3, FlashAttention's rule). A max-error form of FlashAttention's rule
+// was tried first and failed about one seed in 150 at head_dim 256 in a simulation of the
+// kernel's arithmetic: there the running max may lag (softmax.cuh, kLazy), so P of a row's
+// largest score is not always 1 and is rounded too, where the naive math keeps it exact.
 #if defined(FLASHKIT_TEST_WITH_CUDA)
 
 #include <catch2/catch.hpp>
@@ -46,33 +52,42 @@ void check_close(const HostTensor& got, const std::vector<double>& ref, const ch
 
 constexpr const char* kNative = "cuda.sm90.attention_fp8";
 
-// FlashAttention's tolerance rule for the fp8 kernel's out (see the top of the file).
+// The fp8 kernel's out against the e4m3 rounding bound and FlashAttention's L2 rule (see the
+// top of the file).
 void check_fp8_rule(const Fp8AttnCase& c, const std::vector<double>& ref) {
-  std::vector<double> naive, naive_lse;
-  c.reference(naive, naive_lse, Fp8AttnCase::e4m3_round);
+  std::vector<double> naive, weighted, seen, unused;
+  c.reference(naive, unused, Fp8AttnCase::e4m3_round);
+  c.reference(weighted, unused, nullptr, true);  // sum_j P_j |v_j| / l
+  c.reference(seen, unused, [](double p) { return p > 0 ? 1.0 : 0.0; }, true);  // sum_j |v_j| / l
   const std::vector<double> g = c.out.to_vector();
   REQUIRE(g.size() == ref.size());
-  size_t unwritten = 0;
-  double err = 0, err_naive = 0, mag = 0, sq = 0, sq_naive = 0, sq_ref = 0;
+  double mag = 0;
+  for (double r : ref) mag = std::max(mag, std::fabs(r));
+  size_t unwritten = 0, over = 0, first_over = 0;
+  double worst = 0, sq = 0, sq_naive = 0, sq_ref = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     if (!std::isfinite(g[i])) {
       ++unwritten;
       continue;
     }
-    err = std::max(err, std::fabs(g[i] - ref[i]));
-    err_naive = std::max(err_naive, std::fabs(naive[i] - ref[i]));
-    mag = std::max(mag, std::fabs(ref[i]));
+    const double bound = std::ldexp(weighted[i], -4) + std::ldexp(seen[i], -10) +
+                         std::ldexp(std::fabs(ref[i]), -8) + 1e-5 * std::max(1.0, mag);
+    const double e = std::fabs(g[i] - ref[i]);
+    if (e > bound && over++ == 0) first_over = i;
+    worst = std::max(worst, e / bound);
     sq += (g[i] - ref[i]) * (g[i] - ref[i]);
     sq_naive += (naive[i] - ref[i]) * (naive[i] - ref[i]);
     sq_ref += ref[i] * ref[i];
   }
   const double rel = std::sqrt(sq / std::max(sq_ref, 1e-300));
   const double rel_naive = std::sqrt(sq_naive / std::max(sq_ref, 1e-300));
-  INFO("fp8 kernel: max_abs " << err << " vs naive e4m3 P " << err_naive << " (magnitude " << mag
-                              << "), rel_l2 " << rel << " vs " << rel_naive << ", non-finite "
-                              << unwritten << ", seed " << fktest::test_seed());
+  INFO("fp8 kernel: " << over << " elements past the e4m3 bound (first: flat index " << first_over
+                      << ", got " << g[first_over] << ", ref " << ref[first_over]
+                      << "), worst error / bound " << worst << ", rel_l2 " << rel
+                      << " vs naive e4m3 P " << rel_naive << ", non-finite " << unwritten
+                      << ", seed " << fktest::test_seed());
   CHECK(unwritten == 0);
-  CHECK(err <= 2 * err_naive + std::ldexp(std::max(1.0, mag), -7));
+  CHECK(over == 0);
   CHECK(rel <= 2 * rel_naive + std::ldexp(1.0, -8));
 }
 
@@ -249,10 +264,11 @@ TEST_CASE("gpu attention fp8: captured into a CUDA graph and replayed", "[gpu][a
 }
 
 // The Hopper fp8 kernel where the dispatcher gives it the call (AUTO), and the calls it leaves
-// to the dequantising path there: multi-tile causal, bottom-right causal with seqlen_q <
-// seqlen_k, GQA and MQA, sliding windows, decode, key counts off the 16-key groups, NULL
-// descales; strided q/k off the copy engine's 16-byte rule, softcap, a negative scale and other
-// head dims go to "+fp8_dequant".
+// to the dequantising path there: head_dim 128 multi-tile causal, bottom-right causal with
+// seqlen_q < seqlen_k, GQA and MQA, sliding windows, decode, key counts off the 16-key groups,
+// NULL descales; head_dim 256 with a left window; strided q/k off the copy engine's 16-byte
+// rule, softcap, a negative scale, head_dim 96 and head_dim 64 (faster dequantised) go to
+// "+fp8_dequant".
 TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][fp8][fp8native]") {
   const fk_context_t* ctx = fkgpu::auto_context();
   int dev = 0, major = 0, minor = 0;
@@ -263,7 +279,7 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
   const char* env = std::getenv("FLASHKIT_ATTENTION_FP8_DEQUANT");
   const bool forced_off = env != nullptr && std::string(env) == "1";
   uint64_t tag = 8400;
-  for (int mode = 0; mode < 10; ++mode) {
+  for (int mode = 0; mode < 13; ++mode) {
     Fp8AttnCase c;
     c.head_dim = 128;
     bool expect_native = true;
@@ -277,11 +293,15 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
       case 6: c.padded = true; expect_native = false; break;  // strides off the 16-byte rule
       case 7: expect_native = false; break;                   // softcap
       case 8: expect_native = false; break;                   // negative softmax_scale
-      case 9: c.head_dim = 64; expect_native = false; break;
+      case 9: c.head_dim = 96; expect_native = false; break;  // head dims other than 64/128/256
+      case 10: c.batch = 2; c.seqlen_q = 500; c.seqlen_k = 700; c.head_dim = 64; expect_native = false; break;
+      case 12: c.batch = 2; c.seqlen_q = 300; c.seqlen_k = 200; c.head_dim = 64; expect_native = false; break;
+      case 11: c.batch = 1; c.seqlen_q = 300; c.seqlen_k = 519; c.nheads = 4; c.nheads_k = 1; c.head_dim = 256; break;
     }
     auto rng = fkgpu::rng_for(++tag);
     c.build(rng);
-    if (mode == 0 || mode == 1 || mode == 5) c.prm.causal = 1;
+    if (mode == 0 || mode == 1 || mode == 5 || mode == 10) c.prm.causal = 1;
+    if (mode == 11) c.prm.window_size_left = 100;
     if (mode == 2) {
       c.prm.window_size_left = 64;
       c.prm.window_size_right = 16;

@@ -281,7 +281,7 @@ impl Fp8Raw {
 ///
 /// Computes [`attention`] on `descale_q[b, h / (nheads / nheads_k)] * q[b, :, h]`,
 /// `descale_k[b, g] * k[b, :, g]` and `descale_v[b, g] * v[b, :, g]`. On Hopper GPUs (variant
-/// `"cuda.sm90.attention_fp8"`, 0.7.0; batched calls, head_dim 128, no softcap, a positive
+/// `"cuda.sm90.attention_fp8"`, 0.7.0; batched calls, head_dim 128 or 256, no softcap, a positive
 /// softmax scale, `q` and `k` strides multiples of 16 elements) with fp8 tensor-core arithmetic
 /// as in FlashAttention-3: P is rounded to e4m3 for the P V product, its one approximation
 /// beyond fp32 arithmetic, and one transposed copy of `v` is scratch. Every other call

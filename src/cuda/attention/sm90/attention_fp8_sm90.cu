@@ -13,7 +13,8 @@
 // P is rounded to e4m3 (as FA3 does); the row sums use the unrounded fp32 P. S is scaled by
 // softmax_scale x descale_q x descale_k and O by descale_v, per (sequence, kv head).
 //
-// Takes: batched calls (no varlen, no KV cache), head_dim 128, no softcap, softmax_scale > 0,
+// Takes: batched calls (no varlen, no KV cache), head_dim 128 or 256, no softcap,
+// softmax_scale > 0,
 // MHA/GQA/MQA, causal and sliding windows, LSE; q and k 16-byte aligned with row, head and batch
 // strides that are multiples of 16 elements (the copy engine's rule for 1-byte elements), out
 // (bf16) as for the bf16 kernel. Everything else runs the dequantise-then-bf16 path
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
 
 #include "core/attention_fp8.h"
 #include "cuda/attention/sm90/attention_sm90.h"
@@ -34,14 +36,17 @@ namespace cuda {
 namespace sm90_attention {
 namespace {
 
-constexpr int kFp8HeadDim = 128;
-// Key tiles of 128 keys, two K/V stages. 192-key tiles (FlashAttention-3's width for head_dim
-// 128 with V transposed in memory) measured +2.4-2.6% at 8k / 16k keys unmasked and 1.7-10%
-// slower at 512 to 4k keys on the H200, and ptxas spills two values inside their key-tile loop
+// Key tiles of 128 keys at head_dim 128, 64 at 256 (its O accumulator takes 128 registers a
+// thread), two K/V stages. head_dim 64 is left to the dequantising path: an fp8 kernel of this
+// shape measured 0.73-0.93x flashkit's bf16 call there (whose head_dim 64 kernel runs three
+// consumer warpgroups), slower than dequantising first (session 41). 192-key tiles at head_dim 128 (FlashAttention-3's width
+// with V transposed in memory) measured +2.4-2.6% at 8k / 16k keys unmasked and 1.7-10% slower
+// at 512 to 4k keys on the H200, and ptxas spills two values inside their key-tile loop
 // (tests/sass/check_sass.py, rule 2): not built (RESULTS.md, "FP8 attention on the fp8 tensor
 // cores", session 41).
-constexpr int kFp8BlockN = 128;
+constexpr int fp8_block_n(int head_dim) { return head_dim <= 128 ? 128 : 64; }
 constexpr int kFp8Stages = 2;
+bool fp8_head_dim(int64_t d) { return d == 128 || d == 256; }
 constexpr int64_t kMaxLen = int64_t(1) << 30;
 constexpr int64_t kMaxTmaStride = int64_t(1) << 39;
 
@@ -49,7 +54,7 @@ constexpr int64_t kMaxTmaStride = int64_t(1) << 39;
 // copy engine's stride rule as well).
 int64_t vt_keys(const AttentionProblem& p) { return (p.seqlen_k + 15) / 16 * 16; }
 uint64_t vt_bytes(const AttentionProblem& p) {
-  return uint64_t(p.batch) * uint64_t(p.nheads_k) * uint64_t(kFp8HeadDim) * uint64_t(vt_keys(p));
+  return uint64_t(p.batch) * uint64_t(p.nheads_k) * uint64_t(p.head_dim) * uint64_t(vt_keys(p));
 }
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
@@ -66,9 +71,9 @@ int64_t tma_stride16(int64_t stride, int64_t extent) { return extent <= 1 ? 16 :
 // k position 4 t + j holds key 8 (j / 2) + 2 t + j % 2 (softmax.cuh, convert_fragment_fp8).
 __host__ __device__ constexpr int vt_key(int e) { return 8 * ((e % 4) / 2) + 2 * (e / 4) + e % 2; }
 
-// V (batch, seqlen_k, nheads_k, 128) e4m3 codes, any strides -> V^T (batch, nheads_k, 128,
-// keys) with keys past seqlen_k zero. One block per 64 keys of one (sequence, kv head): 64 rows
-// of 128 bytes into shared memory, then 128 rows of 64 bytes out, permuted per group of 16.
+// V (batch, seqlen_k, nheads_k, D) e4m3 codes, any strides -> V^T (batch, nheads_k, D, keys)
+// with keys past seqlen_k zero. One block per 64 keys of one (sequence, kv head): 64 rows of D
+// bytes into shared memory, then D rows of 64 bytes out, permuted per group of 16.
 struct TransposeArgs {
   const uint8_t* v;
   uint8_t* vt;
@@ -76,31 +81,31 @@ struct TransposeArgs {
   int64_t seqlen_k, keys, nheads_k;
 };
 
-template <bool kVec>
+template <int kD, bool kVec>
 __global__ void __launch_bounds__(256) vt_kernel(TransposeArgs a) {
-  constexpr int kKeys = 64, kPitch = kFp8HeadDim + 16;
+  constexpr int kKeys = 64, kPitch = kD + 16;
   __shared__ __align__(16) uint8_t tile[kKeys * kPitch];
   const int64_t key0 = int64_t(blockIdx.x) * kKeys;
   const int64_t hk = blockIdx.y, b = blockIdx.z;
   const uint8_t* src = a.v + b * a.v_batch_stride + hk * a.v_head_stride;
   if constexpr (kVec) {
-    for (int c = threadIdx.x; c < kKeys * kFp8HeadDim / 16; c += 256) {
-      const int r = c / (kFp8HeadDim / 16), col = c % (kFp8HeadDim / 16) * 16;
+    for (int c = threadIdx.x; c < kKeys * kD / 16; c += 256) {
+      const int r = c / (kD / 16), col = c % (kD / 16) * 16;
       const int64_t key = key0 + r;
       uint4 val = make_uint4(0u, 0u, 0u, 0u);
       if (key < a.seqlen_k) val = *reinterpret_cast<const uint4*>(src + key * a.v_row_stride + col);
       *reinterpret_cast<uint4*>(tile + r * kPitch + col) = val;
     }
   } else {
-    for (int c = threadIdx.x; c < kKeys * kFp8HeadDim; c += 256) {
-      const int r = c / kFp8HeadDim, col = c % kFp8HeadDim;
+    for (int c = threadIdx.x; c < kKeys * kD; c += 256) {
+      const int r = c / kD, col = c % kD;
       const int64_t key = key0 + r;
       tile[r * kPitch + col] = key < a.seqlen_k ? src[key * a.v_row_stride + col] : uint8_t(0);
     }
   }
   __syncthreads();
-  uint8_t* dst = a.vt + (b * a.nheads_k + hk) * kFp8HeadDim * a.keys;
-  for (int c = threadIdx.x; c < kFp8HeadDim * kKeys / 16; c += 256) {
+  uint8_t* dst = a.vt + (b * a.nheads_k + hk) * kD * a.keys;
+  for (int c = threadIdx.x; c < kD * kKeys / 16; c += 256) {
     const int d = c / (kKeys / 16), g = c % (kKeys / 16) * 16;  // row of V^T, first position
     if (key0 + g >= a.keys) continue;
     uint32_t w[4];
@@ -121,7 +126,7 @@ bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p) 
   if (p.dtype != DType::F8E4M3 || p.device != Device::Cuda) return false;
   if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
   if (p.varlen || attention_uses_kvcache(p)) return false;
-  if (p.head_dim != kFp8HeadDim) return false;
+  if (!fp8_head_dim(p.head_dim)) return false;
   if (p.softcap != 0.0f || !std::isfinite(p.softmax_scale) || !(p.softmax_scale > 0.0f)) return false;
   if (p.seqlen_q < 1 || p.seqlen_k < 1 || p.batch < 1) return false;
   if (p.seqlen_q > kMaxLen || p.seqlen_k > kMaxLen || p.nheads > kMaxLen || p.batch > kMaxLen)
@@ -131,7 +136,8 @@ bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p) 
   if (m_blocks * p.nheads * p.batch > INT32_MAX) return false;
   if (int64_t(p.nheads_k) > 65535 || int64_t(p.batch) > 65535) return false;  // the pass's grid
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.out)) return false;
-  if (smem_bytes_for(kFp8HeadDim, kFp8BlockN, kBlockM, kFp8Stages) > caps.smem_per_block_optin)
+  const int d = int(p.head_dim);
+  if (smem_bytes_for(d, fp8_block_n(d), kBlockM, kFp8Stages) > caps.smem_per_block_optin)
     return false;
   return stride16(p.q_row_stride, p.seqlen_q) && stride16(p.q_head_stride, p.nheads) &&
          stride16(p.q_batch_stride, p.batch) && stride16(p.k_row_stride, p.seqlen_k) &&
@@ -168,10 +174,18 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   const bool vec = aligned16(p.v) && (p.v_row_stride % 16 == 0 || p.seqlen_k <= 1) &&
                    (p.v_head_stride % 16 == 0 || p.nheads_k <= 1) &&
                    (p.v_batch_stride % 16 == 0 || p.batch <= 1);
-  if (vec) {
-    vt_kernel<true><<<grid, 256, 0, stream>>>(t);
+  auto transpose = [&](auto dim) {
+    constexpr int kD = decltype(dim)::value;
+    if (vec) {
+      vt_kernel<kD, true><<<grid, 256, 0, stream>>>(t);
+    } else {
+      vt_kernel<kD, false><<<grid, 256, 0, stream>>>(t);
+    }
+  };
+  if (p.head_dim == 128) {
+    transpose(std::integral_constant<int, 128>{});
   } else {
-    vt_kernel<false><<<grid, 256, 0, stream>>>(t);
+    transpose(std::integral_constant<int, 256>{});
   }
   FK_RETURN_IF_ERROR(check_launch("cuda.sm90.attention_fp8: V transpose"));
 
@@ -184,9 +198,12 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   a.k_head_stride = tma_stride16(p.k_head_stride, p.nheads_k);
   a.v = vt;
   a.v_row_stride = t.keys;  // between head_dim rows of V^T
-  a.v_head_stride = int64_t(kFp8HeadDim) * t.keys;
-  a.v_batch_stride = int64_t(p.nheads_k) * kFp8HeadDim * t.keys;
+  a.v_head_stride = p.head_dim * t.keys;
+  a.v_batch_stride = int64_t(p.nheads_k) * p.head_dim * t.keys;
   a.o_tma = 0;
+  // build_args gives 128-row tiles at head_dim 128 and 256 (192-row ones only at 64). Three
+  // consumer warpgroups over 64-key fp8 tiles at head_dim 128 measured 1-22% slower (session 41).
+  if (a.block_m != kBlockM) return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention_fp8: tile height");
   Fp8Launch f;
   for (int i = 0; i < 3; ++i) {
     f.descale[i] = d.ptr[i];
@@ -194,7 +211,10 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
     f.head_stride[i] = d.head_stride[i];
   }
   f.vt_keys = int32_t(t.keys);
-  return launch_kernel<cute::float_e4m3_t, kFp8HeadDim, kFp8BlockN, false, kBlockM, kFp8Stages>(
+  if (p.head_dim == 256)
+    return launch_kernel<cute::float_e4m3_t, 256, fp8_block_n(256), false, kBlockM, kFp8Stages>(
+        a, stream, &f);
+  return launch_kernel<cute::float_e4m3_t, 128, fp8_block_n(128), false, kBlockM, kFp8Stages>(
       a, stream, &f);
 }
 

@@ -58,9 +58,9 @@ struct Mainloop {
   using HD = cute::Int<kHeadDim>;
 
   // 128-byte swizzle (64-element rows) where head_dim is a multiple of 64; 64-byte swizzle
-  // (32-element rows) for head_dim 96. fp8: 128-byte rows of 128 elements (head_dim 128, 256).
+  // (32-element rows) for head_dim 96. fp8: 128-element rows (head_dim 128, 256), or 64 (64).
   static constexpr int kRowBytes = kHeadDim * int(sizeof(Element));
-  static_assert(!kFp8 || kRowBytes % 128 == 0, "fp8: head_dim a multiple of 128");
+  static_assert(!kFp8 || kRowBytes % 64 == 0, "fp8: head_dim a multiple of 64");
   using AtomK = std::conditional_t<kRowBytes % 128 == 0, cute::GMMA::Layout_K_SW128_Atom<Element>,
                                    cute::GMMA::Layout_K_SW64_Atom<Element>>;
   using AtomMN = std::conditional_t<kHeadDim % 64 == 0, cute::GMMA::Layout_MN_SW128_Atom<Element>,
@@ -71,7 +71,8 @@ struct Mainloop {
   // head_dim panel of one swizzle atom is one contiguous copy-engine box.
   // fp8: V^T K-major (keys contiguous), 128-key swizzle atoms stacked along head_dim.
   using SmemLayoutVtMN = decltype(cute::tile_to_shape(
-      AtomMN{}, cute::Shape<HD, BN, cute::Int<kStages>>{}, cute::Step<cute::_2, cute::_1, cute::_3>{}));
+      AtomMN{}, cute::Shape<cute::Int<kFp8 ? 128 : kHeadDim>, BN, cute::Int<kStages>>{},
+      cute::Step<cute::_2, cute::_1, cute::_3>{}));  // (unused: fp8)
   // 128-, 64- or 32-key atoms as kBlockN allows (one byte per key).
   using AtomVtK = std::conditional_t<
       kBlockN % 128 == 0, cute::GMMA::Layout_K_SW128_Atom<Element>,

@@ -229,7 +229,7 @@ public final class Context implements AutoCloseable {
    * see {@code fk_attention_fp8_forward()} in flashkit.h (added in 0.6.0). Computes
    * {@link #attention} on {@code descaleQ[b][h / (nheads / nheadsK)] * q[b, :, h]},
    * {@code descaleK[b][g] * k[b, :, g]} and {@code descaleV[b][g] * v[b, :, g]}. On Hopper GPUs
-   * (variant "cuda.sm90.attention_fp8", 0.7.0; batched calls, head_dim 128, no softcap, a
+   * (variant "cuda.sm90.attention_fp8", 0.7.0; batched calls, head_dim 128 or 256, no softcap, a
    * positive softmax scale, q and k strides multiples of 16 elements) with fp8 tensor-core
    * arithmetic as in FlashAttention-3: P is rounded to e4m3 for the P V product, its one
    * approximation beyond fp32 arithmetic, and one transposed copy of v is scratch. Every other
