@@ -741,19 +741,26 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * - `"cuda.sm90.attention_fp8"` (0.7.0): fp8 tensor-core arithmetic, FlashAttention-3's
  *   (Section 3.3), on compute capability 9.0 with the AUTO or SM90 kernel family. S = q k^T on
  *   the e4m3 codes (fp32 accumulation), scaled by softmax_scale * descale_q * descale_k; the
- *   probabilities P = exp(S - rowmax) are rounded to e4m3 for the P V product on the codes of
- *   v (the row sums keep fp32 P); O is scaled by descale_v and rounded to bf16. Rounding P to
- *   e4m3 (3 mantissa bits) is the one approximation beyond fp32 arithmetic: the GPU tests hold
- *   the output to at most twice the error of that math done naively in float64, plus bf16's
- *   rounding; lse is the fp32 value of the exact scores. It takes batched calls (no
+ *   probabilities P = exp(S - m), m the running row max (at head_dim 256 it may lag the true
+ *   max by up to 2^8 in base 2, so P <= 256), are rounded to e4m3 for the P V product on the
+ *   codes of v (the row sums keep fp32 P); O is scaled by descale_v and rounded to bf16.
+ *   Rounding P to e4m3 (3 mantissa bits) is the one approximation beyond fp32 arithmetic: the
+ *   GPU tests hold every output element within the bound of that rounding, (2^-4 sum_j P_j
+ *   |v_j| + 2^-10 sum_j |v_j|) / sum_j P_j plus bf16's rounding, and the relative L2 error to
+ *   at most twice that of the same math done naively in float64 (FlashAttention's rule); lse
+ *   comes from the fp32 scores and the unrounded P. The descale factors are assumed positive
+ *   (quantisation scales): with descale_q * descale_k < 0 this kernel's result is unspecified
+ *   (the dequantising path below is exact for any sign). It takes batched calls (no
  *   cu_seqlens) with head_dim 128 or 256, softcap 0 and softmax_scale > 0 (the default
  *   included), q and k 16-byte aligned with row, head and batch strides that are multiples of
  *   16 elements, and out as fk_attention_forward()'s Hopper kernel takes it (16-byte aligned,
  *   strides multiples of 8); any causal or window mask, GQA/MQA, lse. One pass before the
  *   kernel writes a transposed copy of v to scratch (wgmma reads 8-bit operands K-major only):
  *   batch * nheads_k * head_dim * (seqlen_k rounded up to 16) bytes, from the launch workspace
- *   or allocated per call (fk_attention_fp8_workspace_size()). The environment variable
- *   FLASHKIT_ATTENTION_FP8_DEQUANT=1 (read once per process) gives every call the path below.
+ *   or allocated per call (fk_attention_fp8_workspace_size()). Calls past its size limits
+ *   (batch or nheads_k above 65535, seqlen or nheads above 2^30, strides of 2^39 elements or
+ *   more) take the path below, as does every call when the environment variable
+ *   FLASHKIT_ATTENTION_FP8_DEQUANT is "1" (read once per process).
  * - `"<bf16 variant>+fp8_dequant"`, every other call and backend: the dequantised values are
  *   rounded to bf16 once and the attention runs on the bf16 kernels of the context's backend:
  *   the result equals, bit for bit on the same device, fk_attention_forward() on contiguous
@@ -787,7 +794,8 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * @param descale_v    NULL or fp32 `(batch, nheads_k)`: the factor of value head g of sequence b.
  * @param out          bf16 (FK_ERROR_DTYPE_MISMATCH otherwise), q's shape, head_dim contiguous;
  *                     must not overlap an input, the descale factors included.
- * @param lse          As fk_attention_forward() (fp32, natural log, of the dequantised scores).
+ * @param lse          As fk_attention_forward() (fp32, natural log, of the scores of the
+ *                     dequantised inputs; see above for how each implementation computes it).
  *
  * Source of the fp8 kernel's scheme: Shah et al. 2024, Section 3.3 (P in fp8 for the second
  * GEMM; V transposed for the K-major fp8 wgmma). Its speed on the H200: benchmarks/RESULTS.md,
@@ -820,10 +828,13 @@ FK_API fk_status_t fk_attention_fp8_select_kernel(
     const DLTensor* out, const DLTensor* lse, const char** variant_name);
 
 /**
- * @brief Workspace bytes with which fk_attention_fp8_forward() allocates nothing: on the
- *        CUDA backend the bf16 copies of q, k and v (2 bytes per element each) plus what the
- *        bf16 attention call needs (fk_attention_workspace_size()); 0 on the CPU backend,
- *        which dequantises into host memory it allocates. Added in 0.6.0.
+ * @brief Workspace bytes with which fk_attention_fp8_forward() allocates nothing: for
+ *        `"cuda.sm90.attention_fp8"` the transposed copy of v (batch * nheads_k * head_dim *
+ *        (seqlen_k rounded up to 16) bytes, rounded up to 256, plus 255 for the alignment of
+ *        the workspace's start); for the dequantising path on the CUDA backend the bf16
+ *        copies of q, k and v (2 bytes per element each) plus what the bf16 attention call
+ *        needs (fk_attention_workspace_size()); 0 on the CPU backend, which dequantises into
+ *        host memory it allocates. Added in 0.6.0.
  *
  * Validates like fk_attention_fp8_forward() and runs nothing.
  * @param context, params, q, k, v, descale_q, descale_k, descale_v, cu_seqlens_q, cu_seqlens_k,

@@ -281,17 +281,19 @@ impl Fp8Raw {
 ///
 /// Computes [`attention`] on `descale_q[b, h / (nheads / nheads_k)] * q[b, :, h]`,
 /// `descale_k[b, g] * k[b, :, g]` and `descale_v[b, g] * v[b, :, g]`. On Hopper GPUs (variant
-/// `"cuda.sm90.attention_fp8"`, 0.7.0; batched calls, head_dim 128 or 256, no softcap, a positive
-/// softmax scale, `q` and `k` strides multiples of 16 elements) with fp8 tensor-core arithmetic
-/// as in FlashAttention-3: P is rounded to e4m3 for the P V product, its one approximation
-/// beyond fp32 arithmetic, and one transposed copy of `v` is scratch. Every other call
-/// (`"...+fp8_dequant"`): rounded once to bf16 and run on the bf16 kernels (bit for bit what
-/// [`attention`] gives on contiguous bf16 tensors of those values with the same `out` and `lse`
-/// layouts; on a GPU one extra pass over `q`, `k`, `v` and scratch of 2 bytes per element of
-/// each, see [`attention_fp8_workspace_size`]). Shapes, forms (batched or
-/// [`VarLen`]) and options as [`attention`]; each descale tensor is f32 `(batch, nheads_k)`
-/// with any strides (`batch` = the number of sequences in the varlen form); `out` is bf16 and
-/// must not overlap an input, the descale tensors included.
+/// `"cuda.sm90.attention_fp8"`, 0.7.0, with the AUTO or SM90 kernel family; batched calls,
+/// head_dim 128 or 256, no softcap, a positive softmax scale, `q`, `k` and `out` 16-byte aligned,
+/// `q` and `k` strides multiples of 16 elements; positive descale factors assumed;
+/// `FLASHKIT_ATTENTION_FP8_DEQUANT=1` in the environment turns it off) with fp8 tensor-core
+/// arithmetic as in FlashAttention-3: P is rounded to e4m3 for the P V product, its one
+/// approximation beyond fp32 arithmetic, and one transposed copy of `v` is scratch. Every other
+/// call (`"...+fp8_dequant"`): rounded once to bf16 and run on the bf16 kernels (bit for bit
+/// what [`attention`] gives on contiguous bf16 tensors of those values with the same `out` and
+/// `lse` layouts; on a GPU one extra pass over `q`, `k`, `v` and scratch of 2 bytes per element
+/// of each, see [`attention_fp8_workspace_size`]). Shapes, forms (batched or [`VarLen`]) and
+/// options as [`attention`]; each descale tensor is f32 `(batch, nheads_k)` with any
+/// non-negative strides (`batch` = the number of sequences in the varlen form); `out` is bf16
+/// and must not overlap an input, the descale tensors included.
 ///
 /// # Errors
 /// As [`attention`]; `DtypeMismatch` for `q`, `k`, `v` not e4m3fn (e5m2 included), a descale
@@ -388,8 +390,9 @@ pub fn attention_fp8_select_kernel(
 }
 
 /// Workspace bytes with which [`attention_fp8`] allocates nothing
-/// (`fk_attention_fp8_workspace_size`: on a GPU the bf16 copies of `q`, `k`, `v` plus what the
-/// bf16 call needs; 0 on the CPU backend); validates like it.
+/// (`fk_attention_fp8_workspace_size`: for `"cuda.sm90.attention_fp8"` the transposed copy of
+/// `v`, else on a GPU the bf16 copies of `q`, `k`, `v` plus what the bf16 call needs; 0 on the
+/// CPU backend); validates like it.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_fp8_workspace_size(
     context: &Context,

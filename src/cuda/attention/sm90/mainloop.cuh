@@ -58,7 +58,7 @@ struct Mainloop {
   using HD = cute::Int<kHeadDim>;
 
   // 128-byte swizzle (64-element rows) where head_dim is a multiple of 64; 64-byte swizzle
-  // (32-element rows) for head_dim 96. fp8: 128-element rows (head_dim 128, 256), or 64 (64).
+  // (32-element rows) for head_dim 96. fp8: 128-element rows (head_dim 128, 256).
   static constexpr int kRowBytes = kHeadDim * int(sizeof(Element));
   static_assert(!kFp8 || kRowBytes % 64 == 0, "fp8: head_dim a multiple of 64");
   using AtomK = std::conditional_t<kRowBytes % 128 == 0, cute::GMMA::Layout_K_SW128_Atom<Element>,

@@ -229,8 +229,10 @@ public final class Context implements AutoCloseable {
    * see {@code fk_attention_fp8_forward()} in flashkit.h (added in 0.6.0). Computes
    * {@link #attention} on {@code descaleQ[b][h / (nheads / nheadsK)] * q[b, :, h]},
    * {@code descaleK[b][g] * k[b, :, g]} and {@code descaleV[b][g] * v[b, :, g]}. On Hopper GPUs
-   * (variant "cuda.sm90.attention_fp8", 0.7.0; batched calls, head_dim 128 or 256, no softcap, a
-   * positive softmax scale, q and k strides multiples of 16 elements) with fp8 tensor-core
+   * (variant "cuda.sm90.attention_fp8", 0.7.0, with the AUTO or SM90 kernel family; batched
+   * calls, head_dim 128 or 256, no softcap, a positive softmax scale, q, k and out 16-byte
+   * aligned, q and k strides multiples of 16 elements; positive descale factors assumed;
+   * FLASHKIT_ATTENTION_FP8_DEQUANT=1 in the environment turns it off) with fp8 tensor-core
    * arithmetic as in FlashAttention-3: P is rounded to e4m3 for the P V product, its one
    * approximation beyond fp32 arithmetic, and one transposed copy of v is scratch. Every other
    * call ("...+fp8_dequant"): rounded once to bf16 and run on the bf16 kernels (bit for bit
@@ -303,8 +305,9 @@ public final class Context implements AutoCloseable {
 
   /**
    * Workspace bytes with which {@link #attentionFp8} allocates nothing
-   * ({@code fk_attention_fp8_workspace_size}): on a GPU the bf16 copies of q, k and v plus what
-   * the bf16 call needs; 0 on the CPU backend. Validates the same.
+   * ({@code fk_attention_fp8_workspace_size}): for "cuda.sm90.attention_fp8" the transposed copy
+   * of v, else on a GPU the bf16 copies of q, k and v plus what the bf16 call needs; 0 on the
+   * CPU backend. Validates the same.
    */
   public long attentionFp8WorkspaceSize(AttentionParams params, Tensor q, Tensor k, Tensor v,
       Tensor descaleQ, Tensor descaleK, Tensor descaleV, Tensor cuSeqlensQ, Tensor cuSeqlensK,
