@@ -495,9 +495,14 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
       if (!dsc[i].valid) continue;
       const TensorView& t = dsc[i].t;  // fp32 (Accept::Float32)
       FK_RETURN_IF_ERROR(expect_rank(kDescaleNames[i], t, 2, "(batch, nheads_k)"));
-      FK_RETURN_IF_ERROR(expect_dim(kDescaleNames[i], t, 0, "batch", p->batch,
-                                    varlen ? "cu_seqlens_q" : "q"));
-      FK_RETURN_IF_ERROR(expect_dim(kDescaleNames[i], t, 1, "nheads_k", nheads_k, kname));
+      if (t.shape[0] != p->batch || t.shape[1] != nheads_k) {
+        return set_error(FK_ERROR_SHAPE_MISMATCH,
+                         "%s: shape (%" PRId64 ", %" PRId64 "), must be (batch, nheads_k) = (%" PRId64
+                         ", %" PRId64 "): one factor per sequence and kv head (batch from %s, "
+                         "nheads_k from %s; a per-tensor factor is a broadcast view, strides 0)",
+                         kDescaleNames[i], t.shape[0], t.shape[1], int64_t(p->batch),
+                         int64_t(nheads_k), varlen ? "cu_seqlens_q" : "q", kname);
+      }
       fp8->out->ptr[i] = static_cast<const float*>(t.data);
       fp8->out->batch_stride[i] = t.shape[0] > 1 ? t.stride[0] : 0;
       fp8->out->head_stride[i] = t.shape[1] > 1 ? t.stride[1] : 0;

@@ -180,10 +180,14 @@ def attention_fp8(q, k, v, *, descale_q=None, descale_k=None, descale_v=None,
         descale_q, descale_k, descale_v: None (factor 1) or float32 ``(batch, nheads_k)`` on
             q's device, any non-negative strides; ``batch`` is the number of sequences
             (``len(cu_seqlens_q) - 1`` in the varlen form). Query head h uses column
-            ``h // (nheads // nheads_k)`` (one factor per GQA group). NaN or infinite factors
-            are applied as given (their rows come out NaN).
+            ``h // (nheads // nheads_k)`` (one factor per GQA group). A per-tensor factor
+            ``s`` (FA3's scalar use) is a broadcast view, e.g.
+            ``np.broadcast_to(np.float32(s), (batch, nheads_k))`` or
+            ``torch.tensor(s).expand(batch, nheads_k)``; a Python float is refused. NaN or
+            infinite factors are applied as given (their rows come out NaN).
         softmax_scale, causal, window_size, softcap, cu_seqlens_q, cu_seqlens_k,
-        max_seqlen_q, max_seqlen_k, return_lse, lse, workspace: as :func:`attention`.
+        max_seqlen_q, max_seqlen_k, return_lse, lse, workspace: as :func:`attention` (lse:
+            float32 ``(batch, nheads, seqlen_q)``, or ``(nheads, total_q)`` in the varlen form).
         out: optional bfloat16 output, q's shape, head_dim contiguous; must not overlap an
             input (the descale factors included).
 
@@ -191,9 +195,11 @@ def attention_fp8(q, k, v, *, descale_q=None, descale_k=None, descale_v=None,
         ``out`` (bfloat16), or ``(out, lse)`` with ``return_lse`` or ``lse``.
 
     Raises:
-        InvalidArgumentError: as :func:`attention`; a dtype other than float8_e4m3fn for q,
-            k, v, other than float32 for a descale tensor or other than bfloat16 for ``out``;
-            a descale tensor not shaped ``(batch, nheads_k)``.
+        InvalidArgumentError: as :func:`attention` (its ``status`` attribute holds the C
+            status, e.g. 103 for a dtype, 104 for a shape); a dtype other than float8_e4m3fn
+            for q, k, v, other than float32 for a descale tensor or other than bfloat16 for
+            ``out``; a descale tensor not shaped ``(batch, nheads_k)`` or with a negative
+            stride.
     """
     return _ops.attention_fp8(None, q, k, v, descale_q=descale_q, descale_k=descale_k,
                               descale_v=descale_v, softmax_scale=softmax_scale, causal=causal,

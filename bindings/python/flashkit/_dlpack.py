@@ -240,8 +240,8 @@ def _dtype_from_numpy(dt, name):
         where = f"{name}: " if name else ""
         raise _errors.InvalidArgumentError(
             f"{where}dtype {dt} is not supported (flashkit takes float32, float16, bfloat16, "
-            f"int32 where an index is expected, and float8_e4m3fn / float8_e5m2 for "
-            f"gemm_scaled's a and b)", 103)
+            f"int32 where an index is expected, float8_e4m3fn / float8_e5m2 for "
+            f"gemm_scaled's a and b, and float8_e4m3fn for attention_fp8's q, k and v)", 103)
     kind = {"f": kDLFloat, "i": kDLInt, "u": kDLUInt, "b": kDLBool}.get(dt.kind)
     if kind is None:
         # complex and objects: describe them so the library's dtype rule names them.
