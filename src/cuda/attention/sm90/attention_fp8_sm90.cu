@@ -13,20 +13,14 @@
 // P is rounded to e4m3 (as FA3 does); the row sums use the unrounded fp32 P. S is scaled by
 // softmax_scale x descale_q x descale_k and O by descale_v, per (sequence, kv head).
 //
-// Takes: batched calls (no varlen, no KV cache), head_dim 128 or 256, no softcap,
-// softmax_scale > 0,
-// MHA/GQA/MQA, causal and sliding windows, LSE; q and k 16-byte aligned with row, head and batch
-// strides that are multiples of 16 elements (the copy engine's rule for 1-byte elements), out
-// (bf16) as for the bf16 kernel. Everything else runs the dequantise-then-bf16 path
-// ("<bf16 variant>+fp8_dequant", fp8_dequant.cu).
+// What it takes: attention_sm90.cpp, attention_fp8_supported (batched, head_dim 128 or 256, no
+// softcap, softmax_scale > 0; tiles and stages: launch.h, fp8_block_n). Everything else runs
+// the dequantise-then-bf16 path ("<bf16 variant>+fp8_dequant", fp8_dequant.cu).
 #include "cuda/attention/sm90/launch.cuh"
 
-#include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
-#include "core/attention_fp8.h"
 #include "cuda/attention/sm90/attention_sm90.h"
 #include "cuda/common/device_guard.h"
 #include "cuda/common/scratch.h"
@@ -36,36 +30,7 @@ namespace cuda {
 namespace sm90_attention {
 namespace {
 
-// Key tiles of 128 keys at head_dim 128, 64 at 256 (its O accumulator takes 128 registers a
-// thread), two K/V stages. head_dim 64 is left to the dequantising path: an fp8 kernel of this
-// shape measured 0.73-0.93x flashkit's bf16 call there (whose head_dim 64 kernel runs three
-// consumer warpgroups), slower than dequantising first (session 41). 192-key tiles at head_dim 128 (FlashAttention-3's width
-// with V transposed in memory) measured +2.4-2.6% at 8k / 16k keys unmasked and 1.7-10% slower
-// at 512 to 4k keys on the H200, and ptxas spills two values inside their key-tile loop
-// (tests/sass/check_sass.py, rule 2): not built (RESULTS.md, "FP8 attention on the fp8 tensor
-// cores", session 41).
-constexpr int fp8_block_n(int head_dim) { return head_dim <= 128 ? 128 : 64; }
-constexpr int kFp8Stages = 2;
-bool fp8_head_dim(int64_t d) { return d == 128 || d == 256; }
-constexpr int64_t kMaxLen = int64_t(1) << 30;
-constexpr int64_t kMaxTmaStride = int64_t(1) << 39;
-
-// Keys per V^T row: seqlen_k rounded up to the 16-key groups of the permutation (16 bytes: the
-// copy engine's stride rule as well).
-int64_t vt_keys(const AttentionProblem& p) { return (p.seqlen_k + 15) / 16 * 16; }
-uint64_t vt_bytes(const AttentionProblem& p) {
-  return uint64_t(p.batch) * uint64_t(p.nheads_k) * uint64_t(p.head_dim) * uint64_t(vt_keys(p));
-}
-
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
-// A stride the copy engine takes for 1-byte (q, k) or 2-byte (out) elements.
-bool stride16(int64_t stride, int64_t extent) {
-  return extent <= 1 || (stride > 0 && stride % 16 == 0 && stride < kMaxTmaStride);
-}
-bool stride8(int64_t stride, int64_t extent) {
-  return extent <= 1 || (stride > 0 && stride % 8 == 0 && stride < kMaxTmaStride);
-}
-int64_t tma_stride16(int64_t stride, int64_t extent) { return extent <= 1 ? 16 : stride; }
 
 // The key whose V row goes to position e (0..15) of its group of 16 in V^T: the P fragment's
 // k position 4 t + j holds key 8 (j / 2) + 2 t + j % 2 (softmax.cuh, convert_fragment_fp8).
@@ -122,32 +87,6 @@ __global__ void __launch_bounds__(256) vt_kernel(TransposeArgs a) {
 
 }  // namespace
 
-bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p) {
-  if (p.dtype != DType::F8E4M3 || p.device != Device::Cuda) return false;
-  if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
-  if (p.varlen || attention_uses_kvcache(p)) return false;
-  if (!fp8_head_dim(p.head_dim)) return false;
-  if (p.softcap != 0.0f || !std::isfinite(p.softmax_scale) || !(p.softmax_scale > 0.0f)) return false;
-  if (p.seqlen_q < 1 || p.seqlen_k < 1 || p.batch < 1) return false;
-  if (p.seqlen_q > kMaxLen || p.seqlen_k > kMaxLen || p.nheads > kMaxLen || p.batch > kMaxLen)
-    return false;
-  if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0) return false;
-  const int64_t m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
-  if (m_blocks * p.nheads * p.batch > INT32_MAX) return false;
-  if (int64_t(p.nheads_k) > 65535 || int64_t(p.batch) > 65535) return false;  // the pass's grid
-  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.out)) return false;
-  const int d = int(p.head_dim);
-  if (smem_bytes_for(d, fp8_block_n(d), kBlockM, kFp8Stages) > caps.smem_per_block_optin)
-    return false;
-  return stride16(p.q_row_stride, p.seqlen_q) && stride16(p.q_head_stride, p.nheads) &&
-         stride16(p.q_batch_stride, p.batch) && stride16(p.k_row_stride, p.seqlen_k) &&
-         stride16(p.k_head_stride, p.nheads_k) && stride16(p.k_batch_stride, p.batch) &&
-         stride8(p.o_row_stride, p.seqlen_q) && stride8(p.o_head_stride, p.nheads) &&
-         stride8(p.o_batch_stride, p.batch);
-}
-
-uint64_t attention_fp8_workspace(const AttentionProblem& p) { return workspace_for({vt_bytes(p)}); }
-
 fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
                           const AttentionFp8Descales& d) {
   if (!attention_fp8_supported(*ctx.caps, p)) {
@@ -159,7 +98,8 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
   ScratchArena arena(ctx);
   void* vt = nullptr;
-  FK_RETURN_IF_ERROR(arena.alloc(size_t(vt_bytes(p)), &vt, "attention fp8: V^T copy"));
+  FK_RETURN_IF_ERROR(arena.alloc(size_t(fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)),
+                                 &vt, "attention fp8: V^T copy"));
 
   TransposeArgs t;
   t.v = static_cast<const uint8_t*>(p.v);
@@ -168,7 +108,7 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   t.v_row_stride = p.v_row_stride;
   t.v_head_stride = p.v_head_stride;
   t.seqlen_k = p.seqlen_k;
-  t.keys = vt_keys(p);
+  t.keys = fp8_vt_keys(p.seqlen_k);
   t.nheads_k = p.nheads_k;
   const dim3 grid(unsigned((t.keys + 63) / 64), unsigned(p.nheads_k), unsigned(p.batch));
   const bool vec = aligned16(p.v) && (p.v_row_stride % 16 == 0 || p.seqlen_k <= 1) &&
@@ -189,13 +129,7 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   }
   FK_RETURN_IF_ERROR(check_launch("cuda.sm90.attention_fp8: V transpose"));
 
-  AttnArgs a = build_args(ctx, p);
-  a.q_batch_stride = tma_stride16(p.q_batch_stride, p.batch);
-  a.q_row_stride = tma_stride16(p.q_row_stride, p.seqlen_q);
-  a.q_head_stride = tma_stride16(p.q_head_stride, p.nheads);
-  a.k_batch_stride = tma_stride16(p.k_batch_stride, p.batch);
-  a.k_row_stride = tma_stride16(p.k_row_stride, p.seqlen_k);
-  a.k_head_stride = tma_stride16(p.k_head_stride, p.nheads_k);
+  AttnArgs a = build_args(ctx, p);  // q, k as given (1-byte elements)
   a.v = vt;
   a.v_row_stride = t.keys;  // between head_dim rows of V^T
   a.v_head_stride = p.head_dim * t.keys;
@@ -204,13 +138,7 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   // build_args gives 128-row tiles at head_dim 128 and 256 (192-row ones only at 64). Three
   // consumer warpgroups over 64-key fp8 tiles at head_dim 128 measured 1-22% slower (session 41).
   if (a.block_m != kBlockM) return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention_fp8: tile height");
-  Fp8Launch f;
-  for (int i = 0; i < 3; ++i) {
-    f.descale[i] = d.ptr[i];
-    f.batch_stride[i] = d.batch_stride[i];
-    f.head_stride[i] = d.head_stride[i];
-  }
-  f.vt_keys = int32_t(t.keys);
+  const Fp8Launch f{d, int32_t(t.keys)};
   if (p.head_dim == 256)
     return launch_kernel<cute::float_e4m3_t, 256, fp8_block_n(256), false, kBlockM, kFp8Stages>(
         a, stream, &f);

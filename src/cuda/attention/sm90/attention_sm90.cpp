@@ -1,5 +1,7 @@
 // Entry point and predicate of the Hopper attention kernel ("cuda.sm90.attention"): which
-// problems it takes, and the translation of an AttentionProblem into its arguments.
+// problems it takes, and the translation of an AttentionProblem into its arguments; also the
+// predicate and workspace size of its fp8 instantiation ("cuda.sm90.attention_fp8", whose entry
+// point and V^T pass are in attention_fp8_sm90.cu), which share those rules.
 //
 // It takes fp16 and bf16; head_dim 64, 96, 128, 192 or 256 natively and every other multiple
 // of 8 up to 256 padded to the next of those (launch.h, padded_head_dim); the batched form
@@ -36,8 +38,9 @@ constexpr int64_t kMaxLen = int64_t(1) << 30;
 constexpr int64_t kMaxTmaStride = int64_t(1) << 39;  // elements (2^40 bytes)
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
-bool stride_ok(int64_t stride, int64_t extent) {
-  return extent <= 1 || (stride > 0 && stride % 8 == 0 && stride < kMaxTmaStride);
+// A stride the copy engine takes: a multiple of 16 bytes (elements of elem_bytes).
+bool stride_ok(int64_t stride, int64_t extent, int64_t elem_bytes = 2) {
+  return extent <= 1 || (stride > 0 && stride % (16 / elem_bytes) == 0 && stride < kMaxTmaStride);
 }
 
 // Diagnostic overrides, each read once per process: FLASHKIT_SM90_ATTENTION_OVERLAP=0 runs the
@@ -122,12 +125,24 @@ bool cache_ok(const DeviceCaps& caps, const AttentionProblem& p) {
   return pages_merged(p) || p.num_pages * p.page_size <= p.total_k;
 }
 
+// What both entry points need: a CUDA problem on compute capability 9.0, sizes the kernel's
+// 32-bit tile numbering and coordinates hold, whole GQA groups, a finite softmax_scale.
+bool hopper_problem_ok(const DeviceCaps& caps, const AttentionProblem& p) {
+  if (p.device != Device::Cuda) return false;
+  if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
+  if (p.seqlen_q > kMaxLen || p.seqlen_k > kMaxLen || p.nheads > kMaxLen || p.batch > kMaxLen)
+    return false;
+  if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0) return false;
+  if (!std::isfinite(p.softmax_scale)) return false;
+  const int64_t m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
+  return m_blocks * p.nheads * p.batch <= INT32_MAX;
+}
+
 }  // namespace
 
 bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16) return false;
-  if (p.device != Device::Cuda) return false;
-  if (caps.cc_major != 9 || caps.cc_minor != 0) return false;
+  if (!hopper_problem_ok(caps, p)) return false;
   if (attention_uses_kvcache(p) && !cache_ok(caps, p)) return false;
   if (p.head_dim < 8 || p.head_dim > 256 || p.head_dim % 8 != 0) return false;
   if (smem_bytes_for(padded_head_dim(p.head_dim)) > caps.smem_per_block_optin) return false;
@@ -137,14 +152,34 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   } else if (p.seqlen_k < 1 || p.seqlen_q < 1) {
     return false;
   }
-  if (p.seqlen_q > kMaxLen || p.seqlen_k > kMaxLen || p.nheads > kMaxLen || p.batch > kMaxLen)
-    return false;
-  if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0) return false;
-  if (!std::isfinite(p.softmax_scale)) return false;
-  const int64_t m_blocks = (p.seqlen_q + kBlockM - 1) / kBlockM;
-  if (m_blocks * p.nheads * p.batch > INT32_MAX) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.out)) return false;
-  return attn::all_strides(p, stride_ok);
+  return attn::all_strides(p, [](int64_t stride, int64_t extent) { return stride_ok(stride, extent); });
+}
+
+// The fp8 kernel (attention_fp8_sm90.cu): batched e4m3 calls at head_dim 128 or 256 without
+// softcap and with softmax_scale > 0; q and k read by the copy engine from the caller's tensors
+// (16-byte rule for 1-byte elements), out written as by the 16-bit kernel; v is read by the
+// V^T pass, any strides. The pass's grid holds batch and nheads_k up to 65535.
+bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p) {
+  if (p.dtype != DType::F8E4M3 || !hopper_problem_ok(caps, p)) return false;
+  if (p.varlen || attention_uses_kvcache(p)) return false;
+  if (p.head_dim != 128 && p.head_dim != 256) return false;
+  if (p.softcap != 0.0f || !(p.softmax_scale > 0.0f)) return false;
+  if (p.seqlen_q < 1 || p.seqlen_k < 1 || p.batch < 1) return false;
+  if (p.nheads_k > 65535 || p.batch > 65535) return false;
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.out)) return false;
+  const int d = int(p.head_dim);
+  if (smem_bytes_for(d, fp8_block_n(d), kBlockM, kFp8Stages) > caps.smem_per_block_optin)
+    return false;
+  return stride_ok(p.q_row_stride, p.seqlen_q, 1) && stride_ok(p.q_head_stride, p.nheads, 1) &&
+         stride_ok(p.q_batch_stride, p.batch, 1) && stride_ok(p.k_row_stride, p.seqlen_k, 1) &&
+         stride_ok(p.k_head_stride, p.nheads_k, 1) && stride_ok(p.k_batch_stride, p.batch, 1) &&
+         stride_ok(p.o_row_stride, p.seqlen_q) && stride_ok(p.o_head_stride, p.nheads) &&
+         stride_ok(p.o_batch_stride, p.batch);
+}
+
+uint64_t attention_fp8_workspace(const AttentionProblem& p) {
+  return workspace_for({fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)});
 }
 
 fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
@@ -175,20 +210,21 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   const int64_t rows_k = merged ? p.total_k : paged ? p.page_size : p.varlen ? p.total_k : p.seqlen_k;
   const int64_t batches_k = merged ? 1 : paged ? p.num_pages : batches;
   AttnArgs a;
+  const int64_t eb = dtype_bytes(p.dtype);  // q, k, v: 16-bit, or e4m3 (the fp8 kernel)
   a.q = p.q;
   a.k = p.k;
   a.v = p.v;
   a.out = p.out;
   a.lse = p.lse;
-  a.q_batch_stride = tma_stride(p.q_batch_stride, batches);
-  a.q_row_stride = tma_stride(p.q_row_stride, rows_q);
-  a.q_head_stride = tma_stride(p.q_head_stride, p.nheads);
-  a.k_batch_stride = tma_stride(p.k_batch_stride, batches_k);
-  a.k_row_stride = tma_stride(p.k_row_stride, rows_k);
-  a.k_head_stride = tma_stride(p.k_head_stride, p.nheads_k);
-  a.v_batch_stride = tma_stride(p.v_batch_stride, batches_k);
-  a.v_row_stride = tma_stride(p.v_row_stride, rows_k);
-  a.v_head_stride = tma_stride(p.v_head_stride, p.nheads_k);
+  a.q_batch_stride = tma_stride(p.q_batch_stride, batches, eb);
+  a.q_row_stride = tma_stride(p.q_row_stride, rows_q, eb);
+  a.q_head_stride = tma_stride(p.q_head_stride, p.nheads, eb);
+  a.k_batch_stride = tma_stride(p.k_batch_stride, batches_k, eb);
+  a.k_row_stride = tma_stride(p.k_row_stride, rows_k, eb);
+  a.k_head_stride = tma_stride(p.k_head_stride, p.nheads_k, eb);
+  a.v_batch_stride = tma_stride(p.v_batch_stride, batches_k, eb);
+  a.v_row_stride = tma_stride(p.v_row_stride, rows_k, eb);
+  a.v_head_stride = tma_stride(p.v_head_stride, p.nheads_k, eb);
   a.o_batch_stride = p.o_batch_stride;
   a.o_row_stride = p.o_row_stride;
   a.o_head_stride = p.o_head_stride;

@@ -46,6 +46,7 @@
 #include <cutlass/cutlass.h>
 #include <cutlass/pipeline/sm90_pipeline.hpp>
 
+#include "core/problems.h"
 #include "cuda/attention/sm90/epilogue.cuh"
 #include "cuda/attention/sm90/mainloop.cuh"
 #include "cuda/attention/sm90/softmax.cuh"
@@ -109,10 +110,9 @@ struct AttentionKernel {
   struct Fp8Scales {};
   template <class Dummy>
   struct Fp8Scales<true, Dummy> {
-    const float* descale[3];
-    int64_t batch_stride[3], head_stride[3];
+    AttentionFp8Descales d;  // q, k, v
     __device__ __forceinline__ float at(int t, int32_t b, int32_t hk) const {
-      return descale[t] ? descale[t][int64_t(b) * batch_stride[t] + int64_t(hk) * head_stride[t]] : 1.0f;
+      return d.ptr[t] ? d.ptr[t][int64_t(b) * d.batch_stride[t] + int64_t(hk) * d.head_stride[t]] : 1.0f;
     }
   };
 

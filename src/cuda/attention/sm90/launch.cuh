@@ -36,9 +36,7 @@ inline bool descriptor_encoded(const void* desc, size_t bytes) {
 // The fp8 kernel's extra arguments (attention_fp8_sm90.cu): the descale factors and the keys
 // per row of the V^T copy.
 struct Fp8Launch {
-  const float* descale[3] = {nullptr, nullptr, nullptr};
-  int64_t batch_stride[3] = {0, 0, 0};
-  int64_t head_stride[3] = {0, 0, 0};
+  AttentionFp8Descales descales;
   int32_t vt_keys = 0;
 };
 
@@ -53,11 +51,7 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream, const Fp8Launc
   if constexpr (Kernel::kFp8) {
     if (fp8 == nullptr) return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention_fp8: no fp8 arguments");
     params.mainloop = Kernel::Mainloop::make_params(a, fp8->vt_keys);
-    for (int t = 0; t < 3; ++t) {
-      params.fp8.descale[t] = fp8->descale[t];
-      params.fp8.batch_stride[t] = fp8->batch_stride[t];
-      params.fp8.head_stride[t] = fp8->head_stride[t];
-    }
+    params.fp8.d = fp8->descales;
   } else {
     params.mainloop = Kernel::Mainloop::make_params(a);
   }

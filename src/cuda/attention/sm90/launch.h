@@ -61,8 +61,28 @@ constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
 // head_dim 128's shared-memory need (smem_bytes_for: 231,424 of the 232,448 bytes Hopper allows).
 constexpr int kNarrowStages = 3;
 constexpr int64_t kNarrowMaxKeys = 1024;
-// The copy engine wants a legal stride even along a dimension it never advances (extent 1).
-constexpr int64_t tma_stride(int64_t stride, int64_t extent) { return extent <= 1 ? 8 : stride; }
+// The copy engine wants a legal stride even along a dimension it never advances (extent 1):
+// 16 bytes, in elements of elem_bytes.
+constexpr int64_t tma_stride(int64_t stride, int64_t extent, int64_t elem_bytes = 2) {
+  return extent <= 1 ? 16 / elem_bytes : stride;
+}
+// The fp8 kernel (cuda.sm90.attention_fp8, attention_fp8_sm90.cu): 128-key tiles at head_dim
+// 128, 64 at 256 (its O accumulator takes 128 registers a thread), two K/V stages. head_dim 64
+// is left to the dequantising path: an fp8 kernel of this shape measured 0.73-0.93x flashkit's
+// bf16 call there (whose head_dim 64 kernel runs three consumer warpgroups), slower than
+// dequantising first. 192-key tiles at head_dim 128 (FlashAttention-3's width with V
+// transposed in memory) measured +2.4-2.6% at 8k / 16k keys unmasked and 1.7-10% slower at 512
+// to 4k keys, and ptxas spills two values inside their key-tile loop (tests/sass/check_sass.py,
+// rule 2): not built (H200, session 41: RESULTS.md, "FP8 attention on the fp8 tensor cores").
+constexpr int kFp8Stages = 2;
+constexpr int fp8_block_n(int head_dim) { return head_dim <= 128 ? 128 : 64; }
+// Keys per row of its V^T copy: seqlen_k rounded up to the 16-key groups of the permutation
+// (16 bytes: the copy engine's stride rule as well), and the copy's bytes.
+constexpr int64_t fp8_vt_keys(int64_t seqlen_k) { return (seqlen_k + 15) / 16 * 16; }
+constexpr uint64_t fp8_vt_bytes(int64_t batch, int64_t nheads_k, int64_t head_dim,
+                                int64_t seqlen_k) {
+  return uint64_t(batch) * uint64_t(nheads_k) * uint64_t(head_dim) * uint64_t(fp8_vt_keys(seqlen_k));
+}
 // Shared memory of one CTA: Q, the K and V rings, barriers (rounded up generously; the
 // kernel's own static_assert checks its exact size stays below this).
 constexpr int64_t smem_bytes_for(int head_dim, int block_n, int block_m = kBlockM,
