@@ -748,9 +748,9 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *   GPU tests hold every output element within the bound of that rounding, (2^-4 sum_j P_j
  *   |v_j| + 2^-10 sum_j |v_j|) / sum_j P_j plus bf16's rounding, and the relative L2 error to
  *   at most twice that of the same math done naively in float64 (FlashAttention's rule); lse
- *   comes from the fp32 scores and the unrounded P. The descale factors are assumed positive
- *   (quantisation scales): with descale_q * descale_k < 0 this kernel's result is unspecified
- *   (the dequantising path below is exact for any sign). It takes batched calls (no
+ *   comes from the fp32 scores and the unrounded P. Descale factors of any sign are taken (a
+ *   product descale_q * descale_k that is not positive turns the scores into logits before
+ *   the softmax). It takes batched calls (no
  *   cu_seqlens) with head_dim 128 or 256, softcap 0 and softmax_scale > 0 (the default
  *   included), q and k 16-byte aligned with row, head and batch strides that are multiples of
  *   16 elements, and out as fk_attention_forward()'s Hopper kernel takes it (16-byte aligned,

@@ -279,7 +279,7 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
   const char* env = std::getenv("FLASHKIT_ATTENTION_FP8_DEQUANT");
   const bool forced_off = env != nullptr && std::string(env) == "1";
   uint64_t tag = 8400;
-  for (int mode = 0; mode < 13; ++mode) {
+  for (int mode = 0; mode < 14; ++mode) {
     Fp8AttnCase c;
     c.head_dim = 128;
     bool expect_native = true;
@@ -296,6 +296,7 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
       case 9: c.head_dim = 96; expect_native = false; break;  // head dims other than 64/128/256
       case 10: c.batch = 2; c.seqlen_q = 500; c.seqlen_k = 700; c.head_dim = 64; expect_native = false; break;
       case 12: c.batch = 2; c.seqlen_q = 300; c.seqlen_k = 200; c.head_dim = 64; expect_native = false; break;
+      case 13: c.batch = 3; c.seqlen_q = 200; c.seqlen_k = 300; break;  // negative and zero descales
       case 11: c.batch = 1; c.seqlen_q = 300; c.seqlen_k = 519; c.nheads = 4; c.nheads_k = 1; c.head_dim = 256; break;
     }
     auto rng = fkgpu::rng_for(++tag);
@@ -308,6 +309,14 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
     }
     if (mode == 7) c.prm.softcap = 20.0f;
     if (mode == 8) c.prm.softmax_scale = -0.05f;
+    if (mode == 13) {  // sequence 0: descale_q < 0; sequence 1: descale_k = 0; sequence 2: both < 0
+      for (int64_t g = 0; g < c.nheads_k; ++g) {
+        c.dq.set({0, g}, -c.dq.get({0, g}));
+        c.dk.set({1, g}, 0.0);
+        c.dq.set({2, g}, -c.dq.get({2, g}));
+        c.dk.set({2, g}, -c.dk.get({2, g}));
+      }
+    }
     DYNAMIC_SECTION("mode " << mode) {
       INFO("mode " << mode);
       const std::string name = run_case(c, ctx, mode % 2 == 1);

@@ -283,7 +283,7 @@ impl Fp8Raw {
 /// `descale_k[b, g] * k[b, :, g]` and `descale_v[b, g] * v[b, :, g]`. On Hopper GPUs (variant
 /// `"cuda.sm90.attention_fp8"`, 0.7.0, with the AUTO or SM90 kernel family; batched calls,
 /// head_dim 128 or 256, no softcap, a positive softmax scale, `q`, `k` and `out` 16-byte aligned,
-/// `q` and `k` strides multiples of 16 elements; positive descale factors assumed;
+/// `q` and `k` strides multiples of 16 elements;
 /// `FLASHKIT_ATTENTION_FP8_DEQUANT=1` in the environment turns it off) with fp8 tensor-core
 /// arithmetic as in FlashAttention-3: P is rounded to e4m3 for the P V product, its one
 /// approximation beyond fp32 arithmetic, and one transposed copy of `v` is scratch. Every other

@@ -333,9 +333,19 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
 #endif
       OnlineSoftmax softmax;
       constexpr bool kLazyMax = Mainloop::kHeadDim > 128;  // softmax.cuh, step
-      // fp8: this (sequence, kv head)'s factors (the host takes no softcap there: raw logits).
+      // fp8: this (sequence, kv head)'s factors (the host takes no softcap there). A product
+      // that is not positive (negative descale factors, 0, NaN) cannot scale raw scores inside
+      // the softmax (its row max would be a minimum), so such tiles turn the scores into logits
+      // first, as calls with a softcap do.
       float tile_scale = scale;
-      if constexpr (Kernel::kFp8) tile_scale = scale * params.fp8.at(0, w.b, w.hk) * params.fp8.at(1, w.b, w.hk);
+      bool raw_tile = raw;
+      float logit_scale = a.scale_log2;
+      if constexpr (Kernel::kFp8) {
+        const float f = params.fp8.at(0, w.b, w.hk) * params.fp8.at(1, w.b, w.hk);
+        raw_tile = raw && f > 0.0f;
+        logit_scale = a.scale_log2 * f;
+        tile_scale = raw_tile ? scale * f : 1.0f;
+      }
       softmax.init();
       clear(tOrO);
       cutlass::arch::ClusterBarrier::wait(&smem.q_full, iter & 1);
@@ -363,7 +373,7 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       };
       // Scores of key tile n -> base-2 logits, masked where some row sees only part of it.
       auto logits_and_mask = [&](int n) {
-        if (!raw) OnlineSoftmax::to_logits(tSrS, a.softcap != 0, a.scale_log2, a.cap_pre, a.cap_post);
+        if (!raw_tile) OnlineSoftmax::to_logits(tSrS, a.softcap != 0, logit_scale, a.cap_pre, a.cap_post);
         const int n0 = n * kBlockN;
         if (n0 < w.all_lo || n0 + kBlockN - 1 > w.all_hi) {
           int lo[2], hi[2];
