@@ -279,7 +279,7 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
   const char* env = std::getenv("FLASHKIT_ATTENTION_FP8_DEQUANT");
   const bool forced_off = env != nullptr && std::string(env) == "1";
   uint64_t tag = 8400;
-  for (int mode = 0; mode < 14; ++mode) {
+  for (int mode = 0; mode < 16; ++mode) {
     Fp8AttnCase c;
     c.head_dim = 128;
     bool expect_native = true;
@@ -297,11 +297,22 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
       case 10: c.batch = 2; c.seqlen_q = 500; c.seqlen_k = 700; c.head_dim = 64; expect_native = false; break;
       case 12: c.batch = 2; c.seqlen_q = 300; c.seqlen_k = 200; c.head_dim = 64; expect_native = false; break;
       case 13: c.batch = 3; c.seqlen_q = 200; c.seqlen_k = 300; break;  // negative and zero descales
+      case 14: c.batch = 2; c.seqlen_q = 333; c.seqlen_k = 777; c.nheads = 4; c.nheads_k = 2; c.head_dim = 256; break;
+      case 15: c.batch = 2; c.seqlen_q = 257; c.seqlen_k = 600; c.nheads = 4; c.nheads_k = 2; break;  // e4m3's range
       case 11: c.batch = 1; c.seqlen_q = 300; c.seqlen_k = 519; c.nheads = 4; c.nheads_k = 1; c.head_dim = 256; break;
     }
     auto rng = fkgpu::rng_for(++tag);
     c.build(rng);
-    if (mode == 0 || mode == 1 || mode == 5 || mode == 10) c.prm.causal = 1;
+    if (mode == 0 || mode == 1 || mode == 5 || mode == 10 || mode == 14) c.prm.causal = 1;
+    if (mode == 15) {
+      // Values across e4m3's whole range (tails saturate at 448), small factors: the raw
+      // scores reach ~1e5-1e6 before the scale, the probabilities stay well spread.
+      c.q.fill_normal(rng, 150.0);
+      c.k.fill_normal(rng, 150.0);
+      c.v.fill_normal(rng, 150.0);
+      for (HostTensor* d : {std::addressof(c.dq), std::addressof(c.dk), std::addressof(c.dv)})
+        d->fill_uniform(rng, 1.0 / 512, 1.0 / 128);
+    }
     if (mode == 11) c.prm.window_size_left = 100;
     if (mode == 2) {
       c.prm.window_size_left = 64;
