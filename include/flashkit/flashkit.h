@@ -789,7 +789,8 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *                     is `descale_q[b, h / (nheads / nheads_k)]` (one factor per GQA group, as
  *                     in FlashAttention-3). `batch` is the number of sequences (cu_seqlens
  *                     length - 1 in the varlen form). Factors are applied as given, never
- *                     validated: a NaN or infinite factor makes its rows NaN, not an error.
+ *                     validated: a NaN or infinite factor makes its rows NaN or infinite, not
+ *                     an error.
  * @param descale_k    NULL or fp32 `(batch, nheads_k)`: the factor of key head g of sequence b.
  * @param descale_v    NULL or fp32 `(batch, nheads_k)`: the factor of value head g of sequence b.
  * @param out          bf16 (FK_ERROR_DTYPE_MISMATCH otherwise), q's shape, head_dim contiguous;

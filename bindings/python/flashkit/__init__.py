@@ -182,7 +182,7 @@ def attention_fp8(q, k, v, *, descale_q=None, descale_k=None, descale_v=None,
             ``s`` (FA3's scalar use) is a broadcast view, e.g.
             ``np.broadcast_to(np.float32(s), (batch, nheads_k))`` or
             ``torch.tensor(s).expand(batch, nheads_k)``; a Python float is refused. NaN or
-            infinite factors are applied as given (their rows come out NaN).
+            infinite factors are applied as given (their rows come out NaN or infinite).
         softmax_scale, causal, window_size, softcap, cu_seqlens_q, cu_seqlens_k,
         max_seqlen_q, max_seqlen_k, return_lse, lse, workspace: as :func:`attention` (lse:
             float32 ``(batch, nheads, seqlen_q)``, or ``(nheads, total_q)`` in the varlen form).
