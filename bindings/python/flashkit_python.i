@@ -63,13 +63,22 @@ static PyObject* fk_py_log_callable = NULL;
  * its CPU worker threads and threads that released the GIL around a flashkit call; the
  * library holds its log mutex meanwhile, so the callable outlives the call (it is released
  * only after fk_set_log_callback, which waits for that mutex, has replaced it). */
+/* Set while this thread runs the Python log callback: set_log_callback from inside it goes
+ * straight to the library, which refuses it, instead of taking fk_py_log_lock (which another
+ * thread may hold while it waits for the library's log lock, held by this delivery). */
+static __thread int fk_py_in_log_callback = 0;
+
 static void fk_py_log_trampoline(fk_log_level_t level, const char* message, void* user_data) {
   PyGILState_STATE gil = PyGILState_Ensure();
   PyObject* callable = (PyObject*)user_data;
   if (callable) {
+    Py_INCREF(callable); /* held for the call, whatever the callable itself does meanwhile */
+    fk_py_in_log_callback = 1;
     PyObject* r = PyObject_CallFunction(callable, "is", (int)level, message);
+    fk_py_in_log_callback = 0;
     if (r) Py_DECREF(r);
     else PyErr_WriteUnraisable(callable);
+    Py_DECREF(callable);
   }
   PyGILState_Release(gil);
 }
@@ -155,8 +164,9 @@ static void fk_py_log_trampoline(fk_log_level_t level, const char* message, void
 %feature("docstring") fk_py_set_log_callback
 "Installs `callback(level: int, message: str)` as flashkit's log callback for messages at or
 below `max_level` (FK_LOG_ERROR=0 ... FK_LOG_DEBUG=3); None removes it. The callback may run on
-any thread, concurrently, and must not call flashkit. Exceptions it raises are reported as
-unraisable and otherwise ignored.";
+any thread, one delivery at a time. It may call flashkit operations (the messages they raise
+while it runs are not delivered) but not set_log_callback. Exceptions it raises are reported
+as unraisable and otherwise ignored.";
 
 %feature("docstring") fk_py_set_error_factory
 "Internal: installs the callable (status, message) -> exception used for failed calls.";
@@ -198,6 +208,14 @@ fk_status_t fk_py_set_log_callback(PyObject* callback, int max_level) {
     Py_XDECREF(installed);
     PyErr_NoMemory();
     return FK_SUCCESS; /* the pending MemoryError is raised by the wrapper */
+  }
+  if (fk_py_in_log_callback) {
+    /* Refused by the library (from inside a delivery), which then changes nothing. */
+    status = fk_set_log_callback(installed ? fk_py_log_trampoline : NULL,
+                                 (fk_log_level_t)max_level, installed);
+    if (status == FK_SUCCESS) status = FK_ERROR_INTERNAL; /* not reached */
+    Py_XDECREF(installed);
+    return status;
   }
   PyObject* drop = installed; /* what to release afterwards: the new one if refused */
   Py_BEGIN_ALLOW_THREADS

@@ -58,7 +58,8 @@
  *   be anything, including larger than compact (padded rows). Data pointers (`data` plus
  *   `byte_offset`) must be aligned to the element size (FK_ERROR_MISALIGNED), and neither
  *   that sum nor the end of the bytes the view addresses may wrap around the address space or,
- *   for a non-empty tensor, be NULL (FK_ERROR_NULL_POINTER). Size limits: the product of a tensor's
+ *   for a non-empty tensor, be NULL (FK_ERROR_NULL_POINTER); `byte_offset` itself may be at most
+ *   2^62 (FK_ERROR_INVALID_ARGUMENT). Size limits: the product of a tensor's
  *   non-zero extents must fit in `int64_t` (so an empty tensor cannot declare, say,
  *   `(2^32, 0, 2^32)`), and its extents and strides may address at most 2^62 bytes;
  *   FK_ERROR_SHAPE_MISMATCH otherwise. Outputs must not write two elements to one address
@@ -274,14 +275,20 @@ typedef void (*fk_log_callback_t)(fk_log_level_t level, const char* message, voi
  * @brief Installs (or, with `callback == NULL`, removes) the process-wide log callback.
  *
  * Messages at or below `max_level` are delivered. The callback may be called from any thread
- * that calls flashkit; it must not call flashkit. Deliveries are serialised under a library
- * lock (one callback at a time), and fk_set_log_callback() takes that lock: once it returns, the
- * previous callback and `user_data` are no longer in use, so a binding may free them.
+ * that calls flashkit. Deliveries are serialised under a library lock (one callback at a time),
+ * and fk_set_log_callback() takes that lock: once it returns, the previous callback and
+ * `user_data` are no longer in use, so a binding may free them. The callback may call flashkit
+ * operations: the messages they raise on that thread while it runs are not delivered (no
+ * recursion), and the thread's last-error message is restored when it returns, so the caller
+ * of the logged call reads that call's message. Called from inside the callback,
+ * fk_set_log_callback() returns FK_ERROR_INVALID_ARGUMENT and changes nothing (it cannot wait
+ * for the delivery it is part of); a callback that wants to stop can ignore later messages.
  * @param callback  The function to call, or NULL to remove the current one.
  * @param max_level The least severe level delivered (FK_LOG_ERROR .. FK_LOG_DEBUG); checked
  *                  even when `callback` is NULL.
  * @param user_data Passed back to every call of `callback`; flashkit never dereferences it.
- * @return FK_SUCCESS, or FK_ERROR_INVALID_ARGUMENT if `max_level` is not a fk_log_level_t.
+ * @return FK_SUCCESS, or FK_ERROR_INVALID_ARGUMENT if `max_level` is not a fk_log_level_t or
+ *         the call comes from inside the log callback.
  */
 FK_API fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_t max_level,
                                        void* user_data);

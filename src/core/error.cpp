@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 namespace flashkit {
@@ -23,13 +24,29 @@ LogSink& sink() {
   return s;
 }
 
+// True while this thread runs the log callback. A callback that calls flashkit re-enters here
+// (an error it causes logs too) or fk_set_log_callback(): both would lock the non-recursive
+// mutex this thread already holds. Messages raised meanwhile are dropped instead, and
+// fk_set_log_callback() refuses (it could not wait for the delivery it is part of).
+thread_local bool t_in_callback = false;
+
 void vlog(fk_log_level_t level, const char* fmt, va_list ap) {
+  if (t_in_callback) return;
   char buf[512];
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   LogSink& s = sink();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.callback && static_cast<int>(level) <= s.max_level.load()) {
+    // The flashkit calls the callback may make overwrite this thread's last-error message:
+    // the caller of the call being logged reads it after we return, so it is restored.
+    char saved[sizeof g_last_error];
+    std::memcpy(saved, g_last_error, sizeof saved);
+    struct Reentry {
+      Reentry() { t_in_callback = true; }
+      ~Reentry() { t_in_callback = false; }
+    } reentry;
     s.callback(level, buf, s.user_data);
+    std::memcpy(g_last_error, saved, sizeof saved);
   }
 }
 
@@ -69,6 +86,12 @@ fk_status_t fk_set_log_callback(fk_log_callback_t callback, fk_log_level_t max_l
   if (static_cast<int>(max_level) < FK_LOG_ERROR || static_cast<int>(max_level) > FK_LOG_DEBUG) {
     return set_error(FK_ERROR_INVALID_ARGUMENT, "max_level: %d is not an fk_log_level_t (0..3)",
                      static_cast<int>(max_level));
+  }
+  if (t_in_callback) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "fk_set_log_callback: called from inside the log callback (the delivery in "
+                     "progress holds the log lock); replace or remove the callback after it "
+                     "returns");
   }
   LogSink& s = sink();
   std::lock_guard<std::mutex> lock(s.mutex);

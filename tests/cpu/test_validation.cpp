@@ -266,6 +266,62 @@ TEST_CASE("logging: callback receives the variant and errors", "[validation][log
   CHECK(saw_error);
 }
 
+TEST_CASE("logging: a callback that calls flashkit", "[validation][log]") {
+  // Calls from inside the callback re-entered the library's log lock on the same thread (a
+  // hang): now their messages are dropped, fk_set_log_callback refuses, and the outer call's
+  // last-error message survives what the callback's calls set.
+  struct State {
+    int delivered = 0;
+    fk_status_t inner_call = FK_SUCCESS, inner_set = FK_SUCCESS;
+    std::string inner_set_msg;
+    fk_context_t* ctx = nullptr;
+  } st;
+  auto cb = [](fk_log_level_t, const char*, void* ud) {
+    auto* s = static_cast<State*>(ud);
+    ++s->delivered;
+    Gemm g;
+    g.prm.beta = 1.0f;  // beta without c: refused, and logged at ERROR (not delivered)
+    s->inner_call = g.run(s->ctx);
+    s->inner_set = fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr);
+    s->inner_set_msg = fk_get_last_error_message();
+  };
+  Ctx c;
+  st.ctx = c.ctx;
+  struct RemoveCallback {
+    ~RemoveCallback() { fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr); }
+  } remove;
+  REQUIRE(fk_set_log_callback(cb, FK_LOG_ERROR, &st) == FK_SUCCESS);
+  Gemm outer(3, 4, 5);
+  DLTensor d = *outer.d.view();
+  int64_t bad_shape[2] = {7, 4};  // d's rows differ from a's
+  d.shape = bad_shape;
+  d.strides = nullptr;
+  // The message the failing call sets with no callback installed, for comparison.
+  REQUIRE(fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr) == FK_SUCCESS);
+  REQUIRE(fk_gemm(c.ctx, nullptr, &outer.prm, outer.a.view(), outer.b.view(), nullptr, nullptr,
+                  &d) == FK_ERROR_SHAPE_MISMATCH);
+  const std::string plain_msg = fk_get_last_error_message();
+  REQUIRE(fk_set_log_callback(cb, FK_LOG_ERROR, &st) == FK_SUCCESS);
+  CHECK(fk_gemm(c.ctx, nullptr, &outer.prm, outer.a.view(), outer.b.view(), nullptr, nullptr,
+                &d) == FK_ERROR_SHAPE_MISMATCH);
+  const std::string outer_msg = fk_get_last_error_message();
+  CHECK(st.delivered == 1);
+  CHECK(st.inner_call == FK_ERROR_INVALID_ARGUMENT);
+  CHECK(st.inner_set == FK_ERROR_INVALID_ARGUMENT);
+  CHECK(st.inner_set_msg.find("inside the log callback") != std::string::npos);
+  CHECK(outer_msg == plain_msg);  // the outer call's own message, restored
+  CHECK(outer_msg.find("beta") == std::string::npos);
+  CHECK(outer.d.all_poison());
+  // Still installed (the inner removal was refused): the next error is delivered too.
+  CHECK(fk_gemm(c.ctx, nullptr, &outer.prm, outer.a.view(), outer.b.view(), nullptr, nullptr,
+                &d) == FK_ERROR_SHAPE_MISMATCH);
+  CHECK(st.delivered == 2);
+  REQUIRE(fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr) == FK_SUCCESS);
+  CHECK(fk_gemm(c.ctx, nullptr, &outer.prm, outer.a.view(), outer.b.view(), nullptr, nullptr,
+                &d) == FK_ERROR_SHAPE_MISMATCH);
+  CHECK(st.delivered == 2);
+}
+
 TEST_CASE("logging: fk_set_log_callback waits for a delivery in progress", "[validation][log]") {
   // The header's promise that bindings rely on to free the old callback's state: while thread A
   // is inside the callback (entered, then sleeping), thread B's fk_set_log_callback(NULL)
@@ -1490,6 +1546,19 @@ TEST_CASE("tensors: data + byte_offset must be an address, no wrap around the ad
   de.byte_offset = 0;
   CHECK(fk_gemm(c.ctx, nullptr, &e.prm, e.a.view(), e.b.view(), nullptr, nullptr, &de) ==
         FK_SUCCESS);
+  // A byte_offset past 2^62 on a real pointer does not wrap, but points into no allocation
+  // (it passed validation and crashed the CPU kernel): refused, for inputs and outputs.
+  for (uint64_t off : {(uint64_t(1) << 63), (uint64_t(1) << 62) + 64}) {
+    DLTensor a2 = *g.a.view();
+    a2.byte_offset = off;
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, &a2, g.b.view(), nullptr, nullptr, g.d.view()),
+                 FK_ERROR_INVALID_ARGUMENT, {"a: byte_offset", "2^62"});
+    DLTensor d2 = *g.d.view();
+    d2.byte_offset = off;
+    expect_error(fk_gemm(c.ctx, nullptr, &g.prm, g.a.view(), g.b.view(), nullptr, nullptr, &d2),
+                 FK_ERROR_INVALID_ARGUMENT, {"d: byte_offset", "2^62"});
+  }
+  CHECK(g.d.all_poison());
 }
 
 TEST_CASE("launch workspace: a range that wraps around the address space",

@@ -199,3 +199,38 @@ def test_gil_is_released_during_calls(rng):
 def test_kernel_family_cpu_points_at_the_device_argument():
     with pytest.raises(flashkit.InvalidArgumentError, match="device='cpu'"):
         flashkit.Context("cpu", kernel_family="cpu")
+
+
+def test_log_callback_that_calls_flashkit():
+    # A callback that calls flashkit once re-entered the library's log lock (a hang): its own
+    # errors are now raised to it without being delivered, set_log_callback from inside it is
+    # refused, and the outer call's message is its own. In a child process with a time limit,
+    # so that a regression fails instead of hanging the suite.
+    code = textwrap.dedent("""
+        import numpy as np, flashkit
+        from flashkit import capi
+        seen, inner = [], []
+        def cb(level, msg):
+            seen.append(msg)
+            try:
+                flashkit.Context("cpu", num_threads=-1)
+            except flashkit.InvalidArgumentError as e:
+                inner.append(str(e))
+            try:
+                flashkit.set_log_callback(None)
+            except flashkit.InvalidArgumentError as e:
+                inner.append(str(e))
+        flashkit.set_log_callback(cb, capi.FK_LOG_ERROR)
+        try:
+            flashkit.Context("cpu", num_threads=100000)
+        except flashkit.FlashkitError as e:
+            outer = str(e)
+        flashkit.set_log_callback(None)
+        assert len(seen) == 1, seen
+        assert len(inner) == 2 and "num_threads" in inner[0], inner
+        assert "inside the log callback" in inner[1], inner
+        assert "-1" not in outer and "inside" not in outer, outer
+        print("OK", outer)
+        """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("OK"), (r.stdout, r.stderr)

@@ -44,8 +44,9 @@ public final class Flashkit {
    * Process-wide. The library never prints; this is how to see its messages.
    *
    * <p>Messages are delivered one at a time on the thread of the flashkit call that logs them.
-   * The listener must not call flashkit (it would deadlock on the library's log lock) and
-   * should return quickly; what it throws is dropped. Once the JVM starts shutting down, a
+   * The listener may call flashkit operations (the messages they raise while it runs are not
+   * delivered) but not {@code setLogCallback} or {@code clearLogCallback}, and should return
+   * quickly; what it throws is dropped. Once the JVM starts shutting down, a
    * shutdown hook stops all deliveries (without waiting for one in progress, so a listener
    * may call {@code System.exit}).
    *
