@@ -234,3 +234,18 @@ def test_log_callback_that_calls_flashkit():
         """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("OK"), (r.stdout, r.stderr)
+
+
+def test_context_and_plan_messages_use_python_names():
+    # The C messages name fk_context_options_t / fk_fftconv_plan_options_t fields; Python's
+    # arguments are Context(device=..., num_threads=...) and FFTConv's channels.
+    with pytest.raises(flashkit.InvalidArgumentError) as e:
+        flashkit.Context("cpu", num_threads=-1)
+    assert str(e.value).startswith("num_threads: -1"), str(e.value)
+    with pytest.raises(flashkit.InvalidArgumentError) as e:
+        flashkit.FFTConv(16).resolved_fft_size(-1)
+    assert str(e.value).startswith("channels: -1"), str(e.value)
+    try:
+        flashkit.Context("cuda:1000").close()  # no such device, or no CUDA in this build
+    except flashkit.FlashkitError as err:
+        assert str(err).startswith("device: "), str(err)

@@ -2,6 +2,7 @@
 
 import contextlib
 import itertools
+import re
 import threading
 
 import numpy as np
@@ -9,6 +10,9 @@ import numpy as np
 from . import _dlpack, _errors, _ops, capi
 
 _BACKENDS = {capi.FK_BACKEND_CPU: "cpu", capi.FK_BACKEND_CUDA: "cuda"}
+# fk_context_options_t fields that Python's Context(device=...) sets.
+_C_DEVICE = re.compile(r"\boptions\.(?:backend|device_ordinal)\b")
+
 _FAMILIES = {
     None: capi.FK_KERNEL_FAMILY_AUTO,
     "auto": capi.FK_KERNEL_FAMILY_AUTO,
@@ -86,7 +90,15 @@ class Context:
         opts.device_ordinal = ordinal
         opts.kernel_family = _FAMILIES[kernel_family]
         opts.num_threads = _ops.int_arg(num_threads, "num_threads")
-        self._handle = capi.fk_context_create(opts)
+        try:
+            self._handle = capi.fk_context_create(opts)
+        except _errors.FlashkitError as e:
+            # The C message names the options struct's fields: Python's are keywords, and
+            # backend / device_ordinal both come from `device`.
+            msg = _ops._pythonic_message(_C_DEVICE.sub("device", e.message))
+            if msg == e.message:
+                raise
+            raise type(e)(msg, e.status) from None
         info = self.info()
         self.device = "cpu" if info["backend"] == "cpu" else f"cuda:{info['device_ordinal']}"
 
@@ -261,7 +273,13 @@ class Context:
         """(token, plan): a new fk_fftconv_plan_t* on this context, destroyed by close() at the
         latest."""
         with self._plans_lock:
-            plan = capi.fk_fftconv_plan_create(self.handle, opts)
+            try:
+                plan = capi.fk_fftconv_plan_create(self.handle, opts)
+            except _errors.FlashkitError as e:
+                err = _ops._pythonic_error(e)  # options.channels -> channels
+                if err is e:
+                    raise
+                raise err from None
             token = next(_plan_tokens)
             self._plans[token] = plan
         return token, plan
