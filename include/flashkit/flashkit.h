@@ -1417,7 +1417,8 @@ FK_API fk_status_t fk_fftconv_plan_options_init(fk_fftconv_plan_options_t* optio
  * @param[out] plan Receives the plan; untouched on failure.
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
  *   FK_ERROR_INVALID_ARGUMENT (negative sizes, unknown mode or flags, fft_size not a power of
- *   two, too small for the mode, or above 2^22; bidirectional filter_len even);
+ *   two, too small for the mode, or above 2^22; bidirectional filter_len even; channels x
+ *   filter_len above 2^61 taps, more than any `k` tensor may hold);
  *   FK_ERROR_DTYPE_MISMATCH (dtype not fp32/fp16/bf16); FK_ERROR_OUT_OF_MEMORY.
  */
 FK_API fk_status_t fk_fftconv_plan_create(const fk_context_t* context,

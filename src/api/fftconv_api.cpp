@@ -201,6 +201,14 @@ fk_status_t fk_fftconv_plan_create(const fk_context_t* context,
                        "bidirectional mode",
                        o.filter_len);
     }
+    // k is (channels, filter_len): a plan no filter tensor could match (more than 2^62 bytes
+    // at 2 bytes a tap, the size limit of every tensor) is refused here, not at every call.
+    if (o.channels > 0 && o.filter_len > (int64_t(1) << 61) / o.channels) {
+      return set_error(FK_ERROR_INVALID_ARGUMENT,
+                       "options.channels x options.filter_len: %" PRId64 " x %" PRId64
+                       " taps is more than a k tensor may hold (2^61 taps, 2^62 bytes)",
+                       o.channels, o.filter_len);
+    }
     const int64_t need = required_size(mode, o.seqlen, o.filter_len);
     if (need > kMaxFFTSize) {
       if (defaulted) {  // the caller gave only seqlen: name it

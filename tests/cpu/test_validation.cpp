@@ -921,6 +921,20 @@ TEST_CASE("fftconv: plan and call validation rules", "[validation][fftconv]") {
   SECTION("negative sizes, unknown mode and flags, bad dtype") {
     o.channels = -1;
     expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT, {"options.channels"});
+    // A causal plan needs only the first seqlen taps, but k (channels, filter_len) must exist.
+    o.channels = 3;
+    o.filter_len = INT64_MAX;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
+                 {"options.channels x options.filter_len", "2^61"});
+    o.channels = int64_t(1) << 60;
+    o.filter_len = 4;
+    expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT,
+                 {"options.channels x options.filter_len"});
+    o.filter_len = 2;  // 2^61 taps: the limit itself is allowed
+    REQUIRE(fk_fftconv_plan_create(c.ctx, &o, &plan) == FK_SUCCESS);
+    fk_fftconv_plan_destroy(plan);
+    plan = nullptr;
+    o.filter_len = 0;
     o.channels = 3;
     o.mode = 5;
     expect_error(fk_fftconv_plan_create(c.ctx, &o, &plan), FK_ERROR_INVALID_ARGUMENT, {"options.mode"});
