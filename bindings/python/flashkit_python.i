@@ -75,9 +75,9 @@ static void fk_py_log_trampoline(fk_log_level_t level, const char* message, void
     Py_INCREF(callable); /* held for the call, whatever the callable itself does meanwhile */
     fk_py_in_log_callback = 1;
     PyObject* r = PyObject_CallFunction(callable, "is", (int)level, message);
-    fk_py_in_log_callback = 0;
     if (r) Py_DECREF(r);
-    else PyErr_WriteUnraisable(callable);
+    else PyErr_WriteUnraisable(callable); /* runs sys.unraisablehook: still in the delivery */
+    fk_py_in_log_callback = 0;
     Py_DECREF(callable);
   }
   PyGILState_Release(gil);
@@ -164,9 +164,9 @@ static void fk_py_log_trampoline(fk_log_level_t level, const char* message, void
 %feature("docstring") fk_py_set_log_callback
 "Installs `callback(level: int, message: str)` as flashkit's log callback for messages at or
 below `max_level` (FK_LOG_ERROR=0 ... FK_LOG_DEBUG=3); None removes it. The callback may run on
-any thread, one delivery at a time. It may call flashkit operations (the messages they raise
-while it runs are not delivered) but not set_log_callback. Exceptions it raises are reported
-as unraisable and otherwise ignored.";
+any thread, one delivery at a time, and must not call flashkit (set_log_callback from inside
+it raises InvalidArgumentError and changes nothing). Exceptions it raises are reported as
+unraisable and otherwise ignored.";
 
 %feature("docstring") fk_py_set_error_factory
 "Internal: installs the callable (status, message) -> exception used for failed calls.";
@@ -213,7 +213,7 @@ fk_status_t fk_py_set_log_callback(PyObject* callback, int max_level) {
     /* Refused by the library (from inside a delivery), which then changes nothing. */
     status = fk_set_log_callback(installed ? fk_py_log_trampoline : NULL,
                                  (fk_log_level_t)max_level, installed);
-    if (status == FK_SUCCESS) status = FK_ERROR_INTERNAL; /* not reached */
+    if (status == FK_SUCCESS) return FK_ERROR_INTERNAL; /* not reached; installed then stays referenced */
     Py_XDECREF(installed);
     return status;
   }

@@ -277,12 +277,14 @@ typedef void (*fk_log_callback_t)(fk_log_level_t level, const char* message, voi
  * Messages at or below `max_level` are delivered. The callback may be called from any thread
  * that calls flashkit. Deliveries are serialised under a library lock (one callback at a time),
  * and fk_set_log_callback() takes that lock: once it returns, the previous callback and
- * `user_data` are no longer in use, so a binding may free them. The callback may call flashkit
- * operations: the messages they raise on that thread while it runs are not delivered (no
- * recursion), and the thread's last-error message is restored when it returns, so the caller
- * of the logged call reads that call's message. Called from inside the callback,
- * fk_set_log_callback() returns FK_ERROR_INVALID_ARGUMENT and changes nothing (it cannot wait
- * for the delivery it is part of); a callback that wants to stop can ignore later messages.
+ * `user_data` are no longer in use, so a binding may free them. The callback should not call
+ * flashkit. A call it makes anyway does not wait on the log lock: the messages raised on that
+ * thread while the callback runs are not delivered, the thread's last-error message is
+ * restored when the callback returns (the caller of the logged call reads that call's
+ * message), and fk_set_log_callback() returns FK_ERROR_INVALID_ARGUMENT and changes nothing
+ * (it cannot wait for the delivery it is part of). Other effects stay undefined: destroying
+ * the context or FFT plan of the call being logged, or calling that FFT plan (its lock may be
+ * held while its error is logged).
  * @param callback  The function to call, or NULL to remove the current one.
  * @param max_level The least severe level delivered (FK_LOG_ERROR .. FK_LOG_DEBUG); checked
  *                  even when `callback` is NULL.
@@ -1418,7 +1420,7 @@ FK_API fk_status_t fk_fftconv_plan_options_init(fk_fftconv_plan_options_t* optio
  * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
  *   FK_ERROR_INVALID_ARGUMENT (negative sizes, unknown mode or flags, fft_size not a power of
  *   two, too small for the mode, or above 2^22; bidirectional filter_len even; channels x
- *   filter_len above 2^61 taps, more than any `k` tensor may hold);
+ *   filter_len above 2^61, a sizing limit);
  *   FK_ERROR_DTYPE_MISMATCH (dtype not fp32/fp16/bf16); FK_ERROR_OUT_OF_MEMORY.
  */
 FK_API fk_status_t fk_fftconv_plan_create(const fk_context_t* context,

@@ -201,12 +201,12 @@ fk_status_t fk_fftconv_plan_create(const fk_context_t* context,
                        "bidirectional mode",
                        o.filter_len);
     }
-    // k is (channels, filter_len): a plan no filter tensor could match (more than 2^62 bytes
-    // at 2 bytes a tap, the size limit of every tensor) is refused here, not at every call.
+    // A sizing limit: channels x filter_len at most 2^61 (a dense 16-bit k of that size is
+    // 2^62 bytes, every tensor's limit), refused here rather than at every call.
     if (o.channels > 0 && o.filter_len > (int64_t(1) << 61) / o.channels) {
       return set_error(FK_ERROR_INVALID_ARGUMENT,
                        "options.channels x options.filter_len: %" PRId64 " x %" PRId64
-                       " taps is more than a k tensor may hold (2^61 taps, 2^62 bytes)",
+                       " is above 2^61 (the plan's sizing limit)",
                        o.channels, o.filter_len);
     }
     const int64_t need = required_size(mode, o.seqlen, o.filter_len);

@@ -188,14 +188,6 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
                        "address space)",
                        name, t->data, static_cast<unsigned long long>(t->byte_offset));
     }
-    // No allocation is 2^62 bytes long: an offset past that is not an offset into one (and
-    // would otherwise pass the wrap test above on a low data pointer).
-    if (t->byte_offset > (uint64_t(1) << 62)) {
-      return set_error(FK_ERROR_INVALID_ARGUMENT,
-                       "%s: byte_offset %llu is larger than 2^62 bytes, so it does not point "
-                       "into an allocation",
-                       name, static_cast<unsigned long long>(t->byte_offset));
-    }
     if (numel > 0) {
       const uintptr_t nbytes = static_cast<uintptr_t>(total);
       if (__builtin_add_overflow(addr, nbytes, &end)) {
@@ -207,6 +199,15 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
       }
     }
     base = reinterpret_cast<char*>(addr);
+  }
+  // No allocation is 2^62 bytes long: an offset past that is not an offset into one (it would
+  // otherwise pass the wrap test above on a low data pointer). After that test, which names
+  // the wrap when there is one.
+  if (t->byte_offset > (uint64_t(1) << 62)) {
+    return set_error(FK_ERROR_INVALID_ARGUMENT,
+                     "%s: byte_offset %llu is larger than 2^62 bytes, so it does not point "
+                     "into an allocation",
+                     name, static_cast<unsigned long long>(t->byte_offset));
   }
   if (base && reinterpret_cast<uintptr_t>(base) % dtype_bytes(v.dtype) != 0) {
     return set_error(FK_ERROR_MISALIGNED,

@@ -39,14 +39,19 @@ void vlog(fk_log_level_t level, const char* fmt, va_list ap) {
   if (s.callback && static_cast<int>(level) <= s.max_level.load()) {
     // The flashkit calls the callback may make overwrite this thread's last-error message:
     // the caller of the call being logged reads it after we return, so it is restored.
-    char saved[sizeof g_last_error];
-    std::memcpy(saved, g_last_error, sizeof saved);
+    // Restored (and the flag cleared) on every way out of the callback.
     struct Reentry {
-      Reentry() { t_in_callback = true; }
-      ~Reentry() { t_in_callback = false; }
+      char saved[sizeof g_last_error];
+      Reentry() {
+        std::memcpy(saved, g_last_error, sizeof saved);
+        t_in_callback = true;
+      }
+      ~Reentry() {
+        t_in_callback = false;
+        std::memcpy(g_last_error, saved, sizeof saved);
+      }
     } reentry;
     s.callback(level, buf, s.user_data);
-    std::memcpy(g_last_error, saved, sizeof saved);
   }
 }
 

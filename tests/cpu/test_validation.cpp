@@ -1561,7 +1561,8 @@ TEST_CASE("tensors: data + byte_offset must be an address, no wrap around the ad
   CHECK(fk_gemm(c.ctx, nullptr, &e.prm, e.a.view(), e.b.view(), nullptr, nullptr, &de) ==
         FK_SUCCESS);
   // A byte_offset past 2^62 on a real pointer does not wrap, but points into no allocation
-  // (it passed validation and crashed the CPU kernel): refused, for inputs and outputs.
+  // (one such offset passed validation and crashed the CPU kernel): refused, for inputs and
+  // outputs, and with NULL data on an empty tensor; 2^62 itself is within the rule.
   for (uint64_t off : {(uint64_t(1) << 63), (uint64_t(1) << 62) + 64}) {
     DLTensor a2 = *g.a.view();
     a2.byte_offset = off;
@@ -1573,6 +1574,14 @@ TEST_CASE("tensors: data + byte_offset must be an address, no wrap around the ad
                  FK_ERROR_INVALID_ARGUMENT, {"d: byte_offset", "2^62"});
   }
   CHECK(g.d.all_poison());
+  DLTensor de2 = *e.d.view();
+  de2.data = nullptr;
+  de2.byte_offset = (uint64_t(1) << 62) + 1;
+  expect_error(fk_gemm(c.ctx, nullptr, &e.prm, e.a.view(), e.b.view(), nullptr, nullptr, &de2),
+               FK_ERROR_INVALID_ARGUMENT, {"d: byte_offset", "2^62"});
+  de2.byte_offset = uint64_t(1) << 62;
+  CHECK(fk_gemm(c.ctx, nullptr, &e.prm, e.a.view(), e.b.view(), nullptr, nullptr, &de2) ==
+        FK_SUCCESS);
 }
 
 TEST_CASE("launch workspace: a range that wraps around the address space",

@@ -202,10 +202,10 @@ def test_kernel_family_cpu_points_at_the_device_argument():
 
 
 def test_log_callback_that_calls_flashkit():
-    # A callback that calls flashkit once re-entered the library's log lock (a hang): its own
-    # errors are now raised to it without being delivered, set_log_callback from inside it is
-    # refused, and the outer call's message is its own. In a child process with a time limit,
-    # so that a regression fails instead of hanging the suite.
+    # Callbacks must not call flashkit, but one that does once re-entered the library's log
+    # lock (a hang). The safety net: its own errors are raised to it without being delivered,
+    # set_log_callback from inside it is refused, and the outer call's message is its own. In a
+    # child process with a time limit, so that a regression fails instead of hanging the suite.
     code = textwrap.dedent("""
         import numpy as np, flashkit
         from flashkit import capi
@@ -249,3 +249,5 @@ def test_context_and_plan_messages_use_python_names():
         flashkit.Context("cuda:1000").close()  # no such device, or no CUDA in this build
     except flashkit.FlashkitError as err:
         assert str(err).startswith("device: "), str(err)
+    else:
+        pytest.fail("a context on CUDA device 1000 was created")

@@ -440,9 +440,9 @@ def set_log_callback(callback, max_level=capi.FK_LOG_WARN):
     """Installs ``callback(level: int, message: str)`` for flashkit's diagnostics at or below
     ``max_level`` (``capi.FK_LOG_ERROR`` 0, ``FK_LOG_WARN`` 1, ``FK_LOG_INFO`` 2,
     ``FK_LOG_DEBUG`` 3: which kernel variant ran). None removes it. The callback may be called
-    from any thread, one delivery at a time. It may call flashkit operations (the messages they
-    raise while it runs are not delivered), but calling ``set_log_callback`` from inside it
-    raises ``InvalidArgumentError`` and changes nothing. A callback still installed when the
+    from any thread, one delivery at a time, and must not call flashkit (``set_log_callback``
+    from inside it raises ``InvalidArgumentError`` and changes nothing). A callback still
+    installed when the
     interpreter exits is removed then (the library would otherwise call into a finalised
     interpreter from a thread that logs later)."""
     global _remove_at_exit

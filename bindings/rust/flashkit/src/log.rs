@@ -68,9 +68,8 @@ unsafe extern "C" fn trampoline(
 /// the C ABI). Process-wide.
 ///
 /// The library delivers one message at a time, from the thread of the flashkit call that logs
-/// it. The callback may call flashkit operations (the messages they raise while it runs are
-/// not delivered), but not `set_log_callback` or `clear_log_callback`: they wait for this
-/// crate's lock, which another thread may hold while it waits for the delivery to end. A
+/// it. The callback must not call flashkit (`set_log_callback` from inside it returns the
+/// library's refusal and changes nothing; `clear_log_callback` from inside it does nothing). A
 /// panic in the callback is caught and ignored (never unwinds into the library, even when
 /// dropping the panic's payload panics again: that payload is leaked). The previous closure is dropped once no
 /// delivery can still be using it.
@@ -102,7 +101,9 @@ where
     Ok(())
 }
 
-/// Removes the log callback (`fk_set_log_callback(NULL, ...)`) and drops the closure.
+/// Removes the log callback (`fk_set_log_callback(NULL, ...)`) and drops the closure. From
+/// inside the callback (which must not call flashkit) the library refuses and this does
+/// nothing.
 pub fn clear_log_callback() {
     let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: removing the callback is always valid.

@@ -44,9 +44,8 @@ public final class Flashkit {
    * Process-wide. The library never prints; this is how to see its messages.
    *
    * <p>Messages are delivered one at a time on the thread of the flashkit call that logs them.
-   * The listener may call flashkit operations (the messages they raise while it runs are not
-   * delivered) but not {@code setLogCallback} or {@code clearLogCallback}, and should return
-   * quickly; what it throws is dropped. Once the JVM starts shutting down, a
+   * The listener must not call flashkit (it may wait forever on the library's or this
+   * binding's locks) and should return quickly; what it throws is dropped. Once the JVM starts shutting down, a
    * shutdown hook stops all deliveries (without waiting for one in progress, so a listener
    * may call {@code System.exit}).
    *
