@@ -297,8 +297,11 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
       case 10: c.batch = 2; c.seqlen_q = 500; c.seqlen_k = 700; c.head_dim = 64; expect_native = false; break;
       case 12: c.batch = 2; c.seqlen_q = 300; c.seqlen_k = 200; c.head_dim = 64; expect_native = false; break;
       case 13: c.batch = 3; c.seqlen_q = 200; c.seqlen_k = 300; break;  // negative and zero descales
-      case 14: c.batch = 2; c.seqlen_q = 333; c.seqlen_k = 777; c.nheads = 4; c.nheads_k = 2; c.head_dim = 256; break;
-      case 15: c.batch = 2; c.seqlen_q = 257; c.seqlen_k = 600; c.nheads = 4; c.nheads_k = 2; break;  // e4m3's range
+      // 14 and 15 kept small: the float64 reference and the e4m3 bound run on one host core,
+      // and with them at (2, 333, 777, 4 heads) / (2, 257, 600) the suite's shard holding this
+      // case passed its 400 s limit on the H200 (session 42).
+      case 14: c.batch = 1; c.seqlen_q = 200; c.seqlen_k = 450; c.nheads = 4; c.nheads_k = 2; c.head_dim = 256; break;
+      case 15: c.batch = 1; c.seqlen_q = 257; c.seqlen_k = 600; c.nheads = 4; c.nheads_k = 2; break;  // e4m3's range
       case 11: c.batch = 1; c.seqlen_q = 300; c.seqlen_k = 519; c.nheads = 4; c.nheads_k = 1; c.head_dim = 256; break;
     }
     auto rng = fkgpu::rng_for(++tag);
