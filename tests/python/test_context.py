@@ -251,3 +251,39 @@ def test_context_and_plan_messages_use_python_names():
         assert str(err).startswith("device: "), str(err)
     else:
         pytest.fail("a context on CUDA device 1000 was created")
+
+
+def test_set_log_callback_inside_a_delivery_while_another_thread_sets_one():
+    # Thread A's callback calls set_log_callback while thread B waits inside set_log_callback
+    # for the library's log lock (held by A's delivery) and holds the binding's own lock. The
+    # in-callback call must be refused at once, not wait for B's lock (a deadlock).
+    code = textwrap.dedent("""
+        import threading, time, flashkit
+        from flashkit import capi
+        in_cb, refused = threading.Event(), []
+        def cb(level, msg):
+            if in_cb.is_set():
+                return
+            in_cb.set()
+            time.sleep(0.5)  # B is now inside set_log_callback, waiting for this delivery
+            try:
+                flashkit.set_log_callback(None)
+            except flashkit.InvalidArgumentError as e:
+                refused.append(str(e))
+        flashkit.set_log_callback(cb, capi.FK_LOG_ERROR)
+        def a():
+            try:
+                flashkit.Context("cpu", num_threads=-1)
+            except flashkit.InvalidArgumentError:
+                pass
+        def b():
+            in_cb.wait()
+            flashkit.set_log_callback(lambda level, msg: None, capi.FK_LOG_ERROR)
+        ta, tb = threading.Thread(target=a), threading.Thread(target=b)
+        ta.start(); tb.start(); ta.join(); tb.join()
+        flashkit.set_log_callback(None)
+        assert len(refused) == 1 and "inside the log callback" in refused[0], refused
+        print("OK")
+        """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("OK"), (r.stdout, r.stderr)
