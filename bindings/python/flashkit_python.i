@@ -57,16 +57,17 @@ static void fk_py_raise(fk_status_t status) {
 /* The callable installed in the library (its user_data), with one reference held here. */
 static PyObject* fk_py_log_callable = NULL;
 
+/* Set while this thread runs the Python log callback: set_log_callback from inside it goes
+ * straight to the library, which refuses it, instead of taking fk_py_log_lock (which another
+ * thread may hold while it waits for the library's log lock, held by this delivery). */
+static __thread int fk_py_in_log_callback = 0;
+
 /* fk_log_callback_t for a Python callable, passed as user_data: the library sets the function,
  * the level and the callable together, so concurrent set_log_callback calls cannot end with
  * one call's callable and another's level. flashkit may call it from any thread, including
  * its CPU worker threads and threads that released the GIL around a flashkit call; the
  * library holds its log mutex meanwhile, so the callable outlives the call (it is released
  * only after fk_set_log_callback, which waits for that mutex, has replaced it). */
-/* Set while this thread runs the Python log callback: set_log_callback from inside it goes
- * straight to the library, which refuses it, instead of taking fk_py_log_lock (which another
- * thread may hold while it waits for the library's log lock, held by this delivery). */
-static __thread int fk_py_in_log_callback = 0;
 
 static void fk_py_log_trampoline(fk_log_level_t level, const char* message, void* user_data) {
   PyGILState_STATE gil = PyGILState_Ensure();

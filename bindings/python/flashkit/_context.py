@@ -2,7 +2,6 @@
 
 import contextlib
 import itertools
-import re
 import threading
 
 import numpy as np
@@ -10,9 +9,6 @@ import numpy as np
 from . import _dlpack, _errors, _ops, capi
 
 _BACKENDS = {capi.FK_BACKEND_CPU: "cpu", capi.FK_BACKEND_CUDA: "cuda"}
-# fk_context_options_t fields that Python's Context(device=...) sets.
-_C_DEVICE = re.compile(r"\boptions\.(?:backend|device_ordinal)\b")
-
 _FAMILIES = {
     None: capi.FK_KERNEL_FAMILY_AUTO,
     "auto": capi.FK_KERNEL_FAMILY_AUTO,
@@ -93,12 +89,10 @@ class Context:
         try:
             self._handle = capi.fk_context_create(opts)
         except _errors.FlashkitError as e:
-            # The C message names the options struct's fields: Python's are keywords, and
-            # backend / device_ordinal both come from `device`.
-            msg = _ops._pythonic_message(_C_DEVICE.sub("device", e.message))
-            if msg == e.message:
+            err = _ops._pythonic_error(e)  # options.num_threads -> num_threads, ... -> device
+            if err is e:
                 raise
-            raise type(e)(msg, e.status) from None
+            raise err from None
         info = self.info()
         self.device = "cpu" if info["backend"] == "cpu" else f"cuda:{info['device_ordinal']}"
 

@@ -161,13 +161,17 @@ def _c_output_name(c_name):
 
 
 _C_OPTIONS = re.compile(r"\boptions\.")
+# fk_context_options_t fields that Python's Context(device=...) sets.
+_C_DEVICE = re.compile(r"\boptions\.(?:backend|device_ordinal)\b")
 _C_GEMM_D = _c_output_name("d")
 _C_FFTCONV_Y = _c_output_name("y")
 
 
 def _pythonic_message(msg, out_name=None):
-    """``msg`` with the C names replaced (``params.x`` / ``options.x`` are keyword ``x``);
+    """``msg`` with the C names replaced (``params.x`` / ``options.x`` are keyword ``x``,
+    ``options.backend`` / ``options.device_ordinal`` are Context's ``device``);
     ``out_name``: the compiled regex of the C output argument that Python calls out=."""
+    msg = _C_DEVICE.sub("device", msg)
     msg = _C_NULL.sub("None", _C_OPTIONS.sub("", _C_PARAMS.sub("", msg)))
     return out_name.sub("out", msg) if out_name is not None else msg
 
