@@ -763,10 +763,14 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *   cu_seqlens) with head_dim 128 or 256, softcap 0 and softmax_scale > 0 (the default
  *   included), q and k 16-byte aligned with row, head and batch strides that are multiples of
  *   16 elements, and out as fk_attention_forward()'s Hopper kernel takes it (16-byte aligned,
- *   strides multiples of 8); any causal or window mask, GQA/MQA, lse. One pass before the
- *   kernel writes a transposed copy of v to scratch (wgmma reads 8-bit operands K-major only):
- *   batch * nheads_k * head_dim * (seqlen_k rounded up to 16) bytes, from the launch workspace
- *   or allocated per call (fk_attention_fp8_workspace_size()). Calls past its size limits
+ *   strides multiples of 8); any causal or window mask, GQA/MQA, lse. wgmma reads 8-bit
+ *   operands K-major only, so P V needs v transposed: at head_dim 128 the kernel transposes v's
+ *   tiles in shared memory and needs no scratch when v is 16-byte aligned with strides that
+ *   are multiples of 16 elements (else it first copies v into a contiguous scratch of batch *
+ *   seqlen_k * nheads_k * head_dim bytes); at head_dim 256 one pass before the kernel writes a
+ *   transposed copy of v to scratch, batch * nheads_k * head_dim * (seqlen_k rounded up to 16)
+ *   bytes. Scratch comes from the launch workspace or is allocated per call
+ *   (fk_attention_fp8_workspace_size()). Calls past its size limits
  *   (batch or nheads_k above 65535, seqlen or nheads above 2^30, strides of 2^39 elements or
  *   more) take the path below, as does every call when the environment variable
  *   FLASHKIT_ATTENTION_FP8_DEQUANT is "1" (read once per process).
@@ -808,8 +812,9 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *                     dequantised inputs; see above for how each implementation computes it).
  *
  * Source of the fp8 kernel's scheme: Shah et al. 2024, Section 3.3 (P in fp8 for the second
- * GEMM; V transposed for the K-major fp8 wgmma). Its speed on the H200: benchmarks/RESULTS.md,
- * "FP8 attention on the fp8 tensor cores".
+ * GEMM; V transposed for the K-major fp8 wgmma, in shared memory at head_dim 128 as there). Its
+ * speed on the H200: benchmarks/RESULTS.md, "FP8 attention on the fp8 tensor cores" and "V
+ * transposed in shared memory".
  * @return As fk_attention_forward(), with the dtype rules above; FK_ERROR_INVALID_ARGUMENT
  *   also when out or lse overlaps a descale tensor.
  */
@@ -839,9 +844,11 @@ FK_API fk_status_t fk_attention_fp8_select_kernel(
 
 /**
  * @brief Workspace bytes with which fk_attention_fp8_forward() allocates nothing: for
- *        `"cuda.sm90.attention_fp8"` the transposed copy of v (batch * nheads_k * head_dim *
- *        (seqlen_k rounded up to 16) bytes, rounded up to 256, plus 255 for the alignment of
- *        the workspace's start); for the dequantising path on the CUDA backend the bf16
+ *        `"cuda.sm90.attention_fp8"` at head_dim 256 the transposed copy of v (batch * nheads_k
+ *        * head_dim * (seqlen_k rounded up to 16) bytes), at head_dim 128 nothing (0), or a
+ *        contiguous copy of a v off the copy engine's 16-byte rule (batch * seqlen_k * nheads_k
+ *        * head_dim bytes), each rounded up to 256, plus 255 for the alignment of the
+ *        workspace's start; for the dequantising path on the CUDA backend the bf16
  *        copies of q, k and v (2 bytes per element each) plus what the bf16 attention call
  *        needs (fk_attention_workspace_size()); 0 on the CPU backend, which dequantises into
  *        host memory it allocates. Added in 0.6.0.

@@ -116,7 +116,13 @@ std::string run_case(Fp8AttnCase& c, const fk_context_t* ctx, bool workspace) {
                                              dck, &out, &lse, &ws_bytes));
   const bool native = std::string(name) == kNative;
   const uint64_t copies = uint64_t(c.q.numel() + 2 * c.k.numel()) * 2;
-  CHECK(ws_bytes >= (native ? uint64_t(c.v.numel()) : copies));  // native: the V^T copy
+  // native: head_dim 128 nothing, or a contiguous copy of a v off the copy engine's 16-byte
+  // rule; head_dim 256 the V^T copy.
+  if (native && c.head_dim == 128 && !c.v_padded) {
+    CHECK(ws_bytes == 0);
+  } else {
+    CHECK(ws_bytes >= (native ? uint64_t(c.v.numel()) : copies));
+  }
   void* ws = nullptr;
   fk_launch_t launch;
   fk_launch_init(&launch);
@@ -266,8 +272,9 @@ TEST_CASE("gpu attention fp8: captured into a CUDA graph and replayed", "[gpu][a
 // The Hopper fp8 kernel where the dispatcher gives it the call (AUTO), and the calls it leaves
 // to the dequantising path there: head_dim 128 multi-tile causal, bottom-right causal with
 // seqlen_q < seqlen_k, GQA and MQA, sliding windows, decode, key counts off the 16-key groups,
-// NULL descales; head_dim 256 with a left window; strided q/k off the copy engine's 16-byte
-// rule, softcap, a negative scale, head_dim 96 and head_dim 64 (faster dequantised) go to
+// NULL descales; head_dim 256 with a left window; v off the copy engine's 16-byte rule at both
+// head dims (head_dim 128: the kernel then reads a contiguous copy of it). Strided q/k off that rule,
+// softcap, a negative scale, head_dim 96 and head_dim 64 (faster dequantised) go to
 // "+fp8_dequant".
 TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][fp8][fp8native]") {
   const fk_context_t* ctx = fkgpu::auto_context();
@@ -279,7 +286,7 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
   const char* env = std::getenv("FLASHKIT_ATTENTION_FP8_DEQUANT");
   const bool forced_off = env != nullptr && std::string(env) == "1";
   uint64_t tag = 8400;
-  for (int mode = 0; mode < 16; ++mode) {
+  for (int mode = 0; mode < 18; ++mode) {
     Fp8AttnCase c;
     c.head_dim = 128;
     bool expect_native = true;
@@ -303,6 +310,8 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
       case 14: c.batch = 1; c.seqlen_q = 200; c.seqlen_k = 450; c.nheads = 4; c.nheads_k = 2; c.head_dim = 256; break;
       case 15: c.batch = 1; c.seqlen_q = 257; c.seqlen_k = 600; c.nheads = 4; c.nheads_k = 2; break;  // e4m3's range
       case 11: c.batch = 1; c.seqlen_q = 300; c.seqlen_k = 519; c.nheads = 4; c.nheads_k = 1; c.head_dim = 256; break;
+      case 16: c.batch = 2; c.seqlen_q = 300; c.seqlen_k = 333; c.v_padded = true; break;  // v copied first
+      case 17: c.batch = 1; c.seqlen_q = 100; c.seqlen_k = 150; c.head_dim = 256; c.v_padded = true; break;
     }
     auto rng = fkgpu::rng_for(++tag);
     c.build(rng);
@@ -363,6 +372,16 @@ TEST_CASE("gpu attention fp8: small case", "[gpu][attention][fp8][sanitize]") {
     n.build(rng2);
     n.prm.causal = 1;
     DYNAMIC_SECTION(fam << ", head_dim 128") { run_case(n, ctx, false); }
+    // head_dim 256, v off the 16-byte rule (the V^T pass's byte-wise form).
+    Fp8AttnCase v;
+    v.batch = 1;
+    v.seqlen_q = 30;
+    v.seqlen_k = 70;
+    v.head_dim = 256;
+    v.v_padded = true;
+    auto rng3 = fkgpu::rng_for(8202);
+    v.build(rng3);
+    DYNAMIC_SECTION(fam << ", head_dim 256, strided v") { run_case(v, ctx, true); }
   }
 }
 

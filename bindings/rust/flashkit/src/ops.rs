@@ -286,7 +286,9 @@ impl Fp8Raw {
 /// `q` and `k` strides multiples of 16 elements;
 /// `FLASHKIT_ATTENTION_FP8_DEQUANT=1` in the environment turns it off) with fp8 tensor-core
 /// arithmetic as in FlashAttention-3: P is rounded to e4m3 for the P V product, its one
-/// approximation beyond fp32 arithmetic, and one transposed copy of `v` is scratch. Every other
+/// approximation beyond fp32 arithmetic; scratch: none at head_dim 128 (the kernel transposes
+/// `v`'s tiles in shared memory; a `v` off the 16-byte rule is copied first), one transposed
+/// copy of `v` at head_dim 256. Every other
 /// call (`"...+fp8_dequant"`): rounded once to bf16 and run on the bf16 kernels (bit for bit
 /// what [`attention`] gives on contiguous bf16 tensors of those values with the same `out` and
 /// `lse` layouts; on a GPU one extra pass over `q`, `k`, `v` and scratch of 2 bytes per element
@@ -391,7 +393,8 @@ pub fn attention_fp8_select_kernel(
 
 /// Workspace bytes with which [`attention_fp8`] allocates nothing
 /// (`fk_attention_fp8_workspace_size`: for `"cuda.sm90.attention_fp8"` the transposed copy of
-/// `v`, else on a GPU the bf16 copies of `q`, `k`, `v` plus what the bf16 call needs; 0 on the
+/// `v` at head_dim 256, nothing at 128 unless `v` is off the 16-byte rule (then a contiguous
+/// copy of it), else on a GPU the bf16 copies of `q`, `k`, `v` plus what the bf16 call needs; 0 on the
 /// CPU backend); validates like it.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_fp8_workspace_size(

@@ -4,12 +4,19 @@
 //
 // wgmma reads 8-bit operands K-major only. Q and K are K-major as they come (head_dim
 // contiguous), so the copy engine reads them from the caller's tensors. V is not: O = P V sums
-// over the keys, which V holds along rows. FA3 transposes V tiles in shared memory inside the
-// kernel; here one pass before the kernel writes V^T (batch, nheads_k, head_dim, keys) into
-// scratch (1 byte read and 1 written per element of V), and the kernel's copy engine reads that.
-// The same pass puts the keys of each group of 16 in the order in which the kernel's P fragment
-// holds them (softmax.cuh, convert_fragment_fp8; vt_key below), so P goes from the S
-// accumulators to the A operand without moving values between threads.
+// over the keys, which V holds along rows, so the P V GEMM reads V^T, with the keys of each
+// group of 16 in the order in which the kernel's P fragment holds them (softmax.cuh,
+// convert_fragment_fp8; vt_key below), so that P goes from the S accumulators to the A operand
+// without moving values between threads. Where V^T comes from:
+//   head_dim 128: as FA3 does, the kernel transposes V tiles in shared memory (mainloop.cuh,
+//     kVtInSmem and transpose_v_tile): the copy engine loads each tile as it is, and three
+//     warps of the producer warpgroup write it transposed into the ring the P V GEMM reads. A v
+//     outside the copy engine's 16-byte rule is first copied into a contiguous scratch. (0.7.0
+//     used the pass below here too: 11-21% of the call at 512 keys.)
+//   head_dim 256: one pass before the kernel writes V^T (batch, nheads_k, head_dim, keys) into
+//     scratch (1 byte read and 1 written per element of v), and the kernel's copy engine reads
+//     that; the in-kernel transposition measured 6-28% slower there from 2k keys on (session
+//     43, RESULTS.md "V transposed in shared memory").
 // P is rounded to e4m3 (as FA3 does); the row sums use the unrounded fp32 P. S is scaled by
 // softmax_scale x descale_q x descale_k and O by descale_v, per (sequence, kv head).
 //
@@ -85,6 +92,28 @@ __global__ void __launch_bounds__(256) vt_kernel(TransposeArgs a) {
   }
 }
 
+// v (batch, seqlen_k, nheads_k, D) e4m3 codes, any strides -> a contiguous copy (batch,
+// seqlen_k, nheads_k, D) that the copy engine can read. One block per 64 keys of one (sequence,
+// kv head).
+struct VCopyArgs {
+  const uint8_t* v;
+  uint8_t* dst;
+  int64_t v_batch_stride, v_row_stride, v_head_stride;
+  int64_t seqlen_k, nheads_k;
+};
+
+template <int kD>
+__global__ void __launch_bounds__(256) v_copy_kernel(VCopyArgs a) {
+  const int64_t key0 = int64_t(blockIdx.x) * 64;
+  const int64_t hk = blockIdx.y, b = blockIdx.z;
+  const uint8_t* src = a.v + b * a.v_batch_stride + hk * a.v_head_stride;
+  uint8_t* dst = a.dst + ((b * a.seqlen_k) * a.nheads_k + hk) * kD;
+  for (int c = threadIdx.x; c < 64 * kD; c += 256) {
+    const int64_t key = key0 + c / kD;
+    if (key < a.seqlen_k) dst[key * a.nheads_k * kD + c % kD] = src[key * a.v_row_stride + c % kD];
+  }
+}
+
 }  // namespace
 
 fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
@@ -96,49 +125,62 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
-  ScratchArena arena(ctx);
-  void* vt = nullptr;
-  FK_RETURN_IF_ERROR(arena.alloc(size_t(fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)),
-                                 &vt, "attention fp8: V^T copy"));
-
-  TransposeArgs t;
-  t.v = static_cast<const uint8_t*>(p.v);
-  t.vt = static_cast<uint8_t*>(vt);
-  t.v_batch_stride = p.v_batch_stride;
-  t.v_row_stride = p.v_row_stride;
-  t.v_head_stride = p.v_head_stride;
-  t.seqlen_k = p.seqlen_k;
-  t.keys = fp8_vt_keys(p.seqlen_k);
-  t.nheads_k = p.nheads_k;
-  const dim3 grid(unsigned((t.keys + 63) / 64), unsigned(p.nheads_k), unsigned(p.batch));
-  const bool vec = aligned16(p.v) && (p.v_row_stride % 16 == 0 || p.seqlen_k <= 1) &&
-                   (p.v_head_stride % 16 == 0 || p.nheads_k <= 1) &&
-                   (p.v_batch_stride % 16 == 0 || p.batch <= 1);
-  auto transpose = [&](auto dim) {
-    constexpr int kD = decltype(dim)::value;
+  ScratchArena arena(ctx);  // lives until the kernel is enqueued
+  AttnArgs a = build_args(ctx, p);  // q, k, v as given (1-byte elements)
+  int32_t vt_keys = 0;
+  if (p.head_dim == 256) {  // V^T written by a pass first
+    void* vt = nullptr;
+    FK_RETURN_IF_ERROR(arena.alloc(size_t(fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)),
+                                   &vt, "attention fp8: V^T copy"));
+    TransposeArgs t;
+    t.v = static_cast<const uint8_t*>(p.v);
+    t.vt = static_cast<uint8_t*>(vt);
+    t.v_batch_stride = p.v_batch_stride;
+    t.v_row_stride = p.v_row_stride;
+    t.v_head_stride = p.v_head_stride;
+    t.seqlen_k = p.seqlen_k;
+    t.keys = fp8_vt_keys(p.seqlen_k);
+    t.nheads_k = p.nheads_k;
+    const dim3 grid(unsigned((t.keys + 63) / 64), unsigned(p.nheads_k), unsigned(p.batch));
+    const bool vec = aligned16(p.v) && (p.v_row_stride % 16 == 0 || p.seqlen_k <= 1) &&
+                     (p.v_head_stride % 16 == 0 || p.nheads_k <= 1) &&
+                     (p.v_batch_stride % 16 == 0 || p.batch <= 1);
     if (vec) {
-      vt_kernel<kD, true><<<grid, 256, 0, stream>>>(t);
+      vt_kernel<256, true><<<grid, 256, 0, stream>>>(t);
     } else {
-      vt_kernel<kD, false><<<grid, 256, 0, stream>>>(t);
+      vt_kernel<256, false><<<grid, 256, 0, stream>>>(t);
     }
-  };
-  if (p.head_dim == 128) {
-    transpose(std::integral_constant<int, 128>{});
-  } else {
-    transpose(std::integral_constant<int, 256>{});
+    FK_RETURN_IF_ERROR(check_launch("cuda.sm90.attention_fp8: V transpose"));
+    vt_keys = int32_t(t.keys);
+    a.v = vt;
+    a.v_row_stride = t.keys;  // between head_dim rows of V^T
+    a.v_head_stride = p.head_dim * t.keys;
+    a.v_batch_stride = int64_t(p.nheads_k) * p.head_dim * t.keys;
+  } else if (!fp8_v_direct(p)) {  // head_dim 128, v off the 16-byte rule: a contiguous copy
+    void* copy = nullptr;
+    FK_RETURN_IF_ERROR(arena.alloc(size_t(fp8_v_copy_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)),
+                                   &copy, "attention fp8: contiguous copy of v"));
+    VCopyArgs c;
+    c.v = static_cast<const uint8_t*>(p.v);
+    c.dst = static_cast<uint8_t*>(copy);
+    c.v_batch_stride = p.v_batch_stride;
+    c.v_row_stride = p.v_row_stride;
+    c.v_head_stride = p.v_head_stride;
+    c.seqlen_k = p.seqlen_k;
+    c.nheads_k = p.nheads_k;
+    const dim3 grid(unsigned((p.seqlen_k + 63) / 64), unsigned(p.nheads_k), unsigned(p.batch));
+    v_copy_kernel<128><<<grid, 256, 0, stream>>>(c);
+    FK_RETURN_IF_ERROR(check_launch("cuda.sm90.attention_fp8: copy of v"));
+    a.v = copy;
+    a.v_row_stride = tma_stride(int64_t(p.nheads_k) * p.head_dim, p.seqlen_k, 1);
+    a.v_head_stride = tma_stride(p.head_dim, p.nheads_k, 1);
+    a.v_batch_stride = tma_stride(p.seqlen_k * int64_t(p.nheads_k) * p.head_dim, p.batch, 1);
   }
-  FK_RETURN_IF_ERROR(check_launch("cuda.sm90.attention_fp8: V transpose"));
-
-  AttnArgs a = build_args(ctx, p);  // q, k as given (1-byte elements)
-  a.v = vt;
-  a.v_row_stride = t.keys;  // between head_dim rows of V^T
-  a.v_head_stride = p.head_dim * t.keys;
-  a.v_batch_stride = int64_t(p.nheads_k) * p.head_dim * t.keys;
   a.o_tma = 0;
   // build_args gives 128-row tiles at head_dim 128 and 256 (192-row ones only at 64). Three
   // consumer warpgroups over 64-key fp8 tiles at head_dim 128 measured 1-22% slower (session 41).
   if (a.block_m != kBlockM) return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention_fp8: tile height");
-  const Fp8Launch f{d, int32_t(t.keys)};
+  const Fp8Launch f{d, vt_keys};
   if (p.head_dim == 256)
     return launch_kernel<cute::float_e4m3_t, 256, fp8_block_n(256), false, kBlockM, kFp8Stages>(
         a, stream, &f);

@@ -158,8 +158,10 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
 
 // The fp8 kernel (attention_fp8_sm90.cu): batched e4m3 calls at head_dim 128 or 256 without
 // softcap and with softmax_scale > 0; q and k read by the copy engine from the caller's tensors
-// (16-byte rule for 1-byte elements), out written as by the 16-bit kernel; v is read by the
-// V^T pass, any strides. The pass's grid holds batch and nheads_k up to 65535.
+// (16-byte rule for 1-byte elements), out written as by the 16-bit kernel; v at head_dim 128 as
+// well when it keeps that rule (fp8_v_direct), else from a contiguous copy made first, and at
+// head_dim 256 by the V^T pass; both passes take any strides, and their grids hold batch and
+// nheads_k up to 65535.
 bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.dtype != DType::F8E4M3 || !hopper_problem_ok(caps, p)) return false;
   if (p.varlen || attention_uses_kvcache(p)) return false;
@@ -178,8 +180,15 @@ bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p) 
          stride_ok(p.o_batch_stride, p.batch);
 }
 
+bool fp8_v_direct(const AttentionProblem& p) {
+  return aligned16(p.v) && stride_ok(p.v_row_stride, p.seqlen_k, 1) &&
+         stride_ok(p.v_head_stride, p.nheads_k, 1) && stride_ok(p.v_batch_stride, p.batch, 1);
+}
+
 uint64_t attention_fp8_workspace(const AttentionProblem& p) {
-  return workspace_for({fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)});
+  if (p.head_dim == 256) return workspace_for({fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)});
+  if (fp8_v_direct(p)) return 0;
+  return workspace_for({fp8_v_copy_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)});
 }
 
 fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {

@@ -164,6 +164,12 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
     if constexpr (Kernel::kTmaStore) {
       if (a.o_tma) cute::prefetch_tma_descriptor(params.o_store.tma_o.get_tma_descriptor());
     }
+    if constexpr (Mainloop::kVtInSmem) {  // the raw V ring (mainloop.cuh)
+      for (int st = 0; st < Mainloop::kStages; ++st) {
+        cutlass::arch::ClusterTransactionBarrier::init(&smem.mainloop.raw_full[st], 1);
+        cutlass::arch::ClusterBarrier::init(&smem.mainloop.raw_empty[st], Mainloop::kTransposers);
+      }
+    }
   }
 
   typename Pipeline::Params pp;
@@ -172,6 +178,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
   pp.is_leader = threadIdx.x == 0;
   pp.num_consumers = 128 * Kernel::kConsumers;
   Pipeline pipe_k(smem.pipe_k, pp, Shape<_1, _1, _1>{});
+  // kVtInSmem: the V^T ring is filled by the transposing threads, each arriving once per stage.
+  if constexpr (Mainloop::kVtInSmem) pp.num_producers = Mainloop::kTransposers;
   Pipeline pipe_v(smem.pipe_v, pp, Shape<_1, _1, _1>{});
   cutlass::arch::fence_barrier_init();
   __syncthreads();  // barrier initialisation visible to every thread
@@ -214,7 +222,35 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       }
       // Keep the CTA alive until the consumers have drained every stage in flight.
       pipe_k.producer_tail(write_k);
-      pipe_v.producer_tail(write_v);
+      if constexpr (!Mainloop::kVtInSmem) pipe_v.producer_tail(write_v);
+    } else if constexpr (Mainloop::kVtInSmem) {
+      // Warps 1-3: each V tile from the raw ring into the V^T ring, transposed (mainloop.cuh,
+      // transpose_v_tile), in the order the copy thread loads them. All 96 threads wait for the
+      // raw tile and for a free V^T stage, write their part, fence it for the tensor cores
+      // (generic-proxy writes read by wgmma) and arrive on both rings.
+      if (warp >= 1) {
+        const int tt = int(threadIdx.x) - 32;
+        const uint32_t raw0 = cute::cast_smem_ptr_to_uint(smem.mainloop.vraw.data());
+        const uint32_t vt0 = cute::cast_smem_ptr_to_uint(smem.mainloop.v.data());
+        typename Mainloop::PipelineState read_raw;  // stage 0, phase 0
+        auto write_vt = cutlass::make_producer_start_state<Pipeline>();
+        for (int64_t t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+          const WorkTile w = scheduler.tile(t);
+          if (w.empty) continue;
+          for (int32_t n = w.n_max - 1; n >= w.n_min; --n) {
+            cutlass::arch::ClusterTransactionBarrier::wait(&smem.mainloop.raw_full[read_raw.index()],
+                                                           read_raw.phase());
+            smem.pipe_v.empty_barrier_[write_vt.index()].wait(write_vt.phase());
+            Mainloop::transpose_v_tile(raw0 + uint32_t(read_raw.index()) * Mainloop::kKVBytes,
+                                       vt0 + uint32_t(write_vt.index()) * Mainloop::kKVBytes, tt);
+            cutlass::arch::fence_view_async_shared();
+            cutlass::arch::ClusterBarrier::arrive(&smem.mainloop.raw_empty[read_raw.index()]);
+            smem.pipe_v.full_barrier_[write_vt.index()].arrive();
+            ++read_raw;
+            ++write_vt;
+          }
+        }
+      }
     }
   } else {
     cutlass::arch::warpgroup_reg_alloc<Kernel::kConsumerRegisters>();

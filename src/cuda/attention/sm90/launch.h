@@ -76,12 +76,20 @@ constexpr int64_t tma_stride(int64_t stride, int64_t extent, int64_t elem_bytes 
 // rule 2): not built (H200, session 41: RESULTS.md, "FP8 attention on the fp8 tensor cores").
 constexpr int kFp8Stages = 2;
 constexpr int fp8_block_n(int head_dim) { return head_dim <= 128 ? 128 : 64; }
-// Keys per row of its V^T copy: seqlen_k rounded up to the 16-key groups of the permutation
-// (16 bytes: the copy engine's stride rule as well), and the copy's bytes.
+// head_dim 256: keys per row of its V^T copy (a pass before the kernel writes it): seqlen_k
+// rounded up to the 16-key groups of the permutation (16 bytes: the copy engine's stride rule as
+// well), and the copy's bytes.
 constexpr int64_t fp8_vt_keys(int64_t seqlen_k) { return (seqlen_k + 15) / 16 * 16; }
 constexpr uint64_t fp8_vt_bytes(int64_t batch, int64_t nheads_k, int64_t head_dim,
                                 int64_t seqlen_k) {
   return uint64_t(batch) * uint64_t(nheads_k) * uint64_t(head_dim) * uint64_t(fp8_vt_keys(seqlen_k));
+}
+// head_dim 128: V is read by the copy engine as K is (the kernel transposes its tiles in shared
+// memory); a v whose base or strides break the 16-byte rule is first copied into a contiguous
+// scratch (batch, seqlen_k, nheads_k, head_dim) of these bytes.
+constexpr uint64_t fp8_v_copy_bytes(int64_t batch, int64_t nheads_k, int64_t head_dim,
+                                    int64_t seqlen_k) {
+  return uint64_t(batch) * uint64_t(seqlen_k) * uint64_t(nheads_k) * uint64_t(head_dim);
 }
 // Shared memory of one CTA: Q, the K and V rings, barriers (rounded up generously; the
 // kernel's own static_assert checks its exact size stays below this).

@@ -40,10 +40,18 @@ template <class Element_, int kHeadDim_, int kBlockN_, bool kCache_, int kBlockM
 struct Mainloop {
   using Element = Element_;  // cute::half_t, cute::bfloat16_t, or cute::float_e4m3_t (below)
   static constexpr int kHeadDim = kHeadDim_;
-  // The FP8 forward (fk_attention_fp8_forward, attention_fp8_sm90.cu): e4m3 Q and K as given and
-  // V as V^T with the keys contiguous (a transposed copy made by a pass before the kernel),
-  // because wgmma takes 8-bit operands K-major only (FA3 Section 3.3). Batched calls only.
+  // The FP8 forward (fk_attention_fp8_forward, attention_fp8_sm90.cu): e4m3 Q and K as given;
+  // wgmma takes 8-bit operands K-major only (FA3 Section 3.3), so P V needs V^T with the keys
+  // contiguous. Batched calls only.
+  //   kVtInSmem (head_dim 128): V tiles land as they are in a ring of their own (vraw, rows =
+  //     keys) and three producer warps write each one transposed into the V^T ring the
+  //     consumers read (transpose_v_tile below);
+  //   head_dim 256: V^T is a copy that a pass before the kernel writes (attention_fp8_sm90.cu),
+  //     and the copy engine reads it. The in-kernel transposition measured 12-19% faster there
+  //     at 512 keys but 6-28% slower from 2k keys on (H200, session 43: RESULTS.md, "V
+  //     transposed in shared memory"), so head_dim 256 keeps the pass.
   static constexpr bool kFp8 = sizeof(Element) == 1;
+  static constexpr bool kVtInSmem = kFp8 && kHeadDim_ == 128;
   static_assert(!kFp8 || !kCache_, "the fp8 kernel reads no KV cache");
   static constexpr int kBlockN = kBlockN_;
   static constexpr bool kCache = kCache_;
@@ -82,6 +90,10 @@ struct Mainloop {
       AtomVtK{}, cute::Shape<HD, cute::Int<kFp8 ? kBlockN : 128>, cute::Int<kStages>>{}));  // (unused: 16-bit)
   static_assert(!kFp8 || kBlockN % 32 == 0, "fp8: key tiles of whole k32 blocks");
   using SmemLayoutVt = std::conditional_t<kFp8, SmemLayoutVtK, SmemLayoutVtMN>;
+  // fp8: V tiles as they come, (keys, head_dim, stage) in K's layout, before the transposition.
+  using SmemLayoutVraw = SmemLayoutK;
+  // What the copy engine writes V into: the V^T ring, or the raw V ring (kVtInSmem).
+  using SmemLayoutVload = std::conditional_t<kVtInSmem, SmemLayoutVraw, SmemLayoutVt>;
 
   using TiledMmaQK = decltype(cute::make_tiled_mma(
       cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<BM, BN, HD>>(),
@@ -119,8 +131,8 @@ struct Mainloop {
   using ShapeG = cute::Shape<int32_t, int32_t, int32_t, int32_t>;
   using StrideRowMajor = cute::Stride<int64_t, cute::_1, int64_t, int64_t>;
   using StrideColMajor = cute::Stride<cute::_1, int64_t, int64_t, int64_t>;
-  // V's global view: (head_dim, keys) with head_dim contiguous (16-bit), or the fp8 V^T copy's
-  // (head_dim, keys) with the keys contiguous.
+  // V's global view: (head_dim, keys) with head_dim contiguous (16-bit); fp8: the V^T copy's
+  // (head_dim, keys) with the keys contiguous, or (kVtInSmem) V's own (keys, head_dim) as K's.
   using StrideV = std::conditional_t<kFp8, StrideRowMajor, StrideColMajor>;
   template <class Stride>
   static auto gmem(const Element* ptr, ShapeG shape, Stride stride) {
@@ -134,7 +146,7 @@ struct Mainloop {
                                             SmemLayoutK{}(cute::_, cute::_, cute::Int<0>{})));
   using TmaV = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{},
                                             gmem(nullptr, ShapeG{}, StrideV{}),
-                                            SmemLayoutVt{}(cute::_, cute::_, cute::Int<0>{})));
+                                            SmemLayoutVload{}(cute::_, cute::_, cute::Int<0>{})));
 
   using BoxElement = std::conditional_t<kFp8, cute::bfloat16_t, Element>;
   template <class Stride>
@@ -165,19 +177,33 @@ struct Mainloop {
     ShapeG shape_q, shape_k, shape_vt;
   };
 
-  struct SharedStorage {
+  struct StoragePlain {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutK>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutVt>, 1024> v;
   };
+  // fp8: the raw V ring and its barriers (full: the copy engine's bytes; empty: the
+  // kTransposers threads that read a stage out).
+  struct StorageFp8 {
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutK>, 1024> k;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutVt>, 1024> v;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutVraw>, 1024> vraw;
+    alignas(8) uint64_t raw_full[kStages];
+    alignas(8) uint64_t raw_empty[kStages];
+  };
+  using SharedStorage = std::conditional_t<kVtInSmem, StorageFp8, StoragePlain>;
+  static constexpr int kTransposers = 96;  // producer warps 1-3 (kVtInSmem)
 
   static Params make_params(const AttnArgs& a, int32_t vt_keys = 0) {
     using namespace cute;
     Params p;
     p.shape_q = ShapeG{a.tma_rows_q, a.head_dim, a.nheads, a.tma_batch};
     p.shape_k = ShapeG{a.tma_rows_k, a.head_dim, a.nheads_k, a.tma_batch_k};
-    // fp8: the V^T copy holds vt_keys (seqlen_k rounded up to 16) keys per row.
-    p.shape_vt = ShapeG{a.head_dim, kFp8 ? vt_keys : a.tma_rows_k, a.nheads_k, a.tma_batch_k};
+    // kVtInSmem: V as K, (keys, head_dim, head, batch); other fp8: the V^T copy holds vt_keys
+    // (seqlen_k rounded up to 16) keys per row.
+    p.shape_vt = kVtInSmem ? p.shape_k
+                           : ShapeG{a.head_dim, kFp8 ? vt_keys : a.tma_rows_k, a.nheads_k, a.tma_batch_k};
     auto q = gmem(static_cast<const Element*>(a.q), p.shape_q,
                   StrideRowMajor{a.q_row_stride, _1{}, a.q_head_stride, a.q_batch_stride});
     auto k = gmem(static_cast<const Element*>(a.k), p.shape_k,
@@ -193,7 +219,7 @@ struct Mainloop {
     }();
     p.tma_q = make_tma_copy(SM90_TMA_LOAD{}, q, SmemLayoutQ{});
     p.tma_k = make_tma_copy(SM90_TMA_LOAD{}, k, SmemLayoutK{}(_, _, Int<0>{}));
-    p.tma_v = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVt{}(_, _, Int<0>{}));
+    p.tma_v = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVload{}(_, _, Int<0>{}));
     if constexpr (kCache) {
       p.tma_kb = make_tma_copy(SM90_TMA_LOAD{}, k, SmemLayoutKBox{});
       p.tma_vb = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVtBox{});
@@ -378,8 +404,15 @@ struct Mainloop {
                            make_coord(m_block, _0{}));  // (BM, D)
     Tensor gK = local_tile(domain_offset(make_coord(row0_k, _0{}), mK(_, _, hk, b)), Shape<BN, HD>{},
                            make_coord(_, _0{}));  // (BN, D, n)
-    Tensor gVt = local_tile(domain_offset(make_coord(_0{}, row0_k), mVt(_, _, hk, b)),
-                            Shape<HD, BN>{}, make_coord(_0{}, _));  // (D, BN, n)
+    auto gVt = [&] {
+      if constexpr (kVtInSmem) {  // (BN, D, n), as K
+        return local_tile(domain_offset(make_coord(row0_k, _0{}), mVt(_, _, hk, b)),
+                          Shape<BN, HD>{}, make_coord(_, _0{}));
+      } else {  // (D, BN, n)
+        return local_tile(domain_offset(make_coord(_0{}, row0_k), mVt(_, _, hk, b)),
+                          Shape<HD, BN>{}, make_coord(_0{}, _));
+      }
+    }();
     auto cq = p.tma_q.get_slice(_0{});
     auto ck = p.tma_k.get_slice(_0{});
     auto cv = p.tma_v.get_slice(_0{});
@@ -388,7 +421,13 @@ struct Mainloop {
     Tensor tKgK = ck.partition_S(gK);  // (TMA, TMA_N, TMA_D, n)
     Tensor tKsK = ck.partition_D(sK);  // (TMA, TMA_N, TMA_D, PIPE)
     Tensor tVgV = cv.partition_S(gVt);
-    Tensor tVsV = cv.partition_D(sVt);
+    auto tVsV = [&] {
+      if constexpr (kVtInSmem) {
+        return cv.partition_D(make_tensor(make_smem_ptr(smem.vraw.data()), SmemLayoutVraw{}));
+      } else {
+        return cv.partition_D(sVt);
+      }
+    }();
 
     cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(q_full, kQBytes);
     copy(p.tma_q.with(*q_full, 0), tQgQ, tQsQ);
@@ -398,9 +437,16 @@ struct Mainloop {
            tKsK(_, _, _, write_k.index()));
       ++write_k;
       if (o_free != nullptr && n == n_max - 1) cutlass::arch::ClusterBarrier::wait(o_free, o_phase);
-      pipe_v.producer_acquire(write_v);
-      copy(p.tma_v.with(*pipe_v.producer_get_barrier(write_v), 0), tVgV(_, _, _, n),
-           tVsV(_, _, _, write_v.index()));
+      if constexpr (kVtInSmem) {  // into the raw ring (write_v counts its uses)
+        const int st = write_v.index();
+        cutlass::arch::ClusterBarrier::wait(&smem.raw_empty[st], write_v.phase());
+        cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&smem.raw_full[st], kKVBytes);
+        copy(p.tma_v.with(smem.raw_full[st], 0), tVgV(_, _, _, n), tVsV(_, _, _, st));
+      } else {
+        pipe_v.producer_acquire(write_v);
+        copy(p.tma_v.with(*pipe_v.producer_get_barrier(write_v), 0), tVgV(_, _, _, n),
+             tVsV(_, _, _, write_v.index()));
+      }
       ++write_v;
     }
   }
@@ -422,6 +468,66 @@ struct Mainloop {
     } else {
       load_plain(p, pipe_k, pipe_v, write_k, write_v, smem, q_full, m_block, h, hk,
                  a.cu_seqlens_q != nullptr ? 0 : b, row0_q, row0_k, n_min, n_max, o_free, o_phase);
+    }
+  }
+
+  // kVtInSmem: one V tile transposed, raw ring stage -> V^T ring stage, by the kTransposers threads
+  // (t = 0 .. 95). The V^T tile is (head_dim, keys) with the keys contiguous, and the keys of
+  // each group of 16 in the order in which the P fragment holds them (softmax.cuh,
+  // convert_fragment_fp8: position 4 q + e of a group holds key 2 q + (e & 1) + 8 (e >> 1)), so
+  // that P goes from the S accumulators to the A operand without moving values between threads.
+  // A warp's unit is one group of 16 keys over 128 head_dim columns (one raw column block):
+  // lane l owns columns 4 l .. 4 l + 3. For each q it reads keys 2q, 2q + 1, 2q + 8, 2q + 9 at
+  // those columns (four 4-byte loads; each load of the warp is one whole 128-byte row, every
+  // bank once), turns the 4 x 4 bytes around with byte permutes, and after the four q holds the
+  // group's 16 bytes for each of its 4 columns: four 16-byte stores. A lane first rotates its
+  // words by rot = (l / 2) % 4 bytes, so that its j-th store goes to column 4 l + (j + rot) % 4:
+  // then the 8 lanes of each store phase write 8 rows with distinct row % 8, i.e. 8 distinct
+  // 16-byte bank groups of the swizzled V^T tile.
+  // Offsets were checked against the CuTe layouts (SmemLayoutVraw, SmemLayoutVt) for every
+  // element at both head dims; tests/gpu/test_attention_fp8.cpp checks the results.
+  static constexpr int kRawColBlock = kBlockN * 128;  // raw tile: 128-byte column blocks
+  __device__ __forceinline__ static void transpose_v_tile(uint32_t raw, uint32_t vt, int t) {
+    static_assert(kVtInSmem && (kBlockN == 128 || kBlockN == 64) && (kHeadDim == 128 || kHeadDim == 256),
+                  "fp8 tiles: 128 x 128 or 64 x 256");
+    const int l = t & 31;
+    const int rot = (l >> 1) & 3;
+    const uint32_t sel = (0x32103210u >> (4 * rot)) & 0xffffu;  // byte i <- byte (i + rot) % 4
+    constexpr int kGroups = kBlockN / 16, kUnits = kGroups * (kHeadDim / 128);
+    for (int u = t >> 5; u < kUnits; u += kTransposers / 32) {
+      const int c = u % kGroups, cb = u / kGroups;
+      const uint32_t src = raw + uint32_t(cb * kRawColBlock + c * 2048 + 4 * (l & 3));
+      uint32_t acc[4][4];  // [column j (rotated)][q]
+      CUTE_UNROLL
+      for (int q = 0; q < 4; ++q) {
+        uint32_t w[4];
+        CUTE_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const int r = 2 * q + (e & 1) + 8 * (e >> 1);  // row in the group; r % 8 = 2q + (e & 1)
+          const uint32_t off = uint32_t(r * 128 + ((((l >> 2) ^ (2 * q + (e & 1))) & 7) << 4));
+          asm volatile("ld.shared.b32 %0, [%1];" : "=r"(w[e]) : "r"(src + off));
+          w[e] = __byte_perm(w[e], 0u, sel);
+        }
+        const uint32_t t0 = __byte_perm(w[0], w[1], 0x5140), t1 = __byte_perm(w[2], w[3], 0x5140);
+        const uint32_t u0 = __byte_perm(w[0], w[1], 0x7362), u1 = __byte_perm(w[2], w[3], 0x7362);
+        acc[0][q] = __byte_perm(t0, t1, 0x5410);
+        acc[1][q] = __byte_perm(t0, t1, 0x7632);
+        acc[2][q] = __byte_perm(u0, u1, 0x5410);
+        acc[3][q] = __byte_perm(u0, u1, 0x7632);
+      }
+      CUTE_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        const int d = cb * 128 + 4 * l + ((j + rot) & 3);  // V^T row (head_dim column)
+        uint32_t off;
+        if constexpr (kBlockN == 128) {  // 128-byte rows, chunk ^= row % 8
+          off = uint32_t(d * 128 + ((c ^ (d & 7)) << 4));
+        } else {  // 64-byte rows, chunk ^= (row / 2) % 4
+          off = uint32_t(d * 64 + ((c ^ ((d >> 1) & 3)) << 4));
+        }
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(vt + off), "r"(acc[j][0]),
+                     "r"(acc[j][1]), "r"(acc[j][2]), "r"(acc[j][3])
+                     : "memory");
+      }
     }
   }
 
