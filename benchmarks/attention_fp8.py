@@ -3,7 +3,8 @@
 (bf16), in the same process, on the same values.
 
 On Hopper the fp8 call runs the fp8 tensor-core kernel ("cuda.sm90.attention_fp8": e4m3 Q K^T
-and P V, plus one pass writing V^T, 2 bytes of traffic per element of v); elsewhere, or with
+and P V; at head_dim 128 V is transposed in shared memory inside the kernel, at head_dim 256 one
+pass writes V^T first, 2 bytes of traffic per element of v); elsewhere, or with
 FLASHKIT_ATTENTION_FP8_DEQUANT=1, it dequantises q, k, v into bf16 scratch and runs the bf16
 kernel ("+fp8_dequant"). Reported per cell: ms of each, the fp8 call's TFLOP/s, its speed over
 the bf16 call and over cuDNN bf16, and the relative RMS difference between the fp8 output and

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """One head_dim 128 cell of benchmarks/attention_fp8.py (batch x seqlen = 16384, 16 heads),
 run once inside an NVTX range "prof" for Nsight Compute's --nvtx-include "prof/": the fp8 call
-(--which fp8: the V^T pass and cuda.sm90.attention_fp8) or flashkit's bf16 call on the same
-dequantised values (--which bf16). Used by benchmarks/ab/attn_fp8_ncu_device.sh (session 41)."""
+(--which fp8: cuda.sm90.attention_fp8, with its V^T pass until session 43 moved the
+transposition into the kernel) or flashkit's bf16 call on the same dequantised values (--which
+bf16). Used by benchmarks/ab/attn_fp8_ncu_device.sh (session 41)."""
 import argparse
 import os
 import sys

@@ -18,7 +18,8 @@ struct Fp8AttnCase {
   int64_t batch = 3, seqlen_q = 21, seqlen_k = 37, nheads = 4, nheads_k = 2, head_dim = 24;
   std::vector<int32_t> cu_q, cu_k;  // varlen when not empty
   bool padded = false;              // non-compact strides on every tensor, descales included
-  bool v_padded = false;            // non-compact strides on v alone (batched)
+  bool v_padded = false;            // non-compact strides on v alone (batched), padded by v_pad
+  int64_t v_pad = 1;                // elements added per dimension (16: still 16-byte strides)
   bool descales = true;             // false: NULL descales (factor 1)
   fk_attention_params_t prm;
 
@@ -48,7 +49,8 @@ struct Fp8AttnCase {
     } else {
       q = make(DT::E4M3, {batch, seqlen_q, nheads, head_dim}, padded, 3);
       k = make(DT::E4M3, {batch, seqlen_k, nheads_k, head_dim}, padded, 5);
-      v = make(DT::E4M3, {batch, seqlen_k, nheads_k, head_dim}, padded || v_padded, 1);
+      v = make(DT::E4M3, {batch, seqlen_k, nheads_k, head_dim}, padded || v_padded,
+               padded ? 1 : v_pad);
       out = make(DT::BF16, {batch, seqlen_q, nheads, head_dim}, padded, 2);
       lse = make(DT::F32, {batch, nheads, seqlen_q}, padded, 4);
     }

@@ -118,7 +118,7 @@ std::string run_case(Fp8AttnCase& c, const fk_context_t* ctx, bool workspace) {
   const uint64_t copies = uint64_t(c.q.numel() + 2 * c.k.numel()) * 2;
   // native: head_dim 128 nothing, or a contiguous copy of a v off the copy engine's 16-byte
   // rule; head_dim 256 the V^T copy.
-  if (native && c.head_dim == 128 && !c.v_padded) {
+  if (native && c.head_dim == 128 && (!c.v_padded || c.v_pad % 16 == 0)) {
     CHECK(ws_bytes == 0);
   } else {
     CHECK(ws_bytes >= (native ? uint64_t(c.v.numel()) : copies));
@@ -273,7 +273,8 @@ TEST_CASE("gpu attention fp8: captured into a CUDA graph and replayed", "[gpu][a
 // to the dequantising path there: head_dim 128 multi-tile causal, bottom-right causal with
 // seqlen_q < seqlen_k, GQA and MQA, sliding windows, decode, key counts off the 16-key groups,
 // NULL descales; head_dim 256 with a left window; v off the copy engine's 16-byte rule at both
-// head dims (head_dim 128: the kernel then reads a contiguous copy of it). Strided q/k off that rule,
+// head dims (head_dim 128: the kernel then reads a contiguous copy of it, from a caller
+// workspace), and a v with its own 16-byte strides (read directly). Strided q/k off that rule,
 // softcap, a negative scale, head_dim 96 and head_dim 64 (faster dequantised) go to
 // "+fp8_dequant".
 TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][fp8][fp8native]") {
@@ -286,7 +287,7 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
   const char* env = std::getenv("FLASHKIT_ATTENTION_FP8_DEQUANT");
   const bool forced_off = env != nullptr && std::string(env) == "1";
   uint64_t tag = 8400;
-  for (int mode = 0; mode < 18; ++mode) {
+  for (int mode = 0; mode < 19; ++mode) {
     Fp8AttnCase c;
     c.head_dim = 128;
     bool expect_native = true;
@@ -312,6 +313,8 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
       case 11: c.batch = 1; c.seqlen_q = 300; c.seqlen_k = 519; c.nheads = 4; c.nheads_k = 1; c.head_dim = 256; break;
       case 16: c.batch = 2; c.seqlen_q = 300; c.seqlen_k = 333; c.v_padded = true; break;  // v copied first
       case 17: c.batch = 1; c.seqlen_q = 100; c.seqlen_k = 150; c.head_dim = 256; c.v_padded = true; break;
+      case 18:  // v's own strides (padded by 16: still the copy engine's rule), read directly
+        c.batch = 2; c.seqlen_q = 150; c.seqlen_k = 290; c.v_padded = true; c.v_pad = 16; break;
     }
     auto rng = fkgpu::rng_for(++tag);
     c.build(rng);
@@ -342,7 +345,7 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
     }
     DYNAMIC_SECTION("mode " << mode) {
       INFO("mode " << mode);
-      const std::string name = run_case(c, ctx, mode % 2 == 1);
+      const std::string name = run_case(c, ctx, mode % 2 == 1 || mode == 16);
       if (hopper && !forced_off) {
         CHECK((name == kNative) == expect_native);
       } else {
@@ -362,11 +365,12 @@ TEST_CASE("gpu attention fp8: small case", "[gpu][attention][fp8][sanitize]") {
     auto rng = fkgpu::rng_for(8200);
     c.build(rng);
     DYNAMIC_SECTION(fam) { run_case(c, ctx, true); }
-    // head_dim 128, causal: the fp8 tensor-core kernel on Hopper (SM90 and AUTO).
+    // head_dim 128, causal: the fp8 tensor-core kernel on Hopper (SM90 and AUTO); 300 keys:
+    // three key tiles, so the raw V and V^T rings wrap and flip phase.
     Fp8AttnCase n;
     n.batch = 2;
     n.seqlen_q = 70;
-    n.seqlen_k = 45;
+    n.seqlen_k = 300;
     n.head_dim = 128;
     auto rng2 = fkgpu::rng_for(8201);
     n.build(rng2);

@@ -164,8 +164,8 @@ def attention_fp8(q, k, v, *, descale_q=None, descale_k=None, descale_v=None,
       with head_dim 128 or 256, no softcap, a positive softmax scale, q, k and out 16-byte
       aligned and q, k strides that are multiples of 16 elements, on a context of the AUTO or
       SM90 kernel family; scratch: none at head_dim 128 (the kernel transposes v's tiles in
-      shared memory; a v that is not 16-byte aligned with strides that are multiples of 16 is
-      first copied, 1 byte per element), one transposed copy of v at head_dim 256.
+      shared memory; a v that is not 16-byte aligned, or whose strides are not multiples of 16
+      elements, is first copied, 1 byte per element), one transposed copy of v at head_dim 256.
       ``FLASHKIT_ATTENTION_FP8_DEQUANT=1`` in the environment gives every call the path below.
     - ``"<bf16 variant>+fp8_dequant"``, every other call: the values are rounded once to
       bfloat16 and run on the bf16 attention kernels (bit for bit what :func:`attention` gives

@@ -5,7 +5,9 @@
 // kStages key and value tiles (kBlockN x head_dim), each guarded by a
 // cutlass::PipelineTmaAsync (a "full" mbarrier completed by the copy engine's byte count and an
 // "empty" one completed when all consumer threads are done). K and V have separate rings
-// so that S = Q K^T can start as soon as K has landed, while V is still in flight.
+// so that S = Q K^T can start as soon as K has landed, while V is still in flight. The fp8
+// kernel at head_dim 128 (kVtInSmem) adds a third ring of raw V tiles, and its V^T ring's full
+// barrier completes on the arrivals of the 96 threads that transpose into it.
 //
 // GEMMs (wgmma, each consumer warpgroup owning 64 query rows of the 128- or 192-row tile):
 //   S = Q K^T  : A = Q and B = K both from shared memory, K-major (head_dim contiguous);
