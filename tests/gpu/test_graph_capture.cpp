@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "attention_check.hpp"
+#include "attention_fp8_case.hpp"
 #include "gemm_check.hpp"
 #include "gpu_test_util.hpp"
 #include "reference/reference.hpp"
@@ -563,6 +564,40 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       const bool sm90 = std::string(variant) == "cuda.sm90.gemm";
       check_workspace_size(bytes, sm90 || bytes > 0, [&](const fk_launch_t* l) {
         return fk_gemm(ctx, l, &p, &da, &db, nullptr, nullptr, &dd);
+      });
+    }
+  }
+  SECTION("attention fp8: the Hopper kernel's V^T pass (head_dim 256) and copy of a strided v "
+          "(head_dim 128); none for a v on the 16-byte rule; the dequantising path's copies") {
+    const fk_context_t* ctx = fkgpu::auto_context();
+    // (head_dim, v padded): 128 compact, 128 with v off the 16-byte rule, 256 compact.
+    const std::pair<int64_t, bool> shapes[] = {{128, false}, {128, true}, {256, false}};
+    uint64_t tag = 65050;
+    for (const auto& [hd, vpad] : shapes) {
+      fktest::Fp8AttnCase c;
+      c.batch = 2;
+      c.seqlen_q = 100;
+      c.seqlen_k = 200;
+      c.head_dim = hd;
+      c.v_padded = vpad;
+      auto rng = rng_for(++tag);
+      c.build(rng);
+      c.prm.causal = 1;
+      DeviceTensor q(c.q), k(c.k), v(c.v), dq(c.dq), dk(c.dk), dv(c.dv), out(c.out), lse(c.lse);
+      const char* variant = "?";
+      REQUIRE_FK(fk_attention_fp8_select_kernel(ctx, &c.prm, &q, &k, &v, &dq, &dk, &dv, nullptr,
+                                                nullptr, &out, &lse, &variant));
+      uint64_t bytes = 0;
+      REQUIRE_FK(fk_attention_fp8_workspace_size(ctx, &c.prm, &q, &k, &v, &dq, &dk, &dv, nullptr,
+                                                 nullptr, &out, &lse, &bytes));
+      INFO("head_dim " << hd << ", v padded " << vpad << ", variant " << variant);
+      const bool native = std::string(variant) == "cuda.sm90.attention_fp8";
+      // Native: scratch only for the head_dim 256 pass and the strided v's copy; the
+      // dequantising path always copies q, k and v.
+      const bool expect = !native || hd == 256 || vpad;
+      check_workspace_size(bytes, expect, [&](const fk_launch_t* l) {
+        return fk_attention_fp8_forward(ctx, l, &c.prm, &q, &k, &v, &dq, &dk, &dv, nullptr,
+                                        nullptr, &out, &lse);
       });
     }
   }
