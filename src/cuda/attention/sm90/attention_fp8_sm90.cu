@@ -93,21 +93,14 @@ __global__ void __launch_bounds__(256) vt_kernel(TransposeArgs a) {
 }
 
 // v (batch, seqlen_k, nheads_k, D) e4m3 codes, any strides -> a contiguous copy (batch,
-// seqlen_k, nheads_k, D) that the copy engine can read. One block per 64 keys of one (sequence,
-// kv head).
-struct VCopyArgs {
-  const uint8_t* v;
-  uint8_t* dst;
-  int64_t v_batch_stride, v_row_stride, v_head_stride;
-  int64_t seqlen_k, nheads_k;
-};
-
+// seqlen_k, nheads_k, D) at a.vt that the copy engine can read (a.keys unused). One block per 64
+// keys of one (sequence, kv head).
 template <int kD>
-__global__ void __launch_bounds__(256) v_copy_kernel(VCopyArgs a) {
+__global__ void __launch_bounds__(256) v_copy_kernel(TransposeArgs a) {
   const int64_t key0 = int64_t(blockIdx.x) * 64;
   const int64_t hk = blockIdx.y, b = blockIdx.z;
   const uint8_t* src = a.v + b * a.v_batch_stride + hk * a.v_head_stride;
-  uint8_t* dst = a.dst + ((b * a.seqlen_k) * a.nheads_k + hk) * kD;
+  uint8_t* dst = a.vt + ((b * a.seqlen_k) * a.nheads_k + hk) * kD;
   for (int c = threadIdx.x; c < 64 * kD; c += 256) {
     const int64_t key = key0 + c / kD;
     if (key < a.seqlen_k) dst[key * a.nheads_k * kD + c % kD] = src[key * a.v_row_stride + c % kD];
@@ -128,19 +121,21 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   ScratchArena arena(ctx);  // lives until the kernel is enqueued
   AttnArgs a = build_args(ctx, p);  // q, k, v as given (1-byte elements)
   int32_t vt_keys = 0;
+  // v as the caller gave it, for either pass below (its destination set there).
+  TransposeArgs t;
+  t.v = static_cast<const uint8_t*>(p.v);
+  t.vt = nullptr;
+  t.v_batch_stride = p.v_batch_stride;
+  t.v_row_stride = p.v_row_stride;
+  t.v_head_stride = p.v_head_stride;
+  t.seqlen_k = p.seqlen_k;
+  t.keys = fp8_vt_keys(p.seqlen_k);
+  t.nheads_k = p.nheads_k;
   if (p.head_dim == 256) {  // V^T written by a pass first
     void* vt = nullptr;
     FK_RETURN_IF_ERROR(arena.alloc(size_t(fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)),
                                    &vt, "attention fp8: V^T copy"));
-    TransposeArgs t;
-    t.v = static_cast<const uint8_t*>(p.v);
     t.vt = static_cast<uint8_t*>(vt);
-    t.v_batch_stride = p.v_batch_stride;
-    t.v_row_stride = p.v_row_stride;
-    t.v_head_stride = p.v_head_stride;
-    t.seqlen_k = p.seqlen_k;
-    t.keys = fp8_vt_keys(p.seqlen_k);
-    t.nheads_k = p.nheads_k;
     const dim3 grid(unsigned((t.keys + 63) / 64), unsigned(p.nheads_k), unsigned(p.batch));
     const bool vec = aligned16(p.v) && (p.v_row_stride % 16 == 0 || p.seqlen_k <= 1) &&
                      (p.v_head_stride % 16 == 0 || p.nheads_k <= 1) &&
@@ -160,16 +155,9 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
     void* copy = nullptr;
     FK_RETURN_IF_ERROR(arena.alloc(size_t(fp8_v_copy_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)),
                                    &copy, "attention fp8: contiguous copy of v"));
-    VCopyArgs c;
-    c.v = static_cast<const uint8_t*>(p.v);
-    c.dst = static_cast<uint8_t*>(copy);
-    c.v_batch_stride = p.v_batch_stride;
-    c.v_row_stride = p.v_row_stride;
-    c.v_head_stride = p.v_head_stride;
-    c.seqlen_k = p.seqlen_k;
-    c.nheads_k = p.nheads_k;
+    t.vt = static_cast<uint8_t*>(copy);
     const dim3 grid(unsigned((p.seqlen_k + 63) / 64), unsigned(p.nheads_k), unsigned(p.batch));
-    v_copy_kernel<128><<<grid, 256, 0, stream>>>(c);
+    v_copy_kernel<128><<<grid, 256, 0, stream>>>(t);
     FK_RETURN_IF_ERROR(check_launch("cuda.sm90.attention_fp8: copy of v"));
     a.v = copy;
     a.v_row_stride = tma_stride(int64_t(p.nheads_k) * p.head_dim, p.seqlen_k, 1);

@@ -184,12 +184,9 @@ struct Mainloop {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutK>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutVt>, 1024> v;
   };
-  // fp8: the raw V ring and its barriers (full: the copy engine's bytes; empty: the
+  // kVtInSmem: also the raw V ring and its barriers (full: the copy engine's bytes; empty: the
   // kTransposers threads that read a stage out).
-  struct StorageFp8 {
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutK>, 1024> k;
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutVt>, 1024> v;
+  struct StorageFp8 : StoragePlain {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutVraw>, 1024> vraw;
     alignas(8) uint64_t raw_full[kStages];
     alignas(8) uint64_t raw_empty[kStages];
