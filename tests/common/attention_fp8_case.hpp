@@ -4,6 +4,7 @@
 // library promises to compute on.
 #pragma once
 
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <vector>
@@ -134,5 +135,17 @@ struct Fp8AttnCase {
     return c;
   }
 };
+
+// Whether the Hopper fp8 kernel transposes V tiles in shared memory for this call (and so needs
+// no scratch for a v on the copy engine's 16-byte rule), as documented in flashkit.h:
+// head_dim 128 always, head_dim 256 up to 1024 keys; FLASHKIT_SM90_FP8_VT=0 / 2 (read once per
+// process by the library) give head_dim 256 the V^T pass / the transposition at every length.
+inline bool fp8_vt_in_kernel(int64_t head_dim, int64_t seqlen_k) {
+  if (head_dim != 256) return true;
+  const char* e = std::getenv("FLASHKIT_SM90_FP8_VT");
+  if (e != nullptr && e[0] == '0') return false;
+  if (e != nullptr && e[0] == '2') return true;
+  return seqlen_k <= 1024;
+}
 
 }  // namespace fktest

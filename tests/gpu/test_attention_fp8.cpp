@@ -116,9 +116,9 @@ std::string run_case(Fp8AttnCase& c, const fk_context_t* ctx, bool workspace) {
                                              dck, &out, &lse, &ws_bytes));
   const bool native = std::string(name) == kNative;
   const uint64_t copies = uint64_t(c.q.numel() + 2 * c.k.numel()) * 2;
-  // native: head_dim 128 nothing, or a contiguous copy of a v off the copy engine's 16-byte
-  // rule; head_dim 256 the V^T copy.
-  if (native && c.head_dim == 128 && (!c.v_padded || c.v_pad % 16 == 0)) {
+  // native: V transposed in the kernel (head_dim 128; 256 over short keys) nothing, or a
+  // contiguous copy of a v off the copy engine's 16-byte rule; otherwise the V^T copy.
+  if (native && fktest::fp8_vt_in_kernel(c.head_dim, c.seqlen_k) && (!c.v_padded || c.v_pad % 16 == 0)) {
     CHECK(ws_bytes == 0);
   } else {
     CHECK(ws_bytes >= (native ? uint64_t(c.v.numel()) : copies));
@@ -287,7 +287,7 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
   const char* env = std::getenv("FLASHKIT_ATTENTION_FP8_DEQUANT");
   const bool forced_off = env != nullptr && std::string(env) == "1";
   uint64_t tag = 8400;
-  for (int mode = 0; mode < 19; ++mode) {
+  for (int mode = 0; mode < 21; ++mode) {
     Fp8AttnCase c;
     c.head_dim = 128;
     bool expect_native = true;
@@ -315,10 +315,14 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
       case 17: c.batch = 1; c.seqlen_q = 100; c.seqlen_k = 150; c.head_dim = 256; c.v_padded = true; break;
       case 18:  // v's own strides (padded by 16: still the copy engine's rule), read directly
         c.batch = 2; c.seqlen_q = 150; c.seqlen_k = 290; c.v_padded = true; c.v_pad = 16; break;
+      // head_dim 256 over more than 1024 keys: the V^T pass (shorter ones above transpose in
+      // the kernel), its 16-byte form causal and its byte-wise form with a strided v.
+      case 19: c.batch = 1; c.seqlen_q = 130; c.seqlen_k = 1100; c.nheads = 2; c.nheads_k = 1; c.head_dim = 256; break;
+      case 20: c.batch = 1; c.seqlen_q = 70; c.seqlen_k = 1030; c.head_dim = 256; c.v_padded = true; break;
     }
     auto rng = fkgpu::rng_for(++tag);
     c.build(rng);
-    if (mode == 0 || mode == 1 || mode == 5 || mode == 10 || mode == 14) c.prm.causal = 1;
+    if (mode == 0 || mode == 1 || mode == 5 || mode == 10 || mode == 14 || mode == 19) c.prm.causal = 1;
     if (mode == 15) {
       // Values across e4m3's whole range (tails saturate at 448), small factors: the raw
       // scores reach ~1e5-1e6 before the scale, the probabilities stay well spread.
@@ -376,7 +380,8 @@ TEST_CASE("gpu attention fp8: small case", "[gpu][attention][fp8][sanitize]") {
     n.build(rng2);
     n.prm.causal = 1;
     DYNAMIC_SECTION(fam << ", head_dim 128") { run_case(n, ctx, false); }
-    // head_dim 256, v off the 16-byte rule (the V^T pass's byte-wise form).
+    // head_dim 256, v off the 16-byte rule: 70 keys, transposed in the kernel from a
+    // contiguous copy of v; 1040 keys, the V^T pass's byte-wise form.
     Fp8AttnCase v;
     v.batch = 1;
     v.seqlen_q = 30;
@@ -386,6 +391,15 @@ TEST_CASE("gpu attention fp8: small case", "[gpu][attention][fp8][sanitize]") {
     auto rng3 = fkgpu::rng_for(8202);
     v.build(rng3);
     DYNAMIC_SECTION(fam << ", head_dim 256, strided v") { run_case(v, ctx, true); }
+    Fp8AttnCase w;
+    w.batch = 1;
+    w.seqlen_q = 20;
+    w.seqlen_k = 1040;
+    w.head_dim = 256;
+    w.v_padded = true;
+    auto rng4 = fkgpu::rng_for(8203);
+    w.build(rng4);
+    DYNAMIC_SECTION(fam << ", head_dim 256, strided v, 1040 keys") { run_case(w, ctx, true); }
   }
 }
 

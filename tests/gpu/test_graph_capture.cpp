@@ -567,17 +567,24 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       });
     }
   }
-  SECTION("attention fp8: the Hopper kernel's V^T pass (head_dim 256) and copy of a strided v "
-          "(head_dim 128); none for a v on the 16-byte rule; the dequantising path's copies") {
+  SECTION("attention fp8: the Hopper kernel's V^T pass (head_dim 256, long keys) and copy of a "
+          "strided v; none for a v on the 16-byte rule; the dequantising path's copies") {
     const fk_context_t* ctx = fkgpu::auto_context();
-    // (head_dim, v padded): 128 compact, 128 with v off the 16-byte rule, 256 compact.
-    const std::pair<int64_t, bool> shapes[] = {{128, false}, {128, true}, {256, false}};
+    // (head_dim, v padded, keys): 128 compact, 128 with v off the 16-byte rule, 256 compact
+    // and strided over 200 keys (transposed in the kernel), 256 compact over 1100 (the pass).
+    struct Shape {
+      int64_t hd;
+      bool vpad;
+      int64_t keys;
+    };
+    const Shape shapes[] = {{128, false, 200}, {128, true, 200}, {256, false, 200}, {256, true, 200},
+                            {256, false, 1100}};
     uint64_t tag = 65050;
-    for (const auto& [hd, vpad] : shapes) {
+    for (const auto& [hd, vpad, keys] : shapes) {
       fktest::Fp8AttnCase c;
       c.batch = 2;
       c.seqlen_q = 100;
-      c.seqlen_k = 200;
+      c.seqlen_k = keys;
       c.head_dim = hd;
       c.v_padded = vpad;
       auto rng = rng_for(++tag);
@@ -590,11 +597,11 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       uint64_t bytes = 0;
       REQUIRE_FK(fk_attention_fp8_workspace_size(ctx, &c.prm, &q, &k, &v, &dq, &dk, &dv, nullptr,
                                                  nullptr, &out, &lse, &bytes));
-      INFO("head_dim " << hd << ", v padded " << vpad << ", variant " << variant);
+      INFO("head_dim " << hd << ", v padded " << vpad << ", keys " << keys << ", variant " << variant);
       const bool native = std::string(variant) == "cuda.sm90.attention_fp8";
       // Native: scratch only for the head_dim 256 pass and the strided v's copy; the
       // dequantising path always copies q, k and v.
-      const bool expect = !native || hd == 256 || vpad;
+      const bool expect = !native || !fktest::fp8_vt_in_kernel(hd, keys) || vpad;
       check_workspace_size(bytes, expect, [&](const fk_launch_t* l) {
         return fk_attention_fp8_forward(ctx, l, &c.prm, &q, &k, &v, &dq, &dk, &dv, nullptr,
                                         nullptr, &out, &lse);

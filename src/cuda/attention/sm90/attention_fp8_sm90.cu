@@ -8,15 +8,16 @@
 // group of 16 in the order in which the kernel's P fragment holds them (softmax.cuh,
 // convert_fragment_fp8; vt_key below), so that P goes from the S accumulators to the A operand
 // without moving values between threads. Where V^T comes from:
-//   head_dim 128: as FA3 does, the kernel transposes V tiles in shared memory (mainloop.cuh,
-//     kVtInSmem and transpose_v_tile): the copy engine loads each tile as it is, and three
-//     warps of the producer warpgroup write it transposed into the ring the P V GEMM reads. A v
-//     outside the copy engine's 16-byte rule is first copied into a contiguous scratch. (0.7.0
-//     used the pass below here too: 11-21% of the call at 512 keys.)
-//   head_dim 256: one pass before the kernel writes V^T (batch, nheads_k, head_dim, keys) into
-//     scratch (1 byte read and 1 written per element of v), and the kernel's copy engine reads
-//     that; the in-kernel transposition measured 6-28% slower there from 2k keys on (session
-//     43, RESULTS.md "V transposed in shared memory").
+//   head_dim 128, and head_dim 256 up to kFp8VtInKernelMaxKeys256 keys (launch.h): as FA3
+//     does, the kernel transposes V tiles in shared memory (mainloop.cuh, kVtInSmem and
+//     transpose_v_tile): the copy engine loads each tile as it is, and three warps of the
+//     producer warpgroup write it transposed into the ring the P V GEMM reads. A v outside the
+//     copy engine's 16-byte rule is first copied into a contiguous scratch. (0.7.0 used the
+//     pass below here too: 11-21% of the call at 512 keys.)
+//   head_dim 256 over longer keys: one pass before the kernel writes V^T (batch, nheads_k,
+//     head_dim, keys) into scratch (1 byte read and 1 written per element of v), and the
+//     kernel's copy engine reads that; the in-kernel transposition measured 6-28% slower there
+//     from 2k keys on (session 43, RESULTS.md "V transposed in shared memory").
 // P is rounded to e4m3 (as FA3 does); the row sums use the unrounded fp32 P. S is scaled by
 // softmax_scale x descale_q x descale_k and O by descale_v, per (sequence, kv head).
 //
@@ -131,7 +132,8 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   t.seqlen_k = p.seqlen_k;
   t.keys = fp8_vt_keys(p.seqlen_k);
   t.nheads_k = p.nheads_k;
-  if (p.head_dim == 256) {  // V^T written by a pass first
+  const bool in_kernel = fp8_vt_in_kernel(p);
+  if (!in_kernel) {  // head_dim 256 over longer keys: V^T written by a pass first
     void* vt = nullptr;
     FK_RETURN_IF_ERROR(arena.alloc(size_t(fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)),
                                    &vt, "attention fp8: V^T copy"));
@@ -151,13 +153,17 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
     a.v_row_stride = t.keys;  // between head_dim rows of V^T
     a.v_head_stride = p.head_dim * t.keys;
     a.v_batch_stride = int64_t(p.nheads_k) * p.head_dim * t.keys;
-  } else if (!fp8_v_direct(p)) {  // head_dim 128, v off the 16-byte rule: a contiguous copy
+  } else if (!fp8_v_direct(p)) {  // transposed in the kernel, v off the 16-byte rule: a contiguous copy
     void* copy = nullptr;
     FK_RETURN_IF_ERROR(arena.alloc(size_t(fp8_v_copy_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)),
                                    &copy, "attention fp8: contiguous copy of v"));
     t.vt = static_cast<uint8_t*>(copy);
     const dim3 grid(unsigned((p.seqlen_k + 63) / 64), unsigned(p.nheads_k), unsigned(p.batch));
-    v_copy_kernel<128><<<grid, 256, 0, stream>>>(t);
+    if (p.head_dim == 256) {
+      v_copy_kernel<256><<<grid, 256, 0, stream>>>(t);
+    } else {
+      v_copy_kernel<128><<<grid, 256, 0, stream>>>(t);
+    }
     FK_RETURN_IF_ERROR(check_launch("cuda.sm90.attention_fp8: copy of v"));
     a.v = copy;
     a.v_row_stride = tma_stride(int64_t(p.nheads_k) * p.head_dim, p.seqlen_k, 1);
@@ -169,8 +175,11 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   // consumer warpgroups over 64-key fp8 tiles at head_dim 128 measured 1-22% slower (session 41).
   if (a.block_m != kBlockM) return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention_fp8: tile height");
   const Fp8Launch f{d, vt_keys};
-  if (p.head_dim == 256)
+  if (p.head_dim == 256 && in_kernel)
     return launch_kernel<cute::float_e4m3_t, 256, fp8_block_n(256), false, kBlockM, kFp8Stages>(
+        a, stream, &f);
+  if (p.head_dim == 256)
+    return launch_kernel<cute::float_e4m3_t, 256, fp8_block_n(256), false, kBlockM, kFp8Stages, false>(
         a, stream, &f);
   return launch_kernel<cute::float_e4m3_t, 128, fp8_block_n(128), false, kBlockM, kFp8Stages>(
       a, stream, &f);

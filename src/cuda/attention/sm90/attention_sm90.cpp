@@ -58,7 +58,8 @@ bool stride_ok(int64_t stride, int64_t extent, int64_t elem_bytes = 2) {
 // FLASHKIT_SM90_ATTENTION_NARROW=0 keeps short unmasked head_dim 128 calls on 176-key tiles, =2
 // puts every unmasked head_dim 128 call not over a KV cache (any length, any number of query
 // rows) on the 128-key, three-stage tiles (launch.h); FLASHKIT_SM90_ATTENTION_HI_MASK=0 masks
-// every partial key tile by both bounds (softmax.cuh).
+// every partial key tile by both bounds (softmax.cuh); FLASHKIT_SM90_FP8_VT=0 gives every fp8
+// head_dim 256 call the V^T pass, =2 the transposition in shared memory (fp8_vt_in_kernel).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -84,6 +85,7 @@ struct Flags {
   int keys64 = env_mode("FLASHKIT_SM90_ATTENTION_KEYS64");
   int narrow = env_mode("FLASHKIT_SM90_ATTENTION_NARROW");
   bool hi_mask = env_flag("FLASHKIT_SM90_ATTENTION_HI_MASK");
+  int fp8_vt = env_mode("FLASHKIT_SM90_FP8_VT");
 };
 const Flags& flags() {
   static const Flags f;
@@ -160,7 +162,8 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
 // softcap and with softmax_scale > 0; q and k read by the copy engine from the caller's tensors
 // (16-byte rule for 1-byte elements), out written as by the 16-bit kernel; v at head_dim 128 as
 // well when it keeps that rule (fp8_v_direct), else from a contiguous copy made first, and at
-// head_dim 256 by the V^T pass; both passes take any strides, and their grids hold batch and
+// head_dim 256 the same up to kFp8VtInKernelMaxKeys256 keys, by the V^T pass above that
+// (fp8_vt_in_kernel); both passes take any strides, and their grids hold batch and
 // nheads_k up to 65535.
 bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.dtype != DType::F8E4M3 || !hopper_problem_ok(caps, p)) return false;
@@ -185,8 +188,14 @@ bool fp8_v_direct(const AttentionProblem& p) {
          stride_ok(p.v_head_stride, p.nheads_k, 1) && stride_ok(p.v_batch_stride, p.batch, 1);
 }
 
+bool fp8_vt_in_kernel(const AttentionProblem& p) {
+  if (p.head_dim != 256) return true;
+  const int mode = flags().fp8_vt;
+  return mode == 2 || (mode == 1 && p.seqlen_k <= kFp8VtInKernelMaxKeys256);
+}
+
 uint64_t attention_fp8_workspace(const AttentionProblem& p) {
-  if (p.head_dim == 256) return workspace_for({fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)});
+  if (!fp8_vt_in_kernel(p)) return workspace_for({fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)});
   if (fp8_v_direct(p)) return 0;
   return workspace_for({fp8_v_copy_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)});
 }

@@ -23,10 +23,13 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p);
 // fk_attention_fp8_forward on the fp8 tensor cores ("cuda.sm90.attention_fp8",
 // attention_fp8_sm90.cu): true when the fp8 problem `p` (unpacked layout) fits that kernel.
 bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p);
-// Scratch it takes, a multiple of 256 bytes: head_dim 256 the V^T copy; head_dim 128 nothing,
+// True when the fp8 kernel transposes V tiles in shared memory (head_dim 128; head_dim 256 up
+// to kFp8VtInKernelMaxKeys256 keys, launch.h), false when a pass writes V^T first.
+bool fp8_vt_in_kernel(const AttentionProblem& p);
+// Scratch it takes, a multiple of 256 bytes: with the V^T pass, the V^T copy; otherwise nothing,
 // or (v outside the copy engine's 16-byte rule) a contiguous copy of v.
 uint64_t attention_fp8_workspace(const AttentionProblem& p);
-// head_dim 128: true when the fp8 kernel's copy engine reads v from the caller's tensor.
+// True when the fp8 kernel's copy engine can read v from the caller's tensor (16-byte rule).
 bool fp8_v_direct(const AttentionProblem& p);
 // Enqueues it. Call only for problems attention_fp8_supported() accepts.
 fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,

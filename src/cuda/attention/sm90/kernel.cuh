@@ -6,9 +6,9 @@
 // producer: it gives registers back (setmaxnreg 40) and one thread issues the copy-engine loads
 // of every tile the CTA owns: Q once per tile (its own full/empty mbarrier pair; the next tile's
 // Q is loaded as soon as every consumer warpgroup is done with the current one), then K and V
-// tiles through their rings, running ahead across tile boundaries (the fp8 kernel at head_dim
-// 128: V into a raw ring, which the warpgroup's other three warps transpose into the V ring;
-// mainloop.cuh, kVtInSmem). Warpgroups 1 and 2 are the consumers (setmaxnreg 232):
+// tiles through their rings, running ahead across tile boundaries (the fp8 kernel with V
+// transposed in shared memory: V into a raw ring, which the warpgroup's other three warps
+// transpose into the V ring; mainloop.cuh, kVtInSmem). Warpgroups 1 and 2 are the consumers (setmaxnreg 232):
 // each owns 64 query rows and, per key tile, issues S = Q K^T, masks, updates the online
 // softmax, and issues O += P V with P in registers; then it writes its rows of O and LSE.
 // The S GEMM of key tile n - 1 is issued together with the P V GEMM of tile n, so the
@@ -59,9 +59,10 @@ namespace cuda {
 namespace sm90_attention {
 
 template <class Element, int kHeadDim, int kBlockN, bool kCache, int kBlockM_ = kBlockM,
-          int kStages_ = stages_for(kHeadDim)>
+          int kStages_ = stages_for(kHeadDim), bool kVtInKernel_ = true>
 struct AttentionKernel {
-  using Mainloop = sm90_attention::Mainloop<Element, kHeadDim, kBlockN, kCache, kBlockM_, kStages_>;
+  using Mainloop =
+      sm90_attention::Mainloop<Element, kHeadDim, kBlockN, kCache, kBlockM_, kStages_, kVtInKernel_>;
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kConsumers = Mainloop::kConsumers;
   static constexpr int kThreads = 128 * (1 + kConsumers);

@@ -41,9 +41,9 @@ struct Fp8Launch {
 };
 
 template <class Element, int kHeadDim, int kBlockN, bool kCache, int kBlockM_ = kBlockM,
-          int kStages_ = stages_for(kHeadDim)>
+          int kStages_ = stages_for(kHeadDim), bool kVtInKernel_ = true>
 fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream, const Fp8Launch* fp8 = nullptr) {
-  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN, kCache, kBlockM_, kStages_>;
+  using Kernel = AttentionKernel<Element, kHeadDim, kBlockN, kCache, kBlockM_, kStages_, kVtInKernel_>;
   if (a.block_m != kBlockM_) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention: tile height differs from the host's count");
   }

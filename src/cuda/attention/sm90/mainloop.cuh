@@ -6,7 +6,7 @@
 // cutlass::PipelineTmaAsync (a "full" mbarrier completed by the copy engine's byte count and an
 // "empty" one completed when all consumer threads are done). K and V have separate rings
 // so that S = Q K^T can start as soon as K has landed, while V is still in flight. The fp8
-// kernel at head_dim 128 (kVtInSmem) adds a third ring of raw V tiles, and its V^T ring's full
+// kernel with V transposed in shared memory (kVtInSmem) adds a third ring of raw V tiles, and its V^T ring's full
 // barrier completes on the arrivals of the 96 threads that transpose into it.
 //
 // GEMMs (wgmma, each consumer warpgroup owning 64 query rows of the 128- or 192-row tile):
@@ -37,23 +37,24 @@ namespace sm90_attention {
 // plain one compiles none of that code (it cost the plain kernel up to 7% at head_dim 128 when
 // both shared one producer: H200, 8k causal, RESULTS.md "Hopper kernel over KV caches").
 // kBlockM_: query rows per work tile, 64 per consumer warpgroup (launch.h).
+// kVtInKernel_ (fp8 only): V transposed in shared memory (kVtInSmem) rather than read from the
+// V^T copy a pass writes first; ignored by the 16-bit kernels.
 template <class Element_, int kHeadDim_, int kBlockN_, bool kCache_, int kBlockM_ = kBlockM,
-          int kStages_ = stages_for(kHeadDim_)>
+          int kStages_ = stages_for(kHeadDim_), bool kVtInKernel_ = true>
 struct Mainloop {
   using Element = Element_;  // cute::half_t, cute::bfloat16_t, or cute::float_e4m3_t (below)
   static constexpr int kHeadDim = kHeadDim_;
   // The FP8 forward (fk_attention_fp8_forward, attention_fp8_sm90.cu): e4m3 Q and K as given;
   // wgmma takes 8-bit operands K-major only (FA3 Section 3.3), so P V needs V^T with the keys
   // contiguous. Batched calls only.
-  //   kVtInSmem (head_dim 128): V tiles land as they are in a ring of their own (vraw, rows =
-  //     keys) and three producer warps write each one transposed into the V^T ring the
-  //     consumers read (transpose_v_tile below);
-  //   head_dim 256: V^T is a copy that a pass before the kernel writes (attention_fp8_sm90.cu),
-  //     and the copy engine reads it. The in-kernel transposition measured 12-19% faster there
-  //     at 512 keys but 6-28% slower from 2k keys on (H200, session 43: RESULTS.md, "V
-  //     transposed in shared memory"), so head_dim 256 keeps the pass.
+  //   kVtInSmem (head_dim 128, and 256 over short keys): V tiles land as they are in a ring of
+  //     their own (vraw, rows = keys) and three producer warps write each one transposed into
+  //     the V^T ring the consumers read (transpose_v_tile below);
+  //   otherwise (head_dim 256 over longer keys): V^T is a copy that a pass before the kernel
+  //     writes (attention_fp8_sm90.cu), and the copy engine reads it. Which one a call takes:
+  //     attention_sm90.cpp, fp8_vt_in_kernel.
   static constexpr bool kFp8 = sizeof(Element) == 1;
-  static constexpr bool kVtInSmem = kFp8 && kHeadDim_ == 128;
+  static constexpr bool kVtInSmem = kFp8 && kVtInKernel_;
   static_assert(!kFp8 || !kCache_, "the fp8 kernel reads no KV cache");
   static constexpr int kBlockN = kBlockN_;
   static constexpr bool kCache = kCache_;

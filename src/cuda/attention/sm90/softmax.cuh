@@ -171,7 +171,7 @@ __device__ __forceinline__ void convert_fragment(const TF& f, TE& e) {
 // the A fragment takes the thread's pairs of column groups 4 kb + 2 h and 4 kb + 2 h + 1 of
 // row r, so A's k position 16 j + 4 t + e (e < 4) holds the score of key
 // 16 j + 8 (e / 2) + 2 t + e % 2. V^T holds its keys in that order within each group of 16
-// (head_dim 128: mainloop.cuh, transpose_v_tile; head_dim 256: the pass's vt_key in
+// (V transposed in shared memory: mainloop.cuh, transpose_v_tile; by the pass: its vt_key in
 // attention_fp8_sm90.cu), so P V sums matching pairs. Rounded to nearest, with
 // saturation (P is in [0, 1] after the row max is subtracted).
 template <class TF, class TE>
