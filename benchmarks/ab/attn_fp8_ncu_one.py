@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One head_dim 128 cell of benchmarks/attention_fp8.py (batch x seqlen = 16384, 16 heads),
+"""One cell of benchmarks/attention_fp8.py (batch x seqlen = 16384, nheads x head_dim = 2048),
 run once inside an NVTX range "prof" for Nsight Compute's --nvtx-include "prof/": the fp8 call
 (--which fp8: cuda.sm90.attention_fp8, with its V^T pass until session 43 moved the
 transposition into the kernel) or flashkit's bf16 call on the same dequantised values (--which
@@ -19,8 +19,10 @@ ap.add_argument("--lib", required=True)
 ap.add_argument("--which", choices=["fp8", "bf16"], required=True)
 ap.add_argument("--s", type=int, default=8192)
 ap.add_argument("--causal", type=int, default=0)
+ap.add_argument("--head-dim", type=int, default=128, help="128 (16 heads) or 256 (8 heads)")
 a = ap.parse_args()
-d, h = 128, 16
+d = a.head_dim
+h = 2048 // d
 b = 16384 // a.s
 g = torch.Generator(device="cuda").manual_seed(a.s)
 q8, k8, v8 = ((torch.randn(b, a.s, h, d, device="cuda", generator=g) * 2).to(torch.float8_e4m3fn)
