@@ -570,21 +570,24 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
   SECTION("attention fp8: the Hopper kernel's V^T pass (head_dim 256, long keys) and copy of a "
           "strided v; none for a v on the 16-byte rule; the dequantising path's copies") {
     const fk_context_t* ctx = fkgpu::auto_context();
-    // (head_dim, v padded, keys): 128 compact, 128 with v off the 16-byte rule, 256 compact
-    // and strided over 200 keys (transposed in the kernel), 256 compact over 1100 (the pass).
+    // (head_dim, v padded, query heads per kv head): 128 compact, 128 with v off the 16-byte
+    // rule, 256 compact and strided with 2 query heads per kv head (transposed in the kernel),
+    // 256 compact with 16 (the pass: ~1500 query rows read each key).
     struct Shape {
       int64_t hd;
       bool vpad;
-      int64_t keys;
+      int64_t group;
     };
-    const Shape shapes[] = {{128, false, 200}, {128, true, 200}, {256, false, 200}, {256, true, 200},
-                            {256, false, 1100}};
+    const Shape shapes[] = {{128, false, 2}, {128, true, 2}, {256, false, 2}, {256, true, 2},
+                            {256, false, 16}};
     uint64_t tag = 65050;
-    for (const auto& [hd, vpad, keys] : shapes) {
+    for (const auto& [hd, vpad, group] : shapes) {
       fktest::Fp8AttnCase c;
       c.batch = 2;
       c.seqlen_q = 100;
-      c.seqlen_k = keys;
+      c.seqlen_k = 200;
+      c.nheads_k = 1;
+      c.nheads = group;
       c.head_dim = hd;
       c.v_padded = vpad;
       auto rng = rng_for(++tag);
@@ -597,11 +600,11 @@ TEST_CASE("gpu workspace size queries: the reported size covers the call, and is
       uint64_t bytes = 0;
       REQUIRE_FK(fk_attention_fp8_workspace_size(ctx, &c.prm, &q, &k, &v, &dq, &dk, &dv, nullptr,
                                                  nullptr, &out, &lse, &bytes));
-      INFO("head_dim " << hd << ", v padded " << vpad << ", keys " << keys << ", variant " << variant);
+      INFO("head_dim " << hd << ", v padded " << vpad << ", group " << group << ", variant " << variant);
       const bool native = std::string(variant) == "cuda.sm90.attention_fp8";
       // Native: scratch only for the head_dim 256 pass and the strided v's copy; the
       // dequantising path always copies q, k and v.
-      const bool expect = !native || !fktest::fp8_vt_in_kernel(hd, keys) || vpad;
+      const bool expect = !native || !fktest::fp8_vt_in_kernel(c) || vpad;
       check_workspace_size(bytes, expect, [&](const fk_launch_t* l) {
         return fk_attention_fp8_forward(ctx, l, &c.prm, &q, &k, &v, &dq, &dk, &dv, nullptr,
                                         nullptr, &out, &lse);

@@ -8,13 +8,14 @@
 // group of 16 in the order in which the kernel's P fragment holds them (softmax.cuh,
 // convert_fragment_fp8; vt_key below), so that P goes from the S accumulators to the A operand
 // without moving values between threads. Where V^T comes from:
-//   head_dim 128, and head_dim 256 up to kFp8VtInKernelMaxKeys256 keys (launch.h): as FA3
+//   head_dim 128, and head_dim 256 where few query rows read each key (kFp8VtInKernelMaxReads,
+//     launch.h; attention_sm90.cpp, fp8_vt_in_kernel): as FA3
 //     does, the kernel transposes V tiles in shared memory (mainloop.cuh, kVtInSmem and
 //     transpose_v_tile): the copy engine loads each tile as it is, and three warps of the
 //     producer warpgroup write it transposed into the ring the P V GEMM reads. A v outside the
 //     copy engine's 16-byte rule is first copied into a contiguous scratch. (0.7.0 used the
 //     pass below here too: 11-21% of the call at 512 keys.)
-//   head_dim 256 over longer keys: one pass before the kernel writes V^T (batch, nheads_k,
+//   head_dim 256 otherwise: one pass before the kernel writes V^T (batch, nheads_k,
 //     head_dim, keys) into scratch (1 byte read and 1 written per element of v), and the
 //     kernel's copy engine reads that; the in-kernel transposition measured 6-28% slower there
 //     from 2k keys on (session 43, RESULTS.md "V transposed in shared memory").
@@ -133,7 +134,7 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   t.keys = fp8_vt_keys(p.seqlen_k);
   t.nheads_k = p.nheads_k;
   const bool in_kernel = fp8_vt_in_kernel(p);
-  if (!in_kernel) {  // head_dim 256 over longer keys: V^T written by a pass first
+  if (!in_kernel) {  // head_dim 256, many reads per key: V^T written by a pass first
     void* vt = nullptr;
     FK_RETURN_IF_ERROR(arena.alloc(size_t(fp8_vt_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)),
                                    &vt, "attention fp8: V^T copy"));
@@ -153,7 +154,7 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
     a.v_row_stride = t.keys;  // between head_dim rows of V^T
     a.v_head_stride = p.head_dim * t.keys;
     a.v_batch_stride = int64_t(p.nheads_k) * p.head_dim * t.keys;
-  } else if (!fp8_v_direct(p)) {  // transposed in the kernel, v off the 16-byte rule: a contiguous copy
+  } else if (!fp8_v_direct(p)) {  // transposed in the kernel, v off the 16-byte rule: copied first
     void* copy = nullptr;
     FK_RETURN_IF_ERROR(arena.alloc(size_t(fp8_v_copy_bytes(p.batch, p.nheads_k, p.head_dim, p.seqlen_k)),
                                    &copy, "attention fp8: contiguous copy of v"));

@@ -162,8 +162,8 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
 // softcap and with softmax_scale > 0; q and k read by the copy engine from the caller's tensors
 // (16-byte rule for 1-byte elements), out written as by the 16-bit kernel; v at head_dim 128 as
 // well when it keeps that rule (fp8_v_direct), else from a contiguous copy made first, and at
-// head_dim 256 the same up to kFp8VtInKernelMaxKeys256 keys, by the V^T pass above that
-// (fp8_vt_in_kernel); both passes take any strides, and their grids hold batch and
+// head_dim 256 the same where few query rows read each key (fp8_vt_in_kernel), else by the
+// V^T pass; both passes take any strides, and their grids hold batch and
 // nheads_k up to 65535.
 bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.dtype != DType::F8E4M3 || !hopper_problem_ok(caps, p)) return false;
@@ -188,10 +188,29 @@ bool fp8_v_direct(const AttentionProblem& p) {
          stride_ok(p.v_head_stride, p.nheads_k, 1) && stride_ok(p.v_batch_stride, p.batch, 1);
 }
 
+// Query rows that read each key of a kv head, on average: (nheads / nheads_k) x seqlen_q
+// rounded up to whole 128-row tiles x the mean number of keys a query row attends under the
+// bottom-right aligned window (causal included) / seqlen_k. The mean is taken over at most 64
+// rows, at the centres of equal bands: a heuristic's input, not an exact count.
+double fp8_reads_per_key(const AttentionProblem& p) {
+  const int64_t sq = p.seqlen_q, sk = p.seqlen_k, off = sk - sq;
+  if (sq < 1 || sk < 1 || p.nheads_k < 1) return 0.0;
+  const int64_t n = std::min<int64_t>(sq, 64);
+  double keys = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t i = n == sq ? j : (2 * j + 1) * sq / (2 * n);
+    const int64_t hi = p.window_right < 0 ? sk - 1 : std::min(sk - 1, i + off + p.window_right);
+    const int64_t lo = p.window_left < 0 ? 0 : std::max<int64_t>(0, i + off - p.window_left);
+    keys += double(std::max<int64_t>(0, hi - lo + 1));
+  }
+  const double rows = double((sq + kBlockM - 1) / kBlockM * kBlockM);
+  return double(p.nheads / p.nheads_k) * rows * (keys / double(n)) / double(sk);
+}
+
 bool fp8_vt_in_kernel(const AttentionProblem& p) {
   if (p.head_dim != 256) return true;
   const int mode = flags().fp8_vt;
-  return mode == 2 || (mode == 1 && p.seqlen_k <= kFp8VtInKernelMaxKeys256);
+  return mode == 2 || (mode == 1 && fp8_reads_per_key(p) <= kFp8VtInKernelMaxReads);
 }
 
 uint64_t attention_fp8_workspace(const AttentionProblem& p) {

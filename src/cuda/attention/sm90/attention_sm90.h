@@ -23,8 +23,9 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p);
 // fk_attention_fp8_forward on the fp8 tensor cores ("cuda.sm90.attention_fp8",
 // attention_fp8_sm90.cu): true when the fp8 problem `p` (unpacked layout) fits that kernel.
 bool attention_fp8_supported(const DeviceCaps& caps, const AttentionProblem& p);
-// True when the fp8 kernel transposes V tiles in shared memory (head_dim 128; head_dim 256 up
-// to kFp8VtInKernelMaxKeys256 keys, launch.h), false when a pass writes V^T first.
+// True when the fp8 kernel transposes V tiles in shared memory (head_dim 128; head_dim 256
+// where each key is read by at most kFp8VtInKernelMaxReads query rows, launch.h), false when
+// a pass writes V^T first.
 bool fp8_vt_in_kernel(const AttentionProblem& p);
 // Scratch it takes, a multiple of 256 bytes: with the V^T pass, the V^T copy; otherwise nothing,
 // or (v outside the copy engine's 16-byte rule) a contiguous copy of v.

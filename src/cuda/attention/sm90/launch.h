@@ -76,11 +76,14 @@ constexpr int64_t tma_stride(int64_t stride, int64_t extent, int64_t elem_bytes 
 // rule 2): not built (H200, session 41: RESULTS.md, "FP8 attention on the fp8 tensor cores").
 constexpr int kFp8Stages = 2;
 constexpr int fp8_block_n(int head_dim) { return head_dim <= 128 ? 128 : 64; }
-// head_dim 256 transposes V tiles in shared memory (as head_dim 128 does) over at most this
-// many keys, and above it reads a V^T copy that a pass writes first (attention_sm90.cpp,
-// fp8_vt_in_kernel). H200, session 43: the transposition 12-19% faster at 512 keys and 7% at
-// 1k causal, 6-28% slower from 2k keys (RESULTS.md, "V transposed in shared memory").
-constexpr int64_t kFp8VtInKernelMaxKeys256 = 1024;
+// head_dim 256 transposes V tiles in shared memory (as head_dim 128 does) where each key is
+// read by at most this many query rows on average, and otherwise reads a V^T copy that a pass
+// writes first (attention_sm90.cpp, fp8_vt_in_kernel): the transposition's cost grows with the
+// key tiles the work tiles visit, the pass's with the keys. H200, session 44 (RESULTS.md,
+// "head_dim 256: V transposed in shared memory where few query rows read each key"): 512 keys
+// 14-20% faster, 1k causal 7.5% faster (512 reads a key), 1k unmasked 1.4% and 1.5k causal 1%
+// slower (1024 and 768 reads), 2k-4k 5-24% slower.
+constexpr double kFp8VtInKernelMaxReads = 640.0;
 // head_dim 256: keys per row of its V^T copy (a pass before the kernel writes it): seqlen_k
 // rounded up to the 16-key groups of the permutation (16 bytes: the copy engine's stride rule as
 // well), and the copy's bytes.

@@ -47,10 +47,10 @@ struct Mainloop {
   // The FP8 forward (fk_attention_fp8_forward, attention_fp8_sm90.cu): e4m3 Q and K as given;
   // wgmma takes 8-bit operands K-major only (FA3 Section 3.3), so P V needs V^T with the keys
   // contiguous. Batched calls only.
-  //   kVtInSmem (head_dim 128, and 256 over short keys): V tiles land as they are in a ring of
-  //     their own (vraw, rows = keys) and three producer warps write each one transposed into
-  //     the V^T ring the consumers read (transpose_v_tile below);
-  //   otherwise (head_dim 256 over longer keys): V^T is a copy that a pass before the kernel
+  //   kVtInSmem (head_dim 128, and 256 where few query rows read each key): V tiles land as
+  //     they are in a ring of their own (vraw, rows = keys) and three producer warps write each
+  //     one transposed into the V^T ring the consumers read (transpose_v_tile below);
+  //   otherwise (head_dim 256): V^T is a copy that a pass before the kernel
   //     writes (attention_fp8_sm90.cu), and the copy engine reads it. Which one a call takes:
   //     attention_sm90.cpp, fp8_vt_in_kernel.
   static constexpr bool kFp8 = sizeof(Element) == 1;
