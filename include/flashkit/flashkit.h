@@ -764,12 +764,18 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *   included), q and k 16-byte aligned with row, head and batch strides that are multiples of
  *   16 elements, and out as fk_attention_forward()'s Hopper kernel takes it (16-byte aligned,
  *   strides multiples of 8); any causal or window mask, GQA/MQA, lse. wgmma reads 8-bit
- *   operands K-major only, so P V needs v transposed: at head_dim 128 the kernel transposes v's
- *   tiles in shared memory and needs no scratch when v is 16-byte aligned with strides that
- *   are multiples of 16 elements (else it first copies v into a contiguous scratch of batch *
- *   seqlen_k * nheads_k * head_dim bytes); at head_dim 256 one pass before the kernel writes a
- *   transposed copy of v to scratch, batch * nheads_k * head_dim * (seqlen_k rounded up to 16)
- *   bytes. Scratch comes from the launch workspace or is allocated per call
+ *   operands K-major only, so P V needs v transposed. At head_dim 128, and at head_dim 256
+ *   where few query rows read each key, the kernel transposes v's tiles in shared memory and
+ *   needs no scratch when v is 16-byte aligned with strides that are multiples of 16 elements
+ *   (else it first copies v into a contiguous scratch of batch * seqlen_k * nheads_k * head_dim
+ *   bytes). "Few" means R <= 640, where R = (nheads / nheads_k) * (seqlen_q rounded up to a
+ *   multiple of 128) * (mean number of keys a query row attends under the mask) / seqlen_k:
+ *   the transposition's cost grows with the key tiles the work visits, a pass's with the keys
+ *   (H200: 14-20% faster at 512 keys, 5-24% slower from 2k keys on; benchmarks/RESULTS.md).
+ *   Otherwise one pass before the kernel writes a transposed copy of v to scratch, batch *
+ *   nheads_k * head_dim * (seqlen_k rounded up to 16) bytes. The environment variable
+ *   FLASHKIT_SM90_FP8_VT set to "0" / "2" (read once per process) gives every head_dim 256 call
+ *   the pass / the transposition in shared memory. Scratch comes from the launch workspace or is allocated per call
  *   (fk_attention_fp8_workspace_size()). Calls past its size limits
  *   (batch or nheads_k above 65535, seqlen or nheads above 2^30, strides of 2^39 elements or
  *   more) take the path below, as does every call when the environment variable
@@ -844,11 +850,12 @@ FK_API fk_status_t fk_attention_fp8_select_kernel(
 
 /**
  * @brief Workspace bytes with which fk_attention_fp8_forward() allocates nothing: for
- *        `"cuda.sm90.attention_fp8"` at head_dim 256 the transposed copy of v (batch * nheads_k
- *        * head_dim * (seqlen_k rounded up to 16) bytes), at head_dim 128 nothing (0), or a
- *        contiguous copy of a v off the copy engine's 16-byte rule (batch * seqlen_k * nheads_k
- *        * head_dim bytes), each rounded up to 256, plus 255 for the alignment of the
- *        workspace's start; for the dequantising path on the CUDA backend the bf16
+ *        `"cuda.sm90.attention_fp8"` where it transposes v in shared memory (head_dim 128,
+ *        and head_dim 256 with few query rows per key: fk_attention_fp8_forward()) nothing (0),
+ *        or a contiguous copy of a v off the copy engine's 16-byte rule (batch * seqlen_k *
+ *        nheads_k * head_dim bytes); otherwise (head_dim 256) the transposed copy of v (batch *
+ *        nheads_k * head_dim * (seqlen_k rounded up to 16) bytes); each rounded up to 256,
+ *        plus 255 for the alignment of the workspace's start; for the dequantising path on the CUDA backend the bf16
  *        copies of q, k and v (2 bytes per element each) plus what the bf16 attention call
  *        needs (fk_attention_workspace_size()); 0 on the CPU backend, which dequantises into
  *        host memory it allocates. Added in 0.6.0.

@@ -192,7 +192,7 @@ class Context:
         allocates nothing (the fk_*_workspace_size queries): 0 when the call takes no scratch
         (every CPU call, blockdiag_linear, most attention calls); nonzero for split-K GEMMs
         (decode-sized M, long K), every attention_fp8 call on a GPU (its bf16 copies of q, k and
-        v, 2 bytes per element each, or on Hopper's fp8 kernel a transposed copy of v at head_dim 256, none at 128), attention calls whose keys the GPU splits into chunks
+        v, 2 bytes per element each, or on Hopper's fp8 kernel none, or a copy of v: transposed at head_dim 256 with many query rows per key, plain for a v off the 16-byte rule), attention calls whose keys the GPU splits into chunks
         (fp16/bf16 decode-like calls with too few query tiles to fill it; so a small batch can
         need scratch where a large one needs none: query each shape), FFT convolutions that recompute their filter's spectrum per call (and the
         generic kernel's four-step intermediates above fft_size 8192), Monarch calls that run in

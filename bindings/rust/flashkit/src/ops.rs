@@ -392,9 +392,10 @@ pub fn attention_fp8_select_kernel(
 }
 
 /// Workspace bytes with which [`attention_fp8`] allocates nothing
-/// (`fk_attention_fp8_workspace_size`: for `"cuda.sm90.attention_fp8"` the transposed copy of
-/// `v` at head_dim 256, nothing at 128 unless `v` is off the 16-byte rule (then a contiguous
-/// copy of it), else on a GPU the bf16 copies of `q`, `k`, `v` plus what the bf16 call needs; 0 on the
+/// (`fk_attention_fp8_workspace_size`: for `"cuda.sm90.attention_fp8"` nothing where the kernel
+/// transposes `v` in shared memory (head_dim 128; head_dim 256 with few query rows per key, as
+/// `fk_attention_fp8_forward` documents) unless `v` is off the 16-byte rule (then a contiguous
+/// copy of it), the transposed copy of `v` otherwise; else on a GPU the bf16 copies of `q`, `k`, `v` plus what the bf16 call needs; 0 on the
 /// CPU backend); validates like it.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_fp8_workspace_size(
