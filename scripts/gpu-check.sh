@@ -250,7 +250,8 @@ run_checks() {
     cpp_pass "$out" "INDEX64" "sm90 attention: causal tile order in L2-sized head sections,[sm90][sanitize]" \
       gpu_tests_index64.log FLASHKIT_SM90_ATTENTION_INDEX64=1
     # The fp8 kernel at head_dim 256 with the V^T pass at every length (FP8_VT=0) and with V
-    # transposed in shared memory at every length (FP8_VT=2); by default the length decides.
+    # transposed in shared memory at every length (FP8_VT=2); by default the query rows per key
+    # decide (attention_sm90.cpp, fp8_vt_in_kernel).
     cpp_pass "$out" "FP8_VT=0" "[fp8]" gpu_tests_fp8_vt0.log FLASHKIT_SM90_FP8_VT=0
     cpp_pass "$out" "FP8_VT=2" "[fp8]" gpu_tests_fp8_vt2.log FLASHKIT_SM90_FP8_VT=2
   fi

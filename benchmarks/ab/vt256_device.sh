@@ -2,7 +2,8 @@
 # Session 44: the fp8 attention kernel at head_dim 256 with the V^T pass before the kernel
 # (FLASHKIT_SM90_FP8_VT=0) against V transposed in shared memory by the producer warpgroup's
 # warps 1-3 (=2), one library (carry .device, scripts/gpu-check.sh --build-only):
-#   1. `[fp8]` with the length rule (default), =0 and =2;
+#   1. `[fp8]` with the default rule (the first run used seqlen_k <= 1024; merged: query rows
+#      per key, attention_sm90.cpp fp8_vt_in_kernel), =0 and =2;
 #   2. benchmarks/attention_fp8.py --head-dim 256 (8 heads, batch x seqlen = 16384), order
 #      0 2 2 0, one process per run (SEQLENS, REPS);
 #   3. (PROF=1, default) Nsight Compute at 8192 keys, not causal, both forms: speed of light,

@@ -768,8 +768,9 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *   where few query rows read each key, the kernel transposes v's tiles in shared memory and
  *   needs no scratch when v is 16-byte aligned with strides that are multiples of 16 elements
  *   (else it first copies v into a contiguous scratch of batch * seqlen_k * nheads_k * head_dim
- *   bytes). "Few" means R <= 640, where R = (nheads / nheads_k) * (seqlen_q rounded up to a
- *   multiple of 128) * (mean number of keys a query row attends under the mask) / seqlen_k:
+ *   bytes). "Few" means R <= 640, where R = (nheads / nheads_k) * 128 * (the keys each
+ *   128-row query tile attends, from its first row's lowest to its last row's highest visible
+ *   key under the mask, summed over the tiles; estimated from at most 64 tiles) / seqlen_k:
  *   the transposition's cost grows with the key tiles the work visits, a pass's with the keys
  *   (H200: 14-20% faster at 512 keys, 5-24% slower from 2k keys on; benchmarks/RESULTS.md).
  *   Otherwise one pass before the kernel writes a transposed copy of v to scratch, batch *
@@ -818,9 +819,10 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *                     dequantised inputs; see above for how each implementation computes it).
  *
  * Source of the fp8 kernel's scheme: Shah et al. 2024, Section 3.3 (P in fp8 for the second
- * GEMM; V transposed for the K-major fp8 wgmma, in shared memory at head_dim 128 as there). Its
- * speed on the H200: benchmarks/RESULTS.md, "FP8 attention on the fp8 tensor cores" and "V
- * transposed in shared memory".
+ * GEMM; V transposed for the K-major fp8 wgmma, in shared memory as there, except at head_dim
+ * 256 with many query rows per key). Its speed on the H200: benchmarks/RESULTS.md, "FP8
+ * attention on the fp8 tensor cores", "V transposed in shared memory at head_dim 128" and
+ * "head_dim 256: V transposed in shared memory where few query rows read each key".
  * @return As fk_attention_forward(), with the dtype rules above; FK_ERROR_INVALID_ARGUMENT
  *   also when out or lse overlaps a descale tensor.
  */

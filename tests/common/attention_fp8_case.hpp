@@ -139,9 +139,10 @@ struct Fp8AttnCase {
 
 // Whether the Hopper fp8 kernel transposes V tiles in shared memory for this batched call (and
 // so needs no scratch for a v on the copy engine's 16-byte rule), by flashkit.h's rule:
-// head_dim 128 always; head_dim 256 when (nheads / nheads_k) x seqlen_q rounded up to 128 x the
-// mean number of keys a query row attends / seqlen_k is at most 640 (here the exact mean; the
-// library samples 64 rows, so the cases that use this stay far from 640).
+// head_dim 128 always; head_dim 256 when R = (nheads / nheads_k) x 128 x (the keys each 128-row
+// query tile attends, from its first row's lowest to its last row's highest visible key,
+// summed over the tiles) / seqlen_k is at most 640 (here summed over every tile; the library
+// samples 64 tiles, so the cases that use this stay far from 640).
 // FLASHKIT_SM90_FP8_VT=0 / 2 (read once per process by the library) give head_dim 256 the
 // V^T pass / the transposition at every size.
 inline bool fp8_vt_in_kernel(const Fp8AttnCase& c) {
@@ -152,13 +153,13 @@ inline bool fp8_vt_in_kernel(const Fp8AttnCase& c) {
   const int64_t sq = c.seqlen_q, sk = c.seqlen_k, off = sk - sq;
   const int64_t wl = c.prm.window_size_left, wr = c.prm.causal ? 0 : c.prm.window_size_right;
   double keys = 0;
-  for (int64_t i = 0; i < sq; ++i) {
-    const int64_t hi = wr < 0 ? sk - 1 : std::min(sk - 1, i + off + wr);
-    const int64_t lo = wl < 0 ? 0 : std::max<int64_t>(0, i + off - wl);
+  for (int64_t first = 0; first < sq; first += 128) {
+    const int64_t last = std::min(sq - 1, first + 127);
+    const int64_t hi = wr < 0 ? sk - 1 : std::min(sk - 1, last + off + wr);
+    const int64_t lo = wl < 0 ? 0 : std::max<int64_t>(0, first + off - wl);
     keys += double(std::max<int64_t>(0, hi - lo + 1));
   }
-  const double rows = double((sq + 127) / 128 * 128);
-  return double(c.nheads / c.nheads_k) * rows * (keys / double(sq)) / double(sk) <= 640.0;
+  return double(c.nheads / c.nheads_k) * 128.0 * keys / double(sk) <= 640.0;
 }
 
 }  // namespace fktest

@@ -167,9 +167,9 @@ def attention_fp8(q, k, v, *, descale_q=None, descale_k=None, descale_v=None,
       rows read each key (the kernel transposes v's tiles in shared memory; a v that is not
       16-byte aligned, or whose strides are not multiples of 16 elements, is first copied, 1
       byte per element), else one transposed copy of v written by a pass first. "Few":
-      (nheads / nheads_k) * seqlen_q rounded up to 128 * the mean number of keys a query row
-      attends / seqlen_k <= 640 (H200: the transposition 14-20% faster at 512 keys, slower from
-      2k keys on); ``FLASHKIT_SM90_FP8_VT=0`` / ``2`` forces the pass / the transposition.
+      (nheads / nheads_k) * 128 * (keys each 128-row query tile attends, summed over the tiles)
+      / seqlen_k <= 640 (H200: the transposition 14-20% faster at 512 keys, slower from 2k keys
+      on); ``FLASHKIT_SM90_FP8_VT=0`` / ``2`` forces the pass / the transposition.
       ``FLASHKIT_ATTENTION_FP8_DEQUANT=1`` in the environment gives every call the path below.
     - ``"<bf16 variant>+fp8_dequant"``, every other call: the values are rounded once to
       bfloat16 and run on the bf16 attention kernels (bit for bit what :func:`attention` gives

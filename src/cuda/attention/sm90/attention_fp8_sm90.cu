@@ -17,8 +17,9 @@
 //     pass below here too: 11-21% of the call at 512 keys.)
 //   head_dim 256 otherwise: one pass before the kernel writes V^T (batch, nheads_k,
 //     head_dim, keys) into scratch (1 byte read and 1 written per element of v), and the
-//     kernel's copy engine reads that; the in-kernel transposition measured 6-28% slower there
-//     from 2k keys on (session 43, RESULTS.md "V transposed in shared memory").
+//     kernel's copy engine reads that; the in-kernel transposition measured 5-24% slower there
+//     from 2k keys on (session 44, RESULTS.md "head_dim 256: V transposed in shared memory
+//     where few query rows read each key").
 // P is rounded to e4m3 (as FA3 does); the row sums use the unrounded fp32 P. S is scaled by
 // softmax_scale x descale_q x descale_k and O by descale_v, per (sequence, kv head).
 //

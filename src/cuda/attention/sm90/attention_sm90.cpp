@@ -188,24 +188,29 @@ bool fp8_v_direct(const AttentionProblem& p) {
          stride_ok(p.v_head_stride, p.nheads_k, 1) && stride_ok(p.v_batch_stride, p.batch, 1);
 }
 
-// Query rows that read each key of a kv head, on average: (nheads / nheads_k) x seqlen_q
-// rounded up to whole 128-row tiles x the mean number of keys a query row attends under the
-// bottom-right aligned window (causal included) / seqlen_k. The mean is taken over at most 64
-// rows, at the centres of equal bands: a heuristic's input, not an exact count.
+namespace {
+// How many query rows read each key of a kv head, counted the way the kernel reads keys: each
+// 128-row query tile reads the keys from its first row's lowest to its last row's highest
+// visible one under the bottom-right aligned window (causal included), so R = (nheads /
+// nheads_k) x 128 x (those keys summed over the query tiles) / seqlen_k. Summed over at most
+// 64 tiles, at the centres of equal bands, then scaled: a heuristic's input, not an exact count.
 double fp8_reads_per_key(const AttentionProblem& p) {
   const int64_t sq = p.seqlen_q, sk = p.seqlen_k, off = sk - sq;
   if (sq < 1 || sk < 1 || p.nheads_k < 1) return 0.0;
-  const int64_t n = std::min<int64_t>(sq, 64);
+  const int64_t tiles = (sq + kBlockM - 1) / kBlockM;
+  const int64_t n = std::min<int64_t>(tiles, 64);
   double keys = 0;
   for (int64_t j = 0; j < n; ++j) {
-    const int64_t i = n == sq ? j : (2 * j + 1) * sq / (2 * n);
-    const int64_t hi = p.window_right < 0 ? sk - 1 : std::min(sk - 1, i + off + p.window_right);
-    const int64_t lo = p.window_left < 0 ? 0 : std::max<int64_t>(0, i + off - p.window_left);
+    const int64_t t = n == tiles ? j : (2 * j + 1) * tiles / (2 * n);
+    const int64_t first = t * kBlockM, last = std::min(sq - 1, first + kBlockM - 1);
+    const int64_t hi = p.window_right < 0 ? sk - 1 : std::min(sk - 1, last + off + p.window_right);
+    const int64_t lo = p.window_left < 0 ? 0 : std::max<int64_t>(0, first + off - p.window_left);
     keys += double(std::max<int64_t>(0, hi - lo + 1));
   }
-  const double rows = double((sq + kBlockM - 1) / kBlockM * kBlockM);
-  return double(p.nheads / p.nheads_k) * rows * (keys / double(n)) / double(sk);
+  return double(p.nheads / p.nheads_k) * double(kBlockM) * keys * (double(tiles) / double(n)) /
+         double(sk);
 }
+}  // namespace
 
 bool fp8_vt_in_kernel(const AttentionProblem& p) {
   if (p.head_dim != 256) return true;

@@ -34,7 +34,8 @@ inline bool descriptor_encoded(const void* desc, size_t bytes) {
 }
 
 // The fp8 kernel's extra arguments (attention_fp8_sm90.cu): the descale factors and, where a
-// pass writes V^T first (head_dim 256), the keys per row of that copy.
+// pass writes V^T first (head_dim 256 with many query rows per key), the keys per row of that
+// copy.
 struct Fp8Launch {
   AttentionFp8Descales descales;
   int32_t vt_keys = 0;

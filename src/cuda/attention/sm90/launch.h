@@ -77,12 +77,13 @@ constexpr int64_t tma_stride(int64_t stride, int64_t extent, int64_t elem_bytes 
 constexpr int kFp8Stages = 2;
 constexpr int fp8_block_n(int head_dim) { return head_dim <= 128 ? 128 : 64; }
 // head_dim 256 transposes V tiles in shared memory (as head_dim 128 does) where each key is
-// read by at most this many query rows on average, and otherwise reads a V^T copy that a pass
-// writes first (attention_sm90.cpp, fp8_vt_in_kernel): the transposition's cost grows with the
-// key tiles the work tiles visit, the pass's with the keys. H200, session 44 (RESULTS.md,
-// "head_dim 256: V transposed in shared memory where few query rows read each key"): 512 keys
-// 14-20% faster, 1k causal 7.5% faster (512 reads a key), 1k unmasked 1.4% and 1.5k causal 1%
-// slower (1024 and 768 reads), 2k-4k 5-24% slower.
+// read by at most this many query rows (counted per 128-row query tile: attention_sm90.cpp,
+// fp8_reads_per_key), and otherwise reads a V^T copy that a pass writes first
+// (fp8_vt_in_kernel): the transposition's cost grows with the key tiles the work tiles visit,
+// the pass's with the keys. H200, session 44 (RESULTS.md, "head_dim 256: V transposed in shared
+// memory where few query rows read each key"): 512 keys 14-20% faster (512 and 320 reads a
+// key), 1k causal 7.5% faster (576), 1k unmasked 1.4% and 1.5k causal 1% slower (1024 and
+// 832), 2k-4k 5-24% slower.
 constexpr double kFp8VtInKernelMaxReads = 640.0;
 // head_dim 256: keys per row of its V^T copy (a pass before the kernel writes it): seqlen_k
 // rounded up to the 16-key groups of the permutation (16 bytes: the copy engine's stride rule as
@@ -92,9 +93,9 @@ constexpr uint64_t fp8_vt_bytes(int64_t batch, int64_t nheads_k, int64_t head_di
                                 int64_t seqlen_k) {
   return uint64_t(batch) * uint64_t(nheads_k) * uint64_t(head_dim) * uint64_t(fp8_vt_keys(seqlen_k));
 }
-// head_dim 128: V is read by the copy engine as K is (the kernel transposes its tiles in shared
-// memory); a v whose base or strides break the 16-byte rule is first copied into a contiguous
-// scratch (batch, seqlen_k, nheads_k, head_dim) of these bytes.
+// V transposed in shared memory (head_dim 128; head_dim 256 with few query rows per key): V is
+// read by the copy engine as K is; a v whose base or strides break the 16-byte rule is first
+// copied into a contiguous scratch (batch, seqlen_k, nheads_k, head_dim) of these bytes.
 constexpr uint64_t fp8_v_copy_bytes(int64_t batch, int64_t nheads_k, int64_t head_dim,
                                     int64_t seqlen_k) {
   return uint64_t(batch) * uint64_t(seqlen_k) * uint64_t(nheads_k) * uint64_t(head_dim);

@@ -234,9 +234,10 @@ public final class Context implements AutoCloseable {
    * aligned, q and k strides multiples of 16 elements;
    * FLASHKIT_ATTENTION_FP8_DEQUANT=1 in the environment turns it off) with fp8 tensor-core
    * arithmetic as in FlashAttention-3: P is rounded to e4m3 for the P V product, its one
-   * approximation beyond fp32 arithmetic; scratch: none at head_dim 128 (the kernel transposes
-   * v's tiles in shared memory; a v off the 16-byte rule is copied first), one transposed copy
-   * of v at head_dim 256. Every other
+   * approximation beyond fp32 arithmetic; scratch: none at head_dim 128, and at head_dim 256
+   * with few query rows per key (the kernel transposes v's tiles in shared memory; a v off the
+   * 16-byte rule is copied first), else one transposed copy of v (the rule:
+   * fk_attention_fp8_forward in flashkit.h). Every other
    * call ("...+fp8_dequant"): rounded once to bf16 and run on the bf16 kernels (bit for bit
    * what {@link #attention} gives on contiguous bf16 tensors of those values with the same out
    * and lse layouts; on a GPU one extra pass over q, k and v, and scratch of 2 bytes per element
