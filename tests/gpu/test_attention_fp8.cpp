@@ -391,26 +391,24 @@ TEST_CASE("gpu attention fp8: small case", "[gpu][attention][fp8][sanitize]") {
     // head_dim 256, v off the 16-byte rule: 2 query heads over 70 keys, transposed in the
     // kernel from a contiguous copy of v; 8 query heads to one kv head (1024 query rows read
     // each key), the V^T pass's byte-wise form.
-    Fp8AttnCase v;
-    v.batch = 1;
-    v.seqlen_q = 30;
-    v.seqlen_k = 70;
-    v.head_dim = 256;
-    v.v_padded = true;
-    auto rng3 = fkgpu::rng_for(8202);
-    v.build(rng3);
-    DYNAMIC_SECTION(fam << ", head_dim 256, strided v") { run_case(v, ctx, true); }
-    Fp8AttnCase w;
-    w.batch = 1;
-    w.seqlen_q = 30;
-    w.seqlen_k = 64;
-    w.nheads = 8;
-    w.nheads_k = 1;
-    w.head_dim = 256;
-    w.v_padded = true;
-    auto rng4 = fkgpu::rng_for(8203);
-    w.build(rng4);
-    DYNAMIC_SECTION(fam << ", head_dim 256, strided v, GQA 8:1") { run_case(w, ctx, true); }
+    struct Strided {
+      int64_t seqlen_k, nheads, nheads_k;
+      uint64_t seed;
+      const char* label;
+    };
+    for (const Strided& sv : {Strided{70, 4, 2, 8202, ""}, Strided{64, 8, 1, 8203, ", GQA 8:1"}}) {
+      Fp8AttnCase v;
+      v.batch = 1;
+      v.seqlen_q = 30;
+      v.seqlen_k = sv.seqlen_k;
+      v.nheads = sv.nheads;
+      v.nheads_k = sv.nheads_k;
+      v.head_dim = 256;
+      v.v_padded = true;
+      auto rng3 = fkgpu::rng_for(sv.seed);
+      v.build(rng3);
+      DYNAMIC_SECTION(fam << ", head_dim 256, strided v" << sv.label) { run_case(v, ctx, true); }
+    }
   }
 }
 

@@ -40,8 +40,6 @@ namespace cuda {
 namespace sm90_attention {
 namespace {
 
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
-
 // The key whose V row goes to position e (0..15) of its group of 16 in V^T: the P fragment's
 // k position 4 t + j holds key 8 (j / 2) + 2 t + j % 2 (softmax.cuh, convert_fragment_fp8).
 __host__ __device__ constexpr int vt_key(int e) { return 8 * ((e % 4) / 2) + 2 * (e / 4) + e % 2; }
@@ -141,10 +139,7 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
                                    &vt, "attention fp8: V^T copy"));
     t.vt = static_cast<uint8_t*>(vt);
     const dim3 grid(unsigned((t.keys + 63) / 64), unsigned(p.nheads_k), unsigned(p.batch));
-    const bool vec = aligned16(p.v) && (p.v_row_stride % 16 == 0 || p.seqlen_k <= 1) &&
-                     (p.v_head_stride % 16 == 0 || p.nheads_k <= 1) &&
-                     (p.v_batch_stride % 16 == 0 || p.batch <= 1);
-    if (vec) {
+    if (fp8_v_direct(p)) {  // 16-byte rows: the pass reads them 16 bytes at a time
       vt_kernel<256, true><<<grid, 256, 0, stream>>>(t);
     } else {
       vt_kernel<256, false><<<grid, 256, 0, stream>>>(t);

@@ -8,7 +8,8 @@
 // Q is loaded as soon as every consumer warpgroup is done with the current one), then K and V
 // tiles through their rings, running ahead across tile boundaries (the fp8 kernel with V
 // transposed in shared memory: V into a raw ring, which the warpgroup's other three warps
-// transpose into the V ring; mainloop.cuh, kVtInSmem). Warpgroups 1 and 2 are the consumers (setmaxnreg 232):
+// transpose into the V ring; mainloop.cuh, kVtInSmem). Warpgroups 1 and 2 are the consumers
+// (setmaxnreg 232):
 // each owns 64 query rows and, per key tile, issues S = Q K^T, masks, updates the online
 // softmax, and issues O += P V with P in registers; then it writes its rows of O and LSE.
 // The S GEMM of key tile n - 1 is issued together with the P V GEMM of tile n, so the
