@@ -931,7 +931,10 @@ FK_API fk_status_t fk_attention_fp8_workspace_size(
  *                      even when cache_seqlens is NULL (FK_ERROR_SHAPE_MISMATCH). q's dtype
  *                      (FK_ERROR_DTYPE_MISMATCH) and head_dim; `nheads % nheads_k == 0`;
  *                      head_dim contiguous, other strides arbitrary (FK_ERROR_BAD_STRIDES if
- *                      negative); page_block_size >= 1 (FK_ERROR_SHAPE_MISMATCH).
+ *                      negative); page_block_size >= 1 (FK_ERROR_SHAPE_MISMATCH); with
+ *                      `block_table` of at least one column and batch >= 1, num_blocks >= 1
+ *                      (FK_ERROR_SHAPE_MISMATCH, a shape rule checked before any value is
+ *                      read: even when every sequence is empty).
  * @param v_cache       Values: k_cache's shape and dtype; its own strides.
  * @param cache_seqlens NULL (every sequence holds `capacity` keys) or int32 `(batch,)`,
  *                      contiguous, in q's memory space: the number of valid keys of each
@@ -999,10 +1002,10 @@ FK_API fk_status_t fk_attention_kvcache_workspace_size(
 /* ------------------------------------------------------------------------------------------ */
 /** @defgroup gemm GEMM
  *
- *  `D = epilogue(alpha * op(A) @ op(B) + beta * C)` with `op(X) = X` or `X^T`, accumulated in
- *  fp32: the BLAS GEMM contract (xGEMM of the Level 3 BLAS: Dongarra, Du Croz, Hammarling and
- *  Duff, "A set of level 3 basic linear algebra subprograms", ACM TOMS 16(1), 1990), with
- *  cuBLASLt-style fused epilogues.
+ *  `D = activation(alpha * op(A) @ op(B) + beta * C + bias)` with `op(X) = X` or `X^T`,
+ *  accumulated in fp32: the BLAS GEMM contract (xGEMM of the Level 3 BLAS: Dongarra, Du Croz,
+ *  Hammarling and Duff, "A set of level 3 basic linear algebra subprograms", ACM TOMS 16(1),
+ *  1990), with cuBLASLt-style fused epilogues (bias and activation optional).
  *
  *  - `a`: `(M, K)`, or `(K, M)` when `trans_a`; optionally with a leading batch dimension.
  *  - `b`: `(K, N)`, or `(N, K)` when `trans_b`; optionally batched.

@@ -516,15 +516,13 @@ fk_status_t build_problem(const fk_context_t* ctx, const fk_launch_t& launch,
     const TensorView& l = lse.t;  // fp32 (to_opt_view with Accept::Float32)
     if (varlen) {
       FK_RETURN_IF_ERROR(expect_rank("lse", l, 2, "(nheads, total_q)"));
-      FK_RETURN_IF_ERROR(expect_dim("lse", l, 0, "nheads", nheads, "q"));
-      FK_RETURN_IF_ERROR(expect_dim("lse", l, 1, "total_q", p->total_q, "q"));
+      FK_RETURN_IF_ERROR(expect_shape("lse", l, {{"nheads", nheads}, {"total_q", p->total_q}}, "q"));
       p->lse_batch_stride = 0;
       p->lse_head_stride = l.stride[0];
     } else {
       FK_RETURN_IF_ERROR(expect_rank("lse", l, 3, "(batch, nheads, seqlen_q)"));
-      FK_RETURN_IF_ERROR(expect_dim("lse", l, 0, "batch", p->batch, "q"));
-      FK_RETURN_IF_ERROR(expect_dim("lse", l, 1, "nheads", nheads, "q"));
-      FK_RETURN_IF_ERROR(expect_dim("lse", l, 2, "seqlen_q", p->seqlen_q, "q"));
+      FK_RETURN_IF_ERROR(expect_shape("lse", l, {{"batch", p->batch}, {"nheads", nheads}, {"seqlen_q", p->seqlen_q}},
+                                      "q"));
       p->lse_batch_stride = l.stride[0];
       p->lse_head_stride = l.stride[1];
     }

@@ -66,6 +66,9 @@ static void device_type_words(int32_t dev, char* buf, size_t n) {
 }
 
 static fk_status_t decode_dtype(const char* name, DLDataType dt, Accept accept, DType* out) {
+  if (dt.lanes == 0) {
+    return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: malformed dtype (lanes 0); flashkit takes lanes 1", name);
+  }
   if (dt.lanes != 1) {
     return set_error(FK_ERROR_DTYPE_MISMATCH, "%s: vector dtypes (lanes %u) are not supported",
                      name, static_cast<unsigned>(dt.lanes));
@@ -400,6 +403,30 @@ fk_status_t expect_dim(const char* name, const TensorView& t, int dim, const cha
   if (t.shape[dim] != expected) {
     return set_error(FK_ERROR_SHAPE_MISMATCH, "%s: %s is %" PRId64 " but %s gives %" PRId64, name,
                      dim_name, t.shape[dim], expected_from, expected);
+  }
+  return FK_SUCCESS;
+}
+
+fk_status_t expect_shape(const char* name, const TensorView& t, std::initializer_list<DimRule> dims,
+                         const char* expected_from) {
+  int dim = 0;
+  for (const DimRule& d : dims) {
+    if (dim < t.rank && t.shape[dim] != d.expected) {
+      char layout[160] = "(", want[160] = "(", got[160] = "(";
+      int i = 0;
+      for (const DimRule& e : dims) {
+        const char* sep = i + 1 < static_cast<int>(dims.size()) ? ", " : ")";
+        std::snprintf(layout + std::strlen(layout), sizeof layout - std::strlen(layout), "%s%s", e.name, sep);
+        std::snprintf(want + std::strlen(want), sizeof want - std::strlen(want), "%" PRId64 "%s", e.expected, sep);
+        std::snprintf(got + std::strlen(got), sizeof got - std::strlen(got), "%" PRId64 "%s",
+                      i < t.rank ? t.shape[i] : int64_t(0), sep);
+        ++i;
+      }
+      return set_error(FK_ERROR_SHAPE_MISMATCH,
+                       "%s: %s is %" PRId64 " but %s gives %" PRId64 "; expected %s = %s, got %s", name,
+                       d.name, t.shape[dim], expected_from, d.expected, layout, want, got);
+    }
+    ++dim;
   }
   return FK_SUCCESS;
 }

@@ -37,6 +37,17 @@ fk_status_t expect_same_dtype(const char* name, const TensorView& t, const char*
                               const TensorView& other);
 fk_status_t expect_dim(const char* name, const TensorView& t, int dim, const char* dim_name,
                        int64_t expected, const char* expected_from);
+// One named dimension of a whole-shape check (expect_shape).
+struct DimRule {
+  const char* name;
+  int64_t expected;
+};
+// Every dimension of `t` (its rank already checked) equal to the rule's: otherwise the first
+// mismatching one as expect_dim words it, followed by the whole layout and both shapes, e.g.
+// "lse: nheads is 37 but q gives 8; expected (batch, nheads, seqlen_q) = (2, 8, 37), got
+// (2, 37, 8)".
+fk_status_t expect_shape(const char* name, const TensorView& t, std::initializer_list<DimRule> dims,
+                         const char* expected_from);
 fk_status_t check_context(const fk_context_t* ctx);
 
 // An output must not write two elements to one address: after sorting its dimensions by

@@ -616,6 +616,19 @@ TEST_CASE("cpu kvcache validation: page_block_size 0", "[cpu][attention][kvcache
                "page_block_size");
 }
 
+TEST_CASE("cpu kvcache validation: a page pool with no pages while block_table has columns",
+          "[cpu][attention][kvcache][validation]") {
+  // A shape rule, checked before any value is read (on CUDA cache_seqlens lives on the
+  // device): it holds even when every sequence is empty and no entry would be read.
+  Valid v;
+  HostTensor k(DT::F16, {0, 16, 2, 32}), vv(DT::F16, {0, 16, 2, 32});
+  HostTensor sl = fktest::int32_tensor({0, 0, 0});
+  HostTensor bt(DT::I32, {3, 4});
+  expect_error(&v.t.q, &k, &vv, &sl, &bt, v.t.out, v.t.lse, FK_ERROR_SHAPE_MISMATCH,
+               "k_cache: the page pool has no pages (num_blocks 0) but block_table lists 4");
+  expect_error(&v.t.q, &k, &vv, nullptr, &bt, v.t.out, v.t.lse, FK_ERROR_SHAPE_MISMATCH, "num_blocks 0");
+}
+
 TEST_CASE("cpu kvcache validation: max_seqlen_q / max_seqlen_k must be 0",
           "[cpu][attention][kvcache][validation]") {
   Valid v;

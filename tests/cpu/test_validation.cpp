@@ -1317,7 +1317,7 @@ TEST_CASE("attention and gemm: per-tensor rules", "[validation][attention][gemm]
     expect_error(run(a.q.view(), a.k.view(), v1.view(), nullptr), FK_ERROR_SHAPE_MISMATCH, {"v:", "1"});
     expect_error(run(a.q.view(), a.k.view(), vb.view(), nullptr), FK_ERROR_SHAPE_MISMATCH, {"v:", "1"});
     expect_error(run(a.q.view(), a.k.view(), vs.view(), nullptr), FK_ERROR_SHAPE_MISMATCH, {"v:", "6"});
-    expect_error(run(a.q.view(), a.k.view(), a.v.view(), lh.view()), FK_ERROR_SHAPE_MISMATCH, {"lse: nheads is 3"});
+    expect_error(run(a.q.view(), a.k.view(), a.v.view(), lh.view()), FK_ERROR_SHAPE_MISMATCH, {"lse: nheads is 3 but q gives 4; expected (batch, nheads, seqlen_q) = (2, 4, 5), got (2, 3, 5)"});
     expect_error(run(a.q.view(), a.k.view(), a.v.view(), lb.view()), FK_ERROR_SHAPE_MISMATCH, {"lse: batch is 1"});
     expect_error(run(a.q.view(), a.k.view(), a.v.view(), lq.view()), FK_ERROR_SHAPE_MISMATCH, {"lse: seqlen_q is 6"});
     expect_error(run(a.q.view(), a.k.view(), a.v.view(), ls.view()), FK_ERROR_BAD_STRIDES,
@@ -1410,6 +1410,8 @@ TEST_CASE("tensors and launch: generic rules through fk_gemm_scaled", "[validati
     DLTensor d = *g.d.view();
     d.dtype.lanes = 2;
     expect_error(run(nullptr, g.a.view(), &d), FK_ERROR_DTYPE_MISMATCH, {"d: vector dtypes (lanes 2)"});
+    d.dtype.lanes = 0;
+    expect_error(run(nullptr, g.a.view(), &d), FK_ERROR_DTYPE_MISMATCH, {"d: malformed dtype (lanes 0)"});
     DLTensor a = *g.a.view();
     a.shape = nullptr;
     expect_error(run(nullptr, &a, g.d.view()), FK_ERROR_NULL_POINTER, {"a: shape is NULL"});
