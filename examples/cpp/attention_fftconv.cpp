@@ -2,8 +2,10 @@
 // attention and a causal FFT convolution on the CPU backend, printing the kernel variant each
 // call runs and part of each result. Errors arrive as fk::Error (status + message).
 //
-// Build against an installed flashkit:
-//   c++ -std=c++17 attention_fftconv.cpp $(pkg-config --cflags --libs flashkit)
+// Build against flashkit installed in PREFIX:
+//   c++ -std=c++17 attention_fftconv.cpp \
+//       $(PKG_CONFIG_PATH=PREFIX/lib/pkgconfig pkg-config --cflags --libs flashkit) -Wl,-rpath,PREFIX/lib
+// (without the rpath, run it with LD_LIBRARY_PATH=PREFIX/lib).
 #include <cmath>
 #include <cstdio>
 #include <vector>

@@ -139,3 +139,16 @@ def test_attention_into_a_given_lse(rng):
             flashkit.attention(q, k, v, out=out, lse=bad)
         assert np.isnan(out).all()
         np.testing.assert_array_equal(bad, before)
+
+
+def test_attention_shape_messages(rng):
+    q = ref.randn(rng, (2, 37, 8, 16))
+    # A wrong lse names the first differing dimension, the whole layout and both shapes.
+    with pytest.raises(flashkit.InvalidArgumentError,
+                       match=r"lse: nheads is 37 but q gives 8; expected \(batch, nheads, seqlen_q\) "
+                             r"= \(2, 8, 37\), got \(2, 37, 8\)"):
+        flashkit.attention(q, q, q, lse=np.empty((2, 37, 8), np.float32))
+    # A rank-3 q without cu_seqlens is pointed at the packed varlen form.
+    q3 = ref.randn(rng, (31, 8, 16))
+    with pytest.raises(flashkit.InvalidArgumentError, match="q: rank 3 .*packed varlen form.*cu_seqlens_q"):
+        flashkit.attention(q3, q3, q3)

@@ -92,6 +92,14 @@ def test_attention_fp8_refusals(rng):
         flashkit.attention_fp8(q, k, k, descale_k=np.ones((1, 2), np.float16))
     with pytest.raises(flashkit.InvalidArgumentError, match="descale_v.*nheads_k"):
         flashkit.attention_fp8(q, k, k, descale_v=np.ones((1, 3), np.float32))
-    # attention() points fp8 inputs at attention_fp8.
-    with pytest.raises(flashkit.NotSupportedError, match="attention_fp8"):
+    # attention() points fp8 inputs at attention_fp8, naming q as an input.
+    with pytest.raises(flashkit.NotSupportedError, match="^q: fp8 .*not taken by this call.*attention_fp8"):
         flashkit.attention(q, k, k)
+    # A Python number as a descale factor is refused with the broadcast view to use instead,
+    # and that view gives the same result as the full array.
+    for name in ("descale_q", "descale_k", "descale_v"):
+        with pytest.raises(flashkit.InvalidArgumentError, match=f"^{name}: a Python number.*broadcast_to"):
+            flashkit.attention_fp8(q, k, k, **{name: 0.5})
+    full = flashkit.attention_fp8(q, k, k, descale_v=np.full((q.shape[0], k.shape[2]), 0.5, np.float32))
+    view = flashkit.attention_fp8(q, k, k, descale_v=np.broadcast_to(np.float32(0.5), (q.shape[0], k.shape[2])))
+    np.testing.assert_array_equal(np.asarray(full, np.float32), np.asarray(view, np.float32))

@@ -85,7 +85,7 @@ def test_docstrings_from_doxygen():
 
 def test_log_callback(rng):
     seen = []
-    flashkit.set_log_callback(lambda level, msg: seen.append((level, msg)), capi.FK_LOG_DEBUG)
+    flashkit.set_log_callback(lambda level, msg: seen.append((level, msg)), flashkit.LogLevel.DEBUG)
     try:
         a = ref.randn(rng, (4, 4))
         flashkit.gemm(a, a)
@@ -95,6 +95,9 @@ def test_log_callback(rng):
         flashkit.set_log_callback(None)
     levels = {lvl for lvl, _ in seen}
     assert capi.FK_LOG_DEBUG in levels and capi.FK_LOG_ERROR in levels
+    assert [int(v) for v in flashkit.LogLevel] == [capi.FK_LOG_ERROR, capi.FK_LOG_WARN,
+                                                    capi.FK_LOG_INFO, capi.FK_LOG_DEBUG]
+    assert flashkit.LogLevel(capi.FK_LOG_DEBUG) is flashkit.LogLevel.DEBUG
     n = len(seen)
     flashkit.gemm(a, a)
     assert len(seen) == n  # removed

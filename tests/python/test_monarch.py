@@ -29,7 +29,7 @@ def test_monarch_bias_leading_dims_and_out(rng):
     x = ref.randn(rng, (2, 3, 16))
     bias = ref.randn(rng, (16,), "float16")
     out = np.empty((2, 3, 16), np.float32)
-    assert flashkit.monarch(x, w1, w2, out, bias=bias) is out
+    assert flashkit.monarch(x, w1, w2, out=out, bias=bias) is out
     ref.assert_close(out, ref.monarch(x, w1, w2, bias=bias), "float32")
 
 
@@ -50,3 +50,21 @@ def test_blockdiag_strided_rows(rng):
     ref.assert_close(flashkit.blockdiag_linear(x, w), ref.blockdiag(x, w), "float32")
     with pytest.raises(flashkit.InvalidArgumentError, match="x"):
         flashkit.blockdiag_linear(ref.randn(rng, (3, 4, 20))[:, :, :8].transpose(1, 0, 2), w)
+
+
+def test_bias_and_out_are_keyword_only(rng):
+    # The C ABI, Java and Rust order is (x, w1, w2, bias, out); a call ported in that order
+    # must fail loudly instead of taking the bias for `out` and overwriting it.
+    w1 = ref.randn(rng, (4, 4, 4))
+    w2 = ref.randn(rng, (4, 4, 4))
+    x = ref.randn(rng, (16,))
+    bias = ref.randn(rng, (16,))
+    kept = bias.copy()
+    with pytest.raises(TypeError):
+        flashkit.monarch(x, w1, w2, bias)
+    with pytest.raises(TypeError):
+        flashkit.blockdiag_linear(x, w1, bias)
+    with pytest.raises(TypeError):
+        flashkit.Context().monarch(x, w1, w2, bias)
+    np.testing.assert_array_equal(bias, kept)
+    ref.assert_close(flashkit.monarch(x, w1, w2, bias=bias), ref.monarch(x, w1, w2, bias=bias), "float32")

@@ -188,11 +188,11 @@ def test_monarch_out_shape_must_match_exactly(rng):
     x = ref.randn(rng, (2, 3, 16))
     for bad in [(3, 2, 16), (6, 16), (2, 3, 4, 4), (1, 2, 3, 16)]:
         out = np.empty(bad, np.float32)
-        e = _invalid("out: ", flashkit.monarch, x, w, w, out)
+        e = _invalid("out: ", flashkit.monarch, x, w, w, out=out)
         assert str((2, 3, 16)) in str(e)
-        _invalid("out: ", flashkit.blockdiag_linear, x, w, out)
+        _invalid("out: ", flashkit.blockdiag_linear, x, w, out=out)
     out = np.empty((2, 3, 16), np.float32)
-    assert flashkit.blockdiag_linear(x, w, out) is out
+    assert flashkit.blockdiag_linear(x, w, out=out) is out
     ref.assert_close(out, ref.blockdiag(x, w), "float32")
 
 

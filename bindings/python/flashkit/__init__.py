@@ -50,6 +50,8 @@ Example::
     print(flashkit.__version__, flashkit.Context().info())
 """
 
+import enum as _enum
+
 from . import capi
 from ._context import Context, default_context
 from ._dlpack import bfloat16, float16, float32
@@ -68,7 +70,7 @@ from ._version import __version__
 __all__ = [
     "__version__", "Context", "default_context", "attention", "attention_fp8", "attention_kvcache",
     "gemm", "gemm_scaled", "monarch",
-    "blockdiag_linear", "FFTConv", "set_log_callback", "library_version",
+    "blockdiag_linear", "FFTConv", "set_log_callback", "LogLevel", "library_version",
     "FlashkitError", "InvalidArgumentError", "NotSupportedError", "OutOfMemoryError",
     "DeviceError", "InternalError", "float32", "float16", "bfloat16",
 ]
@@ -388,7 +390,7 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
                             workspace=workspace)
 
 
-def monarch(x, w1, w2, out=None, *, bias=None, workspace=None):
+def monarch(x, w1, w2, *, bias=None, out=None, workspace=None):
     """Two-factor Monarch multiply ``out = P L P^T R x`` (Dao et al. 2022, Definition 3.1), in
     the argument order and shapes of the m2 repository's ``blockdiag_butterfly_multiply``.
 
@@ -402,6 +404,8 @@ def monarch(x, w1, w2, out=None, *, bias=None, workspace=None):
         bias: optional ``(nblocks2 * s,)``, fp32/fp16/bf16 (need not match x), contiguous.
         workspace: optional scratch array on the call's device (module notes).
 
+    ``bias``, ``out`` and ``workspace`` are keyword-only: the C ABI's order is (x, w1, w2, bias,
+    out), and a positional fourth argument raises TypeError instead of being taken for either.
     x, w1, w2 and out share float32/float16/bfloat16; weights must be compact; fp32
     accumulation. Element for element: ``y1[t, i*q + a] = sum_c w1[i, a, c] x[t, i*p + c]``,
     ``z[t, j, b] = y1[t, b*nblocks2 + j]``, ``out[t, m*nblocks2 + j] = sum_b w2[j, m, b]
@@ -414,10 +418,10 @@ def monarch(x, w1, w2, out=None, *, bias=None, workspace=None):
         InvalidArgumentError: ranks, ``n != nblocks1 * p``, ``nblocks1 * q != nblocks2 * r``,
             dtypes, non-compact weights, an out of another shape (even of the same size).
     """
-    return _ops.monarch(None, x, w1, w2, out, bias=bias, workspace=workspace)
+    return _ops.monarch(None, x, w1, w2, bias=bias, out=out, workspace=workspace)
 
 
-def blockdiag_linear(x, w, out=None, *, bias=None, workspace=None):
+def blockdiag_linear(x, w, *, bias=None, out=None, workspace=None):
     """Block-diagonal linear layer (M2-BERT's ``BlockdiagLinear``, Fu et al. 2023):
     ``out[t, i*q + a] = sum_c w[i, a, c] x[t, i*p + c] (+ bias[i*q + a])``.
 
@@ -430,6 +434,7 @@ def blockdiag_linear(x, w, out=None, *, bias=None, workspace=None):
         bias: optional ``(nblocks * q,)``, fp32/fp16/bf16 (need not match x), contiguous.
         workspace: optional scratch array on the call's device (module notes).
 
+    ``bias``, ``out`` and ``workspace`` are keyword-only (as in :func:`monarch`).
     x, w and out share float32/float16/bfloat16 (fp32 accumulation).
 
     Returns:
@@ -439,13 +444,23 @@ def blockdiag_linear(x, w, out=None, *, bias=None, workspace=None):
         InvalidArgumentError: ranks, ``x.shape[-1] != nblocks * p``, dtypes, strides, an out
             of another shape (even of the same size).
     """
-    return _ops.blockdiag_linear(None, x, w, out, bias=bias, workspace=workspace)
+    return _ops.blockdiag_linear(None, x, w, bias=bias, out=out, workspace=workspace)
 
 
-def set_log_callback(callback, max_level=capi.FK_LOG_WARN):
+class LogLevel(_enum.IntEnum):
+    """Levels of :func:`set_log_callback` (the C ABI's ``fk_log_level_t``; Java's and Rust's
+    ``LogLevel``)."""
+    ERROR = capi.FK_LOG_ERROR
+    WARN = capi.FK_LOG_WARN
+    INFO = capi.FK_LOG_INFO
+    DEBUG = capi.FK_LOG_DEBUG
+
+
+def set_log_callback(callback, max_level=LogLevel.WARN):
     """Installs ``callback(level: int, message: str)`` for flashkit's diagnostics at or below
-    ``max_level`` (``capi.FK_LOG_ERROR`` 0, ``FK_LOG_WARN`` 1, ``FK_LOG_INFO`` 2,
-    ``FK_LOG_DEBUG`` 3: which kernel variant ran). None removes it. The callback may be called
+    ``max_level``: ``LogLevel.ERROR`` (0), ``WARN`` (1), ``INFO`` (2) or ``DEBUG`` (3: which
+    kernel variant ran), or the int; e.g. ``flashkit.set_log_callback(print,
+    flashkit.LogLevel.DEBUG)``. None removes it. The callback may be called
     from any thread, one delivery at a time, and must not call flashkit (``set_log_callback``
     from inside it raises ``InvalidArgumentError`` and changes nothing). A callback still
     installed when the

@@ -237,13 +237,13 @@ class Context:
         """flashkit.gemm_scaled on this context (same arguments)."""
         return _ops.gemm_scaled(self, a, b, c, **kwargs)
 
-    def monarch(self, x, w1, w2, out=None, **kwargs):
+    def monarch(self, x, w1, w2, **kwargs):
         """flashkit.monarch on this context (same arguments)."""
-        return _ops.monarch(self, x, w1, w2, out, **kwargs)
+        return _ops.monarch(self, x, w1, w2, **kwargs)
 
-    def blockdiag_linear(self, x, w, out=None, **kwargs):
+    def blockdiag_linear(self, x, w, **kwargs):
         """flashkit.blockdiag_linear on this context (same arguments)."""
-        return _ops.blockdiag_linear(self, x, w, out, **kwargs)
+        return _ops.blockdiag_linear(self, x, w, **kwargs)
 
     def close(self):
         """Releases the context, after destroying the FFT plans made on it (the FFTConv objects

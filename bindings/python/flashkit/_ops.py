@@ -310,11 +310,12 @@ class _Call:
                 # allocate it.
                 src = dtype_from or self.primary_name
                 if dtype.code in _dlpack._FP8_CODES:
-                    hint = (" (float8 inputs go to gemm_scaled and attention_fp8)"
+                    hint = ("; float8 inputs go to attention_fp8 and gemm_scaled"
                             if fp8_hint else "")
                     raise _errors.NotSupportedError(
-                        f"{src}: fp8 ({dtype.name}) cannot be the result's dtype, which is "
-                        f"float32, float16 or bfloat16{hint}", capi.FK_ERROR_NOT_SUPPORTED)
+                        f"{src}: fp8 ({dtype.name}) is not taken by this call, whose result has "
+                        f"{src}'s dtype (float32, float16 or bfloat16){hint}",
+                        capi.FK_ERROR_NOT_SUPPORTED)
                 raise _errors.NotSupportedError(
                     f"{src}: dtype {dtype.name} cannot be the result's dtype, which is float32, "
                     f"float16 or bfloat16", capi.FK_ERROR_NOT_SUPPORTED)
@@ -449,6 +450,9 @@ def _attention_form(qr, vr, cq, ck, softmax_scale, causal, window_size, softcap,
         lse_shape = (qr.shape[1], qr.shape[0])
     else:
         layout = "(batch, seqlen, nheads, head_dim)"
+        if qr is not None and qr.ndim == 3:
+            layout += ("; a rank-3 (total, nheads, head_dim) q is the packed varlen form, which "
+                       "takes cu_seqlens_q and cu_seqlens_k")
         _expect_rank(qr, (4,), layout)
         _expect_rank(vr, (4,), layout)
         lse_shape = (qr.shape[0], qr.shape[2], qr.shape[1])
@@ -494,6 +498,14 @@ def attention_fp8(ctx, q, k, v, *, descale_q=None, descale_k=None, descale_v=Non
                   softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
                   cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
                   return_lse=False, out=None, lse=None, workspace=None, _select=False):
+    for name, value in (("descale_q", descale_q), ("descale_k", descale_k), ("descale_v", descale_v)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            # A number has no device: the factors are read on q's device.
+            raise _errors.InvalidArgumentError(
+                f"{name}: a Python number is refused (the factors are an array on q's device); "
+                f"for one factor s pass a broadcast view, e.g. np.broadcast_to(np.float32(s), "
+                f"(batch, nheads_k)) or torch.tensor(s, device=q.device).expand(batch, nheads_k)",
+                101)
     call = _Call(ctx, [("q", q), ("k", k), ("v", v), ("descale_q", descale_q),
                        ("descale_k", descale_k), ("descale_v", descale_v),
                        ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)],
@@ -723,7 +735,7 @@ def _monarch_params():
     return params
 
 
-def monarch(ctx, x, w1, w2, out=None, *, bias=None, workspace=None, _select=False):
+def monarch(ctx, x, w1, w2, *, bias=None, out=None, workspace=None, _select=False):
     call = _Call(ctx, [("x", x), ("w1", w1), ("w2", w2), ("bias", bias)], required=3)
     xr, w1r, w2r, biasr = call.refs
     _expect_rank(w1r, (3,), "(nblocks1, q, p)")
@@ -741,7 +753,7 @@ def monarch(ctx, x, w1, w2, out=None, *, bias=None, workspace=None, _select=Fals
     return name if _select else out_obj
 
 
-def blockdiag_linear(ctx, x, w, out=None, *, bias=None, workspace=None, _select=False):
+def blockdiag_linear(ctx, x, w, *, bias=None, out=None, workspace=None, _select=False):
     call = _Call(ctx, [("x", x), ("w", w), ("bias", bias)], required=2)
     xr, wr, biasr = call.refs
     _expect_rank(wr, (3,), "(nblocks, q, p)")
@@ -805,6 +817,13 @@ class FFTConv:
             at a time, so use one FFTConv object per layer with a persistent filter tensor
             (several filters in turn through one object recompute on every change, and under
             CUDA graph capture raise NotSupportedError). Default False.
+
+    Coming from FlashFFTConv's ``FlashFFTConv(seqlen, dtype)`` module: its ``seqlen`` is the FFT
+    length (inputs up to half of it for a causal convolution), where flashkit's first argument
+    is the input length ``L`` and ``fft_size`` the FFT length, so ``FlashFFTConv(2 * L)``
+    becomes ``FFTConv(L, fft_size=2 * L)`` (or ``FFTConv(L)``, which picks it). Its forward is
+    ``(u, k, pregate, postgate)``; here the third positional argument is ``D``, so pass the
+    gates by keyword: ``conv(u, k, pregate=pre, postgate=post)``.
 
     Calling it, ``conv(u, k, D=None, pregate=None, postgate=None, *, out=None,
     workspace=None)``:
@@ -914,6 +933,11 @@ class FFTConv:
         return out_obj
 
     def __call__(self, u, k, D=None, pregate=None, postgate=None, *, out=None, workspace=None):
+        """Runs the plan on the default context: ``y = postgate * (conv(pregate * u, k) + D *
+        (pregate * u))`` with ``u`` ``(batch, channels, seqlen)``, ``k`` ``(channels,
+        filter_len)``, ``D`` ``(channels,)`` and the gates of ``u``'s shape; returns ``out``
+        (``u``'s shape and dtype). Every argument's shape, dtype, layout and error is in the
+        class docstring (``help(flashkit.FFTConv)``)."""
         return self._run(None, u, k, D, pregate, postgate, out, False, workspace)
 
     def run(self, context, u, k, D=None, pregate=None, postgate=None, *, out=None,
