@@ -7,7 +7,10 @@ public enum Backend {
   AUTO(fk_backend_t.FK_BACKEND_AUTO),
   /** The CPU backend: every operation, multithreaded, synchronous. */
   CPU(fk_backend_t.FK_BACKEND_CPU),
-  /** The CUDA backend. */
+  /**
+   * The CUDA backend. Creating a context on it throws {@link NotSupportedException} (status
+   * BACKEND_UNAVAILABLE) if CUDA is not compiled in or no device is present.
+   */
   CUDA(fk_backend_t.FK_BACKEND_CUDA);
 
   private final int value;
@@ -16,12 +19,21 @@ public enum Backend {
     this.value = value;
   }
 
-  /** The C enum value. */
+  /**
+   * The C enum value.
+   *
+   * @return the {@code fk_backend_t} value (0 AUTO, 1 CPU, 2 CUDA), as stored in
+   *     {@code fk_context_options_t.backend}
+   */
   public int value() {
     return value;
   }
 
-  /** The library's name for it ("auto", "cpu", "cuda"). */
+  /**
+   * The library's name for it ({@code fk_backend_name()}).
+   *
+   * @return "auto", "cpu" or "cuda" (static text of the native library)
+   */
   public String nativeName() {
     return FlashkitNative.fk_backend_name(value);
   }

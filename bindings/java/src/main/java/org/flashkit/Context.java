@@ -36,26 +36,65 @@ public final class Context implements AutoCloseable {
     private KernelFamily kernelFamily = KernelFamily.AUTO;
     private int numThreads;
 
+    /**
+     * The backend ({@code options.backend}).
+     *
+     * @param backend {@link Backend#AUTO} (default: CUDA if compiled in and device
+     *     {@code deviceOrdinal} is present, else CPU; the environment variable
+     *     {@code FLASHKIT_BACKEND} overrides AUTO only), {@link Backend#CPU} or
+     *     {@link Backend#CUDA} (unavailable: {@link NotSupportedException}, status
+     *     BACKEND_UNAVAILABLE, from {@link Context#create(Options)})
+     * @return this, for chaining
+     * @throws NullPointerException if {@code backend} is null
+     */
     public Options backend(Backend backend) {
       if (backend == null) throw new NullPointerException("backend");
       this.backend = backend;
       return this;
     }
 
-    /** CUDA device ordinal. */
+    /**
+     * CUDA device ordinal ({@code options.device_ordinal}, as in cudaSetDevice).
+     *
+     * @param ordinal the device, default 0; negative: {@link InvalidArgumentException} (status
+     *     INVALID_ARGUMENT) from {@link Context#create(Options)}; past the visible devices:
+     *     {@link NotSupportedException} (BACKEND_UNAVAILABLE) for CUDA, a CPU context for AUTO
+     * @return this, for chaining
+     */
     public Options deviceOrdinal(int ordinal) {
       this.deviceOrdinal = ordinal;
       return this;
     }
 
-    /** Forces a kernel family (AUTO picks the best per call). */
+    /**
+     * Forces a kernel family ({@code options.kernel_family}; AUTO picks the best per call, and
+     * the environment variable {@code FLASHKIT_KERNEL_FAMILY} overrides AUTO only). A forced
+     * family restricts the dispatcher to it plus the generic fallback.
+     *
+     * @param family {@link KernelFamily#AUTO} (default), GENERIC, SM80 or SM90. A family the
+     *     device cannot run, or any forced family on the CPU backend, is
+     *     {@link NotSupportedException} (status NOT_SUPPORTED) from
+     *     {@link Context#create(Options)}; {@link KernelFamily#CPU} is reported, never forced
+     *     ({@link InvalidArgumentException}, INVALID_ARGUMENT)
+     * @return this, for chaining
+     * @throws NullPointerException if {@code family} is null
+     */
     public Options kernelFamily(KernelFamily family) {
       if (family == null) throw new NullPointerException("family");
       this.kernelFamily = family;
       return this;
     }
 
-    /** CPU worker threads; 0 uses the hardware concurrency (or FLASHKIT_NUM_THREADS). */
+    /**
+     * CPU backend worker threads ({@code options.num_threads}).
+     *
+     * @param threads 0..4096; 0 (default) uses the environment variable
+     *     {@code FLASHKIT_NUM_THREADS} (1..4096) if set and not empty, else the hardware
+     *     concurrency. Outside 0..4096, or an unparsable variable when 0:
+     *     {@link InvalidArgumentException} (status INVALID_ARGUMENT) from
+     *     {@link Context#create(Options)}
+     * @return this, for chaining
+     */
     public Options numThreads(int threads) {
       this.numThreads = threads;
       return this;
@@ -66,7 +105,20 @@ public final class Context implements AutoCloseable {
     this.guard = new NativeHandle("Context", handle);
   }
 
-  /** A context with the given options. */
+  /**
+   * A context with the given options ({@code fk_context_create()}). For CUDA this reads the
+   * device's compute capability, SM count, shared memory per block and L2 size once.
+   *
+   * @param options backend, device ordinal, kernel family, CPU threads
+   * @return a new context; close it (it is {@link AutoCloseable})
+   * @throws InvalidArgumentException (status INVALID_ARGUMENT) for a negative ordinal, threads
+   *     outside 0..4096, {@link KernelFamily#CPU} forced, or an unparsable
+   *     {@code FLASHKIT_BACKEND} / {@code FLASHKIT_KERNEL_FAMILY} / {@code FLASHKIT_NUM_THREADS}
+   * @throws NotSupportedException (BACKEND_UNAVAILABLE) for CUDA not compiled in, no device or an
+   *     ordinal out of range; (NOT_SUPPORTED) for a forced family the device cannot run, or any
+   *     forced family on the CPU backend
+   * @throws OutOfMemoryException if the context cannot be allocated
+   */
   public static Context create(Options options) {
     fk_context_options_t o = new fk_context_options_t();
     try {
@@ -81,17 +133,35 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  /** A context with all defaults (CUDA if available, else CPU). */
+  /**
+   * A context with all defaults (CUDA device 0 if available, else CPU; see
+   * {@link Options#backend(Backend)}).
+   *
+   * @return a new context
+   * @throws FlashkitException as {@link #create(Options)}, e.g. for an unparsable
+   *     {@code FLASHKIT_BACKEND}
+   */
   public static Context create() {
     return create(new Options());
   }
 
-  /** A CPU-backend context using the hardware concurrency. */
+  /**
+   * A CPU-backend context using the hardware concurrency (or {@code FLASHKIT_NUM_THREADS}).
+   *
+   * @return a new CPU context
+   * @throws FlashkitException as {@link #create(Options)}
+   */
   public static Context cpu() {
     return create(new Options().backend(Backend.CPU));
   }
 
-  /** A CPU-backend context with {@code numThreads} workers. */
+  /**
+   * A CPU-backend context with {@code numThreads} workers.
+   *
+   * @param numThreads worker threads, 0..4096 (0: as {@link #cpu()}); else
+   *     {@link InvalidArgumentException} (status INVALID_ARGUMENT)
+   * @return a new CPU context
+   */
   public static Context cpu(int numThreads) {
     return create(new Options().backend(Backend.CPU).numThreads(numThreads));
   }
@@ -101,12 +171,21 @@ public final class Context implements AutoCloseable {
     return guard.call(body);
   }
 
-  /** Whether {@link #close()} has been called. */
+  /**
+   * Whether {@link #close()} has been called.
+   *
+   * @return true once the context is closed
+   */
   public boolean isClosed() {
     return guard.isClosed();
   }
 
-  /** Backend, device and kernel family of this context. */
+  /**
+   * Backend, device and kernel family of this context ({@code fk_context_get_info()}).
+   *
+   * @return a snapshot of the context's facts
+   * @throws IllegalStateException if the context is closed
+   */
   public ContextInfo info() {
     fk_context_info_t i = new fk_context_info_t();
     try {
@@ -175,7 +254,31 @@ public final class Context implements AutoCloseable {
     attention(params, q, k, v, cuSeqlensQ, cuSeqlensK, out, lse, null);
   }
 
-  /** As above, on the given launch (stream, workspace); null launch means the defaults. */
+  /**
+   * As {@link #attention(AttentionParams, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor,
+   * Tensor)}, on the given launch. On the CUDA backend the call is enqueued on the launch's
+   * stream and returns before the work finishes (varlen without both max_seqlen values first
+   * copies cu_seqlens to the host, waiting for the stream).
+   *
+   * @param params options; null means the defaults
+   * @param q queries {@code (batch, seqlen_q, nheads, head_dim)} or
+   *     {@code (total_q, nheads, head_dim)}; FLOAT32, FLOAT16 or BFLOAT16; head_dim 1..256,
+   *     contiguous
+   * @param k keys {@code (batch, seqlen_k, nheads_k, head_dim)} or
+   *     {@code (total_k, nheads_k, head_dim)}; q's dtype and head_dim
+   * @param v values, k's shape and dtype
+   * @param cuSeqlensQ null (batched form) or INT32 {@code (batch + 1)}, contiguous
+   * @param cuSeqlensK null or INT32 {@code (batch + 1)}, given together with cuSeqlensQ
+   * @param out output, q's shape and dtype, head_dim contiguous
+   * @param lse null, or FLOAT32 {@code (batch, nheads, seqlen_q)} / {@code (nheads, total_q)}
+   * @param launch stream and workspace; null means the context's defaults (default stream,
+   *     library-managed scratch)
+   * @throws InvalidArgumentException as the overload without launch, plus INVALID_ARGUMENT for
+   *     a workspace that overlaps a tensor of the call
+   * @throws OutOfMemoryException if library-managed scratch (e.g. split-key partials) cannot be
+   *     allocated
+   * @throws DeviceException if the CUDA runtime reports an error or a kernel fails to launch
+   */
   public void attention(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor cuSeqlensQ,
       Tensor cuSeqlensK, Tensor out, Tensor lse, Launch launch) {
     fk_attention_params_t p = nativeParams(params);
@@ -191,7 +294,27 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  /** The kernel variant {@link #attention} would run, e.g. "cpu.attention"; validates the same. */
+  /**
+   * The kernel variant {@link #attention} would run for these arguments
+   * ({@code fk_attention_select_kernel()}); validates exactly as it does and runs nothing.
+   * Arguments as {@link #attention(AttentionParams, Tensor, Tensor, Tensor, Tensor, Tensor,
+   * Tensor, Tensor)}; out and lse are validated, not written.
+   *
+   * @param params options; null means the defaults
+   * @param q queries {@code (batch, seqlen_q, nheads, head_dim)} or
+   *     {@code (total_q, nheads, head_dim)}; FLOAT32, FLOAT16 or BFLOAT16; head_dim 1..256,
+   *     contiguous
+   * @param k keys {@code (batch, seqlen_k, nheads_k, head_dim)} or
+   *     {@code (total_k, nheads_k, head_dim)}; q's dtype and head_dim
+   * @param v values, k's shape and dtype
+   * @param cuSeqlensQ null (batched form) or INT32 {@code (batch + 1)}, contiguous
+   * @param cuSeqlensK null or INT32 {@code (batch + 1)}, given together with cuSeqlensQ
+   * @param out output, q's shape and dtype, head_dim contiguous
+   * @param lse null, or FLOAT32 {@code (batch, nheads, seqlen_q)} / {@code (nheads, total_q)}
+   * @return the variant's name, e.g. "cpu.attention" or "cuda.generic.attention"
+   * @throws InvalidArgumentException for arguments {@link #attention} refuses, with the same
+   *     status and message
+   */
   public String attentionSelectKernel(AttentionParams params, Tensor q, Tensor k, Tensor v,
       Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
@@ -209,7 +332,24 @@ public final class Context implements AutoCloseable {
    * ({@code fk_attention_workspace_size}: a {@link Launch} workspace at least this large, at any
    * address; 0 when the call takes no scratch, nonzero when the GPU splits the keys of a
    * decode-like call with too few query tiles into chunks, so a small batch can need scratch
-   * where a large one needs none); validates the same.
+   * where a large one needs none); validates the same and runs nothing. The size depends on the
+   * shapes, dtypes, strides, data alignment, device and kernel family: query each shape, not
+   * only the largest. Varlen without max_seqlen reads cu_seqlens back as the call would.
+   *
+   * @param params options; null means the defaults
+   * @param q queries {@code (batch, seqlen_q, nheads, head_dim)} or
+   *     {@code (total_q, nheads, head_dim)}, as for {@link #attention}
+   * @param k keys {@code (batch, seqlen_k, nheads_k, head_dim)} or
+   *     {@code (total_k, nheads_k, head_dim)}
+   * @param v values, k's shape and dtype
+   * @param cuSeqlensQ null (batched form) or INT32 {@code (batch + 1)}
+   * @param cuSeqlensK null or INT32 {@code (batch + 1)}
+   * @param out output, q's shape and dtype (validated, not written)
+   * @param lse null, or FLOAT32 {@code (batch, nheads, seqlen_q)} / {@code (nheads, total_q)}
+   * @return the workspace size in bytes (the sum of the call's buffers, each rounded up to 256
+   *     bytes, plus 255 so that any start address works); 0 when the call takes no scratch
+   * @throws InvalidArgumentException for arguments {@link #attention} refuses, with the same
+   *     status
    */
   public long attentionWorkspaceSize(AttentionParams params, Tensor q, Tensor k, Tensor v,
       Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out, Tensor lse) {
@@ -227,7 +367,7 @@ public final class Context implements AutoCloseable {
    * Attention forward on FLOAT8_E4M3FN q, k and v with per-(sequence, kv-head) descale factors,
    * BFLOAT16 output: FlashAttention-3's FP8 forward contract (Shah et al. 2024, Section 3.3);
    * see {@code fk_attention_fp8_forward()} in flashkit.h (added in 0.6.0). Computes
-   * {@link #attention} on {@code descaleQ[b][h / (nheads / nheadsK)] * q[b, :, h]},
+   * {@link #attention} on {@code descaleQ[b][h / (nheads / nheads_k)] * q[b, :, h]},
    * {@code descaleK[b][g] * k[b, :, g]} and {@code descaleV[b][g] * v[b, :, g]}. On Hopper GPUs
    * (variant "cuda.sm90.attention_fp8", 0.7.0, with the AUTO or SM90 kernel family; batched
    * calls, head_dim 128 or 256, no softcap, a positive softmax scale, q, k and out 16-byte
@@ -248,12 +388,12 @@ public final class Context implements AutoCloseable {
    * @param k FLOAT8_E4M3FN keys
    * @param v FLOAT8_E4M3FN values (e5m2 or any other dtype: InvalidArgumentException,
    *     DTYPE_MISMATCH)
-   * @param descaleQ null (factor 1) or FLOAT32 {@code (batch, nheadsK)}, any non-negative
+   * @param descaleQ null (factor 1) or FLOAT32 {@code (batch, nheads_k)}, any non-negative
    *     strides, where q lives; batch is the number of sequences in the varlen form; query head
-   *     h uses column {@code h / (nheads / nheadsK)}. NaN or infinite factors are applied as
+   *     h uses column {@code h / (nheads / nheads_k)}. NaN or infinite factors are applied as
    *     given.
-   * @param descaleK null or FLOAT32 {@code (batch, nheadsK)}
-   * @param descaleV null or FLOAT32 {@code (batch, nheadsK)}
+   * @param descaleK null or FLOAT32 {@code (batch, nheads_k)}
+   * @param descaleV null or FLOAT32 {@code (batch, nheads_k)}
    * @param cuSeqlensQ null (batched form) or INT32 {@code (batch + 1)}, as {@link #attention}
    * @param cuSeqlensK null or INT32 {@code (batch + 1)}, given together with cuSeqlensQ
    * @param out BFLOAT16 output, q's shape, head_dim contiguous; must not overlap an input (the
@@ -262,7 +402,7 @@ public final class Context implements AutoCloseable {
    * @param launch stream and workspace; null means the defaults
    * @throws InvalidArgumentException with the library's message naming the argument (a dtype
    *     other than FLOAT8_E4M3FN for q, k, v, FLOAT32 for a descale tensor or BFLOAT16 for out;
-   *     a descale tensor not shaped (batch, nheadsK); every rule of {@link #attention}); the
+   *     a descale tensor not shaped (batch, nheads_k); every rule of {@link #attention}); the
    *     outputs are then untouched
    */
   public void attentionFp8(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor descaleQ,
@@ -282,7 +422,22 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  /** Batched {@link #attentionFp8} without lse, on the default launch. */
+  /**
+   * Batched {@link #attentionFp8(AttentionParams, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor,
+   * Tensor, Tensor, Tensor, Tensor, Launch)} without lse, on the default launch.
+   *
+   * @param params options; null means the defaults
+   * @param q FLOAT8_E4M3FN queries {@code (batch, seqlen_q, nheads, head_dim)}, head_dim
+   *     (1..256) contiguous
+   * @param k FLOAT8_E4M3FN keys {@code (batch, seqlen_k, nheads_k, head_dim)}, q's head_dim,
+   *     {@code nheads % nheads_k == 0}
+   * @param v FLOAT8_E4M3FN values, k's shape
+   * @param descaleQ null (factor 1) or FLOAT32 {@code (batch, nheads_k)}
+   * @param descaleK null or FLOAT32 {@code (batch, nheads_k)}
+   * @param descaleV null or FLOAT32 {@code (batch, nheads_k)}
+   * @param out BFLOAT16 output, q's shape, head_dim contiguous
+   * @throws InvalidArgumentException as the full overload
+   */
   public void attentionFp8(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor descaleQ,
       Tensor descaleK, Tensor descaleV, Tensor out) {
     attentionFp8(params, q, k, v, descaleQ, descaleK, descaleV, null, null, out, null, null);
@@ -290,7 +445,25 @@ public final class Context implements AutoCloseable {
 
   /**
    * The kernel variant {@link #attentionFp8} would run: "cuda.sm90.attention_fp8", or the bf16
-   * kernel's name with "+fp8_dequant", e.g. "cpu.attention+fp8_dequant"; validates the same.
+   * kernel's name with "+fp8_dequant", e.g. "cpu.attention+fp8_dequant"
+   * ({@code fk_attention_fp8_select_kernel()}); validates exactly as it does and runs nothing.
+   *
+   * @param params options; null means the defaults
+   * @param q FLOAT8_E4M3FN queries {@code (batch, seqlen_q, nheads, head_dim)} or
+   *     {@code (total_q, nheads, head_dim)}, as for {@link #attentionFp8}
+   * @param k FLOAT8_E4M3FN keys {@code (batch, seqlen_k, nheads_k, head_dim)} or
+   *     {@code (total_k, nheads_k, head_dim)}
+   * @param v FLOAT8_E4M3FN values, k's shape
+   * @param descaleQ null or FLOAT32 {@code (batch, nheads_k)}
+   * @param descaleK null or FLOAT32 {@code (batch, nheads_k)}
+   * @param descaleV null or FLOAT32 {@code (batch, nheads_k)}
+   * @param cuSeqlensQ null (batched form) or INT32 {@code (batch + 1)}
+   * @param cuSeqlensK null or INT32 {@code (batch + 1)}, given together with cuSeqlensQ
+   * @param out BFLOAT16 output, q's shape (validated, not written)
+   * @param lse null or FLOAT32 {@code (batch, nheads, seqlen_q)} / {@code (nheads, total_q)}
+   * @return the variant's name
+   * @throws InvalidArgumentException for arguments {@link #attentionFp8} refuses, with the same
+   *     status
    */
   public String attentionFp8SelectKernel(AttentionParams params, Tensor q, Tensor k, Tensor v,
       Tensor descaleQ, Tensor descaleK, Tensor descaleV, Tensor cuSeqlensQ, Tensor cuSeqlensK,
@@ -312,7 +485,25 @@ public final class Context implements AutoCloseable {
    * kernel transposes v in shared memory (head_dim 128; head_dim 256 with few query rows per
    * key, as fk_attention_fp8_forward documents) unless v is off the 16-byte rule (then a
    * contiguous copy of it), the transposed copy of v otherwise; else on a GPU the bf16 copies of q, k and v plus what the bf16 call needs; 0 on the
-   * CPU backend. Validates the same.
+   * CPU backend. Validates the same and runs nothing.
+   *
+   * @param params options; null means the defaults
+   * @param q FLOAT8_E4M3FN queries {@code (batch, seqlen_q, nheads, head_dim)} or
+   *     {@code (total_q, nheads, head_dim)}, as for {@link #attentionFp8}
+   * @param k FLOAT8_E4M3FN keys {@code (batch, seqlen_k, nheads_k, head_dim)} or
+   *     {@code (total_k, nheads_k, head_dim)}
+   * @param v FLOAT8_E4M3FN values, k's shape
+   * @param descaleQ null or FLOAT32 {@code (batch, nheads_k)}
+   * @param descaleK null or FLOAT32 {@code (batch, nheads_k)}
+   * @param descaleV null or FLOAT32 {@code (batch, nheads_k)}
+   * @param cuSeqlensQ null (batched form) or INT32 {@code (batch + 1)}
+   * @param cuSeqlensK null or INT32 {@code (batch + 1)}
+   * @param out BFLOAT16 output, q's shape (validated, not written)
+   * @param lse null or FLOAT32 {@code (batch, nheads, seqlen_q)} / {@code (nheads, total_q)}
+   * @return the workspace size in bytes (buffers rounded up to 256 bytes each, plus 255 for the
+   *     workspace's start); 0 when the call takes no scratch
+   * @throws InvalidArgumentException for arguments {@link #attentionFp8} refuses, with the same
+   *     status
    */
   public long attentionFp8WorkspaceSize(AttentionParams params, Tensor q, Tensor k, Tensor v,
       Tensor descaleQ, Tensor descaleK, Tensor descaleV, Tensor cuSeqlensQ, Tensor cuSeqlensK,
@@ -369,7 +560,26 @@ public final class Context implements AutoCloseable {
     attentionKvCache(params, q, kCache, vCache, cacheSeqlens, blockTable, out, lse, null);
   }
 
-  /** As above, on the given launch (stream, workspace); null launch means the defaults. */
+  /**
+   * As {@link #attentionKvCache(AttentionParams, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor,
+   * Tensor)}, on the given launch. On the CUDA backend cacheSeqlens and blockTable stay in
+   * device memory and are read only by the kernels: the call never waits for the stream and can
+   * be captured into a CUDA graph.
+   *
+   * @param params options; null means the defaults; max_seqlen must stay (0, 0)
+   * @param q new queries {@code (batch, seqlen_q, nheads, head_dim)}: FLOAT32, FLOAT16 or
+   *     BFLOAT16, head_dim 1..256 contiguous
+   * @param kCache keys {@code (batch, seqlen_cache, nheads_k, head_dim)}, or with a block table
+   *     the page pool {@code (num_blocks, page_block_size, nheads_k, head_dim)}
+   * @param vCache values, kCache's shape and dtype
+   * @param cacheSeqlens null or INT32 {@code (batch)}, contiguous, in {@code [0, capacity]}
+   * @param blockTable null or INT32 {@code (batch, max_blocks_per_seq)}, last dimension
+   *     contiguous, entries in {@code [0, num_blocks)}
+   * @param out output, q's shape and dtype, head_dim contiguous
+   * @param lse null, or FLOAT32 {@code (batch, nheads, seqlen_q)}
+   * @param launch stream and workspace; null means the context's defaults
+   * @throws InvalidArgumentException as the overload without launch
+   */
   public void attentionKvCache(AttentionParams params, Tensor q, Tensor kCache, Tensor vCache,
       Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse, Launch launch) {
     fk_attention_params_t p = nativeParams(params);
@@ -387,7 +597,22 @@ public final class Context implements AutoCloseable {
 
   /**
    * The kernel variant {@link #attentionKvCache} would run, e.g. "cpu.attention" or
-   * "cuda.sm80.attention"; validates the same.
+   * "cuda.sm80.attention" ({@code fk_attention_kvcache_select_kernel()}); validates exactly as it
+   * does and runs nothing.
+   *
+   * @param params options; null means the defaults
+   * @param q new queries {@code (batch, seqlen_q, nheads, head_dim)}, as for
+   *     {@link #attentionKvCache}
+   * @param kCache keys {@code (batch, seqlen_cache, nheads_k, head_dim)} or the page pool
+   *     {@code (num_blocks, page_block_size, nheads_k, head_dim)}
+   * @param vCache values, kCache's shape and dtype
+   * @param cacheSeqlens null or INT32 {@code (batch)}
+   * @param blockTable null or INT32 {@code (batch, max_blocks_per_seq)}
+   * @param out output, q's shape and dtype (validated, not written)
+   * @param lse null, or FLOAT32 {@code (batch, nheads, seqlen_q)}
+   * @return the variant's name
+   * @throws InvalidArgumentException for arguments {@link #attentionKvCache} refuses, with the
+   *     same status
    */
   public String attentionKvCacheSelectKernel(AttentionParams params, Tensor q, Tensor kCache,
       Tensor vCache, Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse) {
@@ -403,7 +628,23 @@ public final class Context implements AutoCloseable {
 
   /**
    * Workspace bytes with which {@link #attentionKvCache} on these arguments allocates nothing
-   * ({@code fk_attention_kvcache_workspace_size}); validates the same.
+   * ({@code fk_attention_kvcache_workspace_size}: nonzero when small decode batches have their
+   * keys split into chunks of whole pages); validates the same and runs nothing.
+   *
+   * @param params options; null means the defaults
+   * @param q new queries {@code (batch, seqlen_q, nheads, head_dim)}, as for
+   *     {@link #attentionKvCache}
+   * @param kCache keys {@code (batch, seqlen_cache, nheads_k, head_dim)} or the page pool
+   *     {@code (num_blocks, page_block_size, nheads_k, head_dim)}
+   * @param vCache values, kCache's shape and dtype
+   * @param cacheSeqlens null or INT32 {@code (batch)}
+   * @param blockTable null or INT32 {@code (batch, max_blocks_per_seq)}
+   * @param out output, q's shape and dtype (validated, not written)
+   * @param lse null, or FLOAT32 {@code (batch, nheads, seqlen_q)}
+   * @return the workspace size in bytes (buffers rounded up to 256 bytes each, plus 255 for the
+   *     workspace's start); 0 when the call takes no scratch
+   * @throws InvalidArgumentException for arguments {@link #attentionKvCache} refuses, with the
+   *     same status
    */
   public long attentionKvCacheWorkspaceSize(AttentionParams params, Tensor q, Tensor kCache,
       Tensor vCache, Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse) {
@@ -443,8 +684,22 @@ public final class Context implements AutoCloseable {
     gemm(params, a, b, c, bias, d, null);
   }
 
-  /** {@link #gemm(GemmParams, Tensor, Tensor, Tensor, Tensor, Tensor)} on {@code launch}'s
-   * stream and workspace (null: the context's defaults). */
+  /**
+   * {@link #gemm(GemmParams, Tensor, Tensor, Tensor, Tensor, Tensor)} on {@code launch}'s
+   * stream and workspace (null: the context's defaults).
+   *
+   * @param params transposes, alpha, beta, activation; null means the defaults
+   * @param a {@code (M, K)}, or {@code (K, M)} with trans_a, optionally {@code (batch, ., .)};
+   *     FLOAT32, FLOAT16 or BFLOAT16
+   * @param b {@code (K, N)}, or {@code (N, K)} with trans_b, optionally batched; a's dtype
+   * @param c null, or the addend {@code (M, N)} / {@code (batch, M, N)} in d's dtype
+   * @param bias null, or {@code (N)}, contiguous
+   * @param d output {@code (M, N)} / {@code (batch, M, N)}, FLOAT32, FLOAT16 or BFLOAT16
+   * @param launch stream and workspace; null means the context's defaults
+   * @throws InvalidArgumentException as the overload without launch
+   * @throws OutOfMemoryException if host or device scratch cannot be allocated
+   * @throws DeviceException if the CUDA runtime reports an error or a kernel fails to launch
+   */
   public void gemm(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias, Tensor d,
       Launch launch) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
@@ -459,7 +714,20 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  /** The kernel variant {@link #gemm} would run; validates the same. */
+  /**
+   * The kernel variant {@link #gemm} would run ({@code fk_gemm_select_kernel()}); validates
+   * exactly as it does and runs nothing.
+   *
+   * @param params transposes, alpha, beta, activation; null means the defaults
+   * @param a {@code (M, K)}, or {@code (K, M)} with trans_a, optionally batched, as for
+   *     {@link #gemm}
+   * @param b {@code (K, N)}, or {@code (N, K)} with trans_b; a's dtype
+   * @param c null, or {@code (M, N)} / {@code (batch, M, N)} in d's dtype
+   * @param bias null, or {@code (N)}
+   * @param d output {@code (M, N)} / {@code (batch, M, N)} (validated, not written)
+   * @return the variant's name, e.g. "cpu.gemm"
+   * @throws InvalidArgumentException for arguments {@link #gemm} refuses, with the same status
+   */
   public String gemmSelectKernel(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias,
       Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
@@ -473,7 +741,19 @@ public final class Context implements AutoCloseable {
 
   /**
    * Workspace bytes with which {@link #gemm} on these arguments allocates nothing
-   * ({@code fk_gemm_workspace_size}: nonzero for split-K schedules); validates the same.
+   * ({@code fk_gemm_workspace_size}: nonzero for split-K schedules, decode-sized M with a long
+   * K: fp32 partial tiles); validates the same and runs nothing. Ask rather than predict it.
+   *
+   * @param params transposes, alpha, beta, activation; null means the defaults
+   * @param a {@code (M, K)}, or {@code (K, M)} with trans_a, optionally batched, as for
+   *     {@link #gemm}
+   * @param b {@code (K, N)}, or {@code (N, K)} with trans_b; a's dtype
+   * @param c null, or {@code (M, N)} / {@code (batch, M, N)} in d's dtype
+   * @param bias null, or {@code (N)}
+   * @param d output {@code (M, N)} / {@code (batch, M, N)} (validated, not written)
+   * @return the workspace size in bytes (buffers rounded up to 256 bytes each, plus 255 for the
+   *     workspace's start); 0 when the call takes no scratch
+   * @throws InvalidArgumentException for arguments {@link #gemm} refuses, with the same status
    */
   public long gemmWorkspaceSize(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias,
       Tensor d) {
@@ -522,8 +802,23 @@ public final class Context implements AutoCloseable {
     gemmScaled(params, a, b, scaleA, scaleB, c, bias, d, null);
   }
 
-  /** {@link #gemmScaled(GemmParams, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)}
-   * on {@code launch}'s stream and workspace (null: the context's defaults). */
+  /**
+   * {@link #gemmScaled(GemmParams, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)}
+   * on {@code launch}'s stream and workspace (null: the context's defaults).
+   *
+   * @param params transposes, alpha, beta, activation; null means the defaults
+   * @param a {@code (M, K)}, or {@code (K, M)} with trans_a, optionally batched:
+   *     FLOAT8_E4M3FN or FLOAT8_E5M2, or FLOAT32 / FLOAT16 / BFLOAT16
+   * @param b {@code (K, N)}, or {@code (N, K)} with trans_b: FP8 when a is FP8, else a's dtype
+   * @param scaleA null (1), or FLOAT32, contiguous, {@code (1)} or {@code (M)}
+   * @param scaleB null (1), or FLOAT32, contiguous, {@code (1)} or {@code (N)}
+   * @param c null, or the addend {@code (M, N)} / {@code (batch, M, N)} in d's dtype
+   * @param bias null, or {@code (N)}, contiguous
+   * @param d output {@code (M, N)} / {@code (batch, M, N)}, FLOAT32, FLOAT16 or BFLOAT16
+   * @param launch stream and workspace; null means the context's defaults
+   * @throws InvalidArgumentException as the overload without launch
+   * @throws NotSupportedException for an FP8 d
+   */
   public void gemmScaled(GemmParams params, Tensor a, Tensor b, Tensor scaleA, Tensor scaleB,
       Tensor c, Tensor bias, Tensor d, Launch launch) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
@@ -539,7 +834,23 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  /** The kernel variant {@link #gemmScaled} would run; validates the same. */
+  /**
+   * The kernel variant {@link #gemmScaled} would run ({@code fk_gemm_scaled_select_kernel()});
+   * validates exactly as it does and runs nothing.
+   *
+   * @param params transposes, alpha, beta, activation; null means the defaults
+   * @param a {@code (M, K)}, or {@code (K, M)} with trans_a, as for {@link #gemmScaled}
+   * @param b {@code (K, N)}, or {@code (N, K)} with trans_b
+   * @param scaleA null, or FLOAT32 {@code (1)} / {@code (M)}
+   * @param scaleB null, or FLOAT32 {@code (1)} / {@code (N)}
+   * @param c null, or {@code (M, N)} / {@code (batch, M, N)} in d's dtype
+   * @param bias null, or {@code (N)}
+   * @param d output {@code (M, N)} / {@code (batch, M, N)} (validated, not written)
+   * @return the variant's name
+   * @throws InvalidArgumentException for arguments {@link #gemmScaled} refuses, with the same
+   *     status
+   * @throws NotSupportedException for an FP8 d
+   */
   public String gemmScaledSelectKernel(GemmParams params, Tensor a, Tensor b, Tensor scaleA,
       Tensor scaleB, Tensor c, Tensor bias, Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
@@ -552,7 +863,24 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  /** Workspace bytes with which {@link #gemmScaled} allocates nothing; validates the same. */
+  /**
+   * Workspace bytes with which {@link #gemmScaled} allocates nothing
+   * ({@code fk_gemm_scaled_workspace_size}, as {@link #gemmWorkspaceSize}); validates the same
+   * and runs nothing.
+   *
+   * @param params transposes, alpha, beta, activation; null means the defaults
+   * @param a {@code (M, K)}, or {@code (K, M)} with trans_a, as for {@link #gemmScaled}
+   * @param b {@code (K, N)}, or {@code (N, K)} with trans_b
+   * @param scaleA null, or FLOAT32 {@code (1)} / {@code (M)}
+   * @param scaleB null, or FLOAT32 {@code (1)} / {@code (N)}
+   * @param c null, or {@code (M, N)} / {@code (batch, M, N)} in d's dtype
+   * @param bias null, or {@code (N)}
+   * @param d output {@code (M, N)} / {@code (batch, M, N)} (validated, not written)
+   * @return the workspace size in bytes; 0 when the call takes no scratch
+   * @throws InvalidArgumentException for arguments {@link #gemmScaled} refuses, with the same
+   *     status
+   * @throws NotSupportedException for an FP8 d
+   */
   public long gemmScaledWorkspaceSize(GemmParams params, Tensor a, Tensor b, Tensor scaleA,
       Tensor scaleB, Tensor c, Tensor bias, Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
@@ -587,8 +915,19 @@ public final class Context implements AutoCloseable {
     monarch(x, w1, w2, bias, out, null);
   }
 
-  /** {@link #monarch(Tensor, Tensor, Tensor, Tensor, Tensor)} on {@code launch}'s stream and
-   * workspace (null: the context's defaults). */
+  /**
+   * {@link #monarch(Tensor, Tensor, Tensor, Tensor, Tensor)} on {@code launch}'s stream and
+   * workspace (null: the context's defaults).
+   *
+   * @param x {@code (tokens, nblocks1 * p)}, FLOAT32, FLOAT16 or BFLOAT16, last dimension
+   *     contiguous
+   * @param w1 {@code (nblocks1, q, p)}, x's dtype, compact
+   * @param w2 {@code (nblocks2, s, r)}, x's dtype, compact, {@code nblocks2 * r == nblocks1 * q}
+   * @param bias null, or {@code (nblocks2 * s)}, contiguous
+   * @param out {@code (tokens, nblocks2 * s)}, x's dtype, last dimension contiguous
+   * @param launch stream and workspace; null means the context's defaults
+   * @throws InvalidArgumentException as the overload without launch
+   */
   public void monarch(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out, Launch launch) {
     fk_monarch_params_t p = monarchParams();
     try {
@@ -603,7 +942,18 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  /** The kernel variant {@link #monarch} would run; validates the same. */
+  /**
+   * The kernel variant {@link #monarch} would run ({@code fk_monarch_select_kernel()});
+   * validates exactly as it does and runs nothing.
+   *
+   * @param x {@code (tokens, nblocks1 * p)}, as for {@link #monarch}
+   * @param w1 {@code (nblocks1, q, p)}, compact
+   * @param w2 {@code (nblocks2, s, r)}, compact
+   * @param bias null, or {@code (nblocks2 * s)}
+   * @param out {@code (tokens, nblocks2 * s)} (validated, not written)
+   * @return the variant's name
+   * @throws InvalidArgumentException for arguments {@link #monarch} refuses, with the same status
+   */
   public String monarchSelectKernel(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
     try {
@@ -615,7 +965,20 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  /** Workspace bytes with which {@link #monarch} allocates nothing; validates the same. */
+  /**
+   * Workspace bytes with which {@link #monarch} allocates nothing
+   * ({@code fk_monarch_workspace_size}: nonzero only on the generic CUDA kernel, its fp32
+   * intermediate of {@code tokens x nblocks1 * q x 4} bytes); validates the same and runs
+   * nothing.
+   *
+   * @param x {@code (tokens, nblocks1 * p)}, as for {@link #monarch}
+   * @param w1 {@code (nblocks1, q, p)}, compact
+   * @param w2 {@code (nblocks2, s, r)}, compact
+   * @param bias null, or {@code (nblocks2 * s)}
+   * @param out {@code (tokens, nblocks2 * s)} (validated, not written)
+   * @return the workspace size in bytes; 0 when the call takes no scratch
+   * @throws InvalidArgumentException for arguments {@link #monarch} refuses, with the same status
+   */
   public long monarchWorkspaceSize(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
     try {
@@ -643,8 +1006,18 @@ public final class Context implements AutoCloseable {
     blockdiagLinear(x, w, bias, out, null);
   }
 
-  /** {@link #blockdiagLinear(Tensor, Tensor, Tensor, Tensor)} on {@code launch}'s stream and
-   * workspace (null: the context's defaults). */
+  /**
+   * {@link #blockdiagLinear(Tensor, Tensor, Tensor, Tensor)} on {@code launch}'s stream and
+   * workspace (null: the context's defaults).
+   *
+   * @param x {@code (tokens, nblocks * p)}, FLOAT32, FLOAT16 or BFLOAT16, last dimension
+   *     contiguous
+   * @param w {@code (nblocks, q, p)}, x's dtype, compact
+   * @param bias null, or {@code (nblocks * q)}, contiguous
+   * @param out {@code (tokens, nblocks * q)}, x's dtype, last dimension contiguous
+   * @param launch stream and workspace; null means the context's defaults
+   * @throws InvalidArgumentException as the overload without launch
+   */
   public void blockdiagLinear(Tensor x, Tensor w, Tensor bias, Tensor out, Launch launch) {
     fk_monarch_params_t p = monarchParams();
     try {
@@ -659,7 +1032,19 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  /** The kernel variant {@link #blockdiagLinear} would run; validates the same. */
+  /**
+   * The kernel variant {@link #blockdiagLinear} would run
+   * ({@code fk_blockdiag_linear_select_kernel()}); validates exactly as it does and runs
+   * nothing.
+   *
+   * @param x {@code (tokens, nblocks * p)}, as for {@link #blockdiagLinear}
+   * @param w {@code (nblocks, q, p)}, compact
+   * @param bias null, or {@code (nblocks * q)}
+   * @param out {@code (tokens, nblocks * q)} (validated, not written)
+   * @return the variant's name
+   * @throws InvalidArgumentException for arguments {@link #blockdiagLinear} refuses, with the
+   *     same status
+   */
   public String blockdiagLinearSelectKernel(Tensor x, Tensor w, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
     try {
@@ -672,7 +1057,17 @@ public final class Context implements AutoCloseable {
   }
 
   /**
-   * Workspace bytes with which {@link #blockdiagLinear} allocates nothing; validates the same.
+   * Workspace bytes with which {@link #blockdiagLinear} allocates nothing
+   * ({@code fk_blockdiag_linear_workspace_size}; today every variant reports 0); validates the
+   * same and runs nothing.
+   *
+   * @param x {@code (tokens, nblocks * p)}, as for {@link #blockdiagLinear}
+   * @param w {@code (nblocks, q, p)}, compact
+   * @param bias null, or {@code (nblocks * q)}
+   * @param out {@code (tokens, nblocks * q)} (validated, not written)
+   * @return the workspace size in bytes (0 today)
+   * @throws InvalidArgumentException for arguments {@link #blockdiagLinear} refuses, with the
+   *     same status
    */
   public long blockdiagLinearWorkspaceSize(Tensor x, Tensor w, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
@@ -689,7 +1084,14 @@ public final class Context implements AutoCloseable {
   // FFT convolution plans
   // -------------------------------------------------------------------------------------------
 
-  /** A new FFT convolution plan on this context; same as {@code new FFTConvPlan(this, options)}. */
+  /**
+   * A new FFT convolution plan on this context; same as {@code new FFTConvPlan(this, options)}.
+   *
+   * @param options channels, seqlen, filterLen, fftSize, mode, dtype, filterConstant
+   * @return the plan, closed with this context at the latest
+   * @throws InvalidArgumentException for invalid options, see
+   *     {@link FFTConvPlan#FFTConvPlan(Context, FFTConvPlan.Options)}
+   */
   public FFTConvPlan createFFTConvPlan(FFTConvPlan.Options options) {
     return new FFTConvPlan(this, options);
   }

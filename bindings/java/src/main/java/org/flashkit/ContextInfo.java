@@ -27,47 +27,93 @@ public final class ContextInfo {
     deviceName = i.getDevice_name();
   }
 
-  /** CPU or CUDA (never AUTO). */
+  /**
+   * The backend the context runs on.
+   *
+   * @return {@link Backend#CPU} or {@link Backend#CUDA} (never AUTO)
+   */
   public Backend backend() {
     return backend;
   }
 
-  /** Best kernel family this context dispatches to (CPU for the CPU backend). */
+  /**
+   * The kernel family of the context ({@code fk_context_info_t.kernel_family}).
+   *
+   * @return the forced family, else the best one this context dispatches to ({@link
+   *     KernelFamily#CPU} for the CPU backend)
+   */
   public KernelFamily kernelFamily() {
     return kernelFamily;
   }
 
-  /** CUDA ordinal, or -1 on the CPU backend. */
+  /**
+   * The device ordinal.
+   *
+   * @return the CUDA device ordinal (as in cudaSetDevice), or -1 on the CPU backend
+   */
   public int deviceOrdinal() {
     return deviceOrdinal;
   }
 
+  /**
+   * Compute capability, major part.
+   *
+   * @return e.g. 9 on H100/H200; 0 on the CPU backend
+   */
   public int ccMajor() {
     return ccMajor;
   }
 
+  /**
+   * Compute capability, minor part.
+   *
+   * @return the minor version; 0 on the CPU backend
+   */
   public int ccMinor() {
     return ccMinor;
   }
 
+  /**
+   * Streaming multiprocessors of the device.
+   *
+   * @return the SM count; 0 on the CPU backend
+   */
   public int smCount() {
     return smCount;
   }
 
-  /** CPU backend worker threads (1 on CUDA). */
+  /**
+   * Worker threads.
+   *
+   * @return the CPU backend's worker threads; 1 on the CUDA backend
+   */
   public int numThreads() {
     return numThreads;
   }
 
+  /**
+   * L2 cache size.
+   *
+   * @return the L2 cache size in bytes; 0 on the CPU backend
+   */
   public long l2Bytes() {
     return l2Bytes;
   }
 
+  /**
+   * Opt-in shared memory per block.
+   *
+   * @return the opt-in shared memory per thread block in bytes; 0 on the CPU backend
+   */
   public long smemPerBlockOptin() {
     return smemPerBlockOptin;
   }
 
-  /** e.g. "NVIDIA H200" or "cpu". */
+  /**
+   * The device's name.
+   *
+   * @return e.g. "NVIDIA H200" or "cpu"
+   */
   public String deviceName() {
     return deviceName;
   }

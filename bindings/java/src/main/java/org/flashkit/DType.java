@@ -13,10 +13,15 @@ public enum DType {
   INT32(FlashkitNativeConstants.kDLInt, 32),
   /**
    * OCP float8 e4m3fn (one byte per element; DLPack 1.1 code 10): only
-   * {@link Context#gemmScaled}'s a and b accept it.
+   * {@link Context#gemmScaled}'s a and b and {@link Context#attentionFp8}'s q, k and v accept
+   * it; elsewhere it gets {@link NotSupportedException} (or {@link InvalidArgumentException},
+   * status DTYPE_MISMATCH, where an argument must be FLOAT32 or BFLOAT16).
    */
   FLOAT8_E4M3FN(FlashkitNativeConstants.FK_DLPACK_FLOAT8_E4M3FN, 8),
-  /** OCP float8 e5m2 (DLPack 1.1 code 12): only {@link Context#gemmScaled}'s a and b. */
+  /**
+   * OCP float8 e5m2 (one byte per element; DLPack 1.1 code 12): only {@link Context#gemmScaled}'s
+   * a and b accept it ({@link Context#attentionFp8} refuses it, status DTYPE_MISMATCH).
+   */
   FLOAT8_E5M2(FlashkitNativeConstants.FK_DLPACK_FLOAT8_E5M2, 8);
 
   private final int code;
@@ -27,17 +32,30 @@ public enum DType {
     this.bits = bits;
   }
 
-  /** DLPack type code (kDLFloat, kDLBfloat, kDLInt, or the float8 codes). */
+  /**
+   * DLPack type code.
+   *
+   * @return {@code kDLFloat}, {@code kDLBfloat}, {@code kDLInt}, or the DLPack 1.1 float8 codes
+   *     10 (e4m3fn) and 12 (e5m2)
+   */
   public int code() {
     return code;
   }
 
-  /** Width in bits. */
+  /**
+   * Width in bits.
+   *
+   * @return bits per element (DLPack {@code bits}; lanes are always 1): 32, 16 or 8
+   */
   public int bits() {
     return bits;
   }
 
-  /** Width in bytes. */
+  /**
+   * Width in bytes: the element size to which a tensor's data address must be aligned.
+   *
+   * @return bytes per element, {@code bits() / 8}: 4, 2 or 1
+   */
   public int bytes() {
     return bits / 8;
   }

@@ -18,7 +18,12 @@ public enum DeviceType {
     this.value = value;
   }
 
-  /** The DLPack device type value. */
+  /**
+   * The DLPack device type value.
+   *
+   * @return the {@code DLDeviceType} code stored in the view's {@code DLTensor.device}
+   *     ({@code kDLCPU}, {@code kDLCUDA}, {@code kDLCUDAHost} or {@code kDLCUDAManaged})
+   */
   public int value() {
     return value;
   }

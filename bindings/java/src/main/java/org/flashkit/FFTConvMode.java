@@ -16,12 +16,23 @@ public enum FFTConvMode {
     this.value = value;
   }
 
-  /** The C enum value. */
+  /**
+   * The C enum value.
+   *
+   * @return the {@code fk_fftconv_mode_t} value (0 CAUSAL, 1 CIRCULAR, 2 BIDIRECTIONAL), as
+   *     stored in {@code fk_fftconv_plan_options_t.mode}
+   */
   public int value() {
     return value;
   }
 
-  /** The mode of a C enum value. */
+  /**
+   * The mode of a C enum value.
+   *
+   * @param value an {@code fk_fftconv_mode_t} value (0..2)
+   * @return the matching constant
+   * @throws IllegalArgumentException if {@code value} is not an {@code fk_fftconv_mode_t}
+   */
   public static FFTConvMode fromValue(int value) {
     for (FFTConvMode m : values()) {
       if (m.value == value) return m;

@@ -27,71 +27,168 @@ public final class FFTConvPlan implements AutoCloseable {
     private DType dtype = DType.FLOAT32;
     private boolean filterConstant;
 
+    /**
+     * Boundary handling ({@code options.mode}).
+     *
+     * @param mode {@link FFTConvMode#CAUSAL} (default), {@link FFTConvMode#CIRCULAR} or
+     *     {@link FFTConvMode#BIDIRECTIONAL}
+     * @return this, for chaining
+     * @throws NullPointerException if {@code mode} is null
+     */
     public Options mode(FFTConvMode mode) {
       if (mode == null) throw new NullPointerException("mode");
       this.mode = mode;
       return this;
     }
 
+    /**
+     * Channels ({@code options.channels}, H): the middle extent of u, y and the gates, and the
+     * first of k.
+     *
+     * @param channels the channel count, &gt;= 0 (negative: {@link InvalidArgumentException},
+     *     status INVALID_ARGUMENT, when the plan is created); default 0
+     * @return this, for chaining
+     */
     public Options channels(long channels) {
       this.channels = channels;
       return this;
     }
 
+    /**
+     * Sequence length ({@code options.seqlen}, L): the last extent of u, y and the gates, in
+     * elements.
+     *
+     * @param seqlen the sequence length, &gt;= 0 (negative: {@link InvalidArgumentException},
+     *     status INVALID_ARGUMENT, when the plan is created); default 0
+     * @return this, for chaining
+     */
     public Options seqlen(long seqlen) {
       this.seqlen = seqlen;
       return this;
     }
 
-    /** Filter taps per channel; 0 (default) means seqlen. */
+    /**
+     * Filter taps per channel ({@code options.filter_len}): the last extent of k.
+     *
+     * @param filterLen taps, &gt;= 0; 0 (default) means seqlen. BIDIRECTIONAL needs it odd
+     *     ({@code 2 R + 1}; with filterLen 0, seqlen must be odd, and seqlen 0 gives 1; an even
+     *     one is
+     *     {@link InvalidArgumentException}, status INVALID_ARGUMENT, at creation)
+     * @return this, for chaining
+     */
     public Options filterLen(long filterLen) {
       this.filterLen = filterLen;
       return this;
     }
 
-    /** A power of two, or 0 (default) for the smallest the mode needs. */
+    /**
+     * FFT length ({@code options.fft_size}), as in FlashFFTConv (Fu et al. 2023, Section 3).
+     * CAUSAL needs {@code fft_size >= seqlen + min(filter_len, seqlen) - 1}, CIRCULAR
+     * {@code seqlen <= fft_size} and {@code filter_len <= fft_size}, BIDIRECTIONAL
+     * {@code fft_size >= seqlen + min(R, seqlen - 1)}.
+     *
+     * @param fftSize a power of two, at most 2^22, in elements; or 0 (default) for the smallest
+     *     the mode needs. Not a power of two, too small for the mode, or larger:
+     *     {@link InvalidArgumentException} (status INVALID_ARGUMENT) at creation, never a
+     *     silently circular result
+     * @return this, for chaining
+     */
     public Options fftSize(long fftSize) {
       this.fftSize = fftSize;
       return this;
     }
 
-    /** dtype of u, y and the gates (FLOAT32, FLOAT16 or BFLOAT16). */
+    /**
+     * Element type of u, y and the gates ({@code options.dtype}); k and D have their own.
+     *
+     * @param dtype {@link DType#FLOAT32} (default), {@link DType#FLOAT16} or
+     *     {@link DType#BFLOAT16}; another is {@link InvalidArgumentException} (status
+     *     DTYPE_MISMATCH) at creation, an FP8 type {@link NotSupportedException}
+     * @return this, for chaining
+     * @throws NullPointerException if {@code dtype} is null
+     */
     public Options dtype(DType dtype) {
       if (dtype == null) throw new NullPointerException("dtype");
       this.dtype = dtype;
       return this;
     }
 
-    /** The filter's values never change between calls: the plan may cache its spectrum. */
+    /**
+     * The filter's values never change between calls ({@code FK_FFTCONV_FILTER_CONSTANT}): the
+     * plan may cache its spectrum, keyed on the filter's data address, shape and strides. A
+     * filter whose memory is reused for other values silently gets the earlier spectrum; a plan
+     * caches one filter at a time, so use one plan per persistent filter (per layer).
+     *
+     * @param constant true to set the flag; default false (the spectrum is computed per call,
+     *     in scratch on the GPU)
+     * @return this, for chaining
+     */
     public Options filterConstant(boolean constant) {
       this.filterConstant = constant;
       return this;
     }
 
+    /**
+     * The mode.
+     *
+     * @return the boundary handling; default {@link FFTConvMode#CAUSAL}
+     */
     public FFTConvMode mode() {
       return mode;
     }
 
+    /**
+     * The channels.
+     *
+     * @return the channel count H
+     */
     public long channels() {
       return channels;
     }
 
+    /**
+     * The sequence length.
+     *
+     * @return the sequence length L, in elements
+     */
     public long seqlen() {
       return seqlen;
     }
 
+    /**
+     * The filter length.
+     *
+     * @return taps per channel; 0 means seqlen ({@link FFTConvPlan#options()} returns the
+     *     resolved value)
+     */
     public long filterLen() {
       return filterLen;
     }
 
+    /**
+     * The FFT length.
+     *
+     * @return a power of two, or 0 for "smallest valid" ({@link FFTConvPlan#options()} returns
+     *     the resolved value)
+     */
     public long fftSize() {
       return fftSize;
     }
 
+    /**
+     * The element type.
+     *
+     * @return the dtype of u, y and the gates; default {@link DType#FLOAT32}
+     */
     public DType dtype() {
       return dtype;
     }
 
+    /**
+     * The filter-constant flag.
+     *
+     * @return true if the plan may cache the filter's spectrum
+     */
     public boolean filterConstant() {
       return filterConstant;
     }
@@ -127,7 +224,20 @@ public final class FFTConvPlan implements AutoCloseable {
     }
   }
 
-  /** Creates a plan on {@code context}; throws {@link FlashkitException} for invalid options. */
+  /**
+   * Creates a plan on {@code context} ({@code fk_fftconv_plan_create()}).
+   *
+   * @param context the context whose backend and device the plan runs on; it closes the plan
+   *     when it closes
+   * @param options channels, seqlen, filterLen, fftSize, mode, dtype, filterConstant
+   * @throws InvalidArgumentException for invalid options (status INVALID_ARGUMENT: negative
+   *     sizes, fft_size not a power of two, too small for the mode or above 2^22, an even
+   *     bidirectional filter_len, channels x filter_len above 2^61; DTYPE_MISMATCH: dtype not
+   *     FLOAT32, FLOAT16 or BFLOAT16)
+   * @throws OutOfMemoryException if the plan cannot be allocated
+   * @throws NullPointerException if {@code options} is null
+   * @throws IllegalStateException if {@code context} is closed
+   */
   public FFTConvPlan(Context context, Options options) {
     if (options == null) throw new NullPointerException("options");
     this.context = context;
@@ -148,17 +258,30 @@ public final class FFTConvPlan implements AutoCloseable {
     }
   }
 
-  /** Whether {@link #close()} has been called (directly or by closing the context). */
+  /**
+   * Whether {@link #close()} has been called (directly or by closing the context).
+   *
+   * @return true once the plan is destroyed
+   */
   public boolean isClosed() {
     return guard.isClosed();
   }
 
-  /** The context this plan runs on. */
+  /**
+   * The context this plan runs on.
+   *
+   * @return the context given at creation
+   */
   public Context context() {
     return context;
   }
 
-  /** The resolved options (fft_size and filter_len after defaulting). */
+  /**
+   * The resolved options ({@code fk_fftconv_plan_get_options()}).
+   *
+   * @return a new Options with fft_size and filter_len after defaulting
+   * @throws IllegalStateException if the plan is closed
+   */
   public Options options() {
     fk_fftconv_plan_options_t o = new fk_fftconv_plan_options_t();
     try {
@@ -177,16 +300,27 @@ public final class FFTConvPlan implements AutoCloseable {
    * Runs the convolution {@code y = postgate * (conv(pregate * u, k) + D * pregate * u)} (each
    * factor only if given); see {@code fk_fftconv_forward()} in flashkit.h for the three modes.
    *
+   * <p>Every tensor's data address must be aligned to its element size (MISALIGNED) and live
+   * where the context runs (WRONG_DEVICE); strides are in elements. Any batch size works.
+   *
    * @param u input {@code (batch, channels, seqlen)} in the plan's dtype, seqlen contiguous
+   *     (stride 1), other strides arbitrary (non-negative)
    * @param k filters {@code (channels, filterLen)}, FLOAT32, FLOAT16 or BFLOAT16, filterLen
-   *     contiguous
+   *     contiguous; causal: {@code conv[t] = sum_{s=0..t} k[s] v[t-s]}; bidirectional
+   *     ({@code filterLen = 2 R + 1}): {@code conv[t] = sum_{j=-R..R} k[R + j] v[t - j]}
    * @param D null, or skip weights {@code (channels)}, FLOAT32, FLOAT16 or BFLOAT16, contiguous
-   * @param pregate null, or u's shape and dtype, seqlen contiguous
+   * @param pregate null, or u's shape and dtype, seqlen contiguous: {@code v = pregate * u}
    * @param postgate null, or u's shape and dtype, seqlen contiguous
    * @param y output, u's shape and dtype, seqlen contiguous; must not share memory with any
-   *     input
+   *     input (INVALID_ARGUMENT), and no two of its elements may share an address (BAD_STRIDES)
    * @throws InvalidArgumentException with the library's message naming the argument; y is then
-   *     untouched
+   *     untouched (status SHAPE_MISMATCH: u, y or a gate not {@code (batch, channels, seqlen)}
+   *     of the plan, k not {@code (channels, filter_len)}, D's length; DTYPE_MISMATCH;
+   *     BAD_STRIDES; INVALID_ARGUMENT: y overlapping an input, or the launch workspace
+   *     overlapping a tensor; WRONG_DEVICE; MISALIGNED)
+   * @throws OutOfMemoryException if scratch or the plan's tables cannot be allocated
+   * @throws DeviceException if the CUDA runtime reports an error or a kernel fails to launch
+   * @throws IllegalStateException if the plan or a tensor is closed
    * @throws NotSupportedException when the launch stream is being captured into a CUDA graph
    *     and the plan must first build its tables for these arguments (its first call, a new
    *     filter of a filter-constant plan): make that call outside the capture first
@@ -195,7 +329,22 @@ public final class FFTConvPlan implements AutoCloseable {
     forward(u, k, D, pregate, postgate, y, null);
   }
 
-  /** Runs the convolution on the given launch (stream, workspace). */
+  /**
+   * Runs the convolution on the given launch (stream, workspace); otherwise as
+   * {@link #forward(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)}.
+   *
+   * @param u input {@code (batch, channels, seqlen)}, the plan's dtype
+   * @param k filters {@code (channels, filterLen)}
+   * @param D null, or skip weights {@code (channels)}
+   * @param pregate null, or u's shape and dtype
+   * @param postgate null, or u's shape and dtype
+   * @param y output, u's shape and dtype
+   * @param launch stream and workspace; null means the context's defaults (default stream,
+   *     library-managed scratch)
+   * @throws InvalidArgumentException as the overload without launch
+   * @throws NotSupportedException under CUDA graph capture when the plan must first build its
+   *     tables
+   */
   public void forward(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y,
       Launch launch) {
     try {
@@ -210,7 +359,19 @@ public final class FFTConvPlan implements AutoCloseable {
     }
   }
 
-  /** The kernel variant {@link #forward} would run, e.g. "cpu.fftconv"; validates the same. */
+  /**
+   * The kernel variant {@link #forward} would run ({@code fk_fftconv_select_kernel()});
+   * validates exactly as it does and runs nothing.
+   *
+   * @param u input {@code (batch, channels, seqlen)}, as for {@link #forward}
+   * @param k filters {@code (channels, filterLen)}
+   * @param D null, or skip weights {@code (channels)}
+   * @param pregate null, or u's shape and dtype
+   * @param postgate null, or u's shape and dtype
+   * @param y output, u's shape and dtype
+   * @return the variant's name, e.g. "cpu.fftconv" or "cuda.sm80.fftconv_reg"
+   * @throws InvalidArgumentException for arguments {@link #forward} refuses, with the same status
+   */
   public String selectKernel(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate,
       Tensor y) {
     try {
@@ -226,7 +387,18 @@ public final class FFTConvPlan implements AutoCloseable {
    * Workspace bytes with which {@link #forward} on these arguments allocates nothing
    * ({@code fk_fftconv_workspace_size}: on the GPU, the per-call filter spectrum of a plan
    * without FILTER_CONSTANT, and the four-step intermediates above fft_size 8192 on the
-   * generic kernel); validates the same.
+   * generic kernel); validates the same and runs nothing. The size depends on the shapes,
+   * dtypes, strides and data alignment, the device and the plan's flags: query each shape.
+   *
+   * @param u input {@code (batch, channels, seqlen)}, as for {@link #forward}
+   * @param k filters {@code (channels, filterLen)}
+   * @param D null, or skip weights {@code (channels)}
+   * @param pregate null, or u's shape and dtype
+   * @param postgate null, or u's shape and dtype
+   * @param y output, u's shape and dtype
+   * @return the size in bytes for {@link Launch#withWorkspace(long, long)} (any start address);
+   *     0 when the call takes no scratch (always on the CPU backend)
+   * @throws InvalidArgumentException for arguments {@link #forward} refuses, with the same status
    */
   public long workspaceSize(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate,
       Tensor y) {

@@ -5,17 +5,30 @@ package org.flashkit;
 public final class Flashkit {
   private Flashkit() {}
 
-  /** The loaded native library's version, e.g. {@code "0.1.0"}. */
+  /**
+   * The loaded native library's version ({@code fk_get_version()}).
+   *
+   * @return the semantic version, e.g. {@code "0.7.0"}
+   */
   public static String version() {
     return FlashkitNative.fk_get_version();
   }
 
-  /** The loaded native library's version as major * 10000 + minor * 100 + patch. */
+  /**
+   * The loaded native library's version as one number ({@code fk_get_version_number()}).
+   *
+   * @return major * 10000 + minor * 100 + patch, e.g. 700 for 0.7.0
+   */
   public static int versionNumber() {
     return (int) FlashkitNative.fk_get_version_number();
   }
 
-  /** The version these bindings were generated against (compare with {@link #versionNumber()}). */
+  /**
+   * The version these bindings were generated against: the header's
+   * {@code FK_VERSION_NUMBER}. Compare with {@link #versionNumber()} to detect a mismatch.
+   *
+   * @return major * 10000 + minor * 100 + patch of the header the bindings were built from
+   */
   public static int bindingsVersionNumber() {
     return FlashkitNativeConstants.FK_VERSION_NUMBER;
   }
@@ -23,13 +36,23 @@ public final class Flashkit {
   /**
    * The message of the last failed flashkit call on this thread, exactly as C's
    * {@code fk_get_last_error_message()} returns it; empty if none failed. Every
-   * {@link FlashkitException} already carries it.
+   * {@link FlashkitException} already carries it. Thread-local: another thread's failure does
+   * not change it, and a successful call does not clear it.
+   *
+   * @return a sentence naming the argument and the rule it broke, e.g.
+   *     {@code "q: head_dim 300 > 256"}; the empty string if no call has failed on this thread
    */
   public static String lastErrorMessage() {
     return FlashkitNative.fk_get_last_error_message();
   }
 
-  /** Static description of a status code, e.g. {@code "invalid argument: shape mismatch"}. */
+  /**
+   * Static description of a status code ({@code fk_status_string()}).
+   *
+   * @param statusCode any value; see {@link Status#code()}
+   * @return e.g. {@code "invalid argument: shape mismatch"}; {@code "unknown status"} for an
+   *     unknown code
+   */
   public static String statusString(int statusCode) {
     return FlashkitNative.fk_status_string(statusCode);
   }
@@ -49,6 +72,9 @@ public final class Flashkit {
    * shutdown hook stops all deliveries (without waiting for one in progress, so a listener
    * may call {@code System.exit}).
    *
+   * @param listener receives each message's level and text
+   * @param maxLevel the least severe level delivered ({@link LogLevel#ERROR} ..
+   *     {@link LogLevel#DEBUG})
    * @throws NullPointerException if {@code listener} or {@code maxLevel} is null
    * @throws IllegalStateException if the JVM is already shutting down (nothing is installed)
    */

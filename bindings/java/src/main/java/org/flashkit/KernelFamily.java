@@ -20,12 +20,20 @@ public enum KernelFamily {
     this.value = value;
   }
 
-  /** The C enum value. */
+  /**
+   * The C enum value.
+   *
+   * @return the {@code fk_kernel_family_t} value (0 AUTO, 1 CPU, 2 GENERIC, 3 SM80, 4 SM90)
+   */
   public int value() {
     return value;
   }
 
-  /** The library's name for it ("auto", "cpu", "generic", "sm80", "sm90"). */
+  /**
+   * The library's name for it ({@code fk_kernel_family_name()}).
+   *
+   * @return "auto", "cpu", "generic", "sm80" or "sm90" (static text of the native library)
+   */
   public String nativeName() {
     return FlashkitNative.fk_kernel_family_name(value);
   }

@@ -18,7 +18,11 @@ public enum LogLevel {
     this.value = value;
   }
 
-  /** The numeric {@code fk_log_level_t}. */
+  /**
+   * The numeric {@code fk_log_level_t}.
+   *
+   * @return 0 (ERROR) to 3 (DEBUG); a lower value is more severe
+   */
   public int value() {
     return value;
   }

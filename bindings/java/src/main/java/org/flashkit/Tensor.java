@@ -85,6 +85,13 @@ public final class Tensor implements AutoCloseable {
   /**
    * A new zero-filled host tensor of {@code dtype} and {@code shape}, compact row-major, backed
    * by a direct native-order buffer it owns (read it through {@link #floats()} etc.).
+   *
+   * @param dtype the element type
+   * @param shape the extents, in elements, each &gt;= 0 (e.g. {@code batch, seqlen_q, nheads,
+   *     head_dim} for attention's q); the product at most {@code Integer.MAX_VALUE} bytes
+   * @return an open view on {@link DeviceType#CPU} memory, strides null (compact row-major)
+   * @throws IllegalArgumentException for a negative extent, or more bytes than a Java buffer
+   *     holds
    */
   public static Tensor allocate(DType dtype, long... shape) {
     long n;
@@ -101,28 +108,85 @@ public final class Tensor implements AutoCloseable {
     return of(b, dtype, shape, null);
   }
 
-  /** An fp32 host tensor over a direct native-order FloatBuffer, compact row-major. */
+  /**
+   * An fp32 host tensor over a direct native-order FloatBuffer, compact row-major.
+   *
+   * @param data direct buffer in native byte order; the view starts at its position and needs
+   *     the product of {@code shape} floats remaining
+   * @param shape the extents, in elements, each &gt;= 0
+   * @return an open {@link DType#FLOAT32} view on {@link DeviceType#CPU} memory
+   * @throws IllegalArgumentException for a heap or foreign-order buffer, a negative extent, or
+   *     too few elements remaining
+   */
   public static Tensor of(FloatBuffer data, long... shape) {
     return ofBuffer(data, data.order(), DType.FLOAT32, 4, shape, null);
   }
 
-  /** An fp32 host tensor over a direct native-order FloatBuffer with strides in elements. */
+  /**
+   * An fp32 host tensor over a direct native-order FloatBuffer with strides in elements.
+   *
+   * @param data direct buffer in native byte order; the view starts at its position and needs
+   *     the elements up to the last one the strides address
+   * @param shape the extents, in elements, each &gt;= 0
+   * @param strides one per dimension, in elements (not bytes), non-negative where the extent
+   *     exceeds 1; null for compact row-major. Unless an operation says otherwise the last one
+   *     must be 1 (else {@link InvalidArgumentException}, status BAD_STRIDES, at the call)
+   * @return an open {@link DType#FLOAT32} view on {@link DeviceType#CPU} memory
+   * @throws IllegalArgumentException for a heap or foreign-order buffer, a negative extent or
+   *     stride, a strides array of another length than {@code shape}, or too few elements
+   *     remaining
+   */
   public static Tensor of(FloatBuffer data, long[] shape, long[] strides) {
     return ofBuffer(data, data.order(), DType.FLOAT32, 4, shape, strides);
   }
 
-  /** An int32 host tensor (e.g. cu_seqlens) over a direct native-order IntBuffer, compact. */
+  /**
+   * An int32 host tensor (e.g. cu_seqlens_q, cache_seqlens, block_table) over a direct
+   * native-order IntBuffer, compact row-major.
+   *
+   * @param data direct buffer in native byte order; the view starts at its position and needs
+   *     the product of {@code shape} ints remaining
+   * @param shape the extents, in elements, each &gt;= 0 (e.g. {@code batch + 1} for cu_seqlens_q)
+   * @return an open {@link DType#INT32} view on {@link DeviceType#CPU} memory
+   * @throws IllegalArgumentException for a heap or foreign-order buffer, a negative extent, or
+   *     too few elements remaining
+   */
   public static Tensor of(IntBuffer data, long... shape) {
     return ofBuffer(data, data.order(), DType.INT32, 4, shape, null);
   }
 
-  /** An fp16 or bf16 host tensor over a direct native-order ShortBuffer of bit patterns. */
+  /**
+   * An fp16 or bf16 host tensor over a direct native-order ShortBuffer of bit patterns.
+   *
+   * @param data direct buffer in native byte order holding the 16-bit patterns; the view starts
+   *     at its position
+   * @param dtype {@link DType#FLOAT16} or {@link DType#BFLOAT16}
+   * @param shape the extents, in elements, each &gt;= 0
+   * @param strides one per dimension, in elements, or null for compact row-major
+   * @return an open view on {@link DeviceType#CPU} memory
+   * @throws IllegalArgumentException for a dtype that is not 16 bits wide, a heap or
+   *     foreign-order buffer, a negative extent or stride, or too few elements remaining
+   */
   public static Tensor of(ShortBuffer data, DType dtype, long[] shape, long[] strides) {
     if (dtype.bits() != 16) throw new IllegalArgumentException("dtype: " + dtype + " is not 16-bit");
     return ofBuffer(data, data.order(), dtype, 2, shape, strides);
   }
 
-  /** A host tensor of any dtype over a direct native-order ByteBuffer (from its position). */
+  /**
+   * A host tensor of any dtype over a direct native-order ByteBuffer (from its position).
+   * The data address (buffer address + position, in bytes) must be aligned to
+   * {@code dtype.bytes()} (else {@link InvalidArgumentException}, status MISALIGNED, at the
+   * call).
+   *
+   * @param data direct buffer (in native byte order for dtypes wider than one byte); the view
+   *     starts at its position, a byte offset
+   * @param dtype the element type, e.g. {@link DType#FLOAT8_E4M3FN}
+   * @param shape the extents, in elements, each &gt;= 0
+   * @param strides one per dimension, in elements (not bytes), or null for compact row-major
+   * @return an open view on {@link DeviceType#CPU} memory
+   * @throws IllegalArgumentException for a heap or foreign-order buffer, a negative extent or
+   *     stride, or fewer bytes remaining than the view addresses
+   */
   public static Tensor of(ByteBuffer data, DType dtype, long[] shape, long[] strides) {
     return ofBuffer(data, data.order(), dtype, 1, shape, strides);
   }
@@ -131,9 +195,19 @@ public final class Tensor implements AutoCloseable {
    * A view of memory flashkit does not see through NIO, e.g. a CUDA device pointer from another
    * library. The caller keeps the memory alive while the view is in use.
    *
-   * @param address the data pointer, aligned to the element size
-   * @param deviceType where it lives; {@code deviceId} is the CUDA ordinal (0 for host memory)
-   * @param strides in elements, or null for compact row-major
+   * @param address the data pointer as a byte address (DLPack {@code data}; {@code byte_offset}
+   *     is 0), aligned to {@code dtype.bytes()} (else {@link InvalidArgumentException}, status
+   *     MISALIGNED, at the call); 0 only for an empty tensor (NULL_POINTER otherwise)
+   * @param deviceType where it lives: {@link DeviceType#CPU} or {@link DeviceType#CUDA_HOST} for
+   *     a CPU context, {@link DeviceType#CUDA} or {@link DeviceType#CUDA_MANAGED} for a CUDA
+   *     context (else WRONG_DEVICE at the call)
+   * @param deviceId the CUDA ordinal, which must be the context's device; 0 for host memory
+   * @param dtype the element type
+   * @param shape the extents, in elements, each &gt;= 0
+   * @param strides one per dimension, in elements (not bytes), or null for compact row-major
+   * @return an open view; the memory is not checked until a call uses it
+   * @throws IllegalArgumentException for a negative extent, a strides array of another length
+   *     than {@code shape}, or more elements than a long can count
    */
   public static Tensor ofAddress(long address, DeviceType deviceType, int deviceId, DType dtype,
       long[] shape, long[] strides) {
@@ -221,32 +295,56 @@ public final class Tensor implements AutoCloseable {
   // Accessors
   // -------------------------------------------------------------------------------------------
 
-  /** The element type. */
+  /**
+   * The element type.
+   *
+   * @return the dtype given at creation
+   */
   public DType dtype() {
     return dtype;
   }
 
-  /** A copy of the extents. */
+  /**
+   * The extents.
+   *
+   * @return a copy of the extents, in elements
+   */
   public long[] shape() {
     return shape.clone();
   }
 
-  /** A copy of the strides in elements, or null for compact row-major. */
+  /**
+   * The strides.
+   *
+   * @return a copy of the strides in elements (not bytes), or null for compact row-major
+   */
   public long[] strides() {
     return strides == null ? null : strides.clone();
   }
 
-  /** Number of logical elements. */
+  /**
+   * Number of logical elements.
+   *
+   * @return the product of the extents
+   */
   public long numel() {
     return elementCount(shape);
   }
 
-  /** Where the data lives. */
+  /**
+   * Where the data lives.
+   *
+   * @return the DLPack device type ({@link DeviceType#CPU} for views over NIO buffers)
+   */
   public DeviceType deviceType() {
     return deviceType;
   }
 
-  /** The device ordinal (0 for host memory). */
+  /**
+   * The device ordinal.
+   *
+   * @return the CUDA device ordinal; 0 for host memory
+   */
   public int deviceId() {
     return deviceId;
   }
@@ -256,6 +354,8 @@ public final class Tensor implements AutoCloseable {
    * {@link Launch#withWorkspace(long, long)} or another native library. Valid while this tensor
    * is open and reachable (a host tensor's buffer is freed with it); keep it alive meanwhile.
    *
+   * @return the first element's address in bytes (for a view over a buffer: the buffer's
+   *     address plus its position in bytes)
    * @throws IllegalStateException if this view is closed
    */
   public long address() {
@@ -265,7 +365,14 @@ public final class Tensor implements AutoCloseable {
     return address;
   }
 
-  /** The host data as bytes in native order, starting at the view's first element. */
+  /**
+   * The host data as bytes.
+   *
+   * @return a duplicate of the buffer in native byte order, starting at the view's first
+   *     element
+   * @throws IllegalStateException if the view is over a device address or was not made from a
+   *     ByteBuffer ({@link #allocate} makes one)
+   */
   public ByteBuffer bytes() {
     if (buffer == null) throw new IllegalStateException("tensor views device memory, not a Java buffer");
     if (buffer instanceof ByteBuffer) {
@@ -274,21 +381,37 @@ public final class Tensor implements AutoCloseable {
     throw new IllegalStateException("tensor was made from a " + buffer.getClass().getSimpleName());
   }
 
-  /** The host data as floats (fp32 tensors), starting at the view's first element. */
+  /**
+   * The host data as floats (FLOAT32 tensors).
+   *
+   * @return a duplicate of the data, starting at the view's first element
+   * @throws IllegalStateException if the dtype is not FLOAT32 or the view has no Java buffer
+   */
   public FloatBuffer floats() {
     if (dtype != DType.FLOAT32) throw new IllegalStateException("tensor is " + dtype + ", not FLOAT32");
     if (buffer instanceof FloatBuffer) return ((FloatBuffer) buffer).duplicate();
     return bytes().asFloatBuffer();
   }
 
-  /** The host data as ints (int32 tensors), starting at the view's first element. */
+  /**
+   * The host data as ints (INT32 tensors).
+   *
+   * @return a duplicate of the data, starting at the view's first element
+   * @throws IllegalStateException if the dtype is not INT32 or the view has no Java buffer
+   */
   public IntBuffer ints() {
     if (dtype != DType.INT32) throw new IllegalStateException("tensor is " + dtype + ", not INT32");
     if (buffer instanceof IntBuffer) return ((IntBuffer) buffer).duplicate();
     return bytes().asIntBuffer();
   }
 
-  /** The logical elements of an fp32 host tensor in row-major order (honours strides). */
+  /**
+   * The logical elements of an fp32 host tensor in row-major order (honours strides).
+   *
+   * @return a new array of {@link #numel()} floats
+   * @throws IllegalStateException as {@link #floats()}, or for more elements than an array
+   *     holds
+   */
   public float[] toFloatArray() {
     FloatBuffer f = floats();
     long n = numel();
@@ -311,7 +434,11 @@ public final class Tensor implements AutoCloseable {
     return out;
   }
 
-  /** Whether {@link #close()} has been called. */
+  /**
+   * Whether {@link #close()} has been called (or the view was freed).
+   *
+   * @return true once the native descriptor is freed
+   */
   public boolean isClosed() {
     return handle.get() == 0;
   }
@@ -327,7 +454,6 @@ public final class Tensor implements AutoCloseable {
     return h;
   }
 
-  /** The native handle of an optional tensor: 0 (NULL) for null. */
   /**
    * Keeps the given tensors, and the direct buffers behind them, reachable up to this point. A
    * native call receives only their addresses, so without this the garbage collector could
@@ -338,6 +464,7 @@ public final class Tensor implements AutoCloseable {
     java.lang.ref.Reference.reachabilityFence(tensors);
   }
 
+  /** The native handle of an optional tensor: 0 (NULL) for null. */
   static long handleOf(Tensor t) {
     return t == null ? 0 : t.handle();
   }
