@@ -1,4 +1,5 @@
 //! The library's diagnostics (`fk_set_log_callback`) delivered to a Rust closure.
+use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -36,6 +37,13 @@ type Callback = Box<dyn Fn(LogLevel, &str) + Send + Sync + 'static>;
 /// C callback is replaced, so that two setters cannot free each other's closure.
 static INSTALLED: Mutex<usize> = Mutex::new(0);
 
+thread_local! {
+    /// Set on the thread that runs the callback, while it runs. A setter there must not wait
+    /// for `INSTALLED`: another thread may hold it while fk_set_log_callback waits for the
+    /// library's log lock, which this delivery holds (a deadlock, found in session 45).
+    static IN_DELIVERY: Cell<bool> = const { Cell::new(false) };
+}
+
 unsafe extern "C" fn trampoline(
     level: sys::fk_log_level_t,
     message: *const c_char,
@@ -54,6 +62,7 @@ unsafe extern "C" fn trampoline(
     // A panic must not unwind into C: it is caught here. Dropping its payload runs the
     // payload's Drop, which may panic in turn; that second panic is caught too and its payload
     // is leaked rather than dropped, so nothing can unwind out of this function.
+    IN_DELIVERY.with(|d| d.set(true));
     if let Err(payload) =
         catch_unwind(AssertUnwindSafe(|| callback(LogLevel::from_raw(level), &text)))
     {
@@ -61,6 +70,11 @@ unsafe extern "C" fn trampoline(
             std::mem::forget(again);
         }
     }
+    IN_DELIVERY.with(|d| d.set(false));
+}
+
+fn in_delivery() -> bool {
+    IN_DELIVERY.with(Cell::get)
 }
 
 /// Installs `callback(level, message)` for the library's messages at or below `max_level`
@@ -71,8 +85,10 @@ unsafe extern "C" fn trampoline(
 /// it. The callback must not call flashkit (`set_log_callback` from inside it returns the
 /// library's refusal and changes nothing; `clear_log_callback` from inside it does nothing). A
 /// panic in the callback is caught and ignored (never unwinds into the library, even when
-/// dropping the panic's payload panics again: that payload is leaked). The previous closure is dropped once no
-/// delivery can still be using it.
+/// dropping the panic's payload panics again: that payload is leaked); std's panic hook still
+/// reports such a panic on stderr unless the program installs its own (`std::panic::set_hook`).
+/// The previous closure is dropped once no delivery can still be using it. A `set_log_callback`
+/// on another thread waits for a delivery in progress to return.
 ///
 /// # Errors
 /// None for a valid level; the C status otherwise.
@@ -80,6 +96,17 @@ pub fn set_log_callback<F>(callback: F, max_level: LogLevel) -> Result<()>
 where
     F: Fn(LogLevel, &str) + Send + Sync + 'static,
 {
+    if in_delivery() {
+        // From inside the callback: the library refuses (without waiting); INSTALLED is not
+        // taken (see IN_DELIVERY).
+        // SAFETY: a NULL callback with a valid level; nothing is handed over.
+        let status = unsafe {
+            sys::fk_set_log_callback(None, max_level as sys::fk_log_level_t, std::ptr::null_mut())
+        };
+        // The library refuses every call from inside a delivery (before it looks at the
+        // arguments' effect), so this returns its error.
+        return check(status);
+    }
     let boxed: Box<Callback> = Box::new(Box::new(callback));
     let raw = Box::into_raw(boxed);
     let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
@@ -105,6 +132,9 @@ where
 /// inside the callback (which must not call flashkit) the library refuses and this does
 /// nothing.
 pub fn clear_log_callback() {
+    if in_delivery() {
+        return; // the library would refuse; INSTALLED is not taken (see IN_DELIVERY)
+    }
     let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: removing the callback is always valid.
     let status = unsafe { sys::fk_set_log_callback(None, sys::FK_LOG_ERROR, std::ptr::null_mut()) };

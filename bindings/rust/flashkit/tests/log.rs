@@ -1,5 +1,6 @@
 //! The log callback (its own test binary: the callback is process-wide).
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
 use flashkit::{
     clear_log_callback, gemm, set_log_callback, Context, GemmParams, LogLevel, Tensor, TensorMut,
@@ -103,4 +104,46 @@ fn log_callback_levels_replacement_and_removal() {
     assert_eq!(Arc::strong_count(&counter), 1, "clear did not drop the closure");
     run_gemms(&ctx);
     assert_eq!(*counter.lock().unwrap(), 0);
+
+    setter_from_inside_while_another_thread_sets();
+}
+
+// A callback that calls set_log_callback / clear_log_callback while another thread's
+// set_log_callback waits for the delivery to end: both inner calls must return at once (refused
+// / no-op) instead of waiting for the other setter (they once deadlocked on the crate's lock).
+fn setter_from_inside_while_another_thread_sets() {
+    let inner: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let sink = inner.clone();
+    set_log_callback(
+        move |level, _| {
+            if level == LogLevel::Error {
+                std::thread::sleep(Duration::from_millis(300));
+                clear_log_callback();
+                let refused = set_log_callback(|_, _| {}, LogLevel::Debug).is_err();
+                sink.lock().unwrap().push(refused);
+            }
+        },
+        LogLevel::Error,
+    )
+    .unwrap();
+    let (done_tx, done_rx) = mpsc::channel();
+    let logger_done = done_tx.clone();
+    std::thread::spawn(move || {
+        let ctx = Context::cpu().unwrap();
+        run_gemms(&ctx);
+        logger_done.send("logger").unwrap();
+    });
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100)); // inside the delivery's sleep
+        set_log_callback(|_, _| {}, LogLevel::Error).unwrap();
+        done_tx.send("setter").unwrap();
+    });
+    for _ in 0..2 {
+        done_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a setter inside the callback and one outside deadlocked");
+    }
+    assert_eq!(*inner.lock().unwrap(), vec![true], "the inner set_log_callback was not refused");
+    assert_eq!(Arc::strong_count(&inner), 1, "the replaced closure was not dropped");
+    clear_log_callback();
 }
