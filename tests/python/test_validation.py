@@ -273,6 +273,22 @@ def test_fftconv_filter_constant(rng):
     _invalid("filter_constant: ", flashkit.FFTConv, 50, filter_constant="yes")
 
 
+def test_fftconv_filter_constant_survives_a_freed_filter(rng):
+    """A filter freed by the caller before the next one is made (whose memory then often lands
+    at the same address) still gets its own spectrum: the object keeps each plan's last filter
+    referenced. Before it did, most calls here returned the previous filter's result."""
+    u = ref.randn(rng, (1, 4, 2048))
+    cached = flashkit.FFTConv(2048, filter_constant=True)
+    plain = flashkit.FFTConv(2048)
+    differing = 0
+    for _ in range(20):
+        k = ref.randn(rng, (4, 2048))
+        a, b = cached(u, k), plain(u, k)
+        differing += not np.array_equal(a, b)
+        del k, a, b
+    assert differing == 0
+
+
 def test_workspace_reaches_the_launch(rng, monkeypatch):
     """workspace= becomes fk_launch_t::workspace / workspace_bytes (its data pointer plus byte
     offset, its size in bytes), and an empty one leaves the launch without a workspace."""

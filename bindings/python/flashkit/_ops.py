@@ -811,9 +811,11 @@ class FFTConv:
             shape and strides, instead of recomputing it on every call (measured on the H200:
             +0.05 ms per call at L 1K, +0.24 ms at L 4K for 768 channels). Right for inference
             with fixed weights; leave it False when the filter is updated in place (training).
-            The filter's address stands for its values: a temporary filter (freed and
-            reallocated), a buffer refilled in place or a filter generated per forward pass
-            silently gets the spectrum of earlier values. A plan holds one filter's spectrum
+            The filter's address stands for its values: a buffer refilled in place silently
+            gets the spectrum of earlier values. (The object keeps each plan's last filter
+            referenced, so a filter freed by the caller cannot hand its address to a new one
+            before the plan has seen the new one; a filter generated per forward pass is then
+            correct but pays for a new spectrum on every call, so leave the flag False there.) A plan holds one filter's spectrum
             at a time, so use one FFTConv object per layer with a persistent filter tensor
             (several filters in turn through one object recompute on every change, and under
             CUDA graph capture raise NotSupportedError). Default False.
@@ -874,6 +876,11 @@ class FFTConv:
         self.dtype = _dlpack.compute_dtype(dtype, "dtype")
         self.filter_constant = bool_arg(filter_constant, "filter_constant")
         self._plans = {}  # (id(ctx), channels, filter_len, dtype) -> (ctx, token, plan)
+        # filter_constant: the filter object of each plan's last call, kept referenced so that
+        # its memory cannot be freed and handed to a new filter (torch's caching allocator,
+        # NumPy's malloc reuse addresses at once) while the plan's cached spectrum is keyed on
+        # that address. Same keys as _plans.
+        self._filters = {}
         self._lock = threading.Lock()
 
     def _plan(self, ctx, channels, filter_len, dtype):
@@ -882,6 +889,7 @@ class FFTConv:
             with self._lock:
                 for key in [key for key, e in self._plans.items() if e[0] is ctx]:
                     del self._plans[key]
+                    self._filters.pop(key, None)
             ctx.handle  # raises InvalidArgumentError("context: used after close()")
         key = (id(ctx), channels, filter_len, dtype)
         with self._lock:
@@ -918,12 +926,16 @@ class FFTConv:
         # context are destroyed when it returns, not under it.
         try:
             with call.ctx._in_call():
-                plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], self.dtype or ur.dtype)
+                dtype = self.dtype or ur.dtype
+                plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], dtype)
                 if select == "workspace":
                     return capi.fk_fftconv_workspace_size(plan, *args)
                 if select:
                     return capi.fk_fftconv_select_kernel(plan, *args)
                 capi.fk_fftconv_forward(plan, call.launch, *args)
+                if self.filter_constant:
+                    with self._lock:
+                        self._filters[(id(call.ctx), ur.shape[1], kr.shape[1], dtype)] = k
         except _errors.FlashkitError as e:
             err = _pythonic_error(e, _C_FFTCONV_Y)  # y is out=
             if err is e:
@@ -979,6 +991,7 @@ class FFTConv:
         Context.close() for the plans on that context)."""
         with self._lock:
             plans, self._plans = self._plans, {}
+            self._filters = {}
         for ctx, token, _plan in plans.values():
             ctx._destroy_fftconv_plan(token)  # nothing when the context destroyed it already
 

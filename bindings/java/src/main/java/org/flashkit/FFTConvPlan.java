@@ -16,6 +16,11 @@ public final class FFTConvPlan implements AutoCloseable {
   // before the plan is registered with its context (which may then close it at any time).
   private volatile NativeHandle guard;
   private final Context context;
+  // With filterConstant: the filter of the last call, kept reachable so that its direct buffer
+  // cannot be freed and its address handed to a new buffer of other values while the plan's
+  // cached spectrum is keyed on that address (the JVM reuses freed addresses at once).
+  private final boolean filterConstant;
+  private volatile Tensor constantFilter;
 
   /** Plan options ({@code fk_fftconv_plan_options_t}); defaults: causal, fp32, sizes 0. */
   public static final class Options {
@@ -117,7 +122,11 @@ public final class FFTConvPlan implements AutoCloseable {
      * The filter's values never change between calls ({@code FK_FFTCONV_FILTER_CONSTANT}): the
      * plan may cache its spectrum, keyed on the filter's data address, shape and strides. A
      * filter whose memory is reused for other values silently gets the earlier spectrum; a plan
-     * caches one filter at a time, so use one plan per persistent filter (per layer).
+     * caches one filter at a time, so use one plan per persistent filter (per layer). The plan
+     * keeps the last filter tensor it ran with reachable (until the next call or the plan's
+     * close), so a new {@code Tensor.allocate} filter cannot land at a freed filter's address;
+     * memory the caller manages ({@code Tensor.ofAddress}, a buffer refilled in place) stays
+     * the caller's responsibility.
      *
      * @param constant true to set the flag; default false (the spectrum is computed per call,
      *     in scratch on the GPU)
@@ -241,6 +250,7 @@ public final class FFTConvPlan implements AutoCloseable {
   public FFTConvPlan(Context context, Options options) {
     if (options == null) throw new NullPointerException("options");
     this.context = context;
+    this.filterConstant = options.filterConstant;
     fk_fftconv_plan_options_t o = new fk_fftconv_plan_options_t();
     try {
       FlashkitNative.fk_fftconv_plan_options_init(o);
@@ -352,6 +362,7 @@ public final class FFTConvPlan implements AutoCloseable {
         FlashkitNative.fk_fftconv_forward(nh, Launch.encode(launch), Tensor.handleOf(u),
           Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
           Tensor.handleOf(postgate), Tensor.outputHandleOf(y, "y"));
+        if (filterConstant) constantFilter = k;
         return null;
       });
     } finally {
@@ -419,5 +430,6 @@ public final class FFTConvPlan implements AutoCloseable {
   @Override
   public void close() {
     guard.close(() -> context.unregister(this), FlashkitNative::fk_fftconv_plan_destroy);
+    constantFilter = null;
   }
 }

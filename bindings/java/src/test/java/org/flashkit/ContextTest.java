@@ -72,6 +72,38 @@ class ContextTest {
   }
 
   @Test
+  void filterConstantPlanKeepsItsFilterSoANewFilterGetsItsOwnSpectrum() throws Exception {
+    // Each filter is a fresh, never-modified Tensor.allocate. The JVM hands a freed direct
+    // buffer's address to the next one at once; before the plan kept its last filter reachable,
+    // the filter-constant plan then reused the old filter's cached spectrum (52 of 60 calls in
+    // a review's run).
+    java.util.Random rng = new java.util.Random(45);
+    try (Context ctx = Context.cpu(1);
+         FFTConvPlan cached = ctx.createFFTConvPlan(
+             new FFTConvPlan.Options().channels(4).seqlen(2048).filterConstant(true));
+         FFTConvPlan plain = ctx.createFFTConvPlan(new FFTConvPlan.Options().channels(4).seqlen(2048))) {
+      Tensor u = Tensor.allocate(DType.FLOAT32, 1, 4, 2048);
+      FloatBuffer uf = u.floats();
+      while (uf.hasRemaining()) uf.put((float) rng.nextGaussian());
+      int differing = 0;
+      for (int it = 0; it < 30; it++) {
+        Tensor k = Tensor.allocate(DType.FLOAT32, 4, 2048);
+        FloatBuffer kf = k.floats();
+        while (kf.hasRemaining()) kf.put((float) rng.nextGaussian());
+        Tensor y1 = Tensor.allocate(DType.FLOAT32, 1, 4, 2048);
+        Tensor y2 = Tensor.allocate(DType.FLOAT32, 1, 4, 2048);
+        cached.forward(u, k, null, null, null, y1);
+        plain.forward(u, k, null, null, null, y2);
+        if (!java.util.Arrays.equals(y1.toFloatArray(), y2.toFloatArray())) differing++;
+        k = null;
+        System.gc();
+        Thread.sleep(20);
+      }
+      assertEquals(0, differing, "calls whose cached spectrum was another filter's");
+    }
+  }
+
+  @Test
   void closeWaitsForRunningCallsAndLaterCallsFail() throws Exception {
     // close() on another thread once destroyed the plan under a running forward (the JVM
     // aborted); now it waits, and calls after it throw IllegalStateException.
