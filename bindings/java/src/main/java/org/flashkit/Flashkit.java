@@ -67,8 +67,10 @@ public final class Flashkit {
    * Process-wide. The library never prints; this is how to see its messages.
    *
    * <p>Messages are delivered one at a time on the thread of the flashkit call that logs them.
-   * The listener must not call flashkit (it may wait forever on the library's or this
-   * binding's locks) and should return quickly; what it throws is dropped. Once the JVM starts shutting down, a
+   * The listener must not call flashkit and should return quickly; what it throws is dropped.
+   * From inside a listener, {@code setLogCallback} throws IllegalStateException and
+   * {@code clearLogCallback} does nothing, both at once; a call on another thread waits for
+   * the delivery in progress to return. Once the JVM starts shutting down, a
    * shutdown hook stops all deliveries (without waiting for one in progress, so a listener
    * may call {@code System.exit}).
    *
@@ -76,12 +78,17 @@ public final class Flashkit {
    * @param maxLevel the least severe level delivered ({@link LogLevel#ERROR} ..
    *     {@link LogLevel#DEBUG})
    * @throws NullPointerException if {@code listener} or {@code maxLevel} is null
-   * @throws IllegalStateException if the JVM is already shutting down (nothing is installed)
+   * @throws IllegalStateException if the JVM is already shutting down, or when called from
+   *     inside a listener (nothing is installed)
    */
   public static void setLogCallback(java.util.function.BiConsumer<LogLevel, String> listener,
       LogLevel maxLevel) {
     java.util.Objects.requireNonNull(listener, "listener");
     java.util.Objects.requireNonNull(maxLevel, "maxLevel");
+    if (LogSink.IN_DELIVERY.get()) {
+      throw new IllegalStateException(
+          "setLogCallback: called from inside the log listener; replace it after the listener returns");
+    }
     synchronized (LOG_LOCK) {
       if (!logHookRegistered) {
         // First, so that a JVM already shutting down refuses (IllegalStateException) before
@@ -94,8 +101,12 @@ public final class Flashkit {
     }
   }
 
-  /** Removes the log listener; no message is delivered after this returns. */
+  /**
+   * Removes the log listener; no message is delivered after this returns. From inside a
+   * listener it does nothing (the library refuses while its delivery is in progress).
+   */
   public static void clearLogCallback() {
+    if (LogSink.IN_DELIVERY.get()) return;
     synchronized (LOG_LOCK) {
       FlashkitNative.fkj_set_log_callback(null, LogLevel.ERROR.value());
     }

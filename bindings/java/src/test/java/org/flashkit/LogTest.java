@@ -40,6 +40,51 @@ class LogTest {
   }
 
   @Test
+  void settersInsideAListenerReturnAtOnceWhileAnotherThreadSets() throws Exception {
+    // The listener calls clearLogCallback and setLogCallback while another thread's
+    // setLogCallback waits for the delivery to end: both inner calls must return at once
+    // (no-op / IllegalStateException) instead of waiting for that setter (they once deadlocked).
+    List<String> inner = Collections.synchronizedList(new ArrayList<>());
+    Flashkit.setLogCallback((level, msg) -> {
+      if (level != LogLevel.ERROR) return;
+      try {
+        Thread.sleep(300);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      Flashkit.clearLogCallback();
+      try {
+        Flashkit.setLogCallback((l, m) -> { }, LogLevel.DEBUG);
+        inner.add("installed");
+      } catch (IllegalStateException e) {
+        inner.add("refused");
+      }
+    }, LogLevel.ERROR);
+    Thread logger = new Thread(() -> {
+      try (Context ctx = Context.cpu(1)) {
+        runGemms(ctx);
+      }
+    }, "fk-log-logger");
+    Thread setter = new Thread(() -> {
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        return;
+      }
+      Flashkit.setLogCallback((l, m) -> { }, LogLevel.ERROR);
+    }, "fk-log-setter");
+    setter.setDaemon(true);
+    logger.setDaemon(true);
+    logger.start();
+    setter.start();
+    logger.join(20_000);
+    setter.join(20_000);
+    assertTrue(!logger.isAlive() && !setter.isAlive(),
+        "a setter inside the listener and one outside deadlocked");
+    assertEquals(List.of("refused"), inner);
+  }
+
+  @Test
   void levelsReplacementThrowingListenerAndRemoval() {
     try (Context ctx = Context.cpu(1)) {
       List<String> seen = Collections.synchronizedList(new ArrayList<>());
