@@ -2,8 +2,8 @@
 // attention and a causal FFT convolution on the CPU backend, printing the kernel variant each
 // call runs and part of each result. Errors arrive as fk::Error (status + message).
 //
-// Build against flashkit installed in PREFIX:
-//   c++ -std=c++17 attention_fftconv.cpp \
+// Build against flashkit installed in PREFIX (one command):
+//   c++ -std=c++17 attention_fftconv.cpp
 //       $(PKG_CONFIG_PATH=PREFIX/lib/pkgconfig pkg-config --cflags --libs flashkit) -Wl,-rpath,PREFIX/lib
 // (without the rpath, run it with LD_LIBRARY_PATH=PREFIX/lib).
 #include <cmath>
