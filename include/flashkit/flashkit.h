@@ -579,8 +579,15 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
  *    cu_seqlens_q[b]`, likewise for k): every sequence is aligned bottom-right on its own.
  *  - A query row that sees no key (fully masked, or `seqlen_k == 0`, where k and v may have
  *    NULL data) gives `out = 0` and `lse = -inf`, never NaN. Keys whose score is -inf (an
- *    infinite input) weigh 0, also when they fill whole key tiles; a NaN score in a row makes
- *    that row's `out` and `lse` NaN (not -inf, which means "no key").
+ *    infinite input) get weight 0, also when they fill whole key tiles, but they still enter
+ *    the `P V` product: a NaN or infinite value in such a key's `v` makes the row NaN (0 x NaN),
+ *    as in FlashAttention; keys the mask excludes (`causal`, window, varlen, `cache_seqlens`)
+ *    are not read at all. A NaN score, or a +inf one, makes that row's `out` and `lse` NaN (not
+ *    -inf, which means "no key"; torch's SDPA gives NaN for a +inf score too).
+ *  - Range: `out` is a convex combination of `v` rows, accumulated unnormalised in fp32 (the
+ *    GPU kernels over a whole row, the CPU backend per 64-key tile), so `sum_j p_j |v_j|` with
+ *    `p_j <= 1` must stay below fp32's 3.4e38: `|v| <= 3.4e38 / seqlen_k` is always safe; beyond
+ *    that `out` can be inf where the exact result is finite.
  *  - `out` and `lse` must not share memory with any input (not even exactly in-place), and
  *    no two of their elements may share an address: FK_ERROR_INVALID_ARGUMENT /
  *    FK_ERROR_BAD_STRIDES.
@@ -1022,7 +1029,8 @@ FK_API fk_status_t fk_attention_kvcache_workspace_size(
  *  - Strides: the two matrix dimensions may have any non-negative strides (row-major,
  *    column-major via strides, or padded); `trans_a/trans_b` are the BLAS alternative.
  *  - dtypes: a and b share one of fp32/fp16/bf16; c and d share one of fp32/fp16/bf16; bias is
- *    any of the three.
+ *    any of the three. An fp16 or bf16 `d` receives the fp32 result rounded to nearest (ties
+ *    to even); beyond its range that is +-inf (fp16: |x| >= 65520), as a cast does.
  *  - K = 0 gives `epilogue(beta * C + bias)` (zeros before the epilogue without C), never
  *    untouched memory.
  *  @{ */
@@ -1033,9 +1041,14 @@ typedef enum fk_activation_t {
   FK_ACTIVATION_NONE = 0,      /**< Identity. */
   FK_ACTIVATION_RELU = 1,      /**< max(x, 0); NaN stays NaN (as torch.relu). */
   FK_ACTIVATION_GELU_TANH = 2, /**< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-                                    (Hendrycks & Gimpel 2016, the tanh approximation). */
+                                    (Hendrycks & Gimpel 2016, the tanh approximation). Both
+                                    GELUs give 0 at -inf (the limit), +inf at +inf, NaN at
+                                    NaN. */
   FK_ACTIVATION_GELU_ERF = 3   /**< 0.5 x (1 + erf(x / sqrt(2))), exact GELU (Hendrycks &
-                                    Gimpel 2016; BERT's). */
+                                    Gimpel 2016; BERT's). Deep in the negative tail (x < -6,
+                                    where it is below 1e-9 in magnitude) the CUDA kernels'
+                                    `1 + erf` keeps an absolute error below 1e-7, not a
+                                    relative one; the CPU backend uses erfc there. */
 } fk_activation_t;
 
 /** @brief GEMM options. Fill with fk_gemm_params_init(). */
@@ -1387,6 +1400,11 @@ FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* contex
  *    `cuda.sm80.fftconv_reg` transforms rows `b` and `b + 1` of a channel (`b` even) as one
  *    complex row, so there the other row of the pair turns NaN too. The CPU backend's direct
  *    path for short filters spreads it only to the positions the sum reaches.
+ *  - Range: the transforms sum up to `fft_size` products in fp32 (the GPU kernels' tensor-core
+ *    products take fp16 or bf16 operands), so intermediate values reach about `fft_size x
+ *    max|v| x max|k|`: inputs whose transform overflows fp32 (or fp16 on those kernels) give
+ *    inf or NaN outputs even where the exact convolution would fit. Activations and filters of
+ *    models (|v|, |k| well below 1e30 / fft_size) are far from it.
  *  @{ */
 /* ------------------------------------------------------------------------------------------ */
 

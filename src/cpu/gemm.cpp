@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/backend.h"
@@ -31,15 +32,22 @@ constexpr int64_t kNr = 8;
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+// The GELUs are evaluated without cancellation in the negative tail (as the CUDA kernels' tanh
+// form, src/cuda/common/activation.cuh): 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)) and
+// 0.5 (1 + erf(z)) = 0.5 erfc(-z); `1 + erf` lost every digit below x ~ -6. GELU(-inf) is 0,
+// its limit (the formulas give -inf x 0 = NaN); +inf stays +inf, NaN stays NaN.
 float activate(Activation act, float x) {
   switch (act) {
     case Activation::Relu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN (torch.relu)
     case Activation::GeluTanh: {
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), Hendrycks & Gimpel 2016.
-      const float k0 = 0.7978845608028654f;
-      return 0.5f * x * (1.0f + std::tanh(k0 * (x + 0.044715f * x * x * x)));
+      if (x == -std::numeric_limits<float>::infinity()) return 0.0f;
+      const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+      return x / (1.0f + std::exp(-2.0f * u));
     }
-    case Activation::GeluErf: return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+    case Activation::GeluErf:
+      if (x == -std::numeric_limits<float>::infinity()) return 0.0f;
+      return 0.5f * x * std::erfc(x * -0.7071067811865476f);
     case Activation::None:
     default: return x;
   }

@@ -250,6 +250,48 @@ TEST_CASE("cpu attention: keys scoring -inf over whole key tiles, NaN inputs",
   }
 }
 
+TEST_CASE("cpu attention: long key ranges keep fp32 accuracy, and v near the fp32 limit",
+          "[cpu][attention]") {
+  // Equal scores (q = 0): out is the mean of v over the keys, computed here in float64. One fp32
+  // accumulator over every key lost ~1% at 2^20 keys (each 0.1 added to a sum near 1e5); the
+  // backend sums each 64-key tile in fp32 and the tiles in float64.
+  auto rng = fkcpu::rng_for(490);
+  const int64_t nk = int64_t(1) << 20, d = 8;
+  HostTensor q(DT::F32, {1, 1, 1, d}), k(DT::F32, {1, nk, 1, d}), v(DT::F32, {1, nk, 1, d});
+  HostTensor out(DT::F32, {1, 1, 1, d}), lse(DT::F32, {1, 1, 1});
+  for (int64_t x = 0; x < d; ++x) q.set({0, 0, 0, x}, 0.0);
+  k.fill_normal(rng);
+  v.fill_uniform(rng, 0.05, 0.15);
+  fk_attention_params_t p;
+  fk_attention_params_init(&p);
+  out.poison();
+  REQUIRE(fk_attention_forward(fkcpu::cpu_context(), nullptr, &p, &q, &k, &v, nullptr, nullptr,
+                               &out, &lse) == FK_SUCCESS);
+  for (int64_t x = 0; x < d; ++x) {
+    double mean = 0;
+    for (int64_t j = 0; j < nk; ++j) mean += v.get({0, j, 0, x});
+    mean /= double(nk);
+    INFO("column " << x);
+    CHECK(std::fabs(out.get({0, 0, 0, x}) - mean) <= 2e-6 * mean);
+  }
+  CHECK(std::fabs(lse.get({0, 0, 0}) - std::log(double(nk))) <= 1e-6 * std::log(double(nk)));
+
+  // |v| = 1e35 over 4096 equal keys: the exact output 1e35 fits, though 4096 x 1e35 does not
+  // (the header's safe range is |v| <= 3.4e38 / seqlen_k; 1e35 x 64 keys per tile fits).
+  const int64_t n2 = 4096;
+  HostTensor k2(DT::F32, {1, n2, 1, d}), v2(DT::F32, {1, n2, 1, d});
+  k2.fill_normal(rng);
+  for (int64_t j = 0; j < n2; ++j)
+    for (int64_t x = 0; x < d; ++x) v2.set({0, j, 0, x}, x % 2 ? 1e35 : -1e35);
+  out.poison();
+  REQUIRE(fk_attention_forward(fkcpu::cpu_context(), nullptr, &p, &q, &k2, &v2, nullptr, nullptr,
+                               &out, nullptr) == FK_SUCCESS);
+  for (int64_t x = 0; x < d; ++x) {
+    INFO("column " << x << ": " << out.get({0, 0, 0, x}));
+    CHECK(std::fabs(out.get({0, 0, 0, x}) - (x % 2 ? 1e35 : -1e35)) <= 1e29);
+  }
+}
+
 TEST_CASE("cpu attention: GQA and MQA", "[cpu][attention]") {
   uint64_t tag = 500;
   const int64_t heads[][2] = {{8, 8}, {8, 4}, {8, 2}, {8, 1}, {3, 1}, {6, 3}};

@@ -298,6 +298,40 @@ TEST_CASE("cpu gemm: NaN in a row of A stays NaN through every activation", "[cp
   }
 }
 
+TEST_CASE("cpu gemm: GELU at +-inf, NaN and deep in the negative tail", "[cpu][gemm]") {
+  // D = act(a b) with K = 1 and b = 1: d[m, n] = a[m]. GELU(-inf) is its limit 0 (the formulas
+  // give -inf x 0 = NaN), +inf stays +inf, NaN stays NaN; the negative tail keeps its relative
+  // accuracy (1 + erf(x / sqrt(2)) lost every digit below x ~ -6).
+  const float xs[] = {-INFINITY, INFINITY, NAN, -5.0f, -8.0f, -12.0f, -0.5f, 3.0f, 1e30f, -1e30f};
+  const int64_t M = int64_t(sizeof(xs) / sizeof(xs[0]));
+  for (int act : {FK_ACTIVATION_GELU_TANH, FK_ACTIVATION_GELU_ERF}) {
+    HostTensor a(DT::F32, {M, 1}), b(DT::F32, {1, 2}), d(DT::F32, {M, 2});
+    for (int64_t m = 0; m < M; ++m) a.set({m, 0}, xs[m]);
+    b.set({0, 0}, 1.0);
+    b.set({0, 1}, 1.0);
+    d.poison();
+    fk_gemm_params_t p;
+    fk_gemm_params_init(&p);
+    p.activation = act;
+    REQUIRE(fk_gemm(fkcpu::cpu_context(), nullptr, &p, &a, &b, nullptr, nullptr, &d) == FK_SUCCESS);
+    for (int64_t m = 0; m < M; ++m) {
+      const double x = xs[m], got = d.get({m, 1});
+      INFO("activation " << act << ", x = " << x << ", got " << got);
+      if (std::isnan(x)) {
+        CHECK(std::isnan(got));
+        CHECK(std::isnan(d.get({m, 0})));
+      } else if (std::isinf(x)) {
+        CHECK(got == (x > 0 ? x : 0.0));
+        CHECK(d.get({m, 0}) == got);
+      } else {
+        CHECK(d.get({m, 0}) == got);
+        const double want = fkref::activation(act, x);
+        CHECK(std::fabs(got - want) <= 1e-5 * std::fabs(want) + 1e-37);
+      }
+    }
+  }
+}
+
 TEST_CASE("cpu gemm: strided operands", "[cpu][gemm]") {
   uint64_t tag = 1400;
   for (Layout l : {kPadded, kColMajor})

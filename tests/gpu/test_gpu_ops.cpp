@@ -769,6 +769,46 @@ TEST_CASE("gpu gemm: each activation", "[gpu][gemm]") {
     }
 }
 
+TEST_CASE("gpu gemm: GELU at +-inf and NaN accumulators, each kernel family", "[gpu][gemm]") {
+  // d[m, n] = act(a[m, 0] b[0, n]) with b[0, n] = 1 (the rest of K zero): GELU(-inf) is its
+  // limit 0 (the formulas give -inf x 0 or -inf / inf = NaN), +inf stays +inf, NaN stays NaN,
+  // finite values as the float64 reference (absolute 1e-7 for the erf form's tail, 1 + erff).
+  // A 128 x 128 x 16 bf16 problem, so that the Hopper kernel takes it under AUTO.
+  const float xs[] = {-INFINITY, INFINITY, NAN, -5.0f, -8.0f, -0.5f, 3.0f, 1e30f, -1e30f, 0.0f};
+  const int64_t M = 128, N = 128, K = 16, nx = int64_t(sizeof(xs) / sizeof(xs[0]));
+  for (const auto& fam : fkgpu::available_families()) {
+    for (int act : {FK_ACTIVATION_GELU_TANH, FK_ACTIVATION_GELU_ERF}) {
+      HostTensor a(DT::BF16, {M, K}), b(DT::BF16, {K, N}), d(DT::F32, {M, N});
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k) a.set({m, k}, k == 0 ? double(xs[m % nx]) : 0.0);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) b.set({k, n}, k == 0 ? 1.0 : 0.0);
+      DeviceTensor da(a), db(b), dd(d);
+      dd.poison();
+      fk_gemm_params_t p;
+      fk_gemm_params_init(&p);
+      p.activation = act;
+      REQUIRE_FK(fk_gemm(fam.second, nullptr, &p, &da, &db, nullptr, nullptr, &dd));
+      dd.download();
+      for (int64_t m = 0; m < nx; ++m) {
+        const double x = a.get({m, 0});
+        for (int64_t n : {int64_t(0), N - 1}) {
+          const double got = d.get({m, n});
+          INFO(fam.first << ", activation " << act << ", x = " << x << ", got " << got);
+          if (std::isnan(x)) {
+            CHECK(std::isnan(got));
+          } else if (std::isinf(x)) {
+            CHECK(got == (x > 0 ? x : 0.0));
+          } else {
+            const double want = fkref::activation(act, x);
+            CHECK(std::fabs(got - want) <= 1e-5 * std::fabs(want) + 1e-7);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("gpu gemm: batched, broadcast, strides, mixed dtypes", "[gpu][gemm]") {
   GemmCase c;
   c.batch = 3;

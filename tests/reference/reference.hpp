@@ -176,11 +176,14 @@ inline void attention_varlen(const std::vector<double>& q, const std::vector<dou
 inline double activation(int act, double x) {
   switch (act) {
     case 1: return x < 0 ? 0.0 : x;  // ReLU (NaN stays NaN, as torch.relu)
-    case 2: {                        // GELU, tanh approximation
+    case 2: {  // GELU, tanh approximation: 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)), no cancellation
+      if (x == -HUGE_VAL) return 0.0;  // the limit
       const double c = std::sqrt(2.0 / 3.14159265358979323846);
-      return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+      return x / (1.0 + std::exp(-2.0 * c * (x + 0.044715 * x * x * x)));
     }
-    case 3: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));  // exact GELU
+    case 3:  // exact GELU, 0.5 x erfc(-x / sqrt(2)) (no cancellation in the negative tail)
+      if (x == -HUGE_VAL) return 0.0;
+      return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
     default: return x;
   }
 }

@@ -23,9 +23,13 @@ __device__ __forceinline__ float activate(float x, Activation act) {
       const float c0 = -2.0f * 0.7978845608028654f * 1.4426950408889634f;  // -2 sqrt(2/pi) log2(e)
       const float c1 = c0 * 0.044715f;
       const float t = x * fmaf(c1, x * x, c0);  // -2u log2(e)
-      return __fdividef(x, 1.0f + exp2f(t));
+      const float y = __fdividef(x, 1.0f + exp2f(t));
+      return x == -INFINITY ? 0.0f : y;  // the limit; the formula gives -inf / inf = NaN
     }
-    case Activation::GeluErf: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));  // x/sqrt(2)
+    case Activation::GeluErf: {
+      const float y = 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));  // x/sqrt(2)
+      return x == -INFINITY ? 0.0f : y;  // the limit; the formula gives -inf x 0 = NaN
+    }
     default: return x;
   }
 }
