@@ -84,6 +84,29 @@ inline void check(fk_status_t status) {
   if (status != FK_SUCCESS) throw Error(status, fk_get_last_error_message());
 }
 
+/** @brief The loaded library's version string, e.g. "0.7.0" (fk_get_version()). */
+inline std::string version() { return fk_get_version(); }
+/** @brief The loaded library's version as major * 10000 + minor * 100 + patch
+ *         (fk_get_version_number()); compare with FK_VERSION_NUMBER of the header compiled. */
+inline unsigned version_number() { return fk_get_version_number(); }
+/** @brief Static name of a backend, e.g. "cuda" (fk_backend_name()). */
+inline const char* backend_name(fk_backend_t backend) { return fk_backend_name(backend); }
+/** @brief Static name of a kernel family, e.g. "sm90" (fk_kernel_family_name()). */
+inline const char* kernel_family_name(fk_kernel_family_t family) {
+  return fk_kernel_family_name(family);
+}
+/**
+ * @brief fk_set_log_callback(): installs `callback(level, message, user_data)` for messages at
+ *        or below `max_level`, or removes it with `nullptr`. Process-wide; once this returns
+ *        the previous callback and its `user_data` are no longer in use. Throws fk::Error for
+ *        an invalid level, or when called from inside a callback (which must not call
+ *        flashkit). The callback must not throw (it is called from inside C code).
+ */
+inline void set_log_callback(fk_log_callback_t callback, fk_log_level_t max_level = FK_LOG_WARN,
+                             void* user_data = nullptr) {
+  check(fk_set_log_callback(callback, max_level, user_data));
+}
+
 /** @brief fk_attention_params_t with its defaults (fk_attention_params_init()). */
 inline fk_attention_params_t attention_params() {
   fk_attention_params_t p;
@@ -165,9 +188,11 @@ class Tensor {
                     std::vector<int64_t> strides = {}) {
     return Tensor(data, DLDevice{kDLCPU, 0}, dtype::f32, std::move(shape), std::move(strides));
   }
-  /** @brief int32 host tensor (kDLCPU), e.g. `cu_seqlens`. */
-  static Tensor cpu(const int32_t* data, std::vector<int64_t> shape) {
-    return Tensor(data, DLDevice{kDLCPU, 0}, dtype::i32, std::move(shape));
+  /** @brief int32 host tensor (kDLCPU), e.g. `cu_seqlens`, or a `block_table` whose rows are
+   *         padded (strides in elements). */
+  static Tensor cpu(const int32_t* data, std::vector<int64_t> shape,
+                    std::vector<int64_t> strides = {}) {
+    return Tensor(data, DLDevice{kDLCPU, 0}, dtype::i32, std::move(shape), std::move(strides));
   }
   /**
    * @brief Host tensor (kDLCPU) of any element type, e.g. f16/bf16 values as `uint16_t` bit
@@ -521,6 +546,8 @@ class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destr
   FFTConvPlan(Context&& context, const fk_fftconv_plan_options_t& options) = delete;
   /** @brief Refused: the same for a `const` temporary. */
   FFTConvPlan(const Context&& context, const fk_fftconv_plan_options_t& options) = delete;
+  /** @brief Takes ownership of a handle created with fk_fftconv_plan_create(). */
+  static FFTConvPlan adopt(fk_fftconv_plan_t* handle) noexcept { return FFTConvPlan(handle); }
 
   /** @brief The resolved options (fft_size after defaulting, filter_len, ...). */
   fk_fftconv_plan_options_t options() const {
@@ -552,6 +579,9 @@ class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destr
     check(fk_fftconv_workspace_size(handle_, u, k, D, pregate, postgate, y, &bytes));
     return bytes;
   }
+
+ private:
+  explicit FFTConvPlan(fk_fftconv_plan_t* h) noexcept : UniqueHandle(h) {}
 };
 
 }  // namespace fk

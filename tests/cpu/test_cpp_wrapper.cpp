@@ -232,3 +232,76 @@ TEST_CASE("C++ wrapper: attention over a paged KV cache", "[cpp][kvcache]") {
                                                   fk::Tensor::cpu(bad.data(), {1, 2}), to),
                     Catch::Contains("block_table"));
 }
+
+namespace {
+struct LogSeen {
+  std::atomic<int> debug{0};
+};
+void count_debug(fk_log_level_t level, const char*, void* user_data) {
+  if (level == FK_LOG_DEBUG) static_cast<LogSeen*>(user_data)->debug.fetch_add(1);
+}
+void set_inside(fk_log_level_t, const char*, void* user_data) {
+  // Called from inside a delivery: the library refuses, the wrapper throws; nothing escapes.
+  try {
+    fk::set_log_callback(nullptr);
+  } catch (const fk::Error& e) {
+    if (e.category() == FK_ERROR_INVALID_ARGUMENT) static_cast<LogSeen*>(user_data)->debug.fetch_add(100);
+  }
+}
+}  // namespace
+
+TEST_CASE("C++ wrapper: version, names, log callback, adopting a plan, strided int32 views", "[cpp]") {
+  CHECK(fk::version() == fk_get_version());
+  CHECK(fk::version_number() == unsigned(FK_VERSION_NUMBER));
+  CHECK(std::string(fk::backend_name(FK_BACKEND_CPU)) == "cpu");
+  CHECK(std::string(fk::kernel_family_name(FK_KERNEL_FAMILY_SM90)) == fk_kernel_family_name(FK_KERNEL_FAMILY_SM90));
+
+  fk::Context ctx = fk::Context::cpu(1);
+  std::vector<float> a = iota_values(4, 0.5f), d(4);
+  const fk::Tensor ta = fk::Tensor::cpu(a.data(), {2, 2});
+  const fk::Tensor td = fk::Tensor::cpu(d.data(), {2, 2});
+  const fk_gemm_params_t gp = fk::gemm_params();
+  LogSeen seen;
+  fk::set_log_callback(count_debug, FK_LOG_DEBUG, &seen);
+  ctx.gemm(&gp, ta, ta, nullptr, nullptr, td);
+  CHECK(seen.debug.load() >= 1);  // the variant line
+  fk::set_log_callback(set_inside, FK_LOG_DEBUG, &seen);
+  ctx.gemm(&gp, ta, ta, nullptr, nullptr, td);
+  CHECK(seen.debug.load() >= 101);  // the inner call was refused with an fk::Error
+  fk::set_log_callback(nullptr);
+  const int n = seen.debug.load();
+  ctx.gemm(&gp, ta, ta, nullptr, nullptr, td);
+  CHECK(seen.debug.load() == n);  // removed
+  try {
+    fk::set_log_callback(count_debug, fk_log_level_t(9), &seen);
+    FAIL("an invalid level was accepted");
+  } catch (const fk::Error& e) {
+    CHECK(e.status() == FK_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(e.what()).find("max_level") != std::string::npos);
+  }
+
+  // A plan made through the C API, owned by the wrapper.
+  fk_fftconv_plan_options_t o = fk::fftconv_plan_options();
+  o.channels = 1;
+  o.seqlen = 8;
+  o.filter_len = 2;
+  fk_fftconv_plan_t* raw = nullptr;
+  fk::check(fk_fftconv_plan_create(ctx.get(), &o, &raw));
+  fk::FFTConvPlan plan = fk::FFTConvPlan::adopt(raw);
+  CHECK(plan.get() == raw);
+  CHECK(plan.options().fft_size >= 8);
+  std::vector<float> u = iota_values(8, 0.25f), k = {1.0f, 0.5f}, y(8);
+  plan.forward(fk::Tensor::cpu(u.data(), {1, 1, 8}), fk::Tensor::cpu(k.data(), {1, 2}), nullptr,
+               nullptr, nullptr, fk::Tensor::cpu(y.data(), {1, 1, 8}));
+  for (int t = 0; t < 8; ++t) {
+    const double want = double(k[0]) * u[size_t(t)] + (t > 0 ? double(k[1]) * u[size_t(t - 1)] : 0.0);
+    CHECK(std::fabs(y[size_t(t)] - want) <= 1e-5);
+  }
+
+  // A row-padded int32 view: cu_seqlens taken from every other element of a buffer.
+  std::vector<int32_t> padded = {0, -1, 3, -1, 5, -1};
+  const fk::Tensor cu = fk::Tensor::cpu(padded.data(), {3}, {2});
+  const DLTensor* dl = cu;
+  CHECK(dl->strides[0] == 2);
+  CHECK(dl->dtype.code == kDLInt);
+}
