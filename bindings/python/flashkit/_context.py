@@ -66,7 +66,9 @@ class Context:
     def __init__(self, device="auto", *, kernel_family=None, num_threads=0):
         self._handle = None
         self._plans = {}  # token -> fk_fftconv_plan_t*, all destroyed before the context
-        self._plans_lock = threading.Lock()
+        # Re-entrant: a log callback runs on the thread of the call it reports, which may hold
+        # this lock (plan creation logs its errors), and may use the context itself.
+        self._plans_lock = threading.RLock()
         # Calls in flight (the C calls release the GIL): destroying the C context or a plan
         # waits for the last of them, so close() on one thread never frees a handle another
         # thread's call is using.
@@ -112,26 +114,41 @@ class Context:
     def _in_call(self):
         """Holds the context (and its plans) alive for one C call; yields the handle. Raises
         InvalidArgumentError after close()."""
-        handle = self._enter_call()
+        entered = [False]
         try:
-            yield handle
+            yield self._enter_call(entered)
         finally:
-            self._leave_call()
+            pending = None  # as in _ops._Call.run
+            while entered[0]:
+                try:
+                    self._leave_call(entered)
+                except BaseException as e:  # noqa: B036 (re-raised below)
+                    pending = e
+            if pending is not None:
+                raise pending
 
-    def _enter_call(self):
+    def _enter_call(self, entered):
         """The handle, counted as in use until the matching _leave_call() (what _in_call does,
         without a generator: the operations call these on every call). Raises
-        InvalidArgumentError after close()."""
+        InvalidArgumentError after close(). Sets ``entered[0]`` right after the count, with no
+        call in between (the interpreter runs signal handlers at calls, so a KeyboardInterrupt
+        cannot land between the two), so that a caller calling this inside its ``try`` leaves
+        exactly when it entered."""
         with self._plans_lock:
             handle = self.handle
             self._calls += 1
+            entered[0] = True
         return handle
 
-    def _leave_call(self):
+    def _leave_call(self, entered):
+        """Ends the call _enter_call(entered) counted, if it still counts (the callers retry it
+        until ``entered[0]`` is False: see _ops._Call.run)."""
         with self._plans_lock:
-            self._calls -= 1
-            if self._doomed:
-                self._destroy_doomed()
+            if entered[0]:
+                self._calls -= 1
+                entered[0] = False  # no call in between, as in _enter_call
+                if self._doomed:
+                    self._destroy_doomed()
 
     def _destroy_doomed(self):
         # with _plans_lock held
@@ -292,6 +309,16 @@ class Context:
     def __exit__(self, *exc):
         self.close()
 
+    def __copy__(self):
+        # A copy would share the C handle and destroy it when collected.
+        raise TypeError("flashkit.Context cannot be copied: share the object itself")
+
+    def __deepcopy__(self, memo):
+        raise TypeError("flashkit.Context cannot be copied: share the object itself")
+
+    def __reduce__(self):
+        raise TypeError("flashkit.Context cannot be pickled: make a new one in the other process")
+
     def __del__(self):
         try:
             self.close()
@@ -319,12 +346,17 @@ def default_context(device="auto"):
     key = (kind, ordinal)
     ctx = _defaults.get(key)
     if ctx is None or ctx.closed:  # a closed default context is replaced, not kept
+        # Made outside the lock: context creation logs, and a log callback on this thread may
+        # ask for the default context itself. Two threads racing here keep the first one.
+        made = Context(device if kind == "auto" else
+                       ("cpu" if kind == "cpu" else f"cuda:{ordinal}"))
         with _defaults_lock:
             ctx = _defaults.get(key)
             if ctx is None or ctx.closed:
-                ctx = Context(device if kind == "auto" else
-                              ("cpu" if kind == "cpu" else f"cuda:{ordinal}"))
+                ctx, made = made, None
                 _defaults[key] = ctx
+        if made is not None:
+            made.close()
     return ctx
 
 

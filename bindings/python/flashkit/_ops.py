@@ -10,6 +10,7 @@ import numbers
 import operator
 import re
 import threading
+import weakref
 
 import numpy as np
 
@@ -49,6 +50,8 @@ def float32_arg(value, name):
     itself, since the C library reads NaN as "the default")."""
     if isinstance(value, (str, bytes)):
         raise _errors.InvalidArgumentError(f"{name}: {value!r} is not a number", 100)
+    if isinstance(value, complex) or (isinstance(value, np.generic) and np.iscomplexobj(value)):
+        raise _errors.InvalidArgumentError(f"{name}: {value!r} is complex; a real number is needed", 100)
     try:
         v = float(value)
     except OverflowError:
@@ -241,6 +244,8 @@ class _Call:
             else:
                 _dlpack.check_compute_dtype(ref)
         self.primary = self.refs[index]
+        self.implicit_ctx = ctx is None
+        self.device_type, self.device_id = device_type, device_id
         if ctx is None:
             ctx = _context().context_for(device_type, device_id)
         self.ctx = ctx
@@ -346,9 +351,9 @@ class _Call:
         fk_*_workspace_size twin (bytes) when it is ``"workspace"``, else
         ``run_fn(handle, launch, params, *args)`` and finish(); each while the context is held,
         so that close() on another thread waits for it (Context._enter_call)."""
-        ctx = self.ctx
-        h = ctx._enter_call()
+        entered = [False]
         try:
+            h = self._enter(entered)
             if select == "workspace":
                 return _WORKSPACE_SIZE_OF[select_fn](h, params, *args)
             if select:
@@ -361,9 +366,31 @@ class _Call:
                 raise
             raise err from None
         finally:
-            ctx._leave_call()
+            # Leave what was entered even when an asynchronous exception (Ctrl-C) lands at the
+            # call below: it is held back and raised once the count has dropped (a context left
+            # counted as in use would never be destroyed by close()).
+            pending = None
+            while entered[0]:
+                try:
+                    self.ctx._leave_call(entered)
+                except BaseException as e:  # noqa: B036 (re-raised below)
+                    pending = e
+            if pending is not None:
+                raise pending
         self.finish()
         return None
+
+    def _enter(self, entered):
+        """Enters this call's context (Context._enter_call). A default context that another
+        thread closed after this call resolved it is replaced by the new default once ("closing
+        it is allowed: the next use makes a new one")."""
+        for attempt in range(8):  # each retry follows one more close() on another thread
+            try:
+                return self.ctx._enter_call(entered)
+            except _errors.InvalidArgumentError:
+                if not self.implicit_ctx or not self.ctx.closed or attempt == 7:
+                    raise
+                self.ctx = _context().context_for(self.device_type, self.device_id)
 
     def finish(self):
         if _dlpack.needs_host_sync(self.primary):
@@ -780,6 +807,11 @@ _MODES = {
 }
 
 
+def _gone(ctx):
+    """True for a context that is collected (None) or closed."""
+    return ctx is None or ctx.closed
+
+
 class FFTConv:
     """Long convolution of each channel with its own filter, by FFT (Fu et al. 2023,
     "FlashFFTConv", section 3: the FFT as Monarch matrix products; Hyena, Poli et al. 2023).
@@ -875,7 +907,11 @@ class FFTConv:
         self.mode = mode
         self.dtype = _dlpack.compute_dtype(dtype, "dtype")
         self.filter_constant = bool_arg(filter_constant, "filter_constant")
-        self._plans = {}  # (id(ctx), channels, filter_len, dtype) -> (ctx, token, plan)
+        # (id(ctx), channels, filter_len, dtype) -> (weakref to ctx, token, plan). Weak, so that
+        # this object does not keep every context it ran on alive (their plans are theirs and
+        # go with them); an entry whose context is gone or closed is stale: a new context may
+        # reuse the id. Stale entries are dropped when a plan is made.
+        self._plans = {}
         # filter_constant: the filter object of each plan's last call, kept referenced so that
         # its memory cannot be freed and handed to a new filter (torch's caching allocator,
         # NumPy's malloc reuse addresses at once) while the plan's cached spectrum is keyed on
@@ -887,14 +923,22 @@ class FFTConv:
         if ctx.closed:
             # Forget the plans of the closed context (it destroyed them) and say why.
             with self._lock:
-                for key in [key for key, e in self._plans.items() if e[0] is ctx]:
+                gone = []  # filters released after the lock
+                for key in [key for key, e in self._plans.items() if e[0]() is ctx]:
                     del self._plans[key]
-                    self._filters.pop(key, None)
+                    gone.append(self._filters.pop(key, None))
+            del gone
             ctx.handle  # raises InvalidArgumentError("context: used after close()")
         key = (id(ctx), channels, filter_len, dtype)
+        stale = []  # (filters of) stale entries, released after the lock
         with self._lock:
             entry = self._plans.get(key)
+            if entry is not None and entry[0]() is not ctx:
+                entry = None  # a collected context's id, now another's: its plan is gone
             if entry is None:
+                for k in [k for k, e in self._plans.items() if _gone(e[0]())]:
+                    del self._plans[k]
+                    stale.append(self._filters.pop(k, None))
                 opts = capi.fk_fftconv_plan_options_t()
                 capi.fk_fftconv_plan_options_init(opts)
                 opts.mode = _MODES[self.mode]
@@ -907,8 +951,9 @@ class FFTConv:
                 dl.code, dl.bits, dl.lanes = dtype.code, dtype.bits, 1
                 opts.dtype = dl
                 token, plan = ctx._create_fftconv_plan(opts)
-                entry = (ctx, token, plan)
+                entry = (weakref.ref(ctx), token, plan)
                 self._plans[key] = entry
+        del stale
         return entry[2]
 
     def _run(self, ctx, u, k, D, pregate, postgate, out, select, workspace=None):
@@ -917,30 +962,59 @@ class FFTConv:
         ur, kr, dr, prer, postr = call.refs
         _expect_rank(ur, (3,), "(batch, channels, seqlen)")
         _expect_rank(kr, (2,), "(channels, filter_len)")
+        if ur.shape[2] != self.seqlen:  # before a plan is made for the call (it would be cached)
+            raise _errors.InvalidArgumentError(
+                f"u: seqlen is {ur.shape[2]} but the plan gives {self.seqlen}", 104)
         call.use_workspace(workspace)  # checked before any output is allocated
         out_obj, outr = call.output("out", out, ur.shape, self.dtype or ur.dtype)
         args = call.addrs((ur, kr, dr, prer, postr, outr))
-        if call.ctx.closed:
+        if call.ctx.closed and not call.implicit_ctx:
             self._plan(call.ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
         # Plans destroyed (by close() of this object or the context) while the call holds the
         # context are destroyed when it returns, not under it.
+        dtype = self.dtype or ur.dtype
+        entered = [False]
         try:
-            with call.ctx._in_call():
-                dtype = self.dtype or ur.dtype
-                plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], dtype)
-                if select == "workspace":
-                    return capi.fk_fftconv_workspace_size(plan, *args)
-                if select:
-                    return capi.fk_fftconv_select_kernel(plan, *args)
-                capi.fk_fftconv_forward(plan, call.launch, *args)
-                if self.filter_constant:
-                    with self._lock:
-                        self._filters[(id(call.ctx), ur.shape[1], kr.shape[1], dtype)] = k
+            call._enter(entered)  # a default context closed meanwhile is replaced
+            for attempt in range(8):
+                try:
+                    plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], dtype)
+                    break
+                except _errors.InvalidArgumentError:
+                    # The default context was closed after this call entered it: the next use
+                    # makes a new one, and the call moves to it; an explicit context's error
+                    # stands.
+                    if not (call.implicit_ctx and call.ctx.closed) or attempt == 7:
+                        raise
+                    call.ctx._leave_call(entered)
+                    call._enter(entered)
+            if select == "workspace":
+                return capi.fk_fftconv_workspace_size(plan, *args)
+            if select:
+                return capi.fk_fftconv_select_kernel(plan, *args)
+            capi.fk_fftconv_forward(plan, call.launch, *args)
+            if self.filter_constant:
+                key = (id(call.ctx), ur.shape[1], kr.shape[1], dtype)
+                with self._lock:
+                    # The previous filter is released after the lock (its __del__ may call
+                    # this object).
+                    previous = self._filters.get(key)
+                    self._filters[key] = k
+                del previous
         except _errors.FlashkitError as e:
             err = _pythonic_error(e, _C_FFTCONV_Y)  # y is out=
             if err is e:
                 raise
             raise err from None
+        finally:
+            pending = None  # as in _Call.run
+            while entered[0]:
+                try:
+                    call.ctx._leave_call(entered)
+                except BaseException as e:  # noqa: B036 (re-raised below)
+                    pending = e
+            if pending is not None:
+                raise pending
         call.finish()
         return out_obj
 
@@ -973,7 +1047,10 @@ class FFTConv:
 
     def resolved_fft_size(self, channels, filter_len=None, context=None):
         """The fft_size the plan for (channels, filter_len) uses after defaulting."""
-        from ._context import default_context
+        from ._context import Context, default_context
+        if context is not None and not isinstance(context, Context):
+            raise _errors.InvalidArgumentError(
+                f"context: {type(context).__name__} is not a flashkit.Context", 101)
         ctx = context or default_context("cpu")
         channels = int_arg(channels, "channels", bits=64)
         filter_len = int_arg(filter_len or self.seqlen, "filter_len", bits=64)
@@ -991,9 +1068,22 @@ class FFTConv:
         Context.close() for the plans on that context)."""
         with self._lock:
             plans, self._plans = self._plans, {}
-            self._filters = {}
-        for ctx, token, _plan in plans.values():
-            ctx._destroy_fftconv_plan(token)  # nothing when the context destroyed it already
+            filters, self._filters = self._filters, {}  # released after the lock
+        del filters
+        for ref, token, _plan in plans.values():
+            ctx = ref()
+            if ctx is not None:  # a collected context destroyed its plans
+                ctx._destroy_fftconv_plan(token)  # nothing when the context destroyed it already
+
+    def __copy__(self):
+        # A copy would share the cached plans and destroy them when collected.
+        raise TypeError("flashkit.FFTConv cannot be copied: share the object, or make a new one")
+
+    def __deepcopy__(self, memo):
+        raise TypeError("flashkit.FFTConv cannot be copied: share the object, or make a new one")
+
+    def __reduce__(self):
+        raise TypeError("flashkit.FFTConv cannot be pickled: make a new one in the other process")
 
     def __del__(self):
         try:

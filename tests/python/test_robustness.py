@@ -1,0 +1,167 @@
+"""Python-layer robustness found by a break-it review (session 45): copies, re-entrant log
+callbacks, a filter whose __del__ calls its FFTConv, Ctrl-C around a call, contexts an FFTConv
+ran on, the default context closed by another thread, failing calls that cached plans, and
+argument checks. Calls that used to hang run in a child process with a time limit."""
+
+import copy
+import gc
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+import weakref
+
+import numpy as np
+import pytest
+
+import flashkit
+import fk_reference as ref
+
+
+def _child(code, timeout=60):
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, timeout=timeout)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def test_contexts_and_plans_refuse_copies():
+    # A shallow copy shared the C handle and destroyed it when collected (a double free).
+    ctx = flashkit.Context("cpu")
+    conv = flashkit.FFTConv(16)
+    for obj in (ctx, conv):
+        for fn in (copy.copy, copy.deepcopy, pickle.dumps):
+            with pytest.raises(TypeError, match="cannot be"):
+                fn(obj)
+    a = np.ones((4, 4), np.float32)
+    ref.assert_close(ctx.gemm(a, a), a @ a, "float32")
+    ctx.close()
+
+
+def test_log_callback_using_flashkit_during_context_and_plan_creation_does_not_hang():
+    # The callback runs on the thread that logs, which held the default-context lock (context
+    # creation logs at INFO) or the context's plan lock (a refused plan logs at ERROR).
+    out = _child("""
+        import numpy as np, flashkit
+        a = np.ones((4, 4), np.float32)
+        seen = []
+        def cb(level, msg):
+            seen.append(flashkit.default_context("cpu").info()["backend"])
+            seen.append(ctx.gemm(a, a)[0, 0] if ctx is not None else None)
+        ctx = None
+        flashkit.set_log_callback(cb, flashkit.LogLevel.INFO)
+        flashkit.gemm(a, a)  # the default context is created here, logging under the callback
+        ctx = flashkit.Context("cpu")
+        try:  # the plan is refused and logged while the context's plan lock is held
+            flashkit.FFTConv(16).resolved_fft_size(2**62, context=ctx)
+        except flashkit.FlashkitError:
+            pass
+        flashkit.set_log_callback(None)
+        print("done", "cpu" in seen and 4.0 in seen)
+    """)
+    assert "done True" in out
+
+
+def test_filter_del_calling_its_fftconv_does_not_hang():
+    # With filter_constant the object keeps the last filter; replacing it dropped the previous
+    # one under the object's lock, and that filter's __del__ called the object again.
+    out = _child("""
+        import numpy as np, flashkit
+        conv = flashkit.FFTConv(32, filter_constant=True)
+        u = np.ones((1, 2, 32), np.float32)
+        class K(np.ndarray):
+            def __del__(self):
+                conv(u, np.ones((2, 32), np.float32))
+        conv(u, np.ones((2, 32), np.float32).view(K))
+        conv(u, np.ones((2, 32), np.float32))
+        conv.close()
+        print("done")
+    """)
+    assert "done" in out
+
+
+def test_an_interrupt_at_the_end_of_a_call_leaves_the_context_destroyable(monkeypatch):
+    # A KeyboardInterrupt landing before the call's count dropped left the context counted as
+    # in use, so close() never destroyed it. Simulated: the first leave raises first.
+    ctx = flashkit.Context("cpu", num_threads=1)
+    a = np.ones((8, 8), np.float32)
+    real = ctx._leave_call
+    raised = []
+
+    def leave(entered):
+        if not raised:
+            raised.append(True)
+            raise KeyboardInterrupt
+        real(entered)
+
+    monkeypatch.setattr(ctx, "_leave_call", leave)
+    with pytest.raises(KeyboardInterrupt):
+        ctx.gemm(a, a)
+    assert ctx._calls == 0
+    monkeypatch.setattr(ctx, "_leave_call", real)
+    ref.assert_close(ctx.gemm(a, a), a @ a, "float32")
+    ctx.close()
+    assert ctx._doomed == []
+
+
+def test_fftconv_does_not_keep_its_contexts_alive(rng):
+    conv = flashkit.FFTConv(32)
+    u, k = ref.randn(rng, (1, 2, 32)), ref.randn(rng, (2, 32))
+    refs = []
+    for _ in range(20):
+        ctx = flashkit.Context("cpu", num_threads=1)
+        ref.assert_close(conv.run(ctx, u, k), ref.fftconv(u, k), "float32")
+        refs.append(weakref.ref(ctx))
+        del ctx
+    gc.collect()
+    assert sum(r() is not None for r in refs) == 0
+    ref.assert_close(conv(u, k), ref.fftconv(u, k), "float32")
+    assert len(conv._plans) <= 2  # stale entries dropped when a plan is made
+
+
+def test_default_context_closed_by_another_thread(rng):
+    # "Closing it is allowed: the next use makes a new one": calls racing with close() move
+    # to the new default context instead of failing.
+    a = ref.randn(rng, (16, 16))
+    u, k = ref.randn(rng, (1, 2, 64)), ref.randn(rng, (2, 64))
+    conv = flashkit.FFTConv(64)
+    want_g, want_c = a.astype(np.float64) @ a, ref.fftconv(u, k)
+    errors, stop = [], threading.Event()
+
+    def worker():
+        while not stop.is_set():
+            try:
+                ref.assert_close(flashkit.gemm(a, a), want_g, "float32")
+                ref.assert_close(conv(u, k), want_c, "float32")
+            except Exception as e:  # noqa: BLE001 (collected for the assertion)
+                errors.append(repr(e))
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for _ in range(150):
+        flashkit.default_context("cpu").close()
+    stop.set()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_a_failing_fftconv_call_caches_no_plan(rng):
+    conv = flashkit.FFTConv(64)
+    with pytest.raises(flashkit.InvalidArgumentError, match="u: seqlen is 60 but the plan gives 64"):
+        conv(ref.randn(rng, (1, 2, 60)), ref.randn(rng, (2, 60)))
+    assert conv._plans == {}
+
+
+def test_argument_checks():
+    conv = flashkit.FFTConv(64)
+    with pytest.raises(flashkit.InvalidArgumentError, match="context: str is not a flashkit.Context"):
+        conv.resolved_fft_size(2, context="cpu")
+    a = np.ones((4, 4), np.float32)
+    for bad in (2 + 5j, np.complex64(1)):
+        with pytest.raises(flashkit.InvalidArgumentError, match="alpha: .*complex"):
+            flashkit.gemm(a, a, alpha=bad)
+    with pytest.raises(flashkit.InvalidArgumentError, match="softmax_scale: .*complex"):
+        q = np.ones((1, 2, 1, 4), np.float32)
+        flashkit.attention(q, q, q, softmax_scale=1j)
