@@ -324,7 +324,8 @@ fk_status_t expect_disjoint(const char* out_name, const TensorView& out,
     if (r.lo == r.hi || r.hi <= o.lo || o.hi <= r.lo) continue;
     if (in.same_ok && same_view(out, *in.view)) continue;
     return set_error(FK_ERROR_INVALID_ARGUMENT,
-                     "%s: overlaps %s in memory (outputs must not share memory with inputs%s)",
+                     "%s: overlaps %s in memory (outputs must not share memory with inputs or with each "
+                     "other%s)",
                      out_name, in.name, in.same_ok ? " unless they are the exact same view" : "");
   }
   return FK_SUCCESS;

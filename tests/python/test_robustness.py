@@ -165,3 +165,26 @@ def test_argument_checks():
     with pytest.raises(flashkit.InvalidArgumentError, match="softmax_scale: .*complex"):
         q = np.ones((1, 2, 1, 4), np.float32)
         flashkit.attention(q, q, q, softmax_scale=1j)
+
+
+def test_more_argument_checks(rng):
+    q = ref.randn(rng, (1, 4, 1, 8))
+    # window_size must be an ordered pair, not a set or dict (whose order is not the caller's)
+    for bad in ({3, -1}, {"left": 3, "right": -1}):
+        with pytest.raises(flashkit.InvalidArgumentError, match="window_size: .*not a pair"):
+            flashkit.attention(q, q, q, window_size=bad)
+    ref.assert_close(flashkit.attention(q, q, q, window_size=[1, 0]),
+                     flashkit.attention(q, q, q, window_size=(1, 0)), "float32")
+    # dtypes in a non-native byte order are refused like the string '>f4'
+    for bad in (np.dtype(">f4"), ">f4"):
+        with pytest.raises(flashkit.InvalidArgumentError, match="dtype"):
+            flashkit.FFTConv(16, dtype=bad)
+    # Context.workspace_size("fftconv", ...) takes workspace= as the other ops do
+    u, k = ref.randn(rng, (1, 2, 16)), ref.randn(rng, (2, 16))
+    ctx = flashkit.default_context("cpu")
+    assert ctx.workspace_size("fftconv", u, k, workspace=np.empty(64, np.uint8)) == 0
+    # an out= overlapping lse names both as outputs
+    out = np.empty((1, 4, 1, 8), np.float32)
+    lse = out.reshape(-1)[:4].reshape(1, 1, 4)
+    with pytest.raises(flashkit.InvalidArgumentError, match="or with each other"):
+        flashkit.attention(q, q, q, out=out, lse=lse)

@@ -20,6 +20,7 @@ import struct
 import sys
 
 import numpy as np
+import numpy.ma
 
 from . import _errors
 
@@ -177,6 +178,9 @@ def check_index_dtype(ref):
     raise _errors.InvalidArgumentError(f"{ref.name}: dtype {ref.dtype.name} is not int32", 103)
 
 
+_MaskedArray = numpy.ma.MaskedArray  # imported up front (see the import)
+
+
 def compute_dtype(spec, name="dtype"):
     """as_dtype(spec), restricted to fp32/fp16/bf16 (None stays None)."""
     d = as_dtype(spec, name)
@@ -267,9 +271,13 @@ def as_dtype(spec, name="dtype"):
                                                "bfloat16", 103)
         return _ALIASES[tname]
     try:
-        return dtype_from_numpy(spec)
+        dt = np.dtype(spec)
     except TypeError:
         raise _errors.InvalidArgumentError(f"{name}: cannot interpret {spec!r} as a dtype", 103)
+    if not dt.isnative:  # as the string '>f4' is refused: results are in native byte order
+        raise _errors.InvalidArgumentError(
+            f"{name}: {dt.str!r} is not in native byte order", 103)
+    return dtype_from_numpy(dt)
 
 
 # ------------------------------------------------------------------------------------------
@@ -694,7 +702,7 @@ def as_tensor(obj, name, stream=None, writable=False, torch_stream=False):
         ref = _from_torch(obj, name)
         if ref is not None:
             return ref
-    if isinstance(obj, np.ma.MaskedArray):
+    if isinstance(obj, _MaskedArray):
         raise _errors.InvalidArgumentError(
             f"{name}: masked arrays are not supported (flashkit would ignore the mask); pass "
             f"{name}.filled(fill_value) or {name}.data", 103)

@@ -416,10 +416,14 @@ def _expect_rank(ref, ranks, layout):
 # ------------------------------------------------------------------------------------------
 
 def _window(window_size):
-    try:
-        pair = tuple(window_size)
-    except TypeError:
+    # A sequence (tuple, list, array): not a set or dict, whose order is not the caller's.
+    if isinstance(window_size, (set, frozenset, dict)) or not hasattr(window_size, "__len__"):
         pair = None
+    else:
+        try:
+            pair = tuple(window_size)
+        except TypeError:
+            pair = None
     if pair is None or len(pair) != 2:
         raise _errors.InvalidArgumentError(
             f"window_size: {window_size!r} is not a pair (left, right) of ints", 100)
@@ -1098,7 +1102,7 @@ class FFTConv:
 
 
 def _select_fftconv(ctx, u, k, D=None, pregate=None, postgate=None, *, fft_size=None,
-                    mode="causal", dtype=None, out=None, _select=True):
+                    mode="causal", dtype=None, out=None, workspace=None, _select=True):
     if u is None:
         raise _none_error("u")
     shape = tuple(getattr(u, "shape", ()))
@@ -1106,7 +1110,7 @@ def _select_fftconv(ctx, u, k, D=None, pregate=None, postgate=None, *, fft_size=
         _expect_rank(_dlpack.as_tensor(u, "u"), (3,), "(batch, channels, seqlen)")
     conv = FFTConv(shape[2], fft_size=fft_size, mode=mode, dtype=dtype)
     try:
-        return conv._run(ctx, u, k, D, pregate, postgate, out, _select)
+        return conv._run(ctx, u, k, D, pregate, postgate, out, _select, workspace)
     finally:
         conv.close()
 
