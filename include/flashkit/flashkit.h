@@ -498,7 +498,11 @@ typedef struct fk_launch_t {
                                 call's filter spectrum; cuda.sm80.fftconv_reg at fft_size
                                 65536: up to 256 KB per multiprocessor between its two
                                 passes; the generic kernel above fft_size 8192: its
-                                four-step intermediates) and the Monarch variants
+                                four-step intermediates), every fp8 attention call
+                                (fk_attention_fp8_forward: the bf16 copies of q, k and v of
+                                the dequantising path; on cuda.sm90.attention_fp8 a copy of
+                                v, transposed or plain, where it needs one) and the Monarch
+                                variants
                                 that run in passes (cuda.sm80.monarch_unfused: two 16-bit
                                 buffers for a chunk of tokens, 128 MiB together when the call
                                 has that many tokens, more only when 128 tokens already

@@ -56,7 +56,8 @@ inline constexpr DLDataType f32{kDLFloat, 32, 1};  /**< float32. */
 inline constexpr DLDataType f16{kDLFloat, 16, 1};  /**< IEEE float16 (bit patterns in uint16_t). */
 inline constexpr DLDataType bf16{kDLBfloat, 16, 1}; /**< bfloat16 (bit patterns in uint16_t). */
 inline constexpr DLDataType i32{kDLInt, 32, 1};    /**< int32 (cu_seqlens). */
-/** @brief float8 e4m3fn (bit patterns in uint8_t); fk_gemm_scaled() inputs only. */
+/** @brief float8 e4m3fn (bit patterns in uint8_t); fk_gemm_scaled()'s a and b,
+ *         fk_attention_fp8_forward()'s q, k and v. */
 inline constexpr DLDataType float8_e4m3fn{FK_DLPACK_FLOAT8_E4M3FN, 8, 1};
 /** @brief float8 e5m2 (bit patterns in uint8_t); fk_gemm_scaled() inputs only. */
 inline constexpr DLDataType float8_e5m2{FK_DLPACK_FLOAT8_E5M2, 8, 1};

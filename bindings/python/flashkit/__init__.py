@@ -9,9 +9,10 @@ the same device (or write into ``out=``). NumPy bfloat16 works through ``ml_dtyp
 * Work on the GPU is queued on the caller's stream: PyTorch's current stream for torch tensors,
   CuPy's current stream for CuPy arrays; calls return before the GPU finishes, as in those
   libraries.
-* Arrays are read in place: their dtype must be float32, float16 or bfloat16 (int32 for
-  ``cu_seqlens``, ``cache_seqlens`` and ``block_table``) in native byte order; nothing is
-  converted. (torch negative or conjugate views are the exception: they are resolved into a
+* Arrays are read in place: their dtype must be float32, float16 or bfloat16 (float8_e4m3fn /
+  float8_e5m2 for ``gemm_scaled``'s a and b, float8_e4m3fn for ``attention_fp8``'s q, k, v;
+  int32 for ``cu_seqlens``, ``cache_seqlens`` and ``block_table``) in native byte order;
+  nothing is converted. (torch negative or conjugate views are the exception: they are resolved into a
   copy first, since DLPack cannot describe them.)
 * ``out=`` is written in place, through its memory: a torch tensor's version counter is
   bumped as by torch's own ``out=``; a JAX array, immutable by JAX's contract, is changed
@@ -28,9 +29,12 @@ the same device (or write into ``out=``). NumPy bfloat16 works through ``ml_dtyp
   that take scratch on the GPU: split-K GEMMs (fp32 partials), attention whose keys are split
   into chunks (fp16/bf16 decode-like calls with too few query tiles to fill the GPU: each
   chunk's queries, output and lse), FFT convolutions (a plan whose filter is not constant: its
-  spectrum per call; fft_size above shared memory: the intermediates) and the Monarch kernels
-  that run in passes (fp16/bf16 shapes the fused kernels do not serve best: up to 128 MiB for a
-  chunk of tokens; the generic kernel: its fp32 intermediate); ``Context.workspace_size(op, *args)`` (and ``FFTConv.workspace_size``) gives the
+  spectrum per call; fft_size above shared memory: the intermediates; fft_size 65536 on the
+  register kernel: up to 256 KB per multiprocessor), every ``attention_fp8`` call (its bf16
+  copies of q, k, v, or on Hopper's fp8 kernel possibly a copy of v) and the Monarch kernels
+  that run in passes (fp16/bf16 shapes the fused kernels do not serve best: about 128 MiB for a
+  chunk of tokens, more only when 128 tokens exceed it, plus the permuted bias; the generic
+  kernel: its fp32 intermediate); ``Context.workspace_size(op, *args)`` (and ``FFTConv.workspace_size``) gives the
   size with which a call allocates nothing, 0 when it takes no scratch. The size is not
   monotone in the shapes (a small decode batch can need scratch where a large one needs
   none): query each shape. Use it to keep allocation out of a hot loop,
