@@ -188,3 +188,59 @@ def test_more_argument_checks(rng):
     lse = out.reshape(-1)[:4].reshape(1, 1, 4)
     with pytest.raises(flashkit.InvalidArgumentError, match="or with each other"):
         flashkit.attention(q, q, q, out=out, lse=lse)
+
+
+def test_filter_constant_calls_racing_from_two_threads_keep_the_cached_filter(rng):
+    # A long call recording its filter after a short one on another thread left the object
+    # holding the wrong filter; the freed one's address then came back with other values and
+    # the plan reused its spectrum (13 of 20 trials in a review's run). Calls of a
+    # filter-constant object now run one at a time with their record.
+    L, C = 2048, 8
+    conv, plain = flashkit.FFTConv(L, filter_constant=True), flashkit.FFTConv(L)
+    for _ in range(8):
+        k1, k2 = ref.randn(rng, (C, L)), ref.randn(rng, (C, L))
+        big, small = ref.randn(rng, (32, C, L)), ref.randn(rng, (1, C, L))
+        t = threading.Thread(target=lambda: conv(big, k1))
+        t.start()
+        conv(small, k2)
+        t.join()
+        del k2
+        k3 = ref.randn(rng, (C, L))
+        np.testing.assert_array_equal(conv(small, k3), plain(small, k3))
+        del k1, k3
+
+
+def test_plan_refused_while_another_threads_log_callback_uses_the_context():
+    # The refused plan logged its error (the library's log lock) while the binding held the
+    # context's plan lock, which another thread's log callback was waiting for: a deadlock.
+    out = _child("""
+        import threading, time, numpy as np, flashkit
+        ctx = flashkit.Context("cpu")
+        q = np.ones((1, 4, 1, 8), np.float32)
+        def cb(level, msg):
+            if "head_dim" in msg:
+                time.sleep(0.5)
+                ctx.attention(q, q, q)
+        flashkit.set_log_callback(cb, flashkit.LogLevel.ERROR)
+        def a():
+            try:
+                ctx.attention(*(np.ones((1, 4, 1, 300), np.float32),) * 3)  # refused, logged
+            except flashkit.FlashkitError:
+                pass
+        def b():
+            time.sleep(0.1)
+            try:  # fft_size too small: the plan is refused and logged
+                flashkit.FFTConv(16, fft_size=8).run(ctx, np.ones((1, 2, 16), np.float32),
+                                                     np.ones((2, 16), np.float32))
+            except flashkit.FlashkitError:
+                pass
+        ts = [threading.Thread(target=f, daemon=True) for f in (a, b)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(20)
+        print("alive", [t.is_alive() for t in ts])
+        import os
+        os._exit(0)
+    """)
+    assert "alive [False, False]" in out

@@ -151,11 +151,12 @@ class Context:
                     self._destroy_doomed()
 
     def _destroy_doomed(self):
-        # with _plans_lock held
-        if self._calls == 0:
-            doomed, self._doomed = self._doomed, []
-            for kind, h in doomed:
-                (capi.fk_fftconv_plan_destroy if kind == "plan" else capi.fk_context_destroy)(h)
+        # with _plans_lock held. One entry at a time, each taken off the list before it is
+        # destroyed: a Ctrl-C between two destroys leaves the rest listed (the next leave or
+        # close destroys them) instead of dropping them.
+        while self._calls == 0 and self._doomed:
+            kind, h = self._doomed.pop(0)
+            (capi.fk_fftconv_plan_destroy if kind == "plan" else capi.fk_context_destroy)(h)
 
     def info(self):
         """What this context runs on.
@@ -282,15 +283,22 @@ class Context:
     # can destroy them first, whatever order the garbage collector finalises objects in.
     def _create_fftconv_plan(self, opts):
         """(token, plan): a new fk_fftconv_plan_t* on this context, destroyed by close() at the
-        latest."""
+        latest. The caller has entered a call on this context (_enter_call), which keeps the C
+        context alive. The plan is made without _plans_lock held: a refused plan logs its
+        error under the library's log lock, and a log callback on another thread may be
+        waiting for _plans_lock meanwhile (a deadlock); it is registered afterwards."""
+        try:
+            plan = capi.fk_fftconv_plan_create(self.handle, opts)
+        except _errors.FlashkitError as e:
+            err = _ops._pythonic_error(e)  # options.channels -> channels
+            if err is e:
+                raise
+            raise err from None
         with self._plans_lock:
-            try:
-                plan = capi.fk_fftconv_plan_create(self.handle, opts)
-            except _errors.FlashkitError as e:
-                err = _ops._pythonic_error(e)  # options.channels -> channels
-                if err is e:
-                    raise
-                raise err from None
+            if self._handle is None:  # closed meanwhile: destroyed when the last call leaves
+                self._doomed.insert(0, ("plan", plan))
+                self._destroy_doomed()
+                self.handle  # raises InvalidArgumentError("context: used after close()")
             token = next(_plan_tokens)
             self._plans[token] = plan
         return token, plan

@@ -922,6 +922,9 @@ class FFTConv:
         # that address. Same keys as _plans.
         self._filters = {}
         self._lock = threading.Lock()
+        # filter_constant: serialises each call with the record of its filter (see _run);
+        # re-entrant for a log callback or a filter's __del__ that calls this object.
+        self._run_lock = threading.RLock()
 
     def _plan(self, ctx, channels, filter_len, dtype):
         if ctx.closed:
@@ -943,21 +946,29 @@ class FFTConv:
                 for k in [k for k, e in self._plans.items() if _gone(e[0]())]:
                     del self._plans[k]
                     stale.append(self._filters.pop(k, None))
-                opts = capi.fk_fftconv_plan_options_t()
-                capi.fk_fftconv_plan_options_init(opts)
-                opts.mode = _MODES[self.mode]
-                opts.channels = channels
-                opts.seqlen = self.seqlen
-                opts.filter_len = filter_len
-                opts.fft_size = self.fft_size or 0
-                opts.flags = capi.FK_FFTCONV_FILTER_CONSTANT if self.filter_constant else 0
-                dl = capi.DLDataType()
-                dl.code, dl.bits, dl.lanes = dtype.code, dtype.bits, 1
-                opts.dtype = dl
-                token, plan = ctx._create_fftconv_plan(opts)
-                entry = (weakref.ref(ctx), token, plan)
-                self._plans[key] = entry
         del stale
+        if entry is None:
+            # Made without self._lock held (its error is logged, and a log callback may call
+            # this object); a plan another thread registered meanwhile wins, ours is dropped.
+            opts = capi.fk_fftconv_plan_options_t()
+            capi.fk_fftconv_plan_options_init(opts)
+            opts.mode = _MODES[self.mode]
+            opts.channels = channels
+            opts.seqlen = self.seqlen
+            opts.filter_len = filter_len
+            opts.fft_size = self.fft_size or 0
+            opts.flags = capi.FK_FFTCONV_FILTER_CONSTANT if self.filter_constant else 0
+            dl = capi.DLDataType()
+            dl.code, dl.bits, dl.lanes = dtype.code, dtype.bits, 1
+            opts.dtype = dl
+            token, plan = ctx._create_fftconv_plan(opts)
+            mine = (weakref.ref(ctx), token, plan)
+            with self._lock:
+                entry = self._plans.get(key)
+                if entry is None or entry[0]() is not ctx:
+                    entry = self._plans[key] = mine
+            if entry is not mine:
+                ctx._destroy_fftconv_plan(token)
         return entry[2]
 
     def _run(self, ctx, u, k, D, pregate, postgate, out, select, workspace=None):
@@ -996,14 +1007,21 @@ class FFTConv:
                 return capi.fk_fftconv_workspace_size(plan, *args)
             if select:
                 return capi.fk_fftconv_select_kernel(plan, *args)
-            capi.fk_fftconv_forward(plan, call.launch, *args)
-            if self.filter_constant:
+            if not self.filter_constant:
+                capi.fk_fftconv_forward(plan, call.launch, *args)
+            else:
+                # The call and the record of its filter in one step per object, so that the
+                # filter kept is the one whose spectrum the plan cached last (two threads'
+                # calls could otherwise record in the other order). kr holds the memory the
+                # library read (a resolved torch view's copy included).
                 key = (id(call.ctx), ur.shape[1], kr.shape[1], dtype)
-                with self._lock:
-                    # The previous filter is released after the lock (its __del__ may call
-                    # this object).
-                    previous = self._filters.get(key)
-                    self._filters[key] = k
+                with self._run_lock:
+                    capi.fk_fftconv_forward(plan, call.launch, *args)
+                    with self._lock:
+                        # The previous filter is released after the locks (its __del__ may
+                        # call this object).
+                        previous = self._filters.get(key)
+                        self._filters[key] = kr
                 del previous
         except _errors.FlashkitError as e:
             err = _pythonic_error(e, _C_FFTCONV_Y)  # y is out=

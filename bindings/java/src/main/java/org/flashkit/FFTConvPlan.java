@@ -21,6 +21,10 @@ public final class FFTConvPlan implements AutoCloseable {
   // cached spectrum is keyed on that address (the JVM reuses freed addresses at once).
   private final boolean filterConstant;
   private volatile Tensor constantFilter;
+  // With filterConstant, calls run one at a time together with the record of their filter, so
+  // that the filter kept is the one whose spectrum the plan cached last (two threads' calls
+  // could otherwise record in the other order).
+  private final Object filterLock = new Object();
 
   /** Plan options ({@code fk_fftconv_plan_options_t}); defaults: causal, fp32, sizes 0. */
   public static final class Options {
@@ -358,16 +362,27 @@ public final class FFTConvPlan implements AutoCloseable {
   public void forward(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y,
       Launch launch) {
     try {
-      guard.call(nh -> {
-        FlashkitNative.fk_fftconv_forward(nh, Launch.encode(launch), Tensor.handleOf(u),
-          Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
-          Tensor.handleOf(postgate), Tensor.outputHandleOf(y, "y"));
-        if (filterConstant) constantFilter = k;
-        return null;
-      });
+      if (filterConstant) {
+        synchronized (filterLock) {
+          run(u, k, D, pregate, postgate, y, launch);
+          constantFilter = k;
+        }
+      } else {
+        run(u, k, D, pregate, postgate, y, launch);
+      }
     } finally {
       Tensor.keepAlive(u, k, D, pregate, postgate, y);
     }
+  }
+
+  private void run(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y,
+      Launch launch) {
+    guard.call(nh -> {
+      FlashkitNative.fk_fftconv_forward(nh, Launch.encode(launch), Tensor.handleOf(u),
+        Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
+        Tensor.handleOf(postgate), Tensor.outputHandleOf(y, "y"));
+      return null;
+    });
   }
 
   /**
