@@ -37,7 +37,7 @@ def _parse_device(device):
         f"device: {device!r} is not 'auto', 'cpu', 'cuda' or 'cuda:N'", 100)
 
 
-class Context:
+class Context(_ops._Unshareable):
     """A flashkit context: one backend (CPU or CUDA) and one device.
 
     Args:
@@ -316,16 +316,6 @@ class Context:
 
     def __exit__(self, *exc):
         self.close()
-
-    def __copy__(self):
-        # A copy would share the C handle and destroy it when collected.
-        raise TypeError("flashkit.Context cannot be copied: share the object itself")
-
-    def __deepcopy__(self, memo):
-        raise TypeError("flashkit.Context cannot be copied: share the object itself")
-
-    def __reduce__(self):
-        raise TypeError("flashkit.Context cannot be pickled: make a new one in the other process")
 
     def __del__(self):
         try:

@@ -50,7 +50,7 @@ def float32_arg(value, name):
     itself, since the C library reads NaN as "the default")."""
     if isinstance(value, (str, bytes)):
         raise _errors.InvalidArgumentError(f"{name}: {value!r} is not a number", 100)
-    if isinstance(value, complex) or (isinstance(value, np.generic) and np.iscomplexobj(value)):
+    if isinstance(value, (complex, np.complexfloating)):
         raise _errors.InvalidArgumentError(f"{name}: {value!r} is complex; a real number is needed", 100)
     try:
         v = float(value)
@@ -186,6 +186,30 @@ def _pythonic_error(e, out_name=None):
     return e if msg == e.message else type(e)(msg, e.status)
 
 
+def _check_context(ctx):
+    """A context= argument: None or a flashkit.Context."""
+    if ctx is not None and not isinstance(ctx, _context().Context):
+        raise _errors.InvalidArgumentError(
+            f"context: {type(ctx).__name__} is not a flashkit.Context", 101)
+
+
+class _Unshareable:
+    """Refuses copies and pickling: a copy would share the C handles (a context's, or an
+    FFTConv's cached plans) and destroy them when collected. ``_SHARE_HINT`` says what to do."""
+
+    _SHARE_HINT = "share the object itself"
+
+    def __copy__(self):
+        raise TypeError(f"flashkit.{type(self).__name__} cannot be copied: {self._SHARE_HINT}")
+
+    def __deepcopy__(self, memo):
+        self.__copy__()
+
+    def __reduce__(self):
+        raise TypeError(f"flashkit.{type(self).__name__} cannot be pickled: make a new one in "
+                        "the other process")
+
+
 class _Call:
     """State of one C call: the context, the launch (stream), the converted tensors, and
     everything that must stay alive until the call returns.
@@ -199,10 +223,7 @@ class _Call:
         for name, obj in inputs[:required]:
             if obj is None:
                 raise _none_error(name)
-        if ctx is not None:
-            if not isinstance(ctx, _context().Context):
-                raise _errors.InvalidArgumentError(
-                    f"context: {type(ctx).__name__} is not a flashkit.Context", 101)
+        _check_context(ctx)
         index = 0
         for i, (_, o) in enumerate(inputs):
             if o is not None:
@@ -816,7 +837,7 @@ def _gone(ctx):
     return ctx is None or ctx.closed
 
 
-class FFTConv:
+class FFTConv(_Unshareable):
     """Long convolution of each channel with its own filter, by FFT (Fu et al. 2023,
     "FlashFFTConv", section 3: the FFT as Monarch matrix products; Hyena, Poli et al. 2023).
 
@@ -890,6 +911,8 @@ class FFTConv:
     is not a power of two; and at the call for an fft_size too small for the mode and filter
     length, mismatched shapes or dtypes.
     """
+
+    _SHARE_HINT = "share the object, or make a new one"
 
     def __init__(self, seqlen, fft_size=None, mode="causal", dtype=None, *,
                  filter_constant=False):
@@ -1069,10 +1092,8 @@ class FFTConv:
 
     def resolved_fft_size(self, channels, filter_len=None, context=None):
         """The fft_size the plan for (channels, filter_len) uses after defaulting."""
-        from ._context import Context, default_context
-        if context is not None and not isinstance(context, Context):
-            raise _errors.InvalidArgumentError(
-                f"context: {type(context).__name__} is not a flashkit.Context", 101)
+        from ._context import default_context
+        _check_context(context)
         ctx = context or default_context("cpu")
         channels = int_arg(channels, "channels", bits=64)
         filter_len = int_arg(filter_len or self.seqlen, "filter_len", bits=64)
@@ -1096,16 +1117,6 @@ class FFTConv:
             ctx = ref()
             if ctx is not None:  # a collected context destroyed its plans
                 ctx._destroy_fftconv_plan(token)  # nothing when the context destroyed it already
-
-    def __copy__(self):
-        # A copy would share the cached plans and destroy them when collected.
-        raise TypeError("flashkit.FFTConv cannot be copied: share the object, or make a new one")
-
-    def __deepcopy__(self, memo):
-        raise TypeError("flashkit.FFTConv cannot be copied: share the object, or make a new one")
-
-    def __reduce__(self):
-        raise TypeError("flashkit.FFTConv cannot be pickled: make a new one in the other process")
 
     def __del__(self):
         try:
