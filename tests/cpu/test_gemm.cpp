@@ -425,3 +425,70 @@ TEST_CASE("cpu gemm_scaled: fp8 and scales", "[cpu][gemm]") {
   z.scale_b = 2;
   run_gemm(z, ++tag);
 }
+
+TEST_CASE("cpu gemm: epilogue order at the edge of fp32's range", "[cpu][gemm]") {
+  // The CPU form of the GPU case "gpu gemm: epilogue order at the edge of fp32's range":
+  // alpha * acc + beta * c before the bias (acc = 3e38, c = -acc, bias = 3e38), and the fp8
+  // factor alpha * scale_a * scale_b formed before it scales the sum (scales 1e20, alpha 1e-35).
+  const int64_t M = 8, N = 8, K = 16;
+  HostTensor a(DT::BF16, {M, K}), b(DT::BF16, {K, N}), c(DT::F32, {M, N}), bias(DT::F32, {N}),
+      d(DT::F32, {M, N});
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k) a.set({m, k}, k == 0 ? 1.5e19 : 0.0);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) b.set({k, n}, k == 0 ? 2e19 : 0.0);
+  const double acc = a.get({0, 0}) * b.get({0, 0});
+  REQUIRE(acc > 2.9e38);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) c.set({m, n}, -acc);
+  for (int64_t n = 0; n < N; ++n) bias.set({n}, 3e38);
+  d.poison();
+  fk_gemm_params_t p;
+  fk_gemm_params_init(&p);
+  p.beta = 1.0f;
+  REQUIRE(fk_gemm(fkcpu::cpu_context(1), nullptr, &p, &a, &b, &c, &bias, &d) ==
+          FK_SUCCESS);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) CHECK(d.get({m, n}) == bias.get({n}));
+
+  HostTensor a8(DT::E4M3, {M, K}), b8(DT::E4M3, {N, K}), sa(DT::F32, {1}), sb(DT::F32, {N}),
+      d8(DT::F32, {M, N});
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k) a8.set({m, k}, 448.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) b8.set({n, k}, 448.0);
+  sa.set({0}, 1e20);
+  for (int64_t n = 0; n < N; ++n) sb.set({n}, 1e20);
+  d8.poison();
+  fk_gemm_params_init(&p);
+  p.trans_b = 1;
+  p.alpha = 1e-35f;
+  REQUIRE(fk_gemm_scaled(fkcpu::cpu_context(1), nullptr, &p, &a8, &b8, &sa, &sb,
+                         nullptr, nullptr, &d8) == FK_SUCCESS);
+  const double want = double((1e-35f * 1e20f) * 1e20f) * 16.0 * 448.0 * 448.0;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) CHECK(std::fabs(d8.get({m, n}) - want) <= 1e-5 * want);
+}
+
+TEST_CASE("cpu gemm: overlapping rows of an input (a sliding-window view)", "[cpu][gemm]") {
+  // Inputs may share addresses between elements (read-only views): row m of a starts 8
+  // elements after row m - 1 with K = 64. The Hopper kernel leaves such operands to the others.
+  auto rng = fkcpu::rng_for(4200);
+  const int64_t M = 40, N = 24, K = 64;
+  HostTensor a(DT::BF16, {M, K}, {8, 1}), b(DT::BF16, {K, N}), d(DT::F32, {M, N});
+  a.fill_normal(rng);
+  b.fill_normal(rng);
+  d.poison();
+  fk_gemm_params_t p;
+  fk_gemm_params_init(&p);
+  REQUIRE(fk_gemm(fkcpu::cpu_context(2), nullptr, &p, &a, &b, nullptr, nullptr, &d) ==
+          FK_SUCCESS);
+  std::vector<double> ref(size_t(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += a.get({m, k}) * b.get({k, n});
+      ref[size_t(m * N + n)] = acc;
+    }
+  check_output(d, ref, DT::F32, "d");
+}

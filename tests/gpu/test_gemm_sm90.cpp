@@ -993,6 +993,67 @@ TEST_CASE("sm90 gemm: small decode case for the sanitizers", "[gpu][gemm][sm90][
   run_schedule(c, 45803, "decode, 64-row tiles");
 }
 
+// Overlapping rows (a read-only sliding-window view: row m of A starts 8 elements after row
+// m - 1, K = 64) and overlapping batches: legal inputs that describe_operand leaves to the
+// sm80 / generic kernels (the driver's tensor-map rules do not cover them, and CuTe prints
+// when the driver refuses one). Each must be served elsewhere and be right. Batches that
+// interleave without overlapping (an (S, 3, 64) buffer as 3 batches of (S, 64): batch stride
+// 64, row stride 192) stay on the Hopper kernel.
+TEST_CASE("sm90 gemm: overlapping rows and batches go to another kernel", "[gpu][gemm][sm90]") {
+  using fktest::HostTensor;
+  using fkgpu::DeviceTensor;
+  auto rng = fkgpu::rng_for(61000);
+  struct Shape {
+    int64_t batch, M, N, K, lda, batch_a;
+    bool overlap;
+  };
+  for (const Shape& sh : {Shape{1, 256, 128, 64, 8, 0, true},
+                          Shape{3, 128, 128, 64, 64, 64 * 64, true},
+                          Shape{3, 128, 128, 64, 192, 64, false}}) {
+    const bool overlap = sh.overlap;
+    const int64_t M = sh.M, N = sh.N, K = sh.K;
+    HostTensor a = sh.batch > 1 ? HostTensor(DT::BF16, {sh.batch, M, K}, {sh.batch_a, sh.lda, 1})
+                                : HostTensor(DT::BF16, {M, K}, {sh.lda, 1});
+    HostTensor b =
+        sh.batch > 1 ? HostTensor(DT::BF16, {sh.batch, K, N}) : HostTensor(DT::BF16, {K, N});
+    HostTensor d =
+        sh.batch > 1 ? HostTensor(DT::F32, {sh.batch, M, N}) : HostTensor(DT::F32, {M, N});
+    a.fill_normal(rng);
+    b.fill_normal(rng);
+    DeviceTensor da(a), db(b), dd(d);
+    dd.poison();
+    fk_gemm_params_t p;
+    fk_gemm_params_init(&p);
+    const char* variant = "?";
+    REQUIRE_FK(fk_gemm_select_kernel(fkgpu::auto_context(), &p, &da, &db, nullptr, nullptr, &dd,
+                                     &variant));
+    INFO("batch " << sh.batch << ", lda " << sh.lda << ", batch stride " << sh.batch_a << ": "
+                  << variant);
+    if (overlap) {
+      CHECK(std::string(variant) != "cuda.sm90.gemm");
+    } else if (expect_sm90()) {
+      CHECK(std::string(variant) == "cuda.sm90.gemm");
+    }
+    REQUIRE_FK(fk_gemm(fkgpu::auto_context(), nullptr, &p, &da, &db, nullptr, nullptr, &dd));
+    dd.download();
+    double worst = 0;
+    for (int64_t l = 0; l < sh.batch; ++l)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double ref = 0, mag = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double x = sh.batch > 1 ? a.get({l, m, k}) : a.get({m, k});
+            const double y = sh.batch > 1 ? b.get({l, k, n}) : b.get({k, n});
+            ref += x * y;
+            mag += std::fabs(x * y);
+          }
+          const double got = sh.batch > 1 ? d.get({l, m, n}) : d.get({m, n});
+          worst = std::max(worst, std::fabs(got - ref) / (mag + 1e-30));
+        }
+    CHECK(worst <= 1e-5);  // fp32 accumulation of exact bf16 products
+  }
+}
+
 TEST_CASE("sm90 gemm: non-default stream", "[gpu][gemm][sm90]") {
   fkgemm::cases_stream(target(), 0);
 }

@@ -809,6 +809,98 @@ TEST_CASE("gpu gemm: GELU at +-inf and NaN accumulators, each kernel family", "[
   }
 }
 
+TEST_CASE("gpu gemm: epilogue order at the edge of fp32's range, each kernel family",
+          "[gpu][gemm][epi_order]") {
+  // flashkit.h's order: alpha * acc + beta * c first, then the bias; and fk_gemm_scaled's factor
+  // alpha * scale_a[m] * scale_b[n] formed before it multiplies the sum. Values are chosen so
+  // that any other order overflows fp32: acc = 3e38, c = -acc, bias = 3e38 (bias first:
+  // inf); fp8 sums of 16 x 448^2 with scales of 1e18 or 1e20 and a tiny alpha, or scale_a 1e33
+  // with scale_b 1e-25 (either scale alone on the sum first: inf). Both results are exact or
+  // nearly so in fp32. 128 x 128 x 16 problems, so that the Hopper kernel takes them under
+  // AUTO: its register-store epilogue when C is given; with a bias and column scales or the
+  // erf GELU its general path; otherwise (per-tensor or column scales alone) the lean path.
+  const int64_t M = 128, N = 128, K = 16;
+  for (const auto& fam : fkgpu::available_families()) {
+    {
+      HostTensor a(DT::BF16, {M, K}), b(DT::BF16, {K, N}), c(DT::F32, {M, N}),
+          bias(DT::F32, {N}), d(DT::F32, {M, N});
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k) a.set({m, k}, k == 0 ? 1.5e19 : 0.0);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) b.set({k, n}, k == 0 ? 2e19 : 0.0);
+      const double acc = a.get({0, 0}) * b.get({0, 0});  // exact in fp32 (two bf16 significands)
+      REQUIRE(acc > 2.9e38);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) c.set({m, n}, -acc);
+      for (int64_t n = 0; n < N; ++n) bias.set({n}, 3e38);
+      DeviceTensor da(a), db(b), dc(c), dbias(bias), dd(d);
+      dd.poison();
+      fk_gemm_params_t p;
+      fk_gemm_params_init(&p);
+      p.beta = 1.0f;
+      REQUIRE_FK(fk_gemm(fam.second, nullptr, &p, &da, &db, &dc, &dbias, &dd));
+      dd.download();
+      int bad = 0;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) bad += d.get({m, n}) != bias.get({n});
+      INFO(fam.first << ": alpha acc + beta c + bias, d[0, 0] = " << d.get({0, 0}));
+      CHECK(bad == 0);
+    }
+    // fp8: A (M, K) e4m3 of 448, B stored (N, K) (trans_b) of 448: acc = 16 x 448^2.
+    struct Fp8Case {
+      int scales;  // 1 per tensor, 2 per row / per column
+      double sa, sb, alpha;
+      bool bias, c, gelu_erf;
+    };
+    const Fp8Case cases[] = {
+        {1, 1e20, 1e20, 1e-35, false, false, false},  // lean path, per-tensor factor
+        {2, 1e33, 1e-25, 1.0, false, false, false},   // lean path, column scales
+        {2, 1e18, 1e18, 1e-31, true, false, false},   // column scales with a bias: general path
+        {2, 1e18, 1e18, 1e-31, false, true, false},   // C term: register-store epilogue
+        {2, 1e18, 1e18, 1e-31, false, false, true},   // erf GELU: general path
+        {1, 1e20, 1e20, 1e-35, false, true, false},
+    };
+    for (const Fp8Case& fc : cases) {
+      HostTensor a(DT::E4M3, {M, K}), b(DT::E4M3, {N, K}), c(DT::F32, {M, N}),
+          bias(DT::F32, {N}), d(DT::F32, {M, N});
+      HostTensor sa(DT::F32, {fc.scales == 2 ? M : 1}), sb(DT::F32, {fc.scales == 2 ? N : 1});
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k) a.set({m, k}, 448.0);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k) b.set({n, k}, 448.0);
+      for (int64_t i = 0; i < sa.shape[0]; ++i) sa.set({i}, fc.sa);
+      for (int64_t i = 0; i < sb.shape[0]; ++i) sb.set({i}, fc.sb);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) c.set({m, n}, 1.0);
+      for (int64_t n = 0; n < N; ++n) bias.set({n}, 2.0);
+      const float factor = (float(fc.alpha) * float(fc.sa)) * float(fc.sb);
+      REQUIRE(std::isnormal(factor));
+      const double want = double(factor) * 16.0 * 448.0 * 448.0 + (fc.c ? 1.0 : 0.0) +
+                          (fc.bias ? 2.0 : 0.0);  // GELU(x) = x at x ~ 3e11
+      DeviceTensor da(a), db(b), dc(c), dbias(bias), dd(d), dsa(sa), dsb(sb);
+      dd.poison();
+      fk_gemm_params_t p;
+      fk_gemm_params_init(&p);
+      p.trans_b = 1;
+      p.alpha = float(fc.alpha);
+      p.beta = fc.c ? 1.0f : 0.0f;
+      p.activation = fc.gelu_erf ? FK_ACTIVATION_GELU_ERF : FK_ACTIVATION_NONE;
+      REQUIRE_FK(fk_gemm_scaled(fam.second, nullptr, &p, &da, &db, &dsa, &dsb,
+                                fc.c ? &dc : nullptr, fc.bias ? &dbias : nullptr, &dd));
+      dd.download();
+      int bad = 0;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) bad += !(std::fabs(d.get({m, n}) - want) <= 1e-5 * want);
+      INFO(fam.first << ": fp8 scales " << fc.scales << " of " << fc.sa << " and " << fc.sb
+                     << ", alpha " << fc.alpha
+                     << (fc.bias ? ", bias" : "") << (fc.c ? ", C" : "")
+                     << (fc.gelu_erf ? ", erf GELU" : "") << ": want " << want << ", d[0, 0] = "
+                     << d.get({0, 0}));
+      CHECK(bad == 0);
+    }
+  }
+}
+
 TEST_CASE("gpu gemm: batched, broadcast, strides, mixed dtypes", "[gpu][gemm]") {
   GemmCase c;
   c.batch = 3;

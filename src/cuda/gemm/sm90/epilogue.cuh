@@ -259,7 +259,8 @@ __device__ __forceinline__ void epilogue_chunk_vec(const EpilogueParams& e, cons
                                                    int64_t d_off, int64_t d_slow_step,
                                                    int64_t c_off, int64_t c_slow_step,
                                                    int64_t slow0, int64_t slow_extent,
-                                                   const float bias_fast[4], bool bias_slow) {
+                                                   const float bias_fast[4], bool bias_slow,
+                                                   float alpha) {
   const bool use_c = e.c != nullptr;
   const bool act = e.activation != int32_t(Activation::None);
   const DType bias_t = static_cast<DType>(e.bias_dtype);
@@ -279,13 +280,21 @@ __device__ __forceinline__ void epilogue_chunk_vec(const EpilogueParams& e, cons
     for (int q = 0; q < 4; ++q) {
       const int g = 4 * h + q;
       if (slow0 + 8 * g >= slow_extent) break;
-      float v[4] = {e.alpha * a[q].x + bias_fast[0], e.alpha * a[q].y + bias_fast[1],
-                    e.alpha * a[q].z + bias_fast[2], e.alpha * a[q].w + bias_fast[3]};
-      if (use_c) {
+      float v[4];
+      if (use_c) {  // alpha * acc + beta * C, then the bias (flashkit.h's order)
         float cv[4];
         load4v<Out>(c + c_off + 8 * g * c_slow_step, cv);
+        v[0] = alpha * a[q].x;
+        v[1] = alpha * a[q].y;
+        v[2] = alpha * a[q].z;
+        v[3] = alpha * a[q].w;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = fmaf(e.beta, cv[j], v[j]);
+        for (int j = 0; j < 4; ++j) v[j] = fmaf(e.beta, cv[j], v[j]) + bias_fast[j];
+      } else {
+        v[0] = fmaf(alpha, a[q].x, bias_fast[0]);
+        v[1] = fmaf(alpha, a[q].y, bias_fast[1]);
+        v[2] = fmaf(alpha, a[q].z, bias_fast[2]);
+        v[3] = fmaf(alpha, a[q].w, bias_fast[3]);
       }
       if (bias_slow) {  // column-major D: the bias follows the walked-by-row dimension n
         const float b = load_float(e.bias, bias_t, slow0 + 8 * g);
@@ -304,7 +313,8 @@ __device__ __forceinline__ void epilogue_chunk_vec(const EpilogueParams& e, cons
 // Writes one output tile (tile indices m_tile, n_tile of batch l) from the accumulators of
 // consumer thread `mma_thread` (0..255). `accum` is the thread's wgmma fragment of the
 // TiledMma's 128 x 256 tile. kScaled (the fp8 instantiations): the accumulators are multiplied
-// by scale_a[m] * scale_b[n] as they are staged, before alpha and the rest of the epilogue.
+// by alpha * scale_a[m] * scale_b[n] as they are staged (the factor formed first, flashkit.h's
+// order, so that it alone must be a normal number), then the rest of the epilogue.
 // `own` >= 0: the staging slot and warpgroup barrier to use instead of those of the tile half
 // that mma_thread names (the 128-column ping-pong schedule: one warpgroup stores both halves
 // of its own tile while the other warpgroup may store the same half of another).
@@ -346,7 +356,12 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
         row_scale[h] = e.scale_a[e.scale_a_per_row ? m : 0];
       }
     }
+    // alpha joins the factor first: (alpha * scale_a[m]) * scale_b[n] (flashkit.h).
+    row_scale[0] = e.alpha * row_scale[0];
+    row_scale[1] = e.alpha * row_scale[1];
   }
+  // What the staged value is still to be multiplied by: alpha, unless the scales took it.
+  const float alpha = kScaled ? 1.0f : e.alpha;
 
   // Code size matters here as much as speed: this runs once per tile, after a mainloop long
   // enough to evict it from the instruction caches. A fully unrolled version (4 chunks x 8
@@ -418,15 +433,15 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
       switch (static_cast<DType>(e.d_dtype)) {
         case DType::F32:
           epilogue_chunk_vec<float>(e, buf_t, d_off, d_slow, c_off, c_slow, slow0, slow_extent,
-                                    bias_fast, bias_slow);
+                                    bias_fast, bias_slow, alpha);
           break;
         case DType::F16:
           epilogue_chunk_vec<__half>(e, buf_t, d_off, d_slow, c_off, c_slow, slow0, slow_extent,
-                                     bias_fast, bias_slow);
+                                     bias_fast, bias_slow, alpha);
           break;
         default:
           epilogue_chunk_vec<__nv_bfloat16>(e, buf_t, d_off, d_slow, c_off, c_slow, slow0,
-                                            slow_extent, bias_fast, bias_slow);
+                                            slow_extent, bias_fast, bias_slow, alpha);
           break;
       }
       continue;
@@ -442,7 +457,7 @@ __device__ __forceinline__ void epilogue_store(const EpilogueParams& e, const Ac
       const int64_t n = n_base + (col_mode ? slow : fast);
       if (m >= e.M || n >= e.N) continue;
       const int count = int(min<int64_t>(4, col_mode ? e.M - m : e.N - n));
-      float v[4] = {e.alpha * acc4.x, e.alpha * acc4.y, e.alpha * acc4.z, e.alpha * acc4.w};
+      float v[4] = {alpha * acc4.x, alpha * acc4.y, alpha * acc4.z, alpha * acc4.w};
       if (use_c) {
         float cv[4];
         load4(e.c, e.c_dtype, c_off_l + m * e.c_stride_m + n * e.c_stride_n,
@@ -530,7 +545,12 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
         row_scale[h] = e.scale_a[e.scale_a_per_row ? m : 0];
       }
     }
+    // alpha joins the factor first: (alpha * scale_a[m]) * scale_b[n] (flashkit.h).
+    row_scale[0] = e.alpha * row_scale[0];
+    row_scale[1] = e.alpha * row_scale[1];
   }
+  // What the staged value is still to be multiplied by: alpha, unless the scales took it.
+  const float alpha = kScaled ? 1.0f : e.alpha;
 
   // The general path (the lean one below unrolls instead): values are finished 8 at a time
   // (two 8-column groups, 16 columns): the 128 accumulators
@@ -634,8 +654,8 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
     float ra[2] = {e.alpha, e.alpha};
     if constexpr (kScaled) {
       const float sb = (e.scale_b != nullptr && !col_scaled) ? e.scale_b[0] : 1.0f;
-      ra[0] = row_scale[0] * sb * e.alpha;
-      ra[1] = row_scale[1] * sb * e.alpha;
+      ra[0] = row_scale[0] * sb;  // (alpha * scale_a[m]) * scale_b
+      ra[1] = row_scale[1] * sb;
     }
     const bool f16 = dt == DType::F16;
     const bool has_bias = e.bias != nullptr;  // (then no column scales)
@@ -698,7 +718,7 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
           const float b[kQuarter] = {b0.x, b0.y, b0.x, b0.y, b1.x, b1.y, b1.x, b1.y};
           if (col_scaled) {
             CUTE_UNROLL
-            for (int j = 0; j < kQuarter; ++j) v[j] = v[j] * ra[(j >> 1) & 1] * b[j];
+            for (int j = 0; j < kQuarter; ++j) v[j] *= ra[(j >> 1) & 1] * b[j];  // factor first
           } else {
             CUTE_UNROLL
             for (int j = 0; j < kQuarter; ++j) v[j] = fmaf(v[j], ra[(j >> 1) & 1], b[j]);
@@ -828,10 +848,10 @@ __device__ __forceinline__ void epilogue_store_tma(const EpilogueParams& e, cons
         const float2 b1 = *reinterpret_cast<const float2*>(bq + get<1>(coords(4)));
         const float b[kQuarter] = {b0.x, b0.y, b0.x, b0.y, b1.x, b1.y, b1.x, b1.y};
         CUTE_UNROLL
-        for (int j = 0; j < kQuarter; ++j) v[j] = e.alpha * v[j] + b[j];
+        for (int j = 0; j < kQuarter; ++j) v[j] = alpha * v[j] + b[j];
       } else {
         CUTE_UNROLL
-        for (int j = 0; j < kQuarter; ++j) v[j] = e.alpha * v[j] + 0.0f;
+        for (int j = 0; j < kQuarter; ++j) v[j] = alpha * v[j] + 0.0f;
       }
       if (act == int32_t(Activation::Relu)) {
         CUTE_UNROLL

@@ -5,6 +5,7 @@
 // read it to check which kernel ran).
 #include <cstdint>
 #include <cstdlib>
+#include <utility>
 
 #include "core/error.h"
 #include "cuda/common/check.h"
@@ -29,6 +30,20 @@ bool aligned(const void* p, uintptr_t bytes) {
 }
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+// True when no two elements of a view with a unit-stride extent `inner` and two outer
+// dimensions (stride s1, extent n1; stride s2, extent n2) share an address, by the usual
+// sufficient rule: the smaller outer stride spans `inner`, the larger spans the smaller's whole
+// extent. Batches may sit inside a row pitch (an (S, H, D) buffer as H batches of (S, D)).
+bool disjoint_outer(int64_t inner, int64_t s1, int64_t n1, int64_t s2, int64_t n2) {
+  if (n1 <= 1) return n2 <= 1 || s2 >= inner;
+  if (n2 <= 1) return s1 >= inner;
+  if (s1 > s2) {
+    std::swap(s1, s2);
+    std::swap(n1, n2);
+  }
+  return s1 >= inner && s2 >= (n1 - 1) * s1 + inner;
+}
+
 // Operand X(row, k) = ptr + l * s_l + row * s_row + k * s_k (elements of `esize` bytes),
 // `batch` batches. Fails when the copy engine cannot read it: no unit stride along either
 // dimension, or a base address, leading dimension or batch stride that is not 16-byte aligned.
@@ -48,11 +63,15 @@ bool describe_operand(const void* ptr, int64_t esize, int64_t rows, int64_t k, i
   const int64_t inner = k_major ? k : rows;  // extent along the unit stride
   const int64_t outer = k_major ? rows : k;
   o->ld = outer == 1 ? round_up(inner < 1 ? 1 : inner, kAlignElems) : (k_major ? s_row : s_k);
+  // Rows (or batches) that overlap, a legal read-only view such as a sliding window, are left
+  // to the sm80 / generic kernels: the driver's rules for such tensor maps are not documented,
+  // and CuTe writes to std::cerr when the driver refuses one (the library never prints).
+  if (outer > 1 && o->ld < inner) return false;
   if (batch <= 1 || s_l == 0) {
     o->batch = 1;  // one matrix, or the same one for every batch
     o->batch_stride = o->ld * (outer < 1 ? 1 : outer);
   } else {
-    if (!ld_ok(s_l)) return false;
+    if (!ld_ok(s_l) || !disjoint_outer(inner, o->ld, outer, s_l, batch)) return false;
     o->batch = batch;
     o->batch_stride = s_l;
   }

@@ -20,9 +20,9 @@ namespace flashkit {
 namespace cuda {
 namespace sm90 {
 
-// CuTe leaves a descriptor zeroed when the driver refuses to encode it (it reports nothing
-// else); the predicate should make that impossible, and this turns it into a status instead of
-// a device fault.
+// CuTe leaves a descriptor zeroed when the driver refuses to encode it (and writes the reason
+// to std::cerr); the predicate (describe_operand: alignment, stride limits, no overlapping rows)
+// should make that impossible, and this turns it into a status instead of a device fault.
 inline bool descriptor_encoded(const void* desc, size_t bytes) {
   const unsigned char* p = static_cast<const unsigned char*>(desc);
   for (size_t i = 0; i < bytes; ++i)
