@@ -585,13 +585,26 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
  *    NULL data) gives `out = 0` and `lse = -inf`, never NaN. Keys whose score is -inf (an
  *    infinite input) get weight 0, also when they fill whole key tiles, but they still enter
  *    the `P V` product: a NaN or infinite value in such a key's `v` makes the row NaN (0 x NaN),
- *    as in FlashAttention; keys the mask excludes (`causal`, window, varlen, `cache_seqlens`)
- *    are not read at all. A NaN score, or a +inf one, makes that row's `out` and `lse` NaN (not
- *    -inf, which means "no key"; torch's SDPA gives NaN for a +inf score too).
+ *    as in FlashAttention. The same holds for some keys the mask excludes (`causal`, window):
+ *    the CUDA kernels work on tiles of 16 to 192 query rows and 32 to 192 keys and multiply
+ *    every key tile that any row of a query tile sees, giving the excluded keys in it a weight
+ *    of 0. Other key tiles, keys past a sequence's end (varlen, `cache_seqlens`) and, on the
+ *    CPU backend, every excluded key never enter `P V`, with one exception:
+ *    `cuda.sm80.attention_packed`, which AUTO picks for varlen batches of many short
+ *    sequences, puts several sequences in one tile, so there a NaN or Inf in one sequence's `v`
+ *    can make other sequences' rows NaN (fk_context_options_t's `kernel_family` set to SM90
+ *    keeps varlen calls off it on Hopper). A NaN score, or a +inf one, makes that row's `out`
+ *    and `lse` NaN (not -inf, which means "no key"; torch's SDPA gives NaN for a +inf score
+ *    too).
  *  - Range: `out` is a convex combination of `v` rows, accumulated unnormalised in fp32 (the
- *    GPU kernels over a whole row, the CPU backend per 64-key tile), so `sum_j p_j |v_j|` with
- *    `p_j <= 1` must stay below fp32's 3.4e38: `|v| <= 3.4e38 / seqlen_k` is always safe; beyond
- *    that `out` can be inf where the exact result is finite.
+ *    GPU kernels over a whole row, the CPU backend per 64-key tile), so `sum_j p_j |v_j|` must
+ *    stay below fp32's 3.4e38. Here `p_j = exp(s_j - m)` with `m` the running row maximum; the
+ *    CPU backend, the generic CUDA kernel and the Hopper kernels at head_dim <= 128 keep
+ *    `p_j <= 1`, while the sm80-class kernel and the Hopper kernels (16-bit and fp8) at
+ *    head_dim > 128 let `m` lag the true maximum by up to 8 in base 2 to skip rescaling (so
+ *    `p_j <= 256`). `|v| <= 1.3e36 / seqlen_k`
+ *    (3.4e38 / (256 seqlen_k)) is therefore always safe; beyond that `out` can be inf where the
+ *    exact result is finite.
  *  - `out` and `lse` must not share memory with any input (not even exactly in-place), and
  *    no two of their elements may share an address: FK_ERROR_INVALID_ARGUMENT /
  *    FK_ERROR_BAD_STRIDES.
@@ -1408,7 +1421,11 @@ FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* contex
  *    products take fp16 or bf16 operands), so intermediate values reach about `fft_size x
  *    max|v| x max|k|`: inputs whose transform overflows fp32 (or fp16 on those kernels) give
  *    inf or NaN outputs even where the exact convolution would fit. Activations and filters of
- *    models (|v|, |k| well below 1e30 / fft_size) are far from it.
+ *    models (|v|, |k| well below 1e30 / fft_size) are far from it. `cuda.sm80.fftconv_reg`
+ *    scales each pair of rows by a power of two from max|u| x max|pregate| before its fp16
+ *    products: a gated row where that bound exceeds the largest |u pregate| by more than about
+ *    2^20 (u large only where the pregate is 0) loses precision; where the scaled values fall
+ *    below fp16's smallest (2^-24), only the D term remains.
  *  @{ */
 /* ------------------------------------------------------------------------------------------ */
 

@@ -23,6 +23,7 @@ struct ConvCase {
   bool padded = false;
   bool constant_filter = false;
   int threads = 2;
+  double u_scale = 1.0, pre_scale = 1.5, k_scale = 1.0;
 };
 
 struct Plan {
@@ -51,14 +52,14 @@ ConvData make_data(const ConvCase& c, int64_t filter_len, std::mt19937_64& rng) 
   d.k = c.padded ? HostTensor(c.k_dt, {c.channels, filter_len}, {filter_len + 7, 1})
                  : HostTensor(c.k_dt, {c.channels, filter_len});
   d.D = HostTensor(c.d_dt, {c.channels});
-  d.u.fill_normal(rng);
+  d.u.fill_normal(rng, c.u_scale);
   // Decaying filters, as long-convolution models learn them, keep outputs O(1).
   d.k.for_each([&](const std::vector<int64_t>& i) {
     std::normal_distribution<double> nd;
-    d.k.set(i, nd(rng) / std::sqrt(1.0 + double(i[1])));
+    d.k.set(i, c.k_scale * nd(rng) / std::sqrt(1.0 + double(i[1])));
   });
   d.D.fill_normal(rng);
-  d.pre.fill_uniform(rng, -1.5, 1.5);
+  d.pre.fill_uniform(rng, -c.pre_scale, c.pre_scale);
   d.post.fill_uniform(rng, -1.5, 1.5);
   d.y.poison();
   return d;
@@ -286,5 +287,30 @@ TEST_CASE("cpu fftconv: one plan used by several threads at once", "[cpu][fftcon
       check_output(d.y, reference(c, d, resolved.filter_len, resolved.fft_size), c.dtype, "y",
                    kSlack);
     }
+  }
+}
+
+TEST_CASE("cpu fftconv: scales near fp32's exponent limits", "[cpu][fftconv]") {
+  // The CPU form of the GPU case "sm80 fftconv_reg: scales near fp32's exponent limits": bf16
+  // rows whose products with the pregate are fp32 subnormals (u ~ 2^-66, pregate ~ 2^-70), and
+  // ungated rows of bf16 subnormals (~2^-133), against filters large enough for normal outputs;
+  // filter lengths past the direct path's, so the FFT path runs.
+  int i = 0;
+  for (int64_t L : {300, 2048}) {
+    ConvCase c;
+    c.dtype = DT::BF16;
+    c.seqlen = L;
+    c.postgate = true;
+    c.pregate = true;
+    c.u_scale = std::ldexp(1.0, -66);
+    c.pre_scale = std::ldexp(1.0, -70);
+    c.k_scale = 1e30;
+    INFO("L " << L << ", gated, u ~ 2^-66, pregate ~ 2^-70");
+    run_conv(c, 9100 + uint64_t(i++));
+    c.pregate = false;
+    c.u_scale = std::ldexp(1.0, -133);
+    c.k_scale = 1e35;
+    INFO("L " << L << ", u ~ 2^-133");
+    run_conv(c, 9100 + uint64_t(i++));
   }
 }

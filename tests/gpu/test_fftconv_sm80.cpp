@@ -158,6 +158,11 @@ struct Case {
   double big_tap = 0;    // nonzero: tap 0 of every channel's filter set to this value
   int64_t sample_rows = 0;  // 0: check every row against the reference
   double u_scale = 0.02, k_scale = 1.0;
+  double pre_scale = 1.0;  // the pregate is uniform in [-pre_scale, pre_scale]
+  // u of 1e30 where the pregate is 0, the pregate 1e16 where u is of order u_scale (even /
+  // odd positions): max |u| x max |pregate| far above max |u pregate|.
+  bool disjoint_gate = false;
+  bool finite_only = false;  // check only that every output is finite (no reference)
 };
 
 std::string describe(const Case& c) {
@@ -320,9 +325,15 @@ void run_case(const Case& c, uint64_t tag, int calls = 1, bool sm90 = false,
   fill_filter(in.k, fl, rng, c.k_scale);
   if (c.big_tap != 0)
     for (int64_t h = 0; h < c.channels; ++h) in.k.set({h, 0}, c.big_tap);
-  in.pre.fill_uniform(rng, -1.0, 1.0);
+  in.pre.fill_uniform(rng, -c.pre_scale, c.pre_scale);
   in.post.fill_uniform(rng, -1.0, 1.0);
   in.D.fill_normal(rng);
+  if (c.disjoint_gate) {
+    in.u.for_each([&](const std::vector<int64_t>& i) {
+      if (i[2] % 2 == 0) in.u.set(i, 1e30);
+    });
+    in.pre.for_each([&](const std::vector<int64_t>& i) { in.pre.set(i, i[2] % 2 ? 1e16 : 0.0); });
+  }
   DeviceTensor du(in.u), dy(in.y), dpre(in.pre), dpost(in.post), dk(in.k), dD(in.D);
   const char* variant = "?";
   REQUIRE_FK(fk_fftconv_select_kernel(plan, &du, &dk, c.with_D ? &dD : nullptr,
@@ -348,7 +359,14 @@ void run_case(const Case& c, uint64_t tag, int calls = 1, bool sm90 = false,
     REQUIRE_FK(fk_fftconv_forward(plan, nullptr, &du, &dk, c.with_D ? &dD : nullptr,
                                   c.pre ? &dpre : nullptr, c.post ? &dpost : nullptr, &dy));
     dy.download();
-    check(c, in, fl, resolved.fft_size, rows, kernel_of(want));
+    if (c.finite_only) {
+      int64_t non_finite = 0;
+      in.y.for_each(
+          [&](const std::vector<int64_t>& i) { non_finite += !std::isfinite(in.y.get(i)); });
+      CHECK(non_finite == 0);
+    } else {
+      check(c, in, fl, resolved.fft_size, rows, kernel_of(want));
+    }
   }
 }
 
@@ -817,6 +835,61 @@ TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][
       c.filter_len = L > 4000 ? 513 : 0;
       run_case(c, 58000 + uint64_t(i++));
     }
+}
+
+// Scales at the ends of fp32's exponent range (a review found NaN outputs for each, 2026-12-05):
+// - a bf16 row pair whose max |u| x max |pregate| is below 2^-126 (its input scale 2^-E was
+//   inf): u ~ 2^-66 and a pregate ~ 2^-70, against a filter of 1e30 so that the outputs are
+//   normal numbers; and an ungated row of bf16 subnormals (~2^-133, against a filter of 1e35);
+// - a filter whose spectrum is below ~2^-134 (1 / (den g) was inf): one tap of 1e-41 on rows of
+//   1e30, the D term on (the convolution is ~1e-11 of the output there);
+// - max |u| x max |pregate| above 2^149 while u pregate itself is moderate (the scale was 0):
+//   only finiteness is checked (the scale from the two maxima then leaves the products below
+//   fp16's range: precision is lost, as flashkit.h says).
+// fft_size 4096 (conv_reg_kernel) and 16384 / 32768 (conv_reg_big_kernel).
+TEST_CASE("sm80 fftconv_reg: scales near fp32's exponent limits", "[gpu][fftconv][sm80][reg]") {
+  int i = 0;
+  for (int64_t L : {2048, 12000}) {
+    Case c;
+    c.batch = 2;
+    c.channels = 4;
+    c.seqlen = L;
+    c.dtype = DT::BF16;
+    c.k_dt = DT::F32;
+    c.post = true;
+    c.filter_len = 513;
+    c.u_scale = std::ldexp(1.0, -66);
+    c.pre = true;
+    c.pre_scale = std::ldexp(1.0, -70);
+    c.k_scale = 1e30;
+    run_case(c, 58100 + uint64_t(i++));
+    c.pre = false;
+    c.u_scale = std::ldexp(1.0, -133);
+    c.k_scale = 1e35;
+    run_case(c, 58100 + uint64_t(i++));
+    Case t;
+    t.batch = 2;
+    t.channels = 4;
+    t.seqlen = L;
+    t.dtype = DT::BF16;
+    t.k_dt = DT::F32;
+    t.post = true;
+    t.u_scale = 1e30;
+    t.k_scale = 1e-60;  // every tap 0 in fp32 but tap 0
+    t.big_tap = 1e-41;
+    t.filter_len = 64;
+    run_case(t, 58100 + uint64_t(i++));
+    Case g;
+    g.batch = 2;
+    g.channels = 4;
+    g.seqlen = L;
+    g.dtype = DT::BF16;
+    g.k_dt = DT::F32;
+    g.pre = true;
+    g.disjoint_gate = true;
+    g.finite_only = true;
+    run_case(g, 58100 + uint64_t(i++));
+  }
 }
 
 // The plain plan's filter spectrum by the radix-2 kernel (FLASHKIT_FFTCONV_SPECTRUM=radix2),

@@ -847,9 +847,13 @@ __device__ __forceinline__ int exp_above(float x) {
 // from each thread's largest raw 16-bit magnitudes of u (`mu`) and of the pregate (`mp`), two
 // per word: one redux per warp, then across the NW warps through `red` (2 NW words of shared
 // memory; a block-wide barrier). conv_reg_kernel and conv_reg_big_kernel share it.
+// E is kept in [-126, e_hi] (input_scale_hi): bf16 rows whose max |u| x max |pregate| is below
+// 2^-126 (or, gated, above 2^127 where the products themselves are moderate) otherwise gave a
+// scale of inf (or 0) and NaN outputs; e_hi keeps the output scale, spec_scale[c] / s_in,
+// finite.
 template <int NW>
 __device__ __forceinline__ float input_scale(uint32_t mu, uint32_t mp, bool gated_in, bool bf16,
-                                             uint32_t* red, int lane, int warp) {
+                                             uint32_t* red, int lane, int warp, int e_hi) {
   mu = __reduce_max_sync(0xffffffffu, max(mu & 0xffffu, mu >> 16));
   mp = __reduce_max_sync(0xffffffffu, max(mp & 0xffffu, mp >> 16));
   if (lane == 0) {
@@ -868,7 +872,17 @@ __device__ __forceinline__ float input_scale(uint32_t mu, uint32_t mp, bool gate
   cvt_word(mu, bf16, mxu, unused);
   cvt_word(mp, bf16, mxp, unused);
   const int eu = exp_above(mxu), ep = gated_in ? exp_above(mxp) : 0;
-  return eu > -1000 && ep > -1000 ? ldexpf(1.0f, -(eu + ep)) : 1.0f;
+  if (eu <= -1000 || ep <= -1000) return 1.0f;
+  return ldexpf(1.0f, -min(max(eu + ep, -126), e_hi));
+}
+
+// The largest E of input_scale for channel scale `spec` (a power of two, 2^(es - 1)) when the
+// output scale is spec / (s_in 2^-zs): spec 2^(E + zs) stays at most 2^126 and s_in 2^-zs
+// normal.
+__device__ __forceinline__ int input_scale_hi(float spec, int zs) {
+  int es = 0;
+  frexpf(spec, &es);
+  return min(126 - zs, 127 - zs - es);
 }
 
 // W_N^e for any e >= 0.
@@ -1016,7 +1030,8 @@ __global__ void __launch_bounds__(C::T, W > 0 ? W * 32 / C::T : 1) conv_reg_kern
             absmax_w<GW>(w1, mp);
           }
         }
-      s_in = input_scale<NW>(mu, mp, gated_in, bf16, red, lane, warp);
+      s_in = input_scale<NW>(mu, mp, gated_in, bf16, red, lane, warp,
+                             input_scale_hi(__ldg(a.spec_scale + c), 0));
 #pragma unroll
       for (int r = 0; r < ((DIAG & 2) ? 0 : R); ++r) {
         const int n0 = G * (tid + T * r), n1 = n0 / M2, n2 = n0 % M2;
@@ -1297,7 +1312,7 @@ struct BigCfg {
   static constexpr int kSpecHalf = P / 4;  // float4 per 16-row tile
   static constexpr size_t kSpec = kTab ? size_t(NW) * kSpecHalf * sizeof(float4) : 0;
   static constexpr size_t kSmem = kPlanes + kFrag + kTwp + kSpec;
-  static constexpr float kZScale = 0.0625f;  // Z_j staged as fp16 times 2^-4
+  static constexpr float kZScale = 0.0625f;  // Z_j staged as fp16 times 2^-4 (input_scale_hi's zs)
 };
 
 // Row access of the big kernel. A thread works on positions n0 + k of a row (n0 even, k a
@@ -1560,7 +1575,8 @@ __global__ void __launch_bounds__(C::T, 1) conv_reg_big_kernel(const RegArgs a) 
               }
             }
           }
-          s_in = input_scale<NW>(mu, mp, gated_in, bf16, red, lane, warp);
+          s_in = input_scale<NW>(mu, mp, gated_in, bf16, red, lane, warp,
+                                 input_scale_hi(__ldg(a.spec_scale + c), 4));
         }
 #pragma unroll 1
         for (int r = 0; r < R; ++r) {
@@ -1847,13 +1863,15 @@ __global__ void tw_p_kernel(float2* tw, int M1, int M2) {
   }
 }
 
-// The smallest power of two >= mx (1 for 0 and non-finite mx): a spectrum's scale g.
+// The smallest power of two >= mx (1 for 0 and non-finite mx), at least 2^-100: a spectrum's
+// scale g. The floor keeps 1 / (den g) finite for filters whose spectrum is below ~2^-130
+// (such a spectrum then scales to values fp16 flushes to zero: outputs 0 instead of NaN).
 __device__ __forceinline__ float pow2_at_least(float mx) {
   float g = 1.0f;
   if (mx > 0.0f && mx <= 3.0e38f) {
     int ex;
     frexpf(mx, &ex);
-    g = ldexpf(1.0f, ex);
+    g = ldexpf(1.0f, max(ex, -100));
   }
   return g;
 }
