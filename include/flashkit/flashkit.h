@@ -626,7 +626,11 @@ typedef struct fk_attention_params_t {
                                   `1 / sqrt(head_dim)`. Any finite value is accepted, but the
                                   score `softmax_scale * q.k` is formed in fp32 and a score
                                   that overflows it (|score| > 3.4e38) is not guarded against:
-                                  its row can come out NaN. */
+                                  its row can come out NaN. The CUDA kernels form `q.k` before
+                                  scaling it and then work in base 2 (score x log2(e)), so
+                                  there |q.k| must stay below 3.4e38 and |score| below 2.3e38
+                                  (past that a row can also come out as "no key": out 0, lse
+                                  -inf); the CPU backend folds a |scale| <= 1 into q first. */
   int32_t causal;            /**< Nonzero for a causal mask (bottom-right aligned). Default 0. */
   int32_t window_size_left;  /**< Keys allowed to the left of the diagonal; -1 (default) is
                                   unbounded. Must be >= -1. */
@@ -1254,7 +1258,10 @@ FK_API fk_status_t fk_gemm_scaled_workspace_size(const fk_context_t* context,
  *  - `x` `(tokens, nblocks * p)`, `w` `(nblocks, q, p)`, `out` `(tokens, nblocks * q)`,
  *    `out[t, i*q + a] = sum_c w[i, a, c] * x[t, i*p + c]` (+ `bias[i*q + a]`).
  *
- *  Both: x, weights and out share one dtype (fp32, fp16, bf16), fp32 accumulation; optional
+ *  Both: x, weights and out share one dtype (fp32, fp16, bf16), fp32 accumulation (for the
+ *  Monarch multiply, the sm80 / sm90 CUDA kernels, fused and unfused, round the intermediate
+ *  `y1` to that dtype between the two factors, as m2's two `bmm` calls do, so fp16's range
+ *  bounds `y1` too; the CPU backend and the generic CUDA kernel keep it in fp32); optional
  *  `bias` `(n_out,)` of fp32, fp16 or bf16, contiguous, added in output order (`bias[o]` to
  *  `out[t, o]`); x and out need a contiguous last dimension (any row stride); weights must be
  *  compact (contiguous). An empty inner size (`p == 0`, or `nblocks1 == 0` with a non-empty
@@ -1425,7 +1432,10 @@ FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* contex
  *    scales each pair of rows by a power of two from max|u| x max|pregate| before its fp16
  *    products: a gated row where that bound exceeds the largest |u pregate| by more than about
  *    2^20 (u large only where the pregate is 0) loses precision; where the scaled values fall
- *    below fp16's smallest (2^-24), only the D term remains.
+ *    below fp16's smallest (2^-24), only the D term remains. The two rows of a pair (`b`, `b +
+ *    1`, even `b`) share that scale, so there a row's error is relative to the larger row of
+ *    its pair (about 2^-11 to 2^-8 of its rms): a row 2^10 times smaller than its partner
+ *    keeps few correct digits, one 2^20 times smaller none.
  *  @{ */
 /* ------------------------------------------------------------------------------------------ */
 

@@ -165,7 +165,8 @@ void run_item(const AttentionProblem& p, const WorkItem& it, Scratch& w) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   // The header leaves only scores that overflow fp32 unguarded, so the scale must not overflow
   // on its own: it is folded into q when |scale| <= 1 (scale * q cannot overflow), and applied
-  // to q.k otherwise (|q.k| <= |score| then), as the CUDA kernels do.
+  // to q.k otherwise (|q.k| <= |score| then). (The CUDA kernels scale q.k after forming it in
+  // any case; flashkit.h states their tighter limits.)
   const float scale = p.softmax_scale;
   const bool post_scale = !(std::fabs(scale) <= 1.0f);
 

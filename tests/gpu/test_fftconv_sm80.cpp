@@ -843,6 +843,9 @@ TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][
 //   normal numbers; and an ungated row of bf16 subnormals (~2^-133, against a filter of 1e35);
 // - a filter whose spectrum is below ~2^-134 (1 / (den g) was inf): one tap of 1e-41 on rows of
 //   1e30, the D term on (the convolution is ~1e-11 of the output there);
+// - a filter whose spectrum is above ~2^120 (den g overflowed: spectrum 0, scale inf): one tap
+//   of 2^123 on rows of ~2^-40, and one of 2.5e38 (g itself was inf) on rows of ~2^-100, with
+//   each spectrum kernel (the fast one, the radix-2 one, and fft_size 65536's);
 // - max |u| x max |pregate| above 2^149 while u pregate itself is moderate (the scale was 0):
 //   only finiteness is checked (the scale from the two maxima then leaves the products below
 //   fp16's range: precision is lost, as flashkit.h says).
@@ -879,6 +882,20 @@ TEST_CASE("sm80 fftconv_reg: scales near fp32's exponent limits", "[gpu][fftconv
     t.big_tap = 1e-41;
     t.filter_len = 64;
     run_case(t, 58100 + uint64_t(i++));
+    for (double tap : {std::ldexp(1.0, 123), 2.5e38}) {
+      t.big_tap = tap;
+      t.u_scale = tap < 1e38 ? std::ldexp(1.0, -40) : std::ldexp(1.0, -100);
+      run_case(t, 58100 + uint64_t(i++));
+      {
+        fktest::ScopedEnv radix2("FLASHKIT_FFTCONV_SPECTRUM", "radix2");
+        run_case(t, 58100 + uint64_t(i++));
+      }
+      if (L == 12000) {  // fft_size 65536: the two 32K-point passes, spectrum_fast64_kernel
+        Case w = t;
+        w.fft_size = 65536;
+        run_case(w, 58100 + uint64_t(i++));
+      }
+    }
     Case g;
     g.batch = 2;
     g.channels = 4;

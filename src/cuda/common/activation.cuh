@@ -19,7 +19,9 @@ __device__ __forceinline__ float activate(float x, Activation act) {
       // tanhf's longer sequence, which the Hopper GEMM epilogue ran while the tensor cores
       // waited (benchmarks/RESULTS.md, "GELU epilogue cost"). No cancellation where tanh(u) is
       // near -1: at most ~1e-5 relative error (worst near x = -9, where GELU is ~-1e-28; the old
-      // form lost every digit below x = -5); large |x| gives x or -0, NaN stays NaN.
+      // form lost every digit below x = -5) down to x ~ -10; below, where 1 + exp2(t) passes
+      // 2^126, __fdividef returns 0 (|GELU| < ~1e-37 there; the CPU keeps the tiny value); large
+      // |x| gives x or -0, NaN stays NaN.
       const float c0 = -2.0f * 0.7978845608028654f * 1.4426950408889634f;  // -2 sqrt(2/pi) log2(e)
       const float c1 = c0 * 0.044715f;
       const float t = x * fmaf(c1, x * x, c0);  // -2u log2(e)

@@ -1038,7 +1038,11 @@ pub struct fk_attention_params_t {
     #[doc = "`1 / sqrt(head_dim)`. Any finite value is accepted, but the"]
     #[doc = "score `softmax_scale * q.k` is formed in fp32 and a score"]
     #[doc = "that overflows it (|score| > 3.4e38) is not guarded against:"]
-    #[doc = "its row can come out NaN."]
+    #[doc = "its row can come out NaN. The CUDA kernels form `q.k` before"]
+    #[doc = "scaling it and then work in base 2 (score x log2(e)), so"]
+    #[doc = "there |q.k| must stay below 3.4e38 and |score| below 2.3e38"]
+    #[doc = "(past that a row can also come out as \"no key\": out 0, lse"]
+    #[doc = "-inf); the CPU backend folds a |scale| <= 1 into q first."]
     pub softmax_scale: f32,
     #[doc = "< Nonzero for a causal mask (bottom-right aligned). Default 0."]
     pub causal: i32,

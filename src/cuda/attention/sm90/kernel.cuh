@@ -380,10 +380,13 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
       bool raw_tile = raw;
       float logit_scale = a.scale_log2;
       if constexpr (Kernel::kFp8) {
-        const float f = params.fp8.at(0, w.b, w.hk) * params.fp8.at(1, w.b, w.hk);
-        raw_tile = raw && f > 0.0f;
-        logit_scale = a.scale_log2 * f;
-        tile_scale = raw_tile ? scale * f : 1.0f;
+        // The product of the three factors in double, rounded once: any two of them alone
+        // may overflow or underflow fp32 where the whole factor is a normal number
+        // (descales of 2^70 and 2^59 with softmax_scale 2^-126), and a zero stays zero.
+        const float dq = params.fp8.at(0, w.b, w.hk), dk = params.fp8.at(1, w.b, w.hk);
+        raw_tile = raw && ((dq > 0.0f && dk > 0.0f) || (dq < 0.0f && dk < 0.0f));
+        logit_scale = float(double(a.scale_log2) * double(dq) * double(dk));
+        tile_scale = raw_tile ? float(double(scale) * double(dq) * double(dk)) : 1.0f;
       }
       softmax.init();
       clear(tOrO);

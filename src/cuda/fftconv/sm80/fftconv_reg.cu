@@ -1863,17 +1863,19 @@ __global__ void tw_p_kernel(float2* tw, int M1, int M2) {
   }
 }
 
-// The smallest power of two >= mx (1 for 0 and non-finite mx), at least 2^-100: a spectrum's
-// scale g. The floor keeps 1 / (den g) finite for filters whose spectrum is below ~2^-130
+// The exponent ex of a spectrum's scale g = 2^ex, mx < g (0 for 0 and non-finite mx), kept at
+// least -100: the floor keeps 1 / (den g) finite for filters whose spectrum is below ~2^-130
 // (such a spectrum then scales to values fp16 flushes to zero: outputs 0 instead of NaN).
-__device__ __forceinline__ float pow2_at_least(float mx) {
-  float g = 1.0f;
-  if (mx > 0.0f && mx <= 3.0e38f) {
-    int ex;
+// Callers form 1 / (den g) and the scale den g / N with ldexpf, never den g itself, which
+// overflows from g ~ 2^120 (den up to 256): spectra up to fp32's largest keep |H| / (den g)
+// <= 1 / den and a finite power-of-two scale (den / N <= 2^-3).
+__device__ __forceinline__ int spectrum_exp(float mx) {
+  int ex = 0;
+  if (mx > 0.0f && mx < INFINITY) {
     frexpf(mx, &ex);
-    g = ldexpf(1.0f, max(ex, -100));
+    ex = max(ex, -100);
   }
-  return g;
+  return ex;
 }
 
 // Per channel: H = DFT_N(filter row) by fp32 radix-2 FFTs in shared memory; g = the smallest
@@ -1942,8 +1944,8 @@ __global__ void __launch_bounds__(kSpecThreads) spectrum_reg_kernel(const RegArg
     __syncthreads();
     mx = 0.0f;
     for (int w = 0; w < int(blockDim.x >> 5); ++w) mx = fmaxf(mx, red[w]);
-    const float gsc = pow2_at_least(mx);
-    const float inv = 1.0f / (den * gsc);
+    const int gex = spectrum_exp(mx);
+    const float inv = ldexpf(1.0f / den, -gex);
     if (split == 1) {
       for (int k = threadIdx.x; k < N; k += blockDim.x) {
         const int j = k % S, m = k / S, k1 = m % M1, k2 = m / M1;
@@ -1957,7 +1959,7 @@ __global__ void __launch_bounds__(kSpecThreads) spectrum_reg_kernel(const RegArg
         sc[k] = make_float2(v.x * inv, v.y * inv);
       }
     }
-    if (threadIdx.x == 0) scale[c] = den * gsc / static_cast<float>(N);
+    if (threadIdx.x == 0) scale[c] = ldexpf(den / static_cast<float>(N), gex);
     __syncthreads();
   }
 }
@@ -2183,8 +2185,8 @@ __global__ void __launch_bounds__(T, MINB)
       const int w0 = (grp * tc) >> 5;
       for (int w = 0; w < (tc >> 5); ++w) mx = fmaxf(mx, red[w0 + w]);
     }
-    const float gsc = pow2_at_least(mx);
-    const float inv = 1.0f / (den * gsc);
+    const int gex = spectrum_exp(mx);
+    const float inv = ldexpf(1.0f / den, -gex);
     if (valid) {
       float4* out = reinterpret_cast<float4*>(spec + c * N);
       const int step = S << log_m1;  // k of position e = 1 minus k of e = 0
@@ -2193,7 +2195,7 @@ __global__ void __launch_bounds__(T, MINB)
         const float2 x0 = spec_at(buf, k, M), x1 = spec_at(buf, k + step, M);
         out[q2] = make_float4(x0.x * inv, x0.y * inv, x1.x * inv, x1.y * inv);
       }
-      if (t == 0) scale[c] = den * gsc / static_cast<float>(N);
+      if (t == 0) scale[c] = ldexpf(den / static_cast<float>(N), gex);
     }
     __syncthreads();  // buf and red are reused by the next channels
   }
@@ -2289,13 +2291,13 @@ __global__ void __launch_bounds__(T, 1)
     __syncthreads();
     mx = 0.0f;
     for (int w = 0; w < T / 32; ++w) mx = fmaxf(mx, red[w]);
-    const float gsc = pow2_at_least(mx);
-    const float inv = 1.0f / (den * gsc);
+    const int gex = spectrum_exp(mx);
+    const float inv = ldexpf(1.0f / den, -gex);
     for (int q2 = t; q2 < M; q2 += T) {  // the entries this thread wrote
       const float4 v = out[q2];
       out[q2] = make_float4(v.x * inv, v.y * inv, v.z * inv, v.w * inv);
     }
-    if (t == 0) scale[c] = den * gsc / static_cast<float>(N);
+    if (t == 0) scale[c] = ldexpf(den / static_cast<float>(N), gex);
     __syncthreads();  // red is reused by the next channel
   }
 }
