@@ -210,6 +210,14 @@ class _Unshareable:
                         "the other process")
 
 
+# How many times a call on the default context moves to the new default after another thread
+# closed the one it resolved. Each retry follows one more close(), so the bound is only reached
+# by a thread that keeps closing it; 8 ran out under load (a 3-thread stress test against 150
+# closes failed about once in a few CI runs: a call on the fresh default lost the race to the
+# next close() eight times in a row while the machine was busy).
+_CLOSE_RETRIES = 1000
+
+
 class _Call:
     """State of one C call: the context, the launch (stream), the converted tensors, and
     everything that must stay alive until the call returns.
@@ -405,11 +413,11 @@ class _Call:
         """Enters this call's context (Context._enter_call). A default context that another
         thread closed after this call resolved it is replaced by the new default once ("closing
         it is allowed: the next use makes a new one")."""
-        for attempt in range(8):  # each retry follows one more close() on another thread
+        for attempt in range(_CLOSE_RETRIES):  # each retry follows one more close() elsewhere
             try:
                 return self.ctx._enter_call(entered)
             except _errors.InvalidArgumentError:
-                if not self.implicit_ctx or not self.ctx.closed or attempt == 7:
+                if not self.implicit_ctx or not self.ctx.closed or attempt == _CLOSE_RETRIES - 1:
                     raise
                 self.ctx = _context().context_for(self.device_type, self.device_id)
 
@@ -1014,7 +1022,7 @@ class FFTConv(_Unshareable):
         entered = [False]
         try:
             call._enter(entered)  # a default context closed meanwhile is replaced
-            for attempt in range(8):
+            for attempt in range(_CLOSE_RETRIES):
                 try:
                     plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], dtype)
                     break
@@ -1022,7 +1030,7 @@ class FFTConv(_Unshareable):
                     # The default context was closed after this call entered it: the next use
                     # makes a new one, and the call moves to it; an explicit context's error
                     # stands.
-                    if not (call.implicit_ctx and call.ctx.closed) or attempt == 7:
+                    if not (call.implicit_ctx and call.ctx.closed) or attempt == _CLOSE_RETRIES - 1:
                         raise
                     call.ctx._leave_call(entered)
                     call._enter(entered)
