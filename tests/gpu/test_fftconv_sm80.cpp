@@ -853,14 +853,18 @@ TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][
 TEST_CASE("sm80 fftconv_reg: scales near fp32's exponent limits", "[gpu][fftconv][sm80][reg]") {
   int i = 0;
   for (int64_t L : {2048, 12000}) {
-    Case c;
-    c.batch = 2;
-    c.channels = 4;
-    c.seqlen = L;
-    c.dtype = DT::BF16;
-    c.k_dt = DT::F32;
+    const auto bf16_rows = [L](int64_t filter_len) {  // B 2, H 4, bf16 rows, an fp32 filter
+      Case c;
+      c.batch = 2;
+      c.channels = 4;
+      c.seqlen = L;
+      c.dtype = DT::BF16;
+      c.k_dt = DT::F32;
+      c.filter_len = filter_len;
+      return c;
+    };
+    Case c = bf16_rows(513);
     c.post = true;
-    c.filter_len = 513;
     c.u_scale = std::ldexp(1.0, -66);
     c.pre = true;
     c.pre_scale = std::ldexp(1.0, -70);
@@ -870,17 +874,11 @@ TEST_CASE("sm80 fftconv_reg: scales near fp32's exponent limits", "[gpu][fftconv
     c.u_scale = std::ldexp(1.0, -133);
     c.k_scale = 1e35;
     run_case(c, 58100 + uint64_t(i++));
-    Case t;
-    t.batch = 2;
-    t.channels = 4;
-    t.seqlen = L;
-    t.dtype = DT::BF16;
-    t.k_dt = DT::F32;
+    Case t = bf16_rows(64);
     t.post = true;
     t.u_scale = 1e30;
     t.k_scale = 1e-60;  // every tap 0 in fp32 but tap 0
     t.big_tap = 1e-41;
-    t.filter_len = 64;
     run_case(t, 58100 + uint64_t(i++));
     for (double tap : {std::ldexp(1.0, 123), 2.5e38}) {
       t.big_tap = tap;
@@ -896,12 +894,7 @@ TEST_CASE("sm80 fftconv_reg: scales near fp32's exponent limits", "[gpu][fftconv
         run_case(w, 58100 + uint64_t(i++));
       }
     }
-    Case g;
-    g.batch = 2;
-    g.channels = 4;
-    g.seqlen = L;
-    g.dtype = DT::BF16;
-    g.k_dt = DT::F32;
+    Case g = bf16_rows(0);
     g.pre = true;
     g.disjoint_gate = true;
     g.finite_only = true;
