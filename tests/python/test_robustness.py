@@ -147,6 +147,34 @@ def test_default_context_closed_by_another_thread(rng):
     assert errors == []
 
 
+def test_fftconv_call_finishes_when_its_context_is_closed_after_it_entered(rng):
+    # Context.close(): "Calls running on other threads finish normally". Another thread's
+    # close() landing after an FFTConv call entered its context but before the call made its
+    # plan used to fail the call ("context: used after close()"). Here close() runs at that
+    # point, deterministically: the call must finish on the entered context (a plan made for
+    # it alone, or the cached one), and the next call must raise.
+    u, k = ref.randn(rng, (2, 3, 50)), ref.randn(rng, (3, 50))
+    want = ref.fftconv(u, k)
+    for cached in (False, True):
+        conv = flashkit.FFTConv(50)
+        ctx = flashkit.Context("cpu")
+        if cached:
+            ref.assert_close(conv.run(ctx, u, k), want, "float32")
+        real_plan = conv._plan
+
+        def plan_after_close(c, *args, real_plan=real_plan, ctx=ctx):
+            if c is ctx:
+                ctx.close()  # what another thread's close() would do at this point
+            return real_plan(c, *args)
+
+        conv._plan = plan_after_close
+        ref.assert_close(conv.run(ctx, u, k), want, "float32")
+        assert ctx.closed
+        with pytest.raises(flashkit.InvalidArgumentError, match="used after close"):
+            conv.run(ctx, u, k)
+        conv.close()
+
+
 def test_a_failing_fftconv_call_caches_no_plan(rng):
     conv = flashkit.FFTConv(64)
     with pytest.raises(flashkit.InvalidArgumentError, match="u: seqlen is 60 but the plan gives 64"):

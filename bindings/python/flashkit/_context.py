@@ -281,14 +281,17 @@ class Context(_ops._Unshareable):
 
     # FFT plans are owned here, not by FFTConv, so that closing (or collecting) the context
     # can destroy them first, whatever order the garbage collector finalises objects in.
-    def _create_fftconv_plan(self, opts):
+    def _create_fftconv_plan(self, opts, handle=None):
         """(token, plan): a new fk_fftconv_plan_t* on this context, destroyed by close() at the
         latest. The caller has entered a call on this context (_enter_call), which keeps the C
-        context alive. The plan is made without _plans_lock held: a refused plan logs its
-        error under the library's log lock, and a log callback on another thread may be
-        waiting for _plans_lock meanwhile (a deadlock); it is registered afterwards."""
+        context alive; ``handle`` is the one that call entered with. The plan is made without
+        _plans_lock held: a refused plan logs its error under the library's log lock, and a
+        log callback on another thread may be waiting for _plans_lock meanwhile (a deadlock);
+        it is registered afterwards. If close() came first, the plan is destroyed with the
+        context once the last call leaves: with ``handle`` the result is (None, plan), for the
+        calling call alone; without, InvalidArgumentError."""
         try:
-            plan = capi.fk_fftconv_plan_create(self.handle, opts)
+            plan = capi.fk_fftconv_plan_create(self.handle if handle is None else handle, opts)
         except _errors.FlashkitError as e:
             err = _ops._pythonic_error(e)  # options.channels -> channels
             if err is e:
@@ -298,6 +301,8 @@ class Context(_ops._Unshareable):
             if self._handle is None:  # closed meanwhile: destroyed when the last call leaves
                 self._doomed.insert(0, ("plan", plan))
                 self._destroy_doomed()
+                if handle is not None:
+                    return None, plan
                 self.handle  # raises InvalidArgumentError("context: used after close()")
             token = next(_plan_tokens)
             self._plans[token] = plan

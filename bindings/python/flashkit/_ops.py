@@ -957,8 +957,12 @@ class FFTConv(_Unshareable):
         # re-entrant for a log callback or a filter's __del__ that calls this object.
         self._run_lock = threading.RLock()
 
-    def _plan(self, ctx, channels, filter_len, dtype):
-        if ctx.closed:
+    def _plan(self, ctx, channels, filter_len, dtype, handle=None):
+        """The plan for (ctx, channels, filter_len, dtype), cached. ``handle``: the C context
+        of a call that has entered ``ctx`` (Context._enter_call); such a call finishes normally
+        when another thread closes ``ctx`` meanwhile (Context.close()), on its cached plan or on
+        one made for it and destroyed with the context when the last call leaves."""
+        if ctx.closed and handle is None:
             # Forget the plans of the closed context (it destroyed them) and say why.
             with self._lock:
                 gone = []  # filters released after the lock
@@ -992,7 +996,9 @@ class FFTConv(_Unshareable):
             dl = capi.DLDataType()
             dl.code, dl.bits, dl.lanes = dtype.code, dtype.bits, 1
             opts.dtype = dl
-            token, plan = ctx._create_fftconv_plan(opts)
+            token, plan = ctx._create_fftconv_plan(opts, handle)
+            if token is None:  # ctx closed meanwhile: the plan serves this call only
+                return plan
             mine = (weakref.ref(ctx), token, plan)
             with self._lock:
                 entry = self._plans.get(key)
@@ -1021,19 +1027,10 @@ class FFTConv(_Unshareable):
         dtype = self.dtype or ur.dtype
         entered = [False]
         try:
-            call._enter(entered)  # a default context closed meanwhile is replaced
-            for attempt in range(_CLOSE_RETRIES):
-                try:
-                    plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], dtype)
-                    break
-                except _errors.InvalidArgumentError:
-                    # The default context was closed after this call entered it: the next use
-                    # makes a new one, and the call moves to it; an explicit context's error
-                    # stands.
-                    if not (call.implicit_ctx and call.ctx.closed) or attempt == _CLOSE_RETRIES - 1:
-                        raise
-                    call.ctx._leave_call(entered)
-                    call._enter(entered)
+            # A default context closed before the call enters it is replaced (_Call._enter);
+            # one closed after it lets the call finish on it (_plan's handle).
+            h = call._enter(entered)
+            plan = self._plan(call.ctx, ur.shape[1], kr.shape[1], dtype, h)
             if select == "workspace":
                 return capi.fk_fftconv_workspace_size(plan, *args)
             if select:
@@ -1109,8 +1106,8 @@ class FFTConv(_Unshareable):
             self._plan(ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
         opts = capi.fk_fftconv_plan_options_t()
         capi.fk_fftconv_plan_options_init(opts)
-        with ctx._in_call():
-            plan = self._plan(ctx, channels, filter_len, self.dtype or float32)
+        with ctx._in_call() as h:
+            plan = self._plan(ctx, channels, filter_len, self.dtype or float32, h)
             capi.fk_fftconv_plan_get_options(plan, opts)
         return opts.fft_size
 
