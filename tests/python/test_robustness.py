@@ -155,8 +155,8 @@ def test_fftconv_call_finishes_when_its_context_is_closed_after_it_entered(rng):
     # it alone, or the cached one), and the next call must raise.
     u, k = ref.randn(rng, (2, 3, 50)), ref.randn(rng, (3, 50))
     want = ref.fftconv(u, k)
-    for cached in (False, True):
-        conv = flashkit.FFTConv(50)
+    for cached, constant in ((False, False), (True, False), (False, True), (True, True)):
+        conv = flashkit.FFTConv(50, filter_constant=constant)
         ctx = flashkit.Context("cpu")
         if cached:
             ref.assert_close(conv.run(ctx, u, k), want, "float32")
@@ -170,6 +170,10 @@ def test_fftconv_call_finishes_when_its_context_is_closed_after_it_entered(rng):
         conv._plan = plan_after_close
         ref.assert_close(conv.run(ctx, u, k), want, "float32")
         assert ctx.closed
+        # The plans and the C context were destroyed when the call left, and no filter stays
+        # recorded for a plan that is gone (a filter_constant call used to leave it behind).
+        assert ctx._calls == 0 and ctx._doomed == []
+        assert conv._filters == {} or all(key in conv._plans for key in conv._filters)
         with pytest.raises(flashkit.InvalidArgumentError, match="used after close"):
             conv.run(ctx, u, k)
         conv.close()

@@ -411,8 +411,8 @@ class _Call:
 
     def _enter(self, entered):
         """Enters this call's context (Context._enter_call). A default context that another
-        thread closed after this call resolved it is replaced by the new default once ("closing
-        it is allowed: the next use makes a new one")."""
+        thread closed after this call resolved it is replaced by the new default ("closing it
+        is allowed: the next use makes a new one"), up to _CLOSE_RETRIES times."""
         for attempt in range(_CLOSE_RETRIES):  # each retry follows one more close() elsewhere
             try:
                 return self.ctx._enter_call(entered)
@@ -1047,9 +1047,14 @@ class FFTConv(_Unshareable):
                     capi.fk_fftconv_forward(plan, call.launch, *args)
                     with self._lock:
                         # The previous filter is released after the locks (its __del__ may
-                        # call this object).
-                        previous = self._filters.get(key)
-                        self._filters[key] = kr
+                        # call this object). Only the cached plan's filter is recorded: a plan
+                        # made for this call alone (its context closed meanwhile) has no
+                        # entry whose removal would drop the record.
+                        previous = None
+                        entry = self._plans.get(key)
+                        if entry is not None and entry[2] is plan:
+                            previous = self._filters.get(key)
+                            self._filters[key] = kr
                 del previous
         except _errors.FlashkitError as e:
             err = _pythonic_error(e, _C_FFTCONV_Y)  # y is out=
