@@ -179,6 +179,30 @@ def test_fftconv_call_finishes_when_its_context_is_closed_after_it_entered(rng):
         conv.close()
 
 
+def test_resolved_fft_size_follows_a_closed_default_context(monkeypatch):
+    # The default context closed by another thread between resolved_fft_size's lookup and its
+    # call (placed there deterministically): like the operations, it moves to the new default.
+    conv = flashkit.FFTConv(100)
+    want = conv.resolved_fft_size(3)
+    real_enter = flashkit.Context._enter_call
+    closed = []
+
+    def enter_after_close(self, entered):
+        if not closed:
+            closed.append(self)
+            self.close()
+        return real_enter(self, entered)
+
+    monkeypatch.setattr(flashkit.Context, "_enter_call", enter_after_close)
+    assert conv.resolved_fft_size(3) == want
+    assert closed and closed[0].closed and not flashkit.default_context("cpu").closed
+    ctx = flashkit.Context("cpu")
+    ctx.close()
+    with pytest.raises(flashkit.InvalidArgumentError, match="used after close"):
+        conv.resolved_fft_size(3, context=ctx)  # an explicit context's close stands
+    conv.close()
+
+
 def test_a_failing_fftconv_call_caches_no_plan(rng):
     conv = flashkit.FFTConv(64)
     with pytest.raises(flashkit.InvalidArgumentError, match="u: seqlen is 60 but the plan gives 64"):

@@ -1107,14 +1107,22 @@ class FFTConv(_Unshareable):
         ctx = context or default_context("cpu")
         channels = int_arg(channels, "channels", bits=64)
         filter_len = int_arg(filter_len or self.seqlen, "filter_len", bits=64)
-        if ctx.closed:
+        if ctx.closed and context is not None:
             self._plan(ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
         opts = capi.fk_fftconv_plan_options_t()
         capi.fk_fftconv_plan_options_init(opts)
-        with ctx._in_call() as h:
-            plan = self._plan(ctx, channels, filter_len, self.dtype or float32, h)
-            capi.fk_fftconv_plan_get_options(plan, opts)
-        return opts.fft_size
+        for attempt in range(_CLOSE_RETRIES):
+            try:
+                with ctx._in_call() as h:
+                    plan = self._plan(ctx, channels, filter_len, self.dtype or float32, h)
+                    capi.fk_fftconv_plan_get_options(plan, opts)
+                return opts.fft_size
+            except _errors.InvalidArgumentError:
+                # The default context, closed by another thread before this call entered it:
+                # the next use makes a new one (as _Call._enter does).
+                if context is not None or not ctx.closed or attempt == _CLOSE_RETRIES - 1:
+                    raise
+                ctx = default_context("cpu")
 
     def close(self):
         """Destroys the cached C plans (done automatically when the object is collected, and by
