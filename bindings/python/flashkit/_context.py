@@ -110,25 +110,8 @@ class Context(_ops._Unshareable):
             raise _errors.InvalidArgumentError("context: used after close()", 101)
         return self._handle
 
-    @contextlib.contextmanager
-    def _in_call(self):
-        """Holds the context (and its plans) alive for one C call; yields the handle. Raises
-        InvalidArgumentError after close()."""
-        entered = [False]
-        try:
-            yield self._enter_call(entered)
-        finally:
-            pending = None  # as in _ops._Call.run
-            while entered[0]:
-                try:
-                    self._leave_call(entered)
-                except BaseException as e:  # noqa: B036 (re-raised below)
-                    pending = e
-            if pending is not None:
-                raise pending
-
     def _enter_call(self, entered):
-        """The handle, counted as in use until the matching _leave_call() (what _in_call does,
+        """The handle, counted as in use until the matching _leave_call() (what in_call does,
         without a generator: the operations call these on every call). Raises
         InvalidArgumentError after close(). Sets ``entered[0]`` right after the count, with no
         call in between (the interpreter runs signal handlers at calls, so a KeyboardInterrupt
@@ -334,6 +317,48 @@ class Context(_ops._Unshareable):
         info = self.info()
         return (f"flashkit.Context(device={info['device']!r}, "
                 f"kernel_family={info['kernel_family']!r}, name={info['device_name']!r})")
+
+
+# How many times a call on the default context moves to the new default after another thread
+# closed the one it resolved. Each retry follows one more close(), so the bound is only reached
+# by a thread that keeps closing it; 8 ran out under load (a 3-thread stress test against 150
+# closes failed about once in a few CI runs: a call on the fresh default lost the race to the
+# next close() eight times in a row while the machine was busy).
+_CLOSE_RETRIES = 1000
+
+
+def enter_call(owner, entered, replace=None):
+    """Enters ``owner.ctx`` (Context._enter_call) and returns its handle. ``replace``: when
+    ``owner.ctx`` is a default context the caller resolved, the function that resolves it
+    again; a default context another thread closed meanwhile is then replaced by the new
+    default ("closing it is allowed: the next use makes a new one"), up to _CLOSE_RETRIES
+    times. ``owner.ctx`` is set before each attempt, so the caller leaves the context it
+    entered (``owner.ctx._leave_call(entered)``) whatever lands in between."""
+    for attempt in range(_CLOSE_RETRIES):  # each retry follows one more close() elsewhere
+        try:
+            return owner.ctx._enter_call(entered)
+        except _errors.InvalidArgumentError:
+            if replace is None or not owner.ctx.closed or attempt == _CLOSE_RETRIES - 1:
+                raise
+            owner.ctx = replace()
+
+
+@contextlib.contextmanager
+def in_call(owner, replace=None):
+    """enter_call() for one C call in a ``with`` block; yields the handle and leaves
+    ``owner.ctx`` at the end, also after an asynchronous exception (as _ops._Call.run)."""
+    entered = [False]
+    try:
+        yield enter_call(owner, entered, replace)
+    finally:
+        pending = None
+        while entered[0]:
+            try:
+                owner.ctx._leave_call(entered)
+            except BaseException as e:  # noqa: B036 (re-raised below)
+                pending = e
+        if pending is not None:
+            raise pending
 
 
 _plan_tokens = itertools.count()

@@ -210,12 +210,12 @@ class _Unshareable:
                         "the other process")
 
 
-# How many times a call on the default context moves to the new default after another thread
-# closed the one it resolved. Each retry follows one more close(), so the bound is only reached
-# by a thread that keeps closing it; 8 ran out under load (a 3-thread stress test against 150
-# closes failed about once in a few CI runs: a call on the fresh default lost the race to the
-# next close() eight times in a row while the machine was busy).
-_CLOSE_RETRIES = 1000
+class _CtxRef:
+    """A context for _context.enter_call / in_call to enter (and replace) outside a _Call."""
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx):
+        self.ctx = ctx
 
 
 class _Call:
@@ -410,16 +410,13 @@ class _Call:
         return None
 
     def _enter(self, entered):
-        """Enters this call's context (Context._enter_call). A default context that another
-        thread closed after this call resolved it is replaced by the new default ("closing it
-        is allowed: the next use makes a new one"), up to _CLOSE_RETRIES times."""
-        for attempt in range(_CLOSE_RETRIES):  # each retry follows one more close() elsewhere
-            try:
-                return self.ctx._enter_call(entered)
-            except _errors.InvalidArgumentError:
-                if not self.implicit_ctx or not self.ctx.closed or attempt == _CLOSE_RETRIES - 1:
-                    raise
-                self.ctx = _context().context_for(self.device_type, self.device_id)
+        """Enters this call's context (_context.enter_call: a default context closed after this
+        call resolved it is replaced by the new default)."""
+        return _context().enter_call(self, entered,
+                                     self._default_ctx if self.implicit_ctx else None)
+
+    def _default_ctx(self):
+        return _context().context_for(self.device_type, self.device_id)
 
     def finish(self):
         if _dlpack.needs_host_sync(self.primary):
@@ -1102,7 +1099,7 @@ class FFTConv(_Unshareable):
 
     def resolved_fft_size(self, channels, filter_len=None, context=None):
         """The fft_size the plan for (channels, filter_len) uses after defaulting."""
-        from ._context import default_context
+        from ._context import default_context, in_call
         _check_context(context)
         ctx = context or default_context("cpu")
         channels = int_arg(channels, "channels", bits=64)
@@ -1111,18 +1108,11 @@ class FFTConv(_Unshareable):
             self._plan(ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
         opts = capi.fk_fftconv_plan_options_t()
         capi.fk_fftconv_plan_options_init(opts)
-        for attempt in range(_CLOSE_RETRIES):
-            try:
-                with ctx._in_call() as h:
-                    plan = self._plan(ctx, channels, filter_len, self.dtype or float32, h)
-                    capi.fk_fftconv_plan_get_options(plan, opts)
-                return opts.fft_size
-            except _errors.InvalidArgumentError:
-                # The default context, closed by another thread before this call entered it:
-                # the next use makes a new one (as _Call._enter does).
-                if context is not None or not ctx.closed or attempt == _CLOSE_RETRIES - 1:
-                    raise
-                ctx = default_context("cpu")
+        owner = _CtxRef(ctx)
+        with in_call(owner, None if context is not None else lambda: default_context("cpu")) as h:
+            plan = self._plan(owner.ctx, channels, filter_len, self.dtype or float32, h)
+            capi.fk_fftconv_plan_get_options(plan, opts)
+        return opts.fft_size
 
     def close(self):
         """Destroys the cached C plans (done automatically when the object is collected, and by
