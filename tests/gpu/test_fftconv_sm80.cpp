@@ -818,21 +818,28 @@ TEST_CASE("sm80 fftconv_reg: fft_size 8K and 16K without the shared-memory table
   }
 }
 
+// B 2, H 4, bf16 rows of length L, an fp32 filter of filter_len taps (0: L): the magnitude
+// cases below.
+static Case bf16_rows(int64_t L, int64_t filter_len) {
+  Case c;
+  c.batch = 2;
+  c.channels = 4;
+  c.seqlen = L;
+  c.dtype = DT::BF16;
+  c.k_dt = DT::F32;
+  c.filter_len = filter_len;
+  return c;
+}
+
 TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][reg]") {
   int i = 0;
   for (double us : {3.0e4, 1.0e-5})
     for (int64_t L : {300, 4000, 12000}) {
-      Case c;
-      c.batch = 2;
-      c.channels = 4;
-      c.seqlen = L;
-      c.dtype = DT::BF16;
-      c.k_dt = DT::F32;
+      Case c = bf16_rows(L, L > 4000 ? 513 : 0);
       c.u_scale = us;
       c.k_scale = us > 1 ? 500.0 : 1.0e-3;
       c.pre = (i % 2) == 0;
       c.post = true;
-      c.filter_len = L > 4000 ? 513 : 0;
       run_case(c, 58000 + uint64_t(i++));
     }
 }
@@ -853,17 +860,7 @@ TEST_CASE("sm80 fftconv_reg: large and small magnitudes", "[gpu][fftconv][sm80][
 TEST_CASE("sm80 fftconv_reg: scales near fp32's exponent limits", "[gpu][fftconv][sm80][reg]") {
   int i = 0;
   for (int64_t L : {2048, 12000}) {
-    const auto bf16_rows = [L](int64_t filter_len) {  // B 2, H 4, bf16 rows, an fp32 filter
-      Case c;
-      c.batch = 2;
-      c.channels = 4;
-      c.seqlen = L;
-      c.dtype = DT::BF16;
-      c.k_dt = DT::F32;
-      c.filter_len = filter_len;
-      return c;
-    };
-    Case c = bf16_rows(513);
+    Case c = bf16_rows(L, 513);
     c.post = true;
     c.u_scale = std::ldexp(1.0, -66);
     c.pre = true;
@@ -874,7 +871,7 @@ TEST_CASE("sm80 fftconv_reg: scales near fp32's exponent limits", "[gpu][fftconv
     c.u_scale = std::ldexp(1.0, -133);
     c.k_scale = 1e35;
     run_case(c, 58100 + uint64_t(i++));
-    Case t = bf16_rows(64);
+    Case t = bf16_rows(L, 64);
     t.post = true;
     t.u_scale = 1e30;
     t.k_scale = 1e-60;  // every tap 0 in fp32 but tap 0
@@ -894,7 +891,7 @@ TEST_CASE("sm80 fftconv_reg: scales near fp32's exponent limits", "[gpu][fftconv
         run_case(w, 58100 + uint64_t(i++));
       }
     }
-    Case g = bf16_rows(0);
+    Case g = bf16_rows(L, 0);
     g.pre = true;
     g.disjoint_gate = true;
     g.finite_only = true;
