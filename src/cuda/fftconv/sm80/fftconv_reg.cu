@@ -2088,8 +2088,11 @@ __device__ __forceinline__ void pass(float2* buf, int log_m, int log_ns, int t, 
 // takes their largest component.
 __device__ __forceinline__ void real_pair(float2* buf, int i, int j, float2 w, float& mx) {
   const float2 A = buf[swz(i)], B = buf[swz(j)];  // B: conj taken below
-  const float2 E = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y - B.y));
-  const float2 O = make_float2(0.5f * (A.y + B.y), -0.5f * (A.x - B.x));
+  // Halved before the sums: A + B overflows for spectra above fp32's largest / 2 (a one-tap
+  // filter of 2.5e38 gave NaN) although X itself fits. Exact for normal values (halving is
+  // exact, the FMA rounds once), as the sum-then-halve form was.
+  const float2 E = make_float2(0.5f * A.x + 0.5f * B.x, 0.5f * A.y - 0.5f * B.y);
+  const float2 O = make_float2(0.5f * A.y + 0.5f * B.y, 0.5f * B.x - 0.5f * A.x);
   const float2 wo = cmul(O, w);
   const float2 x = make_float2(E.x + wo.x, E.y + wo.y);
   const float2 y = make_float2(E.x - wo.x, E.y - wo.y);
