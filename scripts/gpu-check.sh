@@ -21,7 +21,8 @@
 # C++ suite (FK_GPU_CHECK_CPP_JOBS=4 processes share the GPU; FK_GPU_CHECK_CPP_FILTER="[tag]"
 # runs part of it; FK_GPU_CHECK_CPP_TIMEOUT=400 seconds stops a shard that hangs; the Hopper
 # attention switch passes run when that filter is empty or names attention, or as
-# FK_GPU_CHECK_VARIANTS=1/0 says),
+# FK_GPU_CHECK_VARIANTS=1/0 says; FK_GPU_CHECK_PARALLEL=0 runs those passes after the suite
+# instead of beside its shards),
 # FK_GPU_CHECK_BUDGET=570 seconds from the start of the checks: later steps that would not fit
 # are skipped and say so, and no step's time limit reaches past it,
 # FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
@@ -212,6 +213,24 @@ run_checks() {
   mkdir -p "${OUT:-/tmp/fk-out}"
   local out=${OUT:-/tmp/fk-out}
 
+  # The attention-switch passes below follow the suite's filter: by default they run with no
+  # filter or one that names attention (FK_GPU_CHECK_VARIANTS=1 or 0 decides instead).
+  local variants=${FK_GPU_CHECK_VARIANTS:-}
+  if [ -z "$variants" ]; then
+    case "${FK_GPU_CHECK_CPP_FILTER:-}" in
+      ""|*attention*) variants=1 ;;
+      *) variants=0 ;;
+    esac
+  fi
+  [ "${FK_GPU_CHECK_CPP:-1}" = 1 ] || variants=0
+  # FK_GPU_CHECK_PARALLEL=1 (default): the switch passes run as processes beside the suite's
+  # shards instead of one after another after it (~410 s of passes after a ~260 s suite left no
+  # time for the sanitizers, pytest and the demo in one 600 s call, session 47). Each test
+  # process is mostly host work (float64 references, some threaded) and the GPU is shared.
+  local parallel=${FK_GPU_CHECK_PARALLEL:-1}
+  pass_pids=()
+  [ "$variants" = 1 ] && [ "$parallel" = 1 ] && switch_passes start "$out"
+
   local rc=0
   if [ "${FK_GPU_CHECK_CPP:-1}" = 1 ]; then
     run_cpp_suite "$out"
@@ -224,36 +243,12 @@ run_checks() {
     grep -E '^==== shard' "$out/gpu_tests.log"
     grep -E -B 7 -A 14 ': FAILED:|fatal error condition' "$out/gpu_tests.log" | grep -E -v '^(-{79}|\.{79})$' | head -n 60
   fi
-  # The attention-switch passes below follow the suite's filter: by default they run with no
-  # filter or one that names attention (FK_GPU_CHECK_VARIANTS=1 or 0 decides instead).
-  local variants=${FK_GPU_CHECK_VARIANTS:-}
-  if [ -z "$variants" ]; then
-    case "${FK_GPU_CHECK_CPP_FILTER:-}" in
-      ""|*attention*) variants=1 ;;
-      *) variants=0 ;;
-    esac
-  fi
-  if [ "${FK_GPU_CHECK_CPP:-1}" = 1 ] && [ "$variants" = 1 ]; then
-    # Switches of the Hopper attention kernel, each read once per process, so each pass is a
-    # process of its own: the optional copy-engine output stores (and memcheck on their small
-    # cases, below); head_dim 64's 192-row tiles (three consumer warpgroups) on every call the
-    # table gives 128 rows (WG3=2: short masked calls), and on the small cases also with the
-    # plain S / softmax / P V order (OVERLAP=0), which releases Q after the key-tile loop;
-    # and the 64-bit tile numbering (INDEX64=1).
-    cpp_pass "$out" "TMA stores" "[attention][sm90]" gpu_tests_tma_store.log \
-      FLASHKIT_SM90_ATTENTION_TMA_STORE=1
-    cpp_pass "$out" "WG3=2" "[attention][sm90]" gpu_tests_wg3.log FLASHKIT_SM90_ATTENTION_WG3=2
-    cpp_pass "$out" "WG3=2 OVERLAP=0" "[sm90][sanitize]" gpu_tests_wg3_plain.log \
-      FLASHKIT_SM90_ATTENTION_WG3=2 FLASHKIT_SM90_ATTENTION_OVERLAP=0
-    # The 64-bit tile numbering (taken only past 2^31 tiles) on the head-section order (its
-    # narrower last section) and the small cases.
-    cpp_pass "$out" "INDEX64" "sm90 attention: causal tile order in L2-sized head sections,[sm90][sanitize]" \
-      gpu_tests_index64.log FLASHKIT_SM90_ATTENTION_INDEX64=1
-    # The fp8 kernel at head_dim 256 with the V^T pass at every length (FP8_VT=0) and with V
-    # transposed in shared memory at every length (FP8_VT=2); by default the query rows per key
-    # decide (attention_sm90.cpp, fp8_vt_in_kernel).
-    cpp_pass "$out" "FP8_VT=0" "[fp8]" gpu_tests_fp8_vt0.log FLASHKIT_SM90_FP8_VT=0
-    cpp_pass "$out" "FP8_VT=2" "[fp8]" gpu_tests_fp8_vt2.log FLASHKIT_SM90_FP8_VT=2
+  if [ "$variants" = 1 ]; then
+    if [ "$parallel" = 1 ]; then
+      switch_passes finish "$out"
+    else
+      switch_passes run "$out"
+    fi
   fi
 
   if [ "${FK_GPU_CHECK_SANITIZER:-1}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
@@ -290,16 +285,67 @@ run_checks() {
   fi
 }
 
-# One run of the C++ GPU suite over `filter` in a process of its own, with the environment
-# overrides that follow, recorded as "C++ <filter>, <label>" (its failures on stdout).
+# switch_passes MODE OUT: the Hopper attention kernel's switches, each read once per process, so
+# each pass is a process of its own: the optional copy-engine output stores (and memcheck on
+# their small cases, after the suite); head_dim 64's 192-row tiles (three consumer warpgroups)
+# on every call the table gives 128 rows (WG3=2: short masked calls), and on the small cases
+# also with the plain S / softmax / P V order (OVERLAP=0), which releases Q after the key-tile
+# loop; the 64-bit tile numbering (INDEX64=1, taken only past 2^31 tiles) on the head-section
+# order (its narrower last section) and the small cases; the fp8 kernel at head_dim 256 with
+# the V^T pass at every length (FP8_VT=0) and with V transposed in shared memory at every
+# length (FP8_VT=2; by default the query rows per key decide: attention_sm90.cpp,
+# fp8_vt_in_kernel). MODE run: one after another; start: each in the background (pids in
+# pass_pids); finish: waits for those and records them in the same order.
+switch_passes() {
+  local mode=$1 out=$2
+  if [ "$mode" = finish ]; then
+    local p
+    for p in "${pass_pids[@]}"; do cpp_pass_finish "$out" "$p"; done
+    return 0
+  fi
+  cpp_pass "$mode" "$out" "TMA stores" "[attention][sm90]" gpu_tests_tma_store.log \
+    FLASHKIT_SM90_ATTENTION_TMA_STORE=1
+  cpp_pass "$mode" "$out" "WG3=2" "[attention][sm90]" gpu_tests_wg3.log FLASHKIT_SM90_ATTENTION_WG3=2
+  cpp_pass "$mode" "$out" "WG3=2 OVERLAP=0" "[sm90][sanitize]" gpu_tests_wg3_plain.log \
+    FLASHKIT_SM90_ATTENTION_WG3=2 FLASHKIT_SM90_ATTENTION_OVERLAP=0
+  cpp_pass "$mode" "$out" "INDEX64" "sm90 attention: causal tile order in L2-sized head sections,[sm90][sanitize]" \
+    gpu_tests_index64.log FLASHKIT_SM90_ATTENTION_INDEX64=1
+  cpp_pass "$mode" "$out" "FP8_VT=0" "[fp8]" gpu_tests_fp8_vt0.log FLASHKIT_SM90_FP8_VT=0
+  cpp_pass "$mode" "$out" "FP8_VT=2" "[fp8]" gpu_tests_fp8_vt2.log FLASHKIT_SM90_FP8_VT=2
+}
+
+# cpp_pass MODE OUT LABEL FILTER LOG ENV...: one run of the C++ GPU suite over FILTER in a
+# process of its own, with the environment overrides ENV, recorded as "C++ <filter>, <label>"
+# (its failures on stdout). MODE run waits for it; start leaves it in the background and adds
+# "pid|label|filter|log|start seconds" to pass_pids for cpp_pass_finish.
 cpp_pass() {
-  local out=$1 label=$2 filter=$3 log=$4
-  shift 4
+  local mode=$1 out=$2 label=$3 filter=$4 log=$5
+  shift 5
+  if [ "$mode" = start ]; then
+    timeout -k 30 "$(limit_for "${FK_GPU_CHECK_CPP_TIMEOUT:-400}")" env "$@" "$stage/bin/flashkit_tests_gpu" "$filter" \
+      >"$out/$log" 2>&1 &
+    pass_pids+=("$!|$label|$filter|$log|$SECONDS")
+    return 0
+  fi
   fits "C++ $filter, $label" 45 || return 0
   timeout -k 30 "$(limit_for 240)" env "$@" "$stage/bin/flashkit_tests_gpu" "$filter" >"$out/$log" 2>&1
-  local prc=$?
-  record "C++ $filter, $label" "$([ $prc -eq 0 ] && echo PASS || echo "FAIL (rc $prc)") $(grep -E '^(All tests passed|test cases:)' "$out/$log" | tail -n 1)"
-  [ $prc -eq 0 ] || grep -E -B 7 -A 14 ': FAILED:' "$out/$log" | head -n 40
+  cpp_pass_record "$out" $? "$label" "$filter" "$log" ""
+}
+
+# cpp_pass_finish OUT ENTRY: waits for a pass that cpp_pass start left running and records it
+# with its own run time (its line's bracket shows the time since the previous record).
+cpp_pass_finish() {
+  local out=$1 pid label filter log t0 prc
+  IFS='|' read -r pid label filter log t0 <<<"$2"
+  wait "$pid"
+  prc=$?
+  cpp_pass_record "$out" "$prc" "$label" "$filter" "$log" " (beside the suite; done within $((SECONDS - t0)) s)"
+}
+
+cpp_pass_record() {
+  local out=$1 prc=$2 label=$3 filter=$4 log=$5 note=$6
+  record "C++ $filter, $label" "$([ "$prc" -eq 0 ] && echo PASS || echo "FAIL (rc $prc)") $(grep -E '^(All tests passed|test cases:)' "$out/$log" | tail -n 1)$note"
+  [ "$prc" -eq 0 ] || grep -E -B 7 -A 14 ': FAILED:' "$out/$log" | head -n 40
 }
 
 python_checks() {
