@@ -306,7 +306,8 @@ fk_status_t expect_no_self_overlap(const char* name, const TensorView& t) {
       return set_error(FK_ERROR_BAD_STRIDES,
                        "%s: an output must not write two elements to one address, but "
                        "dimension %d (extent %" PRId64 ", stride %" PRId64
-                       ") overlaps the dimensions with smaller strides",
+                       ") reaches addresses the dimensions with smaller or equal strides "
+                       "already cover",
                        name, d, t.shape[d], t.stride[d]);
     }
     covered += (t.shape[d] - 1) * t.stride[d];

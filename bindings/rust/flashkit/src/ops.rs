@@ -64,6 +64,16 @@ impl AttentionParams {
                 format!("params.softmax_scale: Some({scale}) (use None for 1/sqrt(head_dim))"),
             ));
         }
+        // C's own message for an infinite scale points at NaN, which this crate refuses above.
+        if let Some(scale) = self.softmax_scale.filter(|s| s.is_infinite()) {
+            return Err(Error::local(
+                Status::InvalidArgument,
+                format!(
+                    "params.softmax_scale: Some({scale}) must be finite (None selects \
+                     1/sqrt(head_dim))"
+                ),
+            ));
+        }
         let mut raw = raw_attention_params();
         raw.softmax_scale = self.softmax_scale.unwrap_or(f32::NAN);
         raw.causal = i32::from(self.causal);

@@ -586,6 +586,28 @@ fn nan_softmax_scale_is_an_error() {
     assert!(out_data.iter().all(|&x| x == 7.0), "output written on error");
 }
 
+/// An infinite `softmax_scale` is refused with advice this crate can follow (`None`), not the C
+/// library's, which points at NaN (refused above).
+#[test]
+fn infinite_softmax_scale_points_at_none() {
+    use flashkit::AttentionParams;
+    let ctx = Context::cpu().unwrap();
+    let shape = [1i64, 4, 1, 8];
+    let data = vec![0.5f32; 32];
+    let mut out_data = vec![7f32; 32];
+    let q = Tensor::new(&data, &shape).unwrap();
+    for scale in [f32::INFINITY, f32::NEG_INFINITY] {
+        let params = AttentionParams { softmax_scale: Some(scale), ..Default::default() };
+        let mut out = TensorMut::new(&mut out_data, &shape).unwrap();
+        let e = attention(&ctx, None, &params, &q, &q, &q, None, &mut out, None).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.message().contains("softmax_scale"), "{}", e.message());
+        assert!(e.message().contains("None"), "{}", e.message());
+        assert!(!e.message().contains("NaN"), "{}", e.message());
+    }
+    assert!(out_data.iter().all(|&x| x == 7.0), "output written on error");
+}
+
 /// A strides list shorter than the shape must be refused even for an empty view: the C library
 /// reads `ndim` strides, past the end of a shorter list (a heap over-read from safe code).
 #[test]
