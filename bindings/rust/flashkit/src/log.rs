@@ -115,17 +115,28 @@ where
         sys::fk_set_log_callback(Some(trampoline), max_level as sys::fk_log_level_t, raw.cast())
     };
     if let Err(e) = check(status) {
-        // SAFETY: the library did not take raw (the call failed), so it is still ours.
+        drop(installed);
+        // SAFETY: the library did not take raw (the call failed), so it is still ours. Dropped
+        // after the lock is released: a closure whose captures' Drop calls set_log_callback or
+        // clear_log_callback would otherwise wait on INSTALLED forever.
         drop(unsafe { Box::from_raw(raw) });
         return Err(e);
     }
     let old = std::mem::replace(&mut *installed, raw as usize);
+    drop(installed);
+    drop_callback(old);
+    Ok(())
+}
+
+/// Drops a closure that set_log_callback boxed (0: none), with INSTALLED not held: its
+/// captures' Drop may call set_log_callback or clear_log_callback.
+fn drop_callback(old: usize) {
     if old != 0 {
-        // SAFETY: old came from Box::into_raw above; the library stopped using it when
+        // SAFETY: old came from Box::into_raw in set_log_callback and was just taken out of
+        // INSTALLED, so nothing else frees it; the library stopped using it when
         // fk_set_log_callback returned (see trampoline).
         drop(unsafe { Box::from_raw(old as *mut Callback) });
     }
-    Ok(())
 }
 
 /// Removes the log callback (`fk_set_log_callback(NULL, ...)`) and drops the closure. From
@@ -143,8 +154,6 @@ pub fn clear_log_callback() {
         return;
     }
     let old = std::mem::replace(&mut *installed, 0);
-    if old != 0 {
-        // SAFETY: as in set_log_callback.
-        drop(unsafe { Box::from_raw(old as *mut Callback) });
-    }
+    drop(installed);
+    drop_callback(old);
 }

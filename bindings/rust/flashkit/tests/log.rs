@@ -106,6 +106,42 @@ fn log_callback_levels_replacement_and_removal() {
     assert_eq!(*counter.lock().unwrap(), 0);
 
     setter_from_inside_while_another_thread_sets();
+    replaced_closure_whose_drop_touches_logging();
+}
+
+// A closure whose captures' Drop calls clear_log_callback / set_log_callback (a scoped logging
+// guard): replacing or removing it drops it, and that Drop must not wait on the crate's own lock
+// (it did: the old closure was dropped with the lock held, so the setter hung forever).
+fn replaced_closure_whose_drop_touches_logging() {
+    struct ClearOnDrop;
+    impl Drop for ClearOnDrop {
+        fn drop(&mut self) {
+            clear_log_callback();
+        }
+    }
+    struct SetOnDrop(Arc<Mutex<bool>>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            let ok = set_log_callback(|_, _| {}, LogLevel::Error).is_ok();
+            *self.0.lock().unwrap() = ok;
+        }
+    }
+    let set_ok: Arc<Mutex<bool>> = Arc::default();
+    let flag = set_ok.clone();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let guard = ClearOnDrop;
+        set_log_callback(move |_, _| { let _ = &guard; }, LogLevel::Debug).unwrap();
+        set_log_callback(|_, _| {}, LogLevel::Debug).unwrap(); // drops ClearOnDrop
+        let guard = SetOnDrop(flag);
+        set_log_callback(move |_, _| { let _ = &guard; }, LogLevel::Debug).unwrap();
+        clear_log_callback(); // drops SetOnDrop, which installs another closure
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("set_log_callback / clear_log_callback hung dropping a closure that logs");
+    assert!(*set_ok.lock().unwrap(), "set_log_callback from a dropped closure's Drop failed");
+    clear_log_callback();
 }
 
 // A callback that calls set_log_callback / clear_log_callback while another thread's
