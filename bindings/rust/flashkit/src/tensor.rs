@@ -175,7 +175,8 @@ impl Parts {
 
 /// Number of elements from the first to one past the last element a shape/strides pair
 /// addresses (0 when any extent is 0). Rejects what could reach outside `[0, that)`: negative
-/// extents or strides, a strides list of the wrong length, arithmetic overflow.
+/// extents, negative strides of dimensions that step (extent > 1, in a view that is not
+/// empty), a strides list of the wrong length, arithmetic overflow.
 fn extent(shape: &[i64], strides: Option<&[i64]>) -> Result<u128> {
     let bad = |status: Status, msg: String| Err(Error::local(status, msg));
     if shape.len() > i32::MAX as usize {
@@ -193,7 +194,11 @@ fn extent(shape: &[i64], strides: Option<&[i64]>) -> Result<u128> {
                 format!("strides {strides:?} do not match the rank of shape {shape:?}"),
             );
         }
-        if let Some(&s) = strides.iter().find(|&&s| s < 0) {
+        // A dimension of extent 1 never steps (and an empty view addresses nothing): its stride
+        // is not used, as in the C library, so any value passes there.
+        let empty = shape.contains(&0);
+        if let Some((_, &s)) = shape.iter().zip(strides).find(|&(&d, &s)| s < 0 && d > 1 && !empty)
+        {
             return bad(
                 Status::BadStrides,
                 format!("strides {strides:?} have a negative stride {s}"),
@@ -219,6 +224,9 @@ fn extent(shape: &[i64], strides: Option<&[i64]>) -> Result<u128> {
             // slice pass for a huge view).
             let mut last: u128 = 0;
             for (&d, &s) in shape.iter().zip(strides) {
+                if d == 1 {
+                    continue; // its stride is unused (and may be negative)
+                }
                 last = last.checked_add((d as u128 - 1) * s as u128).ok_or_else(|| {
                     Error::local(
                         Status::ShapeMismatch,
@@ -334,7 +342,7 @@ impl<'a> Tensor<'a> {
     /// A strided view of `data`: element `(i0, i1, ...)` is `data[i0 * strides[0] + ...]`.
     ///
     /// # Errors
-    /// As [`Tensor::new`]; [`Status::BadStrides`] for a negative stride.
+    /// As [`Tensor::new`]; [`Status::BadStrides`] for a negative stride of a dimension that steps.
     pub fn with_strides<T: Element>(data: &'a [T], shape: &[i64], strides: &[i64]) -> Result<Self> {
         Self::build(data.as_ptr() as *mut c_void, data.len(), T::DTYPE, shape, Some(strides))
     }

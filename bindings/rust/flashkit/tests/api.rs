@@ -617,10 +617,34 @@ fn empty_views_check_their_strides_too() {
     assert_eq!(e.status(), Status::ShapeMismatch);
     let mut out = [0f32; 4];
     assert!(TensorMut::with_strides(&mut out, &[4, 0], &[1]).is_err());
-    assert_eq!(
-        Tensor::with_strides(&data, &[0, 4], &[-1, 1]).unwrap_err().status(),
-        Status::BadStrides
-    );
+    // The stride of an empty view's dimension addresses nothing: any value passes, as in C.
+    assert!(Tensor::with_strides(&data, &[0, 4], &[-1, 1]).is_ok());
+}
+
+/// A negative stride on a dimension of extent 1 is never used (the C library ignores it, as
+/// numpy's and torch's views may carry one); on a dimension that steps it is refused.
+#[test]
+fn negative_stride_of_a_unit_dimension_is_unused() {
+    let ctx = Context::cpu().unwrap();
+    let a = [1f32, 2.0, 3.0, 4.0];
+    let b = [1f32, 1.0, 1.0, 1.0];
+    let at = Tensor::with_strides(&a, &[1, 4], &[-1, 1]).unwrap();
+    let bt = Tensor::new(&b, &[4, 1]).unwrap();
+    let mut d = [0f32; 1];
+    gemm(
+        &ctx,
+        None,
+        &GemmParams::default(),
+        &at,
+        &bt,
+        None,
+        None,
+        &mut TensorMut::with_strides(&mut d, &[1, 1], &[-5, -3]).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(d, [10.0]);
+    let e = Tensor::with_strides(&a, &[2, 2], &[-2, 1]).unwrap_err();
+    assert_eq!(e.status(), Status::BadStrides);
 }
 
 /// `from_raw` cannot return an error; a strides list that does not match the shape's rank must

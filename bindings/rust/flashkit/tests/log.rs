@@ -131,10 +131,22 @@ fn replaced_closure_whose_drop_touches_logging() {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let guard = ClearOnDrop;
-        set_log_callback(move |_, _| { let _ = &guard; }, LogLevel::Debug).unwrap();
+        set_log_callback(
+            move |_, _| {
+                let _ = &guard;
+            },
+            LogLevel::Debug,
+        )
+        .unwrap();
         set_log_callback(|_, _| {}, LogLevel::Debug).unwrap(); // drops ClearOnDrop
         let guard = SetOnDrop(flag);
-        set_log_callback(move |_, _| { let _ = &guard; }, LogLevel::Debug).unwrap();
+        set_log_callback(
+            move |_, _| {
+                let _ = &guard;
+            },
+            LogLevel::Debug,
+        )
+        .unwrap();
         clear_log_callback(); // drops SetOnDrop, which installs another closure
         tx.send(()).unwrap();
     });
