@@ -62,8 +62,11 @@ pub struct FFTConvOptions {
     /// dtype of `u`, `y` and the gates: F32, F16 or BF16.
     pub dtype: DType,
     /// The filter's values never change between calls: the plan may cache its spectrum, keyed
-    /// on the filter's data pointer, shape and strides. Do not reuse the same buffer for a
-    /// different filter with this set (results would silently use the old filter).
+    /// on the filter's data pointer, shape and strides. The address stands for the values:
+    /// with this set, a buffer refilled in place, or a filter `Vec` dropped and another one
+    /// that the allocator places at the same address, silently gets the old filter's spectrum
+    /// (the borrow checker cannot see it: each call's borrow ends with the call). Keep the
+    /// filter alive and unchanged for the plan's life, one plan per filter (per layer).
     pub filter_constant: bool,
 }
 
@@ -164,7 +167,8 @@ impl<'ctx> FFTConvPlan<'ctx> {
     /// # Errors
     /// [`Status::InvalidArgument`] (negative sizes, `fft_size` not a power of two, too small for
     /// the mode or above 2^22, even bidirectional `filter_len`); [`Status::DtypeMismatch`]
-    /// (dtype I32); [`Status::OutOfMemory`].
+    /// (dtype I32); [`Status::NotSupported`] (an fp8 dtype: fp8 goes to `gemm_scaled` and
+    /// `attention_fp8` only); [`Status::OutOfMemory`].
     pub fn new(context: &'ctx Context, options: &FFTConvOptions) -> Result<FFTConvPlan<'ctx>> {
         let raw_options = options.to_raw();
         let mut raw = std::ptr::null_mut();
