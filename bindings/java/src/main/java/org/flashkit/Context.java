@@ -282,6 +282,7 @@ public final class Context implements AutoCloseable {
   public void attention(AttentionParams params, Tensor q, Tensor k, Tensor v, Tensor cuSeqlensQ,
       Tensor cuSeqlensK, Tensor out, Tensor lse, Launch launch) {
     fk_attention_params_t p = nativeParams(params);
+    Tensor.Held held = Tensor.hold(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
       guard.call(nh -> {
         FlashkitNative.fk_attention_forward(nh, Launch.encode(launch), p, h(q), h(k), h(v),
@@ -290,6 +291,7 @@ public final class Context implements AutoCloseable {
       });
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
@@ -318,11 +320,13 @@ public final class Context implements AutoCloseable {
   public String attentionSelectKernel(AttentionParams params, Tensor q, Tensor k, Tensor v,
       Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
+    Tensor.Held held = Tensor.hold(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
       return guard.call(nh -> FlashkitNative.fk_attention_select_kernel(nh, p, h(q), h(k), h(v),
           h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
@@ -354,11 +358,13 @@ public final class Context implements AutoCloseable {
   public long attentionWorkspaceSize(AttentionParams params, Tensor q, Tensor k, Tensor v,
       Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
+    Tensor.Held held = Tensor.hold(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
       return guard.call(nh -> FlashkitNative.fk_attention_workspace_size(nh, p, h(q), h(k), h(v),
           h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
@@ -409,6 +415,7 @@ public final class Context implements AutoCloseable {
       Tensor descaleK, Tensor descaleV, Tensor cuSeqlensQ, Tensor cuSeqlensK, Tensor out,
       Tensor lse, Launch launch) {
     fk_attention_params_t p = nativeParams(params);
+    Tensor.Held held = Tensor.hold(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
       guard.call(nh -> {
         FlashkitNative.fk_attention_fp8_forward(nh, Launch.encode(launch), p, h(q), h(k), h(v),
@@ -418,6 +425,7 @@ public final class Context implements AutoCloseable {
       });
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
@@ -469,12 +477,14 @@ public final class Context implements AutoCloseable {
       Tensor descaleQ, Tensor descaleK, Tensor descaleV, Tensor cuSeqlensQ, Tensor cuSeqlensK,
       Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
+    Tensor.Held held = Tensor.hold(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
       return guard.call(nh -> FlashkitNative.fk_attention_fp8_select_kernel(nh, p, h(q), h(k),
           h(v), h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), h(out),
           h(lse)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
@@ -509,12 +519,14 @@ public final class Context implements AutoCloseable {
       Tensor descaleQ, Tensor descaleK, Tensor descaleV, Tensor cuSeqlensQ, Tensor cuSeqlensK,
       Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
+    Tensor.Held held = Tensor.hold(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
       return guard.call(nh -> FlashkitNative.fk_attention_fp8_workspace_size(nh, p, h(q), h(k),
           h(v), h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), h(out),
           h(lse)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
@@ -583,6 +595,7 @@ public final class Context implements AutoCloseable {
   public void attentionKvCache(AttentionParams params, Tensor q, Tensor kCache, Tensor vCache,
       Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse, Launch launch) {
     fk_attention_params_t p = nativeParams(params);
+    Tensor.Held held = Tensor.hold(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     try {
       guard.call(nh -> {
         FlashkitNative.fk_attention_kvcache_forward(nh, Launch.encode(launch), p, h(q),
@@ -591,6 +604,7 @@ public final class Context implements AutoCloseable {
       });
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     }
   }
@@ -617,11 +631,13 @@ public final class Context implements AutoCloseable {
   public String attentionKvCacheSelectKernel(AttentionParams params, Tensor q, Tensor kCache,
       Tensor vCache, Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
+    Tensor.Held held = Tensor.hold(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     try {
       return guard.call(nh -> FlashkitNative.fk_attention_kvcache_select_kernel(nh, p, h(q), h(kCache),
           h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     }
   }
@@ -649,11 +665,13 @@ public final class Context implements AutoCloseable {
   public long attentionKvCacheWorkspaceSize(AttentionParams params, Tensor q, Tensor kCache,
       Tensor vCache, Tensor cacheSeqlens, Tensor blockTable, Tensor out, Tensor lse) {
     fk_attention_params_t p = nativeParams(params);
+    Tensor.Held held = Tensor.hold(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     try {
       return guard.call(nh -> FlashkitNative.fk_attention_kvcache_workspace_size(nh, p, h(q), h(kCache),
           h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     }
   }
@@ -703,6 +721,7 @@ public final class Context implements AutoCloseable {
   public void gemm(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias, Tensor d,
       Launch launch) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    Tensor.Held held = Tensor.hold(a, b, c, bias, d);
     try {
       guard.call(nh -> {
         FlashkitNative.fk_gemm(nh, Launch.encode(launch), p, h(a), h(b), h(c), h(bias), o(d, "d"));
@@ -710,6 +729,7 @@ public final class Context implements AutoCloseable {
       });
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(a, b, c, bias, d);
     }
   }
@@ -731,10 +751,12 @@ public final class Context implements AutoCloseable {
   public String gemmSelectKernel(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias,
       Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    Tensor.Held held = Tensor.hold(a, b, c, bias, d);
     try {
       return guard.call(nh -> FlashkitNative.fk_gemm_select_kernel(nh, p, h(a), h(b), h(c), h(bias), h(d)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(a, b, c, bias, d);
     }
   }
@@ -758,10 +780,12 @@ public final class Context implements AutoCloseable {
   public long gemmWorkspaceSize(GemmParams params, Tensor a, Tensor b, Tensor c, Tensor bias,
       Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    Tensor.Held held = Tensor.hold(a, b, c, bias, d);
     try {
       return guard.call(nh -> FlashkitNative.fk_gemm_workspace_size(nh, p, h(a), h(b), h(c), h(bias), h(d)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(a, b, c, bias, d);
     }
   }
@@ -822,6 +846,7 @@ public final class Context implements AutoCloseable {
   public void gemmScaled(GemmParams params, Tensor a, Tensor b, Tensor scaleA, Tensor scaleB,
       Tensor c, Tensor bias, Tensor d, Launch launch) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    Tensor.Held held = Tensor.hold(a, b, scaleA, scaleB, c, bias, d);
     try {
       guard.call(nh -> {
         FlashkitNative.fk_gemm_scaled(nh, Launch.encode(launch), p, h(a), h(b), h(scaleA),
@@ -830,6 +855,7 @@ public final class Context implements AutoCloseable {
       });
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
     }
   }
@@ -854,11 +880,13 @@ public final class Context implements AutoCloseable {
   public String gemmScaledSelectKernel(GemmParams params, Tensor a, Tensor b, Tensor scaleA,
       Tensor scaleB, Tensor c, Tensor bias, Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    Tensor.Held held = Tensor.hold(a, b, scaleA, scaleB, c, bias, d);
     try {
       return guard.call(nh -> FlashkitNative.fk_gemm_scaled_select_kernel(nh, p, h(a), h(b), h(scaleA),
           h(scaleB), h(c), h(bias), h(d)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
     }
   }
@@ -884,11 +912,13 @@ public final class Context implements AutoCloseable {
   public long gemmScaledWorkspaceSize(GemmParams params, Tensor a, Tensor b, Tensor scaleA,
       Tensor scaleB, Tensor c, Tensor bias, Tensor d) {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
+    Tensor.Held held = Tensor.hold(a, b, scaleA, scaleB, c, bias, d);
     try {
       return guard.call(nh -> FlashkitNative.fk_gemm_scaled_workspace_size(nh, p, h(a), h(b), h(scaleA),
           h(scaleB), h(c), h(bias), h(d)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
     }
   }
@@ -930,6 +960,7 @@ public final class Context implements AutoCloseable {
    */
   public void monarch(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out, Launch launch) {
     fk_monarch_params_t p = monarchParams();
+    Tensor.Held held = Tensor.hold(x, w1, w2, bias, out);
     try {
       guard.call(nh -> {
         FlashkitNative.fk_monarch(nh, Launch.encode(launch), p, h(x), h(w1), h(w2), h(bias),
@@ -938,6 +969,7 @@ public final class Context implements AutoCloseable {
       });
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(x, w1, w2, bias, out);
     }
   }
@@ -956,11 +988,13 @@ public final class Context implements AutoCloseable {
    */
   public String monarchSelectKernel(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
+    Tensor.Held held = Tensor.hold(x, w1, w2, bias, out);
     try {
       return guard.call(nh -> FlashkitNative.fk_monarch_select_kernel(nh, p, h(x), h(w1), h(w2), h(bias),
           h(out)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(x, w1, w2, bias, out);
     }
   }
@@ -981,11 +1015,13 @@ public final class Context implements AutoCloseable {
    */
   public long monarchWorkspaceSize(Tensor x, Tensor w1, Tensor w2, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
+    Tensor.Held held = Tensor.hold(x, w1, w2, bias, out);
     try {
       return guard.call(nh -> FlashkitNative.fk_monarch_workspace_size(nh, p, h(x), h(w1), h(w2), h(bias),
           h(out)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(x, w1, w2, bias, out);
     }
   }
@@ -1020,6 +1056,7 @@ public final class Context implements AutoCloseable {
    */
   public void blockdiagLinear(Tensor x, Tensor w, Tensor bias, Tensor out, Launch launch) {
     fk_monarch_params_t p = monarchParams();
+    Tensor.Held held = Tensor.hold(x, w, bias, out);
     try {
       guard.call(nh -> {
         FlashkitNative.fk_blockdiag_linear(nh, Launch.encode(launch), p, h(x), h(w), h(bias),
@@ -1028,6 +1065,7 @@ public final class Context implements AutoCloseable {
       });
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(x, w, bias, out);
     }
   }
@@ -1047,11 +1085,13 @@ public final class Context implements AutoCloseable {
    */
   public String blockdiagLinearSelectKernel(Tensor x, Tensor w, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
+    Tensor.Held held = Tensor.hold(x, w, bias, out);
     try {
       return guard.call(nh -> FlashkitNative.fk_blockdiag_linear_select_kernel(nh, p, h(x), h(w), h(bias),
           h(out)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(x, w, bias, out);
     }
   }
@@ -1071,11 +1111,13 @@ public final class Context implements AutoCloseable {
    */
   public long blockdiagLinearWorkspaceSize(Tensor x, Tensor w, Tensor bias, Tensor out) {
     fk_monarch_params_t p = monarchParams();
+    Tensor.Held held = Tensor.hold(x, w, bias, out);
     try {
       return guard.call(nh -> FlashkitNative.fk_blockdiag_linear_workspace_size(nh, p, h(x), h(w), h(bias),
           h(out)));
     } finally {
       p.delete();
+      held.release();
       Tensor.keepAlive(x, w, bias, out);
     }
   }

@@ -361,6 +361,7 @@ public final class FFTConvPlan implements AutoCloseable {
    */
   public void forward(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y,
       Launch launch) {
+    Tensor.Held held = Tensor.hold(u, k, D, pregate, postgate, y);
     try {
       if (filterConstant) {
         synchronized (filterLock) {
@@ -371,6 +372,7 @@ public final class FFTConvPlan implements AutoCloseable {
         run(u, k, D, pregate, postgate, y, launch);
       }
     } finally {
+      held.release();
       Tensor.keepAlive(u, k, D, pregate, postgate, y);
     }
   }
@@ -400,11 +402,13 @@ public final class FFTConvPlan implements AutoCloseable {
    */
   public String selectKernel(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate,
       Tensor y) {
+    Tensor.Held held = Tensor.hold(u, k, D, pregate, postgate, y);
     try {
       return guard.call(nh -> FlashkitNative.fk_fftconv_select_kernel(nh, Tensor.handleOf(u),
           Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
           Tensor.handleOf(postgate), Tensor.handleOf(y)));
     } finally {
+      held.release();
       Tensor.keepAlive(u, k, D, pregate, postgate, y);
     }
   }
@@ -428,11 +432,13 @@ public final class FFTConvPlan implements AutoCloseable {
    */
   public long workspaceSize(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate,
       Tensor y) {
+    Tensor.Held held = Tensor.hold(u, k, D, pregate, postgate, y);
     try {
       return guard.call(nh -> FlashkitNative.fk_fftconv_workspace_size(nh, Tensor.handleOf(u),
           Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
           Tensor.handleOf(postgate), Tensor.handleOf(y)));
     } finally {
+      held.release();
       Tensor.keepAlive(u, k, D, pregate, postgate, y);
     }
   }

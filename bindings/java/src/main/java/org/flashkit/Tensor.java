@@ -35,6 +35,11 @@ public final class Tensor implements AutoCloseable {
   // Frees the descriptor at close() or, for a view never closed, once it is unreachable. It holds
   // the AtomicLong, never the Tensor (which would keep it reachable forever).
   private final java.lang.ref.Cleaner.Cleanable cleanable;
+  // Calls that pass this view hold the read lock (hold()) while the library uses it; close()
+  // takes the write lock, so a close on another thread waits for them instead of freeing the
+  // descriptor under a running call (which read freed memory and could crash the JVM).
+  private final java.util.concurrent.locks.ReentrantReadWriteLock use =
+      new java.util.concurrent.locks.ReentrantReadWriteLock();
 
   private static final class Release implements Runnable {
     private final java.util.concurrent.atomic.AtomicLong handle;
@@ -464,6 +469,34 @@ public final class Tensor implements AutoCloseable {
     java.lang.ref.Reference.reachabilityFence(tensors);
   }
 
+  /** The read locks of the tensors one call passes, taken by {@link #hold}. */
+  static final class Held {
+    private final Tensor[] tensors;
+
+    private Held(Tensor[] tensors) {
+      this.tensors = tensors;
+    }
+
+    /** Releases the read locks (in the finally block of the call). */
+    void release() {
+      for (Tensor t : tensors) {
+        if (t != null) t.use.readLock().unlock();
+      }
+    }
+  }
+
+  /**
+   * Takes the read lock of each non-null tensor a call passes, so that none of them is closed
+   * while the library uses it; {@link Held#release} gives them back. Read locks do not wait for
+   * one another, and a close holds one write lock and nothing else, so no order can deadlock.
+   */
+  static Held hold(Tensor... tensors) {
+    for (Tensor t : tensors) {
+      if (t != null) t.use.readLock().lock();
+    }
+    return new Held(tensors);
+  }
+
   /** The native handle of an optional tensor: 0 (NULL) for null. */
   static long handleOf(Tensor t) {
     return t == null ? 0 : t.handle();
@@ -482,12 +515,25 @@ public final class Tensor implements AutoCloseable {
 
   /**
    * Frees the native descriptor; the data is not touched. Idempotent, also when several threads
-   * close the same tensor at once. Do not close a tensor while a call that uses it is running.
-   * A view that is never closed is freed after it becomes unreachable (class notes).
+   * close the same tensor at once. A close on another thread while a call uses the tensor waits
+   * for that call to return; calls that start later throw IllegalStateException. A view that is
+   * never closed is freed after it becomes unreachable (class notes).
+   *
+   * @throws IllegalStateException when called from inside a call that uses this tensor (a log
+   *     listener), which would otherwise wait for itself
    */
   @Override
   public void close() {
-    cleanable.clean();
+    if (use.getReadHoldCount() > 0) {
+      throw new IllegalStateException(
+          "Tensor.close() from inside a flashkit call that uses it (e.g. a log listener): " + this);
+    }
+    use.writeLock().lock();
+    try {
+      cleanable.clean();
+    } finally {
+      use.writeLock().unlock();
+    }
   }
 
   @Override

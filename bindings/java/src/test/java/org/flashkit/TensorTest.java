@@ -213,4 +213,47 @@ class TensorTest {
       assertArrayEquals(new float[] {2, 1, 6, 8, 6, 5, 14, 16}, out.toFloatArray());
     }
   }
+
+  /**
+   * A tensor closed on one thread while another thread's call uses it: the close waits for the
+   * call, later calls see it closed (IllegalStateException). Without the wait the library read
+   * the freed descriptor (errors such as "a: tensor is on device type -1469830477", or a JVM
+   * crash when the memory was reused).
+   */
+  @Test
+  void closeOnAnotherThreadWaitsForTheCallsUsingTheTensor() throws Exception {
+    try (Context ctx = Context.cpu(1);
+        Tensor b = Tensor.allocate(DType.FLOAT32, 8, 8);
+        Tensor d = Tensor.allocate(DType.FLOAT32, 8, 8)) {
+      java.util.concurrent.atomic.AtomicReference<Tensor> shared =
+          new java.util.concurrent.atomic.AtomicReference<>(Tensor.allocate(DType.FLOAT32, 8, 8));
+      java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+      Thread closer = new Thread(() -> {
+        while (!stop.get()) {
+          Tensor old = shared.getAndSet(Tensor.allocate(DType.FLOAT32, 8, 8));
+          old.close();
+        }
+      });
+      closer.start();
+      long calls = 0, closed = 0;
+      long end = System.nanoTime() + 2_000_000_000L;
+      try {
+        while (System.nanoTime() < end) {
+          try {
+            ctx.gemm(null, shared.get(), b, null, null, d);
+          } catch (IllegalStateException e) {
+            assertTrue(e.getMessage().contains("closed"), e.getMessage());
+            ++closed;
+          }
+          ++calls;
+        }
+      } finally {
+        stop.set(true);
+        closer.join();
+        shared.get().close();
+      }
+      assertTrue(calls > 1000, "only " + calls + " calls");
+      assertTrue(closed < calls, closed + " of " + calls + " calls saw a closed tensor");
+    }
+  }
 }
