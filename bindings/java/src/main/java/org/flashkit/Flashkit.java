@@ -72,7 +72,9 @@ public final class Flashkit {
    * {@code clearLogCallback} does nothing, both at once; a call on another thread waits for
    * the delivery in progress to return. Once the JVM starts shutting down, a
    * shutdown hook stops all deliveries (without waiting for one in progress, so a listener
-   * may call {@code System.exit}).
+   * may call {@code System.exit}). The thread that exits that way stays inside its flashkit
+   * call, holding its context and the library's log lock, so shutdown hooks must then not call
+   * flashkit or close that context: they would wait for ever.
    *
    * @param listener receives each message's level and text
    * @param maxLevel the least severe level delivered ({@link LogLevel#ERROR} ..

@@ -16,7 +16,10 @@ import java.util.Arrays;
  *
  * <p>Host data must be a <em>direct</em> buffer in <em>native byte order</em> (see
  * {@link #allocate}); the view keeps a reference to the buffer so the memory stays alive while
- * the view is open. The view starts at the buffer's current position. Shapes and strides are in
+ * the view is open. A buffer whose memory can be freed while the buffer object lives (one
+ * made from a {@code MemorySegment} whose arena or scope is closed, or freed through
+ * {@code Unsafe}) is not protected: close the view first, as a call on freed memory reads or
+ * writes it without an error and can crash the JVM. The view starts at the buffer's current position. Shapes and strides are in
  * elements; {@code strides == null} means compact row-major.
  *
  * <p>{@link #close()} frees the native descriptor (not the data). A closed view cannot be passed
