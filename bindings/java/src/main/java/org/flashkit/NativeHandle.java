@@ -56,10 +56,16 @@ final class NativeHandle {
 
   /**
    * Waits for the running calls, then runs {@code before} and destroys the handle. Idempotent:
-   * false if it was already closed. A call made on this thread from inside a call on this
-   * handle would deadlock here; the bindings never close from inside a call.
+   * false if it was already closed. From inside a call on this handle on the same thread (a
+   * log listener) it throws IllegalStateException instead of waiting for itself.
    */
   boolean close(Runnable before, Destroy destroy) {
+    if (lock.getReadHoldCount() > 0) {
+      // This thread is inside a call on the handle (a log listener): the write lock would
+      // wait for that call, i.e. for ever.
+      throw new IllegalStateException(
+          what + ".close() from inside a call on it (e.g. a log listener); close it after the call returns");
+    }
     lock.writeLock().lock();
     try {
       long h = handle;

@@ -172,4 +172,31 @@ class LogTest {
     assertEquals("a\ufffdb", FlashkitNative.fkj_string_from_utf8(new byte[] {'a', (byte) 0xff, 'b'}));
     assertEquals("", FlashkitNative.fkj_string_from_utf8(new byte[0]));
   }
+
+  /** A listener that closes the context of the call being logged gets IllegalStateException
+   * (it waited for ever: the call holds the context). The call itself still completes. */
+  @Test
+  void listenerClosingTheContextOfItsCallIsRefused() {
+    Context ctx = Context.cpu(1);
+    List<String> seen = Collections.synchronizedList(new ArrayList<>());
+    Flashkit.setLogCallback((level, msg) -> {
+      try {
+        ctx.close();
+        seen.add("closed");
+      } catch (IllegalStateException e) {
+        seen.add(e.getMessage());
+      }
+    }, LogLevel.ERROR);
+    try (Tensor a = Tensor.allocate(DType.FLOAT32, 2, 2);
+         Tensor b = Tensor.allocate(DType.FLOAT32, 3, 2);
+         Tensor d = Tensor.allocate(DType.FLOAT32, 2, 2)) {
+      assertThrows(InvalidArgumentException.class, () -> ctx.gemm(null, a, b, null, null, d));
+    }
+    Flashkit.clearLogCallback();
+    assertEquals(1, seen.size(), seen.toString());
+    assertTrue(seen.get(0).contains("from inside a call"), seen.get(0));
+    assertTrue(!ctx.isClosed());
+    ctx.close();
+    assertTrue(ctx.isClosed());
+  }
 }
