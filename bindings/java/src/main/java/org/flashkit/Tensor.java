@@ -43,6 +43,10 @@ public final class Tensor implements AutoCloseable {
   // descriptor under a running call (which read freed memory and could crash the JVM).
   private final java.util.concurrent.locks.ReentrantReadWriteLock use =
       new java.util.concurrent.locks.ReentrantReadWriteLock();
+  // hold() takes the read locks in this order (see there).
+  private static final java.util.concurrent.atomic.AtomicLong NEXT_ORDER =
+      new java.util.concurrent.atomic.AtomicLong();
+  private final long order = NEXT_ORDER.getAndIncrement();
 
   private static final class Release implements Runnable {
     private final java.util.concurrent.atomic.AtomicLong handle;
@@ -490,14 +494,19 @@ public final class Tensor implements AutoCloseable {
 
   /**
    * Takes the read lock of each non-null tensor a call passes, so that none of them is closed
-   * while the library uses it; {@link Held#release} gives them back. Read locks do not wait for
-   * one another, and a close holds one write lock and nothing else, so no order can deadlock.
+   * while the library uses it; {@link Held#release} gives them back. The locks are taken in one
+   * global order (creation order): a read lock waits behind a close already queued on that
+   * tensor, so two calls taking the same two tensors in opposite orders while both are being
+   * closed could otherwise wait on each other.
    */
   static Held hold(Tensor... tensors) {
-    for (Tensor t : tensors) {
+    Tensor[] sorted = tensors.clone();
+    Arrays.sort(sorted, (x, y) -> x == null ? (y == null ? 0 : -1)
+        : y == null ? 1 : Long.compare(x.order, y.order));
+    for (Tensor t : sorted) {
       if (t != null) t.use.readLock().lock();
     }
-    return new Held(tensors);
+    return new Held(sorted);
   }
 
   /** The native handle of an optional tensor: 0 (NULL) for null. */
