@@ -1150,8 +1150,8 @@ public final class Context implements AutoCloseable {
   /**
    * Closes the plans still open on this context, then destroys the context. Idempotent and
    * thread-safe: it waits for the calls running on this context (and on its plans) to return;
-   * calls made after it began throw IllegalStateException. Must not be called from inside a
-   * call on this context.
+   * calls made after it began throw IllegalStateException. From a log listener it throws
+   * IllegalStateException and closes nothing.
    */
   @Override
   public void close() {

@@ -60,6 +60,12 @@ final class NativeHandle {
    * log listener) it throws IllegalStateException instead of waiting for itself.
    */
   boolean close(Runnable before, Destroy destroy) {
+    if (LogSink.IN_DELIVERY.get()) {
+      // From a log listener: refused before anything is closed (a context would otherwise close
+      // some of its plans and then stop at the one whose call is logging, or wait for a call on
+      // another thread that waits for the library's log lock, which the listener's call holds).
+      throw new IllegalStateException(what + ".close() from a log listener; close it after the listener returns");
+    }
     if (lock.getReadHoldCount() > 0) {
       // This thread is inside a call on the handle (a log listener): the write lock would
       // wait for that call, i.e. for ever.

@@ -531,11 +531,16 @@ public final class Tensor implements AutoCloseable {
    * for that call to return; calls that start later throw IllegalStateException. A view that is
    * never closed is freed after it becomes unreachable (class notes).
    *
-   * @throws IllegalStateException when called from inside a call that uses this tensor (a log
-   *     listener), which would otherwise wait for itself
+   * @throws IllegalStateException when called from a log listener (the library holds its log
+   *     lock while the listener runs, and a call on another thread that uses this tensor may be
+   *     waiting for that lock: the close would wait for it for ever) or from inside a call that
+   *     uses this tensor
    */
   @Override
   public void close() {
+    if (LogSink.IN_DELIVERY.get()) {
+      throw new IllegalStateException("Tensor.close() from a log listener: close it after the listener returns");
+    }
     if (use.getReadHoldCount() > 0) {
       throw new IllegalStateException(
           "Tensor.close() from inside a flashkit call that uses it (e.g. a log listener): " + this);
