@@ -292,7 +292,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
 
@@ -327,7 +326,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
 
@@ -365,7 +363,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
 
@@ -426,7 +423,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
 
@@ -485,7 +481,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
 
@@ -527,7 +522,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     }
   }
 
@@ -605,7 +599,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     }
   }
 
@@ -638,7 +631,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     }
   }
 
@@ -672,7 +664,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     }
   }
 
@@ -730,7 +721,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(a, b, c, bias, d);
     }
   }
 
@@ -757,7 +747,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(a, b, c, bias, d);
     }
   }
 
@@ -786,7 +775,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(a, b, c, bias, d);
     }
   }
 
@@ -856,7 +844,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
     }
   }
 
@@ -887,7 +874,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
     }
   }
 
@@ -919,7 +905,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(a, b, scaleA, scaleB, c, bias, d);
     }
   }
 
@@ -970,7 +955,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(x, w1, w2, bias, out);
     }
   }
 
@@ -995,7 +979,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(x, w1, w2, bias, out);
     }
   }
 
@@ -1022,7 +1005,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(x, w1, w2, bias, out);
     }
   }
 
@@ -1066,7 +1048,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(x, w, bias, out);
     }
   }
 
@@ -1092,7 +1073,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(x, w, bias, out);
     }
   }
 
@@ -1118,7 +1098,6 @@ public final class Context implements AutoCloseable {
     } finally {
       p.delete();
       held.release();
-      Tensor.keepAlive(x, w, bias, out);
     }
   }
 

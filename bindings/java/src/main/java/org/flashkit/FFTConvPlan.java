@@ -373,7 +373,6 @@ public final class FFTConvPlan implements AutoCloseable {
       }
     } finally {
       held.release();
-      Tensor.keepAlive(u, k, D, pregate, postgate, y);
     }
   }
 
@@ -409,7 +408,6 @@ public final class FFTConvPlan implements AutoCloseable {
           Tensor.handleOf(postgate), Tensor.handleOf(y)));
     } finally {
       held.release();
-      Tensor.keepAlive(u, k, D, pregate, postgate, y);
     }
   }
 
@@ -439,7 +437,6 @@ public final class FFTConvPlan implements AutoCloseable {
           Tensor.handleOf(postgate), Tensor.handleOf(y)));
     } finally {
       held.release();
-      Tensor.keepAlive(u, k, D, pregate, postgate, y);
     }
   }
 

@@ -466,16 +466,6 @@ public final class Tensor implements AutoCloseable {
     return h;
   }
 
-  /**
-   * Keeps the given tensors, and the direct buffers behind them, reachable up to this point. A
-   * native call receives only their addresses, so without this the garbage collector could
-   * reclaim the buffer of a tensor that the caller built inline, while the call still reads it.
-   * Called after each native call that takes tensors; nulls are fine.
-   */
-  static void keepAlive(Tensor... tensors) {
-    java.lang.ref.Reference.reachabilityFence(tensors);
-  }
-
   /** The read locks of the tensors one call passes, taken by {@link #hold}. */
   static final class Held {
     private final Tensor[] tensors;
@@ -484,11 +474,17 @@ public final class Tensor implements AutoCloseable {
       this.tensors = tensors;
     }
 
-    /** Releases the read locks (in the finally block of the call). */
+    /**
+     * Releases the read locks (in the finally block of the call), and keeps the tensors, and
+     * the direct buffers behind them, reachable up to this point: a native call receives only
+     * their addresses, so without this the garbage collector could reclaim the buffer of a
+     * tensor that the caller built inline while the call still reads it.
+     */
     void release() {
       for (Tensor t : tensors) {
         if (t != null) t.use.readLock().unlock();
       }
+      java.lang.ref.Reference.reachabilityFence(tensors);
     }
   }
 
