@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 package org.flashkit;
 
+import java.lang.ref.Cleaner;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -23,11 +23,41 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>Every operation throws a {@link FlashkitException} subclass when the library rejects the
  * call (with the library's message), IllegalStateException when this context or a tensor is
  * closed. Optional tensors are passed as null. {@link #close()} also closes the FFT convolution
- * plans still open on this context (the C ABI requires plans to go first).
+ * plans still open on this context (the C ABI requires plans to go first). A context that
+ * becomes unreachable without being closed is destroyed by a {@link Cleaner}, its plans first,
+ * so an abandoned context does not leak; close it (try-with-resources) to free it at once.
  */
 public final class Context implements AutoCloseable {
   private final NativeHandle guard; // every call runs inside guard.call: close waits for them
-  private final Set<FFTConvPlan> plans = ConcurrentHashMap.newKeySet();
+  // The handles of the plans open on this context. The plans' guards, not the FFTConvPlan
+  // objects: a plan its user dropped unclosed can then become unreachable, and its Cleaner
+  // destroys it while the context lives on.
+  private final Set<NativeHandle> plans = ConcurrentHashMap.newKeySet();
+  // Destroys the context at close() or, if it is never closed, once it is unreachable. It holds
+  // the guard and the plan set, never the Context.
+  private final Cleaner.Cleanable cleanable;
+
+  private static final class Destroy implements Runnable {
+    private final NativeHandle guard;
+    private final Set<NativeHandle> plans;
+
+    Destroy(NativeHandle guard, Set<NativeHandle> plans) {
+      this.guard = guard;
+      this.plans = plans;
+    }
+
+    @Override
+    public void run() {
+      if (destroy(guard, plans)) NativeHandle.CLEANED.incrementAndGet();
+    }
+  }
+
+  /** Closes the plans still open, then the context; false if it was already closed. */
+  private static boolean destroy(NativeHandle guard, Set<NativeHandle> plans) {
+    return guard.close(() -> {
+      for (NativeHandle p : new ArrayList<>(plans)) FFTConvPlan.destroy(p, plans);
+    }, FlashkitNative::fk_context_destroy);
+  }
 
   /** Options for {@link Context#create(Options)}; defaults as {@code fk_context_options_init()}. */
   public static final class Options {
@@ -103,6 +133,7 @@ public final class Context implements AutoCloseable {
 
   private Context(long handle) {
     this.guard = new NativeHandle("Context", handle);
+    this.cleanable = NativeHandle.CLEANER.register(this, new Destroy(guard, plans));
   }
 
   /**
@@ -1117,13 +1148,13 @@ public final class Context implements AutoCloseable {
     return new FFTConvPlan(this, options);
   }
 
-  /** Called by the plan's constructor inside {@link #call}, so never during close(). */
-  void register(FFTConvPlan plan) {
+  /**
+   * Called by the plan's constructor inside {@link #call}, so never during close(); returns the
+   * set the plan's handle is in, which the plan's close and Cleaner remove it from.
+   */
+  Set<NativeHandle> register(NativeHandle plan) {
     plans.add(plan);
-  }
-
-  void unregister(FFTConvPlan plan) {
-    plans.remove(plan);
+    return plans;
   }
 
   /**
@@ -1134,14 +1165,17 @@ public final class Context implements AutoCloseable {
    */
   @Override
   public void close() {
-    guard.close(() -> {
-      List<FFTConvPlan> open = new ArrayList<>(plans);
-      for (FFTConvPlan p : open) p.close();
-    }, FlashkitNative::fk_context_destroy);
+    destroy(guard, plans);
+    cleanable.clean(); // the Cleaner's action, now a no-op: unregisters it
   }
 
-  /** The plans currently open on this context (for diagnostics). */
-  Set<FFTConvPlan> openPlans() {
+  /** The context's handle guard (for the tests: whether the Cleaner destroyed it). */
+  NativeHandle guard() {
+    return guard;
+  }
+
+  /** The handles of the plans currently open on this context (for diagnostics). */
+  Set<NativeHandle> openPlans() {
     return Collections.unmodifiableSet(plans);
   }
 

@@ -9,13 +9,21 @@ package org.flashkit;
  * <p>{@code y = postgate * (conv(pregate * u, k) + D * (pregate * u))}, each factor only if
  * given; see {@link FFTConvMode} and {@code fk_fftconv_forward()} for the three conventions.
  *
- * <p>The plan refers to its context; closing the context closes the plan too.
+ * <p>The plan refers to its context; closing the context closes the plan too. A plan that
+ * becomes unreachable without being closed is destroyed by a {@link java.lang.ref.Cleaner}
+ * (before its context), so an abandoned plan does not hold its tables until the context
+ * closes; close it (try-with-resources) to free them at once.
  */
 public final class FFTConvPlan implements AutoCloseable {
   // Every call runs inside guard.call: close waits for them. Set once, in the constructor,
   // before the plan is registered with its context (which may then close it at any time).
   private volatile NativeHandle guard;
   private final Context context;
+  // Destroys the plan at close() or, if it is never closed, once it is unreachable. It holds
+  // the guard and the context's plan set, never the plan (nor the context: a context and its
+  // dropped plans can become unreachable together, and the context's own action closes them).
+  private final java.lang.ref.Cleaner.Cleanable cleanable;
+  private final java.util.Set<NativeHandle> registry; // the context's plan set
   // With filterConstant: the filter of the last call, kept reachable so that its direct buffer
   // cannot be freed and its address handed to a new buffer of other values while the plan's
   // cached spectrum is keyed on that address (the JVM reuses freed addresses at once).
@@ -262,14 +270,38 @@ public final class FFTConvPlan implements AutoCloseable {
       // Created and registered while the context cannot close (its read lock): a context
       // closing concurrently either sees this plan registered and closes it, or this call
       // finds the context closed (IllegalStateException) and creates nothing.
-      context.call(ctx -> {
+      registry = context.call(ctx -> {
         guard = new NativeHandle("FFTConvPlan", FlashkitNative.fk_fftconv_plan_create(ctx, o));
-        context.register(this);
-        return null;
+        return context.register(guard);
       });
+      cleanable = NativeHandle.CLEANER.register(this, new Destroy(guard, registry));
     } finally {
       o.delete();
     }
+  }
+
+  private static final class Destroy implements Runnable {
+    private final NativeHandle guard;
+    private final java.util.Set<NativeHandle> registry;
+
+    Destroy(NativeHandle guard, java.util.Set<NativeHandle> registry) {
+      this.guard = guard;
+      this.registry = registry;
+    }
+
+    @Override
+    public void run() {
+      if (destroy(guard, registry)) NativeHandle.CLEANED.incrementAndGet();
+    }
+  }
+
+  /**
+   * Destroys the plan behind {@code guard} once its running calls have returned and removes it
+   * from its context's {@code registry}; false if it was already closed. Runs before the
+   * context is destroyed: the context's close calls it for every plan still registered.
+   */
+  static boolean destroy(NativeHandle guard, java.util.Set<NativeHandle> registry) {
+    return guard.close(() -> registry.remove(guard), FlashkitNative::fk_fftconv_plan_destroy);
   }
 
   /**
@@ -447,7 +479,8 @@ public final class FFTConvPlan implements AutoCloseable {
    */
   @Override
   public void close() {
-    guard.close(() -> context.unregister(this), FlashkitNative::fk_fftconv_plan_destroy);
+    destroy(guard, registry);
     constantFilter = null;
+    cleanable.clean(); // the Cleaner's action, now a no-op: unregisters it
   }
 }

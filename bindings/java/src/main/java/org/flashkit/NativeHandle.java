@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package org.flashkit;
 
+import java.lang.ref.Cleaner;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
@@ -10,6 +12,16 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * (IllegalStateException) instead of passing a destroyed handle to the library.
  */
 final class NativeHandle {
+  /**
+   * Destroys the contexts and plans that become unreachable unclosed. One thread runs every
+   * action, so an abandoned context's cleanup and its abandoned plans' cleanups never overlap;
+   * whichever runs first, the plans go before their context (the context's action closes the
+   * plans still registered, and a plan's action finds its handle already closed).
+   */
+  static final Cleaner CLEANER = Cleaner.create();
+
+  /** Handles destroyed by {@link #CLEANER} (not by close()), for the tests. */
+  static final AtomicLong CLEANED = new AtomicLong();
   /** The body of a call, given the live handle. */
   @FunctionalInterface
   interface Call<T> {

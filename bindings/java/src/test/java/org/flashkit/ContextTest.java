@@ -30,6 +30,67 @@ class ContextTest {
     }
   }
 
+  private static void createPlansAndDropThem(Context ctx, int n) {
+    for (int i = 0; i < n; ++i) {
+      ctx.createFFTConvPlan(new FFTConvPlan.Options().channels(64).seqlen(4096));
+    }
+  }
+
+  private static void gcUntil(java.util.function.BooleanSupplier done) throws InterruptedException {
+    for (int i = 0; i < 200 && !done.getAsBoolean(); ++i) {
+      System.gc();
+      Thread.sleep(50);
+    }
+  }
+
+  @Test
+  void abandonedPlansAreDestroyedWhileTheirContextLives() throws Exception {
+    // A context once held its plans strongly, so a plan dropped unclosed kept its tables
+    // until the context closed (200 plans: 38 -> 772 MB). Now the Cleaner destroys it.
+    try (Context ctx = Context.cpu(1);
+        FFTConvPlan kept = ctx.createFFTConvPlan(new FFTConvPlan.Options().channels(2).seqlen(16))) {
+      long cleaned = NativeHandle.CLEANED.get();
+      createPlansAndDropThem(ctx, 50);
+      assertEquals(51, ctx.openPlans().size());
+      gcUntil(() -> ctx.openPlans().size() == 1);
+      assertEquals(1, ctx.openPlans().size(), "unclosed plans still open after GC");
+      assertTrue(NativeHandle.CLEANED.get() - cleaned >= 50);
+      assertFalse(kept.isClosed());
+      assertFalse(ctx.isClosed());
+      // The context and the kept plan still work.
+      try (Tensor u = Tensor.allocate(DType.FLOAT32, 1, 2, 16);
+           Tensor k = Tensor.allocate(DType.FLOAT32, 2, 16);
+           Tensor y = Tensor.allocate(DType.FLOAT32, 1, 2, 16)) {
+        java.util.Random rng = new java.util.Random(7);
+        for (int i = 0; i < 32; ++i) u.floats().put(i, (float) rng.nextGaussian());
+        k.floats().put(0, 1.0f).put(16, 1.0f); // identity filters
+        kept.forward(u, k, null, null, null, y);
+        assertArrayEquals(u.toFloatArray(), y.toFloatArray(), 1e-5f);
+      }
+    }
+  }
+
+  @Test
+  void abandonedContextIsDestroyedAfterItsPlans() throws Exception {
+    java.util.List<NativeHandle> guards = new java.util.ArrayList<>();
+    java.lang.ref.WeakReference<Context> weak = createContextAndDropIt(guards);
+    gcUntil(() -> weak.get() == null && guards.stream().allMatch(NativeHandle::isClosed));
+    assertTrue(weak.get() == null, "context still reachable");
+    for (NativeHandle g : guards) assertTrue(g.isClosed(), g + " not destroyed");
+  }
+
+  private static java.lang.ref.WeakReference<Context> createContextAndDropIt(
+      java.util.List<NativeHandle> guards) {
+    Context ctx = Context.cpu(1);
+    createPlansAndDropThem(ctx, 3);
+    FFTConvPlan held = ctx.createFFTConvPlan(new FFTConvPlan.Options().channels(2).seqlen(16));
+    guards.addAll(ctx.openPlans());
+    guards.add(ctx.guard());
+    assertEquals(5, guards.size());
+    assertFalse(held.isClosed());
+    return new java.lang.ref.WeakReference<>(ctx);
+  }
+
   @Test
   void closeIsIdempotentAndUseAfterCloseFails() {
     Context ctx = Context.cpu(1);
