@@ -7,6 +7,8 @@
 # scheduler, instructions) of every launch (up to 4) in the NVTX range "prof" (one call)
 # (benchmarks/ab/attn_ncu_one.py). CSVs in $OUT; read with benchmarks/ncu_compare.py.
 # Staging: scripts/gpu-check.sh --build-only && rm -rf .device/model .device/python; carry .device.
+# ATTN_NCU_CELLS="d s causal; ..." picks other cells (session 48: long cells), ATTN_NCU_SEQLENS
+# the timing step's seqlens.
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
@@ -16,8 +18,9 @@ SECTIONS=(--section SpeedOfLight --section LaunchStats --section Occupancy --sec
   --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis)
 echo "== timing (no profiler)"
 timeout -k 5 90 python3 benchmarks/attention.py --lib "$LIB" --family sm90 --head-dims 64,128,256 \
-  --seqlens 512,4096 --no-extra --reps 10 2>&1 | grep -vE "^\s*$" | cut -c1-150 | tail -14
-for cell in "128 512 0" "64 512 1" "256 512 1" "128 4096 0"; do
+  --seqlens ${ATTN_NCU_SEQLENS:-512,4096} --no-extra --reps 10 2>&1 | grep -vE "^\s*$" | cut -c1-150 | tail -14
+IFS=';' read -r -a cells <<< "${ATTN_NCU_CELLS:-128 512 0;64 512 1;256 512 1;128 4096 0}"
+for cell in "${cells[@]}"; do
   set -- $cell
   for which in fk cudnn; do
     tag=${which}_d$1_s$2_c$3
