@@ -199,7 +199,7 @@ public final class Context implements AutoCloseable {
 
   /** Runs {@code body} with the native context, which stays alive until it returns. */
   <T> T call(NativeHandle.Call<T> body) {
-    return guard.call(body);
+    return guard.call(this, body);
   }
 
   /**
@@ -221,7 +221,7 @@ public final class Context implements AutoCloseable {
     fk_context_info_t i = new fk_context_info_t();
     try {
       FlashkitNative.fk_context_info_init(i);
-      guard.call(nh -> {
+      guard.call(this, nh -> {
         FlashkitNative.fk_context_get_info(nh, i);
         return null;
       });
@@ -315,7 +315,7 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
-      guard.call(nh -> {
+      guard.call(this, nh -> {
         FlashkitNative.fk_attention_forward(nh, Launch.encode(launch), p, h(q), h(k), h(v),
           h(cuSeqlensQ), h(cuSeqlensK), o(out, "out"), o(lse, "lse"));
         return null;
@@ -352,7 +352,7 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
-      return guard.call(nh -> FlashkitNative.fk_attention_select_kernel(nh, p, h(q), h(k), h(v),
+      return guard.call(this, nh -> FlashkitNative.fk_attention_select_kernel(nh, p, h(q), h(k), h(v),
           h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse)));
     } finally {
       p.delete();
@@ -389,7 +389,7 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
-      return guard.call(nh -> FlashkitNative.fk_attention_workspace_size(nh, p, h(q), h(k), h(v),
+      return guard.call(this, nh -> FlashkitNative.fk_attention_workspace_size(nh, p, h(q), h(k), h(v),
           h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse)));
     } finally {
       p.delete();
@@ -445,7 +445,7 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
-      guard.call(nh -> {
+      guard.call(this, nh -> {
         FlashkitNative.fk_attention_fp8_forward(nh, Launch.encode(launch), p, h(q), h(k), h(v),
             h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), o(out, "out"),
             o(lse, "lse"));
@@ -506,7 +506,7 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
-      return guard.call(nh -> FlashkitNative.fk_attention_fp8_select_kernel(nh, p, h(q), h(k),
+      return guard.call(this, nh -> FlashkitNative.fk_attention_fp8_select_kernel(nh, p, h(q), h(k),
           h(v), h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), h(out),
           h(lse)));
     } finally {
@@ -547,7 +547,7 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
-      return guard.call(nh -> FlashkitNative.fk_attention_fp8_workspace_size(nh, p, h(q), h(k),
+      return guard.call(this, nh -> FlashkitNative.fk_attention_fp8_workspace_size(nh, p, h(q), h(k),
           h(v), h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), h(out),
           h(lse)));
     } finally {
@@ -622,7 +622,7 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     try {
-      guard.call(nh -> {
+      guard.call(this, nh -> {
         FlashkitNative.fk_attention_kvcache_forward(nh, Launch.encode(launch), p, h(q),
           h(kCache), h(vCache), h(cacheSeqlens), h(blockTable), o(out, "out"), o(lse, "lse"));
         return null;
@@ -657,7 +657,7 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     try {
-      return guard.call(nh -> FlashkitNative.fk_attention_kvcache_select_kernel(nh, p, h(q), h(kCache),
+      return guard.call(this, nh -> FlashkitNative.fk_attention_kvcache_select_kernel(nh, p, h(q), h(kCache),
           h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse)));
     } finally {
       p.delete();
@@ -690,7 +690,7 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     try {
-      return guard.call(nh -> FlashkitNative.fk_attention_kvcache_workspace_size(nh, p, h(q), h(kCache),
+      return guard.call(this, nh -> FlashkitNative.fk_attention_kvcache_workspace_size(nh, p, h(q), h(kCache),
           h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse)));
     } finally {
       p.delete();
@@ -745,7 +745,7 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     Tensor.Held held = Tensor.hold(a, b, c, bias, d);
     try {
-      guard.call(nh -> {
+      guard.call(this, nh -> {
         FlashkitNative.fk_gemm(nh, Launch.encode(launch), p, h(a), h(b), h(c), h(bias), o(d, "d"));
         return null;
       });
@@ -774,7 +774,7 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     Tensor.Held held = Tensor.hold(a, b, c, bias, d);
     try {
-      return guard.call(nh -> FlashkitNative.fk_gemm_select_kernel(nh, p, h(a), h(b), h(c), h(bias), h(d)));
+      return guard.call(this, nh -> FlashkitNative.fk_gemm_select_kernel(nh, p, h(a), h(b), h(c), h(bias), h(d)));
     } finally {
       p.delete();
       held.release();
@@ -802,7 +802,7 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     Tensor.Held held = Tensor.hold(a, b, c, bias, d);
     try {
-      return guard.call(nh -> FlashkitNative.fk_gemm_workspace_size(nh, p, h(a), h(b), h(c), h(bias), h(d)));
+      return guard.call(this, nh -> FlashkitNative.fk_gemm_workspace_size(nh, p, h(a), h(b), h(c), h(bias), h(d)));
     } finally {
       p.delete();
       held.release();
@@ -867,7 +867,7 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     Tensor.Held held = Tensor.hold(a, b, scaleA, scaleB, c, bias, d);
     try {
-      guard.call(nh -> {
+      guard.call(this, nh -> {
         FlashkitNative.fk_gemm_scaled(nh, Launch.encode(launch), p, h(a), h(b), h(scaleA),
           h(scaleB), h(c), h(bias), o(d, "d"));
         return null;
@@ -900,7 +900,7 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     Tensor.Held held = Tensor.hold(a, b, scaleA, scaleB, c, bias, d);
     try {
-      return guard.call(nh -> FlashkitNative.fk_gemm_scaled_select_kernel(nh, p, h(a), h(b), h(scaleA),
+      return guard.call(this, nh -> FlashkitNative.fk_gemm_scaled_select_kernel(nh, p, h(a), h(b), h(scaleA),
           h(scaleB), h(c), h(bias), h(d)));
     } finally {
       p.delete();
@@ -931,7 +931,7 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     Tensor.Held held = Tensor.hold(a, b, scaleA, scaleB, c, bias, d);
     try {
-      return guard.call(nh -> FlashkitNative.fk_gemm_scaled_workspace_size(nh, p, h(a), h(b), h(scaleA),
+      return guard.call(this, nh -> FlashkitNative.fk_gemm_scaled_workspace_size(nh, p, h(a), h(b), h(scaleA),
           h(scaleB), h(c), h(bias), h(d)));
     } finally {
       p.delete();
@@ -978,7 +978,7 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     Tensor.Held held = Tensor.hold(x, w1, w2, bias, out);
     try {
-      guard.call(nh -> {
+      guard.call(this, nh -> {
         FlashkitNative.fk_monarch(nh, Launch.encode(launch), p, h(x), h(w1), h(w2), h(bias),
           o(out, "out"));
         return null;
@@ -1005,7 +1005,7 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     Tensor.Held held = Tensor.hold(x, w1, w2, bias, out);
     try {
-      return guard.call(nh -> FlashkitNative.fk_monarch_select_kernel(nh, p, h(x), h(w1), h(w2), h(bias),
+      return guard.call(this, nh -> FlashkitNative.fk_monarch_select_kernel(nh, p, h(x), h(w1), h(w2), h(bias),
           h(out)));
     } finally {
       p.delete();
@@ -1031,7 +1031,7 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     Tensor.Held held = Tensor.hold(x, w1, w2, bias, out);
     try {
-      return guard.call(nh -> FlashkitNative.fk_monarch_workspace_size(nh, p, h(x), h(w1), h(w2), h(bias),
+      return guard.call(this, nh -> FlashkitNative.fk_monarch_workspace_size(nh, p, h(x), h(w1), h(w2), h(bias),
           h(out)));
     } finally {
       p.delete();
@@ -1071,7 +1071,7 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     Tensor.Held held = Tensor.hold(x, w, bias, out);
     try {
-      guard.call(nh -> {
+      guard.call(this, nh -> {
         FlashkitNative.fk_blockdiag_linear(nh, Launch.encode(launch), p, h(x), h(w), h(bias),
           o(out, "out"));
         return null;
@@ -1099,7 +1099,7 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     Tensor.Held held = Tensor.hold(x, w, bias, out);
     try {
-      return guard.call(nh -> FlashkitNative.fk_blockdiag_linear_select_kernel(nh, p, h(x), h(w), h(bias),
+      return guard.call(this, nh -> FlashkitNative.fk_blockdiag_linear_select_kernel(nh, p, h(x), h(w), h(bias),
           h(out)));
     } finally {
       p.delete();
@@ -1124,7 +1124,7 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     Tensor.Held held = Tensor.hold(x, w, bias, out);
     try {
-      return guard.call(nh -> FlashkitNative.fk_blockdiag_linear_workspace_size(nh, p, h(x), h(w), h(bias),
+      return guard.call(this, nh -> FlashkitNative.fk_blockdiag_linear_workspace_size(nh, p, h(x), h(w), h(bias),
           h(out)));
     } finally {
       p.delete();

@@ -12,7 +12,9 @@ package org.flashkit;
  * <p>The plan refers to its context; closing the context closes the plan too. A plan that
  * becomes unreachable without being closed is destroyed by a {@link java.lang.ref.Cleaner}
  * (before its context), so an abandoned plan does not hold its tables until the context
- * closes; close it (try-with-resources) to free them at once.
+ * closes; close it (try-with-resources) to free them at once. A CUDA graph that captured a
+ * call on a plan reads the plan's tables at every launch: keep such a plan reachable (or open)
+ * until the graph's last launch, since a dropped one is destroyed at some garbage collection.
  */
 public final class FFTConvPlan implements AutoCloseable {
   // Every call runs inside guard.call: close waits for them. Set once, in the constructor,
@@ -24,11 +26,11 @@ public final class FFTConvPlan implements AutoCloseable {
   // dropped plans can become unreachable together, and the context's own action closes them).
   private final java.lang.ref.Cleaner.Cleanable cleanable;
   private final java.util.Set<NativeHandle> registry; // the context's plan set
-  // With filterConstant: the filter of the last call, kept reachable so that its direct buffer
-  // cannot be freed and its address handed to a new buffer of other values while the plan's
-  // cached spectrum is keyed on that address (the JVM reuses freed addresses at once).
+  // With filterConstant: the filter of the last call is kept reachable (guard.attach, dropped
+  // when the plan closes, also by its context) so that its direct buffer cannot be freed and
+  // its address handed to a new buffer of other values while the plan's cached spectrum is
+  // keyed on that address (the JVM reuses freed addresses at once).
   private final boolean filterConstant;
-  private volatile Tensor constantFilter;
   // With filterConstant, calls run one at a time together with the record of their filter, so
   // that the filter kept is the one whose spectrum the plan cached last (two threads' calls
   // could otherwise record in the other order).
@@ -301,7 +303,15 @@ public final class FFTConvPlan implements AutoCloseable {
    * context is destroyed: the context's close calls it for every plan still registered.
    */
   static boolean destroy(NativeHandle guard, java.util.Set<NativeHandle> registry) {
-    return guard.close(() -> registry.remove(guard), FlashkitNative::fk_fftconv_plan_destroy);
+    // Out of the set only once destroyed: a context closing meanwhile still sees the plan and
+    // waits for this close (its write lock) before the context itself goes.
+    return guard.close(null, h -> {
+      try {
+        FlashkitNative.fk_fftconv_plan_destroy(h);
+      } finally {
+        registry.remove(guard);
+      }
+    });
   }
 
   /**
@@ -332,7 +342,7 @@ public final class FFTConvPlan implements AutoCloseable {
     fk_fftconv_plan_options_t o = new fk_fftconv_plan_options_t();
     try {
       FlashkitNative.fk_fftconv_plan_options_init(o);
-      guard.call(nh -> {
+      guard.call(this, nh -> {
         FlashkitNative.fk_fftconv_plan_get_options(nh, o);
         return null;
       });
@@ -397,23 +407,25 @@ public final class FFTConvPlan implements AutoCloseable {
     try {
       if (filterConstant) {
         synchronized (filterLock) {
-          run(u, k, D, pregate, postgate, y, launch);
-          constantFilter = k;
+          run(u, k, D, pregate, postgate, y, launch, k);
         }
       } else {
-        run(u, k, D, pregate, postgate, y, launch);
+        run(u, k, D, pregate, postgate, y, launch, null);
       }
     } finally {
       held.release();
     }
   }
 
+  /** The call; {@code keep} (the constant filter) is kept until the next call or the close. */
   private void run(Tensor u, Tensor k, Tensor D, Tensor pregate, Tensor postgate, Tensor y,
-      Launch launch) {
-    guard.call(nh -> {
+      Launch launch, Tensor keep) {
+    NativeHandle g = guard;
+    g.call(this, nh -> {
       FlashkitNative.fk_fftconv_forward(nh, Launch.encode(launch), Tensor.handleOf(u),
         Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
         Tensor.handleOf(postgate), Tensor.outputHandleOf(y, "y"));
+      if (keep != null) g.attach(keep);
       return null;
     });
   }
@@ -435,7 +447,7 @@ public final class FFTConvPlan implements AutoCloseable {
       Tensor y) {
     Tensor.Held held = Tensor.hold(u, k, D, pregate, postgate, y);
     try {
-      return guard.call(nh -> FlashkitNative.fk_fftconv_select_kernel(nh, Tensor.handleOf(u),
+      return guard.call(this, nh -> FlashkitNative.fk_fftconv_select_kernel(nh, Tensor.handleOf(u),
           Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
           Tensor.handleOf(postgate), Tensor.handleOf(y)));
     } finally {
@@ -464,7 +476,7 @@ public final class FFTConvPlan implements AutoCloseable {
       Tensor y) {
     Tensor.Held held = Tensor.hold(u, k, D, pregate, postgate, y);
     try {
-      return guard.call(nh -> FlashkitNative.fk_fftconv_workspace_size(nh, Tensor.handleOf(u),
+      return guard.call(this, nh -> FlashkitNative.fk_fftconv_workspace_size(nh, Tensor.handleOf(u),
           Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
           Tensor.handleOf(postgate), Tensor.handleOf(y)));
     } finally {
@@ -480,7 +492,6 @@ public final class FFTConvPlan implements AutoCloseable {
   @Override
   public void close() {
     destroy(guard, registry);
-    constantFilter = null;
     cleanable.clean(); // the Cleaner's action, now a no-op: unregisters it
   }
 }

@@ -2,6 +2,7 @@
 package org.flashkit;
 
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -13,10 +14,10 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  */
 final class NativeHandle {
   /**
-   * Destroys the contexts and plans that become unreachable unclosed. One thread runs every
-   * action, so an abandoned context's cleanup and its abandoned plans' cleanups never overlap;
-   * whichever runs first, the plans go before their context (the context's action closes the
-   * plans still registered, and a plan's action finds its handle already closed).
+   * Destroys the contexts and plans that become unreachable unclosed. A plan leaves its
+   * context's set only after it is destroyed (under its write lock), so a context closing at
+   * the same time, by its user or by this Cleaner, still finds it there and waits for it: the
+   * plans go before their context whichever starts first.
    */
   static final Cleaner CLEANER = Cleaner.create();
 
@@ -37,14 +38,20 @@ final class NativeHandle {
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
   private final String what; // "Context", "FFTConvPlan": for the closed message
   private volatile long handle;
+  private volatile Object attachment; // see attach(); dropped at close
 
   NativeHandle(String what, long handle) {
     this.what = what;
     this.handle = handle;
   }
 
-  /** Runs {@code body} with the handle, which stays valid until it returns. */
-  <T> T call(Call<T> body) {
+  /**
+   * Runs {@code body} with the handle, which stays valid until it returns. {@code owner} (the
+   * Context or FFTConvPlan) is kept reachable until then: a method's {@code this} could
+   * otherwise become unreachable between its read of the guard and the read lock, and its
+   * Cleaner close the handle under a call the user made on an object never closed.
+   */
+  <T> T call(Object owner, Call<T> body) {
     lock.readLock().lock();
     try {
       long h = handle;
@@ -52,7 +59,16 @@ final class NativeHandle {
       return body.run(h);
     } finally {
       lock.readLock().unlock();
+      Reference.reachabilityFence(owner);
     }
+  }
+
+  /**
+   * Keeps {@code o} reachable until the handle is closed (the filter whose spectrum a plan
+   * cached: its address stands for its values). Called inside {@link #call}.
+   */
+  void attach(Object o) {
+    attachment = o;
   }
 
   /** The raw handle now (no guard); throws if closed. */
@@ -90,6 +106,7 @@ final class NativeHandle {
       if (h == 0) return false;
       if (before != null) before.run();
       handle = 0;
+      attachment = null;
       destroy.run(h);
       return true;
     } finally {

@@ -91,6 +91,32 @@ class ContextTest {
     return new java.lang.ref.WeakReference<>(ctx);
   }
 
+  private static java.lang.ref.WeakReference<Tensor> forwardWithAFilterAndDropIt(FFTConvPlan plan) {
+    try (Tensor u = Tensor.allocate(DType.FLOAT32, 1, 2, 16);
+         Tensor k = Tensor.allocate(DType.FLOAT32, 2, 16);
+         Tensor y = Tensor.allocate(DType.FLOAT32, 1, 2, 16)) {
+      k.floats().put(3, 0.5f);
+      plan.forward(u, k, null, null, null, y);
+      return new java.lang.ref.WeakReference<>(k);
+    }
+  }
+
+  @Test
+  void aContextsCloseReleasesItsPlansConstantFilter() throws Exception {
+    // The plan keeps its constant filter reachable until its close, including the close its
+    // context does (review of the Cleaner change: that close once left it reachable).
+    Context ctx = Context.cpu(1);
+    FFTConvPlan plan = ctx.createFFTConvPlan(
+        new FFTConvPlan.Options().channels(2).seqlen(16).filterConstant(true));
+    java.lang.ref.WeakReference<Tensor> k = forwardWithAFilterAndDropIt(plan);
+    for (int i = 0; i < 5; ++i) System.gc();
+    assertTrue(k.get() != null, "the plan must keep its constant filter while open");
+    ctx.close();
+    gcUntil(() -> k.get() == null);
+    assertTrue(k.get() == null, "filter still reachable after the context closed the plan");
+    assertTrue(plan.isClosed());
+  }
+
   @Test
   void closeIsIdempotentAndUseAfterCloseFails() {
     Context ctx = Context.cpu(1);
