@@ -8,7 +8,8 @@
 # value is 448).
 # Staging (here): build the branch's library (patch applied) with scripts/gpu-check.sh
 # --build-only in a worktree, then xz its versioned library file into .device-b/lib.so.xz with a
-# BUILD_INFO line; carry .device (main) and .device-b.
+# BUILD_INFO line (done in session 48: .device-b holds it, 20 MB). Carry [".device/lib",
+# ".device/bin", ".device-b"] (57 MB; all of .device and .device-b pass the 64 MiB limit).
 # Run: bash benchmarks/ab/s48_fp8lazy_device.sh
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
