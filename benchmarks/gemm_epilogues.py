@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What each GEMM epilogue costs: flashkit bf16 `a @ b` (row-major, random inputs, rotated sets
 larger than L2) with no epilogue, ReLU, GELU (tanh), bias, bias + GELU (tanh / erf), against
-torch.matmul and torch's unfused `gelu(a @ b + bias, approximate="tanh")`, at 8192^3 and
-4096^3. The variants are interleaved in 3 rounds (15 calls each after 3 warm-up calls) and the
+torch.matmul, torch's unfused `gelu(a @ b + bias, approximate="tanh")` and cuBLASLt's fused
+GELU_BIAS (`torch._addmm_activation`, where torch has it), at 8192^3 and 4096^3. The variants are interleaved in 3 rounds (15 calls each after 3 warm-up calls) and the
 median round is printed: at 8192^3 the H200 reaches its power cap within a few hundred calls,
 so a fixed order would favour whichever variant comes first (benchmarks/RESULTS.md, "GELU
 epilogue cost, and what power does to 8192^3").
@@ -26,6 +26,8 @@ for (M, N, K) in [(8192, 8192, 8192), (4096, 4096, 4096)]:
         calls[(act, bias)] = [fk.make_call(a, b, d, bias=(bi if bias else None), act=act)[0] for a, b, bi, d in sets]
     calls[("torch", False)] = [lambda s=s: torch.matmul(s[0], s[1]) for s in sets]
     calls[("torch+bias+gelu", True)] = [lambda s=s: torch.nn.functional.gelu(torch.matmul(s[0], s[1]) + s[2], approximate="tanh") for s in sets]
+    if hasattr(torch, "_addmm_activation"):  # cuBLASLt's own fused GELU_BIAS epilogue
+        calls[("cublaslt_bias_gelu", True)] = [lambda s=s: torch._addmm_activation(s[2], s[0], s[1], use_gelu=True) for s in sets]
     times = {k: [] for k in calls}
     for r in range(3):
         for k, c in calls.items():
