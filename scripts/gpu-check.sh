@@ -17,7 +17,8 @@
 # the model for the demo (it skips the demo when the first part never arrived).
 # Extra suites: FK_GPU_CHECK_PYTHON=0 skips the Python/torch checks, FK_GPU_CHECK_DEMO=0 the
 # demo, FK_GPU_CHECK_SANITIZER=0 compute-sanitizer (FK_GPU_CHECK_SANITIZER_TOOLS=memcheck runs one tool),
-# FK_GPU_CHECK_DEMO_DTYPES="bfloat16" limits the demo's dtypes, FK_GPU_CHECK_CPP=0 skips the
+# FK_GPU_CHECK_DEMO_DTYPES="bfloat16" limits the demo's dtypes (default bfloat16 float32 float16:
+# bf16 first, so a tight budget skips the others), FK_GPU_CHECK_CPP=0 skips the
 # C++ suite (FK_GPU_CHECK_CPP_JOBS=4 processes share the GPU; FK_GPU_CHECK_CPP_FILTER="[tag]"
 # runs part of it; FK_GPU_CHECK_CPP_TIMEOUT=480 seconds stops a shard that hangs; the Hopper
 # attention switch passes run when that filter is empty or names attention, or as
@@ -382,7 +383,7 @@ python_checks() {
       record "demo" "SKIPPED (model wheel not received: run --receive-model first)"
       return
     fi
-    for dt in ${FK_GPU_CHECK_DEMO_DTYPES:-float32 bfloat16 float16}; do
+    for dt in ${FK_GPU_CHECK_DEMO_DTYPES:-bfloat16 float32 float16}; do
       fits "demo (cuda, $dt, 64 sentences)" 30 || continue
       HF_HUB_OFFLINE=1 timeout -k 10 "$(limit_for 120)" $py examples/python/embed.py --device cuda --dtype $dt --batch 64 \
         --json "$out/demo_$dt.json" >"$out/demo_$dt.log" 2>&1
