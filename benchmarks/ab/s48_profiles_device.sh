@@ -3,7 +3,8 @@
 # convolution at L 256 / 512 / 4K / 8K (bf16, B 64 (fewer at long L), H 768, causal, D, not
 # gated, constant plan: every kernel of one call) and the fused Monarch kernel at n 4096, 64
 # blocks, 16384 tokens (one launch after the correctness call). Sections: speed of light, launch,
-# occupancy, memory, warp states, scheduler, instruction statistics. Carry .device.
+# occupancy, memory, warp states, scheduler, instruction statistics. Carry .device, or
+# [".device/lib"] (all it reads).
 # Read here with: python3 benchmarks/ncu_compare.py / benchmarks/ncu_sass.py, or the CSV itself.
 set -u
 cd "$(dirname "$0")/../.."
