@@ -187,6 +187,10 @@ run_cpp_suite() {
       failed_cases=$((failed_cases + $(echo "$line" | grep -oE '\| [0-9]+ failed' | grep -oE '[0-9]+' | head -n 1 || echo 0)))
     fi
   done
+  # The slowest cases (--durations lines "S s: name"), for balancing the shards by hand.
+  local slow
+  slow=$(grep -hE '^[0-9]+\.[0-9]+ s: ' "$out"/gpu_tests_*.log 2>/dev/null | sort -rn | head -n 6 | cut -c1-110)
+  [ -n "$slow" ] && { echo "slowest cases:"; echo "$slow" | sed 's/^/  /'; } | tee -a "$out/gpu_tests.log"
   if [ $rcs -eq 0 ] && [ "$cases" -ne "$total" ]; then
     # A name Catch2 could not match from the -f file is left out without an error.
     echo "test cases: $cases ran of $total listed: some listed cases did not run" | tee -a "$out/gpu_tests.log"
