@@ -47,11 +47,14 @@ class AttnParams(ctypes.Structure):
 
 
 class Flashkit(fkbench.Flashkit):
+    softcap = 0.0  # set from --softcap: every call of this object uses it
+
     def params(self, causal, window=None):
         p = self.init("fk_attention_params_init", AttnParams)
         p.causal = 1 if causal else 0
         if window is not None:
             p.window_size_left, p.window_size_right = window
+        p.softcap = self.softcap
         return p
 
     def prepare(self, q, k, v, out, lse, causal, cu_q=None, cu_k=None, window=None):
@@ -146,8 +149,16 @@ def main():
                          "aligned) on every grid cell instead of the --causal settings; flashkit "
                          "only (torch's SDPA backends take no window), FLOPs from the visible "
                          "(query, key) pairs")
+    ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16",
+                    help="q, k, v and out (the issue's grid is bf16; fp16 runs the same grid)")
+    ap.add_argument("--softcap", type=float, default=0.0,
+                    help="softcap on every flashkit call (0: none); flashkit only, as torch's SDPA "
+                         "backends take no softcap, so the anchors and the extra rows are skipped")
     args = ap.parse_args()
     window = None
+    if args.softcap != 0.0:
+        args.no_anchors = True
+        args.no_extra = True
     if args.window:
         window = tuple(int(x) for x in args.window.split(","))
         if len(window) != 2:
@@ -160,9 +171,11 @@ def main():
     dev = torch.device("cuda")
     props = torch.cuda.get_device_properties(dev)
     fk = Flashkit(args.lib, args.family)
+    fk.softcap = args.softcap
     print(f"device {props.name} SMs {props.multi_processor_count} torch {torch.__version__} "
-          f"cudnn {torch.backends.cudnn.version()} flashkit family {args.family}", flush=True)
-    dt = torch.bfloat16
+          f"cudnn {torch.backends.cudnn.version()} flashkit family {args.family} dtype {args.dtype}"
+          f"{f' softcap {args.softcap:g}' if args.softcap else ''}", flush=True)
+    dt = torch.bfloat16 if args.dtype == "bf16" else torch.float16
     rows = []
     head = (f"{'d':>4} {'S':>6} {'B':>3} {'H':>3} {'causal':>6} {'flashkit':>9} {'flash':>7} {'cudnn':>7}"
             f" {'fk/flash':>8} {'fk/cudnn':>8} {'maxdiff':>8}  variant")
@@ -342,7 +355,8 @@ def main():
 
     meta = dict(device=props.name, sms=props.multi_processor_count, torch=torch.__version__,
                 cudnn=torch.backends.cudnn.version(), family=args.family, warmup=args.warmup,
-                reps=args.reps, seconds=time.time() - t0, argv=sys.argv)
+                reps=args.reps, dtype=args.dtype, softcap=args.softcap, seconds=time.time() - t0,
+                argv=sys.argv)
     out_path = write_json("attention_bench.json", args.json, dict(meta=meta, rows=rows))
 
     # Short summary last: the grid's ratios.
