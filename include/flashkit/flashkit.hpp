@@ -14,16 +14,20 @@
  *
  * - fk::Error: a `std::runtime_error` carrying the fk_status_t and the message of
  *   fk_get_last_error_message() at the time of failure. fk::check() throws it.
- * - fk::Context, fk::FFTConvPlan: move-only owners of `fk_context_t*` / `fk_fftconv_plan_t*`
- *   (unique ownership). Their destructors release the handle and never throw.
+ * - fk::Context, fk::FFTConvPlan: move-only owners of `fk_context_t*` / `fk_fftconv_plan_t*`.
+ *   Their destructors release the handle and never throw. A plan made from a Context keeps
+ *   that context alive (shared ownership of the `fk_context_t`), so it is destroyed first
+ *   whatever the order of the C++ objects: a plan may outlive, be returned from a function
+ *   past, or be made from a temporary of the Context it was made from.
  * - fk::Tensor: a non-owning DLTensor view of caller memory that owns its shape and strides,
  *   so it can be built inline: `fk::Tensor::cpu(data, {2, 64, 4, 32})` (fp32; `data` may be
  *   `const`), `fk::Tensor::cpu(bits, fk::dtype::bf16, {...})` (f16/bf16/fp8 bit patterns).
  *
  * **Threads** (the C ABI's rules, unchanged): a Context is immutable, so one Context may be
  * shared by any number of threads calling its (const) methods at once; one Context per thread
- * works as well (on the CPU backend each has its own worker threads, so fewer contexts use the
- * cores better). An FFTConvPlan may run on several threads at once as long as each call writes
+ * works as well. On the CPU backend each call starts its own workers (up to the context's
+ * num_threads; there is no pool shared between calls), so with several threads calling at
+ * once, size num_threads for the number of concurrent callers. An FFTConvPlan may run on several threads at once as long as each call writes
  * its own output. fk::Error copies the failing thread's message when it is thrown, so another
  * thread's failure never changes it. Moving or destroying a Context or plan while another
  * thread uses it is a data race, as for any C++ object.
@@ -41,6 +45,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -101,7 +106,9 @@ inline const char* kernel_family_name(fk_kernel_family_t family) {
  *        or below `max_level`, or removes it with `nullptr`. Process-wide; once this returns
  *        the previous callback and its `user_data` are no longer in use. Throws fk::Error for
  *        an invalid level, or when called from inside a callback (which must not call
- *        flashkit). The callback must not throw (it is called from inside C code).
+ *        flashkit). The callback must not throw (it is called from inside C code): an
+ *        exception from it is caught by the library, the call that logged fails with
+ *        FK_ERROR_INTERNAL (so fk::Error from this wrapper) and its kernel does not run.
  */
 inline void set_log_callback(fk_log_callback_t callback, fk_log_level_t max_level = FK_LOG_WARN,
                              void* user_data = nullptr) {
@@ -163,7 +170,8 @@ class Tensor {
   /**
    * @brief A view of `data`.
    * @param data    First element (not owned). `const` memory is fine for inputs: flashkit
-   *                writes only to the tensors it documents as outputs.
+   *                writes only to the tensors it documents as outputs (nothing stops such a
+   *                view from being passed as an output, which then writes that memory).
    * @param device  Where the memory lives, e.g. `{kDLCPU, 0}`.
    * @param dtype   Element type, e.g. `fk::dtype::f32` (`{kDLFloat, 32, 1}`).
    * @param shape   Extents.
@@ -208,8 +216,9 @@ class Tensor {
    *        would bind to the overload above and read the shape as the dtype
    *        (`cpu(double_ptr, {4, 4}, {4, 1})`). Give the dtype as a named value,
    *        `cpu(data, fk::dtype::bf16, shape)` or `cpu(data, DLDataType{kDLBfloat, 16, 1},
-   *        shape)`: a braced dtype (`{kDLBfloat, 16, 1}`) with a typed pointer is read as a
-   *        shape here and refused too (since 0.5.2).
+   *        shape)`. A braced dtype (`{kDLBfloat, 16, 1}`) with a `float*` or `int32_t*` is read
+   *        as a shape by those pointers' own overloads and accepted as one (a rank-3 view of
+   *        extents 2, 16, 1 here), so never brace a dtype; with other pointers it is refused.
    */
   template <class T>
   static Tensor cpu(const T* data, std::vector<int64_t> shape,
@@ -296,16 +305,63 @@ class UniqueHandle {
   T* handle_ = nullptr; /**< The owned handle, or NULL. */
 };
 
-/** @brief Owns an fk_context_t (move-only; plans made from it must be destroyed first). All op
- *         calls throw fk::Error on failure. */
-class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
+namespace detail {
+/** @brief The fk_context_t shared by an fk::Context and the plans made from it: destroyed with
+ *         the last of them (after every plan, as the C ABI requires). */
+struct ContextOwner {
+  fk_context_t* handle = nullptr; /**< NULL after Context::release(). */
+  ContextOwner() = default;
+  ContextOwner(const ContextOwner&) = delete;
+  ContextOwner& operator=(const ContextOwner&) = delete;
+  ~ContextOwner() {
+    if (handle) (void)fk_context_destroy(handle);
+  }
+};
+}  // namespace detail
+
+/** @brief Owns an fk_context_t (move-only). The plans made from it share it, so the
+ *         fk_context_t is destroyed when the last of the Context and its plans is. All op calls
+ *         throw fk::Error on failure. */
+class Context {
  public:
   /** @brief A context with the default options (FK_BACKEND_AUTO). */
-  Context() { check(fk_context_create(nullptr, &handle_)); }
-  /** @brief A context with `options` (see fk_context_create()). */
-  explicit Context(const fk_context_options_t& options) {
-    check(fk_context_create(&options, &handle_));
+  Context() : owner_(std::make_shared<detail::ContextOwner>()) {
+    check(fk_context_create(nullptr, &owner_->handle));
+    handle_ = owner_->handle;
   }
+  /** @brief A context with `options` (see fk_context_create()). */
+  explicit Context(const fk_context_options_t& options)
+      : owner_(std::make_shared<detail::ContextOwner>()) {
+    check(fk_context_create(&options, &owner_->handle));
+    handle_ = owner_->handle;
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  /** @brief Takes over `o`'s context; `o` becomes empty (its calls throw fk::Error). */
+  Context(Context&& o) noexcept
+      : owner_(std::move(o.owner_)), handle_(std::exchange(o.handle_, nullptr)) {}
+  /** @brief Drops the current context (destroyed here unless plans made from it still live)
+   *         and takes over `o`'s. */
+  Context& operator=(Context&& o) noexcept {
+    if (this != &o) {
+      owner_ = std::move(o.owner_);
+      handle_ = std::exchange(o.handle_, nullptr);
+    }
+    return *this;
+  }
+  /** @brief Releases this object's share (never throws). */
+  ~Context() = default;
+  /** @brief The handle, for calls into the C API. */
+  fk_context_t* get() const noexcept { return handle_; }
+  /** @brief Gives up ownership: the caller must destroy the result with fk_context_destroy(),
+   *         after every plan made from this context (those no longer keep it alive). */
+  fk_context_t* release() noexcept {
+    if (owner_) owner_->handle = nullptr;
+    owner_.reset();
+    return std::exchange(handle_, nullptr);
+  }
+  /** @brief Whether a handle is held (false after a move or release()). */
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
   /** @brief A CPU-backend context; `num_threads` 0 uses `FLASHKIT_NUM_THREADS` if set, else
    *         the hardware concurrency (fk_context_options_t::num_threads). */
   static Context cpu(int32_t num_threads = 0) {
@@ -314,8 +370,22 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
     o.num_threads = num_threads;
     return Context(o);
   }
-  /** @brief Takes ownership of a handle created with fk_context_create(). */
-  static Context adopt(fk_context_t* handle) noexcept { return Context(handle); }
+  /** @brief Takes ownership of a handle created with fk_context_create() (NULL: an empty
+   *         Context). Should allocating the shared owner fail (std::bad_alloc), the handle
+   *         is destroyed before the exception leaves. */
+  static Context adopt(fk_context_t* handle) {
+    Context c{Empty{}};
+    if (handle == nullptr) return c;
+    try {
+      c.owner_ = std::make_shared<detail::ContextOwner>();
+    } catch (...) {
+      (void)fk_context_destroy(handle);
+      throw;
+    }
+    c.owner_->handle = handle;
+    c.handle_ = handle;
+    return c;
+  }
 
 
   /** @brief Backend, device and kernel family (fk_context_get_info()). */
@@ -533,22 +603,46 @@ class Context : public UniqueHandle<fk_context_t, fk_context_destroy> {
   }
 
  private:
-  explicit Context(fk_context_t* h) noexcept : UniqueHandle(h) {}
+  friend class FFTConvPlan;
+  struct Empty {};
+  explicit Context(Empty) noexcept {}
+  std::shared_ptr<detail::ContextOwner> owner_; /**< Shared with the plans made from it. */
+  fk_context_t* handle_ = nullptr;              /**< owner_->handle, for the calls. */
 };
 
-/** @brief Owns an fk_fftconv_plan_t (move-only). The context must outlive the plan. */
+/** @brief Owns an fk_fftconv_plan_t (move-only). It keeps the Context it was made from alive
+ *         (that context is destroyed after the plan), so it may outlive that Context object or
+ *         be made from a temporary one. */
 class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destroy> {
  public:
-  /** @brief fk_fftconv_plan_create() on `context`; throws fk::Error for invalid options. */
-  FFTConvPlan(const Context& context, const fk_fftconv_plan_options_t& options) {
+  /** @brief fk_fftconv_plan_create() on `context`; throws fk::Error for invalid options (and
+   *         for an empty, moved-from or released `context`). */
+  FFTConvPlan(const Context& context, const fk_fftconv_plan_options_t& options)
+      : context_(context.owner_) {
     check(fk_fftconv_plan_create(context.get(), &options, &handle_));
   }
-  /** @brief Refused: a temporary context would be destroyed while the plan still uses it. */
-  FFTConvPlan(Context&& context, const fk_fftconv_plan_options_t& options) = delete;
-  /** @brief Refused: the same for a `const` temporary. */
-  FFTConvPlan(const Context&& context, const fk_fftconv_plan_options_t& options) = delete;
-  /** @brief Takes ownership of a handle created with fk_fftconv_plan_create(). */
+  /** @brief Takes over `o`'s plan and its share of the context; `o` becomes empty. */
+  FFTConvPlan(FFTConvPlan&& o) noexcept = default;
+  /** @brief Destroys the current plan (before dropping its context) and takes over `o`'s. */
+  FFTConvPlan& operator=(FFTConvPlan&& o) noexcept {
+    if (this != &o) {
+      UniqueHandle::operator=(std::move(o));
+      context_ = std::move(o.context_);
+    }
+    return *this;
+  }
+  /** @brief Destroys the plan, then releases its share of the context (never throws). */
+  ~FFTConvPlan() { reset(); }
+  /** @brief Takes ownership of a handle created with fk_fftconv_plan_create(); the context it
+   *         was made on must outlive it (nothing here keeps that context alive). */
   static FFTConvPlan adopt(fk_fftconv_plan_t* handle) noexcept { return FFTConvPlan(handle); }
+  /** @brief Takes ownership of a handle that fk_fftconv_plan_create() made on `context`'s
+   *         fk_context_t, and keeps that context alive as a plan made here would. */
+  static FFTConvPlan adopt(fk_fftconv_plan_t* handle, const Context& context) noexcept {
+    FFTConvPlan p(handle);
+    p.context_ = context.owner_;
+    return p;
+  }
 
   /** @brief The resolved options (fft_size after defaulting, filter_len, ...). */
   fk_fftconv_plan_options_t options() const {
@@ -583,6 +677,7 @@ class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destr
 
  private:
   explicit FFTConvPlan(fk_fftconv_plan_t* h) noexcept : UniqueHandle(h) {}
+  std::shared_ptr<detail::ContextOwner> context_; /**< Keeps the plan's context alive. */
 };
 
 }  // namespace fk
