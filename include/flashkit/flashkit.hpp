@@ -44,10 +44,13 @@
  */
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -101,6 +104,37 @@ inline const char* backend_name(fk_backend_t backend) { return fk_backend_name(b
 inline const char* kernel_family_name(fk_kernel_family_t family) {
   return fk_kernel_family_name(family);
 }
+namespace detail {
+/** @brief The callable overload's function type. */
+using LogFunction = std::function<void(fk_log_level_t, const char*)>;
+/** @brief The installed callable (one per program: inline variables). The mutex guards only
+ *         the pointer (held to copy or swap it, never across a library call or user code), so
+ *         a callable may call fk::set_log_callback() without deadlock (the library refuses it
+ *         from inside a callback) and a running callable keeps its own reference. */
+inline std::mutex log_function_mutex;
+inline std::shared_ptr<const LogFunction> log_function;
+inline std::shared_ptr<const LogFunction> current_log_function() {
+  std::lock_guard<std::mutex> lock(log_function_mutex);
+  return log_function;
+}
+inline void store_log_function(std::shared_ptr<const LogFunction> f) {
+  {
+    std::lock_guard<std::mutex> lock(log_function_mutex);
+    log_function.swap(f);
+  }
+  // `f` (the previous callable) is released here, outside the lock.
+}
+inline void log_trampoline(fk_log_level_t level, const char* message, void*) noexcept {
+  try {
+    const std::shared_ptr<const LogFunction> fn = current_log_function();
+    if (fn) (*fn)(level, message);
+  } catch (...) {
+    // Dropped: an exception must not leave through the C library (it would fail the call that
+    // logged with FK_ERROR_INTERNAL and skip its kernel).
+  }
+}
+}  // namespace detail
+
 /**
  * @brief fk_set_log_callback(): installs `callback(level, message, user_data)` for messages at
  *        or below `max_level`, or removes it with `nullptr`. Process-wide; once this returns
@@ -113,6 +147,28 @@ inline const char* kernel_family_name(fk_kernel_family_t family) {
 inline void set_log_callback(fk_log_callback_t callback, fk_log_level_t max_level = FK_LOG_WARN,
                              void* user_data = nullptr) {
   check(fk_set_log_callback(callback, max_level, user_data));
+  detail::store_log_function(nullptr);  // a callable installed before is no longer called
+}
+
+/**
+ * @brief Installs any callable `fn(fk_log_level_t level, const char* message)`, e.g. a lambda
+ *        with captures, as the process-wide log callback (messages at or below `max_level`).
+ *        It replaces the callback installed by either overload and is replaced by the next
+ *        call of either (`fk::set_log_callback(nullptr)` removes it). An exception thrown by
+ *        `fn` is caught and dropped, so the call that logged is not affected. `message` is
+ *        valid only during the call. A replaced callable may still be finishing a call on
+ *        another thread when this returns; its copy (and captures) is destroyed after that.
+ *        Throws fk::Error as the other overload, and then changes nothing. Installs racing on
+ *        several threads leave one of them in place, or (a callable against a function
+ *        pointer) possibly neither.
+ */
+template <class F,
+          class = std::enable_if_t<!std::is_convertible<F, fk_log_callback_t>::value &&
+                                   std::is_invocable<F&, fk_log_level_t, const char*>::value>>
+inline void set_log_callback(F fn, fk_log_level_t max_level = FK_LOG_WARN) {
+  auto next = std::make_shared<const detail::LogFunction>(std::move(fn));
+  check(fk_set_log_callback(&detail::log_trampoline, max_level, nullptr));
+  detail::store_log_function(std::move(next));
 }
 
 /** @brief fk_attention_params_t with its defaults (fk_attention_params_init()). */

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -306,6 +308,72 @@ void set_inside(fk_log_level_t, const char*, void* user_data) {
   }
 }
 }  // namespace
+
+TEST_CASE("C++ wrapper: a capturing callable as the log callback", "[cpp]") {
+  fk::Context ctx = fk::Context::cpu(1);
+  const std::vector<float> a = iota_values(6, 0.5f), b = iota_values(6, -0.25f);
+  std::vector<float> d(4, -1.0f);
+  const fk::Tensor ta = fk::Tensor::cpu(a.data(), {2, 3}), tb = fk::Tensor::cpu(b.data(), {3, 2});
+  const fk::Tensor td = fk::Tensor::cpu(d.data(), {2, 2});
+  const fk_gemm_params_t gp = fk::gemm_params();
+  auto check_product = [&] {
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double want = 0.0;
+        for (int k = 0; k < 3; ++k) want += double(a[size_t(i * 3 + k)]) * b[size_t(k * 2 + j)];
+        CHECK(d[size_t(i * 2 + j)] == Approx(want).margin(1e-5));
+      }
+  };
+  auto token = std::make_shared<int>(0);
+  std::vector<std::string> lines;
+  fk::set_log_callback([token, &lines](fk_log_level_t level, const char* message) {
+    if (level == FK_LOG_DEBUG) lines.emplace_back(message);
+  }, FK_LOG_DEBUG);
+  CHECK(token.use_count() == 2);
+  ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
+  check_product();
+  REQUIRE_FALSE(lines.empty());
+  CHECK(lines.back().find("cpu.gemm") != std::string::npos);
+
+  // A throwing callable: dropped by the wrapper, so the call still runs (with a function
+  // pointer the library fails the call with FK_ERROR_INTERNAL). Installing it releases the
+  // previous callable's captures.
+  int thrown = 0;
+  fk::set_log_callback([&thrown](fk_log_level_t, const char*) {
+    ++thrown;
+    throw std::runtime_error("a logger that throws");
+  }, FK_LOG_DEBUG);
+  CHECK(token.use_count() == 1);
+  std::fill(d.begin(), d.end(), -1.0f);
+  ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
+  CHECK(thrown >= 1);
+  check_product();
+
+  // From inside the callable: the library refuses (fk::Error), no deadlock, and it stays.
+  int refused = 0;
+  fk::set_log_callback([&refused](fk_log_level_t, const char*) {
+    try {
+      fk::set_log_callback(nullptr);
+    } catch (const fk::Error&) {
+      ++refused;
+    }
+  }, FK_LOG_DEBUG);
+  ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
+  CHECK(refused >= 1);
+  const int before = refused;
+  ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
+  CHECK(refused > before);
+
+  // An invalid level changes nothing; nullptr removes the callable.
+  CHECK_THROWS_AS(fk::set_log_callback([](fk_log_level_t, const char*) {}, fk_log_level_t(9)), fk::Error);
+  const int kept = refused;
+  ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
+  CHECK(refused > kept);
+  fk::set_log_callback(nullptr);
+  const int removed = refused;
+  ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
+  CHECK(refused == removed);
+}
 
 TEST_CASE("C++ wrapper: version, names, log callback, adopting a plan, strided int32 views", "[cpp]") {
   CHECK(fk::version() == fk_get_version());
