@@ -112,11 +112,14 @@ using LogFunction = std::function<void(fk_log_level_t, const char*)>;
  *         a callable may call fk::set_log_callback() without deadlock (the library refuses it
  *         from inside a callback) and a running callable keeps its own reference. */
 inline std::mutex log_function_mutex;
+/** @brief The installed callable, or empty (guarded by log_function_mutex). */
 inline std::shared_ptr<const LogFunction> log_function;
+/** @brief A reference to the installed callable (kept by a running call). */
 inline std::shared_ptr<const LogFunction> current_log_function() {
   std::lock_guard<std::mutex> lock(log_function_mutex);
   return log_function;
 }
+/** @brief Installs `f` as the callable; the previous one is released outside the lock. */
 inline void store_log_function(std::shared_ptr<const LogFunction> f) {
   {
     std::lock_guard<std::mutex> lock(log_function_mutex);
@@ -124,6 +127,8 @@ inline void store_log_function(std::shared_ptr<const LogFunction> f) {
   }
   // `f` (the previous callable) is released here, outside the lock.
 }
+/** @brief The C callback the callable overload installs: calls the current callable and
+ *         drops its exceptions. */
 inline void log_trampoline(fk_log_level_t level, const char* message, void*) noexcept {
   try {
     const std::shared_ptr<const LogFunction> fn = current_log_function();
