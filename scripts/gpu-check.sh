@@ -24,6 +24,9 @@
 # attention switch passes run when that filter is empty or names attention, or as
 # FK_GPU_CHECK_VARIANTS=1/0 says; FK_GPU_CHECK_PARALLEL=0 runs those passes after the suite
 # instead of beside its shards),
+# FK_GPU_CHECK_CASE_SECONDS=tests/gpu/case_seconds.tsv balances the shards by each case's
+# seconds (make it from a run's logs: grep -hE '^[0-9.]+ s: ' gpu_tests_*.log | sed -E
+# 's/^([0-9.]+) s: /\1\t/' > tests/gpu/case_seconds.tsv; without it, round robin),
 # FK_GPU_CHECK_BUDGET=570 seconds from the start of the checks: later steps that would not fit
 # are skipped and say so, and no step's time limit reaches past it,
 # FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
@@ -148,10 +151,22 @@ run_cpp_suite() {
     return 1
   fi
   [ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+  # Longest cases first, each to the shard with the least seconds so far: the seconds from
+  # tests/gpu/case_seconds.tsv ("seconds<TAB>name", from an earlier run's --durations lines;
+  # FK_GPU_CHECK_CASE_SECONDS names another file), 1 s for a case it lacks. Without the file
+  # every case weighs 1 s, i.e. round robin.
+  local weights=${FK_GPU_CHECK_CASE_SECONDS:-$root/tests/gpu/case_seconds.tsv}
+  [ -f "$weights" ] || weights=/dev/null
+  awk -v w="$weights" 'BEGIN { while ((getline line < w) > 0) { t = index(line, "\t");
+                                 if (t > 1) sec[substr(line, t + 1)] = substr(line, 1, t - 1) } }
+                       { printf "%s\t%s\n", (($0 in sec) ? sec[$0] : 1), $0 }' "$names" |
+    sort -t "$(printf '\t')" -k1,1 -g -r -s |
+    awk -F'\t' -v n="$jobs" '{ b = 0; for (j = 1; j < n; j++) if (load[j] < load[b]) b = j;
+                               load[b] += $1; print b "\t" $2 }' > "$out/gpu_test_shards.txt"
   local i pids=() rcs=0
   for ((i = 0; i < jobs; i++)); do
     # One name per line, Catch2's test-spec characters escaped so that each matches itself.
-    awk -v n="$jobs" -v i="$i" 'NR % n == i' "$names" |
+    awk -F'\t' -v i="$i" '$1 == i { print $2 }' "$out/gpu_test_shards.txt" |
       sed -e 's/\\/\\\\/g' -e 's/\([],[~*"]\)/\\\1/g' > "$out/gpu_tests_$i.txt"
     [ -s "$out/gpu_tests_$i.txt" ] || continue
     # A shard that hangs (a kernel that never finishes) is stopped, reported with exit 124, and
