@@ -25,8 +25,10 @@
 # FK_GPU_CHECK_VARIANTS=1/0 says; FK_GPU_CHECK_PARALLEL=0 runs those passes after the suite
 # instead of beside its shards),
 # FK_GPU_CHECK_CASE_SECONDS=tests/gpu/case_seconds.tsv balances the shards by each case's
-# seconds (make it from a run's logs: grep -hE '^[0-9.]+ s: ' gpu_tests_*.log | sed -E
-# 's/^([0-9.]+) s: /\1\t/' > tests/gpu/case_seconds.tsv; without it, round robin),
+# seconds (make it from a run's logs: grep -hE '^[0-9.]+ s: ' gpu_tests_*.log | awk -F' s: '
+# '{ t[$2] += $1 } END { for (n in t) printf "%.2f\t%s\n", t[n], n }' > tests/gpu/case_seconds.tsv:
+# Catch2 prints a case's name once per run of its body, one run per leaf section, and each
+# section's name too; without the file, round robin),
 # FK_GPU_CHECK_BUDGET=570 seconds from the start of the checks: later steps that would not fit
 # are skipped and say so, and no step's time limit reaches past it,
 # FK_GPU_CHECK_PYTEST=0 pytest (the Python extension is still
@@ -202,9 +204,12 @@ run_cpp_suite() {
       failed_cases=$((failed_cases + $(echo "$line" | grep -oE '\| [0-9]+ failed' | grep -oE '[0-9]+' | head -n 1 || echo 0)))
     fi
   done
-  # The slowest cases (--durations lines "S s: name"), for balancing the shards by hand.
+  # The slowest cases (--durations lines "S s: name", summed per name: a case's name comes
+  # once per run of its body, and section names come too).
   local slow
-  slow=$(grep -hE '^[0-9]+\.[0-9]+ s: ' "$out"/gpu_tests_*.log 2>/dev/null | sort -rn | head -n 6 | cut -c1-110)
+  slow=$(grep -hE '^[0-9]+\.[0-9]+ s: ' "$out"/gpu_tests_*.log 2>/dev/null |
+    awk -F' s: ' '{ t[$2] += $1 } END { for (n in t) printf "%.2f s: %s\n", t[n], n }' |
+    sort -rn | head -n 6 | cut -c1-110)
   [ -n "$slow" ] && { echo "slowest cases:"; echo "$slow" | sed 's/^/  /'; } | tee -a "$out/gpu_tests.log"
   if [ $rcs -eq 0 ] && [ "$cases" -ne "$total" ]; then
     # A name Catch2 could not match from the -f file is left out without an error.
