@@ -13,7 +13,9 @@ process for that call (column "fft ms", constant plan); where that is the Hopper
 the sm80-class direct kernel as well, through a context of the SM80 family (column "sm80 ms").
 
 HBM floor: bytes of u, y and the gates read/written once plus the fp32 filter spectrum
-(H * (fft_size/2 + 1) * 8 bytes) once, at 4.2 TB/s (the H200's measured copy rate).
+(H * (fft_size/2 + 1) * 8 bytes) once, at 4.2 TB/s (the H200's measured copy rate, issue 8's
+reference: column "%floor"), and at this GPU's copy rate measured at the start (fkbench.copy_rate:
+column "%copy"; the two agree on an H200, and the second is the one to read on another GPU).
 Also reports max |flashkit - float64 reference| over a sample of rows, relative to max |ref|.
 
   python3 benchmarks/fftconv.py --lib build/libflashkit.so [--dtype bf16] [--family auto]
@@ -150,12 +152,15 @@ def main():
     args = ap.parse_args()
     torch.manual_seed(0)
     fk = Flashkit(args.lib, args.family)
+    copy_bw = fkbench.copy_rate()
+    print(f"device {torch.cuda.get_device_name()}: copy rate {copy_bw / 1e12:.2f} TB/s (read + write; "
+          f"%floor is against issue 8's 4.2 TB/s, %copy against this rate)", flush=True)
     fk80 = None
     dts = {"bf16": torch.bfloat16, "fp16": torch.float16}
     H = args.channels
     rows = []
     print(f"{'dtype':5} {'B':>3} {'L':>6} {'gated':>5} {'variant':25} {'fk const ms':>11} "
-          f"{'fk ms':>8} {'fft ms':>8} {'sm80 ms':>8} {'torch ms':>9} {'GB/s':>7} {'%floor':>7} {'x torch':>8} "
+          f"{'fk ms':>8} {'fft ms':>8} {'sm80 ms':>8} {'torch ms':>9} {'GB/s':>7} {'%floor':>7} {'%copy':>6} {'x torch':>8} "
           f"{'max err':>9}")
     for dname in args.dtype:
         dt = dts[dname]
@@ -220,18 +225,20 @@ def main():
                 best = res["fk_const_ms"]
                 res["gbps"] = floor_bytes / (best * 1e-3) / 1e9
                 res["pct_floor"] = 100.0 * res["floor_ms"] / best
+                res["copy_bw"] = copy_bw
+                res["pct_copy"] = 100.0 * floor_bytes / copy_bw * 1e3 / best
                 res["ratio_vs_torch"] = res["torch_ms"] / best
                 rows.append(res)
                 print(f"{dname:5} {B:3d} {L:6d} {str(gated):>5} {res['variant']:25} {best:11.4f} "
                       f"{res['fk_ms']:8.4f} {res.get('fft_const_ms', float('nan')):8.4f} "
                       f"{res.get('sm80_const_ms', float('nan')):8.4f} "
                       f"{res['torch_ms']:9.4f} {res['gbps']:7.0f} "
-                      f"{res['pct_floor']:6.1f}% {res['ratio_vs_torch']:7.1f}x "
+                      f"{res['pct_floor']:6.1f}% {res['pct_copy']:5.1f}% {res['ratio_vs_torch']:7.1f}x "
                       f"{res['max_rel_err']:9.2e}", flush=True)
                 del sets
                 torch.cuda.empty_cache()
     out = write_json(f"fftconv_bench{args.tag}.json", args.json,
-                     {"device": torch.cuda.get_device_name(), "rows": rows,
+                     {"device": torch.cuda.get_device_name(), "copy_rate": copy_bw, "rows": rows,
                       "fast": os.environ.get("FLASHKIT_FFTCONV_SM80_FAST", "")})
     print("json:", out)
 

@@ -164,6 +164,20 @@ def time_ms(fns, warmup, reps, batch=1):
 
 
 
+def copy_rate(nbytes=1 << 30, warmup=3, reps=15):
+    """This GPU's device-to-device copy rate in bytes/s, read and write both counted (how issue
+    8's 4.2 TB/s for the H200 is counted): median of `reps` copies of `nbytes`, two buffers of
+    1 GiB each by default, far larger than L2. The memory-floor columns use it beside the
+    issue's 4.2 TB/s, so that a run on another GPU (an H100: ~3 TB/s) is read against its own
+    memory."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    ms = time_ms(lambda: dst.copy_(src), warmup, reps)
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2.0 * nbytes / (ms * 1e-3)
+
+
 def nvtx_profile(fn, reps, warmup=2, name="prof"):
     """Calls `fn` `warmup` times, then `reps` times inside the NVTX range `name`, so that Nsight
     Compute's --nvtx --nvtx-include "NAME/" profiles only those (benchmarks/ab/*_ncu_one.py)."""
