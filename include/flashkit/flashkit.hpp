@@ -104,29 +104,59 @@ inline const char* backend_name(fk_backend_t backend) { return fk_backend_name(b
 inline const char* kernel_family_name(fk_kernel_family_t family) {
   return fk_kernel_family_name(family);
 }
+#if defined(__GNUC__) || defined(__clang__)
+/** @brief Exports the wrapper's process-wide log state from every shared library that includes
+ *         this header, so that even libraries built with hidden visibility share one. */
+#define FK_HPP_PROCESS_WIDE __attribute__((visibility("default")))
+#else
+#define FK_HPP_PROCESS_WIDE
+#endif
+
 namespace detail {
 /** @brief The callable overload's function type. */
 using LogFunction = std::function<void(fk_log_level_t, const char*)>;
-/** @brief The installed callable (one per program: inline variables). The mutex guards only
- *         the pointer (held to copy or swap it, never across a library call or user code), so
- *         a callable may call fk::set_log_callback() without deadlock (the library refuses it
- *         from inside a callback) and a running callable keeps its own reference. */
-inline std::mutex log_function_mutex;
-/** @brief The installed callable, or empty (guarded by log_function_mutex). */
-inline std::shared_ptr<const LogFunction> log_function;
-/** @brief A reference to the installed callable (kept by a running call). */
+/** @brief The installed callable. The mutex guards only the pointer (held to copy or swap it,
+ *         never across a library call or user code), and a running delivery holds its own
+ *         reference. */
+struct LogState {
+  std::mutex mutex;                            /**< Guards `fn`. */
+  std::shared_ptr<const LogFunction> fn;       /**< The installed callable, or empty. */
+};
+/** @brief The process's log state: made on first use and never destroyed, so that a message
+ *         logged during static destruction (by another library, a thread still running) does
+ *         not reach a destroyed object; one per process (FK_HPP_PROCESS_WIDE). */
+FK_HPP_PROCESS_WIDE inline LogState& log_state() {
+  static LogState* const state = new LogState;
+  return *state;
+}
+/** @brief A reference to the installed callable (kept by a running delivery). */
 inline std::shared_ptr<const LogFunction> current_log_function() {
-  std::lock_guard<std::mutex> lock(log_function_mutex);
-  return log_function;
+  LogState& st = log_state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  return st.fn;
 }
-/** @brief Installs `f` as the callable; the previous one is released outside the lock. */
-inline void store_log_function(std::shared_ptr<const LogFunction> f) {
-  {
-    std::lock_guard<std::mutex> lock(log_function_mutex);
-    log_function.swap(f);
-  }
-  // `f` (the previous callable) is released here, outside the lock.
+/** @brief Installs `f` as the callable and returns the previous one (released by the caller,
+ *         outside the lock). */
+inline std::shared_ptr<const LogFunction> exchange_log_function(std::shared_ptr<const LogFunction> f) {
+  LogState& st = log_state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  st.fn.swap(f);
+  return f;
 }
+/** @brief Puts `previous` back if `mine` is still the installed callable (an install the
+ *         library refused). */
+inline void restore_log_function(const std::shared_ptr<const LogFunction>& mine,
+                                 std::shared_ptr<const LogFunction> previous) {
+  LogState& st = log_state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (st.fn == mine) st.fn.swap(previous);
+}
+/** @brief Whether `T` is a std::function (which may be empty). */
+template <class T>
+struct is_std_function : std::false_type {};
+/** @brief A std::function. */
+template <class R, class... A>
+struct is_std_function<std::function<R(A...)>> : std::true_type {};
 /** @brief The C callback the callable overload installs: calls the current callable and
  *         drops its exceptions. */
 inline void log_trampoline(fk_log_level_t level, const char* message, void*) noexcept {
@@ -134,8 +164,7 @@ inline void log_trampoline(fk_log_level_t level, const char* message, void*) noe
     const std::shared_ptr<const LogFunction> fn = current_log_function();
     if (fn) (*fn)(level, message);
   } catch (...) {
-    // Dropped: an exception must not leave through the C library (it would fail the call that
-    // logged with FK_ERROR_INTERNAL and skip its kernel).
+    // Dropped: the library would drop it too, but not before unwinding through C frames.
   }
 }
 }  // namespace detail
@@ -145,14 +174,16 @@ inline void log_trampoline(fk_log_level_t level, const char* message, void*) noe
  *        or below `max_level`, or removes it with `nullptr`. Process-wide; once this returns
  *        the previous callback and its `user_data` are no longer in use. Throws fk::Error for
  *        an invalid level, or when called from inside a callback (which must not call
- *        flashkit). The callback must not throw (it is called from inside C code): an
- *        exception from it is caught by the library, the call that logged fails with
- *        FK_ERROR_INTERNAL (so fk::Error from this wrapper) and its kernel does not run.
+ *        flashkit). The callback should not throw: the library catches and drops an
+ *        exception it throws (the call that logged goes on), but the exception unwinds through
+ *        C frames to get there; the callable overload below catches it first.
  */
 inline void set_log_callback(fk_log_callback_t callback, fk_log_level_t max_level = FK_LOG_WARN,
                              void* user_data = nullptr) {
   check(fk_set_log_callback(callback, max_level, user_data));
-  detail::store_log_function(nullptr);  // a callable installed before is no longer called
+  // A callable installed before is no longer called (the library call above waited for any
+  // delivery still using it); released here, on this thread.
+  detail::exchange_log_function(nullptr);
 }
 
 /**
@@ -163,17 +194,37 @@ inline void set_log_callback(fk_log_callback_t callback, fk_log_level_t max_leve
  *        `fn` is caught and dropped, so the call that logged is not affected. `message` is
  *        valid only during the call. A replaced callable may still be finishing a call on
  *        another thread when this returns; its copy (and captures) is destroyed after that.
- *        Throws fk::Error as the other overload, and then changes nothing. Installs racing on
- *        several threads leave one of them in place, or (a callable against a function
- *        pointer) possibly neither.
+ *        A callable replaced by the next install is released on the thread that installs,
+ *        after the deliveries using it have finished. The callable (move-only ones too) is
+ *        kept in a process-wide state that is never destroyed, so one still installed at exit
+ *        is not destroyed either. An empty `std::function` or a null function pointer removes
+ *        the callback. Throws fk::Error as the other overload, and then changes nothing.
+ *        Installs racing on several threads leave one callback in place, possibly with the
+ *        other install's `max_level`, or (a callable against a function pointer) none.
  */
 template <class F,
           class = std::enable_if_t<!std::is_convertible<F, fk_log_callback_t>::value &&
                                    std::is_invocable<F&, fk_log_level_t, const char*>::value>>
 inline void set_log_callback(F fn, fk_log_level_t max_level = FK_LOG_WARN) {
-  auto next = std::make_shared<const detail::LogFunction>(std::move(fn));
-  check(fk_set_log_callback(&detail::log_trampoline, max_level, nullptr));
-  detail::store_log_function(std::move(next));
+  if constexpr (std::is_pointer<F>::value || detail::is_std_function<F>::value) {
+    // An empty std::function or a null function pointer removes the callback.
+    if (!fn) {
+      set_log_callback(static_cast<fk_log_callback_t>(nullptr), max_level);
+      return;
+    }
+  }
+  // Held through a shared_ptr, so move-only callables work (std::function copies its target).
+  auto target = std::make_shared<F>(std::move(fn));
+  auto next = std::make_shared<const detail::LogFunction>(
+      [target](fk_log_level_t level, const char* message) { (*target)(level, message); });
+  // Swapped in before the library call, which waits for the deliveries in progress: the
+  // previous callable is then released on this thread, never inside another thread's delivery.
+  std::shared_ptr<const detail::LogFunction> previous = detail::exchange_log_function(next);
+  const fk_status_t status = fk_set_log_callback(&detail::log_trampoline, max_level, nullptr);
+  if (status != FK_SUCCESS) {
+    detail::restore_log_function(next, std::move(previous));
+    check(status);
+  }
 }
 
 /** @brief fk_attention_params_t with its defaults (fk_attention_params_init()). */
@@ -694,11 +745,30 @@ class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destr
   }
   /** @brief Destroys the plan, then releases its share of the context (never throws). */
   ~FFTConvPlan() { reset(); }
+  /**
+   * @brief Gives up ownership of the plan: the caller destroys it with
+   *        fk_fftconv_plan_destroy() while its context still lives. This object's share of the
+   *        context is dropped, so another owner (the fk::Context the plan was made from, or
+   *        another plan of it) must keep the context alive until then: throws fk::Error
+   *        (FK_ERROR_INVALID_ARGUMENT) and keeps the plan when this plan holds the last share,
+   *        whose release would destroy the context at once. A plan adopted without a context
+   *        is released as is.
+   */
+  fk_fftconv_plan_t* release() {
+    if (context_ && context_.use_count() == 1 && context_->handle) {
+      throw Error(FK_ERROR_INVALID_ARGUMENT,
+                  "FFTConvPlan::release: this plan holds the last reference to its context, "
+                  "which would be destroyed before the released plan; keep the fk::Context");
+    }
+    context_.reset();
+    return UniqueHandle::release();
+  }
   /** @brief Takes ownership of a handle created with fk_fftconv_plan_create(); the context it
    *         was made on must outlive it (nothing here keeps that context alive). */
   static FFTConvPlan adopt(fk_fftconv_plan_t* handle) noexcept { return FFTConvPlan(handle); }
   /** @brief Takes ownership of a handle that fk_fftconv_plan_create() made on `context`'s
-   *         fk_context_t, and keeps that context alive as a plan made here would. */
+   *         fk_context_t, and keeps that context alive as a plan made here would (nothing,
+   *         for an empty, moved-from or released `context`). */
   static FFTConvPlan adopt(fk_fftconv_plan_t* handle, const Context& context) noexcept {
     FFTConvPlan p(handle);
     p.context_ = context.owner_;

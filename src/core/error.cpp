@@ -51,7 +51,14 @@ void vlog(fk_log_level_t level, const char* fmt, va_list ap) {
         std::memcpy(g_last_error, saved, sizeof saved);
       }
     } reentry;
-    s.callback(level, buf, s.user_data);
+    // A C++ callback that throws breaks the contract, but its exception must neither leave
+    // through the C ABI nor fail the call being logged (caught by that call's guard, it became
+    // FK_ERROR_INTERNAL, and when the callback also threw on that error's message, it left the
+    // call): dropped here.
+    try {
+      s.callback(level, buf, s.user_data);
+    } catch (...) {
+    }
   }
 }
 

@@ -212,6 +212,18 @@ TEST_CASE("C++ wrapper: a plan keeps its Context alive", "[cpp]") {
     }
     check_causal_conv(plan, 3, 20, 5, 6.0f);
   }
+  SECTION("release() refuses to orphan the plan, and releases it while the Context lives") {
+    fk::FFTConvPlan last = causal_plan(3, 20, 5);  // holds the only share of its context
+    CHECK_THROWS_AS(last.release(), fk::Error);
+    CHECK(last);  // kept
+    check_causal_conv(last, 3, 20, 5, 7.0f);
+    fk::Context ctx = fk::Context::cpu(1);
+    fk::FFTConvPlan plan(ctx, o);
+    fk_fftconv_plan_t* raw = plan.release();
+    CHECK_FALSE(plan);
+    fk::FFTConvPlan again = fk::FFTConvPlan::adopt(raw, ctx);
+    check_causal_conv(again, 3, 20, 5, 8.0f);
+  }
   SECTION("a moved-from Context makes no plan") {
     fk::Context ctx = fk::Context::cpu(1);
     fk::Context other = std::move(ctx);
@@ -364,7 +376,26 @@ TEST_CASE("C++ wrapper: a capturing callable as the log callback", "[cpp]") {
   ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
   CHECK(refused > before);
 
+  // A move-only callable; an empty std::function removes the callback.
+  int moved = 0;
+  auto owned = std::make_unique<int>(5);
+  fk::set_log_callback([&moved, p = std::move(owned)](fk_log_level_t, const char*) { moved += *p; },
+                       FK_LOG_DEBUG);
+  ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
+  CHECK(moved >= 5);
+  fk::set_log_callback(std::function<void(fk_log_level_t, const char*)>(), FK_LOG_DEBUG);
+  const int after_empty = moved;
+  ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
+  CHECK(moved == after_empty);
+
   // An invalid level changes nothing; nullptr removes the callable.
+  fk::set_log_callback([&refused](fk_log_level_t, const char*) {
+    try {
+      fk::set_log_callback(nullptr);
+    } catch (const fk::Error&) {
+      ++refused;
+    }
+  }, FK_LOG_DEBUG);
   CHECK_THROWS_AS(fk::set_log_callback([](fk_log_level_t, const char*) {}, fk_log_level_t(9)), fk::Error);
   const int kept = refused;
   ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
@@ -373,6 +404,42 @@ TEST_CASE("C++ wrapper: a capturing callable as the log callback", "[cpp]") {
   const int removed = refused;
   ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
   CHECK(refused == removed);
+}
+
+namespace {
+void throwing_logger(fk_log_level_t, const char*, void* user_data) {
+  ++*static_cast<int*>(user_data);
+  throw std::runtime_error("a C++ logger that throws on every message");
+}
+}  // namespace
+
+TEST_CASE("C++ wrapper: a function-pointer callback that throws does not fail the call", "[cpp]") {
+  // The library drops the exception: the logged call goes on (before, it failed with
+  // FK_ERROR_INTERNAL, and with an ERROR-level callback the exception left the C call).
+  fk::Context ctx = fk::Context::cpu(1);
+  const std::vector<float> a = iota_values(4, 0.5f);
+  std::vector<float> d(4, -1.0f);
+  const fk::Tensor ta = fk::Tensor::cpu(a.data(), {2, 2}), td = fk::Tensor::cpu(d.data(), {2, 2});
+  const fk_gemm_params_t gp = fk::gemm_params();
+  int calls = 0;
+  fk::set_log_callback(&throwing_logger, FK_LOG_DEBUG, &calls);
+  ctx.gemm(&gp, ta, ta, nullptr, nullptr, td);
+  CHECK(calls >= 1);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      CHECK(d[size_t(i * 2 + j)] == Approx(double(a[size_t(i * 2)]) * a[size_t(j)] +
+                                           double(a[size_t(i * 2 + 1)]) * a[size_t(2 + j)]).margin(1e-6));
+  // A failing call logs at ERROR level: the callback throws there too, and the caller still
+  // gets the library's own error.
+  std::vector<float> b(6, 1.0f);
+  try {
+    ctx.gemm(&gp, ta, fk::Tensor::cpu(b.data(), {3, 2}), nullptr, nullptr, td);
+    FAIL("a K mismatch was accepted");
+  } catch (const fk::Error& e) {
+    CHECK(e.category() == FK_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(e.what()).find("K is 3") != std::string::npos);
+  }
+  fk::set_log_callback(nullptr);
 }
 
 TEST_CASE("C++ wrapper: version, names, log callback, adopting a plan, strided int32 views", "[cpp]") {
