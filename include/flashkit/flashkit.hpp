@@ -53,6 +53,9 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>  // abi::__forced_unwind
+#endif
 
 #include "flashkit/flashkit.h"
 
@@ -105,8 +108,8 @@ inline const char* kernel_family_name(fk_kernel_family_t family) {
   return fk_kernel_family_name(family);
 }
 #if defined(__GNUC__) || defined(__clang__)
-/** @brief Exports the wrapper's process-wide log state from every shared library that includes
- *         this header, so that even libraries built with hidden visibility share one. */
+/** @brief Exports the wrapper's log state from every shared library that includes this header,
+ *         so that the dynamic linker can merge the copies (see detail::log_state()). */
 #define FK_HPP_PROCESS_WIDE __attribute__((visibility("default")))
 #else
 #define FK_HPP_PROCESS_WIDE
@@ -122,9 +125,12 @@ struct LogState {
   std::mutex mutex;                            /**< Guards `fn`. */
   std::shared_ptr<const LogFunction> fn;       /**< The installed callable, or empty. */
 };
-/** @brief The process's log state: made on first use and never destroyed, so that a message
- *         logged during static destruction (by another library, a thread still running) does
- *         not reach a destroyed object; one per process (FK_HPP_PROCESS_WIDE). */
+/** @brief The log state: made on first use and never destroyed, so that a message logged
+ *         during static destruction (by another library, a thread still running) does not
+ *         reach a destroyed object. One per process where the dynamic linker merges it (an
+ *         executable and the libraries it links, libraries loaded with RTLD_GLOBAL, and g++'s
+ *         unique symbols); a library with its own copy (clang, RTLD_LOCAL, -Bsymbolic,
+ *         --exclude-libs) keeps its own callable, released only when it installs again. */
 FK_HPP_PROCESS_WIDE inline LogState& log_state() {
   static LogState* const state = new LogState;
   return *state;
@@ -157,14 +163,25 @@ struct is_std_function : std::false_type {};
 /** @brief A std::function. */
 template <class R, class... A>
 struct is_std_function<std::function<R(A...)>> : std::true_type {};
+/** @brief True on a thread while the trampoline runs a callable (a delivery: the library's
+ *         log lock is held, and the library refuses fk_set_log_callback() there). */
+inline thread_local bool in_log_delivery = false;
 /** @brief The C callback the callable overload installs: calls the current callable and
- *         drops its exceptions. */
-inline void log_trampoline(fk_log_level_t level, const char* message, void*) noexcept {
+ *         drops its exceptions (thread cancellation's forced unwinding goes on). */
+inline void log_trampoline(fk_log_level_t level, const char* message, void*) {
+  const std::shared_ptr<const LogFunction> fn = current_log_function();
+  if (!fn) return;
+  struct Flag {
+    Flag() { in_log_delivery = true; }
+    ~Flag() { in_log_delivery = false; }
+  } flag;
   try {
-    const std::shared_ptr<const LogFunction> fn = current_log_function();
-    if (fn) (*fn)(level, message);
+    (*fn)(level, message);
+#if defined(__GLIBCXX__)
+  } catch (abi::__forced_unwind&) {
+    throw;
+#endif
   } catch (...) {
-    // Dropped: the library would drop it too, but not before unwinding through C frames.
   }
 }
 }  // namespace detail
@@ -174,9 +191,9 @@ inline void log_trampoline(fk_log_level_t level, const char* message, void*) noe
  *        or below `max_level`, or removes it with `nullptr`. Process-wide; once this returns
  *        the previous callback and its `user_data` are no longer in use. Throws fk::Error for
  *        an invalid level, or when called from inside a callback (which must not call
- *        flashkit). The callback should not throw: the library catches and drops an
- *        exception it throws (the call that logged goes on), but the exception unwinds through
- *        C frames to get there; the callable overload below catches it first.
+ *        flashkit). The callback should not throw; an exception it throws is caught and
+ *        dropped by the library (the call that logged goes on; thread cancellation's forced
+ *        unwinding is let through).
  */
 inline void set_log_callback(fk_log_callback_t callback, fk_log_level_t max_level = FK_LOG_WARN,
                              void* user_data = nullptr) {
@@ -192,15 +209,14 @@ inline void set_log_callback(fk_log_callback_t callback, fk_log_level_t max_leve
  *        It replaces the callback installed by either overload and is replaced by the next
  *        call of either (`fk::set_log_callback(nullptr)` removes it). An exception thrown by
  *        `fn` is caught and dropped, so the call that logged is not affected. `message` is
- *        valid only during the call. A replaced callable may still be finishing a call on
- *        another thread when this returns; its copy (and captures) is destroyed after that.
- *        A callable replaced by the next install is released on the thread that installs,
- *        after the deliveries using it have finished. The callable (move-only ones too) is
- *        kept in a process-wide state that is never destroyed, so one still installed at exit
- *        is not destroyed either. An empty `std::function` or a null function pointer removes
- *        the callback. Throws fk::Error as the other overload, and then changes nothing.
- *        Installs racing on several threads leave one callback in place, possibly with the
- *        other install's `max_level`, or (a callable against a function pointer) none.
+ *        valid only during the call. A callable replaced by a later install is released on
+ *        the thread that installs, once the deliveries using it have finished. The callable
+ *        (move-only ones too) is kept in a state that is never destroyed, so one still
+ *        installed at exit is not destroyed either. An empty `std::function` or a null
+ *        function pointer removes the callback. Throws fk::Error as the other overload (an
+ *        invalid level; a call from inside a delivery) and then changes nothing. Installs
+ *        racing on several threads leave one callback in place, possibly with the other
+ *        install's `max_level`, or (a callable against a function pointer) none.
  */
 template <class F,
           class = std::enable_if_t<!std::is_convertible<F, fk_log_callback_t>::value &&
@@ -213,12 +229,21 @@ inline void set_log_callback(F fn, fk_log_level_t max_level = FK_LOG_WARN) {
       return;
     }
   }
+  if (detail::in_log_delivery || max_level < FK_LOG_ERROR || max_level > FK_LOG_DEBUG) {
+    // Refused by the library (from inside a delivery; an invalid level) before anything here
+    // changes: the library's own error, and no callable swapped in meanwhile.
+    check(fk_set_log_callback(&detail::log_trampoline, max_level, nullptr));
+    return;  // not reached
+  }
   // Held through a shared_ptr, so move-only callables work (std::function copies its target).
   auto target = std::make_shared<F>(std::move(fn));
   auto next = std::make_shared<const detail::LogFunction>(
       [target](fk_log_level_t level, const char* message) { (*target)(level, message); });
   // Swapped in before the library call, which waits for the deliveries in progress: the
   // previous callable is then released on this thread, never inside another thread's delivery.
+  // The library can still refuse only when this thread is inside a function pointer's
+  // delivery: it then holds the log lock, no other delivery runs, and the previous callable
+  // goes back.
   std::shared_ptr<const detail::LogFunction> previous = detail::exchange_log_function(next);
   const fk_status_t status = fk_set_log_callback(&detail::log_trampoline, max_level, nullptr);
   if (status != FK_SUCCESS) {
@@ -381,7 +406,7 @@ class Tensor {
 
 /**
  * @brief Move-only ownership of a C handle `T*`, released with `Destroy` (never throws): the
- *        part fk::Context and fk::FFTConvPlan share.
+ *        base of fk::FFTConvPlan.
  */
 template <class T, fk_status_t (*Destroy)(T*)>
 class UniqueHandle {
@@ -402,12 +427,13 @@ class UniqueHandle {
   }
   /** @brief The handle, for calls into the C API. */
   T* get() const noexcept { return handle_; }
-  /** @brief Gives up ownership; the caller must destroy the result with the C API. */
-  T* release() noexcept { return std::exchange(handle_, nullptr); }
-  /** @brief Whether a handle is held (false after a move or release()). */
+
+  /** @brief Whether a handle is held (false after a move or release). */
   explicit operator bool() const noexcept { return handle_ != nullptr; }
 
  protected:
+  /** @brief Gives up ownership of the handle (the derived class says what else goes with it). */
+  T* release_handle() noexcept { return std::exchange(handle_, nullptr); }
   /** @brief Empty, or owning `h`. */
   explicit UniqueHandle(T* h = nullptr) noexcept : handle_(h) {}
   /** @brief Destroys the handle, if any. */
@@ -746,22 +772,14 @@ class FFTConvPlan : public UniqueHandle<fk_fftconv_plan_t, fk_fftconv_plan_destr
   /** @brief Destroys the plan, then releases its share of the context (never throws). */
   ~FFTConvPlan() { reset(); }
   /**
-   * @brief Gives up ownership of the plan: the caller destroys it with
-   *        fk_fftconv_plan_destroy() while its context still lives. This object's share of the
-   *        context is dropped, so another owner (the fk::Context the plan was made from, or
-   *        another plan of it) must keep the context alive until then: throws fk::Error
-   *        (FK_ERROR_INVALID_ARGUMENT) and keeps the plan when this plan holds the last share,
-   *        whose release would destroy the context at once. A plan adopted without a context
-   *        is released as is.
+   * @brief Gives up ownership of the plan, which the caller destroys with
+   *        fk_fftconv_plan_destroy(). `context` receives this plan's share of its context
+   *        (empty for a plan adopted without one): keep it until the plan is destroyed, since
+   *        it may be what keeps the context alive.
    */
-  fk_fftconv_plan_t* release() {
-    if (context_ && context_.use_count() == 1 && context_->handle) {
-      throw Error(FK_ERROR_INVALID_ARGUMENT,
-                  "FFTConvPlan::release: this plan holds the last reference to its context, "
-                  "which would be destroyed before the released plan; keep the fk::Context");
-    }
-    context_.reset();
-    return UniqueHandle::release();
+  fk_fftconv_plan_t* release(std::shared_ptr<void>& context) noexcept {
+    context = std::move(context_);
+    return release_handle();
   }
   /** @brief Takes ownership of a handle created with fk_fftconv_plan_create(); the context it
    *         was made on must outlive it (nothing here keeps that context alive). */

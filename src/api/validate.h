@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstring>
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>  // abi::__forced_unwind
+#endif
 #include <exception>
 #include <initializer_list>
 #include <new>
@@ -95,6 +98,10 @@ template <class F>
 fk_status_t guarded(F&& body) {
   try {
     return body();
+#if defined(__GLIBCXX__)
+  } catch (abi::__forced_unwind&) {
+    throw;  // thread cancellation / pthread_exit (e.g. from a log callback) must unwind on
+#endif
   } catch (const std::bad_alloc&) {
     return set_error(FK_ERROR_OUT_OF_MEMORY, "host allocation failed");
   } catch (const std::exception& e) {

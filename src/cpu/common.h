@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <cstring>
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>  // abi::__forced_unwind
+#endif
 #include <exception>
 #include <new>
 
@@ -126,6 +129,10 @@ template <class F>
 fk_status_t run_guarded(const char* op, F&& f) {
   try {
     return f();
+#if defined(__GLIBCXX__)
+  } catch (abi::__forced_unwind&) {
+    throw;  // thread cancellation / pthread_exit (e.g. from a log callback) must unwind on
+#endif
   } catch (const std::bad_alloc&) {
     return set_error(FK_ERROR_OUT_OF_MEMORY, "%s: CPU backend could not allocate scratch memory",
                      op);

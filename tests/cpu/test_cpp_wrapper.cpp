@@ -212,17 +212,17 @@ TEST_CASE("C++ wrapper: a plan keeps its Context alive", "[cpp]") {
     }
     check_causal_conv(plan, 3, 20, 5, 6.0f);
   }
-  SECTION("release() refuses to orphan the plan, and releases it while the Context lives") {
-    fk::FFTConvPlan last = causal_plan(3, 20, 5);  // holds the only share of its context
-    CHECK_THROWS_AS(last.release(), fk::Error);
-    CHECK(last);  // kept
-    check_causal_conv(last, 3, 20, 5, 7.0f);
-    fk::Context ctx = fk::Context::cpu(1);
-    fk::FFTConvPlan plan(ctx, o);
-    fk_fftconv_plan_t* raw = plan.release();
-    CHECK_FALSE(plan);
-    fk::FFTConvPlan again = fk::FFTConvPlan::adopt(raw, ctx);
-    check_causal_conv(again, 3, 20, 5, 8.0f);
+  SECTION("release() hands over the plan with its share of the context") {
+    std::shared_ptr<void> keep;
+    fk_fftconv_plan_t* raw = causal_plan(3, 20, 5).release(keep);  // the only share: now `keep`
+    REQUIRE(raw != nullptr);
+    CHECK(keep);
+    fk::FFTConvPlan again = fk::FFTConvPlan::adopt(raw);  // destroyed before `keep`
+    check_causal_conv(again, 3, 20, 5, 7.0f);
+    std::shared_ptr<void> none;
+    fk::FFTConvPlan adopted = fk::FFTConvPlan::adopt(nullptr);
+    CHECK(adopted.release(none) == nullptr);
+    CHECK_FALSE(none);
   }
   SECTION("a moved-from Context makes no plan") {
     fk::Context ctx = fk::Context::cpu(1);
@@ -387,6 +387,27 @@ TEST_CASE("C++ wrapper: a capturing callable as the log callback", "[cpp]") {
   const int after_empty = moved;
   ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
   CHECK(moved == after_empty);
+
+  // A refused install changes nothing, and the refused callable is never called: an invalid
+  // level (the library's error message goes to the installed callable), and an install from
+  // inside a delivery.
+  int installed_errors = 0, refused_calls = 0, inner_refusals = 0;
+  fk::set_log_callback([&](fk_log_level_t level, const char*) {
+    if (level == FK_LOG_ERROR) ++installed_errors;
+    try {
+      fk::set_log_callback([&refused_calls](fk_log_level_t, const char*) { ++refused_calls; },
+                           FK_LOG_DEBUG);
+    } catch (const fk::Error&) {
+      ++inner_refusals;
+    }
+  }, FK_LOG_DEBUG);
+  CHECK_THROWS_AS(fk::set_log_callback([&refused_calls](fk_log_level_t, const char*) { ++refused_calls; },
+                                       fk_log_level_t(9)),
+                  fk::Error);
+  CHECK(installed_errors == 1);
+  ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
+  CHECK(inner_refusals >= 2);
+  CHECK(refused_calls == 0);
 
   // An invalid level changes nothing; nullptr removes the callable.
   fk::set_log_callback([&refused](fk_log_level_t, const char*) {

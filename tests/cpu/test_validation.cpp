@@ -1770,3 +1770,49 @@ TEST_CASE("workspace size queries: validation and the CPU backend's zero", "[val
     fk_fftconv_plan_destroy(plan);
   }
 }
+
+#if defined(__linux__)
+#include <pthread.h>
+
+namespace {
+// A log callback that ends its thread (pthread_exit), as a logger may on a fatal condition: the
+// forced unwinding must pass through the library (its exception guards once swallowed it, and
+// glibc aborted the process: "FATAL: exception not rethrown").
+void exit_thread_callback(fk_log_level_t, const char*, void*) { pthread_exit(nullptr); }
+void mark_cleanup(void* flag) { *static_cast<int*>(flag) = 1; }
+struct ExitArgs {
+  bool guarded_call;
+  int cleanup_ran = 0;
+  int returned = 0;
+};
+void* exit_thread_worker(void* p) {
+  auto* a = static_cast<ExitArgs*>(p);
+  pthread_cleanup_push(mark_cleanup, &a->cleanup_ran);
+  if (a->guarded_call) {
+    fk_context_options_t o;
+    fk_context_options_init(&o);
+    o.flags = 7;  // refused inside the call's exception guard: logs at ERROR
+    fk_context_t* c = nullptr;
+    (void)fk_context_create(&o, &c);
+  } else {
+    (void)fk_context_options_init(nullptr);  // refused before any guard: logs at ERROR
+  }
+  a->returned = 1;
+  pthread_cleanup_pop(0);
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("validation: a log callback may end its thread (forced unwinding passes)", "[validation][log]") {
+  REQUIRE(fk_set_log_callback(exit_thread_callback, FK_LOG_ERROR, nullptr) == FK_SUCCESS);
+  for (bool guarded_call : {false, true}) {
+    ExitArgs a{guarded_call};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, nullptr, exit_thread_worker, &a) == 0);
+    REQUIRE(pthread_join(t, nullptr) == 0);
+    CHECK(a.cleanup_ran == 1);
+    CHECK(a.returned == 0);
+  }
+  REQUIRE(fk_set_log_callback(nullptr, FK_LOG_ERROR, nullptr) == FK_SUCCESS);
+}
+#endif
