@@ -216,7 +216,9 @@ inline void set_log_callback(fk_log_callback_t callback, fk_log_level_t max_leve
  *        function pointer removes the callback. Throws fk::Error as the other overload (an
  *        invalid level; a call from inside a delivery) and then changes nothing. Installs
  *        racing on several threads leave one callback in place, possibly with the other
- *        install's `max_level`, or (a callable against a function pointer) none.
+ *        install's `max_level`, or (a callable against a function pointer) none. A shared
+ *        library that installs a callable (or a function of its own) must remove it before it
+ *        is unloaded: the library keeps the address of the installing copy's trampoline.
  */
 template <class F,
           class = std::enable_if_t<!std::is_convertible<F, fk_log_callback_t>::value &&
