@@ -363,13 +363,14 @@ TEST_CASE("C++ wrapper: a capturing callable as the log callback", "[cpp]") {
 
   // From inside the callable: the library refuses (fk::Error), no deadlock, and it stays.
   int refused = 0;
-  fk::set_log_callback([&refused](fk_log_level_t, const char*) {
+  const auto remove_from_inside = [&refused](fk_log_level_t, const char*) {
     try {
       fk::set_log_callback(nullptr);
     } catch (const fk::Error&) {
       ++refused;
     }
-  }, FK_LOG_DEBUG);
+  };
+  fk::set_log_callback(remove_from_inside, FK_LOG_DEBUG);
   ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
   CHECK(refused >= 1);
   const int before = refused;
@@ -410,13 +411,7 @@ TEST_CASE("C++ wrapper: a capturing callable as the log callback", "[cpp]") {
   CHECK(refused_calls == 0);
 
   // An invalid level changes nothing; nullptr removes the callable.
-  fk::set_log_callback([&refused](fk_log_level_t, const char*) {
-    try {
-      fk::set_log_callback(nullptr);
-    } catch (const fk::Error&) {
-      ++refused;
-    }
-  }, FK_LOG_DEBUG);
+  fk::set_log_callback(remove_from_inside, FK_LOG_DEBUG);
   CHECK_THROWS_AS(fk::set_log_callback([](fk_log_level_t, const char*) {}, fk_log_level_t(9)), fk::Error);
   const int kept = refused;
   ctx.gemm(&gp, ta, tb, nullptr, nullptr, td);
