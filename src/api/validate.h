@@ -3,9 +3,6 @@
 #pragma once
 
 #include <cstring>
-#if defined(__GLIBCXX__)
-#include <cxxabi.h>  // abi::__forced_unwind
-#endif
 #include <exception>
 #include <initializer_list>
 #include <new>
@@ -13,6 +10,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "core/unwind.h"
 #include "flashkit/flashkit.h"
 
 namespace flashkit {
@@ -98,15 +96,12 @@ template <class F>
 fk_status_t guarded(F&& body) {
   try {
     return body();
-#if defined(__GLIBCXX__)
-  } catch (abi::__forced_unwind&) {
-    throw;  // thread cancellation / pthread_exit (e.g. from a log callback) must unwind on
-#endif
   } catch (const std::bad_alloc&) {
     return set_error(FK_ERROR_OUT_OF_MEMORY, "host allocation failed");
   } catch (const std::exception& e) {
     return set_error(FK_ERROR_INTERNAL, "internal error: %s", e.what());
   } catch (...) {
+    rethrow_if_forced_unwind();  // thread cancellation (e.g. from a log callback) goes on
     return set_error(FK_ERROR_INTERNAL, "internal error: unknown exception");
   }
 }

@@ -6,9 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
-#if defined(__GLIBCXX__)
-#include <cxxabi.h>  // abi::__forced_unwind
-#endif
+
+#include "core/unwind.h"
 
 namespace flashkit {
 namespace {
@@ -58,14 +57,10 @@ void vlog(fk_log_level_t level, const char* fmt, va_list ap) {
     // through the C ABI nor fail the call being logged (caught by that call's guard, it became
     // FK_ERROR_INTERNAL, and when the callback also threw on that error's message, it left the
     // call): dropped here.
-    // Thread cancellation and pthread_exit unwind as abi::__forced_unwind, which must go on.
     try {
       s.callback(level, buf, s.user_data);
-#if defined(__GLIBCXX__)
-    } catch (abi::__forced_unwind&) {
-      throw;
-#endif
     } catch (...) {
+      rethrow_if_forced_unwind();  // thread cancellation and pthread_exit go on
     }
   }
 }

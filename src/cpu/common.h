@@ -4,14 +4,12 @@
 
 #include <cstdint>
 #include <cstring>
-#if defined(__GLIBCXX__)
-#include <cxxabi.h>  // abi::__forced_unwind
-#endif
 #include <exception>
 #include <new>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/unwind.h"
 
 // Hot loops get an extra AVX2+FMA clone on x86-64 Linux builds with GCC/Clang, picked once at
 // load time (ifunc), so one binary is fast on current CPUs and still runs on baseline x86-64.
@@ -129,16 +127,13 @@ template <class F>
 fk_status_t run_guarded(const char* op, F&& f) {
   try {
     return f();
-#if defined(__GLIBCXX__)
-  } catch (abi::__forced_unwind&) {
-    throw;  // thread cancellation / pthread_exit (e.g. from a log callback) must unwind on
-#endif
   } catch (const std::bad_alloc&) {
     return set_error(FK_ERROR_OUT_OF_MEMORY, "%s: CPU backend could not allocate scratch memory",
                      op);
   } catch (const std::exception& e) {
     return set_error(FK_ERROR_INTERNAL, "%s: CPU backend failed: %s", op, e.what());
   } catch (...) {
+    rethrow_if_forced_unwind();  // thread cancellation (e.g. from a log callback) goes on
     return set_error(FK_ERROR_INTERNAL, "%s: CPU backend failed with an unknown exception", op);
   }
 }
