@@ -33,24 +33,9 @@ public final class Context implements AutoCloseable {
   // objects: a plan its user dropped unclosed can then become unreachable, and its Cleaner
   // destroys it while the context lives on.
   private final Set<NativeHandle> plans = ConcurrentHashMap.newKeySet();
-  // Destroys the context at close() or, if it is never closed, once it is unreachable. It holds
-  // the guard and the plan set, never the Context.
+  // Destroys the context at close() or, if it is never closed, once it is unreachable (its
+  // action holds the guard and the plan set, never the Context).
   private final Cleaner.Cleanable cleanable;
-
-  private static final class Destroy implements Runnable {
-    private final NativeHandle guard;
-    private final Set<NativeHandle> plans;
-
-    Destroy(NativeHandle guard, Set<NativeHandle> plans) {
-      this.guard = guard;
-      this.plans = plans;
-    }
-
-    @Override
-    public void run() {
-      if (destroy(guard, plans)) NativeHandle.CLEANED.incrementAndGet();
-    }
-  }
 
   /** Closes the plans still open, then the context; false if it was already closed. */
   private static boolean destroy(NativeHandle guard, Set<NativeHandle> plans) {
@@ -132,8 +117,10 @@ public final class Context implements AutoCloseable {
   }
 
   private Context(long handle) {
-    this.guard = new NativeHandle("Context", handle);
-    this.cleanable = NativeHandle.CLEANER.register(this, new Destroy(guard, plans));
+    NativeHandle g = new NativeHandle("Context", handle);
+    Set<NativeHandle> p = plans;  // locals: the action must not capture this
+    this.guard = g;
+    this.cleanable = NativeHandle.whenUnreachable(this, () -> destroy(g, p));
   }
 
   /**

@@ -276,24 +276,11 @@ public final class FFTConvPlan implements AutoCloseable {
         guard = new NativeHandle("FFTConvPlan", FlashkitNative.fk_fftconv_plan_create(ctx, o));
         return context.register(guard);
       });
-      cleanable = NativeHandle.CLEANER.register(this, new Destroy(guard, registry));
+      NativeHandle g = guard;
+      java.util.Set<NativeHandle> r = registry;  // locals: the action must not capture this
+      cleanable = NativeHandle.whenUnreachable(this, () -> destroy(g, r));
     } finally {
       o.delete();
-    }
-  }
-
-  private static final class Destroy implements Runnable {
-    private final NativeHandle guard;
-    private final java.util.Set<NativeHandle> registry;
-
-    Destroy(NativeHandle guard, java.util.Set<NativeHandle> registry) {
-      this.guard = guard;
-      this.registry = registry;
-    }
-
-    @Override
-    public void run() {
-      if (destroy(guard, registry)) NativeHandle.CLEANED.incrementAndGet();
     }
   }
 

@@ -23,6 +23,23 @@ final class NativeHandle {
 
   /** Handles destroyed by {@link #CLEANER} (not by close()), for the tests. */
   static final AtomicLong CLEANED = new AtomicLong();
+
+  /** Closes a handle (and what goes first); true if this call destroyed it. */
+  @FunctionalInterface
+  interface Closer {
+    boolean close();
+  }
+
+  /**
+   * Runs {@code closer} once {@code owner} is unreachable, or at the returned cleanable's
+   * clean() (close(): then a no-op, since the handle is closed). {@code closer} must not
+   * refer to {@code owner}, which would then never become unreachable.
+   */
+  static Cleaner.Cleanable whenUnreachable(Object owner, Closer closer) {
+    return CLEANER.register(owner, () -> {
+      if (closer.close()) CLEANED.incrementAndGet();
+    });
+  }
   /** The body of a call, given the live handle. */
   @FunctionalInterface
   interface Call<T> {
