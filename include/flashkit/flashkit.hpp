@@ -27,8 +27,8 @@
  * shared by any number of threads calling its (const) methods at once; one Context per thread
  * works as well. On the CPU backend each call starts its own workers (up to the context's
  * num_threads; there is no pool shared between calls), so with several threads calling at
- * once, size num_threads for the number of concurrent callers. An FFTConvPlan may run on several threads at once as long as each call writes
- * its own output. fk::Error copies the failing thread's message when it is thrown, so another
+ * once, size num_threads for the number of concurrent callers. An FFTConvPlan may run on
+ * several threads at once as long as each call writes its own output. fk::Error copies the failing thread's message when it is thrown, so another
  * thread's failure never changes it. Moving or destroying a Context or plan while another
  * thread uses it is a data race, as for any C++ object.
  *
@@ -429,7 +429,6 @@ class UniqueHandle {
   }
   /** @brief The handle, for calls into the C API. */
   T* get() const noexcept { return handle_; }
-
   /** @brief Whether a handle is held (false after a move or release). */
   explicit operator bool() const noexcept { return handle_ != nullptr; }
 
