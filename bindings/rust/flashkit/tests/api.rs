@@ -563,17 +563,17 @@ fn huge_strided_views_are_errors_not_panics() {
     assert!(n.is_ok(), "numel() panicked on an overflowing element count");
 }
 
-/// `softmax_scale: Some(NaN)` must be an error, not silently read as the C library's "default"
-/// spelling (NaN), which would give a result with 1/sqrt(head_dim) instead.
-#[test]
-fn nan_softmax_scale_is_an_error() {
+/// Runs attention with `softmax_scale: Some(scale)` on a small CPU problem, checks that it is
+/// refused with InvalidArgument naming softmax_scale and that the output is untouched, and
+/// returns the error; `select_kernel` is checked to refuse it the same way.
+fn refused_softmax_scale(scale: f32) -> flashkit::Error {
     use flashkit::{attention_select_kernel, AttentionParams};
     let ctx = Context::cpu().unwrap();
     let shape = [1i64, 4, 1, 8];
     let data = vec![0.5f32; 32];
     let mut out_data = vec![7f32; 32];
     let q = Tensor::new(&data, &shape).unwrap();
-    let params = AttentionParams { softmax_scale: Some(f32::NAN), ..Default::default() };
+    let params = AttentionParams { softmax_scale: Some(scale), ..Default::default() };
     {
         let out = TensorMut::new(&mut out_data, &shape).unwrap();
         let e = attention_select_kernel(&ctx, &params, &q, &q, &q, None, &out, None).unwrap_err();
@@ -583,29 +583,27 @@ fn nan_softmax_scale_is_an_error() {
     let mut out = TensorMut::new(&mut out_data, &shape).unwrap();
     let e = attention(&ctx, None, &params, &q, &q, &q, None, &mut out, None).unwrap_err();
     assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(e.message().contains("softmax_scale"), "{}", e.message());
     assert!(out_data.iter().all(|&x| x == 7.0), "output written on error");
+    e
+}
+
+/// `softmax_scale: Some(NaN)` must be an error, not silently read as the C library's "default"
+/// spelling (NaN), which would give a result with 1/sqrt(head_dim) instead.
+#[test]
+fn nan_softmax_scale_is_an_error() {
+    refused_softmax_scale(f32::NAN);
 }
 
 /// An infinite `softmax_scale` is refused with advice this crate can follow (`None`), not the C
 /// library's, which points at NaN (refused above).
 #[test]
 fn infinite_softmax_scale_points_at_none() {
-    use flashkit::AttentionParams;
-    let ctx = Context::cpu().unwrap();
-    let shape = [1i64, 4, 1, 8];
-    let data = vec![0.5f32; 32];
-    let mut out_data = vec![7f32; 32];
-    let q = Tensor::new(&data, &shape).unwrap();
     for scale in [f32::INFINITY, f32::NEG_INFINITY] {
-        let params = AttentionParams { softmax_scale: Some(scale), ..Default::default() };
-        let mut out = TensorMut::new(&mut out_data, &shape).unwrap();
-        let e = attention(&ctx, None, &params, &q, &q, &q, None, &mut out, None).unwrap_err();
-        assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.message().contains("softmax_scale"), "{}", e.message());
+        let e = refused_softmax_scale(scale);
         assert!(e.message().contains("None"), "{}", e.message());
         assert!(!e.message().contains("NaN"), "{}", e.message());
     }
-    assert!(out_data.iter().all(|&x| x == 7.0), "output written on error");
 }
 
 /// A strides list shorter than the shape must be refused even for an empty view: the C library
