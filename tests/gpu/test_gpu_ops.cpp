@@ -1284,6 +1284,79 @@ TEST_CASE("gpu fftconv: H 768 at L 4K and 8K, gated, D", "[gpu][fftconv]") {
   run_fftconv(c, 37301);
 }
 
+// The four-step path's other splits (fft_size 2^18, 2^19, 2^21: the cases above cover 2^17,
+// 2^20 and 2^22) and circular at 2^22. Reference: ~1e8-6e8 multiply-adds each (short filters).
+TEST_CASE("gpu fftconv: fft_size 2^18, 2^19, 2^21, and circular at 2^22", "[gpu][fftconv]") {
+  ConvCase c;
+  c.mode = FK_FFTCONV_CAUSAL;
+  c.fft_size = int64_t(1) << 18;
+  c.seqlen = (int64_t(1) << 17) + 5;
+  c.filter_len = 301;
+  c.batch = 3;  // an odd batch: one row without a partner
+  c.channels = 2;
+  c.dtype = DT::BF16;
+  c.with_D = true;
+  c.pre = true;
+  c.u_scale = 0.02;
+  run_fftconv(c, 37400);
+  c.mode = FK_FFTCONV_BIDIRECTIONAL;
+  c.fft_size = int64_t(1) << 19;
+  c.seqlen = (int64_t(1) << 18) + 1;
+  c.filter_len = 2 * 150 + 1;  // R = 150 <= fft_size - seqlen
+  c.batch = 2;
+  c.channels = 1;
+  c.dtype = DT::F16;
+  c.k_dt = DT::F16;
+  c.pre = false;
+  c.post = true;
+  c.pad = 2;
+  run_fftconv(c, 37401);
+  c.mode = FK_FFTCONV_CAUSAL;
+  c.fft_size = int64_t(1) << 21;  // explicit: the default for this seqlen is 2^22
+  c.seqlen = (int64_t(1) << 20) + 7;
+  c.filter_len = 301;
+  c.batch = 1;
+  c.dtype = DT::F32;
+  c.k_dt = DT::F16;
+  c.post = false;
+  c.pad = 0;
+  run_fftconv(c, 37402);
+  c.mode = FK_FFTCONV_CIRCULAR;
+  c.fft_size = int64_t(1) << 22;
+  c.seqlen = c.fft_size - 9;
+  c.filter_len = 33;
+  c.k_dt = DT::F32;
+  c.pre = c.post = true;
+  run_fftconv(c, 37403);
+}
+
+// The benchmark's own shapes (benchmarks/fftconv.py: H 768, B * L = 64K) at L 4K and 16K,
+// sampled rows (full-length causal filters: ~8e6 and ~1.3e8 multiply-adds per sampled row).
+TEST_CASE("gpu fftconv: the benchmark's H 768 shapes at L 4K and 16K", "[gpu][fftconv]") {
+  ConvCase c;
+  c.batch = 16;
+  c.channels = 768;
+  c.mode = FK_FFTCONV_CAUSAL;
+  c.seqlen = 4096;
+  c.dtype = DT::BF16;
+  c.with_D = true;
+  c.pre = c.post = true;
+  c.constant = true;
+  c.repeats = 2;
+  c.u_scale = 0.02;
+  c.sample_rows = 12;
+  run_fftconv(c, 37500);
+  c.batch = 4;
+  c.seqlen = 16384;
+  c.dtype = DT::F16;
+  c.k_dt = DT::F16;
+  c.pre = c.post = false;
+  c.constant = false;
+  c.repeats = 1;
+  c.sample_rows = 8;
+  run_fftconv(c, 37501);
+}
+
 TEST_CASE("gpu fftconv: 111 channels, gates, D, each mode", "[gpu][fftconv]") {
   int i = 0;
   for (fk_fftconv_mode_t m : {FK_FFTCONV_CAUSAL, FK_FFTCONV_CIRCULAR, FK_FFTCONV_BIDIRECTIONAL}) {
