@@ -171,6 +171,41 @@ FK_API const char* fk_get_version(void);
 /** @defgroup status Status codes and errors
  *  Status codes are grouped by category: the category of a code is `code / 100 * 100`, see
  *  fk_status_category(). Codes are only ever appended.
+ *
+ *  **Statuses every operation shares.** The operations (fk_attention_forward(),
+ *  fk_attention_fp8_forward(), fk_attention_kvcache_forward(), fk_gemm(), fk_gemm_scaled(),
+ *  fk_monarch(), fk_blockdiag_linear(), fk_fftconv_forward()) and their `_select_kernel` /
+ *  `_workspace_size` queries check every tensor and the launch by the same rules, so each
+ *  operation's `@return` refers to this list and adds its own rules. The message names the
+ *  argument; nothing is written to an output.
+ *  - FK_ERROR_NULL_POINTER: the context (fk_fftconv_forward(): the plan) or a required tensor
+ *    is NULL; a tensor's `shape` is NULL while its `ndim` is above 0; a non-empty tensor's
+ *    `data` is NULL, or `data + byte_offset`, or the end of the bytes the view addresses,
+ *    wraps around the address space; `launch.workspace` is NULL with a nonzero
+ *    `workspace_bytes`; a query's out-parameter (`variant_name`, `workspace_bytes`) is NULL.
+ *  - FK_ERROR_BAD_STRUCT_SIZE: `params` or `launch` not prepared by its `fk_*_init()`.
+ *  - FK_ERROR_INVALID_ARGUMENT: nonzero `launch.flags`; `launch.workspace + workspace_bytes`
+ *    wraps around the address space; the launch workspace overlaps a tensor of the call, input
+ *    or output (`"launch.workspace: overlaps <tensor>"`); an output overlaps an input or another
+ *    output of the call (`"<output>: overlaps <tensor> in memory"`; the only exception is
+ *    fk_gemm()'s and fk_gemm_scaled()'s `d` being the exact same view as `c`); a `byte_offset`
+ *    above 2^62.
+ *  - FK_ERROR_BAD_STRIDES: a negative stride in any tensor; an output (`out`, `lse`, `d`, `y`)
+ *    that would write two of its elements to one address.
+ *  - FK_ERROR_SHAPE_MISMATCH: `ndim` negative or above 4; a negative extent; extents whose
+ *    product (of the non-zero ones) overflows `int64_t`; a view that addresses more than 2^62
+ *    bytes.
+ *  - FK_ERROR_DTYPE_MISMATCH: `lanes` other than 1; a dtype the argument does not take.
+ *  - FK_ERROR_NOT_SUPPORTED: an fp8 dtype where the argument takes none ("Data types and
+ *    tensors" says where an fp8 dtype gets FK_ERROR_DTYPE_MISMATCH instead).
+ *  - FK_ERROR_MISALIGNED: `data + byte_offset` not a multiple of the element size (no other
+ *    alignment is required anywhere; the kernels' own conditions only choose the kernel).
+ *  - FK_ERROR_WRONG_DEVICE: a tensor on a device the context cannot use (see "Devices" on
+ *    the main page).
+ *  - FK_ERROR_OUT_OF_MEMORY (host or device scratch could not be allocated), FK_ERROR_DEVICE,
+ *    FK_ERROR_KERNEL_LAUNCH.
+ *
+ *  The queries take no `fk_launch_t`, so the launch's statuses are not theirs.
  *  @{ */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -182,8 +217,11 @@ typedef enum fk_status_t {
   FK_ERROR_INVALID_ARGUMENT = 100, /**< A value is out of its documented range, or an output
                                         (or the launch workspace) overlaps a tensor it must
                                         not (see "Data types and tensors"). */
-  FK_ERROR_NULL_POINTER = 101,     /**< A required pointer (handle, tensor, data) is NULL, or
-                                        a view's bytes wrap around the address space. */
+  FK_ERROR_NULL_POINTER = 101,     /**< A required pointer (handle, tensor, data,
+                                        out-parameter) is NULL, a tensor's `shape` is NULL
+                                        while its `ndim` is above 0, a launch workspace is
+                                        NULL with a nonzero size, or a view's bytes wrap
+                                        around the address space. */
   FK_ERROR_BAD_STRUCT_SIZE = 102,  /**< A struct's `struct_size` is not one this library knows;
                                         call its `fk_*_init()` first. */
   FK_ERROR_DTYPE_MISMATCH = 103,   /**< A tensor's dtype is unsupported or differs from another's. */
@@ -221,8 +259,10 @@ typedef enum fk_status_t {
  * @brief The category of a status: one of FK_SUCCESS, FK_ERROR_INVALID_ARGUMENT,
  *        FK_ERROR_NOT_SUPPORTED, FK_ERROR_OUT_OF_MEMORY, FK_ERROR_DEVICE, FK_ERROR_INTERNAL.
  *
- * `status / 100 * 100` for the codes of this header; a value outside them (negative, or in
- * no category above) gives FK_ERROR_INTERNAL.
+ * 0 gives FK_SUCCESS. Every value from 100 to 499 gives `status / 100 * 100`, whether or not
+ * it is a code of this header: 150 gives FK_ERROR_INVALID_ARGUMENT and 499 FK_ERROR_DEVICE, so
+ * a code that a later version appends to a category is categorised by this one. Every other
+ * value (1 to 99, negative values, 500 and above) gives FK_ERROR_INTERNAL.
  * @param status Any value.
  * @return The category's code (never an error of its own).
  */
@@ -381,16 +421,31 @@ typedef enum fk_kernel_family_t {
 /** @brief Options for fk_context_create(). Fill with fk_context_options_init(). */
 typedef struct fk_context_options_t {
   uint32_t struct_size;  /**< sizeof(fk_context_options_t); set by the init function. */
-  int32_t backend;       /**< An fk_backend_t. Default FK_BACKEND_AUTO. */
-  int32_t device_ordinal;/**< CUDA device ordinal (as in cudaSetDevice). Default 0. */
-  int32_t kernel_family; /**< An fk_kernel_family_t to force. Default FK_KERNEL_FAMILY_AUTO. */
+  int32_t backend;       /**< An fk_backend_t. Default FK_BACKEND_AUTO. Another value:
+                              FK_ERROR_INVALID_ARGUMENT naming `options.backend`.
+                              FK_BACKEND_CUDA in a build without CUDA, or without the device
+                              `device_ordinal`: FK_ERROR_BACKEND_UNAVAILABLE. */
+  int32_t device_ordinal;/**< CUDA device ordinal (as in cudaSetDevice). Default 0. Negative:
+                              FK_ERROR_INVALID_ARGUMENT naming `options.device_ordinal`,
+                              whatever the backend. At or beyond the number of visible CUDA
+                              devices: FK_ERROR_BACKEND_UNAVAILABLE naming it with
+                              FK_BACKEND_CUDA, also when `FLASHKIT_BACKEND` chose it (a
+                              build without CUDA says that instead), and a CPU context, no
+                              error, with FK_BACKEND_AUTO. The CPU backend
+                              ignores any other value (fk_context_info_t reports -1). */
+  int32_t kernel_family; /**< An fk_kernel_family_t to force. Default FK_KERNEL_FAMILY_AUTO.
+                              A value outside AUTO..SM90, or FK_KERNEL_FAMILY_CPU:
+                              FK_ERROR_INVALID_ARGUMENT naming `options.kernel_family`. Any
+                              value but AUTO on a CPU context, or a family the device cannot
+                              run: FK_ERROR_NOT_SUPPORTED (see fk_kernel_family_t). */
   int32_t num_threads;   /**< CPU backend threads, 0..4096; 0 (default) uses the environment
                               variable `FLASHKIT_NUM_THREADS` (decimal digits, 1..4096) if set
                               and not empty, else the hardware concurrency. The variable is
                               read for every backend when this is 0: another value fails the
                               creation, a CUDA context's included, with
                               FK_ERROR_INVALID_ARGUMENT naming it. */
-  uint32_t flags;        /**< Reserved; must be 0. */
+  uint32_t flags;        /**< Reserved; must be 0 (FK_ERROR_INVALID_ARGUMENT naming
+                              `options.flags`). */
 } fk_context_options_t;
 
 /**
@@ -404,7 +459,8 @@ FK_API fk_status_t fk_context_options_init(fk_context_options_t* options);
  * @brief Creates a context.
  *
  * For CUDA this reads the device's compute capability, SM count, shared memory per block and L2
- * size once; it does not change the calling thread's current device.
+ * size once; it does not change the calling thread's current device. The fields of
+ * fk_context_options_t name the status each wrong value gets.
  * @param options NULL for all defaults, else an initialised fk_context_options_t.
  * @param[out] context Receives the new handle on success; untouched on failure. Release with
  *             fk_context_destroy().
@@ -414,7 +470,9 @@ FK_API fk_status_t fk_context_options_init(fk_context_options_t* options);
  *         nonzero flags, unparsable environment variable); FK_ERROR_BACKEND_UNAVAILABLE (CUDA
  *         requested but not compiled in, no device, or ordinal out of range);
  *         FK_ERROR_NOT_SUPPORTED (forced family the device cannot run, or any forced family on
- *         the CPU backend); FK_ERROR_OUT_OF_MEMORY.
+ *         the CPU backend); FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE (CUDA backend: the CUDA
+ *         runtime reported an error while the device's attributes and properties were read;
+ *         an allocation failure there is FK_ERROR_OUT_OF_MEMORY).
  */
 FK_API fk_status_t fk_context_create(const fk_context_options_t* options,
                                      fk_context_t** context);
@@ -480,7 +538,12 @@ typedef struct fk_launch_t {
   uint32_t struct_size;    /**< sizeof(fk_launch_t); set by fk_launch_init(). */
   uint32_t flags;          /**< Reserved; must be 0 (FK_ERROR_INVALID_ARGUMENT). */
   void* stream;            /**< A `cudaStream_t` (CUDA backend); NULL is the default stream.
-                                Ignored on the CPU backend. */
+                                Ignored on the CPU backend. Not validated on either: flashkit
+                                cannot tell a stream from another pointer. That it is a live
+                                stream of the context's device is the caller's
+                                responsibility; flashkit does not detect a stream of another
+                                device or a destroyed one, and what follows is up to the CUDA
+                                runtime. */
   void* workspace;         /**< Optional caller scratch memory on the context's device. A
                                 call takes its temporary buffers from it first (256-byte
                                 aligned pieces); what does not fit, or everything when it is
@@ -571,7 +634,8 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
  *  - head_dim from 1 to 256; q and k have the same head_dim, v's head_dim must equal it too.
  *  - GQA/MQA: `nheads % nheads_k == 0`; query head `h` uses key/value head
  *    `h / (nheads / nheads_k)` (grouped-query attention, Ainslie et al. 2023, section 2.2;
- *    multi-query attention, Shazeer 2019).
+ *    multi-query attention, Shazeer 2019, "Fast Transformer Decoding: One Write-Head is All
+ *    You Need", section 3).
  *  - Layout: last dimension (head_dim) contiguous; other strides arbitrary (non-negative).
  *  - Masking (FlashAttention convention): with `seqlen_q != seqlen_k` the masks are aligned to
  *    the **bottom-right** corner: query row `i` is at position `i + seqlen_k - seqlen_q`.
@@ -630,13 +694,20 @@ typedef struct fk_attention_params_t {
                                   scaling it and then work in base 2 (score x log2(e)), so
                                   there |q.k| must stay below 3.4e38 and |score| below 2.3e38
                                   (past that a row can also come out as "no key": out 0, lse
-                                  -inf); the CPU backend folds a |scale| <= 1 into q first. */
+                                  -inf); the CPU backend folds a |scale| <= 1 into q first.
+                                  An infinite value: FK_ERROR_INVALID_ARGUMENT naming
+                                  `params.softmax_scale`. */
   int32_t causal;            /**< Nonzero for a causal mask (bottom-right aligned). Default 0. */
   int32_t window_size_left;  /**< Keys allowed to the left of the diagonal; -1 (default) is
-                                  unbounded. Must be >= -1. */
+                                  unbounded. Must be >= -1 (FK_ERROR_INVALID_ARGUMENT naming
+                                  `params.window_size_left`). */
   int32_t window_size_right; /**< Keys allowed to the right; -1 (default) is unbounded, forced
-                                  to 0 by `causal`. Must be >= -1. */
-  float softcap;             /**< Score cap; 0 (default) disables it; must be >= 0 and finite. */
+                                  to 0 by `causal`. Must be >= -1 (FK_ERROR_INVALID_ARGUMENT
+                                  naming `params.window_size_right`; checked before `causal`
+                                  forces it). */
+  float softcap;             /**< Score cap; 0 (default) disables it; must be >= 0 and finite
+                                  (FK_ERROR_INVALID_ARGUMENT naming `params.softcap` for a
+                                  negative, infinite or NaN value). */
   /**
    * Varlen form: the longest sequence in `cu_seqlens_q`, FlashAttention's `max_seqlen_q`
    * (rows, int64); not used in the batched form. 0 (the default) means "not given": the
@@ -694,21 +765,33 @@ FK_API fk_status_t fk_attention_params_init(fk_attention_params_t* params);
  * @param out          Output: q's shape and dtype, head_dim contiguous; must not overlap an
  *                     input (FK_ERROR_INVALID_ARGUMENT).
  * @param lse          NULL, or fp32 log-sum-exp output (natural log) `(batch, nheads,
- *                     seqlen_q)`, or `(nheads, total_q)` in the varlen form; last dimension
- *                     contiguous; must not overlap an input or `out`.
- * @return FK_SUCCESS;
- *   FK_ERROR_NULL_POINTER (context, q, k, v, out, or a tensor's data with nonzero size);
- *   FK_ERROR_BAD_STRUCT_SIZE (params or launch);
+ *                     seqlen_q)`, or `(nheads, total_q)` in the varlen form
+ *                     (FK_ERROR_DTYPE_MISMATCH for any other dtype, fp8 included;
+ *                     FK_ERROR_SHAPE_MISMATCH); last dimension contiguous
+ *                     (FK_ERROR_BAD_STRIDES), other strides arbitrary but no two elements at
+ *                     one address (FK_ERROR_BAD_STRIDES); must not overlap an input or `out`
+ *                     (FK_ERROR_INVALID_ARGUMENT).
+ * @return FK_SUCCESS; the statuses every operation shares (@ref status "Status codes and
+ *   errors": NULL pointers, struct sizes, launch flags and workspace, negative strides,
+ *   outputs overlapping an input or writing one address twice, dtypes, alignment, devices,
+ *   memory and CUDA errors); and, for this call:
  *   FK_ERROR_SHAPE_MISMATCH (ranks, batch/seqlen/head counts disagree, head_dim > 256 or 0,
- *   nheads % nheads_k != 0, cu_seqlens lengths);
+ *   nheads % nheads_k != 0, lse's shape, cu_seqlens lengths, total_q or total_k above
+ *   2^31 - 1);
  *   FK_ERROR_DTYPE_MISMATCH (q, k, v, out differ or are not fp32/fp16/bf16; lse not fp32;
  *   cu_seqlens not int32);
- *   FK_ERROR_BAD_STRIDES (head_dim not contiguous, negative strides, cu_seqlens not compact);
+ *   FK_ERROR_NOT_SUPPORTED (an fp8 q, k, v or out: fp8 inputs go to
+ *   fk_attention_fp8_forward());
+ *   FK_ERROR_BAD_STRIDES (the last dimension of q, k, v, out or lse not contiguous, cu_seqlens
+ *   not contiguous, out or lse writing two elements to one address);
  *   FK_ERROR_INVALID_ARGUMENT (window sizes < -1, softcap < 0 or not finite, softmax_scale
- *   infinite, cu_seqlens not starting at 0, decreasing, or not ending at total; only one of the
- *   two cu_seqlens given);
- *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (library-managed
- *   scratch, e.g. split-key partials); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH.
+ *   infinite; max_seqlen_q or max_seqlen_k negative (either form), below the longest sequence
+ *   (CPU backend, where cu_seqlens are always read), or 0 while the launch stream is being
+ *   captured into a CUDA graph (naming the missing one); cu_seqlens not starting at 0,
+ *   decreasing, or not ending at total; only one of the two cu_seqlens given; out or lse
+ *   overlapping an input, lse overlapping out);
+ *   FK_ERROR_OUT_OF_MEMORY (library-managed scratch, e.g. split-key partials);
+ *   FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH.
  *   On the CUDA backend the entries of a device-resident cu_seqlens (monotonicity, start, end)
  *   are checked only when they are read back, which is decided per tensor: `cu_seqlens_q` is
  *   read back when `params.max_seqlen_q` is 0, `cu_seqlens_k` when `max_seqlen_k` is 0, and a
@@ -832,17 +915,24 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  *                     fk_attention_forward()'s. A NaN code (S.1111.111) propagates to the rows
  *                     it reaches, as a NaN input would.
  * @param descale_q    NULL (all factors 1), or fp32 `(batch, nheads_k)` (FK_ERROR_DTYPE_MISMATCH
- *                     / FK_ERROR_SHAPE_MISMATCH otherwise), any non-negative strides, on the
- *                     context's device: the factor that multiplies query head h of sequence b
- *                     is `descale_q[b, h / (nheads / nheads_k)]` (one factor per GQA group, as
+ *                     for any other dtype, fp8 included; FK_ERROR_SHAPE_MISMATCH for another
+ *                     rank or shape), any non-negative strides (a negative one:
+ *                     FK_ERROR_BAD_STRIDES), on the context's device: the factor that
+ *                     multiplies query head h of sequence b is
+ *                     `descale_q[b, h / (nheads / nheads_k)]` (one factor per GQA group, as
  *                     in FlashAttention-3). `batch` is the number of sequences (cu_seqlens
- *                     length - 1 in the varlen form). Factors are applied as given, never
+ *                     length - 1 in the varlen form). A per-tensor factor (one value for the
+ *                     whole tensor) is passed as a `(batch, nheads_k)` view of that one fp32
+ *                     value with both strides 0. Factors are applied as given, never
  *                     validated: a NaN or infinite factor makes its rows NaN or infinite, not
  *                     an error.
- * @param descale_k    NULL or fp32 `(batch, nheads_k)`: the factor of key head g of sequence b.
- * @param descale_v    NULL or fp32 `(batch, nheads_k)`: the factor of value head g of sequence b.
- * @param out          bf16 (FK_ERROR_DTYPE_MISMATCH otherwise), q's shape, head_dim contiguous;
- *                     must not overlap an input, the descale factors included.
+ * @param descale_k    NULL or fp32 `(batch, nheads_k)`, with descale_q's rules: the factor of
+ *                     key head g of sequence b.
+ * @param descale_v    NULL or fp32 `(batch, nheads_k)`, with descale_q's rules: the factor of
+ *                     value head g of sequence b.
+ * @param out          bf16 (FK_ERROR_DTYPE_MISMATCH otherwise, fp8 included), q's shape,
+ *                     head_dim contiguous; must not overlap an input, the descale factors
+ *                     included (FK_ERROR_INVALID_ARGUMENT).
  * @param lse          As fk_attention_forward() (fp32, natural log, of the scores of the
  *                     dequantised inputs; see above for how each implementation computes it).
  *
@@ -851,8 +941,10 @@ FK_API fk_status_t fk_attention_workspace_size(const fk_context_t* context,
  * 256 with many query rows per key). Its speed on the H200: benchmarks/RESULTS.md, "FP8
  * attention on the fp8 tensor cores", "V transposed in shared memory at head_dim 128" and
  * "head_dim 256: V transposed in shared memory where few query rows read each key".
- * @return As fk_attention_forward(), with the dtype rules above; FK_ERROR_INVALID_ARGUMENT
- *   also when out or lse overlaps a descale tensor.
+ * @return As fk_attention_forward(), with the dtype rules above in place of its own (a q, k,
+ *   v or out of the wrong dtype, fp8 or not, is FK_ERROR_DTYPE_MISMATCH here, never
+ *   FK_ERROR_NOT_SUPPORTED); FK_ERROR_INVALID_ARGUMENT also when out or lse overlaps a descale
+ *   tensor; FK_ERROR_OUT_OF_MEMORY also when a bf16 copy would exceed 2^62 bytes.
  */
 FK_API fk_status_t fk_attention_fp8_forward(
     const fk_context_t* context, const fk_launch_t* launch, const fk_attention_params_t* params,
@@ -978,7 +1070,10 @@ FK_API fk_status_t fk_attention_fp8_workspace_size(
  *                      (prefix caching).
  * @param out           Output `(batch, seqlen_q, nheads, head_dim)`, q's dtype, head_dim
  *                      contiguous; must not overlap an input (FK_ERROR_INVALID_ARGUMENT).
- * @param lse           NULL, or fp32 `(batch, nheads, seqlen_q)`, last dimension contiguous.
+ * @param lse           NULL, or fp32 `(batch, nheads, seqlen_q)` (FK_ERROR_DTYPE_MISMATCH /
+ *                      FK_ERROR_SHAPE_MISMATCH otherwise), last dimension contiguous and no
+ *                      two elements at one address (FK_ERROR_BAD_STRIDES); must not overlap
+ *                      an input or `out` (FK_ERROR_INVALID_ARGUMENT).
  * @return As fk_attention_forward(), plus: FK_ERROR_SHAPE_MISMATCH (k_cache/v_cache ranks or
  *   extents, cache_seqlens not `(batch,)`, block_table not `(batch, max_blocks_per_seq)`, a
  *   paged cache without `batch` rows of block_table); FK_ERROR_DTYPE_MISMATCH (cache_seqlens or
@@ -1062,11 +1157,12 @@ typedef enum fk_activation_t {
   FK_ACTIVATION_NONE = 0,      /**< Identity. */
   FK_ACTIVATION_RELU = 1,      /**< max(x, 0); NaN stays NaN (as torch.relu). */
   FK_ACTIVATION_GELU_TANH = 2, /**< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-                                    (Hendrycks & Gimpel 2016, the tanh approximation). Both
+                                    (Hendrycks & Gimpel 2016, "Gaussian Error Linear Units
+                                    (GELUs)", Section 2: the tanh approximation). Both
                                     GELUs give 0 at -inf (the limit), +inf at +inf, NaN at
                                     NaN. */
   FK_ACTIVATION_GELU_ERF = 3   /**< 0.5 x (1 + erf(x / sqrt(2))), exact GELU (Hendrycks &
-                                    Gimpel 2016; BERT's). Deep in the negative tail (x < -6,
+                                    Gimpel 2016, Section 2; BERT's). Deep in the negative tail (x < -6,
                                     where it is below 1e-9 in magnitude) the CUDA kernels'
                                     `1 + erf` keeps an absolute error below 1e-7, not a
                                     relative one; the CPU backend uses erfc there. */
@@ -1078,9 +1174,13 @@ typedef struct fk_gemm_params_t {
   int32_t trans_a;      /**< Nonzero: `a` is stored `(K, M)` and used transposed. Default 0. */
   int32_t trans_b;      /**< Nonzero: `b` is stored `(N, K)` and used transposed. Default 0. */
   float alpha;          /**< Scale of the product. Default 1. 0: `a`, `b` (and fk_gemm_scaled()'s
-                             scales) are not read, as in BLAS: `d = act(beta * c + bias)`. */
-  float beta;           /**< Scale of `c`. Default 0. `beta != 0` requires `c`. */
-  int32_t activation;   /**< An fk_activation_t. Default FK_ACTIVATION_NONE. */
+                             scales) are not read, as in BLAS: `d = act(beta * c + bias)`. Must
+                             be finite (FK_ERROR_INVALID_ARGUMENT naming `params.alpha`). */
+  float beta;           /**< Scale of `c`. Default 0. Must be finite (FK_ERROR_INVALID_ARGUMENT
+                             naming `params.beta`). `beta != 0` requires `c`
+                             (FK_ERROR_INVALID_ARGUMENT naming `c`). */
+  int32_t activation;   /**< An fk_activation_t. Default FK_ACTIVATION_NONE. Another value:
+                             FK_ERROR_INVALID_ARGUMENT naming `params.activation`. */
 } fk_gemm_params_t;
 
 /**
@@ -1108,18 +1208,28 @@ FK_API fk_status_t fk_gemm_params_init(fk_gemm_params_t* params);
  * @param c    NULL or the addend `(M, N)` / `(batch, M, N)`, d's dtype, any non-negative
  *             strides; required when `beta != 0`; validated whenever given, read only when
  *             `beta != 0`.
- * @param bias NULL or `(N,)`, contiguous, fp32, fp16 or bf16: one value per output column
+ * @param bias NULL or `(N,)` (FK_ERROR_SHAPE_MISMATCH), contiguous (FK_ERROR_BAD_STRIDES),
+ *             fp32, fp16 or bf16 (fp8: FK_ERROR_NOT_SUPPORTED): one value per output column
  *             (output feature), added before the activation.
  * @param d    Output `(M, N)` or `(batch, M, N)`, fp32/fp16/bf16; must not share memory with
  *             a, b or bias, and may share it with c only as the exact same view
  *             (FK_ERROR_INVALID_ARGUMENT); no two elements at one address
  *             (FK_ERROR_BAD_STRIDES).
- * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
- *   FK_ERROR_SHAPE_MISMATCH (rank not 2 or 3, inner dimensions or batch counts disagree, bias
- *   length not N); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (negative stride, bias not
- *   contiguous); FK_ERROR_INVALID_ARGUMENT (unknown activation, beta != 0 without c, alpha or
- *   beta not finite); FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (host
- *   or device scratch could not be allocated); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH.
+ * @return FK_SUCCESS; the statuses every operation shares (@ref status "Status codes and
+ *   errors": NULL pointers, struct sizes, launch flags and workspace, negative strides,
+ *   outputs overlapping an input or writing one address twice, dtypes, alignment, devices,
+ *   memory and CUDA errors); and, for this call:
+ *   FK_ERROR_SHAPE_MISMATCH (rank not 2 or 3, inner dimensions or batch counts disagree, d or
+ *   c not `(M, N)`, bias not `(N,)`);
+ *   FK_ERROR_DTYPE_MISMATCH (a and b differ, c and d differ, a dtype other than fp32, fp16 or
+ *   bf16);
+ *   FK_ERROR_NOT_SUPPORTED (an fp8 a or b: fp8 inputs go to fk_gemm_scaled(); an fp8 c, bias
+ *   or d);
+ *   FK_ERROR_BAD_STRIDES (bias not contiguous, d writing two elements to one address);
+ *   FK_ERROR_INVALID_ARGUMENT (unknown activation, beta != 0 without c, alpha or beta not
+ *   finite, d overlapping a, b or bias, or overlapping c other than as the exact same view);
+ *   FK_ERROR_OUT_OF_MEMORY (host or device scratch could not be allocated); FK_ERROR_DEVICE;
+ *   FK_ERROR_KERNEL_LAUNCH.
  */
 FK_API fk_status_t fk_gemm(const fk_context_t* context, const fk_launch_t* launch,
                            const fk_gemm_params_t* params, const DLTensor* a, const DLTensor* b,
@@ -1189,10 +1299,11 @@ FK_API fk_status_t fk_gemm_workspace_size(const fk_context_t* context,
  *             no per-batch scales).
  * @param c, bias As for fk_gemm() (c and bias are not scaled).
  * @param d    Output `(M, N)` / `(batch, M, N)`, fp32/fp16/bf16 (fp8 output: FK_ERROR_NOT_SUPPORTED).
- * @return As fk_gemm(), and: FK_ERROR_DTYPE_MISMATCH (a fp8 but b not, or the reverse; a scale
- *   not fp32); FK_ERROR_SHAPE_MISMATCH (a scale of rank above 1, or of length other than 1
- *   or M (scale_a) / N (scale_b)); FK_ERROR_BAD_STRIDES (a scale not contiguous);
- *   FK_ERROR_NOT_SUPPORTED (fp8 output).
+ * @return As fk_gemm(), except that fp8 a and b are taken, and: FK_ERROR_DTYPE_MISMATCH (a
+ *   fp8 but b not, or the reverse; a scale not fp32, fp8 included); FK_ERROR_SHAPE_MISMATCH (a
+ *   scale of rank above 1, or of length other than 1 or M (scale_a) / N (scale_b));
+ *   FK_ERROR_BAD_STRIDES (a scale not contiguous); FK_ERROR_NOT_SUPPORTED (an fp8 c, bias or
+ *   d); FK_ERROR_INVALID_ARGUMENT (d overlapping a scale).
  */
 FK_API fk_status_t fk_gemm_scaled(const fk_context_t* context, const fk_launch_t* launch,
                                   const fk_gemm_params_t* params, const DLTensor* a,
@@ -1272,7 +1383,8 @@ FK_API fk_status_t fk_gemm_scaled_workspace_size(const fk_context_t* context,
 /** @brief Monarch options (reserved for growth). Fill with fk_monarch_params_init(). */
 typedef struct fk_monarch_params_t {
   uint32_t struct_size; /**< sizeof(fk_monarch_params_t); set by the init function. */
-  uint32_t flags;       /**< Reserved; must be 0. */
+  uint32_t flags;       /**< Reserved; must be 0 (FK_ERROR_INVALID_ARGUMENT naming
+                             `params.flags`). */
 } fk_monarch_params_t;
 
 /**
@@ -1284,24 +1396,40 @@ FK_API fk_status_t fk_monarch_params_init(fk_monarch_params_t* params);
 
 /**
  * @brief Two-factor Monarch multiply `out = M x` (+ bias), see the group description.
+ *
+ * Every tensor's data pointer (`data + byte_offset`) must be aligned to its element size
+ * (FK_ERROR_MISALIGNED), and to nothing more (the tensor-core kernels' alignment only chooses
+ * the kernel), and live where the context runs (FK_ERROR_WRONG_DEVICE); strides are in
+ * elements and must be non-negative (FK_ERROR_BAD_STRIDES).
  * @param context The context.
  * @param launch  Stream and workspace, or NULL for defaults.
  * @param params  Options, or NULL for defaults.
- * @param x    `(tokens, nblocks1 * p)`, fp32/fp16/bf16, last dimension contiguous.
- * @param w1   `(nblocks1, q, p)`, x's dtype, compact: the first factor R (applied first).
- * @param w2   `(nblocks2, s, r)`, x's dtype, compact, `nblocks2 * r == nblocks1 * q`: L.
- * @param bias NULL or `(nblocks2 * s,)`, fp32, fp16 or bf16, contiguous.
- * @param out  `(tokens, nblocks2 * s)`, x's dtype, last dimension contiguous; must not share
- *             memory with x, w1, w2 or bias, not even in place with square blocks
- *             (FK_ERROR_INVALID_ARGUMENT), and no two of its elements may share an address
+ * @param x    `(tokens, nblocks1 * p)`, fp32/fp16/bf16, last dimension contiguous
+ *             (FK_ERROR_BAD_STRIDES), row stride arbitrary.
+ * @param w1   `(nblocks1, q, p)`, x's dtype, compact (FK_ERROR_BAD_STRIDES): the first factor
+ *             R (applied first).
+ * @param w2   `(nblocks2, s, r)`, w1's dtype, compact (FK_ERROR_BAD_STRIDES),
+ *             `nblocks2 * r == nblocks1 * q`: L.
+ * @param bias NULL or `(nblocks2 * s,)`, fp32, fp16 or bf16, contiguous
  *             (FK_ERROR_BAD_STRIDES).
- * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
+ * @param out  `(tokens, nblocks2 * s)`, x's dtype, last dimension contiguous
+ *             (FK_ERROR_BAD_STRIDES); must not share memory with x, w1, w2 or bias, not even
+ *             in place with square blocks (FK_ERROR_INVALID_ARGUMENT), and no two of its
+ *             elements may share an address (FK_ERROR_BAD_STRIDES).
+ * @return FK_SUCCESS; the statuses every operation shares (@ref status "Status codes and
+ *   errors": NULL pointers, struct sizes, launch flags and workspace, negative strides,
+ *   outputs overlapping an input or writing one address twice, dtypes, alignment, devices,
+ *   memory and CUDA errors); and, for this call:
  *   FK_ERROR_SHAPE_MISMATCH (ranks; `n != nblocks1 * p`; `nblocks1 * q != nblocks2 * r`; out or
- *   bias length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES (weights not compact, last
- *   dimension of x/out not contiguous, out addressing an element twice);
+ *   bias length);
+ *   FK_ERROR_DTYPE_MISMATCH (x, the weights and out not of one dtype, or not fp32, fp16 or
+ *   bf16; bias not fp32, fp16 or bf16);
+ *   FK_ERROR_NOT_SUPPORTED (an fp8 x, weight, bias or out);
+ *   FK_ERROR_BAD_STRIDES (weights not compact; the last dimension of x or out not contiguous;
+ *   bias not contiguous; out writing two elements to one address);
  *   FK_ERROR_INVALID_ARGUMENT (nonzero flags, out overlapping an input);
- *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY (library-managed
- *   scratch); FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH.
+ *   FK_ERROR_OUT_OF_MEMORY (library-managed scratch); FK_ERROR_DEVICE;
+ *   FK_ERROR_KERNEL_LAUNCH.
  */
 FK_API fk_status_t fk_monarch(const fk_context_t* context, const fk_launch_t* launch,
                               const fk_monarch_params_t* params, const DLTensor* x,
@@ -1339,15 +1467,22 @@ FK_API fk_status_t fk_monarch_workspace_size(const fk_context_t* context,
 
 /**
  * @brief Block-diagonal linear `out = blockdiag(w) x` (+ bias), see the group description.
+ *
+ * Alignment, devices and strides as fk_monarch(): element-aligned data pointers
+ * (FK_ERROR_MISALIGNED) and nothing more, on the context's device (FK_ERROR_WRONG_DEVICE),
+ * non-negative strides (FK_ERROR_BAD_STRIDES).
  * @param context The context.
  * @param launch  Stream and workspace, or NULL for defaults.
  * @param params  Options, or NULL for defaults.
- * @param x    `(tokens, nblocks * p)`, fp32/fp16/bf16, last dimension contiguous.
- * @param w    `(nblocks, q, p)`, x's dtype, compact.
- * @param bias NULL or `(nblocks * q,)`, fp32, fp16 or bf16, contiguous.
- * @param out  `(tokens, nblocks * q)`, x's dtype, last dimension contiguous; must not share
- *             memory with x, w or bias (FK_ERROR_INVALID_ARGUMENT).
- * @return As fk_monarch().
+ * @param x    `(tokens, nblocks * p)`, fp32/fp16/bf16, last dimension contiguous
+ *             (FK_ERROR_BAD_STRIDES), row stride arbitrary.
+ * @param w    `(nblocks, q, p)`, x's dtype, compact (FK_ERROR_BAD_STRIDES).
+ * @param bias NULL or `(nblocks * q,)`, fp32, fp16 or bf16, contiguous (FK_ERROR_BAD_STRIDES).
+ * @param out  `(tokens, nblocks * q)`, x's dtype, last dimension contiguous
+ *             (FK_ERROR_BAD_STRIDES); must not share memory with x, w or bias
+ *             (FK_ERROR_INVALID_ARGUMENT), and no two of its elements may share an address
+ *             (FK_ERROR_BAD_STRIDES).
+ * @return As fk_monarch(), with w in place of w1 and w2.
  */
 FK_API fk_status_t fk_blockdiag_linear(const fk_context_t* context, const fk_launch_t* launch,
                                        const fk_monarch_params_t* params, const DLTensor* x,
@@ -1462,14 +1597,34 @@ typedef enum fk_fftconv_mode_t {
 /** @brief Plan options. Fill with fk_fftconv_plan_options_init(). */
 typedef struct fk_fftconv_plan_options_t {
   uint32_t struct_size; /**< sizeof(fk_fftconv_plan_options_t); set by the init function. */
-  int32_t mode;         /**< An fk_fftconv_mode_t. Default FK_FFTCONV_CAUSAL. */
-  int64_t channels;     /**< Channels (H), >= 0. */
-  int64_t seqlen;       /**< Sequence length (L), >= 0. */
-  int64_t filter_len;   /**< Filter taps per channel; 0 (default) means `seqlen` (bidirectional
-                             mode: which must then be odd, except that seqlen 0 gives 1). */
-  int64_t fft_size;     /**< Power of two, or 0 (default) for the smallest valid one. */
-  DLDataType dtype;     /**< dtype of u, y and the gates. Default fp32. */
-  uint32_t flags;       /**< 0 or FK_FFTCONV_FILTER_CONSTANT. */
+  int32_t mode;         /**< An fk_fftconv_mode_t. Default FK_FFTCONV_CAUSAL. Another value:
+                             FK_ERROR_INVALID_ARGUMENT naming `options.mode`. */
+  int64_t channels;     /**< Channels (H), >= 0 (FK_ERROR_INVALID_ARGUMENT). `channels x
+                             filter_len` (filter_len after defaulting) at most 2^61, a sizing
+                             limit (FK_ERROR_INVALID_ARGUMENT naming both). */
+  int64_t seqlen;       /**< Sequence length (L), 0 to 2^22: every mode needs `fft_size >=
+                             seqlen` and fft_size is at most 2^22, so a negative or larger
+                             seqlen is FK_ERROR_INVALID_ARGUMENT naming `options.seqlen`. So
+                             is, with filter_len 0, a seqlen whose mode needs an fft_size
+                             above 2^22 (causal: any seqlen above 2^21). */
+  int64_t filter_len;   /**< Filter taps per channel, >= 0 (FK_ERROR_INVALID_ARGUMENT); 0
+                             (default) means `seqlen` (bidirectional mode: which must then be
+                             odd, except that seqlen 0 gives 1). Bidirectional mode: even is
+                             FK_ERROR_INVALID_ARGUMENT. A filter_len given with a seqlen whose
+                             mode needs an fft_size above 2^22 is FK_ERROR_INVALID_ARGUMENT
+                             naming `options.filter_len`. */
+  int64_t fft_size;     /**< Power of two, or 0 (default) for the smallest valid one. At least
+                             what the mode needs (group description: causal `seqlen +
+                             min(filter_len, seqlen) - 1`, circular `max(seqlen, filter_len)`,
+                             bidirectional `seqlen + min(R, seqlen - 1)`) and at most 2^22.
+                             Negative, not a power of two, smaller than the mode needs, or
+                             above 2^22: FK_ERROR_INVALID_ARGUMENT naming `options.fft_size`. */
+  DLDataType dtype;     /**< dtype of u, y and the gates: fp32, fp16 or bf16. Default fp32. An
+                             fp8 type code (with 8 bits): FK_ERROR_NOT_SUPPORTED; any other
+                             dtype, `lanes` other than 1 included: FK_ERROR_DTYPE_MISMATCH;
+                             both naming `options.dtype`. */
+  uint32_t flags;       /**< 0 or FK_FFTCONV_FILTER_CONSTANT; other bits:
+                             FK_ERROR_INVALID_ARGUMENT naming `options.flags`. */
 } fk_fftconv_plan_options_t;
 
 /**
@@ -1485,11 +1640,15 @@ FK_API fk_status_t fk_fftconv_plan_options_init(fk_fftconv_plan_options_t* optio
  * @param context The context whose backend and device the plan runs on.
  * @param options Initialised with fk_fftconv_plan_options_init() and filled in.
  * @param[out] plan Receives the plan; untouched on failure.
- * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE;
+ * @return FK_SUCCESS; FK_ERROR_NULL_POINTER (context, options or plan NULL);
+ *   FK_ERROR_BAD_STRUCT_SIZE;
  *   FK_ERROR_INVALID_ARGUMENT (negative sizes, unknown mode or flags, fft_size not a power of
- *   two, too small for the mode, or above 2^22; bidirectional filter_len even; channels x
- *   filter_len above 2^61, a sizing limit);
- *   FK_ERROR_DTYPE_MISMATCH (dtype not fp32/fp16/bf16); FK_ERROR_OUT_OF_MEMORY.
+ *   two, too small for the mode, or above 2^22; seqlen above 2^22, or a seqlen and filter_len
+ *   whose mode needs an fft_size above 2^22, naming `options.seqlen` when filter_len is 0 and
+ *   `options.filter_len` otherwise; bidirectional filter_len even; channels x filter_len above
+ *   2^61, a sizing limit);
+ *   FK_ERROR_DTYPE_MISMATCH (dtype not fp32/fp16/bf16); FK_ERROR_NOT_SUPPORTED (an fp8 dtype);
+ *   FK_ERROR_OUT_OF_MEMORY. The fields of fk_fftconv_plan_options_t name each rule.
  */
 FK_API fk_status_t fk_fftconv_plan_create(const fk_context_t* context,
                                           const fk_fftconv_plan_options_t* options,
@@ -1508,34 +1667,53 @@ FK_API fk_status_t fk_fftconv_plan_destroy(fk_fftconv_plan_t* plan);
  * @brief The plan's resolved settings (fft_size and filter_len after defaulting).
  * @param plan The plan.
  * @param[out] options Receives a copy; prepare it with fk_fftconv_plan_options_init().
- * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE.
+ * @return FK_SUCCESS; FK_ERROR_NULL_POINTER (plan or options NULL); FK_ERROR_BAD_STRUCT_SIZE
+ *         (`options->struct_size` not set by fk_fftconv_plan_options_init(); options
+ *         untouched).
  */
 FK_API fk_status_t fk_fftconv_plan_get_options(const fk_fftconv_plan_t* plan,
                                                fk_fftconv_plan_options_t* options);
 
 /**
  * @brief Runs the convolution; see the group description.
+ *
+ * Every tensor's data pointer (`data + byte_offset`) must be aligned to its element size
+ * (FK_ERROR_MISALIGNED), and to nothing more (the kernels' own alignment conditions only
+ * choose the kernel), and live where the plan's context runs (FK_ERROR_WRONG_DEVICE); strides
+ * are in elements and must be non-negative (FK_ERROR_BAD_STRIDES).
  * @param plan     The plan (fixes channels, seqlen, filter_len, fft_size, dtype, mode).
  * @param launch   Stream and workspace, or NULL for defaults.
- * @param u        Input `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous.
- * @param k        Filter `(channels, filter_len)`, fp32, fp16 or bf16, filter_len contiguous.
- * @param D        NULL or skip weights `(channels,)`, fp32, fp16 or bf16, contiguous.
- * @param pregate  NULL or `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous.
- * @param postgate NULL or `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous.
- * @param y        Output `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous; must
- *                 not share memory with any input (FK_ERROR_INVALID_ARGUMENT), and no two of
- *                 its elements may share an address (FK_ERROR_BAD_STRIDES).
- * @return FK_SUCCESS; FK_ERROR_NULL_POINTER; FK_ERROR_BAD_STRUCT_SIZE (launch);
+ * @param u        Input `(batch, channels, seqlen)`, the plan's dtype (FK_ERROR_DTYPE_MISMATCH),
+ *                 seqlen contiguous (FK_ERROR_BAD_STRIDES), other strides arbitrary.
+ * @param k        Filter `(channels, filter_len)`, fp32, fp16 or bf16, filter_len contiguous
+ *                 (FK_ERROR_BAD_STRIDES), channel stride arbitrary.
+ * @param D        NULL or skip weights `(channels,)`, fp32, fp16 or bf16, contiguous
+ *                 (FK_ERROR_BAD_STRIDES).
+ * @param pregate  NULL or `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous
+ *                 (FK_ERROR_BAD_STRIDES).
+ * @param postgate NULL or `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous
+ *                 (FK_ERROR_BAD_STRIDES).
+ * @param y        Output `(batch, channels, seqlen)`, the plan's dtype, seqlen contiguous
+ *                 (FK_ERROR_BAD_STRIDES); must not share memory with any input
+ *                 (FK_ERROR_INVALID_ARGUMENT), and no two of its elements may share an address
+ *                 (FK_ERROR_BAD_STRIDES).
+ * @return FK_SUCCESS; the statuses every operation shares (@ref status "Status codes and
+ *   errors": NULL pointers, struct sizes, launch flags and workspace, negative strides,
+ *   outputs overlapping an input or writing one address twice, dtypes, alignment, devices,
+ *   memory and CUDA errors; the plan stands for the context); and, for this call:
  *   FK_ERROR_SHAPE_MISMATCH (u/y/gates not `(batch, channels, seqlen)` of the plan, k not
- *   `(channels, filter_len)`, D length); FK_ERROR_DTYPE_MISMATCH; FK_ERROR_BAD_STRIDES;
- *   FK_ERROR_INVALID_ARGUMENT (`y` overlapping an input, nonzero launch flags, the launch
- *   workspace overlapping a tensor of the call);
- *   FK_ERROR_WRONG_DEVICE; FK_ERROR_MISALIGNED; FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE;
- *   FK_ERROR_KERNEL_LAUNCH;
- *   FK_ERROR_NOT_SUPPORTED when the launch stream is being captured into a CUDA graph and the
- *   plan must first build its tables for these arguments (its first call, a new filter of a
- *   FK_FFTCONV_FILTER_CONSTANT plan, another device), or they are still being built on another
- *   stream: make that call outside the capture, and let it finish, first.
+ *   `(channels, filter_len)`, D not `(channels,)`);
+ *   FK_ERROR_DTYPE_MISMATCH (u, y or a gate not of the plan's dtype; k or D not fp32, fp16 or
+ *   bf16);
+ *   FK_ERROR_BAD_STRIDES (the last dimension of u, y, a gate, k or D not contiguous; y writing
+ *   two elements to one address);
+ *   FK_ERROR_INVALID_ARGUMENT (`y` overlapping an input);
+ *   FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE; FK_ERROR_KERNEL_LAUNCH;
+ *   FK_ERROR_NOT_SUPPORTED for an fp8 tensor, and when the launch stream is being captured
+ *   into a CUDA graph and the plan must first build its tables for these arguments (its first
+ *   call, a new filter of a FK_FFTCONV_FILTER_CONSTANT plan, another device), or they are
+ *   still being built on another stream: make that call outside the capture, and let it
+ *   finish, first.
  */
 FK_API fk_status_t fk_fftconv_forward(const fk_fftconv_plan_t* plan, const fk_launch_t* launch,
                                       const DLTensor* u, const DLTensor* k, const DLTensor* D,
