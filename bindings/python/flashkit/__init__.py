@@ -140,8 +140,14 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
         InvalidArgumentError: shapes, dtypes, strides, devices, window or softcap out of range
             (the message names the argument, e.g. ``"q: head_dim 300 > 256"``); q, k or v
             None; window_size not two ints within int32 or a side below -1; softmax_scale NaN
-            or beyond float32; softcap beyond float32.
-        NotSupportedError: torch tensors that require grad while autograd is on.
+            or beyond float32; softcap beyond float32; an array whose data is not aligned to
+            its element size (status 107; no other alignment is required); out or lse
+            overlapping an input (or lse overlapping out), or writing two elements to one
+            address; max_seqlen_q / max_seqlen_k negative or, on the CPU, below the longest
+            sequence.
+        NotSupportedError: torch tensors that require grad while autograd is on; float8 q, k,
+            v or out (float8 inputs go to :func:`attention_fp8`).
+        OutOfMemoryError, DeviceError: scratch that could not be allocated; a CUDA error.
     """
     return _ops.attention(None, q, k, v, softmax_scale=softmax_scale, causal=causal,
                           window_size=window_size, softcap=softcap, cu_seqlens_q=cu_seqlens_q,
@@ -336,6 +342,8 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
             float32's range, a or b None, a dtype other than fp32/fp16/bf16, non-native
             byte order, out overlapping a, b or bias (or c other than as the same view), out
             addressing an element twice, a negative stride, bias not contiguous.
+        NotSupportedError: a float8 a or b (float8 inputs go to :func:`gemm_scaled`), or a
+            float8 c, bias or out.
         OutOfMemoryError, DeviceError: scratch that could not be allocated; a CUDA error.
     """
     return _ops.gemm(None, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
@@ -420,13 +428,19 @@ def monarch(x, w1, w2, *, bias=None, out=None, workspace=None):
 
     Raises:
         InvalidArgumentError: ranks, ``n != nblocks1 * p``, ``nblocks1 * q != nblocks2 * r``,
-            dtypes, non-compact weights, an out of another shape (even of the same size).
+            dtypes, non-compact weights, an out of another shape (even of the same size); the
+            last dimension of x or out, or bias, not contiguous (status 105); out overlapping
+            x, w1, w2 or bias, even in place (status 100), or writing two elements to one
+            address; data not aligned to its element size (no other alignment is required).
+        NotSupportedError: a float8 x, weight, bias or out.
+        OutOfMemoryError, DeviceError: scratch that could not be allocated; a CUDA error.
     """
     return _ops.monarch(None, x, w1, w2, bias=bias, out=out, workspace=workspace)
 
 
 def blockdiag_linear(x, w, *, bias=None, out=None, workspace=None):
-    """Block-diagonal linear layer (M2-BERT's ``BlockdiagLinear``, Fu et al. 2023):
+    """Block-diagonal linear layer (M2-BERT's ``BlockdiagLinear``, Fu et al. 2023, "Monarch
+    Mixer", section 3):
     ``out[t, i*q + a] = sum_c w[i, a, c] x[t, i*p + c] (+ bias[i*q + a])``.
 
     Args:
@@ -445,8 +459,13 @@ def blockdiag_linear(x, w, *, bias=None, out=None, workspace=None):
         ``out`` of shape ``x.shape[:-1] + (nblocks * q,)``.
 
     Raises:
-        InvalidArgumentError: ranks, ``x.shape[-1] != nblocks * p``, dtypes, strides, an out
-            of another shape (even of the same size).
+        InvalidArgumentError: ranks, ``x.shape[-1] != nblocks * p``, dtypes, strides (a
+            non-compact w; the last dimension of x or out, or bias, not contiguous: status
+            105), an out of another shape (even of the same size); out overlapping x, w or
+            bias (status 100), or writing two elements to one address; data not aligned to
+            its element size (no other alignment is required).
+        NotSupportedError: a float8 x, w, bias or out.
+        OutOfMemoryError, DeviceError: scratch that could not be allocated; a CUDA error.
     """
     return _ops.blockdiag_linear(None, x, w, bias=bias, out=out, workspace=workspace)
 

@@ -51,9 +51,13 @@ class Context(_ops._Unshareable):
 
     Raises:
         InvalidArgumentError: unknown device string or kernel family, ``num_threads`` not an
-            int, negative or beyond int32, a device ordinal beyond int32.
-        NotSupportedError: CUDA asked for but not compiled in, no such device, or a forced
-            family the GPU cannot run.
+            int or outside 0..4096, a device ordinal beyond int32; an unparsable environment
+            variable where it applies: ``FLASHKIT_BACKEND`` with ``device="auto"``,
+            ``FLASHKIT_KERNEL_FAMILY`` with ``kernel_family`` None or ``"auto"`` (CPU contexts
+            included), ``FLASHKIT_NUM_THREADS`` with ``num_threads=0``.
+        NotSupportedError: CUDA asked for but not compiled in, no such device, a forced
+            family the GPU cannot run, or any forced ``kernel_family`` (``"generic"``,
+            ``"sm80"``, ``"sm90"``) on a CPU context.
 
     The simple functions (``flashkit.attention`` ...) use the default context of their inputs'
     device; a Context's methods of the same names run on that context instead. Contexts are

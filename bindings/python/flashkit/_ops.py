@@ -913,8 +913,12 @@ class FFTConv(_Unshareable):
     keep this object and its context alive while a graph that captured it may be replayed (the
     graph reads the plan's tables by address). Raises InvalidArgumentError here for a bad
     mode or dtype, a seqlen or fft_size that is not an int, a negative seqlen, an fft_size that
-    is not a power of two; and at the call for an fft_size too small for the mode and filter
-    length, mismatched shapes or dtypes.
+    is not a power of two; and at the call (where the plan is made) for a seqlen above 2^22,
+    an fft_size above 2^22 or too small for the mode and filter length, a seqlen and
+    filter_len whose mode needs an fft_size above 2^22 (causal with ``filter_len == seqlen``:
+    any seqlen above 2^21), ``channels x filter_len`` (k's two extents) above 2^61, mismatched
+    shapes or dtypes, a last dimension that is not contiguous, an out that overlaps an input.
+    NotSupportedError at the call for a float8 array.
     """
 
     _SHARE_HINT = "share the object, or make a new one"
