@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -216,6 +217,36 @@ TEST_CASE("status: categories and strings", "[validation][status]") {
   CHECK(std::string(fk_status_string(static_cast<fk_status_t>(12345))) == "unknown status");
   CHECK(std::string(fk_backend_name(FK_BACKEND_CUDA)) == "cuda");
   CHECK(std::string(fk_kernel_family_name(FK_KERNEL_FAMILY_SM90)) == "sm90");
+}
+
+// fk_status_category() of values that are not codes of the header: 100..499 map to their
+// hundred (room for codes a later version appends), 0 to FK_SUCCESS, everything else (1..99,
+// negative, 500 and above) to FK_ERROR_INTERNAL. The values go through the C enum type as the
+// test of fk_status_string() above passes 12345.
+TEST_CASE("status: categories of values that are not codes", "[validation][status]") {
+  auto category = [](int v) { return static_cast<int>(fk_status_category(static_cast<fk_status_t>(v))); };
+  CHECK(category(150) == FK_ERROR_INVALID_ARGUMENT);
+  CHECK(category(199) == FK_ERROR_INVALID_ARGUMENT);
+  CHECK(category(250) == FK_ERROR_NOT_SUPPORTED);
+  CHECK(category(399) == FK_ERROR_OUT_OF_MEMORY);
+  CHECK(category(499) == FK_ERROR_DEVICE);
+  CHECK(category(0) == FK_SUCCESS);
+  for (int v : {1, 50, 99, -1, -50, -100, -150, 500, 501, 550, 600, 12345}) {
+    INFO("value " << v);
+    CHECK(category(v) == FK_ERROR_INTERNAL);
+  }
+}
+
+// The init and info functions refuse a NULL struct, naming it.
+TEST_CASE("context and launch: NULL structs for the init and info functions",
+          "[validation][context]") {
+  expect_error(fk_context_options_init(nullptr), FK_ERROR_NULL_POINTER, {"options: NULL"});
+  expect_error(fk_context_info_init(nullptr), FK_ERROR_NULL_POINTER, {"info: NULL"});
+  expect_error(fk_launch_init(nullptr), FK_ERROR_NULL_POINTER, {"launch: NULL"});
+  Ctx c;
+  expect_error(fk_context_get_info(c.ctx, nullptr), FK_ERROR_NULL_POINTER, {"info: NULL"});
+  // A NULL context is named before a NULL info.
+  expect_error(fk_context_get_info(nullptr, nullptr), FK_ERROR_NULL_POINTER, {"context"});
 }
 
 TEST_CASE("errors: the last-error message is thread-local", "[validation][status]") {
@@ -1769,6 +1800,192 @@ TEST_CASE("workspace size queries: validation and the CPU backend's zero", "[val
     CHECK(y.all_poison());
     fk_fftconv_plan_destroy(plan);
   }
+}
+
+// Rules the audit of every rejection path found without a deterministic test of their exact
+// status (some were reached only by the fuzz suite, which checks the category): packed query
+// rows past the int32 range of cu_seqlens, fk_fftconv_plan_get_options on an unprepared struct,
+// the last dimension of each Monarch / FFT-convolution tensor, the compactness of w and w2, and
+// a CUDA tensor on a CPU context. Outputs stay poisoned.
+TEST_CASE("attention: more than 2^31 - 1 packed query rows name q", "[validation][attention]") {
+  // Refused before any element is read or written (test_fuzz.cpp does the same for k): the
+  // extents describe 8 GiB that the small buffers below do not hold.
+  Ctx c;
+  const int64_t rows = int64_t(INT32_MAX) + 1;
+  std::vector<float> mem(64, 0.0f), outbuf(64, 0.0f);
+  std::vector<int32_t> cu{0, 2};
+  int64_t q_shape[3] = {rows, 1, 1}, kv_shape[3] = {2, 1, 1}, cu_shape[1] = {2};
+  auto raw = [](void* data, int64_t* shape, int ndim, DLDataType dt) {
+    DLTensor t{};
+    t.data = data;
+    t.device = DLDevice{kDLCPU, 0};
+    t.ndim = ndim;
+    t.dtype = dt;
+    t.shape = shape;
+    t.strides = nullptr;
+    return t;
+  };
+  const DLDataType f32{kDLFloat, 32, 1}, i32{kDLInt, 32, 1};
+  DLTensor q = raw(mem.data(), q_shape, 3, f32), k = raw(mem.data(), kv_shape, 3, f32),
+           v = raw(mem.data(), kv_shape, 3, f32), out = raw(outbuf.data(), q_shape, 3, f32),
+           cuq = raw(cu.data(), cu_shape, 1, i32), cuk = raw(cu.data(), cu_shape, 1, i32);
+  fk_attention_params_t prm;
+  fk_attention_params_init(&prm);
+  expect_error(fk_attention_forward(c.ctx, nullptr, &prm, &q, &k, &v, &cuq, &cuk, &out, nullptr),
+               FK_ERROR_SHAPE_MISMATCH, {"q: total rows 2147483648", "int32"});
+  const char* name = "untouched";
+  expect_error(fk_attention_select_kernel(c.ctx, &prm, &q, &k, &v, &cuq, &cuk, &out, nullptr, &name),
+               FK_ERROR_SHAPE_MISMATCH, {"q: total rows"});
+  CHECK(std::string(name) == "untouched");
+  for (float f : outbuf) CHECK(f == 0.0f);
+}
+
+TEST_CASE("fftconv: fk_fftconv_plan_get_options needs a prepared struct", "[validation][fftconv]") {
+  Ctx c;
+  fk_fftconv_plan_options_t o;
+  fk_fftconv_plan_options_init(&o);
+  o.channels = 3;
+  o.seqlen = 16;
+  fk_fftconv_plan_t* plan = nullptr;
+  REQUIRE(fk_fftconv_plan_create(c.ctx, &o, &plan) == FK_SUCCESS);
+  std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(plan,
+                                                                                fk_fftconv_plan_destroy);
+  for (uint32_t size : {0u, 4u, uint32_t(sizeof(fk_fftconv_plan_options_t) + 8)}) {
+    INFO("struct_size " << size);
+    fk_fftconv_plan_options_t got;
+    std::memset(&got, 0x5a, sizeof got);
+    got.struct_size = size;
+    expect_error(fk_fftconv_plan_get_options(plan, &got), FK_ERROR_BAD_STRUCT_SIZE,
+                 {"options: struct_size", "fk_fftconv_plan_options_init"});
+    CHECK(got.struct_size == size);  // untouched
+    CHECK(got.channels == int64_t(0x5a5a5a5a5a5a5a5a));
+  }
+}
+
+TEST_CASE("monarch and blockdiag: each last dimension contiguous, weights compact",
+          "[validation][monarch]") {
+  Ctx c;
+  std::mt19937_64 rng(fktest::test_seed() + 19);
+  HostTensor x(DT::F32, {5, 16}), w1(DT::F32, {4, 4, 4}), w2(DT::F32, {4, 4, 4}), w(DT::F32, {4, 4, 4});
+  HostTensor bias(DT::F32, {16}), out(DT::F32, {5, 16});
+  for (HostTensor* t : {std::addressof(x), std::addressof(w1), std::addressof(w2), std::addressof(w),
+                        std::addressof(bias)})
+    t->fill_normal(rng);
+  out.poison();
+  // Every element at stride 2: the same shapes, last dimension not contiguous.
+  HostTensor xs(DT::F32, {5, 16}, {32, 2}), outs(DT::F32, {5, 16}, {32, 2}), bs(DT::F32, {16}, {2});
+  HostTensor wpad(DT::F32, {4, 4, 4}, {32, 8, 1});  // rows padded: not compact
+  xs.fill_normal(rng);
+  bs.fill_normal(rng);
+  wpad.fill_normal(rng);
+  outs.poison();
+  fk_monarch_params_t prm;
+  fk_monarch_params_init(&prm);
+  auto monarch = [&](const HostTensor& xx, const HostTensor& a, const HostTensor& b, const HostTensor* bb,
+                     const HostTensor& oo) {
+    return fk_monarch(c.ctx, nullptr, &prm, xx.view(), a.view(), b.view(), bb ? bb->view() : nullptr,
+                      oo.view());
+  };
+  auto blockdiag = [&](const HostTensor& xx, const HostTensor& ww, const HostTensor* bb, const HostTensor& oo) {
+    return fk_blockdiag_linear(c.ctx, nullptr, &prm, xx.view(), ww.view(), bb ? bb->view() : nullptr,
+                               oo.view());
+  };
+  expect_error(monarch(xs, w1, w2, nullptr, out), FK_ERROR_BAD_STRIDES,
+               {"x: the last dimension (n) must be contiguous", "stride 2"});
+  expect_error(monarch(x, w1, w2, nullptr, outs), FK_ERROR_BAD_STRIDES,
+               {"out: the last dimension (n_out) must be contiguous", "stride 2"});
+  expect_error(monarch(x, w1, w2, std::addressof(bs), out), FK_ERROR_BAD_STRIDES,
+               {"bias: the last dimension (n_out) must be contiguous", "stride 2"});
+  expect_error(monarch(x, w1, wpad, nullptr, out), FK_ERROR_BAD_STRIDES,
+               {"w2: must be compact row-major", "stride 8, expected 4"});
+  expect_error(blockdiag(xs, w, nullptr, out), FK_ERROR_BAD_STRIDES,
+               {"x: the last dimension (n) must be contiguous"});
+  expect_error(blockdiag(x, w, nullptr, outs), FK_ERROR_BAD_STRIDES,
+               {"out: the last dimension (n_out) must be contiguous"});
+  expect_error(blockdiag(x, w, std::addressof(bs), out), FK_ERROR_BAD_STRIDES,
+               {"bias: the last dimension (n_out) must be contiguous"});
+  expect_error(blockdiag(x, wpad, nullptr, out), FK_ERROR_BAD_STRIDES,
+               {"w: must be compact row-major", "stride 8, expected 4"});
+  // The queries refuse the same way.
+  const char* name = "untouched";
+  expect_error(fk_blockdiag_linear_select_kernel(c.ctx, &prm, x.view(), w.view(), bs.view(), out.view(),
+                                                 &name),
+               FK_ERROR_BAD_STRIDES, {"bias: the last dimension"});
+  CHECK(std::string(name) == "untouched");
+  CHECK(out.all_poison());
+  CHECK(outs.all_poison());
+}
+
+TEST_CASE("fftconv: each tensor's last dimension contiguous", "[validation][fftconv]") {
+  Ctx c;
+  fk_fftconv_plan_options_t o;
+  fk_fftconv_plan_options_init(&o);
+  o.channels = 3;
+  o.seqlen = 16;
+  fk_fftconv_plan_t* plan = nullptr;
+  REQUIRE(fk_fftconv_plan_create(c.ctx, &o, &plan) == FK_SUCCESS);
+  std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(plan,
+                                                                                fk_fftconv_plan_destroy);
+  std::mt19937_64 rng(fktest::test_seed() + 23);
+  HostTensor u(DT::F32, {2, 3, 16}), k(DT::F32, {3, 16}), D(DT::F32, {3}), y(DT::F32, {2, 3, 16});
+  // Stride 2 along the last dimension of each.
+  HostTensor act_s(DT::F32, {2, 3, 16}, {96, 32, 2}), k_s(DT::F32, {3, 16}, {32, 2}), D_s(DT::F32, {3}, {2});
+  HostTensor y_s(DT::F32, {2, 3, 16}, {96, 32, 2});
+  for (HostTensor* t : {std::addressof(u), std::addressof(k), std::addressof(D), std::addressof(act_s),
+                        std::addressof(k_s), std::addressof(D_s)})
+    t->fill_normal(rng);
+  y.poison();
+  y_s.poison();
+  struct Args {
+    const DLTensor *u, *k, *D, *pre, *post, *y;
+  };
+  auto run = [&](Args a) { return fk_fftconv_forward(plan, nullptr, a.u, a.k, a.D, a.pre, a.post, a.y); };
+  const Args good{u.view(), k.view(), D.view(), nullptr, nullptr, y.view()};
+  Args a = good;
+  a.u = act_s.view();
+  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"u: the last dimension (seqlen) must be contiguous", "stride 2"});
+  a = good;
+  a.y = y_s.view();
+  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"y: the last dimension (seqlen) must be contiguous"});
+  a = good;
+  a.pre = act_s.view();
+  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"pregate: the last dimension (seqlen) must be contiguous"});
+  a = good;
+  a.post = act_s.view();
+  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"postgate: the last dimension (seqlen) must be contiguous"});
+  a = good;
+  a.k = k_s.view();
+  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"k: the last dimension (filter_len) must be contiguous"});
+  a = good;
+  a.D = D_s.view();
+  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"D: the last dimension (channels) must be contiguous"});
+  uint64_t bytes = 77;
+  expect_error(fk_fftconv_workspace_size(plan, u.view(), k_s.view(), nullptr, nullptr, nullptr, y.view(),
+                                         &bytes),
+               FK_ERROR_BAD_STRIDES, {"k: the last dimension"});
+  CHECK(bytes == 77u);
+  CHECK(y.all_poison());
+  CHECK(y_s.all_poison());
+}
+
+TEST_CASE("tensors: a CUDA device tensor on a CPU context", "[validation][tensor]") {
+  // The CPU backend takes kDLCPU and kDLCUDAHost memory and never reads device_id: a kDLCUDA
+  // tensor is refused for its device type (whatever its device_id), naming the tensor.
+  Ctx c;
+  std::mt19937_64 rng(fktest::test_seed() + 29);
+  HostTensor x(DT::F32, {5, 16}), w(DT::F32, {4, 4, 4}), out(DT::F32, {5, 16});
+  x.fill_normal(rng);
+  w.fill_normal(rng);
+  out.poison();
+  fk_monarch_params_t prm;
+  fk_monarch_params_init(&prm);
+  x.dl.device = DLDevice{kDLCUDA, 1};
+  expect_error(fk_blockdiag_linear(c.ctx, nullptr, &prm, x.view(), w.view(), nullptr, out.view()),
+               FK_ERROR_WRONG_DEVICE, {"x: tensor is on kDLCUDA (2)", "CPU backend"});
+  CHECK(out.all_poison());
+  // Pinned host memory with any device_id is accepted.
+  x.dl.device = DLDevice{kDLCUDAHost, 1};
+  CHECK(fk_blockdiag_linear(c.ctx, nullptr, &prm, x.view(), w.view(), nullptr, out.view()) == FK_SUCCESS);
 }
 
 #if defined(__linux__)

@@ -161,6 +161,35 @@ def test_invalid_fftconv_shapes(rng):
             ref.randn(rng, (2, 32)))
 
 
+def test_invalid_fftconv_sizes_at_the_call(rng):
+    # Refused when the call makes the plan (batch 0: no memory needed for 2^22 + 1 samples).
+    k = ref.randn(rng, (1, 4))
+    e = _raises(flashkit.InvalidArgumentError, "seqlen", flashkit.FFTConv(2**22 + 1),
+                np.empty((0, 1, 2**22 + 1), np.float32), k)
+    assert "2^22" in str(e) and e.status == capi.FK_ERROR_INVALID_ARGUMENT
+    e = _raises(flashkit.InvalidArgumentError, "fft_size", flashkit.FFTConv(16, fft_size=2**23),
+                np.empty((0, 1, 16), np.float32), k)
+    assert "2^22" in str(e) and e.status == capi.FK_ERROR_INVALID_ARGUMENT
+    # 2^22 itself is the largest size (circular: fft_size == seqlen).
+    flashkit.FFTConv(2**22, mode="circular")(np.empty((0, 1, 2**22), np.float32), k)
+
+
+def test_invalid_monarch_and_blockdiag_layouts(rng):
+    x, w = ref.randn(rng, (5, 16)), ref.randn(rng, (4, 4, 4))
+    strided = ref.randn(rng, (5, 32))[:, ::2]
+    bias = ref.randn(rng, (32,))[::2]
+    out = np.zeros((5, 32), np.float32)[:, ::2]
+    for fn, args in ((flashkit.monarch, (w, w)), (flashkit.blockdiag_linear, (w,))):
+        e = _raises(flashkit.InvalidArgumentError, "x", fn, strided, *args)
+        assert e.status == capi.FK_ERROR_BAD_STRIDES
+        e = _raises(flashkit.InvalidArgumentError, "bias", fn, x, *args, bias=bias)
+        assert e.status == capi.FK_ERROR_BAD_STRIDES
+        e = _raises(flashkit.InvalidArgumentError, "out", fn, x, *args, out=out)
+        assert e.status == capi.FK_ERROR_BAD_STRIDES
+        e = _raises(flashkit.InvalidArgumentError, "overlaps x", fn, x, *args, out=x)
+        assert e.status == capi.FK_ERROR_INVALID_ARGUMENT
+
+
 # --- invalid argument (100) from the Python layer -----------------------------------------
 
 def test_invalid_python_arguments(rng):
@@ -185,6 +214,41 @@ def test_not_supported_fp8(rng):
     a = rng.standard_normal((4, 4)).astype(ml_dtypes.float8_e4m3fn)
     e = _raises(flashkit.NotSupportedError, "a", flashkit.gemm, a, a)
     assert e.status == capi.FK_ERROR_NOT_SUPPORTED
+
+
+def test_not_supported_fp8_everywhere_but_the_fp8_entry_points(rng):
+    # Each docstring's NotSupportedError: a float8 array where only 16/32-bit floats are taken.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    f8 = ml_dtypes.float8_e4m3fn
+    a, b = ref.randn(rng, (3, 5)), ref.randn(rng, (5, 4))
+    q = ref.randn(rng, (1, 4, 2, 8))
+    x, w = ref.randn(rng, (5, 16)), ref.randn(rng, (4, 4, 4))
+    u, k = ref.randn(rng, (1, 2, 16)), ref.randn(rng, (2, 16))
+    cases = [
+        ("b", flashkit.gemm, (a, b.astype(f8)), {}),
+        ("c", flashkit.gemm, (a, b, ref.randn(rng, (3, 4)).astype(f8)), {"beta": 1.0}),
+        ("bias", flashkit.gemm, (a, b), {"bias": ref.randn(rng, (4,)).astype(f8)}),
+        ("out", flashkit.gemm, (a, b), {"out": np.zeros((3, 4), f8)}),
+        ("k", flashkit.attention, (q, q.astype(f8), q), {}),
+        ("out", flashkit.attention, (q, q, q), {"out": np.zeros(q.shape, f8)}),
+        ("x", flashkit.monarch, (x.astype(f8), w.astype(f8), w.astype(f8)), {}),
+        ("w1", flashkit.monarch, (x, w.astype(f8), w), {}),
+        ("bias", flashkit.monarch, (x, w, w), {"bias": ref.randn(rng, (16,)).astype(f8)}),
+        ("x", flashkit.blockdiag_linear, (x.astype(f8), w.astype(f8)), {}),
+        ("out", flashkit.blockdiag_linear, (x, w), {"out": np.zeros((5, 16), f8)}),
+        ("k", flashkit.FFTConv(16), (u, k.astype(f8)), {}),
+        ("D", flashkit.FFTConv(16), (u, k, ref.randn(rng, (2,)).astype(f8)), {}),
+    ]
+    for word, fn, args, kwargs in cases:
+        e = _raises(flashkit.NotSupportedError, word, fn, *args, **kwargs)
+        assert e.status == capi.FK_ERROR_NOT_SUPPORTED, (word, fn, str(e))
+
+
+def test_not_supported_kernel_family_on_cpu():
+    for family in ("generic", "sm80", "sm90"):
+        e = _raises(flashkit.NotSupportedError, "kernel_family", flashkit.Context, "cpu",
+                    kernel_family=family)
+        assert e.status == capi.FK_ERROR_NOT_SUPPORTED and "CPU" in str(e)
 
 
 def test_not_supported_backend():
