@@ -263,6 +263,78 @@ TEST_CASE("gpu attention: head dims x sequence lengths x masks", "[gpu][attentio
   }
 }
 
+// Two host threads share one context and run one kernel with different dynamic shared-memory
+// sizes: generic attention's head_dim-256 build serves head_dim 160 (51,840 bytes) and 256
+// (82,944). Each call used to set the kernel's shared-memory limit to its own size, so one
+// thread could lower it between the other's set and launch, and that launch failed; the limit
+// is now only ever raised (raise_dynamic_smem_limit). Every call must succeed, and the last
+// output of each thread must match the float64 reference.
+TEST_CASE("gpu attention: concurrent calls with different shared-memory sizes",
+          "[gpu][attention][threads]") {
+  const fk_context_t* ctx = fkgpu::context_for(FK_KERNEL_FAMILY_GENERIC);
+  REQUIRE(ctx != nullptr);
+  struct Job {
+    int64_t head_dim;
+    HostTensor q, k, v, out;
+    std::unique_ptr<DeviceTensor> dq, dk, dv, dout;
+    cudaStream_t stream = nullptr;
+    int failures = 0;
+    std::string first_error;
+  };
+  const int64_t B = 2, S = 96, H = 2;
+  std::vector<std::unique_ptr<Job>> jobs;
+  auto rng = rng_for(38000);
+  for (int64_t d : {160, 256}) {
+    const std::vector<int64_t> shape{B, S, H, d};
+    auto j = std::unique_ptr<Job>(new Job{d, HostTensor(DT::BF16, shape), HostTensor(DT::BF16, shape),
+                                          HostTensor(DT::BF16, shape), HostTensor(DT::BF16, shape)});
+    j->q.fill_normal(rng);
+    j->k.fill_normal(rng);
+    j->v.fill_normal(rng);
+    j->dq.reset(new DeviceTensor(j->q));
+    j->dk.reset(new DeviceTensor(j->k));
+    j->dv.reset(new DeviceTensor(j->v));
+    j->dout.reset(new DeviceTensor(j->out));
+    j->dout->poison();
+    REQUIRE_CUDA(cudaStreamCreateWithFlags(&j->stream, cudaStreamNonBlocking));
+    jobs.push_back(std::move(j));
+  }
+  fk_attention_params_t params;
+  fk_attention_params_init(&params);
+  params.causal = 1;
+  const int kCalls = 400;
+  std::vector<std::thread> threads;
+  for (auto& jp : jobs) {
+    Job* j = jp.get();
+    threads.emplace_back([&params, ctx, j] {
+      fk_launch_t launch;
+      fk_launch_init(&launch);
+      launch.stream = j->stream;
+      for (int i = 0; i < kCalls; ++i) {
+        const fk_status_t st = fk_attention_forward(ctx, &launch, &params, &*j->dq, &*j->dk,
+                                                    &*j->dv, nullptr, nullptr, &*j->dout, nullptr);
+        if (st != FK_SUCCESS && j->failures++ == 0) j->first_error = fk_get_last_error_message();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& jp : jobs) {
+    Job& j = *jp;
+    INFO("head_dim " << j.head_dim << ": " << j.failures << " of " << kCalls
+                     << " calls failed; first: " << j.first_error);
+    CHECK(j.failures == 0);
+    REQUIRE_CUDA(cudaStreamSynchronize(j.stream));
+    REQUIRE_CUDA(cudaStreamDestroy(j.stream));
+    j.dout->download();
+    std::vector<double> ref_out, ref_lse;
+    fkref::AttentionParams rp;
+    rp.causal = true;
+    fkref::attention(j.q.to_vector(), j.k.to_vector(), j.v.to_vector(), B, S, S, H, H,
+                     j.head_dim, rp, ref_out, ref_lse);
+    check_output(j.out, ref_out, DT::BF16, "attention out (last of the concurrent calls)", 1.0);
+  }
+}
+
 TEST_CASE("gpu attention: every dtype with causal masks", "[gpu][attention]") {
   int i = 0;
   for (DT dt : {DT::F32, DT::F16, DT::BF16}) {

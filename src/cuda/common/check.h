@@ -24,6 +24,14 @@ inline fk_status_t check(cudaError_t err, const char* what) {
 // kernel: faults during execution surface at a later synchronising call, as in all of CUDA.
 fk_status_t check_launch(const char* kernel);
 
+// Makes `kernel` (on the current device) accept launches with `bytes` of dynamic shared memory:
+// raises its cudaFuncAttributeMaxDynamicSharedMemorySize when it is below `bytes`, and never
+// lowers it. For kernels whose dynamic shared memory depends on the call: setting the attribute
+// to each call's own size let two host threads lower it under each other's launch (the launch
+// then failed). The check and the raise are one step under a process-wide lock. `what` names
+// the operation in the error message.
+fk_status_t raise_dynamic_smem_limit(const void* kernel, size_t bytes, const char* what);
+
 }  // namespace cuda
 }  // namespace flashkit
 

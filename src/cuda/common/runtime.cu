@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "core/cuda_runtime.h"
 #include "core/error.h"
@@ -43,6 +44,21 @@ fk_status_t check_launch(const char* kernel) {
   // A sticky fault of an earlier kernel also shows up here; cuda_error() reports it as a
   // device error rather than as this kernel's launch failure.
   return cuda_error(err, kernel);
+}
+
+fk_status_t raise_dynamic_smem_limit(const void* kernel, size_t bytes, const char* what) {
+  // One lock for every kernel: the query and the raise are rare host calls (microseconds), and
+  // no other code sets this attribute on the kernels that come here.
+  static std::mutex lock;
+  std::lock_guard<std::mutex> hold(lock);
+  cudaFuncAttributes attr;
+  FK_CUDA_TRY(cudaFuncGetAttributes(&attr, kernel), what);
+  if (attr.maxDynamicSharedSizeBytes >= 0 && size_t(attr.maxDynamicSharedSizeBytes) >= bytes) {
+    return FK_SUCCESS;
+  }
+  return check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(bytes)),
+               what);
 }
 
 bool compiled() { return true; }

@@ -188,9 +188,7 @@ inline fk_status_t check_plan(const FFTConvProblem& p, int min_log_n, int max_lo
 
 inline fk_status_t allow_smem(const void* kernel, size_t bytes, const char* what) {
   if (bytes <= 48 * 1024) return FK_SUCCESS;
-  return check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(bytes)),
-               what);
+  return raise_dynamic_smem_limit(kernel, bytes, what);  // never lowers it (check.h)
 }
 
 }  // namespace conv

@@ -2368,9 +2368,8 @@ fk_status_t launch_conv_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t 
   // The kernel's static shared memory counts against the 48 KB default too (allow_smem only
   // raises the limit above 48 KB of dynamic memory).
   if (smem + 1024 > 48 * 1024) {
-    FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem)),
-                "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(shared memory)");
+    FK_RETURN_IF_ERROR(raise_dynamic_smem_limit(
+        kernel, smem, "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(shared memory)"));
   }
   int per_sm = 0;
   FK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::T, smem),
@@ -2448,9 +2447,8 @@ fk_status_t launch_big_w(RegArgs a, int smem_optin, int sm_count, cudaStream_t s
     }
   }
   const size_t smem = C::kSmem + ring_bytes(a, a.slots);
-  FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(smem)),
-              "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(shared memory)");
+  FK_RETURN_IF_ERROR(raise_dynamic_smem_limit(
+      kernel, smem, "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(shared memory)"));
   int per_sm = 0;
   FK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::T, smem),
               "cuda.sm80.fftconv_reg: occupancy");

@@ -689,7 +689,11 @@ BlockdiagConfig blockdiag_config(const DeviceCaps& caps, const BlockdiagProblem&
   // Two CTAs per multiprocessor, each with as many entries (2..4) as half the shared memory
   // holds; one CTA with 2 entries if that is all that fits.
   const int64_t entry_bytes = c.entry_elems * 2;
-  int64_t ns = std::min<int64_t>(4, (caps.smem_per_block_optin / 2) / entry_bytes);
+  // Two CTAs per multiprocessor: the multiprocessor holds the opt-in limit + 1 KB, and each
+  // CTA also takes the 1 KB the system reserves per block (half the opt-in limit alone
+  // over-counted by 512 bytes: A100, p = 96, q = 16 planned two CTAs where one fits).
+  const int64_t half = (caps.smem_per_block_optin - 1024) / 2;
+  int64_t ns = std::min<int64_t>(4, half / entry_bytes);
   int per_sm = 2;
   if (ns < 2) {
     ns = std::min<int64_t>(4, caps.smem_per_block_optin / entry_bytes);
@@ -716,7 +720,7 @@ BlockdiagConfig blockdiag_config(const DeviceCaps& caps, const BlockdiagProblem&
   if (env != nullptr && env[0] == '0') return c;
   const int64_t w_bytes = p.q * (p.p + kPad) * 2;  // a multiple of 16 bytes
   const int64_t x_bytes = std::max(x_elems, o_elems) * 2;
-  int64_t sns = (caps.smem_per_block_optin / 2 - w_bytes) / x_bytes;
+  int64_t sns = (half - w_bytes) / x_bytes;
   int sper_sm = 2;
   if (sns < 3) {
     sns = (caps.smem_per_block_optin - w_bytes) / x_bytes;
@@ -737,9 +741,8 @@ BlockdiagConfig blockdiag_config(const DeviceCaps& caps, const BlockdiagProblem&
 template <class Kernel, class Params>
 fk_status_t launch(Kernel kernel, const Params& params, int64_t ctas, int64_t smem,
                    cudaStream_t stream, const char* name) {
-  FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(smem)),
-              name);
+  FK_RETURN_IF_ERROR(
+      raise_dynamic_smem_limit(reinterpret_cast<const void*>(kernel), size_t(smem), name));
   kernel<<<static_cast<unsigned>(ctas), kThreads, static_cast<size_t>(smem), stream>>>(params);
   return check_launch(name);
 }

@@ -924,9 +924,8 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
                                                  : pick<__half>(c.UPW, c.NT2, KB, c.B1);
   if (kernel == nullptr)
     return set_error(FK_ERROR_INTERNAL, "cuda.sm90.monarch: no kernel for this configuration");
-  FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(c.smem)),
-              "cuda.sm90.monarch: cudaFuncSetAttribute");
+  FK_RETURN_IF_ERROR(raise_dynamic_smem_limit(reinterpret_cast<const void*>(kernel),
+                                              size_t(c.smem), "cuda.sm90.monarch: cudaFuncSetAttribute"));
   int dev = 0;
   FK_CUDA_TRY(cudaGetDevice(&dev), "cuda.sm90.monarch: cudaGetDevice");
   int clusters = 0;
