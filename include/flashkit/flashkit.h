@@ -385,14 +385,18 @@ typedef struct fk_context fk_context_t;
 typedef enum fk_backend_t {
   FK_BACKEND_AUTO = 0, /**< CUDA if compiled in and device `device_ordinal` is present, else
                             CPU, without an error (an ordinal past the visible devices gives a
-                            CPU context: fk_context_get_info() tells which). The
+                            CPU context: fk_context_get_info() tells which; so does a device
+                            older than this build's kernels, compute capability below 7.5,
+                            with a FK_LOG_WARN message). The
                             environment variable `FLASHKIT_BACKEND` (`auto`, `cpu` or `cuda`)
                             overrides AUTO, never an explicit choice; any other value fails
                             the creation of an AUTO context with FK_ERROR_INVALID_ARGUMENT
                             naming the variable. */
   FK_BACKEND_CPU = 1,  /**< The CPU backend: every operation, multithreaded, synchronous. */
-  FK_BACKEND_CUDA = 2  /**< The CUDA backend. FK_ERROR_BACKEND_UNAVAILABLE if not compiled in or
-                            no device. */
+  FK_BACKEND_CUDA = 2  /**< The CUDA backend. FK_ERROR_BACKEND_UNAVAILABLE if not compiled in,
+                            no device, or a device older than this build's kernels (compute
+                            capability below 7.5: CUDA 13 compiles nothing for Volta and
+                            older; Turing, 7.5, runs the generic kernels only). */
 } fk_backend_t;
 
 /**
@@ -413,7 +417,11 @@ typedef enum fk_backend_t {
 typedef enum fk_kernel_family_t {
   FK_KERNEL_FAMILY_AUTO = 0,    /**< Best available, per call. */
   FK_KERNEL_FAMILY_CPU = 1,     /**< The CPU backend's kernels (reported, not forced). */
-  FK_KERNEL_FAMILY_GENERIC = 2, /**< Plain CUDA kernels, correct for every valid input. */
+  FK_KERNEL_FAMILY_GENERIC = 2, /**< Plain CUDA kernels, correct for every valid input; the
+                                     only family on Turing (compute capability 7.5), where
+                                     attention with head_dim above 200 does not fit the
+                                     64 KB of shared memory per block and is
+                                     FK_ERROR_NOT_SUPPORTED. */
   FK_KERNEL_FAMILY_SM80 = 3,    /**< mma.sync + cp.async kernels for compute capability >= 8.0. */
   FK_KERNEL_FAMILY_SM90 = 4     /**< TMA + wgmma kernels for compute capability 9.0 (sm_90a). */
 } fk_kernel_family_t;
@@ -423,8 +431,9 @@ typedef struct fk_context_options_t {
   uint32_t struct_size;  /**< sizeof(fk_context_options_t); set by the init function. */
   int32_t backend;       /**< An fk_backend_t. Default FK_BACKEND_AUTO. Another value:
                               FK_ERROR_INVALID_ARGUMENT naming `options.backend`.
-                              FK_BACKEND_CUDA in a build without CUDA, or without the device
-                              `device_ordinal`: FK_ERROR_BACKEND_UNAVAILABLE. */
+                              FK_BACKEND_CUDA in a build without CUDA, without the device
+                              `device_ordinal`, or with a device of compute capability below
+                              7.5: FK_ERROR_BACKEND_UNAVAILABLE. */
   int32_t device_ordinal;/**< CUDA device ordinal (as in cudaSetDevice). Default 0. Negative:
                               FK_ERROR_INVALID_ARGUMENT naming `options.device_ordinal`,
                               whatever the backend. At or beyond the number of visible CUDA
@@ -468,7 +477,8 @@ FK_API fk_status_t fk_context_options_init(fk_context_options_t* options);
  *         FK_ERROR_INVALID_ARGUMENT (unknown backend or family, negative ordinal, threads
  *         outside 0..4096,
  *         nonzero flags, unparsable environment variable); FK_ERROR_BACKEND_UNAVAILABLE (CUDA
- *         requested but not compiled in, no device, or ordinal out of range);
+ *         requested but not compiled in, no device, ordinal out of range, or a device below
+ *         compute capability 7.5);
  *         FK_ERROR_NOT_SUPPORTED (forced family the device cannot run, or any forced family on
  *         the CPU backend); FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE (CUDA backend: the CUDA
  *         runtime reported an error while the device's attributes and properties were read;

@@ -58,6 +58,20 @@ fk_status_t env_threads(int32_t* threads) {
   return FK_SUCCESS;
 }
 
+// The oldest compute capability (major * 10 + minor) this build has machine code for: the
+// fat binary's generic kernels carry sm_75 SASS (CUDA 13 compiles nothing older), so Turing
+// runs the generic path and Volta and older none. 0 (no check) when the gencode was overridden
+// (FLASHKIT_CUDA_GENCODE: a developer's build for one GPU).
+#if defined(FLASHKIT_CUDA_MIN_CC)
+constexpr int kMinComputeCapability = FLASHKIT_CUDA_MIN_CC;
+#else
+constexpr int kMinComputeCapability = 0;
+#endif
+
+bool build_runs_on(const DeviceCaps& caps) {
+  return caps.cc_major * 10 + caps.cc_minor >= kMinComputeCapability;
+}
+
 // The fastest family a device of this compute capability can run.
 fk_kernel_family_t best_family_for(const DeviceCaps& caps) {
   if (caps.cc_major == 9 && caps.cc_minor == 0) return FK_KERNEL_FAMILY_SM90;  // sm_90a SASS
@@ -128,6 +142,18 @@ fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t*
     if (backend == FK_BACKEND_AUTO) {
       backend = (cuda::compiled() && cuda::device_count() > o.device_ordinal) ? FK_BACKEND_CUDA
                                                                              : FK_BACKEND_CPU;
+      // A GPU older than every kernel of this build (Volta and older): the CPU backend, said
+      // in the log rather than failing every call with "no kernel image" later.
+      DeviceCaps caps;
+      if (backend == FK_BACKEND_CUDA && kMinComputeCapability > 0 &&
+          cuda::query_device(o.device_ordinal, &caps) == FK_SUCCESS && !build_runs_on(caps)) {
+        log_message(FK_LOG_WARN,
+                    "context: CUDA device %d '%s' is compute capability %d.%d, older than this "
+                    "build's kernels (%d.%d or newer): using the CPU backend",
+                    o.device_ordinal, caps.name, caps.cc_major, caps.cc_minor,
+                    kMinComputeCapability / 10, kMinComputeCapability % 10);
+        backend = FK_BACKEND_CPU;
+      }
     }
 
     std::unique_ptr<fk_context_t> ctx(new fk_context_t());
@@ -161,6 +187,15 @@ fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t*
       }
       fk_status_t st = cuda::query_device(o.device_ordinal, &ctx->caps);
       if (st != FK_SUCCESS) return st;
+      if (!build_runs_on(ctx->caps)) {
+        return set_error(FK_ERROR_BACKEND_UNAVAILABLE,
+                         "options.backend: CUDA requested%s, but device %d '%s' is compute "
+                         "capability %d.%d and this build's kernels need %d.%d or newer (CUDA 13 "
+                         "compiles no code for older GPUs); the CPU backend runs every op",
+                         from_env, o.device_ordinal, ctx->caps.name, ctx->caps.cc_major,
+                         ctx->caps.cc_minor, kMinComputeCapability / 10,
+                         kMinComputeCapability % 10);
+      }
       ctx->device_ordinal = o.device_ordinal;
       ctx->num_threads = 1;
       ctx->best_family = best_family_for(ctx->caps);

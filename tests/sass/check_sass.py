@@ -44,6 +44,7 @@
    the H200 runs the sm_90a copy, so no GPU test here can see a missing one), and the sm80-class
    and generic kernels of every family are among them (`FATBIN_UNITS`; a unit named like a
    Hopper unit, `HOPPER_NAMESAKES`, must carry two sm_90a cubins, its own and the Hopper one's).
+   The units the generic paths launch (`TURING_UNITS`) also carry sm_75 SASS, all Turing runs.
    Rule 5 also runs, and decides the exit status, for a build without the Hopper kernels.
 6. The sm80-class GEMM kernels (cuda.sm80.gemm's gemm_kernel, 9 per 16-bit dtype), in their
    sm_90a copies (the code the H200 runs and every sm80-class measurement timed), touch no local
@@ -131,6 +132,13 @@ FATBIN_UNITS = ("launch_hdim64", "launch_hdim96", "launch_hdim128", "launch_hdim
                 "runtime")
 
 
+# Rule 5b: the units the generic paths launch also hold sm_75 SASS (Turing runs nothing else:
+# sm_80 SASS does not run there and compute_80 PTX cannot be compiled down to it). CMakeLists.txt
+# adds the gencode to these files.
+TURING_UNITS = ("attention_generic", "split_kv", "fp8_dequant", "gemm_generic",
+                "fftconv_generic", "monarch_generic")
+
+
 # Non-Hopper units that share their file name with an sm_90a-only Hopper unit (src/cuda/attention/
 # sm90/launch_hdim*.cu, src/cuda/gemm/sm90/launch_{bf16,f16}.cu): cuobjdump names both cubins
 # alike, so in a build with the Hopper kernels such a name must carry two sm_90a cubins.
@@ -159,6 +167,9 @@ def fat_binary_failures(cuobjdump, lib, env, with_hopper):
             if have.get(want, 0) < n:
                 failures.append(f"{unit}: {have.get(want, 0)} {what} entries in the fat binary "
                                 f"(want {n})")
+    for unit in TURING_UNITS:
+        if units.get(unit, {}).get(("elf", "sm_75"), 0) < 1:
+            failures.append(f"{unit}: no sm_75 SASS in the fat binary (want 1: Turing runs it)")
     # Every unit with sm_80 SASS has the PTX too (a new unit is held to it without being listed).
     for unit, have in sorted(units.items()):
         if have.get(("elf", "sm_80"), 0) and not have.get(("ptx", "sm_80"), 0):
@@ -169,7 +180,7 @@ def fat_binary_failures(cuobjdump, lib, env, with_hopper):
 def report_fat_binary(cuobjdump, lib, env, with_hopper):
     fat = fat_binary_failures(cuobjdump, lib, env, with_hopper)
     print(f"check_sass: fat binary, {len(FATBIN_UNITS)} units with sm_80 SASS, compute_80 PTX "
-          f"and sm_90a SASS: {len(fat)} failures")
+          f"and sm_90a SASS, {len(TURING_UNITS)} with sm_75 SASS: {len(fat)} failures")
     return fat
 
 

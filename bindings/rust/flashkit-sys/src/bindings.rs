@@ -449,7 +449,9 @@ pub struct fk_context {
 pub type fk_context_t = fk_context;
 #[doc = "< CUDA if compiled in and device `device_ordinal` is present, else"]
 #[doc = "CPU, without an error (an ordinal past the visible devices gives a"]
-#[doc = "CPU context: fk_context_get_info() tells which). The"]
+#[doc = "CPU context: fk_context_get_info() tells which; so does a device"]
+#[doc = "older than this build's kernels, compute capability below 7.5,"]
+#[doc = "with a FK_LOG_WARN message). The"]
 #[doc = "environment variable `FLASHKIT_BACKEND` (`auto`, `cpu` or `cuda`)"]
 #[doc = "overrides AUTO, never an explicit choice; any other value fails"]
 #[doc = "the creation of an AUTO context with FK_ERROR_INVALID_ARGUMENT"]
@@ -457,8 +459,10 @@ pub type fk_context_t = fk_context;
 pub const FK_BACKEND_AUTO: fk_backend_t = 0;
 #[doc = "< The CPU backend: every operation, multithreaded, synchronous."]
 pub const FK_BACKEND_CPU: fk_backend_t = 1;
-#[doc = "< The CUDA backend. FK_ERROR_BACKEND_UNAVAILABLE if not compiled in or"]
-#[doc = "no device."]
+#[doc = "< The CUDA backend. FK_ERROR_BACKEND_UNAVAILABLE if not compiled in,"]
+#[doc = "no device, or a device older than this build's kernels (compute"]
+#[doc = "capability below 7.5: CUDA 13 compiles nothing for Volta and"]
+#[doc = "older; Turing, 7.5, runs the generic kernels only)."]
 pub const FK_BACKEND_CUDA: fk_backend_t = 2;
 #[doc = " @brief Which backend a context runs on."]
 pub type fk_backend_t = ::std::os::raw::c_uint;
@@ -466,7 +470,11 @@ pub type fk_backend_t = ::std::os::raw::c_uint;
 pub const FK_KERNEL_FAMILY_AUTO: fk_kernel_family_t = 0;
 #[doc = "< The CPU backend's kernels (reported, not forced)."]
 pub const FK_KERNEL_FAMILY_CPU: fk_kernel_family_t = 1;
-#[doc = "< Plain CUDA kernels, correct for every valid input."]
+#[doc = "< Plain CUDA kernels, correct for every valid input; the"]
+#[doc = "only family on Turing (compute capability 7.5), where"]
+#[doc = "attention with head_dim above 200 does not fit the"]
+#[doc = "64 KB of shared memory per block and is"]
+#[doc = "FK_ERROR_NOT_SUPPORTED."]
 pub const FK_KERNEL_FAMILY_GENERIC: fk_kernel_family_t = 2;
 #[doc = "< mma.sync + cp.async kernels for compute capability >= 8.0."]
 pub const FK_KERNEL_FAMILY_SM80: fk_kernel_family_t = 3;
@@ -494,8 +502,9 @@ pub struct fk_context_options_t {
     pub struct_size: u32,
     #[doc = "< An fk_backend_t. Default FK_BACKEND_AUTO. Another value:"]
     #[doc = "FK_ERROR_INVALID_ARGUMENT naming `options.backend`."]
-    #[doc = "FK_BACKEND_CUDA in a build without CUDA, or without the device"]
-    #[doc = "`device_ordinal`: FK_ERROR_BACKEND_UNAVAILABLE."]
+    #[doc = "FK_BACKEND_CUDA in a build without CUDA, without the device"]
+    #[doc = "`device_ordinal`, or with a device of compute capability below"]
+    #[doc = "7.5: FK_ERROR_BACKEND_UNAVAILABLE."]
     pub backend: i32,
     #[doc = "< CUDA device ordinal (as in cudaSetDevice). Default 0. Negative:"]
     #[doc = "FK_ERROR_INVALID_ARGUMENT naming `options.device_ordinal`,"]
@@ -652,7 +661,8 @@ extern "C" {
     #[doc = "         FK_ERROR_INVALID_ARGUMENT (unknown backend or family, negative ordinal, threads"]
     #[doc = "         outside 0..4096,"]
     #[doc = "         nonzero flags, unparsable environment variable); FK_ERROR_BACKEND_UNAVAILABLE (CUDA"]
-    #[doc = "         requested but not compiled in, no device, or ordinal out of range);"]
+    #[doc = "         requested but not compiled in, no device, ordinal out of range, or a device below"]
+    #[doc = "         compute capability 7.5);"]
     #[doc = "         FK_ERROR_NOT_SUPPORTED (forced family the device cannot run, or any forced family on"]
     #[doc = "         the CPU backend); FK_ERROR_OUT_OF_MEMORY; FK_ERROR_DEVICE (CUDA backend: the CUDA"]
     #[doc = "         runtime reported an error while the device's attributes and properties were read;"]

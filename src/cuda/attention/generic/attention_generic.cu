@@ -239,17 +239,26 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
 }
 
 template <int kDMax>
-fk_status_t launch(const AttentionProblem& p, cudaStream_t stream) {
+fk_status_t launch(const AttentionProblem& p, int64_t smem_optin, cudaStream_t stream) {
   const int dpad = static_cast<int>((p.head_dim + 3) / 4 * 4);
   const int64_t q_tiles = (p.seqlen_q + Cfg<kDMax>::kBlockRows - 1) / Cfg<kDMax>::kBlockRows;
   const size_t smem = smem_bytes<kDMax>(dpad);
   auto kernel = attention_fwd_kernel<kDMax>;
+  if (smem_optin > 0 && smem > size_t(smem_optin)) {
+    // Only Turing (64 KB per block) at head_dim > 200: the fp32 K^T and V tiles alone take
+    // 65 KB at head_dim 256.
+    return set_error(FK_ERROR_NOT_SUPPORTED,
+                     "cuda.generic.attention: head_dim %lld needs %zu bytes of shared memory per "
+                     "block and this GPU allows %lld (head_dim <= 200 fits 64 KB); the CPU "
+                     "backend takes it",
+                     static_cast<long long>(p.head_dim), smem, static_cast<long long>(smem_optin));
+  }
   if (smem > 48 * 1024) {
     // Above 48 KB a kernel must opt in to dynamic shared memory (largest case: 81 KB at
     // head_dim 256, within every sm_80+ GPU's per-block limit).
-    FK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem)),
-                "cuda.generic.attention: cudaFuncSetAttribute(max dynamic shared memory)");
+    FK_RETURN_IF_ERROR(raise_dynamic_smem_limit(
+        reinterpret_cast<const void*>(kernel), smem,
+        "cuda.generic.attention: cudaFuncSetAttribute(max dynamic shared memory)"));
   }
   kernel<<<grid_for(q_tiles * p.nheads * p.batch), kThreads, smem, stream>>>(p, q_tiles, dpad);
   return check_launch("cuda.generic.attention kernel");
@@ -265,10 +274,11 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   DeviceGuard guard(ctx.device_ordinal);
   FK_RETURN_IF_ERROR(guard.status());
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
-  if (p.head_dim <= 32) return launch<32>(p, stream);
-  if (p.head_dim <= 64) return launch<64>(p, stream);
-  if (p.head_dim <= 128) return launch<128>(p, stream);
-  return launch<256>(p, stream);
+  const int64_t optin = ctx.caps != nullptr ? ctx.caps->smem_per_block_optin : 0;
+  if (p.head_dim <= 32) return launch<32>(p, optin, stream);
+  if (p.head_dim <= 64) return launch<64>(p, optin, stream);
+  if (p.head_dim <= 128) return launch<128>(p, optin, stream);
+  return launch<256>(p, optin, stream);
 }
 
 }  // namespace generic
