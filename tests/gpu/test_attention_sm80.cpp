@@ -177,6 +177,36 @@ TEST_CASE("sm80 attention: whole key tiles (the kernel without masking)",
   }
 }
 
+TEST_CASE("sm80 attention: narrow tiles for head_dim 129-256 (GPUs with 99 KB per block)",
+          "[gpu][attention][sm80]") {
+  if (!have_sm80()) return;
+  // Where the default 128 x 64 tile (128 KB) does not fit the device (99 KB per block on sm_86,
+  // sm_89, sm_120), head_dim 129-256 runs 64 x 64 tiles of 4 warps (96 KB; tile_size.h,
+  // kNarrowKind) instead of the generic kernel. FLASHKIT_SM80_ATTENTION_NARROW=1 forces them
+  // here: masks, softcap, GQA / MQA, padded head dims, partial query and key tiles, and varlen
+  // with empty sequences.
+  fktest::ScopedEnv narrow("FLASHKIT_SM80_ATTENTION_NARROW", "1");
+  const int64_t head_dims[] = {160, 192, 200, 256};
+  const int64_t shapes[][2] = {{1, 1}, {63, 65}, {200, 517}, {1023, 1024}};
+  const int64_t heads[][2] = {{2, 2}, {4, 2}, {3, 1}};
+  int i = 0;
+  for (int64_t d : head_dims)
+    for (const auto& sh : shapes) {
+      const auto& hh = heads[i % 3];
+      Case c = batched(sh[0] * sh[1] > 100000 ? 1 : 2, sh[0], sh[1], hh[0], hh[1], d,
+                       i % 2 ? DT::BF16 : DT::F16);
+      apply_mask(c, i);
+      c.pad = (i % 4 == 3) ? 8 : 0;
+      run_case(sm80(), c, 3500 + uint64_t(i));
+      ++i;
+    }
+  const Varlen vs[] = {
+      {{300, 129, 1}, {257, 128, 500}, 6, 3, 256, DT::BF16, 4},
+      {{77, 0, 250}, {0, 10, 250}, 2, 1, 200, DT::F16, 6},
+  };
+  for (const Varlen& x : vs) run_case(sm80(), varlen_case(x, i), 3550 + uint64_t(i++));
+}
+
 TEST_CASE("sm80 attention: varlen with empty sequences", "[gpu][attention][sm80][varlen]") {
   if (!have_sm80()) return;
   const Varlen vs[] = {

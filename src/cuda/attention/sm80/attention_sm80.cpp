@@ -53,6 +53,16 @@ bool uses_decode_tiles(const AttentionProblem& p, int bucket) {
          env_on("FLASHKIT_SM80_ATTENTION_DECODE");
 }
 
+// Whether a (non-packed, non-decode) call in `bucket` runs the narrow tiles (tile_size.h): where
+// the default tile does not fit the device's per-block shared memory, or forced by
+// FLASHKIT_SM80_ATTENTION_NARROW=1 (read on every call; the GPU tests use it on the H200).
+bool uses_narrow_tiles(const DeviceCaps& caps, int bucket) {
+  if (bucket != 256) return false;
+  const char* env = std::getenv("FLASHKIT_SM80_ATTENTION_NARROW");
+  if (env != nullptr && std::strcmp(env, "1") == 0) return true;
+  return static_cast<int64_t>(SmemLayout<256>::kBytes) > caps.smem_per_block_optin;
+}
+
 }  // namespace
 
 bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
@@ -60,14 +70,16 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   if (p.device != Device::Cuda) return false;
   const int bucket = head_dim_bucket(p.head_dim);
   if (bucket == 0) return false;
-  if (static_cast<int64_t>(smem_bytes_for_bucket(bucket)) > caps.smem_per_block_optin) return false;
+  const bool narrow = uses_narrow_tiles(caps, bucket);
+  const size_t smem = narrow ? SmemLayout<256, kNarrowKind>::kBytes : smem_bytes_for_bucket(bucket);
+  if (static_cast<int64_t>(smem) > caps.smem_per_block_optin) return false;
   if (p.seqlen_q > kMaxLen || p.seqlen_k > kMaxLen || p.nheads > kMaxLen || p.batch > kMaxLen)
     return false;
   // Varlen with max_seqlen given: a (wrong) entry can make one sequence as long as all rows.
   if (p.varlen && (p.total_q > kMaxLen || p.total_k > kMaxLen)) return false;
   if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0) return false;
   if (!std::isfinite(p.softmax_scale)) return false;
-  const int64_t block_m = block_m_for_bucket(bucket);
+  const int64_t block_m = narrow ? TileShape<256, kNarrowKind>::kBlockM : block_m_for_bucket(bucket);
   const int64_t m_blocks = (p.seqlen_q + block_m - 1) / block_m;
   if (m_blocks * p.nheads > INT32_MAX || m_blocks * p.nheads * p.batch > INT32_MAX) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.out)) return false;
@@ -154,7 +166,10 @@ fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) 
   k.head_dim = static_cast<int32_t>(p.head_dim);
   const int bucket = head_dim_bucket(p.head_dim);
   k.decode = !packed && uses_decode_tiles(p, bucket);
-  const int64_t block_m = k.decode ? kDecodeRows : block_m_for_bucket(bucket);
+  k.narrow = !packed && !k.decode && uses_narrow_tiles(*ctx.caps, bucket) ? 1 : 0;
+  const int64_t block_m = k.decode ? kDecodeRows
+                          : k.narrow ? TileShape<256, kNarrowKind>::kBlockM
+                                     : block_m_for_bucket(bucket);
   k.num_m_blocks = static_cast<int32_t>(((packed ? p.total_q : p.seqlen_q) + block_m - 1) / block_m);
   k.packed = packed ? 1 : 0;
   // Window sizes come from int32 parameters; causal is the window (left, 0).
@@ -177,7 +192,7 @@ fk_status_t run(const ExecContext& ctx, const AttentionProblem& p, bool packed) 
   k.hi_mask = env_on("FLASHKIT_SM80_ATTENTION_HI_MASK") && k.window_right >= 0 ? 1 : 0;
   // The even kernels (kernel.cuh kEven): no per-element work on any key tile but, for causal and
   // right-only windows, the upper-bound mask.
-  const bool even = env_on("FLASHKIT_SM80_ATTENTION_EVEN") && !packed && !k.decode &&
+  const bool even = env_on("FLASHKIT_SM80_ATTENTION_EVEN") && !packed && !k.decode && !k.narrow &&
                     k.window_left < 0 && (k.window_right < 0 || k.hi_mask != 0) && !k.softcap &&
                     k.scale_log2 > 0.0f && k.cu_seqlens_q == nullptr &&
                     k.seqused_k == nullptr && k.block_table == nullptr &&

@@ -41,6 +41,11 @@ fk_status_t launch(const Params& p, cudaStream_t stream) {
   } else if (p.packed) {
     return set_error(FK_ERROR_INTERNAL, "cuda.sm80.attention: no packed kernel for this head_dim");
   }
+  if constexpr (kHeadDim == 256) {
+    if (p.narrow) return launch_kernel<T, kHeadDim, false, kNarrowKind>(p, stream);
+  } else if (p.narrow) {
+    return set_error(FK_ERROR_INTERNAL, "cuda.sm80.attention: no narrow tiles for this head_dim");
+  }
   if (p.even == 1) return launch_kernel<T, kHeadDim, false, 0, 1>(p, stream);
   if (p.even == 2) return launch_kernel<T, kHeadDim, false, 0, 2>(p, stream);
   return launch_kernel<T, kHeadDim, false>(p, stream);

@@ -37,6 +37,9 @@ struct Params {
   // Decode tiles (tile_size.h, kDecodeKind): one warp of 16 query rows per block; num_m_blocks
   // then counts 16-row tiles.
   int32_t decode;
+  // Narrow tiles (tile_size.h, kNarrowKind; head_dim bucket 256 only): 64-row tiles of 4 warps;
+  // num_m_blocks then counts 64-row tiles.
+  int32_t narrow;
   // Window, bottom-right aligned, causal already folded in as right = 0; -1 = unbounded.
   int32_t window_left, window_right;
 

@@ -24,8 +24,10 @@ namespace flashkit {
 namespace cuda {
 namespace sm80 {
 
-// kKind 0: the default tiles; kKind 1 (kDecodeKind): decode tiles, below.
+// kKind 0: the default tiles; kKind 1 (kDecodeKind): decode tiles, below; kKind 2
+// (kNarrowKind): head_dim 256 on narrow tiles, below.
 constexpr int kDecodeKind = 1;
+constexpr int kNarrowKind = 2;
 
 template <int kHeadDim, int kKind = 0>
 struct TileShape;  // kBlockM, kBlockN, kWarps per head-dim bucket
@@ -64,6 +66,19 @@ struct TileShape<128, kDecodeKind> {
   static constexpr int kBlockM = 16, kBlockN = 64, kWarps = 1;
 };
 constexpr bool decode_bucket(int bucket) { return bucket == 64 || bucket == 128; }
+
+// Narrow tiles (head_dim bucket 256): 64 query rows on 4 warps, the same per-warp work as the
+// default 128 x 64 tile on 8 warps (one 16-row MMA tile per warp), in 96 KB of shared memory
+// instead of 128 KB. For GPUs whose per-block limit is 99 KB (sm_86, sm_89, sm_120, sm_121),
+// where the default tile does not fit and head_dim 129-256 would otherwise run the generic
+// kernel on the CUDA cores. The shape is FlashAttention-2's for head_dim 256 on those GPUs; on
+// the H200 it ran correct and 0.94-1.00x of the default tile (session 34, branch a80t256, as
+// the only head_dim-256 tile; RESULTS), so it is used only where the default does not fit
+// (FLASHKIT_SM80_ATTENTION_NARROW=1 forces it, for tests).
+template <>
+struct TileShape<256, kNarrowKind> {
+  static constexpr int kBlockM = 64, kBlockN = 64, kWarps = 4;
+};
 constexpr int kDecodeRows = 16;  // TileShape<*, kDecodeKind>::kBlockM
 
 // The bucket a head_dim runs in (0 when none does).
