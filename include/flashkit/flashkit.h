@@ -386,8 +386,8 @@ typedef enum fk_backend_t {
   FK_BACKEND_AUTO = 0, /**< CUDA if compiled in and device `device_ordinal` is present, else
                             CPU, without an error (an ordinal past the visible devices gives a
                             CPU context: fk_context_get_info() tells which; so does a device
-                            older than this build's kernels, compute capability below 7.5,
-                            with a FK_LOG_WARN message). The
+                            older than this build's kernels, compute capability below 7.5 in
+                            the default fat-binary build, with a FK_LOG_WARN message). The
                             environment variable `FLASHKIT_BACKEND` (`auto`, `cpu` or `cuda`)
                             overrides AUTO, never an explicit choice; any other value fails
                             the creation of an AUTO context with FK_ERROR_INVALID_ARGUMENT
@@ -395,8 +395,8 @@ typedef enum fk_backend_t {
   FK_BACKEND_CPU = 1,  /**< The CPU backend: every operation, multithreaded, synchronous. */
   FK_BACKEND_CUDA = 2  /**< The CUDA backend. FK_ERROR_BACKEND_UNAVAILABLE if not compiled in,
                             no device, or a device older than this build's kernels (compute
-                            capability below 7.5: CUDA 13 compiles nothing for Volta and
-                            older; Turing, 7.5, runs the generic kernels only). */
+                            capability below 7.5 in the default fat-binary build, whose oldest
+                            target is sm_75; Turing runs the generic kernels only). */
 } fk_backend_t;
 
 /**

@@ -632,7 +632,7 @@ fk_status_t run_fp8(const fk_context_t* ctx, const fk_launch_t& l, const Attenti
   }
 #endif
   const AttentionVariant* variant = select_fp8(ctx, p);
-  if (!variant) return set_error(FK_ERROR_INTERNAL, "attention_fp8: no kernel variant matched");
+  if (!variant) return no_variant("attention_fp8");
   log_variant("attention_fp8", fp8_variant_name(variant->name));
   const ExecContext exec = make_exec_context(ctx, &l);
   if (ctx->backend == FK_BACKEND_CUDA) {

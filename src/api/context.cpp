@@ -59,8 +59,8 @@ fk_status_t env_threads(int32_t* threads) {
 }
 
 // The oldest compute capability (major * 10 + minor) this build has machine code for: the
-// fat binary's generic kernels carry sm_75 SASS (CUDA 13 compiles nothing older), so Turing
-// runs the generic path and Volta and older none. 0 (no check) when the gencode was overridden
+// fat binary's generic kernels carry sm_75 SASS (its oldest target; CUDA 13 cannot compile for
+// Volta or older), so Turing runs the generic path and Volta and older none. 0 (no check) when the gencode was overridden
 // (FLASHKIT_CUDA_GENCODE: a developer's build for one GPU).
 #if defined(FLASHKIT_CUDA_MIN_CC)
 constexpr int kMinComputeCapability = FLASHKIT_CUDA_MIN_CC;
@@ -139,20 +139,24 @@ fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t*
       threads = hw ? static_cast<int32_t>(hw) : 1;
     }
 
+    DeviceCaps auto_caps;    // AUTO with a device: its facts, read once (have_caps)
+    bool have_caps = false;
+    bool fell_back = false;  // AUTO on a GPU this build has no code for: the CPU backend
     if (backend == FK_BACKEND_AUTO) {
       backend = (cuda::compiled() && cuda::device_count() > o.device_ordinal) ? FK_BACKEND_CUDA
                                                                              : FK_BACKEND_CPU;
       // A GPU older than every kernel of this build (Volta and older): the CPU backend, said
       // in the log rather than failing every call with "no kernel image" later.
-      DeviceCaps caps;
-      if (backend == FK_BACKEND_CUDA && kMinComputeCapability > 0 &&
-          cuda::query_device(o.device_ordinal, &caps) == FK_SUCCESS && !build_runs_on(caps)) {
+      have_caps = backend == FK_BACKEND_CUDA && kMinComputeCapability > 0 &&
+                  cuda::query_device(o.device_ordinal, &auto_caps) == FK_SUCCESS;
+      if (have_caps && !build_runs_on(auto_caps)) {
         log_message(FK_LOG_WARN,
                     "context: CUDA device %d '%s' is compute capability %d.%d, older than this "
                     "build's kernels (%d.%d or newer): using the CPU backend",
-                    o.device_ordinal, caps.name, caps.cc_major, caps.cc_minor,
+                    o.device_ordinal, auto_caps.name, auto_caps.cc_major, auto_caps.cc_minor,
                     kMinComputeCapability / 10, kMinComputeCapability % 10);
         backend = FK_BACKEND_CPU;
+        fell_back = true;
       }
     }
 
@@ -161,6 +165,15 @@ fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t*
     if (backend == FK_BACKEND_CPU) {
       // Kernel families are CUDA notions: an explicit one on the CPU backend cannot be honoured
       // (the environment variable is a CUDA-wide default and does not apply here).
+      if (o.kernel_family != FK_KERNEL_FAMILY_AUTO && fell_back) {
+        return set_error(FK_ERROR_NOT_SUPPORTED,
+                         "options.kernel_family: %s kernels need the CUDA backend, and CUDA "
+                         "device %d '%s' (compute capability %d.%d) is older than this build's "
+                         "kernels (%d.%d or newer), so the context would run on the CPU backend",
+                         fk_kernel_family_name(static_cast<fk_kernel_family_t>(o.kernel_family)),
+                         o.device_ordinal, auto_caps.name, auto_caps.cc_major, auto_caps.cc_minor,
+                         kMinComputeCapability / 10, kMinComputeCapability % 10);
+      }
       if (o.kernel_family != FK_KERNEL_FAMILY_AUTO) {
         return set_error(FK_ERROR_NOT_SUPPORTED,
                          "options.kernel_family: %s kernels need the CUDA backend, the context "
@@ -185,13 +198,17 @@ fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t*
                          "are visible",
                          o.device_ordinal, from_env, n);
       }
-      fk_status_t st = cuda::query_device(o.device_ordinal, &ctx->caps);
-      if (st != FK_SUCCESS) return st;
+      if (have_caps) {
+        ctx->caps = auto_caps;
+      } else {
+        fk_status_t st = cuda::query_device(o.device_ordinal, &ctx->caps);
+        if (st != FK_SUCCESS) return st;
+      }
       if (!build_runs_on(ctx->caps)) {
         return set_error(FK_ERROR_BACKEND_UNAVAILABLE,
                          "options.backend: CUDA requested%s, but device %d '%s' is compute "
-                         "capability %d.%d and this build's kernels need %d.%d or newer (CUDA 13 "
-                         "compiles no code for older GPUs); the CPU backend runs every op",
+                         "capability %d.%d and this build has kernels for %d.%d and newer only "
+                         "(CUDA 13 cannot compile for older GPUs); the CPU backend runs every op",
                          from_env, o.device_ordinal, ctx->caps.name, ctx->caps.cc_major,
                          ctx->caps.cc_minor, kMinComputeCapability / 10,
                          kMinComputeCapability % 10);

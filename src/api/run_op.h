@@ -7,6 +7,16 @@
 
 namespace flashkit {
 
+// No dispatch row takes a valid call: the last CUDA row (generic) declines only what the device
+// cannot hold (generic attention above head_dim 200 in Turing's 64 KB per block).
+inline fk_status_t no_variant(const char* op) {
+  return set_error(FK_ERROR_NOT_SUPPORTED,
+                   "%s: no kernel of this build takes this call on this device (generic "
+                   "attention above head_dim 200 needs more than 64 KB of shared memory per "
+                   "block); the CPU backend runs every op",
+                   op);
+}
+
 // `build(launch, &problem, &empty)` validates; `select(context, problem)` returns the variant.
 template <class Problem, class Build, class Select>
 fk_status_t run_op(const char* op, const fk_context_t* context, const fk_launch_t* launch,
@@ -20,7 +30,7 @@ fk_status_t run_op(const char* op, const fk_context_t* context, const fk_launch_
     FK_RETURN_IF_ERROR(build(l, &p, &empty));
     if (empty) return FK_SUCCESS;  // zero-sized: nothing to launch
     const auto* variant = select(context, p);
-    if (!variant) return set_error(FK_ERROR_INTERNAL, "%s: no kernel variant matched", op);
+    if (!variant) return no_variant(op);
     log_variant(op, variant->name);
     return variant->run(make_exec_context(context, &l), p);
   });
@@ -41,7 +51,7 @@ fk_status_t query_op(const char* op, const fk_context_t* context, const char* ou
     bool empty = false;
     FK_RETURN_IF_ERROR(build(l, &p, &empty));
     const auto* variant = select(context, p);
-    if (!variant) return set_error(FK_ERROR_INTERNAL, "%s: no kernel variant matched", op);
+    if (!variant) return no_variant(op);
     answer(*variant, p, empty);
     return FK_SUCCESS;
   });

@@ -74,6 +74,9 @@ fk_status_t fftconv(const ExecContext&, const FFTConvProblem&);
 #if defined(FLASHKIT_WITH_CUDA)
 namespace cuda {
 namespace generic {
+// Every valid problem, except where its tile needs more shared memory per block than the
+// device allows (Turing's 64 KB: head_dim > 200); then no CUDA row takes the call.
+bool attention_supported(const DeviceCaps&, const AttentionProblem&);
 fk_status_t attention(const ExecContext&, const AttentionProblem&);
 fk_status_t gemm(const ExecContext&, const GemmProblem&);
 fk_status_t monarch(const ExecContext&, const MonarchProblem&);

@@ -53,9 +53,10 @@ static const AttentionVariant kAttention[] = {
      cuda::sm80::attention_supported,
      cuda::attn::run_with_split<cuda::sm80::attention_supported, cuda::sm80::attention>,
      cuda::attn::workspace_with_split<cuda::sm80::attention_supported>},
-    {"cuda.generic.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC, nullptr,
-     cuda::attn::run_with_split<nullptr, cuda::generic::attention>,
-     cuda::attn::workspace_with_split<nullptr>},
+    {"cuda.generic.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_GENERIC,
+     cuda::generic::attention_supported,
+     cuda::attn::run_with_split<cuda::generic::attention_supported, cuda::generic::attention>,
+     cuda::attn::workspace_with_split<cuda::generic::attention_supported>},
 #endif
     {"cpu.attention", FK_BACKEND_CPU, FK_KERNEL_FAMILY_CPU, nullptr, cpu::attention, nullptr},
 };

@@ -42,8 +42,9 @@ class Context(_ops._Unshareable):
 
     Args:
         device: ``"auto"`` (CUDA device 0 when flashkit was built with CUDA and a GPU is
-            present, else the CPU; the environment variable ``FLASHKIT_BACKEND`` overrides
-            ``"auto"`` only), ``"cpu"``, ``"cuda"`` (device 0), ``"cuda:N"``, an int ``N`` or a
+            present, else the CPU, also when that GPU is older than the build's kernels:
+            compute capability below 7.5, logged as a warning; the environment variable
+            ``FLASHKIT_BACKEND`` overrides ``"auto"`` only), ``"cpu"``, ``"cuda"`` (device 0), ``"cuda:N"``, an int ``N`` or a
             ``torch.device``.
         kernel_family: ``None``/``"auto"`` (best per call), or force ``"generic"``, ``"sm80"`` or
             ``"sm90"`` (CUDA only; the generic kernels stay as fallback).
@@ -55,8 +56,9 @@ class Context(_ops._Unshareable):
             variable where it applies: ``FLASHKIT_BACKEND`` with ``device="auto"``,
             ``FLASHKIT_KERNEL_FAMILY`` with ``kernel_family`` None or ``"auto"`` (CPU contexts
             included), ``FLASHKIT_NUM_THREADS`` with ``num_threads=0``.
-        NotSupportedError: CUDA asked for but not compiled in, no such device, a forced
-            family the GPU cannot run, or any forced ``kernel_family`` (``"generic"``,
+        NotSupportedError: CUDA asked for but not compiled in, no such device, a GPU below
+            compute capability 7.5, a forced family the GPU cannot run, or any forced
+            ``kernel_family`` (``"generic"``,
             ``"sm80"``, ``"sm90"``) on a CPU context.
 
     The simple functions (``flashkit.attention`` ...) use the default context of their inputs'

@@ -47,18 +47,22 @@ fk_status_t check_launch(const char* kernel) {
 }
 
 fk_status_t raise_dynamic_smem_limit(const void* kernel, size_t bytes, const char* what) {
-  // One lock for every kernel: the query and the raise are rare host calls (microseconds), and
-  // no other code sets this attribute on the kernels that come here.
+  // One lock for every kernel: the query and the raise are short host calls, and no other code
+  // sets this attribute on the kernels that come here. The error is reported after the lock is
+  // released: set_error() runs the log callback, which may call flashkit (and come back here).
   static std::mutex lock;
-  std::lock_guard<std::mutex> hold(lock);
-  cudaFuncAttributes attr;
-  FK_CUDA_TRY(cudaFuncGetAttributes(&attr, kernel), what);
-  if (attr.maxDynamicSharedSizeBytes >= 0 && size_t(attr.maxDynamicSharedSizeBytes) >= bytes) {
-    return FK_SUCCESS;
+  cudaError_t err = cudaSuccess;
+  {
+    std::lock_guard<std::mutex> hold(lock);
+    cudaFuncAttributes attr;
+    err = cudaFuncGetAttributes(&attr, kernel);
+    if (err == cudaSuccess &&
+        (attr.maxDynamicSharedSizeBytes < 0 || size_t(attr.maxDynamicSharedSizeBytes) < bytes)) {
+      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(bytes));
+    }
   }
-  return check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(bytes)),
-               what);
+  return check(err, what);
 }
 
 bool compiled() { return true; }

@@ -11,13 +11,16 @@ use crate::error::{check, static_str, Error, Result, Status};
 /// Which backend a context runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Backend {
-    /// CUDA if compiled in and a device is present, else CPU. The environment variable
-    /// `FLASHKIT_BACKEND` (`cpu` or `cuda`) overrides `Auto`, never an explicit choice.
+    /// CUDA if compiled in and a device is present, else CPU (also for a GPU older than the
+    /// build's kernels, compute capability below 7.5, with a warning in the log). The
+    /// environment variable `FLASHKIT_BACKEND` (`cpu` or `cuda`) overrides `Auto`, never an
+    /// explicit choice.
     #[default]
     Auto,
     /// The CPU backend: every operation, multithreaded, synchronous.
     Cpu,
-    /// The CUDA backend.
+    /// The CUDA backend: `Status::BackendUnavailable` when CUDA is not compiled in, the device
+    /// is missing, or its compute capability is below 7.5.
     Cuda,
 }
 

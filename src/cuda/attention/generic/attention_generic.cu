@@ -238,6 +238,15 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
   }
 }
 
+// Shared memory of the block that runs `head_dim` (its bucket's kernel).
+size_t smem_for_head_dim(int64_t head_dim) {
+  const int dpad = static_cast<int>((head_dim + 3) / 4 * 4);
+  if (head_dim <= 32) return smem_bytes<32>(dpad);
+  if (head_dim <= 64) return smem_bytes<64>(dpad);
+  if (head_dim <= 128) return smem_bytes<128>(dpad);
+  return smem_bytes<256>(dpad);
+}
+
 template <int kDMax>
 fk_status_t launch(const AttentionProblem& p, int64_t smem_optin, cudaStream_t stream) {
   const int dpad = static_cast<int>((p.head_dim + 3) / 4 * 4);
@@ -265,6 +274,11 @@ fk_status_t launch(const AttentionProblem& p, int64_t smem_optin, cudaStream_t s
 }
 
 }  // namespace
+
+bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
+  return caps.smem_per_block_optin <= 0 || p.head_dim > 256 ||
+         smem_for_head_dim(p.head_dim) <= size_t(caps.smem_per_block_optin);
+}
 
 fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   if (p.batch <= 0 || p.nheads <= 0 || p.seqlen_q <= 0 || p.head_dim <= 0) return FK_SUCCESS;

@@ -3,13 +3,18 @@ package org.flashkit;
 
 /** Which backend a context runs on ({@code fk_backend_t}). */
 public enum Backend {
-  /** CUDA if compiled in and a device is present, else CPU ({@code FLASHKIT_BACKEND} overrides). */
+  /**
+   * CUDA if compiled in and a device is present, else CPU (also for a GPU older than the build's
+   * kernels, compute capability below 7.5, with a warning in the log; {@code FLASHKIT_BACKEND}
+   * overrides).
+   */
   AUTO(fk_backend_t.FK_BACKEND_AUTO),
   /** The CPU backend: every operation, multithreaded, synchronous. */
   CPU(fk_backend_t.FK_BACKEND_CPU),
   /**
    * The CUDA backend. Creating a context on it throws {@link NotSupportedException} (status
-   * BACKEND_UNAVAILABLE) if CUDA is not compiled in or no device is present.
+   * BACKEND_UNAVAILABLE) if CUDA is not compiled in, no device is present, or the device's
+   * compute capability is below 7.5.
    */
   CUDA(fk_backend_t.FK_BACKEND_CUDA);
 
