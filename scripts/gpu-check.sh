@@ -320,8 +320,10 @@ run_checks() {
 # order (its narrower last section) and the small cases; the fp8 kernel at head_dim 256 with
 # the V^T pass at every length (FP8_VT=0) and with V transposed in shared memory at every
 # length (FP8_VT=2; by default the query rows per key decide: attention_sm90.cpp,
-# fp8_vt_in_kernel). MODE run: one after another; start: each in the background (pids in
-# pass_pids); finish: waits for those and records them in the same order.
+# fp8_vt_in_kernel); and the sm80-class kernel's narrow head_dim-256 tiles (NARROW=1, what
+# GPUs with 99 KB per block run) on every sm80 attention case. MODE run: one after another;
+# start: each in the background (pids in pass_pids); finish: waits for those and records them
+# in the same order.
 switch_passes() {
   local mode=$1 out=$2
   if [ "$mode" = finish ]; then
@@ -338,6 +340,8 @@ switch_passes() {
     gpu_tests_index64.log FLASHKIT_SM90_ATTENTION_INDEX64=1
   cpp_pass "$mode" "$out" "FP8_VT=0" "[fp8]" gpu_tests_fp8_vt0.log FLASHKIT_SM90_FP8_VT=0
   cpp_pass "$mode" "$out" "FP8_VT=2" "[fp8]" gpu_tests_fp8_vt2.log FLASHKIT_SM90_FP8_VT=2
+  cpp_pass "$mode" "$out" "NARROW=1" "[attention][sm80]" gpu_tests_narrow.log \
+    FLASHKIT_SM80_ATTENTION_NARROW=1
 }
 
 # cpp_pass MODE OUT LABEL FILTER LOG ENV...: one run of the C++ GPU suite over FILTER in a
