@@ -175,6 +175,11 @@ inline size_t packed_smem_bytes_for_bucket(int bucket) {
   }
 }
 
+// The narrow tiles exist for the 99 KB opt-in limit (101376 bytes: sm_86, sm_89, sm_120, sm_121)
+// that the default head_dim-256 tile exceeds.
+static_assert(SmemLayout<256, kNarrowKind>::kBytes <= 101376, "narrow tiles fit 99 KB per block");
+static_assert(SmemLayout<256>::kBytes > 101376, "the default head_dim-256 tile needs more");
+
 inline size_t smem_bytes_for_bucket(int bucket) {
   switch (bucket) {
     case 64: return SmemLayout<64>::kBytes;
