@@ -321,7 +321,8 @@ run_checks() {
 # the V^T pass at every length (FP8_VT=0) and with V transposed in shared memory at every
 # length (FP8_VT=2; by default the query rows per key decide: attention_sm90.cpp,
 # fp8_vt_in_kernel); and the sm80-class kernel's narrow head_dim-256 tiles (NARROW=1, what
-# GPUs with 99 KB per block run) on every sm80 attention case. MODE run: one after another;
+# GPUs with 99 KB per block run) on the sm80 attention cases that have head_dim 129-256 (not the
+# long head_dim-64/128 case or the packed ones). MODE run: one after another;
 # start: each in the background (pids in pass_pids); finish: waits for those and records them
 # in the same order.
 switch_passes() {
@@ -340,8 +341,8 @@ switch_passes() {
     gpu_tests_index64.log FLASHKIT_SM90_ATTENTION_INDEX64=1
   cpp_pass "$mode" "$out" "FP8_VT=0" "[fp8]" gpu_tests_fp8_vt0.log FLASHKIT_SM90_FP8_VT=0
   cpp_pass "$mode" "$out" "FP8_VT=2" "[fp8]" gpu_tests_fp8_vt2.log FLASHKIT_SM90_FP8_VT=2
-  cpp_pass "$mode" "$out" "NARROW=1" "[attention][sm80]" gpu_tests_narrow.log \
-    FLASHKIT_SM80_ATTENTION_NARROW=1
+  cpp_pass "$mode" "$out" "NARROW=1" "sm80 attention: head dims x seqlens*,sm80 attention: one-sided windows*,sm80 attention: whole key tiles*,sm80 attention: varlen with empty sequences,sm80 attention: fully masked rows and empty keys,sm80 attention: small cases,sm80 attention: head dims that are not multiples of 8" \
+    gpu_tests_narrow.log FLASHKIT_SM80_ATTENTION_NARROW=1
 }
 
 # cpp_pass MODE OUT LABEL FILTER LOG ENV...: one run of the C++ GPU suite over FILTER in a
