@@ -418,10 +418,7 @@ typedef enum fk_kernel_family_t {
   FK_KERNEL_FAMILY_AUTO = 0,    /**< Best available, per call. */
   FK_KERNEL_FAMILY_CPU = 1,     /**< The CPU backend's kernels (reported, not forced). */
   FK_KERNEL_FAMILY_GENERIC = 2, /**< Plain CUDA kernels, correct for every valid input; the
-                                     only family on Turing (compute capability 7.5), where
-                                     attention with head_dim above 200 does not fit the
-                                     64 KB of shared memory per block and is
-                                     FK_ERROR_NOT_SUPPORTED. */
+                                     only family on Turing (compute capability 7.5). */
   FK_KERNEL_FAMILY_SM80 = 3,    /**< mma.sync + cp.async kernels for compute capability >= 8.0. */
   FK_KERNEL_FAMILY_SM90 = 4     /**< TMA + wgmma kernels for compute capability 9.0 (sm_90a). */
 } fk_kernel_family_t;

@@ -8,12 +8,12 @@
 namespace flashkit {
 
 // No dispatch row takes a valid call: the last CUDA row (generic) declines only what the device
-// cannot hold (generic attention above head_dim 200 in Turing's 64 KB per block).
+// cannot hold (generic attention on a GPU with less than 50 KB of shared memory per block:
+// none that this build runs on).
 inline fk_status_t no_variant(const char* op) {
   return set_error(FK_ERROR_NOT_SUPPORTED,
-                   "%s: no kernel of this build takes this call on this device (generic "
-                   "attention above head_dim 200 needs more than 64 KB of shared memory per "
-                   "block); the CPU backend runs every op",
+                   "%s: no kernel of this build takes this call on this device (its shared "
+                   "memory per block is too small); the CPU backend runs every op",
                    op);
 }
 

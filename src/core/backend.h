@@ -74,8 +74,9 @@ fk_status_t fftconv(const ExecContext&, const FFTConvProblem&);
 #if defined(FLASHKIT_WITH_CUDA)
 namespace cuda {
 namespace generic {
-// Every valid problem, except where its tile needs more shared memory per block than the
-// device allows (Turing's 64 KB: head_dim > 200); then no CUDA row takes the call.
+// Every valid problem on every GPU this build runs on (50 KB of shared memory at head_dim 256
+// with K^T and V in one buffer); false only where a block would need more than the device
+// allows, and then no CUDA row takes the call.
 bool attention_supported(const DeviceCaps&, const AttentionProblem&);
 fk_status_t attention(const ExecContext&, const AttentionProblem&);
 fk_status_t gemm(const ExecContext&, const GemmProblem&);

@@ -541,6 +541,44 @@ TEST_CASE("gpu attention: varlen with empty sequences", "[gpu][attention][varlen
   run_attention_varlen({0, 0}, {5, 0}, 2, 2, 32, DT::F32, true, -1, -1, 7003);
 }
 
+// The generic kernel with one shared-memory buffer for the K^T and V tiles (V loaded over K^T
+// once the scores are in registers): what Turing (64 KB per block) runs above head_dim 200,
+// forced here by FLASHKIT_GENERIC_ATTENTION_SHARED_KV=1 on every head-dim bucket, with masks,
+// softcap, GQA, every dtype, and varlen with empty sequences.
+TEST_CASE("gpu attention: generic kernel, K^T and V in one buffer (Turing's 64 KB)",
+          "[gpu][attention][sanitize]") {
+  const fk_context_t* gen = fkgpu::context_for(FK_KERNEL_FAMILY_GENERIC);
+  REQUIRE(gen != nullptr);
+  fktest::ScopedEnv shared("FLASHKIT_GENERIC_ATTENTION_SHARED_KV", "1");
+  const int64_t head_dims[] = {24, 64, 120, 200, 256};
+  const int64_t seqlens[][2] = {{1, 1}, {39, 70}, {113, 203}};
+  int i = 0;
+  for (int64_t d : head_dims)
+    for (const auto& sl : seqlens) {
+      AttnCase c;
+      c.ctx = gen;
+      c.batch = 2;
+      c.seqlen_q = sl[0];
+      c.seqlen_k = sl[1];
+      c.head_dim = d;
+      c.nheads = 4;
+      c.nheads_k = i % 2 ? 2 : 4;
+      c.dtype = dtype_by_index(i);
+      switch (i % 4) {
+        case 0: break;
+        case 1: c.causal = true; break;
+        case 2: c.window_left = 17; c.window_right = 3; break;
+        case 3: c.causal = true; c.softcap = 8.0f; break;
+      }
+      c.pad = (i % 3 == 2) ? 3 : 0;
+      run_attention(c, 7400 + uint64_t(i++));
+    }
+  VarlenOpts gen_opts;
+  gen_opts.ctx = gen;
+  run_attention_varlen({5, 0, 130, 1}, {7, 3, 100, 0}, 4, 2, 256, DT::BF16, true, -1, -1, 7450,
+                       gen_opts);
+}
+
 TEST_CASE("gpu attention: varlen small", "[gpu][attention][varlen][sanitize]") {
   run_attention_varlen({3, 0, 17}, {0, 4, 20}, 2, 1, 24, DT::F16, true, -1, -1, 7100);
 }

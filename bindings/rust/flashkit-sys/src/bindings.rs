@@ -471,10 +471,7 @@ pub const FK_KERNEL_FAMILY_AUTO: fk_kernel_family_t = 0;
 #[doc = "< The CPU backend's kernels (reported, not forced)."]
 pub const FK_KERNEL_FAMILY_CPU: fk_kernel_family_t = 1;
 #[doc = "< Plain CUDA kernels, correct for every valid input; the"]
-#[doc = "only family on Turing (compute capability 7.5), where"]
-#[doc = "attention with head_dim above 200 does not fit the"]
-#[doc = "64 KB of shared memory per block and is"]
-#[doc = "FK_ERROR_NOT_SUPPORTED."]
+#[doc = "only family on Turing (compute capability 7.5)."]
 pub const FK_KERNEL_FAMILY_GENERIC: fk_kernel_family_t = 2;
 #[doc = "< mma.sync + cp.async kernels for compute capability >= 8.0."]
 pub const FK_KERNEL_FAMILY_SM80: fk_kernel_family_t = 3;

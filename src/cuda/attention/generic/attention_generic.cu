@@ -13,7 +13,10 @@
 // l, l+32, ... while p_j is broadcast from lane j with a shuffle.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/backend.h"
 #include "cuda/attention/common/logits.h"
@@ -47,23 +50,26 @@ struct Cfg {
   static constexpr int kMinBlocks = kDMax >= 256 ? 2 : 3;
 };
 
-// Shared memory of one block for a head_dim padded to a multiple of 4 (`dpad`).
+// Shared memory of one block for a head_dim padded to a multiple of 4 (`dpad`). `kv_shared`:
+// one buffer holds the K^T tile, then the V tile (see the kernel): 50 KB instead of 81 KB at
+// head_dim 256, for GPUs with 64 KB per block (Turing).
 template <int kDMax>
-size_t smem_bytes(int dpad) {
+size_t smem_bytes(int dpad, bool kv_shared) {
+  const size_t kt = static_cast<size_t>(dpad) * kKtPitch, v = static_cast<size_t>(kKeyTile) * dpad;
   return sizeof(float) * (static_cast<size_t>(Cfg<kDMax>::kBlockRows) * dpad +
-                          static_cast<size_t>(dpad) * kKtPitch +
-                          static_cast<size_t>(kKeyTile) * dpad);
+                          (kv_shared ? std::max(kt, v) : kt + v));
 }
 
 template <int kDMax>
 __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
-    attention_fwd_kernel(const AttentionProblem p, int64_t q_tiles, int dpad) {
+    attention_fwd_kernel(const AttentionProblem p, int64_t q_tiles, int dpad, bool kv_shared) {
   using C = Cfg<kDMax>;
   constexpr int kRows = C::kRows, kDpl = C::kDimsPerLane, kBR = C::kBlockRows;
   extern __shared__ __align__(16) float smem[];
   float* sQ = smem;                  // [kBR][dpad]
   float* sKt = sQ + kBR * dpad;      // [dpad][kKtPitch]  (K transposed)
-  float* sV = sKt + dpad * kKtPitch;  // [kKeyTile][dpad]
+  // [kKeyTile][dpad]; with kv_shared in sKt's place, loaded once the scores are in registers.
+  float* sV = kv_shared ? sKt : sKt + dpad * kKtPitch;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int D = static_cast<int>(p.head_dim);
@@ -130,23 +136,27 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
     if (j_lo <= j_hi) {
       for (int64_t j0 = (j_lo / kKeyTile) * kKeyTile; j0 <= j_hi; j0 += kKeyTile) {
         __syncthreads();  // everyone is done with the previous K/V tile (and sQ is written)
-        for (int jj = warp; jj < kKeyTile; jj += kWarps) {
-          const int64_t j = j0 + jj;
-          const bool in = j < len_k;
-          int64_t kj = k_off + j * p.k_row_stride, vj = v_off + j * p.v_row_stride;
-          if (in && p.block_table != nullptr) {  // paged: row j % page_size of j's page
-            const int64_t pg = attn::cache_page(p.block_table, p.block_table_stride, b, j,
-                                                p.page_size, p.num_pages);
-            const int64_t r = j % p.page_size;
-            kj = pg * p.k_batch_stride + r * p.k_row_stride + hk * p.k_head_stride;
-            vj = pg * p.v_batch_stride + r * p.v_row_stride + hk * p.v_head_stride;
+        // K^T and V rows jj of this tile (with kv_shared, K^T only: `want_v` false).
+        auto load_kv = [&](bool want_k, bool want_v) {
+          for (int jj = warp; jj < kKeyTile; jj += kWarps) {
+            const int64_t j = j0 + jj;
+            const bool in = j < len_k;
+            int64_t kj = k_off + j * p.k_row_stride, vj = v_off + j * p.v_row_stride;
+            if (in && p.block_table != nullptr) {  // paged: row j % page_size of j's page
+              const int64_t pg = attn::cache_page(p.block_table, p.block_table_stride, b, j,
+                                                  p.page_size, p.num_pages);
+              const int64_t r = j % p.page_size;
+              kj = pg * p.k_batch_stride + r * p.k_row_stride + hk * p.k_head_stride;
+              vj = pg * p.v_batch_stride + r * p.v_row_stride + hk * p.v_head_stride;
+            }
+            for (int d = lane; d < dpad; d += 32) {
+              const bool ok = in && d < D;
+              if (want_k) sKt[d * kKtPitch + jj] = ok ? load_float(p.k, p.dtype, kj + d) : 0.0f;
+              if (want_v) sV[jj * dpad + d] = ok ? load_float(p.v, p.dtype, vj + d) : 0.0f;
+            }
           }
-          for (int d = lane; d < dpad; d += 32) {
-            const bool ok = in && d < D;
-            sKt[d * kKtPitch + jj] = ok ? load_float(p.k, p.dtype, kj + d) : 0.0f;
-            sV[jj * dpad + d] = ok ? load_float(p.v, p.dtype, vj + d) : 0.0f;
-          }
-        }
+        };
+        load_kv(true, !kv_shared);
         __syncthreads();
 
         // S = Q K^T for this warp's rows and key j0 + lane.
@@ -195,6 +205,12 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
           s[r] = pj;
         }
 
+        if (kv_shared) {  // V over K^T, once every warp's scores are in registers
+          __syncthreads();
+          load_kv(false, true);
+          __syncthreads();
+        }
+
         // O += P V: V row jj is read once and used for all kRows rows.
 #pragma unroll 4
         for (int jj = 0; jj < kKeyTile; ++jj) {
@@ -239,37 +255,46 @@ __global__ void __launch_bounds__(kThreads, Cfg<kDMax>::kMinBlocks)
 }
 
 // Shared memory of the block that runs `head_dim` (its bucket's kernel).
-size_t smem_for_head_dim(int64_t head_dim) {
+size_t smem_for_head_dim(int64_t head_dim, bool kv_shared) {
   const int dpad = static_cast<int>((head_dim + 3) / 4 * 4);
-  if (head_dim <= 32) return smem_bytes<32>(dpad);
-  if (head_dim <= 64) return smem_bytes<64>(dpad);
-  if (head_dim <= 128) return smem_bytes<128>(dpad);
-  return smem_bytes<256>(dpad);
+  if (head_dim <= 32) return smem_bytes<32>(dpad, kv_shared);
+  if (head_dim <= 64) return smem_bytes<64>(dpad, kv_shared);
+  if (head_dim <= 128) return smem_bytes<128>(dpad, kv_shared);
+  return smem_bytes<256>(dpad, kv_shared);
+}
+
+// One buffer for the K^T and V tiles (an extra barrier per key tile) where the two do not fit
+// beside each other: Turing's 64 KB per block above head_dim 200 (81 KB at 256, 50 KB shared).
+// FLASHKIT_GENERIC_ATTENTION_SHARED_KV=1 forces it (read on every call; the GPU tests use it).
+bool kv_shared_for(int64_t head_dim, int64_t smem_optin) {
+  const char* env = std::getenv("FLASHKIT_GENERIC_ATTENTION_SHARED_KV");
+  if (env != nullptr && std::strcmp(env, "1") == 0) return true;
+  return smem_optin > 0 && smem_for_head_dim(head_dim, false) > size_t(smem_optin);
 }
 
 template <int kDMax>
 fk_status_t launch(const AttentionProblem& p, int64_t smem_optin, cudaStream_t stream) {
   const int dpad = static_cast<int>((p.head_dim + 3) / 4 * 4);
   const int64_t q_tiles = (p.seqlen_q + Cfg<kDMax>::kBlockRows - 1) / Cfg<kDMax>::kBlockRows;
-  const size_t smem = smem_bytes<kDMax>(dpad);
+  const bool kv_shared = kv_shared_for(p.head_dim, smem_optin);
+  const size_t smem = smem_bytes<kDMax>(dpad, kv_shared);
   auto kernel = attention_fwd_kernel<kDMax>;
   if (smem_optin > 0 && smem > size_t(smem_optin)) {
-    // Only Turing (64 KB per block) at head_dim > 200: the fp32 K^T and V tiles alone take
-    // 65 KB at head_dim 256.
+    // No GPU this build runs on has less than 64 KB per block (50 KB needed at head_dim 256).
     return set_error(FK_ERROR_NOT_SUPPORTED,
                      "cuda.generic.attention: head_dim %lld needs %zu bytes of shared memory per "
-                     "block and this GPU allows %lld (head_dim <= 200 fits 64 KB); the CPU "
-                     "backend takes it",
+                     "block and this GPU allows %lld; the CPU backend takes it",
                      static_cast<long long>(p.head_dim), smem, static_cast<long long>(smem_optin));
   }
   if (smem > 48 * 1024) {
     // Above 48 KB a kernel must opt in to dynamic shared memory (largest case: 81 KB at
-    // head_dim 256, within every sm_80+ GPU's per-block limit).
+    // head_dim 256 with separate K^T and V tiles).
     FK_RETURN_IF_ERROR(raise_dynamic_smem_limit(
         reinterpret_cast<const void*>(kernel), smem,
         "cuda.generic.attention: cudaFuncSetAttribute(max dynamic shared memory)"));
   }
-  kernel<<<grid_for(q_tiles * p.nheads * p.batch), kThreads, smem, stream>>>(p, q_tiles, dpad);
+  kernel<<<grid_for(q_tiles * p.nheads * p.batch), kThreads, smem, stream>>>(p, q_tiles, dpad,
+                                                                            kv_shared);
   return check_launch("cuda.generic.attention kernel");
 }
 
@@ -277,7 +302,7 @@ fk_status_t launch(const AttentionProblem& p, int64_t smem_optin, cudaStream_t s
 
 bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p) {
   return caps.smem_per_block_optin <= 0 || p.head_dim > 256 ||
-         smem_for_head_dim(p.head_dim) <= size_t(caps.smem_per_block_optin);
+         smem_for_head_dim(p.head_dim, true) <= size_t(caps.smem_per_block_optin);
 }
 
 fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
