@@ -550,20 +550,22 @@ TEST_CASE("gpu attention: generic kernel, K^T and V in one buffer (Turing's 64 K
   const fk_context_t* gen = fkgpu::context_for(FK_KERNEL_FAMILY_GENERIC);
   REQUIRE(gen != nullptr);
   fktest::ScopedEnv shared("FLASHKIT_GENERIC_ATTENTION_SHARED_KV", "1");
+  // Small enough for the racecheck pass ([sanitize]), which sees a missing barrier every time;
+  // up to 5 key tiles of 32, the dtypes rotated independently of the shapes.
   const int64_t head_dims[] = {24, 64, 120, 200, 256};
-  const int64_t seqlens[][2] = {{1, 1}, {39, 70}, {113, 203}};
+  const int64_t seqlens[][2] = {{1, 1}, {39, 70}, {70, 133}};
   int i = 0;
   for (int64_t d : head_dims)
     for (const auto& sl : seqlens) {
       AttnCase c;
       c.ctx = gen;
-      c.batch = 2;
+      c.batch = 1;
       c.seqlen_q = sl[0];
       c.seqlen_k = sl[1];
       c.head_dim = d;
-      c.nheads = 4;
-      c.nheads_k = i % 2 ? 2 : 4;
-      c.dtype = dtype_by_index(i);
+      c.nheads = 2;
+      c.nheads_k = i % 2 ? 1 : 2;
+      c.dtype = dtype_by_index(i / 3 + i);
       switch (i % 4) {
         case 0: break;
         case 1: c.causal = true; break;
@@ -575,7 +577,7 @@ TEST_CASE("gpu attention: generic kernel, K^T and V in one buffer (Turing's 64 K
     }
   VarlenOpts gen_opts;
   gen_opts.ctx = gen;
-  run_attention_varlen({5, 0, 130, 1}, {7, 3, 100, 0}, 4, 2, 256, DT::BF16, true, -1, -1, 7450,
+  run_attention_varlen({5, 0, 70, 1}, {7, 3, 100, 0}, 2, 1, 256, DT::F32, true, -1, -1, 7450,
                        gen_opts);
 }
 
