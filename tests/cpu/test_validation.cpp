@@ -1116,6 +1116,38 @@ TEST_CASE("fftconv: per-tensor rank, dtype, overlap and NULL rules", "[validatio
     CHECK(fk_fftconv_plan_get_options(nullptr, &got) == FK_ERROR_NULL_POINTER);
     CHECK(fk_fftconv_plan_get_options(plan, nullptr) == FK_ERROR_NULL_POINTER);
   }
+  SECTION("each tensor's last dimension contiguous") {
+    // Stride 2 along the last dimension of each.
+    HostTensor act_s(DT::F32, {2, 3, 16}, {96, 32, 2}), k_s(DT::F32, {3, 16}, {32, 2}),
+        D_s(DT::F32, {3}, {2}), y_s(DT::F32, {2, 3, 16}, {96, 32, 2});
+    for (HostTensor* t : {std::addressof(act_s), std::addressof(k_s), std::addressof(D_s)})
+      t->fill_normal(rng);
+    y_s.poison();
+    Args a = good;
+    a.u = act_s.view();
+    expect_error(run(a), FK_ERROR_BAD_STRIDES, {"u: the last dimension (seqlen) must be contiguous", "stride 2"});
+    a = good;
+    a.y = y_s.view();
+    expect_error(run(a), FK_ERROR_BAD_STRIDES, {"y: the last dimension (seqlen) must be contiguous"});
+    a = good;
+    a.pre = act_s.view();
+    expect_error(run(a), FK_ERROR_BAD_STRIDES, {"pregate: the last dimension (seqlen) must be contiguous"});
+    a = good;
+    a.post = act_s.view();
+    expect_error(run(a), FK_ERROR_BAD_STRIDES, {"postgate: the last dimension (seqlen) must be contiguous"});
+    a = good;
+    a.k = k_s.view();
+    expect_error(run(a), FK_ERROR_BAD_STRIDES, {"k: the last dimension (filter_len) must be contiguous"});
+    a = good;
+    a.D = D_s.view();
+    expect_error(run(a), FK_ERROR_BAD_STRIDES, {"D: the last dimension (channels) must be contiguous"});
+    uint64_t bytes = 77;
+    expect_error(fk_fftconv_workspace_size(plan, u.view(), k_s.view(), nullptr, nullptr, nullptr, y.view(),
+                                           &bytes),
+                 FK_ERROR_BAD_STRIDES, {"k: the last dimension"});
+    CHECK(bytes == 77u);
+    CHECK(y_s.all_poison());
+  }
   CHECK(y.all_poison());
 }
 
@@ -1914,58 +1946,6 @@ TEST_CASE("monarch and blockdiag: each last dimension contiguous, weights compac
   CHECK(std::string(name) == "untouched");
   CHECK(out.all_poison());
   CHECK(outs.all_poison());
-}
-
-TEST_CASE("fftconv: each tensor's last dimension contiguous", "[validation][fftconv]") {
-  Ctx c;
-  fk_fftconv_plan_options_t o;
-  fk_fftconv_plan_options_init(&o);
-  o.channels = 3;
-  o.seqlen = 16;
-  fk_fftconv_plan_t* plan = nullptr;
-  REQUIRE(fk_fftconv_plan_create(c.ctx, &o, &plan) == FK_SUCCESS);
-  std::unique_ptr<fk_fftconv_plan_t, fk_status_t (*)(fk_fftconv_plan_t*)> guard(plan,
-                                                                                fk_fftconv_plan_destroy);
-  std::mt19937_64 rng(fktest::test_seed() + 23);
-  HostTensor u(DT::F32, {2, 3, 16}), k(DT::F32, {3, 16}), D(DT::F32, {3}), y(DT::F32, {2, 3, 16});
-  // Stride 2 along the last dimension of each.
-  HostTensor act_s(DT::F32, {2, 3, 16}, {96, 32, 2}), k_s(DT::F32, {3, 16}, {32, 2}), D_s(DT::F32, {3}, {2});
-  HostTensor y_s(DT::F32, {2, 3, 16}, {96, 32, 2});
-  for (HostTensor* t : {std::addressof(u), std::addressof(k), std::addressof(D), std::addressof(act_s),
-                        std::addressof(k_s), std::addressof(D_s)})
-    t->fill_normal(rng);
-  y.poison();
-  y_s.poison();
-  struct Args {
-    const DLTensor *u, *k, *D, *pre, *post, *y;
-  };
-  auto run = [&](Args a) { return fk_fftconv_forward(plan, nullptr, a.u, a.k, a.D, a.pre, a.post, a.y); };
-  const Args good{u.view(), k.view(), D.view(), nullptr, nullptr, y.view()};
-  Args a = good;
-  a.u = act_s.view();
-  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"u: the last dimension (seqlen) must be contiguous", "stride 2"});
-  a = good;
-  a.y = y_s.view();
-  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"y: the last dimension (seqlen) must be contiguous"});
-  a = good;
-  a.pre = act_s.view();
-  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"pregate: the last dimension (seqlen) must be contiguous"});
-  a = good;
-  a.post = act_s.view();
-  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"postgate: the last dimension (seqlen) must be contiguous"});
-  a = good;
-  a.k = k_s.view();
-  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"k: the last dimension (filter_len) must be contiguous"});
-  a = good;
-  a.D = D_s.view();
-  expect_error(run(a), FK_ERROR_BAD_STRIDES, {"D: the last dimension (channels) must be contiguous"});
-  uint64_t bytes = 77;
-  expect_error(fk_fftconv_workspace_size(plan, u.view(), k_s.view(), nullptr, nullptr, nullptr, y.view(),
-                                         &bytes),
-               FK_ERROR_BAD_STRIDES, {"k: the last dimension"});
-  CHECK(bytes == 77u);
-  CHECK(y.all_poison());
-  CHECK(y_s.all_poison());
 }
 
 TEST_CASE("tensors: a CUDA device tensor on a CPU context", "[validation][tensor]") {
