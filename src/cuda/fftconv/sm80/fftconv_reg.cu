@@ -2545,13 +2545,10 @@ fk_status_t compute_spectrum(const RegArgs& a, int log_n, int optin, void* spec,
       const bool big = g * tc > 256;
       const void* kernel = big ? reinterpret_cast<const void*>(spectrum_fast_kernel<1024, 1>)
                                : reinterpret_cast<const void*>(spectrum_fast_kernel<256, 3>);
-      // The 1024-thread instance serves fft_size 16K (64 KB) and 32K (128 KB): its limit is set
-      // to the larger whenever that fits, so that calls of both sizes on other host threads
-      // never lower it under one another's launch (the 256-thread one always takes 32 KB).
-      const size_t big_max = sizeof(float2) * size_t(16384);
-      const size_t attr = big && big_max + 1024 <= size_t(optin) ? std::max(smem, big_max) : smem;
+      // The 1024-thread instance serves fft_size 16K (64 KB) and 32K (128 KB); allow_smem only
+      // ever raises its limit, so calls of both sizes on other host threads cannot lower it.
       FK_RETURN_IF_ERROR(conv::allow_smem(
-          kernel, attr, "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(spectrum, fast)"));
+          kernel, smem, "cuda.sm80.fftconv_reg: cudaFuncSetAttribute(spectrum, fast)"));
       float2* sp = static_cast<float2*>(spec);
       float* scale = reinterpret_cast<float*>(sp + a.channels * a.N);
       const unsigned grid = grid_for(std::min<int64_t>((a.channels + g - 1) / g, 65535));
