@@ -83,10 +83,16 @@ build() {
     mv "$last" "$stage/model/"
     basename "$whl" > "$stage/model/name"
   fi
-  # The fat binary (sm_90a, sm_80, compute_80, ~95 MB) compresses 3.2x at -9 (30 MB; 34.5 MB at
-  # -1, a few seconds faster): gzip it so that .device, and an A/B library beside it, stay under
-  # the 64 MiB a call carries; --run-only unpacks it.
-  gzip -9 -f "$stage"/lib/libflashkit.so.*.*.*
+  # The fat binary (sm_90a, sm_80, compute_80, sm_75; 112 MB at 0.7.0) compresses 5.7x with xz -9
+  # (19.7 MB; gzip -9: 33.8 MB, which with the model's last part and the tree passed the 64 MiB
+  # a call carries in session 50): xz it so that .device, and an A/B library beside it, stay
+  # under that; --run-only unpacks it (Python's lzma: the device image need not have xz). gzip
+  # where this machine has no xz.
+  if command -v xz >/dev/null 2>&1; then
+    xz -9 -T0 -f "$stage"/lib/libflashkit.so.*.*.*
+  else
+    gzip -9 -f "$stage"/lib/libflashkit.so.*.*.*
+  fi
   du -sh "$stage" | awk '{print "[flashkit] staged " $1 " in .device/"}'
   set +e
 }
@@ -234,6 +240,9 @@ run_checks() {
   fi
   [ -d "$stage/lib" ] || { echo "no .device/ staging: run scripts/gpu-check.sh --build-only first"; return 1; }
   for z in "$stage"/lib/*.gz; do [ -f "$z" ] && gunzip -f "$z"; done
+  for z in "$stage"/lib/*.xz; do
+    [ -f "$z" ] && python3 -c "import lzma, sys; open(sys.argv[1][:-3], 'wb').write(lzma.open(sys.argv[1]).read())" "$z" && rm -f "$z"
+  done
   export LD_LIBRARY_PATH=$stage/lib:${LD_LIBRARY_PATH:-}
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   mkdir -p "${OUT:-/tmp/fk-out}"

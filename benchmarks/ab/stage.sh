@@ -3,6 +3,17 @@
 # library in .device-b/lib.so.gz (or .device-b/lib.so.xz: two gzipped libraries pass the 64 MiB
 # a call carries) under the same file names, points LD_LIBRARY_PATH at .device/lib (side B), sets
 # OUT (default /tmp/fk-out, created), then prints the GPU line.
+# dev_unxz: unpacks .device/lib/*.xz (scripts/gpu-check.sh --build-only stages the library
+# with xz since session 50) beside itself, through Python's lzma (the device image has no xz
+# for certain); an unpacked library newer than its .xz is kept.
+dev_unxz() {
+  local z
+  for z in .device/lib/*.xz; do
+    [ -f "$z" ] || continue
+    [ "${z%.xz}" -nt "$z" ] && continue
+    python3 -c "import lzma, sys; open(sys.argv[1][:-3], 'wb').write(lzma.open(sys.argv[1]).read())" "$z"
+  done
+}
 ab_stage() {
   local z real
   OUT=${OUT:-/tmp/fk-out}
@@ -10,6 +21,7 @@ ab_stage() {
   [ -f .device-b/lib.so.xz ] && python3 -c "import gzip,lzma,sys; open(sys.argv[2],'wb').write(gzip.compress(lzma.open(sys.argv[1]).read(),1))" .device-b/lib.so.xz .device-b/lib.so.gz
   export LD_LIBRARY_PATH=$PWD/.device/lib
   for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
+  dev_unxz
   rm -rf .device-b/lib && cp -a .device/lib .device-b/lib
   real=$(readlink -f .device/lib/libflashkit.so)
   gunzip -c .device-b/lib.so.gz > ".device-b/lib/$(basename "$real")"
@@ -38,6 +50,7 @@ ab_rounds() {
 dev_stage() {
   local z
   for z in .device/lib/*.gz; do [ -f "$z" ] && gunzip -kf "$z"; done
+  dev_unxz
   export LD_LIBRARY_PATH=$PWD/.device/lib
   LIB=$PWD/.device/lib/libflashkit.so
   OUT=${OUT:-/tmp/fk-out}
