@@ -60,8 +60,8 @@ fk_status_t env_threads(int32_t* threads) {
 
 // The oldest compute capability (major * 10 + minor) this build has machine code for: the
 // fat binary's generic kernels carry sm_75 SASS (its oldest target; CUDA 13 cannot compile for
-// Volta or older), so Turing runs the generic path and Volta and older none. 0 (no check) when the gencode was overridden
-// (FLASHKIT_CUDA_GENCODE: a developer's build for one GPU).
+// Volta or older), so Turing runs the generic path and Volta and older none. 0 (no check) when
+// the gencode was overridden (FLASHKIT_CUDA_GENCODE: a developer's build for one GPU).
 #if defined(FLASHKIT_CUDA_MIN_CC)
 constexpr int kMinComputeCapability = FLASHKIT_CUDA_MIN_CC;
 #else
@@ -165,20 +165,22 @@ fk_status_t fk_context_create(const fk_context_options_t* options, fk_context_t*
     if (backend == FK_BACKEND_CPU) {
       // Kernel families are CUDA notions: an explicit one on the CPU backend cannot be honoured
       // (the environment variable is a CUDA-wide default and does not apply here).
-      if (o.kernel_family != FK_KERNEL_FAMILY_AUTO && fell_back) {
-        return set_error(FK_ERROR_NOT_SUPPORTED,
-                         "options.kernel_family: %s kernels need the CUDA backend, and CUDA "
-                         "device %d '%s' (compute capability %d.%d) is older than this build's "
-                         "kernels (%d.%d or newer), so the context would run on the CPU backend",
-                         fk_kernel_family_name(static_cast<fk_kernel_family_t>(o.kernel_family)),
-                         o.device_ordinal, auto_caps.name, auto_caps.cc_major, auto_caps.cc_minor,
-                         kMinComputeCapability / 10, kMinComputeCapability % 10);
-      }
       if (o.kernel_family != FK_KERNEL_FAMILY_AUTO) {
+        const char* family =
+            fk_kernel_family_name(static_cast<fk_kernel_family_t>(o.kernel_family));
+        if (fell_back) {
+          return set_error(FK_ERROR_NOT_SUPPORTED,
+                           "options.kernel_family: %s kernels need the CUDA backend, and CUDA "
+                           "device %d '%s' (compute capability %d.%d) is older than this build's "
+                           "kernels (%d.%d or newer), so the context would run on the CPU backend",
+                           family, o.device_ordinal, auto_caps.name, auto_caps.cc_major,
+                           auto_caps.cc_minor, kMinComputeCapability / 10,
+                           kMinComputeCapability % 10);
+        }
         return set_error(FK_ERROR_NOT_SUPPORTED,
                          "options.kernel_family: %s kernels need the CUDA backend, the context "
                          "is on the CPU backend",
-                         fk_kernel_family_name(static_cast<fk_kernel_family_t>(o.kernel_family)));
+                         family);
       }
       ctx->best_family = FK_KERNEL_FAMILY_CPU;
       ctx->forced_family = FK_KERNEL_FAMILY_AUTO;  // families are CUDA notions
