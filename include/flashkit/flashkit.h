@@ -82,7 +82,9 @@
  *   calls exit().
  * - **Zero-sized** problems (any dimension 0) succeed without launching any work, except where an
  *   operation defines a value for them (GEMM with K = 0 writes the epilogue of `beta * C`:
- *   bias and activation applied, see the GEMM section).
+ *   bias and activation applied, see the GEMM section) and where a size is a parameter rather
+ *   than an extent of the data (attention's `head_dim` and a paged cache's `page_block_size`
+ *   must be at least 1: FK_ERROR_SHAPE_MISMATCH, as their functions say).
  * - **Asynchrony**: on the CUDA backend a call is enqueued on the launch's stream, which must
  *   belong to the context's device, and returns before the work finishes; the calling thread's
  *   current CUDA device is restored on return. Exceptions, where the call waits for the
@@ -1457,8 +1459,10 @@ FK_API fk_status_t fk_monarch_select_kernel(const fk_context_t* context,
 
 /**
  * @brief Workspace bytes that fk_monarch() on these arguments needs so that it allocates
- *        nothing: nonzero only on the generic CUDA kernel (its fp32 intermediate,
- *        `tokens x nblocks1 * q x 4` bytes).
+ *        nothing: nonzero on the variants that run in passes, the unfused sm80-class path
+ *        (cuda.sm80.monarch_unfused: two 16-bit buffers for a chunk of tokens, plus the
+ *        permuted bias) and the generic CUDA kernel (its fp32 intermediate,
+ *        `tokens x nblocks1 * q x 4` bytes); zero on the fused kernels and the CPU backend.
  *
  * fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0.
  * Validates like fk_monarch() (same statuses) and runs nothing.
@@ -1559,10 +1563,12 @@ FK_API fk_status_t fk_blockdiag_linear_workspace_size(const fk_context_t* contex
  *      `k[R - d] = k_bwd[d - 1]` for `d >= 1`.
  *  - `fft_size` must be a power of two (as in FlashFFTConv); 0 picks the smallest power of two
  *    the mode needs.
- *  - Non-finite inputs: on every CUDA kernel (and on the CPU backend for filters of more than
- *    16 log2(fft_size) taps), a NaN or Inf anywhere in a row of `v` or in its channel's taps
- *    that reach the outputs (causal: the first `min(filter_len, seqlen)`) makes every output of
- *    that row NaN, earlier positions included, as with any FFT convolution (torch.fft's too).
+ *  - Non-finite inputs: on every CUDA kernel (and on the CPU backend where fft_size >= 16 and
+ *    more than 16 log2(fft_size) taps reach the outputs: causal `min(filter_len, seqlen)`,
+ *    circular `filter_len`, bidirectional `2 min(R, seqlen - 1) + 1`), a NaN or Inf anywhere
+ *    in a row of `v` or in its channel's taps that reach the outputs (the counts just named)
+ *    makes every output of that row NaN, earlier positions included, as with any FFT
+ *    convolution (torch.fft's too).
  *    `cuda.sm80.fftconv_reg` transforms rows `b` and `b + 1` of a channel (`b` even) as one
  *    complex row, so there the other row of the pair turns NaN too. The CPU backend's direct
  *    path for short filters spreads it only to the positions the sum reaches.

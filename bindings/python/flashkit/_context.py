@@ -152,7 +152,8 @@ class Context(_ops._Unshareable):
 
         Returns:
             dict with ``backend`` ("cpu" or "cuda"), ``kernel_family`` ("cpu", "generic",
-            "sm80" or "sm90": the best family it dispatches to), ``device`` ("cpu" or
+            "sm80" or "sm90": the family forced at creation, else the best one it
+            dispatches to), ``device`` ("cpu" or
             "cuda:N"), ``device_ordinal`` (-1 on the CPU), ``device_name``,
             ``compute_capability`` ((major, minor); (0, 0) on the CPU), ``sm_count``,
             ``num_threads``, ``l2_bytes``, ``smem_per_block_optin``, ``version`` (library).

@@ -2156,8 +2156,10 @@ extern "C" {
 }
 extern "C" {
     #[doc = " @brief Workspace bytes that fk_monarch() on these arguments needs so that it allocates"]
-    #[doc = "        nothing: nonzero only on the generic CUDA kernel (its fp32 intermediate,"]
-    #[doc = "        `tokens x nblocks1 * q x 4` bytes)."]
+    #[doc = "        nothing: nonzero on the variants that run in passes, the unfused sm80-class path"]
+    #[doc = "        (cuda.sm80.monarch_unfused: two 16-bit buffers for a chunk of tokens, plus the"]
+    #[doc = "        permuted bias) and the generic CUDA kernel (its fp32 intermediate,"]
+    #[doc = "        `tokens x nblocks1 * q x 4` bytes); zero on the fused kernels and the CPU backend."]
     #[doc = ""]
     #[doc = " fk_launch_t::workspace says what the size covers and what it depends on. Added in 0.3.0."]
     #[doc = " Validates like fk_monarch() (same statuses) and runs nothing."]

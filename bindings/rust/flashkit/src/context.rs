@@ -13,8 +13,9 @@ use crate::error::{check, static_str, Error, Result, Status};
 pub enum Backend {
     /// CUDA if compiled in and a device is present, else CPU (also for a GPU older than the
     /// build's kernels, compute capability below 7.5, with a warning in the log). The
-    /// environment variable `FLASHKIT_BACKEND` (`cpu` or `cuda`) overrides `Auto`, never an
-    /// explicit choice.
+    /// environment variable `FLASHKIT_BACKEND` (`auto`, `cpu` or `cuda`) overrides `Auto`, never
+    /// an explicit choice; any other value of it makes context creation fail with
+    /// `InvalidArgument`.
     #[default]
     Auto,
     /// The CPU backend: every operation, multithreaded, synchronous.
@@ -106,7 +107,7 @@ pub struct ContextOptions {
     /// Kernel family to force (CUDA); `Auto` lets the dispatcher choose.
     pub kernel_family: KernelFamily,
     /// CPU backend threads; 0 uses the hardware concurrency, or `FLASHKIT_NUM_THREADS` if set.
-    /// Must be >= 0.
+    /// Must lie in `[0, 4096]` (else `InvalidArgument` naming `options.num_threads`).
     pub num_threads: i32,
 }
 
@@ -135,7 +136,8 @@ fn raw_context_options() -> sys::fk_context_options_t {
 pub struct ContextInfo {
     /// `Cpu` or `Cuda` (never `Auto`).
     pub backend: Backend,
-    /// Best family this context dispatches to (`Cpu` for the CPU backend).
+    /// The family forced at creation, else the best one this context dispatches to (`Cpu`
+    /// for the CPU backend).
     pub kernel_family: KernelFamily,
     /// CUDA ordinal, or -1 on the CPU backend.
     pub device_ordinal: i32,

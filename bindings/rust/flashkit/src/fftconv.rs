@@ -195,8 +195,9 @@ impl<'ctx> FFTConvPlan<'ctx> {
     ///
     /// - `u`, `y`, `pregate`, `postgate`: `(batch, channels, seqlen)`, the plan's dtype, last
     ///   dimension contiguous, other strides arbitrary.
-    /// - `k`: `(channels, filter_len)`, any float dtype, last dimension contiguous.
-    /// - `d`: optional skip weights `D` `(channels,)`, any float dtype, contiguous.
+    /// - `k`: `(channels, filter_len)`, f32, f16 or bf16 (fp8 is `NotSupported`), last
+    ///   dimension contiguous.
+    /// - `d`: optional skip weights `D` `(channels,)`, f32, f16 or bf16, contiguous.
     /// - `y` must not share memory with any input, and no two of its elements an address.
     ///
     /// # Errors

@@ -491,7 +491,8 @@ pub struct KvCache<'t, 'a> {
 /// `(batch,)`, `block_table` not `(batch, max_blocks_per_seq)`), `DtypeMismatch`
 /// (`cache_seqlens` or `block_table` not int32), `BadStrides` (their last dimension not
 /// contiguous), `InvalidArgument` (on the CPU backend an entry out of range, named with its
-/// index, e.g. `"block_table[1][2]: ..."`; `max_seqlen_q/k` not 0). On the CUDA backend the
+/// index, e.g. `"block_table: entry [0][0] is 4, outside [0, 3] (a page of k_cache)"`;
+/// `max_seqlen_q/k` not 0). On the CUDA backend the
 /// entries are not checked but clamped inside the cache.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_kvcache(
@@ -692,7 +693,7 @@ impl GemmParams {
 /// - `a`: `(M, K)`, or `(K, M)` with `trans_a`; optionally `(batch, ., .)`.
 /// - `b`: `(K, N)`, or `(N, K)` with `trans_b`; optionally batched.
 /// - `c`: optional `(M, N)` or `(batch, M, N)`, read only when `beta != 0` (then required).
-/// - `bias`: optional `(N,)`, contiguous, any float dtype.
+/// - `bias`: optional `(N,)`, contiguous, f32, f16 or bf16 (fp8 is `NotSupported`).
 /// - `d`: `(M, N)` or `(batch, M, N)`. A rank-2 operand is broadcast over the batch.
 /// - Strides: any non-negative, in elements (row- or column-major, padded). `d` must not
 ///   overlap `a`, `b` or `bias`, and may overlap `c` only as the exact same view (in place);
@@ -932,7 +933,7 @@ fn raw_monarch_params() -> sys::fk_monarch_params_t {
 /// - `x` `(tokens, nblocks1 * p)`, last dimension contiguous
 /// - `w1` `(nblocks1, q, p)`: R, applied first; compact
 /// - `w2` `(nblocks2, s, r)`: L, with `nblocks1 * q == nblocks2 * r`; compact
-/// - `bias` optional `(nblocks2 * s,)`, any float dtype, contiguous
+/// - `bias` optional `(nblocks2 * s,)`, f32, f16 or bf16 (fp8 is `NotSupported`), contiguous
 /// - `out` `(tokens, nblocks2 * s)`, last dimension contiguous; must not overlap `x`, the
 ///   weights or `bias` (not even in place with square blocks)
 ///
@@ -991,7 +992,9 @@ pub fn monarch_select_kernel(
 }
 
 /// Workspace bytes with which [`monarch`] on these arguments allocates nothing
-/// (`fk_monarch_workspace_size`: nonzero only on the generic CUDA kernel); validates like it.
+/// (`fk_monarch_workspace_size`: nonzero on the variants that run in passes, the unfused
+/// sm80-class path and the generic CUDA kernel; zero on the fused kernels and the CPU
+/// backend); validates like it.
 pub fn monarch_workspace_size(
     context: &Context,
     x: &Tensor<'_>,
@@ -1025,7 +1028,7 @@ pub fn monarch_workspace_size(
 ///
 /// - `x` `(tokens, nblocks * p)`, last dimension contiguous
 /// - `w` `(nblocks, q, p)`, compact
-/// - `bias` optional `(nblocks * q,)`, any float dtype, contiguous
+/// - `bias` optional `(nblocks * q,)`, f32, f16 or bf16 (fp8 is `NotSupported`), contiguous
 /// - `out` `(tokens, nblocks * q)`, last dimension contiguous; must not overlap `x`, `w` or
 ///   `bias`
 ///
