@@ -295,8 +295,12 @@ macro_rules! view_common {
         }
 
         /// Number of elements (product of the extents), saturating at `i64::MAX` (a strided
-        /// view with zero strides may have more elements than `i64` counts).
+        /// view with zero strides may have more elements than `i64` counts); 0 whenever an
+        /// extent is 0, in whatever order the extents come.
         pub fn numel(&self) -> i64 {
+            if self.parts.shape.contains(&0) {
+                return 0;
+            }
             self.parts.shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d)).unwrap_or(i64::MAX)
         }
 

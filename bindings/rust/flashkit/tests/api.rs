@@ -561,6 +561,20 @@ fn huge_strided_views_are_errors_not_panics() {
     let t = Tensor::with_strides(&data, &[i64::MAX, 4], &[0, 0]).unwrap();
     let n = std::panic::catch_unwind(|| t.numel());
     assert!(n.is_ok(), "numel() panicked on an overflowing element count");
+    assert_eq!(n.unwrap(), i64::MAX);
+}
+
+/// An empty view has no elements whatever its other extents: numel() is 0 even where the
+/// extents before the 0 overflow i64.
+#[test]
+fn numel_of_an_empty_view_is_zero_in_any_order() {
+    let empty: [f32; 0] = [];
+    for shape in [[i64::MAX, 2, 0], [0, i64::MAX, 2], [3, 0, 5]] {
+        let t = Tensor::new(&empty, &shape).unwrap();
+        assert_eq!(t.numel(), 0, "shape {shape:?}");
+    }
+    let data = [1f32; 6];
+    assert_eq!(Tensor::new(&data, &[2, 3]).unwrap().numel(), 6);
 }
 
 /// Runs attention with `softmax_scale: Some(scale)` on a small CPU problem, checks that it is

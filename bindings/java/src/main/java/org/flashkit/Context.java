@@ -136,8 +136,10 @@ public final class Context implements AutoCloseable {
    *     ordinal out of range; (NOT_SUPPORTED) for a forced family the device cannot run, or any
    *     forced family on the CPU backend
    * @throws OutOfMemoryException if the context cannot be allocated
+   * @throws NullPointerException if {@code options} is null
    */
   public static Context create(Options options) {
+    if (options == null) throw new NullPointerException("options");
     fk_context_options_t o = new fk_context_options_t();
     try {
       FlashkitNative.fk_context_options_init(o);

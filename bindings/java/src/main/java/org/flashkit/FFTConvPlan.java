@@ -258,10 +258,11 @@ public final class FFTConvPlan implements AutoCloseable {
    *     bidirectional filter_len, channels x filter_len above 2^61; DTYPE_MISMATCH: dtype not
    *     FLOAT32, FLOAT16 or BFLOAT16)
    * @throws OutOfMemoryException if the plan cannot be allocated
-   * @throws NullPointerException if {@code options} is null
+   * @throws NullPointerException if {@code context} or {@code options} is null
    * @throws IllegalStateException if {@code context} is closed
    */
   public FFTConvPlan(Context context, Options options) {
+    if (context == null) throw new NullPointerException("context");
     if (options == null) throw new NullPointerException("options");
     this.context = context;
     this.filterConstant = options.filterConstant;

@@ -19,6 +19,16 @@ class ContextTest {
   }
 
   @Test
+  void nullArgumentsAreNamed() {
+    NullPointerException e =
+        assertThrows(NullPointerException.class, () -> Context.create((Context.Options) null));
+    assertEquals("options", e.getMessage());
+    e = assertThrows(NullPointerException.class,
+        () -> new FFTConvPlan(null, new FFTConvPlan.Options().channels(1).seqlen(8)));
+    assertEquals("context", e.getMessage());
+  }
+
+  @Test
   void cpuContextReportsItself() {
     try (Context ctx = Context.cpu(2)) {
       ContextInfo info = ctx.info();
