@@ -96,6 +96,32 @@ def test_flash_attn_dropout_p_checked(q, value):
         flash_attn_func(q, q, q, dropout_p=value)
 
 
+@pytest.mark.parametrize("value", [-0.5, float("nan"), 1.5])
+def test_flash_attn_dropout_p_outside_0_1_is_invalid_not_unsupported(q, value):
+    from flashkit.flash_attn_interface import flash_attn_func
+    with pytest.raises(flashkit.InvalidArgumentError, match=r"dropout_p: .* \[0, 1\]"):
+        flash_attn_func(q, q, q, dropout_p=value)
+    with pytest.raises(flashkit.NotSupportedError, match="dropout_p"):  # a real probability
+        flash_attn_func(q, q, q, dropout_p=0.1)
+
+
+@pytest.mark.parametrize("value", [2**40, "x", None, 2.7, True])
+def test_log_callback_max_level_checked(value):
+    with pytest.raises(flashkit.InvalidArgumentError, match="max_level"):
+        flashkit.set_log_callback(print, value)
+    flashkit.set_log_callback(None)
+
+
+def test_fftconv_filter_without_taps_is_named():
+    u = np.random.default_rng(2).standard_normal((1, 2, 10), dtype=np.float32)
+    conv = flashkit.FFTConv(10)
+    with pytest.raises(flashkit.InvalidArgumentError, match="k: filter_len is 0"):
+        conv(u, np.zeros((2, 0), np.float32))
+    with pytest.raises(flashkit.InvalidArgumentError, match="filter_len: 0"):
+        conv.resolved_fft_size(2, 0)
+    assert conv.resolved_fft_size(2) == conv.resolved_fft_size(2, 10)  # None = seqlen
+
+
 def test_flash_attn_return_attn_probs_checked(q):
     from flashkit.flash_attn_interface import flash_attn_func
     with pytest.raises(flashkit.InvalidArgumentError, match="return_attn_probs"):

@@ -490,7 +490,8 @@ def set_log_callback(callback, max_level=LogLevel.WARN):
     interpreter exits is removed then (the library would otherwise call into a finalised
     interpreter from a thread that logs later)."""
     global _remove_at_exit
-    capi.fk_py_set_log_callback(callback, int(max_level))
+    level = _ops.int_arg(max_level, "max_level")  # no bools, floats or strings
+    capi.fk_py_set_log_callback(callback, level)
     if callback is not None and not _remove_at_exit:
         import atexit
         atexit.register(capi.fk_py_set_log_callback, None, 0)

@@ -1015,6 +1015,9 @@ class FFTConv(_Unshareable):
         ur, kr, dr, prer, postr = call.refs
         _expect_rank(ur, (3,), "(batch, channels, seqlen)")
         _expect_rank(kr, (2,), "(channels, filter_len)")
+        if kr.shape[1] == 0 and self.seqlen > 0:  # the C plan would read 0 as "filter_len = seqlen"
+            raise _errors.InvalidArgumentError(
+                "k: filter_len is 0 (no taps); a filter needs at least 1", 104)
         if ur.shape[2] != self.seqlen:  # before a plan is made for the call (it would be cached)
             raise _errors.InvalidArgumentError(
                 f"u: seqlen is {ur.shape[2]} but the plan gives {self.seqlen}", 104)
@@ -1107,7 +1110,11 @@ class FFTConv(_Unshareable):
         _check_context(context)
         ctx = context or default_context("cpu")
         channels = int_arg(channels, "channels", bits=64)
-        filter_len = int_arg(filter_len or self.seqlen, "filter_len", bits=64)
+        filter_len = int_arg(self.seqlen if filter_len is None else filter_len, "filter_len",
+                             bits=64)
+        if filter_len == 0 and self.seqlen > 0:  # the C plan would read 0 as "= seqlen"
+            raise _errors.InvalidArgumentError(
+                "filter_len: 0 (no taps); a filter needs at least 1", 100)
         if ctx.closed and context is not None:
             self._plan(ctx, 0, 0, None)  # forgets its plans, raises "used after close()"
         opts = capi.fk_fftconv_plan_options_t()

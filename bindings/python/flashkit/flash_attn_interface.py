@@ -48,7 +48,11 @@ class _NotImplementedHere(_errors.NotSupportedError, NotImplementedError):
 
 
 def _unsupported(func, dropout_p, alibi_slopes, block_table=None):
-    if dropout_p is not None and _ops.float32_arg(dropout_p, "dropout_p") != 0.0:
+    p = None if dropout_p is None else _ops.float32_arg(dropout_p, "dropout_p")
+    if p is not None and not 0.0 <= p <= 1.0:  # NaN included
+        raise _errors.InvalidArgumentError(
+            f"dropout_p: {dropout_p} is not a probability in [0, 1]", 100)
+    if p is not None and p != 0.0:
         raise _errors.NotSupportedError(
             f"dropout_p: {dropout_p} > 0 is not supported by flashkit's {func} (no attention "
             "dropout yet); pass dropout_p=0.0, as FlashAttention expects at evaluation")
@@ -118,7 +122,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
         q: ``(batch_size, seqlen_q, nheads, headdim)``.
         k, v: ``(batch_size, seqlen_k, nheads_k, headdim)``; ``nheads % nheads_k == 0``
             (MQA/GQA: query heads ``h*g .. h*g+g-1`` share key head h).
-        dropout_p: must be 0.0 (else NotSupportedError).
+        dropout_p: must be 0.0 (else NotSupportedError; InvalidArgumentError outside [0, 1]
+            or NaN).
         softmax_scale: default ``1 / sqrt(headdim)``.
         causal: causal mask aligned to the bottom-right corner.
         window_size: ``(left, right)``; query i attends keys in
