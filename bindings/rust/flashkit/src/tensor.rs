@@ -323,6 +323,17 @@ fn check_raw_strides(shape: &[i64], strides: Option<&[i64]>) {
     }
 }
 
+/// `dtype` if it is one of the fp8 types `u8` bit patterns hold, else the error.
+fn fp8_dtype(dtype: DType) -> Result<DType> {
+    match dtype {
+        DType::F8E4M3FN | DType::F8E5M2 => Ok(dtype),
+        other => Err(Error::local(
+            Status::DtypeMismatch,
+            format!("u8 bit patterns hold F8E4M3FN or F8E5M2, not {other:?}"),
+        )),
+    }
+}
+
 fn bits_dtype(dtype: DType) -> Result<DType> {
     match dtype {
         DType::F16 | DType::BF16 => Ok(dtype),
@@ -377,16 +388,25 @@ impl<'a> Tensor<'a> {
     /// # Errors
     /// [`Status::DtypeMismatch`] for any other dtype; otherwise as [`Tensor::new`].
     pub fn from_fp8_bits(data: &'a [u8], dtype: DType, shape: &[i64]) -> Result<Self> {
-        match dtype {
-            DType::F8E4M3FN | DType::F8E5M2 => {}
-            other => {
-                return Err(Error::local(
-                    Status::DtypeMismatch,
-                    format!("u8 bit patterns hold F8E4M3FN or F8E5M2, not {other:?}"),
-                ))
-            }
-        }
+        let dtype = fp8_dtype(dtype)?;
         Self::build(data.as_ptr() as *mut c_void, data.len(), dtype, shape, None)
+    }
+
+    /// A strided view of fp8 bit patterns (strides in elements, i.e. bytes), e.g. a slice of a
+    /// larger fp8 matrix or a broadcast (stride 0) per-head K; checked against `data` like
+    /// [`Tensor::with_strides`].
+    ///
+    /// # Errors
+    /// [`Status::DtypeMismatch`] for a dtype other than [`DType::F8E4M3FN`] /
+    /// [`DType::F8E5M2`]; otherwise as [`Tensor::with_strides`].
+    pub fn from_fp8_bits_with_strides(
+        data: &'a [u8],
+        dtype: DType,
+        shape: &[i64],
+        strides: &[i64],
+    ) -> Result<Self> {
+        let dtype = fp8_dtype(dtype)?;
+        Self::build(data.as_ptr() as *mut c_void, data.len(), dtype, shape, Some(strides))
     }
 
     /// A view of memory this crate cannot see: CUDA device or managed memory, pinned host

@@ -546,6 +546,59 @@ fn gemm_scaled_fp8_matches_f64() {
         Tensor::from_fp8_bits(&a, DType::F16, &[2]).unwrap_err().status(),
         Status::DtypeMismatch
     );
+    assert_eq!(
+        Tensor::from_fp8_bits_with_strides(&a, DType::BF16, &[2], &[1]).unwrap_err().status(),
+        Status::DtypeMismatch
+    );
+}
+
+/// A strided fp8 view (the first k columns of a wider matrix, and B transposed through its
+/// strides) gives the compact views' product; a view past its slice is refused.
+#[test]
+fn gemm_scaled_strided_fp8_views() {
+    let (m, n, k, lda) = (3usize, 4usize, 10usize, 16usize);
+    let code = |i: usize| -> u8 {
+        (((i * 7) % 2) << 7) as u8 | (((6 + i % 3) << 3) as u8) | (i % 8) as u8
+    };
+    let a_wide: Vec<u8> = (0..m * lda).map(code).collect(); // (m, lda), the first k columns used
+    let b_kn: Vec<u8> = (0..k * n).map(|i| code(i + 5)).collect(); // (k, n) row-major
+    let ctx = Context::cpu().unwrap();
+    let at = Tensor::from_fp8_bits_with_strides(
+        &a_wide,
+        DType::F8E4M3FN,
+        &[m as i64, k as i64],
+        &[lda as i64, 1],
+    )
+    .unwrap();
+    // B as (n, k) with trans_b: element (j, kk) at kk * n + j.
+    let bt = Tensor::from_fp8_bits_with_strides(
+        &b_kn,
+        DType::F8E4M3FN,
+        &[n as i64, k as i64],
+        &[1, n as i64],
+    )
+    .unwrap();
+    let mut d = vec![f32::NAN; m * n];
+    let params = GemmParams { trans_b: true, ..Default::default() };
+    {
+        let mut dt = TensorMut::new(&mut d, &[m as i64, n as i64]).unwrap();
+        gemm_scaled(&ctx, None, &params, &at, &bt, None, None, None, None, &mut dt).unwrap();
+    }
+    for i in 0..m {
+        for j in 0..n {
+            let want: f64 =
+                (0..k).map(|kk| e4m3(a_wide[i * lda + kk]) * e4m3(b_kn[kk * n + j])).sum();
+            let got = f64::from(d[i * n + j]);
+            assert!((got - want).abs() <= 1e-5 * want.abs().max(1.0), "d[{i},{j}] {got} vs {want}");
+        }
+    }
+    let past = Tensor::from_fp8_bits_with_strides(
+        &b_kn,
+        DType::F8E4M3FN,
+        &[n as i64, k as i64],
+        &[1, n as i64 + 1],
+    );
+    assert_eq!(past.unwrap_err().status(), Status::ShapeMismatch);
 }
 
 /// Hostile view extents: the bounds check must return an error, never panic on (or wrap
