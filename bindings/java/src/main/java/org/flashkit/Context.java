@@ -1004,8 +1004,10 @@ public final class Context implements AutoCloseable {
 
   /**
    * Workspace bytes with which {@link #monarch} allocates nothing
-   * ({@code fk_monarch_workspace_size}: nonzero only on the generic CUDA kernel, its fp32
-   * intermediate of {@code tokens x nblocks1 * q x 4} bytes); validates the same and runs
+   * ({@code fk_monarch_workspace_size}: nonzero on the variants that run in passes, the
+   * unfused sm80-class path (two 16-bit buffers for a chunk of tokens, plus the permuted bias)
+   * and the generic CUDA kernel (its fp32 intermediate of {@code tokens x nblocks1 * q x 4}
+   * bytes); zero on the fused kernels and the CPU backend); validates the same and runs
    * nothing.
    *
    * @param x {@code (tokens, nblocks1 * p)}, as for {@link #monarch}
