@@ -48,14 +48,16 @@ class _NotImplementedHere(_errors.NotSupportedError, NotImplementedError):
 
 
 def _unsupported(func, dropout_p, alibi_slopes, block_table=None):
-    p = None if dropout_p is None else _ops.float32_arg(dropout_p, "dropout_p")
-    if p is not None and not 0.0 <= p <= 1.0:  # NaN included
-        raise _errors.InvalidArgumentError(
-            f"dropout_p: {dropout_p} is not a probability in [0, 1]", 100)
-    if p is not None and p != 0.0:
-        raise _errors.NotSupportedError(
-            f"dropout_p: {dropout_p} > 0 is not supported by flashkit's {func} (no attention "
-            "dropout yet); pass dropout_p=0.0, as FlashAttention expects at evaluation")
+    if dropout_p is not None:
+        p = _ops.float32_arg(dropout_p, "dropout_p")
+        if not 0.0 <= p <= 1.0:  # NaN included
+            raise _errors.InvalidArgumentError(
+                f"dropout_p: {dropout_p} is not a probability in [0, 1]", 100)
+        if p != 0.0:
+            raise _errors.NotSupportedError(
+                f"dropout_p: {dropout_p} > 0 is not supported by flashkit's {func} (no "
+                "attention dropout yet); pass dropout_p=0.0, as FlashAttention expects at "
+                "evaluation")
     if alibi_slopes is not None:
         raise _errors.NotSupportedError(
             f"alibi_slopes: ALiBi biases are not supported by flashkit's {func} yet")

@@ -492,8 +492,8 @@ pub struct KvCache<'t, 'a> {
 /// (`cache_seqlens` or `block_table` not int32), `BadStrides` (their last dimension not
 /// contiguous), `InvalidArgument` (on the CPU backend an entry out of range, named with its
 /// index, e.g. `"block_table: entry [0][0] is 4, outside [0, 3] (a page of k_cache)"`;
-/// `max_seqlen_q/k` not 0). On the CUDA backend the
-/// entries are not checked but clamped inside the cache.
+/// `max_seqlen_q/k` not 0). On the CUDA backend the entries are not checked but clamped inside
+/// the cache.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_kvcache(
     context: &Context,
