@@ -15,21 +15,13 @@
 #include <cstdint>
 
 #include "cuda/attention/common/logits.h"
+#include "cuda/attention/common/softcap.cuh"
 #include "cuda/attention/sm80/params.h"
 #include "cuda/attention/sm80/primitives.cuh"
 
 namespace flashkit {
 namespace cuda {
 namespace sm80 {
-
-// tanh(y) = sign(y) (1 - 2 / (exp(2|y|) + 1)). Its absolute error stays near 1e-7 for every y
-// (softmax is sensitive to absolute, not relative, error in the logits), where tanh.approx.f32
-// would give ~5e-4 relative. |y| is clamped at 15, where tanh is 1 in fp32.
-__device__ __forceinline__ float softcap_tanh(float y) {
-  const float a = fminf(fabsf(y), 15.0f);
-  const float e = fast_exp2(a * 2.8853900817779268f);  // exp(2a) = 2^(2 a log2(e))
-  return copysignf(1.0f - __fdividef(2.0f, e + 1.0f), y);
-}
 
 // kMTiles row tiles of 16 per warp; each lane owns rows g and g+8 of each, indexed [mt][r].
 template <int kMTiles, int kSTiles>
@@ -51,13 +43,13 @@ struct OnlineSoftmax {
   static __device__ __forceinline__ void to_logits(float (&s)[kMTiles][kSTiles][4],
                                                    const Params& p) {
     if (p.softcap) {
+      const attn::SoftcapLogit cap(p.cap_pre, p.cap_post);
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
         for (int nt = 0; nt < kSTiles; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e)
-            s[mt][nt][e] = softcap_tanh(s[mt][nt][e] * p.cap_pre) * p.cap_post;
+          for (int e = 0; e < 4; ++e) s[mt][nt][e] = cap(s[mt][nt][e]);
     } else {
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)

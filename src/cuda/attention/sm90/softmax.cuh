@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "cuda/attention/common/logits.h"
+#include "cuda/attention/common/softcap.cuh"
 
 namespace flashkit {
 namespace cuda {
@@ -31,14 +32,6 @@ __device__ __forceinline__ float ex2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
-}
-
-// tanh with ~1e-7 absolute error for every y (tanh.approx's ~5e-4 relative error would show in
-// the logits): tanh(y) = sign(y) (1 - 2 / (e^{2|y|} + 1)), |y| clamped at 15 (tanh = 1 in fp32).
-__device__ __forceinline__ float accurate_tanh(float y) {
-  const float a = fminf(fabsf(y), 15.0f);
-  const float e = ex2(a * 2.8853900817779268f);  // e^{2a}
-  return copysignf(1.0f - __fdividef(2.0f, e + 1.0f), y);
 }
 
 struct OnlineSoftmax {
@@ -55,8 +48,9 @@ struct OnlineSoftmax {
   static __device__ __forceinline__ void to_logits(TS& s, bool softcap, float scale_log2,
                                                    float cap_pre, float cap_post) {
     if (softcap) {
+      const attn::SoftcapLogit cap(cap_pre, cap_post);
       CUTE_UNROLL
-      for (int i = 0; i < cute::size(s); ++i) s(i) = accurate_tanh(s(i) * cap_pre) * cap_post;
+      for (int i = 0; i < cute::size(s); ++i) s(i) = cap(s(i));
     } else {
       CUTE_UNROLL
       for (int i = 0; i < cute::size(s); ++i) s(i) *= scale_log2;
