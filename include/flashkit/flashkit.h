@@ -683,7 +683,10 @@ FK_API fk_status_t fk_launch_init(fk_launch_t* launch);
  *    FK_ERROR_BAD_STRIDES.
  *  - softcap (logit soft-capping, Gemma Team 2024, "Gemma 2", section 2): when `softcap > 0`
  *    the scores become `softcap * tanh(s / softcap)` with
- *    `s = softmax_scale * q.k`, before masking.
+ *    `s = softmax_scale * q.k`, before masking. The Hopper and sm80-class CUDA kernels take
+ *    tanh from `tanh.approx.f32` (relative error up to about 2^-11, so a score moves by up to
+ *    `softcap * 5e-4`; FlashAttention-2 does the same); the CPU backend and the generic CUDA
+ *    path compute it in full precision.
  *  - `lse` is the natural logarithm of the softmax denominator of each row, in FlashAttention's
  *    layout, computed on the (scaled, capped) scores.
  *  @{ */

@@ -111,7 +111,9 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
             With ``causal=True`` the right side is 0 whatever is given (FlashAttention's
             rule: ``causal`` is the window ``(left, 0)``).
         softcap: if > 0, scores become ``softcap * tanh(s / softcap)`` (logit soft-capping,
-            Gemma Team 2024, "Gemma 2", section 2).
+            Gemma Team 2024, "Gemma 2", section 2). The CUDA attention kernels (Hopper and
+            sm80-class) use ``tanh.approx.f32`` (relative error up to about 2**-11, as
+            FlashAttention-2); the CPU backend and the generic CUDA path compute tanh exactly.
         max_seqlen_q, max_seqlen_k: varlen form: the longest sequence in cu_seqlens_q /
             cu_seqlens_k (int >= 0; None or 0: not given), as in FlashAttention. Given, on the
             CUDA backend the call does not copy cu_seqlens to the host (which waits for the
