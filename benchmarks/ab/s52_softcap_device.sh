@@ -22,13 +22,8 @@ ab_stage
 python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" \
   .device-c/lib.so.xz ".device-c/lib/$(basename "$(readlink -f .device/lib/libflashkit.so)")"
 bin=.device/bin/flashkit_tests_gpu
-run_tests() {  # FILTER LIMIT
-  LD_LIBRARY_PATH=$PWD/.device/lib timeout -k 5 "$2" "$bin" "$1" > "$OUT/t.log" 2>&1
-  echo "$1: rc $? $(grep -E '^(All tests passed|test cases:)' "$OUT/t.log" | tail -n1) (${SECONDS} s)"
-  grep -B8 -A20 -E "FAILED|fatal" "$OUT/t.log" | head -60
-}
-run_tests "sm90 attention: causal x window x softcap\\, the full product on one shape,sm90 attention: head dims x seqlens x masks (FlashAttention tolerance)" 60
-run_tests "sm80 attention: head dims x seqlens x masks (FlashAttention tolerance),sm80 attention: one-sided windows (upper bound only\\, lower bound only)" 90
+GPU_CASE_LIMIT=60 gpu_case "$bin" "sm90 attention: causal x window x softcap\\, the full product on one shape,sm90 attention: head dims x seqlens x masks (FlashAttention tolerance)"
+GPU_CASE_LIMIT=90 gpu_case "$bin" "sm80 attention: head dims x seqlens x masks (FlashAttention tolerance),sm80 attention: one-sided windows (upper bound only\\, lower bound only)"
 side() {  # SIDE ROUND
   local lib=.device/lib/libflashkit.so
   [ "$1" = A ] && lib=.device-b/lib/libflashkit.so
@@ -47,5 +42,5 @@ side() {  # SIDE ROUND
 }
 r=0
 for s in ${ORDER:-A B C C B A}; do r=$((r + 1)); side $s $r; done
-[ "${REST:-1}" = 1 ] && run_tests "[attention][sm90]" 150
+[ "${REST:-1}" = 1 ] && GPU_CASE_LIMIT=150 gpu_case "$bin" "[attention][sm90]"
 echo "== done (${SECONDS} s)"

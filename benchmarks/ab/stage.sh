@@ -114,10 +114,10 @@ attn80_sass_pair() {
   OUT=$NDIR sass_profile "fa2_hd${d}_s$s" flash_fwd_kernel 2 python3 benchmarks/attention.py \
     "${args[@]}"
 }
-# gpu_case BIN FILTER [LABEL]: runs the Catch2 test FILTER of BIN (at most 200 s) into
-# $OUT/t.log and prints its summary line (and the first failures).
+# gpu_case BIN FILTER [LABEL]: runs the Catch2 test FILTER of BIN (at most GPU_CASE_LIMIT
+# seconds, default 200) into $OUT/t.log and prints its summary line (and the first failures).
 gpu_case() {
-  timeout -k 10 200 "$1" "$2" > "$OUT/t.log" 2>&1
+  timeout -k 10 "${GPU_CASE_LIMIT:-200}" "$1" "$2" > "$OUT/t.log" 2>&1
   echo "${3:-$2}: $(grep -E '^(All tests passed|test cases:)' "$OUT/t.log" | tail -n1) (${SECONDS} s)"
   grep -B6 -A24 FAILED "$OUT/t.log" | head -60
 }
