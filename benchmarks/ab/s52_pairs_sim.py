@@ -6,8 +6,10 @@ over the mean under the static round robin (CTA c takes positions c, c + grid, .
 longest-first one (head sections not modelled) and the paired one (AttnArgs::pairs), with the
 pair index rotated by the head (as built) and plain (rot 0). Work of query tile m under a
 causal mask: ceil(min((m + 1) block_m, seqlen) / block_n) key tiles. The tile shapes follow
-attention_sm90.cpp for the grid's causal cells (head_dim 64: 192-row tiles from 2048 keys;
-key tiles 128 wide at head_dim 64 / 128 and 80 at 256).
+attention_sm90.cpp for the grid's causal cells only roughly (head_dim 64: 192-row tiles from
+2048 keys; key tiles 128 wide at head_dim 64 / 128 and 80 at 256, where the kernel takes 176 at
+head_dim 128 from 8k keys and 64 at head_dim 256 up to 1k keys), so the balance figures there are
+approximate.
 
     python3 benchmarks/ab/s52_pairs_sim.py
 """

@@ -383,15 +383,17 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // KV caches keep their order), on 128-row tiles (head_dim 64's 192-row tiles over >= 2048
   // keys give odd tile counts there, 11 at 2048 keys, whose unpaired middle tiles left the
   // busiest CTA 14% above the mean in a simulation of the grid, where 128-row tiles stay within
-  // 1.031-1.038 of it and longest first within 1.031-1.127), and only with at least one wave of
-  // pairs (fewer would run on fewer CTAs than tiles). FLASHKIT_SM90_ATTENTION_PAIRS=0 keeps the
-  // longest-first order.
+  // 1.031-1.038 of it and longest first within 1.031-1.127), with seqlen_q <= seqlen_k (more
+  // queries than keys leave the first tiles without keys, so tile i and n - 1 - i no longer add
+  // up to one amount: a review's model put the busiest CTA at 1.25-1.45x the mean there against
+  // 1.12-1.21x longest first), and only with at least one wave of pairs (fewer would run on
+  // fewer CTAs than tiles). FLASHKIT_SM90_ATTENTION_PAIRS=0 keeps the longest-first order.
   {
     const int64_t bh = int64_t(p.batch) * p.nheads;
     const int64_t per_bh = (int64_t(a.num_m_blocks) + 1) / 2;
     if (a.longest_first && flags().pairs && a.window_left < 0 && a.window_right == 0 &&
-        a.block_m == kBlockM && !p.varlen && !attention_uses_kvcache(p) && a.num_m_blocks > 1 &&
-        bh * per_bh >= sms) {
+        a.block_m == kBlockM && p.seqlen_q <= p.seqlen_k && !p.varlen &&
+        !attention_uses_kvcache(p) && a.num_m_blocks > 1 && bh * per_bh >= sms) {
       a.pairs = 1;
       a.section_heads = 0;
       a.pairs_per_bh = int32_t(per_bh);
