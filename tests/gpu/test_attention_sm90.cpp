@@ -364,9 +364,9 @@ TEST_CASE("sm90 attention: causal tiles in pairs of equal work", "[gpu][attentio
   // Causal batched calls with at least a wave of pairs (attention_sm90.cpp, AttnArgs::pairs):
   // query tile i and tile num_m_blocks - 1 - i of a head on one CTA. An odd tile count (the
   // middle tile's partner is a hole), a last wave of pairs that leaves CTAs idle, GQA groups,
-  // seqlen_q < seqlen_k, head_dim 192 with an odd count and head_dim 256; and two shapes that
-  // keep the longest-first order: seqlen_q > seqlen_k (rows that see no key) and head_dim 64
-  // over 2048 keys (192-row tiles).
+  // seqlen_q < seqlen_k, head_dim 192 with an odd count, head_dim 256 and head_dim 64 on an
+  // even count of 192-row tiles; and two shapes that keep the longest-first order: seqlen_q >
+  // seqlen_k (rows that see no key) and an odd count of 192-row tiles.
   struct Shape {
     int64_t b, sq, sk, h, hk, d;
     DT dt;
@@ -376,7 +376,8 @@ TEST_CASE("sm90 attention: causal tiles in pairs of equal work", "[gpu][attentio
       {1, 1024, 1024, 34, 34, 128, DT::F16},  // 8 tiles: 136 pairs
       {2, 1000, 700, 40, 8, 96, DT::BF16},    // rows 0-299 see no key: not paired
       {1, 1300, 1300, 24, 8, 192, DT::F16},   // 11 tiles: 6 pairs a head, 144 pairs
-      {1, 2300, 2300, 22, 22, 64, DT::F16},   // 192-row tiles: not paired
+      {1, 2300, 2300, 22, 22, 64, DT::F16},   // 12 192-row tiles: 132 pairs
+      {1, 2100, 2100, 24, 8, 64, DT::BF16},   // 11 192-row tiles: not paired
       {1, 520, 520, 48, 16, 256, DT::BF16},   // 5 tiles: 3 pairs a head
   };
   uint64_t seed = 7160;
