@@ -321,19 +321,18 @@ run_checks() {
 }
 
 # switch_passes MODE OUT: the Hopper attention kernel's switches, each read once per process, so
-# each pass is a process of its own: the optional copy-engine output stores (and memcheck on
-# their small cases, after the suite); head_dim 64's 192-row tiles (three consumer warpgroups)
-# on every call the table gives 128 rows (WG3=2: short masked calls), and on the small cases
-# also with the plain S / softmax / P V order (OVERLAP=0), which releases Q after the key-tile
-# loop; the 64-bit tile numbering (INDEX64=1, taken only past 2^31 tiles) on the head-section
-# order (its narrower last section) and the small cases; the fp8 kernel at head_dim 256 with
-# the V^T pass at every length (FP8_VT=0) and with V transposed in shared memory at every
-# length (FP8_VT=2; by default the query rows per key decide: attention_sm90.cpp,
-# fp8_vt_in_kernel); and the sm80-class kernel's narrow head_dim-256 tiles (NARROW=1, what
-# GPUs with 99 KB per block run) on the sm80 attention cases that have head_dim 129-256 (not the
-# long head_dim-64/128 case or the packed ones). MODE run: one after another;
-# start: each in the background (pids in pass_pids); finish: waits for those and records them
-# in the same order.
+# each pass is a process of its own: the optional copy-engine output stores (and memcheck on their
+# small cases, after the suite); head_dim 64's 192-row tiles (three consumer warpgroups) on every
+# call the table gives 128 rows (WG3=2: short masked calls), and on the small cases also with the
+# plain S / softmax / P V order (OVERLAP=0), which releases Q after the key-tile loop; the 64-bit
+# tile numbering (INDEX64=1, taken only past 2^31 tiles) on the head-section order (its narrower
+# last section), the causal pairs and the small cases; the fp8 kernel at head_dim 256 with the V^T
+# pass at every length (FP8_VT=0) and with V transposed in shared memory at every length
+# (FP8_VT=2; by default the query rows per key decide: attention_sm90.cpp, fp8_vt_in_kernel); and
+# the sm80-class kernel's narrow head_dim-256 tiles (NARROW=1, what GPUs with 99 KB per block run)
+# on the sm80 attention cases that have head_dim 129-256 (not the long head_dim-64/128 case or the
+# packed ones). MODE run: one after another; start: each in the background (pids in pass_pids);
+# finish: waits for those and records them in the same order.
 switch_passes() {
   local mode=$1 out=$2
   if [ "$mode" = finish ]; then
@@ -346,7 +345,7 @@ switch_passes() {
   cpp_pass "$mode" "$out" "WG3=2" "[attention][sm90]" gpu_tests_wg3.log FLASHKIT_SM90_ATTENTION_WG3=2
   cpp_pass "$mode" "$out" "WG3=2 OVERLAP=0" "[sm90][sanitize]" gpu_tests_wg3_plain.log \
     FLASHKIT_SM90_ATTENTION_WG3=2 FLASHKIT_SM90_ATTENTION_OVERLAP=0
-  cpp_pass "$mode" "$out" "INDEX64" "sm90 attention: causal tile order in L2-sized head sections,[sm90][sanitize]" \
+  cpp_pass "$mode" "$out" "INDEX64" "sm90 attention: causal tile order in L2-sized head sections,sm90 attention: causal tiles in pairs of equal work,[sm90][sanitize]" \
     gpu_tests_index64.log FLASHKIT_SM90_ATTENTION_INDEX64=1
   cpp_pass "$mode" "$out" "FP8_VT=0" "[fp8]" gpu_tests_fp8_vt0.log FLASHKIT_SM90_FP8_VT=0
   cpp_pass "$mode" "$out" "FP8_VT=2" "[fp8]" gpu_tests_fp8_vt2.log FLASHKIT_SM90_FP8_VT=2

@@ -288,7 +288,7 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
   const char* env = std::getenv("FLASHKIT_ATTENTION_FP8_DEQUANT");
   const bool forced_off = env != nullptr && std::string(env) == "1";
   uint64_t tag = 8400;
-  for (int mode = 0; mode < 22; ++mode) {
+  for (int mode = 0; mode < 23; ++mode) {
     Fp8AttnCase c;
     c.head_dim = 128;
     bool expect_native = true;
@@ -326,11 +326,15 @@ TEST_CASE("gpu attention fp8: Hopper fp8 tensor-core kernel", "[gpu][attention][
       // kernel only: the dequantise path forms q.k of the dequantised values first, which
       // overflows here (flashkit.h's softmax_scale note).
       case 21: c.batch = 1; c.seqlen_q = 200; c.seqlen_k = 300; c.nheads = 4; c.nheads_k = 2; break;
+      // Causal with a wave of pairs (132 heads x one pair of query tiles): the Hopper kernels
+      // number such tiles in pairs of equal work (attention_sm90.cpp, AttnArgs::pairs).
+      case 22: c.batch = 1; c.seqlen_q = 256; c.seqlen_k = 256; c.nheads = 132; c.nheads_k = 33; break;
     }
     if (mode == 21 && (!hopper || forced_off)) continue;
     auto rng = fkgpu::rng_for(++tag);
     c.build(rng);
-    if (mode == 0 || mode == 1 || mode == 5 || mode == 10 || mode == 14) c.prm.causal = 1;
+    if (mode == 0 || mode == 1 || mode == 5 || mode == 10 || mode == 14 || mode == 22)
+      c.prm.causal = 1;
     if (mode == 15) {
       // Values across e4m3's whole range (tails saturate at 448), small factors: the raw
       // scores reach ~1e5-1e6 before the scale, the probabilities stay well spread.

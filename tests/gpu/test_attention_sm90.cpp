@@ -359,6 +359,48 @@ TEST_CASE("sm90 attention: causal tile order in L2-sized head sections", "[gpu][
   run_case(sm90(), d, 7151);
 }
 
+TEST_CASE("sm90 attention: causal tiles in pairs of equal work", "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // Causal batched calls with at least a wave of pairs (attention_sm90.cpp, AttnArgs::pairs):
+  // query tile i and tile num_m_blocks - 1 - i of a head on one CTA. An odd tile count (the
+  // middle tile's partner is a hole), a last wave of pairs that leaves CTAs idle, GQA groups,
+  // seqlen_q < seqlen_k, head_dim 192 with an odd count, head_dim 256 and head_dim 64 on an
+  // even count of 192-row tiles; and two shapes that keep the longest-first order: seqlen_q >
+  // seqlen_k (rows that see no key) and an odd count of 192-row tiles.
+  struct Shape {
+    int64_t b, sq, sk, h, hk, d;
+    DT dt;
+  };
+  const Shape shapes[] = {
+      {1, 1100, 1300, 28, 4, 64, DT::BF16},   // 9 tiles: 5 pairs a head, 140 pairs
+      {1, 1024, 1024, 34, 34, 128, DT::F16},  // 8 tiles: 136 pairs
+      {2, 1000, 700, 40, 8, 96, DT::BF16},    // rows 0-299 see no key: not paired
+      {1, 1300, 1300, 24, 8, 192, DT::F16},   // 11 tiles: 6 pairs a head, 144 pairs
+      {1, 2300, 2300, 22, 22, 64, DT::F16},   // 12 192-row tiles: 132 pairs
+      {1, 2100, 2100, 24, 8, 64, DT::BF16},   // 11 192-row tiles: not paired
+      {1, 520, 520, 48, 16, 256, DT::BF16},   // 5 tiles: 3 pairs a head
+  };
+  uint64_t seed = 7160;
+  for (const Shape& sh : shapes) {
+    Case c = sm90_case(sh.b, sh.sq, sh.sk, sh.h, sh.hk, sh.d, sh.dt);
+    c.pr.causal = true;
+    run_case(sm90(), c, seed++);
+  }
+}
+
+TEST_CASE("sm90 attention: causal pairs, small", "[gpu][attention][sm90][sanitize]") {
+  if (!have_sm90()) return;
+  // The smallest problems that take the paired numbering (a wave of pairs: 132 on an H100 or
+  // H200), for the sanitizers: one pair a head (two tiles), and two pairs a head of three tiles
+  // (the middle tile's partner a hole) with GQA.
+  Case c = sm90_case(1, 256, 256, 132, 132, 64, DT::BF16);
+  c.pr.causal = true;
+  run_case(sm90(), c, 7170);
+  Case d = sm90_case(1, 300, 300, 90, 30, 128, DT::F16);
+  d.pr.causal = true;
+  run_case(sm90(), d, 7171);
+}
+
 TEST_CASE("sm90 attention: long sequence (4224, 4224)", "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
   Case c = sm90_case(1, 4224, 4224, 2, 1, 128, DT::BF16);

@@ -77,6 +77,7 @@ struct Flags {
   bool overlap = env_flag("FLASHKIT_SM90_ATTENTION_OVERLAP");
   bool pingpong = env_flag("FLASHKIT_SM90_ATTENTION_PINGPONG");
   bool sections = env_flag("FLASHKIT_SM90_ATTENTION_SECTIONS");
+  bool pairs = env_flag("FLASHKIT_SM90_ATTENTION_PAIRS");
   bool wide_store = env_flag("FLASHKIT_SM90_ATTENTION_WIDE_STORE");
   bool tma_store = env_opt_in("FLASHKIT_SM90_ATTENTION_TMA_STORE");
   bool causal_wide = env_flag("FLASHKIT_SM90_ATTENTION_CAUSAL_WIDE");
@@ -373,6 +374,35 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
     const int64_t kv_heads = std::max<int64_t>(1, (l2 / 2) / std::max<int64_t>(1, kv_head_bytes));
     const int64_t heads = kv_heads * a.group;
     if (heads < int64_t(p.batch) * p.nheads) a.section_heads = int32_t(heads);
+  }
+  // Causal calls: tiles in pairs of equal work (tile_scheduler.cuh), which keep a head's keys
+  // and values in L2 and the static round robin balanced without head sections (H100, session
+  // 52: head_dim 128 causal over 8k keys, without sections there, read K and V ~15 times from
+  // device memory, DRAM at 60% of peak and the clock 6% below cuDNN's). Batched calls without a
+  // left window only (varlen tiles past a shorter sequence's end would leave pairs unequal;
+  // KV caches keep their order), on 128-row tiles or an even count of 192-row tiles (head_dim
+  // 64 over >= 2048 keys: the grid's odd counts there, 11 at 2048 keys and 43 at 8192, left the
+  // busiest CTA 14% / 6% above the mean in a simulation of the grid, where 128-row tiles stay
+  // within 1.031-1.038 of it, the even 192-row counts 1.031-1.055, and longest first within
+  // 1.031-1.127; benchmarks/ab/s52_pairs_sim.py), with seqlen_q <= seqlen_k (more
+  // queries than keys leave the first tiles without keys, so tile i and n - 1 - i no longer add
+  // up to one amount: a review's model put the busiest CTA at 1.25-1.45x the mean there against
+  // 1.12-1.21x longest first), and only with at least one wave of pairs (fewer would run on
+  // fewer CTAs than tiles). FLASHKIT_SM90_ATTENTION_PAIRS=0 keeps the longest-first order.
+  {
+    const int64_t bh = int64_t(p.batch) * p.nheads;
+    const int64_t per_bh = (int64_t(a.num_m_blocks) + 1) / 2;
+    if (a.longest_first && flags().pairs && a.window_left < 0 && a.window_right == 0 &&
+        (a.block_m == kBlockM || a.num_m_blocks % 2 == 0) && p.seqlen_q <= p.seqlen_k &&
+        !p.varlen &&
+        !attention_uses_kvcache(p) && a.num_m_blocks > 1 && bh * per_bh >= sms) {
+      a.pairs = 1;
+      a.section_heads = 0;
+      a.pairs_per_bh = int32_t(per_bh);
+      a.num_pairs = bh * per_bh;
+      a.grid = int32_t(sms);
+      a.total_tiles = 2 * ((a.num_pairs + a.grid - 1) / a.grid) * a.grid;
+    }
   }
   set_index_divisors(a);
   if (flags().index64) a.index32 = 0;

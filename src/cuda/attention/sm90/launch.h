@@ -226,10 +226,20 @@ struct AttnArgs {
   // (softmax.cuh, mask_hi; FLASHKIT_SM90_ATTENTION_HI_MASK=0 takes the two-sided mask, for
   // diagnosis and A/B).
   int32_t hi_mask = 1;
+  // Causal calls (no left window, batched, not over a KV cache) with at least a wave of pairs:
+  // the work tiles numbered in pairs of equal work, query tile i of a (batch, head) with tile
+  // num_m_blocks - 1 - i, the pairs of a head consecutive, each CTA taking both tiles of a pair
+  // one wave apart (tile_scheduler.cuh; attention_sm90.cpp for when). total_tiles then counts
+  // positions: 2 ceil(num_pairs / grid) grid, the holes empty tiles.
+  int32_t pairs = 0;
+  int32_t pairs_per_bh = 0;  // ceil(num_m_blocks / 2)
+  int64_t num_pairs = 0;     // batch * nheads * pairs_per_bh
+  cutlass::FastDivmod div_grid;   // grid (pairs)
+  cutlass::FastDivmod div_pairs;  // pairs_per_bh (pairs)
 };
 
 // Fills AttnArgs::index32 and the div_* members from batch, nheads, group, num_m_blocks,
-// total_tiles and section_heads (call after those are final).
+// total_tiles, section_heads and (pairs) grid and pairs_per_bh (call after those are final).
 inline void set_index_divisors(AttnArgs& a) {
   constexpr int64_t kMax = (int64_t(1) << 31) - 1;
   const int64_t bh = int64_t(a.batch) * a.nheads;
@@ -248,6 +258,10 @@ inline void set_index_divisors(AttnArgs& a) {
   a.div_sec = cutlass::FastDivmod(int(sec));
   const int64_t last_width = bh - ((bh - 1) / sec) * sec;  // 1 .. sec
   a.div_sec_last = cutlass::FastDivmod(int(last_width));
+  if (a.pairs) {
+    a.div_grid = cutlass::FastDivmod(a.grid);
+    a.div_pairs = cutlass::FastDivmod(a.pairs_per_bh);
+  }
 }
 
 // One launcher per head dim (launch_hdim*.cu), each instantiating fp16 and bf16.

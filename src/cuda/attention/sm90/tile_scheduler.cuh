@@ -9,7 +9,17 @@
 // are many heads (batch x heads >= grid / 4) whose keys and values overflow about half the L2,
 // the heads are taken in sections that fit and each section is walked longest tile first (a head's query tiles then run close enough
 // in time to share its keys and values in L2: without sections, short causal problems with many
-// heads read them from device memory once per query tile). Varlen
+// heads read them from device memory once per query tile). Causal calls with a wave of pairs or
+// more number their tiles in pairs instead (AttnArgs::pairs): position t = wave * grid + c is
+// pair p = (wave / 2) * grid + c, its longer tile (num_m_blocks - 1 - i) on even waves and its
+// shorter one (i) on odd waves, so CTA c runs both tiles of a pair back to back: the two add
+// up to about the same work for every pair, which balances the static round robin. Pair p is
+// pair i = (p + bh) mod pairs_per_bh of (batch, head) bh = p / pairs_per_bh: without the
+// rotation a grid that pairs_per_bh divides would give each CTA the same i in every wave (the
+// unpaired middle tile of an odd count every time, for some). The pairs of a head are
+// consecutive, so the tiles in flight cover about grid / pairs_per_bh heads
+// (their keys and values stay in L2; H100, session 52: head_dim 128 causal over 8k keys read
+// them ~15 times from device memory in the longest-first order). Varlen
 // problems number ceil(max seqlen_q / kBlockM) tiles per (sequence, head); the tiles past a
 // shorter sequence's end are empty and skipped by every warpgroup alike.
 //
@@ -75,7 +85,20 @@ struct TileScheduler {
   // index32: t, the (batch, head) count and the section's tile count fit in 31 bits).
   __device__ __forceinline__ void index32(int t, WorkTile& w) const {
     int q, r, bh;
-    if (a.longest_first && a.section_heads > 0) {
+    if (a.pairs) {
+      // Holes (a pair past the last, the partner of an odd count's middle tile) get
+      // m_block = num_m_blocks: past the rows, so tile() marks them empty.
+      int wave, c, rot;
+      a.div_grid(wave, c, t);
+      const int pair = (wave >> 1) * a.grid + c;
+      const bool hole_pair = pair >= a.num_pairs;
+      a.div_pairs(bh, r, hole_pair ? 0 : pair);
+      a.div_pairs(q, rot, bh);
+      r += rot;
+      if (r >= a.pairs_per_bh) r -= a.pairs_per_bh;
+      const int n = a.num_m_blocks;
+      w.m_block = (wave & 1) ? (r == n - 1 - r || hole_pair ? n : r) : (hole_pair ? n : n - 1 - r);
+    } else if (a.longest_first && a.section_heads > 0) {
       int sec, local;
       a.div_sec_tiles(sec, local, t);
       const int first_bh = sec * a.section_heads;
@@ -103,7 +126,16 @@ struct TileScheduler {
   __device__ __forceinline__ void index64(int64_t t, WorkTile& w) const {
     const int64_t bh_count = int64_t(a.batch) * a.nheads;
     int64_t bh;
-    if (a.longest_first && a.section_heads > 0) {
+    if (a.pairs) {
+      const int64_t wave = t / a.grid, c = t - wave * a.grid;
+      const int64_t pair = (wave >> 1) * a.grid + c;
+      const bool hole_pair = pair >= a.num_pairs;
+      bh = hole_pair ? 0 : pair / a.pairs_per_bh;
+      const int64_t i = hole_pair ? 0 : (pair + bh) % a.pairs_per_bh;
+      const int32_t n = a.num_m_blocks;
+      w.m_block = (wave & 1) ? (i == n - 1 - i || hole_pair ? n : int32_t(i))
+                             : (hole_pair ? n : n - 1 - int32_t(i));
+    } else if (a.longest_first && a.section_heads > 0) {
       // Sections of section_heads (batch, head) pairs (the last one may be narrower), each
       // walked longest query tile first: a head's keys and values are read again by its other
       // query tiles while they are still in L2.
