@@ -171,6 +171,46 @@ TEST_CASE("sm90 attention: causal x window x softcap, the full product on one sh
     }
 }
 
+TEST_CASE("sm90 attention: softcap from nearly flat to far past the exponent range",
+          "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // Softcap (tanh.approx, softcap.cuh) on every head_dim bucket: 64 on 128- and 192-row tiles,
+  // 96 (72 padded), 128 and 256; softcaps from 0.5 (logits within +-0.72: P nearly flat) to 500
+  // with softmax_scale 3 (logits of several hundred: exponents far below -127, flushed to 0),
+  // masks that leave rows without keys (more queries than keys under causal), and a subnormal
+  // cap_post (softcap 1e-40). (Written for branch softfma53's FMA-pipe exp2, not merged:
+  // RESULTS "Softcap: part of the exp2 on the FMA pipe"; its old path, this one, passed it.)
+  struct Shape {
+    int64_t b, sq, sk, h, hk, d;
+    DT dt;
+    bool causal;
+    int64_t wl, wr;
+    double softcap, scale;
+  };
+  const double dflt = std::numeric_limits<double>::quiet_NaN();
+  const Shape shapes[] = {
+      {2, 300, 517, 4, 2, 64, DT::BF16, true, -1, -1, 30.0, dflt},
+      {1, 800, 2100, 4, 4, 64, DT::F16, true, -1, -1, 500.0, 3.0},    // 192-row tiles
+      {1, 700, 900, 6, 2, 64, DT::BF16, false, -1, -1, 0.5, dflt},    // unmasked, 192-key tiles
+      {2, 257, 190, 6, 3, 72, DT::F16, true, -1, -1, 1.0, dflt},      // rows without keys
+      {2, 190, 333, 4, 4, 96, DT::BF16, false, 40, 7, 20.0, 1.5},
+      {1, 1030, 1030, 4, 1, 128, DT::BF16, true, -1, -1, 50.0, 1.5},
+      {1, 300, 700, 2, 2, 128, DT::F16, false, -1, -1, 1e-40, dflt},  // subnormal cap_post
+      {1, 260, 600, 2, 1, 256, DT::BF16, true, -1, -1, 500.0, 3.0},
+  };
+  uint64_t seed = 7960;
+  for (const Shape& sh : shapes) {
+    Case c = sm90_case(sh.b, sh.sq, sh.sk, sh.h, sh.hk, sh.d, sh.dt);
+    c.pr.causal = sh.causal;
+    c.pr.wl = sh.wl;
+    c.pr.wr = sh.wr;
+    c.pr.softcap = sh.softcap;
+    c.pr.scale = sh.scale;
+    c.with_lse = true;
+    run_case(sm90(), c, seed++);
+  }
+}
+
 TEST_CASE("sm90 attention: one-sided windows (upper bound only, lower bound only)",
           "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
