@@ -328,7 +328,8 @@ TEST_CASE("sm90 attention: head_dim 64 on three consumer warpgroups (192-row til
   if (!have_sm90()) return;
   // head_dim <= 64 with more than 128 query rows runs 192-row tiles (three consumer warpgroups,
   // 128-key tiles) unless it is masked over fewer than 2048 keys (causal: seqlen_k; a window:
-  // its span, left + right + 1; 4096 before session 22), without head sections: query rows
+  // its span, left + right + 1; 4096 before session 22) or, batched without a left window,
+  // fewer than 1152 (session 53), without head sections: query rows
   // ending in each of the three warpgroups' rows (193, 300, 383), causal with seqlen_q >
   // seqlen_k and < seqlen_k, a window, softcap, GQA/MQA, a padded head_dim, more tiles than
   // SMs, varlen with empty sequences.
@@ -341,6 +342,12 @@ TEST_CASE("sm90 attention: head_dim 64 on three consumer warpgroups (192-row til
   Case d2 = sm90_case(2, 385, 2100, 16, 4, 64, DT::BF16);  // causal over 2048-4095 keys, GQA
   d2.pr.causal = true;
   run_case(sm90(), d2, 7188);
+  Case d3 = sm90_case(2, 1200, 1200, 6, 2, 64, DT::F16);  // causal over 1152-2047 keys: 7 tiles
+  d3.pr.causal = true;
+  run_case(sm90(), d3, 7189);
+  Case d4 = sm90_case(1, 700, 1160, 4, 4, 64, DT::BF16);  // right-only window, 1152-2047 keys
+  d4.pr.wr = 30;
+  run_case(sm90(), d4, 7190);
   Case e = sm90_case(1, 383, 4200, 2, 2, 56, DT::BF16);  // 56 -> 64
   e.pr.wl = 4000;  // a window spanning >= 4096 keys
   e.pr.wr = 150;

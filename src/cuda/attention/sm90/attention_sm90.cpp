@@ -320,14 +320,20 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // kMaskedRows192Keys keys on and keep 128-row tiles below. A sliding window counts by its
   // span (left + right + 1 keys, the keys a row sees), not by seqlen_k (windows not timed). Not
   // where one 128-row tile holds every query (decode, split-KV's inner calls), nor over KV
-  // caches.
+  // caches. Batched calls without a left window (causal, right-only windows) take them from
+  // kCausalRows192Keys keys since causal tiles run in pairs (H100, session 53, RESULTS
+  // "head_dim 64 causal on 192-row tiles from 1152 keys": 192 / 128 rows 1.095 / 1.023 /
+  // 1.148 / 1.080 at 1152 / 1280 / 1536 / 1792 keys, 0.959 / 0.937 at 1024 / 512); varlen
+  // calls and left windows keep kMaskedRows192Keys (not measured with the pairs).
   constexpr int64_t kMaskedRows192Keys = 2048;
+  constexpr int64_t kCausalRows192Keys = 1152;
   const bool masked_call = a.window_left >= 0 || a.window_right >= 0;
   int64_t span = p.seqlen_k;
   if (a.window_left >= 0 && a.window_right >= 0)
     span = std::min<int64_t>(span, int64_t(a.window_left) + a.window_right + 1);
+  const int64_t rows192_keys = a.window_left < 0 && !p.varlen ? kCausalRows192Keys : kMaskedRows192Keys;
   if (padded_head_dim(p.head_dim) == 64 && !attention_uses_kvcache(p) && p.seqlen_q > kBlockM &&
-      flags().wg3 != 0 && (flags().wg3 == 2 || !masked_call || span >= kMaskedRows192Keys))
+      flags().wg3 != 0 && (flags().wg3 == 2 || !masked_call || span >= rows192_keys))
     a.block_m = kBlockM3;
   a.num_m_blocks = int32_t((p.seqlen_q + a.block_m - 1) / a.block_m);
   a.total_tiles = int64_t(a.num_m_blocks) * p.nheads * p.batch;
@@ -381,7 +387,7 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // device memory, DRAM at 60% of peak and the clock 6% below cuDNN's). Batched calls without a
   // left window only (varlen tiles past a shorter sequence's end would leave pairs unequal;
   // KV caches keep their order), on 128-row tiles or an even count of 192-row tiles (head_dim
-  // 64 over >= 2048 keys: the grid's odd counts there, 11 at 2048 keys and 43 at 8192, left the
+  // 64 over >= 2048 keys, batched causal calls since session 53 over >= 1152: the grid's odd counts there, 11 at 2048 keys and 43 at 8192, left the
   // busiest CTA 14% / 6% above the mean in a simulation of the grid, where 128-row tiles stay
   // within 1.031-1.038 of it, the even 192-row counts 1.031-1.055, and longest first within
   // 1.031-1.127; benchmarks/ab/s52_pairs_sim.py), with seqlen_q <= seqlen_k (more
