@@ -16,13 +16,7 @@ bin=.device/bin/flashkit_tests_gpu
 GPU_CASE_LIMIT=90 gpu_case $bin "sm90 attention: softcap exponentials partly on the FMA pipe"
 GPU_CASE_LIMIT=60 gpu_case $bin "sm90 attention: causal x window x softcap\\, the full product on one shape"
 sanitize_case $bin memcheck "sm90 attention: causal x window x softcap\\, the full product on one shape"
-side() {  # NAME LIB ENV ARGS...
-  local name=$1 lib=$2 envv=$3
-  shift 3
-  env $envv LD_LIBRARY_PATH="$(dirname "$lib")" timeout -k 5 100 python3 benchmarks/attention.py \
-    --lib "$lib" "$@" --json "$OUT/g_$name.json" > "$OUT/g_$name.log" 2>&1
-  echo "$name rc $? (${SECONDS} s)"
-}
+side() { attn_side "$@"; }  # stage.sh
 L=.device/lib/libflashkit.so
 B=.device-b/lib/libflashkit.so
 cap=(--softcap 30 --head-dims 96,128 --seqlens 512,1024,2048,8192 --no-extra --no-anchors --reps 10)

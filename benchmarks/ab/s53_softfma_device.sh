@@ -23,13 +23,7 @@ bin=.device/bin/flashkit_tests_gpu
 GPU_CASE_LIMIT=90 gpu_case $bin "sm90 attention: softcap exponentials partly on the FMA pipe"
 GPU_CASE_LIMIT=60 gpu_case $bin "sm90 attention: causal x window x softcap\\, the full product on one shape"
 sanitize_case $bin memcheck "sm90 attention: causal x window x softcap\\, the full product on one shape"
-side() {  # NAME LIB ENV ARGS...
-  local name=$1 lib=$2 envv=$3
-  shift 3
-  env $envv LD_LIBRARY_PATH="$(dirname "$lib")" timeout -k 5 100 python3 benchmarks/attention.py \
-    --lib "$lib" "$@" --json "$OUT/g_$name.json" > "$OUT/g_$name.log" 2>&1
-  echo "$name rc $? (${SECONDS} s)"
-}
+side() { attn_side "$@"; }  # stage.sh
 cap=(--softcap 30 --head-dims 64,128,256 --seqlens 1024,8192 --no-extra --no-anchors --reps 10)
 L=.device/lib/libflashkit.so
 side A_1 $L FLASHKIT_SM90_ATTENTION_SOFTCAP_FMA=0 "${cap[@]}"

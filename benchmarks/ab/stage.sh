@@ -174,3 +174,13 @@ attn_ab() {
   done
   python3 benchmarks/ab/attn_ab_table.py "$OUT"
 }
+# attn_side NAME LIB ENV ARGS...: one process of `python3 benchmarks/attention.py --lib LIB ARGS`
+# with the environment assignment ENV (e.g. X=1 for none), JSON and log in $OUT/g_NAME.json /
+# .log (NAME as SIDE_RUN, for benchmarks/ab/attn_ab_table.py); prints its exit status.
+attn_side() {
+  local name=$1 lib=$2 envv=$3
+  shift 3
+  env $envv LD_LIBRARY_PATH="$(dirname "$lib")" timeout -k 5 100 python3 benchmarks/attention.py \
+    --lib "$lib" "$@" --json "$OUT/g_$name.json" > "$OUT/g_$name.log" 2>&1
+  echo "$name rc $? (${SECONDS} s)"
+}
