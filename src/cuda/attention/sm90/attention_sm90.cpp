@@ -24,6 +24,7 @@
 
 #include "core/backend.h"
 #include "cuda/attention/sm90/launch.h"
+#include "cuda/attention/sm90/tile_pairs.h"
 #include "cuda/attention/common/logits.h"
 #include "cuda/attention/common/strides.h"
 #include "cuda/common/check.h"
@@ -402,12 +403,7 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
         (a.block_m == kBlockM || a.num_m_blocks % 2 == 0) && p.seqlen_q <= p.seqlen_k &&
         !p.varlen &&
         !attention_uses_kvcache(p) && a.num_m_blocks > 1 && bh * per_bh >= sms) {
-      a.pairs = 1;
-      a.section_heads = 0;
-      a.pairs_per_bh = int32_t(per_bh);
-      a.num_pairs = bh * per_bh;
-      a.grid = int32_t(sms);
-      a.total_tiles = 2 * ((a.num_pairs + a.grid - 1) / a.grid) * a.grid;
+      set_pairs(a, sms);  // tile_pairs.h
     }
   }
   set_index_divisors(a);

@@ -1,0 +1,147 @@
+// The Hopper attention kernel's work-tile numbering (tile_scheduler.cuh), run on the host: the
+// scheduler's index arithmetic is plain C++ under CUDA's __device__ annotations (ignored by the
+// host compiler here), and AttnArgs' divisors are CUTLASS's host-and-device FastDivmod. For
+// every order the kernel takes (query tiles of a head together; longest first over all heads;
+// longest first in head sections of any width; causal tiles in pairs, tile_pairs.h) and both
+// index paths (multiply-high divisors, 64-bit divisions), over many shapes and grids: each
+// (batch, head, query tile) comes exactly once, every other position is an empty tile, the KV
+// head is head / group, and under the pairs the two positions a CTA takes one wave apart hold
+// query tiles i and num_m_blocks - 1 - i of one head. Needs no GPU (built where the sm90
+// kernels are: CUTLASS headers present).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <device_launch_parameters.h>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+// tile_scheduler.cuh calls min / max unqualified (CUDA's device overloads in the kernel build).
+using std::max;
+using std::min;
+
+#include "cuda/attention/sm90/tile_pairs.h"
+#include "cuda/attention/sm90/tile_scheduler.cuh"
+
+namespace {
+
+using flashkit::cuda::sm90_attention::AttnArgs;
+using flashkit::cuda::sm90_attention::set_index_divisors;
+using flashkit::cuda::sm90_attention::set_pairs;
+using flashkit::cuda::sm90_attention::TileScheduler;
+using flashkit::cuda::sm90_attention::WorkTile;
+
+enum class Order { kHeadsTogether, kLongestFirst, kSections, kPairs };
+
+struct Shape {
+  int32_t batch, nheads, group, num_m_blocks, grid;
+};
+
+// AttnArgs as attention_sm90.cpp builds them for a batched causal call of this shape (the
+// order and its members set directly; sections of `section_heads` heads).
+AttnArgs args_for(const Shape& s, Order order, int32_t block_m, int32_t section_heads, bool index64) {
+  AttnArgs a;
+  a.batch = s.batch;
+  a.nheads = s.nheads;
+  a.nheads_k = s.nheads / s.group;
+  a.group = s.group;
+  a.num_m_blocks = s.num_m_blocks;
+  a.seqlen_q = s.num_m_blocks * block_m - block_m / 3;  // a partial last tile
+  a.seqlen_k = a.seqlen_q + 5;
+  a.window_right = 0;  // causal
+  a.block_m = block_m;
+  a.total_tiles = int64_t(s.num_m_blocks) * s.nheads * s.batch;
+  a.longest_first = order == Order::kHeadsTogether ? 0 : 1;
+  a.grid = int32_t(std::min<int64_t>(a.total_tiles, s.grid));
+  if (order == Order::kSections) a.section_heads = section_heads;
+  if (order == Order::kPairs) set_pairs(a, s.grid);
+  set_index_divisors(a);
+  if (index64) a.index32 = 0;
+  return a;
+}
+
+std::string describe(const Shape& s, Order order, int32_t block_m, int32_t sec, bool index64) {
+  std::ostringstream o;
+  o << "batch " << s.batch << " heads " << s.nheads << " group " << s.group << " tiles "
+    << s.num_m_blocks << " (" << block_m << " rows) grid " << s.grid << " order " << int(order)
+    << " section_heads " << sec << (index64 ? " index64" : " index32");
+  return o.str();
+}
+
+template <int kBlockM>
+void check(const Shape& s, Order order, int32_t sec, bool index64) {
+  INFO(describe(s, order, kBlockM, sec, index64));
+  const AttnArgs a = args_for(s, order, kBlockM, sec, index64);
+  REQUIRE(a.index32 == (index64 ? 0 : 1));
+  const TileScheduler<128, false, kBlockM> sched(a);
+  std::set<std::tuple<int, int, int>> seen;
+  std::vector<WorkTile> at(size_t(a.total_tiles));
+  int64_t bad_hk = 0, bad_empty = 0, repeated = 0;
+  for (int64_t t = 0; t < a.total_tiles; ++t) {
+    const WorkTile w = sched.tile(t);
+    at[size_t(t)] = w;
+    if (w.empty) {
+      // Only pair holes are empty here (every query tile of a batched call holds rows).
+      bad_empty += order == Order::kPairs && w.m_block == a.num_m_blocks ? 0 : 1;
+      continue;
+    }
+    bad_hk += w.hk == w.h / s.group ? 0 : 1;
+    if (w.b < 0 || w.b >= s.batch || w.h < 0 || w.h >= s.nheads || w.m_block < 0 ||
+        w.m_block >= s.num_m_blocks || !seen.insert({w.b, w.h, w.m_block}).second)
+      ++repeated;
+  }
+  CHECK(bad_hk == 0);
+  CHECK(bad_empty == 0);
+  CHECK(repeated == 0);
+  CHECK(int64_t(seen.size()) == int64_t(s.batch) * s.nheads * s.num_m_blocks);
+  if (order == Order::kPairs) {
+    int64_t unequal = 0;
+    for (int64_t t = 0; t < a.total_tiles; ++t) {
+      const int64_t wave = t / a.grid;
+      if (wave & 1) continue;
+      const WorkTile& lo = at[size_t(t + a.grid)];  // the same CTA, one wave later
+      const WorkTile& hi = at[size_t(t)];
+      if (hi.empty) continue;  // a hole pair: both empty (checked above through the counts)
+      const bool partner_hole = lo.empty && hi.m_block == s.num_m_blocks / 2 && s.num_m_blocks % 2;
+      if (!partner_hole && (lo.b != hi.b || lo.h != hi.h || lo.m_block != s.num_m_blocks - 1 - hi.m_block ||
+                            hi.m_block < lo.m_block))
+        ++unequal;
+    }
+    CHECK(unequal == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sm90 tile numbering: every query tile exactly once, in every order (host)", "[sm90host]") {
+  std::vector<Shape> shapes;
+  for (int32_t batch : {1, 2, 3})
+    for (int32_t nheads : {1, 4, 6, 35})
+      for (int32_t group : {1, 2, 3})
+        for (int32_t n : {1, 2, 3, 4, 7, 8, 11, 16})
+          for (int32_t grid : {1, 5, 132, 133}) {
+            if (nheads % group) continue;
+            shapes.push_back({batch, nheads, group, n, grid});
+          }
+  int64_t checked = 0;
+  for (const Shape& s : shapes)
+    for (bool index64 : {false, true}) {
+      const int32_t bh = s.batch * s.nheads;
+      check<128>(s, Order::kHeadsTogether, 0, index64);
+      check<128>(s, Order::kLongestFirst, 0, index64);
+      check<192>(s, Order::kLongestFirst, 0, index64);
+      for (int32_t sec : {1, 2, 3, bh - 1, bh}) {
+        if (sec < 1 || sec > bh) continue;
+        check<128>(s, Order::kSections, sec, index64);
+      }
+      // The host takes the pairs only with more than one tile and a wave of pairs or more; the
+      // numbering is checked on every shape.
+      check<128>(s, Order::kPairs, 0, index64);
+      check<192>(s, Order::kPairs, 0, index64);
+      checked += 1;
+    }
+  CHECK(checked == int64_t(shapes.size()) * 2);
+}
