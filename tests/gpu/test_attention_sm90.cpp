@@ -191,7 +191,7 @@ TEST_CASE("sm90 attention: softcap from nearly flat to far past the exponent ran
   const Shape shapes[] = {
       {2, 300, 517, 4, 2, 64, DT::BF16, true, -1, -1, 30.0, dflt},
       {1, 800, 2100, 4, 4, 64, DT::F16, true, -1, -1, 500.0, 3.0},    // 192-row tiles
-      {1, 700, 900, 6, 2, 64, DT::BF16, false, -1, -1, 0.5, dflt},    // unmasked, 192-key tiles
+      {1, 700, 900, 6, 2, 64, DT::BF16, false, -1, -1, 0.5, dflt},    // unmasked: 192-row tiles
       {2, 257, 190, 6, 3, 72, DT::F16, true, -1, -1, 1.0, dflt},      // rows without keys
       {2, 190, 333, 4, 4, 96, DT::BF16, false, 40, 7, 20.0, 1.5},
       {1, 1030, 1030, 4, 1, 128, DT::BF16, true, -1, -1, 50.0, 1.5},
@@ -328,8 +328,9 @@ TEST_CASE("sm90 attention: head_dim 64 on three consumer warpgroups (192-row til
   if (!have_sm90()) return;
   // head_dim <= 64 with more than 128 query rows runs 192-row tiles (three consumer warpgroups,
   // 128-key tiles) unless it is masked over fewer than 2048 keys (causal: seqlen_k; a window:
-  // its span, left + right + 1; 4096 before session 22) or, batched without a left window,
-  // fewer than 1152 (session 53), without head sections: query rows
+  // its span, left + right + 1; 4096 before session 22; since session 53 1152 for batched
+  // causal calls with seqlen_q <= seqlen_k and a wave of 192-row tiles), without head
+  // sections: query rows
   // ending in each of the three warpgroups' rows (193, 300, 383), causal with seqlen_q >
   // seqlen_k and < seqlen_k, a window, softcap, GQA/MQA, a padded head_dim, more tiles than
   // SMs, varlen with empty sequences.
@@ -342,12 +343,17 @@ TEST_CASE("sm90 attention: head_dim 64 on three consumer warpgroups (192-row til
   Case d2 = sm90_case(2, 385, 2100, 16, 4, 64, DT::BF16);  // causal over 2048-4095 keys, GQA
   d2.pr.causal = true;
   run_case(sm90(), d2, 7188);
-  Case d3 = sm90_case(2, 1200, 1200, 6, 2, 64, DT::F16);  // causal over 1152-2047 keys: 7 tiles
+  // Causal over 1152-2047 keys with a wave of 192-row tiles (7 a head, 154 tiles): 192 rows;
+  // the same with fewer heads (28 tiles) and a right-only window keep 128 rows.
+  Case d3 = sm90_case(2, 1200, 1200, 11, 1, 64, DT::F16);
   d3.pr.causal = true;
   run_case(sm90(), d3, 7189);
-  Case d4 = sm90_case(1, 700, 1160, 4, 4, 64, DT::BF16);  // right-only window, 1152-2047 keys
-  d4.pr.wr = 30;
+  Case d4 = sm90_case(1, 700, 1160, 4, 4, 64, DT::BF16);
+  d4.pr.causal = true;
   run_case(sm90(), d4, 7190);
+  Case d5 = sm90_case(1, 700, 1160, 4, 4, 64, DT::BF16);
+  d5.pr.wr = 30;
+  run_case(sm90(), d5, 7191);
   Case e = sm90_case(1, 383, 4200, 2, 2, 56, DT::BF16);  // 56 -> 64
   e.pr.wl = 4000;  // a window spanning >= 4096 keys
   e.pr.wr = 150;
@@ -419,7 +425,7 @@ TEST_CASE("sm90 attention: causal tiles in pairs of equal work", "[gpu][attentio
     DT dt;
   };
   const Shape shapes[] = {
-      {1, 1100, 1300, 28, 4, 64, DT::BF16},   // 9 tiles: 5 pairs a head, 140 pairs
+      {1, 1100, 1100, 32, 4, 64, DT::BF16},   // 9 tiles: 5 pairs a head, 160 pairs
       {1, 1024, 1024, 34, 34, 128, DT::F16},  // 8 tiles: 136 pairs
       {2, 1000, 700, 40, 8, 96, DT::BF16},    // rows 0-299 see no key: not paired
       {1, 1300, 1300, 24, 8, 192, DT::F16},   // 11 tiles: 6 pairs a head, 144 pairs

@@ -104,10 +104,14 @@ void check(const Shape& s, Order order, int32_t sec, bool index64) {
       if (wave & 1) continue;
       const WorkTile& lo = at[size_t(t + a.grid)];  // the same CTA, one wave later
       const WorkTile& hi = at[size_t(t)];
-      if (hi.empty) continue;  // a hole pair: both empty (checked above through the counts)
-      const bool partner_hole = lo.empty && hi.m_block == s.num_m_blocks / 2 && s.num_m_blocks % 2;
-      if (!partner_hole && (lo.b != hi.b || lo.h != hi.h || lo.m_block != s.num_m_blocks - 1 - hi.m_block ||
-                            hi.m_block < lo.m_block))
+      if (hi.empty) {  // a pair past the last: its second position is empty too
+        unequal += lo.empty ? 0 : 1;
+        continue;
+      }
+      // An odd count's middle tile comes first, its partner a hole.
+      const bool partner_hole = lo.empty && s.num_m_blocks % 2 == 1 && hi.m_block == s.num_m_blocks / 2;
+      if (!partner_hole && (lo.empty || lo.b != hi.b || lo.h != hi.h ||
+                            lo.m_block != s.num_m_blocks - 1 - hi.m_block || hi.m_block < lo.m_block))
         ++unequal;
     }
     CHECK(unequal == 0);
@@ -126,7 +130,6 @@ TEST_CASE("sm90 tile numbering: every query tile exactly once, in every order (h
             if (nheads % group) continue;
             shapes.push_back({batch, nheads, group, n, grid});
           }
-  int64_t checked = 0;
   for (const Shape& s : shapes)
     for (bool index64 : {false, true}) {
       const int32_t bh = s.batch * s.nheads;
@@ -141,7 +144,5 @@ TEST_CASE("sm90 tile numbering: every query tile exactly once, in every order (h
       // numbering is checked on every shape.
       check<128>(s, Order::kPairs, 0, index64);
       check<192>(s, Order::kPairs, 0, index64);
-      checked += 1;
     }
-  CHECK(checked == int64_t(shapes.size()) * 2);
 }

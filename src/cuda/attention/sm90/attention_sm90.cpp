@@ -321,18 +321,23 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // kMaskedRows192Keys keys on and keep 128-row tiles below. A sliding window counts by its
   // span (left + right + 1 keys, the keys a row sees), not by seqlen_k (windows not timed). Not
   // where one 128-row tile holds every query (decode, split-KV's inner calls), nor over KV
-  // caches. Batched calls without a left window (causal, right-only windows) take them from
-  // kCausalRows192Keys keys since causal tiles run in pairs (H100, session 53, RESULTS
-  // "head_dim 64 causal on 192-row tiles from 1152 keys": 192 / 128 rows 1.095 / 1.023 /
-  // 1.148 / 1.080 at 1152 / 1280 / 1536 / 1792 keys, 0.959 / 0.937 at 1024 / 512); varlen
-  // calls and left windows keep kMaskedRows192Keys (not measured with the pairs).
+  // caches. Batched causal calls with seqlen_q <= seqlen_k and at least a wave of 192-row
+  // tiles take them from kCausalRows192Keys keys (H100, session 53, with causal tiles in pairs,
+  // RESULTS "head_dim 64 causal on 192-row tiles from 1152 keys": 192 / 128 rows 1.095 / 1.023
+  // / 1.148 / 1.080 at 1152 / 1280 / 1536 / 1792 keys, 0.959 / 0.937 at 1024 / 512; 32 heads,
+  // batch x seqlen 16384, seqlen_q = seqlen_k); other masked calls (windows, more queries than
+  // keys, varlen, less than a wave) keep kMaskedRows192Keys, as measured before the pairs.
   constexpr int64_t kMaskedRows192Keys = 2048;
   constexpr int64_t kCausalRows192Keys = 1152;
   const bool masked_call = a.window_left >= 0 || a.window_right >= 0;
   int64_t span = p.seqlen_k;
   if (a.window_left >= 0 && a.window_right >= 0)
     span = std::min<int64_t>(span, int64_t(a.window_left) + a.window_right + 1);
-  const int64_t rows192_keys = a.window_left < 0 && !p.varlen ? kCausalRows192Keys : kMaskedRows192Keys;
+  const int64_t sm_count = ctx.caps->sm_count > 0 ? ctx.caps->sm_count : 1;
+  const bool causal_wave192 = a.window_left < 0 && a.window_right == 0 && !p.varlen &&
+                              p.seqlen_q <= p.seqlen_k &&
+                              (int64_t(p.seqlen_q) + kBlockM3 - 1) / kBlockM3 * p.batch * p.nheads >= sm_count;
+  const int64_t rows192_keys = causal_wave192 ? kCausalRows192Keys : kMaskedRows192Keys;
   if (padded_head_dim(p.head_dim) == 64 && !attention_uses_kvcache(p) && p.seqlen_q > kBlockM &&
       flags().wg3 != 0 && (flags().wg3 == 2 || !masked_call || span >= rows192_keys))
     a.block_m = kBlockM3;
