@@ -5,7 +5,8 @@ issue's varlen row (benchmarks/attention.py: 7 sequences of 3000 / 1500 / 4096 /
 calls number ceil(max seqlen / 128) = 35 positions per (sequence, head), longest first in head
 sections (10 heads of ~2.3 MB K / V each on a 50 MB L2; attention_sm90.cpp), so 1,840 of 3,920
 positions are empty tiles; pairs (tile_scheduler.cuh) do not apply to varlen. Compared: that
-order, longest first without sections, and a compact sequence-aware pair list (query tile i with
+order, longest first without sections, the batched pair numbering padded to the longest
+sequence (holes past a sequence's own pairs; no host list), and a compact sequence-aware pair list (query tile i with
 n_s - 1 - i of each (sequence, head), n_s the sequence's own tile count; no empty pairs), which
 the host could build at dispatch since it reads cu_seqlens back for its check.
 
@@ -49,9 +50,28 @@ def main():
             order[(2 * wave + 1) * GRID + c] = None if i == n - 1 - i else (s, h, i)
         return order
 
+    def pairs_padded():
+        # The batched numbering with ceil(nmax / 2) pairs a (sequence, head) and each sequence's
+        # own tile count (no host list): pairs past a sequence's own become holes.
+        per = (nmax + 1) // 2
+        num = len(bhs) * per
+        order = []
+        for t in range(2 * math.ceil(num / GRID) * GRID):
+            wave, c = divmod(t, GRID)
+            pair = (wave >> 1) * GRID + c
+            bh = pair // per
+            if pair >= num or (pair + bh) % per >= (math.ceil(LENS[bhs[bh][0]] / BM) + 1) // 2:
+                order.append(None)
+                continue
+            s, h = bhs[bh]
+            n, i = math.ceil(LENS[s] / BM), (pair + bh) % per
+            order.append(None if wave & 1 and i == n - 1 - i else (s, h, i if wave & 1 else n - 1 - i))
+        return order
+
     ideal = sum(work(LENS[s], m) for (s, h) in bhs for m in range(nmax)) / GRID
     for name, order in (("longest first, sections of 10 (today)", longest_first(SECTION)),
                         ("longest first, no sections", longest_first(len(bhs))),
+                        ("pairs padded to the longest sequence", pairs_padded()),
                         ("sequence-aware pairs", pairs())):
         per_cta = [0.0] * GRID
         empty = 0
