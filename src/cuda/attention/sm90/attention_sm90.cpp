@@ -333,10 +333,10 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   int64_t span = p.seqlen_k;
   if (a.window_left >= 0 && a.window_right >= 0)
     span = std::min<int64_t>(span, int64_t(a.window_left) + a.window_right + 1);
-  const int64_t sm_count = ctx.caps->sm_count > 0 ? ctx.caps->sm_count : 1;
+  const int64_t sms = ctx.caps->sm_count > 0 ? ctx.caps->sm_count : 1;
   const bool causal_wave192 = a.window_left < 0 && a.window_right == 0 && !p.varlen &&
                               p.seqlen_q <= p.seqlen_k &&
-                              (int64_t(p.seqlen_q) + kBlockM3 - 1) / kBlockM3 * p.batch * p.nheads >= sm_count;
+                              (int64_t(p.seqlen_q) + kBlockM3 - 1) / kBlockM3 * p.batch * p.nheads >= sms;
   const int64_t rows192_keys = causal_wave192 ? kCausalRows192Keys : kMaskedRows192Keys;
   if (padded_head_dim(p.head_dim) == 64 && !attention_uses_kvcache(p) && p.seqlen_q > kBlockM &&
       flags().wg3 != 0 && (flags().wg3 == 2 || !masked_call || span >= rows192_keys))
@@ -344,7 +344,6 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   a.num_m_blocks = int32_t((p.seqlen_q + a.block_m - 1) / a.block_m);
   a.total_tiles = int64_t(a.num_m_blocks) * p.nheads * p.batch;
   a.longest_first = (a.window_left >= 0 || a.window_right >= 0) ? 1 : 0;
-  const int64_t sms = ctx.caps->sm_count > 0 ? ctx.caps->sm_count : 1;
   a.grid = int32_t(std::min<int64_t>(a.total_tiles, sms));
   // Varlen few-row tiles in a single wave (split-KV decode's inner call: a GQA group of rows
   // per tile, one CTA per SM) run the plain S / softmax / P V order: measured on the H200
@@ -393,10 +392,11 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // device memory, DRAM at 60% of peak and the clock 6% below cuDNN's). Batched calls without a
   // left window only (varlen tiles past a shorter sequence's end would leave pairs unequal;
   // KV caches keep their order), on 128-row tiles or an even count of 192-row tiles (head_dim
-  // 64 over >= 2048 keys, batched causal calls since session 53 over >= 1152: the grid's odd counts there, 11 at 2048 keys and 43 at 8192, left the
-  // busiest CTA 14% / 6% above the mean in a simulation of the grid, where 128-row tiles stay
-  // within 1.031-1.038 of it, the even 192-row counts 1.031-1.055, and longest first within
-  // 1.031-1.127; benchmarks/ab/s52_pairs_sim.py), with seqlen_q <= seqlen_k (more
+  // 64 over >= 2048 keys, batched causal calls since session 53 over >= 1152: the grid's odd
+  // counts there, 11 at 2048 keys and 43 at 8192, left the busiest CTA 14% / 6% above the mean
+  // in a simulation of the grid, where 128-row tiles stay within 1.031-1.038 of it, the even
+  // 192-row counts 1.031-1.055, and longest first within 1.031-1.127;
+  // benchmarks/ab/s52_pairs_sim.py), with seqlen_q <= seqlen_k (more
   // queries than keys leave the first tiles without keys, so tile i and n - 1 - i no longer add
   // up to one amount: a review's model put the busiest CTA at 1.25-1.45x the mean there against
   // 1.12-1.21x longest first), and only with at least one wave of pairs (fewer would run on
