@@ -57,9 +57,12 @@ class Flashkit(fkbench.Flashkit):
         p.softcap = self.softcap
         return p
 
-    def prepare(self, q, k, v, out, lse, causal, cu_q=None, cu_k=None, window=None):
-        """Returns a zero-argument callable that runs the forward on the current stream."""
+    def prepare(self, q, k, v, out, lse, causal, cu_q=None, cu_k=None, window=None, max_seqlen=0):
+        """Returns a zero-argument callable that runs the forward on the current stream
+        (max_seqlen > 0: given as max_seqlen_q / max_seqlen_k, so a varlen call reads nothing
+        back)."""
         p = self.params(causal, window)
+        p.max_seqlen_q = p.max_seqlen_k = max_seqlen
         name = ctypes.c_char_p()
         args_io = [self.dl(t) for t in (q, k, v, cu_q, cu_k, out, lse)]
         self.check(self.lib.fk_attention_select_kernel(self.ctx, ctypes.byref(p), *args_io,
@@ -141,6 +144,12 @@ def main():
     ap.add_argument("--no-extra", action="store_true", help="skip the varlen and GQA rows")
     ap.add_argument("--only-decode", action="store_true",
                     help="only the decode rows (no grid, no GQA or varlen rows)")
+    ap.add_argument("--only-varlen", action="store_true",
+                    help="only the varlen rows (no grid, no GQA or decode rows)")
+    ap.add_argument("--varlen-lens", default="3000,1500,4096,512,2048,777,4453",
+                    help="the varlen rows' sequence lengths (tokens)")
+    ap.add_argument("--varlen-heads", default="16,128", metavar="NHEADS,HEAD_DIM",
+                    help="the varlen rows' heads and head_dim")
     ap.add_argument("--only-kvcache", action="store_true",
                     help="only the KV-cache decode rows (paged and contiguous caches)")
     ap.add_argument("--json", default=None)
@@ -291,6 +300,8 @@ def main():
                 kv_cell(B, S, 32, 8, 128, page)
         args.head_dims = ""
         args.no_extra = True
+    if args.only_varlen:
+        args.head_dims = ""
     for D in ([] if args.only_decode or not args.head_dims else [int(x) for x in args.head_dims.split(",")]):
         H = args.hidden // D
         for S in [int(x) for x in args.seqlens.split(",")]:
@@ -298,11 +309,11 @@ def main():
             for causal in [int(x) for x in args.causal.split(",")]:
                 cell(B, S, H, H, D, bool(causal))
 
-    if not args.no_extra and not args.only_decode:
+    if not args.no_extra and not args.only_decode and not args.only_varlen:
         # GQA: 16 query heads on 2 KV heads (group 8), head_dim 128.
         cell(4, 4096, 16, 2, 128, True, label="gqa")
         cell(4, 4096, 16, 2, 128, False, label="gqa")
-    if not args.no_extra or args.only_decode:
+    if (not args.no_extra and not args.only_varlen) or args.only_decode:
         # Decode: one query per sequence against a long KV cache, GQA 32 query heads on 8 KV
         # heads (group 4), head_dim 128. Non-causal: with one query, flashkit's bottom-right
         # causal mask sees every key anyway, and torch's is_causal is top-left aligned.
@@ -316,9 +327,9 @@ def main():
         # Varlen: 16k tokens in sequences of mixed lengths, head_dim 128, causal. flashkit only
         # (torch SDPA has no varlen entry); the call includes flashkit's cu_seqlens check, which
         # reads them back and so synchronises the stream.
-        lens = [3000, 1500, 4096, 512, 2048, 777, 4453]
+        lens = [int(x) for x in args.varlen_lens.split(",")]
         tot = sum(lens)
-        H, D = 16, 128
+        H, D = (int(x) for x in args.varlen_heads.split(","))
         cu = torch.tensor([0] + list(itertools.accumulate(lens)), dtype=torch.int32, device=dev)
         q = torch.randn(tot, H, D, device=dev, dtype=dt)
         k = torch.randn(tot, H, D, device=dev, dtype=dt)
@@ -348,6 +359,16 @@ def main():
                      flash_tflops=(flops / fms_total / 1e9) if fms_total else None, cudnn_tflops=None,
                      ratio_flash=None, ratio_cudnn=None, max_diff_vs_flash=diff,
                      note="varlen; flash = per-sequence calls summed")
+            if r["flash_tflops"]:
+                r["ratio_flash"] = r["flashkit_tflops"] / r["flash_tflops"]
+            rows.append(r)
+            report(r)
+            # The same call with max_seqlen_q / max_seqlen_k given: nothing is read back, so
+            # this times the kernel without the check's copy and stream wait.
+            run = fk.prepare(q, k, v, out, lse, causal, cu, cu, max_seqlen=max(lens))
+            ms = time_ms(run, args.warmup, args.reps)
+            r = dict(r, flashkit_ms=ms, flashkit_tflops=flops / ms / 1e9, label="varlen_max",
+                     note="varlen, max_seqlen given; flash = per-sequence calls summed")
             if r["flash_tflops"]:
                 r["ratio_flash"] = r["flashkit_tflops"] / r["flash_tflops"]
             rows.append(r)
