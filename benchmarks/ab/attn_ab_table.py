@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-cell medians of an attention A/B call: reads DIR/g_<side>_<n>.json (benchmarks/attention.py
 --json, one file per process; the sides as benchmarks/ab/stage.sh's attn_ab names them) and prints,
-per (head_dim, seqlen, causal), each side's median flashkit TFLOP/s with its runs, the ratio of
+per (head_dim, seqlen, causal) (and label and batch for the extra rows), each side's median flashkit TFLOP/s with its runs, the ratio of
 every other side to A, and the ratio of each side to torch's FlashAttention-2 and cuDNN backends
 (their medians over all processes of the call).
 
@@ -22,6 +22,8 @@ def main(out):
             sides.append(side)
         for r in json.load(open(f))["rows"]:
             k = (r["head_dim"], r["seqlen"], int(r["causal"]))
+            if r.get("label"):  # the extra rows (gqa, varlen, varlen_max, decode) apart
+                k = k + (r["label"], r.get("batch", 0))
             tab.setdefault(k, {}).setdefault(side, []).append(r)
     if not tab:
         print(f"no g_*_*.json in {out}")
