@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
-# Session 54: the merged form of varlen pairs per sequence (sequence order, from 6 query tiles)
-# on its own build. Carry [".device/lib", ".device/bin"].
+# Session 54: the merged form of varlen pairs per sequence (sequence order, from 6 query tiles,
+# tiles spread where the real pairs are fewer than the CTAs) on its own build. Carry
+# [".device/lib", ".device/bin", ".device-b"] (.device-b/lib.so.xz: main 9f3ce48's library, =
+# 87308bc's kernels). ptxas gives the branch's head_dim 128 176-key kernel 8 more bytes of
+# spill (120 against 112; every other head_dim 64 / 128 kernel the same), so that kernel's
+# cells (unmasked from 2k keys, causal from 8k) are timed against main's library. Carry [".device/lib", ".device/bin"].
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
-dev_stage
+ab_stage
 bin=.device/bin/flashkit_tests_gpu
 GPU_CASE_LIMIT=120 gpu_case $bin "sm90 attention: varlen causal tiles in pairs per sequence"
 FLASHKIT_SM90_ATTENTION_INDEX64=1 GPU_CASE_LIMIT=120 gpu_case $bin "sm90 attention: varlen causal tiles in pairs per sequence" "index64: pairs per sequence"
 sanitize_case $bin memcheck "sm90 attention: varlen causal pairs, small"
 sanitize_case $bin racecheck "sm90 attention: varlen causal pairs, small"
 GPU_CASE_LIMIT=200 gpu_case $bin "[attention][sm90]"
+unset AB_LIB_A
+attn_ab "A B B A" --head-dims 128 --seqlens 2048,8192,16384 --causal 0,1 --no-extra --no-anchors --reps 20
+mkdir -p "$OUT/grid" && mv "$OUT"/g_* "$OUT/grid/"
+# Pairs (B) against main's order (A: PAIRS=0): the issue's row, and 127 sequences of 96-400
+# tokens with one of 800 (the bound's unmeasured side: one sequence of 7 tiles).
+export AB_LIB_A=.device/lib/libflashkit.so AB_ENV_A=FLASHKIT_SM90_ATTENTION_PAIRS=0 AB_ENV_B=X=1
+short1=$(python3 -c "print(','.join(str(96 + (i * 131) % 305) for i in range(127)) + ',800')")
+n=0
+for spec in "--varlen-heads 16,128" "--varlen-lens $short1 --varlen-heads 16,128"; do
+  n=$((n + 1))
+  attn_ab "A B B A" --only-varlen --reps 20 $spec 2>&1 | grep -v ', 0, '
+  mkdir -p "$OUT/v$n" && mv "$OUT"/g_* "$OUT/v$n/"
+done
 echo "== done (${SECONDS} s)"
