@@ -8,6 +8,10 @@
 #   1. [attention][sm90] under TMA_STORE=2, memcheck and racecheck on [sm90][sanitize] under it.
 #   2. head_dim 128, 512-2048 keys, causal and not: default (A) against TMA_STORE=2 (B) and
 #      the V-stage copy-engine stores (C: TMA_STORE=1), one library, A B C C B A, anchors.
+#      Reading it (a review's notes): the causal cells are the clean A/B of the store (the
+#      same 128-key two-stage kernel on both sides); unmasked 512 / 1024 keys also trade the
+#      default's three K/V stages (+5.4% at 512, session 34) for two; unmasked 2048 keys is
+#      not `narrow`, so B runs the 176-key V-stage path there, as C does.
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
