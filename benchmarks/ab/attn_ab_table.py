@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Per-cell medians of an attention A/B call: reads DIR/g_<side>_<n>.json (benchmarks/attention.py
 --json, one file per process; the sides as benchmarks/ab/stage.sh's attn_ab names them) and prints,
-per (head_dim, seqlen, causal) (and label and batch for the extra rows), each side's median flashkit TFLOP/s with its runs, the ratio of
-every other side to A, and the ratio of each side to torch's FlashAttention-2 and cuDNN backends
-(their medians over all processes of the call).
+per (head_dim, seqlen, causal) (and label and batch for the extra rows), each side's median
+flashkit TFLOP/s with its runs, the ratio of every other side to A, and the ratio of each side
+to torch's FlashAttention-2 and cuDNN backends (their medians over all processes of the call).
 
     python3 benchmarks/ab/attn_ab_table.py $OUT
 """

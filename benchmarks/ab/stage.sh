@@ -170,15 +170,14 @@ attn_ab() {
     lib=.device/lib/libflashkit.so
     [ "$side" = A ] && lib=${AB_LIB_A:-.device-b/lib/libflashkit.so}
     envv=AB_ENV_$side
-    env ${!envv:-} LD_LIBRARY_PATH="$(dirname "$lib")" timeout -k 5 100 python3 benchmarks/attention.py \
-      --lib "$lib" "$@" --json "$OUT/g_${side}_$n.json" > "$OUT/g_${side}_$n.log" 2>&1
-    echo "run $n $side rc $? (${SECONDS} s)"
+    attn_side "${side}_$n" "$lib" "${!envv:-}" "$@"
   done
   python3 benchmarks/ab/attn_ab_table.py "$OUT"
 }
 # attn_side NAME LIB ENV ARGS...: one process of `python3 benchmarks/attention.py --lib LIB ARGS`
-# with the environment assignment ENV (e.g. X=1 for none), JSON and log in $OUT/g_NAME.json /
-# .log (NAME as SIDE_RUN, for benchmarks/ab/attn_ab_table.py); prints its exit status.
+# with the environment assignments ENV (empty or X=1 for none), JSON and log in
+# $OUT/g_NAME.json / .log (NAME as SIDE_RUN, for benchmarks/ab/attn_ab_table.py); prints its
+# exit status. attn_ab runs one per side.
 attn_side() {
   local name=$1 lib=$2 envv=$3
   shift 3

@@ -330,10 +330,9 @@ TEST_CASE("sm90 attention: head_dim 64 on three consumer warpgroups (192-row til
   // 128-key tiles) unless it is masked over fewer than 2048 keys (causal: seqlen_k; a window:
   // its span, left + right + 1; 4096 before session 22; since session 53 1152 for batched
   // causal calls with seqlen_q <= seqlen_k and a wave of 192-row tiles), without head
-  // sections: query rows
-  // ending in each of the three warpgroups' rows (193, 300, 383), causal with seqlen_q >
-  // seqlen_k and < seqlen_k, a window, softcap, GQA/MQA, a padded head_dim, more tiles than
-  // SMs, varlen with empty sequences.
+  // sections: query rows ending in each of the three warpgroups' rows (193, 300, 383), causal
+  // with seqlen_q > seqlen_k and < seqlen_k, a window, softcap, GQA/MQA, a padded head_dim,
+  // more tiles than SMs, varlen with empty sequences.
   Case c = sm90_case(2, 193, 250, 4, 2, 64, DT::BF16);
   c.pr.softcap = 25;
   run_case(sm90(), c, 7180);
