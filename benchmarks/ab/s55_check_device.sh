@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Prepared in session 55 (no device lent that session), first call of the next session with a
+# GPU. Library: branch next55 = main + benchmarks/ab/seqpairs54.patch + ostage54.patch
+# (`git worktree add ../s55 -b next55 main; git am -3` both; scripts/gpu-check.sh
+# --build-only there, its .device copied here). Correctness of both changes on one build:
+#   1. varlen causal pairs per sequence (default on; FLASHKIT_SM90_ATTENTION_PAIRS=0 is main's
+#      order): its case with 32- and 64-bit tile indices, memcheck / racecheck on its small case;
+#   2. every sm90 attention case, default, then under FLASHKIT_SM90_ATTENTION_TMA_STORE=2 (the
+#      output staged in a buffer of its own, copy waited a tile later), and the sanitizers on
+#      [sm90][sanitize] under it.
+# Carry [".device/lib", ".device/bin"]. Expected ~400-500 s; each step is time-limited.
+set -u
+cd "$(dirname "$0")/../.."
+. benchmarks/ab/stage.sh
+dev_stage
+bin=.device/bin/flashkit_tests_gpu
+pc="sm90 attention: varlen causal tiles in pairs per sequence"
+GPU_CASE_LIMIT=120 gpu_case $bin "$pc"
+FLASHKIT_SM90_ATTENTION_INDEX64=1 GPU_CASE_LIMIT=120 gpu_case $bin "$pc" "index64: pairs per sequence"
+sanitize_case $bin memcheck "sm90 attention: varlen causal pairs, small"
+sanitize_case $bin racecheck "sm90 attention: varlen causal pairs, small"
+GPU_CASE_LIMIT=170 gpu_case $bin "[attention][sm90]"
+FLASHKIT_SM90_ATTENTION_TMA_STORE=2 GPU_CASE_LIMIT=170 gpu_case $bin "[attention][sm90]" "TMA_STORE=2 [attention][sm90]"
+FLASHKIT_SM90_ATTENTION_TMA_STORE=2 sanitize_case $bin memcheck "[sm90][sanitize]" "TMA_STORE=2"
+FLASHKIT_SM90_ATTENTION_TMA_STORE=2 sanitize_case $bin racecheck "[sm90][sanitize]" "TMA_STORE=2"
+echo "== done (${SECONDS} s)"
