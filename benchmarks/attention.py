@@ -78,9 +78,10 @@ class Flashkit(fkbench.Flashkit):
         run.keep = (args_io, p, launch)
         return run
 
-    def prepare_kvcache(self, q, k_cache, v_cache, cache_seqlens, block_table, out, lse):
-        """fk_attention_kvcache_forward (non-causal: one query row sees its whole cache)."""
-        p = self.params(False)
+    def prepare_kvcache(self, q, k_cache, v_cache, cache_seqlens, block_table, out, lse, causal=False):
+        """fk_attention_kvcache_forward (non-causal by default: one query row sees its whole
+        cache; causal is bottom-right aligned, for several queries per sequence)."""
+        p = self.params(causal)
         name = ctypes.c_char_p()
         args_io = [self.dl(t) for t in (q, k_cache, v_cache, cache_seqlens, block_table, out, lse)]
         self.check(self.lib.fk_attention_kvcache_select_kernel(self.ctx, ctypes.byref(p), *args_io,
@@ -152,6 +153,16 @@ def main():
                     help="the varlen rows' heads and head_dim")
     ap.add_argument("--only-kvcache", action="store_true",
                     help="only the KV-cache decode rows (paged and contiguous caches)")
+    ap.add_argument("--kv-queries", default="1", metavar="N,...",
+                    help="--only-kvcache: queries per sequence (more than 1: causal, bottom-right "
+                         "aligned, as speculative decoding runs; the anchor then runs unmasked "
+                         "and its max difference is not comparable)")
+    ap.add_argument("--kv-heads", default="32,8,128", metavar="H,HK,D",
+                    help="--only-kvcache: query heads, KV heads and head_dim")
+    ap.add_argument("--kv-shapes", default="1x32768,8x8192,64x2048", metavar="BxS,...",
+                    help="--only-kvcache: batch x cache length per cell")
+    ap.add_argument("--kv-pages", default="0,16,128,256", metavar="P,...",
+                    help="--only-kvcache: page sizes (0: contiguous cache)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--window", default=None, metavar="LEFT,RIGHT",
                     help="sliding window (window_size_left,right; -1 = unbounded, bottom-right "
@@ -250,11 +261,13 @@ def main():
         del q, k, v, out, lse
         torch.cuda.empty_cache()
 
-    def kv_cell(B, S, H, Hk, D, page):
+    def kv_cell(B, S, H, Hk, D, page, Sq=1):
         # Decode over a KV cache of S keys per sequence (all valid): paged with `page` rows per
         # page and a shuffled block_table, or contiguous with cache_seqlens (page 0). Anchors:
         # the same keys contiguous, through flashkit's batched call and torch's flash backend.
-        q = torch.randn(B, 1, H, D, device=dev, dtype=dt)
+        # Sq > 1 queries per sequence: causal (bottom-right) in flashkit's calls.
+        causal = Sq > 1
+        q = torch.randn(B, Sq, H, D, device=dev, dtype=dt)
         k = torch.randn(B, S, Hk, D, device=dev, dtype=dt)
         v = torch.randn(B, S, Hk, D, device=dev, dtype=dt)
         seqlens = torch.full((B,), S, dtype=torch.int32, device=dev)
@@ -269,23 +282,24 @@ def main():
         else:
             table, kc, vc = None, k, v
         out = torch.empty_like(q)
-        lse = torch.empty(B, H, 1, device=dev, dtype=torch.float32)
-        run = fk.prepare_kvcache(q, kc, vc, seqlens, table, out, lse)
+        lse = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
+        run = fk.prepare_kvcache(q, kc, vc, seqlens, table, out, lse, causal)
         ms = time_ms(run, args.warmup, args.reps)
         variant = fk.variant
         out2 = torch.empty_like(q)
-        ms_dense = time_ms(fk.prepare(q, k, v, out2, lse, False), args.warmup, args.reps)
-        fms, fout = anchor(SDPBackend.FLASH_ATTENTION, q, k, v, False, args.warmup, args.reps, Hk != H)
+        ms_dense = time_ms(fk.prepare(q, k, v, out2, lse, causal), args.warmup, args.reps)
+        fms, fout = (None, None) if args.no_anchors else anchor(
+            SDPBackend.FLASH_ATTENTION, q, k, v, False, args.warmup, args.reps, Hk != H)
         run()
         torch.cuda.synchronize()
-        diff = (out.float() - fout.float()).abs().max().item() if fms else float("nan")
-        nbytes = 2 * (2 * B * S * Hk * D + 2 * B * H * D)
-        r = dict(label="kvcache", batch=B, seqlen=S, nheads=H, nheads_k=Hk, head_dim=D, page=page,
+        diff = (out.float() - fout.float()).abs().max().item() if fms and not causal else float("nan")
+        nbytes = 2 * (2 * B * S * Hk * D + 2 * B * Sq * H * D)
+        r = dict(label="kvcache", batch=B, seqlen=S, seqlen_q=Sq, nheads=H, nheads_k=Hk, head_dim=D, page=page,
                  flashkit_ms=ms, gbps=nbytes / ms / 1e6, flashkit_dense_ms=ms_dense, flash_ms=fms,
                  ratio_flash=(fms / ms) if fms else None, ratio_dense=ms_dense / ms,
                  max_diff_vs_flash=diff, variant=variant)
         rows.append(r)
-        print(f"kvcache B {B:>3} S {S:>6} H {H}/{Hk} d {D} page {page:>4}: {ms * 1e3:8.1f} us "
+        print(f"kvcache B {B:>3} S {S:>6} Sq {Sq:>3} H {H}/{Hk} d {D} page {page:>4}: {ms * 1e3:8.1f} us "
               f"{r['gbps']:6.0f} GB/s ({100 * r['gbps'] / 4200:3.0f}% of 4.2 TB/s)  flashkit dense "
               f"{ms_dense * 1e3:8.1f} us  torch flash {fms * 1e3 if fms else float('nan'):8.1f} us  "
               f"x flash {r['ratio_flash'] or float('nan'):5.2f}  maxdiff {diff:.4f}  {variant}",
@@ -295,9 +309,12 @@ def main():
 
     t0 = time.time()
     if args.only_kvcache:
-        for (B, S) in [(1, 32768), (8, 8192), (64, 2048)]:
-            for page in (0, 16, 128, 256):
-                kv_cell(B, S, 32, 8, 128, page)
+        H, Hk, D = (int(x) for x in args.kv_heads.split(","))
+        for shape in args.kv_shapes.split(","):
+            B, S = (int(x) for x in shape.split("x"))
+            for Sq in (int(x) for x in args.kv_queries.split(",")):
+                for page in (int(x) for x in args.kv_pages.split(",")):
+                    kv_cell(B, S, H, Hk, D, page, Sq)
         args.head_dims = ""
         args.no_extra = True
     if args.only_varlen:

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Prepared in session 55 (no device lent), not run: packed GQA tiles over KV caches (branch
+# qpack55 = next55 + the packing, kept on main as benchmarks/ab/qpack55.patch; launch.h,
+# q_pack). Carry [".device/lib", ".device/bin"] of that branch's `scripts/gpu-check.sh
+# --build-only`. ~300 s.
+#   1. the new case ([qpack]: 2-64 queries, GQA groups 2-16, contiguous and paged, every mask),
+#      every KV-cache case (the chunked-prefill case, seqlen_q 37 at group 4, packs 2 heads a
+#      tile), every sm90 attention case (the plain kernels' sources changed only under
+#      `if constexpr` on the KV-cache instantiation: their SASS should be unchanged), and
+#      memcheck / racecheck on a small packed case;
+#   2. timing, one library: FLASHKIT_SM90_ATTENTION_QPACK=0 (A, one head a tile) against the
+#      packing (B), A B B A, benchmarks/attention.py --only-kvcache, causal (bottom-right)
+#      queries of 2-16 per sequence over contiguous and 128-key-paged caches, GQA 32/8 and 32/4
+#      at head_dim 128, 16/2 at 64. Per cell the median us of each side and B / A (time).
+set -u
+cd "$(dirname "$0")/../.."
+. benchmarks/ab/stage.sh
+dev_stage
+bin=.device/bin/flashkit_tests_gpu
+GPU_CASE_LIMIT=200 gpu_case $bin "[qpack]"
+GPU_CASE_LIMIT=200 gpu_case $bin "[kvcache]"
+GPU_CASE_LIMIT=170 gpu_case $bin "[attention][sm90]"
+sanitize_case $bin memcheck "gpu kvcache: packed GQA tiles, small"
+sanitize_case $bin racecheck "gpu kvcache: packed GQA tiles, small"
+n=0
+for side in A B B A; do
+  n=$((n + 1))
+  envv=X=1
+  [ "$side" = A ] && envv=FLASHKIT_SM90_ATTENTION_QPACK=0
+  for heads in 32,8,128 32,4,128 16,2,64; do
+    env $envv timeout -k 5 100 python3 benchmarks/attention.py --lib "$LIB" --only-kvcache \
+      --kv-heads $heads --kv-queries 2,4,8,16 --kv-pages 0,128 --kv-shapes 64x2048,8x8192 \
+      --no-anchors --reps 20 --json "$OUT/q_${side}_${n}_${heads//,/-}.json" > "$OUT/q_${side}_${n}_${heads//,/-}.log" 2>&1 \
+      || { echo "side $side run $n heads $heads failed:"; tail -5 "$OUT/q_${side}_${n}_${heads//,/-}.log"; }
+  done
+  echo "side $side run $n (${SECONDS} s)"
+done
+python3 - "$OUT" <<'PY'
+import glob, json, os, statistics, sys
+tab = {}
+for f in glob.glob(os.path.join(sys.argv[1], "q_*_*_*.json")):
+    side = os.path.basename(f).split("_")[1]
+    for r in json.load(open(f))["rows"]:
+        k = (r["nheads"], r["nheads_k"], r["head_dim"], r["batch"], r["seqlen"], r["seqlen_q"], r["page"])
+        tab.setdefault(k, {}).setdefault(side, []).append((r["flashkit_ms"] * 1e3, r["variant"]))
+print("H/Hk d B S Sq page | A us (QPACK=0) | B us (packed) | B/A time | variant")
+for k in sorted(tab):
+    a = [x for x, _ in tab[k].get("A", [])]
+    b = [x for x, _ in tab[k].get("B", [])]
+    var = (tab[k].get("B") or tab[k].get("A"))[0][1]
+    ma = statistics.median(a) if a else float("nan")
+    mb = statistics.median(b) if b else float("nan")
+    print(f"{k[0]}/{k[1]} {k[2]} {k[3]} {k[4]} {k[5]} {k[6]} | {ma:.1f} | {mb:.1f} | {mb / ma:.3f} | {var}")
+PY
+echo "== done (${SECONDS} s)"
