@@ -12,16 +12,26 @@
 #      packing (B), A B B A, benchmarks/attention.py --only-kvcache, causal (bottom-right)
 #      queries of 2-16 per sequence over contiguous and 128-key-paged caches, GQA 32/8 and 32/4
 #      at head_dim 128, 16/2 at 64. Per cell the median us of each side and B / A (time).
+# QPACK_PART=tests or time runs one part (default both); QPACK_SKIP_SM90=1 leaves out
+# [attention][sm90] (s55_check_device.sh runs it on the same build). The next session's plan:
+# build main + seqpairs54.patch + ostage54.patch + qpack55.patch (git am -3, in that order) once;
+# call 1 `bash benchmarks/ab/s55_check_device.sh; QPACK_PART=tests QPACK_SKIP_SM90=1 bash
+# benchmarks/ab/s55_qpack_device.sh` (~500 s), call 2 s55_time_device.sh, call 3
+# `QPACK_PART=time bash benchmarks/ab/s55_qpack_device.sh`.
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 dev_stage
 bin=.device/bin/flashkit_tests_gpu
-GPU_CASE_LIMIT=200 gpu_case $bin "[qpack]"
-GPU_CASE_LIMIT=200 gpu_case $bin "[kvcache]"
-GPU_CASE_LIMIT=170 gpu_case $bin "[attention][sm90]"
-sanitize_case $bin memcheck "gpu kvcache: packed GQA tiles, small"
-sanitize_case $bin racecheck "gpu kvcache: packed GQA tiles, small"
+part=${QPACK_PART:-all}
+if [ "$part" != time ]; then
+  GPU_CASE_LIMIT=150 gpu_case $bin "[qpack]"
+  GPU_CASE_LIMIT=150 gpu_case $bin "[kvcache]"
+  [ "${QPACK_SKIP_SM90:-0}" = 1 ] || GPU_CASE_LIMIT=170 gpu_case $bin "[attention][sm90]"
+  sanitize_case $bin memcheck "gpu kvcache: packed GQA tiles, small"
+  sanitize_case $bin racecheck "gpu kvcache: packed GQA tiles, small"
+fi
+[ "$part" = tests ] && { echo "== done (${SECONDS} s)"; exit 0; }
 n=0
 for side in A B B A; do
   n=$((n + 1))
