@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (One build serves all of session 55's scripts: main + seqpairs54.patch + ostage54.patch +
+# qpack55.patch, git am -3 in that order; the packing touches only the KV-cache kernels.)
 # Prepared in session 55 (no device lent that session), first call of the next session with a
 # GPU. Library: branch next55 = main + benchmarks/ab/seqpairs54.patch + ostage54.patch
 # (`git worktree add ../s55 -b next55 main; git am -3` both; scripts/gpu-check.sh

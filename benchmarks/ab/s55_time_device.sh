@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (One build serves all of session 55's scripts: main + seqpairs54.patch + ostage54.patch +
+# qpack55.patch, git am -3 in that order; the packing touches only the KV-cache kernels.)
 # Prepared in session 55, the second call (after s55_check_device.sh passed) on the same
 # next55 build. Carry [".device/lib", ".device/bin", ".device-b"] (.device-b/lib.so.xz: main
 # 31ecae3's library; its kernels are 9f3ce48's). Three A/B sets, ~450 s:
