@@ -79,7 +79,12 @@ if [ -z "$cuda" ]; then
   fi
 fi
 if [ "$cuda" != ON ] && [ -z "${FK_DEMO_CUDA:-}" ]; then
-  log "no CUDA GPU visible (nvidia-smi -L) or no nvcc: building and running on the CPU backend (FK_DEMO_CUDA=ON forces the CUDA build)"
+  why="no CUDA GPU visible (nvidia-smi -L)"
+  if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    why="no nvcc"
+    { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; } || why="no nvcc and no CUDA GPU visible"
+  fi
+  log "$why: building and running on the CPU backend (FK_DEMO_CUDA=ON forces the CUDA build)"
 fi
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
