@@ -11,7 +11,8 @@
 #   2. timing, one library: FLASHKIT_SM90_ATTENTION_QPACK=0 (A, one head a tile) against the
 #      packing (B), A B B A, benchmarks/attention.py --only-kvcache, causal (bottom-right)
 #      queries of 2-16 per sequence over contiguous and 128-key-paged caches, GQA 32/8 and 32/4
-#      at head_dim 128, 16/2 at 64. Per cell the median us of each side and B / A (time).
+#      at head_dim 128, 16/2 at 64, and the same keys through the batched call (packed too).
+#      Per cell the median us of each side and B / A (time).
 # QPACK_PART=tests or time runs one part (default both); QPACK_SKIP_SM90=1 leaves out
 # [attention][sm90] (s55_check_device.sh runs it on the same build). The next session's plan:
 # build main + seqpairs54.patch + ostage54.patch + qpack55.patch (git am -3, in that order) once;
@@ -52,14 +53,18 @@ for f in glob.glob(os.path.join(sys.argv[1], "q_*_*_*.json")):
     side = os.path.basename(f).split("_")[1]
     for r in json.load(open(f))["rows"]:
         k = (r["nheads"], r["nheads_k"], r["head_dim"], r["batch"], r["seqlen"], r["seqlen_q"], r["page"])
-        tab.setdefault(k, {}).setdefault(side, []).append((r["flashkit_ms"] * 1e3, r["variant"]))
-print("H/Hk d B S Sq page | A us (QPACK=0) | B us (packed) | B/A time | variant")
+        tab.setdefault(k, {}).setdefault(side, []).append(
+            (r["flashkit_ms"] * 1e3, r["flashkit_dense_ms"] * 1e3, r["variant"]))
+# "cache": fk_attention_kvcache_forward; "batched": the same keys through fk_attention_forward
+# (both pack under B).
+print("H/Hk d B S Sq page | cache A us (QPACK=0) | B us | B/A | batched A us | B us | B/A | variant")
+med = lambda v: statistics.median(v) if v else float("nan")
 for k in sorted(tab):
-    a = [x for x, _ in tab[k].get("A", [])]
-    b = [x for x, _ in tab[k].get("B", [])]
-    var = (tab[k].get("B") or tab[k].get("A"))[0][1]
-    ma = statistics.median(a) if a else float("nan")
-    mb = statistics.median(b) if b else float("nan")
-    print(f"{k[0]}/{k[1]} {k[2]} {k[3]} {k[4]} {k[5]} {k[6]} | {ma:.1f} | {mb:.1f} | {mb / ma:.3f} | {var}")
+    a, b = tab[k].get("A", []), tab[k].get("B", [])
+    var = (b or a)[0][2]
+    ca, cb = med([x[0] for x in a]), med([x[0] for x in b])
+    da, db = med([x[1] for x in a]), med([x[1] for x in b])
+    print(f"{k[0]}/{k[1]} {k[2]} {k[3]} {k[4]} {k[5]} {k[6]} | {ca:.1f} | {cb:.1f} | {cb / ca:.3f} | "
+          f"{da:.1f} | {db:.1f} | {db / da:.3f} | {var}")
 PY
 echo "== done (${SECONDS} s)"
