@@ -72,19 +72,17 @@ done
 # -------------------------------------------------------------------------------------------
 cuda=${FK_DEMO_CUDA:-}
 if [ -z "$cuda" ]; then
+  have_nvcc=0 have_gpu=0
+  { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } && have_nvcc=1
+  { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; } && have_gpu=1
   cuda=OFF
-  if { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } &&
-     command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-    cuda=ON
-  fi
-fi
-if [ "$cuda" != ON ] && [ -z "${FK_DEMO_CUDA:-}" ]; then
-  why="no CUDA GPU visible (nvidia-smi -L)"
-  if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-    why="no nvcc"
-    { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; } || why="no nvcc and no CUDA GPU visible"
-  fi
-  log "$why: building and running on the CPU backend (FK_DEMO_CUDA=ON forces the CUDA build)"
+  [ "$have_nvcc$have_gpu" = 11 ] && cuda=ON
+  case "$have_nvcc$have_gpu" in
+    10) why="no CUDA GPU visible (nvidia-smi -L)" ;;
+    01) why="no nvcc" ;;
+    00) why="no nvcc and no CUDA GPU visible" ;;
+  esac
+  [ "$cuda" = ON ] || log "$why: building and running on the CPU backend (FK_DEMO_CUDA=ON forces the CUDA build)"
 fi
 launcher=()
 if command -v ccache >/dev/null 2>&1; then

@@ -21,14 +21,6 @@ GPU_CASE_LIMIT=200 gpu_case $bin "[attention][sm90]"
 unset AB_LIB_A
 attn_ab "A B B A" --head-dims 128,192,256 --seqlens 2048,8192 --causal 0,1 --no-extra --no-anchors --reps 20
 mkdir -p "$OUT/grid" && mv "$OUT"/g_* "$OUT/grid/"
-# Pairs (B) against main's order (A: PAIRS=0): the row, and 127 sequences of 96-400
-# tokens with one of 800 (the bound's unmeasured side: one sequence of 7 tiles).
-export AB_LIB_A=.device/lib/libflashkit.so AB_ENV_A=FLASHKIT_SM90_ATTENTION_PAIRS=0 AB_ENV_B=X=1
-short1=$(python3 -c "print(','.join(str(96 + (i * 131) % 305) for i in range(127)) + ',800')")
-n=0
-for spec in "--varlen-heads 16,128" "--varlen-lens $short1 --varlen-heads 16,128"; do
-  n=$((n + 1))
-  attn_ab "A B B A" --only-varlen --reps 20 $spec 2>&1 | grep -v ', 0, '
-  mkdir -p "$OUT/v$n" && mv "$OUT"/g_* "$OUT/v$n/"
-done
+# Pairs (B) against main's order (A: PAIRS=0): stage.sh, pairs_varlen_ab.
+pairs_varlen_ab
 echo "== done (${SECONDS} s)"

@@ -21,14 +21,7 @@ if [ "${QUICK:-0}" != 1 ]; then
   attn_ab "A B B A" --head-dims 128,192,256 --seqlens 2048,8192 --causal 0,1 --no-extra --no-anchors --reps 20
   mkdir -p "$OUT/grid" && mv "$OUT"/g_* "$OUT/grid/"
 fi
-export AB_LIB_A=.device/lib/libflashkit.so AB_ENV_A=FLASHKIT_SM90_ATTENTION_PAIRS=0 AB_ENV_B=X=1
-short1=$(python3 -c "print(','.join(str(96 + (i * 131) % 305) for i in range(127)) + ',800')")
-n=0
-for spec in "--varlen-heads 16,128" "--varlen-lens $short1 --varlen-heads 16,128"; do
-  n=$((n + 1))
-  attn_ab "A B B A" --only-varlen --reps 20 $spec 2>&1 | grep -v ', 0, '
-  mkdir -p "$OUT/v$n" && mv "$OUT"/g_* "$OUT/v$n/"
-done
+pairs_varlen_ab  # stage.sh
 export AB_ENV_A=X=1 AB_ENV_B=FLASHKIT_SM90_ATTENTION_TMA_STORE=2 AB_ENV_C=FLASHKIT_SM90_ATTENTION_TMA_STORE=1
 attn_ab "A B C C B A" --head-dims 128 --seqlens 512,1024,2048 --causal 0,1 --no-extra --reps 20
 echo "== done (${SECONDS} s)"

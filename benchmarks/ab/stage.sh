@@ -114,13 +114,17 @@ attn80_sass_pair() {
   OUT=$NDIR sass_profile "fa2_hd${d}_s$s" flash_fwd_kernel 2 python3 benchmarks/attention.py \
     "${args[@]}"
 }
+# catch_summary LOG: the Catch2 summary line of LOG (or "No test cases matched").
+catch_summary() {
+  grep -E '^(All tests passed|test cases:|No test cases matched)' "$1" | tail -n1
+}
 # gpu_case BIN FILTER [LABEL]: runs the Catch2 test FILTER of BIN (at most GPU_CASE_LIMIT
 # seconds, default 200) into $OUT/t.log and prints its summary line (and the first failures).
 gpu_case() {
   # A comma in a Catch2 test spec separates two specs: escaped, so that a case name with one
   # matches itself (before session 54 such names matched no case and printed an empty result).
   timeout -k 10 "${GPU_CASE_LIMIT:-200}" "$1" "${2//,/\\,}" > "$OUT/t.log" 2>&1
-  echo "${3:-$2}: $(grep -E '^(All tests passed|test cases:|No test cases matched)' "$OUT/t.log" | tail -n1) (${SECONDS} s)"
+  echo "${3:-$2}: $(catch_summary "$OUT/t.log") (${SECONDS} s)"
   grep -B6 -A24 FAILED "$OUT/t.log" | head -60
 }
 # stream_cases BIN PREFIX [FILTERS...]: gpu_case for "[stream]", the non-finite FFT-convolution
@@ -136,7 +140,7 @@ stream_cases() {
 # $OUT/TOOL.log; prints the exit status and the summary line (and the first reports).
 sanitize_case() {
   timeout -k 10 150 compute-sanitizer --tool "$2" --error-exitcode 9 "$1" "${3//,/\\,}" > "$OUT/$2.log" 2>&1
-  echo "${4:+$4 }$2 rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$2.log" | tail -n1), $(grep -E '^(All tests passed|test cases:|No test cases matched)' "$OUT/$2.log" | tail -n1) (${SECONDS} s)"
+  echo "${4:+$4 }$2 rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$2.log" | tail -n1), $(catch_summary "$OUT/$2.log") (${SECONDS} s)"
   grep -m5 -A6 "Invalid\|Hazard" "$OUT/$2.log" | head -30
 }
 # fftconv_side SIDE ROUND [SEQLENS]: benchmarks/fftconv.py (bf16, B 64, H 768, median of 10) on
@@ -184,4 +188,18 @@ attn_side() {
   env $envv LD_LIBRARY_PATH="$(dirname "$lib")" timeout -k 5 100 python3 benchmarks/attention.py \
     --lib "$lib" "$@" --json "$OUT/g_$name.json" > "$OUT/g_$name.log" 2>&1
   echo "$name rc $? (${SECONDS} s)"
+}
+# pairs_varlen_ab: varlen causal pairs per sequence (B, the default) against main's order on the
+# same library (A: FLASHKIT_SM90_ATTENTION_PAIRS=0), A B B A: the issue's varlen row, and 127
+# sequences of 96-400 tokens with one of 800 (the 6-tile bound's unmeasured side: one sequence
+# of 7 tiles); JSON in $OUT/v1, $OUT/v2. Leaves AB_LIB_A / AB_ENV_A / AB_ENV_B set.
+pairs_varlen_ab() {
+  local short1 spec n=0
+  export AB_LIB_A=.device/lib/libflashkit.so AB_ENV_A=FLASHKIT_SM90_ATTENTION_PAIRS=0 AB_ENV_B=X=1
+  short1=$(python3 -c "print(','.join(str(96 + (i * 131) % 305) for i in range(127)) + ',800')")
+  for spec in "--varlen-heads 16,128" "--varlen-lens $short1 --varlen-heads 16,128"; do
+    n=$((n + 1))
+    attn_ab "A B B A" --only-varlen --reps 20 $spec 2>&1 | grep -v ', 0, '
+    mkdir -p "$OUT/v$n" && mv "$OUT"/g_* "$OUT/v$n/"
+  done
 }
