@@ -199,6 +199,9 @@ struct Case {
   // stay finite and correct (a kernel whose last key tile multiplies the next sequence's v by
   // P = 0 gets NaN there).
   std::vector<int64_t> nan_v;
+  // Varlen: max_seqlen_q and max_seqlen_k given (> 0; at least the longest sequence), so the
+  // call reads nothing back; 0: not given.
+  int64_t max_seqlen = 0;
 };
 
 // Strides for `shape` (..., heads, d) with every d-row `pitch` elements apart.
@@ -396,6 +399,7 @@ inline void run_case(const fk_context_t* ctx, const Case& c, uint64_t tag) {
   dout.poison();
   dlse.poison();
   fk_attention_params_t params = params_of(pr);
+  params.max_seqlen_q = params.max_seqlen_k = c.max_seqlen;
   const DLTensor* cu_q = c.varlen ? &dcq : nullptr;
   const DLTensor* cu_k = c.varlen ? &dck : nullptr;
   const DLTensor* lse_arg = c.with_lse ? &dlse : nullptr;

@@ -508,6 +508,56 @@ TEST_CASE("sm90 attention: varlen with more sequences than SMs", "[gpu][attentio
   run_case(sm90(), d, 7601);
 }
 
+TEST_CASE("sm90 attention: varlen causal tiles in pairs per sequence", "[gpu][attention][sm90]") {
+  if (!have_sm90()) return;
+  // Varlen causal calls of at most kSeqPairsMaxBatch sequences with a wave of pairs (counting
+  // every sequence as the longest; attention_sm90.cpp): each sequence's query tiles i and
+  // n_s - 1 - i on one CTA, the kernel's prefix over cu_seqlens_q (tile_scheduler.cuh,
+  // seq_prefix). Empty and one-row sequences, odd and even tile counts, GQA, a sequence with
+  // more queries than keys (its first rows see no key), head dims 64 to 256, 128 sequences
+  // (the most that take pairs: four passes of the prefix's warp scan, each adding the last's
+  // total), and max_seqlen_q / max_seqlen_k given above the longest sequence (the host then
+  // reads nothing: the pairs counted at the kernel's own lengths).
+  struct Shape {
+    std::vector<int64_t> lq, lk;
+    int64_t h, hk, d;
+    DT dt;
+  };
+  std::vector<int64_t> many_q, many_k;
+  for (int b = 0; b < 128; ++b) {  // the longest (800 rows, 7 tiles) past the gate's 6
+    many_q.push_back(b == 77 ? 800 : (b * 37) % 300);
+    many_k.push_back(many_q.back() + b % 3);
+  }
+  const std::vector<Shape> shapes = {
+      {{900, 300, 1200, 50, 0, 700, 1100}, {900, 300, 1200, 50, 0, 700, 1100}, 4, 4, 128, DT::BF16},
+      {{513, 1, 260, 0, 1000, 129}, {550, 38, 297, 37, 1037, 166}, 12, 4, 64, DT::F16},
+      {{700, 200, 333}, {500, 260, 800}, 24, 8, 96, DT::BF16},
+      {{1280, 333, 129}, {1280, 333, 129}, 9, 3, 256, DT::F16},
+      {{1100, 0, 385}, {1100, 5, 385}, 12, 12, 192, DT::BF16},
+      {many_q, many_k, 2, 1, 128, DT::BF16},
+  };
+  uint64_t seed = 7650;
+  for (const Shape& sh : shapes) {
+    Case c = sm90_varlen(sh.lq, sh.lk, sh.h, sh.hk, sh.d, sh.dt);
+    c.pr.causal = true;
+    run_case(sm90(), c, seed++);
+  }
+  Case m = sm90_varlen(shapes[0].lq, shapes[0].lk, 4, 2, 128, DT::F16);
+  m.pr.causal = true;
+  m.max_seqlen = 2000;
+  run_case(sm90(), m, 7657);
+}
+
+TEST_CASE("sm90 attention: varlen causal pairs, small", "[gpu][attention][sm90][sanitize]") {
+  if (!have_sm90()) return;
+  // A small varlen call that takes pairs per sequence, for the sanitizers: the longest of
+  // three sequences has 6 tiles (the gate, attention_sm90.cpp), 15 heads on 5 (135 pairs
+  // counted at the longest, a wave on 132 SMs).
+  Case c = sm90_varlen({700, 3, 130}, {700, 9, 130}, 15, 5, 64, DT::F16);
+  c.pr.causal = true;
+  run_case(sm90(), c, 7660);
+}
+
 TEST_CASE("sm90 attention: varlen small case", "[gpu][attention][sm90][sanitize]") {
   if (!have_sm90()) return;
   Case c = sm90_varlen({3, 0, 17, 130}, {5, 4, 20, 65}, 2, 1, 128, DT::BF16);

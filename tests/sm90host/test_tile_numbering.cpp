@@ -6,7 +6,8 @@
 // index paths (multiply-high divisors, 64-bit divisions), over many shapes and grids: each
 // (batch, head, query tile) comes exactly once, every other position is an empty tile, the KV
 // head is head / group, and under the pairs the two positions a CTA takes one wave apart hold
-// query tiles i and num_m_blocks - 1 - i of one head. Needs no GPU (built where the sm90
+// query tiles i and num_m_blocks - 1 - i of one head; the same per sequence for the varlen
+// pairs (a prefix over the sequences, as the kernel builds it). Needs no GPU (built where the sm90
 // kernels are: CUTLASS headers present).
 #include <catch2/catch.hpp>
 
@@ -119,6 +120,142 @@ void check(const Shape& s, Order order, int32_t sec, bool index64) {
 }
 
 }  // namespace
+
+namespace {
+
+// Varlen causal pairs (seq_prefix): sequences of these query lengths (keys the same), the
+// longest taken as seqlen_q unless `max_len` (> 0) says less (a caller's max_seqlen_q below a
+// sequence: its rows past max_len get no tile), set up as attention_sm90.cpp does and the
+// prefix built as kernel.cuh's warp 0 does it, one sequence at a time.
+template <int kBlockM>
+void check_varlen(const std::vector<int32_t>& lens, int32_t nheads, int32_t group, int32_t grid,
+                  int32_t max_len, bool index64) {
+  std::ostringstream o;
+  o << "lens";
+  for (int32_t l : lens) o << " " << l;
+  o << " heads " << nheads << " group " << group << " grid " << grid << " max_len " << max_len
+    << (index64 ? " index64" : " index32");
+  INFO(o.str());
+  const int32_t batch = int32_t(lens.size());
+  std::vector<int32_t> cu(size_t(batch) + 1, 0);
+  for (int32_t b = 0; b < batch; ++b) cu[size_t(b) + 1] = cu[size_t(b)] + lens[size_t(b)];
+  const int32_t longest = *std::max_element(lens.begin(), lens.end());
+  AttnArgs a;
+  a.batch = batch;
+  a.nheads = nheads;
+  a.nheads_k = nheads / group;
+  a.group = group;
+  a.seqlen_q = a.seqlen_k = max_len > 0 ? max_len : longest;
+  a.cu_seqlens_q = a.cu_seqlens_k = cu.data();
+  a.tma_rows_q = a.tma_rows_k = cu.back();
+  a.window_right = 0;
+  a.block_m = kBlockM;
+  a.num_m_blocks = (a.seqlen_q + kBlockM - 1) / kBlockM;
+  a.total_tiles = int64_t(a.num_m_blocks) * nheads * batch;
+  a.longest_first = 1;
+  set_pairs(a, grid);
+  set_index_divisors(a);
+  if (index64) a.index32 = 0;
+  using Sched = TileScheduler<128, false, kBlockM>;
+  std::vector<int32_t> prefix(size_t(Sched::kSeqPairsTotal) + 1, 0);
+  for (int32_t b = 0; b < batch; ++b)
+    prefix[size_t(b) + 1] = prefix[size_t(b)] + Sched::seq_pairs(a, lens[size_t(b)]);
+  const int64_t pairs_total = prefix[size_t(batch)];
+  prefix[size_t(Sched::kSeqPairsTotal)] = int32_t(2 * ((pairs_total + grid - 1) / grid) * grid);
+  const Sched sched(a, prefix.data());
+  REQUIRE(sched.seq_mode());
+  const int64_t total = prefix[size_t(Sched::kSeqPairsTotal)];
+  CHECK(total <= a.total_tiles);
+  std::set<std::tuple<int, int, int>> seen;
+  std::vector<WorkTile> at(static_cast<size_t>(total));
+  int64_t bad = 0, expected = 0;
+  for (int32_t b = 0; b < batch; ++b)
+    expected += int64_t(nheads) * ((std::min(lens[size_t(b)], a.seqlen_q) + kBlockM - 1) / kBlockM);
+  for (int64_t t = 0; t < total; ++t) {
+    const WorkTile w = sched.tile(t);
+    at[size_t(t)] = w;
+    if (w.empty) continue;
+    const int32_t n = (std::min(lens[size_t(w.b)], a.seqlen_q) + kBlockM - 1) / kBlockM;
+    if (w.b < 0 || w.b >= batch || w.h < 0 || w.h >= nheads || w.hk != w.h / group ||
+        w.m_block < 0 || w.m_block >= n || w.row0_q != cu[size_t(w.b)] ||
+        w.len_q != lens[size_t(w.b)] || !seen.insert({w.b, w.h, w.m_block}).second)
+      ++bad;
+  }
+  CHECK(bad == 0);
+  CHECK(int64_t(seen.size()) == expected);
+  // Fewer pairs than CTAs: the longer tiles of all pairs first, then the shorter ones, so no
+  // CTA runs two tiles while 2 x pairs <= grid (positions 0 .. 2 pairs - 1, the rest empty).
+  if (pairs_total < grid) {
+    CHECK(total == 2 * int64_t(grid));
+    int64_t misplaced = 0;
+    for (int64_t t = 0; t < total; ++t) {
+      const WorkTile& w = at[size_t(t)];
+      if (w.empty) continue;
+      const int32_t n = (std::min(lens[size_t(w.b)], a.seqlen_q) + kBlockM - 1) / kBlockM;
+      const bool longer = 2 * w.m_block >= n - 1;
+      misplaced += t >= 2 * pairs_total || (t < pairs_total) != longer ? 1 : 0;
+    }
+    CHECK(misplaced == 0);
+    return;
+  }
+  // Both tiles of a pair on one CTA, one wave apart: i and n - 1 - i of one (sequence, head),
+  // the longer first; an odd count's middle tile alone; empty pairs only past the last.
+  int64_t unequal = 0, late_pairs = 0;
+  bool past_last = false;
+  for (int64_t t = 0; t < total; ++t) {
+    if ((t / grid) & 1) continue;
+    const WorkTile& hi = at[size_t(t)];
+    const WorkTile& lo = at[size_t(t + grid)];
+    if (hi.empty) {
+      unequal += lo.empty ? 0 : 1;
+      past_last = true;
+      continue;
+    }
+    late_pairs += past_last ? 1 : 0;
+    const int32_t n = (std::min(lens[size_t(hi.b)], a.seqlen_q) + kBlockM - 1) / kBlockM;
+    const bool middle = lo.empty && n % 2 == 1 && hi.m_block == n / 2;
+    if (!middle && (lo.empty || lo.b != hi.b || lo.h != hi.h || lo.m_block != n - 1 - hi.m_block ||
+                    hi.m_block < lo.m_block))
+      ++unequal;
+  }
+  CHECK(unequal == 0);
+  CHECK(late_pairs == 0);
+  // Positions past the scheduler's own count are never walked; the last wave holds a pair.
+  CHECK(sched.valid(total - 1));
+  CHECK(!sched.valid(total));
+}
+
+}  // namespace
+
+TEST_CASE("sm90 tile numbering: varlen causal pairs per sequence (host)", "[sm90host]") {
+  const std::vector<std::vector<int32_t>> sets = {
+      {3000, 1500, 4096, 512, 2048, 777, 4453},  // benchmarks/attention.py's varlen row
+      {1},
+      {0, 0, 300},
+      {128, 0, 129, 127, 1, 256, 0},
+      {900, 300, 1200, 50, 0, 700, 1100},
+  };
+  for (const auto& lens : sets)
+    for (int32_t nheads : {1, 3, 16})
+      for (int32_t group : {1, 3})
+        for (int32_t grid : {1, 7, 132})
+          for (bool index64 : {false, true}) {
+            if (nheads % group) continue;
+            check_varlen<128>(lens, nheads, group, grid, 0, index64);
+          }
+  // A caller's max_seqlen_q below the longest sequence: only its first max_len rows get tiles.
+  check_varlen<128>({1000, 200, 700}, 4, 2, 132, 300, false);
+  // ... and far above it (the host's bound then counts 4 pairs a head; the sequences have 13).
+  check_varlen<128>({1000, 200, 700}, 4, 2, 132, 8000, false);
+  check_varlen<128>({1000, 200, 700}, 4, 2, 7, 8000, true);
+  // kSeqPairsMaxBatch sequences of mixed lengths (two passes of the warp scan's 32 in kernel.cuh
+  // and more).
+  std::vector<int32_t> many;
+  for (int32_t b = 0; b < flashkit::cuda::sm90_attention::kSeqPairsMaxBatch; ++b)
+    many.push_back((b * 389) % 1500);
+  check_varlen<128>(many, 2, 1, 132, 0, false);
+  check_varlen<128>(many, 2, 1, 132, 0, true);
+}
 
 TEST_CASE("sm90 tile numbering: every query tile exactly once, in every order (host)", "[sm90host]") {
   std::vector<Shape> shapes;

@@ -48,7 +48,7 @@ bool stride_ok(int64_t stride, int64_t extent, int64_t elem_bytes = 2) {
 // consumers' plain S / softmax / P V order instead of the overlapped one;
 // FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets the consumer warpgroups issue GEMMs at will;
 // FLASHKIT_SM90_ATTENTION_SECTIONS=0 walks masked problems longest tile first over all heads at
-// once; FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the output as 4-byte pairs;
+// once; FLASHKIT_SM90_ATTENTION_PAIRS=0 keeps causal calls in that order instead of pairs; FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the output as 4-byte pairs;
 // FLASHKIT_SM90_ATTENTION_TMA_STORE=1 has the copy engine write it from shared memory at
 // head_dim <= 128 (kernel.cuh; measured no faster than the register stores, slower at head_dim
 // 128, so off by default); FLASHKIT_SM90_ATTENTION_CAUSAL_WIDE=0 keeps long causal calls on the
@@ -400,13 +400,32 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // queries than keys leave the first tiles without keys, so tile i and n - 1 - i no longer add
   // up to one amount: a review's model put the busiest CTA at 1.25-1.45x the mean there against
   // 1.12-1.21x longest first), and only with at least one wave of pairs (fewer would run on
-  // fewer CTAs than tiles). FLASHKIT_SM90_ATTENTION_PAIRS=0 keeps the longest-first order.
+  // fewer CTAs than tiles). Varlen causal calls of at most kSeqPairsMaxBatch sequences on
+  // 128-row tiles, whose longest sequence (max_seqlen_q) has at least kSeqPairsMinTiles query
+  // tiles, take pairs per sequence (the kernel lays them out from cu_seqlens_q:
+  // tile_scheduler.cuh, seq_prefix), which leave no whole waves of empty positions as the
+  // longest-first numbering padded to the longest sequence does. H100, bf16, causal (RESULTS,
+  // "Varlen causal calls in pairs per sequence", session 54), against the head-sectioned
+  // longest-first order: the issue's varlen row (7 sequences of 512-4453 tokens, 16 heads,
+  // head_dim 128) 1.31-1.36x, 32 sequences of 64-4096 tokens 1.14-1.15x (1.40-1.41x at
+  // head_dim 256, 8 heads), 31 of 64-500 and one of 6000 1.31-1.34x, 48 of 128-1000
+  // 1.03-1.05x; but 128 sequences of 96-400 tokens (at most 4 tiles: pairs of unequal work
+  // across sequences, half pairs for odd counts) 0.86x, hence the bound. The bound and the
+  // wave test count every sequence as the longest (the host reads no lengths when
+  // max_seqlen_q / max_seqlen_k are given): many short sequences with one of 6 tiles or more
+  // take the pairs unmeasured, and where the real pairs are fewer than the CTAs the kernel
+  // spreads the tiles instead (tile_scheduler.cuh, seq_index).
+  // FLASHKIT_SM90_ATTENTION_PAIRS=0 keeps the longest-first order.
   {
+    constexpr int32_t kSeqPairsMinTiles = 6;
     const int64_t bh = int64_t(p.batch) * p.nheads;
     const int64_t per_bh = (int64_t(a.num_m_blocks) + 1) / 2;
+    const bool varlen_ok = !p.varlen || (a.block_m == kBlockM && p.batch <= kSeqPairsMaxBatch &&
+                                         a.num_m_blocks >= kSeqPairsMinTiles &&
+                                         2 * (bh * per_bh + sms) < (int64_t(1) << 31));
     if (a.longest_first && flags().pairs && a.window_left < 0 && a.window_right == 0 &&
         (a.block_m == kBlockM || a.num_m_blocks % 2 == 0) && p.seqlen_q <= p.seqlen_k &&
-        !p.varlen &&
+        varlen_ok &&
         !attention_uses_kvcache(p) && a.num_m_blocks > 1 && bh * per_bh >= sms) {
       set_pairs(a, sms);  // tile_pairs.h
     }

@@ -136,6 +136,9 @@ struct AttentionKernel {
     alignas(8) uint64_t q_full;
     alignas(8) uint64_t q_empty;
     alignas(8) uint64_t o_free;  // copy-engine output stores: both staging tiles read out
+    // Varlen causal pairs (tile_scheduler.cuh, seq_prefix): the pairs before each sequence,
+    // then the positions walked.
+    int32_t seq_prefix[kSeqPairsMaxBatch + 2];
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage));
   static_assert(kSmemBytes <= smem_bytes_for(kHeadDim, kBlockN, kBlockM, Mainloop::kStages),
@@ -184,10 +187,36 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
   // kVtInSmem: the V^T ring is filled by the transposing threads, each arriving once per stage.
   if constexpr (Mainloop::kVtInSmem) pp.num_producers = Mainloop::kTransposers;
   Pipeline pipe_v(smem.pipe_v, pp, Shape<_1, _1, _1>{});
+  using Scheduler = TileScheduler<kBlockN, Mainloop::kCache, Kernel::kBlockM, !Kernel::kFp8>;
+  // Varlen causal pairs: warp 0 lays out every sequence's pairs (tile_scheduler.cuh), an
+  // inclusive scan of 32 sequences at a time over cu_seqlens_q (batch <= kSeqPairsMaxBatch).
+  if (Scheduler::kSeqPairs && a.pairs && a.cu_seqlens_q != nullptr && warp == 0) {
+    const int lane = int(threadIdx.x) % 32;
+    int32_t carry = 0;
+    if (lane == 0) smem.seq_prefix[0] = 0;
+    for (int base = 0; base < a.batch; base += 32) {
+      const int s = base + lane;
+      int32_t v = 0;
+      if (s < a.batch) {
+        int32_t row0, len;
+        attn::varlen_rows(a.cu_seqlens_q, s, a.tma_rows_q, &row0, &len);
+        v = Scheduler::seq_pairs(a, len);
+      }
+      CUTE_UNROLL
+      for (int d = 1; d < 32; d *= 2) {
+        const int32_t u = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= d) v += u;
+      }
+      if (s < a.batch) smem.seq_prefix[s + 1] = carry + v;
+      carry += __shfl_sync(0xffffffffu, v, 31);
+    }
+    // 31 bits: the host's bound on every sequence as long as seqlen_q.
+    if (lane == 0) smem.seq_prefix[Scheduler::kSeqPairsTotal] = 2 * ((carry + a.grid - 1) / a.grid) * a.grid;
+  }
   cutlass::arch::fence_barrier_init();
-  __syncthreads();  // barrier initialisation visible to every thread
+  __syncthreads();  // barrier initialisation (and the pairs' prefix) visible to every thread
 
-  TileScheduler<kBlockN, Mainloop::kCache, Kernel::kBlockM> scheduler(a);
+  Scheduler scheduler(a, smem.seq_prefix);
   if (warpgroup == 0) {
     cutlass::arch::warpgroup_reg_dealloc<Kernel::kProducerRegisters>();
     if (threadIdx.x == 0) {

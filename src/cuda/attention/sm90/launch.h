@@ -119,6 +119,10 @@ constexpr int64_t smem_bytes_for(int head_dim) {
   return most > three ? most : three;
 }
 
+// The most sequences a varlen causal call may have to take its tiles in pairs (AttnArgs::pairs):
+// the kernel keeps a prefix over them in shared memory (kernel.cuh).
+constexpr int kSeqPairsMaxBatch = 128;
+
 struct AttnArgs {
   const void* q = nullptr;
   const void* k = nullptr;
@@ -231,6 +235,10 @@ struct AttnArgs {
   // num_m_blocks - 1 - i, the pairs of a head consecutive, each CTA taking both tiles of a pair
   // one wave apart (tile_scheduler.cuh; attention_sm90.cpp for when). total_tiles then counts
   // positions: 2 ceil(num_pairs / grid) grid, the holes empty tiles.
+  // Varlen causal calls of at most kSeqPairsMaxBatch sequences take pairs per sequence, laid
+  // out by the kernel from cu_seqlens_q (pairs with cu_seqlens_q set;
+  // tile_scheduler.cuh, seq_prefix); total_tiles and num_pairs then bound what the kernel
+  // counts (every sequence as long as seqlen_q).
   int32_t pairs = 0;
   int32_t pairs_per_bh = 0;  // ceil(num_m_blocks / 2)
   int64_t num_pairs = 0;     // batch * nheads * pairs_per_bh

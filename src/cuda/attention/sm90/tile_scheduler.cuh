@@ -19,7 +19,16 @@
 // unpaired middle tile of an odd count every time, for some). The pairs of a head are
 // consecutive, so the tiles in flight cover about grid / pairs_per_bh heads
 // (their keys and values stay in L2; H100, session 52: head_dim 128 causal over 8k keys read
-// them ~15 times from device memory in the longest-first order). Varlen
+// them ~15 times from device memory in the longest-first order). Varlen causal calls take
+// pairs too, per sequence (seq_pairs): sequence s has n_s = ceil(len_s / kBlockM) query tiles
+// (len_s clamped to seqlen_q, the longest) and ceil(n_s / 2) pairs a head, and the kernel
+// lays every sequence's pairs end to end, in sequence order, from a prefix over the sequences
+// that each CTA builds in shared memory from cu_seqlens_q at its start (kernel.cuh; the
+// longest sequences first measured the same: H100, session 54, five varlen rows within -3% to
+// +3%, geometric mean equal): pair p belongs to the last
+// sequence whose prefix entry is <= p (a binary search), then to head (p - that entry) /
+// pairs of the sequence, with the same rotation. No empty positions but the holes and the
+// positions of the last wave, where a padded numbering left whole waves of them. Other varlen
 // problems number ceil(max seqlen_q / kBlockM) tiles per (sequence, head); the tiles past a
 // shorter sequence's end are empty and skipped by every warpgroup alike.
 //
@@ -51,17 +60,43 @@ struct WorkTile {
   bool empty;            // no query row (varlen: m0 >= len_q): producer and consumers skip it
 };
 
-// kBlockM_: the kernel's query rows per work tile (launch.h; AttnArgs::block_m).
-template <int kBlockN, bool kCache, int kBlockM_ = kBlockM>
+// kBlockM_: the kernel's query rows per work tile (launch.h; AttnArgs::block_m). kSeqPairs_:
+// the kernel may take varlen pairs (false compiles them out: the fp8 kernel, which takes no
+// varlen call; KV caches and 192-row tiles never take them either).
+template <int kBlockN, bool kCache, int kBlockM_ = kBlockM, bool kSeqPairs_ = true>
 struct TileScheduler {
   static constexpr int kBlockM = kBlockM_;
+  static constexpr bool kSeqPairs = kSeqPairs_ && !kCache && kBlockM_ != kBlockM3;
   const AttnArgs& a;
+  // Varlen pairs (seq_mode()): seq_prefix[s] = the pairs of sequences 0 .. s - 1 (all heads),
+  // s = 0 .. batch, and seq_prefix[kSeqPairsTotal] the positions walked, 2 ceil(pairs / grid)
+  // grid (shared memory, kernel.cuh). Read where needed, nothing kept per thread: a member
+  // holding the total (session 54's first form) made ptxas spill in kernels that never take
+  // this order.
+  const int32_t* seq_prefix;
+  static constexpr int kSeqPairsTotal = kSeqPairsMaxBatch + 1;
 
-  __device__ __forceinline__ explicit TileScheduler(const AttnArgs& args) : a(args) {}
+  __device__ __forceinline__ explicit TileScheduler(const AttnArgs& args, const int32_t* prefix = nullptr)
+      : a(args), seq_prefix(prefix) {}
+
+  __device__ __forceinline__ bool seq_mode() const {
+    return kSeqPairs && a.pairs && a.cu_seqlens_q != nullptr;
+  }
+
+  // Varlen pairs: the query tiles of a sequence of len_q rows (len_q clamped to seqlen_q, as
+  // the tile count of the other orders is), and the pairs of all its heads.
+  __device__ __forceinline__ static int32_t seq_tiles(const AttnArgs& args, int32_t len_q) {
+    return (min(len_q, args.seqlen_q) + kBlockM - 1) / kBlockM;
+  }
+  __device__ __forceinline__ static int32_t seq_pairs(const AttnArgs& args, int32_t len_q) {
+    return (seq_tiles(args, len_q) + 1) / 2 * args.nheads;
+  }
 
   __device__ __forceinline__ int64_t first() const { return blockIdx.x; }
   __device__ __forceinline__ int64_t next(int64_t t) const { return t + gridDim.x; }
-  __device__ __forceinline__ bool valid(int64_t t) const { return t < a.total_tiles; }
+  __device__ __forceinline__ bool valid(int64_t t) const {
+    return t < (seq_mode() ? int64_t(seq_prefix[kSeqPairsTotal]) : a.total_tiles);
+  }
 
   // Keys [key_lo, key_hi] that query row i of sequence (len_q, len_k) sees.
   __device__ __forceinline__ int key_lo(int64_t i, int len_q, int len_k) const {
@@ -158,17 +193,71 @@ struct TileScheduler {
     w.hk = w.h / a.group;
   }
 
+  // Varlen pairs: sequence, head and pair slot i (rotated) of position t; false for a position
+  // past the last pair. The tile (i or n_s - 1 - i, by `odd`) needs n_s: tile(). Fewer pairs
+  // than CTAs (the host counts every sequence as long as max_seqlen_q, which a caller may give
+  // far above the real lengths): no CTA takes a whole pair, the longer tiles of all pairs come
+  // first and then the shorter ones, so each CTA runs at most one tile while 2 x pairs <= grid.
+  // 32-bit throughout: the host takes this order only where every position fits in 31 bits.
+  __device__ __forceinline__ bool seq_index(int64_t t64, WorkTile& w, int32_t& slot, bool& odd) const {
+    const int t = int(t64);
+    const int pairs_total = seq_prefix[a.batch];
+    int pair;
+    if (pairs_total < a.grid) {
+      odd = t >= pairs_total;
+      pair = odd ? t - pairs_total : t;
+    } else {
+      int wave, c;
+      if (a.index32) {
+        a.div_grid(wave, c, t);
+      } else {  // FLASHKIT_SM90_ATTENTION_INDEX64=1 (tests)
+        wave = t / a.grid;
+        c = t - wave * a.grid;
+      }
+      odd = (wave & 1) != 0;
+      pair = (wave >> 1) * a.grid + c;
+    }
+    w.b = w.h = w.hk = 0;
+    slot = 0;
+    if (pair >= pairs_total) return false;
+    int lo = 0, hi = a.batch - 1;  // the last s with seq_prefix[s] <= pair (skips empty ones)
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) >> 1;
+      if (seq_prefix[mid] <= pair) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    const int32_t local = int32_t(pair - seq_prefix[lo]);
+    const int32_t per = (seq_prefix[lo + 1] - seq_prefix[lo]) / a.nheads;  // >= 1 here
+    w.b = lo;
+    w.h = local / per;
+    w.hk = w.h / a.group;
+    slot = local - w.h * per + (w.b * a.nheads + w.h) % per;  // 31 bits: the host's bound
+    if (slot >= per) slot -= per;
+    return true;
+  }
+
   __device__ __forceinline__ WorkTile tile(int64_t t) const {
     WorkTile w;
-    if (a.index32) {
+    bool hole = false, odd = false;
+    int32_t slot = 0;
+    if (seq_mode()) {
+      hole = !seq_index(t, w, slot, odd);
+    } else if (a.index32) {
       index32(int(t), w);
     } else {
       index64(t, w);
     }
-    w.m0 = w.m_block * kBlockM;
     if (a.cu_seqlens_q != nullptr) {
       attn::varlen_rows(a.cu_seqlens_q, w.b, a.tma_rows_q, &w.row0_q, &w.len_q);
       attn::varlen_rows(a.cu_seqlens_k, w.b, a.tma_rows_k, &w.row0_k, &w.len_k);
+      if (seq_mode()) {
+        const int32_t n = (min(w.len_q, a.seqlen_q) + kBlockM - 1) / kBlockM;
+        w.m_block = odd ? slot : n - 1 - slot;
+        hole = hole || (odd && slot == n - 1 - slot);
+      }
     } else {
       w.row0_q = w.row0_k = 0;
       w.len_q = a.seqlen_q;
@@ -177,7 +266,9 @@ struct TileScheduler {
         if (a.seqused_k != nullptr) w.len_k = int32_t(attn::cache_len(a.seqused_k, w.b, a.seqlen_k));
       }
     }
-    w.empty = w.m0 >= w.len_q;
+    if (hole) w.m_block = a.num_m_blocks;  // as the batched pairs mark theirs
+    w.m0 = w.m_block * kBlockM;
+    w.empty = hole || w.m0 >= w.len_q;
     const int m_last = min(w.m0 + kBlockM, w.len_q) - 1;
     const int lo = key_lo(w, w.m0), hi = key_hi(w, m_last);
     w.n_min = lo / kBlockN;
