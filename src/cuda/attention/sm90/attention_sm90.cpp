@@ -48,7 +48,8 @@ bool stride_ok(int64_t stride, int64_t extent, int64_t elem_bytes = 2) {
 // consumers' plain S / softmax / P V order instead of the overlapped one;
 // FLASHKIT_SM90_ATTENTION_PINGPONG=0 lets the consumer warpgroups issue GEMMs at will;
 // FLASHKIT_SM90_ATTENTION_SECTIONS=0 walks masked problems longest tile first over all heads at
-// once; FLASHKIT_SM90_ATTENTION_PAIRS=0 keeps causal calls in that order instead of pairs; FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the output as 4-byte pairs;
+// once; FLASHKIT_SM90_ATTENTION_PAIRS=0 keeps causal calls in that order instead of pairs;
+// FLASHKIT_SM90_ATTENTION_WIDE_STORE=0 writes the output as 4-byte pairs;
 // FLASHKIT_SM90_ATTENTION_TMA_STORE=1 has the copy engine write it from shared memory at
 // head_dim <= 128 (kernel.cuh; measured no faster than the register stores, slower at head_dim
 // 128, so off by default); FLASHKIT_SM90_ATTENTION_CAUSAL_WIDE=0 keeps long causal calls on the
