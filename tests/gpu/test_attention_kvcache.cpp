@@ -31,7 +31,8 @@
 // Hopper row's box and tile paths) on merged and padded pools, head_dim 192 and 256 pages, long
 // split decodes; padded strides; one fp32 case; a
 // graph-capture case (the call must not wait for the stream: captured once, replayed with new
-// inputs and new cache_seqlens); out-of-range entries (clamped, no fault).
+// inputs and new cache_seqlens); out-of-range entries (clamped, no fault); 2-64 queries with GQA
+// groups (the Hopper kernel's packed GQA tiles).
 #include <catch2/catch.hpp>
 
 #if defined(FLASHKIT_TEST_WITH_CUDA)
@@ -423,6 +424,74 @@ TEST_CASE("gpu kvcache: paged chunked prefill (seqlen_q 37, causal), head dims x
       run(L, m, 41000 + uint64_t(i), i % 7 != 3);
       ++i;
     }
+}
+
+// Speculative decoding and short chunks over a cache: 2-64 queries per sequence with GQA
+// groups of 2-16, where the Hopper kernel packs up to 8 query heads of a group into one 128-row
+// tile (launch.h, q_pack: 16 / 32 / 64 rows a head); groups of 3 and MHA stay unpacked, and 65+
+// queries too; one query under a window that hides keys (attention_api.cpp's decode packing
+// declines it, so the kernel packs 8 heads). Contiguous caches, pages of 128 / 256 keys (the
+// key-tile path) and of 48 keys (16-row key boxes; more than 16 queries, where the sm80 row's
+// decode tiles do not take the call; calls of up to 16 queries over pages below the key tile
+// go to the sm80 row, expected_variant), every mask kind, lse on and off; the sm80 and generic
+// families check the same inputs.
+TEST_CASE("gpu kvcache: GQA heads packed into one tile (2-64 queries)", "[gpu][attention][kvcache][qpack]") {
+  if (!fkgpu::context_for(FK_KERNEL_FAMILY_AUTO)) {
+    WARN("no CUDA context: kvcache cases skipped");
+    return;
+  }
+  struct Shape {
+    int64_t sq, h, hk, d;
+  };
+  const Shape shapes[] = {{2, 32, 4, 128},  {4, 16, 2, 64},   {7, 32, 8, 128}, {16, 16, 2, 256},
+                          {17, 8, 4, 128},  {33, 12, 2, 64},  {64, 8, 2, 96},  {5, 6, 2, 128},
+                          {3, 16, 16, 128}, {65, 16, 2, 128}, {12, 32, 2, 192}, {1, 16, 2, 64},
+                          {24, 16, 4, 128}, {1, 32, 4, 128}};
+  int i = 0;
+  for (const Shape& sh : shapes) {
+    for (int variant = 0; variant < 3; ++variant) {
+      const DT dt = (i % 2) ? DT::F16 : DT::BF16;
+      Layout L;
+      if (variant == 0) {
+        L = contiguous(600, {}, sh.sq, sh.h, sh.hk, sh.d, dt);
+        L.seqlens = {600, 1, int32_t(sh.sq), 0, 257, int32_t(sh.sq) + 129};
+      } else {
+        const int64_t page = variant == 2 ? 256 : sh.d > 128 ? 64 : sh.sq > 16 ? 48 : 128;
+        L = paged(page, 700, {}, sh.sq, sh.h, sh.hk, sh.d, dt);
+        const int64_t cap = L.max_blocks * page;
+        L.seqlens = {int32_t(cap), int32_t(sh.sq), 0, int32_t(std::min<int64_t>(cap, page + 3)), 300};
+      }
+      L.batch = int64_t(L.seqlens.size());
+      Mask m;
+      switch (sh.sq == 1 ? 4 : i % 4) {
+        case 0: m.causal = true; break;
+        case 1: m.causal = true; m.wl = 37; break;
+        case 2: m.wl = 20; m.wr = 5; m.softcap = 12; break;
+        case 4: m.causal = true; m.wl = 10; break;  // hides keys: no decode packing
+        default: break;  // no mask
+      }
+      run(L, m, 47000 + uint64_t(i), i % 3 != 1);
+      ++i;
+    }
+  }
+}
+
+// The same, small, for the sanitizers (memcheck, racecheck): two packed shapes, 4 and 8 heads a
+// tile, a contiguous and a paged cache.
+TEST_CASE("gpu kvcache: packed GQA tiles, small", "[gpu][attention][kvcache][qpack][sanitize]") {
+  if (!fkgpu::context_for(FK_KERNEL_FAMILY_AUTO)) {
+    WARN("no CUDA context: kvcache cases skipped");
+    return;
+  }
+  Layout L = contiguous(200, {200, 3}, 4, 16, 2, 64, DT::BF16);
+  Mask m;
+  m.causal = true;
+  run(L, m, 47900);
+  Layout P = paged(128, 300, {300, 17}, 17, 16, 4, 128, DT::F16);
+  Mask w;
+  w.causal = true;
+  w.wl = 30;
+  run(P, w, 47901);
 }
 
 TEST_CASE("gpu kvcache: contiguous cache with and without cache_seqlens",

@@ -283,3 +283,109 @@ TEST_CASE("sm90 tile numbering: every query tile exactly once, in every order (h
       check<192>(s, Order::kPairs, 0, index64);
     }
 }
+
+// Packed GQA tiles over a KV cache (launch.h, q_pack; attention_sm90.cpp, build_args): the
+// KV-cache scheduler's tiles with AttnArgs as build_args makes them (nheads and group in packed
+// heads, num_m_blocks in tiles of q_pack_rows queries), checked against the definition: every
+// (batch, packed head, query block) once, the KV head of every query head the tile holds, the
+// key tiles [n_min, n_max) exactly those holding a key some query of the tile sees (bottom-right
+// aligned causal / window), [all_lo, all_hi] seen by every query; and the tile-row mapping
+// (qpack_row) a bijection onto (head, row) that keeps each 16-row box of the producer's Q
+// loads (mainloop.cuh, load_cache) on one head and consecutive rows.
+TEST_CASE("sm90 tile numbering: packed GQA tiles over a KV cache (host)", "[sm90host]") {
+  using flashkit::cuda::sm90_attention::qpack_row;
+  using flashkit::cuda::sm90_attention::QPackRow;
+  constexpr int kN = 128;  // key tile
+  for (int32_t pack : {1, 2, 4, 8}) {
+    AttnArgs a;
+    a.q_pack = pack;
+    a.q_pack_rows = 128 / pack;
+    a.q_pack_shift = 7 - (pack == 1 ? 0 : pack == 2 ? 1 : pack == 4 ? 2 : 3);
+    int64_t bad = 0;
+    for (int row = 0; row < 128; ++row) {
+      const QPackRow pr = qpack_row(a, row);
+      bad += pr.head >= 0 && pr.head < pack && pr.row >= 0 && pr.row < a.q_pack_rows &&
+                     pr.head * a.q_pack_rows + pr.row == row
+                 ? 0
+                 : 1;
+      const QPackRow box = qpack_row(a, row / 16 * 16);  // the producer's box of this row
+      bad += box.head == pr.head && box.row + row % 16 == pr.row ? 0 : 1;
+    }
+    INFO("q_pack " << pack);
+    CHECK(bad == 0);
+  }
+  int cases = 0;
+  for (int32_t sq : {1, 2, 5, 16, 17, 31, 33, 64, 100})
+    for (int32_t group : {2, 4, 6, 8, 16})
+      for (int32_t pack : {2, 4, 8})
+        for (int mask = 0; mask < 4; ++mask) {  // none, causal, causal + left 40, left 3 right 9
+          if (group % pack != 0) continue;
+          for (int32_t sk : {1, 100, 300}) {
+            AttnArgs a;
+            const int32_t batch = 3, nheads_k = 2, nheads = nheads_k * group;
+            a.batch = batch;
+            a.nheads_k = nheads_k;
+            a.q_pack = pack;
+            a.q_pack_rows = 128 / pack;
+            a.q_pack_shift = 7 - (pack == 2 ? 1 : pack == 4 ? 2 : 3);
+            a.nheads = nheads / pack;
+            a.group = group / pack;
+            a.seqlen_q = sq;
+            a.seqlen_k = sk;
+            a.window_left = mask == 2 ? 40 : mask == 3 ? 3 : -1;
+            a.window_right = mask == 1 || mask == 2 ? 0 : mask == 3 ? 9 : -1;
+            a.num_m_blocks = (sq + a.q_pack_rows - 1) / a.q_pack_rows;
+            a.total_tiles = int64_t(a.num_m_blocks) * a.nheads * batch;
+            a.longest_first = mask != 0 ? 1 : 0;
+            a.grid = int32_t(std::min<int64_t>(a.total_tiles, 7));
+            set_index_divisors(a);
+            REQUIRE(a.index32 == 1);
+            INFO("seqlen_q " << sq << " seqlen_k " << sk << " group " << group << " q_pack " << pack
+                             << " mask " << mask);
+            const TileScheduler<kN, true> sched(a);
+            std::set<std::tuple<int, int, int>> seen;
+            int64_t bad_hk = 0, bad_keys = 0, bad_all = 0, bad_empty = 0, repeated = 0;
+            const int64_t shift = int64_t(sk) - sq;
+            auto lo_of = [&](int64_t i) {
+              return a.window_left >= 0 ? std::max<int64_t>(0, i + shift - a.window_left) : 0;
+            };
+            auto hi_of = [&](int64_t i) {
+              return a.window_right >= 0 ? std::min<int64_t>(sk - 1, i + shift + a.window_right) : sk - 1;
+            };
+            for (int64_t t = 0; t < a.total_tiles; ++t) {
+              const WorkTile w = sched.tile(t);
+              const int64_t q0 = int64_t(w.m_block) * a.q_pack_rows;
+              const int64_t q1 = std::min<int64_t>(q0 + a.q_pack_rows, sq);  // past the last
+              bad_empty += w.empty == (q0 >= sq) && w.m0 == q0 ? 0 : 1;
+              if (w.empty) continue;
+              if (w.b < 0 || w.b >= batch || w.h < 0 || w.h >= a.nheads || w.m_block < 0 ||
+                  w.m_block >= a.num_m_blocks || !seen.insert({w.b, w.h, w.m_block}).second)
+                ++repeated;
+              for (int g = 0; g < pack; ++g) bad_hk += (w.h * pack + g) / group == w.hk ? 0 : 1;
+              // Key tiles holding a key some query of the tile sees, by the definition.
+              int64_t need_min = -1, need_max = -1;
+              for (int64_t i = q0; i < q1; ++i) {
+                const int64_t lo = lo_of(i), hi = hi_of(i);
+                if (hi < lo) continue;
+                need_min = need_min < 0 ? lo / kN : std::min(need_min, lo / kN);
+                need_max = std::max(need_max, hi / kN + 1);
+              }
+              if (need_min < 0) {
+                bad_keys += w.n_max <= w.n_min ? 0 : 1;
+              } else {
+                bad_keys += w.n_min == need_min && w.n_max == need_max ? 0 : 1;
+              }
+              for (int64_t i = q0; i < q1; ++i)  // rows that see no key need no bound
+                bad_all += hi_of(i) < lo_of(i) || (w.all_lo >= lo_of(i) && w.all_hi <= hi_of(i)) ? 0 : 1;
+            }
+            CHECK(bad_hk == 0);
+            CHECK(bad_keys == 0);
+            CHECK(bad_all == 0);
+            CHECK(bad_empty == 0);
+            CHECK(repeated == 0);
+            CHECK(int64_t(seen.size()) == int64_t(batch) * a.nheads * a.num_m_blocks);
+            ++cases;
+          }
+        }
+  CHECK(cases > 300);
+}

@@ -61,7 +61,9 @@ bool stride_ok(int64_t stride, int64_t extent, int64_t elem_bytes = 2) {
 // puts every unmasked head_dim 128 call not over a KV cache (any length, any number of query
 // rows) on the 128-key, three-stage tiles (launch.h); FLASHKIT_SM90_ATTENTION_HI_MASK=0 masks
 // every partial key tile by both bounds (softmax.cuh); FLASHKIT_SM90_FP8_VT=0 gives every fp8
-// head_dim 256 call the V^T pass, =2 the transposition in shared memory (fp8_vt_in_kernel).
+// head_dim 256 call the V^T pass, =2 the transposition in shared memory (fp8_vt_in_kernel);
+// FLASHKIT_SM90_ATTENTION_QPACK=0 keeps KV-cache calls of a few query rows on one head per
+// work tile instead of packed GQA tiles (build_args).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -88,6 +90,7 @@ struct Flags {
   int keys64 = env_mode("FLASHKIT_SM90_ATTENTION_KEYS64");
   int narrow = env_mode("FLASHKIT_SM90_ATTENTION_NARROW");
   bool hi_mask = env_flag("FLASHKIT_SM90_ATTENTION_HI_MASK");
+  bool qpack = env_flag("FLASHKIT_SM90_ATTENTION_QPACK");
   int fp8_vt = env_mode("FLASHKIT_SM90_FP8_VT");
 };
 const Flags& flags() {
@@ -293,6 +296,34 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   a.nheads = int32_t(p.nheads);
   a.nheads_k = int32_t(p.nheads_k);
   a.group = int32_t(p.nheads / p.nheads_k);
+  // Packed GQA tiles (launch.h, q_pack; mainloop.cuh, load_cache): KV-cache calls with a few
+  // query rows per head and several query heads per KV head (speculative decoding, chunked
+  // prefill over a cache) put q_pack heads of one group into each 128-row work tile, R =
+  // 128 / q_pack rows each, the smallest R in {16, 32, 64} that holds seqlen_q and the largest
+  // q_pack (a power of two) that divides the group. Each tile then reads its key and value
+  // tiles once for q_pack heads, and the tensor cores work on q_pack times as many live rows:
+  // at seqlen_q = 4, group 8, a tile holds 32 real rows instead of 4. Most one-query calls come
+  // here already packed by attention_api.cpp (pack_gqa_decode: the group's heads as rows, group
+  // 1); those it leaves (a window that hides keys, an lse whose heads are not contiguous,
+  // FLASHKIT_ATTENTION_GQA_PACK=0) are packed here, 4 or 8 heads a tile. The split-KV plan
+  // (attn::plan_split_kv, unmasked or one-query calls) still counts one head a tile, and
+  // few_rows_one_wave below counts packed tiles. Not timed yet.
+  // FLASHKIT_SM90_ATTENTION_QPACK=0 turns it off.
+  if (attention_uses_kvcache(p) && !p.varlen && flags().qpack && a.group > 1 &&
+      p.seqlen_q > 0 && p.seqlen_q <= kBlockM / 2) {
+    int32_t rows = 16;
+    while (rows < p.seqlen_q) rows *= 2;
+    int32_t pack = kBlockM / rows;
+    while (pack > 1 && a.group % pack != 0) pack /= 2;
+    if (pack > 1) {
+      a.q_pack = pack;
+      a.q_pack_rows = kBlockM / pack;
+      a.q_pack_shift = 0;
+      while ((1 << a.q_pack_shift) < a.q_pack_rows) ++a.q_pack_shift;
+      a.nheads /= pack;  // packed heads (the copy engine's Q view keeps them all: mainloop.cuh)
+      a.group /= pack;
+    }
+  }
   a.seqlen_q = int32_t(p.seqlen_q);
   a.seqlen_k = int32_t(p.seqlen_k);
   a.head_dim = int32_t(p.head_dim);
@@ -342,8 +373,11 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   if (padded_head_dim(p.head_dim) == 64 && !attention_uses_kvcache(p) && p.seqlen_q > kBlockM &&
       flags().wg3 != 0 && (flags().wg3 == 2 || !masked_call || span >= rows192_keys))
     a.block_m = kBlockM3;
-  a.num_m_blocks = int32_t((p.seqlen_q + a.block_m - 1) / a.block_m);
-  a.total_tiles = int64_t(a.num_m_blocks) * p.nheads * p.batch;
+  // Query rows per tile and head: block_m, or q_pack_rows under packed GQA tiles (nheads then
+  // counts packed heads).
+  const int64_t tile_rows = a.q_pack > 1 ? a.q_pack_rows : a.block_m;
+  a.num_m_blocks = int32_t((p.seqlen_q + tile_rows - 1) / tile_rows);
+  a.total_tiles = int64_t(a.num_m_blocks) * a.nheads * p.batch;
   a.longest_first = (a.window_left >= 0 || a.window_right >= 0) ? 1 : 0;
   a.grid = int32_t(std::min<int64_t>(a.total_tiles, sms));
   // Varlen few-row tiles in a single wave (split-KV decode's inner call: a GQA group of rows
@@ -370,7 +404,7 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // 128-row head_dim 64 calls read the same either way (512-2048 keys, 0.99-1.00x) and head_dim
   // 128 / 256 run 6-25% faster with them where they apply.
   if (a.longest_first && flags().sections && a.block_m == kBlockM &&
-      int64_t(p.batch) * p.nheads * 4 >= a.grid) {
+      int64_t(p.batch) * a.nheads * 4 >= a.grid) {
     // Head sections (tile_scheduler.cuh) where the all-heads longest-first order loses L2 reuse:
     // with at least a quarter as many (batch, head) pairs as CTAs, one wave of that order holds
     // at most about four query tiles of a head, whose next ones come waves later, so short
@@ -385,7 +419,7 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
         int64_t(p.seqlen_k) * padded_head_dim(p.head_dim) * 2 * int64_t(sizeof(uint16_t));
     const int64_t kv_heads = std::max<int64_t>(1, (l2 / 2) / std::max<int64_t>(1, kv_head_bytes));
     const int64_t heads = kv_heads * a.group;
-    if (heads < int64_t(p.batch) * p.nheads) a.section_heads = int32_t(heads);
+    if (heads < int64_t(p.batch) * a.nheads) a.section_heads = int32_t(heads);
   }
   // Causal calls: tiles in pairs of equal work (tile_scheduler.cuh), which keep a head's keys
   // and values in L2 and the static round robin balanced without head sections (H100, session

@@ -32,15 +32,22 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 
 // The LSE of the thread's two rows (one thread per quad writes them); arguments as for
 // store_output below.
+template <bool kPacked = false>
 __device__ __forceinline__ void store_lse(const AttnArgs& a, const float (&lse)[2], int32_t b,
                                           int32_t h, int32_t m0, int row0, int t,
                                           int32_t seq_row0, int32_t len_q) {
   if (a.lse == nullptr || t != 0) return;
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
-    const int seq_row = m0 + row0 + 8 * r;
+    int seq_row = m0 + row0 + 8 * r;
+    int32_t head = h;
+    if constexpr (kPacked) {
+      const QPackRow pr = qpack_row(a, row0 + 8 * r);
+      seq_row = m0 + pr.row;
+      head = h * a.q_pack + pr.head;
+    }
     if (seq_row >= len_q) continue;
-    a.lse[int64_t(b) * a.lse_batch_stride + int64_t(h) * a.lse_head_stride +
+    a.lse[int64_t(b) * a.lse_batch_stride + int64_t(head) * a.lse_head_stride +
           (int64_t(seq_row0) + seq_row) * a.lse_row_stride] = lse[r];
   }
 }
@@ -71,16 +78,23 @@ __device__ __forceinline__ void quad_transpose(const uint32_t (&v)[4], uint32_t 
 // o: the thread's fragment of the 128 x head_dim output tile (flat index c + 2 r + 4 j);
 // row0: the tile row of the thread's r = 0 row; t: the thread's index in its quad.
 // seq_row0 / len_q: the sequence's first row in the (packed, under varlen) output and its length.
-template <class Element, class TO>
+// kPacked: tile rows mapped to (head, row) by out_row (packed GQA tiles; KV caches).
+template <class Element, bool kPacked = false, class TO>
 __device__ __forceinline__ void store_output(const AttnArgs& a, const TO& o, const float (&lse)[2],
                                              int32_t b, int32_t h, int32_t m0, int row0, int t,
                                              int32_t seq_row0, int32_t len_q) {
-  Element* out = static_cast<Element*>(a.out) + int64_t(b) * a.o_batch_stride +
-                 int64_t(h) * a.o_head_stride;
+  Element* const out_h = static_cast<Element*>(a.out) + int64_t(b) * a.o_batch_stride +
+                        int64_t(kPacked ? h * a.q_pack : h) * a.o_head_stride;
   constexpr int kGroups = decltype(cute::size(o))::value / 4;  // 8-column groups: head_dim / 8
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
-    const int seq_row = m0 + row0 + 8 * r;
+    int seq_row = m0 + row0 + 8 * r;
+    Element* out = out_h;
+    if constexpr (kPacked) {
+      const QPackRow pr = qpack_row(a, row0 + 8 * r);
+      seq_row = m0 + pr.row;
+      out += int64_t(pr.head) * a.o_head_stride;
+    }
     const bool in_seq = seq_row < len_q;
     const int64_t row = int64_t(seq_row0) + seq_row;
     if (a.o_wide) {
@@ -108,7 +122,7 @@ __device__ __forceinline__ void store_output(const AttnArgs& a, const TO& o, con
       }
     }
   }
-  store_lse(a, lse, b, h, m0, row0, t, seq_row0, len_q);
+  store_lse<kPacked>(a, lse, b, h, m0, row0, t, seq_row0, len_q);
 }
 
 // Copy-engine output stores (AttnArgs::o_tma, kernel.cuh): the thread's fragment, rounded to

@@ -442,6 +442,17 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           q_released = true;
         }
       };
+      // Query row (in the sequence) of the thread's tile row r0 + 8 r: m0 + r0 + 8 r, or under
+      // packed GQA tiles (KV caches, launch.h, q_pack) m0 + (r0 + 8 r) mod q_pack_rows (tile
+      // rows are head-major there). The plain kernels keep the sum in 64 bits from m0 on, as
+      // before the packing (their SASS unchanged).
+      auto query_of = [&](int r0, int r) -> int64_t {
+        if constexpr (Mainloop::kCache) {
+          return int64_t(w.m0) + qpack_row(a, r0 + 8 * r).row;
+        } else {
+          return int64_t(w.m0) + r0 + 8 * r;
+        }
+      };
       // Scores of key tile n -> base-2 logits, masked where some row sees only part of it.
       auto logits_and_mask = [&](int n) {
         if (!raw_tile) OnlineSoftmax::to_logits(tSrS, a.softcap != 0, logit_scale, a.cap_pre, a.cap_post);
@@ -455,19 +466,19 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
             // at head_dim 256 the same code read -2.7% on causal 16k keys, so the kernels above
             // 128 (192 untimed) keep the two-sided mask only, and their SASS as before.
             CUTE_UNROLL
-            for (int r = 0; r < 2; ++r) hi[r] = scheduler.key_hi(w, int64_t(w.m0) + r0 + 8 * r);
+            for (int r = 0; r < 2; ++r) hi[r] = scheduler.key_hi(w, query_of(r0, r));
             if (a.window_left < 0 && a.hi_mask) {
               OnlineSoftmax::mask_hi(tSrS, n0 + 2 * tile_quad_t(), hi);
             } else {
               CUTE_UNROLL
-              for (int r = 0; r < 2; ++r) lo[r] = scheduler.key_lo(w, int64_t(w.m0) + r0 + 8 * r);
+              for (int r = 0; r < 2; ++r) lo[r] = scheduler.key_lo(w, query_of(r0, r));
               OnlineSoftmax::mask(tSrS, n0 + 2 * tile_quad_t(), lo, hi);
             }
           } else {
             CUTE_UNROLL
             for (int r = 0; r < 2; ++r) {
-              lo[r] = scheduler.key_lo(w, int64_t(w.m0) + r0 + 8 * r);
-              hi[r] = scheduler.key_hi(w, int64_t(w.m0) + r0 + 8 * r);
+              lo[r] = scheduler.key_lo(w, query_of(r0, r));
+              hi[r] = scheduler.key_hi(w, query_of(r0, r));
             }
             OnlineSoftmax::mask(tSrS, n0 + 2 * tile_quad_t(), lo, hi);
           }
@@ -585,8 +596,11 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
           stored = true;
         }
       }
-      if (!stored)
-        store_output<typename Kernel::OutElement>(a, tOrO, lse, w.b, w.h, w.m0, tile_row0(), tile_quad_t(), w.row0_q, w.len_q);
+      if (!stored) {
+        // KV caches: rows mapped by qpack_row (identity unless the tile packs GQA heads).
+        store_output<typename Kernel::OutElement, Mainloop::kCache>(a, tOrO, lse, w.b, w.h, w.m0, tile_row0(),
+                                                                  tile_quad_t(), w.row0_q, w.len_q);
+      }
 #if defined(FLASHKIT_ATTENTION_TRACE)
       trace_stamp(trace, role, iter, 5);
       trace_stamp(trace, role, iter, 7);

@@ -64,7 +64,8 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream, const Fp8Launc
   if constexpr (kCache) {
     encoded = encoded &&
               descriptor_encoded(params.mainloop.tma_kb.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) &&
-              descriptor_encoded(params.mainloop.tma_vb.get_tma_descriptor(), sizeof(cute::TmaDescriptor));
+              descriptor_encoded(params.mainloop.tma_vb.get_tma_descriptor(), sizeof(cute::TmaDescriptor)) &&
+              descriptor_encoded(params.mainloop.tma_qb.get_tma_descriptor(), sizeof(cute::TmaDescriptor));
   }
   if constexpr (Kernel::kTmaStore) {
     if (a.o_tma) {
@@ -102,11 +103,11 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream, const Fp8Launc
   TraceStamps::finish(params.trace, trace_path, a.grid, stream, [&](FILE* f, int launch) {
     std::fprintf(f, "# launch %d batch %d nheads %d seqlen_q %d seqlen_k %d head_dim %d "
                     "causal %d window_left %d grid %d tiles %lld consumers %d block_m %d "
-                    "block_n %d\n",
+                    "block_n %d q_pack %d\n",
                  launch, int(a.batch), int(a.nheads), int(a.seqlen_q), int(a.seqlen_k),
                  int(a.head_dim), int(a.window_right == 0), int(a.window_left), int(a.grid),
                  static_cast<long long>(a.total_tiles), int(Kernel::kConsumers),
-                 int(Kernel::kBlockM), int(Kernel::Mainloop::kBlockN));
+                 int(Kernel::kBlockM), int(Kernel::Mainloop::kBlockN), int(a.q_pack));
   });
 #endif
   return check_launch("cuda.sm90.attention kernel");

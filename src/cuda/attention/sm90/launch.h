@@ -244,7 +244,28 @@ struct AttnArgs {
   int64_t num_pairs = 0;     // batch * nheads * pairs_per_bh
   cutlass::FastDivmod div_grid;   // grid (pairs)
   cutlass::FastDivmod div_pairs;  // pairs_per_bh (pairs)
+  // Packed GQA tiles (KV-cache instantiation only; attention_sm90.cpp, when): a 128-row work
+  // tile holds q_pack query heads of one GQA group, q_pack_rows = kBlockM / q_pack rows each,
+  // head-major: tile rows [g R, (g + 1) R) are queries m_block R .. m_block R + R - 1 of query
+  // head h q_pack + g (R = q_pack_rows = 1 << q_pack_shift; qpack_row below). nheads and group
+  // above then count packed heads (the real ones divided by q_pack) and num_m_blocks tiles of
+  // R queries. Off: 1, kBlockM, 7. (FlashAttention-3 packs the query heads of a group the
+  // same way for few queries per group, its PackGQA; flashkit's one-query decode does it by a
+  // stride rewrite, attention_api.cpp.)
+  int32_t q_pack = 1;
+  int32_t q_pack_rows = kBlockM;
+  int32_t q_pack_shift = 7;
 };
+
+// Packed GQA tiles: the query head (offset from the packed head's first, h q_pack) and the
+// query row (offset from the work tile's first, m_block R) of tile row `row` (0 .. kBlockM - 1).
+// Off (q_pack_shift 7, q_pack_rows 128): head offset 0, row `row`.
+struct QPackRow {
+  int32_t head, row;
+};
+__host__ __device__ __forceinline__ QPackRow qpack_row(const AttnArgs& a, int row) {
+  return {row >> a.q_pack_shift, row & (a.q_pack_rows - 1)};
+}
 
 // Fills AttnArgs::index32 and the div_* members from batch, nheads, group, num_m_blocks,
 // total_tiles, section_heads and (pairs) grid and pairs_per_bh (call after those are final).

@@ -172,6 +172,7 @@ struct Mainloop {
   struct BoxTmas<true, Dummy> {
     TmaKBox tma_kb;  // pages that are not a multiple of kBlockN
     TmaVBox tma_vb;
+    TmaKBox tma_qb;  // packed GQA tiles: Q in kBoxRows-row boxes (load_cache)
   };
   struct Params : BoxTmas<kCache> {
     TmaQ tma_q;
@@ -198,7 +199,8 @@ struct Mainloop {
   static Params make_params(const AttnArgs& a, int32_t vt_keys = 0) {
     using namespace cute;
     Params p;
-    p.shape_q = ShapeG{a.tma_rows_q, a.head_dim, a.nheads, a.tma_batch};
+    // a.nheads counts packed heads under packed GQA tiles (launch.h, q_pack); q has them all.
+    p.shape_q = ShapeG{a.tma_rows_q, a.head_dim, a.nheads * a.q_pack, a.tma_batch};
     p.shape_k = ShapeG{a.tma_rows_k, a.head_dim, a.nheads_k, a.tma_batch_k};
     // kVtInSmem: V as K, (keys, head_dim, head, batch); other fp8: the V^T copy holds vt_keys
     // (seqlen_k rounded up to 16) keys per row.
@@ -223,6 +225,7 @@ struct Mainloop {
     if constexpr (kCache) {
       p.tma_kb = make_tma_copy(SM90_TMA_LOAD{}, k, SmemLayoutKBox{});
       p.tma_vb = make_tma_copy(SM90_TMA_LOAD{}, vt, SmemLayoutVtBox{});
+      p.tma_qb = make_tma_copy(SM90_TMA_LOAD{}, q, SmemLayoutKBox{});
     }
     return p;
   }
@@ -234,6 +237,7 @@ struct Mainloop {
     if constexpr (kCache) {
       cute::prefetch_tma_descriptor(p.tma_kb.get_tma_descriptor());
       cute::prefetch_tma_descriptor(p.tma_vb.get_tma_descriptor());
+      cute::prefetch_tma_descriptor(p.tma_qb.get_tma_descriptor());
     }
   }
 
@@ -326,12 +330,42 @@ struct Mainloop {
                                                     int32_t hk, int32_t b, int32_t n_min,
                                                     int32_t n_max) {
     using namespace cute;
-    Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), SmemLayoutQ{});
-    Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q);
-    Tensor gQ = local_tile(mQ(_, _, h, b), Shape<BM, HD>{}, make_coord(m_block, _0{}));  // (BM, D)
-    auto cq = p.tma_q.get_slice(_0{});
     cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(q_full, kQBytes);
-    copy(p.tma_q.with(*q_full, 0), cq.partition_S(gQ), cq.partition_D(sQ));
+    if (a.q_pack > 1) {
+      // Packed GQA tile (launch.h, q_pack): tile rows [16 j, 16 j + 16) are queries
+      // m_block R + (16 j mod R) onwards of query head h q_pack + 16 j / R (R = q_pack_rows, a
+      // multiple of kBoxRows), one kBoxRows-row box per (j, swizzle panel) into the tile's
+      // layout at an atom-aligned offset, as load_boxes places key boxes. Queries past seqlen_q
+      // in a box that starts below it arrive as the copy engine's zeros; a box that would start
+      // past it (R = 64 over at most 32 queries) reads the head's last box instead, as
+      // load_boxes clamps keys past a cache: every box lies partly in the tensor, and the rows
+      // it fills are never stored (the consumers store queries below seqlen_q only). All boxes
+      // count their bytes: kQBytes.
+      Tensor mQ = p.tma_qb.get_tma_tensor(p.shape_q);
+      // (rows, panel, row box, panel index, head), addressed by box-aligned row and panel.
+      Tensor gQ = local_tile(mQ(_, _, _, b), Shape<Int<kBoxRows>, Int<kPanel>>{}, make_coord(_, _));
+      auto cq = p.tma_qb.get_slice(_0{});
+      Tensor tQg = cq.partition_S(gQ);  // (TMA, TMA_R, TMA_P, row box, panel index, head)
+      CUTE_UNROLL
+      for (int j = 0; j < kBlockM / kBoxRows; ++j) {
+        const QPackRow pr = qpack_row(a, kBoxRows * j);
+        const int32_t qbox = min((m_block * a.q_pack_rows + pr.row) / kBoxRows, (a.seqlen_q - 1) / kBoxRows);
+        const int32_t head = h * a.q_pack + pr.head;
+        CUTE_UNROLL
+        for (int c = 0; c < kPanels; ++c) {
+          Tensor sQ = make_tensor(
+              make_smem_ptr(smem.q.data() + SmemLayoutQ{}.layout_b()(kBoxRows * j, kPanel * c)),
+              SmemLayoutKBox{});
+          copy(p.tma_qb.with(*q_full, 0), tQg(_, _, _, qbox, c, head), cq.partition_D(sQ));
+        }
+      }
+    } else {
+      Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), SmemLayoutQ{});
+      Tensor mQ = p.tma_q.get_tma_tensor(p.shape_q);
+      Tensor gQ = local_tile(mQ(_, _, h, b), Shape<BM, HD>{}, make_coord(m_block, _0{}));  // (BM, D)
+      auto cq = p.tma_q.get_slice(_0{});
+      copy(p.tma_q.with(*q_full, 0), cq.partition_S(gQ), cq.partition_D(sQ));
+    }
     if (a.page_boxes) {
       for (int32_t n = n_max - 1; n >= n_min; --n)
         load_boxes(p, a, pipe_k, pipe_v, write_k, write_v, smem, hk, b, n);

@@ -50,7 +50,7 @@ namespace cuda {
 namespace sm90_attention {
 
 struct WorkTile {
-  int32_t m_block, h, hk, b;
+  int32_t m_block, h, hk, b;  // h: packed head under packed GQA tiles (launch.h, q_pack)
   int32_t m0;            // first query row, counted from the sequence's first row
   int32_t len_q, len_k;  // the sequence's lengths (varlen: from cu_seqlens; KV cache: len_k
                          // from seqused_k; else the extents)
@@ -267,13 +267,17 @@ struct TileScheduler {
       }
     }
     if (hole) w.m_block = a.num_m_blocks;  // as the batched pairs mark theirs
-    w.m0 = w.m_block * kBlockM;
+    // Query rows a work tile covers per head: kBlockM, or under packed GQA tiles (KV caches
+    // only; launch.h, q_pack) q_pack_rows of each of its q_pack heads.
+    int rows = kBlockM;
+    if constexpr (kCache) rows = a.q_pack_rows;
+    w.m0 = w.m_block * rows;
     w.empty = hole || w.m0 >= w.len_q;
-    const int m_last = min(w.m0 + kBlockM, w.len_q) - 1;
+    const int m_last = min(w.m0 + rows, w.len_q) - 1;
     const int lo = key_lo(w, w.m0), hi = key_hi(w, m_last);
     w.n_min = lo / kBlockN;
     w.n_max = hi >= lo ? hi / kBlockN + 1 : w.n_min;
-    w.all_lo = key_lo(w, w.m0 + kBlockM - 1);
+    w.all_lo = key_lo(w, w.m0 + rows - 1);
     w.all_hi = key_hi(w, w.m0);
     return w;
   }
