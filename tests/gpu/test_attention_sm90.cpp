@@ -252,6 +252,45 @@ TEST_CASE("sm90 attention: padded head_dim small case", "[gpu][attention][sm90][
   run_case(sm90(), c, 7860);
 }
 
+// Batched GQA calls of 2-64 queries: the kernel packs up to 8 query heads of a group into one
+// 128-row tile (launch.h, q_pack), on its KV-cache instantiation; groups of 3, MHA and 65+
+// queries stay unpacked, and one-query calls reach it only where attention_api.cpp's decode
+// packing declines (a window that hides keys). Every mask of apply_mask, queries beyond the keys
+// (causal rows that see none), keys fewer than a tile, padded rows, lse on and off.
+TEST_CASE("sm90 attention: GQA heads packed into one tile (batched, 2-64 queries)",
+          "[gpu][attention][sm90][qpack]") {
+  if (!have_sm90()) return;
+  struct Shape {
+    int64_t b, sq, sk, h, hk, d;
+  };
+  const Shape shapes[] = {{3, 4, 300, 16, 2, 128},  {2, 17, 150, 8, 2, 64},  {2, 33, 400, 12, 2, 96},
+                          {2, 64, 64, 8, 4, 192},   {1, 7, 1000, 32, 4, 256}, {2, 2, 5, 16, 2, 128},
+                          {2, 40, 20, 8, 2, 128},   {2, 5, 77, 6, 2, 128},   {2, 65, 200, 8, 2, 64},
+                          {4, 16, 513, 32, 8, 128}, {2, 1, 300, 16, 2, 64},  {2, 9, 129, 16, 16, 128}};
+  int i = 0;
+  for (const Shape& sh : shapes)
+    for (DT dt : {DT::BF16, DT::F16}) {
+      Case c = sm90_case(sh.b, sh.sq, sh.sk, sh.h, sh.hk, sh.d, dt);
+      apply_mask(c, i);
+      if (sh.sq == 1) {  // a window that hides keys: the API's decode packing declines
+        c.pr.causal = true;
+        c.pr.wl = 10;
+        c.pr.wr = -1;
+      }
+      c.pad = (i % 3 == 2) ? 8 : 0;
+      c.with_lse = i % 4 != 3;
+      run_case(sm90(), c, 7300 + uint64_t(i));
+      ++i;
+    }
+}
+
+TEST_CASE("sm90 attention: packed GQA tiles, batched small case", "[gpu][attention][sm90][qpack][sanitize]") {
+  if (!have_sm90()) return;
+  Case c = sm90_case(2, 6, 140, 16, 2, 128, DT::BF16);  // 8 heads of 16 rows a tile
+  c.pr.causal = true;
+  run_case(sm90(), c, 7390);
+}
+
 TEST_CASE("sm90 attention: more tiles than SMs (persistent loop)", "[gpu][attention][sm90]") {
   if (!have_sm90()) return;
   Case c = sm90_case(3, 700, 700, 16, 4, 128, DT::BF16);  // 6 x 16 x 3 = 288 tiles

@@ -296,9 +296,10 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   a.nheads = int32_t(p.nheads);
   a.nheads_k = int32_t(p.nheads_k);
   a.group = int32_t(p.nheads / p.nheads_k);
-  // Packed GQA tiles (launch.h, q_pack; mainloop.cuh, load_cache): KV-cache calls with a few
-  // query rows per head and several query heads per KV head (speculative decoding, chunked
-  // prefill over a cache) put q_pack heads of one group into each 128-row work tile, R =
+  // Packed GQA tiles (launch.h, q_pack; mainloop.cuh, load_cache): KV-cache and batched calls
+  // with a few query rows per head and several query heads per KV head (speculative decoding,
+  // chunked prefill over a cache or over materialised keys) put q_pack heads of one group into
+  // each 128-row work tile, R =
   // 128 / q_pack rows each, the smallest R in {16, 32, 64} that holds seqlen_q and the largest
   // q_pack (a power of two) that divides the group. Each tile then reads its key and value
   // tiles once for q_pack heads, and the tensor cores work on q_pack times as many live rows:
@@ -309,8 +310,11 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // (attn::plan_split_kv, unmasked or one-query calls) still counts one head a tile, and
   // few_rows_one_wave below counts packed tiles. Not timed yet.
   // FLASHKIT_SM90_ATTENTION_QPACK=0 turns it off.
-  if (attention_uses_kvcache(p) && !p.varlen && flags().qpack && a.group > 1 &&
-      p.seqlen_q > 0 && p.seqlen_q <= kBlockM / 2) {
+  // Batched calls run it on the KV-cache instantiation (launch.cuh), a contiguous cache whose
+  // every sequence holds seqlen_k keys, so that the plain kernels stay as they are; not the fp8
+  // kernel (attention_fp8_sm90.cu builds its arguments here too).
+  if (!p.varlen && (p.dtype == DType::F16 || p.dtype == DType::BF16) && flags().qpack &&
+      a.group > 1 && p.seqlen_q > 0 && p.seqlen_q <= kBlockM / 2) {
     int32_t rows = 16;
     while (rows < p.seqlen_q) rows *= 2;
     int32_t pack = kBlockM / rows;
@@ -394,7 +398,7 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   a.pingpong = flags().pingpong ? 1 : 0;
   a.o_wide = flags().wide_store ? 1 : 0;
   // Copy-engine output stores: the plain kernel's batched calls at head_dim <= 128 (kernel.cuh).
-  a.o_tma = flags().tma_store && !p.varlen && !attention_uses_kvcache(p) &&
+  a.o_tma = flags().tma_store && !p.varlen && !attention_uses_kvcache(p) && a.q_pack == 1 &&
                     padded_head_dim(p.head_dim) <= 128
                 ? 1
                 : 0;

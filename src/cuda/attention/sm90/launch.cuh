@@ -120,9 +120,10 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream, const Fp8Launc
 // 192-row tiles (AttnArgs::block_m) take the three-consumer kernel over 128-key tiles; head_dim
 // 256 calls that it gave AttnArgs::keys64 (short keys) the kernel over 64-key tiles; unmasked
 // head_dim 128 calls that it gave AttnArgs::narrow (short keys) 128-key tiles, three stages.
+// Packed GQA tiles (AttnArgs::q_pack) run on the KV-cache instantiation, batched calls too.
 template <class Element, int kHeadDim>
 fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
-  if (a.seqused_k != nullptr || a.block_table != nullptr)
+  if (a.seqused_k != nullptr || a.block_table != nullptr || a.q_pack > 1)
     return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, true), true>(a, stream);
   if constexpr (kHeadDim == 64) {
     if (a.block_m == kBlockM3) return launch_kernel<Element, kHeadDim, 128, false, kBlockM3>(a, stream);

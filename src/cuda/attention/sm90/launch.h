@@ -244,7 +244,8 @@ struct AttnArgs {
   int64_t num_pairs = 0;     // batch * nheads * pairs_per_bh
   cutlass::FastDivmod div_grid;   // grid (pairs)
   cutlass::FastDivmod div_pairs;  // pairs_per_bh (pairs)
-  // Packed GQA tiles (KV-cache instantiation only; attention_sm90.cpp, when): a 128-row work
+  // Packed GQA tiles (read by the KV-cache instantiation only, which batched calls then run:
+  // launch.cuh; attention_sm90.cpp, when): a 128-row work
   // tile holds q_pack query heads of one GQA group, q_pack_rows = kBlockM / q_pack rows each,
   // head-major: tile rows [g R, (g + 1) R) are queries m_block R .. m_block R + R - 1 of query
   // head h q_pack + g (R = q_pack_rows = 1 << q_pack_shift; qpack_row below). nheads and group
