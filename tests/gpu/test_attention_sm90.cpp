@@ -256,7 +256,8 @@ TEST_CASE("sm90 attention: padded head_dim small case", "[gpu][attention][sm90][
 // 128-row tile (launch.h, q_pack), on its KV-cache instantiation; groups of 3, MHA and 65+
 // queries stay unpacked, and one-query calls reach it only where attention_api.cpp's decode
 // packing declines (a window that hides keys). Every mask of apply_mask, queries beyond the keys
-// (causal rows that see none), keys fewer than a tile, padded rows, lse on and off.
+// (causal rows that see none), keys fewer than a tile, padded rows, lse on and off, more packed
+// tiles than SMs (64 x 4 = 256), padded head dims (72 -> 96, 40 -> 64).
 TEST_CASE("sm90 attention: GQA heads packed into one tile (batched, 2-64 queries)",
           "[gpu][attention][sm90][qpack]") {
   if (!have_sm90()) return;
@@ -266,7 +267,8 @@ TEST_CASE("sm90 attention: GQA heads packed into one tile (batched, 2-64 queries
   const Shape shapes[] = {{3, 4, 300, 16, 2, 128},  {2, 17, 150, 8, 2, 64},  {2, 33, 400, 12, 2, 96},
                           {2, 64, 64, 8, 4, 192},   {1, 7, 1000, 32, 4, 256}, {2, 2, 5, 16, 2, 128},
                           {2, 40, 20, 8, 2, 128},   {2, 5, 77, 6, 2, 128},   {2, 65, 200, 8, 2, 64},
-                          {4, 16, 513, 32, 8, 128}, {2, 1, 300, 16, 2, 64},  {2, 9, 129, 16, 16, 128}};
+                          {4, 16, 513, 32, 8, 128}, {2, 1, 300, 16, 2, 64},  {2, 9, 129, 16, 16, 128},
+                          {64, 8, 1000, 32, 4, 128}, {3, 12, 260, 8, 2, 72}, {2, 24, 90, 8, 2, 40}};
   int i = 0;
   for (const Shape& sh : shapes)
     for (DT dt : {DT::BF16, DT::F16}) {

@@ -171,6 +171,8 @@ fk_status_t attention_fp8(const ExecContext& ctx, const AttentionProblem& p,
   // build_args gives 128-row tiles at head_dim 128 and 256 (192-row ones only at 64). Three
   // consumer warpgroups over 64-key fp8 tiles at head_dim 128 measured 1-22% slower (session 41).
   if (a.block_m != kBlockM) return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention_fp8: tile height");
+  // build_args packs GQA heads for 16-bit calls only (the fp8 kernel has no packed form).
+  if (a.q_pack != 1) return set_error(FK_ERROR_INTERNAL, "cuda.sm90.attention_fp8: packed GQA tile");
   const Fp8Launch f{d, vt_keys};
   if (p.head_dim == 256 && in_kernel)
     return launch_kernel<cute::float_e4m3_t, 256, fp8_block_n(256), false, kBlockM, kFp8Stages>(

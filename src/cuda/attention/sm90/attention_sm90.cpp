@@ -62,8 +62,9 @@ bool stride_ok(int64_t stride, int64_t extent, int64_t elem_bytes = 2) {
 // rows) on the 128-key, three-stage tiles (launch.h); FLASHKIT_SM90_ATTENTION_HI_MASK=0 masks
 // every partial key tile by both bounds (softmax.cuh); FLASHKIT_SM90_FP8_VT=0 gives every fp8
 // head_dim 256 call the V^T pass, =2 the transposition in shared memory (fp8_vt_in_kernel);
-// FLASHKIT_SM90_ATTENTION_QPACK=0 keeps KV-cache calls of a few query rows on one head per
-// work tile instead of packed GQA tiles (build_args).
+// FLASHKIT_SM90_ATTENTION_QPACK=0 keeps batched and KV-cache calls of a few query rows on one
+// head per work tile instead of packed GQA tiles (build_args; NARROW=2 and KEYS64=2 do not reach
+// the packed calls, which run the KV-cache instantiation).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -497,6 +498,11 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
                  ? 1
                  : 0;
   a.hi_mask = flags().hi_mask ? 1 : 0;
+  if (a.q_pack > 1) {
+    // Packed calls run the KV-cache instantiation (launch.cuh), which reads none of the plain
+    // kernel's tile choices: cleared so that the arguments say what runs.
+    a.wide_masked = a.narrow = a.keys64 = a.o_tma = 0;
+  }
   return a;
 }
 

@@ -78,7 +78,8 @@ __device__ __forceinline__ void quad_transpose(const uint32_t (&v)[4], uint32_t 
 // o: the thread's fragment of the 128 x head_dim output tile (flat index c + 2 r + 4 j);
 // row0: the tile row of the thread's r = 0 row; t: the thread's index in its quad.
 // seq_row0 / len_q: the sequence's first row in the (packed, under varlen) output and its length.
-// kPacked: tile rows mapped to (head, row) by out_row (packed GQA tiles; KV caches).
+// kPacked: tile rows mapped to (head, row) by qpack_row (the KV-cache instantiation, which
+// runs packed GQA tiles: launch.h, q_pack).
 template <class Element, bool kPacked = false, class TO>
 __device__ __forceinline__ void store_output(const AttnArgs& a, const TO& o, const float (&lse)[2],
                                              int32_t b, int32_t h, int32_t m0, int row0, int t,

@@ -443,9 +443,9 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         }
       };
       // Query row (in the sequence) of the thread's tile row r0 + 8 r: m0 + r0 + 8 r, or under
-      // packed GQA tiles (KV caches, launch.h, q_pack) m0 + (r0 + 8 r) mod q_pack_rows (tile
-      // rows are head-major there). The plain kernels keep the sum in 64 bits from m0 on, as
-      // before the packing (their SASS unchanged).
+      // packed GQA tiles (KV-cache instantiation, launch.h, q_pack) m0 + (r0 + 8 r) mod
+      // q_pack_rows (tile rows are head-major there). The plain kernels keep the sum in 64 bits
+      // from m0 on, as before the packing (their SASS unchanged).
       auto query_of = [&](int r0, int r) -> int64_t {
         if constexpr (Mainloop::kCache) {
           return int64_t(w.m0) + qpack_row(a, r0 + 8 * r).row;
@@ -597,7 +597,8 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1)
         }
       }
       if (!stored) {
-        // KV caches: rows mapped by qpack_row (identity unless the tile packs GQA heads).
+        // KV-cache instantiation: rows mapped by qpack_row (identity unless the tile packs GQA
+        // heads).
         store_output<typename Kernel::OutElement, Mainloop::kCache>(a, tOrO, lse, w.b, w.h, w.m0, tile_row0(),
                                                                   tile_quad_t(), w.row0_q, w.len_q);
       }

@@ -267,8 +267,9 @@ struct TileScheduler {
       }
     }
     if (hole) w.m_block = a.num_m_blocks;  // as the batched pairs mark theirs
-    // Query rows a work tile covers per head: kBlockM, or under packed GQA tiles (KV caches
-    // only; launch.h, q_pack) q_pack_rows of each of its q_pack heads.
+    // Query rows a work tile covers per head: kBlockM, or under packed GQA tiles (the KV-cache
+    // instantiation, which packed batched calls run too; launch.h, q_pack) q_pack_rows of each
+    // of its q_pack heads.
     int rows = kBlockM;
     if constexpr (kCache) rows = a.q_pack_rows;
     w.m0 = w.m_block * rows;
