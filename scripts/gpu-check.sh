@@ -328,7 +328,8 @@ run_checks() {
 # tile numbering (INDEX64=1, taken only past 2^31 tiles) on the head-section order (its narrower
 # last section), the causal pairs and the small cases; the fp8 kernel at head_dim 256 with the V^T
 # pass at every length (FP8_VT=0) and with V transposed in shared memory at every length
-# (FP8_VT=2; by default the query rows per key decide: attention_sm90.cpp, fp8_vt_in_kernel); and
+# (FP8_VT=2; by default the query rows per key decide: attention_sm90.cpp, fp8_vt_in_kernel);
+# packed GQA tiles on every eligible call, also those of one wave (QPACK=2, the [qpack] cases); and
 # the sm80-class kernel's narrow head_dim-256 tiles (NARROW=1, what GPUs with 99 KB per block run)
 # on the sm80 attention cases that have head_dim 129-256 (not the long head_dim-64/128 case or the
 # packed ones). MODE run: one after another; start: each in the background (pids in pass_pids);
@@ -347,6 +348,7 @@ switch_passes() {
     FLASHKIT_SM90_ATTENTION_WG3=2 FLASHKIT_SM90_ATTENTION_OVERLAP=0
   cpp_pass "$mode" "$out" "INDEX64" "sm90 attention: causal tile order in L2-sized head sections,sm90 attention: causal tiles in pairs of equal work,[sm90][sanitize]" \
     gpu_tests_index64.log FLASHKIT_SM90_ATTENTION_INDEX64=1
+  cpp_pass "$mode" "$out" "QPACK=2" "[qpack]" gpu_tests_qpack2.log FLASHKIT_SM90_ATTENTION_QPACK=2
   cpp_pass "$mode" "$out" "FP8_VT=0" "[fp8]" gpu_tests_fp8_vt0.log FLASHKIT_SM90_FP8_VT=0
   cpp_pass "$mode" "$out" "FP8_VT=2" "[fp8]" gpu_tests_fp8_vt2.log FLASHKIT_SM90_FP8_VT=2
   cpp_pass "$mode" "$out" "NARROW=1" "sm80 attention: head dims x seqlens*,sm80 attention: one-sided windows*,sm80 attention: whole key tiles*,sm80 attention: varlen with empty sequences,sm80 attention: fully masked rows and empty keys,sm80 attention: small cases,sm80 attention: head dims that are not multiples of 8" \

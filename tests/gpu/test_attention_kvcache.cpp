@@ -428,8 +428,10 @@ TEST_CASE("gpu kvcache: paged chunked prefill (seqlen_q 37, causal), head dims x
 
 // Speculative decoding and short chunks over a cache: 2-64 queries per sequence with GQA
 // groups of 2-16, where the Hopper kernel packs up to 8 query heads of a group into one 128-row
-// tile (launch.h, q_pack: 16 / 32 / 64 rows a head); groups of 3 and MHA stay unpacked, and 65+
-// queries too; one query under a window that hides keys (attention_api.cpp's decode packing
+// tile (launch.h, q_pack: 16 / 32 / 64 rows a head) where one head a tile would fill more than
+// a wave (here the 32-head shapes, 5-6 sequences; scripts/gpu-check.sh runs this case again
+// under FLASHKIT_SM90_ATTENTION_QPACK=2, which packs every shape); groups of 3 and MHA stay
+// unpacked, and 65+ queries too; one query under a window that hides keys (attention_api.cpp's decode packing
 // declines it, so the kernel packs 8 heads). Contiguous caches, pages of 128 / 256 keys (the
 // key-tile path) and of 48 keys (16-row key boxes; more than 16 queries, where the sm80 row's
 // decode tiles do not take the call; calls of up to 16 queries over pages below the key tile
@@ -477,13 +479,14 @@ TEST_CASE("gpu kvcache: GQA heads packed into one tile (2-64 queries)", "[gpu][a
 }
 
 // The same, small, for the sanitizers (memcheck, racecheck): two packed shapes, 4 and 8 heads a
-// tile, a contiguous and a paged cache.
+// tile, a contiguous and a paged cache; 9 sequences x 16 heads, more than a wave of one head a
+// tile on 132 SMs, so that the default rule packs the first (build_args).
 TEST_CASE("gpu kvcache: packed GQA tiles, small", "[gpu][attention][kvcache][qpack][sanitize]") {
   if (!fkgpu::context_for(FK_KERNEL_FAMILY_AUTO)) {
     WARN("no CUDA context: kvcache cases skipped");
     return;
   }
-  Layout L = contiguous(200, {200, 3}, 4, 16, 2, 64, DT::BF16);
+  Layout L = contiguous(200, {200, 3, 50, 7, 120, 9, 1, 30, 64}, 4, 16, 2, 64, DT::BF16);
   Mask m;
   m.causal = true;
   run(L, m, 47900);

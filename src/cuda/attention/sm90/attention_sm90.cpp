@@ -63,8 +63,9 @@ bool stride_ok(int64_t stride, int64_t extent, int64_t elem_bytes = 2) {
 // every partial key tile by both bounds (softmax.cuh); FLASHKIT_SM90_FP8_VT=0 gives every fp8
 // head_dim 256 call the V^T pass, =2 the transposition in shared memory (fp8_vt_in_kernel);
 // FLASHKIT_SM90_ATTENTION_QPACK=0 keeps batched and KV-cache calls of a few query rows on one
-// head per work tile instead of packed GQA tiles (build_args; NARROW=2 and KEYS64=2 do not reach
-// the packed calls, which run the KV-cache instantiation).
+// head per work tile instead of packed GQA tiles, =2 packs them also where one head a tile fits
+// one wave (build_args; NARROW=2 and KEYS64=2 do not reach the packed calls, which run the
+// KV-cache instantiation).
 bool env_flag(const char* name) {
   const char* e = std::getenv(name);
   return !(e != nullptr && e[0] == '0');
@@ -91,7 +92,7 @@ struct Flags {
   int keys64 = env_mode("FLASHKIT_SM90_ATTENTION_KEYS64");
   int narrow = env_mode("FLASHKIT_SM90_ATTENTION_NARROW");
   bool hi_mask = env_flag("FLASHKIT_SM90_ATTENTION_HI_MASK");
-  bool qpack = env_flag("FLASHKIT_SM90_ATTENTION_QPACK");
+  int qpack = env_mode("FLASHKIT_SM90_ATTENTION_QPACK");
   int fp8_vt = env_mode("FLASHKIT_SM90_FP8_VT");
 };
 const Flags& flags() {
@@ -310,12 +311,20 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // FLASHKIT_ATTENTION_GQA_PACK=0) are packed here, 4 or 8 heads a tile. The split-KV plan
   // (attn::plan_split_kv, unmasked or one-query calls) still counts one head a tile, and
   // few_rows_one_wave below counts packed tiles. Not timed yet.
-  // FLASHKIT_SM90_ATTENTION_QPACK=0 turns it off.
+  // Only where one head a tile would fill more than one wave (batch x nheads > SMs): in one
+  // wave packing leaves the wave count at one and each tile costs more. H100, bf16, causal,
+  // QPACK=0 (A) against packed (B), benchmarks/ab/s55_qpack_device.sh (RESULTS, "Packed GQA
+  // tiles over KV caches", session 56): 64 sequences of 2048 keys, 2-16 queries, B / A
+  // 0.17-0.19 at 16 / 2 heads (head_dim 64), 0.23-0.25 at 32 / 4, 0.43-0.45 at 32 / 8 (head_dim
+  // 128); 8 of 8192 keys 0.54-0.58 at 32 / 4 and 32 / 8 (256 tiles), but 1.12-1.18 at 16 / 2
+  // (128 tiles, one wave), which now stays unpacked.
+  // FLASHKIT_SM90_ATTENTION_QPACK=0 turns it off, =2 packs in one wave too (tests, timing).
   // Batched calls run it on the KV-cache instantiation (launch.cuh), a contiguous cache whose
   // every sequence holds seqlen_k keys, so that the plain kernels stay as they are; not the fp8
   // kernel (attention_fp8_sm90.cu builds its arguments here too).
-  if (!p.varlen && (p.dtype == DType::F16 || p.dtype == DType::BF16) && flags().qpack &&
-      a.group > 1 && p.seqlen_q > 0 && p.seqlen_q <= kBlockM / 2) {
+  if (!p.varlen && (p.dtype == DType::F16 || p.dtype == DType::BF16) && flags().qpack != 0 &&
+      a.group > 1 && p.seqlen_q > 0 && p.seqlen_q <= kBlockM / 2 &&
+      (flags().qpack == 2 || int64_t(p.batch) * p.nheads > std::max<int64_t>(1, ctx.caps->sm_count))) {
     int32_t rows = 16;
     while (rows < p.seqlen_q) rows *= 2;
     int32_t pack = kBlockM / rows;
@@ -453,15 +462,21 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // across sequences, half pairs for odd counts) 0.86x, hence the bound. The bound and the
   // wave test count every sequence as the longest (the host reads no lengths when
   // max_seqlen_q / max_seqlen_k are given): many short sequences with one of 6 tiles or more
-  // take the pairs unmeasured, and where the real pairs are fewer than the CTAs the kernel
-  // spreads the tiles instead (tile_scheduler.cuh, seq_index).
+  // took the pairs: 127 sequences of 96-400 tokens and one of 800 (7 tiles) measured 0.90-0.92x
+  // (session 56, H100), so the rows of q per sequence (total_q / batch, the mean length where q
+  // holds just the sequences) must also reach kSeqPairsMinMeanRows, 3 tiles: the gains above
+  // had means of 3.6 tiles (31 of 64-500 and one of 6000) and more, the losses 1.9-2. Where the
+  // real pairs are fewer than the CTAs the kernel spreads the tiles instead
+  // (tile_scheduler.cuh, seq_index).
   // FLASHKIT_SM90_ATTENTION_PAIRS=0 keeps the longest-first order.
   {
     constexpr int32_t kSeqPairsMinTiles = 6;
+    constexpr int64_t kSeqPairsMinMeanRows = 3 * kBlockM;
     const int64_t bh = int64_t(p.batch) * p.nheads;
     const int64_t per_bh = (int64_t(a.num_m_blocks) + 1) / 2;
     const bool varlen_ok = !p.varlen || (a.block_m == kBlockM && p.batch <= kSeqPairsMaxBatch &&
                                          a.num_m_blocks >= kSeqPairsMinTiles &&
+                                         p.total_q >= kSeqPairsMinMeanRows * p.batch &&
                                          2 * (bh * per_bh + sms) < (int64_t(1) << 31));
     if (a.longest_first && flags().pairs && a.window_left < 0 && a.window_right == 0 &&
         (a.block_m == kBlockM || a.num_m_blocks % 2 == 0) && p.seqlen_q <= p.seqlen_k &&
