@@ -11,8 +11,9 @@
 #      now split), the causal small case under memcheck / racecheck, every `[kvcache]` case;
 #   2. timing, one library: FLASHKIT_ATTENTION_SPLIT_KV=0 (A, never split) against the default
 #      (B), A B B A, benchmarks/attention.py --only-kvcache (causal, bottom-right), 2-16 queries
-#      over 1 x 32k / 2 x 16k / 4 x 8k keys, contiguous and 128-key pages, GQA 32 / 8 and
-#      32 / 4 at head_dim 128. Per cell the median us of each side and B / A.
+#      over 1 x 32k / 2 x 16k / 4 x 8k / 8 x 8k keys, contiguous and 128-key pages, GQA 32 / 8
+#      and 32 / 4 at head_dim 128 (8 x 8k: split only because the Hopper row counts packed
+#      tiles, split_heads_per_tile). Per cell the median us of each side and B / A.
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
@@ -29,7 +30,7 @@ for side in A B B A; do
   [ "$side" = A ] && envv=FLASHKIT_ATTENTION_SPLIT_KV=0
   for heads in 32,8,128 32,4,128; do
     env $envv timeout -k 5 100 python3 benchmarks/attention.py --lib "$LIB" --only-kvcache \
-      --kv-heads $heads --kv-queries 2,4,8,16 --kv-pages 0,128 --kv-shapes 1x32768,2x16384,4x8192 \
+      --kv-heads $heads --kv-queries 2,4,8,16 --kv-pages 0,128 --kv-shapes 1x32768,2x16384,4x8192,8x8192 \
       --no-anchors --reps 20 --json "$OUT/c_${side}_${n}_${heads//,/-}.json" > "$OUT/c_${side}_${n}_${heads//,/-}.log" 2>&1 \
       || { echo "side $side run $n heads $heads failed:"; tail -5 "$OUT/c_${side}_${n}_${heads//,/-}.log"; }
   done
