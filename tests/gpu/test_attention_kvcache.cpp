@@ -479,8 +479,8 @@ TEST_CASE("gpu kvcache: GQA heads packed into one tile (2-64 queries)", "[gpu][a
 }
 
 // The same, small, for the sanitizers (memcheck, racecheck): two packed shapes, 4 and 8 heads a
-// tile, a contiguous and a paged cache; 9 sequences x 16 heads, more than a wave of one head a
-// tile on 132 SMs, so that the default rule packs the first (build_args).
+// tile, a contiguous and a paged cache; 9 sequences x 16 heads each, more than a wave of one
+// head a tile on 132 SMs, so that the default rule packs both (build_args).
 TEST_CASE("gpu kvcache: packed GQA tiles, small", "[gpu][attention][kvcache][qpack][sanitize]") {
   if (!fkgpu::context_for(FK_KERNEL_FAMILY_AUTO)) {
     WARN("no CUDA context: kvcache cases skipped");
@@ -490,7 +490,7 @@ TEST_CASE("gpu kvcache: packed GQA tiles, small", "[gpu][attention][kvcache][qpa
   Mask m;
   m.causal = true;
   run(L, m, 47900);
-  Layout P = paged(128, 300, {300, 17}, 17, 16, 4, 128, DT::F16);
+  Layout P = paged(128, 300, {300, 17, 0, 128, 129, 256, 1, 64, 300}, 17, 16, 4, 128, DT::F16);
   Mask w;
   w.causal = true;
   w.wl = 30;

@@ -569,13 +569,15 @@ TEST_CASE("sm90 attention: varlen causal tiles in pairs per sequence", "[gpu][at
     DT dt;
   };
   std::vector<int64_t> many_q, many_k;
-  for (int b = 0; b < 128; ++b) {  // the longest (800 rows, 7 tiles) past the gate's 6
-    many_q.push_back(b == 77 ? 800 : (b * 37) % 300);
+  // The longest (800 rows, 7 tiles) past the gate's 6, the others 300-599 rows: a mean above
+  // the gate's 3 tiles (kSeqPairsMinMeanRows; 127 sequences of 96-400 rows fall under it).
+  for (int b = 0; b < 128; ++b) {
+    many_q.push_back(b == 77 ? 800 : 300 + (b * 37) % 300);
     many_k.push_back(many_q.back() + b % 3);
   }
   const std::vector<Shape> shapes = {
       {{900, 300, 1200, 50, 0, 700, 1100}, {900, 300, 1200, 50, 0, 700, 1100}, 4, 4, 128, DT::BF16},
-      {{513, 1, 260, 0, 1000, 129}, {550, 38, 297, 37, 1037, 166}, 12, 4, 64, DT::F16},
+      {{513, 1, 700, 0, 1000, 129}, {550, 38, 737, 37, 1037, 166}, 12, 4, 64, DT::F16},
       {{700, 200, 333}, {500, 260, 800}, 24, 8, 96, DT::BF16},
       {{1280, 333, 129}, {1280, 333, 129}, 9, 3, 256, DT::F16},
       {{1100, 0, 385}, {1100, 5, 385}, 12, 12, 192, DT::BF16},
@@ -596,9 +598,10 @@ TEST_CASE("sm90 attention: varlen causal tiles in pairs per sequence", "[gpu][at
 TEST_CASE("sm90 attention: varlen causal pairs, small", "[gpu][attention][sm90][sanitize]") {
   if (!have_sm90()) return;
   // A small varlen call that takes pairs per sequence, for the sanitizers: the longest of
-  // three sequences has 6 tiles (the gate, attention_sm90.cpp), 15 heads on 5 (135 pairs
-  // counted at the longest, a wave on 132 SMs).
-  Case c = sm90_varlen({700, 3, 130}, {700, 9, 130}, 15, 5, 64, DT::F16);
+  // three sequences has 6 tiles (the gate, attention_sm90.cpp), 1153 query rows (a mean above
+  // the gate's 3 tiles, 384 rows), 15 heads on 5 (135 pairs counted at the longest, a wave on
+  // 132 SMs).
+  Case c = sm90_varlen({700, 3, 450}, {700, 9, 450}, 15, 5, 64, DT::F16);
   c.pr.causal = true;
   run_case(sm90(), c, 7660);
 }
