@@ -4,9 +4,9 @@
 # Speculative decoding and short prefill chunks over a cache (2-128 causal rows per sequence)
 # on few sequences ran one tile per (sequence, head) (or per packed head group) over all keys,
 # far less than a wave: batch 1 x 32 heads = 32 CTAs on 132 SMs. Build the branch
-# (`git am -3 benchmarks/ab/csplit56.patch` on main 4eb2f37 or later, `scripts/gpu-check.sh
+# (`git am -3 benchmarks/ab/csplit56.patch` on main 256eb31 or later, `scripts/gpu-check.sh
 # --build-only`; main's .device held that build at the end of session 56), carry
-# [".device/lib", ".device/bin"]. ~200 s:
+# [".device/lib", ".device/bin"]. ~300 s:
 #   1. the split cases (`[kvcache][split]`: the new causal ones, and the chunked-prefill case,
 #      now split), the causal small case under memcheck / racecheck, every `[kvcache]` case;
 #   2. timing, one library: FLASHKIT_ATTENTION_SPLIT_KV=0 (A, never split) against the default
@@ -23,6 +23,16 @@ GPU_CASE_LIMIT=150 gpu_case $bin "[kvcache][split]"
 sanitize_case $bin memcheck "attention kvcache: causal split-KV small case"
 sanitize_case $bin racecheck "attention kvcache: causal split-KV small case"
 GPU_CASE_LIMIT=150 gpu_case $bin "[kvcache]"
+# Session 56's test shapes moved back onto their paths after the merged rules (256eb31, not
+# run on a GPU then): the varlen pairs cases and their small case under the sanitizers, the
+# small packed KV-cache case (its paged half now packs by default) under the sanitizers.
+pc="sm90 attention: varlen causal tiles in pairs per sequence"
+GPU_CASE_LIMIT=120 gpu_case $bin "$pc"
+FLASHKIT_SM90_ATTENTION_INDEX64=1 GPU_CASE_LIMIT=120 gpu_case $bin "$pc" "index64: pairs per sequence"
+sanitize_case $bin memcheck "sm90 attention: varlen causal pairs, small"
+sanitize_case $bin racecheck "sm90 attention: varlen causal pairs, small"
+sanitize_case $bin memcheck "gpu kvcache: packed GQA tiles, small"
+sanitize_case $bin racecheck "gpu kvcache: packed GQA tiles, small"
 n=0
 for side in A B B A; do
   n=$((n + 1))
