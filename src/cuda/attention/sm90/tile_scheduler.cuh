@@ -254,7 +254,7 @@ struct TileScheduler {
       attn::varlen_rows(a.cu_seqlens_q, w.b, a.tma_rows_q, &w.row0_q, &w.len_q);
       attn::varlen_rows(a.cu_seqlens_k, w.b, a.tma_rows_k, &w.row0_k, &w.len_k);
       if (seq_mode()) {
-        const int32_t n = (min(w.len_q, a.seqlen_q) + kBlockM - 1) / kBlockM;
+        const int32_t n = seq_tiles(a, w.len_q);
         w.m_block = odd ? slot : n - 1 - slot;
         hole = hole || (odd && slot == n - 1 - slot);
       }
