@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (seqpairs54 and qpack55 were merged in session 56 as b74096c and e031566..9ab8ebf, their
+# .patch files removed; ostage54.patch stays.)
 # (One build serves all of session 55's scripts: main + seqpairs54.patch + ostage54.patch +
 # qpack55.patch, git am -3 in that order; the packing touches only the KV-cache kernels.)
 # Prepared in session 55 (no device lent that session), first call of the next session with a
@@ -16,11 +18,7 @@ cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 dev_stage
 bin=.device/bin/flashkit_tests_gpu
-pc="sm90 attention: varlen causal tiles in pairs per sequence"
-GPU_CASE_LIMIT=120 gpu_case $bin "$pc"
-FLASHKIT_SM90_ATTENTION_INDEX64=1 GPU_CASE_LIMIT=120 gpu_case $bin "$pc" "index64: pairs per sequence"
-sanitize_case $bin memcheck "sm90 attention: varlen causal pairs, small"
-sanitize_case $bin racecheck "sm90 attention: varlen causal pairs, small"
+pairs_cases $bin  # stage.sh
 GPU_CASE_LIMIT=170 gpu_case $bin "[attention][sm90]"
 FLASHKIT_SM90_ATTENTION_TMA_STORE=2 GPU_CASE_LIMIT=170 gpu_case $bin "[attention][sm90]" "TMA_STORE=2 [attention][sm90]"
 FLASHKIT_SM90_ATTENTION_TMA_STORE=2 sanitize_case $bin memcheck "[sm90][sanitize]" "TMA_STORE=2"

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (seqpairs54 and qpack55 were merged in session 56 as b74096c and e031566..9ab8ebf, their
+# .patch files removed; ostage54.patch stays.)
 # Prepared in session 55 (no device lent), not run: packed GQA tiles over KV caches (branch
 # qpack55 = next55 + the packing, kept on main as benchmarks/ab/qpack55.patch; launch.h,
 # q_pack). Carry [".device/lib", ".device/bin"] of that branch's `scripts/gpu-check.sh
@@ -29,42 +31,9 @@ if [ "$part" != time ]; then
   GPU_CASE_LIMIT=150 gpu_case $bin "[qpack]"
   GPU_CASE_LIMIT=150 gpu_case $bin "[kvcache]"
   [ "${QPACK_SKIP_SM90:-0}" = 1 ] || GPU_CASE_LIMIT=170 gpu_case $bin "[attention][sm90]"
-  sanitize_case $bin memcheck "gpu kvcache: packed GQA tiles, small"
-  sanitize_case $bin racecheck "gpu kvcache: packed GQA tiles, small"
+  sanitize_both $bin "gpu kvcache: packed GQA tiles, small"
 fi
 [ "$part" = tests ] && { echo "== done (${SECONDS} s)"; exit 0; }
-n=0
-for side in A B B A; do
-  n=$((n + 1))
-  envv=X=1
-  [ "$side" = A ] && envv=FLASHKIT_SM90_ATTENTION_QPACK=0
-  for heads in 32,8,128 32,4,128 16,2,64; do
-    env $envv timeout -k 5 100 python3 benchmarks/attention.py --lib "$LIB" --only-kvcache \
-      --kv-heads $heads --kv-queries 2,4,8,16 --kv-pages 0,128 --kv-shapes 64x2048,8x8192 \
-      --no-anchors --reps 20 --json "$OUT/q_${side}_${n}_${heads//,/-}.json" > "$OUT/q_${side}_${n}_${heads//,/-}.log" 2>&1 \
-      || { echo "side $side run $n heads $heads failed:"; tail -5 "$OUT/q_${side}_${n}_${heads//,/-}.log"; }
-  done
-  echo "side $side run $n (${SECONDS} s)"
-done
-python3 - "$OUT" <<'PY'
-import glob, json, os, statistics, sys
-tab = {}
-for f in glob.glob(os.path.join(sys.argv[1], "q_*_*_*.json")):
-    side = os.path.basename(f).split("_")[1]
-    for r in json.load(open(f))["rows"]:
-        k = (r["nheads"], r["nheads_k"], r["head_dim"], r["batch"], r["seqlen"], r["seqlen_q"], r["page"])
-        tab.setdefault(k, {}).setdefault(side, []).append(
-            (r["flashkit_ms"] * 1e3, r["flashkit_dense_ms"] * 1e3, r["variant"]))
-# "cache": fk_attention_kvcache_forward; "batched": the same keys through fk_attention_forward
-# (both pack under B).
-print("H/Hk d B S Sq page | cache A us (QPACK=0) | B us | B/A | batched A us | B us | B/A | variant")
-med = lambda v: statistics.median(v) if v else float("nan")
-for k in sorted(tab):
-    a, b = tab[k].get("A", []), tab[k].get("B", [])
-    var = (b or a)[0][2]
-    ca, cb = med([x[0] for x in a]), med([x[0] for x in b])
-    da, db = med([x[1] for x in a]), med([x[1] for x in b])
-    print(f"{k[0]}/{k[1]} {k[2]} {k[3]} {k[4]} {k[5]} {k[6]} | {ca:.1f} | {cb:.1f} | {cb / ca:.3f} | "
-          f"{da:.1f} | {db:.1f} | {db / da:.3f} | {var}")
-PY
+kv_ab q FLASHKIT_SM90_ATTENTION_QPACK=0 "32,8,128 32,4,128 16,2,64" --kv-queries 2,4,8,16 \
+  --kv-pages 0,128 --kv-shapes 64x2048,8x8192  # stage.sh
 echo "== done (${SECONDS} s)"

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (seqpairs54 and qpack55 were merged in session 56 as b74096c and e031566..9ab8ebf, their
+# .patch files removed; ostage54.patch stays.)
 # (One build serves all of session 55's scripts: main + seqpairs54.patch + ostage54.patch +
 # qpack55.patch, git am -3 in that order; the packing touches only the KV-cache kernels.)
 # Prepared in session 55, the second call (after s55_check_device.sh passed) on the same

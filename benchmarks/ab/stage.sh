@@ -189,6 +189,40 @@ attn_side() {
     --lib "$lib" "$@" --json "$OUT/g_$name.json" > "$OUT/g_$name.log" 2>&1
   echo "$name rc $? (${SECONDS} s)"
 }
+# kv_ab PREFIX ENV_A HEADS ARGS...: benchmarks/attention.py --only-kvcache on $LIB (one library),
+# sides A B B A, A with the environment assignment ENV_A and B with none; one process per side
+# and per H,HK,D of the space-separated HEADS, with ARGS (after --no-anchors --reps 20); JSON
+# and log in $OUT/PREFIX_SIDE_RUN_H-HK-D.*; then benchmarks/ab/kv_ab_table.py's per-cell table.
+kv_ab() {
+  local prefix=$1 env_a=$2 heads_list=$3 side heads envv f n=0
+  shift 3
+  for side in A B B A; do
+    n=$((n + 1))
+    envv=X=1
+    [ "$side" = A ] && envv=$env_a
+    for heads in $heads_list; do
+      f="$OUT/${prefix}_${side}_${n}_${heads//,/-}"
+      env $envv timeout -k 5 100 python3 benchmarks/attention.py --lib "$LIB" --only-kvcache \
+        --kv-heads "$heads" --no-anchors --reps 20 "$@" --json "$f.json" > "$f.log" 2>&1 \
+        || { echo "side $side run $n heads $heads failed:"; tail -5 "$f.log"; }
+    done
+    echo "side $side run $n (${SECONDS} s)"
+  done
+  python3 benchmarks/ab/kv_ab_table.py "$OUT" "$prefix" "$env_a"
+}
+# sanitize_both BIN FILTER: memcheck, then racecheck, on the test FILTER of BIN (sanitize_case).
+sanitize_both() {
+  sanitize_case "$1" memcheck "$2"
+  sanitize_case "$1" racecheck "$2"
+}
+# pairs_cases BIN: the varlen causal pairs case, by default and under INDEX64=1 (the 64-bit
+# numbering), and both sanitizers on its small case.
+pairs_cases() {
+  local pc="sm90 attention: varlen causal tiles in pairs per sequence"
+  GPU_CASE_LIMIT=120 gpu_case "$1" "$pc"
+  FLASHKIT_SM90_ATTENTION_INDEX64=1 GPU_CASE_LIMIT=120 gpu_case "$1" "$pc" "index64: pairs per sequence"
+  sanitize_both "$1" "sm90 attention: varlen causal pairs, small"
+}
 # pairs_varlen_ab: varlen causal pairs per sequence (B, the default) against main's order on the
 # same library (A: FLASHKIT_SM90_ATTENTION_PAIRS=0), A B B A: the varlen row, and 127
 # sequences of 96-400 tokens with one of 800 (the 6-tile bound's unmeasured side: one sequence
