@@ -163,6 +163,10 @@ def main():
                     help="--only-kvcache: batch x cache length per cell")
     ap.add_argument("--kv-pages", default="0,16,128,256", metavar="P,...",
                     help="--only-kvcache: page sizes (0: contiguous cache)")
+    ap.add_argument("--kv-calls", type=int, default=1, metavar="N",
+                    help="--only-kvcache: time N back-to-back calls between one pair of events "
+                         "and report their mean (host launch gaps drop out: the GPU's own rate; "
+                         "1, the default, is one call's latency)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--window", default=None, metavar="LEFT,RIGHT",
                     help="sliding window (window_size_left,right; -1 = unbounded, bottom-right "
@@ -284,10 +288,11 @@ def main():
         out = torch.empty_like(q)
         lse = torch.empty(B, H, Sq, device=dev, dtype=torch.float32)
         run = fk.prepare_kvcache(q, kc, vc, seqlens, table, out, lse, causal)
-        ms = time_ms(run, args.warmup, args.reps)
+        ms = time_ms(run, args.warmup, args.reps, batch=args.kv_calls)
         variant = fk.variant
         out2 = torch.empty_like(q)
-        ms_dense = time_ms(fk.prepare(q, k, v, out2, lse, causal), args.warmup, args.reps)
+        ms_dense = time_ms(fk.prepare(q, k, v, out2, lse, causal), args.warmup, args.reps,
+                           batch=args.kv_calls)
         fms, fout = (None, None) if args.no_anchors else anchor(
             SDPBackend.FLASH_ATTENTION, q, k, v, False, args.warmup, args.reps, Hk != H)
         run()
