@@ -193,22 +193,24 @@ attn_side() {
 # sides A B B A, A with the environment assignment ENV_A and B with none; one process per side
 # and per H,HK,D of the space-separated HEADS, with ARGS (after --no-anchors --reps 20); JSON
 # and log in $OUT/PREFIX_SIDE_RUN_H-HK-D.*; then benchmarks/ab/kv_ab_table.py's per-cell table.
+# KV_LIB_A set: side A runs that library instead (ENV_A then names the comparison, X=1 for none).
 kv_ab() {
-  local prefix=$1 env_a=$2 heads_list=$3 side heads envv f n=0
+  local prefix=$1 env_a=$2 heads_list=$3 side heads envv f lib n=0
   shift 3
   for side in A B B A; do
     n=$((n + 1))
     envv=X=1
-    [ "$side" = A ] && envv=$env_a
+    lib=$LIB
+    [ "$side" = A ] && envv=$env_a && lib=${KV_LIB_A:-$LIB}
     for heads in $heads_list; do
       f="$OUT/${prefix}_${side}_${n}_${heads//,/-}"
-      env $envv timeout -k 5 100 python3 benchmarks/attention.py --lib "$LIB" --only-kvcache \
+      env $envv LD_LIBRARY_PATH="$(dirname "$lib")" timeout -k 5 100 python3 benchmarks/attention.py --lib "$lib" --only-kvcache \
         --kv-heads "$heads" --no-anchors --reps 20 "$@" --json "$f.json" > "$f.log" 2>&1 \
         || { echo "side $side run $n heads $heads failed:"; tail -5 "$f.log"; }
     done
     echo "side $side run $n (${SECONDS} s)"
   done
-  python3 benchmarks/ab/kv_ab_table.py "$OUT" "$prefix" "$env_a"
+  python3 benchmarks/ab/kv_ab_table.py "$OUT" "$prefix" "$env_a${KV_LIB_A:+ on $KV_LIB_A}"
 }
 # sanitize_both BIN FILTER: memcheck, then racecheck, on the test FILTER of BIN (sanitize_case).
 sanitize_both() {
