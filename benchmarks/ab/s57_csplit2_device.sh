@@ -7,7 +7,7 @@
 #   2. Nsight Compute durations of the three kernels on two cells (s57_csplit_prof.sh's);
 #   3. the new library against csplit56's (A), A B B A: decode and causal cells;
 #   4. SPLIT_KV=0 (A) against the split (B), s56_csplit_device.sh's grid, one call per event
-#      pair (latency, as before) .
+#      pair (latency, as before), contiguous caches (128-key pages: session 56, 0.13-1.25).
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
@@ -27,6 +27,6 @@ for cell in "32,4,128 1x32768 16" "32,8,128 8x8192 16"; do
 done
 KV_LIB_A=$PWD/.device-b/lib/libflashkit.so kv_ab v X=1 "32,8,128 32,4,128" --kv-queries 1,4,16 \
   --kv-pages 0 --kv-shapes 1x32768,8x8192
-kv_ab c FLASHKIT_ATTENTION_SPLIT_KV=0 "32,8,128 32,4,128" --kv-queries 2,4,8,16 --kv-pages 0,128 \
+kv_ab c FLASHKIT_ATTENTION_SPLIT_KV=0 "32,8,128 32,4,128" --kv-queries 2,4,8,16 --kv-pages 0 \
   --kv-shapes 1x32768,2x16384,4x8192,8x8192
 echo "== done (${SECONDS} s)"
