@@ -1044,7 +1044,10 @@ FK_API fk_status_t fk_attention_fp8_workspace_size(
  * rows per KV head after grouping the GQA heads, head_dim <= 64 or 97-128), at least one key
  * tile (64 keys, 128 at head_dim <= 64). Everything else runs on `cuda.generic.attention`,
  * which is correct for any valid input but slower.
- * Small decode batches have their keys split into chunks of whole pages, which takes scratch
+ * Small decode batches, and calls of up to 128 causal query rows per sequence without a left
+ * window (speculative decoding, short prefill chunks) whose tiles do not fill the GPU, have
+ * their keys split into chunks of whole pages (causal rows: chunks cut from each sequence's
+ * end, masked so that every row sees each of its keys once), which takes scratch
  * (fk_attention_kvcache_workspace_size()). fk_attention_kvcache_select_kernel() names the
  * choice.
  *

@@ -4,9 +4,12 @@
 // split itself against the float64 reference (tests/gpu/test_attention_sm90.cpp, "[split]").
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "cuda/attention/common/split_kv_plan.h"
 #include "test_util.hpp"
@@ -242,5 +245,104 @@ TEST_CASE("split-KV plan: KV caches (fk_attention_kvcache_forward) split in whol
     p.varlen = true;
     SplitKvPlan plan;
     CHECK_FALSE(plan_split_kv(h200(), p, &plan));
+  }
+}
+
+// Causal queries over a KV cache (speculative decoding: a few query rows per sequence, each row
+// seeing the keys up to its own position, bottom-right aligned): chunks cut from the sequence's
+// end (chunk_keys) under the inner call's mask (causal, window_left = chunk - 1, aligned to the
+// chunk's own end). Every query row must see each of its keys in exactly one chunk and no
+// other key, for any sequence length up to the capacity, any page size, and more query rows
+// than keys.
+TEST_CASE("split-KV plan: causal queries over a KV cache, chunks from the end",
+          "[cpu][attention][split][kvcache]") {
+  Env env(nullptr);
+  static const int32_t dummy[4] = {0, 0, 0, 0};
+  SECTION("planned: causal rows over a cache, not a left window, not batched calls") {
+    AttentionProblem p = decode(1, 4, 32768, 8);
+    p.block_table = dummy;
+    p.page_size = 128;
+    p.num_pages = 256;
+    p.causal = true;
+    p.window_right = 0;
+    SplitKvPlan plan;
+    REQUIRE(plan_split_kv(h200(), p, &plan, 1));
+    CHECK(plan.kvcache);
+    CHECK(plan.causal);
+    CHECK(plan.nsplit == 14);  // as the unmasked call (same tiles, same rule)
+    CHECK(plan.pages_per_chunk == plan.chunk / 128 + 1 + 1);  // ceil(3 / 128) + 1 extra
+    p.seqlen_q = 128;
+    REQUIRE(plan_split_kv(h200(), p, &plan, 1));
+    CHECK(plan.pages_per_chunk == plan.chunk / 128 + 1 + 1);
+    p.seqlen_q = 129;  // more than one query tile: not planned
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan, 1));
+    p.seqlen_q = 4;
+    p.window_left = 1000;  // a left window: the chunks' window would have to be two-sided
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan, 1));
+    p.window_left = -1;
+    SplitKvPlan forced;
+    Env two("2");
+    REQUIRE(plan_split_kv(h200(), p, &forced, 1));
+    CHECK(forced.causal);
+    CHECK(forced.nsplit == 2);
+    AttentionProblem batched = decode(1, 4, 32768, 8);  // no cache: the varlen inner call
+    batched.causal = true;                               // cannot overlap its chunks
+    batched.window_right = 0;
+    CHECK_FALSE(plan_split_kv(h200(), batched, &forced, 1));
+  }
+  SECTION("unmasked plans keep chunk / page entries and unmoved chunks") {
+    AttentionProblem p = decode(1, 4, 32768, 8);
+    p.block_table = dummy;
+    p.page_size = 64;
+    p.num_pages = 512;
+    SplitKvPlan plan;
+    REQUIRE(plan_split_kv(h200(), p, &plan, 1));
+    CHECK_FALSE(plan.causal);
+    CHECK(plan.pages_per_chunk == plan.chunk / 64);
+    int64_t first = -1, len = -1;
+    flashkit::cuda::attn::chunk_keys(1000, 0, plan.chunk, 64, 4, false, &first, &len);
+    CHECK(first == 0);
+    CHECK(len == std::min<int64_t>(1000, plan.chunk));
+  }
+  SECTION("every row sees each of its keys in exactly one chunk") {
+    uint64_t seed = 0x5eed5;
+    auto next = [&](int64_t n) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      return int64_t((seed >> 33) % uint64_t(n));
+    };
+    int64_t cases = 0, bad = 0;
+    for (int t = 0; t < 600; ++t) {
+      const int64_t page = (t % 4 == 0) ? 16 : (t % 4 == 1) ? 128 : (t % 4 == 2) ? 48 : 256;
+      const int64_t unit = std::lcm<int64_t>(128, page);
+      const int64_t chunk = unit * (1 + next(4));
+      const int64_t nsplit = 2 + next(6);
+      const int64_t seqlen_k = chunk * (nsplit - 1) + 1 + next(chunk);  // ceil(seqlen_k / chunk) = nsplit
+      const int64_t q = 1 + next(t % 3 == 0 ? 128 : 20);
+      // lengths: full, empty, shorter than the queries, one past a chunk boundary, random
+      const int64_t lens[] = {seqlen_k, 0, q / 2, std::min(seqlen_k, chunk + 1), next(seqlen_k + 1)};
+      const int64_t ppc = chunk / page + (q - 1 + page - 1) / page + 1;
+      for (int64_t len_b : lens) {
+        std::vector<int> seen(size_t(seqlen_k) * size_t(q), 0);
+        for (int64_t c = 0; c < nsplit; ++c) {
+          int64_t first = 0, n = 0;
+          flashkit::cuda::attn::chunk_keys(len_b, c, chunk, page, q, true, &first, &n);
+          bad += n < 0 || n > ppc * page || first * page + n > len_b;  // within the sequence
+          for (int64_t i = 0; i < q; ++i) {
+            const int64_t hi = n - q + i;  // the inner call's mask, aligned to the chunk's end
+            for (int64_t k = std::max<int64_t>(0, hi - (chunk - 1)); k <= hi && k < n; ++k)
+              ++seen[size_t(i) * size_t(seqlen_k) + size_t(first * page + k)];
+          }
+        }
+        for (int64_t i = 0; i < q; ++i)
+          for (int64_t key = 0; key < seqlen_k; ++key) {
+            const int want = key <= len_b - q + i && key < len_b ? 1 : 0;
+            bad += seen[size_t(i) * size_t(seqlen_k) + size_t(key)] != want;
+          }
+        ++cases;
+      }
+    }
+    INFO(cases << " cases");
+    CHECK(cases == 3000);
+    CHECK(bad == 0);
   }
 }

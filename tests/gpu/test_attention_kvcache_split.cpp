@@ -1,6 +1,7 @@
-// fk_attention_kvcache_forward on the CUDA rows with the keys split (split_kv.h): decode over a
-// paged or contiguous KV cache whose tiles do not fill the GPU runs as chunk-sequences of whole
-// pages, each with its own length and block_table row (built on the device), merged by LSE.
+// fk_attention_kvcache_forward on the CUDA rows with the keys split (split_kv.h): decode, and
+// causal rows (speculative decoding, short prefill chunks), over a paged or contiguous KV cache
+// whose tiles do not fill the GPU runs as chunk-sequences of whole pages, each with its own
+// length and block_table row (built on the device), merged by LSE.
 // Checked against the float64 reference (attention_check.hpp) on the cache gathered per
 // sequence on the host, independently of the library's paging; the workspace query shows
 // whether a call is split. Pages are shuffled, some shared between sequences, and table
@@ -178,13 +179,28 @@ TEST_CASE("attention kvcache: split-KV decode over paged and contiguous caches",
     e.lens[3] = 0;
     e.expect_ws = 0;
     run_kv(ctx, e, 97004);
-    KvCase f = a;  // chunked prefill with causal rows: not split
-    f.seqlen_q = 37;
+    KvCase f = a;  // chunked prefill with causal rows: split in chunks cut from the end
+    f.seqlen_q = 37;  // (split_kv_plan.h, chunk_keys), masked by a window of chunk - 1 keys
     f.causal = true;
     f.page = 64;  // a whole key tile: the 128-row kernel reads pages of 64 keys and more
     f.lens = {4000};
-    f.expect_ws = 0;
     run_kv(ctx, f, 97005);
+    KvCase f2 = f;  // speculative decoding: 5 causal queries, two sequences, one shorter than
+    f2.seqlen_q = 5;  // the queries (rows that see no key), pages of 16
+    f2.batch = 2;
+    f2.page = 16;
+    f2.lens = {8191, 3};
+    run_kv(ctx, f2, 97007);
+    KvCase f3 = f;  // a whole query tile of causal rows over a contiguous cache, head_dim 64
+    f3.seqlen_q = 128;
+    f3.page = 0;
+    f3.capacity = 6144;
+    f3.d = 64;
+    f3.nheads = 16;
+    f3.nheads_k = 2;
+    f3.dt = DT::F16;
+    f3.lens = {6100};
+    run_kv(ctx, f3, 97008);
     KvCase g = a;  // page 48 (not a power of two): generic off Hopper; chunks of 384 keys
     g.page = 48;
     g.d = 64;
@@ -210,7 +226,37 @@ TEST_CASE("attention kvcache: split-KV decode over paged and contiguous caches",
     b.dt = DT::F16;
     b.lens = {650, 0, 300};
     run_kv(ctx, b, 97101);
+    KvCase c = a;  // causal rows, 5 chunks of 128 keys (the last ones short or empty), pages
+    c.causal = true;  // of 64 and 16, queries beyond a sequence's keys, softcap
+    c.seqlen_q = 20;
+    c.d = 128;
+    c.lens = {700, 129, 7};
+    run_kv(ctx, c, 97102);
+    c.page = 16;  // below the sm80 row's key tile at 20 rows: generic off Hopper
+    c.variant = "cuda.generic.attention";
+    c.softcap = 20.0;
+    c.lens = {650, 300, 21};
+    run_kv(ctx, c, 97103);
+    KvCase d = b;  // causal rows over a contiguous cache, fp16, head_dim 96
+    d.causal = true;
+    d.seqlen_q = 64;
+    d.lens = {768, 63, 500};
+    run_kv(ctx, d, 97104);
   }
+}
+
+TEST_CASE("attention kvcache: causal split-KV small case", "[gpu][attention][kvcache][sanitize]") {
+  SplitEnv env("3");
+  KvCase a;
+  a.batch = 2;
+  a.seqlen_q = 6;
+  a.causal = true;
+  a.nheads = 8;
+  a.nheads_k = 2;
+  a.d = 64;
+  a.capacity = 300;
+  a.lens = {300, 4};
+  run_kv(fkgpu::auto_context(), a, 97201);
 }
 
 TEST_CASE("attention kvcache: split-KV small case", "[gpu][attention][kvcache][sanitize]") {

@@ -32,7 +32,7 @@ ScratchSizes scratch_sizes(const AttentionProblem& p, const SplitKvPlan& plan) {
   const uint64_t qo = uint64_t(rows * p.nheads * p.head_dim * kElemBytes);
   // KV cache: each chunk-sequence's length and page row; else cu_seqlens_q / _k.
   const uint64_t ints = plan.kvcache
-                            ? uint64_t(plan.nsplit * p.batch * (1 + plan.chunk / plan.page))
+                            ? uint64_t(plan.nsplit * p.batch * (1 + plan.pages_per_chunk))
                             : uint64_t(2 * (plan.segments + 1));
   return {qo, qo, uint64_t(rows * p.nheads) * sizeof(float), ints * sizeof(int32_t)};
 }
@@ -60,7 +60,8 @@ __device__ void copy_chunk_queries(int64_t batch, int64_t nsplit, int64_t seqlen
 
 // KV cache: the batched paged problem the row runs. Chunk c of sequence b is sequence
 // v = b * nsplit + c, with the queries of b (compact copy), seqused_k[v] = its keys in the
-// chunk (0 past the sequence's end) and its own block_table row of chunk / page pages.
+// chunk (0 past the sequence's end) and its own block_table row of pages_per_chunk pages
+// (chunk_keys). Causal plans keep the causal mask, with window_left = chunk - 1.
 AttentionProblem inner_problem_cache(const AttentionProblem& p, const SplitKvPlan& plan, void* q,
                                      void* out, float* lse, const int32_t* seqused,
                                      const int32_t* table) {
@@ -70,7 +71,7 @@ AttentionProblem inner_problem_cache(const AttentionProblem& p, const SplitKvPla
   s.out = out;
   s.lse = lse;
   s.batch = vb;
-  s.seqlen_k = plan.chunk;
+  s.seqlen_k = plan.pages_per_chunk * plan.page;  // capacity; seqused_k holds the lengths
   s.total_q = vb * p.seqlen_q;
   s.total_k = p.total_k;  // the caller's pool (problems.h); virtual pages below
   s.q_row_stride = s.o_row_stride = p.nheads * p.head_dim;
@@ -82,7 +83,7 @@ AttentionProblem inner_problem_cache(const AttentionProblem& p, const SplitKvPla
   s.lse_row_stride = 1;
   s.seqused_k = seqused;
   s.block_table = table;
-  s.block_table_stride = plan.chunk / plan.page;
+  s.block_table_stride = plan.pages_per_chunk;
   s.page_size = plan.page;
   if (p.block_table == nullptr) {  // virtual pages of a contiguous cache
     s.k_batch_stride = plan.page * p.k_row_stride;
@@ -90,17 +91,19 @@ AttentionProblem inner_problem_cache(const AttentionProblem& p, const SplitKvPla
     s.num_pages = (p.batch - 1) * plan.pages_per_seq + split_plan::ceil_div(p.seqlen_k, plan.page);
     s.total_k = (p.batch - 1) * plan.pages_per_seq * plan.page + p.seqlen_k;  // partial last page
   }
-  s.causal = false;
-  s.window_left = s.window_right = -1;
+  s.causal = plan.causal;
+  s.window_left = plan.causal ? plan.chunk - 1 : -1;
+  s.window_right = plan.causal ? 0 : -1;
   return s;
 }
 
 // KV cache: the chunk-sequences' lengths and page rows, and the query copies (as
-// split_kv_prepare). Entry j of v's row is page c x (chunk / page) + j of sequence b: the
+// split_kv_prepare). Entry j of v's row is page first + j of sequence b (chunk_keys): the
 // caller's table entry (copied unclamped: the kernels clamp) or the virtual page id; entries
 // past the caller's row (the last chunk may reach beyond the capacity) repeat page 0 of b and
 // are never read (the chunk's length stops before them).
 __global__ void split_kv_prepare_cache(int64_t batch, int64_t nsplit, int64_t chunk, int64_t page,
+                                       int64_t cpp, bool causal,
                                        int64_t seqlen_k, const int32_t* __restrict__ seqused_k,
                                        const int32_t* __restrict__ block_table, int64_t bt_stride,
                                        int64_t pages_per_seq, int64_t seqlen_q, int64_t nheads,
@@ -109,16 +112,23 @@ __global__ void split_kv_prepare_cache(int64_t batch, int64_t nsplit, int64_t ch
                                        int32_t* __restrict__ seqused, int32_t* __restrict__ table) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t t0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t vb = batch * nsplit, cpp = chunk / page, cap_pages = (seqlen_k + page - 1) / page;
-  for (int64_t v = t0; v < vb; v += stride) {
-    const int64_t b = v / nsplit, c = v % nsplit;
+  const int64_t vb = batch * nsplit, cap_pages = (seqlen_k + page - 1) / page;
+  auto keys = [&](int64_t v, int64_t* first, int64_t* n) {
+    const int64_t b = v / nsplit;
     const int64_t len =
         seqused_k ? min(max(int64_t(seqused_k[b]), int64_t(0)), seqlen_k) : seqlen_k;
-    seqused[v] = int32_t(min(max(len - c * chunk, int64_t(0)), chunk));
+    chunk_keys(len, v % nsplit, chunk, page, seqlen_q, causal, first, n);
+  };
+  for (int64_t v = t0; v < vb; v += stride) {
+    int64_t first, n;
+    keys(v, &first, &n);
+    seqused[v] = int32_t(n);
   }
   for (int64_t e = t0; e < vb * cpp; e += stride) {
     const int64_t v = e / cpp, j = e % cpp;
-    const int64_t b = v / nsplit, src = (v % nsplit) * cpp + j;
+    int64_t first, n;
+    keys(v, &first, &n);
+    const int64_t b = v / nsplit, src = first + j;
     const int64_t at = src < cap_pages ? src : 0;
     table[e] = block_table ? block_table[b * bt_stride + at] : int32_t(b * pages_per_seq + at);
   }
@@ -225,7 +235,8 @@ __global__ void __launch_bounds__(256)
     const void* src = static_cast<const char*>(out_split) +
                       ((row0 * g.nheads + h) * g.head_dim + x) * 2;  // fp16/bf16
     float acc = 0.0f, sum = 0.0f;
-    if (m != -INFINITY) {  // else no chunk saw a key (not for the problems planned): zeros
+    if (m != -INFINITY) {  // else no chunk saw a key (causal rows past a short sequence's
+                           // keys): zeros and lse -inf, as the unsplit kernels
 #pragma unroll
       for (int c = 0; c < kMaxSplits; ++c) {
         if (c < n) {
@@ -293,9 +304,10 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
   if (plan.kvcache) {
     int32_t* seqused = static_cast<int32_t*>(cu);
     int32_t* table = seqused + plan.nsplit * p.batch;
-    const int64_t ints = plan.nsplit * p.batch * (1 + plan.chunk / plan.page);
+    const int64_t ints = plan.nsplit * p.batch * (1 + plan.pages_per_chunk);
     split_kv_prepare_cache<<<grid_for(std::max(copy, ints), 256), 256, 0, stream>>>(
-        p.batch, plan.nsplit, plan.chunk, plan.page, p.seqlen_k, p.seqused_k, p.block_table,
+        p.batch, plan.nsplit, plan.chunk, plan.page, plan.pages_per_chunk, plan.causal,
+        p.seqlen_k, p.seqused_k, p.block_table,
         p.block_table_stride, plan.pages_per_seq, p.seqlen_q, p.nheads, p.head_dim, p.q,
         p.q_batch_stride, p.q_row_stride, p.q_head_stride, q, seqused, table);
     FK_RETURN_IF_ERROR(check_launch("attention split-KV prepare"));

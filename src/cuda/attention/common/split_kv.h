@@ -8,7 +8,11 @@
 // Only where the mask hides no key (non-causal without a window, or one query row with a left
 // window reaching key 0 and any right window), so every chunk's rows see all of their keys and
 // the merge is exact up to the rounding of each chunk's output to the input dtype (one extra
-// rounding step). fp16/bf16 only: fp32 attention runs on the generic kernel, which callers pick
+// rounding step); and over KV caches also for causal rows (up to one query tile, no left
+// window): chunks cut from each sequence's end that overlap by up to seqlen_q - 1 + page - 1
+// keys, run causal with window_left = chunk - 1, so that each row sees each of its keys in
+// exactly one chunk (split_kv_plan.h, chunk_keys; rows that see no key give lse -inf, which
+// the combine turns into zeros as the unsplit kernels do). fp16/bf16 only: fp32 attention runs on the generic kernel, which callers pick
 // for accuracy rather than speed, and is left unsplit. K and V must have the same row pitch between
 // sequences (batch stride = rows x row stride with rows >= seqlen_k, as in a contiguous tensor or
 // a slice of a longer KV cache), since the varlen form addresses keys by row. Wrapped around the

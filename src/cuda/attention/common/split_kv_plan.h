@@ -29,7 +29,53 @@ struct SplitKvPlan {
   bool kvcache = false;
   int64_t page = 0;
   int64_t pages_per_seq = 0;  // contiguous cache: batch stride / (page x row stride)
+  // KV cache, causal queries (2..kMaxRowsQ rows, no left window): the chunks are cut from each
+  // sequence's end and overlap by up to seqlen_q - 1 + page - 1 keys, and the inner call masks
+  // them causally with window_left = chunk - 1, so that every query row's keys fall into the
+  // chunks exactly once (chunk_keys below). pages_per_chunk: block_table entries per
+  // chunk-sequence (chunk / page without `causal`).
+  bool causal = false;
+  int64_t pages_per_chunk = 0;
 };
+
+#if defined(__CUDACC__)
+#define FK_SPLIT_HD __host__ __device__
+#else
+#define FK_SPLIT_HD
+#endif
+
+// KV cache: the keys of chunk c of a sequence of len_b keys, as the first page of the sequence
+// it starts at and its length in keys (0: an empty chunk-sequence).
+// Unmasked and one-row calls: keys [c chunk, (c + 1) chunk) of the sequence.
+// Causal calls (plan.causal) with q = seqlen_q rows, row i of the sequence seeing keys
+// [0, len_b - q + i] (bottom-right aligned): chunk c ends at hi = len_b - c chunk and starts at
+// lo = max(hi - chunk - (q - 1), 0) rounded down to a page. Under the inner call's mask (causal,
+// window_left = chunk - 1, both aligned to the chunk's own end), row i sees the chunk's keys
+// [hi - q + i - (chunk - 1), hi - q + i] of the sequence, whatever lo is: chunk c + 1's range
+// ends one key below chunk c's, and the first chunk (ceil(seqlen_k / chunk) chunks, so
+// c chunk >= len_b - chunk) reaches key 0. Rows that see no key (len_b - q + i < 0) see none in
+// any chunk.
+FK_SPLIT_HD inline void chunk_keys(int64_t len_b, int64_t c, int64_t chunk, int64_t page,
+                                   int64_t seqlen_q, bool causal, int64_t* first_page,
+                                   int64_t* len) {
+  if (!causal) {
+    const int64_t lo = c * chunk;
+    const int64_t n = len_b - lo;
+    *first_page = lo / page;
+    *len = n < 0 ? 0 : n > chunk ? chunk : n;
+    return;
+  }
+  const int64_t hi = len_b - c * chunk;
+  if (hi <= 0) {
+    *first_page = 0;
+    *len = 0;
+    return;
+  }
+  int64_t lo = hi - chunk - (seqlen_q - 1);
+  lo = lo < 0 ? 0 : lo / page * page;
+  *first_page = lo / page;
+  *len = hi - lo;
+}
 
 // The most chunks one call takes (the combine kernel holds one LSE per chunk in registers).
 constexpr int64_t kMaxSplits = 32;
@@ -71,15 +117,19 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
   if (p.device != Device::Cuda || p.varlen || !split_plan::dtype_ok(p.dtype)) return false;
   if (p.batch < 1 || p.nheads < 1 || p.seqlen_q < 1 || p.seqlen_k < 2 || p.head_dim < 1)
     return false;
-  // Masks that hide no key: then each chunk's rows see all of its keys.
+  // Masks that hide no key: then each chunk's rows see all of its keys. KV caches also take
+  // causal calls of up to kMaxRowsQ query rows without a left window (speculative decoding,
+  // short chunks of a prefill over a cache): end-aligned chunks under a window (chunk_keys).
   const bool one_row = p.seqlen_q == 1 && (p.window_left < 0 || p.window_left >= p.seqlen_k - 1);
   const bool no_mask = !p.causal && p.window_left < 0 && p.window_right < 0;
-  if (!one_row && !no_mask) return false;
+  const bool cache = attention_uses_kvcache(p);
+  const bool causal_rows = cache && !one_row && p.causal && p.window_left < 0 &&
+                           p.seqlen_q <= split_plan::kMaxRowsQ;
+  if (!one_row && !no_mask && !causal_rows) return false;
   const int64_t forced = split_plan::forced_splits();
   if (forced == 0) return false;
   if (forced < 0 && p.seqlen_q > split_plan::kMaxRowsQ) return false;
   // KV cache: chunks are whole pages.
-  const bool cache = attention_uses_kvcache(p);
   int64_t page = 0, pages_per_seq = 0, unit = split_plan::kKeyTile;
   if (cache) {
     if (p.block_table != nullptr) {
@@ -152,7 +202,15 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
   plan->kvcache = cache;
   plan->page = page;
   plan->pages_per_seq = pages_per_seq;
-  if (cache && p.batch * n * (chunk / page) >= INT32_MAX) return false;
+  plan->causal = causal_rows;
+  if (cache) {
+    // Causal: a chunk's keys span at most chunk + seqlen_q - 1 + page - 1 (chunk_keys).
+    plan->pages_per_chunk =
+        chunk / page + (causal_rows ? split_plan::ceil_div(p.seqlen_q - 1, page) + 1 : 0);
+    if (p.batch * n * plan->pages_per_chunk >= INT32_MAX ||
+        plan->pages_per_chunk * page >= INT32_MAX)
+      return false;
+  }
   if (plan->segments >= INT32_MAX || n * p.batch * p.seqlen_q * p.nheads >= INT32_MAX) return false;
   return true;
 }
