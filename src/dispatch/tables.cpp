@@ -43,8 +43,10 @@ static const AttentionVariant kAttention[] = {
     {"cuda.sm90.attention", FK_BACKEND_CUDA, FK_KERNEL_FAMILY_SM90,
      cuda::sm90_attention::attention_supported,
      cuda::attn::run_with_split<cuda::sm90_attention::attention_supported,
-                                cuda::sm90_attention::attention, 1>,
-     cuda::attn::workspace_with_split<cuda::sm90_attention::attention_supported, 1>},
+                                cuda::sm90_attention::attention, 1,
+                                cuda::sm90_attention::split_heads_per_tile>,
+     cuda::attn::workspace_with_split<cuda::sm90_attention::attention_supported, 1,
+                                      cuda::sm90_attention::split_heads_per_tile>},
 #endif
 #if defined(FLASHKIT_WITH_CUDA)
     // sm80-class kernel: every cc >= 8.0 (family_allowed() admits SM80 there), and what the

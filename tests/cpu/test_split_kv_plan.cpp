@@ -346,3 +346,34 @@ TEST_CASE("split-KV plan: causal queries over a KV cache, chunks from the end",
     CHECK(bad == 0);
   }
 }
+
+// The Hopper row counts packed GQA tiles over KV caches (heads_per_tile: its inner call's
+// chunk-sequences pack several query heads a tile): 8 sequences x 32 heads of 4 causal queries
+// are 256 tiles of one head (no split), but 64 tiles of 4 heads (split).
+TEST_CASE("split-KV plan: packed GQA tiles counted by heads_per_tile",
+          "[cpu][attention][split][kvcache]") {
+  Env env(nullptr);
+  static const int32_t dummy[4] = {0, 0, 0, 0};
+  AttentionProblem p = decode(8, 4, 8192, 32);
+  p.nheads_k = 8;
+  p.block_table = dummy;
+  p.page_size = 128;
+  p.num_pages = 512;
+  p.causal = true;
+  p.window_right = 0;
+  SplitKvPlan plan;
+  CHECK_FALSE(plan_split_kv(h200(), p, &plan, 1));
+  REQUIRE(plan_split_kv(h200(), p, &plan, 1, 4));
+  // 64 tiles x n over waves of 132: best 1.0 never (n <= 16: 8192 / 512); within 85% of the
+  // best (64 x 2 / 132 = 0.97): n = 2, chunks of 4096 keys.
+  CHECK(plan.nsplit == 2);
+  CHECK(plan.chunk == 4096);
+  CHECK(plan.causal);
+  SplitKvPlan one;
+  CHECK_FALSE(plan_split_kv(h200(), p, &one, 1, 1));
+  p.batch = 1;  // 32 heads / 4 = 8 tiles: more chunks than with one head a tile
+  SplitKvPlan packed, unpacked;
+  REQUIRE(plan_split_kv(h200(), p, &packed, 1, 4));
+  REQUIRE(plan_split_kv(h200(), p, &unpacked, 1, 1));
+  CHECK(packed.nsplit > unpacked.nsplit);
+}

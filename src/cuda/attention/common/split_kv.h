@@ -40,7 +40,10 @@ namespace attn {
 // takes the inner varlen problem as well; cache_blocks_per_sm as plan_split_kv's.
 bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
                       bool (*supports)(const DeviceCaps&, const AttentionProblem&),
-                      SplitKvPlan* plan, int64_t cache_blocks_per_sm);
+                      SplitKvPlan* plan, int64_t cache_blocks_per_sm,
+                      int64_t heads_per_tile = 1);
+// The row's heads per work tile for the planner (nullptr: 1).
+using HeadsPerTileFn = int64_t (*)(const DeviceCaps&, const AttentionProblem&);
 
 // Workspace bytes of the split's scratch (chunk queries, outputs, LSE, cu_seqlens).
 uint64_t split_kv_workspace(const AttentionProblem& p, const SplitKvPlan& plan);
@@ -57,18 +60,22 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
 // written (NaN, Inf). Their P is 0, but 0 x NaN is NaN, so every row kernel zeroes (Hopper:
 // clear_v_tail in sm90/kernel.cuh) or never loads (sm80, generic) the v rows past a sequence.
 template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), AttentionFn Run,
-          int kCacheBlocksPerSm = 2>
+          int kCacheBlocksPerSm = 2, HeadsPerTileFn HeadsPerTile = nullptr>
 fk_status_t run_with_split(const ExecContext& ctx, const AttentionProblem& p) {
   SplitKvPlan plan;
-  if (split_kv_applies(*ctx.caps, p, Supports, &plan, kCacheBlocksPerSm))
+  const int64_t hpt = HeadsPerTile != nullptr ? HeadsPerTile(*ctx.caps, p) : 1;
+  if (split_kv_applies(*ctx.caps, p, Supports, &plan, kCacheBlocksPerSm, hpt))
     return split_kv_run(ctx, p, plan, Run);
   return Run(ctx, p);
 }
-template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), int kCacheBlocksPerSm = 2>
+template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), int kCacheBlocksPerSm = 2,
+          HeadsPerTileFn HeadsPerTile = nullptr>
 uint64_t workspace_with_split(const DeviceCaps& caps, const AttentionProblem& p) {
   SplitKvPlan plan;
-  return split_kv_applies(caps, p, Supports, &plan, kCacheBlocksPerSm) ? split_kv_workspace(p, plan)
-                                                                        : 0;
+  const int64_t hpt = HeadsPerTile != nullptr ? HeadsPerTile(caps, p) : 1;
+  return split_kv_applies(caps, p, Supports, &plan, kCacheBlocksPerSm, hpt)
+             ? split_kv_workspace(p, plan)
+             : 0;
 }
 
 }  // namespace attn

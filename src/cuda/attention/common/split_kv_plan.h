@@ -111,8 +111,11 @@ inline bool dtype_ok(DType t) { return t == DType::F16 || t == DType::BF16; }
 // the blocks of the row's kernel that stream a cache's keys at once on one multiprocessor
 // (the wave the heuristic fills): 2 for the sm80-class and generic kernels, 1 for the Hopper
 // kernel (one persistent CTA per SM).
+// heads_per_tile: query heads a work tile of the inner call holds (the Hopper kernel's packed
+// GQA tiles over KV caches, sm90_attention::split_heads_per_tile; 1 elsewhere): the tile count
+// the wave rule sees is divided by it.
 inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan,
-                          int64_t cache_blocks_per_sm = 2) {
+                          int64_t cache_blocks_per_sm = 2, int64_t heads_per_tile = 1) {
   *plan = SplitKvPlan{};
   if (p.device != Device::Cuda || p.varlen || !split_plan::dtype_ok(p.dtype)) return false;
   if (p.batch < 1 || p.nheads < 1 || p.seqlen_q < 1 || p.seqlen_k < 2 || p.head_dim < 1)
@@ -178,7 +181,8 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     // the SMs, so a decode streams twice the bytes at once (H200, 1 x 32k: see RESULTS.md).
     const int64_t sms =
         std::max<int32_t>(1, caps.sm_count) * (cache ? std::max<int64_t>(1, cache_blocks_per_sm) : 1);
-    const int64_t tiles = p.batch * p.nheads * split_plan::ceil_div(p.seqlen_q, split_plan::kMaxRowsQ);
+    const int64_t tiles = p.batch * split_plan::ceil_div(p.nheads, std::max<int64_t>(1, heads_per_tile)) *
+                          split_plan::ceil_div(p.seqlen_q, split_plan::kMaxRowsQ);
     if (tiles * 10 >= sms * 8) return false;
     const int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / split_plan::kMinChunk);
     if (max_n < 2) return false;

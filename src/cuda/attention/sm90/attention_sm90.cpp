@@ -251,6 +251,28 @@ fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p) {
   }
 }
 
+int32_t gqa_pack(const DeviceCaps& caps, const AttentionProblem& p, bool any_wave) {
+  // build_args' comment below says when and why.
+  if (p.varlen || (p.dtype != DType::F16 && p.dtype != DType::BF16) || flags().qpack == 0)
+    return 1;
+  if (p.nheads_k <= 0 || p.nheads % p.nheads_k != 0 || p.seqlen_q <= 0 || p.seqlen_q > kBlockM / 2)
+    return 1;
+  const int64_t group = p.nheads / p.nheads_k;
+  if (group <= 1) return 1;
+  if (!any_wave && flags().qpack != 2 &&
+      int64_t(p.batch) * p.nheads <= std::max<int64_t>(1, caps.sm_count))
+    return 1;
+  int32_t rows = 16;
+  while (rows < p.seqlen_q) rows *= 2;
+  int32_t pack = kBlockM / rows;
+  while (pack > 1 && group % pack != 0) pack /= 2;
+  return pack;
+}
+
+int64_t split_heads_per_tile(const DeviceCaps& caps, const AttentionProblem& p) {
+  return attention_uses_kvcache(p) ? gqa_pack(caps, p, true) : 1;
+}
+
 AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   const int64_t rows_q = p.varlen ? p.total_q : p.seqlen_q;
   const int64_t batches = p.varlen ? 1 : p.batch;
@@ -309,8 +331,9 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // here already packed by attention_api.cpp (pack_gqa_decode: the group's heads as rows, group
   // 1); those it leaves (a window that hides keys, an lse whose heads are not contiguous,
   // FLASHKIT_ATTENTION_GQA_PACK=0) are packed here, 4 or 8 heads a tile. The split-KV plan
-  // (attn::plan_split_kv, unmasked or one-query calls) still counts one head a tile, and
-  // few_rows_one_wave below counts packed tiles. Not timed yet.
+  // (attn::plan_split_kv) counts packed tiles over KV caches (split_heads_per_tile: its inner
+  // call's chunk-sequences pack; not timed), one head a tile otherwise; few_rows_one_wave
+  // below counts packed tiles.
   // Only where one head a tile would fill more than one wave (batch x nheads > SMs): in one
   // wave packing leaves the wave count at one and each tile costs more. H100, bf16, causal,
   // QPACK=0 (A) against packed (B), benchmarks/ab/s55_qpack_device.sh (RESULTS, "Packed GQA
@@ -322,13 +345,8 @@ AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p) {
   // Batched calls run it on the KV-cache instantiation (launch.cuh), a contiguous cache whose
   // every sequence holds seqlen_k keys, so that the plain kernels stay as they are; not the fp8
   // kernel (attention_fp8_sm90.cu builds its arguments here too).
-  if (!p.varlen && (p.dtype == DType::F16 || p.dtype == DType::BF16) && flags().qpack != 0 &&
-      a.group > 1 && p.seqlen_q > 0 && p.seqlen_q <= kBlockM / 2 &&
-      (flags().qpack == 2 || int64_t(p.batch) * p.nheads > std::max<int64_t>(1, ctx.caps->sm_count))) {
-    int32_t rows = 16;
-    while (rows < p.seqlen_q) rows *= 2;
-    int32_t pack = kBlockM / rows;
-    while (pack > 1 && a.group % pack != 0) pack /= 2;
+  {
+    const int32_t pack = gqa_pack(*ctx.caps, p, false);
     if (pack > 1) {
       a.q_pack = pack;
       a.q_pack_rows = kBlockM / pack;

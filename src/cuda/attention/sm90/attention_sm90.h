@@ -16,6 +16,15 @@ bool attention_supported(const DeviceCaps& caps, const AttentionProblem& p);
 // attention_supported() accepts.
 fk_status_t attention(const ExecContext& ctx, const AttentionProblem& p);
 
+// Query heads of one GQA group packed into each work tile of `p` (launch.h, q_pack; 1: none):
+// fp16 / bf16, not varlen, 2-64 query rows, a group > 1; only past one wave of one head a tile
+// unless any_wave (build_args says why).
+int32_t gqa_pack(const DeviceCaps& caps, const AttentionProblem& p, bool any_wave);
+// For the split-KV planner (split_kv_plan.h, heads_per_tile): the heads a tile of a split KV-cache
+// call's inner problem packs (its chunk-sequences fill the waves the planner aims at); 1 for
+// calls that are not over a cache (their inner call is varlen, never packed).
+int64_t split_heads_per_tile(const DeviceCaps& caps, const AttentionProblem& p);
+
 // The kernel's arguments for a validated problem (launch.h), shared by both entry points.
 struct AttnArgs;
 AttnArgs build_args(const ExecContext& ctx, const AttentionProblem& p);
