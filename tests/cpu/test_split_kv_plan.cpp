@@ -348,26 +348,29 @@ TEST_CASE("split-KV plan: causal queries over a KV cache, chunks from the end",
 }
 
 // The Hopper row counts packed GQA tiles over KV caches (heads_per_tile: its inner call's
-// chunk-sequences pack several query heads a tile): 8 sequences x 32 heads of 4 causal queries
-// are 256 tiles of one head (no split), but 64 tiles of 4 heads (split).
+// chunk-sequences pack several query heads a tile): 4 sequences x 32 heads of 4 causal queries
+// are 128 tiles of one head (no split), but 32 tiles of 4 heads (split in 4, as measured in
+// session 57: 0.63-0.87 of the unsplit time). Causal rows split only where the tiles fill at
+// most a quarter of the wave and batch x seqlen_q x nheads <= kMaxCausalRows (the cells that
+// were slower split).
 TEST_CASE("split-KV plan: packed GQA tiles counted by heads_per_tile",
           "[cpu][attention][split][kvcache]") {
   Env env(nullptr);
   static const int32_t dummy[4] = {0, 0, 0, 0};
-  AttentionProblem p = decode(8, 4, 8192, 32);
+  AttentionProblem p = decode(4, 4, 8192, 32);
   p.nheads_k = 8;
   p.block_table = dummy;
   p.page_size = 128;
-  p.num_pages = 512;
+  p.num_pages = 256;
   p.causal = true;
   p.window_right = 0;
   SplitKvPlan plan;
   CHECK_FALSE(plan_split_kv(h200(), p, &plan, 1));
   REQUIRE(plan_split_kv(h200(), p, &plan, 1, 4));
-  // 64 tiles x n over waves of 132: best 1.0 never (n <= 16: 8192 / 512); within 85% of the
-  // best (64 x 2 / 132 = 0.97): n = 2, chunks of 4096 keys.
-  CHECK(plan.nsplit == 2);
-  CHECK(plan.chunk == 4096);
+  // 32 tiles x n over waves of 132: best 0.97 (n = 4, 8, 12, 16; n <= 16: 8192 / 512); the
+  // fewest within 85% of it: n = 4, chunks of 2048 keys.
+  CHECK(plan.nsplit == 4);
+  CHECK(plan.chunk == 2048);
   CHECK(plan.causal);
   SplitKvPlan one;
   CHECK_FALSE(plan_split_kv(h200(), p, &one, 1, 1));
@@ -376,4 +379,24 @@ TEST_CASE("split-KV plan: packed GQA tiles counted by heads_per_tile",
   REQUIRE(plan_split_kv(h200(), p, &packed, 1, 4));
   REQUIRE(plan_split_kv(h200(), p, &unpacked, 1, 1));
   CHECK(packed.nsplit > unpacked.nsplit);
+  SECTION("causal rows: at most a quarter of the wave, at most kMaxCausalRows rows x heads") {
+    p.batch = 8;  // 64 packed tiles (32 / 8 heads): half a wave, not split (measured slower)
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan, 1, 4));
+    p.nheads_k = 4;  // 32 / 4 heads, 8 a tile: 32 tiles
+    p.seqlen_q = 8;  // 8 x 8 x 32 = 2048 rows x heads: split
+    p.total_q = p.batch * p.seqlen_q;
+    REQUIRE(plan_split_kv(h200(), p, &plan, 1, 8));
+    CHECK(plan.nsplit == 4);
+    p.seqlen_q = 16;  // 4096: not split (measured 1.02-1.10x slower)
+    p.total_q = p.batch * p.seqlen_q;
+    CHECK_FALSE(plan_split_kv(h200(), p, &plan, 1, 8));
+    p.causal = false;  // the unmasked call keeps FlashAttention-2's rule alone
+    p.window_right = -1;
+    CHECK(plan_split_kv(h200(), p, &plan, 1, 8));
+    p.causal = true;
+    p.window_right = 0;
+    Env forced("3");  // a forced count ignores the rule
+    REQUIRE(plan_split_kv(h200(), p, &plan, 1, 8));
+    CHECK(plan.nsplit == 3);
+  }
 }

@@ -86,6 +86,7 @@ constexpr int64_t kMinChunk = 512;  // keys: each chunk's tile start-up and its 
                                     // must stay small against streaming its keys
 constexpr int64_t kKeyTile = 128;   // chunks start on key-tile boundaries of the kernels
 constexpr int64_t kMaxRowsQ = 128;  // query rows per (batch, head): one query tile
+constexpr int64_t kMaxCausalRows = 2048;  // causal calls: batch x seqlen_q x nheads (planner)
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -184,6 +185,17 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     const int64_t tiles = p.batch * split_plan::ceil_div(p.nheads, std::max<int64_t>(1, heads_per_tile)) *
                           split_plan::ceil_div(p.seqlen_q, split_plan::kMaxRowsQ);
     if (tiles * 10 >= sms * 8) return false;
+    // Causal rows: only where the tiles fill at most a quarter of the wave and the call has at
+    // most kMaxCausalRows query rows x heads. H100, bf16, head_dim 128, 2-16 causal queries,
+    // SPLIT_KV=0 against the split (RESULTS, "Split-KV for causal query rows over a KV cache:
+    // measured", session 57): 1 x 32k keys 0.13-0.22 of the time, 2 x 16k 0.25-0.45, 4 x 8k
+    // 0.47-0.87, 8 x 8k at 32 / 4 heads with 2-8 queries 0.63-0.85; but 8 x 8k at 32 / 4 with 16
+    // queries (32 packed tiles, 4096 rows x heads) 1.02-1.10 and at 32 / 8 (64 packed tiles)
+    // 0.97-1.32: the prepare and combine kernels (query copies, LSE merge: per row x head)
+    // cost more there than the under-filled wave.
+    if (causal_rows &&
+        (tiles * 4 > sms || p.batch * p.seqlen_q * p.nheads > split_plan::kMaxCausalRows))
+      return false;
     const int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / split_plan::kMinChunk);
     if (max_n < 2) return false;
     auto eff = [&](int64_t k) {
