@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepared in session 56, NOT run: split-KV for causal query rows over a KV cache (branch
-# csplit56, kept on main as benchmarks/ab/csplit56.patch; split_kv_plan.h, chunk_keys).
+# Prepared in session 56, run in session 57 (RESULTS): split-KV for causal query rows over a
+# KV cache (branch csplit56; merged in session 57 with a bound, patch file removed;
+# split_kv_plan.h, chunk_keys).
 # Speculative decoding and short prefill chunks over a cache (2-128 causal rows per sequence)
 # on few sequences ran one tile per (sequence, head) (or per packed head group) over all keys,
 # far less than a wave: batch 1 x 32 heads = 32 CTAs on 132 SMs. Build the branch

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Session 57: csplit56 with the split-KV prepare and combine kernels on 16-byte vectors
-# (branch cs57). .device holds that build, .device-b/lib.so.xz the csplit56 library (its
-# element-per-thread kernels). Carry [".device/lib", ".device/bin", ".device-b/lib.so.xz"].
+# Prepared in session 57, NOT run (no device time left): the split-KV prepare and combine
+# kernels on 16-byte vectors (benchmarks/ab/csvec57.patch, branch cs57vec). .device holds the
+# build of those kernels WITHOUT the causal bound merged in session 57 (branch cs57vec-norule,
+# babe63f: the 8 x 8k cells still split, so that their gain can be measured; BUILD_INFO says
+# so), .device-b/lib.so.xz the csplit56 library (one element a thread). Carry
+# [".device/lib", ".device/bin", ".device-b/lib.so.xz"], ~250 s:
 #   1. every split case (`[split]`: decode, forced counts, KV caches, causal rows, the new
 #      element-path case) and both sanitizers on the two small cases;
 #   2. Nsight Compute durations of the three kernels on two cells (s57_csplit_prof.sh's);
 #   3. the new library against csplit56's (A), A B B A: decode and causal cells;
 #   4. SPLIT_KV=0 (A) against the split (B), s56_csplit_device.sh's grid, one call per event
 #      pair (latency, as before), contiguous caches (128-key pages: session 56, 0.13-1.25).
+# If the 8 x 8k rows gain, widen kMaxCausalRows / the quarter-wave bound (split_kv_plan.h)
+# and merge cs57vec; rebuild before any merge check (the bound is host code).
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
