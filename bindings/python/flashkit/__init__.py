@@ -251,7 +251,8 @@ def attention_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
             Without ``block_table``: ``(batch, seqlen_cache, nheads_k, head_dim)``, capacity
             ``seqlen_cache`` keys per sequence. With ``block_table``: the page pool
             ``(num_blocks, page_block_size, nheads_k, head_dim)``, capacity
-            ``max_blocks_per_seq * page_block_size``. ``nheads % nheads_k == 0`` (GQA/MQA).
+            ``max_blocks_per_seq * page_block_size``. GQA/MQA: ``nheads % nheads_k == 0``,
+            query head h reads key/value head ``h // (nheads // nheads_k)``.
         v_cache: values, k_cache's shape and dtype (its own strides).
         cache_seqlens: None (every sequence holds ``capacity`` keys), an int (the same length
             for every sequence, broadcast as FlashAttention does), or int32 ``(batch,)``,
