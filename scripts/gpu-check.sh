@@ -36,7 +36,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-stage=$root/.device
+# FK_GPU_CHECK_STAGE=.device-main stages (--build-only) and runs (--run-only) another folder
+# under the repository root, so that a second build (say main's beside a branch's in .device)
+# waits ready for its own call: carry that folder instead of .device.
+stage_name=${FK_GPU_CHECK_STAGE:-.device}
+stage=$root/$stage_name
 mode=${1:-all}
 
 build() {
@@ -93,7 +97,7 @@ build() {
   else
     gzip -9 -f "$stage"/lib/libflashkit.so.*.*.*
   fi
-  du -sh "$stage" | awk '{print "[flashkit] staged " $1 " in .device/"}'
+  du -sh "$stage" | awk -v d="$stage_name" '{print "[flashkit] staged " $1 " in " d "/"}'
   set +e
 }
 
@@ -238,7 +242,7 @@ run_checks() {
   if ! command -v nvidia-smi >/dev/null 2>&1; then
     echo "SKIP: no NVIDIA driver on this machine (nvidia-smi missing)"; return 0
   fi
-  [ -d "$stage/lib" ] || { echo "no .device/ staging: run scripts/gpu-check.sh --build-only first"; return 1; }
+  [ -d "$stage/lib" ] || { echo "no $stage_name/ staging: run scripts/gpu-check.sh --build-only first"; return 1; }
   for z in "$stage"/lib/*.gz; do [ -f "$z" ] && gunzip -f "$z"; done
   for z in "$stage"/lib/*.xz; do
     [ -f "$z" ] && python3 -c "import lzma, sys; open(sys.argv[1][:-3], 'wb').write(lzma.open(sys.argv[1]).read())" "$z" && rm -f "$z"
