@@ -12,10 +12,12 @@
 // window): chunks cut from each sequence's end that overlap by up to seqlen_q - 1 + page - 1
 // keys, run causal with window_left = chunk - 1, so that each row sees each of its keys in
 // exactly one chunk (split_kv_plan.h, chunk_keys; rows that see no key give lse -inf, which
-// the combine turns into zeros as the unsplit kernels do). fp16/bf16 only: fp32 attention runs on the generic kernel, which callers pick
-// for accuracy rather than speed, and is left unsplit. K and V must have the same row pitch between
-// sequences (batch stride = rows x row stride with rows >= seqlen_k, as in a contiguous tensor or
-// a slice of a longer KV cache), since the varlen form addresses keys by row. Wrapped around the
+// the combine turns into zeros as the unsplit kernels do); causal rows also only where the
+// tiles leave most of the GPU idle (split_kv_plan.h, kMaxCausalRows). fp16/bf16 only: fp32
+// attention runs on the generic kernel, which callers pick for accuracy rather than speed, and
+// is left unsplit. K and V must have the same row pitch between sequences (batch stride = rows
+// x row stride with rows >= seqlen_k, as in a contiguous tensor or a slice of a longer KV
+// cache), since the varlen form addresses keys by row. Wrapped around the
 // CUDA dispatch rows (tables.cpp), so the row's name and predicate are unchanged; the row is
 // kept only when its predicate also takes the split problem.
 //

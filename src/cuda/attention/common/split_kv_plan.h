@@ -182,7 +182,8 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     // the SMs, so a decode streams twice the bytes at once (H200, 1 x 32k: see RESULTS.md).
     const int64_t sms =
         std::max<int32_t>(1, caps.sm_count) * (cache ? std::max<int64_t>(1, cache_blocks_per_sm) : 1);
-    const int64_t tiles = p.batch * split_plan::ceil_div(p.nheads, std::max<int64_t>(1, heads_per_tile)) *
+    const int64_t tiles = p.batch *
+                          split_plan::ceil_div(p.nheads, std::max<int64_t>(1, heads_per_tile)) *
                           split_plan::ceil_div(p.seqlen_q, split_plan::kMaxRowsQ);
     if (tiles * 10 >= sms * 8) return false;
     // Causal rows: only where the tiles fill at most a quarter of the wave and the call has at
