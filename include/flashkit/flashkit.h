@@ -42,6 +42,9 @@
  * - **Handles** (`fk_context_t`, `fk_fftconv_plan_t`) are opaque and created through an
  *   out-parameter. A context is immutable after creation and may be shared between threads;
  *   a plan may be used from several threads at once as long as each call has its own output.
+ *   A handle carries no type tag the library could check: a destroyed handle, or a handle of
+ *   the other kind passed through a cast, is undefined behaviour (typically a crash), as with
+ *   any C handle; NULL is checked (FK_ERROR_NULL_POINTER).
  * - **Parameter structs** start with `uint32_t struct_size`. Always fill them with the matching
  *   `fk_*_init()` first: it sets `struct_size` and every default. The library accepts exactly
  *   the `struct_size` of its own header (FK_ERROR_BAD_STRUCT_SIZE naming the struct
@@ -75,7 +78,8 @@
  *   families: order and what each declines") lists what each declines.
  * - **Devices**: a CPU context accepts tensors on `kDLCPU` or `kDLCUDAHost` (pinned host
  *   memory); a CUDA context accepts `kDLCUDA` or `kDLCUDAManaged` tensors whose `device_id` is
- *   the context's device. Anything else is `FK_ERROR_WRONG_DEVICE`.
+ *   the context's device. Anything else is `FK_ERROR_WRONG_DEVICE`. A CPU context does not
+ *   read the `device_id` of host tensors.
  * - **Errors**: every function returns an `fk_status_t`. On failure nothing was written to any
  *   output, and fk_get_last_error_message() returns a sentence naming the argument and the rule
  *   it broke, e.g. `"q: head_dim 300 > 256"`. The library never prints, never aborts and never
@@ -191,9 +195,12 @@ FK_API const char* fk_get_version(void);
  *    or output (`"launch.workspace: overlaps <tensor>"`); an output overlaps an input or another
  *    output of the call (`"<output>: overlaps <tensor> in memory"`; the only exception is
  *    fk_gemm()'s and fk_gemm_scaled()'s `d` being the exact same view as `c`); a `byte_offset`
- *    above 2^62.
- *  - FK_ERROR_BAD_STRIDES: a negative stride in any tensor; an output (`out`, `lse`, `d`, `y`)
- *    that would write two of its elements to one address.
+ *    above 2^62 (where `data + byte_offset` wraps around the address space, the
+ *    FK_ERROR_NULL_POINTER rule above is checked first and wins).
+ *  - FK_ERROR_BAD_STRIDES: a negative stride on a dimension of extent > 1 of a non-empty
+ *    tensor (the stride of an extent-1 dimension, and every stride of an empty tensor, address
+ *    nothing and are not read, as in PyTorch); an output (`out`, `lse`, `d`, `y`) that would
+ *    write two of its elements to one address.
  *  - FK_ERROR_SHAPE_MISMATCH: `ndim` negative or above 4; a negative extent; extents whose
  *    product (of the non-zero ones) overflows `int64_t`; a view that addresses more than 2^62
  *    bytes.

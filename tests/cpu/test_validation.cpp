@@ -658,6 +658,27 @@ TEST_CASE("gemm: validation rules", "[validation][gemm]") {
     expect_error(g.run(c.ctx), FK_ERROR_SHAPE_MISMATCH, {"d", "N"});
     CHECK(g.d.all_poison());
   }
+  SECTION("negative strides: refused on a dimension of extent > 1, not read on extent 1") {
+    // flashkit.h, "Common errors", FK_ERROR_BAD_STRIDES: an extent-1 dimension's stride
+    // addresses nothing, so (1, K) with strides (-7, 1) is a valid row (as in PyTorch).
+    std::mt19937_64 rng(fktest::test_seed() + 2);
+    Gemm g(1, 4, 5);
+    g.a.init(DT::F32, {1, 5}, {-7, 1});
+    g.d.init(DT::F32, {1, 4}, {-3, 1});
+    g.a.fill_normal(rng);
+    g.d.poison();
+    REQUIRE(g.run(c.ctx) == FK_SUCCESS);
+    for (int64_t j = 0; j < 4; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < 5; ++p) want += g.a.get({0, p}) * g.b.get({p, j});
+      CHECK(std::fabs(g.d.get({0, j}) - want) <= 1e-5 * (1 + std::fabs(want)));
+    }
+    Gemm h(2, 4, 5);
+    h.a.init(DT::F32, {2, 5}, {-7, 1});
+    h.a.fill_normal(rng);
+    expect_error(h.run(c.ctx), FK_ERROR_BAD_STRIDES, {"a", "negative"});
+    CHECK(h.d.all_poison());
+  }
   SECTION("beta without c") {
     Gemm g;
     g.prm.beta = 0.5f;

@@ -104,13 +104,15 @@ type Variant = *const c_char;
 /// Shapes (batched form, `varlen = None`):
 /// - `q`, `out`: `(batch, seqlen_q, nheads, head_dim)`
 /// - `k`, `v`: `(batch, seqlen_k, nheads_k, head_dim)`
-/// - `lse`: `(batch, nheads, seqlen_q)`, f32, optional
+/// - `lse`: `(batch, nheads, seqlen_q)`, f32, optional: each row's log-sum-exp, natural log,
+///   of its masked (softcapped) scaled scores, `ln(sum_j exp(s_j))`
 ///
 /// Variable-length form (`varlen = Some(..)`): `q`, `out` `(total_q, nheads, head_dim)`, `k`,
 /// `v` `(total_k, nheads_k, head_dim)`, `lse` `(nheads, total_q)`.
 ///
 /// dtypes: `q`, `k`, `v`, `out` share one of f32, f16, bf16; `lse` is f32. `head_dim` is 1 to
-/// 256; `nheads % nheads_k == 0` (GQA/MQA); the last dimension must be contiguous. `out` must
+/// 256; `nheads % nheads_k == 0` (GQA/MQA: query head `h` reads key / value head
+/// `h / (nheads / nheads_k)`); the last dimension must be contiguous. `out` must
 /// not overlap an input, nor `lse` an input or `out`. A query row that sees no key gives
 /// `out = 0` and `lse = -inf`.
 ///
@@ -697,7 +699,9 @@ impl GemmParams {
 /// - `d`: `(M, N)` or `(batch, M, N)`. A rank-2 operand is broadcast over the batch.
 /// - Strides: any non-negative, in elements (row- or column-major, padded). `d` must not
 ///   overlap `a`, `b` or `bias`, and may overlap `c` only as the exact same view (in place);
-///   no two of its elements may share an address. Overlap is judged on address ranges
+///   no two of its elements may share an address. Safe Rust cannot hold a [`Tensor`] and a
+///   [`TensorMut`] over one slice at once, so an in-place call builds `c` with the unsafe
+///   [`Tensor::from_raw`] over `d`'s memory (same shape and strides). Overlap is judged on address ranges
 ///   (`flashkit.h`, "Data types and tensors").
 ///
 /// dtypes: `a`, `b` share one of f32/f16/bf16; `c`, `d` share one. `K = 0` writes

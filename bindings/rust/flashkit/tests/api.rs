@@ -138,6 +138,44 @@ fn gemm_shape_error_matches_c() {
 }
 
 #[test]
+fn gemm_in_place_through_from_raw_as_documented() {
+    // `gemm`'s doc: an in-place call (d the exact same view as c) builds c with the unsafe
+    // Tensor::from_raw over d's memory. d = 0.5 a b + 0.75 d against a float64 reference.
+    let (m, n, k) = (3usize, 5usize, 4usize);
+    let mut seed = 0x2545f491u32;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        (seed as f64 / u32::MAX as f64 - 0.5) as f32
+    };
+    let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
+    let b: Vec<f32> = (0..k * n).map(|_| next()).collect();
+    let mut d: Vec<f32> = (0..m * n).map(|_| next()).collect();
+    let mut want = vec![0f64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let dot: f64 = (0..k).map(|p| a[i * k + p] as f64 * b[p * n + j] as f64).sum();
+            want[i * n + j] = 0.5 * dot + 0.75 * d[i * n + j] as f64;
+        }
+    }
+    let ctx = Context::cpu().unwrap();
+    let at = Tensor::new(&a, &[m as i64, k as i64]).unwrap();
+    let bt = Tensor::new(&b, &[k as i64, n as i64]).unwrap();
+    let mut dt = TensorMut::new(&mut d, &[m as i64, n as i64]).unwrap();
+    let data = dt.as_dlpack().data as *const std::ffi::c_void;
+    let ct = unsafe {
+        Tensor::from_raw(data, flashkit::Device::Cpu, DType::F32, &[m as i64, n as i64], None)
+    };
+    let params = GemmParams { alpha: 0.5, beta: 0.75, ..GemmParams::default() };
+    gemm(&ctx, None, &params, &at, &bt, Some(&ct), None, &mut dt).unwrap();
+    drop(dt);
+    for (got, w) in d.iter().zip(&want) {
+        assert!((*got as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()), "{got} vs {w}");
+    }
+}
+
+#[test]
 fn plan_and_context_errors_match_c() {
     // fft_size 12 is not a power of two.
     let ctx = Context::cpu().unwrap();

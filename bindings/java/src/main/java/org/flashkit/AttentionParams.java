@@ -31,10 +31,10 @@ public final class AttentionParams {
   public AttentionParams softmaxScale(float scale) {
     if (Float.isNaN(scale)) {
       throw new IllegalArgumentException(
-          "softmax_scale: NaN (call defaultSoftmaxScale() for 1/sqrt(head_dim))");
+          "params.softmax_scale: NaN (call defaultSoftmaxScale() for 1/sqrt(head_dim))");
     }
     if (Float.isInfinite(scale)) {
-      throw new IllegalArgumentException("softmax_scale: " + scale + " is not finite");
+      throw new IllegalArgumentException("params.softmax_scale: " + scale + " is not finite");
     }
     this.softmaxScale = scale;
     return this;

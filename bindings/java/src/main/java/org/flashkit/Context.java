@@ -305,8 +305,9 @@ public final class Context implements AutoCloseable {
     Tensor.Held held = Tensor.hold(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
       guard.call(this, nh -> {
-        FlashkitNative.fk_attention_forward(nh, Launch.encode(launch), p, h(q), h(k), h(v),
-          h(cuSeqlensQ), h(cuSeqlensK), o(out, "out"), o(lse, "lse"));
+        FlashkitNative.fk_attention_forward(nh, Launch.encode(launch), p, h(q, "q"), h(k, "k"),
+            h(v, "v"), h(cuSeqlensQ, "cu_seqlens_q"), h(cuSeqlensK, "cu_seqlens_k"), o(out, "out"),
+            o(lse, "lse"));
         return null;
       });
     } finally {
@@ -341,8 +342,9 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_attention_select_kernel(nh, p, h(q), h(k), h(v),
-          h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse)));
+      return guard.call(this, nh -> FlashkitNative.fk_attention_select_kernel(nh, p, h(q, "q"),
+          h(k, "k"), h(v, "v"), h(cuSeqlensQ, "cu_seqlens_q"), h(cuSeqlensK, "cu_seqlens_k"),
+          h(out, "out"), h(lse, "lse")));
     } finally {
       p.delete();
       held.release();
@@ -378,8 +380,9 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, k, v, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_attention_workspace_size(nh, p, h(q), h(k), h(v),
-          h(cuSeqlensQ), h(cuSeqlensK), h(out), h(lse)));
+      return guard.call(this, nh -> FlashkitNative.fk_attention_workspace_size(nh, p, h(q, "q"),
+          h(k, "k"), h(v, "v"), h(cuSeqlensQ, "cu_seqlens_q"), h(cuSeqlensK, "cu_seqlens_k"),
+          h(out, "out"), h(lse, "lse")));
     } finally {
       p.delete();
       held.release();
@@ -435,8 +438,9 @@ public final class Context implements AutoCloseable {
     Tensor.Held held = Tensor.hold(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
       guard.call(this, nh -> {
-        FlashkitNative.fk_attention_fp8_forward(nh, Launch.encode(launch), p, h(q), h(k), h(v),
-            h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), o(out, "out"),
+        FlashkitNative.fk_attention_fp8_forward(nh, Launch.encode(launch), p, h(q, "q"), h(k, "k"),
+            h(v, "v"), h(descaleQ, "descale_q"), h(descaleK, "descale_k"), h(descaleV, "descale_v"),
+            h(cuSeqlensQ, "cu_seqlens_q"), h(cuSeqlensK, "cu_seqlens_k"), o(out, "out"),
             o(lse, "lse"));
         return null;
       });
@@ -495,9 +499,10 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_attention_fp8_select_kernel(nh, p, h(q), h(k),
-          h(v), h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), h(out),
-          h(lse)));
+      return guard.call(this, nh -> FlashkitNative.fk_attention_fp8_select_kernel(nh, p, h(q, "q"),
+          h(k, "k"), h(v, "v"), h(descaleQ, "descale_q"), h(descaleK, "descale_k"),
+          h(descaleV, "descale_v"), h(cuSeqlensQ, "cu_seqlens_q"), h(cuSeqlensK, "cu_seqlens_k"),
+          h(out, "out"), h(lse, "lse")));
     } finally {
       p.delete();
       held.release();
@@ -536,9 +541,10 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, k, v, descaleQ, descaleK, descaleV, cuSeqlensQ, cuSeqlensK, out, lse);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_attention_fp8_workspace_size(nh, p, h(q), h(k),
-          h(v), h(descaleQ), h(descaleK), h(descaleV), h(cuSeqlensQ), h(cuSeqlensK), h(out),
-          h(lse)));
+      return guard.call(this, nh -> FlashkitNative.fk_attention_fp8_workspace_size(nh, p, h(q, "q"),
+          h(k, "k"), h(v, "v"), h(descaleQ, "descale_q"), h(descaleK, "descale_k"),
+          h(descaleV, "descale_v"), h(cuSeqlensQ, "cu_seqlens_q"), h(cuSeqlensK, "cu_seqlens_k"),
+          h(out, "out"), h(lse, "lse")));
     } finally {
       p.delete();
       held.release();
@@ -612,8 +618,9 @@ public final class Context implements AutoCloseable {
     Tensor.Held held = Tensor.hold(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     try {
       guard.call(this, nh -> {
-        FlashkitNative.fk_attention_kvcache_forward(nh, Launch.encode(launch), p, h(q),
-          h(kCache), h(vCache), h(cacheSeqlens), h(blockTable), o(out, "out"), o(lse, "lse"));
+        FlashkitNative.fk_attention_kvcache_forward(nh, Launch.encode(launch), p, h(q, "q"),
+            h(kCache, "k_cache"), h(vCache, "v_cache"), h(cacheSeqlens, "cache_seqlens"),
+            h(blockTable, "block_table"), o(out, "out"), o(lse, "lse"));
         return null;
       });
     } finally {
@@ -646,8 +653,9 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_attention_kvcache_select_kernel(nh, p, h(q), h(kCache),
-          h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse)));
+      return guard.call(this, nh -> FlashkitNative.fk_attention_kvcache_select_kernel(nh, p,
+          h(q, "q"), h(kCache, "k_cache"), h(vCache, "v_cache"), h(cacheSeqlens, "cache_seqlens"),
+          h(blockTable, "block_table"), h(out, "out"), h(lse, "lse")));
     } finally {
       p.delete();
       held.release();
@@ -679,8 +687,9 @@ public final class Context implements AutoCloseable {
     fk_attention_params_t p = nativeParams(params);
     Tensor.Held held = Tensor.hold(q, kCache, vCache, cacheSeqlens, blockTable, out, lse);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_attention_kvcache_workspace_size(nh, p, h(q), h(kCache),
-          h(vCache), h(cacheSeqlens), h(blockTable), h(out), h(lse)));
+      return guard.call(this, nh -> FlashkitNative.fk_attention_kvcache_workspace_size(nh, p,
+          h(q, "q"), h(kCache, "k_cache"), h(vCache, "v_cache"), h(cacheSeqlens, "cache_seqlens"),
+          h(blockTable, "block_table"), h(out, "out"), h(lse, "lse")));
     } finally {
       p.delete();
       held.release();
@@ -735,7 +744,8 @@ public final class Context implements AutoCloseable {
     Tensor.Held held = Tensor.hold(a, b, c, bias, d);
     try {
       guard.call(this, nh -> {
-        FlashkitNative.fk_gemm(nh, Launch.encode(launch), p, h(a), h(b), h(c), h(bias), o(d, "d"));
+        FlashkitNative.fk_gemm(nh, Launch.encode(launch), p, h(a, "a"), h(b, "b"), h(c, "c"),
+            h(bias, "bias"), o(d, "d"));
         return null;
       });
     } finally {
@@ -763,7 +773,8 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     Tensor.Held held = Tensor.hold(a, b, c, bias, d);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_gemm_select_kernel(nh, p, h(a), h(b), h(c), h(bias), h(d)));
+      return guard.call(this, nh -> FlashkitNative.fk_gemm_select_kernel(nh, p, h(a, "a"),
+          h(b, "b"), h(c, "c"), h(bias, "bias"), h(d, "d")));
     } finally {
       p.delete();
       held.release();
@@ -791,7 +802,8 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     Tensor.Held held = Tensor.hold(a, b, c, bias, d);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_gemm_workspace_size(nh, p, h(a), h(b), h(c), h(bias), h(d)));
+      return guard.call(this, nh -> FlashkitNative.fk_gemm_workspace_size(nh, p, h(a, "a"),
+          h(b, "b"), h(c, "c"), h(bias, "bias"), h(d, "d")));
     } finally {
       p.delete();
       held.release();
@@ -857,8 +869,8 @@ public final class Context implements AutoCloseable {
     Tensor.Held held = Tensor.hold(a, b, scaleA, scaleB, c, bias, d);
     try {
       guard.call(this, nh -> {
-        FlashkitNative.fk_gemm_scaled(nh, Launch.encode(launch), p, h(a), h(b), h(scaleA),
-          h(scaleB), h(c), h(bias), o(d, "d"));
+        FlashkitNative.fk_gemm_scaled(nh, Launch.encode(launch), p, h(a, "a"), h(b, "b"),
+            h(scaleA, "scale_a"), h(scaleB, "scale_b"), h(c, "c"), h(bias, "bias"), o(d, "d"));
         return null;
       });
     } finally {
@@ -889,8 +901,9 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     Tensor.Held held = Tensor.hold(a, b, scaleA, scaleB, c, bias, d);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_gemm_scaled_select_kernel(nh, p, h(a), h(b), h(scaleA),
-          h(scaleB), h(c), h(bias), h(d)));
+      return guard.call(this, nh -> FlashkitNative.fk_gemm_scaled_select_kernel(nh, p, h(a, "a"),
+          h(b, "b"), h(scaleA, "scale_a"), h(scaleB, "scale_b"), h(c, "c"), h(bias, "bias"),
+          h(d, "d")));
     } finally {
       p.delete();
       held.release();
@@ -920,8 +933,9 @@ public final class Context implements AutoCloseable {
     fk_gemm_params_t p = (params == null ? new GemmParams() : params).toNative();
     Tensor.Held held = Tensor.hold(a, b, scaleA, scaleB, c, bias, d);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_gemm_scaled_workspace_size(nh, p, h(a), h(b), h(scaleA),
-          h(scaleB), h(c), h(bias), h(d)));
+      return guard.call(this, nh -> FlashkitNative.fk_gemm_scaled_workspace_size(nh, p, h(a, "a"),
+          h(b, "b"), h(scaleA, "scale_a"), h(scaleB, "scale_b"), h(c, "c"), h(bias, "bias"),
+          h(d, "d")));
     } finally {
       p.delete();
       held.release();
@@ -968,8 +982,8 @@ public final class Context implements AutoCloseable {
     Tensor.Held held = Tensor.hold(x, w1, w2, bias, out);
     try {
       guard.call(this, nh -> {
-        FlashkitNative.fk_monarch(nh, Launch.encode(launch), p, h(x), h(w1), h(w2), h(bias),
-          o(out, "out"));
+        FlashkitNative.fk_monarch(nh, Launch.encode(launch), p, h(x, "x"), h(w1, "w1"), h(w2, "w2"),
+            h(bias, "bias"), o(out, "out"));
         return null;
       });
     } finally {
@@ -994,8 +1008,8 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     Tensor.Held held = Tensor.hold(x, w1, w2, bias, out);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_monarch_select_kernel(nh, p, h(x), h(w1), h(w2), h(bias),
-          h(out)));
+      return guard.call(this, nh -> FlashkitNative.fk_monarch_select_kernel(nh, p, h(x, "x"),
+          h(w1, "w1"), h(w2, "w2"), h(bias, "bias"), h(out, "out")));
     } finally {
       p.delete();
       held.release();
@@ -1022,8 +1036,8 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     Tensor.Held held = Tensor.hold(x, w1, w2, bias, out);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_monarch_workspace_size(nh, p, h(x), h(w1), h(w2), h(bias),
-          h(out)));
+      return guard.call(this, nh -> FlashkitNative.fk_monarch_workspace_size(nh, p, h(x, "x"),
+          h(w1, "w1"), h(w2, "w2"), h(bias, "bias"), h(out, "out")));
     } finally {
       p.delete();
       held.release();
@@ -1063,8 +1077,8 @@ public final class Context implements AutoCloseable {
     Tensor.Held held = Tensor.hold(x, w, bias, out);
     try {
       guard.call(this, nh -> {
-        FlashkitNative.fk_blockdiag_linear(nh, Launch.encode(launch), p, h(x), h(w), h(bias),
-          o(out, "out"));
+        FlashkitNative.fk_blockdiag_linear(nh, Launch.encode(launch), p, h(x, "x"), h(w, "w"),
+            h(bias, "bias"), o(out, "out"));
         return null;
       });
     } finally {
@@ -1090,8 +1104,8 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     Tensor.Held held = Tensor.hold(x, w, bias, out);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_blockdiag_linear_select_kernel(nh, p, h(x), h(w), h(bias),
-          h(out)));
+      return guard.call(this, nh -> FlashkitNative.fk_blockdiag_linear_select_kernel(nh, p,
+          h(x, "x"), h(w, "w"), h(bias, "bias"), h(out, "out")));
     } finally {
       p.delete();
       held.release();
@@ -1115,8 +1129,8 @@ public final class Context implements AutoCloseable {
     fk_monarch_params_t p = monarchParams();
     Tensor.Held held = Tensor.hold(x, w, bias, out);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_blockdiag_linear_workspace_size(nh, p, h(x), h(w), h(bias),
-          h(out)));
+      return guard.call(this, nh -> FlashkitNative.fk_blockdiag_linear_workspace_size(nh, p,
+          h(x, "x"), h(w, "w"), h(bias, "bias"), h(out, "out")));
     } finally {
       p.delete();
       held.release();
@@ -1175,8 +1189,9 @@ public final class Context implements AutoCloseable {
     return isClosed() ? "Context(closed)" : "Context(" + info() + ")";
   }
 
-  private static long h(Tensor t) {
-    return Tensor.handleOf(t);
+  /** An input's handle; a closed tensor's error names the argument ({@code name}, C's). */
+  private static long h(Tensor t, String name) {
+    return Tensor.handleOf(t, name);
   }
 
   private static long o(Tensor t, String name) {

@@ -4,7 +4,11 @@ package org.flashkit;
 /**
  * An FFT convolution plan ({@code fk_fftconv_plan_t}): fixes channels, seqlen, filter length,
  * fft_size, dtype and mode, owns its twiddle tables, and serves any batch size. Usable from
- * several threads at once as long as each call has its own output.
+ * several threads at once as long as each call has its own output. On a plan made with
+ * {@link Options#filterConstant(boolean) filterConstant(true)}, calls that pass the same
+ * filter {@link Tensor} object as the plan's last successful call run in parallel; a call with
+ * another filter object (a new view of the same buffer included) waits for the calls in flight
+ * and runs alone, since the plan caches one filter's spectrum at a time.
  *
  * <p>{@code y = postgate * (conv(pregate * u, k) + D * (pregate * u))}, each factor only if
  * given; see {@link FFTConvMode} and {@code fk_fftconv_forward()} for the three conventions.
@@ -31,10 +35,15 @@ public final class FFTConvPlan implements AutoCloseable {
   // its address handed to a new buffer of other values while the plan's cached spectrum is
   // keyed on that address (the JVM reuses freed addresses at once).
   private final boolean filterConstant;
-  // With filterConstant, calls run one at a time together with the record of their filter, so
-  // that the filter kept is the one whose spectrum the plan cached last (two threads' calls
-  // could otherwise record in the other order).
-  private final Object filterLock = new Object();
+  // With filterConstant, a call whose filter is the one kept (guard.attached(), the same Tensor
+  // object) runs under the read lock, beside other such calls; a call with another filter runs
+  // alone under the write lock together with the record of its filter, so that the filter kept
+  // is the one whose spectrum the plan cached last (two threads' calls could otherwise record in
+  // the other order). Calls with the plan's filter therefore run in parallel; only a change of
+  // filter waits for the calls in flight. (No field of the plan holds the filter: closing the
+  // context must release it, test aContextsCloseReleasesItsPlansConstantFilter.)
+  private final java.util.concurrent.locks.ReentrantReadWriteLock filterLock =
+      new java.util.concurrent.locks.ReentrantReadWriteLock();
 
   /** Plan options ({@code fk_fftconv_plan_options_t}); defaults: causal, fp32, sizes 0. */
   public static final class Options {
@@ -140,7 +149,8 @@ public final class FFTConvPlan implements AutoCloseable {
      * keeps the last filter tensor it ran with reachable (until the next call or the plan's
      * close), so a new {@code Tensor.allocate} filter cannot land at a freed filter's address;
      * memory the caller manages ({@code Tensor.ofAddress}, a buffer refilled in place) stays
-     * the caller's responsibility.
+     * the caller's responsibility. Calls from several threads that pass that same filter
+     * {@code Tensor} object run in parallel; a call with another filter object runs alone.
      *
      * @param constant true to set the flag; default false (the spectrum is computed per call,
      *     in scratch on the GPU)
@@ -394,8 +404,23 @@ public final class FFTConvPlan implements AutoCloseable {
     Tensor.Held held = Tensor.hold(u, k, D, pregate, postgate, y);
     try {
       if (filterConstant) {
-        synchronized (filterLock) {
-          run(u, k, D, pregate, postgate, y, launch, k);
+        filterLock.readLock().lock();
+        boolean shared = false;
+        try {
+          if (k != null && k == guard.attached()) {
+            shared = true;
+            run(u, k, D, pregate, postgate, y, launch, null);
+          }
+        } finally {
+          filterLock.readLock().unlock();
+        }
+        if (!shared) {
+          filterLock.writeLock().lock();
+          try {
+            run(u, k, D, pregate, postgate, y, launch, k);
+          } finally {
+            filterLock.writeLock().unlock();
+          }
         }
       } else {
         run(u, k, D, pregate, postgate, y, launch, null);
@@ -410,9 +435,9 @@ public final class FFTConvPlan implements AutoCloseable {
       Launch launch, Tensor keep) {
     NativeHandle g = guard;
     g.call(this, nh -> {
-      FlashkitNative.fk_fftconv_forward(nh, Launch.encode(launch), Tensor.handleOf(u),
-        Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
-        Tensor.handleOf(postgate), Tensor.outputHandleOf(y, "y"));
+      FlashkitNative.fk_fftconv_forward(nh, Launch.encode(launch), Tensor.handleOf(u, "u"),
+          Tensor.handleOf(k, "k"), Tensor.handleOf(D, "D"), Tensor.handleOf(pregate, "pregate"),
+          Tensor.handleOf(postgate, "postgate"), Tensor.outputHandleOf(y, "y"));
       if (keep != null) g.attach(keep);
       return null;
     });
@@ -435,9 +460,10 @@ public final class FFTConvPlan implements AutoCloseable {
       Tensor y) {
     Tensor.Held held = Tensor.hold(u, k, D, pregate, postgate, y);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_fftconv_select_kernel(nh, Tensor.handleOf(u),
-          Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
-          Tensor.handleOf(postgate), Tensor.handleOf(y)));
+      return guard.call(this, nh -> FlashkitNative.fk_fftconv_select_kernel(nh,
+          Tensor.handleOf(u, "u"), Tensor.handleOf(k, "k"), Tensor.handleOf(D, "D"),
+          Tensor.handleOf(pregate, "pregate"), Tensor.handleOf(postgate, "postgate"),
+          Tensor.handleOf(y, "y")));
     } finally {
       held.release();
     }
@@ -464,9 +490,10 @@ public final class FFTConvPlan implements AutoCloseable {
       Tensor y) {
     Tensor.Held held = Tensor.hold(u, k, D, pregate, postgate, y);
     try {
-      return guard.call(this, nh -> FlashkitNative.fk_fftconv_workspace_size(nh, Tensor.handleOf(u),
-          Tensor.handleOf(k), Tensor.handleOf(D), Tensor.handleOf(pregate),
-          Tensor.handleOf(postgate), Tensor.handleOf(y)));
+      return guard.call(this, nh -> FlashkitNative.fk_fftconv_workspace_size(nh,
+          Tensor.handleOf(u, "u"), Tensor.handleOf(k, "k"), Tensor.handleOf(D, "D"),
+          Tensor.handleOf(pregate, "pregate"), Tensor.handleOf(postgate, "postgate"),
+          Tensor.handleOf(y, "y")));
     } finally {
       held.release();
     }

@@ -88,6 +88,11 @@ final class NativeHandle {
     attachment = o;
   }
 
+  /** What {@link #attach} kept, or null (none yet, or the handle is closed). */
+  Object attached() {
+    return attachment;
+  }
+
   /** The raw handle now (no guard); throws if closed. */
   long peek() {
     long h = handle;

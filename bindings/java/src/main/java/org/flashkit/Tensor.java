@@ -510,6 +510,14 @@ public final class Tensor implements AutoCloseable {
     return t == null ? 0 : t.handle();
   }
 
+  /** As {@link #handleOf(Tensor)}; a closed tensor's error names the argument ({@code name}). */
+  static long handleOf(Tensor t, String name) {
+    if (t != null && t.isClosed()) {
+      throw new IllegalStateException(name + ": Tensor is closed: " + t);
+    }
+    return handleOf(t);
+  }
+
   /** The handle of a tensor the library will write; a read-only buffer is refused. */
   static long outputHandleOf(Tensor t, String name) {
     if (t != null && t.isClosed()) {

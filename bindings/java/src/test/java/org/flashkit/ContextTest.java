@@ -201,6 +201,54 @@ class ContextTest {
   }
 
   @Test
+  void filterConstantPlanFromSeveralThreadsWithTwoFilters() throws Exception {
+    // Calls with the kept filter run under a shared lock, a change of filter alone: four
+    // threads, two on each of two filters, must each get their own filter's convolution
+    // (bit for bit the plain plan's on the same backend) on every call.
+    java.util.Random rng = new java.util.Random(46);
+    try (Context ctx = Context.cpu(1);
+         FFTConvPlan cached = ctx.createFFTConvPlan(
+             new FFTConvPlan.Options().channels(8).seqlen(512).filterConstant(true));
+         FFTConvPlan plain = ctx.createFFTConvPlan(new FFTConvPlan.Options().channels(8).seqlen(512))) {
+      Tensor u = Tensor.allocate(DType.FLOAT32, 2, 8, 512);
+      FloatBuffer uf = u.floats();
+      while (uf.hasRemaining()) uf.put((float) rng.nextGaussian());
+      Tensor[] ks = new Tensor[2];
+      float[][] want = new float[2][];
+      for (int f = 0; f < 2; f++) {
+        ks[f] = Tensor.allocate(DType.FLOAT32, 8, 512);
+        FloatBuffer kf = ks[f].floats();
+        while (kf.hasRemaining()) kf.put((float) rng.nextGaussian());
+        Tensor y = Tensor.allocate(DType.FLOAT32, 2, 8, 512);
+        plain.forward(u, ks[f], null, null, null, y);
+        want[f] = y.toFloatArray();
+      }
+      java.util.concurrent.atomic.AtomicInteger wrong = new java.util.concurrent.atomic.AtomicInteger();
+      java.util.concurrent.atomic.AtomicReference<Throwable> bad =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      Thread[] threads = new Thread[4];
+      for (int t = 0; t < threads.length; t++) {
+        final int f = t % 2;
+        threads[t] = new Thread(() -> {
+          try {
+            Tensor y = Tensor.allocate(DType.FLOAT32, 2, 8, 512);
+            for (int it = 0; it < 25; it++) {
+              cached.forward(u, ks[f], null, null, null, y);
+              if (!java.util.Arrays.equals(y.toFloatArray(), want[f])) wrong.incrementAndGet();
+            }
+          } catch (Throwable e) {
+            bad.compareAndSet(null, e);
+          }
+        });
+        threads[t].start();
+      }
+      for (Thread t : threads) t.join();
+      if (bad.get() != null) throw new AssertionError(bad.get());
+      assertEquals(0, wrong.get(), "calls that got the other filter's spectrum");
+    }
+  }
+
+  @Test
   void closeWaitsForRunningCallsAndLaterCallsFail() throws Exception {
     // close() on another thread once destroyed the plan under a running forward (the JVM
     // aborted); now it waits, and calls after it throw IllegalStateException.

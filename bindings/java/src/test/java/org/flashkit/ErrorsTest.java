@@ -50,11 +50,11 @@ class ErrorsTest {
   void nanSoftmaxScaleIsRefusedAndTheDefaultIsExplicit() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> new AttentionParams().softmaxScale(Float.NaN));
-    assertTrue(e.getMessage().startsWith("softmax_scale:"), e.getMessage());
+    assertTrue(e.getMessage().startsWith("params.softmax_scale:"), e.getMessage());
     for (float inf : new float[] {Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY}) {
       IllegalArgumentException ei = assertThrows(IllegalArgumentException.class,
           () -> new AttentionParams().softmaxScale(inf));
-      assertTrue(ei.getMessage().startsWith("softmax_scale:"), ei.getMessage());
+      assertTrue(ei.getMessage().startsWith("params.softmax_scale:"), ei.getMessage());
     }
     AttentionParams p = new AttentionParams().softmaxScale(0.5f);
     assertEquals(0.5f, p.softmaxScale());

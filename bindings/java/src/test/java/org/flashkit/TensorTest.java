@@ -46,7 +46,7 @@ class TensorTest {
   }
 
   @Test
-  void aClosedViewIsRefusedWithItsShapeAndTheOutputsName() {
+  void aClosedViewIsRefusedWithItsShapeAndTheArgumentsName() {
     try (Context ctx = Context.cpu();
         Tensor a = Tensor.of(directFloats(6), 2, 3);
         Tensor b = Tensor.of(directFloats(12), 3, 4);
@@ -54,8 +54,8 @@ class TensorTest {
       b.close();
       IllegalStateException e = assertThrows(IllegalStateException.class,
           () -> ctx.gemm(new GemmParams(), a, b, null, null, d));
-      assertTrue(e.getMessage().contains("closed") && e.getMessage().contains("[3, 4]"),
-          e.getMessage());
+      assertTrue(e.getMessage().startsWith("b: Tensor is closed")
+          && e.getMessage().contains("[3, 4]"), e.getMessage());
       Tensor b2 = Tensor.of(directFloats(12), 3, 4);
       d.close();
       IllegalStateException e2 = assertThrows(IllegalStateException.class,
