@@ -283,8 +283,8 @@ class NotSupportedError(FlashkitError):
 
 
 class OutOfMemoryError(FlashkitError, MemoryError):
-    """Category 300: a host or device allocation failed, or a workspace is too small.
-    Also a ``MemoryError``."""
+    """Category 300: a host or device allocation failed (a caller workspace of any size is
+    valid: a call that needs more allocates it). Also a ``MemoryError``."""
 
     default_status = 300
 

@@ -568,7 +568,14 @@ typedef struct fk_launch_t {
                                 workspace is never an error. It must not overlap any tensor
                                 of the call (FK_ERROR_INVALID_ARGUMENT, "launch.workspace:
                                 overlaps <tensor>", outputs untouched) nor be used by other
-                                work until the call's kernels have finished on the stream. Most calls need none: on the GPU today the split-K
+                                work until the call's kernels have finished on the stream.
+                                Any start address works (pieces are aligned inside it). Its
+                                device is not validated (flashkit cannot tell device memory
+                                of one GPU from another's or from host memory without a
+                                runtime query per call): memory the context's kernels cannot
+                                write is the caller's error, and what follows is up to the
+                                CUDA runtime, as for `stream`. Most calls need none: on the
+                                GPU today the split-K
                                 GEMMs (fp32 partial tiles and arrival counters), attention
                                 run with its keys split (decode-like calls with too few
                                 query tiles to fill the GPU: each key chunk's queries,
@@ -1305,6 +1312,10 @@ FK_API fk_status_t fk_gemm_workspace_size(const fk_context_t* context,
  * multiplies the sum (as cuBLASLt does), so it must itself be a normal fp32 number: scales whose
  * product overflows or underflows fp32 give inf or lose precision even when the exact result
  * would fit.
+ *
+ * Every tensor's data pointer (`data + byte_offset`) must be aligned to its element size
+ * (FK_ERROR_MISALIGNED) and live where the context runs (FK_ERROR_WRONG_DEVICE), the scales
+ * included; strides are in elements, and a negative one is FK_ERROR_BAD_STRIDES.
  * @param context, launch, params As for fk_gemm() (transposes, alpha, beta, activation).
  * @param a    `(M, K)` (`(K, M)` with trans_a), optionally `(batch, ., .)`: float8 e4m3fn or
  *             e5m2, or fp32/fp16/bf16 (then b has the same dtype). Any non-negative strides.
@@ -1316,11 +1327,15 @@ FK_API fk_status_t fk_gemm_workspace_size(const fk_context_t* context,
  *             row-major `(N, K)` weight).
  * @param scale_a NULL (1), or fp32 on d's device, contiguous: 0-d or `(1,)`, one scale for all
  *             of A (per-tensor), or `(M,)`, one per row of A (per-token).
- * @param scale_b NULL (1), or fp32, contiguous: 0-d or `(1,)` per-tensor, or `(N,)` one per
- *             column of B (per-output-channel). Both scales apply to every batch (there are
- *             no per-batch scales).
+ * @param scale_b NULL (1), or fp32 on d's device, contiguous: 0-d or `(1,)` per-tensor, or
+ *             `(N,)` one per column of B (per-output-channel). Both scales apply to every
+ *             batch (there are no per-batch scales).
  * @param c, bias As for fk_gemm() (c and bias are not scaled).
- * @param d    Output `(M, N)` / `(batch, M, N)`, fp32/fp16/bf16 (fp8 output: FK_ERROR_NOT_SUPPORTED).
+ * @param d    Output `(M, N)` / `(batch, M, N)`, fp32/fp16/bf16 (fp8 output:
+ *             FK_ERROR_NOT_SUPPORTED); any non-negative strides; as fk_gemm()'s d, it must not
+ *             share memory with a, b, bias or a scale, and may share it with c only as the
+ *             exact same view (FK_ERROR_INVALID_ARGUMENT); no two elements at one address
+ *             (FK_ERROR_BAD_STRIDES).
  * @return As fk_gemm(), except that fp8 a and b are taken, and: FK_ERROR_DTYPE_MISMATCH (a
  *   fp8 but b not, or the reverse; a scale not fp32, fp8 included); FK_ERROR_SHAPE_MISMATCH (a
  *   scale of rank above 1, or of length other than 1 or M (scale_a) / N (scale_b));

@@ -84,8 +84,9 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
               cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
               return_lse=False, out=None, lse=None, workspace=None):
     """Attention forward, ``softmax(mask(softcap(softmax_scale * q k^T))) v``, without forming
-    the score matrix (Dao et al. 2022, "FlashAttention", section 3.1; Dao 2023,
-    "FlashAttention-2", section 3.1).
+    the score matrix (Dao et al. 2022, "FlashAttention", section 3.1, Algorithm 1; Dao 2023,
+    "FlashAttention-2", section 3; the Hopper kernel: Shah et al. 2024, "FlashAttention-3",
+    section 3).
 
     Batched form (no ``cu_seqlens``):
         q: ``(batch, seqlen_q, nheads, head_dim)``.
@@ -107,9 +108,10 @@ def attention(q, k, v, *, softmax_scale=None, causal=False, window_size=(-1, -1)
             convention: query i sits at position ``i + seqlen_k - seqlen_q``). In the
             variable-length form each sequence is aligned on its own lengths
             (``cu_seqlens_q[b+1] - cu_seqlens_q[b]`` and likewise for k).
-        window_size: ``(left, right)`` sliding window around that position; -1 is unbounded.
-            With ``causal=True`` the right side is 0 whatever is given (FlashAttention's
-            rule: ``causal`` is the window ``(left, 0)``).
+        window_size: ``(left, right)`` sliding window around that position, in keys; -1 is
+            unbounded, below -1 is refused (InvalidArgumentError, also with ``causal``). With
+            ``causal=True`` a right side of -1 or more counts as 0 (FlashAttention's rule:
+            ``causal`` is the window ``(left, 0)``).
         softcap: if > 0, scores become ``softcap * tanh(s / softcap)`` (logit soft-capping,
             Gemma Team 2024, "Gemma 2", section 2). The CUDA attention kernels (Hopper and
             sm80-class) use ``tanh.approx.f32`` (relative error up to about 2**-11, as
@@ -217,7 +219,10 @@ def attention_fp8(q, k, v, *, descale_q=None, descale_k=None, descale_v=None,
             status, e.g. 103 for a dtype, 104 for a shape); a dtype other than float8_e4m3fn
             for q, k, v, other than float32 for a descale tensor or other than bfloat16 for
             ``out``; a descale tensor not shaped ``(batch, nheads_k)`` or with a negative
-            stride.
+            stride; a Python number as a descale factor (status 101).
+        NotSupportedError: torch tensors that require grad while autograd is on.
+        OutOfMemoryError, DeviceError: the bf16 copies of the dequantising path or other
+            scratch that could not be allocated; a CUDA error.
     """
     return _ops.attention_fp8(None, q, k, v, descale_q=descale_q, descale_k=descale_k,
                               descale_v=descale_v, softmax_scale=softmax_scale, causal=causal,
@@ -231,8 +236,9 @@ def attention_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
                       softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
                       return_lse=False, out=None, lse=None, workspace=None):
     """Attention of new queries over a KV cache, contiguous or paged (decode and chunked
-    prefill): FlashAttention's ``flash_attn_with_kvcache`` contract (FlashAttention-2, Dao
-    2023), C ABI ``fk_attention_kvcache_forward`` (0.5.0). The paged layout is vLLM's
+    prefill): the ``flash_attn_with_kvcache`` contract of the flash-attn package (whose
+    algorithm is FlashAttention-2's, Dao 2023, section 3), C ABI
+    ``fk_attention_kvcache_forward`` (0.5.0). The paged layout is vLLM's
     PagedAttention (Kwon et al. 2023, "Efficient Memory Management for Large Language Model
     Serving with PagedAttention", Section 4.1): all sequences' keys and values live in one pool
     of fixed-size pages, and key ``n`` of sequence ``b`` is row ``n % page_block_size`` of page
@@ -299,7 +305,14 @@ def attention_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bias=None,
          activation=None, out=None, workspace=None):
     """GEMM with a fused epilogue: ``out = act(alpha * op(a) @ op(b) + beta * c + bias)``,
-    accumulated in fp32 (the BLAS contract with cuBLASLt-style epilogues).
+    accumulated in fp32: the BLAS xGEMM contract (Dongarra, Du Croz, Hammarling and Duff 1990,
+    "A set of level 3 basic linear algebra subprograms", ACM TOMS 16(1), its xGEMM) with
+    cuBLASLt-style fused epilogues (GELU: Hendrycks and Gimpel 2016, "Gaussian Error Linear
+    Units", section 2).
+
+    Every array lives on the call's device (the context's; another device: InvalidArgumentError,
+    status 106) and has its data aligned to its element size (status 107; no other alignment is
+    required: the fast kernels' own conditions only choose the kernel).
 
     Args:
         a: ``(M, K)`` (``(K, M)`` with ``trans_a``), optionally with a leading batch dimension.
@@ -344,7 +357,8 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
             not N, unknown activation, ``beta != 0`` without c, non-finite alpha/beta or beyond
             float32's range, a or b None, a dtype other than fp32/fp16/bf16, non-native
             byte order, out overlapping a, b or bias (or c other than as the same view), out
-            addressing an element twice, a negative stride, bias not contiguous.
+            addressing an element twice, a negative stride, bias not contiguous; an array on
+            another device (status 106) or not aligned to its element size (status 107).
         NotSupportedError: a float8 a or b (float8 inputs go to :func:`gemm_scaled`), or a
             float8 c, bias or out.
         OutOfMemoryError, DeviceError: scratch that could not be allocated; a CUDA error.
@@ -360,7 +374,8 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
     ``out = act(alpha * scale_a[m] * scale_b[n] * op(a) @ op(b) + beta * c + bias)``,
     accumulated in fp32 (``torch._scaled_mm``'s and cuBLASLt's scale convention: a and b hold
     ``x / scale``; the scales bring them back; the formats: Micikevicius et al. 2022, "FP8
-    Formats for Deep Learning"). C ABI: ``fk_gemm_scaled``.
+    Formats for Deep Learning", sections 2 and 3). C ABI: ``fk_gemm_scaled``. Devices and
+    alignment: as :func:`gemm` (the scale arrays too).
 
     Args:
         a: ``(M, K)`` (``(K, M)`` with ``trans_a``), optionally batched: float8_e4m3fn or
@@ -376,7 +391,7 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
             tensors are 0-d) or ``(M,)`` (per row of a; ``torch._scaled_mm``'s ``(M, 1)`` too),
             contiguous, on a's device.
         scale_b: None (1), a real number as for scale_a, or float32 0-d, ``(1,)`` or ``(N,)``
-            (per column of b; ``torch._scaled_mm``'s ``(1, N)`` too), contiguous.
+            (per column of b; ``torch._scaled_mm``'s ``(1, N)`` too), contiguous, on a's device.
         c, alpha, beta, bias, activation, trans_a, trans_b: as for :func:`gemm` (c and bias
             are not scaled).
         out: optional output ``(M, N)`` / ``(batch, M, N)``, fp32/fp16/bf16 (the C ABI's
@@ -398,6 +413,7 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
             float32, of rank above 1, or of length other than 1 or M (N); a scale not
             contiguous; an fp8 ``out_dtype``.
         NotSupportedError: an fp8 ``out`` array.
+        OutOfMemoryError, DeviceError: scratch that could not be allocated; a CUDA error.
     """
     return _ops.gemm_scaled(None, a, b, c, scale_a=scale_a, scale_b=scale_b, alpha=alpha,
                             beta=beta, trans_a=trans_a, trans_b=trans_b, bias=bias,
@@ -434,7 +450,9 @@ def monarch(x, w1, w2, *, bias=None, out=None, workspace=None):
             dtypes, non-compact weights, an out of another shape (even of the same size); the
             last dimension of x or out, or bias, not contiguous (status 105); out overlapping
             x, w1, w2 or bias, even in place (status 100), or writing two elements to one
-            address; data not aligned to its element size (no other alignment is required).
+            address; data not aligned to its element size (no other alignment is required);
+            leading dimensions of x or out that cannot be merged into one token dimension
+            without a copy (status 105); an array on another device than the call's (106).
         NotSupportedError: a float8 x, weight, bias or out.
         OutOfMemoryError, DeviceError: scratch that could not be allocated; a CUDA error.
     """
@@ -466,7 +484,9 @@ def blockdiag_linear(x, w, *, bias=None, out=None, workspace=None):
             non-compact w; the last dimension of x or out, or bias, not contiguous: status
             105), an out of another shape (even of the same size); out overlapping x, w or
             bias (status 100), or writing two elements to one address; data not aligned to
-            its element size (no other alignment is required).
+            its element size (no other alignment is required); leading dimensions of x or out
+            that cannot be merged without a copy (status 105); an array on another device
+            than the call's (106).
         NotSupportedError: a float8 x, w, bias or out.
         OutOfMemoryError, DeviceError: scratch that could not be allocated; a CUDA error.
     """
@@ -491,7 +511,13 @@ def set_log_callback(callback, max_level=LogLevel.WARN):
     from inside it raises ``InvalidArgumentError`` and changes nothing). A callback still
     installed when the
     interpreter exits is removed then (the library would otherwise call into a finalised
-    interpreter from a thread that logs later)."""
+    interpreter from a thread that logs later).
+
+    Raises:
+        InvalidArgumentError: ``max_level`` not an int (a bool, float or string) or outside
+            0..3 (status 100, ``"max_level: ..."``); a call from inside a callback.
+        TypeError: ``callback`` neither callable nor None.
+    """
     global _remove_at_exit
     level = _ops.int_arg(max_level, "max_level")  # no bools, floats or strings
     capi.fk_py_set_log_callback(callback, level)

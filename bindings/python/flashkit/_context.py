@@ -156,7 +156,8 @@ class Context(_ops._Unshareable):
             dispatches to), ``device`` ("cpu" or
             "cuda:N"), ``device_ordinal`` (-1 on the CPU), ``device_name``,
             ``compute_capability`` ((major, minor); (0, 0) on the CPU), ``sm_count``,
-            ``num_threads``, ``l2_bytes``, ``smem_per_block_optin``, ``version`` (library).
+            ``num_threads``, ``l2_bytes`` (bytes), ``smem_per_block_optin`` (bytes of shared
+            memory one block may opt in to; 0 on the CPU), ``version`` (library).
         """
         raw = capi.fk_context_info_t()
         capi.fk_context_info_init(raw)
@@ -376,7 +377,14 @@ _defaults_lock = threading.Lock()
 def default_context(device="auto"):
     """The shared default Context of ``device`` ("cpu", "cuda:N", "auto"), created on first use.
     The simple functions use the default context of their inputs' device. Closing it is
-    allowed: the next use makes a new one."""
+    allowed: the next use makes a new one.
+
+    Raises:
+        InvalidArgumentError: ``device`` not one of those spellings, an int or a torch.device
+            (status 100), or an ordinal beyond int32.
+        NotSupportedError, DeviceError: as :class:`Context` (status 201: no CUDA backend or
+            device for "cuda"; a CUDA error).
+    """
     kind, ordinal = _parse_device(device)
     key = (kind, ordinal)
     ctx = _defaults.get(key)

@@ -10,8 +10,8 @@ class                             status codes   raised for
   (also a ``ValueError``)                        value out of range
 ``NotSupportedError``             200-299        a valid request this build/device cannot
                                                  serve (dropout, ALiBi, fp8, autograd, no CUDA)
-``OutOfMemoryError``              300-399        host/device allocation failed, workspace too
-  (also a ``MemoryError``)                       small
+``OutOfMemoryError``              300-399        host/device allocation failed (no workspace
+  (also a ``MemoryError``)                       size is refused)
 ``DeviceError``                   400-499        CUDA runtime/driver error, launch failure
 ``InternalError``                 500-599        a flashkit bug
 ================================  =============  ===========================================

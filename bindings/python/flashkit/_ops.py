@@ -319,7 +319,8 @@ class _Call:
 
     def _check_workspace_overlap(self, refs):
         """A workspace that overlaps a tensor of the call would have the call's scratch
-        overwrite it (the C library does not check): refused, naming the tensor."""
+        overwrite it: refused here, naming the tensor, before any conversion (the C library
+        refuses it too, "launch.workspace: overlaps <tensor>")."""
         lo, hi = self.ws_range
         for ref in refs:
             if ref is None or not ref.data or 0 in ref.shape:
@@ -901,7 +902,10 @@ class FFTConv(_Unshareable):
       contiguous, not overlapping any input;
     * returns ``y = postgate * (conv(pregate * u, k) + D * (pregate * u))`` (each factor only if
       given), ``(batch, channels, seqlen)`` in ``u``'s library and device, or ``out``;
-    * ``workspace``: optional scratch array on the call's device (flashkit's module notes).
+    * ``workspace``: optional scratch array on the call's device (flashkit's module notes);
+    * every array on the call's device (another: InvalidArgumentError, status 106), its data
+      aligned to its element size (status 107; no other alignment is required: 16-byte
+      aligned rows only choose the faster kernels); strides in elements, non-negative.
 
     The C plan (twiddles, scratch) is made on first use for each (context, channels,
     filter_len, dtype) and reused. Plans are not evicted: an object fed many different shapes
@@ -917,8 +921,11 @@ class FFTConv(_Unshareable):
     an fft_size above 2^22 or too small for the mode and filter length, a seqlen and
     filter_len whose mode needs an fft_size above 2^22 (causal with ``filter_len == seqlen``:
     any seqlen above 2^21), ``channels x filter_len`` (k's two extents) above 2^61, mismatched
-    shapes or dtypes, a last dimension that is not contiguous, an out that overlaps an input.
-    NotSupportedError at the call for a float8 array.
+    shapes or dtypes, a last dimension that is not contiguous, an out that overlaps an input,
+    a ``k`` with no taps (``filter_len`` 0: status 104), an array on another device or not
+    aligned to its element size. NotSupportedError at the call for a float8 array;
+    OutOfMemoryError, DeviceError for scratch or plan tables that could not be allocated, or a
+    CUDA error.
     """
 
     _SHARE_HINT = "share the object, or make a new one"
@@ -1092,7 +1099,9 @@ class FFTConv(_Unshareable):
 
     def select_kernel(self, u, k, D=None, pregate=None, postgate=None, *, out=None,
                       context=None):
-        """Name of the kernel variant a call with these arguments would run."""
+        """Name of the kernel variant a call with these arguments would run (validated like the
+        call, same errors; nothing runs). ``context``: a flashkit.Context, or None for the
+        default context of ``u``'s device."""
         return self._run(context, u, k, D, pregate, postgate, out, True)
 
     def workspace_size(self, u, k, D=None, pregate=None, postgate=None, *, out=None,
@@ -1100,12 +1109,29 @@ class FFTConv(_Unshareable):
         """Bytes of ``workspace=`` with which a call with these arguments allocates no
         scratch (fk_fftconv_workspace_size: on the GPU, the per-call filter spectrum of a plan
         without ``filter_constant``, and the four-step intermediates above fft_size 8192 on
-        the generic kernel; 0 on the CPU). Without ``out=`` a temporary output is allocated
-        for the validation."""
+        the generic kernel, and up to 256 KB per multiprocessor at fft_size 65536 on
+        ``cuda.sm80.fftconv_reg``; 0 on the CPU). Without ``out=`` a temporary output is
+        allocated for the validation. ``context``: a flashkit.Context, or None for the default
+        context of ``u``'s device. Errors as the call's."""
         return self._run(context, u, k, D, pregate, postgate, out, "workspace")
 
     def resolved_fft_size(self, channels, filter_len=None, context=None):
-        """The fft_size the plan for (channels, filter_len) uses after defaulting."""
+        """The fft_size (int, points) the plan for ``(channels, filter_len)`` uses after
+        defaulting, without running anything.
+
+        Args:
+            channels (int): channels ``H`` (k's first extent), >= 0.
+            filter_len (int | None): taps per channel (k's second extent), >= 1; None means
+                ``seqlen``.
+            context: a flashkit.Context, or None for the CPU default context (the rule does
+                not depend on the device).
+
+        Raises:
+            InvalidArgumentError: channels or filter_len not an int or negative, filter_len
+                0, an fft_size given to the constructor that is too small for the mode and
+                filter_len, sizes whose mode needs an fft_size above 2^22, ``channels x
+                filter_len`` above 2^61, a context closed before the call (status 100).
+        """
         from ._context import default_context, in_call
         _check_context(context)
         ctx = context or default_context("cpu")

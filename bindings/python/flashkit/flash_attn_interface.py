@@ -1,4 +1,5 @@
-"""FlashAttention 2's public functions (Dao 2023, "FlashAttention-2"), computed by flashkit.
+"""FlashAttention 2's public functions (Dao 2023, "FlashAttention-2", section 3), computed by
+flashkit.
 
 Code written for FlashAttention runs by changing the import::
 
@@ -26,6 +27,24 @@ enabled; run under ``torch.no_grad()`` / ``torch.inference_mode()``). ``determin
 concerns the backward pass and is accepted. ``max_seqlen*`` are used as FlashAttention uses
 them: the varlen call then does not wait for the GPU to read ``cu_seqlens`` (see
 :func:`flashkit.attention`).
+
+Arguments of every function here (the rules are :func:`flashkit.attention`'s, which each
+function calls; :func:`flash_attn_with_kvcache` follows :func:`flashkit.attention_kvcache`):
+
+* ``q``, ``k``, ``v`` (and the packs ``qkv`` ``(..., 3, nheads, headdim)``, ``kv``
+  ``(..., 2, nheads_k, headdim)``, split by views, no copy; ``k_cache``, ``v_cache``): one
+  dtype, float32, float16 or bfloat16 (float8_e4m3fn with the FP8 keywords above); headdim 1
+  to 256, contiguous (stride 1), every other stride any non-negative number of elements; data
+  aligned to the element size (no other alignment is required); all on one device.
+  ``nheads % nheads_k == 0`` (GQA/MQA: query head h reads key/value head
+  ``h // (nheads // nheads_k)``).
+* ``cu_seqlens_q``, ``cu_seqlens_k``: int32 ``(batch + 1,)``, contiguous, on q's device,
+  starting at 0, non-decreasing, ending at total_q / total_k.
+* Errors: :class:`flashkit.InvalidArgumentError` (a ``ValueError``) for a shape, dtype,
+  stride, device (status 106), alignment (status 107) or value out of range, its message
+  naming the argument; :class:`flashkit.NotSupportedError` for the features listed above;
+  :class:`flashkit.OutOfMemoryError` and :class:`flashkit.DeviceError` for scratch that could
+  not be allocated and CUDA errors.
 """
 
 from . import _dlpack, _errors, _ops
