@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
 namespace flashkit {
 
@@ -219,11 +220,16 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
   }
   v.data = base;
   // Devices.
-  const DLDeviceType dev = t->device.device_type;
+  // The raw 32-bit code, not an enum load: a caller (a binding, another framework) may put any
+  // number there, and a value outside DLDeviceType's enumerators is undefined behaviour to
+  // read as the enum in C++ (UBSan's -fsanitize=enum flags it).
+  static_assert(sizeof(DLDeviceType) == sizeof(int32_t), "DLPack's device type is 32 bits");
+  int32_t dev;
+  std::memcpy(&dev, &t->device.device_type, sizeof dev);
   if (ctx->backend == FK_BACKEND_CPU) {
     if (dev != kDLCPU && dev != kDLCUDAHost) {
       char where[48];
-      device_type_words(static_cast<int32_t>(dev), where, sizeof where);
+      device_type_words(dev, where, sizeof where);
       return set_error(FK_ERROR_WRONG_DEVICE,
                        "%s: tensor is on %s but the context is on the CPU backend "
                        "(needs kDLCPU or kDLCUDAHost memory)",
@@ -233,7 +239,7 @@ fk_status_t to_view(const fk_context_t* ctx, const char* name, const DLTensor* t
   } else {
     if (dev != kDLCUDA && dev != kDLCUDAManaged) {
       char where[48];
-      device_type_words(static_cast<int32_t>(dev), where, sizeof where);
+      device_type_words(dev, where, sizeof where);
       return set_error(FK_ERROR_WRONG_DEVICE,
                        "%s: tensor is on %s but the context is on CUDA device %d "
                        "(needs kDLCUDA or kDLCUDAManaged memory)",

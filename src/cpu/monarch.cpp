@@ -32,7 +32,7 @@ std::vector<float> pack_transposed(const ExecContext& ctx, const void* w, DType 
     for (int64_t i = b0; i < b1; ++i)
       for (int64_t a = 0; a < q; ++a) {
         load_run(w, t, (i * q + a) * p, p, tmp.data());
-        float* dst = &wt[size_t(i * p * q + a)];
+        float* dst = wt.data() + i * p * q + a;
         for (int64_t c = 0; c < p; ++c) dst[c * q] = tmp[size_t(c)];
       }
   });
@@ -110,10 +110,10 @@ fk_status_t blockdiag(const ExecContext& ctx, const BlockdiagProblem& p) {
       for (int64_t tile = b0; tile < b1; ++tile) {
         const int64_t t0 = tile * kTokens, T = std::min(kTokens, p.tokens - t0);
         for (int64_t t = 0; t < T; ++t)
-          load_run(p.x, p.dtype, (t0 + t) * p.x_row_stride, nin, &x[size_t(t * nin)]);
+          load_run(p.x, p.dtype, (t0 + t) * p.x_row_stride, nin, x.data() + t * nin);
         blockdiag_tile(x.data(), T, p.nblocks, p.q, p.p, wt.data(), y.data());
         for (int64_t t = 0; t < T; ++t) {
-          float* yr = &y[size_t(t * nout)];
+          float* yr = y.data() + t * nout;
           if (p.bias)
             for (int64_t o = 0; o < nout; ++o) yr[o] += bias[size_t(o)];
           store_run(p.out, p.dtype, (t0 + t) * p.out_row_stride, nout, yr);
@@ -161,19 +161,19 @@ fk_status_t monarch(const ExecContext& ctx, const MonarchProblem& p) {
       for (int64_t tile = b0; tile < b1; ++tile) {
         const int64_t t0 = tile * kTokens, T = std::min(kTokens, p.tokens - t0);
         for (int64_t t = 0; t < T; ++t)
-          load_run(p.x, p.dtype, (t0 + t) * p.x_row_stride, nin, &x[size_t(t * nin)]);
+          load_run(p.x, p.dtype, (t0 + t) * p.x_row_stride, nin, x.data() + t * nin);
         blockdiag_tile(x.data(), T, p.nblocks1, p.q, p.p, w1t.data(), y1.data());
         // The permutation P: read y1 as an (r, nblocks2) grid and transpose it, so each of
         // L's blocks sees its r inputs contiguously.
         for (int64_t t = 0; t < T; ++t) {
-          const float* yr = &y1[size_t(t * mid)];
-          float* zr = &z[size_t(t * mid)];
+          const float* yr = y1.data() + t * mid;
+          float* zr = z.data() + t * mid;
           for (int64_t b = 0; b < r; ++b)
             for (int64_t j = 0; j < nb2; ++j) zr[j * r + b] = yr[b * nb2 + j];
         }
         second_factor(z.data(), T, nb2, s, r, mid, nout, w2t.data(), o.data(), ob.data());
         for (int64_t t = 0; t < T; ++t) {
-          float* orow = &o[size_t(t * nout)];
+          float* orow = o.data() + t * nout;
           if (p.bias)
             for (int64_t c = 0; c < nout; ++c) orow[c] += bias[size_t(c)];
           store_run(p.out, p.dtype, (t0 + t) * p.out_row_stride, nout, orow);

@@ -10,6 +10,7 @@
 //   softcap, fully masked rows) and extents whose products overflow 64 bits.
 // The iteration counts are fixed (the whole file runs in a few seconds); every iteration draws
 // from fkcpu::rng_for(tag + iteration), so FLASHKIT_TEST_SEED reproduces a failure.
+#include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -505,10 +506,14 @@ std::string break_tensor(std::mt19937_64& rng, Probe& p) {
       return p.name;
     }
     case 8: if (numel == 0) return ""; d.byte_offset += 1; return p.name;
-    case 9: d.device = DLDevice{std::vector<DLDeviceType>{kDLCUDA, kDLOpenCL, kDLCUDAManaged,
-                                                          DLDeviceType(99)}[size_t(pick(rng, 0, 3))],
-                                0};
-            return p.name;
+    case 9: {
+      // A code outside DLDeviceType's enumerators (99) is written as its raw 32 bits: loading
+      // it as the enum would be undefined behaviour in this test itself.
+      const int32_t codes[] = {kDLCUDA, kDLOpenCL, kDLCUDAManaged, 99};
+      std::memcpy(&d.device.device_type, &codes[size_t(pick(rng, 0, 3))], sizeof(int32_t));
+      d.device.device_id = 0;
+      return p.name;
+    }
     case 10: if (d.ndim == 0) return ""; d.shape = nullptr; return p.name;
     default:
       if (!p.last_contig || d.ndim == 0 || numel == 0 || p.shape[d.ndim - 1] < 2) return "";
