@@ -809,6 +809,38 @@ TEST_CASE("attention: split-KV small case", "[gpu][attention][sanitize][split]")
   run_case(fkgpu::auto_context(), c, 93900);
 }
 
+// The prepare and combine kernels move 8-element (16-byte) vectors where head_dim, the
+// pointers and the strides allow it, and single elements otherwise (split_kv.cu, vec_ok):
+// head_dim 36 on 40-element rows (the generic row: the inner call's compact 36-element heads
+// are not 16-byte aligned, so the other rows do not split it; one element a thread), and q and
+// out rows padded by 3 elements over a KV slice (AUTO picks the generic row: element copies of
+// q, vectors of the compact chunk outputs, element stores into out). The aligned path is every
+// other split case.
+TEST_CASE("attention: split-KV where the 16-byte copies do not apply",
+          "[gpu][attention][sanitize][split]") {
+  const fk_context_t* generic = context_for(FK_KERNEL_FAMILY_GENERIC);
+  REQUIRE(generic != nullptr);
+  SplitKvEnv env("3");
+  Case h = batched(2, 3, 200, 4, 2, 36, DT::F16);
+  h.row_pitch = 40;
+  h.expect_variant = "cuda.generic.attention";
+  h.expect_workspace = 1;
+  run_case(generic, h, 93950);
+  const char* forced = std::getenv("FLASHKIT_KERNEL_FAMILY");
+  if (forced && *forced && std::string(forced) != "auto") {
+    WARN("FLASHKIT_KERNEL_FAMILY set: AUTO selection not checked");
+    return;
+  }
+  Case s = batched(2, 2, 250, 4, 2, 64, DT::BF16);
+  s.pad = 3;
+  s.kv_rows = 260;  // compact k / v rows, so that the split's plan takes them
+  s.nan_gaps = true;
+  s.pr.softcap = 9.0;
+  s.expect_variant = "cuda.generic.attention";
+  s.expect_workspace = 1;
+  run_case(fkgpu::auto_context(), s, 93951);
+}
+
 // The online softmax keeps a row's running max until a key tile exceeds it by more than 2^8
 // (logits.h, next_row_max): small scales move the max by less than that (P up to 256 in the
 // 16-bit fragments), large ones by more (the rescaled path), the default in between. Whole key

@@ -2,6 +2,8 @@
 // (split_kv.h says what and why).
 #include "cuda/attention/common/split_kv.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -9,6 +11,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <type_traits>
 
 #include "cuda/common/check.h"
 #include "cuda/common/device_guard.h"
@@ -37,24 +41,47 @@ ScratchSizes scratch_sizes(const AttentionProblem& p, const SplitKvPlan& plan) {
   return {qo, qo, uint64_t(rows * p.nheads) * sizeof(float), ints * sizeof(int32_t)};
 }
 
-// Copies each sequence's queries to its chunks' rows (grid-stride, starting at element t0):
+// 16-bit elements moved as 16-byte vectors of 8 where head_dim, the pointers and every stride
+// allow it (vec_ok): the prepare and combine kernels ran one 2-byte element per thread, with
+// five 64-bit divisions each, and took 16-30 us of a 40-100 us split call (H100, Nsight
+// Compute, benchmarks/ab/s57_csplit_prof.sh: 1 x 32k keys, 16 causal queries, 32 / 4 heads:
+// prepare 23.7 us for 4 MB of query copies, combine 16.8 us).
+constexpr int64_t kVec = 8;
+struct alignas(16) Vec8 {
+  uint32_t w[4];
+};
+bool vec_ok(const void* base, int64_t head_dim, std::initializer_list<int64_t> strides) {
+  if (head_dim % kVec != 0 || reinterpret_cast<uintptr_t>(base) % 16 != 0) return false;
+  for (int64_t s : strides)
+    if (s % kVec != 0) return false;
+  return true;
+}
+
+// Copies each sequence's queries to its chunks' rows (grid-stride over the source from t0):
 // destination element (b, c, i, h, x) of the compact (batch, nsplit, seqlen_q, nheads,
-// head_dim) scratch from q's (b, i, h, x). Both prepare kernels run it.
+// head_dim) scratch from q's (b, i, h, x), V elements (8: one Vec8; 1: one element) a thread,
+// read once and written to all nsplit chunks. Both prepare kernels run it.
+template <int V>
 __device__ void copy_chunk_queries(int64_t batch, int64_t nsplit, int64_t seqlen_q, int64_t nheads,
                                    int64_t head_dim, const void* __restrict__ q, int64_t q_bs,
                                    int64_t q_rs, int64_t q_hs, void* __restrict__ q_split,
                                    int64_t t0, int64_t stride) {
-  const int64_t n = batch * nsplit * seqlen_q * nheads * head_dim;
+  using T = std::conditional_t<V == 8, Vec8, uint16_t>;
+  const int64_t vecs = head_dim / V;
+  const int64_t n = batch * seqlen_q * nheads * vecs;
+  const int64_t c_stride = seqlen_q * nheads * vecs;  // between chunk copies, in T
   for (int64_t e = t0; e < n; e += stride) {
     int64_t r = e;
-    const int64_t x = r % head_dim;
-    r /= head_dim;
+    const int64_t xv = r % vecs;
+    r /= vecs;
     const int64_t h = r % nheads;
     r /= nheads;
     const int64_t i = r % seqlen_q;
-    const int64_t b = r / (seqlen_q * nsplit);
-    static_cast<uint16_t*>(q_split)[e] =
-        static_cast<const uint16_t*>(q)[b * q_bs + i * q_rs + h * q_hs + x];
+    const int64_t b = r / seqlen_q;
+    const T v = *reinterpret_cast<const T*>(static_cast<const uint16_t*>(q) + b * q_bs + i * q_rs +
+                                            h * q_hs + xv * V);
+    T* dst = static_cast<T*>(q_split) + ((b * nsplit * seqlen_q + i) * nheads + h) * vecs + xv;
+    for (int64_t c = 0; c < nsplit; ++c) dst[c * c_stride] = v;
   }
 }
 
@@ -102,6 +129,7 @@ AttentionProblem inner_problem_cache(const AttentionProblem& p, const SplitKvPla
 // caller's table entry (copied unclamped: the kernels clamp) or the virtual page id; entries
 // past the caller's row (the last chunk may reach beyond the capacity) repeat page 0 of b and
 // are never read (the chunk's length stops before them).
+template <int V>
 __global__ void split_kv_prepare_cache(int64_t batch, int64_t nsplit, int64_t chunk, int64_t page,
                                        int64_t cpp, bool causal,
                                        int64_t seqlen_k, const int32_t* __restrict__ seqused_k,
@@ -132,8 +160,8 @@ __global__ void split_kv_prepare_cache(int64_t batch, int64_t nsplit, int64_t ch
     const int64_t at = src < cap_pages ? src : 0;
     table[e] = block_table ? block_table[b * bt_stride + at] : int32_t(b * pages_per_seq + at);
   }
-  copy_chunk_queries(batch, nsplit, seqlen_q, nheads, head_dim, q, q_bs, q_rs, q_hs, q_split,
-                     t0, stride);
+  copy_chunk_queries<V>(batch, nsplit, seqlen_q, nheads, head_dim, q, q_bs, q_rs, q_hs, q_split,
+                        t0, stride);
 }
 
 // The varlen problem the row runs: chunk c of sequence b is sequence b * nsplit + c (plus one
@@ -191,33 +219,51 @@ __device__ void segment_start(const Geometry& g, int64_t s, int32_t* q0, int32_t
 }
 
 // Writes cu_seqlens_q / _k and copies each sequence's queries to its chunks' rows.
+template <int V>
 __global__ void split_kv_prepare(Geometry g, const void* __restrict__ q, int64_t q_bs, int64_t q_rs,
                                  int64_t q_hs, void* __restrict__ q_split,
                                  int32_t* __restrict__ cu_q, int32_t* __restrict__ cu_k) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t t0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int64_t s = t0; s <= g.segments; s += stride) segment_start(g, s, &cu_q[s], &cu_k[s]);
-  copy_chunk_queries(g.batch, g.nsplit, g.seqlen_q, g.nheads, g.head_dim, q, q_bs, q_rs, q_hs,
-                     q_split, t0, stride);
+  copy_chunk_queries<V>(g.batch, g.nsplit, g.seqlen_q, g.nheads, g.head_dim, q, q_bs, q_rs, q_hs,
+                        q_split, t0, stride);
 }
 
-// One thread per output element (b, i, h, x): the chunks' LSE of its row give the weights,
+// One thread per V consecutive output elements (b, i, h, x .. x + V - 1) (V = 8 where vec_ok
+// holds for the chunks' outputs, else 1): the chunks' LSE of its row give the weights,
 // exp(lse_c - max) / sum, and the output is the weighted sum of the chunks' elements, in fp32,
-// rounded once to the output dtype; element x = 0 also writes the row's lse = max + log(sum).
-// All loads of a thread are independent (no shuffles), so they overlap: the rows of a decode
-// call are few (batch x query heads) and a warp-per-row version spent ~13 us on latency.
+// rounded once to the output dtype; the row's first thread also writes its lse = max +
+// log(sum). Loads are independent (no shuffles), 8 chunks' vectors in flight at once: the rows
+// of a decode call are few (batch x query heads) and a warp-per-row version spent ~13 us on
+// latency. vec_out: `out` takes 16-byte stores (vec_ok on its pointer and strides).
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+template <typename T, int V>
 __global__ void __launch_bounds__(256)
-    split_kv_combine(Geometry g, DType dt, const void* __restrict__ out_split,
+    split_kv_combine(Geometry g, const void* __restrict__ out_split,
                      const float* __restrict__ lse_split, void* out, int64_t o_bs, int64_t o_rs,
-                     int64_t o_hs, float* lse, int64_t l_bs, int64_t l_hs, int64_t l_rs) {
+                     int64_t o_hs, bool vec_out, float* lse, int64_t l_bs, int64_t l_hs,
+                     int64_t l_rs) {
+  static_assert(sizeof(T) == 2, "fp16 / bf16 only");
   const int64_t total_q = g.nsplit * g.batch * g.seqlen_q;
-  const int64_t n_elems = g.batch * g.seqlen_q * g.nheads * g.head_dim;
+  const int64_t vecs = g.head_dim / V;
+  const int64_t n_items = g.batch * g.seqlen_q * g.nheads * vecs;
   const int n = int(g.nsplit);
-  const int64_t c_stride = g.seqlen_q * g.nheads * g.head_dim;  // between chunk rows
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n_elems;
+  const int64_t c_stride = g.seqlen_q * g.nheads * g.head_dim;  // between chunk rows, elements
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n_items;
        e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t x = e % g.head_dim;
-    const int64_t w = e / g.head_dim;
+    const int64_t x = (e % vecs) * V;
+    const int64_t w = e / vecs;
     const int64_t h = w % g.nheads;
     const int64_t i = (w / g.nheads) % g.seqlen_q;
     const int64_t b = w / (g.nheads * g.seqlen_q);
@@ -232,22 +278,54 @@ __global__ void __launch_bounds__(256)
       // NaN (fmaxf would drop it, and chunks that saw no key would then give 0 and -inf).
       m = (ls[c] > m || ls[c] != ls[c]) ? ls[c] : m;
     }
-    const void* src = static_cast<const char*>(out_split) +
-                      ((row0 * g.nheads + h) * g.head_dim + x) * 2;  // fp16/bf16
-    float acc = 0.0f, sum = 0.0f;
+    const T* src = static_cast<const T*>(out_split) + (row0 * g.nheads + h) * g.head_dim + x;
+    float acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[j] = 0.0f;
+    float sum = 0.0f;
     if (m != -INFINITY) {  // else no chunk saw a key (causal rows past a short sequence's
                            // keys): zeros and lse -inf, as the unsplit kernels
+      // Groups of 8 chunks, each group's loads issued together; unrolled whole so that ls[]
+      // stays in registers.
 #pragma unroll
-      for (int c = 0; c < kMaxSplits; ++c) {
-        if (c < n) {
-          const float wc = expf(ls[c] - m);
-          sum += wc;
-          acc += wc * load_float(src, dt, c * c_stride);
+      for (int c0 = 0; c0 < kMaxSplits; c0 += 8) {
+        if (c0 >= n) break;
+        alignas(16) T v[8][V];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const int c = c0 + k;
+          if (c < n) {
+            if constexpr (V == 8) {
+              *reinterpret_cast<Vec8*>(v[k]) = *reinterpret_cast<const Vec8*>(src + c * c_stride);
+            } else {
+              v[k][0] = src[c * c_stride];
+            }
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const int c = c0 + k;
+          if (c < n) {
+            const float wc = expf(ls[c] - m);
+            sum += wc;
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] += wc * to_float(v[k][j]);
+          }
         }
       }
-      acc /= sum;
+#pragma unroll
+      for (int j = 0; j < V; ++j) acc[j] /= sum;
     }
-    store_float(out, dt, b * o_bs + i * o_rs + h * o_hs + x, acc);
+    alignas(16) T r[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) r[j] = from_float<T>(acc[j]);  // round to nearest even
+    T* dst = static_cast<T*>(out) + b * o_bs + i * o_rs + h * o_hs + x;
+    if (V == 8 && vec_out) {
+      *reinterpret_cast<Vec8*>(dst) = *reinterpret_cast<const Vec8*>(r);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) dst[j] = r[j];
+    }
     if (lse != nullptr && x == 0)
       lse[b * l_bs + h * l_hs + i * l_rs] = m == -INFINITY ? -INFINITY : m + logf(sum);
   }
@@ -300,12 +378,15 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
   Geometry g{p.batch, p.seqlen_q, p.seqlen_k, p.nheads, p.head_dim, plan.nsplit,
              plan.chunk, plan.rows, plan.segments, plan.gaps,
              plan.kvcache ? 0 : (p.batch - 1) * plan.rows + p.seqlen_k};
-  const int64_t copy = plan.nsplit * p.batch * p.seqlen_q * p.nheads * p.head_dim;
+  // Query copies: one thread per 8-element vector (or element) of q, written to every chunk.
+  const bool vec_q = vec_ok(p.q, p.head_dim, {p.q_batch_stride, p.q_row_stride, p.q_head_stride});
+  const int64_t copy = p.batch * p.seqlen_q * p.nheads * (vec_q ? p.head_dim / kVec : p.head_dim);
   if (plan.kvcache) {
     int32_t* seqused = static_cast<int32_t*>(cu);
     int32_t* table = seqused + plan.nsplit * p.batch;
     const int64_t ints = plan.nsplit * p.batch * (1 + plan.pages_per_chunk);
-    split_kv_prepare_cache<<<grid_for(std::max(copy, ints), 256), 256, 0, stream>>>(
+    auto prepare = vec_q ? split_kv_prepare_cache<8> : split_kv_prepare_cache<1>;
+    prepare<<<grid_for(std::max(copy, ints), 256), 256, 0, stream>>>(
         p.batch, plan.nsplit, plan.chunk, plan.page, plan.pages_per_chunk, plan.causal,
         p.seqlen_k, p.seqused_k, p.block_table,
         p.block_table_stride, plan.pages_per_seq, p.seqlen_q, p.nheads, p.head_dim, p.q,
@@ -317,17 +398,26 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
   } else {
     int32_t* cu_q = static_cast<int32_t*>(cu);
     int32_t* cu_k = cu_q + (plan.segments + 1);
-    split_kv_prepare<<<grid_for(std::max(copy, plan.segments + 1), 256), 256, 0, stream>>>(
+    auto prepare = vec_q ? split_kv_prepare<8> : split_kv_prepare<1>;
+    prepare<<<grid_for(std::max(copy, plan.segments + 1), 256), 256, 0, stream>>>(
         g, p.q, p.q_batch_stride, p.q_row_stride, p.q_head_stride, q, cu_q, cu_k);
     FK_RETURN_IF_ERROR(check_launch("attention split-KV prepare"));
     FK_RETURN_IF_ERROR(inner(inner_ctx, inner_problem(p, plan, q, out, static_cast<float*>(lse),
                                                       cu_q, cu_k)));
   }
 
-  const int64_t rows_out = p.batch * p.seqlen_q * p.nheads;
-  split_kv_combine<<<grid_for(rows_out * p.head_dim, 256), 256, 0, stream>>>(
-      g, p.dtype, out, static_cast<const float*>(lse), p.out, p.o_batch_stride, p.o_row_stride,
-      p.o_head_stride, p.lse, p.lse_batch_stride, p.lse_head_stride, p.lse_row_stride);
+  // The chunks' outputs are compact (scratch, 256-byte aligned): 8-element vectors wherever
+  // head_dim allows; 16-byte stores where `out` allows too.
+  const bool vec = p.head_dim % kVec == 0;
+  const bool vec_out =
+      vec && vec_ok(p.out, p.head_dim, {p.o_batch_stride, p.o_row_stride, p.o_head_stride});
+  const int64_t items = p.batch * p.seqlen_q * p.nheads * (vec ? p.head_dim / kVec : p.head_dim);
+  const bool bf16 = p.dtype == DType::BF16;
+  auto combine = bf16 ? (vec ? split_kv_combine<__nv_bfloat16, 8> : split_kv_combine<__nv_bfloat16, 1>)
+                      : (vec ? split_kv_combine<__half, 8> : split_kv_combine<__half, 1>);
+  combine<<<grid_for(items, 256), 256, 0, stream>>>(
+      g, out, static_cast<const float*>(lse), p.out, p.o_batch_stride, p.o_row_stride,
+      p.o_head_stride, vec_out, p.lse, p.lse_batch_stride, p.lse_head_stride, p.lse_row_stride);
   return check_launch("attention split-KV combine");
 }
 
