@@ -320,9 +320,19 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int j = 0; j < V; ++j) r[j] = from_float<T>(acc[j]);  // round to nearest even
     T* dst = static_cast<T*>(out) + b * o_bs + i * o_rs + h * o_hs + x;
-    if (V == 8 && vec_out) {
-      *reinterpret_cast<Vec8*>(dst) = *reinterpret_cast<const Vec8*>(r);
-    } else {
+    bool stored = false;
+    if constexpr (V == 8) {
+      if (vec_out) {  // one 16-byte store (a Vec8 or uint4 copy compiled to 4-byte ones)
+        uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          w[j] = uint32_t(reinterpret_cast<const uint16_t&>(r[2 * j])) |
+                 (uint32_t(reinterpret_cast<const uint16_t&>(r[2 * j + 1])) << 16);
+        __stwb(reinterpret_cast<uint4*>(dst), make_uint4(w[0], w[1], w[2], w[3]));
+        stored = true;
+      }
+    }
+    if (!stored) {
 #pragma unroll
       for (int j = 0; j < V; ++j) dst[j] = r[j];
     }
