@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Session 58: not run as a whole (device time); its parts ran as single commands, RESULTS
+# "Session 58: main's full GPU check, and the vectorised split-KV kernels"; cs57vec merged.
 # Prepared in session 57, NOT run (no device time left): the split-KV prepare and combine
 # kernels on 16-byte vectors (benchmarks/ab/csvec57.patch, branch cs57vec). .device holds the
 # build of those kernels WITHOUT the causal bound merged in session 57 (branch cs57vec-norule,
