@@ -1631,8 +1631,10 @@ typedef enum fk_fftconv_mode_t {
  *  The address stands for the values: a filter whose memory is reused for other values (a
  *  temporary freed and reallocated, a buffer refilled in place, an implicit filter generated
  *  per forward pass) gets the spectrum of the earlier values, silently. A plan caches one
- *  filter's spectrum at a time: a plan fed several filters in turn recomputes on each change
- *  (and, under CUDA graph capture, refuses), so use one plan per persistent filter (per layer). */
+ *  filter's spectrum at a time per kernel variant (on a GPU, calls with and without gates may
+ *  run different variants, each keeping its own): a plan fed several filters in turn
+ *  recomputes on each change (and, under CUDA graph capture, refuses), so use one plan per
+ *  persistent filter (per layer). */
 #define FK_FFTCONV_FILTER_CONSTANT 1u
 
 /** @brief Plan options. Fill with fk_fftconv_plan_options_init(). */

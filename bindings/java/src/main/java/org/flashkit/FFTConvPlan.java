@@ -374,7 +374,8 @@ public final class FFTConvPlan implements AutoCloseable {
    *     overlapping a tensor; WRONG_DEVICE; MISALIGNED)
    * @throws OutOfMemoryException if scratch or the plan's tables cannot be allocated
    * @throws DeviceException if the CUDA runtime reports an error or a kernel fails to launch
-   * @throws IllegalStateException if the plan or a tensor is closed
+   * @throws IllegalStateException if the plan or a tensor is closed, or, on a filter-constant
+   *     plan, when called with another filter from inside a call on the plan (a log listener)
    * @throws NotSupportedException when the launch stream is being captured into a CUDA graph
    *     and the plan must first build its tables for these arguments (its first call, a new
    *     filter of a filter-constant plan): make that call outside the capture first
@@ -415,6 +416,12 @@ public final class FFTConvPlan implements AutoCloseable {
           filterLock.readLock().unlock();
         }
         if (!shared) {
+          if (filterLock.getReadHoldCount() > 0) {
+            // This thread is inside a call on this plan (a log listener calling back, which
+            // Flashkit.setLogCallback forbids): a read lock cannot become the write lock.
+            throw new IllegalStateException("k: a call with another filter from inside a call "
+                + "on this filter-constant plan (a log listener must not call flashkit)");
+          }
           filterLock.writeLock().lock();
           try {
             run(u, k, D, pregate, postgate, y, launch, k);
@@ -435,9 +442,17 @@ public final class FFTConvPlan implements AutoCloseable {
       Launch launch, Tensor keep) {
     NativeHandle g = guard;
     g.call(this, nh -> {
-      FlashkitNative.fk_fftconv_forward(nh, Launch.encode(launch), Tensor.handleOf(u, "u"),
-          Tensor.handleOf(k, "k"), Tensor.handleOf(D, "D"), Tensor.handleOf(pregate, "pregate"),
-          Tensor.handleOf(postgate, "postgate"), Tensor.outputHandleOf(y, "y"));
+      try {
+        FlashkitNative.fk_fftconv_forward(nh, Launch.encode(launch), Tensor.handleOf(u, "u"),
+            Tensor.handleOf(k, "k"), Tensor.handleOf(D, "D"), Tensor.handleOf(pregate, "pregate"),
+            Tensor.handleOf(postgate, "postgate"), Tensor.outputHandleOf(y, "y"));
+      } catch (RuntimeException e) {
+        // A call that fails after the plan cached the new filter's spectrum (on a GPU: the
+        // kernel's launch or its scratch) leaves the cache keyed on it: keep both filters
+        // reachable. (The pair is no filter object, so the next call takes the write path.)
+        if (keep != null) g.attach(new Object[] {g.attached(), keep});
+        throw e;
+      }
       if (keep != null) g.attach(keep);
       return null;
     });

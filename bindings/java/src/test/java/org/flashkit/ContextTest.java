@@ -249,6 +249,50 @@ class ContextTest {
   }
 
   @Test
+  void aListenerCallingAFilterConstantPlanWithAnotherFilterGetsAnErrorNotAHang() throws Exception {
+    // A log listener (which must not call flashkit) once called forward() with another filter
+    // on the plan whose call it was logging: the read lock of the outer call cannot become the
+    // write lock, and the thread waited on itself. Now the nested call throws. (No
+    // try-with-resources: were the call hung, closing the plan or clearing the listener would
+    // wait for it, and the test would hang instead of failing.)
+    java.util.Random rng = new java.util.Random(47);
+    Context ctx = Context.cpu(1);
+    FFTConvPlan plan = ctx.createFFTConvPlan(
+        new FFTConvPlan.Options().channels(2).seqlen(64).filterConstant(true));
+    Tensor u = Tensor.allocate(DType.FLOAT32, 1, 2, 64);
+    Tensor k1 = Tensor.allocate(DType.FLOAT32, 2, 64);
+    Tensor k2 = Tensor.allocate(DType.FLOAT32, 2, 64);
+    for (Tensor t : new Tensor[] {u, k1, k2}) {
+      FloatBuffer f = t.floats();
+      while (f.hasRemaining()) f.put((float) rng.nextGaussian());
+    }
+    Tensor y = Tensor.allocate(DType.FLOAT32, 1, 2, 64);
+    Tensor y2 = Tensor.allocate(DType.FLOAT32, 1, 2, 64);
+    plan.forward(u, k1, null, null, null, y); // k1 is now the kept filter
+    java.util.concurrent.atomic.AtomicReference<Throwable> nested =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.concurrent.atomic.AtomicBoolean inside = new java.util.concurrent.atomic.AtomicBoolean();
+    Flashkit.setLogCallback((level, msg) -> {
+      if (inside.getAndSet(true)) return;
+      try {
+        plan.forward(u, k2, null, null, null, y2);
+      } catch (Throwable e) {
+        nested.compareAndSet(null, e);
+      }
+    }, LogLevel.DEBUG);
+    Thread caller = new Thread(() -> plan.forward(u, k1, null, null, null, y));
+    caller.setDaemon(true); // a hang must not keep the JVM alive after the failure
+    caller.start();
+    caller.join(20000);
+    assertFalse(caller.isAlive(), "the outer call hung (its thread waits on its own read lock)");
+    Flashkit.clearLogCallback();
+    plan.close();
+    ctx.close();
+    assertTrue(nested.get() instanceof IllegalStateException, String.valueOf(nested.get()));
+    assertTrue(nested.get().getMessage().startsWith("k: "), nested.get().getMessage());
+  }
+
+  @Test
   void closeWaitsForRunningCallsAndLaterCallsFail() throws Exception {
     // close() on another thread once destroyed the plan under a running forward (the JVM
     // aborted); now it waits, and calls after it throw IllegalStateException.
