@@ -53,6 +53,18 @@ AttentionProblem decode(int64_t batch, int64_t seqlen_q, int64_t seqlen_k, int64
   return p;
 }
 
+// `p` over a paged KV cache of 256 pages of 128 keys (the planner reads no table entry),
+// causal without a left window: speculative decoding's shape.
+AttentionProblem causal_over_pages(AttentionProblem p) {
+  static const int32_t table[4] = {0, 0, 0, 0};
+  p.block_table = table;
+  p.page_size = 128;
+  p.num_pages = 256;
+  p.causal = true;
+  p.window_right = 0;
+  return p;
+}
+
 struct Env : fktest::ScopedEnv {
   explicit Env(const char* v) : ScopedEnv("FLASHKIT_ATTENTION_SPLIT_KV", v) {}
 };
@@ -259,12 +271,7 @@ TEST_CASE("split-KV plan: causal queries over a KV cache, chunks from the end",
   Env env(nullptr);
   static const int32_t dummy[4] = {0, 0, 0, 0};
   SECTION("planned: causal rows over a cache, not a left window, not batched calls") {
-    AttentionProblem p = decode(1, 4, 32768, 8);
-    p.block_table = dummy;
-    p.page_size = 128;
-    p.num_pages = 256;
-    p.causal = true;
-    p.window_right = 0;
+    AttentionProblem p = causal_over_pages(decode(1, 4, 32768, 8));
     SplitKvPlan plan;
     REQUIRE(plan_split_kv(h200(), p, &plan, 1));
     CHECK(plan.kvcache);
@@ -356,14 +363,8 @@ TEST_CASE("split-KV plan: causal queries over a KV cache, chunks from the end",
 TEST_CASE("split-KV plan: packed GQA tiles counted by heads_per_tile",
           "[cpu][attention][split][kvcache]") {
   Env env(nullptr);
-  static const int32_t dummy[4] = {0, 0, 0, 0};
-  AttentionProblem p = decode(4, 4, 8192, 32);
+  AttentionProblem p = causal_over_pages(decode(4, 4, 8192, 32));
   p.nheads_k = 8;
-  p.block_table = dummy;
-  p.page_size = 128;
-  p.num_pages = 256;
-  p.causal = true;
-  p.window_right = 0;
   SplitKvPlan plan;
   CHECK_FALSE(plan_split_kv(h200(), p, &plan, 1));
   REQUIRE(plan_split_kv(h200(), p, &plan, 1, 4));

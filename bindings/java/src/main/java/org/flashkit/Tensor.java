@@ -455,17 +455,6 @@ public final class Tensor implements AutoCloseable {
     return handle.get() == 0;
   }
 
-  /** The native {@code DLTensor*}; throws if closed. */
-  long handle() {
-    long h = handle.get();
-    if (h == 0) {
-      // The view does not know which argument it is; its dtype and shape tell them apart.
-      throw new IllegalStateException(
-          "Tensor is closed: " + this + " (closed views cannot be passed to flashkit)");
-    }
-    return h;
-  }
-
   /** The read locks of the tensors one call passes, taken by {@link #hold}. */
   static final class Held {
     private final Tensor[] tensors;
@@ -505,28 +494,24 @@ public final class Tensor implements AutoCloseable {
     return new Held(sorted);
   }
 
-  /** The native handle of an optional tensor: 0 (NULL) for null. */
-  static long handleOf(Tensor t) {
-    return t == null ? 0 : t.handle();
-  }
-
-  /** As {@link #handleOf(Tensor)}; a closed tensor's error names the argument ({@code name}). */
+  /**
+   * The native {@code DLTensor*} of an optional tensor, 0 (NULL) for null; a closed one throws,
+   * naming the argument ({@code name}, the C header's).
+   */
   static long handleOf(Tensor t, String name) {
-    if (t != null && t.isClosed()) {
-      throw new IllegalStateException(name + ": Tensor is closed: " + t);
-    }
-    return handleOf(t);
+    if (t == null) return 0;
+    long h = t.handle.get();
+    if (h == 0) throw new IllegalStateException(name + ": Tensor is closed: " + t);
+    return h;
   }
 
-  /** The handle of a tensor the library will write; a read-only buffer is refused. */
+  /** As {@link #handleOf}, for a tensor the library will write: a read-only buffer is refused. */
   static long outputHandleOf(Tensor t, String name) {
-    if (t != null && t.isClosed()) {
-      throw new IllegalStateException(name + ": Tensor is closed: " + t);
-    }
+    long h = handleOf(t, name);
     if (t != null && t.readOnly) {
       throw new IllegalArgumentException(name + ": backed by a read-only buffer, cannot be an output");
     }
-    return handleOf(t);
+    return h;
   }
 
   /**

@@ -36,7 +36,8 @@ class AttentionKvCacheTest {
     ctx.close();
   }
 
-  private static Tensor random(Random rng, long... shape) {
+  /** A FLOAT32 tensor of standard normal values (also the other test classes' random data). */
+  static Tensor random(Random rng, long... shape) {
     Tensor t = Tensor.allocate(DType.FLOAT32, shape);
     var f = t.floats();
     while (f.hasRemaining()) f.put((float) rng.nextGaussian());

@@ -210,15 +210,11 @@ class ContextTest {
          FFTConvPlan cached = ctx.createFFTConvPlan(
              new FFTConvPlan.Options().channels(8).seqlen(512).filterConstant(true));
          FFTConvPlan plain = ctx.createFFTConvPlan(new FFTConvPlan.Options().channels(8).seqlen(512))) {
-      Tensor u = Tensor.allocate(DType.FLOAT32, 2, 8, 512);
-      FloatBuffer uf = u.floats();
-      while (uf.hasRemaining()) uf.put((float) rng.nextGaussian());
+      Tensor u = AttentionKvCacheTest.random(rng, 2, 8, 512);
       Tensor[] ks = new Tensor[2];
       float[][] want = new float[2][];
       for (int f = 0; f < 2; f++) {
-        ks[f] = Tensor.allocate(DType.FLOAT32, 8, 512);
-        FloatBuffer kf = ks[f].floats();
-        while (kf.hasRemaining()) kf.put((float) rng.nextGaussian());
+        ks[f] = AttentionKvCacheTest.random(rng, 8, 512);
         Tensor y = Tensor.allocate(DType.FLOAT32, 2, 8, 512);
         plain.forward(u, ks[f], null, null, null, y);
         want[f] = y.toFloatArray();
@@ -259,13 +255,9 @@ class ContextTest {
     Context ctx = Context.cpu(1);
     FFTConvPlan plan = ctx.createFFTConvPlan(
         new FFTConvPlan.Options().channels(2).seqlen(64).filterConstant(true));
-    Tensor u = Tensor.allocate(DType.FLOAT32, 1, 2, 64);
-    Tensor k1 = Tensor.allocate(DType.FLOAT32, 2, 64);
-    Tensor k2 = Tensor.allocate(DType.FLOAT32, 2, 64);
-    for (Tensor t : new Tensor[] {u, k1, k2}) {
-      FloatBuffer f = t.floats();
-      while (f.hasRemaining()) f.put((float) rng.nextGaussian());
-    }
+    Tensor u = AttentionKvCacheTest.random(rng, 1, 2, 64);
+    Tensor k1 = AttentionKvCacheTest.random(rng, 2, 64);
+    Tensor k2 = AttentionKvCacheTest.random(rng, 2, 64);
     Tensor y = Tensor.allocate(DType.FLOAT32, 1, 2, 64);
     Tensor y2 = Tensor.allocate(DType.FLOAT32, 1, 2, 64);
     plan.forward(u, k1, null, null, null, y); // k1 is now the kept filter
