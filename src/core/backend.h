@@ -17,6 +17,9 @@ namespace flashkit {
 struct DeviceCaps {
   int32_t cc_major = 0, cc_minor = 0, sm_count = 0;
   int64_t l2_bytes = 0, smem_per_block_optin = 0;
+  // Peak DRAM bandwidth in bytes per second: 2 x memory clock x bus width (H100 SXM 3.35e12,
+  // H200 4.8e12); 0 where the driver does not report it (rules that read it then stand aside).
+  int64_t dram_bytes_per_s = 0;
   char name[128] = {0};
 };
 

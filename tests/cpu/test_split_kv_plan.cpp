@@ -26,6 +26,13 @@ DeviceCaps h200() {
   DeviceCaps c;
   c.cc_major = 9;
   c.sm_count = 132;
+  c.dram_bytes_per_s = 4800000000000;  // 2 x 3.2 GHz x 6144 bits / 8 (runtime.cu)
+  return c;
+}
+
+DeviceCaps h100() {
+  DeviceCaps c = h200();
+  c.dram_bytes_per_s = 2 * int64_t(2619000) * 1000 * (5120 / 8);  // H100 SXM's attributes
   return c;
 }
 
@@ -400,4 +407,36 @@ TEST_CASE("split-KV plan: packed GQA tiles counted by heads_per_tile",
     REQUIRE(plan_split_kv(h200(), p, &plan, 1, 8));
     CHECK(plan.nsplit == 3);
   }
+}
+
+TEST_CASE("split-KV plan: tiles that already stream near the DRAM bandwidth stay unsplit",
+          "[cpu][attention][split]") {
+  Env env(nullptr);
+  SplitKvPlan plan;
+  const int64_t gbps40 = 40000000000;  // the Hopper row's kSplitTileGBps
+  // 8 x 8k keys, 8 KV heads: 64 tiles x 40 GB/s = 2.56 TB/s, 76% of an H100's 3.35 TB/s
+  // (>= 2/3: unsplit) and 53% of an H200's 4.8 TB/s (split in 2, as without the rule).
+  const AttentionProblem p = decode(8, 4, 8192, 8);
+  CHECK_FALSE(plan_split_kv(h100(), p, &plan, 1, 1, gbps40));
+  REQUIRE(plan_split_kv(h200(), p, &plan, 1, 1, gbps40));
+  CHECK(plan.nsplit == 2);
+  // Without a rate, or where the driver reported no bandwidth, the rule stands aside.
+  REQUIRE(plan_split_kv(h100(), p, &plan, 1, 1, 0));
+  CHECK(plan.nsplit == 2);
+  DeviceCaps unknown = h100();
+  unknown.dram_bytes_per_s = 0;
+  REQUIRE(plan_split_kv(unknown, p, &plan, 1, 1, gbps40));
+  CHECK(plan.nsplit == 2);
+  // The boundary on an H100: tiles x 40 GB/s x 3 >= 3.352 TB/s x 2 from 56 tiles (55.9).
+  CHECK(plan_split_kv(h100(), decode(55, 4, 8192, 1), &plan, 1, 1, gbps40));
+  CHECK_FALSE(plan_split_kv(h100(), decode(56, 4, 8192, 1), &plan, 1, 1, gbps40));
+  // Fewer tiles split as before: 4 x 8k (32 tiles) in 4 chunks (128 tiles of 132), 1 x 32k in 14.
+  REQUIRE(plan_split_kv(h100(), decode(4, 4, 8192, 8), &plan, 1, 1, gbps40));
+  CHECK(plan.nsplit == 4);
+  REQUIRE(plan_split_kv(h100(), decode(1, 4, 32768, 8), &plan, 1, 1, gbps40));
+  CHECK(plan.nsplit == 14);
+  // Forced chunk counts ignore it.
+  Env forced("2");
+  REQUIRE(plan_split_kv(h100(), p, &plan, 1, 1, gbps40));
+  CHECK(plan.nsplit == 2);
 }

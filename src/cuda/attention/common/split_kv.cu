@@ -349,8 +349,10 @@ int grid_for(int64_t work, int64_t per_block) {
 
 bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
                       bool (*supports)(const DeviceCaps&, const AttentionProblem&),
-                      SplitKvPlan* plan, int64_t cache_blocks_per_sm, int64_t heads_per_tile) {
-  if (!plan_split_kv(caps, p, plan, cache_blocks_per_sm, heads_per_tile)) return false;
+                      SplitKvPlan* plan, int64_t cache_blocks_per_sm, int64_t heads_per_tile,
+                      int64_t tile_bytes_per_s) {
+  if (!plan_split_kv(caps, p, plan, cache_blocks_per_sm, heads_per_tile, tile_bytes_per_s))
+    return false;
   if (supports == nullptr) return true;
   // The predicate sees the scratch as 256-byte aligned stand-ins (what the arena returns).
   void* const stand_in = reinterpret_cast<void*>(uintptr_t(kScratchAlign));

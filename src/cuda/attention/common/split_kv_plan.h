@@ -115,8 +115,12 @@ inline bool dtype_ok(DType t) { return t == DType::F16 || t == DType::BF16; }
 // heads_per_tile: query heads a work tile of the inner call holds (the Hopper kernel's packed
 // GQA tiles over KV caches, sm90_attention::split_heads_per_tile; 1 elsewhere): the tile count
 // the wave rule sees is divided by it.
+// tile_bytes_per_s: the K/V bytes per second one work tile of the row's kernel streams on its
+// own (0: unknown, no bandwidth rule); where the unsplit tiles already draw 2/3 of the DRAM
+// bandwidth (DeviceCaps::dram_bytes_per_s) the call stays unsplit.
 inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan,
-                          int64_t cache_blocks_per_sm = 2, int64_t heads_per_tile = 1) {
+                          int64_t cache_blocks_per_sm = 2, int64_t heads_per_tile = 1,
+                          int64_t tile_bytes_per_s = 0) {
   *plan = SplitKvPlan{};
   if (p.device != Device::Cuda || p.varlen || !split_plan::dtype_ok(p.dtype)) return false;
   if (p.batch < 1 || p.nheads < 1 || p.seqlen_q < 1 || p.seqlen_k < 2 || p.head_dim < 1)
@@ -186,6 +190,15 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
                           split_plan::ceil_div(p.nheads, std::max<int64_t>(1, heads_per_tile)) *
                           split_plan::ceil_div(p.seqlen_q, split_plan::kMaxRowsQ);
     if (tiles * 10 >= sms * 8) return false;
+    // Tiles that together already stream near the DRAM bandwidth: the split can only add its
+    // prepare and combine kernels. Hopper kernel, bf16, head_dim 128, one query, GQA 32 / 8 (64
+    // packed tiles, ~40 GB/s each): on an H100 (3.35 TB/s) SPLIT_KV=0 against the split at 8 x
+    // 8k keys 103 against 114 us batched, 113.0 against 113.3 over a cache (RESULTS, "Session
+    // 59"); on an H200 (4.8 TB/s) the same split was 1.12x faster ("Split-KV decode", 0.4.0).
+    // 64 x 40 GB/s is 76% of the H100's bandwidth and 53% of the H200's; 2/3 lies between.
+    if (tile_bytes_per_s > 0 && caps.dram_bytes_per_s > 0 &&
+        double(tiles) * double(tile_bytes_per_s) * 3 >= double(caps.dram_bytes_per_s) * 2)
+      return false;
     // Causal rows: only where the tiles fill at most a quarter of the wave and the call has at
     // most kMaxCausalRows query rows x heads. H100, bf16, head_dim 128, 2-16 causal queries,
     // SPLIT_KV=0 against the split (RESULTS, "Split-KV for causal query rows over a KV cache:

@@ -24,6 +24,10 @@ int32_t gqa_pack(const DeviceCaps& caps, const AttentionProblem& p, bool any_wav
 // call's inner problem packs (its chunk-sequences fill the waves the planner aims at); 1 for
 // calls that are not over a cache (their inner call is varlen, never packed).
 int64_t split_heads_per_tile(const DeviceCaps& caps, const AttentionProblem& p);
+// For the split-KV planner (tile_bytes_per_s): GB/s of K/V one work tile streams when few tiles
+// run (one CTA per SM). Measured, bf16, head_dim 128, GQA 32 / 8, one query, unsplit: 39 GB/s a
+// tile at 1 x 32k keys and 41 at 8 x 8k on an H100 (session 59), 44 and 41 on an H200 (0.4.0).
+constexpr int kSplitTileGBps = 40;
 
 // The kernel's arguments for a validated problem (launch.h), shared by both entry points.
 struct AttnArgs;
