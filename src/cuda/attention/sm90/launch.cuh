@@ -124,8 +124,7 @@ fk_status_t launch_kernel(const AttnArgs& a, cudaStream_t stream, const Fp8Launc
 template <class Element, int kHeadDim>
 fk_status_t launch(const AttnArgs& a, cudaStream_t stream) {
   if (a.seqused_k != nullptr || a.block_table != nullptr || a.q_pack > 1)
-    return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, true), true, kBlockM,
-                         cache_stages_for(kHeadDim)>(a, stream);
+    return launch_kernel<Element, kHeadDim, block_n_for(kHeadDim, true), true>(a, stream);
   if constexpr (kHeadDim == 64) {
     if (a.block_m == kBlockM3) return launch_kernel<Element, kHeadDim, 128, false, kBlockM3>(a, stream);
   }

@@ -48,12 +48,6 @@ constexpr int padded_head_dim(int64_t head_dim) {
 // three; at 128 keys three were also tried for the masked kernel and lost (H200, session 34:
 // causal 512 keys -4 to -6%), so it keeps two.
 constexpr int stages_for(int head_dim) { return head_dim <= 64 ? 3 : 2; }
-// The KV-cache instantiation's ring (launch.cuh): its key tiles are the masked width (128 keys
-// at head_dim 128, whole pages), so at head_dim 128 three stages of them (192 KiB of K and V in
-// flight, the narrow kernel's shared memory) where two held 128 KiB against the plain decode
-// kernel's 176 KiB: a CTA that streams a cache alone (decode, few sequences) reads at the rate
-// of the bytes it keeps in flight.
-constexpr int cache_stages_for(int head_dim) { return head_dim == 128 ? 3 : stages_for(head_dim); }
 // Unmasked head_dim 128 calls of more than kBlockM query rows over at most kNarrowMaxKeys keys
 // (the longest sequences under varlen; not over KV caches) run 128-key tiles through three K/V
 // stages (Q and three K and V tiles: 224 KiB, as cuDNN 9.19 runs head_dim 128 on this GPU:
