@@ -20,7 +20,7 @@
 # FK_GPU_CHECK_DEMO_DTYPES="bfloat16" limits the demo's dtypes (default bfloat16 float32 float16:
 # bf16 first, so a tight budget skips the others), FK_GPU_CHECK_CPP=0 skips the
 # C++ suite (FK_GPU_CHECK_CPP_JOBS=4 processes share the GPU; FK_GPU_CHECK_CPP_FILTER="[tag]"
-# runs part of it; FK_GPU_CHECK_CPP_TIMEOUT=480 seconds stops a shard that hangs; the Hopper
+# runs part of it; FK_GPU_CHECK_CPP_TIMEOUT=540 seconds stops a shard that hangs; the Hopper
 # attention switch passes run when that filter is empty or names attention, or as
 # FK_GPU_CHECK_VARIANTS=1/0 says; FK_GPU_CHECK_PARALLEL=0 runs those passes after the suite
 # instead of beside its shards),
@@ -184,7 +184,7 @@ run_cpp_suite() {
     # A shard that hangs (a kernel that never finishes) is stopped, reported with exit 124, and
     # the rest of the check still runs in the same device call.
     # --durations yes: each case's seconds in the log, for balancing the shards.
-    timeout -k 30 "$(limit_for "${FK_GPU_CHECK_CPP_TIMEOUT:-480}")" "$bin" -f "$out/gpu_tests_$i.txt" --order rand \
+    timeout -k 30 "$(limit_for "${FK_GPU_CHECK_CPP_TIMEOUT:-540}")" "$bin" -f "$out/gpu_tests_$i.txt" --order rand \
       --durations yes > "$out/gpu_tests_$i.log" 2>&1 &
     pids+=("$!:$i")
   done

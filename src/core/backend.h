@@ -17,11 +17,18 @@ namespace flashkit {
 struct DeviceCaps {
   int32_t cc_major = 0, cc_minor = 0, sm_count = 0;
   int64_t l2_bytes = 0, smem_per_block_optin = 0;
-  // Peak DRAM bandwidth in bytes per second: 2 x memory clock x bus width (H100 SXM 3.35e12,
-  // H200 4.8e12); 0 where the driver does not report it (rules that read it then stand aside).
+  // Peak DRAM bandwidth in bytes per second (dram_bytes_per_s below: H100 SXM 3.35e12, H200
+  // ~4.9e12); 0 where the driver does not report it (rules that read it then stand aside).
   int64_t dram_bytes_per_s = 0;
   char name[128] = {0};
 };
+
+// Peak DRAM bytes per second from the driver's memory clock (kHz) and bus width (bits): two
+// transfers a clock, bus width / 8 bytes each; 0 for values that are not positive.
+inline int64_t dram_bytes_per_s(int64_t memory_clock_khz, int64_t bus_width_bits) {
+  if (memory_clock_khz <= 0 || bus_width_bits <= 0) return 0;
+  return 2 * memory_clock_khz * 1000 * (bus_width_bits / 8);
+}
 
 struct ExecContext {
   const fk_context_t* context = nullptr;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda/attention/common/split_kv_plan.h"
+#include "cuda/attention/sm90/attention_sm90.h"
 #include "test_util.hpp"
 
 namespace {
@@ -26,13 +27,13 @@ DeviceCaps h200() {
   DeviceCaps c;
   c.cc_major = 9;
   c.sm_count = 132;
-  c.dram_bytes_per_s = 4800000000000;  // 2 x 3.2 GHz x 6144 bits / 8 (runtime.cu)
+  c.dram_bytes_per_s = flashkit::dram_bytes_per_s(3200000, 6144);  // 3.2 GHz, 6144 bits
   return c;
 }
 
 DeviceCaps h100() {
   DeviceCaps c = h200();
-  c.dram_bytes_per_s = 2 * int64_t(2619000) * 1000 * (5120 / 8);  // H100 SXM's attributes
+  c.dram_bytes_per_s = flashkit::dram_bytes_per_s(2619000, 5120);  // H100 SXM's attributes
   return c;
 }
 
@@ -409,13 +410,31 @@ TEST_CASE("split-KV plan: packed GQA tiles counted by heads_per_tile",
   }
 }
 
+TEST_CASE("DeviceCaps: peak DRAM bandwidth from the driver's memory clock and bus width",
+          "[cpu][attention][split]") {
+  // Two transfers a clock of bus width / 8 bytes: H100 SXM (2619 MHz, 5120 bits) 3.352 TB/s.
+  CHECK(flashkit::dram_bytes_per_s(2619000, 5120) == int64_t(3352320000000));
+  CHECK(flashkit::dram_bytes_per_s(3200000, 6144) == int64_t(4915200000000));
+  CHECK(flashkit::dram_bytes_per_s(0, 5120) == 0);
+  CHECK(flashkit::dram_bytes_per_s(2619000, 0) == 0);
+  CHECK(flashkit::dram_bytes_per_s(-1, 5120) == 0);
+}
+
 TEST_CASE("split-KV plan: tiles that already stream near the DRAM bandwidth stay unsplit",
           "[cpu][attention][split]") {
   Env env(nullptr);
   SplitKvPlan plan;
-  const int64_t gbps40 = 40000000000;  // the Hopper row's kSplitTileGBps
+  // The Hopper row's rate: batched calls at head_dim 97-128 only (where it was measured).
+  using flashkit::cuda::sm90_attention::split_tile_bytes_per_s;
+  const int64_t gbps40 = 40000000000;
+  CHECK(split_tile_bytes_per_s(h100(), decode(8, 4, 8192, 8)) == gbps40);
+  CHECK(split_tile_bytes_per_s(h100(), decode(8, 4, 8192, 8, 100)) == gbps40);
+  CHECK(split_tile_bytes_per_s(h100(), decode(8, 4, 8192, 8, 96)) == 0);
+  CHECK(split_tile_bytes_per_s(h100(), decode(8, 4, 8192, 8, 64)) == 0);
+  CHECK(split_tile_bytes_per_s(h100(), decode(8, 4, 8192, 8, 192)) == 0);
+  CHECK(split_tile_bytes_per_s(h100(), causal_over_pages(decode(8, 4, 8192, 8))) == 0);
   // 8 x 8k keys, 8 KV heads: 64 tiles x 40 GB/s = 2.56 TB/s, 76% of an H100's 3.35 TB/s
-  // (>= 2/3: unsplit) and 53% of an H200's 4.8 TB/s (split in 2, as without the rule).
+  // (>= 2/3: unsplit) and 52% of an H200's 4.9 TB/s (split in 2, as without the rule).
   const AttentionProblem p = decode(8, 4, 8192, 8);
   CHECK_FALSE(plan_split_kv(h100(), p, &plan, 1, 1, gbps40));
   REQUIRE(plan_split_kv(h200(), p, &plan, 1, 1, gbps40));
@@ -430,6 +449,13 @@ TEST_CASE("split-KV plan: tiles that already stream near the DRAM bandwidth stay
   // The boundary on an H100: tiles x 40 GB/s x 3 >= 3.352 TB/s x 2 from 56 tiles (55.9).
   CHECK(plan_split_kv(h100(), decode(55, 4, 8192, 1), &plan, 1, 1, gbps40));
   CHECK_FALSE(plan_split_kv(h100(), decode(56, 4, 8192, 1), &plan, 1, 1, gbps40));
+  // On the H200: 4.9152e12 x 2 / 3 / 40e9 = 81.9, unsplit from 82 tiles.
+  CHECK(plan_split_kv(h200(), decode(81, 4, 8192, 1), &plan, 1, 1, gbps40));
+  CHECK_FALSE(plan_split_kv(h200(), decode(82, 4, 8192, 1), &plan, 1, 1, gbps40));
+  // The tiles it counts are packed ones: 8 sequences x 32 heads at 8 heads a tile are 32 tiles
+  // (split), at 4 heads a tile 64 (unsplit).
+  CHECK(plan_split_kv(h100(), decode(8, 4, 8192, 32), &plan, 1, 8, gbps40));
+  CHECK_FALSE(plan_split_kv(h100(), decode(8, 4, 8192, 32), &plan, 1, 4, gbps40));
   // Fewer tiles split as before: 4 x 8k (32 tiles) in 4 chunks (128 tiles of 132), 1 x 32k in 14.
   REQUIRE(plan_split_kv(h100(), decode(4, 4, 8192, 8), &plan, 1, 1, gbps40));
   CHECK(plan.nsplit == 4);

@@ -106,9 +106,10 @@ fk_status_t query_device(int ordinal, DeviceCaps* caps) {
   // Not fatal: a heuristic's input (DeviceCaps::dram_bytes_per_s), 0 when unknown.
   int clock_khz = 0, bus_bits = 0;
   if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, ordinal) == cudaSuccess &&
-      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, ordinal) == cudaSuccess &&
-      clock_khz > 0 && bus_bits > 0)
-    c.dram_bytes_per_s = 2 * int64_t(clock_khz) * 1000 * (bus_bits / 8);
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, ordinal) == cudaSuccess)
+    c.dram_bytes_per_s = dram_bytes_per_s(clock_khz, bus_bits);
+  else
+    (void)cudaGetLastError();  // not left for a later launch check to report
   cudaDeviceProp prop;
   std::memset(&prop, 0, sizeof(prop));
   FK_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");

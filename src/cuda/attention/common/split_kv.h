@@ -46,6 +46,9 @@ bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
                       int64_t heads_per_tile = 1, int64_t tile_bytes_per_s = 0);
 // The row's heads per work tile for the planner (nullptr: 1).
 using HeadsPerTileFn = int64_t (*)(const DeviceCaps&, const AttentionProblem&);
+// The bytes per second one work tile of the row streams (plan_split_kv's tile_bytes_per_s;
+// nullptr or 0: no bandwidth rule).
+using TileRateFn = int64_t (*)(const DeviceCaps&, const AttentionProblem&);
 
 // Workspace bytes of the split's scratch (chunk queries, outputs, LSE, cu_seqlens).
 uint64_t split_kv_workspace(const AttentionProblem& p, const SplitKvPlan& plan);
@@ -61,25 +64,29 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
 // rows, and a sequence's last key tile reads some of them: memory the caller may never have
 // written (NaN, Inf). Their P is 0, but 0 x NaN is NaN, so every row kernel zeroes (Hopper:
 // clear_v_tail in sm90/kernel.cuh) or never loads (sm80, generic) the v rows past a sequence.
-// kTileGBps: GB/s one work tile of the row's kernel streams (plan_split_kv's tile_bytes_per_s;
-// 0: no bandwidth rule).
+// The run and the workspace query of a row plan alike (split_kv_plan_for), so that a call the
+// query sizes at 0 never splits.
+template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), int kCacheBlocksPerSm,
+          HeadsPerTileFn HeadsPerTile, TileRateFn TileRate>
+bool split_kv_plan_for(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan) {
+  const int64_t hpt = HeadsPerTile != nullptr ? HeadsPerTile(caps, p) : 1;
+  const int64_t rate = TileRate != nullptr ? TileRate(caps, p) : 0;
+  return split_kv_applies(caps, p, Supports, plan, kCacheBlocksPerSm, hpt, rate);
+}
 template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), AttentionFn Run,
-          int kCacheBlocksPerSm = 2, HeadsPerTileFn HeadsPerTile = nullptr, int kTileGBps = 0>
+          int kCacheBlocksPerSm = 2, HeadsPerTileFn HeadsPerTile = nullptr,
+          TileRateFn TileRate = nullptr>
 fk_status_t run_with_split(const ExecContext& ctx, const AttentionProblem& p) {
   SplitKvPlan plan;
-  const int64_t hpt = HeadsPerTile != nullptr ? HeadsPerTile(*ctx.caps, p) : 1;
-  if (split_kv_applies(*ctx.caps, p, Supports, &plan, kCacheBlocksPerSm, hpt,
-                       int64_t(kTileGBps) * 1000000000))
+  if (split_kv_plan_for<Supports, kCacheBlocksPerSm, HeadsPerTile, TileRate>(*ctx.caps, p, &plan))
     return split_kv_run(ctx, p, plan, Run);
   return Run(ctx, p);
 }
 template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), int kCacheBlocksPerSm = 2,
-          HeadsPerTileFn HeadsPerTile = nullptr, int kTileGBps = 0>
+          HeadsPerTileFn HeadsPerTile = nullptr, TileRateFn TileRate = nullptr>
 uint64_t workspace_with_split(const DeviceCaps& caps, const AttentionProblem& p) {
   SplitKvPlan plan;
-  const int64_t hpt = HeadsPerTile != nullptr ? HeadsPerTile(caps, p) : 1;
-  return split_kv_applies(caps, p, Supports, &plan, kCacheBlocksPerSm, hpt,
-                          int64_t(kTileGBps) * 1000000000)
+  return split_kv_plan_for<Supports, kCacheBlocksPerSm, HeadsPerTile, TileRate>(caps, p, &plan)
              ? split_kv_workspace(p, plan)
              : 0;
 }

@@ -116,8 +116,8 @@ inline bool dtype_ok(DType t) { return t == DType::F16 || t == DType::BF16; }
 // GQA tiles over KV caches, sm90_attention::split_heads_per_tile; 1 elsewhere): the tile count
 // the wave rule sees is divided by it.
 // tile_bytes_per_s: the K/V bytes per second one work tile of the row's kernel streams on its
-// own (0: unknown, no bandwidth rule); where the unsplit tiles already draw 2/3 of the DRAM
-// bandwidth (DeviceCaps::dram_bytes_per_s) the call stays unsplit.
+// own (0: unknown or not measured, no bandwidth rule); where the unsplit tiles already draw 2/3 of
+// the DRAM bandwidth (DeviceCaps::dram_bytes_per_s) the call stays unsplit.
 inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan,
                           int64_t cache_blocks_per_sm = 2, int64_t heads_per_tile = 1,
                           int64_t tile_bytes_per_s = 0) {
@@ -192,10 +192,12 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     if (tiles * 10 >= sms * 8) return false;
     // Tiles that together already stream near the DRAM bandwidth: the split can only add its
     // prepare and combine kernels. Hopper kernel, bf16, head_dim 128, one query, GQA 32 / 8 (64
-    // packed tiles, ~40 GB/s each): on an H100 (3.35 TB/s) SPLIT_KV=0 against the split at 8 x
-    // 8k keys 103 against 114 us batched, 113.0 against 113.3 over a cache (RESULTS, "Session
-    // 59"); on an H200 (4.8 TB/s) the same split was 1.12x faster ("Split-KV decode", 0.4.0).
-    // 64 x 40 GB/s is 76% of the H100's bandwidth and 53% of the H200's; 2/3 lies between.
+    // packed tiles, ~40 GB/s each), batched: on an H100 (3.35 TB/s) unsplit against split at 8 x
+    // 8k keys 103 against 114 us (RESULTS, "Session 59: ... a DRAM-bandwidth rule for decode
+    // splits"); on an H200 (4.9 TB/s) the same split was 1.12x faster ("Split-KV decode",
+    // 0.4.0). 64 x 40 GB/s is 76% of the H100's bandwidth and 52% of the H200's; 2/3 lies
+    // between (from 56 tiles on the H100, 82 on the H200). The rate comes from the row
+    // (sm90_attention::split_tile_bytes_per_s: batched head_dim 128 calls only).
     if (tile_bytes_per_s > 0 && caps.dram_bytes_per_s > 0 &&
         double(tiles) * double(tile_bytes_per_s) * 3 >= double(caps.dram_bytes_per_s) * 2)
       return false;
