@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 59, last call: the DRAM-bandwidth split rule restricted to batched head_dim 97-128 calls
+# Session 59 (not run; for the next session): the DRAM-bandwidth split rule on batched head_dim 128 calls
 # (sm90_attention::split_tile_bytes_per_s). .device = that build (BUILD_INFO). Carry
 # [".device/lib", ".device/bin"], ~100 s:
 #   1. FLASHKIT_ATTENTION_SPLIT_KV=2 (A: two chunks, what the wave rule picks at 64 tiles)

@@ -197,7 +197,7 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     // splits"); on an H200 (4.9 TB/s) the same split was 1.12x faster ("Split-KV decode",
     // 0.4.0). 64 x 40 GB/s is 76% of the H100's bandwidth and 52% of the H200's; 2/3 lies
     // between (from 56 tiles on the H100, 82 on the H200). The rate comes from the row
-    // (sm90_attention::split_tile_bytes_per_s: batched head_dim 128 calls only).
+    // (sm90_attention::split_tile_bytes_per_s: batched calls at head_dim 128 only).
     if (tile_bytes_per_s > 0 && caps.dram_bytes_per_s > 0 &&
         double(tiles) * double(tile_bytes_per_s) * 3 >= double(caps.dram_bytes_per_s) * 2)
       return false;

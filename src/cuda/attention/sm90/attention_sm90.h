@@ -1,5 +1,6 @@
 // The Hopper attention kernel's entry points as the dispatch table sees them
-// (src/dispatch/tables.cpp). Built only when the CUTLASS headers are found (FLASHKIT_WITH_SM90).
+// (src/dispatch/tables.cpp). Their definitions are built only when the CUTLASS headers are found
+// (FLASHKIT_WITH_SM90); this header needs none (the planner's host test includes it).
 #pragma once
 
 #include <cstdint>
@@ -29,15 +30,15 @@ int32_t gqa_pack(const DeviceCaps& caps, const AttentionProblem& p, bool any_wav
 int64_t split_heads_per_tile(const DeviceCaps& caps, const AttentionProblem& p);
 // For the split-KV planner (tile_bytes_per_s): bytes of K and V per second one work tile of `p`
 // streams when few tiles run (one CTA per SM), where that was measured, else 0 (no bandwidth
-// rule). Batched (not KV-cache) calls at head_dim 97-128: 40 GB/s (bf16, GQA 32 / 8, one query,
-// unsplit: 39 GB/s a tile at 1 x 32k keys and 41 at 8 x 8k on an H100, session 59; 44 and 41 on
-// an H200, 0.4.0). Not over KV caches, whose tiles stream slower (8 x 8k on an H100: 37 GB/s
+// rule). Batched (not KV-cache) calls at head_dim 128: 40 GB/s (bf16, GQA 32 / 8, one query,
+// unsplit: 45 GB/s a tile at 1 x 32k keys and 41 at 8 x 8k on an H100, session 59; 44 and 41 on
+// an H200, 0.4.0). Not at head_dim 104-120 (padded to 128: fewer bytes a tile for the same
+// work, unmeasured). Not over KV caches, whose tiles stream slower (8 x 8k on an H100: 37 GB/s
 // contiguous, 34 over 128-key pages, where the split was no slower or 6% faster), nor at
 // head_dim 64 (16 / 2 heads, 32 x 8k keys: ~25 GB/s a tile, the split ~7% faster).
 // (Inline, so that the host test of the planner checks it: tests/cpu/test_split_kv_plan.cpp.)
 inline int64_t split_tile_bytes_per_s(const DeviceCaps&, const AttentionProblem& p) {
-  // head_dim 97-128 runs the kernel's head_dim 128 (launch.h, padded_head_dim).
-  if (attention_uses_kvcache(p) || p.head_dim <= 96 || p.head_dim > 128) return 0;
+  if (attention_uses_kvcache(p) || p.head_dim != 128) return 0;
   return int64_t(40) * 1000 * 1000 * 1000;
 }
 
