@@ -35,7 +35,9 @@ if isinstance(q, np.ndarray):
     s[np.triu_indices(seqlen, 1)] = -np.inf
     p = np.exp(s - s.max(1, keepdims=True))
     ref = (p / p.sum(1, keepdims=True)) @ v[0, :, kh]
-    print("max |flashkit - numpy| for one head:", np.abs(out[0, :, h] - ref).max())
+    err = float(np.abs(out[0, :, h] - ref).max())
+    print("max |flashkit - numpy| for one head:", err)
+    assert err < 1e-4, err
 
 # FlashAttention 2 code runs unchanged with this import:
 from flashkit.flash_attn_interface import flash_attn_func  # noqa: E402

@@ -132,9 +132,17 @@ def test_int_cache_seqlens_broadcasts(rng):
         flashkit.attention_kvcache(q, kc, vc, -1)
     with pytest.raises(flashkit.InvalidArgumentError, match="cache_seqlens: True is a bool"):
         flashkit.attention_kvcache(q, kc, vc, True)
-    with pytest.raises(flashkit.InvalidArgumentError, match="cache_seqlens") as e:
+    with pytest.raises(flashkit.InvalidArgumentError,
+                       match=r"^cache_seqlens: 13 \(an int, for every sequence\) .* \(12 keys\)") as e:
         flashkit.attention_kvcache(q, kc, vc, 13)  # capacity 12
     assert e.value.status == capi.FK_ERROR_INVALID_ARGUMENT
+    flashkit.attention_kvcache(q, kc, vc, 12)  # the whole capacity is valid
+    # Paged: capacity = table columns x page rows (5 x 8).
+    pq, pk, pv, _, _ = paged_case(rng, "float32", [13, 0, 40, 2, 21])
+    table = rng.integers(0, pk.shape[0], (5, 5)).astype(np.int32)  # every entry a valid page
+    flashkit.attention_kvcache(pq, pk, pv, 40, table)
+    with pytest.raises(flashkit.InvalidArgumentError, match=r"^cache_seqlens: 41 .* \(40 keys\)"):
+        flashkit.attention_kvcache(pq, pk, pv, 41, table)
 
 
 # ------------------------------------------------------------------------------------------

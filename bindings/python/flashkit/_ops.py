@@ -627,6 +627,16 @@ def attention_kvcache(ctx, q, k_cache, v_cache, cache_seqlens=None, block_table=
     params = _attention_params(softmax_scale, causal, window_size, softcap)
     return_lse = bool_arg(return_lse, "return_lse")
     if seqlens_int is not None:
+        # One int for every sequence: said as such (the C check would name "entry 0" of the
+        # array built from it). Capacity: the cache's rows, or table columns x page rows.
+        if bt is not None and len(bt.shape) == 2:
+            capacity = bt.shape[1] * kr.shape[1]
+        else:
+            capacity = kr.shape[1] if bt is None else None
+        if capacity is not None and seqlens_int > capacity:
+            raise _errors.InvalidArgumentError(
+                f"cache_seqlens: {seqlens_int} (an int, for every sequence) is more than the "
+                f"cache holds per sequence ({capacity} keys)", 100)
         arr = _full_int32(call.primary, (qr.shape[0],), seqlens_int, "cache_seqlens")
         call.keep.append(arr)
         sl = _dlpack.as_tensor(arr, "cache_seqlens", call.dl_stream,

@@ -288,8 +288,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         window_size: ``(left, right)`` around that position; -1 unbounded.
         softcap: > 0 enables ``softcap * tanh(scores / softcap)``.
         rotary_interleaved: accepted and unused (it only shapes the rotary embedding).
-        num_splits: accepted (a performance hint in FlashAttention; flashkit chooses its own
-            split); must be an int >= 0.
+        num_splits: accepted (a performance hint in FlashAttention) and not used: flashkit
+            plans the split of each call itself (any value, 1 included, leaves it to the
+            library; a nonzero ``Context.workspace_size`` of the call on a CUDA context says it
+            splits); must be an int >= 0.
         return_softmax_lse: also return softmax_lse.
 
     Returns:
