@@ -629,10 +629,12 @@ def attention_kvcache(ctx, q, k_cache, v_cache, cache_seqlens=None, block_table=
     if seqlens_int is not None:
         # One int for every sequence: said as such (the C check would name "entry 0" of the
         # array built from it). Capacity: the cache's rows, or table columns x page rows.
-        if bt is not None and len(bt.shape) == 2:
+        if bt is None:
+            capacity = kr.shape[1]
+        elif len(bt.shape) == 2:
             capacity = bt.shape[1] * kr.shape[1]
         else:
-            capacity = kr.shape[1] if bt is None else None
+            capacity = None  # a malformed table: the C check names it
         if capacity is not None and seqlens_int > capacity:
             raise _errors.InvalidArgumentError(
                 f"cache_seqlens: {seqlens_int} (an int, for every sequence) is more than the "

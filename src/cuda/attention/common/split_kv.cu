@@ -237,17 +237,6 @@ __global__ void split_kv_prepare(Geometry g, const void* __restrict__ q, int64_t
 // log(sum). Loads are independent (no shuffles), 8 chunks' vectors in flight at once: the rows
 // of a decode call are few (batch x query heads) and a warp-per-row version spent ~13 us on
 // latency. vec_out: `out` takes 16-byte stores (vec_ok on its pointer and strides).
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
 template <typename T, int V>
 __global__ void __launch_bounds__(256)
     split_kv_combine(Geometry g, const void* __restrict__ out_split,

@@ -85,17 +85,6 @@ struct BlockdiagParams {
   int64_t tiles;        // token tiles: ceil(tokens / kBdTokens)
 };
 
-template <class T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
 // Two 8x8 b16 matrices; lanes 0-15 give the row addresses (lanes 8i..8i+7: matrix i).
 __device__ __forceinline__ void ldsm_x2(uint32_t (&r)[2], uint32_t smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"

@@ -179,14 +179,10 @@ class ContextTest {
          FFTConvPlan cached = ctx.createFFTConvPlan(
              new FFTConvPlan.Options().channels(4).seqlen(2048).filterConstant(true));
          FFTConvPlan plain = ctx.createFFTConvPlan(new FFTConvPlan.Options().channels(4).seqlen(2048))) {
-      Tensor u = Tensor.allocate(DType.FLOAT32, 1, 4, 2048);
-      FloatBuffer uf = u.floats();
-      while (uf.hasRemaining()) uf.put((float) rng.nextGaussian());
+      Tensor u = AttentionKvCacheTest.random(rng, 1, 4, 2048);
       int differing = 0;
       for (int it = 0; it < 30; it++) {
-        Tensor k = Tensor.allocate(DType.FLOAT32, 4, 2048);
-        FloatBuffer kf = k.floats();
-        while (kf.hasRemaining()) kf.put((float) rng.nextGaussian());
+        Tensor k = AttentionKvCacheTest.random(rng, 4, 2048);
         Tensor y1 = Tensor.allocate(DType.FLOAT32, 1, 4, 2048);
         Tensor y2 = Tensor.allocate(DType.FLOAT32, 1, 4, 2048);
         cached.forward(u, k, null, null, null, y1);
