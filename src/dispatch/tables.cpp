@@ -45,10 +45,10 @@ static const AttentionVariant kAttention[] = {
      cuda::attn::run_with_split<cuda::sm90_attention::attention_supported,
                                 cuda::sm90_attention::attention, 1,
                                 cuda::sm90_attention::split_heads_per_tile,
-                                cuda::sm90_attention::split_tile_bytes_per_s>,
+                                cuda::sm90_attention::split_tile_bytes_per_s, true>,
      cuda::attn::workspace_with_split<cuda::sm90_attention::attention_supported, 1,
                                       cuda::sm90_attention::split_heads_per_tile,
-                                      cuda::sm90_attention::split_tile_bytes_per_s>},
+                                      cuda::sm90_attention::split_tile_bytes_per_s, true>},
 #endif
 #if defined(FLASHKIT_WITH_CUDA)
     // sm80-class kernel: every cc >= 8.0 (family_allowed() admits SM80 there), and what the

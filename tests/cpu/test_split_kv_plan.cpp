@@ -467,3 +467,55 @@ TEST_CASE("split-KV plan: tiles that already stream near the DRAM bandwidth stay
   REQUIRE(plan_split_kv(h100(), p, &plan, 1, 1, gbps40));
   CHECK(plan.nsplit == 2);
 }
+
+TEST_CASE("split-KV plan: the Hopper row's split fits one wave (one_wave)",
+          "[cpu][attention][split]") {
+  Env env(nullptr);
+  SplitKvPlan plan;
+  // 132 SMs, one CTA each. Without one_wave, FlashAttention-2's rule takes the fewest chunks
+  // within 85% of the best efficiency over any number of waves: 68 tiles in 5 chunks (340
+  // tiles, 2.6 waves), 48 in 5 (240, 1.8 waves).
+  REQUIRE(plan_split_kv(h200(), decode(68, 4, 8192, 1), &plan, 1, 1, 0, false));
+  CHECK(plan.nsplit == 5);
+  REQUIRE(plan_split_kv(h200(), decode(48, 4, 8192, 1), &plan, 1, 1, 0, false));
+  CHECK(plan.nsplit == 5);
+  // With it: the best efficiency among the chunk counts whose tiles fit one wave.
+  REQUIRE(plan_split_kv(h200(), decode(48, 4, 8192, 1), &plan, 1, 1, 0, true));
+  CHECK(plan.nsplit == 2);  // 96 tiles; 3 chunks would be 144
+  REQUIRE(plan_split_kv(h200(), decode(40, 4, 8192, 1), &plan, 1, 1, 0, true));
+  CHECK(plan.nsplit == 3);  // 120 tiles
+  REQUIRE(plan_split_kv(h200(), decode(66, 4, 8192, 1), &plan, 1, 1, 0, true));
+  CHECK(plan.nsplit == 2);  // 132 tiles: exactly one wave
+  // From 67 tiles two chunks no longer fit: unsplit (the wave rule alone splits up to 105).
+  CHECK_FALSE(plan_split_kv(h200(), decode(67, 4, 8192, 1), &plan, 1, 1, 0, true));
+  CHECK_FALSE(plan_split_kv(h200(), decode(96, 4, 8192, 1), &plan, 1, 1, 0, true));
+  CHECK(plan_split_kv(h200(), decode(96, 4, 8192, 1), &plan, 1, 1, 0, false));
+  // Where FA2's pick already fits one wave the choice is unchanged: 32 tiles in 4 chunks,
+  // 8 tiles over 32k keys in 14, 20 tiles in 6.
+  for (const bool ow : {false, true}) {
+    REQUIRE(plan_split_kv(h200(), decode(4, 4, 8192, 8), &plan, 1, 1, 0, ow));
+    CHECK(plan.nsplit == 4);
+    REQUIRE(plan_split_kv(h200(), decode(1, 4, 32768, 8), &plan, 1, 1, 0, ow));
+    CHECK(plan.nsplit == 14);
+    REQUIRE(plan_split_kv(h200(), decode(20, 4, 8192, 1), &plan, 1, 1, 0, ow));
+    CHECK(plan.nsplit == 6);
+  }
+  // Few keys bound it as before: 48 tiles over 1024 keys (two chunks of 512 at most).
+  REQUIRE(plan_split_kv(h200(), decode(48, 4, 1024, 1), &plan, 1, 1, 0, true));
+  CHECK(plan.nsplit == 2);
+  // KV caches count the same wave (the Hopper row's one block per SM): 68 sequences of one
+  // KV head over pages of 128 keys stay unsplit, 48 split in 2.
+  CHECK_FALSE(plan_split_kv(h200(), causal_over_pages(decode(68, 1, 8192, 1)), &plan, 1, 1, 0, true));
+  AttentionProblem c = causal_over_pages(decode(48, 1, 8192, 1));
+  c.causal = false;
+  c.window_right = -1;
+  REQUIRE(plan_split_kv(h200(), c, &plan, 1, 1, 0, true));
+  CHECK(plan.nsplit == 2);
+  CHECK(plan.kvcache);
+  // The bandwidth rule still applies first: 64 tiles at 40 GB/s on an H100 stay unsplit.
+  CHECK_FALSE(plan_split_kv(h100(), decode(64, 4, 8192, 1), &plan, 1, 1, 40000000000, true));
+  // Forced chunk counts ignore it.
+  Env forced("4");
+  REQUIRE(plan_split_kv(h200(), decode(96, 4, 8192, 1), &plan, 1, 1, 0, true));
+  CHECK(plan.nsplit == 4);
+}

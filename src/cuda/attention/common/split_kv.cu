@@ -339,8 +339,9 @@ int grid_for(int64_t work, int64_t per_block) {
 bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
                       bool (*supports)(const DeviceCaps&, const AttentionProblem&),
                       SplitKvPlan* plan, int64_t cache_blocks_per_sm, int64_t heads_per_tile,
-                      int64_t tile_bytes_per_s) {
-  if (!plan_split_kv(caps, p, plan, cache_blocks_per_sm, heads_per_tile, tile_bytes_per_s))
+                      int64_t tile_bytes_per_s, bool one_wave) {
+  if (!plan_split_kv(caps, p, plan, cache_blocks_per_sm, heads_per_tile, tile_bytes_per_s,
+                     one_wave))
     return false;
   if (supports == nullptr) return true;
   // The predicate sees the scratch as 256-byte aligned stand-ins (what the arena returns).

@@ -43,7 +43,8 @@ namespace attn {
 bool split_kv_applies(const DeviceCaps& caps, const AttentionProblem& p,
                       bool (*supports)(const DeviceCaps&, const AttentionProblem&),
                       SplitKvPlan* plan, int64_t cache_blocks_per_sm,
-                      int64_t heads_per_tile = 1, int64_t tile_bytes_per_s = 0);
+                      int64_t heads_per_tile = 1, int64_t tile_bytes_per_s = 0,
+                      bool one_wave = false);
 // The row's heads per work tile for the planner (nullptr: 1).
 using HeadsPerTileFn = int64_t (*)(const DeviceCaps&, const AttentionProblem&);
 // The bytes per second one work tile of the row streams (plan_split_kv's tile_bytes_per_s;
@@ -58,7 +59,7 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
                          const SplitKvPlan& plan, AttentionFn inner);
 
 // A dispatch row's run and workspace functions with the split in front of them
-// (kCacheBlocksPerSm: the row kernel's, see plan_split_kv). A split whose K/V rows have gaps
+// (kCacheBlocksPerSm, kOneWave: the row kernel's, see plan_split_kv). A split whose K/V rows have gaps
 // between sequences (SplitKvPlan::gaps: k and v are the first seqlen_k rows of a longer
 // per-sequence buffer, e.g. a slice of a KV cache) runs as a varlen problem that spans the gap
 // rows, and a sequence's last key tile reads some of them: memory the caller may never have
@@ -67,26 +68,27 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
 // The run and the workspace query of a row plan alike (split_kv_plan_for), so that a call the
 // query sizes at 0 never splits.
 template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), int kCacheBlocksPerSm,
-          HeadsPerTileFn HeadsPerTile, TileRateFn TileRate>
+          HeadsPerTileFn HeadsPerTile, TileRateFn TileRate, bool kOneWave>
 bool split_kv_plan_for(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan) {
   const int64_t hpt = HeadsPerTile != nullptr ? HeadsPerTile(caps, p) : 1;
   const int64_t rate = TileRate != nullptr ? TileRate(caps, p) : 0;
-  return split_kv_applies(caps, p, Supports, plan, kCacheBlocksPerSm, hpt, rate);
+  return split_kv_applies(caps, p, Supports, plan, kCacheBlocksPerSm, hpt, rate, kOneWave);
 }
 template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), AttentionFn Run,
           int kCacheBlocksPerSm = 2, HeadsPerTileFn HeadsPerTile = nullptr,
-          TileRateFn TileRate = nullptr>
+          TileRateFn TileRate = nullptr, bool kOneWave = false>
 fk_status_t run_with_split(const ExecContext& ctx, const AttentionProblem& p) {
   SplitKvPlan plan;
-  if (split_kv_plan_for<Supports, kCacheBlocksPerSm, HeadsPerTile, TileRate>(*ctx.caps, p, &plan))
+  if (split_kv_plan_for<Supports, kCacheBlocksPerSm, HeadsPerTile, TileRate, kOneWave>(*ctx.caps, p, &plan))
     return split_kv_run(ctx, p, plan, Run);
   return Run(ctx, p);
 }
 template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), int kCacheBlocksPerSm = 2,
-          HeadsPerTileFn HeadsPerTile = nullptr, TileRateFn TileRate = nullptr>
+          HeadsPerTileFn HeadsPerTile = nullptr, TileRateFn TileRate = nullptr,
+          bool kOneWave = false>
 uint64_t workspace_with_split(const DeviceCaps& caps, const AttentionProblem& p) {
   SplitKvPlan plan;
-  return split_kv_plan_for<Supports, kCacheBlocksPerSm, HeadsPerTile, TileRate>(caps, p, &plan)
+  return split_kv_plan_for<Supports, kCacheBlocksPerSm, HeadsPerTile, TileRate, kOneWave>(caps, p, &plan)
              ? split_kv_workspace(p, plan)
              : 0;
 }

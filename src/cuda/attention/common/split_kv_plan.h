@@ -118,9 +118,12 @@ inline bool dtype_ok(DType t) { return t == DType::F16 || t == DType::BF16; }
 // tile_bytes_per_s: the K/V bytes per second one work tile of the row's kernel streams on its
 // own (0: unknown or not measured, no bandwidth rule); where the unsplit tiles already draw 2/3 of
 // the DRAM bandwidth (DeviceCaps::dram_bytes_per_s) the call stays unsplit.
+// one_wave: the split's tiles must fit one wave (tiles x chunks <= the wave's slots); where not
+// even two chunks fit, the call stays unsplit (the Hopper row's persistent kernel, one CTA per
+// SM: see the rule below).
 inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, SplitKvPlan* plan,
                           int64_t cache_blocks_per_sm = 2, int64_t heads_per_tile = 1,
-                          int64_t tile_bytes_per_s = 0) {
+                          int64_t tile_bytes_per_s = 0, bool one_wave = false) {
   *plan = SplitKvPlan{};
   if (p.device != Device::Cuda || p.varlen || !split_plan::dtype_ok(p.dtype)) return false;
   if (p.batch < 1 || p.nheads < 1 || p.seqlen_q < 1 || p.seqlen_k < 2 || p.head_dim < 1)
@@ -213,7 +216,17 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     if (causal_rows &&
         (tiles * 4 > sms || p.batch * p.seqlen_q * p.nheads > split_plan::kMaxCausalRows))
       return false;
-    const int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / split_plan::kMinChunk);
+    int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / split_plan::kMinChunk);
+    // One wave: FlashAttention-2's rule below picks the fewest chunks within 85% of the best
+    // wave efficiency over any number of waves, so from ~45 tiles on 132 SMs it took 3-5
+    // chunks over two or three waves, and above 66 tiles (where two chunks no longer fit one
+    // wave) it still split. Hopper kernel, bf16, one query, --kv-calls 10 (RESULTS, "Session
+    // 60: ..."): H200, GQA 32 / 4 head_dim 128 batched, 68 / 72 / 80 tiles split 1.13 / 1.13 /
+    // 1.10x the unsplit time (64 tiles, two chunks in one wave: 0.85x); GQA 32 / 8 over 12 x 8k
+    // keys (96 tiles) over a cache 0.99-1.12x; H100, GQA 16 / 2 head_dim 64 96 tiles 1.09x
+    // batched, 1.18x over a cache; H100, GQA 32 / 8 head_dim 128 over 6 x 8k keys (48 tiles)
+    // five chunks (FA2's pick, 240 tiles) 1.03-1.11x the time of two (96 tiles, one wave).
+    if (one_wave) max_n = std::min<int64_t>(max_n, sms / tiles);
     if (max_n < 2) return false;
     auto eff = [&](int64_t k) {
       const int64_t t = tiles * k;
