@@ -1066,8 +1066,9 @@ FK_API fk_status_t fk_attention_fp8_workspace_size(
  * and is never split), at least 1024 keys (chunks of at least 512), at most 128 query rows per
  * sequence, and work tiles (for a decode: sequences x KV heads, the GQA group packed into one
  * tile) under 80% of the GPU's multiprocessors (FlashAttention-2's wave rule picks the chunk
- * count, up to 32; on the Hopper row only counts whose chunks fit one wave, so that row splits
- * only under half the multiprocessors); causal rows only within a quarter of the wave.
+ * count, up to 32; on the Hopper row no more chunks than fit one wave, so that row splits only
+ * calls with at most half as many tiles as multiprocessors); causal rows only within a quarter
+ * of the wave.
  * fk_attention_kvcache_select_kernel() names the kernel row; a split call
  * keeps the row's name, and a nonzero fk_attention_kvcache_workspace_size() is what says that
  * the call splits (docs/design.md, "split-KV"). The split is planned per call; no argument

@@ -479,7 +479,7 @@ TEST_CASE("split-KV plan: the Hopper row's split fits one wave (one_wave)",
   CHECK(plan.nsplit == 5);
   REQUIRE(plan_split_kv(h200(), decode(48, 4, 8192, 1), &plan, 1, 1, 0, false));
   CHECK(plan.nsplit == 5);
-  // With it: the best efficiency among the chunk counts whose tiles fit one wave.
+  // With it: FA2's pick where it fits one wave, else the most chunks that do.
   REQUIRE(plan_split_kv(h200(), decode(48, 4, 8192, 1), &plan, 1, 1, 0, true));
   CHECK(plan.nsplit == 2);  // 96 tiles; 3 chunks would be 144
   REQUIRE(plan_split_kv(h200(), decode(40, 4, 8192, 1), &plan, 1, 1, 0, true));
@@ -491,8 +491,14 @@ TEST_CASE("split-KV plan: the Hopper row's split fits one wave (one_wave)",
   CHECK_FALSE(plan_split_kv(h200(), decode(96, 4, 8192, 1), &plan, 1, 1, 0, true));
   CHECK(plan_split_kv(h200(), decode(96, 4, 8192, 1), &plan, 1, 1, 0, false));
   // Where FA2's pick already fits one wave the choice is unchanged: 32 tiles in 4 chunks,
-  // 8 tiles over 32k keys in 14, 20 tiles in 6.
+  // 8 tiles over 32k keys in 14, 20 tiles in 6, 17 in 7 (its best efficiency is still taken
+  // over every count: over the one-wave counts alone its 85% threshold would fall and take 6),
+  // 9 tiles over 32k keys in 13.
   for (const bool ow : {false, true}) {
+    REQUIRE(plan_split_kv(h200(), decode(17, 4, 8192, 1), &plan, 1, 1, 0, ow));
+    CHECK(plan.nsplit == 7);
+    REQUIRE(plan_split_kv(h200(), decode(9, 4, 32768, 1), &plan, 1, 1, 0, ow));
+    CHECK(plan.nsplit == 13);
     REQUIRE(plan_split_kv(h200(), decode(4, 4, 8192, 8), &plan, 1, 1, 0, ow));
     CHECK(plan.nsplit == 4);
     REQUIRE(plan_split_kv(h200(), decode(1, 4, 32768, 8), &plan, 1, 1, 0, ow));

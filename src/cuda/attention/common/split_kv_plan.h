@@ -216,7 +216,7 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     if (causal_rows &&
         (tiles * 4 > sms || p.batch * p.seqlen_q * p.nheads > split_plan::kMaxCausalRows))
       return false;
-    int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / split_plan::kMinChunk);
+    const int64_t max_n = std::min<int64_t>(kMaxSplits, p.seqlen_k / split_plan::kMinChunk);
     // One wave: FlashAttention-2's rule below picks the fewest chunks within 85% of the best
     // wave efficiency over any number of waves, so from ~45 tiles on 132 SMs it took 3-5
     // chunks over two or three waves, and above 66 tiles (where two chunks no longer fit one
@@ -226,15 +226,17 @@ inline bool plan_split_kv(const DeviceCaps& caps, const AttentionProblem& p, Spl
     // keys (96 tiles) over a cache 0.99-1.12x; H100, GQA 16 / 2 head_dim 64 96 tiles 1.09x
     // batched, 1.18x over a cache; H100, GQA 32 / 8 head_dim 128 over 6 x 8k keys (48 tiles)
     // five chunks (FA2's pick, 240 tiles) 1.03-1.11x the time of two (96 tiles, one wave).
-    if (one_wave) max_n = std::min<int64_t>(max_n, sms / tiles);
-    if (max_n < 2) return false;
+    // The best efficiency is still taken over every count, so that FA2's pick stands wherever
+    // it fits one wave; otherwise the most chunks that fit.
+    const int64_t fit_n = one_wave ? std::min<int64_t>(max_n, sms / tiles) : max_n;
+    if (fit_n < 2) return false;
     auto eff = [&](int64_t k) {
       const int64_t t = tiles * k;
       return double(t) / double(split_plan::ceil_div(t, sms) * sms);
     };
     double best = 0;
     for (int64_t k = 1; k <= max_n; ++k) best = std::max(best, eff(k));
-    for (n = 1; n < max_n && eff(n) < 0.85 * best; ++n) {
+    for (n = 1; n < fit_n && eff(n) < 0.85 * best; ++n) {
     }
     chunk = split_plan::ceil_div(split_plan::ceil_div(p.seqlen_k, n), unit) * unit;
   }
