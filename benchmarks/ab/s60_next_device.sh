@@ -9,7 +9,11 @@
 #      epilogue behind the other warpgroup's mainloop and was never timed on a fused 128-k-tile
 #      call (heuristics.h pick_pingpong: only the 64-row ping-pong, 0.98-0.99 there);
 #   3. the one-wave split bound on the final planner (6af4e9e): `[split]`, and GQA 32 / 4
-#      head_dim 128 decode over 12 / 17 x 8k keys, default against SPLIT_KV=0 (batched and cache).
+#      head_dim 128 decode over 12 / 17 x 8k keys, default against SPLIT_KV=0 (batched and cache);
+#   4. issue 6's weakest cells (head_dim 64 / 128, 512 / 1k keys, both masks) with the
+#      copy-engine output stores (FLASHKIT_SM90_ATTENTION_TMA_STORE=1, A) against the default
+#      register stores (B), A B B A: last timed in session 12, on a kernel much changed since
+#      (the stores were then the largest part of the per-tile cost: skipping them 1.28x).
 set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
@@ -32,4 +36,6 @@ PY
 kv_ab s FLASHKIT_ATTENTION_SPLIT_KV=0 "32,4,128" --kv-queries 1 --kv-pages 0 --kv-shapes 12x8192,17x8192 --kv-calls 10 \
   2>&1 | tail -3
 GPU_CASE_LIMIT=90 gpu_case .device/bin/flashkit_tests_gpu "[split]"
+AB_LIB_A=.device/lib/libflashkit.so AB_ENV_A=FLASHKIT_SM90_ATTENTION_TMA_STORE=1 AB_ENV_B=X=0 \
+  attn_ab "A B B A" --family sm90 --head-dims 64,128 --seqlens 512,1024 --no-extra --no-anchors --reps 20
 echo "== done (${SECONDS} s)"
