@@ -165,3 +165,20 @@ def test_fp8_keywords_route_to_attention_fp8(rng):
     got = fa.flash_attn_varlen_func(qv, kv, kv, cu, cu, 4, 4, k_descale=dk)
     want = flashkit.attention_fp8(qv, kv, kv, descale_k=dk, cu_seqlens_q=cu, cu_seqlens_k=cu)
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def test_packed_rank_named(rng):
+    """A packed tensor of the wrong rank is named with the packed layout, not as one of its
+    slices or through the varlen form's hint."""
+    import flashkit.flash_attn_interface as fa
+    q = ref.randn(rng, (2, 5, 2, 8)).astype(np.float32)
+    with pytest.raises(flashkit.InvalidArgumentError,
+                       match=r"kv: rank 4 .*expected rank 5, \(batch_size, seqlen_k, 2, nheads_k"):
+        fa.flash_attn_kvpacked_func(q, ref.randn(rng, (2, 5, 2, 8)).astype(np.float32))
+    with pytest.raises(flashkit.InvalidArgumentError,
+                       match=r"qkv: rank 4 .*expected rank 5, \(batch_size, seqlen, 3, nheads"):
+        fa.flash_attn_qkvpacked_func(ref.randn(rng, (2, 5, 3, 8)).astype(np.float32))
+    cu = np.array([0, 5], np.int32)
+    with pytest.raises(flashkit.InvalidArgumentError, match=r"qkv: rank 5 .*expected rank 4"):
+        fa.flash_attn_varlen_qkvpacked_func(ref.randn(rng, (1, 5, 3, 2, 8)).astype(np.float32),
+                                            cu, 5)

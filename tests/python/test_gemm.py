@@ -178,6 +178,20 @@ def test_gemm_scaled_rules(rng):
         flashkit.gemm_scaled(a, ref.randn(rng, (5, 8)), trans_b=True)
     with pytest.raises(flashkit.InvalidArgumentError, match="out_dtype"):
         flashkit.gemm_scaled(a, w, trans_b=True, out_dtype="float8_e4m3fn")
+    # out_dtype against c's or out's dtype: named as out_dtype's conflict, out left untouched
+    # (before, the library named c, and a given out silently overrode out_dtype).
+    c32 = ref.randn(rng, (4, 5)).astype(np.float32)
+    with pytest.raises(flashkit.InvalidArgumentError,
+                       match="out_dtype: float16 differs from c's dtype float32"):
+        flashkit.gemm_scaled(a, w, c32, trans_b=True, out_dtype="float16")
+    out16 = np.full((4, 5), 7.0, np.float16)
+    with pytest.raises(flashkit.InvalidArgumentError,
+                       match="out_dtype: float32 differs from out's dtype float16"):
+        flashkit.gemm_scaled(a, w, trans_b=True, out_dtype="float32", out=out16)
+    assert np.all(out16 == 7.0)
+    # The agreeing forms still run.
+    d = flashkit.gemm_scaled(a, w, c32, trans_b=True, beta=1.0, out_dtype="float32")
+    ref.assert_close(d, ref.gemm(ref.f64(a), ref.f64(w), trans_b=True) + ref.f64(c32), "float32")
     # Scales are float32 only, and the message says so (not "fp32, fp16 or bf16").
     with pytest.raises(flashkit.InvalidArgumentError, match="scale_a: dtype float64 .*float32"):
         flashkit.gemm_scaled(a, w, trans_b=True, scale_a=np.ones(4, np.float64))
@@ -265,3 +279,18 @@ def test_gemm_batch_one_broadcasts_without_out(rng):
     assert d2.shape == (1, 5, 4)
     with pytest.raises(flashkit.InvalidArgumentError, match="batch"):
         flashkit.gemm(ref.randn(rng, (2, 5, 7)), b)
+
+
+def test_bools_are_not_numbers(rng):
+    """alpha=True or softcap=True are slips: refused as bools, as ints and sizes are (before,
+    float arguments read True as 1.0)."""
+    a, b = ref.randn(rng, (3, 4)).astype(np.float32), ref.randn(rng, (4, 2)).astype(np.float32)
+    for kw in ({"alpha": True}, {"beta": np.bool_(False)}):
+        name = next(iter(kw))
+        with pytest.raises(flashkit.InvalidArgumentError, match=f"{name}: .* is a bool"):
+            flashkit.gemm(a, b, **kw)
+    q = ref.randn(rng, (1, 3, 2, 8)).astype(np.float32)
+    for kw in ({"softcap": True}, {"softmax_scale": True}):
+        name = next(iter(kw))
+        with pytest.raises(flashkit.InvalidArgumentError, match=f"{name}: True is a bool"):
+            flashkit.attention(q, q, q, **kw)

@@ -328,7 +328,7 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, bia
         bias: optional ``(N,)``, contiguous, fp32/fp16/bf16 (need not match a): one value per
             output column.
         activation: None, ``"relu"``, ``"gelu"`` (= ``"gelu_erf"``, exact, torch's default) or
-            ``"gelu_tanh"``.
+            ``"gelu_tanh"`` (case-insensitive), or a ``flashkit.capi.FK_ACTIVATION_*`` value.
         out: optional output ``(M, N)`` / ``(batch, M, N)`` (the C ABI's ``d``; error messages
             raised here say ``out``), any non-negative strides with no two elements at one
             address. It must not overlap a, b or bias; it may be c itself (the same view: an
@@ -398,7 +398,8 @@ def gemm_scaled(a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, beta=0.0
             ``d``; error messages raised here say ``out``).
         workspace: optional scratch array on the call's device (module notes).
         out_dtype: the result's dtype when out is not given (float32, float16 or bfloat16);
-            default c's dtype, else a's when a is 16/32-bit, else bfloat16.
+            default c's dtype, else a's when a is 16/32-bit, else bfloat16. Given together
+            with c or out, it must be their dtype (InvalidArgumentError naming out_dtype).
 
     The factor ``alpha * scale_a[m] * scale_b[n]`` is formed in float32 before it multiplies
     the sum (as cuBLASLt does): scales whose product overflows or underflows float32 give inf or

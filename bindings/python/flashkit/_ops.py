@@ -50,6 +50,9 @@ def float32_arg(value, name):
     itself, since the C library reads NaN as "the default")."""
     if isinstance(value, (str, bytes)):
         raise _errors.InvalidArgumentError(f"{name}: {value!r} is not a number", 100)
+    if isinstance(value, (bool, np.bool_)):
+        # as int_arg: True is not read as 1.0 (alpha=True, softcap=True are slips, not values)
+        raise _errors.InvalidArgumentError(f"{name}: {value!r} is a bool, not a number", 100)
     if isinstance(value, (complex, np.complexfloating)):
         raise _errors.InvalidArgumentError(f"{name}: {value!r} is complex; a real number is needed", 100)
     try:
@@ -771,6 +774,13 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
     shape, params = _gemm_shape_and_params(ar, br, cr, trans_a, trans_b, alpha, beta, activation)
     if out_dtype is not None:
         result_dtype = _dlpack.compute_dtype(out_dtype, "out_dtype")
+        # c and out have the result's dtype: a conflict is out_dtype's, named before the
+        # library would name c (out not given) or out_dtype were silently passed over (given).
+        # c (and out, below) have the result's dtype: a conflict is out_dtype's to name.
+        if cr is not None and cr.dtype != result_dtype:
+            raise _errors.InvalidArgumentError(
+                f"out_dtype: {result_dtype.name} differs from c's dtype {cr.dtype.name} (c has "
+                "the result's dtype)", 103)
     elif cr is not None:
         result_dtype = cr.dtype
     elif ar.dtype in _dlpack.COMPUTE_DTYPES:
@@ -781,6 +791,10 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
     out_obj, outr = call.output("out", out, shape, result_dtype,
                                 "out_dtype" if out_dtype is not None else
                                 ("c" if cr is not None else "a"), fp8_hint=False)
+    if out is not None and out_dtype is not None and outr.dtype != result_dtype:
+        raise _errors.InvalidArgumentError(
+            f"out_dtype: {result_dtype.name} differs from out's dtype {outr.dtype.name} (give "
+            "one of them)", 103)
     args = call.addrs((ar, br, sar, sbr, cr, biasr, outr))
     name = call.run(_select, capi.fk_gemm_scaled_select_kernel, capi.fk_gemm_scaled, params,
                     *args)

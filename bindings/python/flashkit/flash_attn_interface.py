@@ -85,12 +85,16 @@ def _unsupported(func, dropout_p, alibi_slopes, block_table=None):
             f"block_table: a paged KV cache is not supported by flashkit's {func} yet")
 
 
-def _unpack(packed, name, dim, names):
-    """Strided views of a packed tensor (no copy): qkv[..., i, :, :] for i in 0..len(names)."""
+def _unpack(packed, name, dim, names, layout):
+    """Strided views of a packed tensor (no copy): qkv[..., i, :, :] for i in 0..len(names).
+    ``layout``: the packed tensor's dimensions, named for the messages (its rank is dim + 3)."""
     if packed is None:
         raise _ops._none_error(name)
     ref = _dlpack.as_tensor(packed, name, _stream_hint(packed, name))
-    if ref.ndim <= dim or ref.shape[dim] != len(names):
+    if ref.ndim != dim + 3:
+        raise _errors.InvalidArgumentError(
+            f"{name}: rank {ref.ndim} {ref.shape}; expected rank {dim + 3}, {layout}", 104)
+    if ref.shape[dim] != len(names):
         raise _errors.InvalidArgumentError(
             f"{name}: shape {ref.shape} has no dimension {dim} of size {len(names)} "
             f"(expected the packed layout)", 104)
@@ -174,7 +178,7 @@ def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=Fa
     ``kv`` ``(batch_size, seqlen_k, 2, nheads_k, headdim)`` (k = ``kv[:, :, 0]``, v =
     ``kv[:, :, 1]``, read in place)."""
     _unsupported("flash_attn_kvpacked_func", dropout_p, alibi_slopes)
-    k, v = _unpack(kv, "kv", 2, ("k", "v"))
+    k, v = _unpack(kv, "kv", 2, ("k", "v"), "(batch_size, seqlen_k, 2, nheads_k, headdim)")
     return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs)
 
 
@@ -189,7 +193,7 @@ def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=Fal
         ``(out, softmax_lse (batch_size, nheads, seqlen), None)``.
     """
     _unsupported("flash_attn_qkvpacked_func", dropout_p, alibi_slopes)
-    q, k, v = _unpack(qkv, "qkv", 2, ("q", "k", "v"))
+    q, k, v = _unpack(qkv, "qkv", 2, ("q", "k", "v"), "(batch_size, seqlen, 3, nheads, headdim)")
     return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs)
 
 
@@ -229,7 +233,7 @@ def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqle
     """FlashAttention 2's ``flash_attn_varlen_kvpacked_func``: as
     :func:`flash_attn_varlen_func` with ``kv`` ``(total_k, 2, nheads_k, headdim)``."""
     _unsupported("flash_attn_varlen_kvpacked_func", dropout_p, alibi_slopes)
-    k, v = _unpack(kv, "kv", 1, ("k", "v"))
+    k, v = _unpack(kv, "kv", 1, ("k", "v"), "(total_k, 2, nheads_k, headdim)")
     return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs,
                 cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                 max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
@@ -248,7 +252,7 @@ def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0,
         ``(nheads, total)`` fp32 and None.
     """
     _unsupported("flash_attn_varlen_qkvpacked_func", dropout_p, alibi_slopes)
-    q, k, v = _unpack(qkv, "qkv", 1, ("q", "k", "v"))
+    q, k, v = _unpack(qkv, "qkv", 1, ("q", "k", "v"), "(total, 3, nheads, headdim)")
     return _run(q, k, v, softmax_scale, causal, window_size, softcap, return_attn_probs,
                 cu_seqlens_q=cu_seqlens, cu_seqlens_k=cu_seqlens, max_seqlen_q=max_seqlen,
                 max_seqlen_k=max_seqlen)
