@@ -68,3 +68,18 @@ def test_bias_and_out_are_keyword_only(rng):
         flashkit.Context().monarch(x, w1, w2, bias)
     np.testing.assert_array_equal(bias, kept)
     ref.assert_close(flashkit.monarch(x, w1, w2, bias=bias), ref.monarch(x, w1, w2, bias=bias), "float32")
+
+
+@pytest.mark.parametrize("lead", [(2, 0), (0, 0), (4, 0, 3), (0,), (0, 2), (1, 0)])
+def test_no_tokens_in_any_leading_dimension(rng, lead):
+    """x with no tokens gives an empty result of x's shape whichever leading extent is 0
+    (before, (2, 0, n) was refused: its leading strides cannot nest, yet it has no rows)."""
+    w = ref.randn(rng, (4, 4, 4)).astype(np.float32)
+    x = np.zeros(lead + (16,), np.float32)
+    for y in (flashkit.blockdiag_linear(x, w), flashkit.monarch(x, w, w)):
+        assert y.shape == lead + (16,) and y.dtype == np.float32
+    out = np.zeros(lead + (16,), np.float32)
+    assert flashkit.blockdiag_linear(x, w, out=out) is out
+    # A non-empty x beside it still checks its strides.
+    with pytest.raises(flashkit.InvalidArgumentError, match="x: the leading dimensions"):
+        flashkit.blockdiag_linear(np.zeros((6, 4, 16), np.float32)[:, ::2][::-1][::-1].transpose(1, 0, 2), w)

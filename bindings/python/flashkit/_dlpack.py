@@ -348,6 +348,13 @@ class TensorRef:
         if lead == 0:
             return self._derived((1,) + self.shape, (0,) + self.strides, self.byte_offset)
         shape, strides = self.shape[:lead], self.strides[:lead]
+        if 0 in shape:
+            # No rows: no stride to check, and (2, 0, n)'s strides cannot nest (0 x 16 != 16).
+            row_stride = 1
+            for n in self.shape[lead:]:
+                row_stride *= max(n, 1)
+            return self._derived((0,) + self.shape[lead:], (row_stride,) + self.strides[lead:],
+                                 self.byte_offset)
         # Extents of 1 have no meaningful stride; the others must nest exactly.
         dims = [(n, st) for n, st in zip(shape, strides) if n != 1]
         for (_, outer), (n_inner, inner) in zip(dims, dims[1:]):
