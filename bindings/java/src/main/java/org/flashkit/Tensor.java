@@ -27,6 +27,9 @@ import java.util.Arrays;
  * unreachable (a {@link java.lang.ref.Cleaner}), so views built inline in a call, e.g.
  * {@code ctx.gemm(p, Tensor.of(a, m, k), ...)}, do not leak; closing them (try-with-resources)
  * frees the descriptor at once instead.
+ *
+ * <p>A null {@code data}, {@code dtype}, {@code deviceType} or {@code shape} given to a factory
+ * throws a {@link NullPointerException} whose message is the parameter's name.
  */
 public final class Tensor implements AutoCloseable {
   private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
@@ -106,6 +109,8 @@ public final class Tensor implements AutoCloseable {
    *     holds
    */
   public static Tensor allocate(DType dtype, long... shape) {
+    if (dtype == null) throw new NullPointerException("dtype");
+    checkShape(shape, null);
     long n;
     try {
       n = elementCount(shape);
@@ -131,6 +136,7 @@ public final class Tensor implements AutoCloseable {
    *     too few elements remaining
    */
   public static Tensor of(FloatBuffer data, long... shape) {
+    requireData(data);
     return ofBuffer(data, data.order(), DType.FLOAT32, 4, shape, null);
   }
 
@@ -149,6 +155,7 @@ public final class Tensor implements AutoCloseable {
    *     remaining
    */
   public static Tensor of(FloatBuffer data, long[] shape, long[] strides) {
+    requireData(data);
     return ofBuffer(data, data.order(), DType.FLOAT32, 4, shape, strides);
   }
 
@@ -164,6 +171,7 @@ public final class Tensor implements AutoCloseable {
    *     too few elements remaining
    */
   public static Tensor of(IntBuffer data, long... shape) {
+    requireData(data);
     return ofBuffer(data, data.order(), DType.INT32, 4, shape, null);
   }
 
@@ -180,6 +188,8 @@ public final class Tensor implements AutoCloseable {
    *     foreign-order buffer, a negative extent or stride, or too few elements remaining
    */
   public static Tensor of(ShortBuffer data, DType dtype, long[] shape, long[] strides) {
+    requireData(data);
+    if (dtype == null) throw new NullPointerException("dtype");
     if (dtype.bits() != 16) throw new IllegalArgumentException("dtype: " + dtype + " is not 16-bit");
     return ofBuffer(data, data.order(), dtype, 2, shape, strides);
   }
@@ -200,6 +210,7 @@ public final class Tensor implements AutoCloseable {
    *     stride, or fewer bytes remaining than the view addresses
    */
   public static Tensor of(ByteBuffer data, DType dtype, long[] shape, long[] strides) {
+    requireData(data);
     return ofBuffer(data, data.order(), dtype, 1, shape, strides);
   }
 
@@ -223,6 +234,8 @@ public final class Tensor implements AutoCloseable {
    */
   public static Tensor ofAddress(long address, DeviceType deviceType, int deviceId, DType dtype,
       long[] shape, long[] strides) {
+    if (deviceType == null) throw new NullPointerException("deviceType");
+    if (dtype == null) throw new NullPointerException("dtype");
     checkShape(shape, strides);
     try {
       elementCount(shape);  // numel() must be countable (the library refuses such a view too)
@@ -233,8 +246,13 @@ public final class Tensor implements AutoCloseable {
     return new Tensor(address, null, deviceType, deviceId, dtype, shape, strides);
   }
 
+  private static void requireData(Buffer data) {
+    if (data == null) throw new NullPointerException("data");
+  }
+
   private static Tensor ofBuffer(Buffer data, ByteOrder order, DType dtype, int unitBytes,
       long[] shape, long[] strides) {
+    if (dtype == null) throw new NullPointerException("dtype");
     if (!data.isDirect()) {
       throw new IllegalArgumentException(
           "data: not a direct buffer (use ByteBuffer.allocateDirect(n).order(ByteOrder.nativeOrder()))");

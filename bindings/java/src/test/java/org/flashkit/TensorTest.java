@@ -256,4 +256,27 @@ class TensorTest {
       assertTrue(closed < calls, closed + " of " + calls + " calls saw a closed tensor");
     }
   }
+
+  @Test
+  void nullArgumentsAreNamed() {
+    // Before, these threw the JVM's own message ("Cannot read the array length because
+    // "<local3>" is null"), which names no parameter.
+    FloatBuffer f = ByteBuffer.allocateDirect(16).order(ByteOrder.nativeOrder()).asFloatBuffer();
+    assertEquals("shape", assertThrows(NullPointerException.class,
+        () -> Tensor.allocate(DType.FLOAT32, (long[]) null)).getMessage());
+    assertEquals("dtype", assertThrows(NullPointerException.class,
+        () -> Tensor.allocate(null, 3)).getMessage());
+    assertEquals("data", assertThrows(NullPointerException.class,
+        () -> Tensor.of((FloatBuffer) null, 2, 2)).getMessage());
+    assertEquals("data", assertThrows(NullPointerException.class,
+        () -> Tensor.of((ByteBuffer) null, DType.FLOAT32, new long[] {1}, null)).getMessage());
+    assertEquals("dtype", assertThrows(NullPointerException.class,
+        () -> Tensor.of(ByteBuffer.allocateDirect(4), null, new long[] {1}, null)).getMessage());
+    assertEquals("shape", assertThrows(NullPointerException.class,
+        () -> Tensor.of(f, (long[]) null)).getMessage());
+    assertEquals("deviceType", assertThrows(NullPointerException.class,
+        () -> Tensor.ofAddress(16, null, 0, DType.FLOAT32, new long[] {4, 5}, null)).getMessage());
+    assertEquals("dtype", assertThrows(NullPointerException.class,
+        () -> Tensor.ofAddress(16, DeviceType.CPU, 0, null, new long[] {4, 5}, null)).getMessage());
+  }
 }
