@@ -2,6 +2,9 @@
 # Session 60 (prepared, not run): branch ostage60's head_dim 64 copy-engine output path
 # (kernel.cuh kOStage: a dedicated staging tile written with stmatrix, the store not waited for
 # until the tile is written again; on only with FLASHKIT_SM90_ATTENTION_TMA_STORE=1).
+# Low priority: session 54's branch ostage54 did the same at head_dim 128 (4-byte staging
+# stores) and measured no gain (RESULTS, session 56: 0.986-1.012, 0.936 at 2k unmasked); this
+# one differs in head_dim 64 (the weakest cells, 0.78-0.83x cuDNN causal) and stmatrix.
 # .device = main's build (BUILD_INFO), .device-b/lib.so.xz = ostage60's library (stage it:
 # FK_GPU_CHECK_STAGE=.device-c scripts/gpu-check.sh --build-only on the branch, then copy
 # .device-c/lib/libflashkit.so.0.7.0.xz to .device-b/lib.so.xz). Carry [".device/lib",
