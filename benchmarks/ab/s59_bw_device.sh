@@ -13,8 +13,6 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-LIB=$PWD/.device/lib/libflashkit.so
-cat .device/BUILD_INFO 2>/dev/null
 bin=.device/bin/flashkit_tests_gpu
 GPU_CASE_LIMIT=150 gpu_case $bin "[split]"
 export KV_LIB_A=$PWD/.device-b/lib/libflashkit.so

@@ -17,8 +17,6 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-LIB=$PWD/.device/lib/libflashkit.so
-cat .device/BUILD_INFO 2>/dev/null
 bin=.device/bin/flashkit_tests_gpu
 GPU_CASE_LIMIT=200 gpu_case $bin "[kvcache]"
 sanitize_both $bin "gpu kvcache: packed GQA tiles, small"

@@ -8,8 +8,6 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-LIB=$PWD/.device/lib/libflashkit.so
-cat .device/BUILD_INFO 2>/dev/null
 export KV_LIB_A=$PWD/.device-b/lib/libflashkit.so
 kv_ab w X=0 "32,4,128" --kv-queries 1 --kv-pages 0 --kv-shapes 12x8192,16x8192,17x8192,20x8192 --kv-calls 10
 kv_ab x X=0 "32,8,128" --kv-queries 1 --kv-pages 0 --kv-shapes 6x8192,9x8192,12x8192 --kv-calls 10

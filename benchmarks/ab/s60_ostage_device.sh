@@ -19,8 +19,6 @@ set -u
 cd "$(dirname "$0")/../.."
 . benchmarks/ab/stage.sh
 ab_stage
-LIB=$PWD/.device/lib/libflashkit.so
-cat .device/BUILD_INFO 2>/dev/null
 BR=$PWD/.device-b/lib
 FLASHKIT_SM90_ATTENTION_TMA_STORE=1 LD_LIBRARY_PATH=$BR GPU_CASE_LIMIT=200 \
   gpu_case .device/bin/flashkit_tests_gpu "[attention][sm90]" "branch, TMA stores: [attention][sm90]"

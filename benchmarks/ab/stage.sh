@@ -2,7 +2,8 @@
 # ab_stage unpacks .device/lib and builds .device-b/lib, the same library directory with the
 # library in .device-b/lib.so.gz (or .device-b/lib.so.xz: two gzipped libraries pass the 64 MiB
 # a call carries) under the same file names, points LD_LIBRARY_PATH at .device/lib (side B), sets
-# OUT (default /tmp/fk-out, created), then prints the GPU line.
+# OUT (default /tmp/fk-out, created) and LIB (side B's libflashkit.so, as dev_stage does), then
+# prints the GPU line and .device/BUILD_INFO.
 # dev_unxz: unpacks .device/lib/*.xz (scripts/gpu-check.sh --build-only stages the library
 # with xz since session 50) beside itself, through Python's lzma (the device image has no xz
 # for certain); an unpacked library newer than its .xz is kept.
@@ -25,7 +26,9 @@ ab_stage() {
   rm -rf .device-b/lib && cp -a .device/lib .device-b/lib
   real=$(readlink -f .device/lib/libflashkit.so)
   gunzip -c .device-b/lib.so.gz > ".device-b/lib/$(basename "$real")"
+  LIB=$PWD/.device/lib/libflashkit.so  # the B side, as dev_stage's LIB
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  cat .device/BUILD_INFO 2>/dev/null
 }
 # ab_rounds FUNC: calls FUNC SIDE ROUND LIB for the sides in the order A B B A (drift within
 # the call weighs on both alike), where LIB is .device-b's library for A and .device's for B,

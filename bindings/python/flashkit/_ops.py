@@ -776,7 +776,6 @@ def gemm_scaled(ctx, a, b, c=None, *, scale_a=None, scale_b=None, alpha=1.0, bet
         result_dtype = _dlpack.compute_dtype(out_dtype, "out_dtype")
         # c and out have the result's dtype: a conflict is out_dtype's, named before the
         # library would name c (out not given) or out_dtype were silently passed over (given).
-        # c (and out, below) have the result's dtype: a conflict is out_dtype's to name.
         if cr is not None and cr.dtype != result_dtype:
             raise _errors.InvalidArgumentError(
                 f"out_dtype: {result_dtype.name} differs from c's dtype {cr.dtype.name} (c has "

@@ -59,8 +59,8 @@ fk_status_t split_kv_run(const ExecContext& ctx, const AttentionProblem& p,
                          const SplitKvPlan& plan, AttentionFn inner);
 
 // A dispatch row's run and workspace functions with the split in front of them
-// (kCacheBlocksPerSm, kOneWave: the row kernel's, see plan_split_kv). A split whose K/V rows have gaps
-// between sequences (SplitKvPlan::gaps: k and v are the first seqlen_k rows of a longer
+// (kCacheBlocksPerSm, kOneWave: the row kernel's, see plan_split_kv). A split whose K/V rows
+// have gaps between sequences (SplitKvPlan::gaps: k and v are the first seqlen_k rows of a longer
 // per-sequence buffer, e.g. a slice of a KV cache) runs as a varlen problem that spans the gap
 // rows, and a sequence's last key tile reads some of them: memory the caller may never have
 // written (NaN, Inf). Their P is 0, but 0 x NaN is NaN, so every row kernel zeroes (Hopper:
@@ -79,7 +79,8 @@ template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), Attentio
           TileRateFn TileRate = nullptr, bool kOneWave = false>
 fk_status_t run_with_split(const ExecContext& ctx, const AttentionProblem& p) {
   SplitKvPlan plan;
-  if (split_kv_plan_for<Supports, kCacheBlocksPerSm, HeadsPerTile, TileRate, kOneWave>(*ctx.caps, p, &plan))
+  if (split_kv_plan_for<Supports, kCacheBlocksPerSm, HeadsPerTile, TileRate, kOneWave>(
+          *ctx.caps, p, &plan))
     return split_kv_run(ctx, p, plan, Run);
   return Run(ctx, p);
 }
@@ -88,7 +89,8 @@ template <bool (*Supports)(const DeviceCaps&, const AttentionProblem&), int kCac
           bool kOneWave = false>
 uint64_t workspace_with_split(const DeviceCaps& caps, const AttentionProblem& p) {
   SplitKvPlan plan;
-  return split_kv_plan_for<Supports, kCacheBlocksPerSm, HeadsPerTile, TileRate, kOneWave>(caps, p, &plan)
+  return split_kv_plan_for<Supports, kCacheBlocksPerSm, HeadsPerTile, TileRate, kOneWave>(
+             caps, p, &plan)
              ? split_kv_workspace(p, plan)
              : 0;
 }
